@@ -1,0 +1,63 @@
+// tests/support/process.hpp — run real programs from tests.
+//
+// Integration and end-to-end tests drive real binaries (corral, curl, node);
+// this is the one place that knows how to spawn them, capture their output and
+// bound how long they may take (a bound for hangs, not a timing assertion).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace corral::test {
+
+struct Result {
+    int exit_code = -1;   // exit status, or 128+signal if killed by a signal
+    bool timed_out = false;
+    std::string out;
+    std::string err;
+};
+
+struct RunOptions {
+    std::chrono::milliseconds timeout{60'000};
+    std::string stdin_data;                     // written to the child's stdin, then closed
+    std::map<std::string, std::string> env;     // added to (or overriding) the inherited environment
+    std::string cwd;
+};
+
+// Runs argv[0] (looked up in PATH) to completion; never throws for a
+// non-zero exit. Throws std::runtime_error if the program cannot be started.
+Result run(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// A background process killed (SIGKILL, then reaped) when the object dies.
+class Background {
+public:
+    explicit Background(const std::vector<std::string>& argv, const RunOptions& options = {});
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+    ~Background();
+    pid_t pid() const { return pid_; }
+    // Reads what the process has written to stdout so far (non-blocking).
+    std::string drain_stdout();
+    // Waits until stdout contains `needle` or the timeout passes; returns whether it did.
+    bool wait_for_stdout(const std::string& needle, std::chrono::milliseconds timeout);
+    void kill_now();
+
+private:
+    pid_t pid_ = -1;
+    int out_fd_ = -1;
+    std::string seen_;
+};
+
+// Absolute path of the corral binary under test: $CORRAL_BIN, set by meson.
+std::string corral_bin();
+// Absolute path of the source tree root: $CORRAL_SOURCE_ROOT, set by meson.
+std::string source_root();
+bool running_as_root();
+// True if `program` is found in PATH.
+bool have_program(const std::string& program);
+
+}  // namespace corral::test

@@ -1,0 +1,14 @@
+// tools/commands.hpp — one entry point per `corral` subcommand.
+// Each takes the arguments after the subcommand name (argv[0] is the
+// subcommand itself) and returns the process exit status.
+#pragma once
+
+namespace corral::cli {
+
+int cmd_run(int argc, char** argv);       // tools/cmd_run.cpp
+int cmd_doctor(int argc, char** argv);    // tools/cmd_doctor.cpp
+int cmd_gateway(int argc, char** argv);   // tools/cmd_gateway.cpp
+int cmd_ca(int argc, char** argv);        // tools/cmd_ca.cpp
+int cmd_validate(int argc, char** argv);  // tools/cmd_validate.cpp
+
+}  // namespace corral::cli

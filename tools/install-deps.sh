@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# tools/install-deps.sh — install every build, test and benchmark dependency of
+# corral from Debian 12's packages (and the agent CLIs' Node runtime).
+# Idempotent: safe to run on every CI run. Needs root.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: must run as root (it calls apt-get)" >&2
+  exit 1
+fi
+
+packages=(
+  # build
+  g++ meson ninja-build pkg-config cmake
+  libseccomp-dev libcap-dev libmnl-dev libssl-dev
+  nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
+  # tests: the busybox rootfs, real clients, netns tooling
+  busybox-static curl openssl iproute2 util-linux procps python3
+  # benchmarks: the peers corral is measured against
+  bubblewrap tinyproxy mitmproxy hyperfine wrk
+)
+command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps.sh: all dependencies present"
