@@ -1,0 +1,1 @@
+#include "supervisor/cgroup.hpp"

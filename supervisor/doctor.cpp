@@ -1,0 +1,1 @@
+#include "supervisor/doctor.hpp"

@@ -1,0 +1,1 @@
+#include "supervisor/run_record.hpp"

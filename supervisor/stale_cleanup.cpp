@@ -1,0 +1,1 @@
+#include "supervisor/stale_cleanup.hpp"

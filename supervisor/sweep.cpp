@@ -1,0 +1,1 @@
+#include "supervisor/sweep.hpp"

@@ -1,0 +1,1 @@
+#include "supervisor/uid_lease.hpp"

@@ -1,0 +1,66 @@
+// supervisor/run_record.hpp — run.json: what ran, as whom, how it ended, and
+// whether teardown proved that nothing survived.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/cgroup.hpp"
+
+namespace corral::supervisor {
+
+struct TeardownStep {
+    std::string step;    // e.g. "kill_init", "reap_init", "pid_namespace_gone", "cgroup_empty", "cgroup_removed", "uid_sweep"
+    bool ok = false;
+    std::string detail;  // what was seen ("3 processes of uid 1900000000 left: 123 124 125")
+};
+
+struct TeardownReport {
+    std::vector<TeardownStep> steps;
+    std::vector<std::string> problems;  // one line per thing that survived or failed
+    // "clean" iff no problem was recorded and every step is ok.
+    bool clean() const;
+    std::string verdict() const { return clean() ? "clean" : "failed"; }
+};
+
+struct RunRecord {
+    std::string id;
+    std::vector<std::string> argv;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::string hostname;
+    std::string rootfs;                          // "host" or the image directory
+    std::optional<std::string> workspace;        // null when none was given
+    std::chrono::system_clock::time_point started_at{};
+    std::chrono::system_clock::time_point ended_at{};
+    std::optional<int> exit_code;                // null when killed by a signal / never started
+    std::optional<int> signal;                   // null unless killed by a signal
+    bool deadline_hit = false;
+    CgroupLimits limits;
+    std::optional<std::chrono::milliseconds> timeout;
+    std::optional<std::uint64_t> peak_memory_bytes;
+    std::optional<std::uint64_t> peak_pids;
+    bool oom_killed = false;                     // extra field "oom_killed" (not in the contract's list)
+    TeardownReport teardown;
+    int status = 0;                              // corral's own exit status
+};
+
+// The contract's run.json shape; absent optionals are JSON null, duration_ms is
+// ended_at - started_at in whole milliseconds.
+nlohmann::json to_json(const RunRecord& record);
+
+// Writes <run_dir>/run.json atomically: a temporary file in run_dir (mode 0600),
+// fsync, rename over run.json, fsync of the directory. Throws SysError.
+void write_run_record(const std::string& run_dir, const RunRecord& record);
+
+// "2026-11-30T05:31:07.123Z"
+std::string format_rfc3339_ms(std::chrono::system_clock::time_point t);
+
+}  // namespace corral::supervisor

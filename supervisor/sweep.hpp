@@ -1,0 +1,28 @@
+// supervisor/sweep.hpp — finding processes on the whole host after teardown.
+//
+// Both scans read /proc of the caller's mount namespace (the host's /proc) and
+// skip processes that vanish mid-scan. They list thread-group leaders only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <vector>
+
+namespace corral::supervisor {
+
+// Processes with `uid` as any of their real, effective, saved or filesystem uid
+// (the Uid: line of /proc/<pid>/status).
+std::vector<pid_t> processes_of_uid(uid_t uid);
+
+// Processes with `uid` in any Uid: field or `gid` in any Gid: field.
+std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid);
+
+// Processes whose /proc/<pid>/ns/pid is the namespace with inode `ns_inode`.
+std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode);
+
+// Inode of the pid namespace of `pid` (stat of /proc/<pid>/ns/pid); nullopt if the
+// process is gone.
+std::optional<ino_t> pid_namespace_inode(pid_t pid);
+
+}  // namespace corral::supervisor
