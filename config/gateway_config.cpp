@@ -1,0 +1,1 @@
+#include "config/gateway_config.hpp"

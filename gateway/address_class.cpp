@@ -1,0 +1,1 @@
+#include "gateway/address_class.hpp"

@@ -1,0 +1,133 @@
+// config/gateway_config.hpp — the gateway's TOML sections as plain typed structs.
+//
+// The sections ([gateway], [gateway.limits], [credentials.NAME], [[grants]])
+// are written so they can sit unchanged inside the organisation's org.toml:
+// parse_gateway_sections() reads only them and ignores other top-level keys,
+// while load_gateway_config() reads a stand-alone file and refuses unknown
+// top-level keys too. Inside the gateway sections every unknown key is an error.
+//
+// Every validation error is a ConfigError whose message is one line naming the
+// file, the line, the key and what is allowed, e.g.
+//   /etc/corral/gateway.toml:14: key 'grants[2].mode': got "x", allowed: tunnel | inject
+// Secrets are never read by the parsers; load_credential_secrets() reads them
+// and never puts a secret into an error message.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/sys_error.hpp"
+
+#include <toml.hpp>
+
+namespace corral::config {
+
+struct ConfigError : UsageError {
+    using UsageError::UsageError;
+};
+
+// [gateway.limits]. Sizes accept base/parse.hpp forms ("16KiB"), durations
+// "30s"; plain integers are bytes / seconds.
+struct GatewayLimits {
+    std::uint64_t max_header_bytes = 16 * 1024;
+    std::uint64_t max_body_bytes = 1024 * 1024;
+    std::uint64_t max_response_bytes = 256ull * 1024 * 1024;
+    std::chrono::milliseconds read_timeout{30'000};
+    std::chrono::milliseconds idle_timeout{120'000};
+    std::uint64_t max_connections = 1024;
+    std::uint64_t requests_per_identity = 0;  // 0 = unlimited
+};
+
+enum class CredentialKind { api_key, oauth_token };
+std::string_view to_string(CredentialKind k);
+
+// [credentials.NAME]. Exactly one of `file` / `env` is set.
+struct CredentialSpec {
+    std::string name;                 // NAME from [credentials.NAME]
+    CredentialKind kind = CredentialKind::api_key;
+    std::string file;                 // root-only file holding the secret (owner = gateway's euid, no group/other bits)
+    std::string env;                  // or: environment variable holding it
+    // Header name (lowercase) → value template, in file order. {key} and {token}
+    // both render the secret; no other braces are accepted. Defaults:
+    // api_key → x-api-key: {key}; oauth_token → authorization: Bearer {token}.
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string anthropic_beta;       // "" = leave anthropic-beta alone; else make sure this token is present
+    std::string where;                // "FILE:LINE" of the section, for later messages
+};
+
+enum class GrantMode { tunnel, inject };
+std::string_view to_string(GrantMode m);
+
+// One entry of a grant's `routes`: "METHOD /path" or "METHOD /prefix/*".
+// METHOD "*" matches any method. A trailing "*" (only after a '/') matches
+// any remainder, including further segments and the empty remainder
+// ("/v1/models/*" matches "/v1/models/" and "/v1/models/a/b", not "/v1/models").
+struct Route {
+    std::string method;   // uppercase token or "*"
+    std::string path;     // normalised path without the trailing '*'
+    bool prefix = false;  // true when the route ended in '*'
+    std::string text;     // as written, for messages
+};
+
+// One [[grants]] entry.
+struct Grant {
+    std::string host;                   // lowercased, no trailing dot, no brackets; "*.example.com" or exact name or IP literal
+    std::uint16_t port = 443;
+    GrantMode mode = GrantMode::tunnel;
+    std::string credential;             // name in [credentials]; inject only ("" = inject nothing)
+    std::vector<Route> routes;          // inject only; empty = any route
+    std::vector<std::string> identities;// empty = every identity; else globs on "worker" or "worker/run"
+    bool allow_private = false;         // special-purpose addresses allowed for this host
+    std::string connect_to;             // "" or "host:port" / "[v6]:port" as written: dial this instead of resolving `host`
+    std::string connect_host;           // parsed host of connect_to (name or IP literal, no brackets)
+    std::uint16_t connect_port = 0;     // parsed port of connect_to
+    std::string upstream_ca_file;       // "" = [gateway].upstream_ca_file
+    std::size_t index = 0;              // position in [[grants]] (0-based), for messages and the ledger
+    std::string where;                  // "FILE:LINE"
+};
+
+// [gateway]
+struct GatewaySettings {
+    std::string listen_unix;            // "" = no Unix listener. Socket made mode 0600.
+    std::string listen_tcp;             // "" = none; else "127.x.y.z:PORT" or "[::1]:PORT" (loopback only; PORT may be 0)
+    std::string listen_tcp_host;        // parsed address text of listen_tcp (no brackets)
+    std::uint16_t listen_tcp_port = 0;  // parsed port of listen_tcp
+    std::string tcp_identity = "tcp/0"; // "worker/run" identity given to TCP clients
+    std::string ledger = "/var/lib/corral/ledger.jsonl";
+    std::string state_dir = "/var/lib/corral";  // CA in <state_dir>/ca/{ca.crt,ca.key}
+    std::string upstream_ca_file;       // "" = system trust store
+    std::string hosts_file;             // "" = none; else /etc/hosts-format file consulted before DNS
+    GatewayLimits limits;
+};
+
+struct GatewayConfig {
+    GatewaySettings gateway;
+    std::map<std::string, CredentialSpec> credentials;
+    std::vector<Grant> grants;
+    std::string file;                   // where it came from
+};
+
+// Reads the gateway sections of an already parsed TOML document. `file` is
+// used in messages. Other top-level keys are ignored (org.toml reuse).
+// Throws ConfigError. Cross-checks: a grant's credential must exist, credential
+// and routes only with mode = "inject", at least one of listen_unix/listen_tcp.
+GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file);
+
+// Parses `path` (TOML syntax errors become one-line ConfigErrors with
+// file:line) and refuses any top-level key other than gateway, credentials, grants.
+GatewayConfig load_gateway_config(const std::string& path);
+
+// Reads each credential's secret: `file` must be a regular file owned by the
+// gateway's effective uid (root in production) with no group/other permission
+// bits (0600/0400), opened without following symlinks; or `env` must be set
+// and non-empty. One trailing newline / surrounding whitespace is trimmed; a
+// secret containing control characters or spaces is refused (it would let a
+// secret split a header). Returns name → secret. Throws ConfigError that names
+// the credential, the file or variable and the rule, never the secret.
+std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& cfg);
+
+}  // namespace corral::config

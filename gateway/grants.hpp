@@ -1,0 +1,87 @@
+// gateway/grants.hpp — is this identity allowed to reach this host:port, this
+// route, these addresses? Pure decisions, no I/O; the serving side calls them
+// in this order: normalize_host → find_grant → (resolve, or connect_to) →
+// vet_addresses → dial the vetted numbers; inside an inject tunnel, per request:
+// normalize_route_path → route_allowed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "config/gateway_config.hpp"
+#include "gateway/host.hpp"
+#include "gateway/identity.hpp"
+
+namespace corral::gateway {
+
+// The grant that lets `id` reach host:port, or nullptr (→ 403 "not_granted").
+// Matching:
+//  - port must equal grant.port;
+//  - identity scope: empty `identities` = everyone; a pattern without '/' is a
+//    glob (fnmatch) on the worker name, a pattern with '/' a glob on "worker/run";
+//  - host: an exact grant matches the same normalised text (IP literals compare
+//    canonical texts, so "[::1]" and "::1" are one); "*.example.com" matches any
+//    name ending in ".example.com" with at least one more label — NOT the apex
+//    "example.com" (grant the apex separately) and never an IP literal.
+// Preference: an exact grant beats a wildcard; a longer wildcard suffix beats a
+// shorter one; ties go to the grant written first.
+const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
+                                std::uint16_t port);
+
+// Normalises a request target for route matching (the forwarded request keeps
+// its original target). Accepts origin-form ("/a/b?q"); the query and any
+// fragment are dropped; %XX escapes are decoded once (hex case-insensitive, so
+// %2e/%2E → '.', %2f/%2F → '/'); ";params" are cut from each segment (so
+// "..;" counts as ".."); empty segments ("//") collapse; "." segments vanish;
+// ".." removes the previous segment. A trailing '/' is kept.
+// Returns nullopt and sets *reason (if non-null) to "bad_path" when the target
+// does not start with '/', has a malformed %-escape, decodes to a control
+// character, '\\' or another '%' (double encoding), or ".." would climb above "/".
+// The caller answers 400 with reason "bad_path".
+std::optional<std::string> normalize_route_path(std::string_view target, std::string* reason);
+
+// True when `grant.routes` is empty or one route matches: method equal (or the
+// route's method is "*") and path equal, or for a prefix route ("…/*") the path
+// starts with the route's path (which ends in '/'). Expects a path from
+// normalize_route_path. false → 403 "route_denied".
+bool route_allowed(const config::Grant& grant, std::string_view method, std::string_view normalized_path);
+
+// What the gateway itself listens on / runs on, so it never dials itself.
+// CONTRACT DEVIATION (GW-P): the contract's `own_addresses` list has no ports;
+// a loopback test upstream and the gateway's loopback listener share 127.0.0.1,
+// so a port-blind check would refuse every allow_private test upstream. Hence:
+struct SelfAddresses {
+    // The gateway's listening TCP endpoints (after bind, real port). An answer
+    // is refused when its port equals a listening port and the addresses are
+    // equal, or either is unspecified, or both are loopback.
+    std::vector<boost::asio::ip::tcp::endpoint> listening;
+    // Addresses of the host's own interfaces (getifaddrs). A PUBLIC one among
+    // the answers is refused on any port (reaching the host's own services is
+    // SSRF even via a public address); special-purpose ones follow allow_private.
+    std::vector<boost::asio::ip::address> host_addresses;
+};
+
+// The full pre-connection decision for one target given its resolved answers
+// (or the connect_to address) and the port that will be dialled:
+//  - no answers                                     → "dns_failure"      (502)
+//  - answers mix public and special-purpose classes → "mixed_answers"    (403), always, even with allow_private
+//  - a special-purpose answer without allow_private → "private_address"  (403)
+//  - an answer that is the gateway itself (above)   → "gateway_self"     (403), always
+// IPv4-mapped answers are compared to self addresses by their IPv4 part.
+// On success `usable` holds the answers in order (all of them: the dialler may
+// try each), and reason is "".
+struct AddressDecision {
+    bool allowed = false;
+    std::string reason;
+    std::vector<boost::asio::ip::address> usable;
+};
+AddressDecision vet_addresses(const config::Grant& grant, std::uint16_t port,
+                              const std::vector<boost::asio::ip::address>& answers, const SelfAddresses& self);
+
+}  // namespace corral::gateway

@@ -1,0 +1,122 @@
+// gateway/ledger.hpp — one JSON line per request and per refusal.
+//
+// The ledger is the gateway's record of what every sandbox tried. If it cannot
+// be written the gateway must stop serving new requests (fail closed): append()
+// never throws on I/O failure, it marks the ledger unhealthy, and the serving
+// side checks healthy() before accepting each request (503 "ledger_unwritable").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/fd.hpp"
+
+namespace corral::gateway {
+
+// Ledger reason codes and the status each one answers with.
+namespace reason {
+inline constexpr std::string_view none = "";                  // allowed
+inline constexpr std::string_view bad_request = "bad_request";            // 400
+inline constexpr std::string_view smuggling = "smuggling";                // 400
+inline constexpr std::string_view bad_host = "bad_host";                  // 400
+inline constexpr std::string_view bad_path = "bad_path";                  // 400
+inline constexpr std::string_view unsupported_method = "unsupported_method";  // 405
+inline constexpr std::string_view not_granted = "not_granted";            // 403
+inline constexpr std::string_view route_denied = "route_denied";          // 403
+inline constexpr std::string_view private_address = "private_address";    // 403
+inline constexpr std::string_view mixed_answers = "mixed_answers";        // 403
+inline constexpr std::string_view numeric_host = "numeric_host";          // 403
+inline constexpr std::string_view gateway_self = "gateway_self";          // 403
+inline constexpr std::string_view sni_mismatch = "sni_mismatch";          // 403
+inline constexpr std::string_view host_mismatch = "host_mismatch";        // 403
+inline constexpr std::string_view body_too_large = "body_too_large";      // 413
+inline constexpr std::string_view headers_too_large = "headers_too_large";// 431
+inline constexpr std::string_view budget_exhausted = "budget_exhausted";  // 429
+inline constexpr std::string_view upstream_tls = "upstream_tls";          // 502
+inline constexpr std::string_view upstream_connect = "upstream_connect";  // 502
+inline constexpr std::string_view dns_failure = "dns_failure";            // 502
+inline constexpr std::string_view ledger_unwritable = "ledger_unwritable";// 503
+inline constexpr std::string_view too_many_connections = "too_many_connections";  // 503
+inline constexpr std::string_view timeout = "timeout";                    // 408 (client) / 504 (upstream)
+}  // namespace reason
+
+// The HTTP status the gateway answers a refusal with (table above); 500 for an
+// unknown code, 200 for "".
+int status_for_reason(std::string_view code);
+
+enum class Decision { allow, refuse };
+
+struct LedgerEntry {
+    std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
+    std::string identity;        // "worker/run"
+    std::string mode;            // "tunnel" | "inject" | "" (refused before a grant was found)
+    std::string method;          // "CONNECT", "GET", ...
+    std::string host;            // as normalised (or as sent, if it could not be normalised)
+    std::uint16_t port = 0;
+    std::string path;            // request target path ("" for CONNECT)
+    Decision decision = Decision::allow;
+    std::string reason;          // a reason:: code; "" when allowed
+    int status = 0;              // HTTP status sent to the client (0 = none, e.g. tunnel cut)
+    std::uint64_t bytes_up = 0;  // client → upstream payload bytes
+    std::uint64_t bytes_down = 0;// upstream → client payload bytes
+    std::uint64_t duration_ms = 0;
+    std::string credential;      // credential NAME injected ("" = none); never its value
+};
+
+// One JSON object on one line, terminated by '\n'. Keys, in this order:
+// time (RFC 3339 UTC with milliseconds, "2026-11-30T05:29:39.123Z"), identity,
+// mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
+// bytes_up, bytes_down, duration_ms, credential. Every string field has each
+// occurrence of every non-empty string in `secrets` replaced by "[redacted]"
+// before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
+std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});
+
+// Thread-safe appender. The file is opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC,
+// mode 0600. Each line goes out in one write(2) under a mutex, so lines never
+// interleave. fsync policy: no fsync per line (it would cap the gateway at the
+// disk's sync rate); sync() fdatasyncs and the daemon calls it periodically and
+// at shutdown — a process crash loses nothing already appended, a host crash
+// may lose the last lines in the page cache.
+class Ledger {
+public:
+    // Never throws for I/O: an unopenable path leaves the ledger unhealthy
+    // with failure() = "open(PATH): <errno text>".
+    explicit Ledger(const std::string& path);
+
+    bool healthy() const;
+    std::string failure() const;   // "" while healthy; else the first failure, e.g. "write(PATH): No space left on device"
+    const std::string& path() const { return path_; }
+
+    // Secrets scrubbed from every later line (defence in depth: callers should
+    // never pass them, but a secret echoed into a path or reason still never lands).
+    void register_secret(const std::string& secret);
+
+    // Counts the entry (requests/refusals per identity, even when unhealthy),
+    // then writes its line; a failed or short write marks the ledger unhealthy
+    // for good. Never throws on I/O failure.
+    void append(const LedgerEntry& e);
+
+    // fdatasync(2); a failure marks the ledger unhealthy.
+    void sync();
+
+    std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
+    std::uint64_t requests(const std::string& identity) const;  // all entries
+
+private:
+    void fail_locked(std::string what);
+
+    std::string path_;
+    mutable std::mutex mutex_;
+    Fd fd_;
+    std::string failure_;
+    std::vector<std::string> secrets_;
+    std::map<std::string, std::uint64_t> refusals_;
+    std::map<std::string, std::uint64_t> requests_;
+};
+
+}  // namespace corral::gateway
