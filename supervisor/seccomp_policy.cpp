@@ -1,0 +1,167 @@
+#include "supervisor/seccomp_policy.hpp"
+
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral::supervisor {
+
+namespace {
+
+SeccompRule deny(std::string name, std::string reason) {
+    return SeccompRule{std::move(name), SeccompAction::deny_eperm, {}, std::move(reason)};
+}
+
+struct CtxDeleter {
+    void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+using Ctx = std::unique_ptr<void, CtxDeleter>;
+
+// libseccomp returns -errno.
+void check_scmp(int rc, std::string_view call, std::string_view detail) {
+    if (rc < 0) throw SysError(call, detail, -rc);
+}
+
+Ctx build_context(const std::vector<SeccompRule>& rules) {
+    Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
+    if (!ctx) throw SysError("seccomp_init", ENOMEM);
+    // A syscall made through another ABI (int 0x80 i386 numbers, x32) is not
+    // covered by an x86_64 deny list: kill the whole process instead.
+    check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "seccomp_attr_set",
+               "ACT_BADARCH=KILL_PROCESS");
+    // We set no_new_privs ourselves, explicitly, in drop_to_agent().
+    check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0), "seccomp_attr_set", "CTL_NNP=0");
+    for (const auto& rule : rules) {
+        int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+        if (nr == __NR_SCMP_ERROR)
+            throw UsageError("seccomp rule names unknown syscall \"" + rule.syscall + "\"");
+        std::uint32_t action =
+            rule.action == SeccompAction::deny_enosys ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ERRNO(EPERM);
+        std::vector<scmp_arg_cmp> cmps;
+        for (const auto& c : rule.conditions)
+            cmps.push_back(SCMP_CMP64(c.index, SCMP_CMP_MASKED_EQ, c.mask, c.value));
+        check_scmp(seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(cmps.size()),
+                                          cmps.empty() ? nullptr : cmps.data()),
+                   "seccomp_rule_add", rule.syscall);
+    }
+    return ctx;
+}
+
+std::string read_all(int fd) {
+    std::string out;
+    if (lseek(fd, 0, SEEK_SET) < 0) throw SysError("lseek", "memfd", errno);
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("read", "memfd", errno);
+        if (n == 0) return out;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+}  // namespace
+
+std::vector<SeccompRule> sandbox_seccomp_rules() {
+    std::vector<SeccompRule> r;
+    // --- namespaces: a new namespace is a new view to attack from (user ns
+    // unlock otherwise root-only kernel code; mount/net ns give a fresh surface).
+    r.push_back(deny("unshare", "creates namespaces; a user namespace grants capabilities over new kernel surface"));
+    r.push_back(deny("setns", "joins other namespaces (through any fd the sandbox could obtain)"));
+    r.push_back({"clone3", SeccompAction::deny_enosys, {},
+                 "its flags live in a struct seccomp cannot read; ENOSYS makes libc fall back to clone, "
+                 "whose flags are checked"});
+    const std::pair<std::uint64_t, const char*> clone_ns_flags[] = {
+        {CLONE_NEWNS, "CLONE_NEWNS"},   {CLONE_NEWUTS, "CLONE_NEWUTS"}, {CLONE_NEWIPC, "CLONE_NEWIPC"},
+        {CLONE_NEWUSER, "CLONE_NEWUSER"}, {CLONE_NEWPID, "CLONE_NEWPID"}, {CLONE_NEWNET, "CLONE_NEWNET"},
+        {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
+    };
+    for (auto [flag, name] : clone_ns_flags)
+        r.push_back({"clone", SeccompAction::deny_eperm, {{0, flag, flag}},
+                     std::string("clone with ") + name + " creates a namespace (same reason as unshare)"});
+    // --- the mount API: the sandbox's file system view is fixed by corral.
+    for (const char* name : {"mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+                             "fsconfig", "fsmount", "fspick", "mount_setattr"})
+        r.push_back(deny(name, "changes the mount table; the sandbox's file system view is fixed by corral"));
+    // --- kernel code and kernel-wide state.
+    for (const char* name : {"init_module", "finit_module", "delete_module"})
+        r.push_back(deny(name, "loads or unloads kernel modules"));
+    for (const char* name : {"kexec_load", "kexec_file_load"})
+        r.push_back(deny(name, "replaces the running kernel"));
+    r.push_back(deny("bpf", "loads programs into the kernel; large, frequently exploited surface"));
+    r.push_back(deny("perf_event_open", "kernel/hardware profiling; side channels and a history of exploits"));
+    for (const char* name : {"add_key", "request_key", "keyctl"})
+        r.push_back(deny(name, "kernel keyrings are not namespaced: keys could leak between sandboxes and host"));
+    r.push_back(deny("userfaultfd", "lets a process stall kernel accesses at will; a standard exploit primitive"));
+    r.push_back(deny("open_by_handle_at", "opens files by handle, bypassing the mount view (the shocker escape)"));
+    r.push_back(deny("name_to_handle_at", "produces the file handles open_by_handle_at consumes; host inode probing"));
+    for (const char* name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+        r.push_back(deny(name, "io_uring performs syscalls seccomp never sees, and is a large exploit surface"));
+    r.push_back(deny("ptrace", "debugging other processes; nothing outside the invocation may be reached"));
+    for (const char* name : {"process_vm_readv", "process_vm_writev"})
+        r.push_back(deny(name, "reads/writes another process's memory (ptrace in disguise)"));
+    r.push_back(deny("pidfd_getfd", "steals a file descriptor out of another process (ptrace in disguise)"));
+    for (const char* name : {"swapon", "swapoff"}) r.push_back(deny(name, "changes host swap devices"));
+    r.push_back(deny("reboot", "reboots or halts (or, in a PID namespace, kills the namespace's init)"));
+    r.push_back(deny("acct", "switches process accounting for the whole host"));
+    for (const char* name : {"settimeofday", "clock_settime", "clock_adjtime", "adjtimex"})
+        r.push_back(deny(name, "sets the host's clock; the time is not namespaced"));
+    r.push_back(deny("syslog", "reads/clears the kernel log, which leaks host addresses and activity"));
+    // ioctl's request is an unsigned int: compare only the low 32 bits so
+    // garbage in the upper half of the register cannot dodge the rule.
+    r.push_back({"ioctl", SeccompAction::deny_eperm, {{1, 0xffffffffULL, TIOCSTI}},
+                 "TIOCSTI pushes input into a terminal, i.e. types commands into the user's shell (CVE-2017-5226)"});
+    r.push_back({"ioctl", SeccompAction::deny_eperm, {{1, 0xffffffffULL, TIOCLINUX}},
+                 "TIOCLINUX can paste the console selection as input, like TIOCSTI"});
+    return r;
+}
+
+SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules) {
+    Ctx ctx = build_context(rules);
+    Fd mem(memfd_create("corral-seccomp", MFD_CLOEXEC));
+    if (!mem.valid()) throw SysError("memfd_create", "corral-seccomp", errno);
+    check_scmp(seccomp_export_bpf(ctx.get(), mem.get()), "seccomp_export_bpf", {});
+    std::string bytes = read_all(mem.get());
+    if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0)
+        throw SysError("seccomp_export_bpf", "unexpected program size", EINVAL);
+    SeccompProgram program;
+    program.instructions.resize(bytes.size() / sizeof(sock_filter));
+    std::memcpy(program.instructions.data(), bytes.data(), bytes.size());
+    return program;
+}
+
+int install_seccomp_program(const SeccompProgram& program) noexcept {
+    sock_fprog prog{};
+    prog.len = static_cast<unsigned short>(program.instructions.size());
+    prog.filter = const_cast<sock_filter*>(program.instructions.data());
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return -errno;
+    return 0;
+}
+
+void install_seccomp(const std::vector<SeccompRule>& rules) {
+    SeccompProgram program = compile_seccomp(rules);
+    check_sys(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl", "PR_SET_NO_NEW_PRIVS");
+    if (int rc = install_seccomp_program(program); rc < 0) throw SysError("seccomp", "SECCOMP_SET_MODE_FILTER", -rc);
+}
+
+std::string seccomp_policy_text(const std::vector<SeccompRule>& rules) {
+    Ctx ctx = build_context(rules);
+    Fd mem(memfd_create("corral-seccomp-pfc", MFD_CLOEXEC));
+    if (!mem.valid()) throw SysError("memfd_create", "corral-seccomp-pfc", errno);
+    check_scmp(seccomp_export_pfc(ctx.get(), mem.get()), "seccomp_export_pfc", {});
+    return read_all(mem.get());
+}
+
+}  // namespace corral::supervisor

@@ -1,0 +1,67 @@
+// supervisor/seccomp_policy.hpp — the sandbox's seccomp policy, as data.
+//
+// The policy is a default-allow list of denials: the dangerous kernel surface
+// (namespaces, mounts, modules, bpf, keyrings, ptrace, io_uring, clocks, ...)
+// fails with EPERM, and clone3 with ENOSYS so libc falls back to clone, whose
+// flags (unlike clone3's struct) seccomp can inspect. Every rule carries the
+// reason docs/security.md prints. A syscall from a foreign architecture
+// (i386 via int 0x80, x32 via __X32_SYSCALL_BIT) kills the process: otherwise
+// it would bypass a list written for x86_64 numbers.
+//
+// compile_seccomp() runs in the supervisor before clone (libseccomp allocates);
+// install_seccomp_program() is a single system call, safe in the child just
+// before execve.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corral::supervisor {
+
+enum class SeccompAction {
+    deny_eperm,    // the call fails with EPERM
+    deny_enosys,   // the call fails with ENOSYS ("not implemented": callers fall back)
+};
+
+// One argument test: (arg[index] & mask) == value. All of a rule's conditions
+// must hold for the rule to apply.
+struct SeccompArgCondition {
+    unsigned index;
+    std::uint64_t mask;
+    std::uint64_t value;
+};
+
+struct SeccompRule {
+    std::string syscall;                          // libseccomp name, e.g. "unshare"
+    SeccompAction action = SeccompAction::deny_eperm;
+    std::vector<SeccompArgCondition> conditions;  // empty: always
+    std::string reason;                           // why; shown in docs/security.md
+};
+
+// The sandbox policy (pure; the same list on every call).
+std::vector<SeccompRule> sandbox_seccomp_rules();
+
+// A compiled BPF program, ready to install.
+struct SeccompProgram {
+    std::vector<sock_filter> instructions;
+};
+
+// Builds the BPF program for `rules` on the native architecture; foreign
+// architectures and x32 are killed. Throws SysError/UsageError if a rule names
+// an unknown syscall or libseccomp refuses it.
+SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules);
+
+// Installs `program` on the calling thread. Requires PR_SET_NO_NEW_PRIVS (or
+// CAP_SYS_ADMIN). Allocation-free; returns 0 or -errno.
+int install_seccomp_program(const SeccompProgram& program) noexcept;
+
+// compile + PR_SET_NO_NEW_PRIVS + install, throwing SysError on failure.
+void install_seccomp(const std::vector<SeccompRule>& rules);
+
+// The libseccomp pseudo-filter text of `rules` (for docs and tests).
+std::string seccomp_policy_text(const std::vector<SeccompRule>& rules);
+
+}  // namespace corral::supervisor

@@ -1,0 +1,109 @@
+// Unit tests of `corral run` option parsing: every option, every error form.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/sys_error.hpp"
+#include "supervisor/run_options.hpp"
+
+using corral::UsageError;
+using corral::supervisor::parse_run_options;
+using corral::supervisor::RunOptions;
+
+namespace {
+
+RunOptions parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "run");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return parse_run_options(static_cast<int>(args.size()), argv.data());
+}
+
+std::string error_of(std::vector<std::string> args) {
+    try {
+        parse(std::move(args));
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("defaults: host rootfs, no limits, default uid range, command kept verbatim") {
+    auto o = parse({"--", "/bin/sh", "-c", "echo --memory"});
+    CHECK(o.rootfs == "host");
+    CHECK_FALSE(o.workspace);
+    CHECK_FALSE(o.memory_bytes);
+    CHECK_FALSE(o.pids);
+    CHECK_FALSE(o.cpus);
+    CHECK_FALSE(o.timeout);
+    CHECK_FALSE(o.pass_stdin);
+    CHECK(o.uid_range.first == 1900000000u);
+    CHECK(o.uid_range.last == 1900000999u);
+    CHECK(o.command == std::vector<std::string>{"/bin/sh", "-c", "echo --memory"});
+}
+
+TEST_CASE("every option, in both --opt VALUE and --opt=VALUE form") {
+    auto o = parse({"--rootfs", "/img", "--workspace=/ws", "--run-dir", "/rd", "--state-dir=/sd", "--memory", "64M",
+                    "--pids=100", "--cpus", "0.5", "--timeout=2s", "--env", "A=1", "--env=B=x=y", "--hostname",
+                    "box1", "--stdin", "--uid-range", "2000-2010", "--", "true"});
+    CHECK(o.rootfs == "/img");
+    CHECK(*o.workspace == "/ws");
+    CHECK(*o.run_dir == "/rd");
+    CHECK(*o.state_dir == "/sd");
+    CHECK(*o.memory_bytes == 64ull * 1024 * 1024);
+    CHECK(*o.pids == 100);
+    CHECK(*o.cpus == doctest::Approx(0.5));
+    CHECK(o.timeout->count() == 2000);
+    REQUIRE(o.env.size() == 2);
+    CHECK(o.env[1].first == "B");
+    CHECK(o.env[1].second == "x=y");
+    CHECK(*o.hostname == "box1");
+    CHECK(o.pass_stdin);
+    CHECK(o.uid_range.first == 2000u);
+    CHECK(o.uid_range.last == 2010u);
+    CHECK(o.command == std::vector<std::string>{"true"});
+}
+
+TEST_CASE("the first non-option starts the command; later dashes belong to it") {
+    auto o = parse({"--pids", "5", "ls", "--help"});
+    CHECK(o.command == std::vector<std::string>{"ls", "--help"});
+    CHECK_FALSE(o.help);
+}
+
+TEST_CASE("--help needs no command") {
+    CHECK(parse({"--help"}).help);
+    std::string help = corral::supervisor::run_help_text();
+    for (const char* opt : {"--rootfs", "--workspace", "--run-dir", "--state-dir", "--memory", "--pids", "--cpus",
+                            "--timeout", "--env", "--hostname", "--stdin", "--uid-range", "--help", "124", "125",
+                            "126", "127"})
+        CHECK_MESSAGE(help.find(opt) != std::string::npos, opt);
+}
+
+TEST_CASE("malformed values name the option, the text and the accepted form") {
+    auto mem = error_of({"--memory", "12XB", "--", "true"});
+    CHECK(mem.starts_with("--memory: invalid size \"12XB\""));
+    CHECK(mem.find("expected") != std::string::npos);
+    CHECK(error_of({"--timeout", "soon", "--", "true"}).starts_with("--timeout: invalid duration \"soon\""));
+    CHECK(error_of({"--timeout", "0s", "--", "true"}).starts_with("--timeout: invalid duration \"0s\""));
+    CHECK(error_of({"--env", "1X=2", "--", "true"}).starts_with("--env: invalid environment pair \"1X=2\""));
+    CHECK(error_of({"--pids", "-3", "--", "true"}).starts_with("--pids: invalid count \"-3\""));
+    CHECK(error_of({"--pids", "0", "--", "true"}).starts_with("--pids: invalid count \"0\""));
+    CHECK(error_of({"--cpus", "lots", "--", "true"}).starts_with("--cpus: invalid CPU count \"lots\""));
+    CHECK(error_of({"--cpus", "0", "--", "true"}).starts_with("--cpus: invalid CPU count \"0\""));
+    CHECK(error_of({"--hostname", "bad host", "--", "true"}).starts_with("--hostname: invalid hostname \"bad host\""));
+    CHECK(error_of({"--uid-range", "5", "--", "true"}).starts_with("--uid-range: "));
+    CHECK(error_of({"--memory", "100", "--", "true"}).starts_with("--memory: invalid size \"100\""));
+}
+
+TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
+    CHECK(error_of({"--bogus", "--", "true"}).starts_with("unknown option \"--bogus\""));
+    CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
+    CHECK(error_of({"--pids", "3"}).starts_with("missing command"));
+    CHECK(error_of({"--"}).starts_with("missing command"));
+    CHECK(error_of({"--stdin=yes", "--", "true"}).starts_with("--stdin: takes no value"));
+    CHECK(error_of({"--rootfs=", "--", "true"}).starts_with("--rootfs: empty path"));
+}
