@@ -1,0 +1,130 @@
+// rootfs/mount_plan.hpp — the sandbox's filesystem view, as a plan and its application.
+//
+// plan_rootfs() turns a RootfsSpec into a MountPlan: an ordered list of plain
+// operations (make a directory, write a file, mount, bind, remount, symlink).
+// Planning runs on the host before clone3, validates the user's paths (it may
+// stat them) and throws UsageError; it never mounts. Unit tests check the plan
+// without root.
+//
+// apply_mount_plan() and enter_rootfs() run in the sandbox's init, in its new
+// mount (and PID) namespace, as root, between clone3 and execve: they never
+// throw and allocate nothing; the first failure is returned as {op, errno, call}
+// so the parent can name the step (describe_failure()).
+//
+// Every target "in the box" is resolved below plan.new_root with
+// openat2(RESOLVE_IN_ROOT): a symlink in an untrusted image cannot make corral
+// write or mount outside the image. docs/rootfs.md has the full table of mounts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace corral::rootfs {
+
+// A file that must appear in the box with this content (issue 4 puts the CA
+// bundle in the trust store this way). Written to scratch and bind-mounted
+// read-only at path_in_box: the image (or the host) is never modified.
+// In host mode a path inside a read-only host bind (/usr/..., /etc/ssl/certs/...)
+// must already exist there (it is overlaid, not created).
+struct ExtraFile {
+    std::string path_in_box;  // absolute, normalized; not under /proc, /dev, /sys, /workspace
+    std::string content;
+    mode_t mode = 0644;
+};
+
+inline constexpr std::uint64_t default_tmp_size_bytes = 256ull << 20;
+inline constexpr std::uint64_t default_scratch_size_bytes = 256ull << 20;
+inline constexpr std::uint64_t default_shm_size_bytes = 64ull << 20;
+
+struct RootfsSpec {
+    std::string image = "host";             // "host" or an absolute directory (the --rootfs value)
+    std::optional<std::string> workspace;   // absolute directory, bound read-write at /workspace
+    std::string scratch_dir;                // /run/corral/scratch/<run-id>: created by apply_mount_plan
+    std::uint64_t tmp_size_bytes = default_tmp_size_bytes;          // cap of /tmp
+    std::uint64_t scratch_size_bytes = default_scratch_size_bytes;  // cap of everything else the box writes
+                                                                    // (overlay upper, agent home)
+    std::uint64_t shm_size_bytes = default_shm_size_bytes;          // cap of /dev/shm
+    uid_t agent_uid = 0;
+    gid_t agent_gid = 0;
+    std::string agent_name = "agent";       // passwd name; home is /home/<agent_name>
+    std::string hostname;                   // goes into /etc/hosts and /etc/hostname (host mode)
+    std::vector<ExtraFile> extra_files;
+};
+
+enum class MountKind {
+    MakeDir,     // mkdir target (mode); an existing directory is fine; chown if set_owner
+    MakeFile,    // create an empty file at target if nothing is there (a mount point for a file bind)
+    Symlink,     // symlink target -> source (the link text)
+    WriteFile,   // create/truncate target with data as content (mode, owner)
+    AppendFile,  // append data to an existing target (adds a newline first if the file lacks one)
+    Mount,       // mount(source, target, fstype, flags, data): tmpfs, proc, devpts, overlay, propagation
+    Bind,        // mount(source, target, MS_BIND): source is a host path; flags are applied by the Remount after it
+    Remount,     // mount(target, MS_BIND|MS_REMOUNT|flags): set per-mount flags (ro, nosuid, nodev, noexec)
+};
+
+struct MountOp {
+    MountKind kind{};
+    std::string source;      // Bind: host path; Mount: fs source name; Symlink: the link text
+    std::string target;      // absolute; a path in the box if in_root, else a host path (scratch)
+    bool in_root = true;     // resolve target below plan.new_root (symlinks cannot escape it)
+    std::string fstype;      // Mount only
+    unsigned long flags = 0; // Mount/Remount: MS_* flags. Bind: the flags its Remount will set (documentation)
+    std::string data;        // Mount: option string; WriteFile/AppendFile: the content
+    mode_t mode = 0;         // MakeDir/MakeFile/WriteFile
+    bool set_owner = false;  // MakeDir/WriteFile: chown to uid:gid and chmod mode even if it existed
+    uid_t uid = 0;
+    gid_t gid = 0;
+    bool optional = false;   // skip this op when its source (Bind) or target (AppendFile) does not exist
+};
+
+struct MountPlan {
+    std::string new_root;        // host path of the box's future "/" (a mount point after the plan is applied)
+    std::string scratch_dir;     // everything below it disappears with the sandbox's mount namespace
+    std::vector<MountOp> ops;
+};
+
+// Validates the spec and builds the plan. Throws UsageError naming the option,
+// the bad value and what is accepted, e.g. "--rootfs /x: no such directory".
+MountPlan plan_rootfs(const RootfsSpec& spec);
+
+// One line naming the call and the paths, for error messages:
+// "mount(proc -> /proc, proc, MS_NOSUID|MS_NODEV|MS_NOEXEC)".
+std::string describe(const MountOp& op);
+
+// The system call that failed (static names; safe to carry over a pipe as a number).
+enum class FailedCall : std::uint8_t {
+    open, mkdir, mknod, symlink, write, chown, chmod, stat, mount, pivot_root, umount, chdir,
+};
+const char* call_name(FailedCall call) noexcept;
+
+// op_index == plan.ops.size() means "while entering the root" (enter_rootfs).
+struct MountFailure {
+    std::size_t op_index = 0;
+    int err = 0;
+    FailedCall call = FailedCall::mount;
+};
+
+// "rootfs setup: mount(/home/u/ws -> /workspace, MS_BIND) failed in mount: Permission denied"
+std::string describe_failure(const MountPlan& plan, const MountFailure& failure);
+
+// In the child, new mount namespace, as root, before pivot. The plan's first ops
+// make every mount private (MS_REC|MS_PRIVATE on /) and prepare scratch (mkdir +
+// size-capped tmpfs); the rest are applied in order. Returns the first failure.
+std::optional<MountFailure> apply_mount_plan(const MountPlan& plan) noexcept;
+
+// pivot_root into plan.new_root, detach the old root (umount2 MNT_DETACH; the
+// pivot_root(".", ".") form needs no put_old directory), chdir("/").
+std::optional<MountFailure> enter_rootfs(const MountPlan& plan) noexcept;
+
+// Host side, after the run (teardown, stale cleanup): unmounts anything still
+// mounted at or below scratch_dir in the caller's mount namespace, then removes
+// the directory tree. A missing scratch_dir is fine. Throws SysError if a mount
+// cannot be removed (and then deletes nothing, so no bind-mounted host data is touched).
+void remove_scratch(const std::string& scratch_dir);
+
+}  // namespace corral::rootfs
