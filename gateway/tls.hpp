@@ -1,0 +1,73 @@
+// gateway/tls.hpp — the TLS contexts the gateway reuses across connections.
+//
+// Creating an SSL_CTX (and loading a trust store into it) costs far more than
+// a handshake, so both sides are cached: one server context per CONNECT host
+// (holding that host's minted leaf, its own session cache and an SNI check
+// bound to the host) and one client context per trust store.
+#pragma once
+
+#include <boost/asio/ssl/context.hpp>
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gateway/ca.hpp"
+
+namespace corral::gateway {
+
+// Server side of an inject-mode tunnel for one CONNECT host.
+struct ServerTls {
+    std::string host;                     // the CONNECT host the SNI must equal
+    std::shared_ptr<const LeafCertificate> leaf;
+    boost::asio::ssl::context ctx{boost::asio::ssl::context::tls_server};
+};
+
+// Thread-safe, bounded (least recently used evicted) cache of ServerTls per
+// host. A leaf is re-minted when less than a day of validity is left.
+class ServerTlsCache {
+public:
+    explicit ServerTlsCache(const CertificateAuthority& ca, std::size_t capacity = 1024)
+        : ca_(ca), capacity_(capacity) {}
+    std::shared_ptr<ServerTls> get(const std::string& host);
+    std::size_t size() const;
+    std::uint64_t minted() const;
+
+private:
+    std::shared_ptr<ServerTls> build(const std::string& host);
+    const CertificateAuthority& ca_;
+    std::size_t capacity_;
+    mutable std::mutex mutex_;
+    std::list<std::string> lru_;  // front = most recent
+    struct Entry {
+        std::shared_ptr<ServerTls> tls;
+        std::list<std::string>::iterator lru_pos;
+    };
+    std::map<std::string, Entry> entries_;
+    std::uint64_t minted_ = 0;
+};
+
+// After a failed server handshake: did the client ask for a different name
+// (or none) than the CONNECT host? The SNI callback already aborted it; this
+// tells the ledger why.
+bool sni_mismatch(SSL* ssl, const std::string& host);
+
+// Client contexts for upstream connections: full verification (chain against
+// `ca_file` or the system store when empty, TLS >= 1.2, ALPN http/1.1 only).
+class ClientTlsCache {
+public:
+    std::shared_ptr<boost::asio::ssl::context> get(const std::string& ca_file);
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<boost::asio::ssl::context>> contexts_;
+};
+
+// Per-connection client settings: SNI (names only) and the hostname (or IP)
+// the certificate must carry. Returns false if OpenSSL refused them.
+bool set_upstream_identity(SSL* ssl, const std::string& host, bool is_ip_literal);
+
+}  // namespace corral::gateway
