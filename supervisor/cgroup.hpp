@@ -86,10 +86,15 @@ public:
     const std::string& run_id() const { return run_id_; }
 
 private:
+    struct Dir {
+        std::string path;  // absolute, <hierarchy mount>/corral/<run-id>
+        bool v2 = false;
+    };
     RunCgroup() = default;
+    void remove_best_effort() noexcept;
+    friend std::vector<std::string> remove_run_cgroups(const std::string& run_id);
     std::string run_id_;
-    std::vector<std::string> dirs_;  // absolute paths, one per hierarchy
-    std::vector<bool> is_v2_;        // parallel to dirs_
+    std::vector<Dir> dirs_;  // one per hierarchy used
     bool removed_ = false;
 };
 

@@ -1,1 +1,182 @@
 #include "supervisor/uid_lease.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <string>
+
+#include "base/sys_error.hpp"
+#include "supervisor/sweep.hpp"
+
+namespace corral::supervisor {
+namespace {
+
+// Highest UID we hand out: below 2^31 - 1 so no tool that stores UIDs in a signed
+// int, and neither (uid_t)-1 nor (uid_t)-2 (overflow/nobody conventions), is hit.
+constexpr unsigned long long kMaxUid = 2147483646ULL;
+
+[[noreturn]] void bad_uid_range(std::string_view text) {
+    throw UsageError("invalid --uid-range \"" + std::string(text) +
+                     "\": expected FIRST-LAST, two decimal UIDs with 0 < FIRST <= LAST <= 2147483646 "
+                     "(e.g. 1900000000-1900000999)");
+}
+
+bool parse_decimal(std::string_view digits, unsigned long long& out) {
+    if (digits.empty() || digits.size() > 12) return false;
+    for (char c : digits)
+        if (c < '0' || c > '9') return false;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && end == digits.data() + digits.size();
+}
+
+// Creates dir (and a missing parent) root-only; refuses a path that is not a directory.
+void ensure_lock_dir(const std::string& dir) {
+    auto slash = dir.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) {
+        std::string parent = dir.substr(0, slash);
+        if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) throw SysError("mkdir", parent, errno);
+    }
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir, errno);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) throw SysError("stat", dir, errno);
+    if (!S_ISDIR(st.st_mode)) throw SysError("mkdir", dir + " (exists and is not a directory)", ENOTDIR);
+}
+
+bool same_file(int fd, const std::string& path) {
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd, &by_fd) != 0) return false;
+    if (::stat(path.c_str(), &by_path) != 0) return false;
+    return by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+}
+
+bool in_user_database(uid_t uid) {
+    // getpwuid_r: no shared static buffer; NSS lookups are what "exists as a user" means.
+    struct passwd pw {};
+    struct passwd* result = nullptr;
+    char buf[4096];
+    return ::getpwuid_r(uid, &pw, buf, sizeof buf, &result) == 0 && result != nullptr;
+}
+
+enum class LockOutcome { acquired, held_by_other };
+
+// Opens and flocks path; on success fd holds the lock on the inode currently at path.
+LockOutcome lock_uid_file(const std::string& path, Fd& fd) {
+    // A concurrent holder may unlink the path between our open and our flock; then our
+    // flock is on an orphaned inode and another acquirer may create a fresh file. Retry
+    // until the locked inode is the one at the path.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        Fd candidate(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (!candidate.valid()) throw SysError("open", path, errno);
+        if (::flock(candidate.get(), LOCK_EX | LOCK_NB) != 0) {
+            if (errno == EWOULDBLOCK) return LockOutcome::held_by_other;
+            throw SysError("flock", path, errno);
+        }
+        if (same_file(candidate.get(), path)) {
+            fd = std::move(candidate);
+            return LockOutcome::acquired;
+        }
+    }
+    // Persistent churn on one path: treat as taken rather than spin.
+    return LockOutcome::held_by_other;
+}
+
+}  // namespace
+
+UidRange parse_uid_range(std::string_view text) {
+    auto dash = text.find('-');
+    if (dash == std::string_view::npos) bad_uid_range(text);
+    unsigned long long first = 0, last = 0;
+    if (!parse_decimal(text.substr(0, dash), first) || !parse_decimal(text.substr(dash + 1), last)) bad_uid_range(text);
+    if (first == 0 || first > last || last > kMaxUid) bad_uid_range(text);
+    return UidRange{static_cast<uid_t>(first), static_cast<uid_t>(last)};
+}
+
+UidRange default_uid_range() { return UidRange{1900000000u, 1900000999u}; }
+
+UidLease& UidLease::operator=(UidLease&& other) noexcept {
+    if (this != &other) {
+        release();
+        uid_ = other.uid_;
+        path_ = std::move(other.path_);
+        fd_ = std::move(other.fd_);
+    }
+    return *this;
+}
+
+UidLease::~UidLease() { release(); }
+
+void UidLease::release() noexcept {
+    if (!fd_.valid()) return;
+    // Unlink while still holding the flock, and only if the path is still our inode
+    // (nobody else unlinks a held lock, but a hand-edited /run must not make us remove
+    // another run's lock).
+    if (same_file(fd_.get(), path_)) ::unlink(path_.c_str());
+    fd_.reset();  // close drops the flock
+}
+
+void UidLease::record_run_id(std::string_view run_id) {
+    if (!fd_.valid()) throw SysError("record_run_id", path_ + " (lease already released)", EBADF);
+    std::string line = std::string(run_id) + "\n";
+    if (::ftruncate(fd_.get(), 0) != 0) throw SysError("ftruncate", path_, errno);
+    ssize_t n = ::pwrite(fd_.get(), line.data(), line.size(), 0);
+    if (n < 0) throw SysError("pwrite", path_, errno);
+    if (static_cast<std::size_t>(n) != line.size()) throw SysError("pwrite", path_ + " (short write)", EIO);
+}
+
+UidLease acquire_uid(const UidRange& range, const std::string& lock_dir) {
+    if (range.first == 0 || range.first > range.last)
+        throw UsageError("invalid UID range " + std::to_string(range.first) + "-" + std::to_string(range.last) +
+                         ": expected 0 < FIRST <= LAST");
+    ensure_lock_dir(lock_dir);
+    unsigned long long leased = 0, in_passwd = 0, owning_processes = 0;
+    for (unsigned long long u = range.first; u <= range.last; ++u) {
+        uid_t uid = static_cast<uid_t>(u);
+        if (in_user_database(uid)) {
+            ++in_passwd;
+            continue;
+        }
+        std::string path = lock_dir + "/" + std::to_string(uid) + ".lock";
+        Fd fd;
+        if (lock_uid_file(path, fd) == LockOutcome::held_by_other) {
+            ++leased;
+            continue;
+        }
+        UidLease lease(uid, std::move(path), std::move(fd));
+        // Checked while holding the lock: no other corral can start using this UID now,
+        // so a process seen here is a survivor or a foreign user of the UID.
+        if (!processes_of_identity(uid, static_cast<gid_t>(uid)).empty()) {
+            ++owning_processes;
+            continue;  // lease destructor unlinks and unlocks
+        }
+        return lease;
+    }
+    unsigned long long total = static_cast<unsigned long long>(range.last) - range.first + 1;
+    std::string name = std::to_string(range.first) + "-" + std::to_string(range.last);
+    if (in_passwd == 0 && owning_processes == 0)
+        throw UsageError("UID range " + name + " is exhausted: all " + std::to_string(total) +
+                         " UIDs are leased by running sandboxes; widen --uid-range");
+    throw UsageError("UID range " + name + " is exhausted: of " + std::to_string(total) + " UIDs, " +
+                     std::to_string(leased) + " are leased by running sandboxes, " + std::to_string(in_passwd) +
+                     " exist in the user database and " + std::to_string(owning_processes) +
+                     " own processes; widen --uid-range");
+}
+
+std::string read_lock_run_id(const std::string& lock_path) {
+    Fd fd(::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) return {};
+    char buf[256];
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n <= 0) return {};
+    std::string id(buf, static_cast<std::size_t>(n));
+    auto eol = id.find('\n');
+    if (eol == std::string::npos) return {};  // partially written: not a complete id
+    id.resize(eol);
+    return id;
+}
+
+}  // namespace corral::supervisor
