@@ -1,0 +1,162 @@
+// config/org_config.hpp — an organisation directory: org.toml plus
+// workers/NAME/worker.toml, read into plain structs and resolved per worker.
+//
+//   ORG/org.toml                [engine] [sandbox] rootfs, and the gateway's own
+//                               sections ([gateway], [credentials.NAME], [[grants]],
+//                               parsed by parse_gateway_sections, unchanged)
+//   ORG/workers/NAME/worker.toml  agent, model, rootfs, [sandbox], [env], [[grants]],
+//                               [channels] (passed through untouched)
+//
+// Resolution per worker, key by key: worker.toml → org.toml → built-in default
+// (agent: worker `agent` → [engine] agent → "pi").
+//
+// Validation fails closed: every problem is a Diagnostic naming FILE:LINE, the
+// key and what is allowed; unknown keys are errors at every level. check_org()
+// collects all of them (so `corral validate` can show every mistake at once);
+// load_org() throws a ConfigError holding them, one per line.
+// docs/configuration.md is the reference for every key.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/gateway_config.hpp"
+
+#include <toml.hpp>
+
+namespace corral::config {
+
+// Which agent CLI a worker's task runs use. An enum, never a command string: a
+// free-form command would bypass the provisioning (sentinels, grants, env).
+enum class AgentKind { pi, claude, codex };
+inline constexpr std::string_view agent_kinds_allowed = "pi | claude | codex";
+std::string_view to_string(AgentKind k);
+std::optional<AgentKind> parse_agent_kind(std::string_view text);  // exact lowercase names
+
+// One problem (or warning) found in the configuration.
+struct Diagnostic {
+    std::string file;
+    std::size_t line = 0;  // 0 = the file (or directory) as a whole
+    std::string key;       // dotted key, e.g. "sandbox.memory", "" when about the file
+    std::string message;
+    std::string worker;    // the worker it concerns, "" = the organisation
+    // "FILE:LINE: key 'KEY': MESSAGE" (":LINE" and "key 'KEY': " left out when
+    // unknown). Diagnostics relayed from the gateway parser have no file: their
+    // message already reads "FILE:LINE: key ...".
+    std::string text() const;
+};
+
+// [sandbox] in org.toml and in worker.toml. Unset = no limit / built-in default.
+struct SandboxLimits {
+    std::optional<std::uint64_t> memory_bytes;          // memory = "2GiB"
+    std::optional<std::uint64_t> pids;                  // pids = 512
+    std::optional<double> cpus;                         // cpus = 1.5
+    std::optional<std::chrono::milliseconds> timeout;   // timeout = "30m"
+    std::optional<std::uint64_t> tmp_bytes;             // tmp_size = "1GiB"
+};
+// Each field of `over` that is set replaces the one in `base`.
+SandboxLimits overlay_limits(const SandboxLimits& base, const SandboxLimits& over);
+
+// [engine] in org.toml: organisation-wide agent defaults.
+struct EngineSettings {
+    std::optional<AgentKind> agent;
+    std::string agent_where;          // "FILE:LINE" when set
+    std::string model;                // "" = the CLI's default
+    // codex in ChatGPT mode: the (non-secret) ChatGPT account id the sentinel
+    // credentials carry; the real backend's routing discovery lists only the
+    // real account. "" = a sentinel account id (fine for stand-ins).
+    std::string chatgpt_account_id;
+};
+
+struct WorkerConfig {
+    std::string name;                 // directory name under workers/
+    std::string file;                 // path of its worker.toml
+    std::optional<AgentKind> agent;
+    std::string agent_where;
+    std::string model;                // "" = inherit
+    std::string rootfs;               // "" = inherit
+    std::string description;
+    SandboxLimits limits;
+    std::vector<Grant> grants;        // scoped to this worker (identities = {name})
+    std::map<std::string, std::string> env;
+    std::optional<toml::value> channels;  // passthrough: sessions are not corral's concern
+    std::string channels_where;
+};
+
+struct OrgConfig {
+    std::string dir;
+    std::string org_file;             // DIR/org.toml
+    EngineSettings engine;
+    std::string rootfs = "host";      // "host" or an absolute directory path
+    SandboxLimits limits;
+    GatewayConfig gateway;            // [gateway], [credentials.NAME], [[grants]]
+    std::map<std::string, WorkerConfig> workers;
+    std::vector<Diagnostic> warnings;
+};
+
+// Everything check_org found: `org` is meaningful only when `errors` is empty.
+struct OrgCheck {
+    OrgConfig org;
+    std::vector<Diagnostic> errors;
+    std::vector<Diagnostic> warnings;
+};
+
+// Reads DIR/org.toml (required) and every DIR/workers/NAME/worker.toml,
+// collecting every error and warning.
+OrgCheck check_org(const std::string& dir);
+
+// check_org, then throws ConfigError (one Diagnostic per line) if anything is wrong.
+OrgConfig load_org(const std::string& dir);
+
+// A worker as a run sees it, every inherited value filled in.
+struct ResolvedWorker {
+    std::string name;
+    AgentKind agent = AgentKind::pi;
+    std::string agent_source;         // "workers/w/worker.toml:3", "org.toml:2 [engine]" or "built-in default"
+    std::string model;                // "" = the CLI's default
+    std::string chatgpt_account_id;
+    std::string rootfs;               // "host" or absolute path
+    SandboxLimits limits;
+    // The org grants that apply to this worker (identities empty or naming it)
+    // followed by the worker's own. The grants the agent kind implies are added
+    // by the agent profile (supervisor/agent_profile.hpp), not here.
+    std::vector<Grant> grants;
+    std::map<std::string, std::string> env;
+    bool has_channels = false;
+    std::vector<Diagnostic> warnings; // this worker's share of OrgConfig::warnings
+};
+
+// Throws UsageError naming the known workers when `name` is not one of them.
+ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name);
+
+// True when a grant's `identities` (globs on "worker" or "worker/run") can
+// match some run of `worker`.
+bool grant_applies_to_worker(const Grant& g, const std::string& worker);
+
+// Worker names are directory names that also appear in identities
+// ("worker/run") and ledger lines: 1–64 of [A-Za-z0-9._-], starting with a
+// letter or digit. Returns the reason when invalid, "" when fine.
+std::string worker_name_problem(std::string_view name);
+
+// Environment variables corral itself sets in the box (proxy, CA, agent homes,
+// sentinel credentials, telemetry switches): a worker's [env] may not set them.
+bool is_reserved_env(std::string_view name);
+
+// Whether credential NAME is defined and its secret can be read right now
+// (same rules as the gateway: load_credential_secrets). Never returns the secret.
+struct CredentialStatus {
+    bool defined = false;
+    bool available = false;
+    CredentialKind kind = CredentialKind::api_key;
+    std::string source;               // "env ANTHROPIC_API_KEY" / "file /etc/corral/anthropic.key"
+    std::string problem;              // why not available
+};
+CredentialStatus credential_status(const GatewayConfig& gw, const std::string& name);
+
+}  // namespace corral::config

@@ -1,0 +1,430 @@
+#include "supervisor/agent_profile.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral::supervisor {
+
+namespace {
+
+using json = nlohmann::json;
+
+// 2100-01-01T00:00:00Z: far enough that no CLI considers refreshing.
+constexpr long long far_future_s = 4102444800LL;
+constexpr long long far_future_ms = far_future_s * 1000;
+// 2026-01-01T00:00:00Z: a fixed "issued at" keeps the golden files stable.
+constexpr long long issued_at_s = 1767225600LL;
+
+const char* const telemetry_off_claude[][2] = {
+    // agent-clients.md: NONESSENTIAL_TRAFFIC alone removes bootstrap, eval,
+    // event_logging, penguin_mode, server-urls; the rest are belt and braces
+    // named by the predecessor's spike.
+    {"DISABLE_TELEMETRY", "1"},
+    {"DISABLE_ERROR_REPORTING", "1"},
+    {"DISABLE_AUTOUPDATER", "1"},
+    {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+};
+
+std::string pkg_path(const AgentInputs& in, const char* rel) {
+    return in.agents_prefix + "/node_modules/" + rel;
+}
+
+std::string join_path(const std::string& a, const std::string& b) {
+    if (a.empty()) return b;
+    return a.back() == '/' ? a + b : a + "/" + b;
+}
+
+// pi's argument parser has no "--": a message starting with '-' would be read
+// as a flag and one starting with '@' as a file to attach. A leading space
+// keeps the text (models ignore it) and makes it a message.
+std::string pi_safe_message(const std::string& text) {
+    if (!text.empty() && (text[0] == '-' || text[0] == '@')) return " " + text;
+    return text;
+}
+
+config::Route route(const std::string& text) {
+    config::Route r;
+    r.text = text;
+    auto sp = text.find(' ');
+    r.method = text.substr(0, sp);
+    r.path = text.substr(sp + 1);
+    if (!r.path.empty() && r.path.back() == '*') {
+        r.path.pop_back();
+        r.prefix = true;
+    }
+    return r;
+}
+
+config::Grant inject_grant(const std::string& host, const std::string& credential,
+                           const std::vector<std::string>& routes, AgentKind kind, const std::string& worker) {
+    config::Grant g;
+    g.host = host;
+    g.port = 443;
+    g.mode = config::GrantMode::inject;
+    g.credential = credential;
+    for (const auto& r : routes) g.routes.push_back(route(r));
+    if (!worker.empty()) g.identities = {worker};
+    g.where = "implied by agent = \"" + std::string(config::to_string(kind)) + "\"";
+    return g;
+}
+
+std::string base64url(const std::string& bytes) {
+    std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+    int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                            reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+    out.resize(static_cast<std::size_t>(n));
+    while (!out.empty() && out.back() == '=') out.pop_back();
+    for (char& c : out) {
+        if (c == '+') c = '-';
+        else if (c == '/') c = '_';
+    }
+    return out;
+}
+
+void check_run_id(const std::string& run_id) {
+    if (run_id.empty()) throw UsageError("agent profile: empty run id");
+    for (char c : run_id) {
+        auto u = static_cast<unsigned char>(c);
+        if (!(std::isalnum(u) || c == '-' || c == '_'))
+            throw UsageError("agent profile: run id \"" + run_id + "\" contains '" + std::string(1, c) +
+                             "', allowed: letters, digits, '-', '_'");
+    }
+}
+
+std::string pretty(const json& j) { return j.dump(2) + "\n"; }
+
+// ---- claude ----
+
+void add_claude(AgentProfile& p, const AgentInputs& in, const std::string& sentinel) {
+    const std::string dir_rel = join_path(in.home_rel, ".claude");
+    const std::string dir_box = join_path(in.home_in_box, ".claude");
+    p.argv = {pkg_path(in, "@anthropic-ai/claude-code/bin/claude.exe"),
+              "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"};
+    if (!in.model.empty()) p.argv.insert(p.argv.end(), {"--model", in.model});
+    if (!in.system_prompt.empty()) p.argv.insert(p.argv.end(), {"--append-system-prompt", in.system_prompt});
+    p.argv.insert(p.argv.end(), {"--", in.prompt});
+    p.version_argv = {p.argv[0], "--version"};
+
+    p.env.emplace_back("CLAUDE_CONFIG_DIR", dir_box);
+    for (const auto& kv : telemetry_off_claude) p.env.emplace_back(kv[0], kv[1]);
+    p.dirs.push_back(dir_rel);
+    // With CLAUDE_CONFIG_DIR set claude keeps its state file here, not in ~.
+    p.files.push_back({join_path(dir_rel, ".claude.json"), pretty(json{{"hasCompletedOnboarding", true}}), 0600});
+    if (in.credential == CredentialMode::oauth) {
+        json cred = {{"claudeAiOauth",
+                      {{"accessToken", "sk-ant-oat01-" + sentinel},
+                       {"refreshToken", "sk-ant-ort01-" + sentinel},
+                       {"expiresAt", far_future_ms},
+                       {"refreshTokenExpiresAt", far_future_ms},
+                       {"scopes", {"user:inference", "user:profile", "user:sessions:claude_code"}},
+                       {"subscriptionType", "max"},
+                       {"rateLimitTier", "default_claude_max_20x"}}}};
+        p.files.push_back({join_path(dir_rel, ".credentials.json"), pretty(cred), 0600});
+    } else {
+        p.env.emplace_back("ANTHROPIC_API_KEY", "sk-ant-api03-" + sentinel);
+    }
+}
+
+// ---- codex ----
+
+std::string codex_config_toml(const AgentInputs& in) {
+    std::string t;
+    t += "# Written by corral for run " + in.run_id + ".\n";
+    t += "# corral is the sandbox and the network policy: codex's own approvals and\n";
+    t += "# sandbox are off, and so is everything that phones home (docs/agents.md).\n";
+    t += "approval_policy = \"never\"\n";
+    t += "sandbox_mode = \"danger-full-access\"\n";
+    t += "check_for_update_on_startup = false\n";
+    if (!in.model.empty()) t += "model = \"" + in.model + "\"\n";  // model names are [A-Za-z0-9._:/@-]
+    t += "\n[analytics]\nenabled = false\n";
+    t += "\n[features]\n";
+    t += "apps = false\n";
+    t += "plugins = false\n";
+    t += "api_key_model_discovery = false\n";
+    // Plain bodies let the gateway apply body limits without decoding zstd.
+    t += "enable_request_compression = false\n";
+    t += "\n[otel]\nexporter = \"none\"\nmetrics_exporter = \"none\"\ntrace_exporter = \"none\"\n";
+    return t;
+}
+
+json codex_auth_claim(const AgentInputs& in, const std::string& sentinel, const std::string& account) {
+    return {{"chatgpt_account_id", account},
+            {"chatgpt_plan_type", in.chatgpt_plan_type},
+            {"chatgpt_user_id", "user-" + sentinel},
+            {"user_id", "user-" + sentinel}};
+}
+
+void add_codex(AgentProfile& p, const AgentInputs& in, const std::string& sentinel) {
+    const std::string dir_rel = join_path(in.home_rel, ".codex");
+    const std::string dir_box = join_path(in.home_in_box, ".codex");
+    p.argv = {in.node, pkg_path(in, "@openai/codex/bin/codex.js"), "exec", "--json", "--skip-git-repo-check"};
+    if (!in.model.empty()) p.argv.insert(p.argv.end(), {"--model", in.model});
+    p.argv.insert(p.argv.end(), {"--", compose_codex_prompt(in.system_prompt, in.prompt)});
+    p.version_argv = {in.node, p.argv[1], "--version"};
+
+    p.env.emplace_back("CODEX_HOME", dir_box);
+    p.dirs.push_back(dir_rel);
+    json auth;
+    if (in.credential == CredentialMode::oauth) {
+        const std::string account = in.chatgpt_account_id.empty() ? "account-" + sentinel : in.chatgpt_account_id;
+        const json claim = codex_auth_claim(in, sentinel, account);
+        json id_payload = {{"iss", "https://auth.openai.com"},
+                           {"aud", {"app_corral_sentinel"}},
+                           {"sub", "user-" + sentinel},
+                           {"email", "sentinel@corral.invalid"},
+                           {"email_verified", true},
+                           {"iat", issued_at_s},
+                           {"auth_time", issued_at_s},
+                           {"exp", far_future_s},
+                           {"https://api.openai.com/auth", claim},
+                           {"https://api.openai.com/profile", {{"email", "sentinel@corral.invalid"}, {"email_verified", true}}}};
+        json access_payload = {{"iss", "https://auth.openai.com"},
+                               {"aud", {"https://api.openai.com/v1"}},
+                               {"client_id", "app_corral_sentinel"},
+                               {"sub", "user-" + sentinel},
+                               {"scp", {"openid", "profile", "email", "offline_access"}},
+                               {"iat", issued_at_s},
+                               {"exp", far_future_s},
+                               {"jti", sentinel},
+                               {"https://api.openai.com/auth", claim},
+                               {"https://api.openai.com/profile", {{"email", "sentinel@corral.invalid"}, {"email_verified", true}}}};
+        auth = {{"auth_mode", "chatgpt"},
+                {"OPENAI_API_KEY", nullptr},
+                {"tokens",
+                 {{"id_token", unsigned_jwt(id_payload.dump())},
+                  {"access_token", unsigned_jwt(access_payload.dump())},
+                  {"refresh_token", "rt_" + sentinel},
+                  {"account_id", account}}},
+                {"last_refresh", in.issued_at}};
+    } else {
+        auth = {{"auth_mode", "apikey"}, {"OPENAI_API_KEY", "sk-" + sentinel}};
+    }
+    p.files.push_back({join_path(dir_rel, "auth.json"), pretty(auth), 0600});
+    p.files.push_back({join_path(dir_rel, "config.toml"), codex_config_toml(in), 0600});
+}
+
+// ---- pi ----
+
+void add_pi(AgentProfile& p, const AgentInputs& in, const std::string& sentinel) {
+    const std::string dir_rel = join_path(in.home_rel, ".pi/agent");
+    const std::string dir_box = join_path(in.home_in_box, ".pi/agent");
+    p.argv = {in.node, pkg_path(in, "@mariozechner/pi-coding-agent/dist/cli.js"),
+              "-p", "--mode", "json", "--no-session", "--provider", "anthropic"};
+    if (!in.model.empty()) p.argv.insert(p.argv.end(), {"--model", in.model});
+    if (!in.system_prompt.empty()) {
+        // pi reads --append-system-prompt as a file when the text names an
+        // existing path; passing our own file makes that unambiguous.
+        const std::string file = "corral-system-prompt.md";
+        p.files.push_back({join_path(dir_rel, file), in.system_prompt, 0600});
+        p.argv.insert(p.argv.end(), {"--append-system-prompt", join_path(dir_box, file)});
+    }
+    p.argv.push_back(pi_safe_message(in.prompt));
+    p.version_argv = {in.node, p.argv[1], "--version"};
+
+    p.env.emplace_back("PI_CODING_AGENT_DIR", dir_box);
+    p.env.emplace_back("PI_OFFLINE", "1");
+    p.env.emplace_back("PI_TELEMETRY", "0");
+    p.dirs.push_back(join_path(in.home_rel, ".pi"));
+    p.dirs.push_back(dir_rel);
+    json auth;
+    if (in.credential == CredentialMode::oauth) {
+        // pi switches to Bearer + the Claude Code headers for any token containing "sk-ant-oat".
+        auth = {{"anthropic",
+                 {{"type", "oauth"},
+                  {"access", "sk-ant-oat01-" + sentinel},
+                  {"refresh", "sk-ant-ort01-" + sentinel},
+                  {"expires", far_future_ms}}}};
+    } else {
+        // Never starts with '!' (pi would run it as a shell command) and is no
+        // variable name (pi would substitute the variable's value).
+        auth = {{"anthropic", {{"type", "api_key"}, {"key", "sk-ant-api03-" + sentinel}}}};
+    }
+    // auth.json is written before the system prompt file in the list order
+    // callers see; keep auth first for readability of the golden files.
+    p.files.insert(p.files.begin(), {join_path(dir_rel, "auth.json"), pretty(auth), 0600});
+}
+
+}  // namespace
+
+CredentialMode credential_mode_for(config::CredentialKind k) {
+    return k == config::CredentialKind::oauth_token ? CredentialMode::oauth : CredentialMode::api_key;
+}
+
+const char* pinned_cli_version(AgentKind k) {
+    switch (k) {
+    case AgentKind::claude: return "2.1.332";
+    case AgentKind::codex: return "0.171.0";
+    case AgentKind::pi: return "0.73.1";
+    }
+    return "";
+}
+
+std::string sentinel_for(const std::string& run_id) { return "corral-sentinel-" + run_id; }
+
+std::string unsigned_jwt(const std::string& payload_json) {
+    return base64url(R"({"alg":"none","typ":"JWT"})") + "." + base64url(payload_json) + "." +
+           base64url("corral-sentinel-unsigned");
+}
+
+std::string compose_codex_prompt(const std::string& system_prompt, const std::string& prompt) {
+    if (system_prompt.empty()) return prompt;
+    return "<corral-system-prompt>\n" + system_prompt +
+           "\n</corral-system-prompt>\n\nThe instructions above are your system prompt. The task follows.\n\n" + prompt;
+}
+
+std::vector<config::Grant> implied_grants(AgentKind kind, CredentialMode mode, const std::string& worker) {
+    switch (kind) {
+    case AgentKind::claude:
+        // /v1/messages is the inference call; the three GETs are what the quiet
+        // CLI still asks (OAuth: profile; API key: settings, policy_limits) —
+        // granted so a normal run has no refusal in the ledger.
+        // platform.claude.com (token refresh) is deliberately not granted.
+        return {inject_grant("api.anthropic.com", "anthropic",
+                             {"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /api/oauth/profile",
+                              "GET /api/claude_code/settings", "GET /api/claude_code/policy_limits"},
+                             kind, worker)};
+    case AgentKind::codex:
+        if (mode == CredentialMode::oauth) {
+            // ChatGPT mode: routing discovery (mandatory), models, responses
+            // (WebSocket upgrade is a GET, with POST/SSE fallback), user settings.
+            // auth.openai.com (token refresh) is deliberately not granted.
+            return {inject_grant("chatgpt.com", "openai",
+                                 {"GET /backend-api/wham/accounts/check", "GET /backend-api/wham/settings/user",
+                                  "GET /backend-api/codex/models", "GET /backend-api/codex/responses",
+                                  "POST /backend-api/codex/responses", "POST /backend-api/codex/responses/*"},
+                                 kind, worker)};
+        }
+        return {inject_grant("api.openai.com", "openai",
+                             {"GET /v1/responses", "POST /v1/responses", "POST /v1/responses/*", "GET /v1/models"},
+                             kind, worker)};
+    case AgentKind::pi:
+        return {inject_grant("api.anthropic.com", "anthropic", {"POST /v1/messages"}, kind, worker)};
+    }
+    return {};
+}
+
+RequiredCredential required_credential(AgentKind kind) {
+    if (kind == AgentKind::codex) {
+        return {"openai",
+                "add to org.toml: [credentials.openai] kind = \"api_key\" with env = \"OPENAI_API_KEY\" or "
+                "file = \"/etc/corral/openai.key\" (root-owned, mode 0600); kind = \"oauth_token\" for a "
+                "ChatGPT sign-in access token"};
+    }
+    return {"anthropic",
+            "add to org.toml: [credentials.anthropic] kind = \"api_key\" with env = \"ANTHROPIC_API_KEY\" or "
+            "file = \"/etc/corral/anthropic.key\" (root-owned, mode 0600); kind = \"oauth_token\" for a "
+            "Claude subscription token"};
+}
+
+AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in) {
+    check_run_id(in.run_id);
+    AgentProfile p;
+    p.kind = kind;
+    p.cli_version = pinned_cli_version(kind);
+    const std::string sentinel = sentinel_for(in.run_id);
+    p.env.emplace_back("HOME", in.home_in_box);
+    p.dirs.push_back(in.home_rel);
+    switch (kind) {
+    case AgentKind::claude: add_claude(p, in, sentinel); break;
+    case AgentKind::codex: add_codex(p, in, sentinel); break;
+    case AgentKind::pi: add_pi(p, in, sentinel); break;
+    }
+    p.implied_grants = implied_grants(kind, in.credential, in.worker);
+    p.credential = required_credential(kind);
+    return p;
+}
+
+std::string missing_credential_message(const std::string& worker, AgentKind kind,
+                                       const config::CredentialStatus& status) {
+    if (status.defined && status.available) return "";
+    RequiredCredential rc = required_credential(kind);
+    std::string who = "worker '" + worker + "' runs " + std::string(config::to_string(kind));
+    if (!status.defined)
+        return who + ", which needs the credential '" + rc.name + "': not defined; " + rc.how_to_add;
+    return who + ", which needs the credential '" + rc.name + "' (" + status.source +
+           "): not available: " + status.problem;
+}
+
+void check_agent_credential(const std::string& worker, AgentKind kind, const config::GatewayConfig& gw) {
+    auto status = config::credential_status(gw, required_credential(kind).name);
+    if (auto msg = missing_credential_message(worker, kind, status); !msg.empty()) throw UsageError(msg);
+}
+
+namespace {
+
+// Opens (creating if needed) each component of `rel` below `base_fd` without
+// following symlinks; returns the last directory.
+Fd open_dir_below(int base_fd, const std::string& rel, const std::string& run_dir,
+                  std::optional<std::pair<uid_t, gid_t>> owner) {
+    Fd cur(::fcntl(base_fd, F_DUPFD_CLOEXEC, 0));
+    std::size_t pos = 0;
+    while (pos < rel.size()) {
+        std::size_t next = rel.find('/', pos);
+        std::string part = rel.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+        pos = next == std::string::npos ? rel.size() : next + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == "..") throw UsageError("agent home path climbs out of the run dir: " + rel);
+        bool created = ::mkdirat(cur.get(), part.c_str(), 0700) == 0;
+        if (!created && errno != EEXIST) throw SysError("mkdirat", run_dir + "/" + rel, errno);
+        Fd d(::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!d.valid()) throw SysError("openat", run_dir + "/" + rel + " (" + part + ")", errno);
+        if (created && owner) check_sys(::fchown(d.get(), owner->first, owner->second), "fchown", run_dir + "/" + rel);
+        cur = std::move(d);
+    }
+    return cur;
+}
+
+}  // namespace
+
+void write_agent_home(const AgentProfile& profile, const std::string& run_dir,
+                      std::optional<std::pair<uid_t, gid_t>> owner) {
+    Fd root(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) throw SysError("open", run_dir, errno);
+    for (const auto& d : profile.dirs) open_dir_below(root.get(), d, run_dir, owner);
+    for (const auto& f : profile.files) {
+        auto slash = f.path.rfind('/');
+        std::string dir = slash == std::string::npos ? "" : f.path.substr(0, slash);
+        std::string name = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
+        Fd parent = open_dir_below(root.get(), dir, run_dir, owner);
+        const std::string full = run_dir + "/" + f.path;
+        Fd fd(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, f.mode));
+        if (!fd.valid()) throw SysError("openat", full, errno);
+        check_sys(::fchmod(fd.get(), f.mode), "fchmod", full);
+        if (owner) check_sys(::fchown(fd.get(), owner->first, owner->second), "fchown", full);
+        std::size_t done = 0;
+        while (done < f.content.size()) {
+            ssize_t n = ::write(fd.get(), f.content.data() + done, f.content.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw SysError("write", full, errno);
+            done += static_cast<std::size_t>(n);
+        }
+    }
+}
+
+std::vector<std::pair<std::string, std::string>> proxy_environment(const std::string& ca_path_in_box, unsigned port) {
+    const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
+    // Every loopback spelling stays local: the box's own services never go via the gateway.
+    const std::string no_proxy = "localhost,localhost.,127.0.0.1,::1,[::1]";
+    return {
+        {"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"ALL_PROXY", proxy}, {"NO_PROXY", no_proxy},
+        {"http_proxy", proxy}, {"https_proxy", proxy}, {"all_proxy", proxy}, {"no_proxy", no_proxy},
+        {"npm_config_proxy", proxy}, {"npm_config_https_proxy", proxy},
+        {"PIP_PROXY", proxy},
+        {"GIT_CONFIG_COUNT", "1"}, {"GIT_CONFIG_KEY_0", "http.proxy"}, {"GIT_CONFIG_VALUE_0", proxy},
+        // Node >= 24 (and 22.21+) honour HTTP(S)_PROXY in fetch/http only with this set.
+        {"NODE_USE_ENV_PROXY", "1"},
+        {"NODE_EXTRA_CA_CERTS", ca_path_in_box}, {"SSL_CERT_FILE", ca_path_in_box},
+        {"REQUESTS_CA_BUNDLE", ca_path_in_box}, {"CURL_CA_BUNDLE", ca_path_in_box},
+        {"GIT_SSL_CAINFO", ca_path_in_box}, {"CODEX_CA_CERTIFICATE", ca_path_in_box},
+        {"PIP_CERT", ca_path_in_box},
+    };
+}
+
+}  // namespace corral::supervisor

@@ -1,0 +1,131 @@
+// supervisor/agent_profile.hpp — what each agent CLI (pi, claude, codex) gets
+// in a run: its command line, environment, home files holding SENTINEL
+// credentials, the egress grants its model traffic needs and the real
+// credential the gateway injects for it.
+//
+// Everything here is pure (same inputs → same bytes; the golden files in
+// tests/agents/golden/ pin them) except write_agent_home(), which puts the
+// files on disk, and check_agent_credential(), which asks whether the real
+// secret can be read.
+//
+// Sentinels are obviously fake, unique per run ("corral-sentinel-<run-id>"),
+// never derived from a real secret, and expire in 2100 so no CLI ever tries
+// to refresh them. The real secret exists only in the gateway, which drops the
+// sentinel header and injects the real one in transit. docs/agents.md explains
+// each choice; agent-clients.md (research) has the measurements behind it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/gateway_config.hpp"
+#include "config/org_config.hpp"
+
+namespace corral::supervisor {
+
+using AgentKind = config::AgentKind;
+
+// How the real credential authenticates; picks the sentinel's shape.
+// For codex, oauth means ChatGPT sign-in (chatgpt.com backend) and api_key
+// means an OpenAI API key (api.openai.com).
+enum class CredentialMode { api_key, oauth };
+CredentialMode credential_mode_for(config::CredentialKind k);
+
+// Where tools/install-npm-deps.sh installs the pinned CLIs.
+inline constexpr const char* default_agents_prefix = "/usr/local/lib/corral-agents";
+// The versions it pins (and the versions the golden files and flags were checked against).
+const char* pinned_cli_version(AgentKind k);
+
+struct AgentInputs {
+    std::string run_id;             // [A-Za-z0-9_-]+; every sentinel carries it
+    std::string worker;             // scopes the implied grants (identities = {worker}); "" = unscoped
+    std::string prompt;             // the task
+    std::string system_prompt;      // "" = none
+    std::string model;              // "" = the CLI's default
+    // The agent's home: `home_rel` relative to the run dir (host side, where
+    // write_agent_home puts it, host-visible for debugging) and `home_in_box`,
+    // the same directory as the box sees it (what HOME and the CLI's config
+    // variables point to).
+    std::string home_rel = "home";
+    std::string home_in_box = "/home/agent";
+    CredentialMode credential = CredentialMode::api_key;
+    std::string chatgpt_account_id; // codex ChatGPT mode: the real, non-secret account id; "" = sentinel id
+    std::string chatgpt_plan_type = "plus";
+    std::string issued_at = "2026-01-01T00:00:00Z";  // codex auth.json last_refresh (RFC 3339)
+    std::string agents_prefix = default_agents_prefix;
+    std::string node = "/usr/bin/node";
+};
+
+struct AgentFile {
+    std::string path;               // relative to the run dir
+    std::string content;
+    unsigned mode = 0600;
+};
+
+// The real credential an agent kind needs in the gateway.
+struct RequiredCredential {
+    std::string name;               // key of [credentials.NAME] in org.toml
+    std::string how_to_add;         // a ready-to-paste org.toml snippet, one line
+};
+
+struct AgentProfile {
+    AgentKind kind = AgentKind::pi;
+    std::vector<std::string> argv;                            // argv[0] is an absolute path in the box
+    std::vector<std::pair<std::string, std::string>> env;     // added to the box's environment
+    std::vector<std::string> dirs;                            // relative to the run dir, created 0700, agent-owned
+    std::vector<AgentFile> files;
+    std::vector<config::Grant> implied_grants;
+    RequiredCredential credential;
+    bool stdin_null = true;         // every CLI here reads piped stdin into the prompt: give it /dev/null
+    std::vector<std::string> version_argv;                    // prints the CLI's version
+    std::string cli_version;        // pinned version
+};
+
+// The sentinel stem every fake credential of a run contains.
+std::string sentinel_for(const std::string& run_id);  // "corral-sentinel-<run_id>"
+
+// Throws UsageError on a run_id with characters outside [A-Za-z0-9_-] (it ends
+// up inside header values).
+AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in);
+
+// The grants a kind's model traffic needs (the gateway refuses everything
+// else, including the token-refresh endpoints: a refresh must get a 403,
+// never a 2xx — codex retries a 2xx forever).
+std::vector<config::Grant> implied_grants(AgentKind kind, CredentialMode mode, const std::string& worker);
+
+RequiredCredential required_credential(AgentKind kind);
+
+// codex has no system-prompt flag: the system prompt goes in front of the
+// task behind an unmistakable delimiter. Without a system prompt the task is
+// passed unchanged.
+std::string compose_codex_prompt(const std::string& system_prompt, const std::string& prompt);
+
+// An unsigned JWT (header.payload.signature, base64url) for sentinel tokens.
+std::string unsigned_jwt(const std::string& payload_json);
+
+// "" when the worker's agent can start; otherwise one line naming the worker,
+// the agent, the missing credential and how to add it.
+std::string missing_credential_message(const std::string& worker, AgentKind kind,
+                                       const config::CredentialStatus& status);
+
+// Checks the credential `kind` needs is defined in `gw` and its secret
+// readable; throws UsageError(missing_credential_message) otherwise. Call it
+// before anything of the run starts.
+void check_agent_credential(const std::string& worker, AgentKind kind, const config::GatewayConfig& gw);
+
+// Creates profile.dirs and writes profile.files under run_dir (which must
+// exist). Directories 0700, files with their mode; with `owner` set both are
+// chowned to it (the agent writes to its home). Never follows a symlink.
+void write_agent_home(const AgentProfile& profile, const std::string& run_dir,
+                      std::optional<std::pair<uid_t, gid_t>> owner);
+
+// The box's proxy environment: every tool sends through the bridge on
+// 127.0.0.1:PORT and trusts corral's CA at `ca_path_in_box`.
+std::vector<std::pair<std::string, std::string>> proxy_environment(const std::string& ca_path_in_box,
+                                                                  unsigned port = 3128);
+
+}  // namespace corral::supervisor
