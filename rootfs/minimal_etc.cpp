@@ -1,0 +1,58 @@
+#include "rootfs/minimal_etc.hpp"
+
+namespace corral::rootfs {
+
+std::string agent_home(const RootfsSpec& spec) { return "/home/" + spec.agent_name; }
+
+std::string agent_passwd_line(const RootfsSpec& spec) {
+    return spec.agent_name + ":x:" + std::to_string(spec.agent_uid) + ":" +
+           std::to_string(spec.agent_gid) + ":corral agent:" + agent_home(spec) + ":/bin/sh\n";
+}
+
+std::string agent_group_line(const RootfsSpec& spec) {
+    return spec.agent_name + ":x:" + std::to_string(spec.agent_gid) + ":\n";
+}
+
+std::string passwd_file(const RootfsSpec& spec) {
+    return "root:x:0:0:root:/root:/bin/sh\n" + agent_passwd_line(spec) +
+           "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+}
+
+std::string group_file(const RootfsSpec& spec) {
+    return "root:x:0:\n" + agent_group_line(spec) + "nogroup:x:65534:\n";
+}
+
+std::string hosts_file(const RootfsSpec& spec) {
+    std::string text =
+        "127.0.0.1\tlocalhost\n"
+        "::1\tlocalhost ip6-localhost ip6-loopback\n";
+    // The box's own name resolves without DNS (hostname -f, some runtimes look it up at start).
+    if (!spec.hostname.empty()) text += "127.0.1.1\t" + spec.hostname + "\n";
+    return text;
+}
+
+std::string resolv_conf() {
+    // Only lo exists in the box and nothing listens on port 53, so a lookup is
+    // refused immediately instead of timing out. Names are resolved on the host
+    // side by corral's gateway, which clients reach through HTTPS_PROXY.
+    return "# corral: no DNS inside the sandbox; the gateway resolves names (HTTPS_PROXY).\n"
+           "nameserver 127.0.0.1\n"
+           "options timeout:1 attempts:1\n";
+}
+
+std::string nsswitch_conf() {
+    return "passwd:    files\n"
+           "group:     files\n"
+           "shadow:    files\n"
+           "hosts:     files dns\n"
+           "networks:  files\n"
+           "protocols: files\n"
+           "services:  files\n"
+           "ethers:    files\n"
+           "rpc:       files\n"
+           "netgroup:  files\n";
+}
+
+std::string hostname_file(const RootfsSpec& spec) { return spec.hostname + "\n"; }
+
+}  // namespace corral::rootfs

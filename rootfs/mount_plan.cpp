@@ -1,0 +1,466 @@
+// rootfs/mount_plan.cpp — validation of the rootfs options and the ordered plan of the box's mounts.
+//
+// The order of the plan is the contract (checked by tests/rootfs): propagation
+// made private first, then scratch, then the root mount, then every directory
+// before anything is mounted on or below it, every Bind followed by the
+// Remount that sets its flags, and (host mode) the root made read-only last.
+#include "rootfs/mount_plan.hpp"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <string_view>
+
+#include "base/sys_error.hpp"
+#include "rootfs/minimal_etc.hpp"
+
+namespace corral::rootfs {
+namespace {
+
+// Every mount the box sees carries nosuid and nodev; read-only ones add MS_RDONLY.
+constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
+constexpr unsigned long kReadOnly = MS_RDONLY | kSafe;
+// Device nodes (bound from the host) and devpts must allow device access, so
+// they are the only mounts without nodev; they get noexec instead.
+constexpr unsigned long kDeviceNode = MS_NOSUID | MS_NOEXEC;
+
+constexpr std::array<std::string_view, 6> kDeviceNodes = {"null", "zero", "full", "random", "urandom", "tty"};
+// Like Docker: the kernel knobs and triggers under /proc stay visible but read-only.
+constexpr std::array<std::string_view, 4> kProcReadOnly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+// The top-level library/program directories of the host; on merged-/usr hosts these are symlinks.
+constexpr std::array<std::string_view, 6> kHostTopDirs = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+// Box paths no extra file may be placed under: kernel filesystems and the user's own data.
+constexpr std::array<std::string_view, 4> kNoExtraFilesUnder = {"/proc", "/dev", "/sys", "/workspace"};
+
+bool is_normalized_absolute(std::string_view p) {
+    if (p.empty() || p.front() != '/') return false;
+    if (p == "/") return true;
+    if (p.back() == '/') return false;
+    std::size_t pos = 1;
+    while (pos <= p.size()) {
+        std::size_t next = p.find('/', pos);
+        if (next == std::string_view::npos) next = p.size();
+        std::string_view part = p.substr(pos, next - pos);
+        if (part.empty() || part == "." || part == "..") return false;
+        pos = next + 1;
+    }
+    return true;
+}
+
+bool is_at_or_below(std::string_view path, std::string_view dir) {
+    if (dir == "/") return true;
+    return path == dir || (path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/');
+}
+
+std::string parent_of(const std::string& p) {
+    auto slash = p.rfind('/');
+    return slash == 0 ? std::string("/") : p.substr(0, slash);
+}
+
+enum class PathKind { missing, directory, symlink, other };
+
+PathKind host_path_kind(const std::string& p) {
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0) return PathKind::missing;
+    if (S_ISLNK(st.st_mode)) return PathKind::symlink;
+    if (S_ISDIR(st.st_mode)) return PathKind::directory;
+    return PathKind::other;
+}
+
+std::string read_link(const std::string& p) {
+    std::array<char, PATH_MAX> buf{};
+    ssize_t n = readlink(p.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) throw SysError("readlink", p, errno);
+    return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
+// A remount that drops a restriction the source mount has would widen access
+// (and fails for locked mounts in a user namespace): keep the source's noexec.
+unsigned long restrictions_of(const std::string& host_path) {
+    struct statvfs sv {};
+    if (statvfs(host_path.c_str(), &sv) != 0) return 0;
+    return (sv.f_flag & ST_NOEXEC) ? MS_NOEXEC : 0;
+}
+
+// Checks a user-given directory: absolute, exists, is a directory. Returns nothing; throws UsageError.
+void require_directory(std::string_view option, const std::string& path) {
+    if (path.empty() || path.front() != '/')
+        throw UsageError(std::string(option) + " " + path + ": expected an absolute path to a directory");
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+        int err = errno;
+        if (err == ENOENT || err == ENOTDIR) throw UsageError(std::string(option) + " " + path + ": no such directory");
+        throw UsageError(std::string(option) + " " + path + ": cannot access: " + errno_text(err));
+    }
+    if (!S_ISDIR(st.st_mode)) throw UsageError(std::string(option) + " " + path + ": is not a directory");
+}
+
+void validate_names(const RootfsSpec& spec) {
+    const std::string& n = spec.agent_name;
+    bool name_ok = !n.empty() && n.size() <= 32 && ((n[0] >= 'a' && n[0] <= 'z') || n[0] == '_');
+    for (char c : n) name_ok = name_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+    if (!name_ok || n == "root" || n == "nobody")
+        throw UsageError("agent name \"" + n + "\": expected 1-32 of a-z, 0-9, '_', '-' starting with a letter or '_' (not root or nobody)");
+    if (spec.agent_uid == 0 || spec.agent_gid == 0)
+        throw UsageError("agent UID/GID " + std::to_string(spec.agent_uid) + "/" + std::to_string(spec.agent_gid) +
+                         ": 0 is root; the agent must run with an unprivileged UID and GID");
+    const std::string& h = spec.hostname;
+    bool host_ok = h.size() <= 64;
+    for (char c : h) host_ok = host_ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.');
+    if (!host_ok) throw UsageError("--hostname " + h + ": expected at most 64 letters, digits, '-' or '.'");
+}
+
+void validate_sizes(const RootfsSpec& spec) {
+    // tmpfs reads size=0 as "unlimited": refuse it rather than lift the cap.
+    if (spec.tmp_size_bytes == 0) throw UsageError("/tmp size 0: expected at least one byte (0 would mean unlimited)");
+    if (spec.scratch_size_bytes == 0) throw UsageError("scratch size 0: expected at least one byte (0 would mean unlimited)");
+    if (spec.shm_size_bytes == 0) throw UsageError("/dev/shm size 0: expected at least one byte (0 would mean unlimited)");
+}
+
+void validate_extra_files(const RootfsSpec& spec) {
+    for (std::size_t i = 0; i < spec.extra_files.size(); ++i) {
+        const auto& f = spec.extra_files[i];
+        if (!is_normalized_absolute(f.path_in_box) || f.path_in_box == "/")
+            throw UsageError("extra file \"" + f.path_in_box + "\": expected an absolute path without '.', '..', '//' or a trailing '/'");
+        for (auto dir : kNoExtraFilesUnder)
+            if (is_at_or_below(f.path_in_box, dir))
+                throw UsageError("extra file " + f.path_in_box + ": may not be placed under " + std::string(dir));
+        if (f.mode & ~static_cast<mode_t>(0777))
+            throw UsageError("extra file " + f.path_in_box + ": mode must be within 0777 (no setuid, setgid or sticky bits)");
+        for (std::size_t j = 0; j < i; ++j)
+            if (spec.extra_files[j].path_in_box == f.path_in_box)
+                throw UsageError("extra file " + f.path_in_box + ": given twice");
+    }
+}
+
+// Builds the op list; each helper appends ops in the order they must run.
+class Planner {
+public:
+    explicit Planner(MountPlan& plan) : plan_(plan) {}
+
+    void host_dir(const std::string& path, mode_t mode) {
+        MountOp op{.kind = MountKind::MakeDir, .target = path, .in_root = false, .mode = mode};
+        plan_.ops.push_back(op);
+    }
+    void host_dir_owned(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
+        MountOp op{.kind = MountKind::MakeDir, .target = path, .in_root = false, .mode = mode,
+                   .set_owner = true, .uid = uid, .gid = gid};
+        plan_.ops.push_back(op);
+    }
+    void host_mount(const std::string& source, const std::string& target, const std::string& fstype,
+                    unsigned long flags, const std::string& data) {
+        MountOp op{.kind = MountKind::Mount, .source = source, .target = target, .in_root = false,
+                   .fstype = fstype, .flags = flags, .data = data};
+        plan_.ops.push_back(op);
+    }
+    void host_file(const std::string& path, const std::string& content, mode_t mode) {
+        MountOp op{.kind = MountKind::WriteFile, .target = path, .in_root = false, .data = content, .mode = mode};
+        plan_.ops.push_back(op);
+    }
+
+    void dir(const std::string& box_path, mode_t mode = 0755) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::MakeDir, .target = box_path, .mode = mode});
+    }
+    void dir_owned(const std::string& box_path, mode_t mode, uid_t uid, gid_t gid) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::MakeDir, .target = box_path, .mode = mode,
+                                    .set_owner = true, .uid = uid, .gid = gid});
+    }
+    void file(const std::string& box_path, const std::string& content, mode_t mode = 0644) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::WriteFile, .target = box_path, .data = content, .mode = mode});
+    }
+    void append(const std::string& box_path, const std::string& content) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::AppendFile, .target = box_path, .data = content, .optional = true});
+    }
+    void symlink(const std::string& box_path, const std::string& link_text) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::Symlink, .source = link_text, .target = box_path});
+    }
+    void mount(const std::string& source, const std::string& box_path, const std::string& fstype,
+               unsigned long flags, const std::string& data) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::Mount, .source = source, .target = box_path,
+                                    .fstype = fstype, .flags = flags, .data = data});
+    }
+    // A bind is always followed by the remount that gives it its flags: mount(2)
+    // ignores every flag but MS_REC on the bind itself.
+    void bind(const std::string& host_source, const std::string& box_path, unsigned long flags, bool optional = false) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::Bind, .source = host_source, .target = box_path,
+                                    .flags = flags, .optional = optional});
+        plan_.ops.push_back(MountOp{.kind = MountKind::Remount, .target = box_path, .flags = flags, .optional = optional});
+    }
+    void mount_point_file(const std::string& box_path, mode_t mode = 0644) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::MakeFile, .target = box_path, .mode = mode});
+    }
+    void remount(const std::string& box_path, unsigned long flags) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::Remount, .target = box_path, .flags = flags});
+    }
+
+    // A host directory shown read-only at the same path in the box.
+    void host_ro_dir(const std::string& path) {
+        dir(path);
+        bind(path, path, kReadOnly | restrictions_of(path));
+    }
+    // A host file shown read-only at the same path in the box.
+    void host_ro_file(const std::string& path) {
+        mount_point_file(path);
+        bind(path, path, kReadOnly | restrictions_of(path));
+    }
+
+private:
+    MountPlan& plan_;
+};
+
+void plan_scratch(Planner& p, const RootfsSpec& spec) {
+    // Ancestors of scratch (/run/corral, /run/corral/scratch) are created root-only if missing.
+    std::vector<std::string> ancestors;
+    for (std::string a = parent_of(spec.scratch_dir); a != "/"; a = parent_of(a)) ancestors.insert(ancestors.begin(), a);
+    for (const auto& a : ancestors) p.host_dir(a, 0700);
+    p.host_dir(spec.scratch_dir, 0700);
+    // The tmpfs exists only in the sandbox's mount namespace: the host sees an
+    // empty directory, and everything below vanishes with the namespace.
+    p.host_mount("corral-scratch", spec.scratch_dir, "tmpfs", kSafe,
+                 "mode=0700,size=" + std::to_string(spec.scratch_size_bytes));
+    p.host_dir(spec.scratch_dir + "/root", 0755);
+}
+
+void plan_host_root(Planner& p, const RootfsSpec& spec, const std::string& new_root) {
+    // A small fresh tmpfs holds the mount points, the links and the generated
+    // /etc; it is made read-only once everything is in place.
+    p.host_mount("corral-root", new_root, "tmpfs", kSafe, "mode=0755,size=4m");
+
+    for (auto name : kHostTopDirs) {
+        std::string path = "/" + std::string(name);
+        switch (host_path_kind(path)) {
+            case PathKind::symlink: p.symlink(path, read_link(path)); break;  // merged /usr: bin -> usr/bin
+            case PathKind::directory: p.host_ro_dir(path); break;
+            default: break;
+        }
+    }
+    if (host_path_kind("/usr") != PathKind::directory)
+        throw UsageError("--rootfs host: the host has no /usr directory to show; use --rootfs DIR");
+    p.host_ro_dir("/usr");
+
+    p.dir("/etc");
+    p.file("/etc/passwd", passwd_file(spec));
+    p.file("/etc/group", group_file(spec));
+    p.file("/etc/hosts", hosts_file(spec));
+    p.file("/etc/resolv.conf", resolv_conf());
+    p.file("/etc/nsswitch.conf", nsswitch_conf());
+    p.file("/etc/hostname", hostname_file(spec));
+    // Links into /usr cost nothing and are safe to copy as-is.
+    for (const char* link : {"/etc/os-release", "/etc/localtime"})
+        if (host_path_kind(link) == PathKind::symlink) p.symlink(link, read_link(link));
+    // The dynamic loader's cache finds libraries outside the default paths (/usr/local/lib).
+    if (host_path_kind("/etc/ld.so.cache") == PathKind::other) p.host_ro_file("/etc/ld.so.cache");
+    // Debian's alternatives are symlinks only (awk, editor, ...), no secrets.
+    if (host_path_kind("/etc/alternatives") == PathKind::directory) p.host_ro_dir("/etc/alternatives");
+    // The CA trust store, so TLS clients work. /etc/ssl/private is never shown.
+    if (host_path_kind("/etc/ssl/certs") == PathKind::directory) {
+        p.dir("/etc/ssl");
+        p.host_ro_dir("/etc/ssl/certs");
+    }
+    if (host_path_kind("/etc/ca-certificates") == PathKind::directory) p.host_ro_dir("/etc/ca-certificates");
+
+    // The agent's home lives on scratch (capped, gone with the run).
+    p.host_dir_owned(spec.scratch_dir + "/home", 0700, spec.agent_uid, spec.agent_gid);
+    p.dir("/home");
+    p.dir(agent_home(spec), 0700);
+    p.bind(spec.scratch_dir + "/home", agent_home(spec), kSafe);
+
+    p.dir("/root", 0700);
+    p.dir("/var");
+    p.symlink("/var/tmp", "/tmp");
+    p.dir("/sys", 0555);  // empty: no host /sys in the box
+}
+
+void plan_image_root(Planner& p, const RootfsSpec& spec, const std::string& image_real, const std::string& new_root) {
+    struct stat st {};
+    if (stat(image_real.c_str(), &st) != 0) throw SysError("stat", image_real, errno);
+    // The merged root takes its owner and mode from the upper directory: copy the image's.
+    p.host_dir_owned(spec.scratch_dir + "/upper", st.st_mode & 07777, st.st_uid, st.st_gid);
+    p.host_dir(spec.scratch_dir + "/work", 0700);
+    p.host_mount("corral-image", new_root, "overlay", kSafe,
+                 "lowerdir=" + image_real + ",upperdir=" + spec.scratch_dir + "/upper,workdir=" + spec.scratch_dir + "/work");
+    // The agent gets an account in the image's own files (copied up; the image is untouched).
+    p.append("/etc/passwd", agent_passwd_line(spec));
+    p.append("/etc/group", agent_group_line(spec));
+    p.dir("/home");
+    p.dir_owned(agent_home(spec), 0700, spec.agent_uid, spec.agent_gid);
+}
+
+void plan_proc(Planner& p) {
+    p.dir("/proc", 0555);
+    // Mounted by the sandbox's init inside its PID namespace: shows only the box's processes.
+    p.mount("proc", "/proc", "proc", kSafe | MS_NOEXEC, "");
+    for (auto path : kProcReadOnly) p.bind("", std::string(path), kReadOnly | MS_NOEXEC, /*optional=*/true);
+}
+
+void plan_dev(Planner& p, const RootfsSpec& spec) {
+    p.dir("/dev");
+    p.mount("corral-dev", "/dev", "tmpfs", kSafe | MS_NOEXEC, "mode=0755,size=64k");
+    for (auto name : kDeviceNodes) {
+        std::string path = "/dev/" + std::string(name);
+        p.mount_point_file(path, 0666);
+        p.bind(path, path, kDeviceNode);
+    }
+    p.dir("/dev/pts");
+    // A private devpts instance: the box cannot reach the host's terminals.
+    p.mount("devpts", "/dev/pts", "devpts", kDeviceNode, "newinstance,ptmxmode=0666,mode=0620");
+    p.symlink("/dev/ptmx", "pts/ptmx");
+    p.dir("/dev/shm", 01777);
+    p.mount("corral-shm", "/dev/shm", "tmpfs", kSafe | MS_NOEXEC, "mode=1777,size=" + std::to_string(spec.shm_size_bytes));
+    p.symlink("/dev/fd", "/proc/self/fd");
+    p.symlink("/dev/stdin", "/proc/self/fd/0");
+    p.symlink("/dev/stdout", "/proc/self/fd/1");
+    p.symlink("/dev/stderr", "/proc/self/fd/2");
+    p.remount("/dev", MS_RDONLY | kSafe | MS_NOEXEC);
+}
+
+void plan_extra_files(Planner& p, const RootfsSpec& spec) {
+    if (spec.extra_files.empty()) return;
+    p.host_dir(spec.scratch_dir + "/files", 0755);
+    for (std::size_t i = 0; i < spec.extra_files.size(); ++i) {
+        const auto& f = spec.extra_files[i];
+        std::string staged = spec.scratch_dir + "/files/" + std::to_string(i);
+        p.host_file(staged, f.content, f.mode);
+        std::vector<std::string> parents;
+        for (std::string a = parent_of(f.path_in_box); a != "/"; a = parent_of(a)) parents.insert(parents.begin(), a);
+        for (const auto& a : parents) p.dir(a);
+        p.mount_point_file(f.path_in_box, f.mode);
+        p.bind(staged, f.path_in_box, kReadOnly);
+    }
+}
+
+std::string flag_names(unsigned long flags) {
+    static constexpr std::pair<unsigned long, const char*> names[] = {
+        {MS_RDONLY, "MS_RDONLY"}, {MS_NOSUID, "MS_NOSUID"}, {MS_NODEV, "MS_NODEV"}, {MS_NOEXEC, "MS_NOEXEC"},
+        {MS_REMOUNT, "MS_REMOUNT"}, {MS_BIND, "MS_BIND"}, {MS_REC, "MS_REC"}, {MS_PRIVATE, "MS_PRIVATE"},
+    };
+    std::string out;
+    for (auto [bit, name] : names) {
+        if (flags & bit) {
+            if (!out.empty()) out += "|";
+            out += name;
+            flags &= ~bit;
+        }
+    }
+    if (flags) {
+        if (!out.empty()) out += "|";
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "0x%lx", flags);
+        out += buf;
+    }
+    return out.empty() ? "0" : out;
+}
+
+std::string octal(mode_t mode) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0%o", static_cast<unsigned>(mode));
+    return buf;
+}
+
+}  // namespace
+
+MountPlan plan_rootfs(const RootfsSpec& spec) {
+    if (!is_normalized_absolute(spec.scratch_dir) || spec.scratch_dir == "/")
+        throw UsageError("scratch directory \"" + spec.scratch_dir + "\": expected a normalized absolute path like /run/corral/scratch/<run-id>");
+    validate_names(spec);
+    validate_sizes(spec);
+    validate_extra_files(spec);
+
+    const bool host_mode = spec.image == "host";
+    std::string image_real;
+    if (!host_mode) {
+        if (spec.image.empty() || spec.image.front() != '/')
+            throw UsageError("--rootfs " + spec.image + ": expected \"host\" or an absolute path to a directory");
+        require_directory("--rootfs", spec.image);
+        char* real = realpath(spec.image.c_str(), nullptr);
+        if (!real) throw UsageError("--rootfs " + spec.image + ": cannot resolve: " + errno_text(errno));
+        image_real = real;
+        std::free(real);
+        if (image_real == "/")
+            throw UsageError("--rootfs " + spec.image + ": the host's root directory cannot be an image; use --rootfs host");
+        if (image_real.find_first_of(",:\\") != std::string::npos)
+            throw UsageError("--rootfs " + spec.image + ": overlayfs cannot take a path containing ',', ':' or '\\' (resolved to " +
+                             image_real + "); move or rename the image directory");
+        if (is_at_or_below(spec.scratch_dir, image_real))
+            throw UsageError("--rootfs " + spec.image + ": contains corral's scratch directory " + spec.scratch_dir +
+                             "; use an image directory outside it");
+    }
+    if (spec.workspace) require_directory("--workspace", *spec.workspace);
+
+    MountPlan plan;
+    plan.scratch_dir = spec.scratch_dir;
+    plan.new_root = spec.scratch_dir + "/root";
+    Planner p(plan);
+    // Nothing this namespace mounts may propagate back to the host (or in from it).
+    plan.ops.push_back(MountOp{.kind = MountKind::Mount, .target = "/", .in_root = false, .flags = MS_REC | MS_PRIVATE});
+    plan_scratch(p, spec);
+    if (host_mode) plan_host_root(p, spec, plan.new_root);
+    else plan_image_root(p, spec, image_real, plan.new_root);
+    plan_proc(p);
+    plan_dev(p, spec);
+    p.dir("/tmp", 01777);
+    p.mount("corral-tmp", "/tmp", "tmpfs", kSafe, "mode=1777,size=" + std::to_string(spec.tmp_size_bytes));
+    if (spec.workspace) {
+        p.dir("/workspace");
+        p.bind(*spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace));
+    }
+    plan_extra_files(p, spec);
+    // The generated root holds only mount points, links and /etc: nothing in it
+    // needs to change once the box runs. (An image root stays writable: writes
+    // go to the overlay's upper layer on scratch.)
+    if (host_mode) p.remount("/", kReadOnly);
+    return plan;
+}
+
+std::string describe(const MountOp& op) {
+    const std::string where = op.in_root ? "box:" + op.target : op.target;
+    switch (op.kind) {
+        case MountKind::MakeDir:
+            return "mkdir(" + where + ", " + octal(op.mode) +
+                   (op.set_owner ? ", owner " + std::to_string(op.uid) + ":" + std::to_string(op.gid) : std::string()) + ")";
+        case MountKind::MakeFile: return "create mount point file(" + where + ", " + octal(op.mode) + ")";
+        case MountKind::Symlink: return "symlink(" + where + " -> " + op.source + ")";
+        case MountKind::WriteFile: return "write file(" + where + ", " + octal(op.mode) + ")";
+        case MountKind::AppendFile: return "append to file(" + where + ")";
+        case MountKind::Mount:
+            if (op.flags & MS_PRIVATE) return "mount(" + where + ", " + flag_names(op.flags) + ")";
+            return "mount(" + op.source + " -> " + where + ", " + op.fstype + ", " + flag_names(op.flags) +
+                   (op.data.empty() ? std::string() : ", \"" + op.data + "\"") + ")";
+        case MountKind::Bind:
+            return "mount(" + (op.source.empty() ? where : op.source) + " -> " + where + ", MS_BIND)";
+        case MountKind::Remount: return "mount(" + where + ", " + flag_names(MS_BIND | MS_REMOUNT | op.flags) + ")";
+    }
+    return "unknown rootfs step";
+}
+
+const char* call_name(FailedCall call) noexcept {
+    switch (call) {
+        case FailedCall::open: return "open";
+        case FailedCall::mkdir: return "mkdir";
+        case FailedCall::mknod: return "mknod";
+        case FailedCall::symlink: return "symlink";
+        case FailedCall::write: return "write";
+        case FailedCall::chown: return "chown";
+        case FailedCall::chmod: return "chmod";
+        case FailedCall::stat: return "stat";
+        case FailedCall::mount: return "mount";
+        case FailedCall::pivot_root: return "pivot_root";
+        case FailedCall::umount: return "umount2";
+        case FailedCall::chdir: return "chdir";
+    }
+    return "?";
+}
+
+std::string describe_failure(const MountPlan& plan, const MountFailure& failure) {
+    std::string step = failure.op_index < plan.ops.size() ? describe(plan.ops[failure.op_index])
+                                                          : "pivot_root into " + plan.new_root;
+    return "rootfs setup: " + step + " failed in " + call_name(failure.call) + ": " + errno_text(failure.err);
+}
+
+}  // namespace corral::rootfs
