@@ -1,0 +1,262 @@
+// The contract of `corral run` as a program: bad input gets one clear line
+// and the documented exit status, deadlines and the command's own status are
+// reported as documented, output is streamed and logged, and run.json carries
+// every field of the contract.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "tests/sandbox/sandbox_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace corral::test::sandbox {
+namespace {
+
+// One clear line: exactly one non-empty line on stderr, nothing on stdout,
+// naming every one of `needles`.
+void check_one_line_error(const Result& r, const std::set<int>& codes, const std::vector<std::string>& needles) {
+    INFO(transcript(r));
+    CHECK(!r.timed_out);
+    CHECK_MESSAGE(codes.count(r.exit_code), "unexpected exit status " << r.exit_code);
+    std::vector<std::string> err_lines;
+    for (const auto& l : lines(r.err))
+        if (!l.empty()) err_lines.push_back(l);
+    CHECK_MESSAGE(err_lines.size() == 1, "expected exactly one error line on stderr");
+    CHECK(r.out.empty());
+    for (const auto& n : needles) CHECK_MESSAGE(r.err.find(n) != std::string::npos, "error does not name " << n);
+}
+
+TEST_CASE("a rootfs that does not exist is refused with one line naming it") {
+    const std::string missing = fresh_path("no-such-rootfs");
+    CorralArgs args;
+    args.rootfs = missing;
+    auto run = corral_run({"/bin/true"}, args);
+    check_one_line_error(run.result, {2, 125}, {missing});
+}
+
+TEST_CASE("a rootfs that is a file is refused with one line naming it") {
+    const std::string file = fresh_path("rootfs-file");
+    write_file(file, "not a directory\n");
+    CorralArgs args;
+    args.rootfs = file;
+    auto run = corral_run({"/bin/true"}, args);
+    check_one_line_error(run.result, {2, 125}, {file});
+}
+
+TEST_CASE("a command missing in the rootfs exits 127 naming the path tried") {
+    auto run = corral_run({"/bin/no-such-command"});
+    check_one_line_error(run.result, {127}, {"command not found in sandbox", "/bin/no-such-command"});
+    if (run.record) check_nothing_left(run);
+
+    auto bare = corral_run({"no-such-command-either"});
+    check_one_line_error(bare.result, {127}, {"command not found in sandbox", "no-such-command-either"});
+    if (bare.record) check_nothing_left(bare);
+    // /usr/bin/env exists on the host, not in this rootfs: the lookup is the sandbox's.
+    auto host_only = corral_run({"/usr/bin/env"});
+    check_one_line_error(host_only.result, {127}, {"/usr/bin/env"});
+    if (host_only.record) check_nothing_left(host_only);
+}
+
+TEST_CASE("malformed --memory, --timeout and --env are usage errors (exit 2) naming option and text") {
+    {
+        CorralArgs args;
+        args.flags = {"--memory", "12XB"};
+        auto run = corral_run({"/bin/true"}, args);
+        check_one_line_error(run.result, {2}, {"--memory", "12XB"});
+    }
+    {
+        CorralArgs args;
+        args.flags = {"--timeout", "-5s"};
+        auto run = corral_run({"/bin/true"}, args);
+        check_one_line_error(run.result, {2}, {"--timeout", "-5s"});
+    }
+    {
+        CorralArgs args;
+        args.flags = {"--env", "NOEQUALS"};
+        auto run = corral_run({"/bin/true"}, args);
+        check_one_line_error(run.result, {2}, {"--env", "NOEQUALS"});
+    }
+    {
+        CorralArgs args;
+        args.flags = {"--no-such-option"};
+        auto run = corral_run({"/bin/true"}, args);
+        check_one_line_error(run.result, {2}, {"--no-such-option"});
+    }
+}
+
+TEST_CASE("an exhausted --uid-range is refused while two runs hold both UIDs") {
+    // A range of its own, outside this executable's usual slice.
+    const std::string range = "1900100390-1900100391";
+    std::string ws = fresh_dir("ws", 01777);
+    CorralArgs holder;
+    holder.own_uid_range = false;
+    holder.flags = {"--uid-range", range, "--workspace", ws};
+    const std::vector<std::string> hold{
+        "/bin/sh", "-c",
+        "echo START; i=0; while [ ! -e /workspace/release ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo DONE"};
+    CorralProcess a(hold, holder);
+    CorralProcess b(hold, holder);
+    REQUIRE_MESSAGE(a.wait_for_out("START", std::chrono::seconds(30)), a.out() << a.err());
+    REQUIRE_MESSAGE(b.wait_for_out("START", std::chrono::seconds(30)), b.out() << b.err());
+
+    CorralArgs third;
+    third.own_uid_range = false;
+    third.flags = {"--uid-range", range};
+    auto run = corral_run({"/bin/true"}, third);
+    check_one_line_error(run.result, {2, 125}, {"exhausted", "1900100390-1900100391"});
+
+    write_file(ws + "/release", "");
+    CHECK(a.wait() == 0);
+    CHECK(b.wait() == 0);
+    for (auto* p : {&a, &b}) {
+        CorralRun r;
+        r.run_dir = p->run_dir();
+        r.record = read_record(r.run_dir);
+        check_nothing_left(r);
+    }
+    // Both UIDs are free again.
+    auto again = corral_run({"/bin/true"}, third);
+    CHECK(again.result.exit_code == 0);
+    if (again.record) check_nothing_left(again);
+}
+
+TEST_CASE("corral run as a non-root user is refused with exit 125") {
+    auto r = corral::test::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", corral_bin(), "run",
+                                "--rootfs", rootfs(), "--", "/bin/true"});
+    check_one_line_error(r, {125}, {"must run as root"});
+}
+
+TEST_CASE("--timeout kills the run at the deadline: exit 124, deadline_hit, a message on stderr") {
+    CorralArgs args;
+    args.flags = {"--timeout", "1s"};
+    auto run = corral_sh("echo START; exec sleep 100", args);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.out.find("START") != std::string::npos);
+    CHECK(run.result.exit_code == 124);
+    std::string err = run.result.err;
+    for (auto& c : err) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    CHECK((err.find("timeout") != std::string::npos || err.find("deadline") != std::string::npos));
+    REQUIRE(run.record.has_value());
+    const auto& rec = *run.record;
+    CHECK(rec["deadline_hit"] == true);
+    CHECK(rec["status"] == 124);
+    CHECK(rec["limits"]["timeout_ms"] == 1000);
+    CHECK(rec["duration_ms"].get<long long>() >= 1000);
+    CHECK(rec["duration_ms"].get<long long>() < 30000);
+    check_nothing_left(run);
+}
+
+TEST_CASE("the command's exit status passes through: exit 3 is 3, SIGTERM is 143") {
+    auto three = corral_sh("echo START; exit 3");
+    INFO(transcript(three.result));
+    REQUIRE(three.result.out.find("START") != std::string::npos);
+    CHECK(three.result.exit_code == 3);
+    REQUIRE(three.record.has_value());
+    CHECK((*three.record)["exit_code"] == 3);
+    CHECK((*three.record)["signal"].is_null());
+    CHECK((*three.record)["status"] == 3);
+    CHECK((*three.record)["deadline_hit"] == false);
+    check_nothing_left(three);
+
+    auto term = corral_sh("echo START; kill -TERM $$; echo NOT-KILLED");
+    INFO(transcript(term.result));
+    REQUIRE(term.result.out.find("START") != std::string::npos);
+    CHECK(term.result.out.find("NOT-KILLED") == std::string::npos);
+    CHECK(term.result.exit_code == 143);
+    REQUIRE(term.record.has_value());
+    CHECK((*term.record)["signal"] == 15);
+    CHECK((*term.record)["exit_code"].is_null());
+    CHECK((*term.record)["status"] == 143);
+    check_nothing_left(term);
+}
+
+TEST_CASE("stdout and stderr are streamed live and kept in stdout.log/stderr.log") {
+    CorralProcess run({"/bin/sh", "-c", "echo early-out; echo early-err >&2; sleep 3; echo late-out; echo late-err >&2"});
+    REQUIRE_MESSAGE(run.wait_for_out("early-out", std::chrono::seconds(30)), run.out() << run.err());
+    // "late-out" comes 3 s after "early-out": seeing early without late proves streaming.
+    CHECK(run.out().find("late-out") == std::string::npos);
+    CHECK(run.err().find("early-err") != std::string::npos);
+    CHECK(run.wait() == 0);
+    INFO(run.out() << "--- stderr ---\n" << run.err());
+    CHECK(run.out() == "early-out\nlate-out\n");
+    CHECK(run.err().find("early-err\nlate-err\n") != std::string::npos);
+    CHECK(read_file(run.run_dir() + "/stdout.log") == "early-out\nlate-out\n");
+    CHECK(read_file(run.run_dir() + "/stderr.log") == "early-err\nlate-err\n");
+    struct stat st {};
+    REQUIRE(stat(run.run_dir().c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+    CHECK(st.st_uid == 0);
+    CorralRun r;
+    r.run_dir = run.run_dir();
+    r.record = read_record(r.run_dir);
+    check_nothing_left(r);
+}
+
+TEST_CASE("run.json has every field of the contract with the right types and values") {
+    std::string ws = fresh_dir("ws", 0755);
+    CorralArgs args;
+    args.flags = {"--memory", "64M", "--pids", "100", "--cpus", "0.5", "--timeout", "30s",
+                  "--env", "SBT_A=b", "--workspace", ws, "--hostname", "sbt-record"};
+    auto run = corral_run({"/bin/sh", "-c", "echo hi; exit 0"}, args);
+    INFO(transcript(run.result));
+    CHECK(run.result.exit_code == 0);
+    REQUIRE(run.record.has_value());
+    const auto& rec = *run.record;
+    INFO(rec.dump(2));
+    const std::set<std::string> expected{"id", "argv", "uid", "gid", "hostname", "rootfs", "workspace",
+                                         "started_at", "ended_at", "duration_ms", "exit_code", "signal",
+                                         "deadline_hit", "limits", "peak_memory_bytes", "peak_pids",
+                                         "teardown", "status"};
+    for (const auto& k : expected) CHECK_MESSAGE(rec.contains(k), "run.json lacks " << k);
+    REQUIRE(rec.contains("id"));
+    CHECK(std::regex_match(rec["id"].get<std::string>(), std::regex(R"(\d{8}T\d{6}Z-[0-9a-f]{6})")));
+    CHECK(rec["argv"] == nlohmann::json::array({"/bin/sh", "-c", "echo hi; exit 0"}));
+    CHECK(rec["uid"].is_number_integer());
+    CHECK(rec["gid"] == rec["uid"]);
+    CHECK(rec["hostname"] == "sbt-record");
+    CHECK(fs::equivalent(rec["rootfs"].get<std::string>(), rootfs()));
+    CHECK(fs::equivalent(rec["workspace"].get<std::string>(), ws));
+    const std::regex rfc3339(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+    CHECK(std::regex_match(rec["started_at"].get<std::string>(), rfc3339));
+    CHECK(std::regex_match(rec["ended_at"].get<std::string>(), rfc3339));
+    CHECK(rec["ended_at"].get<std::string>() >= rec["started_at"].get<std::string>());
+    CHECK(rec["duration_ms"].is_number_integer());
+    CHECK(rec["duration_ms"].get<long long>() >= 0);
+    CHECK(rec["exit_code"] == 0);
+    CHECK(rec["signal"].is_null());
+    CHECK(rec["deadline_hit"] == false);
+    CHECK(rec["limits"]["memory_bytes"] == 64LL * 1024 * 1024);
+    CHECK(rec["limits"]["pids"] == 100);
+    CHECK(rec["limits"]["cpus"] == doctest::Approx(0.5));
+    CHECK(rec["limits"]["timeout_ms"] == 30000);
+    CHECK(rec["peak_memory_bytes"].is_number_integer());
+    CHECK(rec["peak_pids"].is_number_integer());
+    CHECK(rec["peak_pids"].get<long long>() >= 1);
+    CHECK(rec["teardown"]["verdict"] == "clean");
+    CHECK(rec["teardown"]["problems"] == nlohmann::json::array());
+    REQUIRE(rec["teardown"]["steps"].is_array());
+    CHECK(!rec["teardown"]["steps"].empty());
+    for (const auto& s : rec["teardown"]["steps"]) {
+        CHECK(s["step"].is_string());
+        CHECK(s["ok"] == true);
+        CHECK(s.contains("detail"));
+    }
+    CHECK(rec["status"] == 0);
+    CHECK(read_file(run.run_dir + "/stdout.log") == "hi\n");
+    check_nothing_left(run);
+
+    // Without limits every limit is null.
+    auto plain = corral_run({"/bin/true"});
+    REQUIRE(plain.record.has_value());
+    for (const char* k : {"memory_bytes", "pids", "cpus", "timeout_ms"})
+        CHECK_MESSAGE((*plain.record)["limits"][k].is_null(), k << " = " << (*plain.record)["limits"][k].dump());
+    check_nothing_left(plain);
+}
+
+}  // namespace
+}  // namespace corral::test::sandbox

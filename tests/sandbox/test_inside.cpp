@@ -1,0 +1,221 @@
+// What the command sees inside the sandbox: corral's init as PID 1, an
+// unprivileged identity (no capabilities, no_new_privs, seccomp, the run's
+// own UID, no groups), only a loopback interface that is up, its own
+// hostname, a clean environment and no inherited descriptors.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <set>
+#include <sstream>
+
+#include "tests/sandbox/sandbox_support.hpp"
+
+extern char** environ;
+
+namespace corral::test::sandbox {
+namespace {
+
+std::string host_hostname() {
+    char buf[256] = {};
+    gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
+std::string status_value(const std::string& status, const std::string& key) {
+    for (const auto& line : lines(status))
+        if (line.rfind(key + ":", 0) == 0) {
+            std::string v = line.substr(key.size() + 1);
+            auto b = v.find_first_not_of(" \t");
+            return b == std::string::npos ? "" : v.substr(b);
+        }
+    return "<absent>";
+}
+
+TEST_CASE("PID 1 inside the sandbox is corral's init and no host process is visible") {
+    auto run = corral_sh(
+        "echo START; echo \"comm1=$(cat /proc/1/comm)\"; "
+        "echo \"cmdline1=$(tr '\\0' ' ' < /proc/1/cmdline)\"; "
+        "set -- /proc/[0-9]*; echo \"nprocs=$#\"; echo \"self=$(readlink /proc/self)\"; echo DONE");
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out.find("START") != std::string::npos);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+
+    std::string comm1 = field(run.result.out, "comm1");
+    std::string cmdline1 = field(run.result.out, "cmdline1");
+    std::string host_init = read_file("/proc/1/comm");
+    while (!host_init.empty() && host_init.back() == '\n') host_init.pop_back();
+    // The init is corral itself (forked, not a separate program): its command
+    // line is corral's and its name is corral's init name.
+    CHECK_MESSAGE(comm1.find("corral") != std::string::npos, "PID 1 is not corral's init: comm=" << comm1);
+    CHECK_MESSAGE(comm1 != host_init, "PID 1 inside looks like the host's init " << host_init);
+    CHECK_MESSAGE(cmdline1.find("corral") != std::string::npos, "PID 1 command line: " << cmdline1);
+    // Inside: init, the invocation's shell and `tr`/`readlink` at most; the host
+    // has hundreds. A small bound proves this is a fresh PID namespace's /proc.
+    int nprocs = std::stoi(field(run.result.out, "nprocs").empty() ? "0" : field(run.result.out, "nprocs"));
+    CHECK(nprocs >= 2);
+    CHECK(nprocs <= 6);
+    check_nothing_left(run);
+}
+
+TEST_CASE("the command has no capabilities, no_new_privs, a seccomp filter and the run's UID/GID") {
+    auto run = corral_sh("echo START; cat /proc/self/status; echo DONE");
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out.find("START") != std::string::npos);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    REQUIRE(run.record.has_value());
+    const std::string& st = run.result.out;
+    for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+        CHECK_MESSAGE(status_value(st, cap) == "0000000000000000", cap << " = " << status_value(st, cap));
+    CHECK(status_value(st, "NoNewPrivs") == "1");
+    CHECK(status_value(st, "Seccomp") == "2");
+    CHECK_MESSAGE(status_value(st, "Groups") == "", "supplementary groups: " << status_value(st, "Groups"));
+    std::string uid = std::to_string((*run.record)["uid"].get<long long>());
+    std::string gid = std::to_string((*run.record)["gid"].get<long long>());
+    CHECK(status_value(st, "Uid") == uid + "\t" + uid + "\t" + uid + "\t" + uid);
+    CHECK(status_value(st, "Gid") == gid + "\t" + gid + "\t" + gid + "\t" + gid);
+    check_nothing_left(run);
+}
+
+TEST_CASE("id shows the run's UID from the default range and no supplementary groups") {
+    CorralArgs args;
+    args.own_uid_range = false;  // the contract's default range
+    auto run = corral_sh("echo START; echo \"u=$(id -u)\"; echo \"g=$(id -g)\"; echo \"G=$(id -G)\"; "
+                         "echo \"id=$(id)\"; echo DONE",
+                         args);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    REQUIRE(run.record.has_value());
+    long long uid = (*run.record)["uid"].get<long long>();
+    long long gid = (*run.record)["gid"].get<long long>();
+    CHECK(uid >= 1900000000LL);
+    CHECK(uid <= 1900000999LL);
+    CHECK(gid == uid);
+    CHECK(field(run.result.out, "u") == std::to_string(uid));
+    CHECK(field(run.result.out, "g") == std::to_string(gid));
+    // `id -G` lists the primary group followed by supplementary ones: only the primary.
+    CHECK(field(run.result.out, "G") == std::to_string(gid));
+    CHECK(field(run.result.out, "id") == "uid=" + std::to_string(uid) + " gid=" + std::to_string(gid));
+    check_nothing_left(run);
+}
+
+TEST_CASE("the network namespace has only lo, it is up, and there is no host /sys") {
+    auto run = corral_sh(
+        "echo START; echo '--- dev'; cat /proc/net/dev; echo '--- link'; ip -o link show; "
+        "echo '--- addr'; ip -o addr show; echo '--- end'; "
+        "ls /sys/class/net >/dev/null 2>&1; echo \"sys_class_net_rc=$?\"; echo DONE");
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    const std::string& out = run.result.out;
+    std::string dev = out.substr(out.find("--- dev"), out.find("--- link") - out.find("--- dev"));
+    std::set<std::string> ifaces;
+    for (const auto& line : lines(dev)) {
+        auto colon = line.find(':');
+        if (colon == std::string::npos || line.find('|') != std::string::npos) continue;
+        std::string name = line.substr(0, colon);
+        name.erase(0, name.find_first_not_of(' '));
+        ifaces.insert(name);
+    }
+    CHECK(ifaces == std::set<std::string>{"lo"});
+    std::string link = out.substr(out.find("--- link"), out.find("--- addr") - out.find("--- link"));
+    std::vector<std::string> link_lines;  // `ip -o`: one line per interface, after our "--- link" marker
+    for (const auto& l : lines(link))
+        if (!l.empty() && l[0] >= '0' && l[0] <= '9') link_lines.push_back(l);
+    REQUIRE(link_lines.size() == 1);
+    CHECK(link_lines[0].find(": lo:") != std::string::npos);
+    CHECK_MESSAGE(link_lines[0].find(",UP") != std::string::npos, "lo is not up: " << link_lines[0]);
+    std::string addr = out.substr(out.find("--- addr"), out.find("--- end") - out.find("--- addr"));
+    CHECK(addr.find("inet 127.0.0.1/8") != std::string::npos);
+    CHECK(field(out, "sys_class_net_rc") != "0");
+    check_nothing_left(run);
+}
+
+TEST_CASE("the hostname is the sandbox's own: default corral-<id>, or --hostname") {
+    const std::string host_before = host_hostname();
+    auto run = corral_sh("echo START; echo \"h=$(hostname)\"; echo \"k=$(cat /proc/sys/kernel/hostname)\"; echo DONE");
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.record.has_value());
+    std::string h = field(run.result.out, "h");
+    CHECK(h.rfind("corral-", 0) == 0);
+    CHECK(h != host_before);
+    CHECK(field(run.result.out, "k") == h);
+    CHECK((*run.record)["hostname"] == h);
+    check_nothing_left(run);
+
+    CorralArgs named;
+    named.flags = {"--hostname", "sbt-box"};
+    auto run2 = corral_sh("echo START; echo \"h=$(hostname)\"; echo DONE", named);
+    INFO(transcript(run2.result));
+    REQUIRE(run2.result.exit_code == 0);
+    CHECK(field(run2.result.out, "h") == "sbt-box");
+    REQUIRE(run2.record.has_value());
+    CHECK((*run2.record)["hostname"] == "sbt-box");
+    CHECK(host_hostname() == host_before);
+    check_nothing_left(run2);
+}
+
+TEST_CASE("the environment is clean: only --env and corral's documented few, no host variable") {
+    const std::string marker = "sbt-leak-" + random_hex(12);
+    CorralArgs args;
+    args.flags = {"--env", "SBT_GIVEN=given value=with equals"};
+    args.process.env["CORRAL_SBT_LEAK_MARKER"] = marker;
+    auto run = corral_sh("echo START; env; echo DONE", args);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    const std::string& out = run.result.out;
+    CHECK(out.find("SBT_GIVEN=given value=with equals\n") != std::string::npos);
+    CHECK(out.find(marker) == std::string::npos);
+    CHECK(out.find("CORRAL_SBT_LEAK_MARKER") == std::string::npos);
+    // No variable of the host (this test's own environment, which corral
+    // inherited) may appear by name, except the handful a shell or corral sets itself.
+    const std::set<std::string> may_be_set_inside{"PATH", "HOME", "PWD", "SHLVL", "TERM", "LANG", "LC_ALL",
+                                                  "USER", "LOGNAME", "SHELL", "TZ", "_", "HOSTNAME", "TMPDIR"};
+    std::set<std::string> inside;
+    for (const auto& line : lines(out)) {
+        auto eq = line.find('=');
+        if (eq != std::string::npos) inside.insert(line.substr(0, eq));
+    }
+    for (char** e = environ; *e; ++e) {
+        std::string key = std::string(*e).substr(0, std::string(*e).find('='));
+        if (may_be_set_inside.count(key)) continue;
+        CHECK_MESSAGE(!inside.count(key), "host variable leaked into the sandbox: " << key);
+    }
+    check_nothing_left(run);
+}
+
+TEST_CASE("no descriptor beyond 0, 1, 2 is inherited by the command") {
+    // Give corral open descriptors 7 and 9 (not close-on-exec) and see if
+    // they reach the command: `ls` itself opens the directory as fd 3.
+    std::string run_dir = fresh_path("run");
+    std::vector<std::string> argv{"/bin/sh", "-c", "exec 7</etc/hostname 9>>/dev/null; exec \"$@\"", "sh"};
+    for (const auto& a : corral_argv({}, run_dir, {"/bin/sh", "-c", "echo START; ls /proc/self/fd; echo DONE"}))
+        argv.push_back(a);
+    CorralRun run;
+    run.run_dir = run_dir;
+    run.result = corral::test::run(argv);
+    run.record = read_record(run_dir);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    auto out = run.result.out;
+    auto start = out.find("START\n"), done = out.find("DONE");
+    REQUIRE(start != std::string::npos);
+    REQUIRE(done != std::string::npos);
+    std::set<std::string> fds;
+    for (const auto& l : lines(out.substr(start + 6, done - start - 6)))
+        if (!l.empty()) fds.insert(l);
+    CHECK(fds.count("0"));
+    CHECK(fds.count("1"));
+    CHECK(fds.count("2"));
+    CHECK(!fds.count("7"));
+    CHECK(!fds.count("9"));
+    for (const auto& fd : fds) CHECK_MESSAGE((fd == "0" || fd == "1" || fd == "2" || fd == "3"), "open fd " << fd);
+    check_nothing_left(run);
+}
+
+}  // namespace
+}  // namespace corral::test::sandbox

@@ -1,0 +1,153 @@
+// Resource attacks and survival attempts: a fork bomb and a memory hog are
+// stopped by the run's cgroup limits, a detached daemon does not outlive the
+// run, and the sandbox does not outlive a SIGKILLed supervisor (whose leftovers
+// the next corral run removes).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "tests/sandbox/sandbox_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace corral::test::sandbox {
+namespace {
+
+long long number_field(const std::string& text, const std::string& key) {
+    std::string v = field(text, key);
+    try {
+        return v.empty() ? -1 : std::stoll(v);
+    } catch (...) {
+        return -1;
+    }
+}
+
+TEST_CASE("a fork bomb is stopped by --pids 64 and the host stays fine") {
+    CorralArgs args;
+    args.flags = {"--pids", "64", "--timeout", "60s"};
+    // The bomb runs in the background; the main shell then waits 4 s using
+    // only builtins (a fifo read with a timeout), because once the bomb holds
+    // every pid the shell itself cannot fork either, and counts pids by globbing.
+    auto run = corral_sh(R"SH(echo START
+mkfifo /tmp/clock; exec 3<>/tmp/clock
+( b() { b | b & }; b ) 2>/tmp/bomb.err &
+read -t 4 x <&3
+set -- /proc/[0-9]*; echo "procs=$#"
+read -t 1 x <&3
+while read -r l; do case "$l" in *fork*) echo "fork-refused=yes"; break;; esac; done < /tmp/bomb.err
+echo DONE
+exit 0)SH",
+                         args);
+    INFO(transcript(run.result));
+    REQUIRE(!run.result.timed_out);
+    REQUIRE(run.result.out.find("START") != std::string::npos);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    CHECK(run.result.exit_code == 0);
+    long long procs = number_field(run.result.out, "procs");
+    CHECK(procs <= 64);
+    CHECK(procs >= 16);  // the bomb really exploded up to the limit
+    CHECK(field(run.result.out, "fork-refused") == "yes");
+    REQUIRE(run.record.has_value());
+    const auto& rec = *run.record;
+    CHECK(rec["limits"]["pids"] == 64);
+    REQUIRE_MESSAGE(rec["peak_pids"].is_number(), "peak_pids: " << rec["peak_pids"].dump());
+    CHECK(rec["peak_pids"].get<long long>() <= 64);
+    CHECK(rec["peak_pids"].get<long long>() >= 16);
+    CHECK(corral::test::run({"true"}).exit_code == 0);  // the host can still fork
+    check_nothing_left(run);
+}
+
+TEST_CASE("a memory hog is killed by --memory 64M") {
+    CorralArgs args;
+    args.flags = {"--memory", "64M", "--timeout", "60s"};
+    // dd with a 256 MiB block mallocs it and fills it from /dev/zero: the
+    // command itself is the hog, so its SIGKILL is corral's exit status.
+    auto run = corral_sh("echo START; exec dd if=/dev/zero of=/dev/null bs=256M count=1", args);
+    INFO(transcript(run.result));
+    REQUIRE(!run.result.timed_out);
+    REQUIRE(run.result.out.find("START") != std::string::npos);
+    CHECK(run.result.exit_code == 137);
+    REQUIRE(run.record.has_value());
+    const auto& rec = *run.record;
+    INFO(rec.dump());
+    CHECK(rec["signal"] == 9);
+    CHECK(rec["exit_code"].is_null());
+    CHECK(rec["status"] == 137);
+    CHECK(rec["limits"]["memory_bytes"] == 64LL * 1024 * 1024);
+    REQUIRE(rec["peak_memory_bytes"].is_number());
+    long long peak = rec["peak_memory_bytes"].get<long long>();
+    CHECK(peak >= 48LL * 1024 * 1024);
+    CHECK(peak <= 68LL * 1024 * 1024);
+    check_nothing_left(run);
+}
+
+TEST_CASE("a double-forked, setsid, SIGTERM-ignoring daemon is gone after teardown") {
+    std::string ws = fresh_dir("ws", 01777);
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh(R"SH(echo START
+( setsid /bin/sh -c 'trap "" TERM HUP INT; echo $$ > /workspace/daemon.pid; exec 0</dev/null 1>/dev/null 2>&1; while :; do sleep 1; done' & )
+i=0; while [ ! -s /workspace/daemon.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+D=$(cat /workspace/daemon.pid)
+kill -0 "$D" && echo "daemon-alive=$D"
+echo "daemon-sid=$(cut -d' ' -f6 /proc/$D/stat) main-sid=$(cut -d' ' -f6 /proc/self/stat)"
+echo DONE
+exit 0)SH",
+                         args);
+    INFO(transcript(run.result));
+    REQUIRE(!run.result.timed_out);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    CHECK(run.result.exit_code == 0);
+    CHECK(!field(run.result.out, "daemon-alive").empty());
+    check_nothing_left(run);
+}
+
+TEST_CASE("the sandbox does not outlive a SIGKILLed supervisor, and the next run removes the leftovers") {
+    CorralProcess sup({"/bin/sh", "-c", "echo \"START uid=$(id -u)\"; exec sleep 1000"});
+    REQUIRE_MESSAGE(sup.wait_for_out("START uid=", std::chrono::seconds(30)), sup.out() << sup.err());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let `exec sleep` happen
+    const std::string uid_text = field(sup.out(), "START uid");
+    REQUIRE(!uid_text.empty());
+    const uid_t uid = static_cast<uid_t>(std::stoul(uid_text));
+
+    auto sandbox = processes_of_uid(uid);
+    REQUIRE_MESSAGE(!sandbox.empty(), "no process of UID " << uid << " while the run is alive");
+    // The run id is the name of the run's cgroup, visible in /proc/<pid>/cgroup.
+    std::string run_id;
+    for (const auto& line : lines(read_file("/proc/" + std::to_string(sandbox.front()) + "/cgroup"))) {
+        auto at = line.find("/corral/");
+        if (at == std::string::npos) continue;
+        run_id = line.substr(at + 8);
+        run_id = run_id.substr(0, run_id.find('/'));
+        break;
+    }
+    REQUIRE_MESSAGE(!run_id.empty(), "sandbox process " << sandbox.front() << " is in no corral/<run-id> cgroup:\n"
+                                                        << read_file("/proc/" + std::to_string(sandbox.front()) +
+                                                                     "/cgroup"));
+    MESSAGE("run " << run_id << " uid " << uid << " sandbox processes:\n" << describe_processes(sandbox));
+
+    sup.kill_supervisor_only();  // corral's pid only: the sandbox must die by itself
+    auto left = wait_until_no_process_of_uid(uid, std::chrono::seconds(10));
+    CHECK_MESSAGE(left.empty(), "sandbox processes survived the supervisor:\n" << describe_processes(left));
+    CHECK(sup.wait(std::chrono::seconds(10)) == 128 + SIGKILL);
+    // Whatever the dead supervisor left (cgroup dirs, lock, scratch) is the
+    // next run's to remove; log it so a failure below is easy to read.
+    MESSAGE("left by the killed supervisor: cgroups=" << cgroup_dirs_of_run(run_id).size()
+                                                       << " lock=" << fs::exists(lock_path(uid))
+                                                       << " scratch=" << fs::exists(scratch_path(run_id)));
+
+    auto next = corral_run({"/bin/true"});
+    INFO(transcript(next.result));
+    CHECK(next.result.exit_code == 0);
+    check_nothing_left(next);
+    check_nothing_left(run_id, uid);
+    auto cg = cgroup_dirs_of_run(run_id);
+    CHECK_MESSAGE(cg.empty(), "stale cgroup " << (cg.empty() ? "" : cg.front()));
+}
+
+}  // namespace
+}  // namespace corral::test::sandbox
