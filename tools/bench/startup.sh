@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# tools/bench/startup.sh — sandbox startup benchmark and leak check (issue 2).
+#
+# 1. Startup: median wall time of start → exit → teardown of /bin/true, in one
+#    invocation, alternating order (round r starts at config r mod 3), for
+#      corral   corral run --rootfs R -- /bin/true        (its teardown is verified
+#                                                      by corral before it exits)
+#      bwrap    bwrap --unshare-all --die-with-parent --ro-bind R / --proc /proc --dev /dev /bin/true
+#      unshare  unshare --pid --mount --net --ipc --uts --cgroup --fork --mount-proc=R/proc chroot R /bin/true
+#    on the same busybox-static rootfs R. Prints medians (p10/p90/min/max too)
+#    and the corral/bwrap ratio (target ≤ 0.7).
+# 2. Leaks: 200 sequential corral runs; counts of mounts, network namespaces,
+#    corral cgroups, corral locks/scratch dirs, processes of the bench's UID
+#    range, corral processes and corral-related open fds, before and after;
+#    PASS iff all are equal.
+#
+# Usage (root): tools/bench/startup.sh [--runs N] [--leak-runs N] [--corral PATH]
+#   default: --runs 30 --leak-runs 200 --corral $CORRAL_BIN or build-test/tools/corral
+# Not a test: figures depend on the machine; compare configs within one invocation.
+set -euo pipefail
+
+runs=30
+leak_runs=200
+corral=${CORRAL_BIN:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --leak-runs) leak_runs=$2; shift 2 ;;
+    --corral) corral=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "startup.sh: unknown argument '$1' (accepted: --runs N, --leak-runs N, --corral PATH)" >&2; exit 2 ;;
+  esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+if [ -z "$corral" ]; then corral=$repo/build-test/tools/corral; fi
+[ "$(id -u)" -eq 0 ] || { echo "startup.sh: must run as root (corral run, bwrap and unshare create namespaces)" >&2; exit 2; }
+[ -x "$corral" ] || { echo "startup.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
+for p in bwrap unshare chroot cc /bin/busybox; do
+  command -v "$p" >/dev/null || { echo "startup.sh: $p is missing (tools/install-deps.sh)" >&2; exit 2; }
+done
+
+work=$(mktemp -d /tmp/corral-bench-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+uid_range=1900200000-1900200999   # the bench's own UIDs, so its process count is exact
+
+# --- the rootfs R: busybox-static and its applets ---
+R=$work/rootfs
+mkdir -p "$R"/{bin,etc,proc,dev,tmp,workspace,root}
+chmod 1777 "$R/tmp"
+cp /bin/busybox "$R/bin/busybox"
+for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$R/bin/$a"; done
+echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
+echo 'root:x:0:' > "$R/etc/group"
+
+cc -O2 -o "$work/timer" "$here/startup-timer.c"
+state=$work/state
+printf '%s\0' "$corral" run --rootfs "$R" --state-dir "$state" --uid-range "$uid_range" -- /bin/true > "$work/corral.argv"
+printf '%s\0' "$(command -v bwrap)" --unshare-all --die-with-parent --ro-bind "$R" / --proc /proc --dev /dev /bin/true > "$work/bwrap.argv"
+printf '%s\0' "$(command -v unshare)" --pid --mount --net --ipc --uts --cgroup --fork --mount-proc="$R/proc" \
+  "$(command -v chroot)" "$R" /bin/true > "$work/unshare.argv"
+
+echo "== startup: $runs runs each (+3 warm-up), alternating; wall ms from spawn to reaped exit"
+for c in corral bwrap unshare; do tr '\0' ' ' < "$work/$c.argv"; echo; done
+echo "machine: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+"$work/timer" "$runs" 3 corral "$work/corral.argv" bwrap "$work/bwrap.argv" unshare "$work/unshare.argv" \
+  > "$work/startup.txt"
+printf '%-8s %5s %9s %9s %9s %9s %9s\n' config runs median p10 p90 min max
+while read -r name n med p10 p90 min max; do
+  printf '%-8s %5s %9s %9s %9s %9s %9s\n' "$name" "$n" "$med" "$p10" "$p90" "$min" "$max"
+done < "$work/startup.txt"
+awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3}
+     END{printf "corral/bwrap = %.2f (target <= 0.70)   corral/unshare = %.2f\n", c/b, c/u}' "$work/startup.txt"
+
+# --- leak check ---
+count_mounts() { wc -l < /proc/self/mountinfo; }
+count_netns() { for f in /proc/[0-9]*/ns/net; do readlink "$f" 2>/dev/null; done | sort -u | wc -l; }
+cgroup_mounts() { awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) ~ /^cgroup2?$/) print $5; break } }' /proc/self/mountinfo; }
+count_cgroups() {
+  local n=0 mp
+  for mp in $(cgroup_mounts); do
+    [ -d "$mp/corral" ] && n=$((n + $(find "$mp/corral" -mindepth 1 -maxdepth 1 -type d | wc -l)))
+  done
+  echo $n
+}
+count_dir() { if [ -d "$1" ]; then find "$1" -mindepth 1 -maxdepth 1 | wc -l; else echo 0; fi; }
+count_uid_procs() {   # processes whose real/effective/saved/fs uid is in the bench's range
+  local lo=${uid_range%-*} hi=${uid_range#*-}
+  awk -v lo="$lo" -v hi="$hi" '/^Uid:/ { for (i = 2; i <= 5; i++) if ($i >= lo && $i <= hi) { n++; break } } END { print n+0 }' \
+    /proc/[0-9]*/status 2>/dev/null
+}
+count_corral_procs() { local n=0 p; for p in /proc/[0-9]*/exe; do [ "$(readlink "$p" 2>/dev/null)" = "$(readlink -f "$corral")" ] && n=$((n+1)); done; echo $n; }
+count_corral_fds() {  # fds anywhere on the host that point at corral's state, scratch, locks or cgroups
+  find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -printf '%l\n' 2>/dev/null |
+    grep -c -e '/run/corral' -e '/corral/' -e "$state" -e "$R" || true
+}
+snapshot() {
+  echo "mounts=$(count_mounts) netns=$(count_netns) corral_cgroups=$(count_cgroups)" \
+       "locks=$(count_dir /run/corral/uids) scratch=$(count_dir /run/corral/scratch)" \
+       "uid_procs=$(count_uid_procs) corral_procs=$(count_corral_procs) corral_fds=$(count_corral_fds) own_fds=$(ls /proc/$$/fd | wc -l)"
+}
+
+echo
+echo "== leak check: $leak_runs sequential runs of: $(tr '\0' ' ' < "$work/corral.argv")"
+before=$(snapshot)
+failures=0
+for ((i = 0; i < leak_runs; i++)); do
+  "$corral" run --rootfs "$R" --state-dir "$state" --uid-range "$uid_range" -- /bin/true >/dev/null 2>"$work/last.err" ||
+    { failures=$((failures+1)); echo "run $i failed: $(head -c 300 "$work/last.err")"; }
+done
+after=$(snapshot)
+echo "before: $before"
+echo "after:  $after"
+unclean=$(grep -L '"verdict": *"clean"' "$state"/runs/*/run.json 2>/dev/null | wc -l)
+echo "runs: $leak_runs, failed: $failures, run records with a teardown verdict other than clean: $unclean"
+if [ "$before" = "$after" ] && [ "$failures" -eq 0 ] && [ "$unclean" -eq 0 ]; then
+  echo "leak check: PASS"
+else
+  echo "leak check: FAIL"
+  exit 1
+fi
