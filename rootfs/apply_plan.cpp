@@ -178,7 +178,10 @@ Result do_mount(const MountOp& op, int root_fd) {
         return std::nullopt;
     }
     ScopedFd target(open_in_root(root_fd, op.target.c_str(), O_PATH));
-    if (target.fd < 0) return fail(FailedCall::open);
+    if (target.fd < 0) {
+        if (errno == ENOENT && op.optional) return std::nullopt;
+        return fail(FailedCall::open);
+    }
     FdPath at(target.fd);
     if (mount(op.source.c_str(), at.text, op.fstype.c_str(), op.flags, op.data.empty() ? nullptr : op.data.c_str()) != 0)
         return fail(FailedCall::mount);

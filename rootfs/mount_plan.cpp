@@ -32,7 +32,13 @@ constexpr unsigned long kDeviceNode = MS_NOSUID | MS_NOEXEC;
 
 constexpr std::array<std::string_view, 6> kDeviceNodes = {"null", "zero", "full", "random", "urandom", "tty"};
 // Like Docker: the kernel knobs and triggers under /proc stay visible but read-only.
-constexpr std::array<std::string_view, 4> kProcReadOnly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+constexpr std::array<std::string_view, 5> kProcReadOnly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
+// Also like Docker: files that show host-wide kernel state (other processes' timers
+// and names, keys, memory) are covered by an unreadable node, whole directories
+// of hardware knobs by an empty read-only tmpfs. Absent ones are skipped.
+constexpr std::array<std::string_view, 6> kProcMaskedFiles = {"/proc/kcore", "/proc/keys", "/proc/timer_list",
+                                                              "/proc/sched_debug", "/proc/latency_stats", "/proc/timer_stats"};
+constexpr std::array<std::string_view, 3> kProcMaskedDirs = {"/proc/acpi", "/proc/scsi", "/proc/asound"};
 // The top-level library/program directories of the host; on merged-/usr hosts these are symlinks.
 constexpr std::array<std::string_view, 6> kHostTopDirs = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 // Box paths no extra file may be placed under: kernel filesystems and the user's own data.
@@ -185,6 +191,12 @@ public:
         plan_.ops.push_back(MountOp{.kind = MountKind::Mount, .source = source, .target = box_path,
                                     .fstype = fstype, .flags = flags, .data = data});
     }
+    // A mount skipped when its target does not exist (parts of /proc depend on the kernel's config).
+    void optional_mount(const std::string& source, const std::string& box_path, const std::string& fstype,
+                        unsigned long flags, const std::string& data) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::Mount, .source = source, .target = box_path,
+                                    .fstype = fstype, .flags = flags, .data = data, .optional = true});
+    }
     // A bind is always followed by the remount that gives it its flags: mount(2)
     // ignores every flag but MS_REC on the bind itself.
     void bind(const std::string& host_source, const std::string& box_path, unsigned long flags, bool optional = false) {
@@ -297,6 +309,10 @@ void plan_proc(Planner& p) {
     // Mounted by the sandbox's init inside its PID namespace: shows only the box's processes.
     p.mount("proc", "/proc", "proc", kSafe | MS_NOEXEC, "");
     for (auto path : kProcReadOnly) p.bind("", std::string(path), kReadOnly | MS_NOEXEC, /*optional=*/true);
+    // /dev/null on a nodev mount: any open fails with EACCES.
+    for (auto path : kProcMaskedFiles) p.bind("/dev/null", std::string(path), kReadOnly | MS_NOEXEC, /*optional=*/true);
+    for (auto path : kProcMaskedDirs)
+        p.optional_mount("corral-masked", std::string(path), "tmpfs", kReadOnly | MS_NOEXEC, "size=4k,mode=0555");
 }
 
 void plan_dev(Planner& p, const RootfsSpec& spec) {

@@ -79,7 +79,7 @@ struct MountOp {
     bool set_owner = false;  // MakeDir/WriteFile: chown to uid:gid and chmod mode even if it existed
     uid_t uid = 0;
     gid_t gid = 0;
-    bool optional = false;   // skip this op when its source (Bind) or target (AppendFile) does not exist
+    bool optional = false;   // skip this op when its target (or a Bind's source) does not exist
 };
 
 struct MountPlan {
