@@ -1,12 +1,59 @@
+// tools/cmd_ca.cpp — `corral ca init [--state-dir DIR]`: create (or keep) corral's CA.
+//
+// The CA's certificate is what sandbox images must trust for inject-mode
+// hosts; creating it ahead of the first gateway start lets an image build
+// step copy it. Prints the certificate's path on stdout.
 #include <cstdio>
+#include <string>
+#include <string_view>
 
+#include "base/sys_error.hpp"
+#include "gateway/ca.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
-int cmd_ca(int, char**) {
-    std::fprintf(stderr, "corral ca: not available in this build yet\n");
-    return 2;
+namespace {
+
+void usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: corral ca init [--state-dir DIR]\n"
+                 "\n"
+                 "Creates corral's certificate authority in DIR/ca/ (ECDSA P-256; ca.key mode 0600,\n"
+                 "ca.crt mode 0644) unless it already exists, and prints the certificate's path.\n"
+                 "  --state-dir DIR   default /var/lib/corral (the gateway's state_dir)\n");
+}
+
+}  // namespace
+
+int cmd_ca(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (std::string_view(argv[1]) != "init") {
+        usage(stderr);
+        throw UsageError("unknown ca action \"" + std::string(argv[1]) + "\"; expected: init");
+    }
+    std::string state_dir = "/var/lib/corral";
+    for (int i = 2; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            return 0;
+        }
+        if (a == "--state-dir" && i + 1 < argc) {
+            state_dir = argv[++i];
+            continue;
+        }
+        usage(stderr);
+        throw UsageError("unexpected argument \"" + std::string(a) + "\"");
+    }
+    auto ca = gateway::CertificateAuthority::load_or_create(state_dir);
+    std::printf("%s\n", ca.certificate_path().c_str());
+    std::fprintf(stderr, "corral ca: %s CA in %s\n", ca.created() ? "created" : "kept the existing",
+                 gateway::ca_files(state_dir).dir.c_str());
+    return 0;
 }
 
 }  // namespace corral::cli

@@ -1,12 +1,276 @@
-#include <cstdio>
+// tools/cmd_gateway.cpp — `corral gateway --config FILE`: the egress gateway daemon.
+//
+// Listeners:
+//  - listen_unix: a Unix stream socket, mode 0600, for the sandbox bridge
+//    (issue 4). Only root peers are accepted (SO_PEERCRED). Each connection
+//    starts with one announcement line naming who the bridge vouches for:
+//        CORRAL-IDENTITY <worker>/<run>\n
+//    (at most 256 bytes, within 5 s; worker and run made of [A-Za-z0-9._-]).
+//    The client's own bytes follow it; a connection without a valid line is
+//    closed without an answer.
+//  - listen_tcp: loopback only, for tests and benchmarks; every connection gets
+//    the fixed tcp_identity.
+// Threads: one io_context run by --threads N threads (default: the number of
+// CPUs, at most 4); each connection runs on its own strand.
+// Once every listener is bound it prints "listening unix:PATH" and/or
+// "listening tcp:ADDR:PORT" on stdout (flushed). SIGTERM/SIGINT stop accepting,
+// sync the ledger and exit 0.
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/log.hpp"
+#include "base/sys_error.hpp"
+#include "config/gateway_config.hpp"
+#include "gateway/gateway.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
-int cmd_gateway(int, char**) {
-    std::fprintf(stderr, "corral gateway: not available in this build yet\n");
-    return 2;
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
+
+void usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: corral gateway --config FILE [--threads N]\n"
+                 "\n"
+                 "Runs the egress gateway: CONNECT and absolute-form http:// proxy with grants,\n"
+                 "address vetting, TLS interception with credential injection, limits and a ledger.\n"
+                 "\n"
+                 "  --config FILE   gateway TOML ([gateway], [credentials.*], [[grants]]); see docs/gateway.md\n"
+                 "  --threads N     event-loop threads (default: CPUs, at most 4)\n"
+                 "\n"
+                 "Unix clients (listen_unix, root peers only) first send \"CORRAL-IDENTITY worker/run\\n\".\n"
+                 "Prints \"listening unix:PATH\" / \"listening tcp:ADDR:PORT\" once ready; SIGTERM/SIGINT stop it.\n");
+}
+
+void raise_fd_limit() {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+// Pauses accepting briefly when out of fds instead of spinning.
+asio::awaitable<void> back_off() {
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(50));
+    co_await t.async_wait(nothrow);
+}
+
+asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, gateway::Gateway& gw, gateway::Identity id) {
+    for (;;) {
+        auto [ec, s] = co_await acceptor.async_accept(nothrow);
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        if (ec) {
+            co_await back_off();
+            continue;
+        }
+        boost::system::error_code ignored;
+        s.set_option(asio::ip::tcp::no_delay(true), ignored);
+        asio::co_spawn(acceptor.get_executor(), gw.serve(std::move(s), id), asio::detached);
+    }
+}
+
+// Reads the announcement line without consuming a byte of what follows it.
+asio::awaitable<std::optional<gateway::Identity>> read_announcement(asio::local::stream_protocol::socket& s) {
+    char peek[256];
+    for (int tries = 0; tries < 64; ++tries) {
+        auto [ec, n] = co_await s.async_receive(asio::buffer(peek), asio::socket_base::message_peek, nothrow);
+        if (ec || n == 0) co_return std::nullopt;
+        std::string_view seen(peek, n);
+        auto nl = seen.find('\n');
+        if (nl == std::string_view::npos) {
+            if (n == sizeof peek) co_return std::nullopt;
+            // Partial line: wait for more (the timeout around us bounds this).
+            asio::steady_timer t(s.get_executor(), std::chrono::milliseconds(20));
+            co_await t.async_wait(nothrow);
+            continue;
+        }
+        std::string line(seen.substr(0, nl));
+        auto [rec, rn] = co_await asio::async_read(s, asio::buffer(peek, nl + 1), nothrow);
+        if (rec || rn != nl + 1) co_return std::nullopt;
+        if (line.compare(0, kAnnouncement.size(), kAnnouncement) != 0) co_return std::nullopt;
+        co_return gateway::parse_identity(std::string_view(line).substr(kAnnouncement.size()));
+    }
+    co_return std::nullopt;
+}
+
+asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, gateway::Gateway& gw) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0) {
+        log::warn("gateway: refused a Unix client that is not root (uid " + std::to_string(cred.uid) + ")");
+        co_return;
+    }
+    asio::steady_timer timer(s.get_executor(), std::chrono::seconds(5));
+    auto result = co_await (read_announcement(s) || timer.async_wait(asio::use_awaitable));
+    if (result.index() != 0 || !std::get<0>(result)) {
+        log::warn("gateway: closed a Unix client without a valid \"CORRAL-IDENTITY worker/run\" line");
+        co_return;
+    }
+    co_await gw.serve(std::move(s), *std::get<0>(result));
+}
+
+asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& acceptor, gateway::Gateway& gw) {
+    for (;;) {
+        auto [ec, s] = co_await acceptor.async_accept(nothrow);
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        if (ec) {
+            co_await back_off();
+            continue;
+        }
+        asio::co_spawn(acceptor.get_executor(), serve_unix_client(std::move(s), gw), asio::detached);
+    }
+}
+
+// Binds the Unix socket with mode 0600 from the start (umask), replacing a
+// stale socket file but never any other kind of file.
+void bind_unix(asio::local::stream_protocol::acceptor& acceptor, const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            throw UsageError("listen_unix " + path + " exists and is not a socket; refusing to replace it");
+        check_sys(::unlink(path.c_str()), "unlink", path);
+    }
+    asio::local::stream_protocol::endpoint ep(path);
+    acceptor.open(ep.protocol());
+    mode_t old = ::umask(0177);
+    boost::system::error_code ec;
+    acceptor.bind(ep, ec);
+    ::umask(old);
+    if (ec) throw SysError("bind", path, ec.value());
+    check_sys(::chmod(path.c_str(), 0600), "chmod", path);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+}
+
+asio::awaitable<void> sync_ledger_periodically(gateway::Gateway& gw) {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (;;) {
+        t.expires_after(std::chrono::seconds(1));
+        auto [ec] = co_await t.async_wait(nothrow);
+        if (ec) co_return;
+        gw.ledger().sync();
+    }
+}
+
+}  // namespace
+
+int cmd_gateway(int argc, char** argv) {
+    std::string config_path;
+    unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            return 0;
+        }
+        if ((a == "--config" || a == "--threads") && i + 1 < argc) {
+            std::string v = argv[++i];
+            if (a == "--config") {
+                config_path = v;
+            } else {
+                char* end = nullptr;
+                unsigned long n = std::strtoul(v.c_str(), &end, 10);
+                if (v.empty() || *end || n < 1 || n > 64)
+                    throw UsageError("--threads \"" + v + "\": expected a number from 1 to 64");
+                threads = static_cast<unsigned>(n);
+            }
+            continue;
+        }
+        usage(stderr);
+        throw UsageError("unexpected argument \"" + std::string(a) + "\"");
+    }
+    if (config_path.empty()) {
+        usage(stderr);
+        throw UsageError("--config FILE is required");
+    }
+    auto cfg = config::load_gateway_config(config_path);
+    auto secrets = config::load_credential_secrets(cfg);
+    ::signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+
+    auto tcp_identity = gateway::parse_identity(cfg.gateway.tcp_identity);
+    if (!cfg.gateway.listen_tcp.empty() && !tcp_identity)
+        throw UsageError(config_path + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
+
+    gateway::Gateway gw(cfg, std::move(secrets));
+    asio::io_context ioc(static_cast<int>(threads));
+
+    std::optional<asio::local::stream_protocol::acceptor> unix_acceptor;
+    std::optional<asio::ip::tcp::acceptor> tcp_acceptor;
+    std::vector<std::string> ready_lines;
+    if (!cfg.gateway.listen_unix.empty()) {
+        unix_acceptor.emplace(ioc);
+        bind_unix(*unix_acceptor, cfg.gateway.listen_unix);
+        ready_lines.push_back("listening unix:" + cfg.gateway.listen_unix);
+    }
+    if (!cfg.gateway.listen_tcp.empty()) {
+        auto addr = asio::ip::make_address(cfg.gateway.listen_tcp_host);
+        if (!addr.is_loopback())
+            throw UsageError(config_path + ": listen_tcp \"" + cfg.gateway.listen_tcp + "\": only loopback addresses are allowed");
+        asio::ip::tcp::endpoint ep(addr, cfg.gateway.listen_tcp_port);
+        tcp_acceptor.emplace(ioc);
+        tcp_acceptor->open(ep.protocol());
+        tcp_acceptor->set_option(asio::socket_base::reuse_address(true));
+        boost::system::error_code ec;
+        tcp_acceptor->bind(ep, ec);
+        if (ec) throw SysError("bind", cfg.gateway.listen_tcp, ec.value());
+        tcp_acceptor->listen(asio::socket_base::max_listen_connections);
+        auto bound = tcp_acceptor->local_endpoint();
+        gw.add_listening_endpoint(bound);
+        std::string shown = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
+        ready_lines.push_back("listening tcp:" + shown + ":" + std::to_string(bound.port()));
+    }
+
+    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, gw), asio::detached);
+    if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, gw, *tcp_identity), asio::detached);
+    asio::co_spawn(ioc, sync_ledger_periodically(gw), asio::detached);
+
+    asio::signal_set signals(ioc, SIGTERM, SIGINT);
+    signals.async_wait([&](const boost::system::error_code&, int sig) {
+        log::info(std::string("gateway: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", shutting down");
+        boost::system::error_code ec;
+        if (unix_acceptor) unix_acceptor->close(ec);
+        if (tcp_acceptor) tcp_acceptor->close(ec);
+        ioc.stop();
+    });
+
+    for (const auto& l : ready_lines) std::printf("%s\n", l.c_str());
+    std::fflush(stdout);
+
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+    ioc.run();
+    for (auto& t : pool) t.join();
+    gw.ledger().sync();
+    if (!cfg.gateway.listen_unix.empty()) ::unlink(cfg.gateway.listen_unix.c_str());
+    return 0;
 }
 
 }  // namespace corral::cli

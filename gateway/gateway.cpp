@@ -1,0 +1,148 @@
+#include "gateway/gateway.hpp"
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "base/log.hpp"
+#include "gateway/internals.hpp"
+
+namespace corral::gateway {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// The host's own interface addresses: a public one among DNS answers would
+// let a box reach services bound on the host itself.
+std::vector<asio::ip::address> interface_addresses() {
+    std::vector<asio::ip::address> out;
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) return out;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr) continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            auto* sin = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
+            out.push_back(asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)));
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            auto* sin6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
+            asio::ip::address_v6::bytes_type b;
+            std::memcpy(b.data(), sin6->sin6_addr.s6_addr, 16);
+            out.push_back(asio::ip::address_v6(b, sin6->sin6_scope_id));
+        }
+    }
+    ::freeifaddrs(list);
+    return out;
+}
+
+}  // namespace
+
+std::unique_ptr<UpstreamConn> UpstreamPool::take(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto now = std::chrono::steady_clock::now();
+    auto [first, last] = idle_.equal_range(key);
+    std::unique_ptr<UpstreamConn> found;
+    for (auto it = first; it != last;) {
+        if (now - it->second->idle_since > kMaxIdleTime) {
+            it = idle_.erase(it);
+        } else if (!found) {
+            found = std::move(it->second);
+            it = idle_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return found;
+}
+
+void UpstreamPool::put(std::unique_ptr<UpstreamConn> c) {
+    c->idle_since = std::chrono::steady_clock::now();
+    std::lock_guard lock(mutex_);
+    if (idle_.count(c->key) >= kMaxIdlePerKey) return;
+    if (idle_.size() >= kMaxIdle) idle_.erase(idle_.begin());
+    std::string key = c->key;
+    idle_.emplace(std::move(key), std::move(c));
+}
+
+std::unique_ptr<char[]> BufferPool::acquire() {
+    {
+        std::lock_guard lock(mutex_);
+        if (!free_.empty()) {
+            auto b = std::move(free_.back());
+            free_.pop_back();
+            return b;
+        }
+    }
+    return std::unique_ptr<char[]>(new char[kSize]);
+}
+
+void BufferPool::release(std::unique_ptr<char[]> b) {
+    std::lock_guard lock(mutex_);
+    if (free_.size() < 64) free_.push_back(std::move(b));
+}
+
+bool Gateway::Internals::admit(const std::string& identity) {
+    std::lock_guard lock(budget_mutex_);
+    auto& n = admitted_[identity];
+    if (cfg.gateway.limits.requests_per_identity != 0 && n >= cfg.gateway.limits.requests_per_identity)
+        return false;
+    ++n;
+    return true;
+}
+
+std::uint64_t Gateway::Internals::admitted(const std::string& identity) const {
+    std::lock_guard lock(budget_mutex_);
+    auto it = admitted_.find(identity);
+    return it == admitted_.end() ? 0 : it->second;
+}
+
+Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> secrets)
+    : cfg_(std::move(cfg)),
+      secrets_(std::move(secrets)),
+      ca_(CertificateAuthority::load_or_create(cfg_.gateway.state_dir)),
+      ledger_(cfg_.gateway.ledger) {
+    for (const auto& [name, secret] : secrets_) ledger_.register_secret(secret);
+    internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);
+    if (!cfg_.gateway.hosts_file.empty()) internals_->hosts = load_hosts_file(cfg_.gateway.hosts_file);
+    internals_->self.host_addresses = interface_addresses();
+    // Fail at start, not at the first request, if a trust store is unusable.
+    internals_->client_tls.get(cfg_.gateway.upstream_ca_file);
+    for (const auto& g : cfg_.grants)
+        if (g.mode == config::GrantMode::inject && !g.upstream_ca_file.empty()) internals_->client_tls.get(g.upstream_ca_file);
+    if (!ledger_.healthy()) log::error("ledger unusable, refusing every request: " + ledger_.failure());
+}
+
+Gateway::~Gateway() = default;
+
+void Gateway::add_listening_endpoint(const asio::ip::tcp::endpoint& ep) { internals_->self.listening.push_back(ep); }
+
+std::uint64_t Gateway::admitted(const std::string& identity) const { return internals_->admitted(identity); }
+
+asio::awaitable<void> Gateway::serve(asio::generic::stream_protocol::socket s, Identity id) {
+    try {
+        auto strand = asio::make_strand(s.get_executor());
+        co_await asio::co_spawn(strand, serve_connection(*internals_, std::move(s), std::move(id)), asio::use_awaitable);
+    } catch (const std::exception& e) {
+        log::debug(std::string("gateway connection ended: ") + e.what());
+    }
+}
+
+asio::awaitable<void> Gateway::serve(asio::ip::tcp::socket s, Identity id) {
+    boost::system::error_code ec;
+    auto local = s.local_endpoint(ec);
+    int family = (!ec && local.address().is_v6()) ? AF_INET6 : AF_INET;
+    auto ex = s.get_executor();
+    asio::generic::stream_protocol::socket g(ex, asio::generic::stream_protocol(family, IPPROTO_TCP), s.release());
+    co_await serve(std::move(g), std::move(id));
+}
+
+asio::awaitable<void> Gateway::serve(asio::local::stream_protocol::socket s, Identity id) {
+    auto ex = s.get_executor();
+    asio::generic::stream_protocol::socket g(ex, asio::generic::stream_protocol(AF_UNIX, 0), s.release());
+    co_await serve(std::move(g), std::move(id));
+}
+
+}  // namespace corral::gateway

@@ -1,0 +1,81 @@
+// gateway/gateway.hpp — the serving side of the egress gateway.
+//
+// A Gateway owns everything shared between connections: the config, the
+// credential secrets, the CA and its per-host TLS contexts, upstream trust
+// stores and the pool of idle upstream connections, the ledger and the
+// per-identity budgets. It is thread-safe: one io_context may run it on
+// several threads; each connection runs on its own strand.
+//
+// serve() is the one entry point: whoever accepted the connection (the
+// daemon's TCP listener with its fixed identity, the Unix listener after the
+// bridge's announcement line, or `corral run`'s embedded bridge) vouches for
+// the identity; nothing the client sends can change it.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+
+#include "config/gateway_config.hpp"
+#include "gateway/ca.hpp"
+#include "gateway/grants.hpp"
+#include "gateway/host.hpp"
+#include "gateway/identity.hpp"
+#include "gateway/ledger.hpp"
+#include "gateway/tls.hpp"
+
+namespace corral::gateway {
+
+class Gateway {
+public:
+    // Loads (or creates) the CA in cfg.gateway.state_dir, opens the ledger,
+    // reads hosts_file, and registers every secret with the ledger for
+    // redaction. Throws UsageError/SysError for an unusable CA or hosts file;
+    // an unwritable ledger does not throw: the gateway then refuses requests
+    // with 503 ledger_unwritable and says so.
+    Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> secrets);
+    ~Gateway();
+    Gateway(const Gateway&) = delete;
+    Gateway& operator=(const Gateway&) = delete;
+
+    // Serves one accepted connection until it closes. Never throws: every
+    // failure ends as a status to the client (if still possible) and a ledger
+    // line. Runs the connection on a strand of the socket's executor.
+    boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket s, Identity id);
+    boost::asio::awaitable<void> serve(boost::asio::local::stream_protocol::socket s, Identity id);
+    boost::asio::awaitable<void> serve(boost::asio::generic::stream_protocol::socket s, Identity id);
+
+    // Records a TCP endpoint the gateway listens on so it never dials itself
+    // (vet_addresses refuses it). Call before serving connections.
+    void add_listening_endpoint(const boost::asio::ip::tcp::endpoint& ep);
+
+    Ledger& ledger() { return ledger_; }
+    const config::GatewayConfig& config() const { return cfg_; }
+    const std::string& ca_certificate_pem() const { return ca_.certificate_pem(); }
+    const std::string& ca_certificate_path() const { return ca_.certificate_path(); }
+    std::size_t active_connections() const { return active_.load(); }
+    // Requests and tunnels admitted for `identity` so far (the budget counter).
+    std::uint64_t admitted(const std::string& identity) const;
+
+    // Internal state used by the connection handlers (gateway/session.cpp).
+    struct Internals;
+    Internals& internals() { return *internals_; }
+
+private:
+    config::GatewayConfig cfg_;
+    std::map<std::string, std::string> secrets_;
+    CertificateAuthority ca_;
+    Ledger ledger_;
+    std::unique_ptr<Internals> internals_;
+    std::atomic<std::size_t> active_{0};
+};
+
+}  // namespace corral::gateway

@@ -1,0 +1,90 @@
+// gateway/internals.hpp — shared state of one Gateway, used by the connection
+// handlers (gateway/session.cpp). Not part of the gateway's public API.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.hpp"
+
+namespace corral::gateway {
+
+// An idle keep-alive TLS connection to an upstream, with whatever it already sent.
+struct UpstreamConn {
+    UpstreamConn(const boost::asio::any_io_executor& ex, boost::asio::ssl::context& ctx) : stream(ex, ctx) {}
+    boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream;
+    boost::beast::flat_buffer buf;
+    std::string key;
+    std::chrono::steady_clock::time_point idle_since;
+};
+
+// Idle upstream connections keyed by host|port|vetted addresses|trust store, so
+// a connection is only reused for exactly the target it was vetted for.
+class UpstreamPool {
+public:
+    std::unique_ptr<UpstreamConn> take(const std::string& key);
+    void put(std::unique_ptr<UpstreamConn> c);
+
+    static constexpr std::size_t kMaxIdlePerKey = 32;
+    static constexpr std::size_t kMaxIdle = 256;
+    // Servers commonly close idle keep-alive connections after 60 s or more;
+    // dropping ours earlier avoids most stale-connection retries.
+    static constexpr std::chrono::seconds kMaxIdleTime{30};
+
+private:
+    std::mutex mutex_;
+    std::multimap<std::string, std::unique_ptr<UpstreamConn>> idle_;
+};
+
+// Fixed-size relay buffers, borrowed only while data is moving so that idle
+// tunnels hold no buffer memory (RSS stays small with many open tunnels).
+class BufferPool {
+public:
+    static constexpr std::size_t kSize = 64 * 1024;
+    std::unique_ptr<char[]> acquire();
+    void release(std::unique_ptr<char[]> b);
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<char[]>> free_;
+};
+
+struct Gateway::Internals {
+    Internals(const config::GatewayConfig& c, const std::map<std::string, std::string>& s, Ledger& l,
+              const CertificateAuthority& ca, std::atomic<std::size_t>& a)
+        : cfg(c), secrets(s), ledger(l), server_tls(ca), active(a) {}
+
+    const config::GatewayConfig& cfg;
+    const std::map<std::string, std::string>& secrets;
+    Ledger& ledger;
+    ServerTlsCache server_tls;
+    ClientTlsCache client_tls;
+    HostsTable hosts;
+    SelfAddresses self;
+    UpstreamPool pool;
+    BufferPool buffers;
+    std::atomic<std::size_t>& active;
+
+    // Per-identity budget: true (and counted) when `identity` may make one more
+    // request or tunnel under limits.requests_per_identity.
+    bool admit(const std::string& identity);
+    std::uint64_t admitted(const std::string& identity) const;
+
+private:
+    mutable std::mutex budget_mutex_;
+    std::map<std::string, std::uint64_t> admitted_;
+};
+
+// The connection handler (gateway/session.cpp).
+boost::asio::awaitable<void> serve_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
+                                              Identity id);
+
+}  // namespace corral::gateway

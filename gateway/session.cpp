@@ -1,0 +1,1052 @@
+// gateway/session.cpp — one client connection: the forward-proxy request,
+// the grant and address decisions, then a blind tunnel, an inject-mode TLS
+// session (request by request), or one plain-HTTP exchange.
+//
+// Every connection runs on its own strand with a watchdog coroutine beside it:
+// the handler only moves a deadline (read timeout while a request head or body
+// is arriving, idle timeout while waiting for bytes otherwise); the watchdog
+// cancels the sockets when the deadline passes, and closes them if the handler
+// has not finished two seconds later.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/x509.h>
+#include <strings.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <optional>
+
+#include "gateway/headers.hpp"
+#include "gateway/http_framing.hpp"
+#include "gateway/internals.hpp"
+
+namespace corral::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using namespace asio::experimental::awaitable_operators;
+using asio::awaitable;
+using Clock = std::chrono::steady_clock;
+using ClientSocket = asio::generic::stream_protocol::socket;
+using ClientTls = asio::ssl::stream<ClientSocket>;
+using UpstreamTls = asio::ssl::stream<asio::ip::tcp::socket>;
+using Request = http::request<http::string_body>;
+
+namespace {
+
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+
+// Reason codes this file adds to the ledger's table (documented in docs/gateway.md).
+constexpr std::string_view kCleartextInject = "cleartext_inject";      // 403: inject grant over plain http://
+constexpr std::string_view kResponseTooLarge = "response_too_large";   // response cut at max_response_bytes
+constexpr std::string_view kClientTls = "client_tls";                  // the box's TLS handshake failed
+constexpr std::string_view kUpstreamProtocol = "upstream_protocol";    // 502: upstream sent no valid HTTP/1.1
+constexpr std::size_t kMaxResponseHead = 64 * 1024;
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool has_token(std::string_view list, std::string_view token) {
+    while (!list.empty()) {
+        auto comma = list.find(',');
+        auto item = list.substr(0, comma);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        if (iequals(item, token)) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+std::uint64_t ms_since(Clock::time_point t) {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
+}
+
+// ---------------------------------------------------------------------------
+// Per-connection state shared by the handler and its watchdog.
+struct Conn {
+    Conn(Gateway::Internals& g, ClientSocket s, Identity i)
+        : gw(g), id(std::move(i)), id_text(id.str()), client(std::move(s)), timer(client.get_executor()) {}
+
+    Gateway::Internals& gw;
+    Identity id;
+    std::string id_text;
+    ClientSocket client;                      // moved into client_tls in inject mode
+    std::unique_ptr<ClientTls> client_tls;
+    std::shared_ptr<ServerTls> server_tls;    // keeps the SNI callback's host alive
+    asio::ip::tcp::socket* upstream = nullptr;  // whichever upstream socket is in use, for the watchdog
+    asio::steady_timer timer;
+    Clock::time_point deadline = Clock::now();
+    Clock::time_point armed_for = Clock::time_point::max();
+    bool done = false;
+    bool timed_out = false;
+    beast::flat_buffer buf;                   // bytes read from the client, not yet consumed
+
+    ClientSocket& client_socket() { return client_tls ? client_tls->next_layer() : client; }
+    const config::GatewayLimits& limits() const { return gw.cfg.gateway.limits; }
+
+    void arm(std::chrono::milliseconds d) {
+        if (timed_out) return;
+        deadline = Clock::now() + d;
+        if (deadline < armed_for) timer.cancel();  // the watchdog sleeps too long: wake it to re-arm
+    }
+    void cancel_io() {
+        boost::system::error_code ec;
+        client_socket().cancel(ec);
+        if (upstream) upstream->cancel(ec);
+    }
+    void close_io() {
+        boost::system::error_code ec;
+        client_socket().close(ec);
+        if (upstream) upstream->close(ec);
+    }
+};
+
+awaitable<void> watchdog(std::shared_ptr<Conn> c) {
+    bool grace = false;
+    while (!c->done) {
+        c->armed_for = c->deadline;
+        c->timer.expires_at(c->deadline);
+        co_await c->timer.async_wait(nothrow);
+        c->armed_for = Clock::time_point::max();
+        if (c->done) break;
+        if (Clock::now() < c->deadline) continue;
+        if (!grace) {
+            // Let the handler answer 408/504 and write its ledger line.
+            c->timed_out = true;
+            c->cancel_io();
+            c->deadline = Clock::now() + std::chrono::seconds(2);
+            grace = true;
+        } else {
+            c->close_io();
+            c->deadline = Clock::now() + std::chrono::seconds(3600);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Answers.
+
+const char* status_text(int status) {
+    switch (status) {
+        case 200: return "OK";
+        case 400: return "Bad Request";
+        case 403: return "Forbidden";
+        case 405: return "Method Not Allowed";
+        case 408: return "Request Timeout";
+        case 413: return "Content Too Large";
+        case 429: return "Too Many Requests";
+        case 431: return "Request Header Fields Too Large";
+        case 500: return "Internal Server Error";
+        case 502: return "Bad Gateway";
+        case 503: return "Service Unavailable";
+        case 504: return "Gateway Timeout";
+        default: return "Error";
+    }
+}
+
+int status_of(std::string_view reason_code) {
+    if (reason_code == kCleartextInject) return 403;
+    if (reason_code == kUpstreamProtocol) return 502;
+    return status_for_reason(reason_code);
+}
+
+// A refusal: status line, the reason code in X-Corral-Reason, one text line
+// naming the reason and what was wrong. Then the connection closes.
+template <class Stream>
+awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail) {
+    std::string body = "corral gateway: " + std::to_string(status) + " " + std::string(code);
+    if (!detail.empty()) body += ": " + std::string(detail);
+    body += "\n";
+    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
+                       "\r\nConnection: close\r\nX-Corral-Reason: " + std::string(code) + "\r\n\r\n";
+    if (c.timed_out) c.timed_out = false, c.deadline = Clock::now() + std::chrono::seconds(2);
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body)};
+    co_await asio::async_write(s, bufs, nothrow);
+}
+
+void record(Conn& c, LedgerEntry e) {
+    e.identity = c.id_text;
+    c.gw.ledger.append(e);
+}
+
+// ---------------------------------------------------------------------------
+// Reading a request head and body from the client.
+
+enum class HeadStatus { ok, closed, refused };
+
+struct HeadResult {
+    HeadStatus status = HeadStatus::closed;
+    std::size_t length = 0;
+    std::string reason;
+    std::string detail;
+};
+
+// Reads until the head is complete. `first` is true for a connection's first
+// request (the read timeout runs from accept); later keep-alive requests get
+// the idle timeout until their first byte, then the read timeout.
+template <class Stream>
+awaitable<HeadResult> read_head(Conn& c, Stream& s, bool first) {
+    HeadResult r;
+    const std::size_t max = c.limits().max_header_bytes;
+    c.arm(first || c.buf.size() ? c.limits().read_timeout : c.limits().idle_timeout);
+    for (;;) {
+        auto data = c.buf.data();
+        std::string_view text(static_cast<const char*>(data.data()), data.size());
+        HeadScan scan = scan_head(text.substr(0, std::min(text.size(), max + 1)));
+        if (scan.bare_lf) {
+            r.status = HeadStatus::refused, r.reason = reason::smuggling, r.detail = "bare LF line ending";
+            co_return r;
+        }
+        if (scan.end != std::string_view::npos) {
+            r.status = HeadStatus::ok, r.length = scan.end;
+            co_return r;
+        }
+        if (text.size() > max) {
+            r.status = HeadStatus::refused, r.reason = reason::headers_too_large;
+            r.detail = "request head exceeds max_header_bytes (" + std::to_string(max) + ")";
+            co_return r;
+        }
+        bool had_bytes = text.size() != 0;
+        auto [ec, n] = co_await s.async_read_some(c.buf.prepare(8192), nothrow);
+        if (ec || n == 0) {
+            if (c.timed_out) {
+                r.status = HeadStatus::refused, r.reason = reason::timeout;
+                r.detail = "request head not complete within read_timeout";
+            } else {
+                r.status = HeadStatus::closed;
+                if (had_bytes) r.status = HeadStatus::refused, r.reason = reason::bad_request, r.detail = "connection closed inside the request head";
+            }
+            co_return r;
+        }
+        c.buf.commit(n);
+        if (!had_bytes && !first) c.arm(c.limits().read_timeout);
+    }
+}
+
+struct ParsedRequest {
+    std::optional<http::request_parser<http::string_body>> parser;
+    std::string reason;
+    std::string detail;
+};
+
+// Framing checks on the raw head, then Beast parses it (and, if present, the
+// body, capped at max_body_bytes: a declared length over the cap is refused
+// before anything is read or forwarded).
+template <class Stream>
+awaitable<void> parse_request(Conn& c, Stream& s, std::size_t head_len, ParsedRequest& out, bool read_body) {
+    auto data = c.buf.data();
+    std::string_view head(static_cast<const char*>(data.data()), head_len);
+    if (auto why = check_request_framing(head, &out.detail); !why.empty()) {
+        out.reason = why;
+        co_return;
+    }
+    auto& p = out.parser.emplace();
+    p.header_limit(static_cast<std::uint32_t>(std::min<std::uint64_t>(c.limits().max_header_bytes + 4, UINT32_MAX)));
+    p.body_limit(c.limits().max_body_bytes);
+    p.eager(false);
+    beast::error_code ec;
+    std::size_t used = p.put(asio::buffer(data.data(), head_len), ec);
+    if (ec == http::error::body_limit) {
+        out.reason = reason::body_too_large;
+        out.detail = "Content-Length exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
+        co_return;
+    }
+    if (ec || !p.is_header_done()) {
+        out.reason = reason::bad_request;
+        out.detail = ec ? "malformed request head (" + ec.message() + ")" : "malformed request head";
+        co_return;
+    }
+    c.buf.consume(used);
+    if (!read_body || p.is_done()) co_return;
+    auto [rec, n] = co_await http::async_read(s, c.buf, p, nothrow);
+    (void)n;
+    if (rec == http::error::body_limit) {
+        out.reason = reason::body_too_large;
+        out.detail = "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
+    } else if (rec) {
+        out.reason = c.timed_out ? reason::timeout : reason::bad_request;
+        out.detail = c.timed_out ? "request body not complete within read_timeout" : "bad request body (" + rec.message() + ")";
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Name resolution and dialling.
+
+struct Target {
+    HostName host;
+    std::uint16_t port = 0;
+    const config::Grant* grant = nullptr;
+    std::vector<asio::ip::address> addresses;  // vetted; dial only these
+    std::uint16_t dial_port = 0;
+};
+
+// Answers for `name`: the hosts table first, then the system resolver (run
+// by Asio off the event loop). An address literal is its own answer.
+awaitable<std::vector<asio::ip::address>> resolve(Conn& c, const std::string& name, bool is_ip) {
+    std::vector<asio::ip::address> out;
+    if (is_ip) {
+        boost::system::error_code ec;
+        auto a = asio::ip::make_address(name, ec);
+        if (!ec) out.push_back(a);
+        co_return out;
+    }
+    if (auto it = c.gw.hosts.find(name); it != c.gw.hosts.end()) co_return it->second;
+    asio::ip::tcp::resolver resolver(c.client_socket().get_executor());
+    auto [ec, results] = co_await resolver.async_resolve(name, "", nothrow);
+    if (!ec)
+        for (const auto& r : results) out.push_back(r.endpoint().address());
+    co_return out;
+}
+
+// Grant, resolution and address vetting for host:port. Returns the refusal
+// reason ("" = allowed) and fills `t`.
+awaitable<std::string> decide_target(Conn& c, const Authority& a, Target& t, std::string& detail) {
+    t.host = a.host;
+    t.port = a.port;
+    t.grant = find_grant(c.gw.cfg, c.id, a.host, a.port);
+    if (!t.grant) {
+        detail = a.host.text + ":" + std::to_string(a.port) + " is not granted to " + c.id_text;
+        co_return std::string(reason::not_granted);
+    }
+    std::string dial_host = a.host.text;
+    bool dial_is_ip = a.host.is_ip_literal;
+    t.dial_port = a.port;
+    if (!t.grant->connect_to.empty()) {
+        auto hc = normalize_host(t.grant->connect_host);
+        if (!hc.host) {
+            detail = "grant's connect_to host is not usable";
+            co_return std::string(reason::bad_host);
+        }
+        dial_host = hc.host->text;
+        dial_is_ip = hc.host->is_ip_literal;
+        t.dial_port = t.grant->connect_port;
+    }
+    c.arm(c.limits().read_timeout);
+    auto answers = co_await resolve(c, dial_host, dial_is_ip);
+    AddressDecision d = vet_addresses(*t.grant, t.dial_port, answers, c.gw.self);
+    if (!d.allowed) {
+        detail = d.reason == reason::dns_failure ? "no address for " + dial_host
+                                                 : dial_host + " resolves to a refused address";
+        co_return d.reason;
+    }
+    t.addresses = std::move(d.usable);
+    co_return std::string();
+}
+
+void set_nodelay(asio::ip::tcp::socket& s) {
+    boost::system::error_code ec;
+    s.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+// Connects to the first vetted address that answers. Never resolves.
+awaitable<bool> dial(Conn& c, asio::ip::tcp::socket& s, const Target& t) {
+    c.upstream = &s;
+    c.arm(c.limits().read_timeout);
+    for (const auto& addr : t.addresses) {
+        boost::system::error_code ec;
+        s.close(ec);
+        auto [cec] = co_await s.async_connect(asio::ip::tcp::endpoint(addr, t.dial_port), nothrow);
+        if (!cec) {
+            set_nodelay(s);
+            co_return true;
+        }
+        if (c.timed_out) break;
+    }
+    co_return false;
+}
+
+std::string pool_key(const Target& t, const std::string& ca_file) {
+    std::string key = t.host.text + "|" + std::to_string(t.port) + "|" + std::to_string(t.dial_port);
+    for (const auto& a : t.addresses) key += "|" + a.to_string();
+    return key + "|" + ca_file;
+}
+
+const std::string& trust_store(Conn& c, const Target& t) {
+    return t.grant->upstream_ca_file.empty() ? c.gw.cfg.gateway.upstream_ca_file : t.grant->upstream_ca_file;
+}
+
+// A new verified TLS connection to the target's upstream.
+awaitable<std::unique_ptr<UpstreamConn>> open_upstream(Conn& c, const Target& t, std::string& code, std::string& detail) {
+    auto ctx = c.gw.client_tls.get(trust_store(c, t));
+    auto up = std::make_unique<UpstreamConn>(c.client_socket().get_executor(), *ctx);
+    up->key = pool_key(t, trust_store(c, t));
+    if (!co_await dial(c, up->stream.next_layer(), t)) {
+        code = c.timed_out ? reason::timeout : reason::upstream_connect;
+        detail = "cannot connect to " + t.host.text + ":" + std::to_string(t.port);
+        co_return nullptr;
+    }
+    if (!set_upstream_identity(up->stream.native_handle(), t.host.text, t.host.is_ip_literal)) {
+        code = reason::upstream_tls, detail = "cannot set the upstream's expected name";
+        co_return nullptr;
+    }
+    c.arm(c.limits().read_timeout);
+    auto [ec] = co_await up->stream.async_handshake(asio::ssl::stream_base::client, nothrow);
+    if (ec) {
+        code = c.timed_out ? reason::timeout : reason::upstream_tls;
+        long verify = SSL_get_verify_result(up->stream.native_handle());
+        detail = "TLS to " + t.host.text + " failed: " +
+                 (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify)) : ec.message());
+        co_return nullptr;
+    }
+    co_return up;
+}
+
+// ---------------------------------------------------------------------------
+// Relays.
+
+// One direction of a blind tunnel between plain sockets. Waits for
+// readability without holding a buffer; borrows one only while bytes move.
+template <class From, class To>
+awaitable<void> pump_sockets(Conn& c, From& from, To& to, std::uint64_t& count) {
+    boost::system::error_code ec;
+    from.non_blocking(true, ec);
+    bool finished = false;
+    while (!finished) {
+        auto [wec] = co_await from.async_wait(asio::socket_base::wait_read, nothrow);
+        if (wec) break;
+        auto b = c.gw.buffers.acquire();
+        for (;;) {
+            boost::system::error_code rec;
+            std::size_t n = from.read_some(asio::buffer(b.get(), BufferPool::kSize), rec);
+            if (rec == asio::error::would_block || rec == asio::error::try_again) break;
+            if (rec || n == 0) {
+                finished = true;
+                if (rec && rec != asio::error::eof) c.cancel_io();  // reset: end the other direction too
+                break;
+            }
+            c.arm(c.limits().idle_timeout);
+            auto [werr, wn] = co_await asio::async_write(to, asio::buffer(b.get(), n), nothrow);
+            if (werr) {
+                finished = true;
+                c.cancel_io();
+                break;
+            }
+            count += wn;
+            if (n < BufferPool::kSize) break;  // drained; skip the EAGAIN read
+        }
+        c.gw.buffers.release(std::move(b));
+    }
+    from.shutdown(asio::socket_base::shutdown_receive, ec);
+    to.shutdown(asio::socket_base::shutdown_send, ec);
+}
+
+// One direction of an upgraded (WebSocket) connection between TLS streams.
+template <class From, class To>
+awaitable<void> pump_streams(Conn& c, From& from, To& to, std::uint64_t& count) {
+    std::vector<char> b(16 * 1024);
+    for (;;) {
+        auto [ec, n] = co_await from.async_read_some(asio::buffer(b), nothrow);
+        if (ec || n == 0) break;
+        c.arm(c.limits().idle_timeout);
+        auto [wec, wn] = co_await asio::async_write(to, asio::buffer(b.data(), n), nothrow);
+        if (wec) break;
+        count += wn;
+    }
+    c.cancel_io();  // either side closing ends the upgraded connection
+}
+
+// ---------------------------------------------------------------------------
+// One HTTP exchange with an upstream: send the (already rewritten) request,
+// stream the response to the client as it arrives.
+
+struct Exchange {
+    std::string reason;        // "" = completed
+    std::string detail;
+    int status = 0;            // status forwarded to the client
+    std::uint64_t bytes_up = 0, bytes_down = 0;
+    bool nothing_received = false;  // failed before any response byte: safe to retry on a new connection
+    bool upstream_reusable = false;
+    bool client_reusable = false;
+};
+
+bool is_hop_by_hop(std::string_view name) {
+    for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+                               "upgrade", "proxy-authenticate", "proxy-authorization"})
+        if (iequals(name, h)) return true;
+    return false;
+}
+
+std::string response_head(const http::response_parser<http::buffer_body>& rp, bool chunked, bool until_eof,
+                          bool upgraded) {
+    const auto& res = rp.get();
+    std::string head = "HTTP/1.1 " + std::to_string(res.result_int()) + " " + std::string(res.reason()) + "\r\n";
+    head.reserve(512);
+    for (const auto& f : res) {
+        if (is_hop_by_hop(f.name_string()) && !(upgraded && iequals(f.name_string(), "upgrade"))) continue;
+        head.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+    }
+    if (chunked) head += "Transfer-Encoding: chunked\r\n";
+    if (upgraded) head += "Connection: Upgrade\r\n";
+    else if (until_eof) head += "Connection: close\r\n";
+    head += "\r\n";
+    return head;
+}
+
+template <class Client, class Up>
+awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, const std::string& head,
+                             const std::string& body, bool head_request, bool websocket) {
+    Exchange x;
+    c.arm(c.limits().idle_timeout);
+    std::array<asio::const_buffer, 2> out{asio::buffer(head), asio::buffer(body)};
+    if (auto [ec, n] = co_await asio::async_write(up, out, nothrow); ec) {
+        x.reason = c.timed_out ? reason::timeout : reason::upstream_connect;
+        x.detail = "upstream closed the connection while the request was sent";
+        x.nothing_received = true;
+        co_return x;
+    }
+    x.bytes_up = body.size();
+
+    std::optional<http::response_parser<http::buffer_body>> rp;
+    for (;;) {
+        rp.emplace();
+        rp->header_limit(kMaxResponseHead);
+        rp->body_limit(boost::none);
+        if (head_request) rp->skip(true);
+        c.arm(c.limits().idle_timeout);
+        auto [ec, n] = co_await http::async_read_header(up, upbuf, *rp, nothrow);
+        if (ec) {
+            x.nothing_received = (ec == http::error::end_of_stream || ec == asio::error::eof ||
+                                  ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated) &&
+                                 upbuf.size() == 0;
+            x.reason = c.timed_out ? reason::timeout : (x.nothing_received ? reason::upstream_connect : kUpstreamProtocol);
+            x.detail = c.timed_out ? "no response within idle_timeout" : "upstream sent no valid response (" + ec.message() + ")";
+            co_return x;
+        }
+        int status = rp->get().result_int();
+        if (status >= 100 && status < 200 && status != 101) {
+            // Interim responses (103 Early Hints) pass through; the final one follows.
+            std::string interim = response_head(*rp, false, false, false);
+            co_await asio::async_write(client, asio::buffer(interim), nothrow);
+            continue;
+        }
+        break;
+    }
+    auto& res = rp->get();
+    x.status = res.result_int();
+    bool upgraded = x.status == 101;
+    if (upgraded && !websocket) {
+        x.reason = kUpstreamProtocol, x.detail = "101 Switching Protocols without a WebSocket upgrade request";
+        co_return x;
+    }
+    bool chunked = rp->chunked();
+    bool until_eof = !upgraded && !rp->is_done() && !chunked && !rp->content_length();
+    std::string rhead = response_head(*rp, chunked, until_eof, upgraded);
+    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(rhead), nothrow); ec) {
+        x.reason = reason::bad_request, x.detail = "client went away";
+        co_return x;
+    }
+
+    if (upgraded) {
+        // Leftovers first (an upstream may send a frame right behind its 101),
+        // then both directions until either closes.
+        if (upbuf.size()) {
+            auto [ec, n] = co_await asio::async_write(client, upbuf.data(), nothrow);
+            if (!ec) x.bytes_down += n;
+            upbuf.consume(upbuf.size());
+        }
+        if (c.buf.size()) {
+            auto [ec, n] = co_await asio::async_write(up, c.buf.data(), nothrow);
+            if (!ec) x.bytes_up += n;
+            c.buf.consume(c.buf.size());
+        }
+        co_await (pump_streams(c, client, up, x.bytes_up) && pump_streams(c, up, client, x.bytes_down));
+        co_return x;
+    }
+
+    const std::uint64_t cap = c.limits().max_response_bytes;
+    std::vector<char> chunk(16 * 1024);
+    while (!rp->is_done()) {
+        rp->get().body().data = chunk.data();
+        rp->get().body().size = chunk.size();
+        c.arm(c.limits().idle_timeout);
+        auto [ec, n] = co_await http::async_read_some(up, upbuf, *rp, nothrow);
+        if (ec == http::error::need_buffer) ec = {};
+        std::size_t got = chunk.size() - rp->get().body().size;
+        if (got) {
+            if (x.bytes_down + got > cap) {
+                // Hard cut: the client sees a truncated message and a closed connection.
+                x.reason = kResponseTooLarge;
+                x.detail = "response exceeds max_response_bytes (" + std::to_string(cap) + ")";
+                c.close_io();
+                co_return x;
+            }
+            boost::system::error_code wec;
+            if (chunked) {
+                char size_line[24];
+                auto r = std::to_chars(size_line, size_line + 16, got, 16);
+                *r.ptr++ = '\r', *r.ptr++ = '\n';
+                std::array<asio::const_buffer, 3> bufs{
+                    asio::buffer(size_line, static_cast<std::size_t>(r.ptr - size_line)),
+                    asio::buffer(chunk.data(), got), asio::buffer("\r\n", 2)};
+                std::tie(wec, std::ignore) = co_await asio::async_write(client, bufs, nothrow);
+            } else {
+                std::tie(wec, std::ignore) = co_await asio::async_write(client, asio::buffer(chunk.data(), got), nothrow);
+            }
+            if (wec) {
+                x.reason = reason::bad_request, x.detail = "client went away during the response";
+                co_return x;
+            }
+            x.bytes_down += got;
+        }
+        if (ec == http::error::end_of_stream && until_eof) break;
+        if (ec) {
+            x.reason = c.timed_out ? reason::timeout : kUpstreamProtocol;
+            x.detail = c.timed_out ? "upstream stalled for idle_timeout" : "response broke off (" + ec.message() + ")";
+            c.close_io();
+            co_return x;
+        }
+    }
+    if (chunked) {
+        if (auto [ec, n] = co_await asio::async_write(client, asio::buffer("0\r\n\r\n", 5), nothrow); ec) {
+            x.reason = reason::bad_request, x.detail = "client went away";
+            co_return x;
+        }
+    }
+    x.upstream_reusable = rp->keep_alive() && !until_eof;
+    x.client_reusable = !until_eof;
+    co_return x;
+}
+
+// The upstream request head: origin-form target, hop-by-hop fields removed,
+// the body framed by Content-Length (the body is complete in memory).
+std::string request_head(const Request& req, std::string_view target, bool websocket, bool has_body) {
+    std::string head;
+    head.reserve(1024);
+    head.append(req.method_string()).append(" ").append(target).append(" HTTP/1.1\r\n");
+    for (const auto& f : req) {
+        auto name = f.name_string();
+        if (iequals(name, "content-length") || iequals(name, "expect")) continue;
+        if (is_hop_by_hop(name) && !(websocket && iequals(name, "upgrade"))) continue;
+        head.append(name).append(": ").append(f.value()).append("\r\n");
+    }
+    if (websocket) head += "Connection: Upgrade\r\n";
+    if (has_body) head.append("Content-Length: ").append(std::to_string(req.body().size())).append("\r\n");
+    head += "\r\n";
+    return head;
+}
+
+bool is_websocket_upgrade(const Request& req) {
+    if (req.method() != http::verb::get) return false;
+    auto up = req.find(http::field::upgrade);
+    return up != req.end() && has_token(up->value(), "websocket");
+}
+
+bool request_has_body(const Request& req) {
+    return req.find(http::field::content_length) != req.end() || req.find(http::field::transfer_encoding) != req.end();
+}
+
+// ---------------------------------------------------------------------------
+// Inject mode: TLS terminated with the host's leaf, then request by request.
+
+awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
+    Conn& c = *cp;
+    c.server_tls = c.gw.server_tls.get(t.host.text);
+    c.client_tls = std::make_unique<ClientTls>(std::move(c.client), c.server_tls->ctx);
+    ClientTls& tls = *c.client_tls;
+    c.arm(c.limits().read_timeout);
+    // Bytes the client sent right behind its CONNECT are the start of its ClientHello.
+    auto [hec, used] = co_await tls.async_handshake(asio::ssl::stream_base::server, c.buf.data(), nothrow);
+    if (hec) {
+        LedgerEntry e;
+        e.mode = "inject", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
+        e.decision = Decision::refuse;
+        bool sni = sni_mismatch(tls.native_handle(), t.host.text);
+        e.reason = sni ? std::string(reason::sni_mismatch) : (c.timed_out ? std::string(reason::timeout) : std::string(kClientTls));
+        record(c, e);
+        co_return;
+    }
+    c.buf.consume(used);
+
+    const config::CredentialSpec* cred = nullptr;
+    const std::string* secret = nullptr;
+    if (!t.grant->credential.empty()) {
+        auto ci = c.gw.cfg.credentials.find(t.grant->credential);
+        auto si = c.gw.secrets.find(t.grant->credential);
+        if (ci != c.gw.cfg.credentials.end() && si != c.gw.secrets.end()) cred = &ci->second, secret = &si->second;
+    }
+    std::unique_ptr<UpstreamConn> up;
+    const std::string key = pool_key(t, trust_store(c, t));
+
+    for (bool first = true;; first = false) {
+        auto started = Clock::now();
+        HeadResult h = co_await read_head(c, tls, false);
+        (void)first;
+        if (h.status == HeadStatus::closed) break;
+        LedgerEntry e;
+        e.mode = "inject", e.host = t.host.text, e.port = t.port;
+        e.credential = cred ? cred->name : "";
+        auto refuse = [&](std::string_view code, std::string detail) -> awaitable<void> {
+            e.decision = Decision::refuse, e.reason = std::string(code), e.status = status_of(code);
+            e.duration_ms = ms_since(started);
+            e.credential.clear();
+            record(c, e);
+            co_await send_refusal(c, tls, e.status, code, detail);
+        };
+        if (h.status == HeadStatus::refused) {
+            co_await refuse(h.reason, h.detail);
+            break;
+        }
+        if (!c.gw.ledger.healthy()) {
+            co_await refuse(reason::ledger_unwritable, "the ledger cannot be written: " + c.gw.ledger.failure());
+            break;
+        }
+        // Head checks first, body later: a refused request's body is never read.
+        ParsedRequest pr;
+        co_await parse_request(c, tls, h.length, pr, false);
+        if (pr.parser) e.method = std::string(pr.parser->get().method_string());
+        if (!pr.reason.empty()) {
+            co_await refuse(pr.reason, pr.detail);
+            break;
+        }
+        Request& req = pr.parser->get();
+        std::string_view target = req.target();
+        std::string route_reason;
+        auto path = normalize_route_path(target, &route_reason);
+        e.path = path ? *path : std::string(target.substr(0, 256));
+        if (req.version() != 11) {
+            co_await refuse(reason::bad_request, "only HTTP/1.1 is served inside a tunnel");
+            break;
+        }
+        // Exactly one Host, naming the CONNECT host (and its port, if given).
+        auto host_count = std::distance(req.equal_range(http::field::host).first, req.equal_range(http::field::host).second);
+        if (host_count != 1) {
+            co_await refuse(reason::bad_request, "expected exactly one Host header");
+            break;
+        }
+        auto ha = split_authority(req[http::field::host], t.port);
+        if (!ha.authority || ha.authority->host.text != t.host.text || ha.authority->port != t.port) {
+            co_await refuse(reason::host_mismatch, "Host does not name the CONNECT host " + t.host.text);
+            break;
+        }
+        if (!path) {
+            co_await refuse(route_reason.empty() ? std::string(reason::bad_path) : route_reason, "request target cannot be normalised");
+            break;
+        }
+        if (!route_allowed(*t.grant, req.method_string(), *path)) {
+            co_await refuse(reason::route_denied, std::string(req.method_string()) + " " + *path + " is not in the grant's routes");
+            break;
+        }
+        if (!c.gw.admit(c.id_text)) {
+            co_await refuse(reason::budget_exhausted, "request budget of " + c.id_text + " is spent");
+            break;
+        }
+        if (!pr.parser->is_done()) {
+            if (auto ex = req.find(http::field::expect); ex != req.end() && iequals(ex->value(), "100-continue"))
+                co_await asio::async_write(tls, asio::buffer("HTTP/1.1 100 Continue\r\n\r\n", 25), nothrow);
+            c.arm(c.limits().read_timeout);
+            auto [rec, rn] = co_await http::async_read(tls, c.buf, *pr.parser, nothrow);
+            (void)rn;
+            if (rec == http::error::body_limit) {
+                co_await refuse(reason::body_too_large, "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")");
+                break;
+            }
+            if (rec) {
+                co_await refuse(c.timed_out ? reason::timeout : reason::bad_request, "request body incomplete");
+                break;
+            }
+        }
+        bool websocket = is_websocket_upgrade(req);
+        bool client_keep_alive = req.keep_alive();
+        if (cred) rewrite_request_headers(static_cast<http::fields&>(req), *cred, *secret);
+        const std::string head = request_head(req, target, websocket, request_has_body(req) || req.body().size());
+
+        Exchange x;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            bool reused = false;
+            if (!up) {
+                up = c.gw.pool.take(key);
+                reused = up != nullptr;
+            } else {
+                reused = true;
+            }
+            if (!up) {
+                std::string code, detail;
+                up = co_await open_upstream(c, t, code, detail);
+                if (!up) {
+                    x.reason = code, x.detail = detail;
+                    break;
+                }
+            }
+            c.upstream = &up->stream.next_layer();
+            x = co_await exchange(c, tls, up->stream, up->buf, head, req.body(), req.method() == http::verb::head, websocket);
+            if (x.reason.empty() || !(reused && x.nothing_received)) break;
+            up.reset();  // a stale keep-alive connection: retry once on a fresh one
+            c.upstream = nullptr;
+        }
+        e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
+        e.duration_ms = ms_since(started);
+        if (!x.reason.empty()) {
+            e.reason = x.reason;
+            if (x.status == 0) {
+                // Nothing was forwarded to the client yet: answer with the refusal.
+                e.decision = Decision::refuse;
+                e.status = status_of(x.reason);
+                if (x.reason == reason::timeout) e.status = 504;
+                record(c, e);
+                co_await send_refusal(c, tls, e.status, x.reason, x.detail);
+            } else {
+                record(c, e);
+            }
+            break;
+        }
+        record(c, e);
+        if (x.status == 101) break;
+        if (x.upstream_reusable && up) {
+            // Keep the connection for this tunnel's next request.
+        } else {
+            up.reset();
+        }
+        c.upstream = nullptr;
+        if (!client_keep_alive || !x.client_reusable) break;
+    }
+    if (up && c.upstream == nullptr) {
+        c.gw.pool.put(std::move(up));  // hand the idle connection to other tunnels
+    }
+    c.upstream = nullptr;
+    boost::system::error_code ec;
+    c.arm(std::chrono::seconds(2));
+    co_await tls.async_shutdown(nothrow);
+    tls.next_layer().close(ec);
+}
+
+// ---------------------------------------------------------------------------
+// Tunnel mode: connect first (so failures are a 502), then a blind relay.
+
+awaitable<void> serve_tunnel(std::shared_ptr<Conn> cp, Target t, Clock::time_point started) {
+    Conn& c = *cp;
+    LedgerEntry e;
+    e.mode = "tunnel", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
+    asio::ip::tcp::socket up(c.client.get_executor());
+    if (!co_await dial(c, up, t)) {
+        std::string code(c.timed_out ? reason::timeout : reason::upstream_connect);
+        e.decision = Decision::refuse, e.reason = code, e.status = code == reason::timeout ? 504 : 502;
+        e.duration_ms = ms_since(started);
+        record(c, e);
+        co_await send_refusal(c, c.client, e.status, code, "cannot connect to " + t.host.text + ":" + std::to_string(t.port));
+        co_return;
+    }
+    static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+    c.arm(c.limits().idle_timeout);
+    if (auto [ec, n] = co_await asio::async_write(c.client, asio::buffer(kEstablished, sizeof kEstablished - 1), nothrow); ec)
+        co_return;
+    e.status = 200;
+    if (c.buf.size()) {
+        auto [ec, n] = co_await asio::async_write(up, c.buf.data(), nothrow);
+        if (!ec) e.bytes_up += n;
+        c.buf.consume(c.buf.size());
+    }
+    co_await (pump_sockets(c, c.client, up, e.bytes_up) && pump_sockets(c, up, c.client, e.bytes_down));
+    if (c.timed_out) e.reason = reason::timeout;
+    e.duration_ms = ms_since(started);
+    record(c, e);
+    c.upstream = nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Absolute-form http:// — one exchange per connection over plain TCP.
+
+struct AbsoluteTarget {
+    std::string authority;
+    std::string path;  // origin-form, "/" when empty
+};
+
+std::optional<AbsoluteTarget> split_absolute_http(std::string_view target) {
+    constexpr std::string_view scheme = "http://";
+    if (target.size() < scheme.size() || !iequals(target.substr(0, scheme.size()), scheme)) return std::nullopt;
+    target.remove_prefix(scheme.size());
+    auto end = target.find_first_of("/?#");
+    AbsoluteTarget a;
+    a.authority = std::string(target.substr(0, end));
+    if (a.authority.find('@') != std::string::npos) return std::nullopt;  // userinfo: refuse, never forward
+    a.path = end == std::string_view::npos ? "/" : std::string(target.substr(end));
+    if (a.path.front() != '/') a.path.insert(0, "/");
+    return a;
+}
+
+awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& pr, std::string path,
+                            Clock::time_point started) {
+    Conn& c = *cp;
+    Request& req = pr.parser->get();
+    LedgerEntry e;
+    e.mode = "tunnel", e.method = std::string(req.method_string()), e.host = t.host.text, e.port = t.port;
+    std::string route_reason;
+    auto norm = normalize_route_path(path, &route_reason);
+    e.path = norm ? *norm : path.substr(0, 256);
+    auto refuse = [&](std::string_view code, std::string detail) -> awaitable<void> {
+        e.decision = Decision::refuse, e.reason = std::string(code), e.status = status_of(code);
+        if (code == reason::timeout) e.status = 504;
+        e.duration_ms = ms_since(started);
+        record(c, e);
+        co_await send_refusal(c, c.client, e.status, code, detail);
+    };
+    if (!pr.parser->is_done()) {
+        c.arm(c.limits().read_timeout);
+        auto [rec, rn] = co_await http::async_read(c.client, c.buf, *pr.parser, nothrow);
+        (void)rn;
+        if (rec) {
+            co_await refuse(rec == http::error::body_limit ? reason::body_too_large : (c.timed_out ? reason::timeout : reason::bad_request),
+                            "request body refused");
+            co_return;
+        }
+    }
+    // The Host header must name the target too: an upstream that routes by Host
+    // must not be steered to another virtual host than the one granted.
+    req.set(http::field::host, t.port == 80 ? t.host.text : t.host.text + ":" + std::to_string(t.port));
+    asio::ip::tcp::socket up(c.client.get_executor());
+    if (!co_await dial(c, up, t)) {
+        co_await refuse(c.timed_out ? reason::timeout : reason::upstream_connect, "cannot connect to " + t.host.text);
+        co_return;
+    }
+    bool websocket = is_websocket_upgrade(req);
+    std::string head = request_head(req, path, websocket, request_has_body(req) || req.body().size());
+    beast::flat_buffer upbuf;
+    Exchange x = co_await exchange(c, c.client, up, upbuf, head, req.body(), req.method() == http::verb::head, websocket);
+    e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
+    if (!x.reason.empty() && x.status == 0) {
+        co_await refuse(x.reason, x.detail);
+        co_return;
+    }
+    e.reason = x.reason;
+    e.duration_ms = ms_since(started);
+    record(c, e);
+    boost::system::error_code ec;
+    c.client.shutdown(asio::socket_base::shutdown_send, ec);
+    c.upstream = nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// The first request on a connection: what is the client asking for?
+
+awaitable<void> handle(std::shared_ptr<Conn> cp) {
+    Conn& c = *cp;
+    auto started = Clock::now();
+    LedgerEntry e;
+    auto refuse = [&](std::string_view code, std::string detail) -> awaitable<void> {
+        e.decision = Decision::refuse, e.reason = std::string(code), e.status = status_of(code);
+        if (code == reason::timeout) e.status = 408;
+        e.duration_ms = ms_since(started);
+        record(c, e);
+        co_await send_refusal(c, c.client, e.status, code, detail);
+    };
+
+    if (c.gw.active.load() > c.limits().max_connections) {
+        co_await refuse(reason::too_many_connections,
+                        "more than max_connections (" + std::to_string(c.limits().max_connections) + ") open");
+        co_return;
+    }
+    HeadResult h = co_await read_head(c, c.client, true);
+    if (h.status == HeadStatus::closed) co_return;
+    if (h.status == HeadStatus::refused) {
+        co_await refuse(h.reason, h.detail);
+        co_return;
+    }
+    if (!c.gw.ledger.healthy()) {
+        co_await refuse(reason::ledger_unwritable, "the ledger cannot be written: " + c.gw.ledger.failure());
+        co_return;
+    }
+    ParsedRequest pr;
+    co_await parse_request(c, c.client, h.length, pr, false);
+    if (pr.parser) e.method = std::string(pr.parser->get().method_string());
+    if (!pr.reason.empty()) {
+        co_await refuse(pr.reason, pr.detail);
+        co_return;
+    }
+    Request& req = pr.parser->get();
+    std::string_view target = req.target();
+    bool is_connect = req.method() == http::verb::connect;
+    std::optional<AbsoluteTarget> absolute;
+    AuthorityCheck ac;
+    if (is_connect) {
+        ac = split_authority(target);
+    } else {
+        absolute = split_absolute_http(target);
+        if (!absolute) {
+            e.path = std::string(target.substr(0, 256));
+            co_await refuse(reason::unsupported_method,
+                            "expected CONNECT host:port or an absolute http:// request target");
+            co_return;
+        }
+        ac = split_authority(absolute->authority, 80);
+    }
+    if (!ac.authority) {
+        e.host = std::string((absolute ? std::string_view(absolute->authority) : target).substr(0, 256));
+        co_await refuse(ac.reason, "cannot use the requested host");
+        co_return;
+    }
+    e.host = ac.authority->host.text;
+    e.port = ac.authority->port;
+    if (absolute) e.path = absolute->path.substr(0, 256);
+
+    Target t;
+    std::string detail;
+    std::string code = co_await decide_target(c, *ac.authority, t, detail);
+    if (t.grant) e.mode = std::string(to_string(t.grant->mode));
+    if (!code.empty()) {
+        co_await refuse(code, detail);
+        co_return;
+    }
+    if (!is_connect && t.grant->mode == config::GrantMode::inject) {
+        co_await refuse(kCleartextInject, "this host is granted in inject mode, which requires CONNECT and TLS");
+        co_return;
+    }
+    if (is_connect && t.grant->mode == config::GrantMode::tunnel && !c.gw.admit(c.id_text)) {
+        co_await refuse(reason::budget_exhausted, "request budget of " + c.id_text + " is spent");
+        co_return;
+    }
+    if (!is_connect && !c.gw.admit(c.id_text)) {
+        co_await refuse(reason::budget_exhausted, "request budget of " + c.id_text + " is spent");
+        co_return;
+    }
+    if (!is_connect) {
+        co_await serve_plain(cp, std::move(t), pr, absolute->path, started);
+    } else if (t.grant->mode == config::GrantMode::tunnel) {
+        co_await serve_tunnel(cp, std::move(t), started);
+    } else {
+        static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+        if (auto [ec, n] = co_await asio::async_write(c.client, asio::buffer(kEstablished, sizeof kEstablished - 1), nothrow); ec)
+            co_return;
+        co_await serve_inject(cp, std::move(t));
+    }
+}
+
+}  // namespace
+
+awaitable<void> serve_connection(Gateway::Internals& gw, ClientSocket s, Identity id) {
+    struct Count {
+        std::atomic<std::size_t>& n;
+        explicit Count(std::atomic<std::size_t>& a) : n(a) { ++n; }
+        ~Count() { --n; }
+    } count(gw.active);
+    auto c = std::make_shared<Conn>(gw, std::move(s), std::move(id));
+    auto ex = co_await asio::this_coro::executor;
+    asio::co_spawn(ex, watchdog(c), asio::detached);
+    try {
+        co_await handle(c);
+    } catch (const std::exception&) {
+        // Handlers report through the ledger; anything escaping is a closed socket.
+    }
+    c->done = true;
+    c->timer.cancel();
+    boost::system::error_code ec;
+    c->client_socket().close(ec);
+}
+
+}  // namespace corral::gateway
