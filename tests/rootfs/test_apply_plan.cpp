@@ -49,6 +49,7 @@ struct TempDir {
 
 // A minimal image: busybox-static and one link per applet, plus an /etc with root only.
 void make_busybox_image(const fs::path& root) {
+    fs::permissions(root, fs::perms(0755));  // mkdtemp made it 0700; an image's root is traversable
     fs::create_directories(root / "bin");
     fs::create_directories(root / "etc");
     fs::copy_file("/bin/busybox", root / "bin/busybox");
@@ -296,6 +297,22 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
     CHECK(opt(mounts, "/dev/null", "noexec"));
     CHECK_FALSE(mounts.count("/sys"));
     for (const auto& [mp, o] : mounts) CHECK(mp.find("corral") == std::string::npos);  // the old root is gone
+
+    // As the agent: its home and /tmp are writable, the image's root-owned files are not.
+    BoxRun agent = run_in_box(plan,
+        "echo uid=$(id -u);"
+        "echo a > /home/agent/f && cat /home/agent/f;"
+        "echo t > /tmp/f && cat /tmp/f;"
+        "echo x > /bin/agent-file 2>/dev/null || echo bin-denied;"
+        "echo x >> /etc/passwd 2>/dev/null || echo passwd-denied;",
+        /*as_agent=*/true);
+    INFO(agent.out);
+    REQUIRE_FALSE(agent.failure);
+    CHECK(has_line(agent.out, "uid=1899999001"));
+    CHECK(has_line(agent.out, "a"));
+    CHECK(has_line(agent.out, "t"));
+    CHECK(has_line(agent.out, "bin-denied"));
+    CHECK(has_line(agent.out, "passwd-denied"));
 
     // The image is exactly as it was; the workspace got the box's file.
     CHECK(snapshot(image.path) == before);
