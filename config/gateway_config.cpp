@@ -1,1 +1,692 @@
 #include "config/gateway_config.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/fd.hpp"
+#include "base/parse.hpp"
+
+namespace corral::config {
+namespace {
+
+// ---- message helpers -------------------------------------------------------
+
+std::string where_of(const std::string& file, const toml::value& v) {
+    auto loc = v.location();
+    if (loc.line() == 0) return file;
+    return file + ":" + std::to_string(loc.line());
+}
+
+std::string quote(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (static_cast<unsigned char>(c) < 0x20)
+            out += '?';
+        else
+            out += c;
+    }
+    return out + "\"";
+}
+
+std::string describe(const toml::value& v) {
+    if (v.is_string()) return quote(v.as_string().str);
+    if (v.is_integer()) return std::to_string(v.as_integer());
+    if (v.is_boolean()) return v.as_boolean() ? "true" : "false";
+    if (v.is_floating()) return "a float";
+    if (v.is_table()) return "a table";
+    if (v.is_array()) return "an array";
+    return "a date/time";
+}
+
+[[noreturn]] void fail(const std::string& file, const toml::value& v, const std::string& key, const std::string& got,
+                       const std::string& allowed) {
+    throw ConfigError(where_of(file, v) + ": key '" + key + "': got " + got + ", allowed: " + allowed);
+}
+
+[[noreturn]] void fail_value(const std::string& file, const toml::value& v, const std::string& key,
+                             const std::string& allowed) {
+    fail(file, v, key, describe(v), allowed);
+}
+
+// ---- a table whose keys are checked against a known set --------------------
+
+class Section {
+public:
+    Section(const std::string& file, const toml::value& table, std::string prefix, std::set<std::string> known)
+        : file_(file), table_(table), prefix_(std::move(prefix)) {
+        for (const auto& [k, v] : table.as_table()) {
+            if (known.count(k)) continue;
+            std::string allowed;
+            for (const auto& name : known) allowed += (allowed.empty() ? "" : " | ") + name;
+            throw ConfigError(where_of(file, v) + ": unknown key '" + key(k) + "', allowed: " + allowed);
+        }
+    }
+
+    std::string key(const std::string& k) const { return prefix_.empty() ? k : prefix_ + "." + k; }
+    const toml::value* find(const std::string& k) const {
+        const auto& t = table_.as_table();
+        auto it = t.find(k);
+        return it == t.end() ? nullptr : &it->second;
+    }
+    [[noreturn]] void missing(const std::string& k, const std::string& allowed) const {
+        throw ConfigError(where_of(file_, table_) + ": key '" + key(k) + "' is missing, allowed: " + allowed);
+    }
+
+    std::optional<std::string> string(const std::string& k, const std::string& allowed) const {
+        const auto* v = find(k);
+        if (!v) return std::nullopt;
+        if (!v->is_string()) fail_value(file_, *v, key(k), allowed);
+        return v->as_string().str;
+    }
+    std::optional<bool> boolean(const std::string& k) const {
+        const auto* v = find(k);
+        if (!v) return std::nullopt;
+        if (!v->is_boolean()) fail_value(file_, *v, key(k), "true | false");
+        return v->as_boolean();
+    }
+    std::optional<std::int64_t> integer(const std::string& k, std::int64_t lo, std::int64_t hi) const {
+        const auto* v = find(k);
+        if (!v) return std::nullopt;
+        std::string allowed = "an integer " + std::to_string(lo) + ".." + std::to_string(hi);
+        if (!v->is_integer() || v->as_integer() < lo || v->as_integer() > hi) fail_value(file_, *v, key(k), allowed);
+        return v->as_integer();
+    }
+    // A TOML string or integer parsed with a base/parse.hpp parser, whose
+    // UsageError is re-thrown with the file, line and key in front.
+    template <typename Parse>
+    auto parsed(const std::string& k, const std::string& allowed, Parse parse) const
+        -> std::optional<decltype(parse(std::string_view{}))> {
+        const auto* v = find(k);
+        if (!v) return std::nullopt;
+        std::string text;
+        if (v->is_string())
+            text = v->as_string().str;
+        else if (v->is_integer() && v->as_integer() >= 0)
+            text = std::to_string(v->as_integer());
+        else
+            fail_value(file_, *v, key(k), allowed);
+        try {
+            return parse(text);
+        } catch (const UsageError&) {
+            fail_value(file_, *v, key(k), allowed);
+        }
+    }
+    std::vector<std::pair<const toml::value*, std::string>> strings(const std::string& k,
+                                                                   const std::string& allowed) const {
+        std::vector<std::pair<const toml::value*, std::string>> out;
+        const auto* v = find(k);
+        if (!v) return out;
+        if (!v->is_array()) fail_value(file_, *v, key(k), "an array of strings: " + allowed);
+        std::size_t i = 0;
+        for (const auto& item : v->as_array()) {
+            if (!item.is_string())
+                fail_value(file_, item, key(k) + "[" + std::to_string(i) + "]", allowed);
+            out.emplace_back(&item, item.as_string().str);
+            ++i;
+        }
+        return out;
+    }
+
+    const std::string& file() const { return file_; }
+    const toml::value& table() const { return table_; }
+
+private:
+    const std::string& file_;
+    const toml::value& table_;
+    std::string prefix_;
+};
+
+// ---- value checks ------------------------------------------------------------
+
+bool is_absolute_path(std::string_view p) { return !p.empty() && p.front() == '/' && p.find('\0') == p.npos; }
+
+constexpr const char* path_allowed = "an absolute path";
+constexpr const char* optional_path_allowed = "\"\" or an absolute path";
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool is_identity_part(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' || c == '_' || c == '-'))
+            return false;
+    return true;
+}
+
+// Canonical text of an IP literal, or "" if `s` is not one.
+std::string canonical_ip(const std::string& s) {
+    unsigned char buf[16];
+    char out[INET6_ADDRSTRLEN];
+    if (inet_pton(AF_INET, s.c_str(), buf) == 1) return inet_ntop(AF_INET, buf, out, sizeof out);
+    if (inet_pton(AF_INET6, s.c_str(), buf) == 1) return inet_ntop(AF_INET6, buf, out, sizeof out);
+    return "";
+}
+
+bool is_dns_name(std::string_view s) {
+    if (s.empty() || s.size() > 253) return false;
+    std::size_t pos = 0;
+    std::string_view last;
+    while (true) {
+        auto dot = s.find('.', pos);
+        auto label = s.substr(pos, dot == s.npos ? s.npos : dot - pos);
+        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+        for (char c : label)
+            if (!((c >= 'a' && c <= 'z') || is_digit(c) || c == '-' || c == '_')) return false;
+        last = label;
+        if (dot == s.npos) break;
+        pos = dot + 1;
+    }
+    // A name ending in a number is an (odd) IPv4 spelling, never a name.
+    bool numeric = true;
+    for (char c : last)
+        if (!is_digit(c)) numeric = false;
+    if (last.size() >= 2 && last[0] == '0' && last[1] == 'x') numeric = true;
+    return !numeric;
+}
+
+// Lowercase, no trailing dot, no brackets; "" when invalid.
+std::string normalise_grant_host(std::string raw) {
+    for (auto& c : raw) c = lower(c);
+    if (raw.size() >= 2 && raw.front() == '[' && raw.back() == ']') {
+        auto ip = canonical_ip(raw.substr(1, raw.size() - 2));
+        return ip.find(':') != std::string::npos ? ip : "";
+    }
+    if (!raw.empty() && raw.back() == '.') raw.pop_back();
+    if (auto ip = canonical_ip(raw); !ip.empty()) return ip;
+    if (raw.rfind("*.", 0) == 0) {
+        auto rest = raw.substr(2);
+        // "*.com" would grant a whole top-level domain: require two labels.
+        if (!is_dns_name(rest) || rest.find('.') == std::string::npos) return "";
+        return raw;
+    }
+    return is_dns_name(raw) ? raw : "";
+}
+
+struct HostPort {
+    std::string host;
+    std::uint16_t port = 0;
+};
+
+// "host:port" or "[v6]:port"; port within [min_port, 65535].
+std::optional<HostPort> parse_host_port(const std::string& s, int min_port) {
+    std::string host;
+    std::string port;
+    if (!s.empty() && s.front() == '[') {
+        auto close = s.find(']');
+        if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return std::nullopt;
+        host = s.substr(1, close - 1);
+        if (canonical_ip(host).find(':') == std::string::npos) return std::nullopt;
+        port = s.substr(close + 2);
+    } else {
+        auto colon = s.rfind(':');
+        if (colon == std::string::npos || s.find(':') != colon) return std::nullopt;
+        host = s.substr(0, colon);
+        port = s.substr(colon + 1);
+    }
+    if (port.empty() || port.size() > 5) return std::nullopt;
+    int p = 0;
+    for (char c : port) {
+        if (!is_digit(c)) return std::nullopt;
+        p = p * 10 + (c - '0');
+    }
+    if (p < min_port || p > 65535) return std::nullopt;
+    if (auto ip = canonical_ip(host); !ip.empty())
+        host = ip;
+    else {
+        for (auto& c : host) c = lower(c);
+        if (!is_dns_name(host)) return std::nullopt;
+    }
+    return HostPort{host, static_cast<std::uint16_t>(p)};
+}
+
+bool is_loopback_literal(const std::string& ip) {
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, ip.c_str(), buf) == 1) return buf[0] == 127;
+    return ip == "::1";
+}
+
+bool is_token_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// Only {key} and {token} may appear in braces; no control characters (CR/LF
+// would let a template split the header).
+bool is_valid_template(std::string_view t) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        auto u = static_cast<unsigned char>(t[i]);
+        if (u < 0x20 || u == 0x7f) return false;
+        if (t[i] == '{') {
+            if (t.substr(i, 5) == "{key}")
+                i += 4;
+            else if (t.substr(i, 7) == "{token}")
+                i += 6;
+            else
+                return false;
+        } else if (t[i] == '}') {
+            return false;
+        }
+    }
+    return true;
+}
+
+// "METHOD /path" or "METHOD /prefix/*".
+std::optional<Route> parse_route(const std::string& text) {
+    auto space = text.find(' ');
+    if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) return std::nullopt;
+    Route r;
+    r.text = text;
+    r.method = text.substr(0, space);
+    std::string path = text.substr(space + 1);
+    if (r.method != "*") {
+        if (r.method.empty()) return std::nullopt;
+        for (char c : r.method)
+            if (!(c >= 'A' && c <= 'Z')) return std::nullopt;
+    }
+    if (path.empty() || path.front() != '/') return std::nullopt;
+    if (path.back() == '*') {
+        path.pop_back();
+        if (path.empty() || path.back() != '/') return std::nullopt;
+        r.prefix = true;
+    }
+    for (char c : path) {
+        auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u >= 0x7f || std::string_view("?#%\\;*").find(c) != std::string_view::npos)
+            return std::nullopt;
+    }
+    // Routes are compared with normalised request paths, so they must be normal themselves.
+    if (path.find("//") != std::string::npos) return std::nullopt;
+    std::size_t pos = 1;
+    while (pos <= path.size()) {
+        auto slash = path.find('/', pos);
+        auto seg = path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+        if (seg == "." || seg == "..") return std::nullopt;
+        if (slash == std::string::npos) break;
+        pos = slash + 1;
+    }
+    r.path = path;
+    return r;
+}
+
+bool is_identity_pattern(const std::string& p) {
+    if (p.empty() || std::count(p.begin(), p.end(), '/') > 1) return false;
+    for (char c : p)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
+              std::string_view("._-*?[]!/").find(c) != std::string_view::npos))
+            return false;
+    return true;
+}
+
+bool is_credential_name(const std::string& n) {
+    if (n.empty()) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_' || c == '-')) return false;
+    return true;
+}
+
+bool is_env_name(const std::string& n) {
+    if (n.empty() || is_digit(n[0])) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_')) return false;
+    return true;
+}
+
+// ---- sections ------------------------------------------------------------------
+
+GatewayLimits parse_limits(const std::string& file, const toml::value& v) {
+    if (!v.is_table()) fail_value(file, v, "gateway.limits", "a table");
+    Section s(file, v, "gateway.limits",
+              {"max_header_bytes", "max_body_bytes", "max_response_bytes", "read_timeout", "idle_timeout",
+               "max_connections", "requests_per_identity"});
+    GatewayLimits l;
+    const std::string size_allowed = "a size > 0 such as \"16KiB\", \"1MiB\" (units B, K/KiB, M/MiB, G/GiB, T/TiB)";
+    const std::string duration_allowed = "a duration > 0 such as \"30s\", \"250ms\", \"2m\", \"1h\"";
+    auto size = [&](const char* k, std::uint64_t& out) {
+        if (auto x = s.parsed(k, size_allowed, [](std::string_view t) { return parse_size(t); })) {
+            if (*x == 0) fail_value(file, *s.find(k), s.key(k), size_allowed);
+            out = *x;
+        }
+    };
+    auto duration = [&](const char* k, std::chrono::milliseconds& out) {
+        if (auto x = s.parsed(k, duration_allowed, [](std::string_view t) { return parse_duration(t); })) {
+            if (x->count() == 0) fail_value(file, *s.find(k), s.key(k), duration_allowed);
+            out = *x;
+        }
+    };
+    size("max_header_bytes", l.max_header_bytes);
+    size("max_body_bytes", l.max_body_bytes);
+    size("max_response_bytes", l.max_response_bytes);
+    duration("read_timeout", l.read_timeout);
+    duration("idle_timeout", l.idle_timeout);
+    if (auto x = s.integer("max_connections", 1, 1'000'000)) l.max_connections = static_cast<std::uint64_t>(*x);
+    if (auto x = s.integer("requests_per_identity", 0, INT64_MAX))
+        l.requests_per_identity = static_cast<std::uint64_t>(*x);
+    return l;
+}
+
+GatewaySettings parse_settings(const std::string& file, const toml::value& v) {
+    if (!v.is_table()) fail_value(file, v, "gateway", "a table");
+    Section s(file, v, "gateway",
+              {"listen_unix", "listen_tcp", "tcp_identity", "ledger", "state_dir", "upstream_ca_file", "hosts_file",
+               "limits"});
+    GatewaySettings g;
+    auto path = [&](const char* k, std::string& out, bool optional) {
+        const char* allowed = optional ? optional_path_allowed : path_allowed;
+        if (auto x = s.string(k, allowed)) {
+            if (!(optional && x->empty()) && !is_absolute_path(*x)) fail_value(file, *s.find(k), s.key(k), allowed);
+            out = *x;
+        }
+    };
+    path("listen_unix", g.listen_unix, true);
+    path("ledger", g.ledger, false);
+    path("state_dir", g.state_dir, false);
+    path("upstream_ca_file", g.upstream_ca_file, true);
+    path("hosts_file", g.hosts_file, true);
+    const std::string tcp_allowed = "\"\" or a loopback \"127.x.y.z:PORT\" / \"[::1]:PORT\" (PORT 0..65535)";
+    if (auto x = s.string("listen_tcp", tcp_allowed); x && !x->empty()) {
+        auto hp = parse_host_port(*x, 0);
+        if (!hp || !is_loopback_literal(hp->host)) fail_value(file, *s.find("listen_tcp"), s.key("listen_tcp"), tcp_allowed);
+        g.listen_tcp = *x;
+        g.listen_tcp_host = hp->host;
+        g.listen_tcp_port = hp->port;
+    }
+    const std::string id_allowed = "\"worker/run\" with each part of [A-Za-z0-9._-]";
+    if (auto x = s.string("tcp_identity", id_allowed)) {
+        auto slash = x->find('/');
+        if (slash == std::string::npos || !is_identity_part(std::string_view(*x).substr(0, slash)) ||
+            !is_identity_part(std::string_view(*x).substr(slash + 1)))
+            fail_value(file, *s.find("tcp_identity"), s.key("tcp_identity"), id_allowed);
+        g.tcp_identity = *x;
+    }
+    if (const auto* l = s.find("limits")) g.limits = parse_limits(file, *l);
+    if (g.listen_unix.empty() && g.listen_tcp.empty())
+        throw ConfigError(where_of(file, v) +
+                          ": keys 'gateway.listen_unix' and 'gateway.listen_tcp' are both empty, allowed: at least "
+                          "one listener (a socket path and/or a loopback address:port)");
+    return g;
+}
+
+CredentialSpec parse_credential(const std::string& file, const std::string& name, const toml::value& v) {
+    std::string prefix = "credentials." + name;
+    if (!v.is_table()) fail_value(file, v, prefix, "a table");
+    if (!is_credential_name(name))
+        throw ConfigError(where_of(file, v) + ": key '" + prefix + "': got " + quote(name) +
+                          ", allowed: a credential name of [A-Za-z0-9_-]");
+    Section s(file, v, prefix, {"kind", "file", "env", "template", "anthropic_beta"});
+    CredentialSpec c;
+    c.name = name;
+    c.where = where_of(file, v);
+    const std::string kind_allowed = "api_key | oauth_token";
+    auto kind = s.string("kind", kind_allowed);
+    if (!kind) s.missing("kind", kind_allowed);
+    if (*kind == "api_key")
+        c.kind = CredentialKind::api_key;
+    else if (*kind == "oauth_token")
+        c.kind = CredentialKind::oauth_token;
+    else
+        fail_value(file, *s.find("kind"), s.key("kind"), kind_allowed);
+
+    auto file_v = s.string("file", path_allowed);
+    auto env_v = s.string("env", "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    if (file_v.has_value() == env_v.has_value())
+        throw ConfigError(c.where + ": keys '" + prefix + ".file' and '" + prefix + ".env': " +
+                          (file_v ? "both set" : "neither set") + ", allowed: exactly one of them");
+    if (file_v) {
+        if (!is_absolute_path(*file_v)) fail_value(file, *s.find("file"), s.key("file"), path_allowed);
+        c.file = *file_v;
+    } else {
+        if (!is_env_name(*env_v))
+            fail_value(file, *s.find("env"), s.key("env"), "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        c.env = *env_v;
+    }
+
+    if (const auto* t = s.find("template")) {
+        const std::string allowed = "a table of header name = value template using {key} / {token}";
+        if (!t->is_table() || t->as_table().empty()) fail_value(file, *t, s.key("template"), allowed);
+        // toml11 tables are unordered; sort by name so the header order is stable.
+        std::map<std::string, std::pair<const toml::value*, std::string>> sorted;
+        for (const auto& [hname, hv] : t->as_table()) {
+            std::string key = s.key("template") + "." + hname;
+            bool name_ok = !hname.empty();
+            for (char ch : hname) name_ok = name_ok && is_token_char(ch);
+            if (!name_ok)
+                throw ConfigError(where_of(file, hv) + ": key '" + key + "': got header name " + quote(hname) +
+                                  ", allowed: an HTTP header name (token characters)");
+            if (!hv.is_string() || !is_valid_template(hv.as_string().str))
+                fail_value(file, hv, key, "a string without control characters whose only braces are {key} or {token}");
+            std::string lname = hname;
+            for (auto& ch : lname) ch = lower(ch);
+            if (lname == "host" || lname == "content-length" || lname == "transfer-encoding" ||
+                lname == "connection" || lname == "upgrade" || lname == "te")
+                throw ConfigError(where_of(file, hv) + ": key '" + key + "': got header name " + quote(hname) +
+                                  ", allowed: any header except host, content-length, transfer-encoding, "
+                                  "connection, upgrade, te (they frame the request)");
+            sorted[lname] = {&hv, hv.as_string().str};
+        }
+        for (auto& [lname, p] : sorted) c.headers.emplace_back(lname, p.second);
+    } else if (c.kind == CredentialKind::api_key) {
+        c.headers = {{"x-api-key", "{key}"}};
+    } else {
+        c.headers = {{"authorization", "Bearer {token}"}};
+    }
+    const std::string beta_allowed = "a beta name of token characters, e.g. \"oauth-2025-04-20\"";
+    if (auto b = s.string("anthropic_beta", beta_allowed)) {
+        bool ok = !b->empty();
+        for (char ch : *b) ok = ok && is_token_char(ch) && ch != ',';
+        if (!ok) fail_value(file, *s.find("anthropic_beta"), s.key("anthropic_beta"), beta_allowed);
+        c.anthropic_beta = *b;
+    }
+    return c;
+}
+
+Grant parse_grant(const std::string& file, std::size_t index, const toml::value& v,
+                  const std::map<std::string, CredentialSpec>& credentials) {
+    std::string prefix = "grants[" + std::to_string(index) + "]";
+    if (!v.is_table()) fail_value(file, v, prefix, "a table");
+    Section s(file, v, prefix,
+              {"host", "port", "mode", "credential", "routes", "identities", "allow_private", "connect_to",
+               "upstream_ca_file"});
+    Grant g;
+    g.index = index;
+    g.where = where_of(file, v);
+    const std::string host_allowed =
+        "a DNS name, \"*.\" followed by a name of at least two labels, or an IP address (\"127.0.0.1\", \"[::1]\")";
+    auto host = s.string("host", host_allowed);
+    if (!host) s.missing("host", host_allowed);
+    g.host = normalise_grant_host(*host);
+    if (g.host.empty()) fail_value(file, *s.find("host"), s.key("host"), host_allowed);
+    if (auto p = s.integer("port", 1, 65535)) g.port = static_cast<std::uint16_t>(*p);
+    const std::string mode_allowed = "tunnel | inject";
+    auto mode = s.string("mode", mode_allowed);
+    if (!mode) s.missing("mode", mode_allowed);
+    if (*mode == "tunnel")
+        g.mode = GrantMode::tunnel;
+    else if (*mode == "inject")
+        g.mode = GrantMode::inject;
+    else
+        fail_value(file, *s.find("mode"), s.key("mode"), mode_allowed);
+
+    std::string cred_names;
+    for (const auto& [n, c] : credentials) cred_names += (cred_names.empty() ? "" : " | ") + n;
+    if (cred_names.empty()) cred_names = "(no [credentials.NAME] sections defined)";
+    if (auto c = s.string("credential", cred_names)) {
+        if (g.mode != GrantMode::inject)
+            fail_value(file, *s.find("credential"), s.key("credential"),
+                       "no credential with mode = \"tunnel\" (a blind tunnel cannot inject); use mode = \"inject\"");
+        if (!credentials.count(*c)) fail_value(file, *s.find("credential"), s.key("credential"), cred_names);
+        g.credential = *c;
+    }
+    const std::string route_allowed =
+        "\"METHOD /path\" or \"METHOD /prefix/*\" (METHOD uppercase or *, path normalised: no //, ., .., %, ?, ;)";
+    for (const auto& [item, text] : s.strings("routes", route_allowed)) {
+        if (g.mode != GrantMode::inject)
+            fail_value(file, *s.find("routes"), s.key("routes"),
+                       "no routes with mode = \"tunnel\" (a blind tunnel cannot see them); use mode = \"inject\"");
+        auto r = parse_route(text);
+        if (!r) fail_value(file, *item, s.key("routes") + "[" + std::to_string(g.routes.size()) + "]", route_allowed);
+        g.routes.push_back(*r);
+    }
+    const std::string id_allowed = "a glob on the worker name (\"worker-a\", \"ci-*\") or on \"worker/run\"";
+    std::size_t i = 0;
+    for (const auto& [item, text] : s.strings("identities", id_allowed)) {
+        if (!is_identity_pattern(text)) fail_value(file, *item, s.key("identities") + "[" + std::to_string(i) + "]", id_allowed);
+        g.identities.push_back(text);
+        ++i;
+    }
+    if (auto a = s.boolean("allow_private")) g.allow_private = *a;
+    const std::string ct_allowed = "\"host:port\" or \"[v6]:port\" (port 1..65535)";
+    if (auto c = s.string("connect_to", ct_allowed); c && !c->empty()) {
+        auto hp = parse_host_port(*c, 1);
+        if (!hp) fail_value(file, *s.find("connect_to"), s.key("connect_to"), ct_allowed);
+        g.connect_to = *c;
+        g.connect_host = hp->host;
+        g.connect_port = hp->port;
+    }
+    if (auto u = s.string("upstream_ca_file", optional_path_allowed); u && !u->empty()) {
+        if (!is_absolute_path(*u)) fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"), optional_path_allowed);
+        if (g.mode != GrantMode::inject)
+            fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"),
+                       "no upstream_ca_file with mode = \"tunnel\" (the client verifies the upstream itself)");
+        g.upstream_ca_file = *u;
+    }
+    return g;
+}
+
+}  // namespace
+
+std::string_view to_string(CredentialKind k) { return k == CredentialKind::api_key ? "api_key" : "oauth_token"; }
+std::string_view to_string(GrantMode m) { return m == GrantMode::tunnel ? "tunnel" : "inject"; }
+
+GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file) {
+    GatewayConfig cfg;
+    cfg.file = file;
+    if (!root.is_table()) throw ConfigError(file + ": not a TOML table");
+    const auto& top = root.as_table();
+    auto gw = top.find("gateway");
+    if (gw == top.end())
+        throw ConfigError(file + ": section [gateway] is missing, allowed: [gateway] with listen_unix and/or listen_tcp");
+    cfg.gateway = parse_settings(file, gw->second);
+
+    if (auto c = top.find("credentials"); c != top.end()) {
+        if (!c->second.is_table()) fail_value(file, c->second, "credentials", "a table of [credentials.NAME] sections");
+        for (const auto& [name, v] : c->second.as_table()) cfg.credentials[name] = parse_credential(file, name, v);
+    }
+    if (auto g = top.find("grants"); g != top.end()) {
+        if (!g->second.is_array()) fail_value(file, g->second, "grants", "an array of tables ([[grants]])");
+        std::size_t index = 0;
+        for (const auto& v : g->second.as_array()) {
+            Grant grant = parse_grant(file, index, v, cfg.credentials);
+            for (const auto& other : cfg.grants)
+                if (other.host == grant.host && other.port == grant.port && other.identities == grant.identities)
+                    throw ConfigError(grant.where + ": key 'grants[" + std::to_string(index) +
+                                      "]': duplicates grants[" + std::to_string(other.index) + "] (" + other.where +
+                                      ") for " + grant.host + ":" + std::to_string(grant.port) +
+                                      ", allowed: one grant per host, port and identity scope");
+            cfg.grants.push_back(std::move(grant));
+            ++index;
+        }
+    }
+    return cfg;
+}
+
+GatewayConfig load_gateway_config(const std::string& path) {
+    {
+        std::ifstream probe(path);
+        if (!probe) throw ConfigError(path + ": cannot read: " + errno_text(errno));
+    }
+    toml::value root;
+    try {
+        root = toml::parse(path);
+    } catch (const toml::syntax_error& e) {
+        // toml11's message spans several lines with a source excerpt; keep its first line.
+        std::string what = e.what();
+        auto nl = what.find('\n');
+        std::string first = what.substr(0, nl);
+        if (first.rfind("[error] ", 0) == 0) first = first.substr(8);
+        throw ConfigError(path + ":" + std::to_string(e.location().line()) + ": TOML syntax error: " + first);
+    } catch (const std::exception& e) {
+        throw ConfigError(path + ": cannot parse: " + e.what());
+    }
+    for (const auto& [k, v] : root.as_table())
+        if (k != "gateway" && k != "credentials" && k != "grants")
+            throw ConfigError(where_of(path, v) + ": unknown key '" + k + "', allowed: gateway | credentials | grants");
+    return parse_gateway_sections(root, path);
+}
+
+std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& cfg) {
+    std::map<std::string, std::string> secrets;
+    for (const auto& [name, c] : cfg.credentials) {
+        std::string secret;
+        std::string origin;
+        if (!c.file.empty()) {
+            origin = "file " + c.file;
+            int fd = ::open(c.file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd < 0)
+                throw ConfigError(c.where + ": credentials." + name + ".file " + quote(c.file) + ": open: " +
+                                  errno_text(errno) + " (allowed: a regular file, no symlink)");
+            Fd owned(fd);
+            struct stat st {};
+            check_sys(::fstat(fd, &st), "fstat", c.file);
+            if (!S_ISREG(st.st_mode))
+                throw ConfigError(c.where + ": credentials." + name + ".file " + quote(c.file) +
+                                  ": not a regular file, allowed: a regular file");
+            if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+                char mode[8];
+                std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+                throw ConfigError(c.where + ": credentials." + name + ".file " + quote(c.file) + ": owner uid " +
+                                  std::to_string(st.st_uid) + ", mode " + mode + ", allowed: owner uid " +
+                                  std::to_string(::geteuid()) + " and mode 0600 or 0400 (no group/other access)");
+            }
+            char buf[4096];
+            ssize_t n;
+            while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+                if (n < 0) {
+                    if (errno == EINTR) continue;
+                    throw SysError("read", c.file, errno);
+                }
+                secret.append(buf, static_cast<std::size_t>(n));
+                if (secret.size() > 64 * 1024)
+                    throw ConfigError(c.where + ": credentials." + name + ".file " + quote(c.file) +
+                                      ": larger than 64KiB, allowed: one secret");
+            }
+        } else {
+            origin = "environment variable " + c.env;
+            const char* v = std::getenv(c.env.c_str());
+            if (!v)
+                throw ConfigError(c.where + ": credentials." + name + ".env: variable " + c.env +
+                                  " is not set, allowed: a set, non-empty variable");
+            secret = v;
+        }
+        auto is_space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; };
+        while (!secret.empty() && is_space(secret.back())) secret.pop_back();
+        std::size_t start = 0;
+        while (start < secret.size() && is_space(secret[start])) ++start;
+        secret.erase(0, start);
+        if (secret.empty())
+            throw ConfigError(c.where + ": credentials." + name + ": " + origin +
+                              " holds an empty secret, allowed: a non-empty secret");
+        for (char ch : secret) {
+            auto u = static_cast<unsigned char>(ch);
+            if (u <= 0x20 || u >= 0x7f)
+                throw ConfigError(c.where + ": credentials." + name + ": " + origin +
+                                  " holds a secret with whitespace, control or non-ASCII bytes inside, allowed: "
+                                  "printable ASCII without spaces (it goes into an HTTP header)");
+        }
+        secrets[name] = std::move(secret);
+    }
+    return secrets;
+}
+
+}  // namespace corral::config

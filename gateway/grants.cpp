@@ -1,1 +1,182 @@
 #include "gateway/grants.hpp"
+
+#include <fnmatch.h>
+
+#include "gateway/address_class.hpp"
+
+namespace corral::gateway {
+namespace {
+
+bool identity_in_scope(const config::Grant& g, const Identity& id) {
+    if (g.identities.empty()) return true;
+    const std::string full = id.str();
+    for (const auto& pattern : g.identities) {
+        const std::string& subject = pattern.find('/') == std::string::npos ? id.worker : full;
+        if (fnmatch(pattern.c_str(), subject.c_str(), 0) == 0) return true;
+    }
+    return false;
+}
+
+// 0 = no match; otherwise a score: exact beats every wildcard, a longer
+// wildcard suffix beats a shorter one.
+std::size_t host_match_score(const config::Grant& g, const HostName& host) {
+    if (g.host.size() > 2 && g.host[0] == '*' && g.host[1] == '.') {
+        if (host.is_ip_literal) return 0;
+        std::string_view suffix(g.host.data() + 1, g.host.size() - 1);  // ".example.com"
+        if (host.text.size() <= suffix.size()) return 0;                 // the apex never matches
+        if (host.text.compare(host.text.size() - suffix.size(), suffix.size(), suffix) != 0) return 0;
+        return suffix.size();
+    }
+    auto grant_host = normalize_host(g.host);
+    if (!grant_host.host || grant_host.host->text != host.text) return 0;
+    return std::string::npos;
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+}  // namespace
+
+const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
+                                std::uint16_t port) {
+    const config::Grant* best = nullptr;
+    std::size_t best_score = 0;
+    for (const auto& g : cfg.grants) {
+        if (g.port != port || !identity_in_scope(g, id)) continue;
+        std::size_t score = host_match_score(g, host);
+        if (score > best_score) {
+            best = &g;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+std::optional<std::string> normalize_route_path(std::string_view target, std::string* reason) {
+    auto refuse = [&]() -> std::optional<std::string> {
+        if (reason) *reason = "bad_path";
+        return std::nullopt;
+    };
+    if (target.empty() || target.front() != '/') return refuse();
+    if (auto end = target.find_first_of("?#"); end != std::string_view::npos) target = target.substr(0, end);
+
+    std::string decoded;
+    decoded.reserve(target.size());
+    for (std::size_t i = 0; i < target.size(); ++i) {
+        char c = target[i];
+        if (c == '%') {
+            if (i + 2 >= target.size()) return refuse();
+            int hi = hex_value(target[i + 1]);
+            int lo = hex_value(target[i + 2]);
+            if (hi < 0 || lo < 0) return refuse();
+            c = static_cast<char>(hi * 16 + lo);
+            i += 2;
+            if (c == '%') return refuse();  // double encoding: some upstream may decode again
+        }
+        auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f || c == '\\') return refuse();
+        decoded.push_back(c);
+    }
+
+    std::vector<std::string_view> segments;
+    std::size_t pos = 1;
+    bool trailing_slash = false;
+    while (pos <= decoded.size()) {
+        auto slash = decoded.find('/', pos);
+        std::string_view seg(decoded.data() + pos, (slash == std::string::npos ? decoded.size() : slash) - pos);
+        if (auto semi = seg.find(';'); semi != std::string_view::npos) seg = seg.substr(0, semi);
+        bool last = slash == std::string::npos;
+        if (seg.empty() || seg == ".") {
+            if (last) trailing_slash = true;
+        } else if (seg == "..") {
+            if (segments.empty()) return refuse();
+            segments.pop_back();
+            if (last) trailing_slash = true;
+        } else {
+            segments.push_back(seg);
+            trailing_slash = false;
+        }
+        if (last) break;
+        pos = slash + 1;
+    }
+    std::string out;
+    for (auto seg : segments) {
+        out += '/';
+        out += seg;
+    }
+    if (out.empty() || trailing_slash) out += '/';
+    return out;
+}
+
+bool route_allowed(const config::Grant& grant, std::string_view method, std::string_view normalized_path) {
+    if (grant.routes.empty()) return true;
+    for (const auto& r : grant.routes) {
+        if (r.method != "*" && r.method != method) continue;
+        if (r.prefix ? normalized_path.substr(0, r.path.size()) == r.path : normalized_path == r.path) return true;
+    }
+    return false;
+}
+
+namespace {
+
+boost::asio::ip::address unmapped(const boost::asio::ip::address& a) {
+    if (a.is_v6() && a.to_v6().is_v4_mapped())
+        return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+    return a;
+}
+
+bool is_self(const boost::asio::ip::address& raw, std::uint16_t port, const SelfAddresses& self) {
+    auto a = unmapped(raw);
+    for (const auto& ep : self.listening) {
+        if (ep.port() != port) continue;
+        auto l = unmapped(ep.address());
+        if (l == a || l.is_unspecified() || a.is_unspecified() || (l.is_loopback() && a.is_loopback()))
+            return true;
+    }
+    if (classify_address(a) == AddressClass::public_unicast)
+        for (const auto& h : self.host_addresses)
+            if (unmapped(h) == a) return true;
+    return false;
+}
+
+}  // namespace
+
+AddressDecision vet_addresses(const config::Grant& grant, std::uint16_t port,
+                              const std::vector<boost::asio::ip::address>& answers, const SelfAddresses& self) {
+    AddressDecision d;
+    if (answers.empty()) {
+        d.reason = "dns_failure";
+        return d;
+    }
+    bool any_public = false;
+    bool any_special = false;
+    for (const auto& a : answers) {
+        if (is_special_purpose(classify_address(a)))
+            any_special = true;
+        else
+            any_public = true;
+    }
+    if (any_public && any_special) {
+        d.reason = "mixed_answers";
+        return d;
+    }
+    if (any_special && !grant.allow_private) {
+        d.reason = "private_address";
+        return d;
+    }
+    for (const auto& a : answers) {
+        if (is_self(a, port, self)) {
+            d.reason = "gateway_self";
+            return d;
+        }
+    }
+    d.allowed = true;
+    d.usable = answers;
+    return d;
+}
+
+}  // namespace corral::gateway
