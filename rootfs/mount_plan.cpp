@@ -425,6 +425,15 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     if (spec.workspace) {
         p.dir("/workspace");
         p.bind(*spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace));
+    } else if (host_mode) {
+        // The command still starts in /workspace: an empty directory of the
+        // agent's on scratch (the root tmpfs itself becomes read-only).
+        p.host_dir_owned(spec.scratch_dir + "/workspace", 0755, spec.agent_uid, spec.agent_gid);
+        p.dir("/workspace");
+        p.bind(spec.scratch_dir + "/workspace", "/workspace", kSafe);
+    } else {
+        // In the overlay: created in (or copied up to) the upper layer, owned by the agent.
+        p.dir_owned("/workspace", 0755, spec.agent_uid, spec.agent_gid);
     }
     plan_extra_files(p, spec);
     // The generated root holds only mount points, links and /etc: nothing in it

@@ -43,7 +43,8 @@ inline constexpr std::uint64_t default_shm_size_bytes = 64ull << 20;
 
 struct RootfsSpec {
     std::string image = "host";             // "host" or an absolute directory (the --rootfs value)
-    std::optional<std::string> workspace;   // absolute directory, bound read-write at /workspace
+    std::optional<std::string> workspace;   // absolute directory, bound read-write at /workspace; without it
+                                            // /workspace is an empty directory of the agent's on scratch
     std::string scratch_dir;                // /run/corral/scratch/<run-id>: created by apply_mount_plan
     std::uint64_t tmp_size_bytes = default_tmp_size_bytes;          // cap of /tmp
     std::uint64_t scratch_size_bytes = default_scratch_size_bytes;  // cap of everything else the box writes

@@ -334,7 +334,8 @@ TEST_CASE("host mode: host programs read-only, a generated /etc, the agent's hom
         "touch /etc/passwd 2>/dev/null || echo etc-not-writable;"
         "echo sys=$(ls -A /sys | wc -l);"
         "if command -v curl >/dev/null; then curl --version >/dev/null && echo curl-runs; else echo curl-runs; fi;"
-        "getent hosts corral-it;",
+        "getent hosts corral-it;"
+        "echo ws-entries=$(ls -A /workspace | wc -l); echo w > /workspace/f && echo ws-writable;",
         /*as_agent=*/true);
     INFO(run.out);
     REQUIRE_FALSE(run.failure);
@@ -347,6 +348,8 @@ TEST_CASE("host mode: host programs read-only, a generated /etc, the agent's hom
     CHECK(has_line(run.out, "etc-not-writable"));
     CHECK(has_line(run.out, "sys=0"));
     CHECK(has_line(run.out, "curl-runs"));
+    CHECK(has_line(run.out, "ws-entries=0"));
+    CHECK(has_line(run.out, "ws-writable"));
     CHECK(run.out.find("127.0.1.1       corral-it") != std::string::npos);
 
     std::set<std::string> etc;

@@ -251,6 +251,12 @@ TEST_CASE("host mode: private propagation, scratch tmpfs, fresh root, read-only 
             home_owned = op.set_owner && op.uid == spec.agent_uid && op.gid == spec.agent_gid && op.mode == 0700;
     CHECK(home_owned);
 
+    // Without --workspace, /workspace is an empty directory of the agent's on scratch.
+    const MountOp* ws = find_op(plan, MountKind::Bind, "/workspace");
+    REQUIRE(ws);
+    CHECK(ws->source == spec.scratch_dir + "/workspace");
+    CHECK_FALSE((ws->flags & MS_RDONLY));
+
     // No /sys mount at all; the root is made read-only as the very last step.
     for (const auto& op : plan.ops) CHECK_FALSE((op.in_root && op.target.rfind("/sys/", 0) == 0));
     CHECK_FALSE(find_op(plan, MountKind::Mount, "/sys"));
@@ -353,8 +359,12 @@ TEST_CASE("image mode: the image is only ever an overlay's lower layer") {
     CHECK(home->uid == spec.agent_uid);
     // The root stays writable (writes go to the upper layer on scratch): no final read-only remount.
     CHECK_FALSE(find_op(plan, MountKind::Remount, "/"));
-    // Without --workspace nothing is mounted at /workspace.
+    // Without --workspace, /workspace is the agent's directory in the overlay (upper layer).
     CHECK_FALSE(find_op(plan, MountKind::Bind, "/workspace"));
+    const MountOp* ws = find_op(plan, MountKind::MakeDir, "/workspace");
+    REQUIRE(ws);
+    CHECK(ws->set_owner);
+    CHECK(ws->uid == spec.agent_uid);
 }
 
 TEST_CASE("extra files are staged on scratch and bound read-only") {
