@@ -1,12 +1,201 @@
-#include <cstdio>
+// tools/cmd_run.cpp — `corral run [OPTIONS] -- CMD [ARGS...]`.
+//
+// Wires the options to the sandbox library (supervisor/sandbox.hpp), turns
+// what happened into corral's exit status (docs/architecture.md "Exit status")
+// and writes run.json. Every failure ends in exactly one "corral run: ..." line
+// per problem on stderr.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "base/log.hpp"
+#include "base/parse.hpp"
+#include "base/sys_error.hpp"
+#include "supervisor/run_options.hpp"
+#include "supervisor/run_record.hpp"
+#include "supervisor/sandbox.hpp"
+#include "supervisor/stale_cleanup.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
-int cmd_run(int, char**) {
-    std::fprintf(stderr, "corral run: not available in this build yet\n");
-    return 2;
+namespace {
+
+using namespace corral::supervisor;
+
+constexpr int kExitDeadline = 124;
+constexpr int kExitSetup = 125;
+constexpr int kExitTeardown = 126;
+constexpr int kExitNotFound = 127;
+constexpr int kExitUsage = 2;
+
+void say(const std::string& line) { std::fprintf(stderr, "corral run: %s\n", line.c_str()); }
+
+// A closed 0/1/2 would let the next pipe() land there and be mistaken for stdio.
+void ensure_stdio_open() {
+    for (int fd = 0; fd <= 2; ++fd)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int n = open("/dev/null", O_RDWR);
+            if (n >= 0 && n != fd) {
+                dup2(n, fd);
+                close(n);
+            }
+        }
+}
+
+// mkdir -p, then require a root-owned real directory and force 0700: the run
+// dir holds the logs and run.json, which the agent must not reach.
+void make_private_dir(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) throw SysError("mkdir", path, ec.value());
+    struct stat st{};
+    check_sys(lstat(path.c_str(), &st), "lstat", path);
+    if (!S_ISDIR(st.st_mode)) throw UsageError("--run-dir " + path + ": not a directory");
+    if (st.st_uid != 0) throw UsageError("--run-dir " + path + ": owned by uid " + std::to_string(st.st_uid) +
+                                         "; expected a directory owned by root");
+    check_sys(chmod(path.c_str(), 0700), "chmod 0700", path);
+}
+
+std::string absolute(const std::string& path) {
+    return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+    RunOptions opts;
+    try {
+        opts = parse_run_options(argc, argv);
+    } catch (const UsageError& e) {
+        say(e.what());
+        return kExitUsage;
+    }
+    if (opts.help) {
+        std::fputs(run_help_text(), stdout);
+        return 0;
+    }
+    if (geteuid() != 0) {
+        say("must run as root (it creates namespaces and cgroups)");
+        return kExitSetup;
+    }
+    ensure_stdio_open();
+    signal(SIGPIPE, SIG_IGN);  // a closed terminal must not kill the supervisor mid-run
+
+    for (const auto& line : remove_stale_runs()) log::info("stale cleanup: " + line);
+
+    RunRecord record;
+    record.id = make_run_id();
+    record.argv = opts.command;
+    record.rootfs = opts.rootfs;
+    record.workspace = opts.workspace;
+    record.limits = CgroupLimits{opts.memory_bytes, opts.pids, opts.cpus};
+    record.timeout = opts.timeout;
+    record.started_at = std::chrono::system_clock::now();
+
+    std::string state_dir = opts.state_dir.value_or(default_state_dir());
+    std::string run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
+    try {
+        make_private_dir(state_dir);
+        make_private_dir(run_dir);
+    } catch (const std::exception& e) {
+        say(e.what());
+        return kExitSetup;
+    }
+
+    SandboxSpec spec;
+    spec.run_id = record.id;
+    spec.run_dir = run_dir;
+    spec.rootfs.image = opts.rootfs == "host" ? "host" : absolute(opts.rootfs);
+    if (opts.workspace) spec.rootfs.workspace = absolute(*opts.workspace);
+    spec.argv = opts.command;
+    spec.env = opts.env;
+    spec.hostname = opts.hostname.value_or("corral-" + record.id.substr(record.id.size() - 6));
+    spec.limits = record.limits;
+    spec.uid_range = opts.uid_range;
+    spec.pass_stdin = opts.pass_stdin;
+    spec.timeout = opts.timeout;
+    record.hostname = spec.hostname;
+
+    int status = 0;
+    auto finish = [&](int st) {
+        record.status = st;
+        record.ended_at = std::chrono::system_clock::now();
+        try {
+            write_run_record(run_dir, record);
+        } catch (const std::exception& e) {
+            say(std::string("writing run.json: ") + e.what());
+            if (st == 0) st = kExitSetup;  // a run without its record is not a success
+        }
+        return st;
+    };
+
+    std::optional<Sandbox> box;
+    try {
+        box.emplace(launch_sandbox(std::move(spec)));
+    } catch (const std::exception& e) {
+        // Whatever launch created was undone by its owners (init killed and
+        // reaped, cgroup removed, scratch removed, UID lease released).
+        say(e.what());
+        return finish(kExitSetup);
+    }
+    record.uid = box->uid();
+    record.gid = box->gid();
+
+    // ── hook point: the sandbox exists, lo is up, the command has not started.
+    SuperviseResult result;
+    try {
+        start_command(*box);
+        result = supervise(*box);
+    } catch (const std::exception& e) {
+        say(e.what());
+        status = kExitSetup;
+    }
+    if (result.deadline_hit) say("deadline of " + format_duration(*opts.timeout) + " reached; sandbox killed");
+
+    CgroupUsage usage;
+    record.teardown = teardown(*box, &usage);
+    record.peak_memory_bytes = usage.peak_memory_bytes;
+    record.peak_pids = usage.peak_pids;
+    record.oom_killed = usage.oom_killed;
+    record.deadline_hit = result.deadline_hit;
+    if (result.wait_status) {
+        int ws = *result.wait_status;
+        if (WIFEXITED(ws)) record.exit_code = WEXITSTATUS(ws);
+        if (WIFSIGNALED(ws)) record.signal = WTERMSIG(ws);
+    }
+
+    if (!record.teardown.clean()) {
+        for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
+        status = kExitTeardown;
+    } else if (status != 0) {
+        // supervise() itself failed; already reported.
+    } else if (result.deadline_hit) {
+        status = kExitDeadline;
+    } else if (result.not_found) {
+        say("command not found in sandbox: " + *result.not_found);
+        status = kExitNotFound;
+    } else if (result.setup_failure) {
+        say(result.setup_failure->what());
+        status = kExitSetup;
+    } else if (record.exit_code) {
+        status = *record.exit_code;
+    } else if (record.signal) {
+        status = 128 + *record.signal;
+    } else {
+        say("the sandbox's init exited without reporting the command's status");
+        status = kExitSetup;
+    }
+    if (usage.oom_killed) say("the sandbox reached its memory limit; the kernel killed a process (OOM)");
+    return finish(status);
 }
 
 }  // namespace corral::cli

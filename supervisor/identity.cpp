@@ -1,0 +1,40 @@
+#include "supervisor/identity.hpp"
+
+#include <grp.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace corral::supervisor {
+
+int drop_bounding_set() noexcept {
+    // cap_max_bits() is what the running kernel supports, which may exceed
+    // what these headers know.
+    for (cap_value_t cap = 0; cap < cap_max_bits(); ++cap)
+        if (cap_drop_bound(cap) != 0) return -errno;
+    return 0;
+}
+
+int clear_groups() noexcept { return setgroups(0, nullptr) == 0 ? 0 : -errno; }
+
+int set_agent_gid(gid_t gid) noexcept { return setresgid(gid, gid, gid) == 0 ? 0 : -errno; }
+
+int set_agent_uid(uid_t uid) noexcept { return setresuid(uid, uid, uid) == 0 ? 0 : -errno; }
+
+int clear_capabilities() noexcept {
+    // setresuid to a non-zero uid already cleared P/E/ambient (no KEEP_CAPS);
+    // clearing explicitly makes the guarantee independent of securebits.
+    cap_t empty = cap_init();
+    if (empty == nullptr) return -errno;
+    int rc = cap_set_proc(empty) == 0 ? 0 : -errno;
+    cap_free(empty);
+    if (rc != 0) return rc;
+    if (cap_reset_ambient() != 0) return -errno;
+    return 0;
+}
+
+int set_no_new_privs() noexcept { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : -errno; }
+
+}  // namespace corral::supervisor

@@ -1,0 +1,25 @@
+// supervisor/identity.hpp — becoming the agent: the one-way trip from root to
+// an unprivileged UID with no capabilities, in the only safe order.
+//
+// Order matters: the bounding set can only be dropped while CAP_SETPCAP is
+// held; groups only while CAP_SETGID is held; the gid before the uid (after
+// setresuid the process can no longer change its gid); the remaining cap sets
+// and ambient after, so nothing can be regained; no_new_privs and seccomp last
+// (seccomp would otherwise have to allow the calls above).
+//
+// These run in the invocation child between clone and execve: no throw, no
+// log; each returns 0 or -errno and the caller reports the step.
+#pragma once
+
+#include <sys/types.h>
+
+namespace corral::supervisor {
+
+int drop_bounding_set() noexcept;          // every cap out of the bounding set (libcap)
+int clear_groups() noexcept;               // setgroups(0): no supplementary groups
+int set_agent_gid(gid_t gid) noexcept;     // setresgid(gid, gid, gid)
+int set_agent_uid(uid_t uid) noexcept;     // setresuid(uid, uid, uid)
+int clear_capabilities() noexcept;         // empty E/P/I sets and ambient (libcap)
+int set_no_new_privs() noexcept;           // PR_SET_NO_NEW_PRIVS: no setuid/file-cap gains via execve
+
+}  // namespace corral::supervisor

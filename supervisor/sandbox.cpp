@@ -1,0 +1,534 @@
+#include "supervisor/sandbox.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <thread>
+
+#include "base/log.hpp"
+#include "base/sys_error.hpp"
+#include "supervisor/run_options.hpp"
+#include "supervisor/sandbox_init.hpp"
+#include "supervisor/sweep.hpp"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace corral::supervisor {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+int pidfd_send_signal(int pidfd, int sig) {
+    return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+// Pipe whose both ends are CLOEXEC; the child dup2s what it hands on.
+std::pair<Fd, Fd> make_pipe() {
+    int fds[2];
+    check_sys(pipe2(fds, O_CLOEXEC), "pipe2");
+    return {Fd(fds[0]), Fd(fds[1])};
+}
+
+void write_all(int fd, const char* data, std::size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // a closed terminal must not stop the log or the run
+        data += n;
+        len -= static_cast<std::size_t>(n);
+    }
+}
+
+void write_all_checked(int fd, const char* data, std::size_t len, const std::string& what) {
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("write", what, errno);
+        data += n;
+        len -= static_cast<std::size_t>(n);
+    }
+}
+
+std::size_t count_threads() {
+    std::size_t n = 0;
+    if (DIR* d = opendir("/proc/self/task")) {
+        while (dirent* e = readdir(d))
+            if (e->d_name[0] != '.') ++n;
+        closedir(d);
+    }
+    return n;
+}
+
+std::vector<std::string> path_entries(const std::string& path) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (;;) {
+        std::size_t colon = path.find(':', start);
+        std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+        out.push_back(dir.empty() ? "." : dir);
+        if (colon == std::string::npos) return out;
+        start = colon + 1;
+    }
+}
+
+std::string env_value(const std::vector<std::string>& env, const std::string& key) {
+    std::string prefix = key + "=";
+    std::string value;
+    for (const auto& kv : env)
+        if (kv.starts_with(prefix)) value = kv.substr(prefix.size());
+    return value;
+}
+
+// argv[0] as execvp would resolve it, but against the sandbox's PATH.
+std::vector<std::string> exec_candidates(const std::string& cmd, const std::vector<std::string>& env) {
+    if (cmd.find('/') != std::string::npos) return {cmd};
+    std::vector<std::string> out;
+    for (const auto& dir : path_entries(env_value(env, "PATH"))) out.push_back(dir + "/" + cmd);
+    return out;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (auto& s : strings) out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+}
+
+std::string message_detail(const InitMessage& msg) {
+    return std::string(msg.detail, strnlen(msg.detail, sizeof msg.detail));
+}
+
+// Reads one whole InitMessage; false on EOF.
+bool read_message(int fd, InitMessage& msg) {
+    std::size_t got = 0;
+    auto* p = reinterpret_cast<char*>(&msg);
+    while (got < sizeof msg) {
+        ssize_t n = read(fd, p + got, sizeof msg - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("read", "init report pipe", errno);
+        if (n == 0) {
+            if (got == 0) return false;
+            throw SysError("read", "init report pipe: truncated message", EPROTO);
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+SandboxSetupError setup_error(const InitMessage& msg, const rootfs::MountPlan& plan) {
+    std::string text = "setup step " + std::string(step_name(msg.step)) + " failed: ";
+    if (msg.step == SetupStep::apply_mount_plan || msg.step == SetupStep::enter_rootfs) {
+        rootfs::MountFailure f;
+        f.op_index = msg.mount_op;
+        f.err = msg.err;
+        f.call = static_cast<rootfs::FailedCall>(msg.mount_call);
+        text += rootfs::describe_failure(plan, f);
+    } else {
+        text += message_detail(msg) + ": " + errno_text(msg.err);
+    }
+    return SandboxSetupError(msg.step, msg.err, text);
+}
+
+void send_byte(const Fd& fd, const char* what) {
+    char byte = 1;
+    for (;;) {
+        ssize_t n = write(fd.get(), &byte, 1);
+        if (n == 1) return;
+        if (n < 0 && errno == EINTR) continue;
+        throw SysError("write", what, errno);
+    }
+}
+
+}  // namespace
+
+std::string_view step_name(SetupStep step) {
+    switch (step) {
+        case SetupStep::set_parent_death_signal: return "set_parent_death_signal";
+        case SetupStep::wait_for_supervisor: return "wait_for_supervisor";
+        case SetupStep::join_cgroup_namespace: return "join_cgroup_namespace";
+        case SetupStep::make_mounts_private: return "make_mounts_private";
+        case SetupStep::apply_mount_plan: return "apply_mount_plan";
+        case SetupStep::enter_rootfs: return "enter_rootfs";
+        case SetupStep::bring_up_loopback: return "bring_up_loopback";
+        case SetupStep::verify_only_loopback: return "verify_only_loopback";
+        case SetupStep::set_hostname: return "set_hostname";
+        case SetupStep::wait_for_start: return "wait_for_start";
+        case SetupStep::spawn_invocation: return "spawn_invocation";
+        case SetupStep::start_new_session: return "start_new_session";
+        case SetupStep::redirect_stdio: return "redirect_stdio";
+        case SetupStep::close_inherited_fds: return "close_inherited_fds";
+        case SetupStep::drop_bounding_set: return "drop_bounding_set";
+        case SetupStep::clear_groups: return "clear_groups";
+        case SetupStep::set_gid: return "set_gid";
+        case SetupStep::set_uid: return "set_uid";
+        case SetupStep::clear_capabilities: return "clear_capabilities";
+        case SetupStep::enter_workspace: return "enter_workspace";
+        case SetupStep::set_no_new_privs: return "set_no_new_privs";
+        case SetupStep::install_seccomp: return "install_seccomp";
+        case SetupStep::exec_command: return "exec_command";
+    }
+    return "unknown_step";
+}
+
+std::vector<std::string> command_environment(const SandboxSpec& spec) {
+    const std::string& agent = spec.rootfs.agent_name;
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"PATH", kSandboxPath}, {"HOME", "/home/" + agent}, {"USER", agent},
+        {"LOGNAME", agent},     {"LANG", "C.UTF-8"},        {"TERM", "dumb"},
+    };
+    for (const auto& [k, v] : spec.env) {
+        bool replaced = false;
+        for (auto& e : env)
+            if (e.first == k) {
+                e.second = v;
+                replaced = true;
+            }
+        if (!replaced) env.emplace_back(k, v);
+    }
+    std::vector<std::string> out;
+    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+    return out;
+}
+
+std::string make_run_id() {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    unsigned char rnd[3];
+    if (getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd)) throw SysError("getrandom", errno);
+    char id[48];
+    std::snprintf(id, sizeof id, "%s-%02x%02x%02x", stamp, rnd[0], rnd[1], rnd[2]);
+    return id;
+}
+
+Fd Sandbox::open_network_namespace() const {
+    std::string path = "/proc/" + std::to_string(init_pid_) + "/ns/net";
+    Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    // The pid could have been reused between the init's death and the open:
+    // the pidfd still being alive proves the number still names our init.
+    if (pidfd_send_signal(pidfd_.get(), 0) != 0) throw SysError("pidfd_send_signal", "sandbox init (0)", errno);
+    return fd;
+}
+
+Sandbox::~Sandbox() {
+    if (torn_down_ || !pidfd_.valid()) return;
+    pidfd_send_signal(pidfd_.get(), SIGKILL);
+    if (!reaped_) {
+        siginfo_t info{};
+        waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+    }
+    try {
+        rootfs::remove_scratch(spec_.rootfs.scratch_dir);
+    } catch (const std::exception& e) {
+        log::warn(std::string("removing scratch after a failed launch: ") + e.what());
+    }
+}
+
+Sandbox launch_sandbox(SandboxSpec spec) {
+    if (spec.argv.empty()) throw UsageError("missing command");
+    check_hostname(spec.hostname);
+
+    UidLease lease = acquire_uid(spec.uid_range, spec.lock_dir);
+    lease.record_run_id(spec.run_id);
+    RunCgroup cgroup = RunCgroup::create(spec.run_id, spec.limits);
+
+    spec.rootfs.scratch_dir = spec.scratch_root + "/" + spec.run_id;
+    spec.rootfs.agent_uid = lease.uid();
+    spec.rootfs.agent_gid = lease.gid();
+    spec.rootfs.hostname = spec.hostname;
+    rootfs::MountPlan plan = rootfs::plan_rootfs(spec.rootfs);
+    SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
+
+    std::vector<std::string> argv_s = spec.argv;
+    std::vector<std::string> env_s = command_environment(spec);
+    std::vector<std::string> cand_s = exec_candidates(spec.argv.front(), env_s);
+    std::vector<char*> argv = c_strings(argv_s);
+    std::vector<char*> envp = c_strings(env_s);
+    std::vector<char*> cands = c_strings(cand_s);
+
+    auto [report_r, report_w] = make_pipe();
+    auto [control_r, control_w] = make_pipe();
+    auto [out_r, out_w] = make_pipe();
+    auto [err_r, err_w] = make_pipe();
+
+    InitContext ctx{};
+    ctx.plan = &plan;
+    ctx.hostname = spec.hostname.c_str();
+    ctx.uid = lease.uid();
+    ctx.gid = lease.gid();
+    ctx.cwd = spec.cwd.c_str();
+    ctx.argv = argv.data();
+    ctx.envp = envp.data();
+    ctx.exec_candidates = cands.data();
+    ctx.seccomp = &seccomp;
+    ctx.report_fd = report_w.get();
+    ctx.control_fd = control_r.get();
+    ctx.stdout_fd = out_w.get();
+    ctx.stderr_fd = err_w.get();
+    ctx.pass_stdin = spec.pass_stdin;
+
+    // A clone of a multi-threaded process may inherit a lock (malloc, stdio)
+    // held by a thread that does not exist in the child.
+    if (std::size_t threads = count_threads(); threads != 1)
+        throw SysError("launch_sandbox", "called with " + std::to_string(threads) + " threads; must be single-threaded",
+                       EDEADLK);
+
+    int pidfd = -1;
+    clone_args args{};
+    // CLONE_NEWCGROUP is deliberately absent: the init creates its cgroup
+    // namespace after joining the run's cgroup (see sandbox_init.cpp).
+    args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+    args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    if (pid < 0) throw SysError("clone3", "CLONE_NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS|PIDFD", errno);
+    if (pid == 0) run_sandbox_init(ctx);
+
+    Sandbox box(std::move(spec), std::move(lease), std::move(cgroup));
+    box.plan_ = std::move(plan);
+    box.init_pid_ = static_cast<pid_t>(pid);
+    box.pidfd_.reset(pidfd);
+    report_w.reset();
+    control_r.reset();
+    out_w.reset();
+    err_w.reset();
+    box.report_ = std::move(report_r);
+    box.control_ = std::move(control_w);
+    box.stdout_ = std::move(out_r);
+    box.stderr_ = std::move(err_r);
+
+    // Pin the PID namespace's identity now: teardown checks it is empty.
+    auto ns = pid_namespace_inode(box.init_pid_);
+    if (!ns) throw SandboxSetupError(SetupStep::wait_for_supervisor, ESRCH,
+                                     "setup step wait_for_supervisor failed: the sandbox init died at birth");
+    box.pid_ns_inode_ = *ns;
+    box.cgroup_.add_process(box.init_pid_);
+    send_byte(box.control_, "sandbox control pipe (go)");
+
+    InitMessage msg{};
+    if (!read_message(box.report_.get(), msg))
+        throw SandboxSetupError(SetupStep::wait_for_supervisor, EPIPE,
+                                "setup step wait_for_supervisor failed: the sandbox init exited without a report");
+    if (msg.kind == InitMessageKind::setup_failed) throw setup_error(msg, box.plan_);
+    if (msg.kind != InitMessageKind::ready)
+        throw SysError("read", "init report pipe: unexpected message", EPROTO);
+    return box;
+}
+
+void start_command(Sandbox& box) {
+    send_byte(box.control_, "sandbox control pipe (start)");
+    box.control_.reset();
+    box.started_ = true;
+}
+
+SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
+    SuperviseResult result;
+    const SandboxSpec& spec = box.spec_;
+    auto open_log = [&](const char* name) {
+        std::string path = spec.run_dir + "/" + name;
+        Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (!fd.valid()) throw SysError("open", path, errno);
+        return fd;
+    };
+    Fd out_log = open_log("stdout.log");
+    Fd err_log = open_log("stderr.log");
+
+    using clock = std::chrono::steady_clock;
+    std::optional<clock::time_point> deadline;
+    if (spec.timeout) deadline = clock::now() + *spec.timeout;
+    std::optional<clock::time_point> drain_until;   // set once the init has exited
+    bool init_exited = false;
+
+    char buf[65536];
+    while (box.stdout_.valid() || box.stderr_.valid() || box.report_.valid() || !init_exited) {
+        pollfd pfds[4];
+        int n = 0;
+        int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1;
+        if (box.stdout_.valid()) { idx_out = n; pfds[n++] = {box.stdout_.get(), POLLIN, 0}; }
+        if (box.stderr_.valid()) { idx_err = n; pfds[n++] = {box.stderr_.get(), POLLIN, 0}; }
+        if (box.report_.valid()) { idx_rep = n; pfds[n++] = {box.report_.get(), POLLIN, 0}; }
+        if (!init_exited) { idx_pid = n; pfds[n++] = {box.pidfd_.get(), POLLIN, 0}; }
+
+        int timeout_ms = -1;
+        auto now = clock::now();
+        if (deadline && !result.deadline_hit) {
+            if (now >= *deadline) {
+                // The deadline covers the whole sandbox: kill its init, the kernel
+                // kills every process in the PID namespace with it.
+                pidfd_send_signal(box.pidfd_.get(), SIGKILL);
+                result.deadline_hit = true;
+                continue;
+            }
+            timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now).count());
+        }
+        if (drain_until) {
+            if (now >= *drain_until) break;  // something holds a pipe open after the init died (D state)
+            int left = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*drain_until - now).count());
+            timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+        }
+        int rc = poll(pfds, static_cast<nfds_t>(n), timeout_ms);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            throw SysError("poll", "sandbox output", errno);
+        }
+        auto pump = [&](int idx, Fd& pipe, int sink, const Fd& log, std::uint64_t& count, const char* name) {
+            if (idx < 0 || (pfds[idx].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
+            ssize_t got = read(pipe.get(), buf, sizeof buf);
+            if (got < 0 && errno == EINTR) return;
+            if (got <= 0) {
+                pipe.reset();
+                return;
+            }
+            count += static_cast<std::uint64_t>(got);
+            write_all_checked(log.get(), buf, static_cast<std::size_t>(got), spec.run_dir + "/" + name);
+            if (sink >= 0) write_all(sink, buf, static_cast<std::size_t>(got));
+        };
+        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, result.stdout_bytes, "stdout.log");
+        pump(idx_err, box.stderr_, sinks.stderr_fd, err_log, result.stderr_bytes, "stderr.log");
+        if (idx_rep >= 0 && (pfds[idx_rep].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+            InitMessage msg{};
+            if (!read_message(box.report_.get(), msg)) {
+                box.report_.reset();
+            } else if (msg.kind == InitMessageKind::command_exited) {
+                if (!result.wait_status) result.wait_status = msg.wait_status;  // the reaper's report comes first
+            } else if (msg.kind == InitMessageKind::setup_failed) {
+                if (msg.step == SetupStep::exec_command && msg.err == ENOENT) {
+                    std::string tried = box.spec_.argv.front();
+                    if (tried.find('/') == std::string::npos) {
+                        std::vector<std::string> env = command_environment(box.spec_);
+                        tried += " (searched PATH=" + env_value(env, "PATH") + ")";
+                    }
+                    result.not_found = tried;
+                } else {
+                    result.setup_failure = setup_error(msg, box.plan_);
+                }
+            }
+        }
+        if (idx_pid >= 0 && (pfds[idx_pid].revents & POLLIN) != 0) {
+            init_exited = true;
+            drain_until = clock::now() + 2s;
+        }
+    }
+    return result;
+}
+
+TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
+    TeardownReport report;
+    auto step = [&](std::string name, bool ok, std::string detail) {
+        if (!ok) report.problems.push_back(name + ": " + detail);
+        report.steps.push_back({std::move(name), ok, std::move(detail)});
+    };
+
+    // 1. kill_init: SIGKILL through the pidfd (cannot hit a recycled pid).
+    if (!box.reaped_) {
+        if (pidfd_send_signal(box.pidfd_.get(), SIGKILL) == 0)
+            step("kill_init", true, "SIGKILL sent to init (pid " + std::to_string(box.init_pid_) + ")");
+        else if (errno == ESRCH)
+            step("kill_init", true, "init had already exited");
+        else
+            step("kill_init", false, "pidfd_send_signal: " + errno_text(errno));
+
+        // 2. reap_init: through the pidfd; the PID namespace dies with its init.
+        siginfo_t info{};
+        if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(box.pidfd_.get()), &info, WEXITED) == 0) {
+            box.reaped_ = true;
+            std::string how = info.si_code == CLD_EXITED ? "exited " + std::to_string(info.si_status)
+                                                         : "killed by signal " + std::to_string(info.si_status);
+            step("reap_init", true, "init " + how);
+        } else {
+            step("reap_init", false, "waitid(P_PIDFD): " + errno_text(errno));
+        }
+    }
+
+    // 3. pid_namespace_gone: no process on the host is still in it.
+    std::vector<pid_t> left;
+    for (int i = 0; i < 50; ++i) {
+        left = processes_in_pid_namespace(box.pid_ns_inode_);
+        if (left.empty()) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    auto pid_list = [](const std::vector<pid_t>& pids) {
+        std::string s;
+        for (pid_t p : pids) s += (s.empty() ? "" : " ") + std::to_string(p);
+        return s;
+    };
+    if (left.empty())
+        step("pid_namespace_gone", true, "no process left in pid namespace " + std::to_string(box.pid_ns_inode_));
+    else
+        step("pid_namespace_gone", false,
+             std::to_string(left.size()) + " processes still in the sandbox's PID namespace: " + pid_list(left));
+
+    // 4. cgroup_empty, 5. cgroup_removed.
+    try {
+        CgroupUsage usage = box.cgroup_.usage();
+        if (usage_out != nullptr) *usage_out = usage;
+    } catch (const std::exception& e) {
+        log::warn(std::string("reading the run's cgroup usage: ") + e.what());
+    }
+    bool empty = false;
+    for (int i = 0; i < 20 && !(empty = box.cgroup_.empty()); ++i) std::this_thread::sleep_for(10ms);
+    if (empty) {
+        step("cgroup_empty", true, "no process in the run's cgroups");
+    } else {
+        box.cgroup_.kill_all();
+        step("cgroup_empty", false,
+             std::string("processes were left in the run's cgroup after the PID namespace died; killed: ") +
+                 (box.cgroup_.empty() ? "now empty" : "STILL NOT EMPTY"));
+    }
+    try {
+        box.cgroup_.remove();
+        std::string paths;
+        for (const auto& p : box.cgroup_.paths()) paths += (paths.empty() ? "" : " ") + p;
+        step("cgroup_removed", true, "removed " + paths);
+    } catch (const std::exception& e) {
+        step("cgroup_removed", false, e.what());
+    }
+
+    // 6. uid_sweep: the run's UID is exclusive to it, so any process with it,
+    // anywhere on the host, escaped.
+    std::vector<pid_t> escaped = processes_of_identity(box.lease_.uid(), box.lease_.gid());
+    if (escaped.empty()) {
+        step("uid_sweep", true, "no process of uid " + std::to_string(box.lease_.uid()) + " on the host");
+    } else {
+        for (pid_t p : escaped) kill(p, SIGKILL);
+        step("uid_sweep", false,
+             std::to_string(escaped.size()) + " processes of uid " + std::to_string(box.lease_.uid()) +
+                 " survived teardown (SIGKILLed now): " + pid_list(escaped));
+    }
+
+    // 7. remove_scratch (its mounts lived in the dead mount namespace).
+    try {
+        rootfs::remove_scratch(box.spec_.rootfs.scratch_dir);
+        step("remove_scratch", true, "removed " + box.spec_.rootfs.scratch_dir);
+    } catch (const std::exception& e) {
+        step("remove_scratch", false, e.what());
+    }
+
+    // 8. release_uid_lease: last, so the UID is not reused while anything of it may remain.
+    std::string lock = box.lease_.lock_path();
+    box.lease_.release();
+    step("release_uid_lease", true, "released " + lock);
+    box.torn_down_ = true;
+    return report;
+}
+
+}  // namespace corral::supervisor

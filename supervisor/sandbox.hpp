@@ -1,0 +1,167 @@
+// supervisor/sandbox.hpp — one sandbox: build it, run one command in it,
+// stream its output, tear it down and prove nothing survived.
+//
+// The lifecycle, for `corral run` and for the agent runner built on it:
+//
+//   Sandbox box = launch_sandbox(spec);   // lease UID, cgroup, clone3 → init:
+//                                         // mounts, pivot_root, lo up, hostname
+//   // ── HOOK POINT ── the sandbox exists and lo is up, the command has not
+//   // started. The bridge creates its listening sockets in the sandbox's
+//   // network namespace here: setns(box.pidfd(), CLONE_NEWNET) on a helper
+//   // thread (threads are fine from now on: the clone is done).
+//   start_command(box);                   // init spawns the invocation
+//   SuperviseResult r = supervise(box, sinks);   // output + deadline
+//   TeardownReport t = teardown(box);     // kill, reap, verify, remove
+//
+// launch_sandbox() must be called while the process is single-threaded (the
+// child of a clone from a multi-threaded process can inherit a lock held by
+// another thread); it checks this and refuses otherwise.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/fd.hpp"
+#include "rootfs/mount_plan.hpp"
+#include "supervisor/cgroup.hpp"
+#include "supervisor/run_record.hpp"
+#include "supervisor/seccomp_policy.hpp"
+#include "supervisor/setup_step.hpp"
+#include "supervisor/uid_lease.hpp"
+
+namespace corral::supervisor {
+
+// The PATH the command gets unless --env PATH=... overrides it.
+inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+struct SandboxSpec {
+    std::string run_id;                        // make_run_id()
+    std::string run_dir;                       // exists, 0700 root: stdout.log / stderr.log go here
+    std::string scratch_root = "/run/corral/scratch";
+    std::string lock_dir = kDefaultUidLockDir;
+    // image, workspace, extra_files (e.g. the CA bundle), sizes. launch_sandbox
+    // fills scratch_dir, agent_uid/gid and hostname.
+    rootfs::RootfsSpec rootfs;
+    std::vector<std::string> argv;             // the command; argv[0] is searched in PATH if it has no '/'
+    std::vector<std::pair<std::string, std::string>> env;   // added to / overriding the defaults
+    std::string hostname;                      // checked with check_hostname()
+    CgroupLimits limits;
+    UidRange uid_range = default_uid_range();
+    bool pass_stdin = false;                   // else /dev/null
+    std::optional<std::chrono::milliseconds> timeout;
+    std::string cwd = "/workspace";
+    std::vector<SeccompRule> seccomp_rules = sandbox_seccomp_rules();
+};
+
+// The environment the command starts with: PATH, HOME=/home/<agent>,
+// USER and LOGNAME=<agent>, LANG=C.UTF-8, TERM=dumb, then spec.env (later wins).
+std::vector<std::string> command_environment(const SandboxSpec& spec);
+
+// A setup step failed (in the parent or reported by the child). what() is
+// "setup step enter_rootfs failed: pivot_root: Invalid argument".
+class SandboxSetupError : public std::runtime_error {
+public:
+    SandboxSetupError(SetupStep step, int err, const std::string& message)
+        : std::runtime_error(message), step_(step), errno_(err) {}
+    SetupStep step() const { return step_; }
+    int error() const { return errno_; }
+
+private:
+    SetupStep step_;
+    int errno_;
+};
+
+// Where the command's output goes besides the run dir's logs.
+struct OutputSinks {
+    int stdout_fd = 1;   // -1: don't forward
+    int stderr_fd = 2;
+};
+
+struct SuperviseResult {
+    std::optional<int> wait_status;        // the invocation's, as reported by init
+    bool deadline_hit = false;
+    std::optional<std::string> not_found;  // the command was not in the rootfs: the path(s) tried
+    std::optional<SandboxSetupError> setup_failure;   // an invocation step failed before execve
+    std::uint64_t stdout_bytes = 0;
+    std::uint64_t stderr_bytes = 0;
+};
+
+class Sandbox {
+public:
+    Sandbox(Sandbox&&) noexcept = default;
+    Sandbox& operator=(Sandbox&&) noexcept = delete;
+    Sandbox(const Sandbox&) = delete;
+    Sandbox& operator=(const Sandbox&) = delete;
+    // If teardown() was not called: SIGKILL the init and reap it (best effort).
+    ~Sandbox();
+
+    pid_t init_pid() const { return init_pid_; }
+    // The pidfd of the sandbox's init (CLONE_PIDFD): signal it, wait on it, or
+    // setns(pidfd, CLONE_NEWNET) into the sandbox's network namespace.
+    int pidfd() const { return pidfd_.get(); }
+    ino_t pid_namespace_inode() const { return pid_ns_inode_; }
+    uid_t uid() const { return lease_.uid(); }
+    gid_t gid() const { return lease_.gid(); }
+    const std::string& run_id() const { return spec_.run_id; }
+    const SandboxSpec& spec() const { return spec_; }
+    const RunCgroup& cgroup() const { return cgroup_; }
+    // Opens the sandbox's network namespace (for setns from a helper thread).
+    Fd open_network_namespace() const;
+
+private:
+    friend Sandbox launch_sandbox(SandboxSpec spec);
+    friend void start_command(Sandbox& box);
+    friend SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks);
+    friend TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out);
+    Sandbox(SandboxSpec spec, UidLease lease, RunCgroup cgroup)
+        : spec_(std::move(spec)), lease_(std::move(lease)), cgroup_(std::move(cgroup)) {}
+
+    SandboxSpec spec_;
+    UidLease lease_;
+    RunCgroup cgroup_;
+    rootfs::MountPlan plan_;
+    pid_t init_pid_ = -1;
+    Fd pidfd_;
+    ino_t pid_ns_inode_ = 0;
+    Fd report_;     // InitMessages from init and the invocation
+    Fd control_;    // one byte: "go" after the cgroup join, one byte: "start the command"
+    Fd stdout_;     // read ends of the command's stdout/stderr
+    Fd stderr_;
+    bool started_ = false;
+    bool reaped_ = false;
+    bool torn_down_ = false;
+    std::optional<int> init_exit_status_;
+};
+
+// Leases a UID (recording the run id), creates the run's cgroup, plans the
+// rootfs, clones the init and waits until it reports "ready" (the hook point).
+// Throws UsageError (bad input, exhausted UID range, missing controller),
+// SysError (a host-side call) or SandboxSetupError (a step in the child).
+// On failure everything already created is undone.
+Sandbox launch_sandbox(SandboxSpec spec);
+
+// Lets the init start the command (in a nested PID namespace).
+void start_command(Sandbox& box);
+
+// Streams stdout/stderr live to `sinks` and to <run_dir>/stdout.log and
+// stderr.log, enforces spec.timeout (SIGKILL to the init through the pidfd),
+// and returns when the init has exited and both pipes reached EOF.
+SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks = {});
+
+// Teardown in this order, each step recorded: kill_init, reap_init,
+// pid_namespace_gone, cgroup_empty, cgroup_removed, uid_sweep, remove_scratch,
+// release_uid_lease. usage_out receives the cgroup's peak figures (read before removal).
+TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out = nullptr);
+
+// "YYYYmmddTHHMMSSZ-<6 hex>": sortable, unique.
+std::string make_run_id();
+
+}  // namespace corral::supervisor

@@ -1,0 +1,231 @@
+#include "supervisor/sandbox_init.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "shim/loopback.hpp"
+#include "supervisor/identity.hpp"
+#include "supervisor/setup_step.hpp"
+
+namespace corral::supervisor {
+
+namespace {
+
+void send(int fd, const InitMessage& msg) noexcept {
+    // One write of a struct < PIPE_BUF is atomic; retry only on EINTR.
+    while (write(fd, &msg, sizeof msg) < 0 && errno == EINTR) {
+    }
+}
+
+void report_failure(const InitContext& ctx, SetupStep step, int err, const char* detail,
+                    std::uint32_t mount_op = 0, std::uint32_t mount_call = 0) noexcept {
+    InitMessage msg{};
+    msg.kind = InitMessageKind::setup_failed;
+    msg.step = step;
+    msg.err = err;
+    msg.mount_op = mount_op;
+    msg.mount_call = mount_call;
+    std::strncpy(msg.detail, detail, sizeof msg.detail - 1);
+    send(ctx.report_fd, msg);
+}
+
+[[noreturn]] void fail(const InitContext& ctx, SetupStep step, int err, const char* detail) noexcept {
+    report_failure(ctx, step, err, detail);
+    _exit(125);
+}
+
+// rc is 0 or -errno.
+void check_step(const InitContext& ctx, int rc, SetupStep step, const char* call) noexcept {
+    if (rc < 0) fail(ctx, step, -rc, call);
+}
+
+// One byte from the supervisor; EOF means it died (possibly before our
+// parent-death signal was armed), so there is nobody to build a sandbox for.
+void wait_for_byte(const InitContext& ctx) noexcept {
+    char byte = 0;
+    for (;;) {
+        ssize_t n = read(ctx.control_fd, &byte, 1);
+        if (n == 1) return;
+        if (n < 0 && errno == EINTR) continue;
+        _exit(125);
+    }
+}
+
+// Closes every fd except `keep` (sorted ascending, no duplicates).
+int close_all_except(const int* keep, int count) noexcept {
+    unsigned next = 0;
+    for (int i = 0; i < count; ++i) {
+        unsigned k = static_cast<unsigned>(keep[i]);
+        if (k > next && syscall(SYS_close_range, next, k - 1, 0) != 0) return -errno;
+        next = k + 1;
+    }
+    return syscall(SYS_close_range, next, ~0U, 0) == 0 ? 0 : -errno;
+}
+
+// Moves `fd` to `target` (dup3 clears CLOEXEC unless asked): the source was
+// first copied above every target, so no dup2 clobbers a later source.
+int high_copy(int fd) noexcept { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
+
+// ---- the command: PID 2 of the nested PID namespace; becomes CMD via execve.
+[[noreturn]] void run_command(const InitContext& ctx) noexcept {
+    // Ignored signals and the signal mask survive execve: the command starts
+    // with default dispositions (the supervisor ignores SIGPIPE, for one).
+    for (int sig = 1; sig < _NSIG; ++sig) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (setsid() < 0) fail(ctx, SetupStep::start_new_session, errno, "setsid");
+
+    int in = ctx.pass_stdin ? high_copy(0) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out = high_copy(ctx.stdout_fd);
+    int err = high_copy(ctx.stderr_fd);
+    int rep = high_copy(ctx.report_fd);
+    if (in < 0 || out < 0 || err < 0 || rep < 0)
+        fail(ctx, SetupStep::redirect_stdio, errno, ctx.pass_stdin ? "fcntl(F_DUPFD)" : "open(/dev/null)");
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup3(rep, 3, O_CLOEXEC) < 0)
+        fail(ctx, SetupStep::redirect_stdio, errno, "dup2");
+    InitContext local = ctx;   // from here on the report pipe is fd 3
+    local.report_fd = 3;
+    // Nothing the supervisor had open (lock files, log files, pipes) reaches the command.
+    if (syscall(SYS_close_range, 4U, ~0U, 0) != 0) fail(local, SetupStep::close_inherited_fds, errno, "close_range");
+
+    check_step(local, drop_bounding_set(), SetupStep::drop_bounding_set, "prctl(PR_CAPBSET_DROP)");
+    check_step(local, clear_groups(), SetupStep::clear_groups, "setgroups(0)");
+    check_step(local, set_agent_gid(local.gid), SetupStep::set_gid, "setresgid");
+    check_step(local, set_agent_uid(local.uid), SetupStep::set_uid, "setresuid");
+    check_step(local, clear_capabilities(), SetupStep::clear_capabilities, "cap_set_proc");
+    // As the agent: a workspace the agent cannot enter fails here, loudly.
+    if (chdir(local.cwd) != 0) fail(local, SetupStep::enter_workspace, errno, local.cwd);
+    check_step(local, set_no_new_privs(), SetupStep::set_no_new_privs, "prctl(PR_SET_NO_NEW_PRIVS)");
+    check_step(local, install_seccomp_program(*local.seccomp), SetupStep::install_seccomp,
+               "seccomp(SECCOMP_SET_MODE_FILTER)");
+
+    // execvp semantics without consulting our own environment: try each
+    // candidate; remember a more telling error than ENOENT (EACCES, ENOEXEC).
+    int worst = ENOENT;
+    const char* worst_path = local.exec_candidates[0] ? local.exec_candidates[0] : "";
+    for (char* const* c = local.exec_candidates; *c != nullptr; ++c) {
+        execve(*c, local.argv, local.envp);
+        if (errno != ENOENT && errno != ENOTDIR && worst == ENOENT) {
+            worst = errno;
+            worst_path = *c;
+        }
+    }
+    report_failure(local, SetupStep::exec_command, worst, worst_path);
+    _exit(127);
+}
+
+void send_exit_status(const InitContext& ctx, int status) noexcept {
+    InitMessage done{};
+    done.kind = InitMessageKind::command_exited;
+    done.wait_status = status;
+    send(ctx.report_fd, done);
+}
+
+// ---- the invocation: PID 1 of the nested PID namespace. The command runs as
+// its child so that the command has ordinary signal semantics (a PID 1 ignores
+// signals it has no handler for, even SIGTERM sent to itself); this reaper
+// adopts the command's orphans and, when the command exits, reports its status
+// and exits, and the kernel then kills whatever the command left behind.
+[[noreturn]] void run_invocation(const InitContext& ctx) noexcept {
+    pid_t cmd = fork();
+    if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "fork");
+    if (cmd == 0) run_command(ctx);
+    close(ctx.stdout_fd);
+    close(ctx.stderr_fd);
+    close(ctx.control_fd);
+    for (;;) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, __WALL);
+        if (pid < 0 && errno == EINTR) continue;
+        if (pid < 0) _exit(125);  // cannot happen: the command is our child
+        if (pid == cmd) {
+            send_exit_status(ctx, status);
+            _exit(0);
+        }
+    }
+}
+
+}  // namespace
+
+void run_sandbox_init(const InitContext& ctx) noexcept {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+        fail(ctx, SetupStep::set_parent_death_signal, errno, "prctl(PR_SET_PDEATHSIG)");
+    prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
+    {
+        int keep[] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
+        std::sort(std::begin(keep), std::end(keep));
+        check_step(ctx, close_all_except(keep, 7), SetupStep::wait_for_supervisor, "close_range");
+    }
+    wait_for_byte(ctx);  // "go": we are in the run's cgroup now
+
+    // The cgroup namespace is rooted where the process is when it is created:
+    // created now, inside the run's cgroup, the box sees that cgroup as "/".
+    if (unshare(CLONE_NEWCGROUP) != 0) fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
+
+    if (auto f = rootfs::apply_mount_plan(*ctx.plan)) {
+        report_failure(ctx, SetupStep::apply_mount_plan, f->err, rootfs::call_name(f->call),
+                       static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
+        _exit(125);
+    }
+    if (auto f = rootfs::enter_rootfs(*ctx.plan)) {
+        report_failure(ctx, SetupStep::enter_rootfs, f->err, rootfs::call_name(f->call),
+                       static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
+        _exit(125);
+    }
+    check_step(ctx, shim::bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
+    check_step(ctx, shim::verify_only_loopback(), SetupStep::verify_only_loopback, "RTM_GETLINK");
+    if (sethostname(ctx.hostname, std::strlen(ctx.hostname)) != 0)
+        fail(ctx, SetupStep::set_hostname, errno, "sethostname");
+
+    // The init's own stdout/stderr are the host's terminal: never used again.
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd < 0 || dup2(null_fd, 1) < 0 || dup2(null_fd, 2) < 0)
+        fail(ctx, SetupStep::redirect_stdio, errno, "open(/dev/null)");
+
+    InitMessage ready{};
+    ready.kind = InitMessageKind::ready;
+    send(ctx.report_fd, ready);
+    wait_for_byte(ctx);  // "start": the supervisor's hook ran
+
+    // The invocation gets its own PID namespace: when it exits, the kernel
+    // kills everything it left behind (daemons, setsid'd grandchildren).
+    clone_args args{};
+    args.flags = CLONE_NEWPID;
+    args.exit_signal = SIGCHLD;
+    long inv = syscall(SYS_clone3, &args, sizeof args);
+    if (inv < 0) fail(ctx, SetupStep::spawn_invocation, errno, "clone3(CLONE_NEWPID)");
+    if (inv == 0) run_invocation(ctx);
+
+    close(ctx.stdout_fd);  // EOF for the supervisor once the command's side closes
+    close(ctx.stderr_fd);
+    close(ctx.control_fd);
+    if (dup2(null_fd, 0) < 0) close(0);  // the command has its own copy of a passed stdin
+    close(null_fd);
+
+    // PID 1: reap every orphan; report the command's status as soon as it is known.
+    for (;;) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, __WALL);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            _exit(0);  // ECHILD: nothing left in the sandbox but us
+        }
+        // The reaper reports the command's status itself; if it was killed
+        // first (e.g. by the OOM killer) its own death is the best we know.
+        if (pid == inv && WIFSIGNALED(status)) send_exit_status(ctx, status);
+    }
+}
+
+}  // namespace corral::supervisor

@@ -1,0 +1,39 @@
+// supervisor/sandbox_init.hpp — corral's init: PID 1 of the sandbox.
+//
+// It is corral's own code (no execve of another binary), forked by clone3 from
+// the single-threaded supervisor. It finishes building the sandbox from the
+// inside, starts the command in a nested PID namespace on request, reaps every
+// orphan and reports the command's wait status. Everything it needs is prepared
+// by the parent before the clone (InitContext): it only reads that memory and
+// makes system calls, and reports failures as {step, errno} (setup_step.hpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include "rootfs/mount_plan.hpp"
+#include "supervisor/seccomp_policy.hpp"
+
+namespace corral::supervisor {
+
+struct InitContext {
+    const rootfs::MountPlan* plan;
+    const char* hostname;
+    uid_t uid;
+    gid_t gid;
+    const char* cwd;                     // the command's working directory in the box
+    char* const* argv;                   // NULL-terminated
+    char* const* envp;                   // NULL-terminated
+    char* const* exec_candidates;        // NULL-terminated: argv[0] resolved against PATH, in order
+    const SeccompProgram* seccomp;
+    int report_fd;                       // write end, CLOEXEC
+    int control_fd;                      // read end: "go", then "start"
+    int stdout_fd;                       // write ends of the output pipes
+    int stderr_fd;
+    bool pass_stdin;                     // else the command's stdin is /dev/null
+};
+
+// Never returns. Exit status of the init: 0 after reporting the command's
+// status; 125 after reporting a failed step (or if the supervisor vanished).
+[[noreturn]] void run_sandbox_init(const InitContext& ctx) noexcept;
+
+}  // namespace corral::supervisor

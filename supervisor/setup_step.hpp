@@ -1,0 +1,63 @@
+// supervisor/setup_step.hpp — how the sandbox's init talks to the supervisor.
+//
+// Between clone3 and execve nothing may throw across the clone boundary or log
+// (the child shares no stderr discipline with the parent). Every message is a
+// fixed-size InitMessage written whole to a CLOEXEC pipe (smaller than
+// PIPE_BUF, so writes are atomic): the parent names the failed step from the
+// enum and the errno, e.g.
+//   corral run: setup step enter_rootfs failed: pivot_root: Invalid argument
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace corral::supervisor {
+
+// Every step of the child side, in the order it runs (docs/architecture.md).
+enum class SetupStep : std::uint32_t {
+    set_parent_death_signal,
+    wait_for_supervisor,
+    join_cgroup_namespace,
+    make_mounts_private,
+    apply_mount_plan,
+    enter_rootfs,
+    bring_up_loopback,
+    verify_only_loopback,
+    set_hostname,
+    wait_for_start,
+    spawn_invocation,
+    // --- inside the invocation (PID 1 of the nested PID namespace)
+    start_new_session,
+    redirect_stdio,
+    close_inherited_fds,
+    drop_bounding_set,
+    clear_groups,
+    set_gid,
+    set_uid,
+    clear_capabilities,
+    enter_workspace,
+    set_no_new_privs,
+    install_seccomp,
+    exec_command,
+};
+
+std::string_view step_name(SetupStep step);
+
+enum class InitMessageKind : std::uint32_t {
+    setup_failed = 1,     // step + err + detail (the failed call)
+    ready = 2,            // rootfs entered, lo up, hostname set: the hook point
+    command_exited = 3,   // wait_status of the invocation
+};
+
+struct InitMessage {
+    InitMessageKind kind;
+    SetupStep step;
+    std::int32_t err;          // errno of the failed call
+    std::int32_t wait_status;  // for command_exited
+    std::uint32_t mount_op;    // apply_mount_plan/enter_rootfs: rootfs::MountFailure::op_index
+    std::uint32_t mount_call;  // ... and rootfs::FailedCall
+    char detail[240];          // NUL-terminated: the failed call, or the path tried
+};
+static_assert(sizeof(InitMessage) < 512, "must stay far below PIPE_BUF so writes are atomic");
+
+}  // namespace corral::supervisor
