@@ -161,6 +161,7 @@ std::string_view step_name(SetupStep step) {
     switch (step) {
         case SetupStep::set_parent_death_signal: return "set_parent_death_signal";
         case SetupStep::wait_for_supervisor: return "wait_for_supervisor";
+        case SetupStep::join_run_cgroup: return "join_run_cgroup";
         case SetupStep::join_cgroup_namespace: return "join_cgroup_namespace";
         case SetupStep::make_mounts_private: return "make_mounts_private";
         case SetupStep::apply_mount_plan: return "apply_mount_plan";
@@ -316,21 +317,37 @@ Sandbox launch_sandbox(SandboxSpec spec) {
     box.stdout_ = std::move(out_r);
     box.stderr_ = std::move(err_r);
 
-    // Pin the PID namespace's identity now: teardown checks it is empty.
-    auto ns = pid_namespace_inode(box.init_pid_);
-    if (!ns) throw SandboxSetupError(SetupStep::wait_for_supervisor, ESRCH,
-                                     "setup step wait_for_supervisor failed: the sandbox init died at birth");
-    box.pid_ns_inode_ = *ns;
-    box.cgroup_.add_process(box.init_pid_);
-    send_byte(box.control_, "sandbox control pipe (go)");
+    try {
+        // Pin the PID namespace's identity now: teardown checks it is empty.
+        auto ns = pid_namespace_inode(box.init_pid_);
+        if (!ns)
+            throw SandboxSetupError(SetupStep::wait_for_supervisor, ESRCH,
+                                    "setup step wait_for_supervisor failed: the sandbox init died at birth");
+        box.pid_ns_inode_ = *ns;
+        try {
+            box.cgroup_.add_process(box.init_pid_);
+        } catch (const std::exception& e) {
+            throw SandboxSetupError(SetupStep::join_run_cgroup, EIO,
+                                    std::string("setup step join_run_cgroup failed: ") + e.what());
+        }
+        send_byte(box.control_, "sandbox control pipe (go)");
 
-    InitMessage msg{};
-    if (!read_message(box.report_.get(), msg))
-        throw SandboxSetupError(SetupStep::wait_for_supervisor, EPIPE,
-                                "setup step wait_for_supervisor failed: the sandbox init exited without a report");
-    if (msg.kind == InitMessageKind::setup_failed) throw setup_error(msg, box.plan_);
-    if (msg.kind != InitMessageKind::ready)
-        throw SysError("read", "init report pipe: unexpected message", EPROTO);
+        InitMessage msg{};
+        if (!read_message(box.report_.get(), msg))
+            throw SandboxSetupError(SetupStep::wait_for_supervisor, EPIPE,
+                                    "setup step wait_for_supervisor failed: the sandbox init exited without a report");
+        if (msg.kind == InitMessageKind::setup_failed) throw setup_error(msg, box.plan_);
+        if (msg.kind != InitMessageKind::ready)
+            throw SandboxSetupError(SetupStep::wait_for_supervisor, EPROTO,
+                                    "setup step wait_for_supervisor failed: unexpected message from the sandbox init");
+    } catch (SandboxSetupError& e) {
+        e.attach_teardown(teardown(box));
+        throw;
+    } catch (const std::exception& e) {
+        SandboxSetupError wrapped(SetupStep::wait_for_supervisor, EIO, std::string("setting up the sandbox: ") + e.what());
+        wrapped.attach_teardown(teardown(box));
+        throw wrapped;
+    }
     return box;
 }
 

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -67,16 +68,21 @@ std::vector<std::string> command_environment(const SandboxSpec& spec);
 
 // A setup step failed (in the parent or reported by the child). what() is
 // "setup step enter_rootfs failed: pivot_root: Invalid argument".
+// When launch_sandbox() fails after the clone, it tears the half-built sandbox
+// down (same verified sequence as teardown()) and attaches the report.
 class SandboxSetupError : public std::runtime_error {
 public:
     SandboxSetupError(SetupStep step, int err, const std::string& message)
         : std::runtime_error(message), step_(step), errno_(err) {}
     SetupStep step() const { return step_; }
     int error() const { return errno_; }
+    const std::shared_ptr<const TeardownReport>& teardown() const { return teardown_; }
+    void attach_teardown(TeardownReport report) { teardown_ = std::make_shared<const TeardownReport>(std::move(report)); }
 
 private:
     SetupStep step_;
     int errno_;
+    std::shared_ptr<const TeardownReport> teardown_;
 };
 
 // Where the command's output goes besides the run dir's logs.

@@ -17,6 +17,7 @@ namespace corral::supervisor {
 enum class SetupStep : std::uint32_t {
     set_parent_death_signal,
     wait_for_supervisor,
+    join_run_cgroup,          // supervisor side: RunCgroup::add_process(init)
     join_cgroup_namespace,
     make_mounts_private,
     apply_mount_plan,

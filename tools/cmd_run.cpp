@@ -141,9 +141,20 @@ int cmd_run(int argc, char** argv) {
     std::optional<Sandbox> box;
     try {
         box.emplace(launch_sandbox(std::move(spec)));
+    } catch (const SandboxSetupError& e) {
+        // A step failed after the clone: launch tore the sandbox down (verified).
+        say(e.what());
+        if (e.teardown()) {
+            record.teardown = *e.teardown();
+            if (!record.teardown.clean()) {
+                for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
+                return finish(kExitTeardown);
+            }
+        }
+        return finish(kExitSetup);
     } catch (const std::exception& e) {
-        // Whatever launch created was undone by its owners (init killed and
-        // reaped, cgroup removed, scratch removed, UID lease released).
+        // Failed before the clone: the owners undid what existed (cgroup
+        // removed, UID lease released); nothing ran.
         say(e.what());
         return finish(kExitSetup);
     }

@@ -1,0 +1,45 @@
+// Unit tests of the pure parts of the sandbox API: the command's environment
+// and the setup-step names the supervisor prints.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "supervisor/sandbox.hpp"
+
+using namespace corral::supervisor;
+
+TEST_CASE("the command's environment is the documented few plus --env, later wins") {
+    SandboxSpec spec;
+    spec.rootfs.agent_name = "agent";
+    auto env = command_environment(spec);
+    CHECK(env == std::vector<std::string>{"PATH=" + std::string(kSandboxPath), "HOME=/home/agent", "USER=agent",
+                                          "LOGNAME=agent", "LANG=C.UTF-8", "TERM=dumb"});
+    spec.env = {{"FOO", "1"}, {"PATH", "/bin"}, {"FOO", "2"}};
+    env = command_environment(spec);
+    CHECK(env.front() == "PATH=/bin");
+    CHECK(env.back() == "FOO=2");
+    CHECK(env.size() == 7);
+}
+
+TEST_CASE("every setup step has its own name") {
+    std::set<std::string> names;
+    for (auto s = static_cast<std::uint32_t>(SetupStep::set_parent_death_signal);
+         s <= static_cast<std::uint32_t>(SetupStep::exec_command); ++s) {
+        std::string name(step_name(static_cast<SetupStep>(s)));
+        CHECK(name != "unknown_step");
+        names.insert(name);
+    }
+    CHECK(names.size() == static_cast<std::size_t>(SetupStep::exec_command) + 1);
+    CHECK(step_name(SetupStep::enter_rootfs) == "enter_rootfs");
+}
+
+TEST_CASE("run ids are sortable timestamps with a random suffix") {
+    std::string a = make_run_id();
+    std::string b = make_run_id();
+    CHECK(a.size() == std::string("20261130T055114Z-9ebbdd").size());
+    CHECK(a[8] == 'T');
+    CHECK(a[15] == 'Z');
+    CHECK(a[16] == '-');
+    CHECK(a != b);
+}
