@@ -1,0 +1,210 @@
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "gateway/ledger.hpp"
+
+using namespace corral::gateway;
+
+namespace {
+
+LedgerEntry sample() {
+    LedgerEntry e;
+    e.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'796'016'579'123));
+    e.identity = "worker-a/run-1";
+    e.mode = "inject";
+    e.method = "POST";
+    e.host = "api.anthropic.com";
+    e.port = 443;
+    e.path = "/v1/messages";
+    e.decision = Decision::allow;
+    e.reason = "";
+    e.status = 200;
+    e.bytes_up = 1234;
+    e.bytes_down = 56789;
+    e.duration_ms = 321;
+    e.credential = "anthropic";
+    return e;
+}
+
+std::string read_all(const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        char tmpl[] = "/tmp/corral-ledger-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl));
+        path = tmpl;
+    }
+    ~TempDir() {
+        ::chmod(path.c_str(), 0700);
+        std::filesystem::remove_all(path);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a ledger line is one JSON object with every field, in order") {
+    auto line = format_ledger_line(sample());
+    REQUIRE(line.back() == '\n');
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    CHECK(line ==
+          "{\"time\":\"2026-11-30T05:29:39.123Z\",\"identity\":\"worker-a/run-1\",\"mode\":\"inject\",\"method\":"
+          "\"POST\",\"host\":\"api.anthropic.com\",\"port\":443,\"path\":\"/v1/messages\",\"decision\":\"allow\","
+          "\"reason\":\"\",\"status\":200,\"bytes_up\":1234,\"bytes_down\":56789,\"duration_ms\":321,"
+          "\"credential\":\"anthropic\"}\n");
+    auto j = nlohmann::json::parse(line);
+    CHECK(j.size() == 14);
+    CHECK(j["decision"] == "allow");
+}
+
+TEST_CASE("refusals and hostile strings stay one valid JSON line") {
+    auto e = sample();
+    e.decision = Decision::refuse;
+    e.reason = "not_granted";
+    e.status = 403;
+    e.host = "evil\"host\n{\"decision\":\"allow\"}";
+    e.path = std::string("/x\r\n\x01\x7f") + "\xff\xfe" + "/\xe2\x82";  // control bytes and invalid UTF-8
+    auto line = format_ledger_line(e);
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    auto j = nlohmann::json::parse(line);
+    CHECK(j["decision"] == "refuse");
+    CHECK(j["reason"] == "not_granted");
+    CHECK(j["status"] == 403);
+    CHECK(j["host"] == "evil\"host\n{\"decision\":\"allow\"}");
+}
+
+TEST_CASE("registered secrets are redacted from every string field") {
+    const std::string secret = "sk-ant-api03-TOPSECRET";
+    auto e = sample();
+    e.identity = "w/" + secret;
+    e.mode = secret;
+    e.method = secret;
+    e.host = secret + ".example.com";
+    e.path = "/v1/messages?key=" + secret + "&again=" + secret;
+    e.reason = "upstream said " + secret;
+    e.credential = secret;
+    auto line = format_ledger_line(e, {secret, ""});
+    CHECK(line.find(secret) == std::string::npos);
+    CHECK(line.find("TOPSECRET") == std::string::npos);
+    auto j = nlohmann::json::parse(line);
+    CHECK(j["path"] == "/v1/messages?key=[redacted]&again=[redacted]");
+    CHECK(j["host"] == "[redacted].example.com");
+    // A secret with characters JSON escapes is still gone.
+    const std::string odd = "a\"b\\c";
+    auto e2 = sample();
+    e2.path = "/" + odd;
+    CHECK(format_ledger_line(e2, {odd}).find("a\\\"b\\\\c") == std::string::npos);
+}
+
+TEST_CASE("status_for_reason covers every code") {
+    CHECK(status_for_reason("") == 200);
+    CHECK(status_for_reason(reason::not_granted) == 403);
+    CHECK(status_for_reason(reason::smuggling) == 400);
+    CHECK(status_for_reason(reason::body_too_large) == 413);
+    CHECK(status_for_reason(reason::headers_too_large) == 431);
+    CHECK(status_for_reason(reason::budget_exhausted) == 429);
+    CHECK(status_for_reason(reason::upstream_tls) == 502);
+    CHECK(status_for_reason(reason::ledger_unwritable) == 503);
+    CHECK(status_for_reason(reason::unsupported_method) == 405);
+    CHECK(status_for_reason("made_up") == 500);
+}
+
+TEST_CASE("Ledger appends lines (mode 0600), counts per identity, redacts registered secrets") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    Ledger l(path);
+    REQUIRE(l.healthy());
+    CHECK(l.failure().empty());
+    l.register_secret("REAL-SECRET-XYZ");
+    auto e = sample();
+    e.path = "/leak/REAL-SECRET-XYZ";
+    l.append(e);
+    e.decision = Decision::refuse;
+    e.reason = "route_denied";
+    l.append(e);
+    e.identity = "other/run";
+    l.append(e);
+    l.sync();
+    CHECK(l.healthy());
+    CHECK(l.requests("worker-a/run-1") == 2);
+    CHECK(l.refusals("worker-a/run-1") == 1);
+    CHECK(l.refusals("other/run") == 1);
+    CHECK(l.requests("nobody/x") == 0);
+    auto text = read_all(path);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+    CHECK(text.find("REAL-SECRET-XYZ") == std::string::npos);
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    // Appends to an existing file keep what was there.
+    Ledger again(path);
+    again.append(sample());
+    text = read_all(path);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 4);
+}
+
+TEST_CASE("Ledger from many threads: whole lines, none lost") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    Ledger l(path);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&l, t] {
+            for (int i = 0; i < 500; ++i) {
+                auto e = sample();
+                e.identity = "w" + std::to_string(t) + "/r";
+                e.path = "/" + std::string(200, static_cast<char>('a' + t));
+                l.append(e);
+            }
+        });
+    for (auto& th : threads) th.join();
+    std::ifstream f(path);
+    std::string line;
+    int n = 0;
+    while (std::getline(f, line)) {
+        auto j = nlohmann::json::parse(line);
+        CHECK(j["path"].get<std::string>().size() == 201);
+        ++n;
+    }
+    CHECK(n == 2000);
+    CHECK(l.requests("w3/r") == 500);
+}
+
+TEST_CASE("Ledger fails closed: an unopenable path is unhealthy with a reason, append never throws") {
+    TempDir d;
+    auto path = (d.path / "missing-dir" / "ledger.jsonl").string();
+    Ledger l(path);
+    CHECK_FALSE(l.healthy());
+    CHECK(l.failure() == "open(" + path + "): No such file or directory");
+    CHECK_NOTHROW(l.append(sample()));
+    CHECK_NOTHROW(l.sync());
+    CHECK(l.requests("worker-a/run-1") == 1);  // still counted
+    CHECK_FALSE(l.healthy());
+}
+
+TEST_CASE("Ledger fails closed: a write error (full device) makes it unhealthy for good") {
+    if (::access("/dev/full", W_OK) != 0) {
+        MESSAGE("skipped: /dev/full not writable here");
+        return;
+    }
+    Ledger l("/dev/full");
+    REQUIRE(l.healthy());
+    l.append(sample());
+    CHECK_FALSE(l.healthy());
+    CHECK(l.failure() == "write(/dev/full): No space left on device");
+    l.append(sample());
+    CHECK(l.failure() == "write(/dev/full): No space left on device");
+}
