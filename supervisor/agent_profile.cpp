@@ -164,7 +164,11 @@ json codex_auth_claim(const AgentInputs& in, const std::string& sentinel, const 
 void add_codex(AgentProfile& p, const AgentInputs& in, const std::string& sentinel) {
     const std::string dir_rel = join_path(in.home_rel, ".codex");
     const std::string dir_box = join_path(in.home_in_box, ".codex");
-    p.argv = {in.node, pkg_path(in, "@openai/codex/bin/codex.js"), "exec", "--json", "--skip-git-repo-check"};
+    // --strict-config: a codex that no longer knows one of the switches in
+    // our config.toml (approvals, sandbox, phone-home) refuses to start
+    // instead of silently running with its defaults.
+    p.argv = {in.node, pkg_path(in, "@openai/codex/bin/codex.js"), "exec", "--json", "--skip-git-repo-check",
+              "--strict-config"};
     if (!in.model.empty()) p.argv.insert(p.argv.end(), {"--model", in.model});
     p.argv.insert(p.argv.end(), {"--", compose_codex_prompt(in.system_prompt, in.prompt)});
     p.version_argv = {in.node, p.argv[1], "--version"};

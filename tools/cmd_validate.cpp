@@ -1,12 +1,148 @@
+// corral validate --config DIR [--worker NAME] [--skip-secrets]
+//
+// Reads an organisation directory (org.toml + workers/NAME/worker.toml),
+// prints every worker as a run would see it — agent, rootfs, limits, grants
+// (the ones the agent implies included), the credential it needs and whether
+// that credential is available — and the warnings. Exit 0 when every worker
+// could start; 2 with one "FILE:LINE: key '...': ..." line per problem otherwise.
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
+#include "base/parse.hpp"
+#include "config/org_config.hpp"
+#include "supervisor/agent_profile.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
-int cmd_validate(int, char**) {
-    std::fprintf(stderr, "corral validate: not available in this build yet\n");
-    return 2;
+namespace {
+
+const char* const validate_usage =
+    "usage: corral validate --config DIR [--worker NAME] [--skip-secrets]\n"
+    "  --config DIR     organisation directory: DIR/org.toml and DIR/workers/NAME/worker.toml\n"
+    "  --worker NAME    show only this worker\n"
+    "  --skip-secrets   check that needed credentials are defined, not that their secrets are readable here\n";
+
+std::string limits_text(const config::SandboxLimits& l) {
+    std::string s;
+    auto add = [&](const char* k, const std::string& v) { s += (s.empty() ? "" : " ") + std::string(k) + "=" + v; };
+    if (l.memory_bytes) add("memory", format_size(*l.memory_bytes));
+    if (l.pids) add("pids", std::to_string(*l.pids));
+    if (l.cpus) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", *l.cpus);
+        add("cpus", buf);
+    }
+    if (l.timeout) add("timeout", format_duration(*l.timeout));
+    if (l.tmp_bytes) add("tmp_size", format_size(*l.tmp_bytes));
+    return s.empty() ? "(none)" : s;
+}
+
+std::string grant_text(const config::Grant& g) {
+    std::string s = g.host + ":" + std::to_string(g.port) + " " + std::string(config::to_string(g.mode));
+    if (!g.credential.empty()) s += " credential=" + g.credential;
+    if (!g.routes.empty()) {
+        s += " routes=";
+        for (std::size_t i = 0; i < g.routes.size(); ++i) s += (i ? "," : "") + g.routes[i].text;
+    }
+    if (!g.connect_to.empty()) s += " connect_to=" + g.connect_to;
+    if (g.allow_private) s += " allow_private";
+    s += "  [" + g.where + "]";
+    return s;
+}
+
+}  // namespace
+
+int cmd_validate(int argc, char** argv) {
+    std::string dir, only;
+    bool skip_secrets = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        bool takes_value = a == "--config" || a == "--worker";
+        if (takes_value && i + 1 >= argc) {
+            std::fprintf(stderr, "corral validate: %s needs a value\n%s", a.c_str(), validate_usage);
+            return 2;
+        }
+        if (a == "--config") dir = argv[++i];
+        else if (a.rfind("--config=", 0) == 0) dir = a.substr(9);
+        else if (a == "--worker") only = argv[++i];
+        else if (a.rfind("--worker=", 0) == 0) only = a.substr(9);
+        else if (a == "--skip-secrets") skip_secrets = true;
+        else if (a == "--help" || a == "-h") {
+            std::fputs(validate_usage, stdout);
+            return 0;
+        } else {
+            std::fprintf(stderr, "corral validate: unknown option '%s'\n%s", a.c_str(), validate_usage);
+            return 2;
+        }
+    }
+    if (dir.empty()) {
+        std::fprintf(stderr, "corral validate: --config DIR is required\n%s", validate_usage);
+        return 2;
+    }
+
+    config::OrgCheck check = config::check_org(dir);
+    for (const auto& w : check.warnings) std::fprintf(stderr, "warning: %s\n", w.text().c_str());
+    if (!check.errors.empty()) {
+        for (const auto& e : check.errors) std::fprintf(stderr, "corral validate: %s\n", e.text().c_str());
+        return 2;
+    }
+    const config::OrgConfig& org = check.org;
+    if (!only.empty() && !org.workers.count(only)) {
+        // resolve_worker words the error (names the known workers).
+        try {
+            config::resolve_worker(org, only);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "corral validate: %s\n", e.what());
+        }
+        return 2;
+    }
+
+    std::printf("organisation %s\n", org.dir.c_str());
+    std::printf("  gateway: %zu grant(s), %zu credential(s)\n", org.gateway.grants.size(),
+                org.gateway.credentials.size());
+    if (org.workers.empty()) std::printf("  no workers (add %s/workers/NAME/worker.toml)\n", org.dir.c_str());
+
+    std::vector<std::string> problems;
+    for (const auto& [name, wc] : org.workers) {
+        if (!only.empty() && name != only) continue;
+        config::ResolvedWorker w = config::resolve_worker(org, name);
+        auto required = supervisor::required_credential(w.agent);
+        config::CredentialStatus status = config::credential_status(org.gateway, required.name);
+        auto mode = status.defined ? supervisor::credential_mode_for(status.kind) : supervisor::CredentialMode::api_key;
+
+        std::printf("\nworker %s\n", name.c_str());
+        std::printf("  agent:      %s (%s), CLI %s\n", std::string(config::to_string(w.agent)).c_str(),
+                    w.agent_source.c_str(), supervisor::pinned_cli_version(w.agent));
+        if (w.agent == config::AgentKind::codex)
+            std::printf("  auth mode:  %s\n", mode == supervisor::CredentialMode::oauth ? "chatgpt" : "apikey");
+        std::printf("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
+        std::printf("  rootfs:     %s\n", w.rootfs.c_str());
+        std::printf("  limits:     %s\n", limits_text(w.limits).c_str());
+        std::string env_names;
+        for (const auto& [k, v] : w.env) env_names += (env_names.empty() ? "" : " ") + k;
+        std::printf("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
+        std::printf("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
+        std::printf("  grants:\n");
+        for (const auto& g : supervisor::implied_grants(w.agent, mode, name))
+            std::printf("    %s\n", grant_text(g).c_str());
+        for (const auto& g : w.grants) std::printf("    %s\n", grant_text(g).c_str());
+
+        std::string state;
+        if (!status.defined) state = "NOT DEFINED";
+        else if (skip_secrets) state = "defined (secret not checked)";
+        else state = status.available ? "available" : "NOT AVAILABLE";
+        std::printf("  credential: %s (%s%s%s): %s\n", required.name.c_str(),
+                    status.defined ? std::string(config::to_string(status.kind)).c_str() : "-",
+                    status.defined ? ", " : "", status.source.c_str(), state.c_str());
+        bool missing = !status.defined || (!skip_secrets && !status.available);
+        if (missing) problems.push_back(supervisor::missing_credential_message(name, w.agent, status));
+        for (const auto& d : w.warnings) std::printf("  warning:    %s\n", d.text().c_str());
+    }
+    for (const auto& p : problems) std::fprintf(stderr, "corral validate: %s\n", p.c_str());
+    return problems.empty() ? 0 : 2;
 }
 
 }  // namespace corral::cli
