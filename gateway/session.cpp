@@ -737,7 +737,9 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
             break;
         }
         if (!path) {
-            co_await refuse(route_reason.empty() ? std::string(reason::bad_path) : route_reason, "request target cannot be normalised");
+            // (GCC 12 miscompiles conditional temporaries inside co_await operands: name them first.)
+            std::string code = route_reason.empty() ? std::string(reason::bad_path) : route_reason;
+            co_await refuse(code, "request target cannot be normalised");
             break;
         }
         if (!route_allowed(*t.grant, req.method_string(), *path)) {
@@ -759,7 +761,8 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
                 break;
             }
             if (rec) {
-                co_await refuse(c.timed_out ? reason::timeout : reason::bad_request, "request body incomplete");
+                std::string_view code = c.timed_out ? reason::timeout : reason::bad_request;
+                co_await refuse(code, "request body incomplete");
                 break;
             }
         }
@@ -902,8 +905,10 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
         auto [rec, rn] = co_await http::async_read(c.client, c.buf, *pr.parser, nothrow);
         (void)rn;
         if (rec) {
-            co_await refuse(rec == http::error::body_limit ? reason::body_too_large : (c.timed_out ? reason::timeout : reason::bad_request),
-                            "request body refused");
+            std::string_view code = rec == http::error::body_limit ? reason::body_too_large
+                                    : c.timed_out                  ? reason::timeout
+                                                                   : reason::bad_request;
+            co_await refuse(code, "request body refused");
             co_return;
         }
     }
@@ -912,7 +917,8 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     req.set(http::field::host, t.port == 80 ? t.host.text : t.host.text + ":" + std::to_string(t.port));
     asio::ip::tcp::socket up(c.client.get_executor());
     if (!co_await dial(c, up, t)) {
-        co_await refuse(c.timed_out ? reason::timeout : reason::upstream_connect, "cannot connect to " + t.host.text);
+        std::string_view code = c.timed_out ? reason::timeout : reason::upstream_connect;
+        co_await refuse(code, "cannot connect to " + t.host.text);
         co_return;
     }
     bool websocket = is_websocket_upgrade(req);

@@ -1,0 +1,626 @@
+// Loopback integration test of the serving side: a real Gateway (in process,
+// on 127.0.0.1:0) in front of real in-process TLS upstreams on 127.0.0.1, driven
+// by real TLS clients. Nothing here dials anything but 127.0.0.1: every name
+// comes from the test's own hosts file, and refused targets are refused before
+// any connection is attempted.
+#include <doctest/doctest.h>
+
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "gateway/ca.hpp"
+#include "gateway/gateway.hpp"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace fs = std::filesystem;
+using asio::ip::tcp;
+using namespace corral;
+using namespace corral::gateway;
+
+namespace {
+
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+const std::string kSecret = "sk-real-7f3a9c1e-DO-NOT-LEAK";
+const std::string kSentinel = "sk-sentinel-placeholder";
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/corral-gw-loopback.XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// ---------------------------------------------------------------------------
+// A TLS HTTP/1.1 upstream with a few behaviours the gateway must relay.
+struct Upstream {
+    asio::io_context ioc;
+    asio::ssl::context ctx{asio::ssl::context::tls_server};
+    tcp::acceptor acceptor{ioc};
+    std::thread thread;
+    std::uint16_t port = 0;
+    std::atomic<int> connections{0};
+    std::atomic<int> requests{0};
+    std::atomic<bool> sse_released{false};
+    std::atomic<bool> sse_waited_for_client{false};
+    std::mutex mutex;
+    std::vector<std::string> heads;  // every request head the upstream received
+    std::uint64_t body_bytes = 0;
+
+    explicit Upstream(const LeafCertificate& leaf) {
+        SSL_CTX_use_certificate(ctx.native_handle(), leaf.cert.get());
+        SSL_CTX_use_PrivateKey(ctx.native_handle(), leaf.key.get());
+        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+        acceptor.open(ep.protocol());
+        acceptor.bind(ep);
+        acceptor.listen();
+        port = acceptor.local_endpoint().port();
+        asio::co_spawn(ioc, accept_loop(), asio::detached);
+        thread = std::thread([this] { ioc.run(); });
+    }
+    ~Upstream() {
+        ioc.stop();
+        thread.join();
+    }
+    std::string all_heads() {
+        std::lock_guard l(mutex);
+        std::string out;
+        for (auto& h : heads) out += h + "\n----\n";
+        return out;
+    }
+
+    asio::awaitable<void> accept_loop() {
+        for (;;) {
+            auto [ec, s] = co_await acceptor.async_accept(nothrow);
+            if (ec) co_return;
+            asio::co_spawn(ioc, session(asio::ssl::stream<tcp::socket>(std::move(s), ctx)), asio::detached);
+        }
+    }
+
+    asio::awaitable<void> session(asio::ssl::stream<tcp::socket> s) {
+        ++connections;
+        auto [hec] = co_await s.async_handshake(asio::ssl::stream_base::server, nothrow);
+        if (hec) co_return;
+        beast::flat_buffer b;
+        for (;;) {
+            http::request_parser<http::string_body> p;
+            p.body_limit(64 << 20);
+            auto [ec, n] = co_await http::async_read(s, b, p, nothrow);
+            if (ec) co_return;
+            auto req = p.release();
+            ++requests;
+            {
+                std::lock_guard l(mutex);
+                std::ostringstream h;
+                h << req.base();
+                heads.push_back(h.str());
+                body_bytes += req.body().size();
+            }
+            std::string target(req.target());
+            if (websocket::is_upgrade(req)) {
+                websocket::stream<asio::ssl::stream<tcp::socket>> ws(std::move(s));
+                auto [aec] = co_await ws.async_accept(req, nothrow);
+                if (aec) co_return;
+                for (;;) {
+                    beast::flat_buffer m;
+                    auto [rec, rn] = co_await ws.async_read(m, nothrow);
+                    if (rec) co_return;
+                    ws.text(ws.got_text());
+                    auto [wec, wn] = co_await ws.async_write(m.data(), nothrow);
+                    if (wec) co_return;
+                }
+            }
+            if (target == "/sse") {
+                std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                std::string one = "data: one\n\n";
+                std::string first = head + to_hex(one.size()) + "\r\n" + one + "\r\n";
+                co_await asio::async_write(s, asio::buffer(first), nothrow);
+                // Hold the rest until the client has seen event one (or 5 s pass).
+                asio::steady_timer t(ioc);
+                for (int i = 0; i < 500 && !sse_released; ++i) {
+                    t.expires_after(std::chrono::milliseconds(10));
+                    co_await t.async_wait(nothrow);
+                }
+                sse_waited_for_client = sse_released.load();
+                std::string two = "data: two\n\n";
+                std::string rest = to_hex(two.size()) + "\r\n" + two + "\r\n0\r\n\r\n";
+                co_await asio::async_write(s, asio::buffer(rest), nothrow);
+                continue;
+            }
+            http::response<http::string_body> res{http::status::ok, 11};
+            if (target == "/big") {
+                res.body() = std::string(1 << 20, 'x');
+            } else {
+                // Report what arrived without echoing values the client must not see.
+                res.body() = std::string("key-is-real=") + (req["x-api-key"] == kSecret ? "yes" : "no") +
+                             " authorization=" + (req.find(http::field::authorization) != req.end() ? "present" : "absent") +
+                             " cookie=" + (req.find(http::field::cookie) != req.end() ? "present" : "absent") +
+                             " beta=" + std::string(req["anthropic-beta"]) +
+                             " body=" + std::to_string(req.body().size()) + "\n";
+            }
+            res.prepare_payload();
+            auto [wec, wn] = co_await http::async_write(s, res, nothrow);
+            if (wec) co_return;
+        }
+    }
+
+    static std::string to_hex(std::size_t n) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%zx", n);
+        return buf;
+    }
+};
+
+// ---------------------------------------------------------------------------
+// The gateway under test, on its own io_context thread.
+struct GatewayUnderTest {
+    asio::io_context ioc;
+    std::unique_ptr<Gateway> gw;
+    tcp::acceptor acceptor{ioc};
+    std::thread thread;
+    std::uint16_t port = 0;
+    Identity id{"worker-a", "run-1"};
+
+    GatewayUnderTest(config::GatewayConfig cfg, std::map<std::string, std::string> secrets) {
+        gw = std::make_unique<Gateway>(std::move(cfg), std::move(secrets));
+        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+        acceptor.open(ep.protocol());
+        acceptor.bind(ep);
+        acceptor.listen();
+        port = acceptor.local_endpoint().port();
+        gw->add_listening_endpoint(acceptor.local_endpoint());
+        asio::co_spawn(ioc, accept_loop(), asio::detached);
+        thread = std::thread([this] { ioc.run(); });
+    }
+    ~GatewayUnderTest() {
+        ioc.stop();
+        thread.join();
+    }
+    asio::awaitable<void> accept_loop() {
+        for (;;) {
+            auto [ec, s] = co_await acceptor.async_accept(nothrow);
+            if (ec) co_return;
+            asio::co_spawn(ioc, gw->serve(std::move(s), id), asio::detached);
+        }
+    }
+};
+
+// ---------------------------------------------------------------------------
+// A blocking client: proxy request, then optionally TLS through the tunnel.
+struct Client {
+    asio::io_context ioc;
+    tcp::socket sock{ioc};
+    asio::ssl::context ctx{asio::ssl::context::tls_client};
+    std::unique_ptr<asio::ssl::stream<tcp::socket>> tls;
+    beast::flat_buffer buf;
+
+    explicit Client(std::uint16_t port) { sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port)); }
+
+    void write(const std::string& data) {
+        if (tls)
+            asio::write(*tls, asio::buffer(data));
+        else
+            asio::write(sock, asio::buffer(data));
+    }
+    // Reads one response (head and body); the parser's error is returned in ec.
+    http::response<http::string_body> read_response(beast::error_code& ec, bool head_only = false) {
+        http::response_parser<http::string_body> p;
+        p.body_limit(64 << 20);
+        if (head_only) p.skip(true);
+        if (tls)
+            http::read(*tls, buf, p, ec);
+        else
+            http::read(sock, buf, p, ec);
+        return p.release();
+    }
+    http::response<http::string_body> roundtrip(const std::string& request) {
+        write(request);
+        beast::error_code ec;
+        auto res = read_response(ec);
+        REQUIRE_MESSAGE(!ec, "reading response: " << ec.message());
+        return res;
+    }
+    int connect_tunnel(const std::string& authority) {
+        write("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+        beast::error_code ec;
+        auto res = read_response(ec, true);
+        if (ec) return -1;
+        return res.result_int();
+    }
+    // TLS through the tunnel; `sni` is what the client asks for, `verify_host`
+    // what the certificate must name.
+    beast::error_code start_tls(const std::string& sni, const std::string& verify_host, const std::string& ca_file) {
+        ctx.load_verify_file(ca_file);
+        ctx.set_verify_mode(asio::ssl::verify_peer);
+        tls = std::make_unique<asio::ssl::stream<tcp::socket>>(std::move(sock), ctx);
+        SSL_set_tlsext_host_name(tls->native_handle(), sni.c_str());
+        SSL_set1_host(tls->native_handle(), verify_host.c_str());
+        static const unsigned char alpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        SSL_set_alpn_protos(tls->native_handle(), alpn, sizeof alpn);
+        beast::error_code ec;
+        tls->handshake(asio::ssl::stream_base::client, ec);
+        return ec;
+    }
+    std::string alpn() const {
+        const unsigned char* p = nullptr;
+        unsigned len = 0;
+        SSL_get0_alpn_selected(tls->native_handle(), &p, &len);
+        return std::string(reinterpret_cast<const char*>(p), len);
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Fixture: two CAs (corral's and the upstream's), upstreams, config.
+struct World {
+    TempDir dir;
+    CertificateAuthority upstream_ca = CertificateAuthority::load_or_create(dir.path + "/upstream-ca");
+    CertificateAuthority stranger_ca = CertificateAuthority::load_or_create(dir.path + "/stranger-ca");
+    Upstream good{*upstream_ca.mint_leaf("up.test")};
+    Upstream wrong_name{*upstream_ca.mint_leaf("other.test")};
+    Upstream untrusted{*stranger_ca.mint_leaf("untrusted.test")};
+
+    World() {
+        std::ofstream hosts(dir.path + "/hosts");
+        hosts << "127.0.0.1 up.test tun.test wrong.test untrusted.test\n";
+    }
+    std::string corral_ca() const { return dir.path + "/state/ca/ca.crt"; }
+    std::string ledger() const { return dir.path + "/ledger.jsonl"; }
+
+    static config::Route route(std::string method, std::string path, bool prefix = false) {
+        config::Route r;
+        r.method = method, r.path = path, r.prefix = prefix, r.text = method + " " + path + (prefix ? "*" : "");
+        return r;
+    }
+
+    config::GatewayConfig config() const {
+        config::GatewayConfig cfg;
+        cfg.gateway.ledger = ledger();
+        cfg.gateway.state_dir = dir.path + "/state";
+        cfg.gateway.upstream_ca_file = upstream_ca.certificate_path();
+        cfg.gateway.hosts_file = dir.path + "/hosts";
+        cfg.gateway.listen_tcp = "127.0.0.1:0";
+        cfg.gateway.limits.max_body_bytes = 1024;
+        cfg.gateway.limits.max_response_bytes = 256 * 1024;
+        cfg.gateway.limits.read_timeout = std::chrono::milliseconds(1000);
+        cfg.gateway.limits.idle_timeout = std::chrono::milliseconds(5000);
+        config::CredentialSpec k;
+        k.name = "k";
+        k.kind = config::CredentialKind::api_key;
+        k.env = "UNUSED";
+        k.headers = {{"x-api-key", "{key}"}};
+        k.anthropic_beta = "oauth-2025-04-20";
+        cfg.credentials["k"] = k;
+        auto grant = [&](std::string host, std::uint16_t port, config::GrantMode mode) {
+            config::Grant g;
+            g.host = std::move(host), g.port = port, g.mode = mode, g.allow_private = true;
+            g.index = cfg.grants.size();
+            return g;
+        };
+        auto inject = grant("up.test", good.port, config::GrantMode::inject);
+        inject.credential = "k";
+        inject.routes = {route("GET", "/echo"), route("POST", "/echo"), route("GET", "/sse"), route("GET", "/big"),
+                         route("GET", "/ws")};
+        cfg.grants.push_back(inject);
+        cfg.grants.push_back(grant("tun.test", good.port, config::GrantMode::tunnel));
+        cfg.grants.push_back(grant("wrong.test", wrong_name.port, config::GrantMode::inject));
+        cfg.grants.push_back(grant("untrusted.test", untrusted.port, config::GrantMode::inject));
+        return cfg;
+    }
+    std::map<std::string, std::string> secrets() const { return {{"k", kSecret}}; }
+};
+
+std::string up_authority(const World& w) { return "up.test:" + std::to_string(w.good.port); }
+
+std::unique_ptr<Client> inject_client(const World& w, const GatewayUnderTest& g) {
+    auto c = std::make_unique<Client>(g.port);
+    REQUIRE(c->connect_tunnel(up_authority(w)) == 200);
+    auto ec = c->start_tls("up.test", "up.test", w.corral_ca());
+    REQUIRE_MESSAGE(!ec, "TLS through the gateway: " << ec.message());
+    return c;
+}
+
+std::string get(const World& w, const std::string& path, const std::string& extra = "") {
+    return "GET " + path + " HTTP/1.1\r\nHost: " + up_authority(w) + "\r\n" + extra + "\r\n";
+}
+
+}  // namespace
+
+TEST_CASE("CONNECT tunnel mode relays TLS end to end, untouched") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    Client c(g.port);
+    REQUIRE(c.connect_tunnel("tun.test:" + std::to_string(w.good.port)) == 200);
+    // The box talks TLS with the real upstream (its certificate, its CA).
+    auto ec = c.start_tls("up.test", "up.test", w.upstream_ca.certificate_path());
+    REQUIRE_MESSAGE(!ec, ec.message());
+    auto res = c.roundtrip("GET /echo HTTP/1.1\r\nHost: up.test\r\nx-api-key: " + kSentinel + "\r\n\r\n");
+    CHECK(res.result_int() == 200);
+    CHECK(res.body().find("key-is-real=no") != std::string::npos);  // nothing injected in a tunnel
+    c.tls.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string ledger = slurp(w.ledger());
+    CHECK(ledger.find("\"mode\":\"tunnel\"") != std::string::npos);
+    CHECK(ledger.find("\"host\":\"tun.test\"") != std::string::npos);
+}
+
+TEST_CASE("inject mode: corral's leaf, http/1.1 ALPN, credential swapped, keep-alive reuses the upstream") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    auto c = inject_client(w, g);
+    CHECK(c->alpn() == "http/1.1");
+    for (int i = 0; i < 3; ++i) {
+        auto res = c->roundtrip(get(w, "/echo",
+                                    "x-api-key: " + kSentinel + "\r\nAuthorization: Bearer " + kSentinel +
+                                        "\r\nCookie: a=b\r\nanthropic-beta: tools-2024\r\n"));
+        CHECK(res.result_int() == 200);
+        CHECK(res.body().find("key-is-real=yes") != std::string::npos);
+        CHECK(res.body().find("authorization=absent") != std::string::npos);
+        CHECK(res.body().find("cookie=absent") != std::string::npos);
+        CHECK(res.body().find("tools-2024") != std::string::npos);
+        CHECK(res.body().find("oauth-2025-04-20") != std::string::npos);
+    }
+    auto post = c->roundtrip("POST /echo HTTP/1.1\r\nHost: " + up_authority(w) +
+                             "\r\nContent-Length: 5\r\n\r\nhello");
+    CHECK(post.body().find("body=5") != std::string::npos);
+    CHECK(w.good.connections.load() == 1);  // one upstream connection for all four requests
+    std::string heads = w.good.all_heads();
+    CHECK(heads.find(kSentinel) == std::string::npos);
+    CHECK(heads.find(kSecret) != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string ledger = slurp(w.ledger());
+    CHECK(ledger.find(kSecret) == std::string::npos);
+    CHECK(ledger.find("\"credential\":\"k\"") != std::string::npos);
+    CHECK(g.gw->ledger().requests(g.id.str()) >= 4);
+}
+
+TEST_CASE("server-sent events reach the client one by one, before the upstream finishes") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    auto c = inject_client(w, g);
+    c->write(get(w, "/sse"));
+    std::string seen;
+    char b[4096];
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+    while (seen.find("data: one") == std::string::npos && std::chrono::steady_clock::now() < until) {
+        beast::error_code ec;
+        std::size_t n = c->tls->read_some(asio::buffer(b), ec);
+        if (ec) break;
+        seen.append(b, n);
+    }
+    CHECK(seen.find("data: one") != std::string::npos);
+    CHECK(seen.find("data: two") == std::string::npos);
+    w.good.sse_released = true;
+    while (seen.find("0\r\n\r\n") == std::string::npos) {
+        beast::error_code ec;
+        std::size_t n = c->tls->read_some(asio::buffer(b), ec);
+        if (ec) break;
+        seen.append(b, n);
+    }
+    CHECK(seen.find("data: two") != std::string::npos);
+    CHECK(w.good.sse_waited_for_client.load());
+}
+
+TEST_CASE("a WebSocket upgrade is relayed both ways in inject mode") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    auto c = inject_client(w, g);
+    websocket::stream<asio::ssl::stream<tcp::socket>> ws(std::move(*c->tls));
+    ws.handshake(up_authority(w), "/ws");
+    ws.text(true);
+    for (std::string msg : {"hello", "second message"}) {
+        ws.write(asio::buffer(msg));
+        beast::flat_buffer in;
+        ws.read(in);
+        CHECK(beast::buffers_to_string(in.data()) == msg);
+    }
+    ws.close(websocket::close_code::normal);
+}
+
+TEST_CASE("request limits: oversize bodies get 413 and the upstream never sees them") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    {
+        auto c = inject_client(w, g);
+        c->write("POST /echo HTTP/1.1\r\nHost: " + up_authority(w) + "\r\nContent-Length: 5000\r\n\r\n");
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 413);
+    }
+    {
+        auto c = inject_client(w, g);
+        std::string chunk(600, 'z');
+        c->write("POST /echo HTTP/1.1\r\nHost: " + up_authority(w) + "\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                 "258\r\n" + chunk + "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n");
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 413);
+        CHECK(res["X-Corral-Reason"] == "body_too_large");
+    }
+    CHECK(w.good.requests.load() == 0);
+    CHECK(w.good.body_bytes == 0);
+}
+
+TEST_CASE("smuggling forms, host mismatch and denied routes are refused inside the tunnel") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    struct Case {
+        std::string request;
+        int status;
+        std::string reason;
+    };
+    std::string host = "Host: " + up_authority(w) + "\r\n";
+    std::vector<Case> cases = {
+        {"POST /echo HTTP/1.1\r\n" + host + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "smuggling"},
+        {"POST /echo HTTP/1.1\r\n" + host + "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc", 400, "smuggling"},
+        {"GET /echo HTTP/1.1\r\n" + host + "X-A: 1\r\n folded\r\n\r\n", 400, "smuggling"},
+        {"GET /echo HTTP/1.1\n" + host + "\n", 400, "smuggling"},
+        {"GET /echo HTTP/1.1\r\n" + host + "Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n", 400, "smuggling"},
+        {"GET /echo HTTP/1.1\r\nHost: tun.test:" + std::to_string(w.good.port) + "\r\n\r\n", 403, "host_mismatch"},
+        {"GET /admin HTTP/1.1\r\n" + host + "\r\n", 403, "route_denied"},
+        {"GET /echo/../admin HTTP/1.1\r\n" + host + "\r\n", 403, "route_denied"},
+        {"GET /%2e%2e/x HTTP/1.1\r\n" + host + "\r\n", 400, "bad_path"},
+    };
+    for (const auto& k : cases) {
+        CAPTURE(k.request);
+        auto c = inject_client(w, g);
+        c->write(k.request);
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == k.status);
+        CHECK(std::string(res["X-Corral-Reason"]) == k.reason);
+    }
+    CHECK(w.good.requests.load() == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(g.gw->ledger().refusals(g.id.str()) >= cases.size());
+}
+
+TEST_CASE("an SNI other than the CONNECT host aborts the handshake and is recorded") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    Client c(g.port);
+    REQUIRE(c.connect_tunnel(up_authority(w)) == 200);
+    auto ec = c.start_tls("tun.test", "tun.test", w.corral_ca());
+    CHECK(ec);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(slurp(w.ledger()).find("\"reason\":\"sni_mismatch\"") != std::string::npos);
+}
+
+TEST_CASE("ungranted hosts and ports get 403 before any connection") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    for (std::string target : std::vector<std::string>{"other.example:443", "up.test:1", "127.0.0.1:" + std::to_string(w.good.port),
+                               "2130706433:443", "[::1]:443"}) {
+        CAPTURE(target);
+        Client c(g.port);
+        CHECK(c.connect_tunnel(target) == 403);
+    }
+    Client plain(g.port);
+    auto res = plain.roundtrip("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(res.result_int() == 405);
+    CHECK(w.good.connections.load() == 0);
+}
+
+TEST_CASE("upstream certificates that do not verify get 502 upstream_tls") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    for (auto [host, port] : {std::pair{std::string("wrong.test"), w.wrong_name.port},
+                              std::pair{std::string("untrusted.test"), w.untrusted.port}}) {
+        CAPTURE(host);
+        Client c(g.port);
+        REQUIRE(c.connect_tunnel(host + ":" + std::to_string(port)) == 200);
+        REQUIRE(!c.start_tls(host, host, w.corral_ca()));
+        c.write("GET / HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) + "\r\n\r\n");
+        beast::error_code ec;
+        auto res = c.read_response(ec);
+        CHECK(res.result_int() == 502);
+        CHECK(res["X-Corral-Reason"] == "upstream_tls");
+    }
+    CHECK(w.wrong_name.requests.load() == 0);
+    CHECK(w.untrusted.requests.load() == 0);
+}
+
+TEST_CASE("the response size cap is a hard cut") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    auto c = inject_client(w, g);
+    c->write(get(w, "/big"));
+    beast::error_code ec;
+    auto res = c->read_response(ec);
+    CHECK(ec);  // truncated message
+    CHECK(res.body().size() <= 256 * 1024);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(slurp(w.ledger()).find("response_too_large") != std::string::npos);
+}
+
+TEST_CASE("a client sending one byte at a time is cut off by the read timeout") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    Client c(g.port);
+    std::string request = "CONNECT " + up_authority(w) + " HTTP/1.1\r\nHost: " + up_authority(w) + "\r\n\r\n";
+    auto start = std::chrono::steady_clock::now();
+    bool cut = false;
+    std::string got;
+    for (std::size_t i = 0; i < request.size() && !cut; ++i) {
+        boost::system::error_code ec;
+        asio::write(c.sock, asio::buffer(&request[i], 1), ec);
+        if (ec) cut = true;
+        pollfd p{c.sock.native_handle(), POLLIN, 0};
+        if (::poll(&p, 1, 200) > 0) {
+            char b[512];
+            ssize_t n = ::recv(c.sock.native_handle(), b, sizeof b, 0);
+            if (n > 0) got.append(b, static_cast<std::size_t>(n));
+            cut = true;
+        }
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(cut);
+    CHECK(secs >= 0.8);
+    CHECK(secs < 3.5);
+    CHECK(got.find("408") != std::string::npos);
+}
+
+TEST_CASE("per-identity request budget answers 429 once spent") {
+    World w;
+    auto cfg = w.config();
+    cfg.gateway.limits.requests_per_identity = 2;
+    GatewayUnderTest g(cfg, w.secrets());
+    auto c = inject_client(w, g);
+    CHECK(c->roundtrip(get(w, "/echo")).result_int() == 200);
+    CHECK(c->roundtrip(get(w, "/echo")).result_int() == 200);
+    auto res = c->roundtrip(get(w, "/echo"));
+    CHECK(res.result_int() == 429);
+    CHECK(w.good.requests.load() == 2);
+}
+
+TEST_CASE("max_connections answers 503 beyond the cap") {
+    World w;
+    auto cfg = w.config();
+    cfg.gateway.limits.max_connections = 1;
+    GatewayUnderTest g(cfg, w.secrets());
+    Client holder(g.port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Client extra(g.port);
+    CHECK(extra.connect_tunnel(up_authority(w)) == 503);
+}
+
+TEST_CASE("an unwritable ledger stops new requests (fail closed) and says why") {
+    World w;
+    auto cfg = w.config();
+    cfg.gateway.ledger = w.dir.path + "/no-such-dir/ledger.jsonl";
+    GatewayUnderTest g(cfg, w.secrets());
+    Client c(g.port);
+    c.write("CONNECT " + up_authority(w) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    beast::error_code ec;
+    auto res = c.read_response(ec);
+    CHECK(res.result_int() == 503);
+    CHECK(res["X-Corral-Reason"] == "ledger_unwritable");
+    CHECK(res.body().find("no-such-dir") != std::string::npos);
+    CHECK(w.good.connections.load() == 0);
+}
