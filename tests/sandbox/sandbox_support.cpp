@@ -68,6 +68,41 @@ int main(void) {
 }
 )";
 
+// busybox-static's wget crashes in getaddrinfo; this reports connect()'s own
+// errno for a numeric address, which is what the loopback test needs to see.
+constexpr const char* kConnectProbeSource = R"(#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+    if (argc != 3) return 2;
+    struct sockaddr_storage ss; memset(&ss, 0, sizeof ss);
+    socklen_t len;
+    struct sockaddr_in* v4 = (struct sockaddr_in*)&ss;
+    struct sockaddr_in6* v6 = (struct sockaddr_in6*)&ss;
+    if (inet_pton(AF_INET, argv[1], &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET; v4->sin_port = htons(atoi(argv[2])); len = sizeof *v4;
+    } else if (inet_pton(AF_INET6, argv[1], &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6; v6->sin6_port = htons(atoi(argv[2])); len = sizeof *v6;
+    } else return 2;
+    int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (fd < 0) { printf("connect-probe %s %s: socket: %s\n", argv[1], argv[2], strerror(errno)); return 1; }
+    if (connect(fd, (struct sockaddr*)&ss, len) == 0) { printf("CONNECTED %s %s\n", argv[1], argv[2]); return 0; }
+    printf("connect-probe %s %s: %s\n", argv[1], argv[2], strerror(errno));
+    return 1;
+}
+)";
+
+void build_connect_probe(const std::string& root) {
+    std::string src = base_dir() + "/connect-probe.c";
+    write_file(src, kConnectProbeSource);
+    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/connect-probe", src});
+}
+
 void build_suid_probe(const std::string& root) {
     std::string src = base_dir() + "/suid-probe.c";
     write_file(src, kSuidProbeSource);
@@ -102,6 +137,7 @@ void assemble_rootfs(const std::string& root) {
     write_file(root + "/etc/writable", "original content\n");
     chmod((root + "/etc/writable").c_str(), 0666);
     build_suid_probe(root);
+    build_connect_probe(root);
 }
 
 bool is_number(const char* s) {
@@ -225,6 +261,8 @@ CorralRun corral_run(const std::vector<std::string>& command, const CorralArgs& 
     if (opts.timeout == RunOptions{}.timeout) opts.timeout = std::chrono::seconds(120);
     r.result = run(corral_argv(args, r.run_dir, command), opts);
     r.record = read_record(r.run_dir);
+    // SBT_VERBOSE=1 shows what every run printed, for reading passing tests too.
+    if (std::getenv("SBT_VERBOSE")) std::cerr << "[corral run] " << transcript(r.result) << "\n";
     return r;
 }
 

@@ -152,6 +152,7 @@ TEST_CASE("--timeout kills the run at the deadline: exit 124, deadline_hit, a me
 }
 
 TEST_CASE("the command's exit status passes through: exit 3 is 3, SIGTERM is 143") {
+  {
     auto three = corral_sh("echo START; exit 3");
     INFO(transcript(three.result));
     REQUIRE(three.result.out.find("START") != std::string::npos);
@@ -162,7 +163,9 @@ TEST_CASE("the command's exit status passes through: exit 3 is 3, SIGTERM is 143
     CHECK((*three.record)["status"] == 3);
     CHECK((*three.record)["deadline_hit"] == false);
     check_nothing_left(three);
-
+  }
+  {
+    // The shell signals itself: default SIGTERM disposition must end it.
     auto term = corral_sh("echo START; kill -TERM $$; echo NOT-KILLED");
     INFO(transcript(term.result));
     REQUIRE(term.result.out.find("START") != std::string::npos);
@@ -173,6 +176,7 @@ TEST_CASE("the command's exit status passes through: exit 3 is 3, SIGTERM is 143
     CHECK((*term.record)["exit_code"].is_null());
     CHECK((*term.record)["status"] == 143);
     check_nothing_left(term);
+  }
 }
 
 TEST_CASE("stdout and stderr are streamed live and kept in stdout.log/stderr.log") {

@@ -28,13 +28,17 @@ long long number_field(const std::string& text, const std::string& key) {
 
 TEST_CASE("a fork bomb is stopped by --pids 64 and the host stays fine") {
     CorralArgs args;
-    args.flags = {"--pids", "64", "--timeout", "60s"};
-    // The bomb runs in the background; the main shell then waits 4 s using
-    // only builtins (a fifo read with a timeout), because once the bomb holds
-    // every pid the shell itself cannot fork either, and counts pids by globbing.
+    // --cpus keeps the spinning bomb from starving the rest of the machine.
+    args.flags = {"--pids", "64", "--cpus", "0.5", "--timeout", "60s"};
+    // Every bomb process loops forking copies of itself until a fork fails
+    // (busybox sh then exits), so the bomb grows to whatever ceiling the kernel
+    // enforces and collapses there. The main shell waits 4 s using only
+    // builtins (a fifo read with a timeout), because while the bomb holds every
+    // pid the shell itself cannot fork either, then counts the box's processes
+    // by globbing /proc. The cgroup's peak shows how high the bomb got.
     auto run = corral_sh(R"SH(echo START
 mkfifo /tmp/clock; exec 3<>/tmp/clock
-( b() { b | b & }; b ) 2>/tmp/bomb.err &
+( b() { while :; do b & done; }; b ) 2>/tmp/bomb.err &
 read -t 4 x <&3
 set -- /proc/[0-9]*; echo "procs=$#"
 read -t 1 x <&3
@@ -48,15 +52,15 @@ exit 0)SH",
     REQUIRE(run.result.out.find("DONE") != std::string::npos);
     CHECK(run.result.exit_code == 0);
     long long procs = number_field(run.result.out, "procs");
+    CHECK(procs >= 1);
     CHECK(procs <= 64);
-    CHECK(procs >= 16);  // the bomb really exploded up to the limit
     CHECK(field(run.result.out, "fork-refused") == "yes");
     REQUIRE(run.record.has_value());
     const auto& rec = *run.record;
     CHECK(rec["limits"]["pids"] == 64);
     REQUIRE_MESSAGE(rec["peak_pids"].is_number(), "peak_pids: " << rec["peak_pids"].dump());
     CHECK(rec["peak_pids"].get<long long>() <= 64);
-    CHECK(rec["peak_pids"].get<long long>() >= 16);
+    CHECK(rec["peak_pids"].get<long long>() >= 48);  // the bomb really reached the limit
     CHECK(corral::test::run({"true"}).exit_code == 0);  // the host can still fork
     check_nothing_left(run);
 }
@@ -94,7 +98,6 @@ TEST_CASE("a double-forked, setsid, SIGTERM-ignoring daemon is gone after teardo
 i=0; while [ ! -s /workspace/daemon.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 D=$(cat /workspace/daemon.pid)
 kill -0 "$D" && echo "daemon-alive=$D"
-echo "daemon-sid=$(cut -d' ' -f6 /proc/$D/stat) main-sid=$(cut -d' ' -f6 /proc/self/stat)"
 echo DONE
 exit 0)SH",
                          args);
