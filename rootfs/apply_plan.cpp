@@ -149,7 +149,8 @@ Result write_file(const MountOp& op, int root_fd) {
 }
 
 Result append_file(const MountOp& op, int root_fd) {
-    ScopedFd fd(open_target(op, root_fd, O_RDWR | O_APPEND | O_NOFOLLOW));
+    // An image may link /etc/passwd elsewhere in itself: followed, but only inside the root.
+    ScopedFd fd(open_target(op, root_fd, O_RDWR | O_APPEND));
     if (fd.fd < 0) {
         if (errno == ENOENT && op.optional) return std::nullopt;
         return fail(FailedCall::open);

@@ -435,6 +435,21 @@ TEST_CASE("symlinks planted in an image are resolved inside the image, never on 
         CHECK(has_line(run.out, "no-passwd-in-box"));
         check_nothing_left(spec);
     }
+    SUBCASE("/etc/passwd -> an absolute link inside the image: followed inside the image, copied up") {
+        fs::create_directories(image.path / "usr/share");
+        fs::rename(image.path / "etc/passwd", image.path / "usr/share/corral-passwd");
+        fs::create_symlink("/usr/share/corral-passwd", image.path / "etc/passwd");
+        auto before = snapshot(image.path);
+        RootfsSpec spec = spec_for(work.path);
+        spec.image = image.path.string();
+        BoxRun run = run_in_box(plan_rootfs(spec), "cat /etc/passwd;", false);
+        INFO(run.out);
+        REQUIRE_FALSE(run.failure);
+        CHECK(has_line(run.out, "root:x:0:0:root:/root:/bin/sh"));
+        CHECK(has_line(run.out, "agent:x:1899999001:1899999001:corral agent:/home/agent:/bin/sh"));
+        CHECK(snapshot(image.path) == before);
+        check_nothing_left(spec);
+    }
     SUBCASE("/home -> a host directory: the agent's home is not created on the host") {
         fs::create_directory_symlink(host_dir.path / "home", image.path / "home");
         RootfsSpec spec = spec_for(work.path);
