@@ -79,6 +79,12 @@ PathKind host_path_kind(const std::string& p) {
     return PathKind::other;
 }
 
+// A directory, or a symlink to one (a bind follows the link on the host side).
+bool host_is_directory(const std::string& p) {
+    struct stat st {};
+    return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::string read_link(const std::string& p) {
     std::array<char, PATH_MAX> buf{};
     ssize_t n = readlink(p.c_str(), buf.data(), buf.size() - 1);
@@ -269,13 +275,13 @@ void plan_host_root(Planner& p, const RootfsSpec& spec, const std::string& new_r
     // The dynamic loader's cache finds libraries outside the default paths (/usr/local/lib).
     if (host_path_kind("/etc/ld.so.cache") == PathKind::other) p.host_ro_file("/etc/ld.so.cache");
     // Debian's alternatives are symlinks only (awk, editor, ...), no secrets.
-    if (host_path_kind("/etc/alternatives") == PathKind::directory) p.host_ro_dir("/etc/alternatives");
+    if (host_is_directory("/etc/alternatives")) p.host_ro_dir("/etc/alternatives");
     // The CA trust store, so TLS clients work. /etc/ssl/private is never shown.
-    if (host_path_kind("/etc/ssl/certs") == PathKind::directory) {
+    if (host_is_directory("/etc/ssl/certs")) {
         p.dir("/etc/ssl");
         p.host_ro_dir("/etc/ssl/certs");
     }
-    if (host_path_kind("/etc/ca-certificates") == PathKind::directory) p.host_ro_dir("/etc/ca-certificates");
+    if (host_is_directory("/etc/ca-certificates")) p.host_ro_dir("/etc/ca-certificates");
 
     // The agent's home lives on scratch (capped, gone with the run).
     p.host_dir_owned(spec.scratch_dir + "/home", 0700, spec.agent_uid, spec.agent_gid);
