@@ -413,7 +413,22 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
             throw UsageError("--rootfs " + spec.image + ": contains corral's scratch directory " + spec.scratch_dir +
                              "; use an image directory outside it");
     }
-    if (spec.workspace) require_directory("--workspace", *spec.workspace);
+    if (spec.workspace) {
+        require_directory("--workspace", *spec.workspace);
+        // A writable workspace overlapping the image would let the command write into DIR.
+        if (!host_mode) {
+            char* real = realpath(spec.workspace->c_str(), nullptr);
+            if (!real) throw UsageError("--workspace " + *spec.workspace + ": cannot resolve: " + errno_text(errno));
+            std::string ws_real = real;
+            std::free(real);
+            if (is_at_or_below(ws_real, image_real))
+                throw UsageError("--workspace " + *spec.workspace + ": is inside the image " + spec.image +
+                                 ", which must stay read-only; use a directory outside it");
+            if (is_at_or_below(image_real, ws_real))
+                throw UsageError("--workspace " + *spec.workspace + ": contains the image " + spec.image +
+                                 ", which must stay read-only; use a directory that does not contain it");
+        }
+    }
 
     MountPlan plan;
     plan.scratch_dir = spec.scratch_dir;

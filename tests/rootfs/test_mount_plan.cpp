@@ -423,6 +423,23 @@ TEST_CASE("bad --rootfs and --workspace values name the option, the value and th
     CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is not a directory");
     spec.workspace = "ws";
     CHECK(usage_error_of(spec) == "--workspace ws: expected an absolute path to a directory");
+
+    // The workspace is writable: it may not overlap the image in either direction.
+    fs::create_directories(dir.path / "image" / "srv");
+    spec = base_spec();
+    spec.image = (dir.path / "image").string();
+    spec.workspace = (dir.path / "image" / "srv").string();
+    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is inside the image " + spec.image +
+                                      ", which must stay read-only; use a directory outside it");
+    spec.workspace = spec.image;
+    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is inside the image " + spec.image +
+                                      ", which must stay read-only; use a directory outside it");
+    spec.workspace = dir.path.string();
+    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": contains the image " + spec.image +
+                                      ", which must stay read-only; use a directory that does not contain it");
+    fs::create_directories(dir.path / "ws");
+    spec.workspace = (dir.path / "ws").string();
+    CHECK_NOTHROW(plan_rootfs(spec));
 }
 
 TEST_CASE("bad internal inputs are refused rather than weakening the box") {
