@@ -1,0 +1,103 @@
+// tests/gateway_e2e/client.js — a real node client going through the gateway.
+//
+//   node client.js '<json spec>'
+// Node 20 honours no proxy environment by default, so this does what an agent
+// CLI's proxy support does: CONNECT host:port to the gateway, then TLS over
+// that socket (trusting corral's CA, with SNI), then HTTP/1.1 or a WebSocket.
+// spec: {proxy, ca, host, port, sni?, mode: "http"|"sse"|"ws"|"raw", method?, path?,
+//        headers?, body?, raw?, control?}
+// Prints one JSON object on stdout:
+//   {connectStatus, connectReason?, status?, headers?, body?, events?, echo?, tlsError?, raw?}
+'use strict';
+const fs = require('fs');
+const http = require('http');
+const https = require('https');
+const path = require('path');
+const tls = require('tls');
+
+const spec = JSON.parse(process.argv[2]);
+const out = {};
+const finish = () => { process.stdout.write(JSON.stringify(out) + '\n'); process.exit(0); };
+const fail = (key) => (err) => { out[key] = String(err && err.message || err); finish(); };
+
+function tunnel() {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: spec.proxy, method: 'CONNECT',
+                               path: `${spec.host}:${spec.port}`, headers: { host: `${spec.host}:${spec.port}` } });
+    req.on('connect', (res, socket, head) => {
+      out.connectStatus = res.statusCode;
+      if (res.headers['x-corral-reason']) out.connectReason = res.headers['x-corral-reason'];
+      if (res.statusCode !== 200) {
+        let body = head.toString();
+        socket.on('data', (d) => { body += d; });
+        socket.on('close', () => { out.body = body; finish(); });
+        return;
+      }
+      resolve(socket);
+    });
+    req.on('error', fail('connectError'));
+    req.end();
+  });
+}
+
+function secure(socket) {
+  return new Promise((resolve) => {
+    const s = tls.connect({ socket, servername: spec.sni || spec.host, ca: fs.readFileSync(spec.ca),
+                            ALPNProtocols: ['http/1.1'] });
+    s.once('secureConnect', () => { out.alpn = s.alpnProtocol; resolve(s); });
+    s.once('error', fail('tlsError'));
+  });
+}
+
+(async () => {
+  const socket = await tunnel();
+  const s = await secure(socket);
+  if (spec.mode === 'raw') {
+    let raw = '';
+    s.on('data', (d) => { raw += d.toString('latin1'); });
+    s.on('close', () => { out.raw = raw; finish(); });
+    s.on('error', () => {});
+    s.write(spec.raw);
+    return;
+  }
+  if (spec.mode === 'ws') {
+    const { WebSocket } = require(path.join(process.env.CORRAL_SOURCE_ROOT, 'node_modules', 'ws'));
+    const ws = new WebSocket(`wss://${spec.host}:${spec.port}${spec.path || '/ws'}`,
+                             { createConnection: () => s, headers: spec.headers || {} });
+    ws.on('open', () => ws.send(spec.body || 'hello through corral'));
+    ws.on('message', (data) => { out.echo = data.toString(); ws.close(); });
+    ws.on('close', finish);
+    ws.on('unexpected-response', (req, res) => { out.status = res.statusCode; finish(); });
+    ws.on('error', fail('wsError'));
+    return;
+  }
+  const req = https.request({ host: spec.host, port: spec.port, method: spec.method || 'GET', path: spec.path || '/',
+                              headers: spec.headers || {}, createConnection: () => s });
+  req.on('response', (res) => {
+    out.status = res.statusCode;
+    out.headers = res.headers;
+    let body = '';
+    const events = [];
+    res.setEncoding('utf8');
+    res.on('data', (d) => {
+      body += d;
+      if (spec.mode === 'sse') {
+        let i;
+        while ((i = body.indexOf('\n\n')) >= 0) {
+          const ev = body.slice(0, i);
+          body = body.slice(i + 2);
+          const name = (ev.match(/^event: (.*)$/m) || [])[1];
+          events.push(name);
+          // Only now, with the first event in hand, let the upstream send the second:
+          // a gateway that buffers the stream would never deliver it and this would hang.
+          if (name === 'first') http.get({ host: '127.0.0.1', port: spec.control, path: '/release' }, (r) => r.resume());
+        }
+      }
+    });
+    res.on('end', () => { out.body = body; if (spec.mode === 'sse') out.events = events; finish(); });
+    res.on('error', fail('responseError'));
+  });
+  req.on('error', fail('requestError'));
+  if (spec.body) req.write(spec.body);
+  req.end();
+})();

@@ -1,0 +1,394 @@
+#include "tests/gateway_e2e/fixture.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace corral::test::gw {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
+    {
+        std::ofstream f(path);
+        if (!f) throw std::runtime_error("cannot write " + path);
+        f << text;
+    }
+    ::chmod(path.c_str(), mode);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void must(const std::vector<std::string>& argv, const std::string& cwd) {
+    RunOptions o;
+    o.cwd = cwd;
+    auto r = run(argv, o);
+    if (r.exit_code != 0) {
+        std::string cmd;
+        for (const auto& a : argv) cmd += a + " ";
+        throw std::runtime_error("fixture step failed: " + cmd + "\n" + r.err + r.out);
+    }
+}
+
+std::string random_hex(std::size_t n) {
+    std::random_device rd;
+    std::string s;
+    const char* hex = "0123456789abcdef";
+    for (std::size_t i = 0; i < n; ++i) s += hex[rd() % 16];
+    return s;
+}
+
+// A free loopback port for the gateway: the config must name it up front so a
+// grant can point back at the gateway itself (the gateway_self case).
+int free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    int port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+
+// The test CA and the upstream certificates.
+void make_certificates(const std::string& d) {
+    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+    auto req = [&](std::vector<std::string> extra) {
+        std::vector<std::string> argv = {"openssl", "req"};
+        argv.insert(argv.end(), ec.begin(), ec.end());
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        must(argv, d);
+    };
+    req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral e2e test CA", "-addext",
+         "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
+    auto leaf = [&](const std::string& name, const std::string& san) {
+        req({"-new", "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name});
+        write_file(d + "/" + name + ".ext", "subjectAltName=" + san +
+                                                "\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+                                                "extendedKeyUsage=serverAuth\n");
+        must({"openssl", "x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+              "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext"},
+             d);
+    };
+    leaf("good", "DNS:upstream.test,DNS:api.anthropic.test,DNS:oauth.test,DNS:tunnel.test,IP:127.0.0.1");
+    leaf("wronghost", "DNS:other.test");
+    req({"-x509", "-keyout", "selfsigned.key", "-out", "selfsigned.crt", "-days", "2", "-subj", "/CN=selfsigned.test",
+         "-addext", "subjectAltName=DNS:selfsigned.test"});
+    // OpenSSL 3.0's `x509 -req` cannot backdate; `openssl ca` can set both dates.
+    req({"-new", "-keyout", "expired.key", "-out", "expired.csr", "-subj", "/CN=expired.test"});
+    fs::create_directories(d + "/newcerts");
+    write_file(d + "/index.txt", "");
+    write_file(d + "/serial", "1000\n");
+    write_file(d + "/ca.cnf",
+               "[ca]\ndefault_ca = test\n[test]\ndir = " + d +
+                   "\ndatabase = $dir/index.txt\nnew_certs_dir = $dir/newcerts\nserial = $dir/serial\n"
+                   "default_md = sha256\npolicy = any\nunique_subject = no\n[any]\ncommonName = supplied\n"
+                   "[ext]\nsubjectAltName = DNS:expired.test\nbasicConstraints = CA:FALSE\n"
+                   "extendedKeyUsage = serverAuth\n");
+    must({"openssl", "ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key", "-in", "expired.csr",
+          "-out", "expired.crt", "-startdate", "20200101000000Z", "-enddate", "20200201000000Z", "-extensions", "ext",
+          "-notext"},
+         d);
+}
+
+// One name per special-purpose range, plus mixed answers. The public address
+// 93.184.216.34 appears only inside mixed answers, which are refused before any
+// dial; no other public address is named anywhere.
+const char* hosts_text = R"(# corral gateway e2e names
+127.0.0.1 upstream.test tunnel.test self.test
+127.0.0.1 mixedok.test
+93.184.216.34 mixedok.test
+0.0.0.0 r0.ssrf.test
+0.255.255.255 r0b.ssrf.test
+10.0.0.1 r10.ssrf.test
+10.255.255.255 r10b.ssrf.test
+100.64.0.1 cgnat.ssrf.test
+100.127.255.254 cgnatb.ssrf.test
+127.0.0.1 loop.ssrf.test
+127.255.255.254 loopb.ssrf.test
+169.254.169.254 meta.ssrf.test
+172.16.0.1 r172.ssrf.test
+172.31.255.254 r172b.ssrf.test
+192.0.0.170 ietf.ssrf.test
+192.0.2.1 doc1.ssrf.test
+192.88.99.1 relay.ssrf.test
+192.168.1.1 r192.ssrf.test
+198.18.0.1 bench.ssrf.test
+198.19.255.254 benchb.ssrf.test
+198.51.100.1 doc2.ssrf.test
+203.0.113.1 doc3.ssrf.test
+224.0.0.1 mcast.ssrf.test
+239.255.255.250 mcastb.ssrf.test
+240.0.0.1 res.ssrf.test
+255.255.255.255 bcast.ssrf.test
+:: unspec6.ssrf.test
+::1 loop6.ssrf.test
+fe80::1 ll6.ssrf.test
+fc00::1 ula.ssrf.test
+fd00:ec2::254 meta6.ssrf.test
+ff02::1 mcast6.ssrf.test
+2001:db8::1 doc6.ssrf.test
+3fff::1 doc6b.ssrf.test
+2001:2::1 bench6.ssrf.test
+100::1 discard6.ssrf.test
+fec0::1 site6.ssrf.test
+::ffff:127.0.0.1 mapped.ssrf.test
+::ffff:10.0.0.1 mappedb.ssrf.test
+::127.0.0.1 compat.ssrf.test
+64:ff9b::7f00:1 nat64.ssrf.test
+64:ff9b:1::a00:1 nat64b.ssrf.test
+2002:7f00:1::1 sixto4.ssrf.test
+2001:0:7f00:1::1 teredo.ssrf.test
+127.0.0.1 mixed.ssrf.test
+93.184.216.34 mixed.ssrf.test
+93.184.216.34 mixedb.ssrf.test
+10.0.0.2 mixedb.ssrf.test
+)";
+
+std::string gateway_config(const World& w) {
+    const auto& d = w.dir;
+    auto main = std::to_string(w.ports.at("main"));
+    auto p = [&](const char* n) { return std::to_string(w.ports.at(n)); };
+    auto gp = std::to_string(w.gateway_port);
+    return "[gateway]\n"
+           "listen_tcp = \"127.0.0.1:" + gp + "\"\n"
+           "tcp_identity = \"e2e/run-1\"\n"
+           "ledger = \"" + d + "/ledger.jsonl\"\n"
+           "state_dir = \"" + d + "/state\"\n"
+           "upstream_ca_file = \"" + d + "/ca.crt\"\n"
+           "hosts_file = \"" + d + "/hosts\"\n"
+           "[gateway.limits]\n"
+           "max_body_bytes = \"64KiB\"\n"
+           "read_timeout = \"3s\"\n"
+           "idle_timeout = \"20s\"\n"
+           "[credentials.anthropic]\nkind = \"api_key\"\nfile = \"" + d + "/anthropic.key\"\n"
+           "[credentials.claude]\nkind = \"oauth_token\"\nfile = \"" + d + "/claude.token\"\n"
+           "anthropic_beta = \"oauth-2025-04-20\"\n"
+           // API-key injection with a route list; the upstream is reached through connect_to.
+           "[[grants]]\nhost = \"api.anthropic.test\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
+           "routes = [\"POST /v1/messages\", \"GET /v1/models/*\", \"POST /upload\", \"GET /sse\", \"GET /ws\", "
+           "\"GET /large\"]\n"
+           "allow_private = true\nconnect_to = \"127.0.0.1:" + main + "\"\n"
+           "[[grants]]\nhost = \"oauth.test\"\nmode = \"inject\"\ncredential = \"claude\"\nallow_private = true\n"
+           "connect_to = \"127.0.0.1:" + main + "\"\n"
+           // Names from hosts_file on the upstream's own port.
+           "[[grants]]\nhost = \"upstream.test\"\nport = " + main + "\nmode = \"inject\"\nallow_private = true\n"
+           "[[grants]]\nhost = \"tunnel.test\"\nport = " + main + "\nmode = \"tunnel\"\nallow_private = true\n"
+           "[[grants]]\nhost = \"expired.test\"\nmode = \"inject\"\nallow_private = true\nconnect_to = \"127.0.0.1:" +
+           p("expired") + "\"\n"
+           "[[grants]]\nhost = \"selfsigned.test\"\nmode = \"inject\"\nallow_private = true\nconnect_to = \"127.0.0.1:" +
+           p("selfsigned") + "\"\n"
+           "[[grants]]\nhost = \"wronghost.test\"\nmode = \"inject\"\nallow_private = true\nconnect_to = \"127.0.0.1:" +
+           p("wronghost") + "\"\n"
+           // The gateway's own listener, even with allow_private.
+           "[[grants]]\nhost = \"self.test\"\nport = " + gp + "\nmode = \"tunnel\"\nallow_private = true\n"
+           // Mixed answers are refused even with allow_private.
+           "[[grants]]\nhost = \"mixedok.test\"\nmode = \"tunnel\"\nallow_private = true\n"
+           // SSRF targets: granted names and literals, but private addresses are not allowed.
+           "[[grants]]\nhost = \"*.ssrf.test\"\nmode = \"tunnel\"\n"
+           "[[grants]]\nhost = \"10.0.0.1\"\nmode = \"tunnel\"\n"
+           "[[grants]]\nhost = \"[::1]\"\nmode = \"tunnel\"\n"
+           "[[grants]]\nhost = \"169.254.169.254\"\nport = 80\nmode = \"tunnel\"\n";
+}
+
+World* the_world = nullptr;
+World& build_world();
+
+}  // namespace
+
+World::~World() {
+    gateway.reset();
+    upstream.reset();
+    if (!dir.empty() && !std::getenv("CORRAL_KEEP_TEST_DIR")) fs::remove_all(dir);
+}
+
+std::string missing_prerequisite() {
+    for (const char* p : {"openssl", "curl", "node"})
+        if (!have_program(p)) return std::string(p) + " not found in PATH";
+    if (!fs::exists(source_root() + "/node_modules/ws/package.json"))
+        return "node package ws missing: run tools/install-npm-deps.sh";
+    if (!fs::exists(corral_bin())) return "corral binary not built: " + corral_bin();
+    return "";
+}
+
+World& world() {
+    if (the_world) return *the_world;
+    // Built once: a failed build is reported again to every later test, not retried.
+    static std::string failure;
+    if (!failure.empty()) throw std::runtime_error(failure);
+    try {
+        return build_world();
+    } catch (const std::exception& e) {
+        failure = e.what();
+        throw;
+    }
+}
+
+namespace {
+
+World& build_world() {
+    static World w;
+    char tmpl[] = "/tmp/corral-gw-e2e-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    w.dir = tmpl;
+    w.test_ca = w.dir + "/ca.crt";
+    w.ledger = w.dir + "/ledger.jsonl";
+    w.gateway_stderr = w.dir + "/gateway.stderr";
+    w.corral_ca = w.dir + "/state/ca/ca.crt";
+    make_certificates(w.dir);
+
+    w.api_key = "sk-ant-api03-REALKEY-" + random_hex(32);
+    w.oauth_token = "sk-ant-oat01-REALTOKEN-" + random_hex(32);
+    write_file(w.dir + "/anthropic.key", w.api_key + "\n", 0600);
+    write_file(w.dir + "/claude.token", w.oauth_token + "\n", 0600);
+    write_file(w.dir + "/hosts", hosts_text);
+
+    RunOptions env;
+    env.env["CORRAL_SOURCE_ROOT"] = source_root();
+    w.upstream = std::make_unique<Background>(
+        std::vector<std::string>{"node", source_root() + "/tests/gateway_e2e/upstream.js", w.dir}, env);
+    if (!w.upstream->wait_for_stdout("\n", std::chrono::seconds(20)))
+        throw std::runtime_error("upstream.js did not start");
+    auto line = w.upstream->drain_stdout();
+    auto json_start = line.find('{');
+    if (line.rfind("ready ", 0) != 0 || json_start == std::string::npos)
+        throw std::runtime_error("upstream.js said: " + line);
+    auto ports = nlohmann::json::parse(line.substr(json_start));
+    for (auto it = ports.begin(); it != ports.end(); ++it) w.ports[it.key()] = it.value().get<int>();
+
+    w.gateway_port = free_port();
+    auto config = w.dir + "/gateway.toml";
+    write_file(config, gateway_config(w));
+    // Background drops stderr; keep the gateway's in a file for the secret scan.
+    w.gateway = std::make_unique<Background>(std::vector<std::string>{
+        "sh", "-c", "exec \"$0\" gateway --config \"$1\" 2>\"$2\"", corral_bin(), config, w.gateway_stderr});
+    auto want = "listening tcp:127.0.0.1:" + std::to_string(w.gateway_port);
+    if (!w.gateway->wait_for_stdout(want, std::chrono::seconds(20)))
+        throw std::runtime_error("corral gateway did not print \"" + want + "\"; stdout: " +
+                                 w.gateway->drain_stdout() + " stderr: " + read_file(w.gateway_stderr));
+    if (!fs::exists(w.corral_ca)) throw std::runtime_error("no corral CA at " + w.corral_ca);
+    the_world = &w;
+    return w;
+}
+
+}  // namespace
+
+Result curl(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+    auto& w = world();
+    std::vector<std::string> argv = {"curl", "-sS", "--max-time", "20", "--proxy",
+                                     "http://127.0.0.1:" + std::to_string(w.gateway_port), "--cacert", w.corral_ca,
+                                     "-w", "\nconnect=%{http_connect} status=%{http_code}\n"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions o;
+    o.timeout = timeout;
+    o.env["NO_PROXY"] = "";
+    o.env["no_proxy"] = "";
+    auto r = run(argv, o);
+    w.client_visible += r.out + r.err;
+    return r;
+}
+
+nlohmann::json node_client(nlohmann::json spec, std::chrono::milliseconds timeout) {
+    auto& w = world();
+    spec["proxy"] = w.gateway_port;
+    spec["ca"] = w.corral_ca;
+    spec["control"] = w.ports.at("control");
+    RunOptions o;
+    o.timeout = timeout;
+    o.env["CORRAL_SOURCE_ROOT"] = source_root();
+    auto r = run({"node", source_root() + "/tests/gateway_e2e/client.js", spec.dump()}, o);
+    w.client_visible += r.out + r.err;
+    if (r.timed_out) return nlohmann::json{{"timedOut", true}};
+    try {
+        return nlohmann::json::parse(r.out);
+    } catch (const std::exception&) {
+        return nlohmann::json{{"clientFailed", r.out + r.err}};
+    }
+}
+
+std::string raw_proxy(const std::string& bytes, std::chrono::milliseconds timeout) {
+    auto& w = world();
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(w.gateway_port));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return "(connect to gateway failed)";
+    }
+    ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    std::string out;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        char buf[4096];
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    w.client_visible += out;
+    return out;
+}
+
+nlohmann::json upstream_stats() {
+    auto& w = world();
+    auto r = run({"curl", "-sS", "--noproxy", "*", "http://127.0.0.1:" + std::to_string(w.ports.at("control")) + "/stats"});
+    return nlohmann::json::parse(r.out);
+}
+
+std::vector<nlohmann::json> ledger_lines() {
+    std::vector<nlohmann::json> out;
+    std::ifstream f(world().ledger);
+    std::string line;
+    while (std::getline(f, line))
+        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+bool ledger_has(const std::string& host, const std::string& reason) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    do {
+        for (const auto& l : ledger_lines())
+            if (l.value("host", "") == host && l.value("reason", "") == reason) return true;
+        ::usleep(50'000);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return false;
+}
+
+std::string sha256_hex(const std::string& s) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+    std::string out;
+    char b[3];
+    for (unsigned i = 0; i < len; ++i) {
+        std::snprintf(b, sizeof b, "%02x", md[i]);
+        out += b;
+    }
+    return out;
+}
+
+}  // namespace corral::test::gw

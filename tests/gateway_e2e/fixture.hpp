@@ -1,0 +1,60 @@
+// tests/gateway_e2e/fixture.hpp — one loopback world for the gateway tests:
+// a test CA and certificates made with the openssl CLI, the node TLS upstream
+// (upstream.js), and `corral gateway` with a config, hosts file and root-only
+// credential files written here. Everything listens on 127.0.0.1; nothing is
+// ever dialled elsewhere (refusals happen before any connection attempt).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.hpp"
+
+namespace corral::test::gw {
+
+struct World {
+    std::string dir;            // temp dir with everything
+    std::string test_ca;        // CA that signs the upstream's certificates
+    std::string corral_ca;      // corral's CA (clients trust it)
+    std::string ledger;
+    std::string gateway_stderr;
+    std::string api_key;        // the real secrets (never to be seen by clients or logs)
+    std::string oauth_token;
+    std::map<std::string, int> ports;  // main, expired, selfsigned, wronghost, control
+    int gateway_port = 0;
+    std::unique_ptr<Background> upstream;
+    std::unique_ptr<Background> gateway;
+    std::string client_visible;  // every byte a client printed, for the final secret scan
+
+    ~World();
+};
+
+// Builds the world on first use; later calls return the same one. Throws with
+// a reason if a step fails.
+World& world();
+
+// A reason the tests cannot run on this machine ("" if they can).
+std::string missing_prerequisite();
+
+// curl through the gateway (--proxy, --cacert corral CA, --noproxy unset).
+// Returns {exit, out}; `out` ends with "\nconnect=NNN status=NNN\n".
+Result curl(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// The node client (client.js) with `spec` (proxy and ca filled in); its JSON answer.
+nlohmann::json node_client(nlohmann::json spec, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// Raw bytes to the gateway's TCP port; everything it answers until it closes
+// (or `timeout`). Plain TCP, no TLS.
+std::string raw_proxy(const std::string& bytes, std::chrono::milliseconds timeout = std::chrono::seconds(15));
+// The upstream's /stats (read directly over loopback HTTP, not through the gateway).
+nlohmann::json upstream_stats();
+// Every ledger line parsed.
+std::vector<nlohmann::json> ledger_lines();
+// True once a ledger line has host == `host` and reason == `reason` (waits up to 5 s:
+// a line is written when the exchange ends).
+bool ledger_has(const std::string& host, const std::string& reason);
+std::string sha256_hex(const std::string& s);
+
+}  // namespace corral::test::gw
