@@ -115,7 +115,8 @@ for p in /tmp/$N /root/$N $B/$N ../../../../tmp/$N /proc/1/root/tmp/$N /proc/sel
 done
 for pr in /proc/[0-9]*; do
   cat $pr/root/tmp/$N $pr/root/root/$N $pr/root$B/$N $pr/cwd/../tmp/$N 2>/dev/null
-  for fd in $pr/fd/*; do head -c 200 "$fd" 2>/dev/null | grep -a SBT-SECRET; done
+  # regular files only: reopening a pipe or tty through /proc would block
+  for fd in $pr/fd/*; do [ -f "$fd" ] && head -c 200 "$fd" 2>/dev/null | grep -a SBT-SECRET; done
 done
 (cd / && cd .. && cd .. && cat tmp/$N 2>/dev/null)
 find / \( -path /proc -o -path /dev -o -path /sys \) -prune -o -name "$N" -print 2>/dev/null | sed 's/^/FOUND /'
