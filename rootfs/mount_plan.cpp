@@ -93,11 +93,12 @@ std::string read_link(const std::string& p) {
 }
 
 // A remount that drops a restriction the source mount has would widen access
-// (and fails for locked mounts in a user namespace): keep the source's noexec.
+// (and fails for locked mounts in a user namespace): keep the source's noexec
+// and read-only (a workspace on a read-only bind stays read-only in the box).
 unsigned long restrictions_of(const std::string& host_path) {
     struct statvfs sv {};
     if (statvfs(host_path.c_str(), &sv) != 0) return 0;
-    return (sv.f_flag & ST_NOEXEC) ? MS_NOEXEC : 0;
+    return ((sv.f_flag & ST_NOEXEC) ? MS_NOEXEC : 0) | ((sv.f_flag & ST_RDONLY) ? MS_RDONLY : 0);
 }
 
 // Checks a user-given directory: absolute, exists, is a directory. Returns nothing; throws UsageError.

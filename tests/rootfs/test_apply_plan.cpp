@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <grp.h>
@@ -483,6 +484,29 @@ TEST_CASE("a failing step is reported with its op and errno, and leaves nothing 
     CHECK(describe_failure(plan, *run.failure) ==
           "rootfs setup: mount(" + *spec.workspace + " -> box:/workspace, MS_BIND) failed in mount: " + corral::errno_text(ENOENT));
     check_nothing_left(spec);
+}
+
+TEST_CASE("a workspace on a read-only mount stays read-only in the box") {
+    TempDir work, ws;
+    // The read-only bind is made in a private mount namespace of a helper
+    // process, so the host's mount table never sees it.
+    pid_t helper = fork();
+    REQUIRE(helper >= 0);
+    if (helper == 0) {
+        if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(10);
+        if (mount(ws.path.c_str(), ws.path.c_str(), nullptr, MS_BIND, nullptr) != 0) _exit(11);
+        if (mount(nullptr, ws.path.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0) _exit(12);
+        RootfsSpec spec = spec_for(work.path);
+        spec.workspace = ws.path.string();
+        MountPlan plan = plan_rootfs(spec);
+        for (const auto& op : plan.ops)
+            if (op.kind == MountKind::Remount && op.target == "/workspace") _exit((op.flags & MS_RDONLY) ? 0 : 13);
+        _exit(14);
+    }
+    int st = 0;
+    REQUIRE(waitpid(helper, &st, 0) == helper);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
 }
 
 int main(int argc, char** argv) {
