@@ -1,0 +1,254 @@
+// tools/bench/gateway-load.cpp — load generator and upstream for tools/bench/gateway.sh.
+// Built by the script with g++ (Boost.Asio/Beast + OpenSSL, header-only Boost).
+//
+//   gateway-load serve --cert C --key K
+//       HTTPS keep-alive upstream answering every request with "ok", and a bulk
+//       TCP server (reads an 8-byte big-endian count, writes that many bytes).
+//       Prints "https PORT" and "bulk PORT", serves until killed. Thread per connection.
+//   gateway-load bulk --target PORT [--proxy PORT] --bytes N
+//       One bulk transfer (through a CONNECT tunnel if --proxy); prints "mbps X".
+//   gateway-load rps --target HOST:PORT [--proxy PORT] --ca FILE --conns C --seconds S
+//       C keep-alive TLS connections (CONNECT first if --proxy) each sending GET /
+//       back to back with an x-api-key placeholder; prints
+//       "requests N rps X p50_us Y p99_us Z".
+//   gateway-load hold --target HOST:PORT --proxy PORT --count N
+//       Opens N CONNECT tunnels, prints "held N", keeps them until stdin closes.
+// Everything is loopback; HOST is the name used for CONNECT, SNI and Host.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::map<std::string, std::string> args;
+
+std::string arg(const std::string& k, const std::string& def = "") {
+    auto it = args.find(k);
+    if (it != args.end()) return it->second;
+    if (def.empty()) {
+        std::fprintf(stderr, "gateway-load: missing --%s\n", k.c_str());
+        std::exit(2);
+    }
+    return def;
+}
+
+tcp::endpoint loopback(int port) { return {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}; }
+
+// Connects to the target, through a CONNECT tunnel when --proxy is given.
+tcp::socket open_socket(asio::io_context& io, const std::string& host, int port) {
+    tcp::socket s(io);
+    int proxy = std::stoi(arg("proxy", "0"));
+    s.connect(loopback(proxy ? proxy : port));
+    s.set_option(tcp::no_delay(true));
+    if (proxy) {
+        std::string authority = host + ":" + std::to_string(port);
+        std::string req = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
+        asio::write(s, asio::buffer(req));
+        asio::streambuf buf;
+        asio::read_until(s, buf, "\r\n\r\n");
+        std::string head(asio::buffers_begin(buf.data()), asio::buffers_end(buf.data()));
+        if (head.rfind("HTTP/1.1 200", 0) != 0 && head.rfind("HTTP/1.0 200", 0) != 0)
+            throw std::runtime_error("CONNECT refused: " + head.substr(0, head.find('\r')));
+        if (buf.size() != head.size()) throw std::runtime_error("bytes after CONNECT response");
+    }
+    return s;
+}
+
+std::pair<std::string, int> split_target(const std::string& t) {
+    auto c = t.rfind(':');
+    return {t.substr(0, c), std::stoi(t.substr(c + 1))};
+}
+
+int serve() {
+    ssl::context ctx(ssl::context::tls_server);
+    ctx.use_certificate_chain_file(arg("cert"));
+    ctx.use_private_key_file(arg("key"), ssl::context::pem);
+    asio::io_context io;
+    tcp::acceptor https(io, loopback(0));
+    tcp::acceptor bulk(io, loopback(0));
+    std::printf("https %d\nbulk %d\n", https.local_endpoint().port(), bulk.local_endpoint().port());
+    std::fflush(stdout);
+    std::thread([&] {
+        for (;;) {
+            tcp::socket s(io);
+            bulk.accept(s);
+            std::thread([s = std::move(s)]() mutable {
+                try {
+                    unsigned char n[8];
+                    asio::read(s, asio::buffer(n));
+                    std::uint64_t left = 0;
+                    for (unsigned char b : n) left = (left << 8) | b;
+                    std::vector<char> chunk(256 * 1024, 'x');
+                    while (left > 0) {
+                        auto k = std::min<std::uint64_t>(left, chunk.size());
+                        asio::write(s, asio::buffer(chunk.data(), k));
+                        left -= k;
+                    }
+                    s.shutdown(tcp::socket::shutdown_send);
+                    char c;
+                    boost::system::error_code ec;
+                    s.read_some(asio::buffer(&c, 1), ec);
+                } catch (...) {
+                }
+            }).detach();
+        }
+    }).detach();
+    for (;;) {
+        tcp::socket s(io);
+        https.accept(s);
+        std::thread([&ctx, s = std::move(s)]() mutable {
+            try {
+                s.set_option(tcp::no_delay(true));
+                ssl::stream<tcp::socket> tls(std::move(s), ctx);
+                tls.handshake(ssl::stream_base::server);
+                boost::beast::flat_buffer buf;
+                for (;;) {
+                    http::request<http::string_body> req;
+                    http::read(tls, buf, req);
+                    http::response<http::string_body> res(http::status::ok, 11);
+                    res.set(http::field::content_type, "text/plain");
+                    res.body() = "ok";
+                    res.keep_alive(req.keep_alive());
+                    res.prepare_payload();
+                    http::write(tls, res);
+                    if (!req.keep_alive()) break;
+                }
+            } catch (...) {
+            }
+        }).detach();
+    }
+}
+
+int bulk() {
+    asio::io_context io;
+    std::uint64_t bytes = std::stoull(arg("bytes"));
+    auto s = open_socket(io, "127.0.0.1", std::stoi(arg("target")));
+    unsigned char n[8];
+    for (int i = 0; i < 8; ++i) n[i] = static_cast<unsigned char>(bytes >> (56 - 8 * i));
+    auto t0 = Clock::now();
+    asio::write(s, asio::buffer(n));
+    std::vector<char> buf(256 * 1024);
+    std::uint64_t got = 0;
+    boost::system::error_code ec;
+    while (got < bytes) {
+        auto k = s.read_some(asio::buffer(buf), ec);
+        if (ec) break;
+        got += k;
+    }
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (got != bytes) {
+        std::fprintf(stderr, "gateway-load bulk: got %llu of %llu bytes\n", (unsigned long long)got,
+                     (unsigned long long)bytes);
+        return 1;
+    }
+    std::printf("mbps %.1f\n", static_cast<double>(bytes) / secs / 1e6);
+    return 0;
+}
+
+int rps() {
+    auto [host, port] = split_target(arg("target"));
+    int conns = std::stoi(arg("conns", "1"));
+    double seconds = std::stod(arg("seconds", "5"));
+    std::string sni = arg("sni", host);
+    std::mutex m;
+    std::vector<std::uint32_t> all;
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    for (int i = 0; i < conns; ++i)
+        threads.emplace_back([&, host = host, port = port] {
+            std::vector<std::uint32_t> lat;
+            try {
+                asio::io_context io;
+                ssl::context ctx(ssl::context::tls_client);
+                ctx.load_verify_file(arg("ca"));
+                ctx.set_verify_mode(ssl::verify_peer);
+                ssl::stream<tcp::socket> tls(open_socket(io, host, port), ctx);
+                bool is_ip = host.find_first_not_of("0123456789.") == std::string::npos;
+                if (!is_ip) SSL_set_tlsext_host_name(tls.native_handle(), sni.c_str());
+                tls.set_verify_callback(ssl::host_name_verification(host));
+                tls.handshake(ssl::stream_base::client);
+                http::request<http::empty_body> req(http::verb::get, "/", 11);
+                req.set(http::field::host, host + ":" + std::to_string(port));
+                req.set("x-api-key", "sk-ant-api03-placeholder");
+                req.keep_alive(true);
+                boost::beast::flat_buffer buf;
+                while (Clock::now() < deadline) {
+                    auto t0 = Clock::now();
+                    http::write(tls, req);
+                    http::response<http::string_body> res;
+                    http::read(tls, buf, res);
+                    if (res.result_int() != 200) throw std::runtime_error("status " + std::to_string(res.result_int()));
+                    lat.push_back(static_cast<std::uint32_t>(
+                        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
+                }
+            } catch (const std::exception& e) {
+                if (failed++ == 0) std::fprintf(stderr, "gateway-load rps: %s\n", e.what());
+            }
+            std::lock_guard lock(m);
+            all.insert(all.end(), lat.begin(), lat.end());
+        });
+    for (auto& t : threads) t.join();
+    if (all.empty()) return 1;
+    std::sort(all.begin(), all.end());
+    std::printf("requests %zu rps %.0f p50_us %u p99_us %u failed_conns %d\n", all.size(),
+                static_cast<double>(all.size()) / seconds, all[all.size() / 2], all[all.size() * 99 / 100],
+                failed.load());
+    return failed.load() ? 1 : 0;
+}
+
+int hold() {
+    auto [host, port] = split_target(arg("target"));
+    int count = std::stoi(arg("count"));
+    asio::io_context io;
+    std::vector<tcp::socket> held;
+    for (int i = 0; i < count; ++i) held.push_back(open_socket(io, host, port));
+    std::printf("held %d\n", count);
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: gateway-load serve|bulk|rps|hold --key value ...\n");
+        return 2;
+    }
+    for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
+    std::string mode = argv[1];
+    try {
+        if (mode == "serve") return serve();
+        if (mode == "bulk") return bulk();
+        if (mode == "rps") return rps();
+        if (mode == "hold") return hold();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "gateway-load %s: %s\n", mode.c_str(), e.what());
+        return 1;
+    }
+    std::fprintf(stderr, "gateway-load: unknown mode %s\n", mode.c_str());
+    return 2;
+}

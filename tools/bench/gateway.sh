@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# tools/bench/gateway.sh — egress gateway benchmark (issue 3). Loopback only.
+#
+# Each comparison runs in this one invocation, configurations alternating per
+# round, and reports medians:
+#  (a) CONNECT tunnel bulk throughput (one TCP stream of --bulk-bytes):
+#      direct vs corral (tunnel grant) vs tinyproxy.          targets: corral ≥ 0.8× direct, ≥ 2× tinyproxy
+#  (b) inject mode: keep-alive HTTPS GETs (x-api-key rewritten to the real key),
+#      requests/s with --conns connections and p50/p99 latency with one connection,
+#      direct TLS vs corral vs mitmproxy (mitmdump with an addon doing the same
+#      header rewrite, verifying the upstream against the test CA).
+#                                                            targets: corral ≥ 50× mitmproxy req/s, p50 added ≤ 0.3 ms
+#  (c) corral gateway RSS idle and with 256 open CONNECT tunnels.  target ≤ 32 MiB
+# The upstream and the load generator are tools/bench/gateway-load.cpp (Boost.Beast,
+# thread per connection), built here with g++.
+#
+# Usage: tools/bench/gateway.sh [--rounds N] [--seconds S] [--conns C] [--bulk-bytes N] [--corral PATH]
+#   defaults: --rounds 5 --seconds 3 --conns 4 --bulk-bytes 1073741824, corral = $CORRAL_BIN or build-test/tools/corral
+# Not a test: figures depend on the machine and its load.
+set -euo pipefail
+
+rounds=5
+seconds=3
+conns=4
+bulk_bytes=1073741824
+corral=${CORRAL_BIN:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --conns) conns=$2; shift 2 ;;
+    --bulk-bytes) bulk_bytes=$2; shift 2 ;;
+    --corral) corral=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --corral PATH)" >&2; exit 2 ;;
+  esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+[ -n "$corral" ] || corral=$repo/build-test/tools/corral
+[ -x "$corral" ] || { echo "gateway.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
+for p in g++ openssl tinyproxy mitmdump python3; do
+  command -v "$p" >/dev/null || { echo "gateway.sh: $p is missing (tools/install-deps.sh)" >&2; exit 2; }
+done
+
+work=$(mktemp -d /tmp/corral-gwbench-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+wait_for() {  # file pattern seconds
+  for _ in $(seq 1 $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "gateway.sh: timed out waiting for '$2' in $1:" >&2; cat "$1" >&2; return 1
+}
+
+echo "# building the load generator" >&2
+g++ -O2 -std=c++20 -o "$work/gateway-load" "$here/gateway-load.cpp" -lssl -lcrypto -pthread
+load=$work/gateway-load
+
+echo "# test CA and upstream certificate (IP:127.0.0.1)" >&2
+(
+  cd "$work"
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=corral bench CA" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+  openssl req -new "${ec[@]}" -keyout up.key -out up.csr -subj "/CN=127.0.0.1" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > up.ext
+  openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out up.crt -days 2 -extfile up.ext 2>/dev/null
+)
+
+"$load" serve --cert "$work/up.crt" --key "$work/up.key" > "$work/serve.out" &
+pids+=($!)
+wait_for "$work/serve.out" '^bulk ' 10
+https_port=$(awk '/^https/ {print $2}' "$work/serve.out")
+bulk_port=$(awk '/^bulk/ {print $2}' "$work/serve.out")
+
+echo "# corral gateway" >&2
+secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+install -m 0600 /dev/null "$work/key"
+echo "$secret" > "$work/key"
+gw_port=$(free_port)
+cat > "$work/gateway.toml" <<TOML
+[gateway]
+listen_tcp = "127.0.0.1:$gw_port"
+tcp_identity = "bench/run-0"
+ledger = "$work/ledger.jsonl"
+state_dir = "$work/state"
+upstream_ca_file = "$work/ca.crt"
+[gateway.limits]
+max_connections = 4096
+[credentials.bench]
+kind = "api_key"
+file = "$work/key"
+[[grants]]
+host = "127.0.0.1"
+port = $bulk_port
+mode = "tunnel"
+allow_private = true
+[[grants]]
+host = "127.0.0.1"
+port = $https_port
+mode = "inject"
+credential = "bench"
+allow_private = true
+TOML
+"$corral" gateway --config "$work/gateway.toml" > "$work/gw.out" 2> "$work/gw.err" &
+gw_pid=$!
+pids+=($gw_pid)
+wait_for "$work/gw.out" 'listening tcp:' 10
+cat "$work/state/ca/ca.crt" > "$work/corral-ca.pem"
+
+echo "# tinyproxy" >&2
+tp_port=$(free_port)
+{
+  echo "Port $tp_port"; echo "Listen 127.0.0.1"; echo "MaxClients 1024"; echo "ConnectPort $bulk_port"
+  echo "LogLevel Critical"
+  if [ "$(id -u)" -eq 0 ]; then echo "User nobody"; echo "Group nogroup"; fi
+} > "$work/tinyproxy.conf"
+tinyproxy -d -c "$work/tinyproxy.conf" > "$work/tp.out" 2>&1 &
+pids+=($!)
+
+echo "# mitmproxy (mitmdump, header-rewrite addon)" >&2
+mp_port=$(free_port)
+cat > "$work/rewrite.py" <<PY
+# Same rewrite as corral's inject mode: drop the box's auth headers, inject the key.
+KEY = open("$work/key").read().strip()
+def request(flow):
+    for h in ("authorization", "x-api-key", "proxy-authorization", "cookie"):
+        flow.request.headers.pop(h, None)
+    flow.request.headers["x-api-key"] = KEY
+PY
+mitmdump --listen-host 127.0.0.1 --listen-port "$mp_port" --set confdir="$work/mitm" \
+  --set ssl_verify_upstream_trusted_ca="$work/ca.crt" --set http2=false -s "$work/rewrite.py" -q > "$work/mp.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do [ -f "$work/mitm/mitmproxy-ca-cert.pem" ] && python3 -c "import socket; socket.create_connection(('127.0.0.1',$mp_port))" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+# tinyproxy up?
+for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$tp_port))" 2>/dev/null && break; sleep 0.1; done
+
+# ---- (a) bulk throughput ------------------------------------------------------
+echo "# (a) tunnel bulk throughput, $rounds rounds of $bulk_bytes bytes" >&2
+: > "$work/a.direct"; : > "$work/a.corral"; : > "$work/a.tinyproxy"
+for r in $(seq 1 "$rounds"); do
+  order=(direct corral tinyproxy)
+  for i in 0 1 2; do
+    cfg=${order[$(( (i + r) % 3 ))]}
+    case $cfg in
+      direct) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" ;;
+      corral) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "$gw_port" ;;
+      tinyproxy) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "$tp_port" ;;
+    esac | awk '{print $2}' >> "$work/a.$cfg"
+  done
+done
+a_direct=$(median < "$work/a.direct"); a_corral=$(median < "$work/a.corral"); a_tp=$(median < "$work/a.tinyproxy")
+
+# ---- (b) inject mode --------------------------------------------------------------
+echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
+for f in rps lat; do for c in direct corral mitmproxy; do : > "$work/b.$f.$c"; done; done
+run_b() {  # cfg conns
+  case $1 in
+    direct) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
+    corral) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/corral-ca.pem" --proxy "$gw_port" --conns "$2" --seconds "$seconds" ;;
+    mitmproxy) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/mitm/mitmproxy-ca-cert.pem" --proxy "$mp_port" --conns "$2" --seconds "$seconds" ;;
+  esac
+}
+for r in $(seq 1 "$rounds"); do
+  order=(direct corral mitmproxy)
+  for i in 0 1 2; do
+    cfg=${order[$(( (i + r) % 3 ))]}
+    run_b "$cfg" "$conns" | awk '{print $4}' >> "$work/b.rps.$cfg"
+    run_b "$cfg" 1 >> "$work/b.lat.$cfg"
+  done
+done
+b_rps() { median < "$work/b.rps.$1"; }
+b_p50() { awk '{print $6}' "$work/b.lat.$1" | median; }
+b_p99() { awk '{print $8}' "$work/b.lat.$1" | median; }
+
+# the upstream really got the injected key (one direct request through corral)
+inject_ok=no
+grep -q '"credential":"bench"' "$work/ledger.jsonl" && inject_ok=yes
+
+# ---- (c) RSS with 256 tunnels ----------------------------------------------------
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$gw_pid/status"; }
+rss_idle=$(rss)
+mkfifo "$work/hold.in"
+"$load" hold --target "127.0.0.1:$bulk_port" --proxy "$gw_port" --count 256 < "$work/hold.in" > "$work/hold.out" &
+hold_pid=$!
+pids+=($hold_pid)
+exec 9> "$work/hold.in"
+wait_for "$work/hold.out" '^held 256' 30
+sleep 0.5
+rss_256=$(rss)
+exec 9>&-
+wait "$hold_pid" 2>/dev/null || true
+
+# ---- report ---------------------------------------------------------------------------
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.2f", a / b }'; }
+added() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (a - b) / 1000 }'; }
+cat <<REPORT
+## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes)
+
+Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds rounds, configurations alternating.
+
+(a) CONNECT tunnel, one stream of $bulk_bytes bytes on loopback
+
+| path | MB/s | vs direct |
+|---|---:|---:|
+| direct | $a_direct | 1.00 |
+| corral (tunnel grant) | $a_corral | $(ratio "$a_corral" "$a_direct") |
+| tinyproxy | $a_tp | $(ratio "$a_tp" "$a_direct") |
+
+corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct target ≥ 0.8.
+
+(b) inject mode, keep-alive HTTPS GET, x-api-key rewritten to the real key (injected: $inject_ok)
+
+| path | req/s ($conns conns) | p50 µs (1 conn) | p99 µs (1 conn) | p50 added ms |
+|---|---:|---:|---:|---:|
+| direct TLS | $(b_rps direct) | $(b_p50 direct) | $(b_p99 direct) | — |
+| corral inject | $(b_rps corral) | $(b_p50 corral) | $(b_p99 corral) | $(added "$(b_p50 corral)" "$(b_p50 direct)") |
+| mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |
+
+corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
+
+(c) corral gateway RSS: idle $((rss_idle / 1024)) MiB ($rss_idle KiB), with 256 open tunnels $((rss_256 / 1024)) MiB ($rss_256 KiB) (target ≤ 32 MiB)
+REPORT
