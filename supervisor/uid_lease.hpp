@@ -10,6 +10,10 @@
 //   the run's cgroups and /run/corral/scratch/<run-id>. Stale cleanup lists cgroup and
 //   scratch dirs first and then the run ids of live locks, so a dir whose run id is
 //   not in a live lock at that moment is certainly stale.
+//   The flock belongs to the open file, and fork() shares it: every process the
+//   supervisor forks (the sandbox's init and everything below it) must close the
+//   lease's fd (close_range before execve or at init start), or a survivor keeps the
+//   run "alive" for stale cleanup forever.
 //   Release: unlink the path while still holding the flock, then close. An acquirer
 //   that opened the old path before the unlink and then got the flock sees (fstat of
 //   its fd vs stat of the path) that its inode is no longer the one at the path and

@@ -1,0 +1,123 @@
+// /proc sweeps: by identity and by PID namespace.
+#include <doctest/doctest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "supervisor/sweep.hpp"
+
+using namespace corral::supervisor;
+
+namespace {
+bool has(const std::vector<pid_t>& v, pid_t p) { return std::find(v.begin(), v.end(), p) != v.end(); }
+
+// A child that switched to uid/gid and waits; killed by the caller.
+pid_t spawn_as(uid_t uid, gid_t gid, int ready_fd_pair[2]) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(ready_fd_pair[0]);
+        if (::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(1);
+        char c = 'r';
+        if (::write(ready_fd_pair[1], &c, 1) != 1) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+    }
+    ::close(ready_fd_pair[1]);
+    char c = 0;
+    REQUIRE(::read(ready_fd_pair[0], &c, 1) == 1);
+    ::close(ready_fd_pair[0]);
+    return pid;
+}
+}  // namespace
+
+TEST_CASE("processes_of_uid finds this process under its own uid") {
+    auto mine = processes_of_uid(::geteuid());
+    CHECK(has(mine, ::getpid()));
+    // A UID nothing on a test host runs as.
+    CHECK(processes_of_uid(1999999999).empty());
+}
+
+TEST_CASE("pid namespace inode matches /proc/self/ns/pid and finds this process") {
+    struct stat st {};
+    REQUIRE(::stat("/proc/self/ns/pid", &st) == 0);
+    auto ino = pid_namespace_inode(::getpid());
+    REQUIRE(ino.has_value());
+    CHECK(*ino == st.st_ino);
+    CHECK(has(processes_in_pid_namespace(*ino), ::getpid()));
+    CHECK(processes_in_pid_namespace(1).empty());  // no namespace has inode 1
+    CHECK_FALSE(pid_namespace_inode(0x7ffffff0).has_value());
+}
+
+TEST_CASE("a process that switched to an agent uid is found, and is not after it dies (root)") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: needs root to switch a child to another uid");
+        return;
+    }
+    const uid_t uid = 1999999001;
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t child = spawn_as(uid, uid, fds);
+    CHECK(processes_of_uid(uid) == std::vector<pid_t>{child});
+    CHECK(processes_of_identity(uid, uid) == std::vector<pid_t>{child});
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    CHECK(processes_of_uid(uid).empty());
+}
+
+TEST_CASE("a process holding only the agent gid is found by processes_of_identity (root)") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: needs root");
+        return;
+    }
+    const uid_t gid = 1999999002;
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t child = spawn_as(0, gid, fds);
+    CHECK(processes_of_uid(gid).empty());
+    CHECK(processes_of_identity(gid, gid) == std::vector<pid_t>{child});
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("a child in a new pid namespace is found by that namespace's inode (root)") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: needs root for CLONE_NEWPID");
+        return;
+    }
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::close(fds[0]);
+        if (::unshare(CLONE_NEWPID) != 0) ::_exit(1);
+        pid_t inner = ::fork();  // PID 1 of the new namespace
+        if (inner < 0) ::_exit(1);
+        if (inner == 0) {
+            ::pause();
+            ::_exit(0);
+        }
+        char buf[32];
+        int len = std::snprintf(buf, sizeof buf, "%d", static_cast<int>(inner));
+        if (::write(fds[1], buf, static_cast<std::size_t>(len)) != len) ::_exit(1);
+        ::waitpid(inner, nullptr, 0);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char buf[32] = {};
+    REQUIRE(::read(fds[0], buf, sizeof buf - 1) > 0);
+    ::close(fds[0]);
+    pid_t inner = static_cast<pid_t>(std::atoi(buf));
+    auto ino = pid_namespace_inode(inner);
+    REQUIRE(ino.has_value());
+    CHECK(*ino != *pid_namespace_inode(::getpid()));
+    CHECK(processes_in_pid_namespace(*ino) == std::vector<pid_t>{inner});
+    ::kill(inner, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    CHECK(processes_in_pid_namespace(*ino).empty());
+}
