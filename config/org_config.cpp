@@ -336,10 +336,31 @@ Diagnostic gateway_diagnostic(const ConfigError& e) {
     return d;
 }
 
-void parse_org_file(const std::string& file, const toml::value& root, OrgConfig& org,
+// The gateway parser insists on a listener, which a stand-alone gateway
+// config needs; in an organisation the gateway is embedded in `corral run` by
+// default, so org.toml may leave [gateway] (or its listeners) out. The daemon
+// (`corral gateway`) then listens on the documented default socket.
+toml::value with_default_listener(const toml::value& root) {
+    const auto& top = root.as_table();
+    auto gw = top.find("gateway");
+    bool has_listener = false;
+    if (gw != top.end() && gw->second.is_table()) {
+        const auto& t = gw->second.as_table();
+        has_listener = t.count("listen_unix") || t.count("listen_tcp");
+    }
+    if (has_listener || (gw != top.end() && !gw->second.is_table())) return root;
+    toml::value copy = root;
+    if (gw == top.end()) copy.as_table()["gateway"] = toml::table{};
+    copy.as_table()["gateway"].as_table()["listen_unix"] = std::string(default_gateway_socket);
+    return copy;
+}
+
+// Returns whether the gateway sections parsed (workers' grants are checked
+// against the org's credentials only then).
+bool parse_org_file(const std::string& file, const toml::value& root, OrgConfig& org,
                     std::vector<Diagnostic>& errors) {
     FileChecker c{file, errors};
-    if (!root.is_table()) return;
+    if (!root.is_table()) return false;
     c.only_keys(root, "", {"engine", "rootfs", "sandbox", "gateway", "credentials", "grants"});
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
@@ -366,14 +387,17 @@ void parse_org_file(const std::string& file, const toml::value& root, OrgConfig&
         }
     }
     try {
-        org.gateway = parse_gateway_sections(root, file);
+        org.gateway = parse_gateway_sections(with_default_listener(root), file);
+        return true;
     } catch (const ConfigError& e) {
         errors.push_back(gateway_diagnostic(e));
+        return false;
     }
 }
 
 void parse_worker_file(const std::string& file, const toml::value& root, const toml::value& org_root,
-                       WorkerConfig& w, const std::string& org_dir, std::vector<Diagnostic>& errors) {
+                       bool org_gateway_ok, WorkerConfig& w, const std::string& org_dir,
+                       std::vector<Diagnostic>& errors) {
     FileChecker c{file, errors};
     if (!root.is_table()) return;
     c.only_keys(root, "", {"agent", "model", "rootfs", "description", "sandbox", "env", "grants", "channels"});
@@ -398,18 +422,17 @@ void parse_worker_file(const std::string& file, const toml::value& root, const t
         }
     }
     auto grants = root.as_table().find("grants");
-    if (grants == root.as_table().end()) return;
+    if (grants == root.as_table().end() || !org_gateway_ok) return;
     // The worker's [[grants]] use the gateway's grant syntax unchanged: parse
     // them with the gateway's parser, next to the org's credentials so a
     // grant's `credential` is checked against what org.toml defines.
     toml::table doc;
     doc["grants"] = grants->second;
     if (org_root.is_table()) {
-        for (const char* section : {"credentials", "gateway"}) {
-            auto it = org_root.as_table().find(section);
-            if (it != org_root.as_table().end()) doc[section] = it->second;
-        }
+        auto it = org_root.as_table().find("credentials");
+        if (it != org_root.as_table().end()) doc["credentials"] = it->second;
     }
+    doc["gateway"] = toml::table{{"listen_unix", std::string(default_gateway_socket)}};
     try {
         w.grants = parse_gateway_sections(toml::value(doc), file).grants;
     } catch (const ConfigError& e) {
@@ -418,9 +441,11 @@ void parse_worker_file(const std::string& file, const toml::value& root, const t
     }
     for (auto& g : w.grants) {
         if (!g.identities.empty()) {
-            errors.push_back({file, 0, "grants[" + std::to_string(g.index) + "].identities",
-                              "not allowed in worker.toml (at " + g.where +
-                                  "): a worker's grants apply to that worker only"});
+            // g.where is "FILE:LINE" of the grant: reuse it as the location.
+            errors.push_back({"", 0, "",
+                              g.where + ": key 'grants[" + std::to_string(g.index) +
+                                  "].identities': not allowed in worker.toml, allowed: leave it out (a "
+                                  "worker's grants apply to that worker only)"});
         }
         g.identities = {w.name};
     }
@@ -446,7 +471,7 @@ OrgCheck check_org(const std::string& dir) {
     }
     auto org_root = parse_file(org.org_file, out.errors);
     if (!org_root) return out;
-    parse_org_file(org.org_file, *org_root, org, out.errors);
+    const bool gateway_ok = parse_org_file(org.org_file, *org_root, org, out.errors);
 
     fs::path workers_dir = fs::path(org.dir) / "workers";
     std::error_code ec;
@@ -478,7 +503,7 @@ OrgCheck check_org(const std::string& dir) {
                 WorkerConfig w;
                 w.name = name;
                 w.file = file;
-                parse_worker_file(file, *root, *org_root, w, org.dir, out.errors);
+                parse_worker_file(file, *root, *org_root, gateway_ok, w, org.dir, out.errors);
                 org.workers.emplace(name, std::move(w));
             }
         }

@@ -32,6 +32,9 @@
 
 namespace corral::config {
 
+// Where `corral gateway` listens when org.toml's [gateway] names no listener.
+inline constexpr std::string_view default_gateway_socket = "/run/corral/gateway.sock";
+
 // Which agent CLI a worker's task runs use. An enum, never a command string: a
 // free-form command would bypass the provisioning (sentinels, grants, env).
 enum class AgentKind { pi, claude, codex };

@@ -327,6 +327,17 @@ RequiredCredential required_credential(AgentKind kind) {
             "Claude subscription token"};
 }
 
+std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied) {
+    std::vector<config::Grant> out;
+    for (const auto& g : implied) {
+        bool shadowed = false;
+        for (const auto& c : w.grants) shadowed |= c.host == g.host && c.port == g.port;
+        if (!shadowed) out.push_back(g);
+    }
+    out.insert(out.end(), w.grants.begin(), w.grants.end());
+    return out;
+}
+
 AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in) {
     check_run_id(in.run_id);
     AgentProfile p;

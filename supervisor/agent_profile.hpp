@@ -99,6 +99,12 @@ std::vector<config::Grant> implied_grants(AgentKind kind, CredentialMode mode, c
 
 RequiredCredential required_credential(AgentKind kind);
 
+// The grants a worker's runs get: its configured grants (org + worker) and
+// the implied ones, except where a configured grant names the same host and
+// port — the operator's grant wins (e.g. one with connect_to pointing
+// api.anthropic.com at an internal proxy or a test stand-in).
+std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied);
+
 // codex has no system-prompt flag: the system prompt goes in front of the
 // task behind an unmistakable delimiter. Without a system prompt the task is
 // passed unchanged.

@@ -126,9 +126,14 @@ int cmd_validate(int argc, char** argv) {
         std::printf("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
         std::printf("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
         std::printf("  grants:\n");
-        for (const auto& g : supervisor::implied_grants(w.agent, mode, name))
-            std::printf("    %s\n", grant_text(g).c_str());
-        for (const auto& g : w.grants) std::printf("    %s\n", grant_text(g).c_str());
+        auto implied = supervisor::implied_grants(w.agent, mode, name);
+        for (const auto& g : supervisor::worker_grants(w, implied)) std::printf("    %s\n", grant_text(g).c_str());
+        for (const auto& g : implied) {
+            for (const auto& c : w.grants)
+                if (c.host == g.host && c.port == g.port)
+                    std::printf("    (the grant implied by the agent for %s:%u is replaced by the one at %s)\n",
+                                g.host.c_str(), static_cast<unsigned>(g.port), c.where.c_str());
+        }
 
         std::string state;
         if (!status.defined) state = "NOT DEFINED";

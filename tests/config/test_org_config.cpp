@@ -1,1 +1,307 @@
+// Organisation config: resolution (worker → [engine] → pi, limits, rootfs,
+// grants) and the validation matrix — every error checked for file, line,
+// key and allowed values; unknown keys at every level; warnings.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "config/org_config.hpp"
+#include "tests/config/org_fixture.hpp"
+
+using namespace corral;
+using config::AgentKind;
+using test::OrgDir;
+
+namespace {
+
+// All error lines of check_org, joined, for "contains" checks with a readable failure.
+std::string errors_of(const OrgDir& d) {
+    auto c = config::check_org(d.str());
+    std::string s;
+    for (const auto& e : c.errors) s += e.text() + "\n";
+    return s;
+}
+
+bool has_line(const std::string& all, const std::string& needle) { return all.find(needle) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("resolution: worker → [engine] → pi") {
+    OrgDir d;
+    SUBCASE("nothing set anywhere: every worker runs pi") {
+        d.org("");
+        d.worker("alpha", "");
+        d.worker("beta", "description = \"second\"\n");
+        auto org = config::load_org(d.str());
+        REQUIRE(org.workers.size() == 2);
+        for (const char* n : {"alpha", "beta"}) {
+            auto w = config::resolve_worker(org, n);
+            CHECK(w.agent == AgentKind::pi);
+            CHECK(w.agent_source == "built-in default");
+            CHECK(w.rootfs == "host");
+            CHECK(w.warnings.empty());
+        }
+        CHECK(org.gateway.gateway.listen_unix == config::default_gateway_socket);
+    }
+    SUBCASE("[engine] sets the default, a worker's agent wins") {
+        d.org("# org\n[engine]\nagent = \"codex\"\n");
+        d.worker("alpha", "agent = \"claude\"\n");
+        d.worker("beta", "");
+        auto org = config::load_org(d.str());
+        auto a = config::resolve_worker(org, "alpha");
+        CHECK(a.agent == AgentKind::claude);
+        CHECK(a.agent_source == d.file("workers/alpha/worker.toml") + ":1");
+        auto b = config::resolve_worker(org, "beta");
+        CHECK(b.agent == AgentKind::codex);
+        CHECK(b.agent_source == d.file("org.toml") + ":3 [engine]");
+    }
+    SUBCASE("model, rootfs and limits resolve key by key") {
+        d.write("images/base/.keep", "");
+        d.write("images/other/.keep", "");
+        d.org("rootfs = \"images/base\"\n[engine]\nmodel = \"claude-sonnet-4-5\"\n"
+              "[sandbox]\nmemory = \"2GiB\"\ntimeout = \"30m\"\npids = 100\n");
+        d.worker("alpha", "model = \"claude-opus-4-1\"\nrootfs = \"" + d.file("images/other") +
+                              "\"\n[sandbox]\nmemory = \"512MiB\"\ncpus = 1.5\ntmp_size = 1048576\n");
+        d.worker("beta", "");
+        auto org = config::load_org(d.str());
+        auto a = config::resolve_worker(org, "alpha");
+        CHECK(a.model == "claude-opus-4-1");
+        CHECK(a.rootfs == d.file("images/other"));
+        CHECK(a.limits.memory_bytes == 512ull << 20);
+        CHECK(a.limits.cpus == doctest::Approx(1.5));
+        CHECK(a.limits.tmp_bytes == 1048576ull);
+        CHECK(a.limits.pids == 100u);                       // from org.toml
+        CHECK(a.limits.timeout == std::chrono::minutes(30));  // from org.toml
+        auto b = config::resolve_worker(org, "beta");
+        CHECK(b.model == "claude-sonnet-4-5");
+        CHECK(b.rootfs == d.file("images/base"));  // relative to the org directory
+        CHECK(b.limits.memory_bytes == 2ull << 30);
+        CHECK_FALSE(b.limits.cpus.has_value());
+    }
+    SUBCASE("env and channels pass through") {
+        d.org("");
+        d.worker("alpha", "[env]\nMY_FLAG = \"1\"\nOTHER = \"x y\"\n[channels]\ndiscord = { channel = \"ops\" }\n");
+        auto org = config::load_org(d.str());
+        auto a = config::resolve_worker(org, "alpha");
+        CHECK(a.env == std::map<std::string, std::string>{{"MY_FLAG", "1"}, {"OTHER", "x y"}});
+        CHECK(a.has_channels);
+        REQUIRE(org.workers.at("alpha").channels.has_value());
+        CHECK(org.workers.at("alpha").channels->as_table().count("discord") == 1);
+    }
+    SUBCASE("an unknown worker is named with the known ones") {
+        d.org("");
+        d.worker("alpha", "");
+        auto org = config::load_org(d.str());
+        CHECK_THROWS_WITH_AS(config::resolve_worker(org, "gamma"), doctest::Contains("allowed: alpha"), UsageError);
+    }
+}
+
+TEST_CASE("grants: org grants scoped by identities, worker grants scoped to the worker") {
+    OrgDir d;
+    d.org("[credentials.anthropic]\nkind = \"api_key\"\nenv = \"SOME_KEY\"\n"
+          "[[grants]]\nhost = \"github.com\"\nmode = \"tunnel\"\n"
+          "[[grants]]\nhost = \"pypi.org\"\nmode = \"tunnel\"\nidentities = [\"alpha\"]\n");
+    d.worker("alpha", "[[grants]]\nhost = \"api.anthropic.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
+                      "connect_to = \"127.0.0.1:8443\"\nallow_private = true\n");
+    d.worker("beta", "");
+    auto org = config::load_org(d.str());
+    auto a = config::resolve_worker(org, "alpha");
+    REQUIRE(a.grants.size() == 3);
+    CHECK(a.grants[0].host == "github.com");
+    CHECK(a.grants[1].host == "pypi.org");
+    CHECK(a.grants[2].host == "api.anthropic.com");
+    CHECK(a.grants[2].identities == std::vector<std::string>{"alpha"});
+    CHECK(a.grants[2].connect_port == 8443);
+    auto b = config::resolve_worker(org, "beta");
+    REQUIRE(b.grants.size() == 1);
+    CHECK(b.grants[0].host == "github.com");
+}
+
+TEST_CASE("validation: a bad agent names file, line, key and the allowed values") {
+    OrgDir d;
+    SUBCASE("in worker.toml") {
+        d.org("");
+        d.worker("alpha", "# the agent\n\nagent = \"gpt5\"\n");
+        auto e = errors_of(d);
+        CHECK(has_line(e, d.file("workers/alpha/worker.toml") +
+                              ":3: key 'agent': got \"gpt5\", allowed: pi | claude | codex"));
+        CHECK_THROWS_WITH_AS(config::load_org(d.str()), doctest::Contains("allowed: pi | claude | codex"),
+                             config::ConfigError);
+    }
+    SUBCASE("in [engine]") {
+        d.org("[engine]\nagent = \"Claude\"\n");
+        CHECK(has_line(errors_of(d), d.file("org.toml") + ":2: key 'engine.agent': got \"Claude\", allowed: pi | claude | codex"));
+    }
+    SUBCASE("of the wrong type") {
+        d.org("");
+        d.worker("alpha", "agent = 5\n");
+        CHECK(has_line(errors_of(d), d.file("workers/alpha/worker.toml") + ":1: key 'agent': got an integer, expected a string"));
+    }
+}
+
+TEST_CASE("validation: unknown keys are errors at every level") {
+    OrgDir d;
+    d.org("[engine]\nagnet = \"pi\"\n[sandbox]\nmemroy = \"1G\"\n[enigne]\nagent = \"pi\"\n");
+    d.worker("alpha", "agnet = \"pi\"\n[sandbox]\npid = 3\n");
+    auto e = errors_of(d);
+    CHECK(has_line(e, d.file("org.toml") + ":2: key 'engine.agnet': unknown key, allowed: agent | model | chatgpt_account_id"));
+    CHECK(has_line(e, d.file("org.toml") + ":4: key 'sandbox.memroy': unknown key, allowed: memory | pids | cpus | timeout | tmp_size"));
+    CHECK(has_line(e, d.file("org.toml") + ":5: key 'enigne': unknown key, allowed: engine | rootfs | sandbox | gateway | credentials | grants"));
+    CHECK(has_line(e, d.file("workers/alpha/worker.toml") + ":1: key 'agnet': unknown key, allowed: agent | model | rootfs"));
+    CHECK(has_line(e, d.file("workers/alpha/worker.toml") + ":3: key 'sandbox.pid': unknown key"));
+
+    SUBCASE("inside the gateway sections too (the gateway's own parser)") {
+        OrgDir g;
+        g.org("[gateway]\nledger = \"/tmp/l\"\nlisten_unixx = \"/x\"\n");
+        auto ge = errors_of(g);
+        CHECK(has_line(ge, g.file("org.toml") + ":3"));
+        CHECK(has_line(ge, "listen_unixx"));
+    }
+    SUBCASE("and inside a worker's grants") {
+        OrgDir g;
+        g.org("");
+        g.worker("alpha", "\n[[grants]]\nhost = \"example.com\"\nmod = \"tunnel\"\n");
+        auto ge = errors_of(g);
+        CHECK(has_line(ge, g.file("workers/alpha/worker.toml") + ":4"));
+        CHECK(has_line(ge, "mod"));
+    }
+}
+
+TEST_CASE("validation: the gateway sections' errors keep their file and line") {
+    OrgDir d;
+    d.org("[engine]\nagent = \"pi\"\n\n[[grants]]\nhost = \"example.com\"\nmode = \"teleport\"\n");
+    auto e = errors_of(d);
+    CHECK(has_line(e, d.file("org.toml") + ":6: key 'grants[0].mode'"));
+    CHECK(has_line(e, "tunnel | inject"));
+
+    SUBCASE("a worker grant naming a credential org.toml lacks") {
+        OrgDir w;
+        w.org("");
+        w.worker("alpha", "[[grants]]\nhost = \"api.example.com\"\nmode = \"inject\"\ncredential = \"nope\"\n");
+        auto we = errors_of(w);
+        CHECK(has_line(we, w.file("workers/alpha/worker.toml") + ":4"));
+        CHECK(has_line(we, "nope"));
+    }
+    SUBCASE("a worker grant may not widen its scope") {
+        OrgDir w;
+        w.org("");
+        w.worker("alpha", "[[grants]]\nhost = \"example.com\"\nmode = \"tunnel\"\nidentities = [\"beta\"]\n");
+        CHECK(has_line(errors_of(w), w.file("workers/alpha/worker.toml") +
+                                         ":1: key 'grants[0].identities': not allowed in worker.toml"));
+    }
+}
+
+TEST_CASE("validation: limits, env, rootfs, model") {
+    OrgDir d;
+    d.org("[sandbox]\nmemory = \"12XB\"\npids = 0\ncpus = -1\ntimeout = \"5 fortnights\"\ntmp_size = true\n"
+          "rootfs = \"/nonexistent/corral/image\"\n");
+    d.worker("alpha", "model = \"-rf\"\n[env]\nHTTPS_PROXY = \"http://evil\"\nhome = \"/x\"\nGOOD = 1\n");
+    auto e = errors_of(d);
+    const std::string org = d.file("org.toml"), wk = d.file("workers/alpha/worker.toml");
+    CHECK(has_line(e, org + ":2: key 'sandbox.memory': invalid size \"12XB\""));
+    CHECK(has_line(e, org + ":3: key 'sandbox.pids': got 0, allowed: a positive integer"));
+    CHECK(has_line(e, org + ":4: key 'sandbox.cpus'"));
+    CHECK(has_line(e, org + ":5: key 'sandbox.timeout'"));
+    CHECK(has_line(e, org + ":6: key 'sandbox.tmp_size': got a boolean"));
+    // rootfs after [sandbox] belongs to the table: an unknown key there
+    CHECK(has_line(e, org + ":7: key 'sandbox.rootfs': unknown key"));
+    CHECK(has_line(e, wk + ":1: key 'model': got \"-rf\""));
+    CHECK(has_line(e, wk + ":3: key 'env.HTTPS_PROXY': set by corral itself"));
+    CHECK(has_line(e, wk + ":4: key 'env.home': set by corral itself"));
+    CHECK(has_line(e, wk + ":5: key 'env.GOOD': got an integer, expected a string"));
+
+    SUBCASE("rootfs that is not a directory") {
+        OrgDir r;
+        r.org("rootfs = \"/nonexistent/corral/image\"\n");
+        CHECK(has_line(errors_of(r), r.file("org.toml") + ":1: key 'rootfs': got \"/nonexistent/corral/image\""));
+    }
+}
+
+TEST_CASE("validation: worker directories") {
+    OrgDir d;
+    d.org("");
+    d.worker("good-1", "");
+    d.write("workers/bad name/worker.toml", "");
+    d.write("workers/.hidden/worker.toml", "");
+    d.write("workers/README", "not a worker");
+    d.write("workers/empty/.keep", "");
+    auto c = config::check_org(d.str());
+    std::string e;
+    for (const auto& x : c.errors) e += x.text() + "\n";
+    CHECK(has_line(e, d.file("workers/bad name") + ": invalid worker name \"bad name\": contains ' '"));
+    CHECK(has_line(e, d.file("workers/.hidden") + ": invalid worker name \".hidden\": must start with a letter or digit"));
+    CHECK(has_line(e, d.file("workers/README") + ": not a directory"));
+    CHECK(has_line(e, d.file("workers/empty/worker.toml") + ": missing"));
+    CHECK(c.org.workers.count("good-1") == 1);
+    CHECK(config::worker_name_problem(std::string(65, 'a')) != "");
+    CHECK(config::worker_name_problem("a.b_c-9") == "");
+}
+
+TEST_CASE("validation: syntax errors and a missing org.toml") {
+    OrgDir d;
+    SUBCASE("missing org.toml") {
+        CHECK(has_line(errors_of(d), d.file("org.toml") + ": missing"));
+    }
+    SUBCASE("a TOML syntax error is one line with the line number") {
+        d.org("[engine]\nagent = \"pi\"\nthis is not toml\n");
+        auto c = config::check_org(d.str());
+        REQUIRE(c.errors.size() == 1);
+        std::string t = c.errors[0].text();
+        CHECK(t.find(d.file("org.toml") + ":3: TOML syntax error") == 0);
+        CHECK(t.find('\n') == std::string::npos);
+    }
+    SUBCASE("not a directory") {
+        auto c = config::check_org(d.file("nowhere"));
+        REQUIRE(c.errors.size() == 1);
+        CHECK(c.errors[0].text().find("not a directory") != std::string::npos);
+    }
+    SUBCASE("load_org puts every error on its own line") {
+        d.org("[engine]\nagent = \"x\"\nmodel = \"-y\"\n");
+        try {
+            config::load_org(d.str());
+            FAIL("expected ConfigError");
+        } catch (const config::ConfigError& ex) {
+            std::string what = ex.what();
+            CHECK(std::count(what.begin(), what.end(), '\n') == 1);
+            CHECK(has_line(what, ":2: key 'engine.agent'"));
+            CHECK(has_line(what, ":3: key 'engine.model'"));
+        }
+    }
+}
+
+TEST_CASE("warnings: a non-pi worker with [channels]") {
+    OrgDir d;
+    d.org("[engine]\nagent = \"codex\"\n");
+    d.worker("claude-w", "agent = \"claude\"\n\n[channels]\ndiscord = \"#ops\"\n");
+    d.worker("codex-w", "[channels]\nslack = \"#x\"\n");
+    d.worker("pi-w", "agent = \"pi\"\n[channels]\nslack = \"#x\"\n");
+    auto c = config::check_org(d.str());
+    CHECK(c.errors.empty());
+    std::string all;
+    for (const auto& w : c.warnings) all += w.text() + "\n";
+    CHECK(has_line(all, d.file("workers/claude-w/worker.toml") +
+                            ":3: key 'channels': sessions run pi; agent applies to task runs"));
+    CHECK(has_line(all, d.file("workers/codex-w/worker.toml") + ":1: key 'channels': sessions run pi"));
+    CHECK_FALSE(has_line(all, "pi-w"));
+    auto r = config::resolve_worker(c.org, "claude-w");
+    REQUIRE(r.warnings.size() == 1);
+    CHECK(r.warnings[0].key == "channels");
+    CHECK(config::resolve_worker(c.org, "pi-w").warnings.empty());
+}
+
+TEST_CASE("warnings: codex in ChatGPT mode without the account id") {
+    OrgDir d;
+    d.org("[credentials.openai]\nkind = \"oauth_token\"\nenv = \"OPENAI_TOKEN\"\n");
+    d.worker("cx", "agent = \"codex\"\n");
+    auto c = config::check_org(d.str());
+    CHECK(c.errors.empty());
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].key == "engine.chatgpt_account_id");
+    OrgDir ok;
+    ok.org("[engine]\nchatgpt_account_id = \"acct-123\"\n[credentials.openai]\nkind = \"oauth_token\"\nenv = \"OPENAI_TOKEN\"\n");
+    ok.worker("cx", "agent = \"codex\"\n");
+    auto c2 = config::check_org(ok.str());
+    CHECK(c2.errors.empty());
+    CHECK(c2.warnings.empty());
+    CHECK(config::resolve_worker(c2.org, "cx").chatgpt_account_id == "acct-123");
+}

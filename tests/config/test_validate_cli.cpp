@@ -1,1 +1,108 @@
+// `corral validate --config DIR`: the real binary on example organisations.
 #include <doctest/doctest.h>
+
+#include "tests/config/org_fixture.hpp"
+#include "tests/support/process.hpp"
+
+using corral::test::OrgDir;
+using corral::test::run;
+
+namespace {
+
+corral::test::Result validate(const OrgDir& d, std::vector<std::string> extra = {},
+                              std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> argv = {corral::test::corral_bin(), "validate", "--config", d.str()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    corral::test::RunOptions o;
+    o.env = std::move(env);
+    o.timeout = std::chrono::milliseconds(20'000);
+    return run(argv, o);
+}
+
+bool has(const std::string& s, const std::string& n) { return s.find(n) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("corral validate prints each resolved worker with implied grants and credential status") {
+    OrgDir d;
+    d.org("[engine]\nagent = \"claude\"\n[sandbox]\nmemory = \"1GiB\"\n"
+          "[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_ANTHROPIC\"\n"
+          "[[grants]]\nhost = \"github.com\"\nmode = \"tunnel\"\n");
+    d.worker("alpha", "[sandbox]\npids = 64\n[channels]\ndiscord = \"#ops\"\n");
+    d.worker("beta", "agent = \"pi\"\n");
+    auto r = validate(d, {}, {{"CORRAL_TEST_ANTHROPIC", "sk-ant-api03-not-really-a-key"}});
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK(has(r.out, "worker alpha"));
+    CHECK(has(r.out, "agent:      claude (" + d.file("org.toml") + ":2 [engine]), CLI 2.1.332"));
+    CHECK(has(r.out, "limits:     memory=1GiB pids=64"));
+    CHECK(has(r.out, "api.anthropic.com:443 inject credential=anthropic routes=POST /v1/messages"));
+    CHECK(has(r.out, "[implied by agent = \"claude\"]"));
+    CHECK(has(r.out, "github.com:443 tunnel"));
+    CHECK(has(r.out, "credential: anthropic (api_key, env CORRAL_TEST_ANTHROPIC): available"));
+    CHECK(has(r.out, "worker beta"));
+    CHECK(has(r.out, "agent:      pi (" + d.file("workers/beta/worker.toml") + ":1)"));
+    // The warning, with its file:line, on stderr.
+    CHECK(has(r.err, "warning: " + d.file("workers/alpha/worker.toml") +
+                         ":3: key 'channels': sessions run pi; agent applies to task runs"));
+    // Never the secret itself.
+    CHECK_FALSE(has(r.out + r.err, "sk-ant-api03-not-really-a-key"));
+}
+
+TEST_CASE("corral validate fails (2) naming the missing credential and how to add it") {
+    OrgDir d;
+    d.org("");
+    d.worker("cx", "agent = \"codex\"\n");
+    auto r = validate(d);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.out, "credential: openai (-): NOT DEFINED"));
+    CHECK(has(r.err, "worker 'cx' runs codex, which needs the credential 'openai': not defined; add to org.toml: "
+                     "[credentials.openai]"));
+
+    SUBCASE("defined but its variable unset: still 2, unless --skip-secrets") {
+        OrgDir e;
+        e.org("[credentials.openai]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_SURELY_UNSET\"\n");
+        e.worker("cx", "agent = \"codex\"\n");
+        auto r2 = validate(e);
+        CHECK(r2.exit_code == 2);
+        CHECK(has(r2.err, "'openai' (env CORRAL_TEST_SURELY_UNSET): not available"));
+        auto r3 = validate(e, {"--skip-secrets"});
+        CHECK_MESSAGE(r3.exit_code == 0, r3.err);
+        CHECK(has(r3.out, "defined (secret not checked)"));
+        CHECK(has(r3.out, "api.openai.com:443 inject credential=openai"));
+    }
+}
+
+TEST_CASE("corral validate: config errors are one line each with file:line:key, exit 2") {
+    OrgDir d;
+    d.org("[engine]\nagent = \"gpt5\"\n");
+    d.worker("alpha", "agent = \"claude\"\nbogus = 1\n");
+    auto r = validate(d);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, "corral validate: " + d.file("org.toml") +
+                         ":2: key 'engine.agent': got \"gpt5\", allowed: pi | claude | codex\n"));
+    CHECK(has(r.err, "corral validate: " + d.file("workers/alpha/worker.toml") + ":2: key 'bogus': unknown key"));
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("corral validate: an operator grant for the model host replaces the implied one") {
+    OrgDir d;
+    d.org("[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_ANTHROPIC\"\n"
+          "[[grants]]\nhost = \"api.anthropic.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
+          "connect_to = \"127.0.0.1:9443\"\nallow_private = true\n");
+    d.worker("p", "");
+    auto r = validate(d, {"--worker", "p"}, {{"CORRAL_TEST_ANTHROPIC", "x"}});
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(has(r.out, "api.anthropic.com:443 inject credential=anthropic connect_to=127.0.0.1:9443"));
+    CHECK(has(r.out, "replaced by the one at " + d.file("org.toml") + ":4"));
+    CHECK_FALSE(has(r.out, "[implied by agent"));
+}
+
+TEST_CASE("corral validate: usage errors") {
+    OrgDir d;
+    d.org("");
+    CHECK(run({corral::test::corral_bin(), "validate"}).exit_code == 2);
+    CHECK(run({corral::test::corral_bin(), "validate", "--bogus"}).exit_code == 2);
+    auto r = validate(d, {"--worker", "nobody"});
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, "no worker \"nobody\""));
+}

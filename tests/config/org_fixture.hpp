@@ -1,0 +1,41 @@
+// A throw-away organisation directory for config tests.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+namespace corral::test {
+
+struct OrgDir {
+    std::filesystem::path path;
+    OrgDir() {
+        char tmpl[] = "/tmp/corral-org-XXXXXX";
+        if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path = tmpl;
+    }
+    ~OrgDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    OrgDir(const OrgDir&) = delete;
+    OrgDir& operator=(const OrgDir&) = delete;
+
+    // Writes `content` to DIR/rel, creating parent directories.
+    void write(const std::string& rel, const std::string& content) const {
+        auto p = path / rel;
+        std::filesystem::create_directories(p.parent_path());
+        std::ofstream(p, std::ios::binary) << content;
+    }
+    void org(const std::string& content) const { write("org.toml", content); }
+    void worker(const std::string& name, const std::string& content) const {
+        write("workers/" + name + "/worker.toml", content);
+    }
+    std::string str() const { return path.string(); }
+    std::string file(const std::string& rel) const { return (path / rel).string(); }
+};
+
+}  // namespace corral::test
