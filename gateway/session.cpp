@@ -124,8 +124,11 @@ struct Conn {
 awaitable<void> watchdog(std::shared_ptr<Conn> c) {
     bool grace = false;
     while (!c->done) {
-        c->armed_for = c->deadline;
-        c->timer.expires_at(c->deadline);
+        // Never sleep past the shortest timeout: then a deadline that moves
+        // earlier (idle → read timeout) is still caught without a timer cancel.
+        auto cap = Clock::now() + std::min(c->limits().read_timeout, c->limits().idle_timeout);
+        c->armed_for = std::min(c->deadline, cap);
+        c->timer.expires_at(c->armed_for);
         co_await c->timer.async_wait(nothrow);
         c->armed_for = Clock::time_point::max();
         if (c->done) break;
@@ -577,8 +580,11 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
                              const std::string& body, bool head_request, bool websocket) {
     Exchange x;
     c.arm(c.limits().idle_timeout);
-    std::array<asio::const_buffer, 2> out{asio::buffer(head), asio::buffer(body)};
-    if (auto [ec, n] = co_await asio::async_write(up, out, nothrow); ec) {
+    // One buffer: a TLS stream writes each buffer of a sequence as its own record.
+    std::string message;
+    message.reserve(head.size() + body.size());
+    message.append(head).append(body);
+    if (auto [ec, n] = co_await asio::async_write(up, asio::buffer(message), nothrow); ec) {
         x.reason = c.timed_out ? reason::timeout : reason::upstream_connect;
         x.detail = "upstream closed the connection while the request was sent";
         x.nothing_received = true;
@@ -621,9 +627,15 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     bool chunked = rp->chunked();
     bool until_eof = !upgraded && !rp->is_done() && !chunked && !rp->content_length();
     std::string rhead = response_head(*rp, chunked, until_eof, upgraded);
-    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(rhead), nothrow); ec) {
-        x.reason = reason::bad_request, x.detail = "client went away";
-        co_return x;
+    // The head goes out with the first body bytes (one TLS record, one send)
+    // when those are already here; otherwise at once, so a client waiting for
+    // headers (an SSE stream before its first event) is not held back.
+    if (upgraded || rp->is_done() || upbuf.size() == 0) {
+        if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(rhead), nothrow); ec) {
+            x.reason = reason::bad_request, x.detail = "client went away";
+            co_return x;
+        }
+        rhead.clear();
     }
 
     if (upgraded) {
@@ -645,6 +657,8 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
 
     const std::uint64_t cap = c.limits().max_response_bytes;
     std::vector<char> chunk(16 * 1024);
+    std::string out;
+    out.reserve(chunk.size() + rhead.size() + 32);
     while (!rp->is_done()) {
         rp->get().body().data = chunk.data();
         rp->get().body().size = chunk.size();
@@ -660,18 +674,19 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
                 c.close_io();
                 co_return x;
             }
-            boost::system::error_code wec;
+            // One contiguous piece per write: a TLS stream turns each buffer of a
+            // sequence into its own record and send().
+            out.assign(rhead);
+            rhead.clear();
             if (chunked) {
                 char size_line[24];
                 auto r = std::to_chars(size_line, size_line + 16, got, 16);
                 *r.ptr++ = '\r', *r.ptr++ = '\n';
-                std::array<asio::const_buffer, 3> bufs{
-                    asio::buffer(size_line, static_cast<std::size_t>(r.ptr - size_line)),
-                    asio::buffer(chunk.data(), got), asio::buffer("\r\n", 2)};
-                std::tie(wec, std::ignore) = co_await asio::async_write(client, bufs, nothrow);
-            } else {
-                std::tie(wec, std::ignore) = co_await asio::async_write(client, asio::buffer(chunk.data(), got), nothrow);
+                out.append(size_line, r.ptr);
             }
+            out.append(chunk.data(), got);
+            if (chunked) out.append("\r\n");
+            auto [wec, wn] = co_await asio::async_write(client, asio::buffer(out), nothrow);
             if (wec) {
                 x.reason = reason::bad_request, x.detail = "client went away during the response";
                 co_return x;
@@ -686,8 +701,9 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
             co_return x;
         }
     }
-    if (chunked) {
-        if (auto [ec, n] = co_await asio::async_write(client, asio::buffer("0\r\n\r\n", 5), nothrow); ec) {
+    if (chunked) rhead += "0\r\n\r\n";
+    if (!rhead.empty()) {
+        if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(rhead), nothrow); ec) {
             x.reason = reason::bad_request, x.detail = "client went away";
             co_return x;
         }
