@@ -217,6 +217,7 @@ Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds ro
 | tinyproxy | $a_tp | $(ratio "$a_tp" "$a_direct") |
 
 corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct target ≥ 0.8.
+Per round, MB/s: direct $(paste -sd' ' "$work/a.direct"); corral $(paste -sd' ' "$work/a.corral"); tinyproxy $(paste -sd' ' "$work/a.tinyproxy").
 
 (b) inject mode, keep-alive HTTPS GET, x-api-key rewritten to the real key (injected: $inject_ok)
 
@@ -227,6 +228,7 @@ corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direc
 | mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |
 
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
+Per round, req/s: direct $(paste -sd' ' "$work/b.rps.direct"); corral $(paste -sd' ' "$work/b.rps.corral"); mitmproxy $(paste -sd' ' "$work/b.rps.mitmproxy").
 
 (c) corral gateway RSS: idle $((rss_idle / 1024)) MiB ($rss_idle KiB), with 256 open tunnels $((rss_256 / 1024)) MiB ($rss_256 KiB) (target ≤ 32 MiB)
 REPORT
