@@ -201,6 +201,25 @@ TEST_CASE("stdout and stderr are streamed live and kept in stdout.log/stderr.log
     check_nothing_left(r);
 }
 
+TEST_CASE("stdin is /dev/null unless --stdin passes corral's stdin through") {
+    CorralArgs closed;
+    closed.process.stdin_data = "host-stdin-data\n";
+    auto run = corral_sh("echo START; cat; echo \"rc=$?\"; echo DONE", closed);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    CHECK(run.result.out.find("host-stdin-data") == std::string::npos);
+    CHECK(field(run.result.out, "rc") == "0");  // EOF at once: /dev/null
+    check_nothing_left(run);
+
+    CorralArgs open = closed;
+    open.flags = {"--stdin"};
+    auto passed = corral_sh("echo START; cat; echo DONE", open);
+    INFO(transcript(passed.result));
+    REQUIRE(passed.result.out.find("DONE") != std::string::npos);
+    CHECK(passed.result.out == "START\nhost-stdin-data\nDONE\n");
+    check_nothing_left(passed);
+}
+
 TEST_CASE("run.json has every field of the contract with the right types and values") {
     std::string ws = fresh_dir("ws", 0755);
     CorralArgs args;

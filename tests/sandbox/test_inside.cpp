@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <regex>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -36,7 +38,8 @@ TEST_CASE("PID 1 inside the sandbox is corral's init and no host process is visi
     auto run = corral_sh(
         "echo START; echo \"comm1=$(cat /proc/1/comm)\"; "
         "echo \"cmdline1=$(tr '\\0' ' ' < /proc/1/cmdline)\"; "
-        "set -- /proc/[0-9]*; echo \"nprocs=$#\"; echo \"self=$(readlink /proc/self)\"; echo DONE");
+        "set -- /proc/[0-9]*; echo \"nprocs=$#\"; echo \"shellpid=$$\"; "
+        "echo \"nspid=$(grep NSpid /proc/self/status | cut -f2-)\"; echo DONE");
     INFO(transcript(run.result));
     REQUIRE(run.result.exit_code == 0);
     REQUIRE(run.result.out.find("START") != std::string::npos);
@@ -56,6 +59,13 @@ TEST_CASE("PID 1 inside the sandbox is corral's init and no host process is visi
     int nprocs = std::stoi(field(run.result.out, "nprocs").empty() ? "0" : field(run.result.out, "nprocs"));
     CHECK(nprocs >= 2);
     CHECK(nprocs <= 6);
+    // The command runs in a nested PID namespace below the sandbox's (its
+    // NSpid, as this /proc sees it, has two levels), and it is not that
+    // namespace's PID 1, so default signal dispositions apply to it.
+    std::string nspid = field(run.result.out, "nspid");
+    CHECK_MESSAGE(std::count(nspid.begin(), nspid.end(), '\t') == 1, "NSpid of a command: " << nspid);
+    CHECK(field(run.result.out, "shellpid") != "1");
+    CHECK(!field(run.result.out, "shellpid").empty());
     check_nothing_left(run);
 }
 
@@ -218,6 +228,45 @@ TEST_CASE("no descriptor beyond 0, 1, 2 is inherited by the command") {
     CHECK(!fds.count("7"));
     CHECK(!fds.count("9"));
     for (const auto& fd : fds) CHECK_MESSAGE((fd == "0" || fd == "1" || fd == "2" || fd == "3"), "open fd " << fd);
+    check_nothing_left(run);
+}
+
+TEST_CASE("every mount is nosuid, data mounts are nodev, /tmp is a size-capped tmpfs, the workspace is the rw cwd") {
+    std::string ws = fresh_dir("ws", 01777);
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh("echo START; echo \"cwd=$(pwd)\"; echo from-inside > note.txt && echo \"wrote=yes\"; "
+                         "echo '--- mounts'; cat /proc/self/mountinfo; echo '--- end'; echo DONE",
+                         args);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    CHECK(field(run.result.out, "cwd") == "/workspace");
+    CHECK(field(run.result.out, "wrote") == "yes");
+    CHECK(read_file(ws + "/note.txt") == "from-inside\n");
+    const std::string& out = run.result.out;
+    auto from = out.find("--- mounts\n"), to = out.find("--- end");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    std::map<std::string, std::string> options_of;  // mount point -> per-mount options + fs type + super options
+    int mounts = 0;
+    for (const auto& line : lines(out.substr(from + 11, to - from - 11))) {
+        std::istringstream in(line);
+        std::string id, parent, devno, root, point, opts;
+        in >> id >> parent >> devno >> root >> point >> opts;
+        if (point.empty()) continue;
+        ++mounts;
+        CHECK_MESSAGE(opts.find("nosuid") != std::string::npos, "mount without nosuid: " << line);
+        options_of[point] = opts + " " + line.substr(line.find(" - ") + 3);
+    }
+    CHECK(mounts >= 4);
+    for (const char* point : {"/", "/tmp", "/proc", "/workspace", "/dev/shm"}) {
+        REQUIRE_MESSAGE(options_of.count(point), "no mount at " << point);
+        CHECK_MESSAGE(options_of[point].find("nodev") != std::string::npos, point << ": " << options_of[point]);
+    }
+    CHECK(options_of["/tmp"].find("tmpfs") != std::string::npos);
+    CHECK(options_of["/tmp"].find("size=") != std::string::npos);
+    CHECK(options_of["/"].find(" overlay ") != std::string::npos);  // the image is only ever a lower layer
     check_nothing_left(run);
 }
 
