@@ -7,6 +7,8 @@
 
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 
 #include "gateway/ca.hpp"
 #include "gateway/gateway.hpp"
+#include "tests/support/process.hpp"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -623,4 +626,67 @@ TEST_CASE("an unwritable ledger stops new requests (fail closed) and says why") 
     CHECK(res["X-Corral-Reason"] == "ledger_unwritable");
     CHECK(res.body().find("no-such-dir") != std::string::npos);
     CHECK(w.good.connections.load() == 0);
+}
+
+TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with identity announcement, SIGTERM") {
+    if (!test::running_as_root()) {
+        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
+        return;
+    }
+    World w;
+    std::string sock = w.dir.path + "/gw.sock";
+    std::string cfg_path = w.dir.path + "/gateway.toml";
+    {
+        std::ofstream cfg(cfg_path);
+        cfg << "[gateway]\nlisten_unix = \"" << sock << "\"\nlisten_tcp = \"127.0.0.1:0\"\ntcp_identity = \"bench/run-0\"\n"
+            << "ledger = \"" << w.ledger() << "\"\nstate_dir = \"" << w.dir.path << "/state\"\n"
+            << "upstream_ca_file = \"" << w.upstream_ca.certificate_path() << "\"\nhosts_file = \"" << w.dir.path
+            << "/hosts\"\n\n[[grants]]\nhost = \"tun.test\"\nport = " << w.good.port
+            << "\nmode = \"tunnel\"\nallow_private = true\n";
+    }
+    test::Background daemon({test::corral_bin(), "gateway", "--config", cfg_path, "--threads", "2"});
+    REQUIRE(daemon.wait_for_stdout("listening tcp:127.0.0.1:", std::chrono::seconds(10)));
+    REQUIRE(daemon.wait_for_stdout("\n", std::chrono::seconds(2)));
+    std::string out = daemon.drain_stdout();
+    CHECK(out.find("listening unix:" + sock) != std::string::npos);
+    struct stat st {};
+    REQUIRE(::stat(sock.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+
+    asio::io_context ioc;
+    std::string connect = "CONNECT tun.test:" + std::to_string(w.good.port) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    {
+        asio::local::stream_protocol::socket s(ioc);
+        s.connect(asio::local::stream_protocol::endpoint(sock));
+        asio::write(s, asio::buffer("CORRAL-IDENTITY worker-u/run-9\n" + connect));
+        beast::flat_buffer b;
+        http::response_parser<http::empty_body> p;
+        p.skip(true);
+        beast::error_code ec;
+        http::read(s, b, p, ec);
+        CHECK(p.get().result_int() == 200);
+    }
+    {
+        // No announcement: closed without an answer, nothing dialled.
+        asio::local::stream_protocol::socket s(ioc);
+        s.connect(asio::local::stream_protocol::endpoint(sock));
+        asio::write(s, asio::buffer(connect));
+        char b[64];
+        beast::error_code ec;
+        std::size_t n = s.read_some(asio::buffer(b), ec);
+        CHECK(n == 0);
+        // Closing with the client's bytes unread may turn the FIN into a reset.
+        CHECK((ec == asio::error::eof || ec == asio::error::connection_reset));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(slurp(w.ledger()).find("\"identity\":\"worker-u/run-9\"") != std::string::npos);
+    CHECK(w.good.connections.load() == 1);
+
+    ::kill(daemon.pid(), SIGTERM);
+    bool gone = false;
+    for (int i = 0; i < 50 && !gone; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        gone = ::access(sock.c_str(), F_OK) != 0;
+    }
+    CHECK(gone);  // clean shutdown removes the socket
 }
