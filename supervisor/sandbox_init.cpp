@@ -145,6 +145,11 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     close(ctx.stdout_fd);
     close(ctx.stderr_fd);
     close(ctx.control_fd);
+    // Keep nothing of the host's stdin (1 and 2 are already /dev/null).
+    if (int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); null_fd >= 0) {
+        dup2(null_fd, 0);
+        close(null_fd);
+    }
     for (;;) {
         int status = 0;
         pid_t pid = waitpid(-1, &status, __WALL);

@@ -45,6 +45,8 @@ Ctx build_context(const std::vector<SeccompRule>& rules) {
     check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0), "seccomp_attr_set", "CTL_NNP=0");
     for (const auto& rule : rules) {
         int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+        if (nr == __NR_SCMP_ERROR && rule.x86_64_nr >= 0 && seccomp_arch_native() == SCMP_ARCH_X86_64)
+            nr = rule.x86_64_nr;
         if (nr == __NR_SCMP_ERROR)
             throw UsageError("seccomp rule names unknown syscall \"" + rule.syscall + "\"");
         std::uint32_t action =
@@ -95,6 +97,9 @@ std::vector<SeccompRule> sandbox_seccomp_rules() {
     for (const char* name : {"mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
                              "fsconfig", "fsmount", "fspick", "mount_setattr"})
         r.push_back(deny(name, "changes the mount table; the sandbox's file system view is fixed by corral"));
+    // Linux 6.15; newer than libseccomp 2.5.4, hence the number.
+    r.push_back({"open_tree_attr", SeccompAction::deny_eperm, {},
+                 "clones a mount tree with new attributes (mount API, Linux 6.15)", 467});
     // --- kernel code and kernel-wide state.
     for (const char* name : {"init_module", "finit_module", "delete_module"})
         r.push_back(deny(name, "loads or unloads kernel modules"));

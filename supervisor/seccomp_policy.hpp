@@ -39,6 +39,9 @@ struct SeccompRule {
     SeccompAction action = SeccompAction::deny_eperm;
     std::vector<SeccompArgCondition> conditions;  // empty: always
     std::string reason;                           // why; shown in docs/security.md
+    // x86_64 number used when this libseccomp does not know the name yet
+    // (syscalls newer than the library); -1: the name must resolve.
+    int x86_64_nr = -1;
 };
 
 // The sandbox policy (pure; the same list on every call).

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <filesystem>
 #include <string>
 
@@ -89,6 +91,13 @@ int cmd_run(int argc, char** argv) {
     }
     ensure_stdio_open();
     signal(SIGPIPE, SIG_IGN);  // a closed terminal must not kill the supervisor mid-run
+    if (const char* lvl = std::getenv("CORRAL_LOG"); lvl != nullptr && std::string_view(lvl) == "debug")
+        log::set_level(log::Level::debug);
+    using steady = std::chrono::steady_clock;
+    auto t0 = steady::now();
+    auto ms_since = [](steady::time_point t) {
+        return std::to_string(std::chrono::duration<double, std::milli>(steady::now() - t).count()) + "ms";
+    };
 
     for (const auto& line : remove_stale_runs()) log::info("stale cleanup: " + line);
 
@@ -160,6 +169,8 @@ int cmd_run(int argc, char** argv) {
     }
     record.uid = box->uid();
     record.gid = box->gid();
+    log::debug("timing: sandbox ready (hook point) after " + ms_since(t0));
+    auto t_cmd = steady::now();
 
     // ── hook point: the sandbox exists, lo is up, the command has not started.
     SuperviseResult result;
@@ -172,8 +183,11 @@ int cmd_run(int argc, char** argv) {
     }
     if (result.deadline_hit) say("deadline of " + format_duration(*opts.timeout) + " reached; sandbox killed");
 
+    log::debug("timing: command ran for " + ms_since(t_cmd));
+    auto t_down = steady::now();
     CgroupUsage usage;
     record.teardown = teardown(*box, &usage);
+    log::debug("timing: teardown took " + ms_since(t_down));
     record.peak_memory_bytes = usage.peak_memory_bytes;
     record.peak_pids = usage.peak_pids;
     record.oom_killed = usage.oom_killed;
