@@ -100,6 +100,7 @@ int cmd_run(int argc, char** argv) {
     };
 
     for (const auto& line : remove_stale_runs()) log::info("stale cleanup: " + line);
+    log::debug("timing: remove_stale_runs done after " + ms_since(t0));
 
     RunRecord record;
     record.id = make_run_id();
