@@ -197,8 +197,8 @@ TEST_CASE("concurrent acquirers never hold one UID at the same time") {
     std::string marks = tmp.root + "/marks";
     REQUIRE(::mkdir(marks.c_str(), 0700) == 0);
     UidRange range{kBase, kBase + 1};
-    constexpr int kWorkers = 4;
-    constexpr int kLeasesEach = 100;
+    constexpr int kWorkers = 6;
+    constexpr int kLeasesEach = 60;
     std::vector<pid_t> workers;
     for (int w = 0; w < kWorkers; ++w) {
         pid_t pid = ::fork();
@@ -219,7 +219,7 @@ TEST_CASE("concurrent acquirers never hold one UID at the same time") {
                         continue;
                     }
                     ::close(fd);
-                    ::usleep(50);
+                    ::usleep(2000);  // long against the variation of acquire_uid's /proc scan
                     ::unlink(mark.c_str());
                 } catch (const UsageError&) {
                     ::usleep(20);  // exhausted right now: others hold both UIDs
