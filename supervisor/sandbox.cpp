@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -440,9 +441,13 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
 
     char buf[65536];
     while (box.stdout_.valid() || box.stderr_.valid() || box.report_.valid() || !init_exited) {
-        pollfd pfds[4];
+        pollfd pfds[5];
         int n = 0;
-        int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1;
+        int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1, idx_sig = -1;
+        if (sinks.interrupt_fd >= 0 && !result.interrupted_by && !init_exited) {
+            idx_sig = n;
+            pfds[n++] = {sinks.interrupt_fd, POLLIN, 0};
+        }
         if (box.stdout_.valid()) { idx_out = n; pfds[n++] = {box.stdout_.get(), POLLIN, 0}; }
         if (box.stderr_.valid()) { idx_err = n; pfds[n++] = {box.stderr_.get(), POLLIN, 0}; }
         if (box.report_.valid()) { idx_rep = n; pfds[n++] = {box.report_.get(), POLLIN, 0}; }
@@ -501,6 +506,13 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
                 } else {
                     result.setup_failure = setup_error(msg, box.plan_);
                 }
+            }
+        }
+        if (idx_sig >= 0 && (pfds[idx_sig].revents & POLLIN) != 0) {
+            signalfd_siginfo si{};
+            if (read(sinks.interrupt_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+                pidfd_send_signal(box.pidfd_.get(), SIGKILL);
+                result.interrupted_by = static_cast<int>(si.ssi_signo);
             }
         }
         if (idx_pid >= 0 && (pfds[idx_pid].revents & POLLIN) != 0) {

@@ -89,11 +89,16 @@ private:
 struct OutputSinks {
     int stdout_fd = 1;   // -1: don't forward
     int stderr_fd = 2;
+    // Optional signalfd (SIGINT/SIGTERM/SIGHUP blocked by the caller): a
+    // signal to the supervisor kills the sandbox, so that it is still torn
+    // down and verified instead of left to the parent-death signal.
+    int interrupt_fd = -1;
 };
 
 struct SuperviseResult {
     std::optional<int> wait_status;        // the invocation's, as reported by init
     bool deadline_hit = false;
+    std::optional<int> interrupted_by;     // signal read from sinks.interrupt_fd
     std::optional<std::string> not_found;  // the command was not in the rootfs: the path(s) tried
     std::optional<SandboxSetupError> setup_failure;   // an invocation step failed before execve
     std::uint64_t stdout_bytes = 0;

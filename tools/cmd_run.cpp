@@ -6,6 +6,7 @@
 // per problem on stderr.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/fd.hpp"
 #include "base/log.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
@@ -99,6 +101,15 @@ int cmd_run(int argc, char** argv) {
         return std::to_string(std::chrono::duration<double, std::milli>(steady::now() - t).count()) + "ms";
     };
 
+    // Ctrl-C, SIGTERM, SIGHUP: kill the sandbox and still tear it down and
+    // verify (supervise() reads them from a signalfd). Blocked from here on;
+    // the command starts with an empty signal mask.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+    sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+    Fd interrupts(signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
+
     for (const auto& line : remove_stale_runs()) log::info("stale cleanup: " + line);
     log::debug("timing: remove_stale_runs done after " + ms_since(t0));
 
@@ -177,12 +188,14 @@ int cmd_run(int argc, char** argv) {
     SuperviseResult result;
     try {
         start_command(*box);
-        result = supervise(*box);
+        result = supervise(*box, OutputSinks{1, 2, interrupts.get()});
     } catch (const std::exception& e) {
         say(e.what());
         status = kExitSetup;
     }
     if (result.deadline_hit) say("deadline of " + format_duration(*opts.timeout) + " reached; sandbox killed");
+    if (result.interrupted_by)
+        say(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) + "; sandbox killed");
 
     log::debug("timing: command ran for " + ms_since(t_cmd));
     auto t_down = steady::now();
@@ -204,6 +217,8 @@ int cmd_run(int argc, char** argv) {
         status = kExitTeardown;
     } else if (status != 0) {
         // supervise() itself failed; already reported.
+    } else if (result.interrupted_by) {
+        status = 128 + *result.interrupted_by;
     } else if (result.deadline_hit) {
         status = kExitDeadline;
     } else if (result.not_found) {
