@@ -1,0 +1,207 @@
+#include "shim/bridge.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <exception>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "base/log.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral::shim {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// Runs in the box's namespace (helper thread). Returns an invalid Fd and
+// sets `err` / `call` on failure.
+Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
+    Fd s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
+    if (!s.valid()) {
+        call = std::string("socket ") + where;
+        err = errno;
+        return {};
+    }
+    int one = 1;
+    ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc;
+    if (family == AF_INET) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        rc = ::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+        // v6-only so that the v4 listener alone owns 127.0.0.1 (no mapped-address overlap).
+        if (::setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) {
+            call = "setsockopt IPV6_V6ONLY";
+            err = errno;
+            return {};
+        }
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(port);
+        a.sin6_addr = in6addr_loopback;
+        rc = ::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (rc != 0) {
+        call = std::string("bind ") + where + ":" + std::to_string(port);
+        err = errno;
+        return {};
+    }
+    if (::listen(s.get(), 128) != 0) {
+        call = std::string("listen ") + where;
+        err = errno;
+        return {};
+    }
+    return s;
+}
+
+}  // namespace
+
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port) {
+    BridgeListeners out;
+    std::string call4, call6;
+    int err4 = 0, err6 = 0, setns_err = 0;
+    // setns affects only this helper thread; it exits in the box's namespace
+    // and takes nothing of ours with it (the sockets keep their namespace).
+    std::thread helper([&] {
+        if (::setns(netns_fd, CLONE_NEWNET) != 0) {
+            setns_err = errno;
+            return;
+        }
+        out.ipv4 = listen_on(AF_INET, port, call4, err4);
+        out.ipv6 = listen_on(AF_INET6, port, call6, err6);
+    });
+    helper.join();
+    if (setns_err != 0) throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", setns_err);
+    if (!out.ipv4.valid()) throw SysError(call4, "in the sandbox's network namespace", err4);
+    if (!out.ipv6.valid()) {
+        // Only a namespace without IPv6 is acceptable: then no [::1] exists to reach.
+        if (err6 != EADDRNOTAVAIL && err6 != EAFNOSUPPORT)
+            throw SysError(call6, "in the sandbox's network namespace", err6);
+        log::debug("bridge: no IPv6 loopback in the sandbox (" + call6 + ": " + errno_text(err6) + "); IPv4 only");
+    }
+    return out;
+}
+
+struct Bridge::Acceptor {
+    tcp::acceptor acceptor;
+    explicit Acceptor(asio::io_context& ioc) : acceptor(ioc) {}
+};
+
+namespace {
+
+asio::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> keep, tcp::acceptor& acceptor,
+                                  ConnectionHandler handler, std::shared_ptr<std::atomic<std::uint64_t>> accepted) {
+    for (;;) {
+        auto [ec, s] = co_await acceptor.async_accept(nothrow);
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        if (ec) {
+            // EMFILE and the like: don't spin; the box retries.
+            log::warn("bridge: accept: " + ec.message());
+            asio::steady_timer t(acceptor.get_executor(), std::chrono::milliseconds(50));
+            co_await t.async_wait(nothrow);
+            continue;
+        }
+        accepted->fetch_add(1);
+        asio::co_spawn(acceptor.get_executor(), handler(std::move(s)), asio::detached);
+    }
+    (void)keep;
+}
+
+}  // namespace
+
+Bridge::Bridge(asio::io_context& ioc, BridgeListeners listeners, ConnectionHandler handler)
+    : ioc_(ioc), handler_(std::move(handler)), accepted_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
+    auto adopt = [&](Fd fd, tcp protocol) {
+        if (!fd.valid()) return;
+        auto a = std::make_shared<Acceptor>(ioc_);
+        a->acceptor.assign(protocol, fd.release());
+        acceptors_.push_back(std::move(a));
+    };
+    adopt(std::move(listeners.ipv4), tcp::v4());
+    adopt(std::move(listeners.ipv6), tcp::v6());
+}
+
+Bridge::~Bridge() { stop(); }
+
+void Bridge::start() {
+    for (auto& a : acceptors_) {
+        // The aliasing shared_ptr keeps the Acceptor alive as long as its loop runs.
+        std::shared_ptr<tcp::acceptor> keep(a, &a->acceptor);
+        asio::co_spawn(ioc_, accept_loop(keep, a->acceptor, handler_, accepted_), asio::detached);
+    }
+}
+
+void Bridge::stop() {
+    for (auto& a : acceptors_) {
+        // Closing from another thread would race the pending accept: do it on the loop.
+        asio::post(ioc_, [a] {
+            boost::system::error_code ec;
+            a->acceptor.close(ec);
+        });
+    }
+}
+
+std::string identity_announcement(const std::string& identity) { return "CORRAL-IDENTITY " + identity + "\n"; }
+
+namespace {
+
+template <typename From, typename To>
+asio::awaitable<void> pump(From& from, To& to) {
+    char buf[16384];
+    for (;;) {
+        auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), nothrow);
+        if (n > 0) {
+            auto [wec, wn] = co_await asio::async_write(to, asio::buffer(buf, n), nothrow);
+            if (wec) break;
+        }
+        if (ec) break;
+    }
+    // Half-close: the other direction may still carry the answer.
+    boost::system::error_code ignored;
+    to.shutdown(asio::socket_base::shutdown_send, ignored);
+}
+
+}  // namespace
+
+asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, std::string identity) {
+    using namespace asio::experimental::awaitable_operators;
+    try {
+        asio::local::stream_protocol::socket daemon(client.get_executor());
+        auto [cec] = co_await daemon.async_connect(asio::local::stream_protocol::endpoint(socket_path), nothrow);
+        if (cec) {
+            log::warn("bridge: cannot reach the gateway daemon at " + socket_path + ": " + cec.message());
+            co_return;
+        }
+        std::string line = identity_announcement(identity);
+        auto [wec, wn] = co_await asio::async_write(daemon, asio::buffer(line), nothrow);
+        if (wec) co_return;
+        co_await (pump(client, daemon) && pump(daemon, client));
+    } catch (const std::exception& e) {
+        log::warn(std::string("bridge: relay to the gateway daemon: ") + e.what());
+    }
+}
+
+}  // namespace corral::shim

@@ -1,0 +1,89 @@
+// shim/bridge.hpp — the box's only way out: listening sockets on 127.0.0.1:3128
+// and [::1]:3128 that live INSIDE the sandbox's network namespace but are
+// created, owned and accepted by the root side.
+//
+//   Sandbox box = launch_sandbox(spec);                          // single-threaded up to here
+//   BridgeListeners l = open_bridge_listeners(box.open_network_namespace().get());
+//   Bridge bridge(ioc, std::move(l), handler);                   // handler: embedded gateway
+//   bridge.start();                                              //   or relay_to_daemon
+//   start_command(box); ... supervise ... bridge.stop(); teardown(box);
+//
+// Nothing of corral runs in the box for this: the box's processes connect to
+// a socket whose other end is in our process. The identity of a connection is
+// which Bridge accepted it (one per run), never anything the box sends, so a
+// box cannot claim another run's identity. The shim knows nothing of policy:
+// the handler decides what happens to each accepted connection.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "base/fd.hpp"
+
+namespace corral::shim {
+
+inline constexpr std::uint16_t bridge_port = 3128;
+
+struct BridgeListeners {
+    Fd ipv4;   // 127.0.0.1:port, listening
+    Fd ipv6;   // [::1]:port, IPV6_V6ONLY, listening; invalid when the box's
+               // namespace has no IPv6 (disabled on the host): then nothing
+               // can reach [::1] in the box either
+};
+
+// Enters the network namespace `netns_fd` on a helper thread (setns changes
+// only the calling thread's namespace; the thread ends right after), creates,
+// binds and listens there, and hands the sockets back. The caller's thread
+// never changes namespace. Throws SysError naming the failed call
+// ("setns", "bind 127.0.0.1:3128", ...). Must not be called before the
+// sandbox exists (it starts a thread).
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port);
+
+// What to do with one accepted connection (the embedded gateway's serve() or
+// relay_to_daemon). It owns the socket from then on.
+using ConnectionHandler = std::function<boost::asio::awaitable<void>(boost::asio::ip::tcp::socket)>;
+
+// Accepts on a run's listeners and hands every connection to the handler.
+// Not copyable or movable: the accept loops refer to it.
+class Bridge {
+public:
+    Bridge(boost::asio::io_context& ioc, BridgeListeners listeners, ConnectionHandler handler);
+    Bridge(const Bridge&) = delete;
+    Bridge& operator=(const Bridge&) = delete;
+    ~Bridge();
+
+    // Starts the accept loops on `ioc` (runs when the io_context runs).
+    void start();
+    // Closes the listeners (a pending accept ends); established connections
+    // are left to their handlers. Thread-safe; idempotent.
+    void stop();
+    std::uint64_t accepted() const { return accepted_->load(); }
+
+private:
+    struct Acceptor;
+    boost::asio::io_context& ioc_;
+    ConnectionHandler handler_;
+    std::vector<std::shared_ptr<Acceptor>> acceptors_;
+    std::shared_ptr<std::atomic<std::uint64_t>> accepted_;
+};
+
+// "CORRAL-IDENTITY worker/run\n": the line a `corral gateway` daemon expects
+// first on its Unix socket (docs/gateway.md).
+std::string identity_announcement(const std::string& identity);
+
+// Connects to the daemon's Unix socket, sends the announcement for
+// `identity` ("worker/run") before any byte of the client's, then relays both
+// ways until both sides are done. Never throws: a daemon that cannot be
+// reached closes the client's connection (the box sees a reset, nothing else).
+boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
+                                             std::string identity);
+
+}  // namespace corral::shim
