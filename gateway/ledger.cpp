@@ -153,9 +153,19 @@ void Ledger::append(const LedgerEntry& e) {
 }
 
 void Ledger::sync() {
-    std::lock_guard lock(mutex_);
-    if (!fd_.valid()) return;
-    if (::fdatasync(fd_.get()) < 0) fail_locked("fdatasync(" + path_ + "): " + errno_text(errno));
+    // fdatasync can take milliseconds; appends must not wait behind it. The fd
+    // stays open for the ledger's whole life, so using it unlocked is safe.
+    int fd;
+    {
+        std::lock_guard lock(mutex_);
+        fd = fd_.get();
+    }
+    if (fd < 0) return;
+    if (::fdatasync(fd) < 0) {
+        int err = errno;
+        std::lock_guard lock(mutex_);
+        fail_locked("fdatasync(" + path_ + "): " + errno_text(err));
+    }
 }
 
 std::uint64_t Ledger::refusals(const std::string& identity) const {

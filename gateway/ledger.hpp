@@ -101,7 +101,7 @@ public:
     // for good. Never throws on I/O failure.
     void append(const LedgerEntry& e);
 
-    // fdatasync(2); a failure marks the ledger unhealthy.
+    // fdatasync(2) without holding the append lock; a failure marks the ledger unhealthy.
     void sync();
 
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse

@@ -210,7 +210,9 @@ TEST_CASE("request smuggling forms get 400, at the proxy and inside an inject tu
         {"h2c upgrade", "GET /smuggled HTTP/1.1\r\nHost: " + host +
                             "\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"},
     };
-    for (const auto& [name, raw] : forms) {
+    for (const auto& form : forms) {
+        const std::string& name = form.first;  // (not a structured binding: clang cannot capture those)
+        const std::string& raw = form.second;
         CAPTURE(name);
         auto out = node_client({{"host", "upstream.test"}, {"port", world().ports.at("main")}, {"mode", "raw"}, {"raw", raw}});
         REQUIRE(out.contains("raw"));
