@@ -181,10 +181,9 @@ void enable_v2_controller(const std::string& v2_mount, const std::string& contro
 
 }  // namespace
 
-CgroupHierarchies discover_cgroup_hierarchies() {
+CgroupHierarchies parse_cgroup_mounts(const std::string& mountinfo) {
     CgroupHierarchies h;
-    std::ifstream in("/proc/self/mountinfo");
-    if (!in) throw SysError("open", "/proc/self/mountinfo", errno);
+    std::istringstream in(mountinfo);
     for (std::string line; std::getline(in, line);) {
         // id parent maj:min root mountpoint options [optional...] - fstype source superoptions
         auto sep = line.find(" - ");
@@ -202,10 +201,54 @@ CgroupHierarchies discover_cgroup_hierarchies() {
                 if (!h.v1_mounts.count(opt)) h.v1_mounts[opt] = mount_point;
         }
     }
+    return h;
+}
+
+CgroupHierarchies discover_cgroup_hierarchies() {
+    auto text = read_cgroup_file("/proc/self/mountinfo");
+    if (!text) throw SysError("open", "/proc/self/mountinfo", ENOENT);
+    CgroupHierarchies h = parse_cgroup_mounts(*text);
     if (h.v2_mount) {
-        if (auto text = read_cgroup_file(*h.v2_mount + "/cgroup.controllers")) h.v2_controllers = split_words(*text);
+        if (auto controllers = read_cgroup_file(*h.v2_mount + "/cgroup.controllers"))
+            h.v2_controllers = split_words(*controllers);
     }
     return h;
+}
+
+CgroupPlan plan_run_cgroups(const CgroupHierarchies& h, const CgroupLimits& limits) {
+    struct Need {
+        const char* controller;
+        const char* option;
+    };
+    std::vector<Need> needs;
+    if (limits.memory_bytes) needs.push_back({"memory", "--memory"});
+    if (limits.pids) needs.push_back({"pids", "--pids"});
+    if (limits.cpus) needs.push_back({"cpu", "--cpus"});
+    CgroupPlan plan;
+    // A v2 dir whenever cgroup2 is mounted: it gives membership, cgroup.kill and an
+    // exact emptiness check even when every limit lives on v1 (hybrid hosts).
+    plan.v2_mount = h.v2_mount;
+    for (const auto& need : needs) {
+        if (h.v2_mount && contains(h.v2_controllers, need.controller)) {
+            plan.v2_controllers.push_back(need.controller);
+        } else if (auto it = h.v1_mounts.find(need.controller); it != h.v1_mounts.end()) {
+            plan.v1_dirs[it->second].push_back(need.controller);
+        } else {
+            throw UsageError(std::string(need.option) + " needs the " + need.controller +
+                             " cgroup controller, which is neither enabled in cgroup v2 nor mounted as v1 (" +
+                             describe_hierarchies(h) + "); enable or mount it, or run without " + need.option);
+        }
+    }
+    if (!plan.v2_mount && plan.v1_dirs.empty()) {
+        // No limits, no cgroup2: still confine the run somewhere teardown can inspect.
+        const char* fallback = h.v1_mounts.count("pids") ? "pids" : h.v1_mounts.count("memory") ? "memory" : nullptr;
+        if (!fallback)
+            throw UsageError("corral needs a cgroup hierarchy to track the sandbox's processes, but neither cgroup2 "
+                             "nor a v1 pids or memory hierarchy is mounted (" +
+                             describe_hierarchies(h) + "); mount cgroup2 at /sys/fs/cgroup");
+        plan.v1_dirs[h.v1_mounts.at(fallback)];
+    }
+    return plan;
 }
 
 RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limits) {
@@ -225,29 +268,8 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
     }
 
     CgroupHierarchies h = discover_cgroup_hierarchies();
-
-    // Decide, per limited controller, which hierarchy enforces it.
-    struct Need {
-        const char* controller;
-        const char* option;
-    };
-    std::vector<Need> needs;
-    if (limits.memory_bytes) needs.push_back({"memory", "--memory"});
-    if (limits.pids) needs.push_back({"pids", "--pids"});
-    if (limits.cpus) needs.push_back({"cpu", "--cpus"});
-    std::vector<std::string> v2_controllers;
-    std::map<std::string, std::vector<std::string>> v1_dirs;  // mount -> controllers
-    for (const auto& need : needs) {
-        if (h.v2_mount && contains(h.v2_controllers, need.controller)) {
-            v2_controllers.push_back(need.controller);
-        } else if (auto it = h.v1_mounts.find(need.controller); it != h.v1_mounts.end()) {
-            v1_dirs[it->second].push_back(need.controller);
-        } else {
-            throw UsageError(std::string(need.option) + " needs the " + need.controller +
-                             " cgroup controller, which is neither enabled in cgroup v2 nor mounted as v1 (" +
-                             describe_hierarchies(h) + "); enable or mount it, or run without " + need.option);
-        }
-    }
+    CgroupPlan plan = plan_run_cgroups(h, limits);
+    const auto& v2_controllers = plan.v2_controllers;
     // Accounting for run.json (peak memory/pids) where v2 offers it for free; a
     // refusal here only costs the statistics, never a limit.
     std::vector<std::string> v2_optional;
@@ -276,10 +298,8 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
         return dir;
     };
 
-    // A v2 dir whenever cgroup2 is mounted: it gives membership, cgroup.kill and an
-    // exact emptiness check even when every limit lives on v1 (hybrid hosts).
-    if (h.v2_mount) {
-        std::string dir = make_dir(*h.v2_mount, true);
+    if (plan.v2_mount) {
+        std::string dir = make_dir(*plan.v2_mount, true);
         for (const auto& c : v2_controllers) {
             if (c == "memory") {
                 write_cgroup_file(dir + "/memory.max", std::to_string(*limits.memory_bytes));
@@ -292,7 +312,7 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
             }
         }
     }
-    for (const auto& [mount, controllers] : v1_dirs) {
+    for (const auto& [mount, controllers] : plan.v1_dirs) {
         std::string dir = make_dir(mount, false);
         for (const auto& c : controllers) {
             if (c == "memory") {
@@ -306,15 +326,6 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
                 write_cgroup_file(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us));
             }
         }
-    }
-    if (cg.dirs_.empty()) {
-        // No limits, no cgroup2: still confine the run somewhere teardown can inspect.
-        const char* fallback = h.v1_mounts.count("pids") ? "pids" : h.v1_mounts.count("memory") ? "memory" : nullptr;
-        if (!fallback)
-            throw UsageError("corral needs a cgroup hierarchy to track the sandbox's processes, but neither cgroup2 "
-                             "nor a v1 pids or memory hierarchy is mounted (" +
-                             describe_hierarchies(h) + "); mount cgroup2 at /sys/fs/cgroup");
-        make_dir(h.v1_mounts.at(fallback), false);
     }
     return cg;
 }

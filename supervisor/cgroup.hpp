@@ -48,6 +48,20 @@ struct CgroupHierarchies {
     std::map<std::string, std::string> v1_mounts;       // controller -> mount point (e.g. "pids" -> /sys/fs/cgroup/pids)
 };
 CgroupHierarchies discover_cgroup_hierarchies();
+// The mount part of discover_cgroup_hierarchies(), from mountinfo text (v2_controllers
+// left empty): first cgroup2 mount, first v1 mount per controller ("cpu,cpuacct"
+// mounts serve both).
+CgroupHierarchies parse_cgroup_mounts(const std::string& mountinfo);
+
+// Which hierarchy carries each limit: the decision of RunCgroup::create(), separate
+// so it can be tested against pure-v2, hybrid and v1-only layouts.
+struct CgroupPlan {
+    std::optional<std::string> v2_mount;                      // create <v2_mount>/corral/<run-id>
+    std::vector<std::string> v2_controllers;                  // limits enforced there
+    std::map<std::string, std::vector<std::string>> v1_dirs;  // v1 mount -> limits enforced there (may be empty: tracking only)
+};
+// Throws UsageError naming the option and the controller when a limit cannot be enforced.
+CgroupPlan plan_run_cgroups(const CgroupHierarchies& hierarchies, const CgroupLimits& limits);
 
 class RunCgroup {
 public:
