@@ -9,6 +9,10 @@
 // every lock file whose flock can be taken is unlinked (while holding its flock).
 // Dirs are listed before the live locks are read, so a run that starts meanwhile
 // (it records its id in its lock before creating any dir) is never touched.
+// Cgroups are host-wide: lock_dir must be the lock dir every corral on the host
+// uses (a private lock dir would make every other run's cgroups look stale).
+// A run that is alive keeps its lock's flock only through the supervisor's fd:
+// processes forked from the supervisor must close it (see uid_lease.hpp).
 #pragma once
 
 #include <string>
