@@ -285,10 +285,10 @@ void plan_host_root(Planner& p, const RootfsSpec& spec, const std::string& new_r
     if (host_is_directory("/etc/ca-certificates")) p.host_ro_dir("/etc/ca-certificates");
 
     // The agent's home lives on scratch (capped, gone with the run).
-    p.host_dir_owned(spec.scratch_dir + "/home", 0700, spec.agent_uid, spec.agent_gid);
+    if (!spec.home_dir) p.host_dir_owned(spec.scratch_dir + "/home", 0700, spec.agent_uid, spec.agent_gid);
     p.dir("/home");
     p.dir(agent_home(spec), 0700);
-    p.bind(spec.scratch_dir + "/home", agent_home(spec), kSafe);
+    p.bind(spec.home_dir.value_or(spec.scratch_dir + "/home"), agent_home(spec), kSafe);
 
     p.dir("/root", 0700);
     p.dir("/var");
@@ -309,6 +309,7 @@ void plan_image_root(Planner& p, const RootfsSpec& spec, const std::string& imag
     p.append("/etc/group", agent_group_line(spec));
     p.dir("/home");
     p.dir_owned(agent_home(spec), 0700, spec.agent_uid, spec.agent_gid);
+    if (spec.home_dir) p.bind(*spec.home_dir, agent_home(spec), kSafe);
 }
 
 void plan_proc(Planner& p) {

@@ -55,6 +55,9 @@ struct RootfsSpec {
     std::string agent_name = "agent";       // passwd name; home is /home/<agent_name>
     std::string hostname;                   // goes into /etc/hosts and /etc/hostname (host mode)
     std::vector<ExtraFile> extra_files;
+    // Absolute host directory bound read-write at the agent's home instead of
+    // the scratch home (agent runs: the homes live in the run dir, host-visible).
+    std::optional<std::string> home_dir;
 };
 
 enum class MountKind {

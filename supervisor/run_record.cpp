@@ -63,7 +63,7 @@ nlohmann::json to_json(const RunRecord& r) {
     auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(r.ended_at - r.started_at).count();
     std::optional<std::int64_t> timeout_ms;
     if (r.timeout) timeout_ms = r.timeout->count();
-    return json{
+    json out{
         {"id", r.id},
         {"argv", r.argv},
         {"uid", r.uid},
@@ -88,6 +88,10 @@ nlohmann::json to_json(const RunRecord& r) {
         {"teardown", {{"verdict", r.teardown.verdict()}, {"problems", r.teardown.problems}, {"steps", steps}}},
         {"status", r.status},
     };
+    if (r.extra.is_object())
+        for (const auto& [k, v] : r.extra.items())
+            if (!out.contains(k)) out[k] = v;
+    return out;
 }
 
 void write_run_record(const std::string& run_dir, const RunRecord& record) {

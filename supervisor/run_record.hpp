@@ -50,6 +50,9 @@ struct RunRecord {
     bool oom_killed = false;                     // extra field "oom_killed" (not in the contract's list)
     TeardownReport teardown;
     int status = 0;                              // corral's own exit status
+    // Added by the layers above the sandbox (agent kind, CLI version, gateway
+    // counts: tools/run_agent.cpp); merged into run.json's top level.
+    nlohmann::json extra = nlohmann::json::object();
 };
 
 // The contract's run.json shape; absent optionals are JSON null, duration_ms is
