@@ -44,7 +44,7 @@ options:
   --timeout DURATION     kill the sandbox after DURATION (250ms, 30s, 5m, 1h30m,
                          or plain seconds); corral says so and exits 124.
   --env K=V              add K=V to CMD's environment (repeatable; later wins).
-                         CMD otherwise sees only PATH, HOME=/workspace,
+                         CMD otherwise sees only PATH, HOME=/home/agent,
                          LANG=C.UTF-8, TERM=dumb, USER/LOGNAME=agent.
   --hostname NAME        the sandbox's hostname. Default "corral-<run id suffix>".
   --stdin                pass corral's stdin to CMD (default: /dev/null).
@@ -54,7 +54,9 @@ options:
   --help                 show this text.
 
 exit status:
-  CMD's exit status, or 128+N if CMD was killed by signal N
+  CMD's exit status, or 128+N if CMD was killed by signal N (or if corral
+       itself got SIGINT/SIGTERM/SIGHUP N: the sandbox is killed and still
+       torn down and verified)
   124  the --timeout deadline was reached; the sandbox was killed
   125  the sandbox could not be set up (the message names the step), bad
        usage, or not running as root
@@ -62,6 +64,10 @@ exit status:
        run.json has verdict "failed")
   127  CMD was not found in the sandbox's root file system
   2    malformed command line (unknown option, bad size, duration or K=V)
+
+environment:
+  CORRAL_STATE_DIR   default for --state-dir
+  CORRAL_LOG=debug   print the duration of every setup and teardown phase
 )";
 
 struct ArgCursor {
