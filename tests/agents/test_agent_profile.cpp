@@ -394,9 +394,10 @@ TEST_CASE("a worker's [env] cannot override anything corral sets in the box") {
         auto p = supervisor::make_agent_profile(c.kind, golden_inputs(c.mode));
         env.insert(env.end(), p.env.begin(), p.env.end());
     }
-    for (const auto& [k, v] : env) {
-        CAPTURE(k);
-        CHECK(config::is_reserved_env(k));
+    for (const auto& kv : env) {
+        const std::string& name = kv.first;
+        CAPTURE(name);
+        CHECK(config::is_reserved_env(name));
     }
     CHECK_FALSE(config::is_reserved_env("MY_TOOL_FLAG"));
 }
