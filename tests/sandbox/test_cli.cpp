@@ -126,7 +126,12 @@ TEST_CASE("an exhausted --uid-range is refused while two runs hold both UIDs") {
 }
 
 TEST_CASE("corral run as a non-root user is refused with exit 125") {
-    auto r = corral::test::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", corral_bin(), "run",
+    // A copy nobody can reach and execute, wherever the build dir lives.
+    const std::string copy = fresh_dir("nonroot-bin", 0755) + "/corral";
+    fs::copy_file(corral_bin(), copy);
+    fs::permissions(copy, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    auto r = corral::test::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", copy, "run",
                                 "--rootfs", rootfs(), "--", "/bin/true"});
     check_one_line_error(r, {125}, {"must run as root"});
 }
