@@ -1137,6 +1137,7 @@ awaitable<void> serve_connection(Gateway::Internals& gw, ClientSocket s, Identit
     } catch (const std::exception&) {
         // Handlers report through the ledger; anything escaping is a closed socket.
     }
+    c->upstream = nullptr;  // the upstream socket lived in a handler frame that is gone
     c->done = true;
     c->timer.cancel();
     boost::system::error_code ec;

@@ -16,18 +16,17 @@ bool is_ip_literal(const std::string& host) { return host.find_first_not_of("012
 
 // SNI must name the CONNECT host: a client that tunnels to A and then asks
 // for B's certificate is trying to make us inject A's credential toward B.
+bool sni_acceptable(const char* name, const std::string& host) {
+    // Clients send no SNI for address literals (RFC 6066 forbids it).
+    if (name == nullptr) return is_ip_literal(host);
+    std::string_view sni(name);
+    if (!sni.empty() && sni.back() == '.') sni.remove_suffix(1);
+    return sni.size() == host.size() && ::strncasecmp(sni.data(), host.data(), sni.size()) == 0;
+}
+
 int check_sni(SSL* ssl, int* alert, void* arg) {
     const auto* tls = static_cast<const ServerTls*>(arg);
-    const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    if (name == nullptr) {
-        // Clients send no SNI for address literals (RFC 6066 forbids it).
-        if (is_ip_literal(tls->host)) return SSL_TLSEXT_ERR_OK;
-    } else {
-        std::string_view sni(name);
-        if (!sni.empty() && sni.back() == '.') sni.remove_suffix(1);
-        if (sni.size() == tls->host.size() && ::strncasecmp(sni.data(), tls->host.data(), sni.size()) == 0)
-            return SSL_TLSEXT_ERR_OK;
-    }
+    if (sni_acceptable(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name), tls->host)) return SSL_TLSEXT_ERR_OK;
     *alert = SSL_AD_UNRECOGNIZED_NAME;
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
@@ -102,10 +101,7 @@ std::uint64_t ServerTlsCache::minted() const {
 }
 
 bool sni_mismatch(SSL* ssl, const std::string& host) {
-    int alert = 0;
-    ServerTls probe;
-    probe.host = host;
-    return check_sni(ssl, &alert, &probe) != SSL_TLSEXT_ERR_OK;
+    return !sni_acceptable(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name), host);
 }
 
 std::shared_ptr<boost::asio::ssl::context> ClientTlsCache::get(const std::string& ca_file) {
