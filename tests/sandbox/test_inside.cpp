@@ -206,7 +206,7 @@ TEST_CASE("no descriptor beyond 0, 1, 2 is inherited by the command") {
     // Give corral open descriptors 7 and 9 (not close-on-exec) and see if
     // they reach the command: `ls` itself opens the directory as fd 3.
     std::string run_dir = fresh_path("run");
-    std::vector<std::string> argv{"/bin/sh", "-c", "exec 7</etc/hostname 9>>/dev/null; exec \"$@\"", "sh"};
+    std::vector<std::string> argv{"/bin/sh", "-c", "exec 7</etc/passwd 9>>/dev/null; exec \"$@\"", "sh"};
     for (const auto& a : corral_argv({}, run_dir, {"/bin/sh", "-c", "echo START; ls /proc/self/fd; echo DONE"}))
         argv.push_back(a);
     CorralRun run;
