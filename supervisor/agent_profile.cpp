@@ -338,6 +338,14 @@ std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const 
     return out;
 }
 
+config::GatewayConfig run_gateway_config(const config::OrgConfig& org, const config::ResolvedWorker& w,
+                                         const std::vector<config::Grant>& implied) {
+    config::GatewayConfig cfg = org.gateway;
+    cfg.grants = worker_grants(w, implied);
+    for (std::size_t i = 0; i < cfg.grants.size(); ++i) cfg.grants[i].index = i;
+    return cfg;
+}
+
 AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in) {
     check_run_id(in.run_id);
     AgentProfile p;

@@ -105,6 +105,12 @@ RequiredCredential required_credential(AgentKind kind);
 // api.anthropic.com at an internal proxy or a test stand-in).
 std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied);
 
+// The gateway configuration for one run of `w` (the embedded gateway): the
+// organisation's [gateway] settings and credentials with worker_grants() as
+// the grant list, renumbered in order (Grant::index is what the ledger names).
+config::GatewayConfig run_gateway_config(const config::OrgConfig& org, const config::ResolvedWorker& w,
+                                         const std::vector<config::Grant>& implied);
+
 // codex has no system-prompt flag: the system prompt goes in front of the
 // task behind an unmistakable delimiter. Without a system prompt the task is
 // passed unchanged.

@@ -464,3 +464,38 @@ TEST_CASE("write_agent_home writes every file with its mode and refuses symlinks
     CHECK(fs::is_empty(other));
     fs::remove_all(run_dir);
 }
+
+TEST_CASE("run_gateway_config: org settings, worker grants, implied grants unless the operator's replaces them") {
+    config::OrgConfig org;
+    org.gateway.gateway.ledger = "/tmp/ledger.jsonl";
+    config::CredentialSpec cred;
+    cred.name = "anthropic";
+    cred.env = "X";
+    org.gateway.credentials["anthropic"] = cred;
+    config::ResolvedWorker w;
+    w.name = "alpha";
+    config::Grant tunnel;
+    tunnel.host = "github.com";
+    w.grants.push_back(tunnel);
+
+    auto implied = supervisor::implied_grants(AgentKind::claude, CredentialMode::api_key, "alpha");
+    auto cfg = supervisor::run_gateway_config(org, w, implied);
+    CHECK(cfg.gateway.ledger == "/tmp/ledger.jsonl");
+    CHECK(cfg.credentials.count("anthropic") == 1);
+    REQUIRE(cfg.grants.size() == 2);
+    CHECK(cfg.grants[0].host == "api.anthropic.com");
+    CHECK(cfg.grants[0].index == 0);
+    CHECK(cfg.grants[1].host == "github.com");
+    CHECK(cfg.grants[1].index == 1);
+
+    config::Grant override_grant;
+    override_grant.host = "api.anthropic.com";
+    override_grant.mode = config::GrantMode::inject;
+    override_grant.credential = "anthropic";
+    override_grant.connect_to = "127.0.0.1:9443";
+    w.grants.push_back(override_grant);
+    auto cfg2 = supervisor::run_gateway_config(org, w, implied);
+    REQUIRE(cfg2.grants.size() == 2);
+    CHECK(cfg2.grants[0].host == "github.com");
+    CHECK(cfg2.grants[1].connect_to == "127.0.0.1:9443");
+}
