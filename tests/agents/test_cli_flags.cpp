@@ -9,7 +9,9 @@
 //    (claude auth status, codex login status, pi --list-models), with a
 //    control run that shows the same check failing without it;
 //  - codex loads our config.toml under --strict-config (every key is one it
-//    knows) and reports the phone-home features off.
+//    knows) and reports the phone-home features off;
+//  - claude and pi finish a prompt with the profile's own command line
+//    against a loopback stand-in, which sees the sentinel and the system prompt.
 //
 // Exits 77 (skip) with the reason when the CLIs are not installed.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -298,6 +300,116 @@ TEST_CASE("pi accepts both auth.json shapes for the anthropic provider") {
     CHECK((r.out + r.err).find("No models available") != std::string::npos);
 }
 
+namespace {
+
+// A stand-in for api.anthropic.com's /v1/messages on loopback (plain HTTP, in
+// the test's own network namespace): logs each request as a JSON line and
+// streams a one-word answer.
+const char* const kStandIn = R"JS(
+const http = require('http'); const fs = require('fs');
+const [port, log, ready] = process.argv.slice(2);
+http.createServer((req, res) => {
+  let body = ''; req.on('data', c => body += c); req.on('end', () => {
+    fs.appendFileSync(log, JSON.stringify({method: req.method, url: req.url, headers: req.headers, body}) + '\n');
+    if (!req.url.startsWith('/v1/messages')) { res.writeHead(404); res.end('{}'); return; }
+    res.writeHead(200, {'content-type': 'text/event-stream'});
+    const ev = (t, d) => res.write('event: ' + t + '\ndata: ' + JSON.stringify(Object.assign({type: t}, d)) + '\n\n');
+    ev('message_start', {message: {id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5',
+                                   content: [], stop_reason: null, usage: {input_tokens: 5, output_tokens: 0}}});
+    ev('content_block_start', {index: 0, content_block: {type: 'text', text: ''}});
+    ev('content_block_delta', {index: 0, delta: {type: 'text_delta', text: 'DONE'}});
+    ev('content_block_stop', {index: 0});
+    ev('message_delta', {delta: {stop_reason: 'end_turn'}, usage: {output_tokens: 1}});
+    ev('message_stop', {});
+    res.end();
+  });
+}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, 'ok'));
+)JS";
+
+// Runs the stand-in and then `argv` (with `env`) in one fresh network
+// namespace; returns the CLI's result and the stand-in's request log.
+std::pair<test::Result, std::vector<json>> run_against_stand_in(const RunDir& rd, const std::vector<std::string>& argv,
+                                                                const std::vector<std::pair<std::string, std::string>>& env) {
+    const std::string dir = rd.path.string();
+    std::ofstream(rd.path / "standin.js") << kStandIn;
+    std::string script = "ip link set lo up || exit 90\n"
+                         "node " + dir + "/standin.js 8099 " + dir + "/requests.log " + dir + "/ready &\n"
+                         "for i in $(seq 100); do [ -e " + dir + "/ready ] && break; sleep 0.05; done\n"
+                         "[ -e " + dir + "/ready ] || exit 91\n"
+                         "cd /\n"
+                         "exec \"$@\" </dev/null\n";
+    std::vector<std::string> cmd = {"bash", "-c", script, "run"};
+    if (test::running_as_root())
+        cmd.insert(cmd.end(), {"setpriv", "--reuid", std::to_string(kNobody), "--regid", std::to_string(kNobody),
+                               "--clear-groups"});
+    cmd.insert(cmd.end(), {"env", "-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"});
+    for (const auto& [k, v] : env) cmd.push_back(k + "=" + v);
+    cmd.insert(cmd.end(), argv.begin(), argv.end());
+    std::vector<std::string> outer = {"unshare"};
+    if (!test::running_as_root()) outer.push_back("-r");
+    outer.insert(outer.end(), {"-n", "-p", "-f", "--kill-child"});
+    outer.insert(outer.end(), cmd.begin(), cmd.end());
+    test::RunOptions opts;
+    opts.timeout = std::chrono::milliseconds(90'000);
+    auto r = test::run(outer, opts);
+    std::vector<json> reqs;
+    std::ifstream log(rd.path / "requests.log");
+    for (std::string line; std::getline(log, line);) reqs.push_back(json::parse(line));
+    return {r, reqs};
+}
+
+}  // namespace
+
+// The profile's own command line finishes a prompt. The model host is moved
+// to the loopback stand-in by each CLI's base-URL knob (test only: in a run
+// the gateway serves the real host name); the stand-in sees the sentinel and
+// the system prompt corral passed.
+TEST_CASE("claude and pi finish a prompt with the profile's command line and sentinel") {
+    SUBCASE("claude (API-key sentinel, stream-json)") {
+        RunDir rd;
+        auto in = inputs_in(rd, CredentialMode::api_key);
+        auto p = supervisor::make_agent_profile(AgentKind::claude, in);
+        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto env = p.env;
+        env.emplace_back("ANTHROPIC_BASE_URL", "http://127.0.0.1:8099");
+        auto res = run_against_stand_in(rd, p.argv, env);
+        const test::Result& r = res.first;
+        const std::vector<json>& reqs = res.second;
+        CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+        CHECK(r.out.find("\"type\":\"result\"") != std::string::npos);
+        CHECK(r.out.find("DONE") != std::string::npos);
+        bool seen = false;
+        for (const auto& q : reqs) {
+            if (q["url"].get<std::string>().rfind("/v1/messages", 0) != 0) continue;
+            seen = true;
+            CHECK(q["headers"]["x-api-key"] == "sk-ant-api03-" + supervisor::sentinel_for(in.run_id));
+            CHECK(q["body"].get<std::string>().find(in.system_prompt) != std::string::npos);
+            CHECK(q["body"].get<std::string>().find(in.prompt) != std::string::npos);
+        }
+        CHECK(seen);
+    }
+    SUBCASE("pi (API-key sentinel, --mode json, system prompt from its file)") {
+        RunDir rd;
+        auto in = inputs_in(rd, CredentialMode::api_key);
+        in.model = "claude-sonnet-4-5";
+        auto p = supervisor::make_agent_profile(AgentKind::pi, in);
+        // pi's base-URL knob is a file in its agent dir.
+        p.files.push_back({"home/.pi/agent/models.json",
+                           R"({"providers":{"anthropic":{"baseUrl":"http://127.0.0.1:8099"}}})", 0600});
+        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto res = run_against_stand_in(rd, p.argv, p.env);
+        const test::Result& r = res.first;
+        const std::vector<json>& reqs = res.second;
+        CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+        CHECK(r.out.find("\"type\":\"agent_end\"") != std::string::npos);
+        CHECK(r.out.find("DONE") != std::string::npos);
+        REQUIRE(reqs.size() == 1);  // pi -p makes exactly one request
+        CHECK(reqs[0]["method"] == "POST");
+        CHECK(reqs[0]["headers"]["x-api-key"] == "sk-ant-api03-" + supervisor::sentinel_for(in.run_id));
+        CHECK(reqs[0]["body"].get<std::string>().find(in.system_prompt) != std::string::npos);
+    }
+}
+
 int main(int argc, char** argv) {
     for (auto k : {AgentKind::claude, AgentKind::codex, AgentKind::pi}) {
         if (::access(cli_entry(k).c_str(), R_OK) != 0) {
@@ -306,7 +418,7 @@ int main(int argc, char** argv) {
             return 77;
         }
     }
-    for (const char* prog : {"unshare", "setpriv", "node"}) {
+    for (const char* prog : {"unshare", "setpriv", "node", "ip", "bash"}) {
         if (!test::have_program(prog)) {
             std::printf("SKIP: %s not found (util-linux / nodejs)\n", prog);
             return 77;
