@@ -152,5 +152,22 @@ TEST_CASE("the sandbox does not outlive a SIGKILLed supervisor, and the next run
     CHECK_MESSAGE(cg.empty(), "stale cgroup " << (cg.empty() ? "" : cg.front()));
 }
 
+TEST_CASE("SIGTERM to corral kills the sandbox and still tears it down verifiably (exit 143)") {
+    CorralProcess sup({"/bin/sh", "-c", "echo \"START uid=$(id -u)\"; exec sleep 1000"});
+    REQUIRE_MESSAGE(sup.wait_for_out("START uid=", std::chrono::seconds(30)), sup.out() << sup.err());
+    const uid_t uid = static_cast<uid_t>(std::stoul(field(sup.out(), "START uid")));
+    REQUIRE(!processes_of_uid(uid).empty());
+    REQUIRE(kill(sup.pid(), SIGTERM) == 0);
+    int code = sup.wait(std::chrono::seconds(30));
+    INFO(sup.out() << "--- stderr ---\n" << sup.err());
+    CHECK(code == 143);
+    CorralRun r;
+    r.run_dir = sup.run_dir();
+    r.record = read_record(r.run_dir);
+    REQUIRE(r.record.has_value());
+    CHECK((*r.record)["status"] == 143);
+    check_nothing_left(r);  // includes "teardown verdict clean": no help from stale cleanup
+}
+
 }  // namespace
 }  // namespace corral::test::sandbox
