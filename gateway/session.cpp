@@ -29,6 +29,7 @@
 #include <charconv>
 #include <chrono>
 #include <optional>
+#include <span>
 
 #include "base/fd.hpp"
 #include "gateway/headers.hpp"
@@ -59,6 +60,7 @@ constexpr std::string_view kClientTls = "client_tls";                  // the bo
 constexpr std::string_view kUpstreamProtocol = "upstream_protocol";    // 502: upstream sent no valid HTTP/1.1
 constexpr std::size_t kMaxResponseHead = 64 * 1024;
 constexpr std::size_t kSplicePipeSize = 256 * 1024;
+constexpr std::size_t kChunkSize = 16 * 1024;
 
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
@@ -100,6 +102,8 @@ struct Conn {
     bool done = false;
     bool timed_out = false;
     beast::flat_buffer buf;                   // bytes read from the client, not yet consumed
+    std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
+    std::string out;                          // the write being assembled for the client
 
     ClientSocket& client_socket() { return client_tls ? client_tls->next_layer() : client; }
     const config::GatewayLimits& limits() const { return gw.cfg.gateway.limits; }
@@ -656,9 +660,11 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     }
 
     const std::uint64_t cap = c.limits().max_response_bytes;
-    std::vector<char> chunk(16 * 1024);
-    std::string out;
-    out.reserve(chunk.size() + rhead.size() + 32);
+    // Per-connection buffers: allocated on the first response, reused after.
+    if (!c.chunk) c.chunk = std::make_unique_for_overwrite<char[]>(kChunkSize);
+    std::span<char> chunk(c.chunk.get(), kChunkSize);
+    std::string& out = c.out;
+    out.reserve(kChunkSize + rhead.size() + 32);
     while (!rp->is_done()) {
         rp->get().body().data = chunk.data();
         rp->get().body().size = chunk.size();
