@@ -28,6 +28,7 @@
 #include "supervisor/sandbox.hpp"
 #include "supervisor/stale_cleanup.hpp"
 #include "tools/commands.hpp"
+#include "tools/run_agent.hpp"
 
 namespace corral::cli {
 
@@ -77,14 +78,16 @@ std::string absolute(const std::string& path) {
 
 int cmd_run(int argc, char** argv) {
     RunOptions opts;
+    EgressOptions egress_opts;  // --config/--worker/--prompt/--gateway: tools/run_agent.hpp
     try {
-        opts = parse_run_options(argc, argv);
+        opts = parse_run_command(argc, argv, egress_opts);
     } catch (const UsageError& e) {
         say(e.what());
         return kExitUsage;
     }
     if (opts.help) {
         std::fputs(run_help_text(), stdout);
+        std::fputs(egress_help_text(), stdout);
         return 0;
     }
     if (geteuid() != 0) {
@@ -146,8 +149,13 @@ int cmd_run(int argc, char** argv) {
     spec.timeout = opts.timeout;
     record.hostname = spec.hostname;
 
+    // The box's egress (bridge + gateway) and, with --prompt, the worker's agent.
+    RunEgress egress(egress_opts, opts, record.id, run_dir, state_dir);
+
     int status = 0;
     auto finish = [&](int st) {
+        egress.stop();
+        record.extra = egress.record_fields();
         record.status = st;
         record.ended_at = std::chrono::system_clock::now();
         try {
@@ -158,6 +166,15 @@ int cmd_run(int argc, char** argv) {
         }
         return st;
     };
+
+    try {
+        egress.prepare(spec);  // a missing credential fails here, before anything starts
+    } catch (const std::exception& e) {
+        say(e.what());
+        return finish(kExitSetup);
+    }
+    record.argv = spec.argv;
+    record.rootfs = spec.rootfs.image;
 
     std::optional<Sandbox> box;
     try {
@@ -187,12 +204,14 @@ int cmd_run(int argc, char** argv) {
     // ── hook point: the sandbox exists, lo is up, the command has not started.
     SuperviseResult result;
     try {
+        egress.start(*box);  // bridge listeners in the box's netns, gateway threads
         start_command(*box);
-        result = supervise(*box, OutputSinks{1, 2, interrupts.get()});
+        result = supervise(*box, OutputSinks{egress.stdout_sink(1), 2, interrupts.get()});
     } catch (const std::exception& e) {
         say(e.what());
         status = kExitSetup;
     }
+    egress.stop();
     if (result.deadline_hit) say("deadline of " + format_duration(*opts.timeout) + " reached; sandbox killed");
     if (result.interrupted_by)
         say(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) + "; sandbox killed");

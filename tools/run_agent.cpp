@@ -1,0 +1,418 @@
+#include "tools/run_agent.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "base/log.hpp"
+#include "base/sys_error.hpp"
+#include "config/gateway_config.hpp"
+#include "gateway/gateway.hpp"
+#include "gateway/identity.hpp"
+#include "shim/bridge.hpp"
+
+namespace corral::cli {
+
+namespace fs = std::filesystem;
+using namespace corral::supervisor;
+
+namespace {
+
+// Where the box finds corral's CA: the full bundle (image's or host's roots
+// plus corral's CA) for tools that replace the default store (SSL_CERT_FILE,
+// CURL_CA_BUNDLE, ...), the CA alone for Node's "extra" certificates.
+constexpr const char* kBundleInBox = "/etc/ssl/certs/ca-certificates.crt";
+constexpr const char* kCaInBox = "/etc/corral/ca.crt";
+
+constexpr const char* kEgressHelp = R"(
+network and agents (docs/architecture.md "The bridge"):
+  Every run's only way out is a proxy on 127.0.0.1:3128 and [::1]:3128 inside
+  the box (HTTP(S)_PROXY and friends are set), served by corral's gateway with
+  the run's identity WORKER/RUN-ID. The box trusts corral's CA. Without
+  --config there are no grants: every request is refused with 403 and logged.
+  --config DIR           organisation directory (org.toml, workers/NAME/worker.toml)
+  --worker NAME          the worker whose grants, credentials, limits and agent apply
+  --prompt TEXT          run the worker's agent CLI on TEXT (instead of CMD)
+  --prompt-file F        the same, prompt read from F
+  --system-prompt-file F system prompt for the agent
+  --gateway unix:PATH    hand connections to a running `corral gateway` daemon
+                         (identity announced per connection) instead of the
+                         gateway embedded in this process
+  An agent run streams the CLI's JSON lines to <run-dir>/stdout.jsonl and to
+  stdout; the embedded gateway's ledger is <run-dir>/ledger.jsonl.
+)";
+
+// SB-A's options that take a value (so their value is never taken for CMD).
+const std::set<std::string_view> kRunValueOptions = {"--rootfs", "--workspace", "--run-dir", "--state-dir",
+                                                     "--memory", "--pids",      "--cpus",    "--timeout",
+                                                     "--env",    "--hostname",  "--uid-range"};
+
+std::string read_text_file(const std::string& option, const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw UsageError(option + " " + path + ": cannot read (" + errno_text(errno) + ")");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+std::string read_optional_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// The installed CLI's version from its package.json, read host-side. corral
+// never executes the agent's code on the host (it would run as root there).
+std::string installed_cli_version(const AgentProfile& p, const std::string& prefix) {
+    const std::string nm = prefix + "/node_modules/";
+    for (const auto& a : p.argv) {
+        if (a.compare(0, nm.size(), nm) != 0) continue;
+        std::string rest = a.substr(nm.size());
+        auto slash = rest.find('/');
+        if (!rest.empty() && rest[0] == '@' && slash != std::string::npos) slash = rest.find('/', slash + 1);
+        if (slash == std::string::npos) continue;
+        std::string text = read_optional_file(nm + rest.substr(0, slash) + "/package.json");
+        if (text.empty()) continue;
+        auto j = nlohmann::json::parse(text, nullptr, false);
+        if (j.is_object() && j.contains("version") && j["version"].is_string()) return j["version"];
+    }
+    return "";
+}
+
+// Hands the agent its home (written before the UID was leased). Never
+// follows a symlink: the tree was written by us, but be strict anyway.
+void chown_tree(const std::string& root, uid_t uid, gid_t gid) {
+    check_sys(::lchown(root.c_str(), uid, gid), "lchown", root);
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
+        check_sys(::lchown(it->path().c_str(), uid, gid), "lchown", it->path().string());
+}
+
+}  // namespace
+
+const char* egress_help_text() { return kEgressHelp; }
+
+RunOptions parse_run_command(int argc, char** argv, EgressOptions& eg) {
+    std::vector<std::string> rest;
+    rest.emplace_back(argc > 0 ? argv[0] : "run");
+    bool command_started = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (command_started) {
+            rest.push_back(arg);
+            continue;
+        }
+        if (arg == "--" || arg.size() < 2 || arg[0] != '-') {
+            command_started = true;
+            rest.push_back(arg);
+            continue;
+        }
+        std::string name = arg;
+        std::optional<std::string> inline_value;
+        if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
+            name = arg.substr(0, eq);
+            inline_value = arg.substr(eq + 1);
+        }
+        auto value = [&]() -> std::string {
+            if (inline_value) return *inline_value;
+            if (i + 1 >= argc) throw UsageError(name + ": missing value; see `corral run --help`");
+            return argv[++i];
+        };
+        auto nonempty = [&](std::string v) {
+            if (v.empty()) throw UsageError(name + ": empty value");
+            return v;
+        };
+        if (name == "--config") eg.config_dir = nonempty(value());
+        else if (name == "--worker") eg.worker = nonempty(value());
+        else if (name == "--prompt") eg.prompt = value();
+        else if (name == "--prompt-file") eg.prompt_file = nonempty(value());
+        else if (name == "--system-prompt-file") eg.system_prompt_file = nonempty(value());
+        else if (name == "--gateway") {
+            std::string v = value();
+            if (!v.starts_with("unix:") || v.size() <= 5 || v[5] != '/')
+                throw UsageError("--gateway: got \"" + v + "\", expected unix:/ABSOLUTE/PATH of a `corral gateway` socket");
+            eg.gateway = v.substr(5);
+        } else {
+            if (name == "--rootfs") eg.rootfs_given = true;
+            rest.push_back(arg);
+            if (!inline_value && kRunValueOptions.count(name) && i + 1 < argc) rest.emplace_back(argv[++i]);
+        }
+    }
+    if (eg.prompt && eg.prompt_file) throw UsageError("--prompt and --prompt-file: give one of them, not both");
+    if (eg.agent() && !eg.worker)
+        throw UsageError("--prompt needs --config DIR --worker NAME (the worker says which agent runs)");
+    if (eg.worker && !eg.config_dir) throw UsageError("--worker " + *eg.worker + " needs --config DIR");
+    if (eg.config_dir && !eg.worker) throw UsageError("--config needs --worker NAME (whose grants apply)");
+    if (eg.system_prompt_file && !eg.agent()) throw UsageError("--system-prompt-file applies only to an agent run (--prompt)");
+    bool has_command = false;
+    for (std::size_t i = 1; i < rest.size(); ++i)
+        if (rest[i] == "--" || rest[i][0] != '-') {
+            has_command = i + 1 < rest.size() || rest[i] != "--";
+            break;
+        }
+    if (eg.agent() && has_command)
+        throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
+    if (eg.agent()) rest.insert(rest.end(), {"--", "corral-agent"});  // replaced by the agent's argv
+    std::vector<char*> ptrs;
+    for (auto& s : rest) ptrs.push_back(s.data());
+    RunOptions opts = parse_run_options(static_cast<int>(ptrs.size()), ptrs.data());
+    if (eg.agent()) opts.command.clear();
+    return opts;
+}
+
+RunEgress::RunEgress(EgressOptions eg, const RunOptions& opts, std::string run_id, std::string run_dir,
+                     std::string state_dir)
+    : eg_(std::move(eg)), opts_(opts), run_id_(std::move(run_id)), run_dir_(std::move(run_dir)),
+      state_dir_(std::move(state_dir)) {}
+
+RunEgress::~RunEgress() { stop(); }
+
+void RunEgress::prepare(SandboxSpec& spec) {
+    config::GatewayConfig gw;
+    if (eg_.config_dir) {
+        org_ = config::load_org(eg_.config_dir->c_str());
+        for (const auto& w : org_->warnings) log::warn(w.text());
+        resolved_ = config::resolve_worker(*org_, *eg_.worker);
+        worker_ = resolved_->name;
+        gw = org_->gateway;
+    } else {
+        gw.gateway.state_dir = state_dir_;
+    }
+    if (!gateway::parse_identity(identity()))
+        throw UsageError("identity " + identity() + ": worker and run id must be made of [A-Za-z0-9._-]");
+
+    if (resolved_) {
+        AgentKind kind = resolved_->agent;
+        auto cred = config::credential_status(gw, required_credential(kind).name);
+        if (eg_.agent()) {
+            // Before anything starts: a run that cannot authenticate is refused here.
+            check_agent_credential(worker_, kind, gw);
+        }
+        std::vector<config::Grant> implied;
+        if (cred.available)
+            implied = implied_grants(kind, credential_mode_for(cred.kind), worker_);
+        else
+            log::info("worker " + worker_ + ": credential '" + required_credential(kind).name +
+                      "' not available; the agent's model grants are left out of this run");
+        gw.grants = worker_grants(*resolved_, implied);
+    }
+
+    if (eg_.gateway) {
+        // The daemon holds grants, credentials and the ledger; the box needs its CA.
+        daemon_socket_ = *eg_.gateway;
+        struct stat st{};
+        if (::stat(daemon_socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+            throw UsageError("--gateway unix:" + daemon_socket_ + ": no socket there (is `corral gateway` running?)");
+        std::string ca_path = gw.gateway.state_dir + "/ca/ca.crt";
+        ca_pem_ = read_optional_file(ca_path);
+        if (ca_pem_.find("BEGIN CERTIFICATE") == std::string::npos)
+            throw UsageError("--gateway: cannot read the gateway's CA certificate " + ca_path +
+                             " (the daemon's state_dir; use --state-dir or [gateway] state_dir to name it)");
+    } else {
+        // The embedded gateway's ledger is the run's own: one file per run in
+        // the run dir, next to run.json (a shared ledger is the daemon's job).
+        gw.gateway.ledger = run_dir_ + "/ledger.jsonl";
+        // Only the credentials this run's grants use are loaded (an unrelated
+        // unreadable credential must not stop the run).
+        std::set<std::string> used;
+        for (const auto& g : gw.grants)
+            if (!g.credential.empty()) used.insert(g.credential);
+        for (auto it = gw.credentials.begin(); it != gw.credentials.end();)
+            it = used.count(it->first) ? std::next(it) : gw.credentials.erase(it);
+        auto secrets = config::load_credential_secrets(gw);
+        gateway_ = std::make_unique<gateway::Gateway>(std::move(gw), std::move(secrets));
+        if (!gateway_->ledger().healthy())
+            throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
+        ca_pem_ = gateway_->ca_certificate_pem();
+    }
+
+    if (eg_.agent()) prepare_agent(spec);
+    prepare_trust(spec);
+}
+
+void RunEgress::prepare_trust(SandboxSpec& spec) {
+    // Image mode: the image's own roots (the overlay hides the original file);
+    // host mode: the host's bundle. Either way the image/host is untouched.
+    std::string bundle;
+    bool image = spec.rootfs.image != "host";
+    if (image) bundle = read_optional_file(spec.rootfs.image + kBundleInBox);
+    bool host_has_bundle = fs::is_regular_file(kBundleInBox);
+    if (!image && host_has_bundle) bundle = read_optional_file(kBundleInBox);
+    if (image && bundle.empty() && host_has_bundle) bundle = read_optional_file(kBundleInBox);
+    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+    bundle += ca_pem_;
+    spec.rootfs.extra_files.push_back({kCaInBox, ca_pem_, 0644});
+    // Host mode can only overlay an existing file; without a host bundle the CA alone is the store.
+    bool overlay_bundle = image || host_has_bundle;
+    if (overlay_bundle) spec.rootfs.extra_files.push_back({kBundleInBox, bundle, 0644});
+    auto env = proxy_environment(overlay_bundle ? kBundleInBox : kCaInBox, shim::bridge_port);
+    env.emplace_back("NODE_EXTRA_CA_CERTS", kCaInBox);  // later wins: only the extra cert
+    // Put corral's variables first so a worker's env cannot silently override
+    // them (config refuses reserved names; --env still wins on purpose).
+    env.insert(env.end(), spec.env.begin(), spec.env.end());
+    spec.env = std::move(env);
+}
+
+void RunEgress::prepare_agent(SandboxSpec& spec) {
+    const auto& w = *resolved_;
+    AgentInputs in;
+    in.run_id = run_id_;
+    in.worker = worker_;
+    in.prompt = eg_.prompt ? *eg_.prompt : read_text_file("--prompt-file", *eg_.prompt_file);
+    if (eg_.system_prompt_file) in.system_prompt = read_text_file("--system-prompt-file", *eg_.system_prompt_file);
+    in.model = w.model;
+    in.chatgpt_account_id = w.chatgpt_account_id;
+    auto cred = config::credential_status(org_->gateway, required_credential(w.agent).name);
+    in.credential = credential_mode_for(cred.kind);
+    in.home_rel = "home";
+    in.home_in_box = "/home/agent";
+    AgentProfile p = make_agent_profile(w.agent, in);
+
+    // The home is written now (owner: root) and handed to the agent's UID in
+    // start(), once launch_sandbox has leased it.
+    write_agent_home(p, run_dir_, std::nullopt);
+    if (!fs::is_directory(run_dir_ + "/home")) {
+        std::error_code ec;
+        fs::create_directory(run_dir_ + "/home", ec);
+        check_sys(::chmod((run_dir_ + "/home").c_str(), 0700), "chmod", run_dir_ + "/home");
+    }
+    spec.rootfs.home_dir = run_dir_ + "/home";
+    spec.argv = p.argv;
+    if (p.stdin_null) spec.pass_stdin = false;
+    for (const auto& kv : w.env) spec.env.emplace_back(kv.first, kv.second);
+    for (const auto& kv : p.env) spec.env.push_back(kv);
+    for (const auto& kv : opts_.env) spec.env.push_back(kv);  // --env wins
+    if (!eg_.rootfs_given && w.rootfs != "host") spec.rootfs.image = w.rootfs;
+    // Command-line limits win over the worker's.
+    if (!spec.limits.memory_bytes) spec.limits.memory_bytes = w.limits.memory_bytes;
+    if (!spec.limits.pids) spec.limits.pids = w.limits.pids;
+    if (!spec.limits.cpus) spec.limits.cpus = w.limits.cpus;
+    if (!spec.timeout) spec.timeout = w.limits.timeout;
+    if (w.limits.tmp_bytes) spec.rootfs.tmp_size_bytes = *w.limits.tmp_bytes;
+    cli_version_ = installed_cli_version(p, in.agents_prefix);
+    if (cli_version_.empty()) cli_version_ = p.cli_version;
+    profile_ = std::move(p);
+}
+
+void RunEgress::start(const Sandbox& box) {
+    if (profile_) chown_tree(run_dir_ + "/home", box.uid(), box.gid());
+    Fd netns = box.open_network_namespace();
+    shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get());
+    ioc_ = std::make_unique<boost::asio::io_context>(2);
+    shim::ConnectionHandler handler;
+    if (gateway_) {
+        gateway::Identity id{worker_, run_id_};
+        gateway::Gateway* gw = gateway_.get();
+        handler = [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
+    } else {
+        std::string path = daemon_socket_, ident = identity();
+        handler = [path, ident](boost::asio::ip::tcp::socket s) {
+            return shim::relay_to_daemon(std::move(s), path, ident);
+        };
+    }
+    bridge_ = std::make_unique<shim::Bridge>(*ioc_, std::move(listeners), std::move(handler));
+    bridge_->start();
+    auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+        ioc_->get_executor());
+    for (int i = 0; i < 2; ++i)
+        threads_.emplace_back([this, guard] {
+            try {
+                ioc_->run();
+            } catch (const std::exception& e) {
+                log::error(std::string("bridge event loop: ") + e.what());
+            }
+        });
+    // The guard lives as long as any thread holds it; stop() ends the loop explicitly.
+}
+
+int RunEgress::stdout_sink(int forward_fd) {
+    if (!profile_) return forward_fd;
+    int p[2];
+    check_sys(::pipe2(p, O_CLOEXEC), "pipe2", "stdout.jsonl tee");
+    Fd rd(p[0]);
+    stdout_write_.reset(p[1]);
+    std::string path = run_dir_ + "/stdout.jsonl";
+    Fd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!out.valid()) throw SysError("open", path, errno);
+    stdout_tee_ = std::thread([rd = std::move(rd), out = std::move(out), forward_fd]() mutable {
+        char buf[16384];
+        bool forward = forward_fd >= 0;
+        for (;;) {
+            ssize_t n = ::read(rd.get(), buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            auto write_all = [&](int fd) {
+                for (ssize_t off = 0; off < n;) {
+                    ssize_t w = ::write(fd, buf + off, static_cast<std::size_t>(n - off));
+                    if (w < 0 && errno == EINTR) continue;
+                    if (w <= 0) return false;
+                    off += w;
+                }
+                return true;
+            };
+            if (!write_all(out.get())) log::warn("stdout.jsonl: write failed: " + errno_text(errno));
+            if (forward && !write_all(forward_fd)) forward = false;  // a closed terminal must not stop the record
+        }
+        ::fsync(out.get());
+    });
+    return stdout_write_.get();
+}
+
+void RunEgress::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    stdout_write_.reset();  // supervise() is done with it: the tee sees EOF
+    if (stdout_tee_.joinable()) stdout_tee_.join();
+    if (bridge_) bridge_->stop();
+    if (gateway_ && ioc_) {
+        // The box is gone (supervise returned after init exited), so its
+        // connections are closed; give the exchanges a moment to write their
+        // ledger lines.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        while (gateway_->active_connections() > 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (ioc_) ioc_->stop();
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    threads_.clear();
+    bridge_.reset();
+    if (gateway_) {
+        gateway_->ledger().sync();
+        requests_ = gateway_->ledger().requests(identity());
+        refusals_ = gateway_->ledger().refusals(identity());
+    }
+}
+
+nlohmann::json RunEgress::record_fields() const {
+    using nlohmann::json;
+    json gw{{"mode", gateway_ ? "embedded" : "unix:" + daemon_socket_}};
+    if (gateway_) {
+        gw["ledger"] = run_dir_ + "/ledger.jsonl";
+        gw["requests"] = requests_;
+        gw["refusals"] = refusals_;
+    } else {
+        // The daemon keeps the counts; its ledger lines carry this identity.
+        gw["ledger"] = nullptr;
+        gw["requests"] = nullptr;
+        gw["refusals"] = nullptr;
+    }
+    json out{{"worker", worker_}, {"identity", identity()}, {"gateway", gw}};
+    out["agent"] = profile_ ? json(std::string(config::to_string(profile_->kind))) : json(nullptr);
+    out["cli_version"] = profile_ ? json(cli_version_) : json(nullptr);
+    return out;
+}
+
+}  // namespace corral::cli
