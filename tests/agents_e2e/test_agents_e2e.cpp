@@ -1,0 +1,323 @@
+// e2e: the three real, pinned agent CLIs (claude, codex, pi) finish a prompt
+// on sentinel credentials through corral's gateway, against stand-in model
+// backends (standin.js) that the gateway reaches by connect_to on loopback.
+//
+// Two layers, each a test per CLI:
+//  - "gateway": `corral gateway --config` as a daemon on 127.0.0.1, the CLI on
+//    the host as an unprivileged UID with the profile's sentinel home and the
+//    proxy environment. Isolates CLI ↔ gateway ↔ stand-in from the sandbox.
+//  - "run": `corral run --config ORG --worker W --prompt …` — the CLI inside
+//    the sandbox, through the bridge and the embedded gateway.
+// Each asserts: the CLI's JSON output carries the answer DONE; the stand-in
+// received the real credential on every request and never a sentinel; the
+// run's ledger lines are all allowed (no refused telemetry); token refresh
+// endpoints are refused 403 before any lookup.
+//
+// Exits 77 (skip) with the reason when not root or the CLIs are not installed.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/agent_profile.hpp"
+#include "tests/agents_e2e/world.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace corral;
+using namespace corral::test::agents;
+using supervisor::AgentKind;
+
+namespace {
+
+constexpr uid_t kNobody = 65534;
+const char* kPrompt = "Reply with exactly DONE";
+
+supervisor::CredentialMode mode_for(AgentKind k) {
+    // The test org: anthropic is an API key, openai a ChatGPT sign-in token.
+    return k == AgentKind::codex ? supervisor::CredentialMode::oauth : supervisor::CredentialMode::api_key;
+}
+
+std::vector<json> json_lines(const std::string& text) {
+    std::vector<json> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] != '{') continue;
+        try {
+            out.push_back(json::parse(line));
+        } catch (const std::exception&) {
+        }
+    }
+    return out;
+}
+
+// The CLI's own "I finished, and the answer is DONE" record in its JSON output.
+bool finished_with_done(AgentKind kind, const std::string& out) {
+    for (const auto& j : json_lines(out)) {
+        switch (kind) {
+        case AgentKind::claude:
+            if (j.value("type", "") == "result" && j.value("subtype", "") == "success" &&
+                j.value("is_error", true) == false && j.value("result", "") == "DONE")
+                return true;
+            break;
+        case AgentKind::codex:
+            if (j.value("type", "") == "item.completed" && j.contains("item") &&
+                j["item"].value("type", "") == "agent_message" && j["item"].value("text", "") == "DONE")
+                return true;
+            break;
+        case AgentKind::pi:
+            if (j.value("type", "") == "agent_end" && j.contains("messages")) {
+                for (const auto& m : j["messages"]) {
+                    if (m.value("role", "") != "assistant" || !m.contains("content")) continue;
+                    for (const auto& c : m["content"])
+                        if (c.value("type", "") == "text" && c.value("text", "") == "DONE") return true;
+                }
+            }
+            break;
+        }
+    }
+    return false;
+}
+
+// Every stand-in record from index `from` on, for `host`.
+std::vector<json> seen_since(std::size_t from, const std::string& host) {
+    std::vector<json> out;
+    auto seen = standin_seen();
+    for (std::size_t i = from; i < seen.size(); ++i)
+        if (seen[i].value("host", "") == host && seen[i].value("method", "") != "WS") out.push_back(seen[i]);
+    return out;
+}
+
+// What the stand-in got must carry the real credential and no sentinel.
+void check_credentials_seen(const World& w, AgentKind kind, const std::vector<json>& seen) {
+    REQUIRE_FALSE(seen.empty());
+    for (const auto& s : seen) {
+        CAPTURE(s.dump());
+        const auto& h = s.at("headers");
+        if (kind == AgentKind::codex) {
+            CHECK(h.value("authorization", "") == "Bearer " + w.openai_token);
+        } else {
+            CHECK(h.value("x-api-key", "") == w.anthropic_key);
+            CHECK_FALSE(h.contains("authorization"));
+        }
+        CHECK(s.dump().find("corral-sentinel") == std::string::npos);
+    }
+}
+
+// Ledger lines for `identity_prefix` ("worker/"): all allowed, at least one
+// inference request with the credential injected.
+void check_ledger(const std::vector<json>& lines, const std::string& identity_prefix, const std::string& model_host,
+                  const std::string& credential) {
+    std::size_t mine = 0, injected = 0;
+    for (const auto& l : lines) {
+        if (l.value("identity", "").rfind(identity_prefix, 0) != 0) continue;
+        ++mine;
+        CAPTURE(l.dump());
+        CHECK(l.value("decision", "") == "allow");
+        CHECK(l.value("host", "") == model_host);
+        if (l.value("mode", "") == "inject" && l.value("credential", "") == credential) ++injected;
+    }
+    CHECK(mine > 0);
+    CHECK(injected > 0);
+}
+
+// Nothing asked the resolver anything (the stand-in's tripwire saw no query).
+void check_no_dns_lookup() {
+    for (const auto& s : standin_seen()) {
+        CAPTURE(s.dump());
+        CHECK(s.value("method", "") != "DNS");
+    }
+}
+
+// codex's default transport: the Responses WebSocket, relayed by the gateway (101).
+bool relayed_websocket(const std::vector<json>& lines) {
+    for (const auto& l : lines)
+        if (l.value("status", 0) == 101 && l.value("path", "") == "/backend-api/codex/responses") return true;
+    return false;
+}
+
+// A `corral gateway` daemon on 127.0.0.1 whose TCP clients are `identity`.
+struct GatewayDaemon {
+    int port = 0;
+    std::string ledger;
+    std::string ca;  // corral's CA, world-readable copy for the unprivileged CLI
+    std::string stderr_path;
+    std::unique_ptr<test::Background> proc;
+
+    GatewayDaemon(const World& w, const std::string& name, const std::string& identity) {
+        port = free_port();
+        ledger = w.dir + "/ledger-gw-" + name + ".jsonl";
+        stderr_path = w.dir + "/gateway-" + name + ".stderr";
+        auto config = w.dir + "/gateway-" + name + ".toml";
+        write_file(config, gateway_sections(w, "listen_tcp = \"127.0.0.1:" + std::to_string(port) +
+                                                   "\"\ntcp_identity = \"" + identity + "\"\nledger = \"" + ledger +
+                                                   "\"\nstate_dir = \"" + w.state_dir + "\"\n"));
+        proc = std::make_unique<test::Background>(std::vector<std::string>{
+            "sh", "-c", "exec \"$0\" gateway --config \"$1\" 2>\"$2\"", test::corral_bin(), config, stderr_path});
+        auto want = "listening tcp:127.0.0.1:" + std::to_string(port);
+        if (!proc->wait_for_stdout(want, std::chrono::seconds(20)))
+            throw std::runtime_error("corral gateway did not print \"" + want + "\"; stderr: " + read_file(stderr_path));
+        ca = w.dir + "/corral-ca.crt";
+        fs::copy_file(w.state_dir + "/ca/ca.crt", ca, fs::copy_options::overwrite_existing);
+        ::chmod(ca.c_str(), 0644);
+    }
+};
+
+// The CLI on the host: unprivileged, clean environment, its own PID namespace
+// (a killed CLI takes its children with it), the profile's sentinel home.
+test::Result run_cli_on_host(const World& w, const WorkerSpec& spec, const GatewayDaemon& gw) {
+    auto run_dir = w.dir + "/host-" + spec.name;
+    fs::create_directories(run_dir);
+    ::chmod(run_dir.c_str(), 0755);
+    supervisor::AgentInputs in;
+    in.run_id = "host-" + spec.name;
+    in.worker = spec.name;
+    in.prompt = kPrompt;
+    in.credential = mode_for(spec.kind);
+    in.chatgpt_account_id = w.chatgpt_account;
+    in.home_rel = "home";
+    in.home_in_box = run_dir + "/home";  // the CLI runs on the host: the in-box path is the host path
+    auto p = supervisor::make_agent_profile(spec.kind, in);
+    supervisor::write_agent_home(p, run_dir, std::make_pair(kNobody, kNobody));
+
+    std::vector<std::string> cmd = {"unshare", "-p", "-f", "--kill-child", "setpriv", "--reuid",
+                                    std::to_string(kNobody), "--regid", std::to_string(kNobody), "--clear-groups",
+                                    "env", "-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    for (const auto& [k, v] : p.env) cmd.push_back(k + "=" + v);
+    for (const auto& [k, v] : supervisor::proxy_environment(gw.ca, static_cast<unsigned>(gw.port)))
+        cmd.push_back(k + "=" + v);
+    cmd.insert(cmd.end(), p.argv.begin(), p.argv.end());
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(150);
+    o.cwd = run_dir + "/home";
+    return test::run(cmd, o);
+}
+
+// curl through a gateway: the refresh endpoints must be refused 403 (and
+// refused before any lookup: these names are in no grant and no hosts file).
+void check_refresh_refused(const GatewayDaemon& gw) {
+    for (const std::string url :
+         {"https://platform.claude.com/v1/oauth/token", "https://auth.openai.com/oauth/token",
+          "https://console.anthropic.com/v1/oauth/token"}) {
+        CAPTURE(url);
+        auto r = test::run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}", "--max-time", "20",
+                            "--proxy", "http://127.0.0.1:" + std::to_string(gw.port), "--cacert", gw.ca, "-X", "POST",
+                            "-d", "grant_type=refresh_token", url});
+        CHECK(r.out.rfind("403", 0) == 0);
+    }
+}
+
+void gateway_layer(const WorkerSpec& spec) {
+    auto& w = world();
+    GatewayDaemon gw(w, spec.name, spec.name + "/host-1");
+    auto before = standin_seen().size();
+    auto r = run_cli_on_host(w, spec, gw);
+    INFO("exit ", r.exit_code, (r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
+         "\ngateway stderr:\n", read_file(gw.stderr_path), "\nledger:\n", read_file(gw.ledger));
+    CHECK(r.exit_code == 0);
+    CHECK(finished_with_done(spec.kind, r.out));
+    // The ledger line of the last exchange is written when it ends.
+    ::usleep(300'000);
+    check_credentials_seen(w, spec.kind, seen_since(before, spec.model_host));
+    check_ledger(ledger_lines(gw.ledger), spec.name + "/", spec.model_host,
+                 spec.kind == AgentKind::codex ? "openai" : "anthropic");
+    if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(ledger_lines(gw.ledger)));
+    check_refresh_refused(gw);
+    check_no_dns_lookup();
+    for (const auto& s : standin_seen()) CHECK(s.value("url", "").find("oauth/token") == std::string::npos);
+    auto out = r.out + r.err + read_file(gw.stderr_path);
+    CHECK(out.find(w.anthropic_key) == std::string::npos);
+    CHECK(out.find(w.openai_token) == std::string::npos);
+}
+
+// `corral run --config ORG --worker W --prompt P`: the CLI inside the sandbox
+// (default host rootfs), through the bridge and the embedded gateway.
+void run_layer(const WorkerSpec& spec) {
+    auto& w = world();
+    auto run_dir = w.dir + "/run-" + spec.name;
+    auto before = standin_seen().size();
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(240);
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
+    auto r = test::run({test::corral_bin(), "run", "--config", w.org, "--worker", spec.name, "--run-dir", run_dir,
+                        "--prompt", kPrompt},
+                       o);
+    auto record_text = read_file(run_dir + "/run.json");
+    INFO("exit ", r.exit_code, (r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
+         "\nrun.json:\n", record_text);
+    CHECK(r.exit_code == 0);
+    CHECK(finished_with_done(spec.kind, r.out));
+    CHECK(finished_with_done(spec.kind, read_file(run_dir + "/stdout.jsonl")));
+    REQUIRE_FALSE(record_text.empty());
+    auto record = json::parse(record_text);
+    CHECK(record.value("status", "") == "ok");
+    CHECK(record.value("worker", "") == spec.name);
+    CHECK(record.value("agent", "") == std::string(config::to_string(spec.kind)));
+    CHECK(record.value("cli_version", "") == supervisor::pinned_cli_version(spec.kind));
+    REQUIRE(record.contains("gateway"));
+    const auto& gw = record["gateway"];
+    CHECK(gw.value("mode", "") == "embedded");
+    CHECK(gw.value("refusals", -1) == 0);
+    CHECK(gw.value("requests", 0) > 0);
+    const std::string identity = record.value("identity", "");
+    CHECK(identity.rfind(spec.name + "/", 0) == 0);
+
+    check_credentials_seen(w, spec.kind, seen_since(before, spec.model_host));
+    auto lines = ledger_lines(gw.value("ledger", run_dir + "/ledger.jsonl"));
+    check_ledger(lines, identity, spec.model_host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
+    std::size_t mine = 0;
+    for (const auto& l : lines) mine += l.value("identity", "") == identity;
+    CHECK(gw.value("requests", 0) == mine);
+    if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(lines));
+    check_no_dns_lookup();
+    // No real secret anywhere the box or its output could reach.
+    auto out = r.out + r.err + read_file(run_dir + "/stdout.jsonl");
+    CHECK(out.find(w.anthropic_key) == std::string::npos);
+    CHECK(out.find(w.openai_token) == std::string::npos);
+    auto scan = test::run({"grep", "-rlF", "-e", w.anthropic_key, "-e", w.openai_token, run_dir});
+    CHECK_MESSAGE(scan.out.empty(), scan.out);
+}
+
+const WorkerSpec& spec_named(const std::string& name) {
+    for (const auto& s : workers())
+        if (s.name == name) return s;
+    throw std::runtime_error("no worker " + name);
+}
+
+}  // namespace
+
+TEST_CASE("gateway: claude finishes a prompt on a sentinel through corral gateway") { gateway_layer(spec_named("claude")); }
+TEST_CASE("gateway: codex finishes a prompt on a sentinel through corral gateway") { gateway_layer(spec_named("codex")); }
+TEST_CASE("gateway: pi finishes a prompt on a sentinel through corral gateway") { gateway_layer(spec_named("pi")); }
+
+TEST_CASE("run: claude finishes a prompt inside corral run") { run_layer(spec_named("claude")); }
+TEST_CASE("run: codex finishes a prompt inside corral run") { run_layer(spec_named("codex")); }
+TEST_CASE("run: pi finishes a prompt inside corral run") { run_layer(spec_named("pi")); }
+
+int main(int argc, char** argv) {
+    if (!test::running_as_root()) {
+        std::puts("SKIP: needs root (the CLIs run as an unprivileged UID; corral run builds sandboxes)");
+        return 77;
+    }
+    auto why = missing_prerequisite();
+    if (!why.empty()) {
+        std::printf("SKIP: %s\n", why.c_str());
+        return 77;
+    }
+    auto isolation = isolate_network();
+    if (!isolation.empty()) {
+        std::fprintf(stderr, "cannot isolate the test's network: %s\n", isolation.c_str());
+        return 1;
+    }
+    doctest::Context ctx(argc, argv);
+    return ctx.run();
+}

@@ -1,0 +1,254 @@
+#include "tests/agents_e2e/world.hpp"
+
+#include <arpa/inet.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "supervisor/agent_profile.hpp"
+
+namespace corral::test::agents {
+namespace {
+
+namespace fs = std::filesystem;
+
+void must(const std::vector<std::string>& argv, const std::string& cwd) {
+    RunOptions o;
+    o.cwd = cwd;
+    auto r = run(argv, o);
+    if (r.exit_code != 0) {
+        std::string cmd;
+        for (const auto& a : argv) cmd += a + " ";
+        throw std::runtime_error("fixture step failed: " + cmd + "\n" + r.err + r.out);
+    }
+}
+
+std::string random_hex(std::size_t n) {
+    std::random_device rd;
+    std::string s;
+    const char* hex = "0123456789abcdef";
+    for (std::size_t i = 0; i < n; ++i) s += hex[rd() % 16];
+    return s;
+}
+
+// The test CA and one leaf naming every real host the CLIs use.
+void make_certificates(const std::string& d) {
+    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+    auto req = [&](std::vector<std::string> extra) {
+        std::vector<std::string> argv = {"openssl", "req"};
+        argv.insert(argv.end(), ec.begin(), ec.end());
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        must(argv, d);
+    };
+    req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral agents e2e test CA",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
+    req({"-new", "-keyout", "standin.key", "-out", "standin.csr", "-subj", "/CN=standin"});
+    write_file(d + "/standin.ext",
+               "subjectAltName=DNS:api.anthropic.com,DNS:chatgpt.com,DNS:api.openai.com\n"
+               "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
+    must({"openssl", "x509", "-req", "-in", "standin.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+          "-out", "standin.crt", "-days", "2", "-extfile", "standin.ext"},
+         d);
+}
+
+std::string toml_str(const std::string& s) { return "\"" + s + "\""; }
+
+// One org grant per worker: the routes its profile implies, served by the stand-in.
+std::string grant_for(const World& w, const WorkerSpec& spec) {
+    auto mode = spec.kind == config::AgentKind::codex ? supervisor::CredentialMode::oauth
+                                                      : supervisor::CredentialMode::api_key;
+    std::string out;
+    for (const auto& g : supervisor::implied_grants(spec.kind, mode, spec.name)) {
+        std::string routes;
+        for (const auto& r : g.routes) routes += (routes.empty() ? "" : ", ") + toml_str(r.text);
+        out += "[[grants]]\nhost = " + toml_str(g.host) + "\nmode = \"inject\"\ncredential = " + toml_str(g.credential) +
+               "\nroutes = [" + routes + "]\nidentities = [" + toml_str(spec.name) +
+               "]\nallow_private = true\nconnect_to = \"127.0.0.1:" + std::to_string(w.standin_port) + "\"\n";
+    }
+    return out;
+}
+
+World* the_world = nullptr;
+
+World& build_world() {
+    static World w;
+    char tmpl[] = "/tmp/corral-agents-e2e-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    w.dir = tmpl;
+    ::chmod(w.dir.c_str(), 0755);
+    w.org = w.dir + "/org";
+    w.test_ca = w.dir + "/ca.crt";
+    w.state_dir = w.dir + "/state";
+    w.ledger = w.dir + "/ledger.jsonl";
+    make_certificates(w.dir);
+
+    w.anthropic_key = "sk-ant-api03-REALKEY-" + random_hex(32);
+    w.openai_token = "REAL-OPENAI-TOKEN-" + random_hex(32);
+    w.chatgpt_account = "acct-e2e-" + random_hex(8);
+    write_file(w.dir + "/anthropic.key", w.anthropic_key + "\n", 0600);
+    write_file(w.dir + "/openai.token", w.openai_token + "\n", 0600);
+
+    RunOptions env;
+    env.env["CORRAL_SOURCE_ROOT"] = source_root();
+    env.env["STANDIN_CHATGPT_ACCOUNT"] = w.chatgpt_account;
+    env.env["STANDIN_DNS_TRIPWIRE"] = "1";
+    w.standin = std::make_unique<Background>(
+        std::vector<std::string>{"node", source_root() + "/tests/agents_e2e/standin.js", w.dir}, env);
+    if (!w.standin->wait_for_stdout("\n", std::chrono::seconds(20)))
+        throw std::runtime_error("standin.js did not start");
+    auto line = w.standin->drain_stdout();
+    auto json_start = line.find('{');
+    if (line.rfind("ready ", 0) != 0 || json_start == std::string::npos)
+        throw std::runtime_error("standin.js said: " + line);
+    auto ports = nlohmann::json::parse(line.substr(json_start));
+    w.standin_port = ports.at("main").get<int>();
+    w.control_port = ports.at("control").get<int>();
+
+    fs::create_directories(w.org);
+    write_file(w.org + "/org.toml",
+               "rootfs = \"host\"\n[engine]\nchatgpt_account_id = " + toml_str(w.chatgpt_account) +
+                   "\n[sandbox]\ntimeout = \"5m\"\n" +
+                   gateway_sections(w, "ledger = " + toml_str(w.ledger) + "\nstate_dir = " + toml_str(w.state_dir) +
+                                           "\n"));
+    for (const auto& spec : workers()) {
+        fs::create_directories(w.org + "/workers/" + spec.name);
+        write_file(w.org + "/workers/" + spec.name + "/worker.toml",
+                   "agent = " + toml_str(std::string(config::to_string(spec.kind))) + "\n");
+    }
+    the_world = &w;
+    return w;
+}
+
+}  // namespace
+
+const std::vector<WorkerSpec>& workers() {
+    static const std::vector<WorkerSpec> specs = {
+        {"claude", config::AgentKind::claude, "api.anthropic.com"},
+        {"codex", config::AgentKind::codex, "chatgpt.com"},
+        {"pi", config::AgentKind::pi, "api.anthropic.com"},
+    };
+    return specs;
+}
+
+World::~World() {
+    standin.reset();
+    if (!dir.empty() && !std::getenv("CORRAL_KEEP_TEST_DIR")) fs::remove_all(dir);
+}
+
+std::string missing_prerequisite() {
+    for (const char* p : {"openssl", "curl", "node", "setpriv"})
+        if (!have_program(p)) return std::string(p) + " not found in PATH";
+    if (!fs::exists(source_root() + "/node_modules/ws/package.json"))
+        return "node package ws missing: run tools/install-npm-deps.sh";
+    for (const auto& spec : workers()) {
+        supervisor::AgentInputs in;
+        in.run_id = "probe";
+        auto p = supervisor::make_agent_profile(spec.kind, in);
+        for (const auto& a : p.argv)
+            if (!a.empty() && a[0] == '/' && !fs::exists(a))
+                return "agent CLI missing: " + a + " (run tools/install-npm-deps.sh)";
+    }
+    if (!fs::exists(corral_bin())) return "corral binary not built: " + corral_bin();
+    return "";
+}
+
+std::string isolate_network() {
+    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0)
+        return std::string("unshare(CLONE_NEWNET|CLONE_NEWNS): ") + std::strerror(errno);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        return std::string("mount(/, MS_REC|MS_PRIVATE): ") + std::strerror(errno);
+    auto r = run({"ip", "link", "set", "lo", "up"});
+    if (r.exit_code != 0) return "ip link set lo up: " + r.err;
+    char tmpl[] = "/tmp/corral-agents-e2e-resolv-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    if (fd < 0) return std::string("mkstemp: ") + std::strerror(errno);
+    ::close(fd);
+    write_file(tmpl, "# corral agents e2e: every lookup goes to the stand-in's tripwire\nnameserver 127.0.0.1\n");
+    if (::mount(tmpl, "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0)
+        return std::string("bind ") + tmpl + " over /etc/resolv.conf: " + std::strerror(errno);
+    ::unlink(tmpl);  // the bind mount keeps it alive
+    return "";
+}
+
+World& world() {
+    if (the_world) return *the_world;
+    // Built once: a failed build is reported again to every later test, not retried.
+    static std::string failure;
+    if (!failure.empty()) throw std::runtime_error(failure);
+    try {
+        return build_world();
+    } catch (const std::exception& e) {
+        failure = e.what();
+        throw;
+    }
+}
+
+std::string gateway_sections(const World& w, const std::string& gateway_table) {
+    std::string out = "[gateway]\n" + gateway_table + "upstream_ca_file = " + toml_str(w.test_ca) +
+                      "\n"
+                      "[credentials.anthropic]\nkind = \"api_key\"\nfile = " +
+                      toml_str(w.dir + "/anthropic.key") +
+                      "\n"
+                      "[credentials.openai]\nkind = \"oauth_token\"\nfile = " +
+                      toml_str(w.dir + "/openai.token") + "\n";
+    for (const auto& spec : workers()) out += grant_for(w, spec);
+    return out;
+}
+
+nlohmann::json standin_seen() {
+    auto& w = world();
+    auto r = run({"curl", "-sS", "--noproxy", "*", "http://127.0.0.1:" + std::to_string(w.control_port) + "/stats"});
+    return nlohmann::json::parse(r.out).at("seen");
+}
+
+std::vector<nlohmann::json> ledger_lines(const std::string& path) {
+    std::vector<nlohmann::json> out;
+    std::ifstream f(path);
+    std::string line;
+    while (std::getline(f, line))
+        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+int free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    int port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+
+void write_file(const std::string& path, const std::string& text, unsigned mode) {
+    {
+        std::ofstream f(path);
+        if (!f) throw std::runtime_error("cannot write " + path);
+        f << text;
+    }
+    ::chmod(path.c_str(), mode);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+}  // namespace corral::test::agents
