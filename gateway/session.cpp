@@ -87,7 +87,8 @@ std::uint64_t ms_since(Clock::time_point t) {
 // Per-connection state shared by the handler and its watchdog.
 struct Conn {
     Conn(Gateway::Internals& g, ClientSocket s, Identity i)
-        : gw(g), id(std::move(i)), id_text(id.str()), client(std::move(s)), timer(client.get_executor()) {}
+        : gw(g), id(std::move(i)), id_text(id.str()), client(std::move(s)), timer(client.get_executor()),
+          deadline(Clock::now() + g.cfg.gateway.limits.read_timeout) {}
 
     Gateway::Internals& gw;
     Identity id;
@@ -97,7 +98,7 @@ struct Conn {
     std::shared_ptr<ServerTls> server_tls;    // keeps the SNI callback's host alive
     asio::ip::tcp::socket* upstream = nullptr;  // whichever upstream socket is in use, for the watchdog
     asio::steady_timer timer;
-    Clock::time_point deadline = Clock::now();
+    Clock::time_point deadline;               // the first request's whole head is due by then
     Clock::time_point armed_for = Clock::time_point::max();
     bool done = false;
     bool timed_out = false;
