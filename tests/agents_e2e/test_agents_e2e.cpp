@@ -221,7 +221,7 @@ void gateway_layer(const WorkerSpec& spec) {
     GatewayDaemon gw(w, spec.name, spec.name + "/host-1");
     auto before = standin_seen().size();
     auto r = run_cli_on_host(w, spec, gw);
-    INFO("exit ", r.exit_code, (r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
+    INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
          "\ngateway stderr:\n", read_file(gw.stderr_path), "\nledger:\n", read_file(gw.ledger));
     CHECK(r.exit_code == 0);
     CHECK(finished_with_done(spec.kind, r.out));
@@ -248,18 +248,23 @@ void run_layer(const WorkerSpec& spec) {
     test::RunOptions o;
     o.timeout = std::chrono::seconds(240);
     o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
-    auto r = test::run({test::corral_bin(), "run", "--config", w.org, "--worker", spec.name, "--run-dir", run_dir,
+    auto r = test::run({test::corral_bin(), "run", "--config", w.org, "--worker", spec.name, "--run-dir=" + run_dir,
                         "--prompt", kPrompt},
                        o);
     auto record_text = read_file(run_dir + "/run.json");
-    INFO("exit ", r.exit_code, (r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
+    INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
          "\nrun.json:\n", record_text);
     CHECK(r.exit_code == 0);
     CHECK(finished_with_done(spec.kind, r.out));
     CHECK(finished_with_done(spec.kind, read_file(run_dir + "/stdout.jsonl")));
     REQUIRE_FALSE(record_text.empty());
     auto record = json::parse(record_text);
-    CHECK(record.value("status", "") == "ok");
+    CHECK(record.value("status", -1) == 0);
+    CHECK(record.value("exit_code", -1) == 0);
+    CHECK(record["teardown"].value("verdict", "") == "clean");
+    CHECK(record.value("rootfs", "") == "host");
+    // org.toml's [sandbox] timeout reaches the run (resolved worker limits).
+    CHECK(record["limits"].value("timeout_ms", json()) == 300'000);
     CHECK(record.value("worker", "") == spec.name);
     CHECK(record.value("agent", "") == std::string(config::to_string(spec.kind)));
     CHECK(record.value("cli_version", "") == supervisor::pinned_cli_version(spec.kind));
