@@ -665,6 +665,21 @@ TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with id
         beast::error_code ec;
         http::read(s, b, p, ec);
         CHECK(p.get().result_int() == 200);
+        // Then TLS with the real upstream through the spliced Unix→TCP tunnel.
+        asio::ssl::context ctx(asio::ssl::context::tls_client);
+        ctx.load_verify_file(w.upstream_ca.certificate_path());
+        ctx.set_verify_mode(asio::ssl::verify_peer);
+        asio::ssl::stream<asio::local::stream_protocol::socket> tls(std::move(s), ctx);
+        SSL_set_tlsext_host_name(tls.native_handle(), "up.test");
+        SSL_set1_host(tls.native_handle(), "up.test");
+        tls.handshake(asio::ssl::stream_base::client, ec);
+        REQUIRE_MESSAGE(!ec, ec.message());
+        asio::write(tls, asio::buffer(std::string("GET /echo HTTP/1.1\r\nHost: up.test\r\n\r\n")));
+        http::response<http::string_body> res;
+        beast::flat_buffer rb;
+        http::read(tls, rb, res, ec);
+        CHECK(res.result_int() == 200);
+        CHECK(res.body().find("key-is-real=no") != std::string::npos);
     }
     {
         // No announcement: closed without an answer, nothing dialled.
@@ -689,4 +704,17 @@ TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with id
         gone = ::access(sock.c_str(), F_OK) != 0;
     }
     CHECK(gone);  // clean shutdown removes the socket
+}
+
+TEST_CASE("an inject grant is refused over plain http:// (cleartext_inject), before any connection") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    Client c(g.port);
+    auto res = c.roundtrip("GET http://" + up_authority(w) + "/echo HTTP/1.1\r\nHost: " + up_authority(w) + "\r\n\r\n");
+    CHECK(res.result_int() == 403);
+    CHECK(res["X-Corral-Reason"] == "cleartext_inject");
+    Client userinfo(g.port);
+    auto res2 = userinfo.roundtrip("GET http://user@" + up_authority(w) + "/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(res2.result_int() == 405);
+    CHECK(w.good.connections.load() == 0);
 }
