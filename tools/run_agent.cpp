@@ -156,12 +156,19 @@ RunOptions parse_run_command(int argc, char** argv, EgressOptions& eg) {
     if (eg.worker && !eg.config_dir) throw UsageError("--worker " + *eg.worker + " needs --config DIR");
     if (eg.config_dir && !eg.worker) throw UsageError("--config needs --worker NAME (whose grants apply)");
     if (eg.system_prompt_file && !eg.agent()) throw UsageError("--system-prompt-file applies only to an agent run (--prompt)");
+    // The command starts at the first argument that is neither an option nor an option's value.
     bool has_command = false;
-    for (std::size_t i = 1; i < rest.size(); ++i)
-        if (rest[i] == "--" || rest[i][0] != '-') {
-            has_command = i + 1 < rest.size() || rest[i] != "--";
+    for (std::size_t i = 1; i < rest.size(); ++i) {
+        if (rest[i] == "--") {
+            has_command = i + 1 < rest.size();
             break;
         }
+        if (rest[i].empty() || rest[i][0] != '-') {
+            has_command = true;
+            break;
+        }
+        if (rest[i].find('=') == std::string::npos && kRunValueOptions.count(rest[i])) ++i;
+    }
     if (eg.agent() && has_command)
         throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
     if (eg.agent()) rest.insert(rest.end(), {"--", "corral-agent"});  // replaced by the agent's argv

@@ -1,0 +1,444 @@
+// tests/bridge_e2e — real clients in a real sandbox, through the bridge.
+//
+// One loopback world: a test CA and a leaf for api.anthropic.com (openssl
+// CLI), the stand-in upstream (tests/gateway_e2e/upstream.js) on 127.0.0.1,
+// an organisation whose grant sends api.anthropic.com to it via connect_to
+// with the test CA as the grant's upstream trust store, and a root-only file
+// with the real key. Inside the box (`--rootfs host`), curl and node talk to
+// https://api.anthropic.com with a placeholder key; the stand-in must see the
+// real key, never the placeholder. The box itself never holds the real key:
+// its environment and its visible tree are scanned from the host side through
+// /proc/PID/{environ,root} while it is alive.
+#include <doctest/doctest.h>
+
+#include <dirent.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.hpp"
+
+namespace corral::test::bridge {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kPlaceholder = "corral-sentinel-box-placeholder";
+
+std::string missing_prerequisite() {
+    if (!running_as_root()) return "needs root (creates sandboxes)";
+    for (const char* p : {"curl", "node", "openssl", "rev"})
+        if (!have_program(p)) return std::string(p) + " is not installed";
+    if (!fs::exists(source_root() + "/node_modules/ws"))
+        return "node_modules/ws missing (tools/install-npm-deps.sh) — the stand-in upstream needs it";
+    return "";
+}
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
+    {
+        std::ofstream f(path);
+        if (!f) throw std::runtime_error("cannot write " + path);
+        f << text;
+    }
+    ::chmod(path.c_str(), mode);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void must(const std::vector<std::string>& argv, const std::string& cwd) {
+    RunOptions o;
+    o.cwd = cwd;
+    auto r = run(argv, o);
+    if (r.exit_code != 0) throw std::runtime_error("fixture step failed: " + argv[0] + " " + argv[1] + "\n" + r.err);
+}
+
+std::string random_hex(std::size_t n) {
+    std::random_device rd;
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += "0123456789abcdef"[rd() % 16];
+    return s;
+}
+
+std::string sha256_hex(const std::string& s) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) {
+        out += "0123456789abcdef"[md[i] >> 4];
+        out += "0123456789abcdef"[md[i] & 15];
+    }
+    return out;
+}
+
+// Lines between "== NAME" and the next "== " marker.
+std::string section(const std::string& out, const std::string& name) {
+    auto start = out.find("== " + name + "\n");
+    if (start == std::string::npos) return "";
+    start += name.size() + 4;
+    auto end = out.find("\n== ", start);
+    return out.substr(start, end == std::string::npos ? std::string::npos : end - start + 1);
+}
+
+struct World {
+    std::string dir, org, workspace, gateway_toml, real_key;
+    int upstream_port = 0, control_port = 0;
+    std::unique_ptr<Background> upstream;
+    std::unique_ptr<Background> daemon;
+    ~World() {
+        daemon.reset();
+        upstream.reset();
+        if (!dir.empty()) fs::remove_all(dir);
+    }
+};
+
+void make_certificates(const std::string& d) {
+    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+    auto req = [&](std::vector<std::string> extra) {
+        std::vector<std::string> argv = {"openssl", "req"};
+        argv.insert(argv.end(), ec.begin(), ec.end());
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        must(argv, d);
+    };
+    req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral bridge test CA", "-addext",
+         "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
+    req({"-new", "-keyout", "good.key", "-out", "good.csr", "-subj", "/CN=api.anthropic.com"});
+    write_file(d + "/good.ext",
+               "subjectAltName=DNS:api.anthropic.com,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+               "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
+    must({"openssl", "x509", "-req", "-in", "good.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+          "good.crt", "-days", "2", "-extfile", "good.ext"},
+         d);
+    // upstream.js also serves broken certificates on side ports; these tests don't use them.
+    for (const char* other : {"expired", "selfsigned", "wronghost"}) {
+        fs::copy_file(d + "/good.crt", d + "/" + std::string(other) + ".crt");
+        fs::copy_file(d + "/good.key", d + "/" + std::string(other) + ".key");
+    }
+}
+
+// The gateway sections, shared by the organisation (embedded gateway) and the daemon.
+std::string gateway_sections(const World& w) {
+    return "[gateway]\n"
+           "listen_unix = \"" + w.dir + "/gw.sock\"\n"
+           "ledger = \"" + w.dir + "/daemon-ledger.jsonl\"\n"
+           "state_dir = \"" + w.dir + "/state\"\n"
+           "[gateway.limits]\nread_timeout = \"5s\"\n"
+           "[credentials.anthropic]\nkind = \"api_key\"\nfile = \"" + w.dir + "/anthropic.key\"\n"
+           "[[grants]]\nhost = \"api.anthropic.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
+           "routes = [\"POST /v1/messages\"]\n"
+           "allow_private = true\n"
+           "connect_to = \"127.0.0.1:" + std::to_string(w.upstream_port) + "\"\n"
+           "upstream_ca_file = \"" + w.dir + "/ca.crt\"\n";
+}
+
+// What the box runs: every probe prints a "== NAME" section. With a READY
+// marker it then waits (for the host-side scan) until /workspace/done exists.
+const char* kBoxScript = R"SH(#!/bin/sh
+port="$1"
+echo "== granted"
+curl -sS -w '\nstatus=%{http_code}\n' -H "x-api-key: $PLACEHOLDER" -H 'content-type: application/json' \
+  -d '{"model":"m","max_tokens":1,"messages":[]}' https://api.anthropic.com/v1/messages
+echo "== ungranted"
+curl -sS -o /dev/null -w 'connect=%{http_connect}\n' https://ungranted.test/
+echo "exit=$?"
+echo "== direct4"
+curl -sS --noproxy '*' --max-time 5 -k "https://127.0.0.1:$port/v1/messages"
+echo "exit=$?"
+echo "== direct6"
+curl -sS --noproxy '*' --max-time 5 -k "https://[::1]:$port/v1/messages"
+echo "exit=$?"
+echo "== direct-proxy-port-host"
+curl -sS --noproxy '*' --max-time 5 "http://127.0.0.1:$2/stats"
+echo "exit=$?"
+if [ "$3" = node ]; then
+  echo "== node"
+  node /workspace/client.js '{"proxy":3128,"ca":"/etc/corral/ca.crt","host":"api.anthropic.com","port":443,"mode":"http","method":"POST","path":"/v1/messages","headers":{"x-api-key":"'"$PLACEHOLDER"'","content-type":"application/json"},"body":"{\"model\":\"m\"}"}'
+fi
+echo "== ready"
+while [ ! -e /workspace/done ]; do sleep 0.1; done
+echo "== end"
+)SH";
+
+World& world() {
+    static std::unique_ptr<World> w;
+    if (w) return *w;
+    w = std::make_unique<World>();
+    char tmpl[] = "/tmp/corral-bridge-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+    w->dir = tmpl;
+    make_certificates(w->dir);
+    RunOptions env;
+    env.env["CORRAL_SOURCE_ROOT"] = source_root();
+    w->upstream = std::make_unique<Background>(
+        std::vector<std::string>{"node", source_root() + "/tests/gateway_e2e/upstream.js", w->dir}, env);
+    if (!w->upstream->wait_for_stdout("\n", std::chrono::seconds(20))) throw std::runtime_error("upstream.js did not start");
+    auto line = w->upstream->drain_stdout();
+    auto ports = json::parse(line.substr(line.find('{')));
+    w->upstream_port = ports["main"];
+    w->control_port = ports["control"];
+
+    w->real_key = "sk-ant-real-" + random_hex(40);
+    write_file(w->dir + "/anthropic.key", w->real_key + "\n", 0600);
+    w->org = w->dir + "/org";
+    fs::create_directories(w->org + "/workers/w1");
+    write_file(w->org + "/org.toml", "[engine]\nagent = \"claude\"\n" + gateway_sections(*w));
+    write_file(w->org + "/workers/w1/worker.toml", "description = \"bridge e2e worker\"\n");
+    w->gateway_toml = w->dir + "/gateway.toml";
+    write_file(w->gateway_toml, gateway_sections(*w));
+    // The workspace: only the scripts, nothing secret. Readable by the agent UID.
+    w->workspace = w->dir + "/ws";
+    fs::create_directories(w->workspace);
+    ::chmod(w->dir.c_str(), 0711);
+    ::chmod(w->workspace.c_str(), 0777);
+    write_file(w->workspace + "/box.sh", kBoxScript, 0755);
+    fs::copy_file(source_root() + "/tests/gateway_e2e/client.js", w->workspace + "/client.js");
+    ::chmod((w->workspace + "/client.js").c_str(), 0644);
+    return *w;
+}
+
+json upstream_stats() {
+    auto r = run({"curl", "-sS", "--noproxy", "*", "http://127.0.0.1:" + std::to_string(world().control_port) + "/stats"});
+    return json::parse(r.out);
+}
+
+std::vector<json> ledger(const std::string& path) {
+    std::vector<json> out;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(json::parse(line));
+    return out;
+}
+
+// The pid (host view) of a process of the box, found by its unique argv.
+pid_t find_box_process(const std::string& marker) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::string name = e.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string cmdline = read_file(e.path().string() + "/cmdline");
+        if (cmdline.find(marker) != std::string::npos && cmdline.find("box.sh") != std::string::npos &&
+            cmdline.rfind("/bin/sh", 0) == 0)
+            return static_cast<pid_t>(std::stoi(name));
+    }
+    return -1;
+}
+
+struct BoxRun {
+    std::string out, err, run_dir, run_id;
+    int exit_code = -1;
+    std::string environ_text;       // the box shell's /proc/PID/environ, read from the host
+    std::string scan_hits;          // grep -rl of the real key over the box's tree (host side)
+    json record;
+};
+
+// Runs box.sh in a sandbox through `extra` options (--gateway ...), scanning
+// the live box from the host at its "== ready" marker.
+BoxRun run_box(const std::string& label, const std::vector<std::string>& extra, bool with_node) {
+    World& w = world();
+    BoxRun b;
+    b.run_dir = w.dir + "/run-" + label;
+    fs::remove(w.workspace + "/done");
+    std::string marker = "marker-" + label + "-" + random_hex(8);
+    std::vector<std::string> argv = {corral_bin(), "run", "--config", w.org, "--worker", "w1", "--rootfs", "host",
+                                     "--workspace", w.workspace, "--run-dir", b.run_dir, "--state-dir",
+                                     w.dir + "/runs-state", "--timeout", "120s", "--env",
+                                     std::string("PLACEHOLDER=") + kPlaceholder};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "/workspace/box.sh", std::to_string(w.upstream_port),
+                             std::to_string(w.control_port), with_node ? "node" : "no-node", marker});
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    Background corral(argv, o);
+    bool ready = corral.wait_for_stdout("== ready\n", std::chrono::seconds(90));
+    if (ready) {
+        pid_t pid = find_box_process(marker);
+        if (pid > 0) {
+            b.environ_text = read_file("/proc/" + std::to_string(pid) + "/environ");
+            // The box's whole visible tree except the host's read-only /usr
+            // (bound unchanged; corral puts nothing there) and the kernel's
+            // virtual file systems.
+            auto r = run({"grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
+                          "--exclude-dir=usr", "-e", w.real_key, "/proc/" + std::to_string(pid) + "/root/"},
+                         RunOptions{std::chrono::seconds(120), {}, {}, {}});
+            b.scan_hits = r.exit_code == 1 ? "" : "exit " + std::to_string(r.exit_code) + ": " + r.out + r.err;
+        } else {
+            b.scan_hits = "box process not found";
+        }
+    }
+    write_file(w.workspace + "/done", "");
+    // Let corral finish on its own (teardown verified), bounded.
+    for (int i = 0; i < 300 && ::kill(corral.pid(), 0) == 0; ++i) {
+        int st = 0;
+        if (::waitpid(corral.pid(), &st, WNOHANG) == corral.pid()) {
+            b.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    b.out = corral.drain_stdout();
+    b.record = json::parse(read_file(b.run_dir + "/run.json"), nullptr, false);
+    if (b.record.is_object()) b.run_id = b.record.value("id", "");
+    b.err = read_file(b.run_dir + "/stderr.log");
+    return b;
+}
+
+void check_no_secret_anywhere(const BoxRun& b) {
+    const World& w = world();
+    CHECK(b.environ_text.find("PATH=") != std::string::npos);  // the environ was really read
+    CHECK(b.environ_text.find(w.real_key) == std::string::npos);
+    CHECK(b.scan_hits == "");
+    CHECK(b.out.find(w.real_key) == std::string::npos);
+    auto r = run({"grep", "-rlsF", "-e", w.real_key, b.run_dir});
+    CHECK_MESSAGE(r.exit_code == 1, "real key found in the run dir: " << r.out);
+}
+
+void check_box_probes(const BoxRun& b, const std::string& ledger_path) {
+    const World& w = world();
+    INFO("box output:\n" << b.out << "\nstderr.log:\n" << b.err);
+    REQUIRE(b.exit_code == 0);
+    REQUIRE(!b.run_id.empty());
+    std::string identity = "w1/" + b.run_id;
+
+    // Granted: the stand-in answered 200 and echoed the hash of the REAL key.
+    std::string granted = section(b.out, "granted");
+    CHECK(granted.find("status=200") != std::string::npos);
+    CHECK(granted.find("sha256:" + sha256_hex(w.real_key)) != std::string::npos);
+    CHECK(granted.find("sha256:" + sha256_hex(kPlaceholder)) == std::string::npos);
+
+    // Ungranted: 403 from the gateway, ledger line with the run's identity.
+    CHECK(section(b.out, "ungranted").find("connect=403") != std::string::npos);
+    bool refused_line = false;
+    for (const auto& l : ledger(ledger_path))
+        if (l.value("host", "") == "ungranted.test" && l.value("identity", "") == identity &&
+            l.value("decision", "") == "refuse" && l.value("status", 0) == 403)
+            refused_line = true;
+    CHECK_MESSAGE(refused_line, "ledger " << ledger_path << " has the refusal for " << identity);
+
+    // Direct connections that bypass the proxy fail: the box's network has
+    // nothing but the bridge's listeners.
+    for (const char* probe : {"direct4", "direct6", "direct-proxy-port-host"}) {
+        std::string s = section(b.out, probe);
+        INFO(probe << ": " << s);
+        CHECK(s.find("exit=0") == std::string::npos);
+        CHECK(s.find("exit=") != std::string::npos);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a command with no --config: embedded gateway without grants refuses with 403 and a ledger line") {
+    World& w = world();
+    std::string run_dir = w.dir + "/run-nogrants";
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    auto r = run({corral_bin(), "run", "--rootfs", "host", "--run-dir", run_dir, "--", "curl", "-sS", "-o", "/dev/null",
+                  "-w", "connect=%{http_connect}\n", "https://api.anthropic.com/v1/messages"},
+                 o);
+    INFO(r.out << r.err);
+    CHECK(r.out.find("connect=403") != std::string::npos);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["mode"] == "embedded");
+    CHECK(record["gateway"]["refusals"] == 1);
+    CHECK(record["identity"] == "adhoc/" + record["id"].get<std::string>());
+    auto lines = ledger(run_dir + "/ledger.jsonl");
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0]["host"] == "api.anthropic.com");
+    CHECK(lines[0]["reason"] == "not_granted");
+    CHECK(lines[0]["identity"] == record["identity"]);
+    CHECK(upstream_stats()["requests"] == 0);
+}
+
+TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge and the embedded gateway") {
+    World& w = world();
+    auto before = upstream_stats()["requests"].get<int>();
+    BoxRun b = run_box("embedded", {}, true);
+    MESSAGE("box output (embedded gateway):\n" << b.out);
+    check_box_probes(b, b.run_dir + "/ledger.jsonl");
+    INFO("box output:\n" << b.out);
+
+    auto node = json::parse(section(b.out, "node"), nullptr, false);
+    REQUIRE(node.is_object());
+    CHECK(node["status"] == 200);
+    CHECK(node.dump().find("sha256:" + sha256_hex(w.real_key)) != std::string::npos);
+    // The stand-in saw the real key on every request of this run, never the placeholder.
+    auto stats = upstream_stats();
+    CHECK(stats["requests"].get<int>() - before == 2);
+    for (std::size_t i = static_cast<std::size_t>(before); i < stats["seen"].size(); ++i) {
+        CHECK(stats["seen"][i]["headers"]["x-api-key"] == w.real_key);
+        CHECK(stats["seen"][i]["url"] == "/v1/messages");
+    }
+    CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
+
+    CHECK(b.record["gateway"]["mode"] == "embedded");
+    CHECK(b.record["gateway"]["requests"] == 3);   // two injected requests, one refusal
+    CHECK(b.record["gateway"]["refusals"] == 1);
+    CHECK(b.record["identity"] == "w1/" + b.run_id);
+    check_no_secret_anywhere(b);
+}
+
+TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
+    World& w = world();
+    w.daemon = std::make_unique<Background>(
+        std::vector<std::string>{corral_bin(), "gateway", "--config", w.gateway_toml, "--threads", "1"});
+    REQUIRE(w.daemon->wait_for_stdout("listening unix:", std::chrono::seconds(20)));
+    auto before = upstream_stats()["requests"].get<int>();
+    BoxRun b = run_box("daemon", {"--gateway", "unix:" + w.dir + "/gw.sock"}, false);
+    check_box_probes(b, w.dir + "/daemon-ledger.jsonl");
+    auto stats = upstream_stats();
+    CHECK(stats["requests"].get<int>() - before == 1);
+    CHECK(stats["seen"].back()["headers"]["x-api-key"] == w.real_key);
+    CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
+    CHECK(b.record["gateway"]["mode"] == "unix:" + w.dir + "/gw.sock");
+    // The daemon attributes the injected request to this run too.
+    bool injected_line = false;
+    for (const auto& l : ledger(w.dir + "/daemon-ledger.jsonl"))
+        if (l.value("host", "") == "api.anthropic.com" && l.value("identity", "") == "w1/" + b.run_id &&
+            l.value("status", 0) == 200)
+            injected_line = true;
+    CHECK(injected_line);
+    // No run-dir ledger in daemon mode: the daemon's is the one.
+    CHECK(!fs::exists(b.run_dir + "/ledger.jsonl"));
+    check_no_secret_anywhere(b);
+    w.daemon.reset();
+}
+
+TEST_CASE("an agent run whose credential is missing fails before anything starts, naming it") {
+    World& w = world();
+    std::string org2 = w.dir + "/org2";
+    fs::create_directories(org2 + "/workers/w2");
+    write_file(org2 + "/org.toml", "[engine]\nagent = \"claude\"\n[gateway]\nstate_dir = \"" + w.dir + "/state\"\n");
+    write_file(org2 + "/workers/w2/worker.toml", "");
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    std::string run_dir = w.dir + "/run-nocred";
+    auto r = run({corral_bin(), "run", "--config", org2, "--worker", "w2", "--run-dir", run_dir, "--prompt", "hi"}, o);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 125);
+    CHECK(r.err.find("anthropic") != std::string::npos);
+    CHECK(r.err.find("[credentials.anthropic]") != std::string::npos);
+    // Nothing started: no sandbox output, no agent home.
+    CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/home"));
+}
+
+}  // namespace corral::test::bridge
