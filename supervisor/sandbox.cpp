@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <cstdlib>
 #include <thread>
+#include <tuple>
 
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
@@ -134,9 +136,27 @@ bool read_message(int fd, InitMessage& msg) {
     return true;
 }
 
-SandboxSetupError setup_error(const InitMessage& msg, const rootfs::MountPlan& plan) {
+// The plan's /proc ops, re-rooted at "/": applied after pivot_root by the
+// invocation's PID 1 so /proc matches the invocation's PID namespace.
+rootfs::MountPlan invocation_proc_plan(const rootfs::MountPlan& plan) {
+    rootfs::MountPlan p;
+    p.new_root = "/";
+    p.scratch_dir = plan.scratch_dir;
+    for (const auto& op : plan.ops)
+        if (op.in_root && (op.target == "/proc" || op.target.starts_with("/proc/"))) p.ops.push_back(op);
+    return p;
+}
+
+SandboxSetupError setup_error(const InitMessage& msg, const rootfs::MountPlan& plan,
+                              const rootfs::MountPlan& proc_plan) {
     std::string text = "setup step " + std::string(step_name(msg.step)) + " failed: ";
-    if (msg.step == SetupStep::apply_mount_plan || msg.step == SetupStep::enter_rootfs) {
+    if ((msg.step == SetupStep::mount_invocation_proc && msg.mount_op < proc_plan.ops.size()) ) {
+        rootfs::MountFailure f;
+        f.op_index = msg.mount_op;
+        f.err = msg.err;
+        f.call = static_cast<rootfs::FailedCall>(msg.mount_call);
+        text += rootfs::describe_failure(proc_plan, f);
+    } else if (msg.step == SetupStep::apply_mount_plan || msg.step == SetupStep::enter_rootfs) {
         rootfs::MountFailure f;
         f.op_index = msg.mount_op;
         f.err = msg.err;
@@ -156,6 +176,31 @@ void send_byte(const Fd& fd, const char* what) {
         if (n < 0 && errno == EINTR) continue;
         throw SysError("write", what, errno);
     }
+}
+
+// The address range of this process's argv strings (fields 48 and 49 of
+// /proc/self/stat), so the init can overwrite its copy; {nullptr, 0} if unknown.
+std::pair<char*, std::size_t> own_command_line_area() {
+    Fd fd(open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return {nullptr, 0};
+    char buf[2048];
+    ssize_t n = read(fd.get(), buf, sizeof buf - 1);
+    if (n <= 0) return {nullptr, 0};
+    buf[n] = '\0';
+    const char* p = std::strrchr(buf, ')');  // comm may contain spaces and parens
+    if (p == nullptr) return {nullptr, 0};
+    ++p;
+    unsigned long long start = 0, end = 0;
+    for (int field = 3; field <= 49 && *p != '\0'; ++field) {
+        while (*p == ' ') ++p;
+        char* next = nullptr;
+        unsigned long long v = std::strtoull(p, &next, 10);
+        if (field == 48) start = v;
+        if (field == 49) end = v;
+        p = next != p ? next : p + std::strcspn(p, " ");
+    }
+    if (start == 0 || end <= start) return {nullptr, 0};
+    return {reinterpret_cast<char*>(static_cast<std::uintptr_t>(start)), static_cast<std::size_t>(end - start)};
 }
 
 bool is_cgroup2(const std::string& dir) {
@@ -212,6 +257,7 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::set_hostname: return "set_hostname";
         case SetupStep::wait_for_start: return "wait_for_start";
         case SetupStep::spawn_invocation: return "spawn_invocation";
+        case SetupStep::mount_invocation_proc: return "mount_invocation_proc";
         case SetupStep::start_new_session: return "start_new_session";
         case SetupStep::redirect_stdio: return "redirect_stdio";
         case SetupStep::close_inherited_fds: return "close_inherited_fds";
@@ -309,6 +355,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
     spec.rootfs.agent_gid = lease.gid();
     spec.rootfs.hostname = spec.hostname;
     rootfs::MountPlan plan = rootfs::plan_rootfs(spec.rootfs);
+    rootfs::MountPlan proc_plan = invocation_proc_plan(plan);
     lap("plan_rootfs");
     SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
     lap("compile_seccomp");
@@ -327,6 +374,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
 
     InitContext ctx{};
     ctx.plan = &plan;
+    ctx.proc_plan = &proc_plan;
     ctx.hostname = spec.hostname.c_str();
     ctx.uid = lease.uid();
     ctx.gid = lease.gid();
@@ -340,6 +388,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
     ctx.stdout_fd = out_w.get();
     ctx.stderr_fd = err_w.get();
     ctx.pass_stdin = spec.pass_stdin;
+    std::tie(ctx.cmdline_start, ctx.cmdline_len) = own_command_line_area();
 
     // A clone of a multi-threaded process may inherit a lock (malloc, stdio)
     // held by a thread that does not exist in the child.
@@ -368,6 +417,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
 
     Sandbox box(std::move(spec), std::move(lease), std::move(cgroup));
     box.plan_ = std::move(plan);
+    box.proc_plan_ = std::move(proc_plan);
     box.init_pid_ = static_cast<pid_t>(pid);
     box.pidfd_.reset(pidfd);
     report_w.reset();
@@ -399,7 +449,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
         if (!read_message(box.report_.get(), msg))
             throw SandboxSetupError(SetupStep::wait_for_supervisor, EPIPE,
                                     "setup step wait_for_supervisor failed: the sandbox init exited without a report");
-        if (msg.kind == InitMessageKind::setup_failed) throw setup_error(msg, box.plan_);
+        if (msg.kind == InitMessageKind::setup_failed) throw setup_error(msg, box.plan_, box.proc_plan_);
         if (msg.kind != InitMessageKind::ready)
             throw SandboxSetupError(SetupStep::wait_for_supervisor, EPROTO,
                                     "setup step wait_for_supervisor failed: unexpected message from the sandbox init");
@@ -504,7 +554,7 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
                     }
                     result.not_found = tried;
                 } else {
-                    result.setup_failure = setup_error(msg, box.plan_);
+                    result.setup_failure = setup_error(msg, box.plan_, box.proc_plan_);
                 }
             }
         }

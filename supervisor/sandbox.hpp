@@ -139,6 +139,7 @@ private:
     UidLease lease_;
     RunCgroup cgroup_;
     rootfs::MountPlan plan_;
+    rootfs::MountPlan proc_plan_;   // the invocation's /proc (see sandbox_init.cpp)
     pid_t init_pid_ = -1;
     Fd pidfd_;
     ino_t pid_ns_inode_ = 0;

@@ -62,6 +62,18 @@ void wait_for_byte(const InitContext& ctx) noexcept {
     }
 }
 
+// /proc/1/cmdline is readable by everyone in the box: overwrite the
+// supervisor's argv (host paths, --env values) in place with "corral-init".
+// The last byte of the area is left non-NUL, which makes the kernel read the
+// command line as a setproctitle(3) title, up to the first NUL.
+// (PR_SET_MM_ARG_START would need CAP_SYS_RESOURCE, which not every root has.)
+void hide_host_command_line(const InitContext& ctx) noexcept {
+    static constexpr char kTitle[] = "corral-init";
+    if (ctx.cmdline_start == nullptr || ctx.cmdline_len < sizeof kTitle + 1) return;
+    std::memset(ctx.cmdline_start, ' ', ctx.cmdline_len);
+    std::memcpy(ctx.cmdline_start, kTitle, sizeof kTitle);
+}
+
 // Closes every fd except `keep` (sorted ascending, no duplicates).
 int close_all_except(const int* keep, int count) noexcept {
     unsigned next = 0;
@@ -139,6 +151,17 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
 // adopts the command's orphans and, when the command exits, reports its status
 // and exits, and the kernel then kills whatever the command left behind.
 [[noreturn]] void run_invocation(const InitContext& ctx) noexcept {
+    // getpid() answers in this nested namespace; /proc must too, or every
+    // tool reading /proc/<own pid> (ps, runtimes) reads another process. A
+    // mount namespace of the invocation's own gets a fresh /proc with the same
+    // masks as the sandbox's (the plan's /proc ops, re-rooted at "/").
+    prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
+    if (unshare(CLONE_NEWNS) != 0) fail(ctx, SetupStep::mount_invocation_proc, errno, "unshare(CLONE_NEWNS)");
+    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) {
+        report_failure(ctx, SetupStep::mount_invocation_proc, f->err, rootfs::call_name(f->call),
+                       static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
+        _exit(125);
+    }
     pid_t cmd = fork();
     if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "fork");
     if (cmd == 0) run_command(ctx);
@@ -168,6 +191,7 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         fail(ctx, SetupStep::set_parent_death_signal, errno, "prctl(PR_SET_PDEATHSIG)");
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
+    hide_host_command_line(ctx);
     {
         int keep[] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
         std::sort(std::begin(keep), std::end(keep));

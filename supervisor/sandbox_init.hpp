@@ -10,6 +10,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+
 #include "rootfs/mount_plan.hpp"
 #include "supervisor/seccomp_policy.hpp"
 
@@ -17,6 +19,7 @@ namespace corral::supervisor {
 
 struct InitContext {
     const rootfs::MountPlan* plan;
+    const rootfs::MountPlan* proc_plan;  // the plan's /proc ops, rooted at "/" (applied by the reaper)
     const char* hostname;
     uid_t uid;
     gid_t gid;
@@ -30,6 +33,8 @@ struct InitContext {
     int stdout_fd;                       // write ends of the output pipes
     int stderr_fd;
     bool pass_stdin;                     // else the command's stdin is /dev/null
+    char* cmdline_start;                 // the supervisor's argv area (/proc/self/stat arg_start..arg_end),
+    std::size_t cmdline_len;             // overwritten in the init; nullptr/0 if unknown
 };
 
 // Never returns. Exit status of the init: 0 after reporting the command's

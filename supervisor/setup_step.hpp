@@ -27,6 +27,7 @@ enum class SetupStep : std::uint32_t {
     set_hostname,
     wait_for_start,
     spawn_invocation,
+    mount_invocation_proc,    // the invocation's own mount ns + a /proc of its PID namespace
     // --- inside the invocation (PID 1 of the nested PID namespace)
     start_new_session,
     redirect_stdio,
