@@ -7,7 +7,8 @@
 // then serves until killed. The gateway reaches `main` through each grant's
 // connect_to, so the CLIs' real host names never touch DNS.
 //
-// main (HTTPS + WebSocket), routed by Host:
+// main (HTTPS + WebSocket), routed by Host; 401 without the credential header
+// the real service reads (anthropic: x-api-key or Bearer; OpenAI/ChatGPT: Bearer):
 //   api.anthropic.com  POST /v1/messages        a Messages API answer "DONE" (SSE when stream=true)
 //                      GET /api/oauth/profile   a minimal profile
 //                      GET /api/claude_code/*   {} (settings, policy limits)
@@ -165,11 +166,20 @@ function openai(req, res, body, url) {
   return json(res, 404, { error: { message: 'stand-in: unknown path', type: 'invalid_request_error' } });
 }
 
+// Anthropic takes x-api-key or a Bearer token; OpenAI and ChatGPT only a Bearer token.
+function authenticated(host, headers) {
+  const bearer = /^Bearer \S+$/.test(headers.authorization || '');
+  if (host === 'api.anthropic.com') return bearer || Boolean(headers['x-api-key']);
+  return bearer;
+}
+
 async function main(req, res) {
   record(req);
   const body = await readBody(req);
   const url = new URL(req.url, 'https://standin');
   const host = (req.headers.host || '').replace(/:\d+$/, '');
+  // Like the real services: no credential in the header they read, no answer.
+  if (!authenticated(host, req.headers)) return json(res, 401, { error: 'stand-in: no credential for ' + host });
   if (host === 'api.anthropic.com') return anthropic(req, res, body, url);
   if (host === 'chatgpt.com' || host === 'api.openai.com') return openai(req, res, body, url);
   return json(res, 404, { error: 'stand-in: unknown host ' + host });
@@ -211,6 +221,11 @@ const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1'
   mainServer.on('upgrade', (req, socket, head) => {
     const p = new URL(req.url, 'https://standin').pathname;
     record(req, { ws: true });
+    const host = (req.headers.host || '').replace(/:\d+$/, '');
+    if (!authenticated(host, req.headers)) {
+      socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
     if (p !== '/backend-api/codex/responses' && p !== '/v1/responses') {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
       return;

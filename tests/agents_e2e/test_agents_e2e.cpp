@@ -41,11 +41,6 @@ namespace {
 constexpr uid_t kNobody = 65534;
 const char* kPrompt = "Reply with exactly DONE";
 
-supervisor::CredentialMode mode_for(AgentKind k) {
-    // The test org: anthropic is an API key, openai a ChatGPT sign-in token.
-    return k == AgentKind::codex ? supervisor::CredentialMode::oauth : supervisor::CredentialMode::api_key;
-}
-
 std::vector<json> json_lines(const std::string& text) {
     std::vector<json> out;
     std::istringstream in(text);
@@ -97,18 +92,24 @@ std::vector<json> seen_since(std::size_t from, const std::string& host) {
     return out;
 }
 
-// What the stand-in got must carry the real credential and no sentinel.
-void check_credentials_seen(const World& w, AgentKind kind, const std::vector<json>& seen) {
+// What the stand-in got must carry the real credential, in the header the
+// real service reads, and no sentinel anywhere.
+void check_credentials_seen(const World& w, AgentKind kind, Org org, const std::vector<json>& seen) {
     REQUIRE_FALSE(seen.empty());
+    const auto secret = real_secret(w, kind, org);
+    const bool bearer = kind == AgentKind::codex || org == Org::alternate;
     for (const auto& s : seen) {
         CAPTURE(s.dump());
         const auto& h = s.at("headers");
-        if (kind == AgentKind::codex) {
-            CHECK(h.value("authorization", "") == "Bearer " + w.openai_token);
+        if (bearer) {
+            CHECK(h.value("authorization", "") == "Bearer " + secret);
+            CHECK_FALSE(h.contains("x-api-key"));
         } else {
-            CHECK(h.value("x-api-key", "") == w.anthropic_key);
+            CHECK(h.value("x-api-key", "") == secret);
             CHECK_FALSE(h.contains("authorization"));
         }
+        if (kind != AgentKind::codex && org == Org::alternate)
+            CHECK(h.value("anthropic-beta", "").find("oauth-2025-04-20") != std::string::npos);
         CHECK(s.dump().find("corral-sentinel") == std::string::npos);
     }
 }
@@ -141,7 +142,9 @@ void check_no_dns_lookup() {
 // codex's default transport: the Responses WebSocket, relayed by the gateway (101).
 bool relayed_websocket(const std::vector<json>& lines) {
     for (const auto& l : lines)
-        if (l.value("status", 0) == 101 && l.value("path", "") == "/backend-api/codex/responses") return true;
+        if (l.value("status", 0) == 101 &&
+            (l.value("path", "") == "/backend-api/codex/responses" || l.value("path", "") == "/v1/responses"))
+            return true;
     return false;
 }
 
@@ -153,12 +156,12 @@ struct GatewayDaemon {
     std::string stderr_path;
     std::unique_ptr<test::Background> proc;
 
-    GatewayDaemon(const World& w, const std::string& name, const std::string& identity) {
+    GatewayDaemon(const World& w, Org org, const std::string& name, const std::string& identity) {
         port = free_port();
         ledger = w.dir + "/ledger-gw-" + name + ".jsonl";
         stderr_path = w.dir + "/gateway-" + name + ".stderr";
         auto config = w.dir + "/gateway-" + name + ".toml";
-        write_file(config, gateway_sections(w, "listen_tcp = \"127.0.0.1:" + std::to_string(port) +
+        write_file(config, gateway_sections(w, org, "listen_tcp = \"127.0.0.1:" + std::to_string(port) +
                                                    "\"\ntcp_identity = \"" + identity + "\"\nledger = \"" + ledger +
                                                    "\"\nstate_dir = \"" + w.state_dir + "\"\n"));
         proc = std::make_unique<test::Background>(std::vector<std::string>{
@@ -174,15 +177,15 @@ struct GatewayDaemon {
 
 // The CLI on the host: unprivileged, clean environment, its own PID namespace
 // (a killed CLI takes its children with it), the profile's sentinel home.
-test::Result run_cli_on_host(const World& w, const WorkerSpec& spec, const GatewayDaemon& gw) {
-    auto run_dir = w.dir + "/host-" + spec.name;
+test::Result run_cli_on_host(const World& w, const WorkerSpec& spec, Org org, const GatewayDaemon& gw) {
+    auto run_dir = w.dir + "/host-" + spec.name + "-" + org_name(org);
     fs::create_directories(run_dir);
     ::chmod(run_dir.c_str(), 0755);
     supervisor::AgentInputs in;
     in.run_id = "host-" + spec.name;
     in.worker = spec.name;
     in.prompt = kPrompt;
-    in.credential = mode_for(spec.kind);
+    in.credential = credential_mode(spec.kind, org);
     in.chatgpt_account_id = w.chatgpt_account;
     in.home_rel = "home";
     in.home_in_box = run_dir + "/home";  // the CLI runs on the host: the in-box path is the host path
@@ -216,39 +219,41 @@ void check_refresh_refused(const GatewayDaemon& gw) {
     }
 }
 
-void gateway_layer(const WorkerSpec& spec) {
+void gateway_layer(const WorkerSpec& spec, Org org) {
     auto& w = world();
-    GatewayDaemon gw(w, spec.name, spec.name + "/host-1");
+    const std::string tag = spec.name + "-" + org_name(org);
+    const auto host = model_host(spec.kind, org);
+    GatewayDaemon gw(w, org, tag, spec.name + "/host-" + org_name(org));
     auto before = standin_seen().size();
-    auto r = run_cli_on_host(w, spec, gw);
+    auto r = run_cli_on_host(w, spec, org, gw);
     INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
          "\ngateway stderr:\n", read_file(gw.stderr_path), "\nledger:\n", read_file(gw.ledger));
     CHECK(r.exit_code == 0);
     CHECK(finished_with_done(spec.kind, r.out));
     // The ledger line of the last exchange is written when it ends.
     ::usleep(300'000);
-    check_credentials_seen(w, spec.kind, seen_since(before, spec.model_host));
-    check_ledger(ledger_lines(gw.ledger), spec.name + "/", spec.model_host,
-                 spec.kind == AgentKind::codex ? "openai" : "anthropic");
+    check_credentials_seen(w, spec.kind, org, seen_since(before, host));
+    check_ledger(ledger_lines(gw.ledger), spec.name + "/", host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(ledger_lines(gw.ledger)));
     check_refresh_refused(gw);
     check_no_dns_lookup();
     for (const auto& s : standin_seen()) CHECK(s.value("url", "").find("oauth/token") == std::string::npos);
     auto out = r.out + r.err + read_file(gw.stderr_path);
-    CHECK(out.find(w.anthropic_key) == std::string::npos);
-    CHECK(out.find(w.openai_token) == std::string::npos);
+    for (const auto& secret : {w.anthropic_key, w.anthropic_oauth, w.openai_token, w.openai_key})
+        CHECK(out.find(secret) == std::string::npos);
 }
 
 // `corral run --config ORG --worker W --prompt P`: the CLI inside the sandbox
 // (default host rootfs), through the bridge and the embedded gateway.
-void run_layer(const WorkerSpec& spec) {
+void run_layer(const WorkerSpec& spec, Org org) {
     auto& w = world();
-    auto run_dir = w.dir + "/run-" + spec.name;
+    auto run_dir = w.dir + "/run-" + spec.name + "-" + org_name(org);
+    const auto host = model_host(spec.kind, org);
     auto before = standin_seen().size();
     test::RunOptions o;
     o.timeout = std::chrono::seconds(240);
     o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
-    auto r = test::run({test::corral_bin(), "run", "--config", w.org, "--worker", spec.name, "--run-dir=" + run_dir,
+    auto r = test::run({test::corral_bin(), "run", "--config", org_dir(w, org), "--worker", spec.name, "--run-dir=" + run_dir,
                         "--prompt", kPrompt},
                        o);
     auto record_text = read_file(run_dir + "/run.json");
@@ -276,9 +281,9 @@ void run_layer(const WorkerSpec& spec) {
     const std::string identity = record.value("identity", "");
     CHECK(identity.rfind(spec.name + "/", 0) == 0);
 
-    check_credentials_seen(w, spec.kind, seen_since(before, spec.model_host));
+    check_credentials_seen(w, spec.kind, org, seen_since(before, host));
     auto lines = ledger_lines(gw.value("ledger", run_dir + "/ledger.jsonl"));
-    check_ledger(lines, identity, spec.model_host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
+    check_ledger(lines, identity, host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     std::size_t mine = 0;
     for (const auto& l : lines) mine += l.value("identity", "") == identity;
     CHECK(gw.value("requests", 0) == mine);
@@ -286,9 +291,10 @@ void run_layer(const WorkerSpec& spec) {
     check_no_dns_lookup();
     // No real secret anywhere the box or its output could reach.
     auto out = r.out + r.err + read_file(run_dir + "/stdout.jsonl");
-    CHECK(out.find(w.anthropic_key) == std::string::npos);
-    CHECK(out.find(w.openai_token) == std::string::npos);
-    auto scan = test::run({"grep", "-rlF", "-e", w.anthropic_key, "-e", w.openai_token, run_dir});
+    for (const auto& secret : {w.anthropic_key, w.anthropic_oauth, w.openai_token, w.openai_key})
+        CHECK(out.find(secret) == std::string::npos);
+    auto scan = test::run({"grep", "-rlF", "-e", w.anthropic_key, "-e", w.anthropic_oauth, "-e", w.openai_token, "-e",
+                           w.openai_key, run_dir});
     CHECK_MESSAGE(scan.out.empty(), scan.out);
 }
 
@@ -300,13 +306,33 @@ const WorkerSpec& spec_named(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("gateway: claude finishes a prompt on a sentinel through corral gateway") { gateway_layer(spec_named("claude")); }
-TEST_CASE("gateway: codex finishes a prompt on a sentinel through corral gateway") { gateway_layer(spec_named("codex")); }
-TEST_CASE("gateway: pi finishes a prompt on a sentinel through corral gateway") { gateway_layer(spec_named("pi")); }
+// Primary org: claude and pi with an API key, codex signed in to ChatGPT.
+TEST_CASE("gateway: claude (API key) finishes a prompt on a sentinel through corral gateway") {
+    gateway_layer(spec_named("claude"), Org::primary);
+}
+TEST_CASE("gateway: codex (ChatGPT) finishes a prompt on a sentinel through corral gateway") {
+    gateway_layer(spec_named("codex"), Org::primary);
+}
+TEST_CASE("gateway: pi (API key) finishes a prompt on a sentinel through corral gateway") {
+    gateway_layer(spec_named("pi"), Org::primary);
+}
+// Alternate org: claude and pi with an OAuth token, codex with an OpenAI API key.
+TEST_CASE("gateway: claude (OAuth) finishes a prompt on a sentinel through corral gateway") {
+    gateway_layer(spec_named("claude"), Org::alternate);
+}
+TEST_CASE("gateway: codex (API key) finishes a prompt on a sentinel through corral gateway") {
+    gateway_layer(spec_named("codex"), Org::alternate);
+}
+TEST_CASE("gateway: pi (OAuth) finishes a prompt on a sentinel through corral gateway") {
+    gateway_layer(spec_named("pi"), Org::alternate);
+}
 
-TEST_CASE("run: claude finishes a prompt inside corral run") { run_layer(spec_named("claude")); }
-TEST_CASE("run: codex finishes a prompt inside corral run") { run_layer(spec_named("codex")); }
-TEST_CASE("run: pi finishes a prompt inside corral run") { run_layer(spec_named("pi")); }
+TEST_CASE("run: claude (API key) finishes a prompt inside corral run") { run_layer(spec_named("claude"), Org::primary); }
+TEST_CASE("run: codex (ChatGPT) finishes a prompt inside corral run") { run_layer(spec_named("codex"), Org::primary); }
+TEST_CASE("run: pi (API key) finishes a prompt inside corral run") { run_layer(spec_named("pi"), Org::primary); }
+TEST_CASE("run: claude (OAuth) finishes a prompt inside corral run") { run_layer(spec_named("claude"), Org::alternate); }
+TEST_CASE("run: codex (API key) finishes a prompt inside corral run") { run_layer(spec_named("codex"), Org::alternate); }
+TEST_CASE("run: pi (OAuth) finishes a prompt inside corral run") { run_layer(spec_named("pi"), Org::alternate); }
 
 int main(int argc, char** argv) {
     if (!test::running_as_root()) {

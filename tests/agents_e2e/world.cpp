@@ -66,11 +66,9 @@ void make_certificates(const std::string& d) {
 std::string toml_str(const std::string& s) { return "\"" + s + "\""; }
 
 // One org grant per worker: the routes its profile implies, served by the stand-in.
-std::string grant_for(const World& w, const WorkerSpec& spec) {
-    auto mode = spec.kind == config::AgentKind::codex ? supervisor::CredentialMode::oauth
-                                                      : supervisor::CredentialMode::api_key;
+std::string grant_for(const World& w, const WorkerSpec& spec, Org org) {
     std::string out;
-    for (const auto& g : supervisor::implied_grants(spec.kind, mode, spec.name)) {
+    for (const auto& g : supervisor::implied_grants(spec.kind, credential_mode(spec.kind, org), spec.name)) {
         std::string routes;
         for (const auto& r : g.routes) routes += (routes.empty() ? "" : ", ") + toml_str(r.text);
         out += "[[grants]]\nhost = " + toml_str(g.host) + "\nmode = \"inject\"\ncredential = " + toml_str(g.credential) +
@@ -88,17 +86,19 @@ World& build_world() {
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     w.dir = tmpl;
     ::chmod(w.dir.c_str(), 0755);
-    w.org = w.dir + "/org";
     w.test_ca = w.dir + "/ca.crt";
     w.state_dir = w.dir + "/state";
-    w.ledger = w.dir + "/ledger.jsonl";
     make_certificates(w.dir);
 
     w.anthropic_key = "sk-ant-api03-REALKEY-" + random_hex(32);
-    w.openai_token = "REAL-OPENAI-TOKEN-" + random_hex(32);
+    w.anthropic_oauth = "sk-ant-oat01-REALTOKEN-" + random_hex(32);
+    w.openai_token = "REAL-CHATGPT-TOKEN-" + random_hex(32);
+    w.openai_key = "sk-proj-REALKEY-" + random_hex(32);
     w.chatgpt_account = "acct-e2e-" + random_hex(8);
     write_file(w.dir + "/anthropic.key", w.anthropic_key + "\n", 0600);
+    write_file(w.dir + "/anthropic.oauth", w.anthropic_oauth + "\n", 0600);
     write_file(w.dir + "/openai.token", w.openai_token + "\n", 0600);
+    write_file(w.dir + "/openai.key", w.openai_key + "\n", 0600);
 
     RunOptions env;
     env.env["CORRAL_SOURCE_ROOT"] = source_root();
@@ -116,16 +116,22 @@ World& build_world() {
     w.standin_port = ports.at("main").get<int>();
     w.control_port = ports.at("control").get<int>();
 
-    fs::create_directories(w.org);
-    write_file(w.org + "/org.toml",
-               "rootfs = \"host\"\n[engine]\nchatgpt_account_id = " + toml_str(w.chatgpt_account) +
-                   "\n[sandbox]\ntimeout = \"5m\"\n" +
-                   gateway_sections(w, "ledger = " + toml_str(w.ledger) + "\nstate_dir = " + toml_str(w.state_dir) +
-                                           "\n"));
-    for (const auto& spec : workers()) {
-        fs::create_directories(w.org + "/workers/" + spec.name);
-        write_file(w.org + "/workers/" + spec.name + "/worker.toml",
-                   "agent = " + toml_str(std::string(config::to_string(spec.kind))) + "\n");
+    w.org = w.dir + "/org";
+    w.org_alt = w.dir + "/org-alt";
+    for (Org org : {Org::primary, Org::alternate}) {
+        auto d = org_dir(w, org);
+        fs::create_directories(d);
+        // [gateway] ledger is the daemon's; an embedded gateway writes the run dir's ledger.jsonl.
+        write_file(d + "/org.toml", "rootfs = \"host\"\n[engine]\nchatgpt_account_id = " +
+                                        toml_str(w.chatgpt_account) + "\n[sandbox]\ntimeout = \"5m\"\n" +
+                                        gateway_sections(w, org,
+                                                         "ledger = " + toml_str(d + "/ledger.jsonl") +
+                                                             "\nstate_dir = " + toml_str(w.state_dir) + "\n"));
+        for (const auto& spec : workers()) {
+            fs::create_directories(d + "/workers/" + spec.name);
+            write_file(d + "/workers/" + spec.name + "/worker.toml",
+                       "agent = " + toml_str(std::string(config::to_string(spec.kind))) + "\n");
+        }
     }
     the_world = &w;
     return w;
@@ -133,13 +139,32 @@ World& build_world() {
 
 }  // namespace
 
+const char* org_name(Org org) { return org == Org::primary ? "primary" : "alternate"; }
+
 const std::vector<WorkerSpec>& workers() {
     static const std::vector<WorkerSpec> specs = {
-        {"claude", config::AgentKind::claude, "api.anthropic.com"},
-        {"codex", config::AgentKind::codex, "chatgpt.com"},
-        {"pi", config::AgentKind::pi, "api.anthropic.com"},
+        {"claude", config::AgentKind::claude},
+        {"codex", config::AgentKind::codex},
+        {"pi", config::AgentKind::pi},
     };
     return specs;
+}
+
+supervisor::CredentialMode credential_mode(config::AgentKind kind, Org org) {
+    bool oauth = kind == config::AgentKind::codex ? org == Org::primary : org == Org::alternate;
+    return oauth ? supervisor::CredentialMode::oauth : supervisor::CredentialMode::api_key;
+}
+
+std::string model_host(config::AgentKind kind, Org org) {
+    if (kind != config::AgentKind::codex) return "api.anthropic.com";
+    return org == Org::primary ? "chatgpt.com" : "api.openai.com";
+}
+
+std::string org_dir(const World& w, Org org) { return org == Org::primary ? w.org : w.org_alt; }
+
+std::string real_secret(const World& w, config::AgentKind kind, Org org) {
+    if (kind == config::AgentKind::codex) return org == Org::primary ? w.openai_token : w.openai_key;
+    return org == Org::primary ? w.anthropic_key : w.anthropic_oauth;
 }
 
 World::~World() {
@@ -195,15 +220,17 @@ World& world() {
     }
 }
 
-std::string gateway_sections(const World& w, const std::string& gateway_table) {
-    std::string out = "[gateway]\n" + gateway_table + "upstream_ca_file = " + toml_str(w.test_ca) +
-                      "\n"
-                      "[credentials.anthropic]\nkind = \"api_key\"\nfile = " +
-                      toml_str(w.dir + "/anthropic.key") +
-                      "\n"
-                      "[credentials.openai]\nkind = \"oauth_token\"\nfile = " +
-                      toml_str(w.dir + "/openai.token") + "\n";
-    for (const auto& spec : workers()) out += grant_for(w, spec);
+std::string gateway_sections(const World& w, Org org, const std::string& gateway_table) {
+    std::string out = "[gateway]\n" + gateway_table + "upstream_ca_file = " + toml_str(w.test_ca) + "\n";
+    if (org == Org::primary) {
+        out += "[credentials.anthropic]\nkind = \"api_key\"\nfile = " + toml_str(w.dir + "/anthropic.key") +
+               "\n[credentials.openai]\nkind = \"oauth_token\"\nfile = " + toml_str(w.dir + "/openai.token") + "\n";
+    } else {
+        out += "[credentials.anthropic]\nkind = \"oauth_token\"\nfile = " + toml_str(w.dir + "/anthropic.oauth") +
+               "\nanthropic_beta = \"oauth-2025-04-20\"\n[credentials.openai]\nkind = \"api_key\"\nfile = " +
+               toml_str(w.dir + "/openai.key") + "\ntemplate = { \"authorization\" = \"Bearer {key}\" }\n";
+    }
+    for (const auto& spec : workers()) out += grant_for(w, spec, org);
     return out;
 }
 

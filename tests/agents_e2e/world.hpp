@@ -16,26 +16,38 @@
 #include <nlohmann/json.hpp>
 
 #include "config/org_config.hpp"
+#include "supervisor/agent_profile.hpp"
 #include "tests/support/process.hpp"
 
 namespace corral::test::agents {
 
-// The three workers of the test organisation, one per agent kind.
+// Two test organisations with the same three workers, one per agent kind,
+// differing in the kind of each real credential (so both sentinel shapes of
+// every CLI run):
+//   primary    anthropic = API key (x-api-key), openai = ChatGPT token (chatgpt.com)
+//   alternate  anthropic = OAuth token (Bearer), openai = API key (api.openai.com)
+enum class Org { primary, alternate };
+const char* org_name(Org org);  // "primary" | "alternate"
+
 struct WorkerSpec {
     std::string name;               // "claude" | "codex" | "pi" (also the worker directory)
     config::AgentKind kind;
-    std::string model_host;         // where its inference goes
 };
 const std::vector<WorkerSpec>& workers();
+// How the worker's agent authenticates in `org`, and where its inference goes.
+supervisor::CredentialMode credential_mode(config::AgentKind kind, Org org);
+std::string model_host(config::AgentKind kind, Org org);
 
 struct World {
     std::string dir;                // temp dir with everything (0755: the agent UID traverses it)
-    std::string org;                // the organisation directory (org.toml, workers/*)
+    std::string org;                // the primary organisation directory (org.toml, workers/*)
+    std::string org_alt;            // the alternate one
     std::string test_ca;            // signs the stand-in's certificate (the gateway's upstream trust store)
     std::string state_dir;          // the gateway's state (corral's CA in state_dir/ca/ca.crt)
-    std::string ledger;             // the ledger `corral run` writes (org.toml [gateway] ledger)
     std::string anthropic_key;      // the real secrets: only the gateway may read them
-    std::string openai_token;
+    std::string anthropic_oauth;
+    std::string openai_token;       // ChatGPT sign-in access token
+    std::string openai_key;
     std::string chatgpt_account;    // non-secret; the sentinel carries it, the stand-in lists it
     int standin_port = 0;
     int control_port = 0;
@@ -63,10 +75,13 @@ nlohmann::json standin_seen();
 // Every line of a ledger file, parsed.
 std::vector<nlohmann::json> ledger_lines(const std::string& path);
 
-// The org.toml gateway sections (credentials + grants) with `gateway_table`
-// as the [gateway] table body. The grants use the routes the agent profiles
-// imply, pointed at the stand-in with connect_to.
-std::string gateway_sections(const World& w, const std::string& gateway_table);
+// The org.toml gateway sections (credentials + grants) of `org` with
+// `gateway_table` as the [gateway] table body. The grants use the routes the
+// agent profiles imply, pointed at the stand-in with connect_to.
+std::string gateway_sections(const World& w, Org org, const std::string& gateway_table);
+std::string org_dir(const World& w, Org org);
+// The real secret the stand-in must receive from `kind`'s requests in `org`.
+std::string real_secret(const World& w, config::AgentKind kind, Org org);
 
 // A free loopback TCP port (for a gateway daemon's listen_tcp).
 int free_port();
