@@ -188,7 +188,12 @@ TEST_CASE("the environment is clean: only --env and corral's documented few, no 
     // No variable of the host (this test's own environment, which corral
     // inherited) may appear by name, except the handful a shell or corral sets itself.
     const std::set<std::string> may_be_set_inside{"PATH", "HOME", "PWD", "SHLVL", "TERM", "LANG", "LC_ALL",
-                                                  "USER", "LOGNAME", "SHELL", "TZ", "_", "HOSTNAME", "TMPDIR"};
+                                                  "USER", "LOGNAME", "SHELL", "TZ", "_", "HOSTNAME", "TMPDIR",
+                                                  // corral's own egress variables, with corral's values
+                                                  // (proxy on the bridge, corral's CA; tools/run_agent.cpp)
+                                                  "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+                                                  "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "CODEX_CA_CERTIFICATE",
+                                                  "PIP_CERT"};
     std::set<std::string> inside;
     for (const auto& line : lines(out)) {
         auto eq = line.find('=');
