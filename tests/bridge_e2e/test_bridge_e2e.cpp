@@ -159,6 +159,9 @@ port="$1"
 echo "== granted"
 curl -sS -w '\nstatus=%{http_code}\n' -H "x-api-key: $PLACEHOLDER" -H 'content-type: application/json' \
   -d '{"model":"m","max_tokens":1,"messages":[]}' https://api.anthropic.com/v1/messages
+echo "== granted6"
+curl -sS -o /dev/null -w 'status=%{http_code}\n' -x 'http://[::1]:3128' -H "x-api-key: $PLACEHOLDER" \
+  -d '{}' https://api.anthropic.com/v1/messages
 echo "== ungranted"
 curl -sS -o /dev/null -w 'connect=%{http_connect}\n' https://ungranted.test/
 echo "exit=$?"
@@ -325,6 +328,10 @@ void check_box_probes(const BoxRun& b, const std::string& ledger_path) {
     CHECK(granted.find("sha256:" + sha256_hex(w.real_key)) != std::string::npos);
     CHECK(granted.find("sha256:" + sha256_hex(kPlaceholder)) == std::string::npos);
 
+    // The bridge's IPv6 listener ([::1]:3128) serves the same gateway.
+    if (fs::exists("/proc/net/if_inet6"))
+        CHECK(section(b.out, "granted6").find("status=200") != std::string::npos);
+
     // Ungranted: 403 from the gateway, ledger line with the run's identity.
     CHECK(section(b.out, "ungranted").find("connect=403") != std::string::npos);
     bool refused_line = false;
@@ -382,7 +389,7 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(node.dump().find("sha256:" + sha256_hex(w.real_key)) != std::string::npos);
     // The stand-in saw the real key on every request of this run, never the placeholder.
     auto stats = upstream_stats();
-    CHECK(stats["requests"].get<int>() - before == 2);
+    CHECK(stats["requests"].get<int>() - before == 3);  // curl, curl over [::1], node
     for (std::size_t i = static_cast<std::size_t>(before); i < stats["seen"].size(); ++i) {
         CHECK(stats["seen"][i]["headers"]["x-api-key"] == w.real_key);
         CHECK(stats["seen"][i]["url"] == "/v1/messages");
@@ -390,7 +397,7 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
 
     CHECK(b.record["gateway"]["mode"] == "embedded");
-    CHECK(b.record["gateway"]["requests"] == 3);   // two injected requests, one refusal
+    CHECK(b.record["gateway"]["requests"] == 4);   // three injected requests, one refusal
     CHECK(b.record["gateway"]["refusals"] == 1);
     CHECK(b.record["identity"] == "w1/" + b.run_id);
     check_no_secret_anywhere(b);
@@ -405,7 +412,7 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     BoxRun b = run_box("daemon", {"--gateway", "unix:" + w.dir + "/gw.sock"}, false);
     check_box_probes(b, w.dir + "/daemon-ledger.jsonl");
     auto stats = upstream_stats();
-    CHECK(stats["requests"].get<int>() - before == 1);
+    CHECK(stats["requests"].get<int>() - before == 2);  // curl over 127.0.0.1 and [::1]
     CHECK(stats["seen"].back()["headers"]["x-api-key"] == w.real_key);
     CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
     CHECK(b.record["gateway"]["mode"] == "unix:" + w.dir + "/gw.sock");
