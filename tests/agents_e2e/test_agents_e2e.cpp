@@ -148,25 +148,35 @@ bool relayed_websocket(const std::vector<json>& lines) {
     return false;
 }
 
-// A `corral gateway` daemon on 127.0.0.1 whose TCP clients are `identity`.
+// A `corral gateway` daemon: on 127.0.0.1 whose TCP clients are `identity`,
+// or (identity "") on a Unix socket for `corral run --gateway unix:PATH`,
+// whose clients announce their own.
 struct GatewayDaemon {
     int port = 0;
+    std::string socket;
     std::string ledger;
     std::string ca;  // corral's CA, world-readable copy for the unprivileged CLI
     std::string stderr_path;
     std::unique_ptr<test::Background> proc;
 
     GatewayDaemon(const World& w, Org org, const std::string& name, const std::string& identity) {
-        port = free_port();
         ledger = w.dir + "/ledger-gw-" + name + ".jsonl";
         stderr_path = w.dir + "/gateway-" + name + ".stderr";
         auto config = w.dir + "/gateway-" + name + ".toml";
-        write_file(config, gateway_sections(w, org, "listen_tcp = \"127.0.0.1:" + std::to_string(port) +
-                                                   "\"\ntcp_identity = \"" + identity + "\"\nledger = \"" + ledger +
-                                                   "\"\nstate_dir = \"" + w.state_dir + "\"\n"));
+        std::string listen, want;
+        if (identity.empty()) {
+            socket = w.dir + "/gateway-" + name + ".sock";
+            listen = "listen_unix = \"" + socket + "\"\n";
+            want = "listening unix:" + socket;
+        } else {
+            port = free_port();
+            listen = "listen_tcp = \"127.0.0.1:" + std::to_string(port) + "\"\ntcp_identity = \"" + identity + "\"\n";
+            want = "listening tcp:127.0.0.1:" + std::to_string(port);
+        }
+        write_file(config, gateway_sections(w, org, listen + "ledger = \"" + ledger + "\"\nstate_dir = \"" +
+                                                        w.state_dir + "\"\n"));
         proc = std::make_unique<test::Background>(std::vector<std::string>{
             "sh", "-c", "exec \"$0\" gateway --config \"$1\" 2>\"$2\"", test::corral_bin(), config, stderr_path});
-        auto want = "listening tcp:127.0.0.1:" + std::to_string(port);
         if (!proc->wait_for_stdout(want, std::chrono::seconds(20)))
             throw std::runtime_error("corral gateway did not print \"" + want + "\"; stderr: " + read_file(stderr_path));
         ca = w.dir + "/corral-ca.crt";
@@ -245,17 +255,21 @@ void gateway_layer(const WorkerSpec& spec, Org org) {
 
 // `corral run --config ORG --worker W --prompt P`: the CLI inside the sandbox
 // (default host rootfs), through the bridge and the embedded gateway.
-void run_layer(const WorkerSpec& spec, Org org) {
+void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     auto& w = world();
-    auto run_dir = w.dir + "/run-" + spec.name + "-" + org_name(org);
+    const std::string tag = spec.name + "-" + org_name(org) + (via_daemon ? "-daemon" : "");
+    auto run_dir = w.dir + "/run-" + tag;
     const auto host = model_host(spec.kind, org);
+    std::unique_ptr<GatewayDaemon> daemon;
+    if (via_daemon) daemon = std::make_unique<GatewayDaemon>(w, org, tag, "");
     auto before = standin_seen().size();
     test::RunOptions o;
     o.timeout = std::chrono::seconds(240);
     o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
-    auto r = test::run({test::corral_bin(), "run", "--config", org_dir(w, org), "--worker", spec.name, "--run-dir=" + run_dir,
-                        "--prompt", kPrompt},
-                       o);
+    std::vector<std::string> argv = {test::corral_bin(), "run", "--config", org_dir(w, org), "--worker", spec.name,
+                                     "--run-dir=" + run_dir, "--prompt", kPrompt};
+    if (daemon) argv.insert(argv.begin() + 2, "--gateway=unix:" + daemon->socket);
+    auto r = test::run(argv, o);
     auto record_text = read_file(run_dir + "/run.json");
     INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
          "\nrun.json:\n", record_text);
@@ -275,18 +289,25 @@ void run_layer(const WorkerSpec& spec, Org org) {
     CHECK(record.value("cli_version", "") == supervisor::pinned_cli_version(spec.kind));
     REQUIRE(record.contains("gateway"));
     const auto& gw = record["gateway"];
-    CHECK(gw.value("mode", "") == "embedded");
-    CHECK(gw.value("refusals", -1) == 0);
-    CHECK(gw.value("requests", 0) > 0);
     const std::string identity = record.value("identity", "");
     CHECK(identity.rfind(spec.name + "/", 0) == 0);
-
+    std::vector<json> lines;
+    if (daemon) {
+        // The daemon keeps the counts and the ledger; its lines carry the run's identity.
+        CHECK(gw.value("mode", "") == "unix:" + daemon->socket);
+        ::usleep(300'000);
+        lines = ledger_lines(daemon->ledger);
+    } else {
+        CHECK(gw.value("mode", "") == "embedded");
+        CHECK(gw.value("refusals", -1) == 0);
+        CHECK(gw.value("requests", 0) > 0);
+        lines = ledger_lines(gw.value("ledger", run_dir + "/ledger.jsonl"));
+        std::size_t mine = 0;
+        for (const auto& l : lines) mine += l.value("identity", "") == identity;
+        CHECK(gw.value("requests", 0) == mine);
+    }
     check_credentials_seen(w, spec.kind, org, seen_since(before, host));
-    auto lines = ledger_lines(gw.value("ledger", run_dir + "/ledger.jsonl"));
     check_ledger(lines, identity, host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
-    std::size_t mine = 0;
-    for (const auto& l : lines) mine += l.value("identity", "") == identity;
-    CHECK(gw.value("requests", 0) == mine);
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(lines));
     check_no_dns_lookup();
     // No real secret anywhere the box or its output could reach.
@@ -333,6 +354,13 @@ TEST_CASE("run: pi (API key) finishes a prompt inside corral run") { run_layer(s
 TEST_CASE("run: claude (OAuth) finishes a prompt inside corral run") { run_layer(spec_named("claude"), Org::alternate); }
 TEST_CASE("run: codex (API key) finishes a prompt inside corral run") { run_layer(spec_named("codex"), Org::alternate); }
 TEST_CASE("run: pi (OAuth) finishes a prompt inside corral run") { run_layer(spec_named("pi"), Org::alternate); }
+// The many-sandboxes host: the bridge relays to a shared `corral gateway` daemon.
+TEST_CASE("run via daemon: codex (ChatGPT, WebSocket) finishes a prompt through corral gateway's Unix socket") {
+    run_layer(spec_named("codex"), Org::primary, true);
+}
+TEST_CASE("run via daemon: claude (OAuth) finishes a prompt through corral gateway's Unix socket") {
+    run_layer(spec_named("claude"), Org::alternate, true);
+}
 
 int main(int argc, char** argv) {
     if (!test::running_as_root()) {
