@@ -110,6 +110,10 @@ void check_credentials_seen(const World& w, AgentKind kind, Org org, const std::
         }
         if (kind != AgentKind::codex && org == Org::alternate)
             CHECK(h.value("anthropic-beta", "").find("oauth-2025-04-20") != std::string::npos);
+        // ChatGPT mode: the sentinel carries the configured (non-secret) account id,
+        // which the backend's routing discovery must list.
+        if (kind == AgentKind::codex && org == Org::primary)
+            CHECK(h.value("chatgpt-account-id", "") == w.chatgpt_account);
         CHECK(s.dump().find("corral-sentinel") == std::string::npos);
     }
 }
@@ -242,7 +246,13 @@ void gateway_layer(const WorkerSpec& spec, Org org) {
     CHECK(finished_with_done(spec.kind, r.out));
     // The ledger line of the last exchange is written when it ends.
     ::usleep(300'000);
-    check_credentials_seen(w, spec.kind, org, seen_since(before, host));
+    auto seen = seen_since(before, host);
+    check_credentials_seen(w, spec.kind, org, seen);
+    if (spec.kind == AgentKind::codex && org == Org::primary) {
+        bool discovered = false;
+        for (const auto& s : seen) discovered |= s.value("url", "") == "/backend-api/wham/accounts/check";
+        CHECK(discovered);
+    }
     check_ledger(ledger_lines(gw.ledger), spec.name + "/", host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(ledger_lines(gw.ledger)));
     check_refresh_refused(gw);

@@ -226,6 +226,9 @@ std::string gateway_sections(const World& w, Org org, const std::string& gateway
         out += "[credentials.anthropic]\nkind = \"api_key\"\nfile = " + toml_str(w.dir + "/anthropic.key") +
                "\n[credentials.openai]\nkind = \"oauth_token\"\nfile = " + toml_str(w.dir + "/openai.token") + "\n";
     } else {
+        // OpenAI reads only `authorization: Bearer`; the api_key kind's default
+        // template is Anthropic's x-api-key, so an OpenAI key needs this template
+        // (the stand-in, like the real API, answers 401 to an x-api-key).
         out += "[credentials.anthropic]\nkind = \"oauth_token\"\nfile = " + toml_str(w.dir + "/anthropic.oauth") +
                "\nanthropic_beta = \"oauth-2025-04-20\"\n[credentials.openai]\nkind = \"api_key\"\nfile = " +
                toml_str(w.dir + "/openai.key") + "\ntemplate = { \"authorization\" = \"Bearer {key}\" }\n";
