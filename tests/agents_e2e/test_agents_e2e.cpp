@@ -277,7 +277,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     o.timeout = std::chrono::seconds(240);
     o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
     std::vector<std::string> argv = {test::corral_bin(), "run", "--config", org_dir(w, org), "--worker", spec.name,
-                                     "--run-dir=" + run_dir, "--prompt", kPrompt};
+                                     "--run-dir", run_dir, "--prompt", kPrompt};
     if (daemon) argv.insert(argv.begin() + 2, "--gateway=unix:" + daemon->socket);
     auto r = test::run(argv, o);
     auto record_text = read_file(run_dir + "/run.json");
