@@ -1,0 +1,81 @@
+// Unit tests (no root) of parse_run_command: which arguments are the
+// network/agent options, which go to parse_run_options, where CMD starts.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/sys_error.hpp"
+#include "tools/run_agent.hpp"
+
+namespace {
+
+using corral::cli::EgressOptions;
+using corral::cli::parse_run_command;
+
+struct Parsed {
+    corral::supervisor::RunOptions opts;
+    EgressOptions eg;
+};
+
+Parsed parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "run");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    Parsed p;
+    p.opts = parse_run_command(static_cast<int>(argv.size()), argv.data(), p.eg);
+    return p;
+}
+
+std::string usage_error(std::vector<std::string> args) {
+    try {
+        parse(std::move(args));
+    } catch (const corral::UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("an agent run has no CMD and takes its options anywhere before it") {
+    auto p = parse({"--run-dir", "/r", "--config", "/org", "--timeout", "5s", "--worker", "w1", "--prompt", "do it"});
+    CHECK(p.eg.agent());
+    CHECK(*p.eg.config_dir == "/org");
+    CHECK(*p.eg.worker == "w1");
+    CHECK(*p.eg.prompt == "do it");
+    CHECK(p.opts.command.empty());
+    CHECK(*p.opts.run_dir == "/r");
+    CHECK(!p.eg.rootfs_given);
+}
+
+TEST_CASE("a CMD run keeps its arguments, including ones that look like ours after --") {
+    auto p = parse({"--rootfs", "/img", "--config", "/org", "--worker", "w1", "--", "echo", "--prompt", "x"});
+    CHECK(!p.eg.agent());
+    CHECK(p.eg.rootfs_given);
+    CHECK(p.opts.rootfs == "/img");
+    CHECK(p.opts.command == std::vector<std::string>{"echo", "--prompt", "x"});
+    auto q = parse({"--timeout", "5s", "echo", "--worker", "x"});
+    CHECK(!q.eg.worker);
+    CHECK(q.opts.command == std::vector<std::string>{"echo", "--worker", "x"});
+}
+
+TEST_CASE("--gateway takes unix:/absolute/path only") {
+    auto p = parse({"--gateway", "unix:/run/corral/gateway.sock", "--", "true"});
+    CHECK(*p.eg.gateway == "/run/corral/gateway.sock");
+    CHECK(usage_error({"--gateway", "tcp:127.0.0.1:3128", "--", "true"}).find("unix:/") != std::string::npos);
+    CHECK(usage_error({"--gateway=unix:relative", "--", "true"}).find("--gateway") != std::string::npos);
+}
+
+TEST_CASE("inconsistent combinations are one-line usage errors naming the options") {
+    CHECK(usage_error({"--prompt", "x"}).find("--worker") != std::string::npos);
+    CHECK(usage_error({"--config", "/org", "--worker", "w", "--prompt", "x", "--", "ls"}).find("not both") !=
+          std::string::npos);
+    CHECK(usage_error({"--config", "/org", "--worker", "w", "--prompt", "x", "--prompt-file", "f"}).find("--prompt-file") !=
+          std::string::npos);
+    CHECK(usage_error({"--worker", "w", "--", "ls"}).find("--config") != std::string::npos);
+    CHECK(usage_error({"--config", "/org", "--", "ls"}).find("--worker") != std::string::npos);
+    CHECK(usage_error({"--system-prompt-file", "f", "--", "ls"}).find("--prompt") != std::string::npos);
+    CHECK(usage_error({"--config"}).find("missing value") != std::string::npos);
+    CHECK(usage_error({}).find("missing command") != std::string::npos);
+}
