@@ -145,6 +145,7 @@ void Ledger::append(const LedgerEntry& e) {
     do {
         n = ::write(fd_.get(), line.data(), line.size());
     } while (n < 0 && errno == EINTR);
+    if (n > 0) ++unsynced_;
     if (n < 0)
         fail_locked("write(" + path_ + "): " + errno_text(errno));
     else if (static_cast<std::size_t>(n) != line.size())
@@ -159,6 +160,8 @@ void Ledger::sync() {
     {
         std::lock_guard lock(mutex_);
         fd = fd_.get();
+        if (unsynced_ == 0) return;
+        unsynced_ = 0;
     }
     if (fd < 0) return;
     if (::fdatasync(fd) < 0) {

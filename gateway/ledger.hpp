@@ -102,6 +102,8 @@ public:
     void append(const LedgerEntry& e);
 
     // fdatasync(2) without holding the append lock; a failure marks the ledger unhealthy.
+    // No-op when no line was appended since the last sync (a run without
+    // requests must not pay a journal commit for an empty file).
     void sync();
 
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
@@ -114,6 +116,7 @@ private:
     mutable std::mutex mutex_;
     Fd fd_;
     std::string failure_;
+    std::uint64_t unsynced_ = 0;   // lines written since the last sync()
     std::vector<std::string> secrets_;
     std::map<std::string, std::uint64_t> refusals_;
     std::map<std::string, std::uint64_t> requests_;

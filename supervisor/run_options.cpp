@@ -48,6 +48,9 @@ options:
                          LANG=C.UTF-8, TERM=dumb, USER/LOGNAME=agent.
   --hostname NAME        the sandbox's hostname. Default "corral-<run id suffix>".
   --stdin                pass corral's stdin to CMD (default: /dev/null).
+  --sync-record          fsync run.json and its directory, so the record survives
+                         a power loss (costs ~10 ms; by default run.json is
+                         replaced atomically but not synced).
   --uid-range FIRST-LAST the UIDs runs may lease; each run gets one UID (and the
                          GID of the same number) no other run holds.
                          Default 1900000000-1900000999.
@@ -174,6 +177,9 @@ RunOptions parse_run_options(int argc, char** argv) {
         } else if (name == "--stdin") {
             no_value();
             o.pass_stdin = true;
+        } else if (name == "--sync-record") {
+            no_value();
+            o.sync_record = true;
         } else if (name == "--rootfs") {
             o.rootfs = require_path(name, take_value(c, name, inline_value));
         } else if (name == "--workspace") {
@@ -208,7 +214,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         } else {
             throw UsageError("unknown option \"" + std::string(arg) +
                              "\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, "
-                             "--cpus, --timeout, --env, --hostname, --stdin, --uid-range, --help");
+                             "--cpus, --timeout, --env, --hostname, --stdin, --sync-record, --uid-range, --help");
         }
     }
     for (; c.i < argc; ++c.i) o.command.emplace_back(argv[c.i]);

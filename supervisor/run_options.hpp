@@ -30,6 +30,7 @@ struct RunOptions {
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
     std::optional<std::string> hostname;          // default "corral-<short id>"
     bool pass_stdin = false;                      // --stdin
+    bool sync_record = false;                     // --sync-record: run.json survives power loss
     UidRange uid_range = default_uid_range();     // --uid-range
     bool help = false;                            // --help: print run_help_text(), exit 0
     std::vector<std::string> command;             // CMD ARGS...; never empty unless help

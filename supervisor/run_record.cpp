@@ -94,7 +94,7 @@ nlohmann::json to_json(const RunRecord& r) {
     return out;
 }
 
-void write_run_record(const std::string& run_dir, const RunRecord& record) {
+void write_run_record(const std::string& run_dir, const RunRecord& record, RecordSync sync) {
     // Invalid UTF-8 in argv must not abort the record: replace it rather than throw.
     std::string text = to_json(record).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::string final_path = run_dir + "/run.json";
@@ -103,13 +103,17 @@ void write_run_record(const std::string& run_dir, const RunRecord& record) {
         Fd fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!fd.valid()) throw SysError("open", tmp_path, errno);
         write_all(fd.get(), text, tmp_path);
-        if (::fsync(fd.get()) != 0) throw SysError("fsync", tmp_path, errno);
+        // Durability is opt-in (docs/architecture.md "run.json durability"):
+        // the two journal commits cost more than the rest of a run together.
+        if (sync == RecordSync::durable && ::fdatasync(fd.get()) != 0) throw SysError("fdatasync", tmp_path, errno);
     }
+    // Atomic either way: a reader sees no run.json or a complete one.
     if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
         int err = errno;
         ::unlink(tmp_path.c_str());
         throw SysError("rename", tmp_path + " -> " + final_path, err);
     }
+    if (sync != RecordSync::durable) return;
     // The rename is durable only once the directory entry is.
     Fd dir(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir.valid()) throw SysError("open", run_dir, errno);

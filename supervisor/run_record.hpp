@@ -59,9 +59,15 @@ struct RunRecord {
 // ended_at - started_at in whole milliseconds.
 nlohmann::json to_json(const RunRecord& record);
 
+// visible: atomic rename only; after a crash or power loss the record of a run
+//   that ended in the last seconds may be missing or empty (never truncated JSON).
+// durable: also fdatasync the file before and fsync the directory after the
+//   rename (`corral run --sync-record`); costs two journal commits.
+enum class RecordSync { visible, durable };
+
 // Writes <run_dir>/run.json atomically: a temporary file in run_dir (mode 0600),
-// fsync, rename over run.json, fsync of the directory. Throws SysError.
-void write_run_record(const std::string& run_dir, const RunRecord& record);
+// rename over run.json (+ the syncs of RecordSync::durable). Throws SysError.
+void write_run_record(const std::string& run_dir, const RunRecord& record, RecordSync sync = RecordSync::visible);
 
 // "2026-11-30T05:31:07.123Z"
 std::string format_rfc3339_ms(std::chrono::system_clock::time_point t);

@@ -159,7 +159,7 @@ int cmd_run(int argc, char** argv) {
         record.status = st;
         record.ended_at = std::chrono::system_clock::now();
         try {
-            write_run_record(run_dir, record);
+            write_run_record(run_dir, record, opts.sync_record ? RecordSync::durable : RecordSync::visible);
         } catch (const std::exception& e) {
             say(std::string("writing run.json: ") + e.what());
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
