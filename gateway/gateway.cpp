@@ -108,10 +108,13 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
     internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);
     if (!cfg_.gateway.hosts_file.empty()) internals_->hosts = load_hosts_file(cfg_.gateway.hosts_file);
     internals_->self.host_addresses = interface_addresses();
-    // Fail at start, not at the first request, if a trust store is unusable.
-    internals_->client_tls.get(cfg_.gateway.upstream_ca_file);
+    // Fail at start, not at the first request, if a trust store an inject
+    // grant will use is unusable. Only inject grants dial upstream TLS: with
+    // none, no store is loaded (parsing the system bundle costs ~40 ms of
+    // every `corral run` start; a grant added later loads its store lazily).
     for (const auto& g : cfg_.grants)
-        if (g.mode == config::GrantMode::inject && !g.upstream_ca_file.empty()) internals_->client_tls.get(g.upstream_ca_file);
+        if (g.mode == config::GrantMode::inject)
+            internals_->client_tls.get(g.upstream_ca_file.empty() ? cfg_.gateway.upstream_ca_file : g.upstream_ca_file);
     if (!ledger_.healthy()) log::error("ledger unusable, refusing every request: " + ledger_.failure());
 }
 
