@@ -397,6 +397,9 @@ Sandbox launch_sandbox(SandboxSpec spec) {
                        EDEADLK);
 
     CgroupPlacement placement = placement_of(cgroup);
+    // Without v1 cgroups to join the init needs no "go" and starts its setup
+    // at once, in parallel with the supervisor (one pipe round trip less).
+    ctx.wait_for_go = !placement.v1_dirs.empty();
     int pidfd = -1;
     clone_args args{};
     // CLONE_NEWCGROUP is deliberately absent: the init creates its cgroup
@@ -432,18 +435,26 @@ Sandbox launch_sandbox(SandboxSpec spec) {
     try {
         // Pin the PID namespace's identity now: teardown checks it is empty.
         auto ns = pid_namespace_inode(box.init_pid_);
-        if (!ns)
+        if (!ns) {
+            // Not waiting for "go", a failed setup step can end the init this
+            // early: its report says which step.
+            InitMessage early{};
+            if (read_message(box.report_.get(), early) && early.kind == InitMessageKind::setup_failed)
+                throw setup_error(early, box.plan_, box.proc_plan_);
             throw SandboxSetupError(SetupStep::wait_for_supervisor, ESRCH,
                                     "setup step wait_for_supervisor failed: the sandbox init died at birth");
-        box.pid_ns_inode_ = *ns;
-        try {
-            join_v1_cgroups(placement.v1_dirs, box.init_pid_);  // v2: already there (CLONE_INTO_CGROUP)
-        } catch (const std::exception& e) {
-            throw SandboxSetupError(SetupStep::join_run_cgroup, EIO,
-                                    std::string("setup step join_run_cgroup failed: ") + e.what());
         }
-        send_byte(box.control_, "sandbox control pipe (go)");
-        lap("join_run_cgroup");
+        box.pid_ns_inode_ = *ns;
+        if (ctx.wait_for_go) {
+            try {
+                join_v1_cgroups(placement.v1_dirs, box.init_pid_);  // v2: already there (CLONE_INTO_CGROUP)
+            } catch (const std::exception& e) {
+                throw SandboxSetupError(SetupStep::join_run_cgroup, EIO,
+                                        std::string("setup step join_run_cgroup failed: ") + e.what());
+            }
+            send_byte(box.control_, "sandbox control pipe (go)");
+            lap("join_run_cgroup");
+        }
 
         InitMessage msg{};
         if (!read_message(box.report_.get(), msg))
@@ -608,13 +619,16 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
         }
     }
 
-    // 3. pid_namespace_gone: no process on the host is still in it.
-    std::vector<pid_t> left;
+    // 3. pid_namespace_gone: no process on the host is still in it. The same
+    // /proc pass also collects the processes of the run's UID/GID for step 6
+    // (one listing of /proc instead of two).
+    HostScan scan;
     for (int i = 0; i < 50; ++i) {
-        left = processes_in_pid_namespace(box.pid_ns_inode_);
-        if (left.empty()) break;
+        scan = scan_host(box.pid_ns_inode_, box.lease_.uid(), box.lease_.gid());
+        if (scan.in_pid_namespace.empty()) break;
         std::this_thread::sleep_for(10ms);
     }
+    const std::vector<pid_t>& left = scan.in_pid_namespace;
     auto pid_list = [](const std::vector<pid_t>& pids) {
         std::string s;
         for (pid_t p : pids) s += (s.empty() ? "" : " ") + std::to_string(p);
@@ -635,6 +649,9 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     }
     bool empty = false;
     for (int i = 0; i < 20 && !(empty = box.cgroup_.empty()); ++i) std::this_thread::sleep_for(10ms);
+    // The scan above is final only if nothing of the run was still alive when
+    // it ran; otherwise the sweep below looks again.
+    bool rescan_identity = !left.empty() || !empty;
     if (empty) {
         step("cgroup_empty", true, "no process in the run's cgroups");
     } else {
@@ -653,8 +670,11 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     }
 
     // 6. uid_sweep: the run's UID is exclusive to it, so any process with it,
-    // anywhere on the host, escaped.
-    std::vector<pid_t> escaped = processes_of_identity(box.lease_.uid(), box.lease_.gid());
+    // anywhere on the host, escaped. Taken from the step-3 pass when that pass
+    // saw the PID namespace empty and the cgroups were empty: then no process
+    // of the run was left to create another.
+    std::vector<pid_t> escaped = rescan_identity ? processes_of_identity(box.lease_.uid(), box.lease_.gid())
+                                                 : std::move(scan.of_identity);
     if (escaped.empty()) {
         step("uid_sweep", true, "no process of uid " + std::to_string(box.lease_.uid()) + " on the host");
     } else {

@@ -5,11 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -19,70 +19,105 @@
 namespace corral::supervisor {
 namespace {
 
-// Calls visit(pid) for every numeric entry of /proc (thread-group leaders).
-void for_each_process(const std::function<void(pid_t)>& visit) {
-    DIR* dir = ::opendir("/proc");
-    if (dir == nullptr) throw SysError("opendir", "/proc", errno);
+// Calls visit(proc_fd, pid, name) for every numeric entry of /proc
+// (thread-group leaders); proc_fd is the held /proc directory, so per-process
+// files are opened relative to it (no path walk from "/" for each one).
+template <typename Visit>
+void for_each_process(Visit&& visit) {
+    Fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!proc.valid()) throw SysError("open", "/proc", errno);
+    int listing = ::fcntl(proc.get(), F_DUPFD_CLOEXEC, 0);
+    if (listing < 0) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "/proc", errno);
+    DIR* dir = ::fdopendir(listing);
+    if (dir == nullptr) {
+        int err = errno;
+        ::close(listing);
+        throw SysError("fdopendir", "/proc", err);
+    }
     while (dirent* entry = ::readdir(dir)) {
-        pid_t pid = 0;
         const char* name = entry->d_name;
+        if (name[0] < '1' || name[0] > '9') continue;
+        pid_t pid = 0;
         auto [end, ec] = std::from_chars(name, name + std::char_traits<char>::length(name), pid);
         if (ec != std::errc() || *end != '\0' || pid <= 0) continue;
-        visit(pid);
+        visit(proc.get(), pid, name);
     }
     ::closedir(dir);
 }
 
-// Reads /proc/<pid>/status into buf; false if the process vanished.
-bool read_status(pid_t pid, std::array<char, 4096>& buf, std::string_view& text) {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return false;
-    std::size_t used = 0;
-    while (used < buf.size()) {
-        ssize_t n = ::read(fd.get(), buf.data() + used, buf.size() - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;  // ESRCH: exited mid-read
-        used += static_cast<std::size_t>(n);
-    }
-    text = std::string_view(buf.data(), used);
-    return used > 0;
-}
-
-// True if the "Key:\t a b c d" line of status contains `id` among its fields.
-bool status_line_has(std::string_view status, std::string_view key, unsigned long id) {
+// The "Key:\t a b c d\n" line of status, or empty if absent or not yet complete.
+std::string_view status_line(std::string_view status, std::string_view key) {
     std::size_t at = 0;
     while (at < status.size()) {
         std::size_t eol = status.find('\n', at);
-        if (eol == std::string_view::npos) eol = status.size();
+        if (eol == std::string_view::npos) return {};  // cut off: read more
         std::string_view line = status.substr(at, eol - at);
         at = eol + 1;
-        if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':') continue;
-        std::string_view rest = line.substr(key.size() + 1);
-        while (!rest.empty()) {
-            std::size_t skip = rest.find_first_not_of(" \t");
-            if (skip == std::string_view::npos) break;
-            rest.remove_prefix(skip);
-            unsigned long value = 0;
-            auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-            if (ec != std::errc()) break;
-            if (value == id) return true;
-            rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
-        }
-        return false;
+        if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':')
+            return line.substr(key.size() + 1);
+    }
+    return {};
+}
+
+// True if the fields of a status line ("\t a b c d") contain `id`.
+bool fields_have(std::string_view rest, unsigned long id) {
+    while (!rest.empty()) {
+        std::size_t skip = rest.find_first_not_of(" \t");
+        if (skip == std::string_view::npos) break;
+        rest.remove_prefix(skip);
+        unsigned long value = 0;
+        auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+        if (ec != std::errc()) break;
+        if (value == id) return true;
+        rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
     }
     return false;
+}
+
+// The Uid: (real, effective, saved, fs) and Gid: lines of /proc/<pid>/status,
+// read relative to the held /proc fd. Reading stops once both lines are in
+// (they are near the top; the kernel formats the whole file either way, but
+// no second read() is needed). False if the process vanished.
+struct IdLines {
+    std::string_view uid, gid;
+};
+bool read_id_lines(int proc_fd, const char* pid_name, std::array<char, 4096>& buf, IdLines& out) {
+    char path[32];
+    std::snprintf(path, sizeof path, "%s/status", pid_name);
+    Fd fd(::openat(proc_fd, path, O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return false;
+    std::size_t used = 0;
+    while (used < buf.size()) {
+        ssize_t n = ::read(fd.get(), buf.data() + used, std::min<std::size_t>(buf.size() - used, 1024));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;  // EOF, or ESRCH: exited mid-read
+        used += static_cast<std::size_t>(n);
+        std::string_view text(buf.data(), used);
+        out.uid = status_line(text, "Uid");
+        out.gid = status_line(text, "Gid");
+        if (!out.uid.empty() && !out.gid.empty()) return true;
+    }
+    return used > 0;
+}
+
+bool identity_matches(const IdLines& ids, std::optional<uid_t> uid, std::optional<gid_t> gid) {
+    return (uid && fields_have(ids.uid, *uid)) || (gid && fields_have(ids.gid, *gid));
+}
+
+std::optional<ino_t> pid_namespace_at(int proc_fd, const char* pid_name) {
+    char path[32];
+    std::snprintf(path, sizeof path, "%s/ns/pid", pid_name);
+    struct stat st {};
+    if (::fstatat(proc_fd, path, &st, 0) != 0) return std::nullopt;
+    return st.st_ino;
 }
 
 std::vector<pid_t> scan_identity(std::optional<uid_t> uid, std::optional<gid_t> gid) {
     std::vector<pid_t> found;
     std::array<char, 4096> buf;
-    for_each_process([&](pid_t pid) {
-        std::string_view status;
-        if (!read_status(pid, buf, status)) return;
-        if ((uid && status_line_has(status, "Uid", *uid)) || (gid && status_line_has(status, "Gid", *gid)))
-            found.push_back(pid);
+    for_each_process([&](int proc_fd, pid_t pid, const char* name) {
+        IdLines ids;
+        if (read_id_lines(proc_fd, name, buf, ids) && identity_matches(ids, uid, gid)) found.push_back(pid);
     });
     return found;
 }
@@ -103,11 +138,23 @@ std::optional<ino_t> pid_namespace_inode(pid_t pid) {
 
 std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode) {
     std::vector<pid_t> found;
-    for_each_process([&](pid_t pid) {
-        auto ino = pid_namespace_inode(pid);
+    for_each_process([&](int proc_fd, pid_t pid, const char* name) {
+        auto ino = pid_namespace_at(proc_fd, name);
         if (ino && *ino == ns_inode) found.push_back(pid);
     });
     return found;
+}
+
+HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid) {
+    HostScan scan;
+    std::array<char, 4096> buf;
+    for_each_process([&](int proc_fd, pid_t pid, const char* name) {
+        auto ino = pid_namespace_at(proc_fd, name);
+        if (ino && *ino == ns_inode) scan.in_pid_namespace.push_back(pid);
+        IdLines ids;
+        if (read_id_lines(proc_fd, name, buf, ids) && identity_matches(ids, uid, gid)) scan.of_identity.push_back(pid);
+    });
+    return scan;
 }
 
 }  // namespace corral::supervisor

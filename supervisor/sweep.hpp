@@ -21,6 +21,16 @@ std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid);
 // Processes whose /proc/<pid>/ns/pid is the namespace with inode `ns_inode`.
 std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode);
 
+// One pass over /proc answering both teardown questions: which processes are in
+// the PID namespace `ns_inode`, and which have `uid` in any Uid: field or `gid`
+// in any Gid: field (the same checks as processes_in_pid_namespace and
+// processes_of_identity, from one directory listing).
+struct HostScan {
+    std::vector<pid_t> in_pid_namespace;
+    std::vector<pid_t> of_identity;
+};
+HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid);
+
 // Inode of the pid namespace of `pid` (stat of /proc/<pid>/ns/pid); nullopt if the
 // process is gone.
 std::optional<ino_t> pid_namespace_inode(pid_t pid);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "supervisor/sweep.hpp"
 
@@ -120,4 +122,44 @@ TEST_CASE("a child in a new pid namespace is found by that namespace's inode (ro
     ::kill(inner, SIGKILL);
     ::waitpid(child, nullptr, 0);
     CHECK(processes_in_pid_namespace(*ino).empty());
+}
+
+TEST_CASE("scan_host: one pass finds the PID namespace's processes and a non-dumpable saved-uid-only process (root)") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: needs root");
+        return;
+    }
+    const uid_t uid = 1999999003;
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::close(fds[0]);
+        // Only the saved uid is the agent's, and /proc/<pid> shows root as the
+        // owner (non-dumpable): a stat()-based sweep would miss it.
+        if (::prctl(PR_SET_DUMPABLE, 0) != 0 || ::setresuid(0, 0, uid) != 0) ::_exit(1);
+        char c = 'r';
+        if (::write(fds[1], &c, 1) != 1) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char c = 0;
+    REQUIRE(::read(fds[0], &c, 1) == 1);
+    ::close(fds[0]);
+    struct stat owner {};
+    REQUIRE(::stat(("/proc/" + std::to_string(child)).c_str(), &owner) == 0);
+    CHECK(owner.st_uid == 0);
+
+    auto ns = pid_namespace_inode(::getpid());
+    REQUIRE(ns.has_value());
+    HostScan scan = scan_host(*ns, uid, uid);
+    CHECK(has(scan.in_pid_namespace, ::getpid()));
+    CHECK(has(scan.in_pid_namespace, child));
+    CHECK(scan.of_identity == std::vector<pid_t>{child});
+    CHECK(scan_host(1, uid, uid).in_pid_namespace.empty());
+
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    CHECK(scan_host(*ns, uid, uid).of_identity.empty());
 }
