@@ -197,7 +197,11 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
         std::sort(std::begin(keep), std::end(keep));
         check_step(ctx, close_all_except(keep, 7), SetupStep::wait_for_supervisor, "close_range");
     }
-    wait_for_byte(ctx);  // "go": we are in the run's cgroup now
+    // "go": we are in the run's v1 cgroups now. Without v1 cgroups there is
+    // nothing to wait for (CLONE_INTO_CGROUP put us in the v2 one at birth);
+    // a supervisor that died before PR_SET_PDEATHSIG was armed is still
+    // noticed: "start" below then reads EOF and we exit.
+    if (ctx.wait_for_go) wait_for_byte(ctx);
 
     // The cgroup namespace is rooted where the process is when it is created:
     // created now, inside the run's cgroup, the box sees that cgroup as "/".

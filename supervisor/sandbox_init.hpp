@@ -29,7 +29,8 @@ struct InitContext {
     char* const* exec_candidates;        // NULL-terminated: argv[0] resolved against PATH, in order
     const SeccompProgram* seccomp;
     int report_fd;                       // write end, CLOEXEC
-    int control_fd;                      // read end: "go", then "start"
+    int control_fd;                      // read end: "go" (if wait_for_go), then "start"
+    bool wait_for_go;                    // the supervisor must still put us in v1 cgroups
     int stdout_fd;                       // write ends of the output pipes
     int stderr_fd;
     bool pass_stdin;                     // else the command's stdin is /dev/null
