@@ -135,12 +135,14 @@ void check_ledger(const std::vector<json>& lines, const std::string& identity_pr
     CHECK(injected > 0);
 }
 
-// Nothing asked the resolver anything (the stand-in's tripwire saw no query).
-void check_no_dns_lookup() {
+// Nothing asked the resolver anything (the stand-in's tripwire saw no query)
+// and nothing tried to reach a non-loopback address (the veth counter).
+void check_stayed_on_loopback() {
     for (const auto& s : standin_seen()) {
         CAPTURE(s.dump());
         CHECK(s.value("method", "") != "DNS");
     }
+    CHECK(off_host_packets() == 0);
 }
 
 // codex's default transport: the Responses WebSocket, relayed by the gateway (101).
@@ -256,7 +258,7 @@ void gateway_layer(const WorkerSpec& spec, Org org) {
     check_ledger(ledger_lines(gw.ledger), spec.name + "/", host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(ledger_lines(gw.ledger)));
     check_refresh_refused(gw);
-    check_no_dns_lookup();
+    check_stayed_on_loopback();
     for (const auto& s : standin_seen()) CHECK(s.value("url", "").find("oauth/token") == std::string::npos);
     auto out = r.out + r.err + read_file(gw.stderr_path);
     for (const auto& secret : {w.anthropic_key, w.anthropic_oauth, w.openai_token, w.openai_key})
@@ -319,7 +321,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     check_credentials_seen(w, spec.kind, org, seen_since(before, host));
     check_ledger(lines, identity, host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(lines));
-    check_no_dns_lookup();
+    check_stayed_on_loopback();
     // No real secret anywhere the box or its output could reach.
     auto out = r.out + r.err + read_file(run_dir + "/stdout.jsonl");
     for (const auto& secret : {w.anthropic_key, w.anthropic_oauth, w.openai_token, w.openai_key})

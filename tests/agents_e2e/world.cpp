@@ -194,8 +194,23 @@ std::string isolate_network() {
         return std::string("unshare(CLONE_NEWNET|CLONE_NEWNS): ") + std::strerror(errno);
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
         return std::string("mount(/, MS_REC|MS_PRIVATE): ") + std::strerror(errno);
-    auto r = run({"ip", "link", "set", "lo", "up"});
-    if (r.exit_code != 0) return "ip link set lo up: " + r.err;
+    // lo, and a veth pair whose far end counts every packet sent anywhere but
+    // loopback (the default route points at it; no IPv6 on it, so nothing is
+    // sent unprompted): a dial to a real address shows up as ARP on the counter.
+    const std::vector<std::vector<std::string>> steps = {
+        {"ip", "link", "set", "lo", "up"},
+        {"ip", "link", "add", "corral-tw0", "type", "veth", "peer", "name", "corral-tw1"},
+        {"sh", "-c", "echo 1 >/proc/sys/net/ipv6/conf/corral-tw0/disable_ipv6 && "
+                     "echo 1 >/proc/sys/net/ipv6/conf/corral-tw1/disable_ipv6"},
+        {"ip", "addr", "add", "192.0.2.1/32", "dev", "corral-tw0"},
+        {"ip", "link", "set", "corral-tw1", "up"},
+        {"ip", "link", "set", "corral-tw0", "up"},
+        {"ip", "route", "add", "default", "dev", "corral-tw0"},
+    };
+    for (const auto& step : steps) {
+        auto r = run(step);
+        if (r.exit_code != 0) return step[0] + " " + step[1] + " " + step[2] + ": " + r.err;
+    }
     char tmpl[] = "/tmp/corral-agents-e2e-resolv-XXXXXX";
     int fd = ::mkstemp(tmpl);
     if (fd < 0) return std::string("mkstemp: ") + std::strerror(errno);
@@ -235,6 +250,12 @@ std::string gateway_sections(const World& w, Org org, const std::string& gateway
     }
     for (const auto& spec : workers()) out += grant_for(w, spec, org);
     return out;
+}
+
+std::uint64_t off_host_packets() {
+    auto r = run({"ip", "-j", "-s", "link", "show", "dev", "corral-tw1"});
+    if (r.exit_code != 0) throw std::runtime_error("ip -s link show corral-tw1: " + r.err);
+    return nlohmann::json::parse(r.out).at(0).at("stats64").at("rx").at("packets").get<std::uint64_t>();
 }
 
 nlohmann::json standin_seen() {

@@ -8,6 +8,7 @@
 // other host is refused before any lookup.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,11 +64,15 @@ World& world();
 std::string missing_prerequisite();
 
 // Moves this (still single-threaded) process into a new network namespace
-// with only `lo` up and a mount namespace whose /etc/resolv.conf names
+// with `lo` up, a default route into a counting veth (off_host_packets), and a mount namespace whose /etc/resolv.conf names
 // 127.0.0.1, where the stand-in's DNS tripwire listens. Everything the test
 // starts (stand-in, gateway, CLIs, corral run) inherits both: no packet can
 // leave the host, and any name lookup is recorded. "" on success, else why not.
 std::string isolate_network();
+
+// Packets anything in the test's network namespace sent towards a
+// non-loopback address (ARP included). 0 in a correct run.
+std::uint64_t off_host_packets();
 
 // Everything the stand-in saw so far (GET /stats on its control port).
 nlohmann::json standin_seen();
