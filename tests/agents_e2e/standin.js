@@ -11,7 +11,8 @@
 // the real service reads (anthropic: x-api-key or Bearer; OpenAI/ChatGPT: Bearer):
 //   api.anthropic.com  POST /v1/messages        a Messages API answer "DONE" (SSE when stream=true)
 //                      GET /api/oauth/profile   a minimal profile
-//                      GET /api/claude_code/*   {} (settings, policy limits)
+//                      GET /api/claude_code/policy_limits  no restrictions (claude retries a bare {})
+//                      GET /api/claude_code/*   {} (settings)
 //   chatgpt.com        GET /backend-api/wham/accounts/check  routing discovery listing ACCOUNT
 //                      GET /backend-api/wham/settings/user   {}
 //                      GET /backend-api/codex/models         {"models":[]}
@@ -107,6 +108,9 @@ function anthropic(req, res, body, url) {
       organization: { uuid: '00000000-0000-4000-8000-000000000002', name: 'standin', organization_type: 'claude_max',
                       billing_type: 'stripe_subscription', rate_limit_tier: 'default_claude_max_20x' },
     });
+  }
+  if (req.method === 'GET' && url.pathname === '/api/claude_code/policy_limits') {
+    return json(res, 200, { restrictions: {}, compliance_taints: [] });
   }
   if (req.method === 'GET' && url.pathname.startsWith('/api/claude_code/')) return json(res, 200, {});
   return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'stand-in: unknown path' } });
