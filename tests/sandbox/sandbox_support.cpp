@@ -168,6 +168,11 @@ int run_suite(int argc, char** argv, const char* range) {
         std::cerr << "SKIP: no C compiler (cc) to build the setuid probe\n";
         return 77;
     }
+    if (access(corral_bin().c_str(), X_OK) != 0) {
+        // Not a skip: meson builds corral before these tests, so this is a broken build.
+        std::cerr << "FAIL: the corral binary " << corral_bin() << " is missing or not executable\n";
+        return 1;
+    }
     int rc = 0;
     {
         doctest::Context context(argc, argv);
