@@ -1,12 +1,14 @@
 #include "shim/bridge.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <exception>
 #include <thread>
 #include <utility>
@@ -82,19 +84,23 @@ Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
 BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port) {
     BridgeListeners out;
     std::string call4, call6;
-    int err4 = 0, err6 = 0, setns_err = 0;
-    // setns affects only this helper thread; it exits in the box's namespace
-    // and takes nothing of ours with it (the sockets keep their namespace).
-    std::thread helper([&] {
-        if (::setns(netns_fd, CLONE_NEWNET) != 0) {
-            setns_err = errno;
-            return;
-        }
-        out.ipv4 = listen_on(AF_INET, port, call4, err4);
-        out.ipv6 = listen_on(AF_INET6, port, call6, err6);
-    });
-    helper.join();
-    if (setns_err != 0) throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", setns_err);
+    int err4 = 0, err6 = 0;
+    // setns affects only the calling thread, and the sockets keep the
+    // namespace they were made in. Done on this thread and switched back,
+    // rather than on a helper thread: a new thread waits for a CPU slot, which
+    // on a loaded host cost up to tens of ms of every run's start.
+    Fd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!home.valid()) throw SysError("open", "/proc/thread-self/ns/net", errno);
+    if (::setns(netns_fd, CLONE_NEWNET) != 0)
+        throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", errno);
+    out.ipv4 = listen_on(AF_INET, port, call4, err4);
+    out.ipv6 = listen_on(AF_INET6, port, call6, err6);
+    // Back before anything else runs: threads started later (the gateway's)
+    // inherit this thread's namespace. Failing that, nothing may go on here.
+    if (::setns(home.get(), CLONE_NEWNET) != 0) {
+        log::error("bridge: setns back to the host's network namespace failed: " + errno_text(errno));
+        std::abort();
+    }
     if (!out.ipv4.valid()) throw SysError(call4, "in the sandbox's network namespace", err4);
     if (!out.ipv6.valid()) {
         // Only a namespace without IPv6 is acceptable: then no [::1] exists to reach.
