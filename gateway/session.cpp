@@ -102,6 +102,8 @@ struct Conn {
     Clock::time_point armed_for = Clock::time_point::max();
     bool done = false;
     bool timed_out = false;
+    bool body_pending = false;                // a request body was announced and not read whole
+    bool lingered = false;                    // refused, half-closed and drained: only close is left
     beast::flat_buffer buf;                   // bytes read from the client, not yet consumed
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
     std::string out;                          // the write being assembled for the client
@@ -178,8 +180,41 @@ int status_of(std::string_view reason_code) {
     return status_for_reason(reason_code);
 }
 
+// Request bytes the client sent (or announced) that the gateway has not read.
+bool has_unread_input(Conn& c) {
+    boost::system::error_code ec;
+    return c.body_pending || c.buf.size() != 0 || c.client_socket().available(ec) != 0;
+}
+
+// After a refusal the connection closes; closing a socket that still has
+// unread input makes the kernel answer with RST, which can destroy the refusal
+// before the client (still sending its body) has read it. So: half-close
+// (FIN after the answer), then read and discard what arrives until the client
+// closes, kDrainBytes have passed or kDrainTime is up. Discarded bytes go
+// nowhere: the upstream never sees them. For a TLS client the raw records are
+// discarded: the TLS session is over anyway (no close_notify follows).
+constexpr std::size_t kDrainBytes = 4 * 1024 * 1024;
+constexpr std::chrono::seconds kDrainTime{2};
+
+awaitable<void> drain_before_close(Conn& c) {
+    auto& s = c.client_socket();
+    boost::system::error_code ec;
+    s.shutdown(asio::socket_base::shutdown_send, ec);
+    c.lingered = true;
+    if (ec) co_return;
+    c.arm(kDrainTime);  // the watchdog cancels the read when it is up
+    auto b = c.gw.buffers.acquire();
+    for (std::size_t total = 0; total < kDrainBytes && !c.timed_out;) {
+        auto [rec, n] = co_await s.async_read_some(asio::buffer(b.get(), BufferPool::kSize), nothrow);
+        if (rec || n == 0) break;
+        total += n;
+    }
+    c.gw.buffers.release(std::move(b));
+}
+
 // A refusal: status line, the reason code in X-Corral-Reason, one text line
-// naming the reason and what was wrong. Then the connection closes.
+// naming the reason and what was wrong. Then the connection closes (after a
+// bounded drain when the client still has request bytes on the way).
 template <class Stream>
 awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail) {
     std::string body = "corral gateway: " + std::to_string(status) + " " + std::string(code);
@@ -190,7 +225,9 @@ awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view co
                        "\r\nConnection: close\r\nX-Corral-Reason: " + std::string(code) + "\r\n\r\n";
     if (c.timed_out) c.timed_out = false, c.deadline = Clock::now() + std::chrono::seconds(2);
     std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body)};
-    co_await asio::async_write(s, bufs, nothrow);
+    bool unread = has_unread_input(c);
+    auto [ec, n] = co_await asio::async_write(s, bufs, nothrow);
+    if (!ec && unread) co_await drain_before_close(c);
 }
 
 void record(Conn& c, LedgerEntry e) {
@@ -276,6 +313,7 @@ awaitable<void> parse_request(Conn& c, Stream& s, std::size_t head_len, ParsedRe
     beast::error_code ec;
     std::size_t used = p.put(asio::buffer(data.data(), head_len), ec);
     if (ec == http::error::body_limit) {
+        c.body_pending = true;  // the client may be sending it already
         out.reason = reason::body_too_large;
         out.detail = "Content-Length exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
         co_return;
@@ -286,9 +324,11 @@ awaitable<void> parse_request(Conn& c, Stream& s, std::size_t head_len, ParsedRe
         co_return;
     }
     c.buf.consume(used);
+    c.body_pending = !p.is_done();
     if (!read_body || p.is_done()) co_return;
     auto [rec, n] = co_await http::async_read(s, c.buf, p, nothrow);
     (void)n;
+    if (!rec) c.body_pending = false;
     if (rec == http::error::body_limit) {
         out.reason = reason::body_too_large;
         out.detail = "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
@@ -806,16 +846,21 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         // Head checks first, body later: a refused request's body is never read.
         ParsedRequest pr;
         co_await parse_request(c, tls, h.length, pr, false);
-        if (pr.parser) e.method = std::string(pr.parser->get().method_string());
+        std::string route_reason;
+        std::optional<std::string> path;
+        if (pr.parser) {
+            // Also for a head refused at its Content-Length (the request line is parsed by
+            // then): the ledger line names what was refused.
+            e.method = std::string(pr.parser->get().method_string());
+            path = normalize_route_path(pr.parser->get().target(), &route_reason);
+            e.path = path ? *path : std::string(pr.parser->get().target().substr(0, 256));
+        }
         if (!pr.reason.empty()) {
             co_await refuse(pr.reason, pr.detail);
             break;
         }
         Request& req = pr.parser->get();
         std::string_view target = req.target();
-        std::string route_reason;
-        auto path = normalize_route_path(target, &route_reason);
-        e.path = path ? *path : std::string(target.substr(0, 256));
         if (req.version() != 11) {
             co_await refuse(reason::bad_request, "only HTTP/1.1 is served inside a tunnel");
             break;
@@ -851,6 +896,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
             c.arm(c.limits().read_timeout);
             auto [rec, rn] = co_await http::async_read(tls, c.buf, *pr.parser, nothrow);
             (void)rn;
+            if (!rec) c.body_pending = false;
             if (rec == http::error::body_limit) {
                 co_await refuse(reason::body_too_large, "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")");
                 break;
@@ -920,8 +966,10 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
     }
     c.upstream = nullptr;
     boost::system::error_code ec;
-    c.arm(std::chrono::seconds(2));
-    co_await tls.async_shutdown(nothrow);
+    if (!c.lingered) {
+        c.arm(std::chrono::seconds(2));
+        co_await tls.async_shutdown(nothrow);
+    }
     tls.next_layer().close(ec);
 }
 
@@ -999,6 +1047,7 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
         c.arm(c.limits().read_timeout);
         auto [rec, rn] = co_await http::async_read(c.client, c.buf, *pr.parser, nothrow);
         (void)rn;
+        if (!rec) c.body_pending = false;
         if (rec) {
             std::string_view code = rec == http::error::body_limit ? reason::body_too_large
                                     : c.timed_out                  ? reason::timeout
@@ -1067,6 +1116,13 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
     co_await parse_request(c, c.client, h.length, pr, false);
     if (pr.parser) e.method = std::string(pr.parser->get().method_string());
     if (!pr.reason.empty()) {
+        if (pr.parser) {
+            // The request line is parsed even when a header was refused: name the target.
+            std::string_view rt = pr.parser->get().target();
+            auto abs = split_absolute_http(rt);
+            e.host = abs ? abs->authority.substr(0, 256) : std::string(rt.substr(0, 256));
+            if (abs) e.path = abs->path.substr(0, 256);
+        }
         co_await refuse(pr.reason, pr.detail);
         co_return;
     }

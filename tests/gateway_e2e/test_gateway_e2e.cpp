@@ -240,6 +240,15 @@ TEST_CASE("an oversize body gets 413 and the upstream never sees the excess") {
               "@" + big});
     CHECK(codes(r) == "connect=200 status=413");
     CHECK(ledger_has("api.anthropic.test", "body_too_large"));
+    // Both refusals (declared length and chunked) name what was refused.
+    int refused_lines = 0;
+    for (const auto& l : ledger_lines())
+        if (l.value("reason", "") == "body_too_large") {
+            ++refused_lines;
+            CHECK(l.value("path", "") == "/upload");
+            CHECK(l.value("status", 0) == 413);
+        }
+    CHECK(refused_lines >= 2);
     auto after = upstream_stats();
     CHECK(after["maxBodyBytes"].get<std::uint64_t>() <= 64 * 1024);
     // A body just under the cap passes whole.
