@@ -3,7 +3,7 @@
 // created, owned and accepted by the root side.
 //
 //   Sandbox box = launch_sandbox(spec);                          // single-threaded up to here
-//   BridgeListeners l = open_bridge_listeners(box.open_network_namespace().get());
+//   BridgeListeners l = open_bridge_listeners(box.open_network_namespace().get());  // setns and back
 //   Bridge bridge(ioc, std::move(l), handler);                   // handler: embedded gateway
 //   bridge.start();                                              //   or relay_to_daemon
 //   start_command(box); ... supervise ... bridge.stop(); teardown(box);
@@ -39,12 +39,13 @@ struct BridgeListeners {
                // can reach [::1] in the box either
 };
 
-// Enters the network namespace `netns_fd` on a helper thread (setns changes
-// only the calling thread's namespace; the thread ends right after), creates,
-// binds and listens there, and hands the sockets back. The caller's thread
-// never changes namespace. Throws SysError naming the failed call
-// ("setns", "bind 127.0.0.1:3128", ...). Must not be called before the
-// sandbox exists (it starts a thread).
+// Enters the network namespace `netns_fd` with setns on the calling thread
+// (it changes only that thread's namespace), creates, binds and listens
+// there, and switches back to the thread's own namespace before returning
+// (aborts if it cannot: nothing may run on in the box's namespace). The
+// sockets keep the namespace they were made in. Call it before starting the
+// threads that should stay in the host's namespace. Throws SysError naming
+// the failed call ("setns", "bind 127.0.0.1:3128", ...).
 BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port);
 
 // What to do with one accepted connection (the embedded gateway's serve() or
