@@ -818,7 +818,12 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         if (ci != c.gw.cfg.credentials.end() && si != c.gw.secrets.end()) cred = &ci->second, secret = &si->second;
     }
     std::unique_ptr<UpstreamConn> up;
-    const std::string key = pool_key(t, trust_store(c, t));
+    // Pooled connections are shared only within this connection's event loop:
+    // a socket taken by a connection on another loop would complete its I/O on
+    // the wrong thread (and wake that loop for every operation).
+    auto& loop = asio::query(c.client_socket().get_executor(), asio::execution::context);
+    const std::string key =
+        pool_key(t, trust_store(c, t)) + "|loop" + std::to_string(reinterpret_cast<std::uintptr_t>(&loop));
 
     for (bool first = true;; first = false) {
         auto started = Clock::now();

@@ -10,8 +10,13 @@
 //    closed without an answer.
 //  - listen_tcp: loopback only, for tests and benchmarks; every connection gets
 //    the fixed tcp_identity.
-// Threads: one io_context run by --threads N threads (default: the number of
-// CPUs, at most 4); each connection runs on its own strand.
+// Threads: --threads N event loops (default: the number of CPUs, at most 4),
+// each an io_context run by exactly one thread. The listeners accept on the
+// first loop and hand each connection to the next loop in turn; everything a
+// connection does (its client socket, upstream sockets, timers) then stays on
+// that loop's thread, so no handler crosses threads and no loop has to wake
+// another (one io_context shared by N threads paid a futex and an epoll_ctl
+// wake-up per hand-off: 3-4x fewer inject requests/s than one thread).
 // Once every listener is bound it prints "listening unix:PATH" and/or
 // "listening tcp:ADDR:PORT" on stdout (flushed). SIGTERM/SIGINT stop accepting,
 // sync the ledger and exit 0.
@@ -23,6 +28,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -35,6 +41,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -54,6 +61,20 @@ namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
+
+// One io_context per thread; connections are spread over them round-robin.
+struct EventLoops {
+    explicit EventLoops(unsigned n) {
+        for (unsigned i = 0; i < n; ++i) loops.push_back(std::make_unique<asio::io_context>(1));
+    }
+    asio::io_context& first() { return *loops.front(); }
+    // Only the accept loops call this, and they all run on the first loop's thread.
+    asio::io_context& next() { return *loops[next_++ % loops.size()]; }
+    std::vector<std::unique_ptr<asio::io_context>> loops;
+
+private:
+    std::size_t next_ = 0;
+};
 
 void usage(std::FILE* out) {
     std::fprintf(out,
@@ -83,9 +104,11 @@ asio::awaitable<void> back_off() {
     co_await t.async_wait(nothrow);
 }
 
-asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, gateway::Gateway& gw, gateway::Identity id) {
+asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, EventLoops& loops, gateway::Gateway& gw,
+                                 gateway::Identity id) {
     for (;;) {
-        auto [ec, s] = co_await acceptor.async_accept(nothrow);
+        asio::ip::tcp::socket s(loops.next());  // the loop the connection will live on
+        auto [ec] = co_await acceptor.async_accept(s, nothrow);
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
         if (ec) {
             co_await back_off();
@@ -93,7 +116,8 @@ asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, gateway::Gat
         }
         boost::system::error_code ignored;
         s.set_option(asio::ip::tcp::no_delay(true), ignored);
-        asio::co_spawn(acceptor.get_executor(), gw.serve(std::move(s), id), asio::detached);
+        auto ex = s.get_executor();
+        asio::co_spawn(ex, gw.serve(std::move(s), id), asio::detached);
     }
 }
 
@@ -137,15 +161,18 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
     co_await gw.serve(std::move(s), *std::get<0>(result));
 }
 
-asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& acceptor, gateway::Gateway& gw) {
+asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& acceptor, EventLoops& loops,
+                                  gateway::Gateway& gw) {
     for (;;) {
-        auto [ec, s] = co_await acceptor.async_accept(nothrow);
+        asio::local::stream_protocol::socket s(loops.next());
+        auto [ec] = co_await acceptor.async_accept(s, nothrow);
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
         if (ec) {
             co_await back_off();
             continue;
         }
-        asio::co_spawn(acceptor.get_executor(), serve_unix_client(std::move(s), gw), asio::detached);
+        auto ex = s.get_executor();
+        asio::co_spawn(ex, serve_unix_client(std::move(s), gw), asio::detached);
     }
 }
 
@@ -220,7 +247,8 @@ int cmd_gateway(int argc, char** argv) {
         throw UsageError(config_path + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
 
     gateway::Gateway gw(cfg, std::move(secrets));
-    asio::io_context ioc(static_cast<int>(threads));
+    EventLoops loops(threads);
+    asio::io_context& ioc = loops.first();
 
     std::optional<asio::local::stream_protocol::acceptor> unix_acceptor;
     std::optional<asio::ip::tcp::acceptor> tcp_acceptor;
@@ -248,8 +276,8 @@ int cmd_gateway(int argc, char** argv) {
         ready_lines.push_back("listening tcp:" + shown + ":" + std::to_string(bound.port()));
     }
 
-    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, gw), asio::detached);
-    if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, gw, *tcp_identity), asio::detached);
+    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw), asio::detached);
+    if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);
     asio::co_spawn(ioc, sync_ledger_periodically(gw), asio::detached);
 
     asio::signal_set signals(ioc, SIGTERM, SIGINT);
@@ -258,15 +286,19 @@ int cmd_gateway(int argc, char** argv) {
         boost::system::error_code ec;
         if (unix_acceptor) unix_acceptor->close(ec);
         if (tcp_acceptor) tcp_acceptor->close(ec);
-        ioc.stop();
+        for (auto& l : loops.loops) l->stop();
     });
 
     for (const auto& l : ready_lines) std::printf("%s\n", l.c_str());
     std::fflush(stdout);
 
+    // The other loops may have nothing to do yet: keep them running until stopped.
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep;
+    for (auto& l : loops.loops) keep.push_back(asio::make_work_guard(*l));
     std::vector<std::thread> pool;
-    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+    for (std::size_t i = 1; i < loops.loops.size(); ++i) pool.emplace_back([&l = *loops.loops[i]] { l.run(); });
     ioc.run();
+    for (auto& l : loops.loops) l->stop();
     for (auto& t : pool) t.join();
     gw.ledger().sync();
     if (!cfg.gateway.listen_unix.empty()) ::unlink(cfg.gateway.listen_unix.c_str());
