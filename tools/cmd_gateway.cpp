@@ -15,8 +15,8 @@
 // first loop and hand each connection to the next loop in turn; everything a
 // connection does (its client socket, upstream sockets, timers) then stays on
 // that loop's thread, so no handler crosses threads and no loop has to wake
-// another (one io_context shared by N threads paid a futex and an epoll_ctl
-// wake-up per hand-off: 3-4x fewer inject requests/s than one thread).
+// another (one io_context shared by N threads woke sleeping threads, a futex
+// and an epoll_ctl, whenever work moved between them).
 // Once every listener is bound it prints "listening unix:PATH" and/or
 // "listening tcp:ADDR:PORT" on stdout (flushed). SIGTERM/SIGINT stop accepting,
 // sync the ledger and exit 0.
