@@ -323,13 +323,24 @@ CorralProcess::~CorralProcess() {
 std::string CorralProcess::out() const { return read_file(out_path_); }
 std::string CorralProcess::err() const { return read_file(err_path_); }
 
-bool CorralProcess::wait_for_out(const std::string& needle, std::chrono::milliseconds timeout) const {
+namespace {
+// Polls a growing capture file until it contains `needle` or the bound passes.
+bool wait_for_text(const std::string& path, const std::string& needle, std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     do {
-        if (out().find(needle) != std::string::npos) return true;
+        if (read_file(path).find(needle) != std::string::npos) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (std::chrono::steady_clock::now() < deadline);
-    return out().find(needle) != std::string::npos;
+    return read_file(path).find(needle) != std::string::npos;
+}
+}  // namespace
+
+bool CorralProcess::wait_for_out(const std::string& needle, std::chrono::milliseconds timeout) const {
+    return wait_for_text(out_path_, needle, timeout);
+}
+
+bool CorralProcess::wait_for_err(const std::string& needle, std::chrono::milliseconds timeout) const {
+    return wait_for_text(err_path_, needle, timeout);
 }
 
 int CorralProcess::wait(std::chrono::milliseconds timeout) {

@@ -83,6 +83,7 @@ public:
     std::string out() const;
     std::string err() const;
     bool wait_for_out(const std::string& needle, std::chrono::milliseconds timeout) const;
+    bool wait_for_err(const std::string& needle, std::chrono::milliseconds timeout) const;
     // Waits for corral to exit (bounded); returns exit code or 128+signal, -1 on timeout.
     int wait(std::chrono::milliseconds timeout = std::chrono::seconds(60));
     void kill_supervisor_only();  // SIGKILL to corral's pid alone, not its process group
