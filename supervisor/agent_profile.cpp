@@ -318,7 +318,8 @@ RequiredCredential required_credential(AgentKind kind) {
     if (kind == AgentKind::codex) {
         return {"openai",
                 "add to org.toml: [credentials.openai] kind = \"api_key\" with env = \"OPENAI_API_KEY\" or "
-                "file = \"/etc/corral/openai.key\" (root-owned, mode 0600); kind = \"oauth_token\" for a "
+                "file = \"/etc/corral/openai.key\" (root-owned, mode 0600) and template = { \"authorization\" = "
+                "\"Bearer {key}\" } (OpenAI reads the key as a Bearer token); kind = \"oauth_token\" for a "
                 "ChatGPT sign-in access token"};
     }
     return {"anthropic",

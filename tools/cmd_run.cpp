@@ -175,6 +175,10 @@ int cmd_run(int argc, char** argv) {
     }
     record.argv = spec.argv;
     record.rootfs = spec.rootfs.image;
+    // prepare() may have filled in the worker's limits and timeout (org.toml
+    // [sandbox], worker.toml): the record states what was enforced.
+    record.limits = spec.limits;
+    record.timeout = spec.timeout;
 
     std::optional<Sandbox> box;
     try {
@@ -212,7 +216,7 @@ int cmd_run(int argc, char** argv) {
         status = kExitSetup;
     }
     egress.stop();
-    if (result.deadline_hit) say("deadline of " + format_duration(*opts.timeout) + " reached; sandbox killed");
+    if (result.deadline_hit) say("deadline of " + (record.timeout ? format_duration(*record.timeout) : std::string("?")) + " reached; sandbox killed");
     if (result.interrupted_by)
         say(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) + "; sandbox killed");
 
