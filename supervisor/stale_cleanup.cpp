@@ -49,6 +49,14 @@ std::vector<std::string> remove_stale_runs() { return remove_stale_runs(kDefault
 
 std::vector<std::string> remove_stale_runs(const std::string& lock_dir, const std::string& scratch_root) {
     std::vector<std::string> report;
+    // Cleaners take turns: a concurrent cleaner's brief flock on a stale lock
+    // (step 2) would otherwise make that dead run look alive to this one.
+    ::mkdir(lock_dir.c_str(), 0700);
+    Fd turn(::open((lock_dir + "/.cleanup").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (turn.valid()) {
+        while (::flock(turn.get(), LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
     auto failed = [&](const std::string& what, const std::exception& e) {
         std::string line = "failed: " + what + ": " + e.what();
         log::warn("stale cleanup " + line);
