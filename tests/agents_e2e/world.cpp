@@ -24,25 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void must(const std::vector<std::string>& argv, const std::string& cwd) {
-    RunOptions o;
-    o.cwd = cwd;
-    auto r = run(argv, o);
-    if (r.exit_code != 0) {
-        std::string cmd;
-        for (const auto& a : argv) cmd += a + " ";
-        throw std::runtime_error("fixture step failed: " + cmd + "\n" + r.err + r.out);
-    }
-}
-
-std::string random_hex(std::size_t n) {
-    std::random_device rd;
-    std::string s;
-    const char* hex = "0123456789abcdef";
-    for (std::size_t i = 0; i < n; ++i) s += hex[rd() % 16];
-    return s;
-}
-
 // The test CA and one leaf naming every real host the CLIs use.
 void make_certificates(const std::string& d) {
     const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
@@ -50,7 +31,7 @@ void make_certificates(const std::string& d) {
         std::vector<std::string> argv = {"openssl", "req"};
         argv.insert(argv.end(), ec.begin(), ec.end());
         argv.insert(argv.end(), extra.begin(), extra.end());
-        must(argv, d);
+        run_checked(argv, d);
     };
     req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral agents e2e test CA",
          "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
@@ -58,7 +39,7 @@ void make_certificates(const std::string& d) {
     write_file(d + "/standin.ext",
                "subjectAltName=DNS:api.anthropic.com,DNS:chatgpt.com,DNS:api.openai.com\n"
                "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-    must({"openssl", "x509", "-req", "-in", "standin.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+    run_checked({"openssl", "x509", "-req", "-in", "standin.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
           "-out", "standin.crt", "-days", "2", "-extfile", "standin.ext"},
          d);
 }

@@ -66,20 +66,6 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-void must(const std::vector<std::string>& argv, const std::string& cwd) {
-    RunOptions o;
-    o.cwd = cwd;
-    auto r = run(argv, o);
-    if (r.exit_code != 0) throw std::runtime_error("fixture step failed: " + argv[0] + " " + argv[1] + "\n" + r.err);
-}
-
-std::string random_hex(std::size_t n) {
-    std::random_device rd;
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i) s += "0123456789abcdef"[rd() % 16];
-    return s;
-}
-
 std::string sha256_hex(const std::string& s) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;
@@ -119,7 +105,7 @@ void make_certificates(const std::string& d) {
         std::vector<std::string> argv = {"openssl", "req"};
         argv.insert(argv.end(), ec.begin(), ec.end());
         argv.insert(argv.end(), extra.begin(), extra.end());
-        must(argv, d);
+        run_checked(argv, d);
     };
     req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral bridge test CA", "-addext",
          "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
@@ -127,7 +113,7 @@ void make_certificates(const std::string& d) {
     write_file(d + "/good.ext",
                "subjectAltName=DNS:api.anthropic.com,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
                "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-    must({"openssl", "x509", "-req", "-in", "good.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+    run_checked({"openssl", "x509", "-req", "-in", "good.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out",
           "good.crt", "-days", "2", "-extfile", "good.ext"},
          d);
     // upstream.js also serves broken certificates on side ports; these tests don't use them.

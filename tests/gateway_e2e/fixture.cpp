@@ -36,25 +36,6 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-void must(const std::vector<std::string>& argv, const std::string& cwd) {
-    RunOptions o;
-    o.cwd = cwd;
-    auto r = run(argv, o);
-    if (r.exit_code != 0) {
-        std::string cmd;
-        for (const auto& a : argv) cmd += a + " ";
-        throw std::runtime_error("fixture step failed: " + cmd + "\n" + r.err + r.out);
-    }
-}
-
-std::string random_hex(std::size_t n) {
-    std::random_device rd;
-    std::string s;
-    const char* hex = "0123456789abcdef";
-    for (std::size_t i = 0; i < n; ++i) s += hex[rd() % 16];
-    return s;
-}
-
 // A free loopback port for the gateway: the config must name it up front so a
 // grant can point back at the gateway itself (the gateway_self case).
 int free_port() {
@@ -77,7 +58,7 @@ void make_certificates(const std::string& d) {
         std::vector<std::string> argv = {"openssl", "req"};
         argv.insert(argv.end(), ec.begin(), ec.end());
         argv.insert(argv.end(), extra.begin(), extra.end());
-        must(argv, d);
+        run_checked(argv, d);
     };
     req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral e2e test CA", "-addext",
          "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
@@ -86,7 +67,7 @@ void make_certificates(const std::string& d) {
         write_file(d + "/" + name + ".ext", "subjectAltName=" + san +
                                                 "\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
                                                 "extendedKeyUsage=serverAuth\n");
-        must({"openssl", "x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        run_checked({"openssl", "x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
               "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext"},
              d);
     };
@@ -105,7 +86,7 @@ void make_certificates(const std::string& d) {
                    "default_md = sha256\npolicy = any\nunique_subject = no\n[any]\ncommonName = supplied\n"
                    "[ext]\nsubjectAltName = DNS:expired.test\nbasicConstraints = CA:FALSE\n"
                    "extendedKeyUsage = serverAuth\n");
-    must({"openssl", "ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key", "-in", "expired.csr",
+    run_checked({"openssl", "ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key", "-in", "expired.csr",
           "-out", "expired.crt", "-startdate", "20200101000000Z", "-enddate", "20200201000000Z", "-extensions", "ext",
           "-notext"},
          d);

@@ -222,14 +222,6 @@ void write_file(const std::string& path, const std::string& content) {
     out << content;
 }
 
-std::string random_hex(std::size_t n) {
-    static std::mt19937_64 rng{std::random_device{}()};
-    static const char* digits = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i) s += digits[rng() % 16];
-    return s;
-}
-
 std::vector<std::string> corral_argv(const CorralArgs& args, const std::string& run_dir,
                                      const std::vector<std::string>& command) {
     std::vector<std::string> argv{corral_bin(), "run", "--rootfs", args.rootfs.empty() ? rootfs() : args.rootfs};

@@ -46,7 +46,6 @@ std::string fresh_path(const std::string& stem);
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);
-std::string random_hex(std::size_t n);
 
 struct CorralRun {
     Result result;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 extern char** environ;
@@ -154,6 +155,26 @@ bool Background::wait_for_stdout(const std::string& needle, std::chrono::millise
         poll(&p, 1, 50);
     }
     return drain_stdout().find(needle) != std::string::npos;
+}
+
+void run_checked(const std::vector<std::string>& argv, const std::string& cwd) {
+    RunOptions options;
+    options.cwd = cwd;
+    Result r = run(argv, options);
+    if (r.exit_code != 0) {
+        std::string cmd;
+        for (const auto& a : argv) cmd += a + " ";
+        throw std::runtime_error("fixture step failed (exit " + std::to_string(r.exit_code) + "): " + cmd + "\n" +
+                                 r.err + r.out);
+    }
+}
+
+std::string random_hex(std::size_t n) {
+    static std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += kDigits[rng() % 16];
+    return s;
 }
 
 std::string corral_bin() {

@@ -52,6 +52,13 @@ private:
     std::string seen_;
 };
 
+// Runs argv in `cwd` and throws std::runtime_error naming the command and its
+// output if it exits non-zero: for fixture steps (openssl, cc) that must work.
+void run_checked(const std::vector<std::string>& argv, const std::string& cwd = {});
+
+// n random lowercase hex digits: unique names for markers, secrets, temp dirs.
+std::string random_hex(std::size_t n);
+
 // Absolute path of the corral binary under test: $CORRAL_BIN, set by meson.
 std::string corral_bin();
 // Absolute path of the source tree root: $CORRAL_SOURCE_ROOT, set by meson.
