@@ -321,10 +321,15 @@ TEST_CASE("stale cleanup removes cgroups, scratch and lock of a run whose superv
     std::string scratch = std::string(kDefaultScratchRoot) + "/" + id;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
+    // The survivor says when it has dropped its copy of the lease fd: until then the
+    // lock is legitimately held and the run is (correctly) seen as live.
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
     pid_t supervisor = ::fork();
     REQUIRE(supervisor >= 0);
     if (supervisor == 0) {
         ::close(fds[0]);
+        ::close(ready[0]);
         try {
             // What `corral run` does, in its order: lease, record id, cgroup, scratch.
             auto lease = acquire_uid(kTestRange);
@@ -340,7 +345,11 @@ TEST_CASE("stale cleanup removes cgroups, scratch and lock of a run whose superv
             if (survivor == 0) {
                 // Like the sandbox's processes, it must not inherit the lease's fd:
                 // a copy of that open file would keep the flock (and the run) alive.
-                ::close_range(3, ~0U, 0);
+                int w = ready[1];
+                if (w > 3) ::close_range(3, static_cast<unsigned>(w) - 1, 0);
+                ::close_range(static_cast<unsigned>(w) + 1, ~0U, 0);
+                if (::write(w, "R", 1) != 1) ::_exit(5);
+                ::close(w);
                 // Nor the test's stdout/stderr: if a check fails, meson must not
                 // wait for this survivor's copy of the pipe.
                 int devnull = ::open("/dev/null", O_RDWR);
@@ -363,12 +372,16 @@ TEST_CASE("stale cleanup removes cgroups, scratch and lock of a run whose superv
         }
     }
     ::close(fds[1]);
+    ::close(ready[1]);
     struct {
         pid_t survivor;
         uid_t uid;
     } msg{};
     REQUIRE(::read(fds[0], &msg, sizeof msg) == sizeof msg);
     ::close(fds[0]);
+    char r = 0;
+    REQUIRE(::read(ready[0], &r, 1) == 1);
+    ::close(ready[0]);
     std::string lock = std::string(kDefaultUidLockDir) + "/" + std::to_string(msg.uid) + ".lock";
     std::string pids_dir = controller_dir("pids", id);
 
