@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <ctime>
+#include <mutex>
 #include <string_view>
 
 #include "base/fd.hpp"
@@ -184,53 +185,72 @@ CaFiles ca_files(const std::string& state_dir) {
     return CaFiles{dir, dir + "/ca.crt", dir + "/ca.key"};
 }
 
-CertificateAuthority CertificateAuthority::load_or_create(const std::string& state_dir) {
+CertificateAuthority CertificateAuthority::deferred(const std::string& state_dir) {
     if (state_dir.empty()) throw UsageError("gateway state_dir is empty: the CA needs a directory");
     CertificateAuthority ca;
+    ca.state_dir_ = state_dir;
     ca.files_ = ca_files(state_dir);
-    make_dirs(state_dir, 0755);
-    make_dir(ca.files_.dir, 0755);
+    ca.loader_ = std::make_shared<Loader>();
+    return ca;
+}
 
-    std::string lock_path = ca.files_.dir + "/.lock";
+CertificateAuthority CertificateAuthority::load_or_create(const std::string& state_dir) {
+    CertificateAuthority ca = deferred(state_dir);
+    (void)ca.material();
+    return ca;
+}
+
+const CertificateAuthority::Material& CertificateAuthority::material() const {
+    std::call_once(loader_->once, [this] { loader_->material = load_material(state_dir_, files_); });
+    return loader_->material;
+}
+
+CertificateAuthority::Material CertificateAuthority::load_material(const std::string& state_dir,
+                                                                   const CaFiles& files) {
+    Material ca;
+    make_dirs(state_dir, 0755);
+    make_dir(files.dir, 0755);
+
+    std::string lock_path = files.dir + "/.lock";
     Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!lock.valid()) throw SysError("open", lock_path, errno);
     while (::flock(lock.get(), LOCK_EX) < 0) {
         if (errno != EINTR) throw SysError("flock", lock_path, errno);
     }
 
-    bool have_cert = exists(ca.files_.cert_path), have_key = exists(ca.files_.key_path);
+    bool have_cert = exists(files.cert_path), have_key = exists(files.key_path);
     if (!have_cert && !have_key) {
-        create_ca_files(ca.files_);
-        ca.created_ = true;
+        create_ca_files(files);
+        ca.created = true;
     } else if (have_cert != have_key) {
-        throw UsageError("CA in " + ca.files_.dir + " is incomplete: " +
-                         (have_cert ? ca.files_.key_path : ca.files_.cert_path) +
+        throw UsageError("CA in " + files.dir + " is incomplete: " +
+                         (have_cert ? files.key_path : files.cert_path) +
                          " is missing; restore it or remove the directory to create a new CA");
     }
 
     struct stat st {};
-    std::string key_pem = read_file(ca.files_.key_path, &st);
+    std::string key_pem = read_file(files.key_path, &st);
     if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
         char mode[8];
         std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        throw UsageError(ca.files_.key_path + ": CA key must be owned by uid " + std::to_string(::geteuid()) +
+        throw UsageError(files.key_path + ": CA key must be owned by uid " + std::to_string(::geteuid()) +
                          " with mode 0600 or 0400; found uid " + std::to_string(st.st_uid) + " mode " + mode);
     }
     BioPtr kbio(BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())));
-    ca.key_.reset(PEM_read_bio_PrivateKey(kbio.get(), nullptr, nullptr, nullptr));
+    ca.key.reset(PEM_read_bio_PrivateKey(kbio.get(), nullptr, nullptr, nullptr));
     OPENSSL_cleanse(key_pem.data(), key_pem.size());
-    if (!ca.key_) throw UsageError(ca.files_.key_path + ": not a PEM private key (" + openssl_errors() + ")");
+    if (!ca.key) throw UsageError(files.key_path + ": not a PEM private key (" + openssl_errors() + ")");
 
-    ca.pem_ = read_file(ca.files_.cert_path, nullptr);
-    BioPtr cbio(BIO_new_mem_buf(ca.pem_.data(), static_cast<int>(ca.pem_.size())));
-    ca.cert_.reset(PEM_read_bio_X509(cbio.get(), nullptr, nullptr, nullptr));
-    if (!ca.cert_) throw UsageError(ca.files_.cert_path + ": not a PEM certificate (" + openssl_errors() + ")");
-    if (X509_check_private_key(ca.cert_.get(), ca.key_.get()) != 1) {
+    ca.pem = read_file(files.cert_path, nullptr);
+    BioPtr cbio(BIO_new_mem_buf(ca.pem.data(), static_cast<int>(ca.pem.size())));
+    ca.cert.reset(PEM_read_bio_X509(cbio.get(), nullptr, nullptr, nullptr));
+    if (!ca.cert) throw UsageError(files.cert_path + ": not a PEM certificate (" + openssl_errors() + ")");
+    if (X509_check_private_key(ca.cert.get(), ca.key.get()) != 1) {
         ERR_clear_error();
-        throw UsageError(ca.files_.cert_path + " does not match " + ca.files_.key_path);
+        throw UsageError(files.cert_path + " does not match " + files.key_path);
     }
-    if (asn1_time_point(X509_get0_notAfter(ca.cert_.get())) <= std::chrono::system_clock::now())
-        throw UsageError(ca.files_.cert_path + ": CA certificate has expired; remove " + ca.files_.dir +
+    if (asn1_time_point(X509_get0_notAfter(ca.cert.get())) <= std::chrono::system_clock::now())
+        throw UsageError(files.cert_path + ": CA certificate has expired; remove " + files.dir +
                          " to create a new one (sandbox images must then trust the new certificate)");
     return ca;
 }
@@ -242,6 +262,7 @@ std::shared_ptr<const LeafCertificate> CertificateAuthority::mint_leaf(const std
         host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-:") != std::string::npos)
         throw UsageError("cannot mint a certificate for host \"" + host +
                          "\": expected a normalised lowercase name or address literal");
+    const Material& ca = material();
     auto leaf = std::make_shared<LeafCertificate>();
     leaf->host = host;
     leaf->key = generate_p256_key();
@@ -252,10 +273,10 @@ std::shared_ptr<const LeafCertificate> CertificateAuthority::mint_leaf(const std
     set_random_serial(x);
     X509NamePtr name = subject_with_cn(host);
     X509_set_subject_name(x, name.get());
-    X509_set_issuer_name(x, X509_get_subject_name(cert_.get()));
+    X509_set_issuer_name(x, X509_get_subject_name(ca.cert.get()));
 
     auto now = std::chrono::system_clock::now();
-    auto ca_end = asn1_time_point(X509_get0_notAfter(cert_.get()));
+    auto ca_end = asn1_time_point(X509_get0_notAfter(ca.cert.get()));
     auto end = std::min(now + kLeafLifetime, ca_end);
     X509_gmtime_adj(X509_getm_notBefore(x), -3600);
     ASN1_TIME_set(X509_getm_notAfter(x), std::chrono::system_clock::to_time_t(end));
@@ -265,13 +286,13 @@ std::shared_ptr<const LeafCertificate> CertificateAuthority::mint_leaf(const std
     unsigned char addr[16];
     bool is_ip = ::inet_pton(AF_INET, host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
     std::string san = (is_ip ? "IP:" : "DNS:") + host;
-    add_extension(x, cert_.get(), NID_basic_constraints, "critical,CA:FALSE");
-    add_extension(x, cert_.get(), NID_key_usage, "critical,digitalSignature");
-    add_extension(x, cert_.get(), NID_ext_key_usage, "serverAuth");
-    add_extension(x, cert_.get(), NID_subject_alt_name, san.c_str());
-    add_extension(x, cert_.get(), NID_subject_key_identifier, "hash");
-    add_extension(x, cert_.get(), NID_authority_key_identifier, "keyid:always");
-    if (!X509_sign(x, key_.get(), EVP_sha256())) throw_openssl("X509_sign(leaf)");
+    add_extension(x, ca.cert.get(), NID_basic_constraints, "critical,CA:FALSE");
+    add_extension(x, ca.cert.get(), NID_key_usage, "critical,digitalSignature");
+    add_extension(x, ca.cert.get(), NID_ext_key_usage, "serverAuth");
+    add_extension(x, ca.cert.get(), NID_subject_alt_name, san.c_str());
+    add_extension(x, ca.cert.get(), NID_subject_key_identifier, "hash");
+    add_extension(x, ca.cert.get(), NID_authority_key_identifier, "keyid:always");
+    if (!X509_sign(x, ca.key.get(), EVP_sha256())) throw_openssl("X509_sign(leaf)");
     return leaf;
 }
 

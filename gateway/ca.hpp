@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "gateway/openssl_ptr.hpp"
@@ -41,12 +42,17 @@ public:
     // group/other, only one of the two files, or a certificate that does not
     // match the key.
     static CertificateAuthority load_or_create(const std::string& state_dir);
+    // The same CA, loaded (or created) by the first call that needs it, with
+    // the same checks; that call throws what load_or_create would. For a
+    // gateway without inject grants, which never terminates TLS: a plain
+    // `corral run` then pays nothing for a CA it does not use.
+    static CertificateAuthority deferred(const std::string& state_dir);
 
-    const std::string& certificate_pem() const { return pem_; }
+    const std::string& certificate_pem() const { return material().pem; }
     const std::string& certificate_path() const { return files_.cert_path; }
-    X509* certificate() const { return cert_.get(); }
-    // True if load_or_create made a new CA (rather than loading one).
-    bool created() const { return created_; }
+    X509* certificate() const { return material().cert.get(); }
+    // True if loading made a new CA (rather than loading one).
+    bool created() const { return material().created; }
 
     // A fresh ECDSA P-256 leaf for `host` (DNS SAN, or IP SAN for an address
     // literal), signed by this CA: serverAuth only, not a CA, valid from one
@@ -58,12 +64,24 @@ public:
     static constexpr std::chrono::hours kCaLifetime{24 * 3650};
 
 private:
+    struct Material {
+        X509Ptr cert;
+        EvpPkeyPtr key;
+        std::string pem;
+        bool created = false;
+    };
+    // Shared so the CA stays movable; loaded at most once (a failed load is retried).
+    struct Loader {
+        std::once_flag once;
+        Material material;
+    };
     CertificateAuthority() = default;
+    static Material load_material(const std::string& state_dir, const CaFiles& files);
+    const Material& material() const;
+
+    std::string state_dir_;
     CaFiles files_;
-    X509Ptr cert_;
-    EvpPkeyPtr key_;
-    std::string pem_;
-    bool created_ = false;
+    std::shared_ptr<Loader> loader_;
 };
 
 }  // namespace corral::gateway

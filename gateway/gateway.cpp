@@ -99,10 +99,22 @@ std::uint64_t Gateway::Internals::admitted(const std::string& identity) const {
     return it == admitted_.end() ? 0 : it->second;
 }
 
+namespace {
+// Only inject grants terminate TLS with a minted leaf. With none, the CA is
+// loaded the first time someone asks for it (a daemon's start, a sandbox's
+// trust store) instead of on every `corral run`.
+bool needs_ca_at_start(const config::GatewayConfig& cfg) {
+    for (const auto& g : cfg.grants)
+        if (g.mode == config::GrantMode::inject) return true;
+    return false;
+}
+}  // namespace
+
 Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> secrets)
     : cfg_(std::move(cfg)),
       secrets_(std::move(secrets)),
-      ca_(CertificateAuthority::load_or_create(cfg_.gateway.state_dir)),
+      ca_(needs_ca_at_start(cfg_) ? CertificateAuthority::load_or_create(cfg_.gateway.state_dir)
+                                  : CertificateAuthority::deferred(cfg_.gateway.state_dir)),
       ledger_(cfg_.gateway.ledger) {
     for (const auto& [name, secret] : secrets_) ledger_.register_secret(secret);
     internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);

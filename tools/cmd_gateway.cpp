@@ -247,6 +247,9 @@ int cmd_gateway(int argc, char** argv) {
         throw UsageError(config_path + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
 
     gateway::Gateway gw(cfg, std::move(secrets));
+    // Sandboxes started with --gateway unix:PATH read <state_dir>/ca/ca.crt:
+    // the daemon creates (or checks) its CA at start even without inject grants.
+    (void)gw.ca_certificate_pem();
     EventLoops loops(threads);
     asio::io_context& ioc = loops.first();
 
