@@ -436,7 +436,7 @@ std::vector<std::pair<std::string, std::string>> proxy_environment(const std::st
     const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
     // Every loopback spelling stays local: the box's own services never go via the gateway.
     const std::string no_proxy = "localhost,localhost.,127.0.0.1,::1,[::1]";
-    return {
+    std::vector<std::pair<std::string, std::string>> env = {
         {"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"ALL_PROXY", proxy}, {"NO_PROXY", no_proxy},
         {"http_proxy", proxy}, {"https_proxy", proxy}, {"all_proxy", proxy}, {"no_proxy", no_proxy},
         {"npm_config_proxy", proxy}, {"npm_config_https_proxy", proxy},
@@ -444,11 +444,12 @@ std::vector<std::pair<std::string, std::string>> proxy_environment(const std::st
         {"GIT_CONFIG_COUNT", "1"}, {"GIT_CONFIG_KEY_0", "http.proxy"}, {"GIT_CONFIG_VALUE_0", proxy},
         // Node >= 24 (and 22.21+) honour HTTP(S)_PROXY in fetch/http only with this set.
         {"NODE_USE_ENV_PROXY", "1"},
-        {"NODE_EXTRA_CA_CERTS", ca_path_in_box}, {"SSL_CERT_FILE", ca_path_in_box},
-        {"REQUESTS_CA_BUNDLE", ca_path_in_box}, {"CURL_CA_BUNDLE", ca_path_in_box},
-        {"GIT_SSL_CAINFO", ca_path_in_box}, {"CODEX_CA_CERTIFICATE", ca_path_in_box},
-        {"PIP_CERT", ca_path_in_box},
     };
+    if (ca_path_in_box.empty()) return env;  // nothing is intercepted: the box keeps its own trust store
+    for (const char* name : {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                             "GIT_SSL_CAINFO", "CODEX_CA_CERTIFICATE", "PIP_CERT"})
+        env.emplace_back(name, ca_path_in_box);
+    return env;
 }
 
 }  // namespace corral::supervisor

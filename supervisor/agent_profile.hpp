@@ -136,7 +136,9 @@ void write_agent_home(const AgentProfile& profile, const std::string& run_dir,
                       std::optional<std::pair<uid_t, gid_t>> owner);
 
 // The box's proxy environment: every tool sends through the bridge on
-// 127.0.0.1:PORT and trusts corral's CA at `ca_path_in_box`.
+// 127.0.0.1:PORT and trusts corral's CA at `ca_path_in_box`. An empty
+// `ca_path_in_box` (no grant of the run intercepts TLS) leaves out the CA
+// variables: the box then keeps its image's own trust store.
 std::vector<std::pair<std::string, std::string>> proxy_environment(const std::string& ca_path_in_box,
                                                                   unsigned port = 3128);
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -39,8 +40,9 @@ constexpr const char* kEgressHelp = R"(
 network and agents (docs/architecture.md "The bridge"):
   Every run's only way out is a proxy on 127.0.0.1:3128 and [::1]:3128 inside
   the box (HTTP(S)_PROXY and friends are set), served by corral's gateway with
-  the run's identity WORKER/RUN-ID. The box trusts corral's CA. Without
-  --config there are no grants: every request is refused with 403 and logged.
+  the run's identity WORKER/RUN-ID. When a grant injects credentials (or with
+  --gateway) the box trusts corral's CA; otherwise its own trust store is kept.
+  Without --config there are no grants: every request is refused with 403 and logged.
   --config DIR           organisation directory (org.toml, workers/NAME/worker.toml)
   --worker NAME          the worker whose grants, credentials, limits and agent apply
   --prompt TEXT          run the worker's agent CLI on TEXT (instead of CMD)
@@ -239,10 +241,15 @@ void RunEgress::prepare(SandboxSpec& spec) {
         for (auto it = gw.credentials.begin(); it != gw.credentials.end();)
             it = used.count(it->first) ? std::next(it) : gw.credentials.erase(it);
         auto secrets = config::load_credential_secrets(gw);
+        // Only an inject grant makes the gateway speak TLS to the box with
+        // corral's CA; without one the box's trust store stays the image's and
+        // the CA is not even loaded (a plain `corral run` has no grants).
+        intercepts_ = std::any_of(gw.grants.begin(), gw.grants.end(),
+                                  [](const config::Grant& g) { return g.mode == config::GrantMode::inject; });
         gateway_ = std::make_unique<gateway::Gateway>(std::move(gw), std::move(secrets));
         if (!gateway_->ledger().healthy())
             throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
-        ca_pem_ = gateway_->ca_certificate_pem();
+        if (intercepts_) ca_pem_ = gateway_->ca_certificate_pem();
     }
 
     if (eg_.agent()) prepare_agent(spec);
@@ -250,6 +257,12 @@ void RunEgress::prepare(SandboxSpec& spec) {
 }
 
 void RunEgress::prepare_trust(SandboxSpec& spec) {
+    if (!intercepts_) {
+        auto env = proxy_environment("", shim::bridge_port);
+        env.insert(env.end(), spec.env.begin(), spec.env.end());
+        spec.env = std::move(env);
+        return;
+    }
     // Image mode: the image's own roots (the overlay hides the original file);
     // host mode: the host's bundle. Either way the image/host is untouched.
     std::string bundle;

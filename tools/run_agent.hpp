@@ -105,6 +105,7 @@ private:
     std::optional<supervisor::AgentProfile> profile_;
     std::string daemon_socket_;
     std::string ca_pem_;
+    bool intercepts_ = true;  // a daemon's grants are unknown here: assume it intercepts
     std::string cli_version_;
     std::unique_ptr<gateway::Gateway> gateway_;
     std::unique_ptr<boost::asio::io_context> ioc_;

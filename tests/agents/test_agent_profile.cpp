@@ -388,6 +388,16 @@ TEST_CASE("the box's environment: proxy on loopback, every loopback spelling exe
         CHECK(m[k] == "/etc/ssl/corral-ca.crt");
 }
 
+TEST_CASE("without an intercepting grant the proxy environment names no CA") {
+    auto env = supervisor::proxy_environment("");
+    std::map<std::string, std::string> m(env.begin(), env.end());
+    CHECK(m["HTTPS_PROXY"] == "http://127.0.0.1:3128");
+    CHECK(m["NODE_USE_ENV_PROXY"] == "1");
+    for (const char* k : {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                          "GIT_SSL_CAINFO", "CODEX_CA_CERTIFICATE", "PIP_CERT"})
+        CHECK_MESSAGE(m.count(k) == 0, k);
+}
+
 TEST_CASE("a worker's [env] cannot override anything corral sets in the box") {
     auto env = supervisor::proxy_environment("/ca.crt");
     for (const auto& c : kCases) {
