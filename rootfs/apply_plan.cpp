@@ -183,8 +183,12 @@ Result do_mount(const MountOp& op, int root_fd) {
         if (errno == ENOENT && op.optional) return std::nullopt;
         return fail(FailedCall::open);
     }
-    FdPath at(target.fd);
-    if (mount(op.source.c_str(), at.text, op.fstype.c_str(), op.flags, op.data.empty() ? nullptr : op.data.c_str()) != 0)
+    // A new file system always goes on a directory: mount on "." after
+    // fchdir to it, not on /proc/self/fd/N, because the box's /proc is itself
+    // mounted this way (by the invocation, when no /proc exists yet).
+    // apply_mount_plan moves the cwd back to the root afterwards.
+    if (fchdir(target.fd) != 0) return fail(FailedCall::chdir);
+    if (mount(op.source.c_str(), ".", op.fstype.c_str(), op.flags, op.data.empty() ? nullptr : op.data.c_str()) != 0)
         return fail(FailedCall::mount);
     return std::nullopt;
 }
@@ -251,6 +255,9 @@ std::optional<MountFailure> apply_mount_plan(const MountPlan& plan) noexcept {
         }
         if (auto r = apply_op(op, root_fd)) failure = MountFailure{i, r->err, r->call};
     }
+    // do_mount changed the cwd into a directory that is now covered by a mount.
+    if (root_fd >= 0 && fchdir(root_fd) != 0 && !failure)
+        failure = MountFailure{plan.ops.size(), errno, FailedCall::chdir};
     if (root_fd >= 0) close(root_fd);
     umask(old_umask);
     return failure;

@@ -46,6 +46,17 @@ Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
     }
     int one = 1;
     ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    // The listeners are opened while the init is still setting up the box,
+    // possibly before it brings `lo` up (loopback addresses appear only
+    // then): FREEBIND lets the bind name the address before it exists.
+    bool freebind_ok = family == AF_INET
+                           ? ::setsockopt(s.get(), IPPROTO_IP, IP_FREEBIND, &one, sizeof one) == 0
+                           : ::setsockopt(s.get(), IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof one) == 0;
+    if (!freebind_ok) {
+        call = family == AF_INET ? "setsockopt IP_FREEBIND" : "setsockopt IPV6_FREEBIND";
+        err = errno;
+        return {};
+    }
     int rc;
     if (family == AF_INET) {
         sockaddr_in a{};

@@ -31,7 +31,9 @@ int clear_capabilities() noexcept {
     int rc = cap_set_proc(empty) == 0 ? 0 : -errno;
     cap_free(empty);
     if (rc != 0) return rc;
-    if (cap_reset_ambient() != 0) return -errno;
+    // One prctl; libcap's cap_reset_ambient() first probes every capability
+    // with PR_CAP_AMBIENT_IS_SET (41 calls on the command's critical path).
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return -errno;
     return 0;
 }
 

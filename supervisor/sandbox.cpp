@@ -19,6 +19,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <exception>
+#include <set>
 #include <cstdlib>
 #include <thread>
 #include <tuple>
@@ -27,6 +29,7 @@
 #include "base/sys_error.hpp"
 #include "supervisor/run_options.hpp"
 #include "supervisor/sandbox_init.hpp"
+#include "supervisor/stale_cleanup.hpp"
 #include "supervisor/sweep.hpp"
 
 #ifndef P_PIDFD
@@ -136,14 +139,26 @@ bool read_message(int fd, InitMessage& msg) {
     return true;
 }
 
-// The plan's /proc ops, re-rooted at "/": applied after pivot_root by the
-// invocation's PID 1 so /proc matches the invocation's PID namespace.
-rootfs::MountPlan invocation_proc_plan(const rootfs::MountPlan& plan) {
+// Moves the plan's /proc mounts (the proc mount and its masks) out of the
+// init's plan into their own, re-rooted at "/": the invocation's PID 1 applies
+// them after pivot_root, so the box's only /proc is the one of the nested PID
+// namespace (a /proc mounted by the init would show other PIDs than getpid()
+// returns in there, and would cost its mounts twice). The /proc directory
+// itself stays in the init's plan: the root may be read-only by then.
+rootfs::MountPlan take_invocation_proc_plan(rootfs::MountPlan& plan) {
     rootfs::MountPlan p;
     p.new_root = "/";
     p.scratch_dir = plan.scratch_dir;
-    for (const auto& op : plan.ops)
-        if (op.in_root && (op.target == "/proc" || op.target.starts_with("/proc/"))) p.ops.push_back(op);
+    auto is_proc_mount = [](const rootfs::MountOp& op) {
+        bool under_proc = op.target == "/proc" || op.target.starts_with("/proc/");
+        bool mounts = op.kind == rootfs::MountKind::Mount || op.kind == rootfs::MountKind::Bind ||
+                      op.kind == rootfs::MountKind::Remount;
+        return op.in_root && under_proc && mounts;
+    };
+    std::vector<rootfs::MountOp> kept;
+    kept.reserve(plan.ops.size());
+    for (auto& op : plan.ops) (is_proc_mount(op) ? p.ops : kept).push_back(std::move(op));
+    plan.ops = std::move(kept);
     return p;
 }
 
@@ -248,6 +263,7 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::set_parent_death_signal: return "set_parent_death_signal";
         case SetupStep::wait_for_supervisor: return "wait_for_supervisor";
         case SetupStep::join_run_cgroup: return "join_run_cgroup";
+        case SetupStep::verify_uid_unused: return "verify_uid_unused";
         case SetupStep::join_cgroup_namespace: return "join_cgroup_namespace";
         case SetupStep::make_mounts_private: return "make_mounts_private";
         case SetupStep::apply_mount_plan: return "apply_mount_plan";
@@ -331,9 +347,29 @@ Sandbox::~Sandbox() {
     }
 }
 
-Sandbox launch_sandbox(SandboxSpec spec) {
-    if (spec.argv.empty()) throw UsageError("missing command");
-    check_hostname(spec.hostname);
+namespace {
+
+// The leased UID turned out to own processes that are not this run's: the
+// sandbox was torn down (its command never ran) and another UID is tried.
+class UidInUse : public SandboxSetupError {
+public:
+    UidInUse(uid_t uid, const std::string& message)
+        : SandboxSetupError(SetupStep::verify_uid_unused, EBUSY, message), uid_(uid) {}
+    uid_t uid() const { return uid_; }
+
+private:
+    uid_t uid_;
+};
+
+}  // namespace
+
+struct SandboxLauncher {
+    static Sandbox launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
+                               const WhileInitBuilds& while_init_builds);
+};
+
+Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
+                                     const WhileInitBuilds& while_init_builds) {
 
     // Phase timings at debug level (CORRAL_LOG=debug): startup cost is a feature.
     auto t = std::chrono::steady_clock::now();
@@ -344,7 +380,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
                    std::to_string(std::chrono::duration<double, std::milli>(now - t).count()) + "ms");
         t = now;
     };
-    UidLease lease = acquire_uid(spec.uid_range, spec.lock_dir);
+    UidLease lease = acquire_uid(spec.uid_range, spec.lock_dir, skip_uids);
     lease.record_run_id(spec.run_id);
     lap("acquire_uid");
     RunCgroup cgroup = RunCgroup::create(spec.run_id, spec.limits);
@@ -355,7 +391,7 @@ Sandbox launch_sandbox(SandboxSpec spec) {
     spec.rootfs.agent_gid = lease.gid();
     spec.rootfs.hostname = spec.hostname;
     rootfs::MountPlan plan = rootfs::plan_rootfs(spec.rootfs);
-    rootfs::MountPlan proc_plan = invocation_proc_plan(plan);
+    rootfs::MountPlan proc_plan = take_invocation_proc_plan(plan);
     lap("plan_rootfs");
     SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
     lap("compile_seccomp");
@@ -456,6 +492,34 @@ Sandbox launch_sandbox(SandboxSpec spec) {
             lap("join_run_cgroup");
         }
 
+        // While the init builds the rootfs (on the other CPU), the
+        // supervisor's own setup work, off the critical path:
+        // remove_stale_runs: what killed supervisors left. Before the UID
+        // check, so that survivors of a dead run that had this UID are
+        // killed rather than taken for foreign processes. Only with the
+        // host-wide lock dir: with a private one every other run would look
+        // stale (stale_cleanup.hpp).
+        if (box.spec_.lock_dir == kDefaultUidLockDir && box.spec_.scratch_root == kDefaultScratchRoot) {
+            for (const auto& line : remove_stale_runs(box.spec_.lock_dir, box.spec_.scratch_root))
+                log::info("stale cleanup: " + line);
+            lap("remove_stale_runs");
+        }
+        // verify_uid_unused: the UID must be this run's alone. Nothing of the
+        // box has run as it yet (the init and the invocation are root until
+        // the command's identity drop, after "start").
+        if (auto owners = processes_of_identity(box.lease_.uid(), box.lease_.gid()); !owners.empty()) {
+            std::string pids;
+            for (pid_t p : owners) pids += (pids.empty() ? "" : " ") + std::to_string(p);
+            throw UidInUse(box.lease_.uid(), "setup step verify_uid_unused failed: uid " +
+                                                 std::to_string(box.lease_.uid()) +
+                                                 " is used by processes outside corral (pids " + pids + ")");
+        }
+        lap("verify_uid_unused");
+        if (while_init_builds) {
+            while_init_builds(box);
+            lap("while_init_builds");
+        }
+
         InitMessage msg{};
         if (!read_message(box.report_.get(), msg))
             throw SandboxSetupError(SetupStep::wait_for_supervisor, EPIPE,
@@ -474,6 +538,27 @@ Sandbox launch_sandbox(SandboxSpec spec) {
         throw wrapped;
     }
     return box;
+}
+
+Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds) {
+    if (spec.argv.empty()) throw UsageError("missing command");
+    check_hostname(spec.hostname);
+    // A UID owned by a foreign process is skipped (as a leased one is), with
+    // a warning: an operator should take it out of the range.
+    std::set<uid_t> skip;
+    for (;;) {
+        try {
+            return SandboxLauncher::launch_once(spec, skip, while_init_builds);
+        } catch (const UidInUse& e) {
+            if (!e.teardown() || !e.teardown()->clean()) throw;
+            log::warn(std::string(e.what()) + "; skipping it (take it out of --uid-range)");
+            skip.insert(e.uid());
+            // The teardown's /proc scanner thread was joined, but the kernel
+            // lists an exited thread in /proc/self/task for a moment longer;
+            // the next clone3 requires a single thread.
+            for (int i = 0; i < 1000 && count_threads() != 1; ++i) std::this_thread::sleep_for(100us);
+        }
+    }
 }
 
 void start_command(Sandbox& box) {
@@ -619,28 +704,27 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
         }
     }
 
+    // Steps 3-7 are recorded in the documented order, but the host-wide /proc
+    // pass (3 and 6) runs on a helper thread while this one checks and removes
+    // the cgroups (4, 5) and the scratch directory (7): they do not depend on
+    // each other, and the pass is the longest of them.
     // 3. pid_namespace_gone: no process on the host is still in it. The same
-    // /proc pass also collects the processes of the run's UID/GID for step 6
-    // (one listing of /proc instead of two).
+    // /proc pass also collects the processes of the run's UID/GID for step 6.
     HostScan scan;
-    for (int i = 0; i < 50; ++i) {
-        scan = scan_host(box.pid_ns_inode_, box.lease_.uid(), box.lease_.gid());
-        if (scan.in_pid_namespace.empty()) break;
-        std::this_thread::sleep_for(10ms);
-    }
-    const std::vector<pid_t>& left = scan.in_pid_namespace;
-    auto pid_list = [](const std::vector<pid_t>& pids) {
-        std::string s;
-        for (pid_t p : pids) s += (s.empty() ? "" : " ") + std::to_string(p);
-        return s;
-    };
-    if (left.empty())
-        step("pid_namespace_gone", true, "no process left in pid namespace " + std::to_string(box.pid_ns_inode_));
-    else
-        step("pid_namespace_gone", false,
-             std::to_string(left.size()) + " processes still in the sandbox's PID namespace: " + pid_list(left));
+    std::exception_ptr scan_error;
+    std::thread scanner([&] {
+        try {
+            for (int i = 0; i < 50; ++i) {
+                scan = scan_host(box.pid_ns_inode_, box.lease_.uid(), box.lease_.gid());
+                if (scan.in_pid_namespace.empty()) break;
+                std::this_thread::sleep_for(10ms);
+            }
+        } catch (...) {
+            scan_error = std::current_exception();
+        }
+    });
 
-    // 4. cgroup_empty, 5. cgroup_removed.
+    // 4. cgroup_empty, 5. cgroup_removed (results recorded after step 3's).
     try {
         CgroupUsage usage = box.cgroup_.usage();
         if (usage_out != nullptr) *usage_out = usage;
@@ -649,33 +733,76 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     }
     bool empty = false;
     for (int i = 0; i < 20 && !(empty = box.cgroup_.empty()); ++i) std::this_thread::sleep_for(10ms);
-    // The scan above is final only if nothing of the run was still alive when
-    // it ran; otherwise the sweep below looks again.
-    bool rescan_identity = !left.empty() || !empty;
-    if (empty) {
-        step("cgroup_empty", true, "no process in the run's cgroups");
-    } else {
+    std::string cgroup_left;
+    if (!empty) {
         box.cgroup_.kill_all();
-        step("cgroup_empty", false,
-             std::string("processes were left in the run's cgroup after the PID namespace died; killed: ") +
-                 (box.cgroup_.empty() ? "now empty" : "STILL NOT EMPTY"));
+        cgroup_left = box.cgroup_.empty() ? "now empty" : "STILL NOT EMPTY";
     }
+    std::optional<std::string> cgroup_remove_error;
+    std::string cgroup_paths;
     try {
         box.cgroup_.remove();
-        std::string paths;
-        for (const auto& p : box.cgroup_.paths()) paths += (paths.empty() ? "" : " ") + p;
-        step("cgroup_removed", true, "removed " + paths);
+        for (const auto& p : box.cgroup_.paths()) cgroup_paths += (cgroup_paths.empty() ? "" : " ") + p;
     } catch (const std::exception& e) {
-        step("cgroup_removed", false, e.what());
+        cgroup_remove_error = e.what();
     }
+    // 7. remove_scratch (its mounts lived in the dead mount namespace).
+    std::optional<std::string> scratch_error;
+    try {
+        rootfs::remove_scratch(box.spec_.rootfs.scratch_dir);
+    } catch (const std::exception& e) {
+        scratch_error = e.what();
+    }
+    scanner.join();
+
+    const std::vector<pid_t>& left = scan.in_pid_namespace;
+    auto pid_list = [](const std::vector<pid_t>& pids) {
+        std::string s;
+        for (pid_t p : pids) s += (s.empty() ? "" : " ") + std::to_string(p);
+        return s;
+    };
+    if (scan_error) {
+        std::string what = "scanning /proc failed";
+        try {
+            std::rethrow_exception(scan_error);
+        } catch (const std::exception& e) {
+            what += std::string(": ") + e.what();
+        }
+        step("pid_namespace_gone", false, what);
+    } else if (left.empty()) {
+        step("pid_namespace_gone", true, "no process left in pid namespace " + std::to_string(box.pid_ns_inode_));
+    } else {
+        step("pid_namespace_gone", false,
+             std::to_string(left.size()) + " processes still in the sandbox's PID namespace: " + pid_list(left));
+    }
+    if (empty)
+        step("cgroup_empty", true, "no process in the run's cgroups");
+    else
+        step("cgroup_empty", false,
+             "processes were left in the run's cgroup after the PID namespace died; killed: " + cgroup_left);
+    if (cgroup_remove_error)
+        step("cgroup_removed", false, *cgroup_remove_error);
+    else
+        step("cgroup_removed", true, "removed " + cgroup_paths);
 
     // 6. uid_sweep: the run's UID is exclusive to it, so any process with it,
     // anywhere on the host, escaped. Taken from the step-3 pass when that pass
     // saw the PID namespace empty and the cgroups were empty: then no process
     // of the run was left to create another.
+    bool rescan_identity = scan_error || !left.empty() || !empty;
     std::vector<pid_t> escaped = rescan_identity ? processes_of_identity(box.lease_.uid(), box.lease_.gid())
                                                  : std::move(scan.of_identity);
-    if (escaped.empty()) {
+    if (!box.started_) {
+        // The command never started: nothing of this run ever had the UID
+        // (the init and the invocation stay root until the command's identity
+        // drop), so a process that has it is not ours to kill.
+        step("uid_sweep", true,
+             "the command never started" +
+                 (escaped.empty() ? std::string()
+                                  : "; " + std::to_string(escaped.size()) + " processes of uid " +
+                                        std::to_string(box.lease_.uid()) + " outside this run left alone: " +
+                                        pid_list(escaped)));
+    } else if (escaped.empty()) {
         step("uid_sweep", true, "no process of uid " + std::to_string(box.lease_.uid()) + " on the host");
     } else {
         for (pid_t p : escaped) kill(p, SIGKILL);
@@ -684,13 +811,10 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
                  " survived teardown (SIGKILLed now): " + pid_list(escaped));
     }
 
-    // 7. remove_scratch (its mounts lived in the dead mount namespace).
-    try {
-        rootfs::remove_scratch(box.spec_.rootfs.scratch_dir);
+    if (scratch_error)
+        step("remove_scratch", false, *scratch_error);
+    else
         step("remove_scratch", true, "removed " + box.spec_.rootfs.scratch_dir);
-    } catch (const std::exception& e) {
-        step("remove_scratch", false, e.what());
-    }
 
     // 8. release_uid_lease: last, so the UID is not reused while anything of it may remain.
     std::string lock = box.lease_.lock_path();

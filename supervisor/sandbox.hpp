@@ -128,7 +128,7 @@ public:
     Fd open_network_namespace() const;
 
 private:
-    friend Sandbox launch_sandbox(SandboxSpec spec);
+    friend struct SandboxLauncher;
     friend void start_command(Sandbox& box);
     friend SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks);
     friend TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out);
@@ -153,12 +153,21 @@ private:
     std::optional<int> init_exit_status_;
 };
 
+// Work the caller gives the supervisor while the init builds the rootfs
+// (after the clone, before "ready"): the box's namespaces exist, its `lo` may
+// still be down, nothing of the box runs yet. It runs on the other CPU than
+// the init's setup, so it costs the run's start nothing up to the init's time.
+// Throwing tears the sandbox down (a SandboxSetupError carries the report).
+using WhileInitBuilds = std::function<void(const Sandbox&)>;
+
 // Leases a UID (recording the run id), creates the run's cgroup, plans the
-// rootfs, clones the init and waits until it reports "ready" (the hook point).
-// Throws UsageError (bad input, exhausted UID range, missing controller),
-// SysError (a host-side call) or SandboxSetupError (a step in the child).
-// On failure everything already created is undone.
-Sandbox launch_sandbox(SandboxSpec spec);
+// rootfs, clones the init and, while the init builds the rootfs, removes stale
+// runs, verifies that no process owns the UID and runs `while_init_builds`;
+// then waits until the init reports "ready" (the hook point). Throws
+// UsageError (bad input, exhausted UID range, missing controller), SysError (a
+// host-side call) or SandboxSetupError (a step in the child). On failure
+// everything already created is undone.
+Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds = {});
 
 // Lets the init start the command (in a nested PID namespace).
 void start_command(Sandbox& box);

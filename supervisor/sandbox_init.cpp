@@ -150,18 +150,24 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
 // signals it has no handler for, even SIGTERM sent to itself); this reaper
 // adopts the command's orphans and, when the command exits, reports its status
 // and exits, and the kernel then kills whatever the command left behind.
+// It is spawned during setup, so that after "start" only the command's own
+// fork and exec remain on the critical path.
 [[noreturn]] void run_invocation(const InitContext& ctx) noexcept {
     // getpid() answers in this nested namespace; /proc must too, or every
-    // tool reading /proc/<own pid> (ps, runtimes) reads another process. A
-    // mount namespace of the invocation's own gets a fresh /proc with the same
-    // masks as the sandbox's (the plan's /proc ops, re-rooted at "/").
+    // tool reading /proc/<own pid> (ps, runtimes) reads another process. The
+    // init never mounted a /proc: this one, of the nested PID namespace, with
+    // the plan's masks re-rooted at "/", is the box's only /proc.
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
-    if (unshare(CLONE_NEWNS) != 0) fail(ctx, SetupStep::mount_invocation_proc, errno, "unshare(CLONE_NEWNS)");
     if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) {
         report_failure(ctx, SetupStep::mount_invocation_proc, f->err, rootfs::call_name(f->call),
                        static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
         _exit(125);
     }
+    InitMessage ready{};
+    ready.kind = InitMessageKind::ready;
+    send(ctx.report_fd, ready);
+    wait_for_byte(ctx);  // "start": the supervisor's hook ran
+
     pid_t cmd = fork();
     if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "fork");
     if (cmd == 0) run_command(ctx);
@@ -227,13 +233,9 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     if (null_fd < 0 || dup2(null_fd, 1) < 0 || dup2(null_fd, 2) < 0)
         fail(ctx, SetupStep::redirect_stdio, errno, "open(/dev/null)");
 
-    InitMessage ready{};
-    ready.kind = InitMessageKind::ready;
-    send(ctx.report_fd, ready);
-    wait_for_byte(ctx);  // "start": the supervisor's hook ran
-
     // The invocation gets its own PID namespace: when it exits, the kernel
-    // kills everything it left behind (daemons, setsid'd grandchildren).
+    // kills everything it left behind (daemons, setsid'd grandchildren). It
+    // mounts the box's /proc, reports "ready" and waits for "start" itself.
     clone_args args{};
     args.flags = CLONE_NEWPID;
     args.exit_signal = SIGCHLD;

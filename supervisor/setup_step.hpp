@@ -18,6 +18,7 @@ enum class SetupStep : std::uint32_t {
     set_parent_death_signal,
     wait_for_supervisor,
     join_run_cgroup,          // supervisor side: RunCgroup::add_process(init)
+    verify_uid_unused,        // supervisor side, while the init builds the rootfs
     join_cgroup_namespace,
     make_mounts_private,
     apply_mount_plan,

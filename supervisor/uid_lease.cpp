@@ -11,7 +11,6 @@
 #include <string>
 
 #include "base/sys_error.hpp"
-#include "supervisor/sweep.hpp"
 
 namespace corral::supervisor {
 namespace {
@@ -128,14 +127,18 @@ void UidLease::record_run_id(std::string_view run_id) {
     if (static_cast<std::size_t>(n) != line.size()) throw SysError("pwrite", path_ + " (short write)", EIO);
 }
 
-UidLease acquire_uid(const UidRange& range, const std::string& lock_dir) {
+UidLease acquire_uid(const UidRange& range, const std::string& lock_dir, const std::set<uid_t>& skip) {
     if (range.first == 0 || range.first > range.last)
         throw UsageError("invalid UID range " + std::to_string(range.first) + "-" + std::to_string(range.last) +
                          ": expected 0 < FIRST <= LAST");
     ensure_lock_dir(lock_dir);
-    unsigned long long leased = 0, in_passwd = 0, owning_processes = 0;
+    unsigned long long leased = 0, in_passwd = 0, skipped = 0;
     for (unsigned long long u = range.first; u <= range.last; ++u) {
         uid_t uid = static_cast<uid_t>(u);
+        if (skip.count(uid)) {
+            ++skipped;
+            continue;
+        }
         if (in_user_database(uid)) {
             ++in_passwd;
             continue;
@@ -146,24 +149,19 @@ UidLease acquire_uid(const UidRange& range, const std::string& lock_dir) {
             ++leased;
             continue;
         }
-        UidLease lease(uid, std::move(path), std::move(fd));
-        // Checked while holding the lock: no other corral can start using this UID now,
-        // so a process seen here is a survivor or a foreign user of the UID.
-        if (!processes_of_identity(uid, static_cast<gid_t>(uid)).empty()) {
-            ++owning_processes;
-            continue;  // lease destructor unlinks and unlocks
-        }
-        return lease;
+        // Whether a foreign process owns the UID is checked by launch_sandbox
+        // while the lock is held (verify_uid_unused), off the critical path.
+        return UidLease(uid, std::move(path), std::move(fd));
     }
     unsigned long long total = static_cast<unsigned long long>(range.last) - range.first + 1;
     std::string name = std::to_string(range.first) + "-" + std::to_string(range.last);
-    if (in_passwd == 0 && owning_processes == 0)
+    if (in_passwd == 0 && skipped == 0)
         throw UsageError("UID range " + name + " is exhausted: all " + std::to_string(total) +
                          " UIDs are leased by running sandboxes; widen --uid-range");
     throw UsageError("UID range " + name + " is exhausted: of " + std::to_string(total) + " UIDs, " +
                      std::to_string(leased) + " are leased by running sandboxes, " + std::to_string(in_passwd) +
-                     " exist in the user database and " + std::to_string(owning_processes) +
-                     " own processes; widen --uid-range");
+                     " exist in the user database and " + std::to_string(skipped) +
+                     " own processes outside corral; widen --uid-range");
 }
 
 std::string read_lock_run_id(const std::string& lock_path) {

@@ -22,6 +22,7 @@
 
 #include <sys/types.h>
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,19 +63,22 @@ public:
     void release() noexcept;
 
 private:
-    friend UidLease acquire_uid(const UidRange&, const std::string&);
+    friend UidLease acquire_uid(const UidRange&, const std::string&, const std::set<uid_t>&);
     UidLease(uid_t uid, std::string path, Fd fd) : uid_(uid), path_(std::move(path)), fd_(std::move(fd)) {}
     uid_t uid_ = 0;
     std::string path_;
     Fd fd_;
 };
 
-// Leases the first free UID of the range. Skips UIDs whose lock is held, that
-// exist in the user database (getpwuid) or own a process (any of real, effective,
-// saved, fs uid). Creates lock_dir (0700) if missing. Throws UsageError
+// Leases the first free UID of the range. Skips UIDs in `skip`, whose lock is
+// held, or that exist in the user database (getpwuid). That no process owns
+// the UID is verified by launch_sandbox (verify_uid_unused) while the lease is
+// held, which adds a UID found in use to `skip` and leases again. Creates
+// lock_dir (0700) if missing. Throws UsageError
 //   "UID range A-B is exhausted: all N UIDs are leased by running sandboxes; widen --uid-range"
 // (the message says when some UIDs were skipped because of passwd entries or processes).
-UidLease acquire_uid(const UidRange& range, const std::string& lock_dir = kDefaultUidLockDir);
+UidLease acquire_uid(const UidRange& range, const std::string& lock_dir = kDefaultUidLockDir,
+                     const std::set<uid_t>& skip = {});
 
 // Reads the run id recorded in a lock file ("" if none or unreadable).
 std::string read_lock_run_id(const std::string& lock_path);

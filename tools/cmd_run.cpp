@@ -26,7 +26,6 @@
 #include "supervisor/run_options.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
-#include "supervisor/stale_cleanup.hpp"
 #include "tools/commands.hpp"
 #include "tools/run_agent.hpp"
 
@@ -113,8 +112,7 @@ int cmd_run(int argc, char** argv) {
     sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
     Fd interrupts(signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
 
-    for (const auto& line : remove_stale_runs()) log::info("stale cleanup: " + line);
-    log::debug("timing: remove_stale_runs done after " + ms_since(t0));
+    auto t_prep = steady::now();
 
     RunRecord record;
     record.id = make_run_id();
@@ -180,9 +178,13 @@ int cmd_run(int argc, char** argv) {
     record.limits = spec.limits;
     record.timeout = spec.timeout;
 
+    log::debug("timing: run dir and egress.prepare " + ms_since(t_prep));
     std::optional<Sandbox> box;
     try {
-        box.emplace(launch_sandbox(std::move(spec)));
+        // The bridge listeners (in the box's netns) and the gateway threads
+        // start while the init builds the rootfs: the box cannot connect
+        // before its command runs, and that is after "ready".
+        box.emplace(launch_sandbox(std::move(spec), [&egress](const Sandbox& b) { egress.start(b); }));
     } catch (const SandboxSetupError& e) {
         // A step failed after the clone: launch tore the sandbox down (verified).
         say(e.what());
@@ -205,12 +207,12 @@ int cmd_run(int argc, char** argv) {
     log::debug("timing: sandbox ready (hook point) after " + ms_since(t0));
     auto t_cmd = steady::now();
 
-    // ── hook point: the sandbox exists, lo is up, the command has not started.
+    // ── hook point: the sandbox exists, lo is up, the bridge listens, the command has not started.
     SuperviseResult result;
     try {
-        egress.start(*box);  // bridge listeners in the box's netns, gateway threads
         start_command(*box);
         result = supervise(*box, OutputSinks{egress.stdout_sink(1), 2, interrupts.get()});
+        log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {
         say(e.what());
         status = kExitSetup;

@@ -3,7 +3,9 @@
 // reported as documented, output is streamed and logged, and run.json carries
 // every field of the contract.
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -123,6 +125,42 @@ TEST_CASE("an exhausted --uid-range is refused while two runs hold both UIDs") {
     auto again = corral_run({"/bin/true"}, third);
     CHECK(again.result.exit_code == 0);
     if (again.record) check_nothing_left(again);
+}
+
+TEST_CASE("a UID owned by a process outside corral is skipped with a warning, and that process is left alone") {
+    // A range of its own; a foreign process takes its first UID.
+    const uid_t first = 1900100392;
+    const std::string range = "1900100392-1900100393";
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t foreign = ::fork();
+    REQUIRE(foreign >= 0);
+    if (foreign == 0) {
+        ::close(fds[0]);
+        if (::setresgid(first, first, first) != 0 || ::setresuid(first, first, first) != 0) ::_exit(1);
+        if (::write(fds[1], "r", 1) != 1) ::_exit(1);
+        ::close(fds[1]);
+        for (;;) ::pause();
+    }
+    ::close(fds[1]);
+    char c = 0;
+    REQUIRE(::read(fds[0], &c, 1) == 1);
+    ::close(fds[0]);
+
+    CorralArgs args;
+    args.own_uid_range = false;
+    args.flags = {"--uid-range", range};
+    auto run = corral_run({"/bin/sh", "-c", "id -u"}, args);
+    INFO(transcript(run.result));
+    CHECK(run.result.exit_code == 0);
+    CHECK(run.result.out == std::to_string(first + 1) + "\n");
+    CHECK(run.result.err.find("uid " + std::to_string(first) + " is used by processes outside corral (pids " +
+                              std::to_string(foreign) + ")") != std::string::npos);
+    CHECK(process_alive(foreign));  // not the run's: never killed
+    if (run.record) check_nothing_left(run);
+
+    ::kill(foreign, SIGKILL);
+    ::waitpid(foreign, nullptr, 0);
 }
 
 TEST_CASE("corral run as a non-root user is refused with exit 125") {
