@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -363,6 +364,17 @@ private:
 
 }  // namespace
 
+namespace {
+// The user name NSS gives the UID (files, systemd, LDAP, ...), "" if none.
+std::string user_database_name(uid_t uid) {
+    struct passwd pw {};
+    struct passwd* result = nullptr;
+    char buf[4096];
+    if (::getpwuid_r(uid, &pw, buf, sizeof buf, &result) != 0 || result == nullptr) return {};
+    return pw.pw_name != nullptr && pw.pw_name[0] != '\0' ? pw.pw_name : "(unnamed)";
+}
+}  // namespace
+
 struct SandboxLauncher {
     static Sandbox launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
                                const WhileInitBuilds& while_init_builds);
@@ -507,6 +519,10 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
         // verify_uid_unused: the UID must be this run's alone. Nothing of the
         // box has run as it yet (the init and the invocation are root until
         // the command's identity drop, after "start").
+        if (std::string name = user_database_name(box.lease_.uid()); !name.empty())
+            throw UidInUse(box.lease_.uid(), "setup step verify_uid_unused failed: uid " +
+                                                 std::to_string(box.lease_.uid()) + " exists in the user database as " +
+                                                 name);
         if (auto owners = processes_of_identity(box.lease_.uid(), box.lease_.gid()); !owners.empty()) {
             std::string pids;
             for (pid_t p : owners) pids += (pids.empty() ? "" : " ") + std::to_string(p);

@@ -71,9 +71,10 @@ private:
 };
 
 // Leases the first free UID of the range. Skips UIDs in `skip`, whose lock is
-// held, or that exist in the user database (getpwuid). That no process owns
-// the UID is verified by launch_sandbox (verify_uid_unused) while the lease is
-// held, which adds a UID found in use to `skip` and leases again. Creates
+// held, or that are in /etc/passwd. That no other NSS source knows the UID
+// and that no process owns it is verified by launch_sandbox
+// (verify_uid_unused) while the lease is held, off the critical path; it adds
+// a UID found in use to `skip` and leases again. Creates
 // lock_dir (0700) if missing. Throws UsageError
 //   "UID range A-B is exhausted: all N UIDs are leased by running sandboxes; widen --uid-range"
 // (the message says when some UIDs were skipped because of passwd entries or processes).

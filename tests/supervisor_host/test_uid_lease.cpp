@@ -240,7 +240,7 @@ TEST_CASE("concurrent acquirers never hold one UID at the same time") {
     CHECK(std::filesystem::is_empty(tmp.dir));
 }
 
-TEST_CASE("UIDs in the user database are skipped and named in the exhausted message") {
+TEST_CASE("UIDs in /etc/passwd are skipped and named in the exhausted message") {
     TempLockDir tmp;
     // UID 0 is refused outright; UID 1 ("daemon") is present on Debian. Look it up
     // to keep the test honest on hosts without it.
@@ -254,7 +254,7 @@ TEST_CASE("UIDs in the user database are skipped and named in the exhausted mess
     } catch (const UsageError& e) {
         std::string msg = e.what();
         CHECK(msg.find("UID range 1-1 is exhausted") != std::string::npos);
-        CHECK(msg.find("1 exist in the user database") != std::string::npos);
+        CHECK(msg.find("1 are users in /etc/passwd") != std::string::npos);
         CHECK(msg.find("widen --uid-range") != std::string::npos);
     }
     CHECK(::access(tmp.lock(1).c_str(), F_OK) != 0);  // no lock file was made for it
