@@ -131,6 +131,13 @@ Result make_file(const MountOp& op, int root_fd) {
     return std::nullopt;
 }
 
+Result make_node(const MountOp& op, int root_fd) {
+    ParentAndName pn;
+    if (!open_parent(op, root_fd, pn)) return fail(FailedCall::open);
+    if (mknodat(pn.parent.fd, pn.name, S_IFCHR | op.mode, op.rdev) != 0) return fail(FailedCall::mknod);
+    return std::nullopt;
+}
+
 Result make_symlink(const MountOp& op, int root_fd) {
     ParentAndName pn;
     if (!open_parent(op, root_fd, pn)) return fail(FailedCall::open);
@@ -225,6 +232,7 @@ Result apply_op(const MountOp& op, int root_fd) {
     switch (op.kind) {
         case MountKind::MakeDir: return make_dir(op, root_fd);
         case MountKind::MakeFile: return make_file(op, root_fd);
+        case MountKind::MakeNode: return make_node(op, root_fd);
         case MountKind::Symlink: return make_symlink(op, root_fd);
         case MountKind::WriteFile: return write_file(op, root_fd);
         case MountKind::AppendFile: return append_file(op, root_fd);

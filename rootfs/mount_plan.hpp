@@ -63,6 +63,7 @@ struct RootfsSpec {
 enum class MountKind {
     MakeDir,     // mkdir target (mode); an existing directory is fine; chown if set_owner
     MakeFile,    // create an empty file at target if nothing is there (a mount point for a file bind)
+    MakeNode,    // mknod target as a character device (rdev, mode): the box's /dev nodes
     Symlink,     // symlink target -> source (the link text)
     WriteFile,   // create/truncate target with data as content (mode, owner)
     AppendFile,  // append data to an existing target (adds a newline first if the file lacks one)
@@ -79,7 +80,8 @@ struct MountOp {
     std::string fstype;      // Mount only
     unsigned long flags = 0; // Mount/Remount: MS_* flags. Bind: the flags its Remount will set (documentation)
     std::string data;        // Mount: option string; WriteFile/AppendFile: the content
-    mode_t mode = 0;         // MakeDir/MakeFile/WriteFile
+    mode_t mode = 0;         // MakeDir/MakeFile/MakeNode/WriteFile
+    dev_t rdev = 0;          // MakeNode: the device number
     bool set_owner = false;  // MakeDir/WriteFile: chown to uid:gid and chmod mode even if it existed
     uid_t uid = 0;
     gid_t gid = 0;

@@ -2,6 +2,7 @@
 // order and flags that apply_mount_plan relies on, and the exact messages
 // users get for bad --rootfs / --workspace values.
 #include <doctest/doctest.h>
+#include <sys/sysmacros.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -63,11 +65,8 @@ bool at_or_below(const std::string& path, const std::string& dir) {
     return dir == "/" || path == dir || (path.rfind(dir + "/", 0) == 0);
 }
 
-bool is_device_mount(const std::string& target) {
-    static const std::set<std::string> nodes = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-                                                "/dev/tty", "/dev/pts"};
-    return nodes.count(target) > 0;
-}
+// The mounts that hold device nodes: /dev's tmpfs (the mknod'ed nodes) and devpts.
+bool is_device_mount(const std::string& target) { return target == "/dev" || target == "/dev/pts"; }
 
 std::size_t index_of_root_mount(const MountPlan& plan) {
     for (std::size_t i = 0; i < plan.ops.size(); ++i)
@@ -119,6 +118,7 @@ void check_plan_invariants(const MountPlan& plan) {
         switch (op.kind) {
             case MountKind::MakeDir:
             case MountKind::MakeFile:
+            case MountKind::MakeNode:
             case MountKind::Symlink:
             case MountKind::WriteFile:
                 // 3. Parents before children.
@@ -148,7 +148,7 @@ void check_plan_invariants(const MountPlan& plan) {
             CHECK(next.flags == op.flags);
             CHECK(next.optional == op.optional);
         }
-        // 7. nosuid everywhere; nodev everywhere but device nodes and devpts (which get noexec).
+        // 7. nosuid everywhere; nodev everywhere but /dev and devpts (which get noexec).
         if (op.kind == MountKind::Mount || op.kind == MountKind::Remount || op.kind == MountKind::Bind) {
             CHECK((op.flags & MS_NOSUID));
             if (is_device_mount(op.target)) CHECK((op.flags & MS_NOEXEC));
@@ -165,8 +165,7 @@ void check_plan_invariants(const MountPlan& plan) {
             CHECK_FALSE((order[b] != order[a] && at_or_below(order[a], order[b])));
         }
     // 8. Read-write only where the box is meant to write.
-    static const std::set<std::string> writable = {"/workspace", "/tmp", "/dev/shm", "/dev/pts", "/dev/null", "/dev/zero",
-                                                   "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/proc"};
+    static const std::set<std::string> writable = {"/workspace", "/tmp", "/dev/shm", "/dev/pts", "/proc"};
     for (const auto& op : plan.ops) {
         if (!op.in_root || op.kind != MountKind::Remount) continue;
         INFO(describe(op));
@@ -291,13 +290,24 @@ TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
         const MountOp* dev = find_op(plan, MountKind::Mount, "/dev");
         REQUIRE(dev);
         CHECK(dev->fstype == "tmpfs");
-        CHECK((dev->flags & MS_NODEV));
-        for (const char* n : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}) {
+        CHECK_FALSE((dev->flags & MS_NODEV));  // it holds the nodes; read-only below
+        CHECK((dev->flags & MS_NOEXEC));
+        const MountOp* dev_ro = find_op(plan, MountKind::Remount, "/dev");
+        REQUIRE(dev_ro);
+        CHECK((dev_ro->flags & MS_RDONLY));
+        const std::map<std::string, dev_t> nodes = {{"/dev/null", makedev(1, 3)},    {"/dev/zero", makedev(1, 5)},
+                                                    {"/dev/full", makedev(1, 7)},    {"/dev/random", makedev(1, 8)},
+                                                    {"/dev/urandom", makedev(1, 9)}, {"/dev/tty", makedev(5, 0)}};
+        std::size_t node_ops = 0;
+        for (const auto& op : plan.ops) node_ops += op.kind == MountKind::MakeNode;
+        CHECK(node_ops == nodes.size());  // nothing but these six
+        for (const auto& [n, rdev] : nodes) {
             INFO(n);
-            const MountOp* b = find_op(plan, MountKind::Bind, n);
-            REQUIRE(b);
-            CHECK(b->source == n);
-            CHECK_FALSE((b->flags & MS_NODEV));
+            const MountOp* m = find_op(plan, MountKind::MakeNode, n);
+            REQUIRE(m);
+            CHECK(m->rdev == rdev);
+            CHECK(m->mode == 0666);
+            CHECK_FALSE(find_op(plan, MountKind::Bind, n));  // never a host bind
         }
         const MountOp* pts = find_op(plan, MountKind::Mount, "/dev/pts");
         REQUIRE(pts);
