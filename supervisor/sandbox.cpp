@@ -505,30 +505,52 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
         }
 
         // While the init builds the rootfs (on the other CPU), the
-        // supervisor's own setup work, off the critical path:
-        // remove_stale_runs: what killed supervisors left. Before the UID
-        // check, so that survivors of a dead run that had this UID are
-        // killed rather than taken for foreign processes. Only with the
+        // supervisor's own setup work, off the critical path. The UID's /proc
+        // pass runs on a helper thread beside the other two.
+        const uid_t uid = box.lease_.uid();
+        const gid_t gid = box.lease_.gid();
+        std::vector<pid_t> owners;
+        std::exception_ptr scan_error;
+        std::thread owner_scan([&] {
+            try {
+                owners = processes_of_identity(uid, gid);
+            } catch (...) {
+                scan_error = std::current_exception();
+            }
+        });
+        // remove_stale_runs: what killed supervisors left. Only with the
         // host-wide lock dir: with a private one every other run would look
         // stale (stale_cleanup.hpp).
-        if (box.spec_.lock_dir == kDefaultUidLockDir && box.spec_.scratch_root == kDefaultScratchRoot) {
-            for (const auto& line : remove_stale_runs(box.spec_.lock_dir, box.spec_.scratch_root))
-                log::info("stale cleanup: " + line);
-            lap("remove_stale_runs");
+        bool removed_stale = false;
+        try {
+            if (box.spec_.lock_dir == kDefaultUidLockDir && box.spec_.scratch_root == kDefaultScratchRoot) {
+                for (const auto& line : remove_stale_runs(box.spec_.lock_dir, box.spec_.scratch_root)) {
+                    log::info("stale cleanup: " + line);
+                    removed_stale = true;
+                }
+                lap("remove_stale_runs");
+            }
+        } catch (...) {
+            owner_scan.join();
+            throw;
         }
         // verify_uid_unused: the UID must be this run's alone. Nothing of the
         // box has run as it yet (the init and the invocation are root until
         // the command's identity drop, after "start").
-        if (std::string name = user_database_name(box.lease_.uid()); !name.empty())
-            throw UidInUse(box.lease_.uid(), "setup step verify_uid_unused failed: uid " +
-                                                 std::to_string(box.lease_.uid()) + " exists in the user database as " +
-                                                 name);
-        if (auto owners = processes_of_identity(box.lease_.uid(), box.lease_.gid()); !owners.empty()) {
+        std::string user = user_database_name(uid);
+        owner_scan.join();
+        if (scan_error) std::rethrow_exception(scan_error);
+        // Survivors of a dead run that had this UID were just killed by the
+        // stale cleanup, possibly after the pass saw them: look again.
+        if (!owners.empty() && removed_stale) owners = processes_of_identity(uid, gid);
+        if (!user.empty())
+            throw UidInUse(uid, "setup step verify_uid_unused failed: uid " + std::to_string(uid) +
+                                    " exists in the user database as " + user);
+        if (!owners.empty()) {
             std::string pids;
             for (pid_t p : owners) pids += (pids.empty() ? "" : " ") + std::to_string(p);
-            throw UidInUse(box.lease_.uid(), "setup step verify_uid_unused failed: uid " +
-                                                 std::to_string(box.lease_.uid()) +
-                                                 " is used by processes outside corral (pids " + pids + ")");
+            throw UidInUse(uid, "setup step verify_uid_unused failed: uid " + std::to_string(uid) +
+                                    " is used by processes outside corral (pids " + pids + ")");
         }
         lap("verify_uid_unused");
         if (while_init_builds) {

@@ -330,7 +330,10 @@ void RunEgress::start(const Sandbox& box) {
     if (profile_) chown_tree(run_dir_ + "/home", box.uid(), box.gid());
     Fd netns = box.open_network_namespace();
     shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get());
-    ioc_ = std::make_unique<boost::asio::io_context>(2);
+    // One event-loop thread: a run's box is one client, its exchanges are
+    // asynchronous, and every thread is a clone and a wakeup on each start
+    // and stop of a run (the daemon runs one loop per CPU instead).
+    ioc_ = std::make_unique<boost::asio::io_context>(1);
     shim::ConnectionHandler handler;
     if (gateway_) {
         gateway::Identity id{worker_, run_id_};
@@ -346,7 +349,7 @@ void RunEgress::start(const Sandbox& box) {
     bridge_->start();
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < 1; ++i)
         threads_.emplace_back([this, guard] {
             try {
                 ioc_->run();
