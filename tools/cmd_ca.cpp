@@ -24,6 +24,13 @@ void usage(std::FILE* out) {
                  "  --state-dir DIR   default /var/lib/corral (the gateway's state_dir)\n");
 }
 
+// A malformed command line: one line naming the problem, exit 2 (as every
+// corral subcommand), not the 125 of a failed action.
+int bad_usage(const std::string& problem) {
+    std::fprintf(stderr, "corral ca: %s (see corral ca --help)\n", problem.c_str());
+    return 2;
+}
+
 }  // namespace
 
 int cmd_ca(int argc, char** argv) {
@@ -31,10 +38,8 @@ int cmd_ca(int argc, char** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (std::string_view(argv[1]) != "init") {
-        usage(stderr);
-        throw UsageError("unknown ca action \"" + std::string(argv[1]) + "\"; expected: init");
-    }
+    if (std::string_view(argv[1]) != "init")
+        return bad_usage("unknown ca action \"" + std::string(argv[1]) + "\"; expected: init");
     std::string state_dir = "/var/lib/corral";
     for (int i = 2; i < argc; ++i) {
         std::string_view a = argv[i];
@@ -46,8 +51,7 @@ int cmd_ca(int argc, char** argv) {
             state_dir = argv[++i];
             continue;
         }
-        usage(stderr);
-        throw UsageError("unexpected argument \"" + std::string(a) + "\"");
+        return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --state-dir DIR");
     }
     auto ca = gateway::CertificateAuthority::load_or_create(state_dir);
     std::printf("%s\n", ca.certificate_path().c_str());

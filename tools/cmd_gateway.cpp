@@ -208,6 +208,15 @@ asio::awaitable<void> sync_ledger_periodically(gateway::Gateway& gw) {
 
 }  // namespace
 
+namespace {
+// A malformed command line: one line naming the problem, exit 2 (as every
+// corral subcommand), not the 125 of a gateway that failed to start.
+int bad_usage(const std::string& problem) {
+    std::fprintf(stderr, "corral gateway: %s (see corral gateway --help)\n", problem.c_str());
+    return 2;
+}
+}  // namespace
+
 int cmd_gateway(int argc, char** argv) {
     std::string config_path;
     unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
@@ -225,18 +234,14 @@ int cmd_gateway(int argc, char** argv) {
                 char* end = nullptr;
                 unsigned long n = std::strtoul(v.c_str(), &end, 10);
                 if (v.empty() || *end || n < 1 || n > 64)
-                    throw UsageError("--threads \"" + v + "\": expected a number from 1 to 64");
+                    return bad_usage("--threads \"" + v + "\": expected a number from 1 to 64");
                 threads = static_cast<unsigned>(n);
             }
             continue;
         }
-        usage(stderr);
-        throw UsageError("unexpected argument \"" + std::string(a) + "\"");
+        return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --config FILE [--threads N]");
     }
-    if (config_path.empty()) {
-        usage(stderr);
-        throw UsageError("--config FILE is required");
-    }
+    if (config_path.empty()) return bad_usage("--config FILE is required");
     auto cfg = config::load_gateway_config(config_path);
     auto secrets = config::load_credential_secrets(cfg);
     ::signal(SIGPIPE, SIG_IGN);

@@ -163,6 +163,34 @@ TEST_CASE("a UID owned by a process outside corral is skipped with a warning, an
     ::waitpid(foreign, nullptr, 0);
 }
 
+TEST_CASE("a malformed command line of any subcommand exits 2 with one line naming the problem") {
+    struct Case {
+        std::vector<std::string> args;
+        std::string names;
+    };
+    const std::vector<Case> cases = {
+        {{"ca", "--bogus"}, "\"--bogus\""},
+        {{"ca", "init", "--frob"}, "\"--frob\""},
+        {{"gateway", "--bogus"}, "\"--bogus\""},
+        {{"gateway"}, "--config FILE is required"},
+        {{"gateway", "--config", "x.toml", "--threads", "0"}, "--threads \"0\""},
+        {{"doctor", "--x"}, "\"--x\""},
+        {{"frobnicate"}, "\"frobnicate\""},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> argv{corral::test::corral_bin()};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        auto r = corral::test::run(argv);
+        INFO(transcript(r));
+        CHECK(r.exit_code == 2);
+        std::vector<std::string> err_lines;
+        for (const auto& l : lines(r.err))
+            if (!l.empty()) err_lines.push_back(l);
+        CHECK(err_lines.size() == 1);
+        CHECK(r.err.find(c.names) != std::string::npos);
+    }
+}
+
 TEST_CASE("corral run as a non-root user is refused with exit 125") {
     // A copy nobody can reach and execute, wherever the build dir lives.
     const std::string copy = fresh_dir("nonroot-bin", 0755) + "/corral";
