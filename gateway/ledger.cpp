@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +17,10 @@
 namespace corral::gateway {
 namespace {
 
-std::string rfc3339_ms(std::chrono::system_clock::time_point t) {
+// "2026-11-30T05:29:39.123Z". gmtime_r takes glibc's time zone lock, which
+// the event-loop threads would contend for on every line: each thread keeps
+// the text of the last second it formatted and only adds the milliseconds.
+void append_rfc3339_ms(std::string& out, std::chrono::system_clock::time_point t) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
     std::time_t secs = static_cast<std::time_t>(ms / 1000);
     long frac = static_cast<long>(ms % 1000);
@@ -22,12 +28,27 @@ std::string rfc3339_ms(std::chrono::system_clock::time_point t) {
         frac += 1000;
         --secs;
     }
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-    return buf;
+    thread_local std::time_t cached_secs = -1;
+    thread_local char cached[32];
+    thread_local int cached_len = 0;
+    if (secs != cached_secs || cached_len <= 0) {
+        std::tm tm{};
+        gmtime_r(&secs, &tm);
+        cached_len = std::snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        if (cached_len <= 0 || cached_len >= static_cast<int>(sizeof cached)) cached_len = 0;
+        cached_secs = secs;
+    }
+    out.append(cached, static_cast<std::size_t>(cached_len));
+    char tail[6] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                    static_cast<char>('0' + frac % 10), 'Z', 0};
+    out.append(tail, 5);
+}
+
+std::string rfc3339_ms(std::chrono::system_clock::time_point t) {
+    std::string s;
+    append_rfc3339_ms(s, t);
+    return s;
 }
 
 std::string redact(std::string s, const std::vector<std::string>& secrets) {
@@ -37,6 +58,71 @@ std::string redact(std::string s, const std::vector<std::string>& secrets) {
             s.replace(pos, secret.size(), "[redacted]");
     }
     return s;
+}
+
+bool contains_secret(std::string_view s, const std::vector<std::string>& secrets) {
+    for (const auto& secret : secrets)
+        if (!secret.empty() && s.find(secret) != std::string_view::npos) return true;
+    return false;
+}
+
+// Bytes JSON carries verbatim (no escape, no UTF-8 question): printable
+// ASCII except '"' and '\\'. Almost every ledger field is made of these.
+bool json_verbatim(std::string_view s) {
+    for (unsigned char ch : s)
+        if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\') return false;
+    return true;
+}
+
+void append_key(std::string& out, std::string_view key) {
+    out += out.size() == 0 ? "{\"" : ",\"";
+    out.append(key).append("\":");
+}
+
+void append_string_field(std::string& out, std::string_view key, std::string_view value) {
+    append_key(out, key);
+    out.append(1, '"').append(value).append(1, '"');
+}
+
+void append_number_field(std::string& out, std::string_view key, std::uint64_t value) {
+    append_key(out, key);
+    char digits[24];
+    auto r = std::to_chars(digits, digits + sizeof digits, value);
+    out.append(digits, r.ptr);
+}
+
+// The same line nlohmann's dump gives, built directly (no JSON tree, no
+// allocation per key) for entries whose string fields are all verbatim and
+// hold no secret; std::nullopt otherwise, and the caller takes the general path.
+std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<std::string>& secrets) {
+    const std::string_view strings[] = {e.identity, e.mode, e.method, e.host, e.path, e.reason, e.credential};
+    std::size_t size = 200;
+    for (auto s : strings) {
+        if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
+        size += s.size();
+    }
+    if (e.status < 0) return std::nullopt;
+    std::string line;
+    line.reserve(size);
+    append_key(line, "time");
+    line += '"';
+    append_rfc3339_ms(line, e.time);
+    line += '"';
+    append_string_field(line, "identity", e.identity);
+    append_string_field(line, "mode", e.mode);
+    append_string_field(line, "method", e.method);
+    append_string_field(line, "host", e.host);
+    append_number_field(line, "port", e.port);
+    append_string_field(line, "path", e.path);
+    append_string_field(line, "decision", e.decision == Decision::allow ? "allow" : "refuse");
+    append_string_field(line, "reason", e.reason);
+    append_number_field(line, "status", static_cast<std::uint64_t>(e.status));
+    append_number_field(line, "bytes_up", e.bytes_up);
+    append_number_field(line, "bytes_down", e.bytes_down);
+    append_number_field(line, "duration_ms", e.duration_ms);
+    append_string_field(line, "credential", e.credential);
+    line += "}";
+    return line;
 }
 
 }  // namespace
@@ -77,42 +163,45 @@ int status_for_reason(std::string_view code) {
 }
 
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets) {
-    // nlohmann::ordered_json keeps the documented key order, so lines diff and grep predictably.
-    nlohmann::ordered_json j;
-    j["time"] = rfc3339_ms(e.time);
-    j["identity"] = redact(e.identity, secrets);
-    j["mode"] = redact(e.mode, secrets);
-    j["method"] = redact(e.method, secrets);
-    j["host"] = redact(e.host, secrets);
-    j["port"] = e.port;
-    j["path"] = redact(e.path, secrets);
-    j["decision"] = e.decision == Decision::allow ? "allow" : "refuse";
-    j["reason"] = redact(e.reason, secrets);
-    j["status"] = e.status;
-    j["bytes_up"] = e.bytes_up;
-    j["bytes_down"] = e.bytes_down;
-    j["duration_ms"] = e.duration_ms;
-    j["credential"] = redact(e.credential, secrets);
-    std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::string line;
+    if (auto plain = format_plain(e, secrets)) {
+        line = std::move(*plain);
+    } else {
+        // nlohmann::ordered_json keeps the documented key order, so lines diff and grep predictably.
+        nlohmann::ordered_json j;
+        j["time"] = rfc3339_ms(e.time);
+        j["identity"] = redact(e.identity, secrets);
+        j["mode"] = redact(e.mode, secrets);
+        j["method"] = redact(e.method, secrets);
+        j["host"] = redact(e.host, secrets);
+        j["port"] = e.port;
+        j["path"] = redact(e.path, secrets);
+        j["decision"] = e.decision == Decision::allow ? "allow" : "refuse";
+        j["reason"] = redact(e.reason, secrets);
+        j["status"] = e.status;
+        j["bytes_up"] = e.bytes_up;
+        j["bytes_down"] = e.bytes_down;
+        j["duration_ms"] = e.duration_ms;
+        j["credential"] = redact(e.credential, secrets);
+        line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    }
     // Defence in depth: a secret split across fields or reintroduced by escaping cannot
     // be rebuilt from the line because each field was scrubbed; scrub the whole line too.
-    line = redact(std::move(line), secrets);
+    if (contains_secret(line, secrets)) line = redact(std::move(line), secrets);
     line += '\n';
     return line;
 }
 
-Ledger::Ledger(const std::string& path) : path_(path) {
+Ledger::Ledger(const std::string& path)
+    : path_(path), secrets_(std::make_shared<const std::vector<std::string>>()) {
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
-        failure_ = "open(" + path + "): " + errno_text(errno);
+        fail_locked("open(" + path + "): " + errno_text(errno));
     else
         fd_.reset(fd);
 }
 
-bool Ledger::healthy() const {
-    std::lock_guard lock(mutex_);
-    return failure_.empty();
-}
+Ledger::~Ledger() { flush(); }
 
 std::string Ledger::failure() const {
     std::lock_guard lock(mutex_);
@@ -122,35 +211,75 @@ std::string Ledger::failure() const {
 void Ledger::register_secret(const std::string& secret) {
     if (secret.empty()) return;
     std::lock_guard lock(mutex_);
-    secrets_.push_back(secret);
+    auto next = std::make_shared<std::vector<std::string>>(*secrets_.load());
+    next->push_back(secret);
+    secrets_.store(std::move(next));
 }
 
 void Ledger::fail_locked(std::string what) {
-    if (failure_.empty()) failure_ = std::move(what);
+    if (!failure_.empty()) return;
+    failure_ = std::move(what);
+    healthy_.store(false, std::memory_order_release);
+    pending_.clear();
 }
 
-void Ledger::append(const LedgerEntry& e) {
+std::string Ledger::format(const LedgerEntry& e) const {
+    auto secrets = secrets_.load();
+    return format_ledger_line(e, *secrets);
+}
+
+bool Ledger::append_batched(const LedgerEntry& e) {
+    // Formatting is most of the work: done before taking the lock, so the
+    // event-loop threads do not queue behind each other's JSON.
+    std::string line;
+    std::string format_error;
+    try {
+        line = format(e);
+    } catch (const std::exception& ex) {
+        format_error = std::string("format ledger line: ") + ex.what();
+    }
     std::lock_guard lock(mutex_);
     ++requests_[e.identity];
     if (e.decision == Decision::refuse) ++refusals_[e.identity];
-    if (!failure_.empty()) return;
-    std::string line;
-    try {
-        line = format_ledger_line(e, secrets_);
-    } catch (const std::exception& ex) {
-        fail_locked(std::string("format ledger line: ") + ex.what());
-        return;
+    if (!failure_.empty()) return false;
+    if (!format_error.empty()) {
+        fail_locked(std::move(format_error));
+        return false;
     }
+    bool first = pending_.empty();
+    pending_ += line;
+    return first;
+}
+
+void Ledger::append(const LedgerEntry& e) {
+    append_batched(e);
+    flush();
+}
+
+bool Ledger::flush() {
+    std::lock_guard lock(mutex_);
+    return flush_locked();
+}
+
+bool Ledger::flush_locked() {
+    if (pending_.empty() || !failure_.empty()) return false;
+    std::size_t lines = static_cast<std::size_t>(std::count(pending_.begin(), pending_.end(), '\n'));
     ssize_t n;
     do {
-        n = ::write(fd_.get(), line.data(), line.size());
+        n = ::write(fd_.get(), pending_.data(), pending_.size());
     } while (n < 0 && errno == EINTR);
-    if (n > 0) ++unsynced_;
-    if (n < 0)
+    if (n > 0) unsynced_ += lines;
+    if (n < 0) {
         fail_locked("write(" + path_ + "): " + errno_text(errno));
-    else if (static_cast<std::size_t>(n) != line.size())
+        return true;
+    }
+    if (static_cast<std::size_t>(n) != pending_.size()) {
         fail_locked("write(" + path_ + "): short write (" + std::to_string(n) + " of " +
-                    std::to_string(line.size()) + " bytes)");
+                    std::to_string(pending_.size()) + " bytes)");
+        return true;
+    }
+    pending_.clear();
+    return false;
 }
 
 void Ledger::sync() {
@@ -159,6 +288,7 @@ void Ledger::sync() {
     int fd;
     {
         std::lock_guard lock(mutex_);
+        flush_locked();
         fd = fd_.get();
         if (unsynced_ == 0) return;
         unsynced_ = 0;

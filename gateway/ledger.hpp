@@ -6,9 +6,11 @@
 // side checks healthy() before accepting each request (503 "ledger_unwritable").
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -77,18 +79,27 @@ struct LedgerEntry {
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});
 
 // Thread-safe appender. The file is opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC,
-// mode 0600. Each line goes out in one write(2) under a mutex, so lines never
-// interleave. fsync policy: no fsync per line (it would cap the gateway at the
-// disk's sync rate); sync() fdatasyncs and the daemon calls it periodically and
-// at shutdown — a process crash loses nothing already appended, a host crash
-// may lose the last lines in the page cache.
+// mode 0600. Lines are formatted outside the lock; under it they join a
+// pending batch that goes out in one write(2), so lines never interleave.
+// append() writes its line at once; the serving side uses append_batched()
+// and flushes from its event loop once the loop has run what was ready, so
+// lines produced together (several connections answered in one loop turn)
+// share one write(2). fsync policy: no fsync per line (it would cap the
+// gateway at the disk's sync rate); sync() flushes and fdatasyncs, and the
+// daemon calls it periodically and at shutdown — a process crash loses at
+// most the lines of the loop turn in progress, a host crash may lose the
+// last lines in the page cache.
 class Ledger {
 public:
     // Never throws for I/O: an unopenable path leaves the ledger unhealthy
     // with failure() = "open(PATH): <errno text>".
     explicit Ledger(const std::string& path);
+    ~Ledger();  // flushes what is pending
+    Ledger(const Ledger&) = delete;
+    Ledger& operator=(const Ledger&) = delete;
 
-    bool healthy() const;
+    // Lock-free: checked before every request.
+    bool healthy() const { return healthy_.load(std::memory_order_acquire); }
     std::string failure() const;   // "" while healthy; else the first failure, e.g. "write(PATH): No space left on device"
     const std::string& path() const { return path_; }
 
@@ -101,9 +112,19 @@ public:
     // for good. Never throws on I/O failure.
     void append(const LedgerEntry& e);
 
-    // fdatasync(2) without holding the append lock; a failure marks the ledger unhealthy.
-    // No-op when no line was appended since the last sync (a run without
-    // requests must not pay a journal commit for an empty file).
+    // Counts the entry and adds its line to the pending batch without writing.
+    // True when the batch was empty before: the caller must then make sure
+    // flush() runs soon (the gateway posts it to the connection's event loop).
+    bool append_batched(const LedgerEntry& e);
+
+    // Writes the pending batch in one write(2). True if this call is the one
+    // that made the ledger unhealthy (so the caller can log the failure once).
+    bool flush();
+
+    // Flushes, then fdatasync(2) without holding the append lock; a failure
+    // marks the ledger unhealthy. No fdatasync when nothing was written since
+    // the last sync (a run without requests must not pay a journal commit for
+    // an empty file).
     void sync();
 
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
@@ -111,15 +132,20 @@ public:
 
 private:
     void fail_locked(std::string what);
+    std::string format(const LedgerEntry& e) const;
+    bool flush_locked();
 
     std::string path_;
     mutable std::mutex mutex_;
     Fd fd_;
     std::string failure_;
+    std::atomic<bool> healthy_{true};
+    std::string pending_;          // formatted lines not yet written
     std::uint64_t unsynced_ = 0;   // lines written since the last sync()
-    std::vector<std::string> secrets_;
-    std::map<std::string, std::uint64_t> refusals_;
-    std::map<std::string, std::uint64_t> requests_;
+    // Read by format() without the lock: replaced (never changed in place) under it.
+    std::atomic<std::shared_ptr<const std::vector<std::string>>> secrets_;
+    std::map<std::string, std::uint64_t, std::less<>> refusals_;
+    std::map<std::string, std::uint64_t, std::less<>> requests_;
 };
 
 }  // namespace corral::gateway

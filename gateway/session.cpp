@@ -18,6 +18,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -32,6 +33,7 @@
 #include <span>
 
 #include "base/fd.hpp"
+#include "base/log.hpp"
 #include "gateway/headers.hpp"
 #include "gateway/http_framing.hpp"
 #include "gateway/internals.hpp"
@@ -230,9 +232,17 @@ awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view co
     if (!ec && unread) co_await drain_before_close(c);
 }
 
+// The line joins the ledger's pending batch; the first line of a batch posts
+// the flush to this connection's event loop, where it runs once the handlers
+// already queued there have run: lines of requests that finish together share
+// one write(2). Posted to the socket's executor (the loop itself, not the
+// connection's strand): the flush locks the ledger, any thread may run it.
 void record(Conn& c, LedgerEntry e) {
     e.identity = c.id_text;
-    c.gw.ledger.append(e);
+    if (!c.gw.ledger.append_batched(e)) return;
+    asio::post(c.client_socket().get_executor(), [&ledger = c.gw.ledger] {
+        if (ledger.flush()) log::error("ledger unwritable, refusing every new request: " + ledger.failure());
+    });
 }
 
 // ---------------------------------------------------------------------------

@@ -208,3 +208,67 @@ TEST_CASE("Ledger fails closed: a write error (full device) makes it unhealthy f
     l.append(sample());
     CHECK(l.failure() == "write(/dev/full): No space left on device");
 }
+
+TEST_CASE("the direct formatter and the JSON library write the same line") {
+    // format_ledger_line builds plain entries by hand; entries with bytes JSON
+    // must escape go through nlohmann. Both must give the documented line.
+    auto e = sample();
+    for (int status : {0, 200, 403, 599}) {
+        for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{7}, std::uint64_t{18446744073709551615ull}}) {
+            e.status = status;
+            e.bytes_up = n, e.bytes_down = n / 3, e.duration_ms = n / 7;
+            e.port = static_cast<std::uint16_t>(n);
+            e.decision = status >= 400 ? Decision::refuse : Decision::allow;
+            auto line = format_ledger_line(e);
+            nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);
+            CHECK(line == j.dump() + "\n");
+        }
+    }
+    e.mode = "", e.reason = "", e.credential = "", e.path = "";
+    auto line = format_ledger_line(e);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    // One byte that needs escaping anywhere takes the general path, same shape.
+    e.path = "/a\"b";
+    line = format_ledger_line(e);
+    CHECK(nlohmann::json::parse(line)["path"] == "/a\"b");
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+}
+
+TEST_CASE("batched appends: nothing written before flush, then one write for the batch; sync flushes") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    Ledger l(path);
+    CHECK(l.append_batched(sample()));        // starts a batch: the caller must flush
+    CHECK_FALSE(l.append_batched(sample()));  // joins it
+    CHECK(l.requests("worker-a/run-1") == 2);
+    CHECK(read_all(path).empty());
+    CHECK_FALSE(l.flush());
+    auto text = read_all(path);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 2);
+    CHECK(l.append_batched(sample()));  // the next line starts a new batch
+    l.sync();
+    text = read_all(path);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+    {
+        Ledger closing(path);
+        closing.append_batched(sample());
+    }  // the destructor flushes
+    text = read_all(path);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 4);
+}
+
+TEST_CASE("batched appends fail closed: the flush that fails says so once, later batches are refused") {
+    if (::access("/dev/full", W_OK) != 0) {
+        MESSAGE("skipped: /dev/full not writable here");
+        return;
+    }
+    Ledger l("/dev/full");
+    CHECK(l.append_batched(sample()));
+    CHECK(l.healthy());
+    CHECK(l.flush());  // this call made it fail
+    CHECK_FALSE(l.healthy());
+    CHECK(l.failure() == "write(/dev/full): No space left on device");
+    CHECK_FALSE(l.append_batched(sample()));  // nothing to flush any more
+    CHECK_FALSE(l.flush());
+    CHECK(l.requests("worker-a/run-1") == 2);  // still counted
+}
