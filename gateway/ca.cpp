@@ -201,7 +201,12 @@ CertificateAuthority CertificateAuthority::load_or_create(const std::string& sta
 }
 
 const CertificateAuthority::Material& CertificateAuthority::material() const {
-    std::call_once(loader_->once, [this] { loader_->material = load_material(state_dir_, files_); });
+    if (loader_->loaded.load(std::memory_order_acquire)) return loader_->material;
+    std::lock_guard<std::mutex> lock(loader_->mutex);
+    if (!loader_->loaded.load(std::memory_order_relaxed)) {
+        loader_->material = load_material(state_dir_, files_);
+        loader_->loaded.store(true, std::memory_order_release);
+    }
     return loader_->material;
 }
 

@@ -9,6 +9,7 @@
 // Both keys are ECDSA P-256: small, fast to sign with, accepted by every TLS client we serve.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -70,9 +71,12 @@ private:
         std::string pem;
         bool created = false;
     };
-    // Shared so the CA stays movable; loaded at most once (a failed load is retried).
+    // Shared so the CA stays movable; loaded at most once (a failed load is
+    // retried by the next caller). A mutex, not std::call_once: libstdc++'s
+    // call_once runs on pthread_once, which cannot propagate an exception.
     struct Loader {
-        std::once_flag once;
+        std::mutex mutex;
+        std::atomic<bool> loaded{false};
         Material material;
     };
     CertificateAuthority() = default;
