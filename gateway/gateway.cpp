@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -136,10 +137,29 @@ void Gateway::add_listening_endpoint(const asio::ip::tcp::endpoint& ep) { intern
 
 std::uint64_t Gateway::admitted(const std::string& identity) const { return internals_->admitted(identity); }
 
+namespace {
+
+// True when the socket's io_context was built with concurrency hint 1, the
+// promise (which Asio itself relies on) that one thread runs it, as each of
+// the daemon's per-thread loops is. Its handlers never run concurrently, so a
+// per-connection strand would only add a lock and a queue hop to every
+// completion.
+bool runs_on_one_thread(const asio::any_io_executor& ex) {
+    const auto* loop = ex.target<asio::io_context::executor_type>();
+    return loop != nullptr && asio::use_service<asio::detail::scheduler>(loop->context()).concurrency_hint() == 1;
+}
+
+}  // namespace
+
 asio::awaitable<void> Gateway::serve(asio::generic::stream_protocol::socket s, Identity id) {
     try {
-        auto strand = asio::make_strand(s.get_executor());
-        co_await asio::co_spawn(strand, serve_connection(*internals_, std::move(s), std::move(id)), asio::use_awaitable);
+        if (runs_on_one_thread(s.get_executor())) {
+            co_await serve_connection(*internals_, std::move(s), std::move(id));
+        } else {
+            auto strand = asio::make_strand(s.get_executor());
+            co_await asio::co_spawn(strand, serve_connection(*internals_, std::move(s), std::move(id)),
+                                    asio::use_awaitable);
+        }
     } catch (const std::exception& e) {
         log::debug(std::string("gateway connection ended: ") + e.what());
     }

@@ -4,7 +4,9 @@
 // credential secrets, the CA and its per-host TLS contexts, upstream trust
 // stores and the pool of idle upstream connections, the ledger and the
 // per-identity budgets. It is thread-safe: one io_context may run it on
-// several threads; each connection runs on its own strand.
+// several threads; each connection then runs on its own strand. On an
+// io_context built with concurrency hint 1 (run by one thread, as each of
+// the daemon's loops and `corral run`'s loop is) no strand is needed or made.
 //
 // serve() is the one entry point: whoever accepted the connection (the
 // daemon's TCP listener with its fixed identity, the Unix listener after the
@@ -48,7 +50,8 @@ public:
 
     // Serves one accepted connection until it closes. Never throws: every
     // failure ends as a status to the client (if still possible) and a ledger
-    // line. Runs the connection on a strand of the socket's executor.
+    // line. Runs the connection on a strand of the socket's executor, unless
+    // that executor's io_context was built with concurrency hint 1.
     boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::local::stream_protocol::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::generic::stream_protocol::socket s, Identity id);
