@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "supervisor/agent_profile.hpp"
+#include "tests/support/test_pki.hpp"
 
 namespace corral::test::agents {
 namespace {
@@ -26,22 +27,8 @@ namespace fs = std::filesystem;
 
 // The test CA and one leaf naming every real host the CLIs use.
 void make_certificates(const std::string& d) {
-    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
-    auto req = [&](std::vector<std::string> extra) {
-        std::vector<std::string> argv = {"openssl", "req"};
-        argv.insert(argv.end(), ec.begin(), ec.end());
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        run_checked(argv, d);
-    };
-    req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral agents e2e test CA",
-         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
-    req({"-new", "-keyout", "standin.key", "-out", "standin.csr", "-subj", "/CN=standin"});
-    write_file(d + "/standin.ext",
-               "subjectAltName=DNS:api.anthropic.com,DNS:chatgpt.com,DNS:api.openai.com\n"
-               "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-    run_checked({"openssl", "x509", "-req", "-in", "standin.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-          "-out", "standin.crt", "-days", "2", "-extfile", "standin.ext"},
-         d);
+    make_test_ca(d, "corral agents e2e test CA");
+    make_test_leaf(d, "standin", "DNS:api.anthropic.com,DNS:chatgpt.com,DNS:api.openai.com");
 }
 
 std::string toml_str(const std::string& s) { return "\"" + s + "\""; }

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.hpp"
+#include "tests/support/test_pki.hpp"
 
 namespace corral::test::bridge {
 
@@ -100,22 +101,8 @@ struct World {
 };
 
 void make_certificates(const std::string& d) {
-    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
-    auto req = [&](std::vector<std::string> extra) {
-        std::vector<std::string> argv = {"openssl", "req"};
-        argv.insert(argv.end(), ec.begin(), ec.end());
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        run_checked(argv, d);
-    };
-    req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral bridge test CA", "-addext",
-         "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
-    req({"-new", "-keyout", "good.key", "-out", "good.csr", "-subj", "/CN=api.anthropic.com"});
-    write_file(d + "/good.ext",
-               "subjectAltName=DNS:api.anthropic.com,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
-               "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-    run_checked({"openssl", "x509", "-req", "-in", "good.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out",
-          "good.crt", "-days", "2", "-extfile", "good.ext"},
-         d);
+    make_test_ca(d, "corral bridge test CA");
+    make_test_leaf(d, "good", "DNS:api.anthropic.com,IP:127.0.0.1");
     // upstream.js also serves broken certificates on side ports; these tests don't use them.
     for (const char* other : {"expired", "selfsigned", "wronghost"}) {
         fs::copy_file(d + "/good.crt", d + "/" + std::string(other) + ".crt");

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tests/support/test_pki.hpp"
+
 namespace corral::test::gw {
 namespace {
 
@@ -53,6 +55,10 @@ int free_port() {
 
 // The test CA and the upstream certificates.
 void make_certificates(const std::string& d) {
+    make_test_ca(d, "corral e2e test CA");
+    make_test_leaf(d, "good", "DNS:upstream.test,DNS:api.anthropic.test,DNS:oauth.test,DNS:tunnel.test,IP:127.0.0.1");
+    make_test_leaf(d, "wronghost", "DNS:other.test");
+    // The broken ones the helper does not make: self-signed, and expired.
     const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
     auto req = [&](std::vector<std::string> extra) {
         std::vector<std::string> argv = {"openssl", "req"};
@@ -60,19 +66,6 @@ void make_certificates(const std::string& d) {
         argv.insert(argv.end(), extra.begin(), extra.end());
         run_checked(argv, d);
     };
-    req({"-x509", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=corral e2e test CA", "-addext",
-         "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
-    auto leaf = [&](const std::string& name, const std::string& san) {
-        req({"-new", "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name});
-        write_file(d + "/" + name + ".ext", "subjectAltName=" + san +
-                                                "\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
-                                                "extendedKeyUsage=serverAuth\n");
-        run_checked({"openssl", "x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-              "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext"},
-             d);
-    };
-    leaf("good", "DNS:upstream.test,DNS:api.anthropic.test,DNS:oauth.test,DNS:tunnel.test,IP:127.0.0.1");
-    leaf("wronghost", "DNS:other.test");
     req({"-x509", "-keyout", "selfsigned.key", "-out", "selfsigned.crt", "-days", "2", "-subj", "/CN=selfsigned.test",
          "-addext", "subjectAltName=DNS:selfsigned.test"});
     // OpenSSL 3.0's `x509 -req` cannot backdate; `openssl ca` can set both dates.
