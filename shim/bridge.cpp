@@ -1,14 +1,18 @@
 #include "shim/bridge.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <thread>
 #include <utility>
@@ -218,6 +222,45 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
         co_await (pump(client, daemon) && pump(daemon, client));
     } catch (const std::exception& e) {
         log::warn(std::string("bridge: relay to the gateway daemon: ") + e.what());
+    }
+}
+
+std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
+                                                std::chrono::milliseconds timeout) {
+    auto fail = [&](const std::string& why) -> std::optional<DaemonCounts> {
+        log::warn("gateway daemon at " + socket_path + ": no counts for " + identity + ": " + why);
+        return std::nullopt;
+    };
+    Fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!s.valid()) return fail("socket: " + errno_text(errno));
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+    ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socket_path.size() >= sizeof addr.sun_path) return fail("socket path too long");
+    std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        return fail("connect: " + errno_text(errno));
+    std::string line = "CORRAL-COUNTS " + identity + "\n";
+    if (::send(s.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
+        return fail("send: " + errno_text(errno));
+    std::string answer;
+    char buf[256];
+    while (answer.find('\n') == std::string::npos && answer.size() < 4096) {
+        ssize_t n = ::recv(s.get(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail("recv: " + errno_text(errno));
+        if (n == 0) break;
+        answer.append(buf, static_cast<std::size_t>(n));
+    }
+    try {
+        auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
+        return DaemonCounts{j.at("requests").get<std::uint64_t>(), j.at("refusals").get<std::uint64_t>()};
+    } catch (const std::exception& e) {
+        return fail(std::string("unexpected answer: ") + e.what());
     }
 }
 

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,5 +88,17 @@ std::string identity_announcement(const std::string& identity);
 // reached closes the client's connection (the box sees a reset, nothing else).
 boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
                                              std::string identity);
+
+// What a `corral gateway` daemon counted for one identity.
+struct DaemonCounts {
+    std::uint64_t requests = 0;
+    std::uint64_t refusals = 0;
+};
+
+// "CORRAL-COUNTS worker/run\n" on the daemon's Unix socket; the daemon answers
+// one line {"requests":N,"refusals":M} and closes. Blocking, bounded by
+// `timeout`; nullopt (with a warning) if the daemon cannot be asked.
+std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
+                                                std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
 
 }  // namespace corral::shim

@@ -7,7 +7,10 @@
 //        CORRAL-IDENTITY <worker>/<run>\n
 //    (at most 256 bytes, within 5 s; worker and run made of [A-Za-z0-9._-]).
 //    The client's own bytes follow it; a connection without a valid line is
-//    closed without an answer.
+//    closed without an answer. Instead, a run's supervisor may send
+//        CORRAL-COUNTS <worker>/<run>\n
+//    and gets one line {"requests":N,"refusals":M} (that run's ledger
+//    entries so far) for its run.json, then the connection closes.
 //  - listen_tcp: loopback only, for tests and benchmarks; every connection gets
 //    the fixed tcp_identity.
 // Threads: --threads N event loops (default: the number of CPUs, at most 4),
@@ -36,6 +39,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <csignal>
@@ -46,6 +50,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
@@ -61,6 +67,14 @@ namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
+constexpr std::string_view kCountsRequest = "CORRAL-COUNTS ";
+
+// The first line of a Unix client: an identity announcement (a connection of
+// that run follows) or a request for that run's counts (answered, then closed).
+struct FirstLine {
+    bool counts = false;
+    gateway::Identity id;
+};
 
 // One io_context per thread; connections are spread over them round-robin.
 struct EventLoops {
@@ -121,8 +135,8 @@ asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, EventLoops& 
     }
 }
 
-// Reads the announcement line without consuming a byte of what follows it.
-asio::awaitable<std::optional<gateway::Identity>> read_announcement(asio::local::stream_protocol::socket& s) {
+// Reads the first line without consuming a byte of what follows it.
+asio::awaitable<std::optional<FirstLine>> read_announcement(asio::local::stream_protocol::socket& s) {
     char peek[256];
     for (int tries = 0; tries < 64; ++tries) {
         auto [ec, n] = co_await s.async_receive(asio::buffer(peek), asio::socket_base::message_peek, nothrow);
@@ -139,8 +153,20 @@ asio::awaitable<std::optional<gateway::Identity>> read_announcement(asio::local:
         std::string line(seen.substr(0, nl));
         auto [rec, rn] = co_await asio::async_read(s, asio::buffer(peek, nl + 1), nothrow);
         if (rec || rn != nl + 1) co_return std::nullopt;
-        if (line.compare(0, kAnnouncement.size(), kAnnouncement) != 0) co_return std::nullopt;
-        co_return gateway::parse_identity(std::string_view(line).substr(kAnnouncement.size()));
+        FirstLine first;
+        std::string_view rest;
+        if (line.compare(0, kAnnouncement.size(), kAnnouncement) == 0) {
+            rest = std::string_view(line).substr(kAnnouncement.size());
+        } else if (line.compare(0, kCountsRequest.size(), kCountsRequest) == 0) {
+            first.counts = true;
+            rest = std::string_view(line).substr(kCountsRequest.size());
+        } else {
+            co_return std::nullopt;
+        }
+        auto id = gateway::parse_identity(rest);
+        if (!id) co_return std::nullopt;
+        first.id = *id;
+        co_return first;
     }
     co_return std::nullopt;
 }
@@ -158,7 +184,18 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         log::warn("gateway: closed a Unix client without a valid \"CORRAL-IDENTITY worker/run\" line");
         co_return;
     }
-    co_await gw.serve(std::move(s), *std::get<0>(result));
+    const FirstLine& first = *std::get<0>(result);
+    if (first.counts) {
+        // The run's supervisor asks at its end, for run.json (root peers only, as above).
+        std::string who = first.id.str();
+        std::string answer = nlohmann::json{{"requests", gw.ledger().requests(who)},
+                                            {"refusals", gw.ledger().refusals(who)}}
+                                 .dump() +
+                             "\n";
+        co_await asio::async_write(s, asio::buffer(answer), nothrow);
+        co_return;
+    }
+    co_await gw.serve(std::move(s), first.id);
 }
 
 asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& acceptor, EventLoops& loops,

@@ -327,6 +327,7 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
 }
 
 void RunEgress::start(const Sandbox& box) {
+    started_ = true;
     if (profile_) chown_tree(run_dir_ + "/home", box.uid(), box.gid());
     Fd netns = box.open_network_namespace();
     shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get());
@@ -416,6 +417,9 @@ void RunEgress::stop() {
         gateway_->ledger().sync();
         requests_ = gateway_->ledger().requests(identity());
         refusals_ = gateway_->ledger().refusals(identity());
+    } else if (started_ && !daemon_socket_.empty()) {
+        if (auto counts = shim::query_daemon_counts(daemon_socket_, identity()))
+            daemon_counts_ = std::make_unique<shim::DaemonCounts>(*counts);
     }
 }
 
@@ -427,10 +431,11 @@ nlohmann::json RunEgress::record_fields() const {
         gw["requests"] = requests_;
         gw["refusals"] = refusals_;
     } else {
-        // The daemon keeps the counts; its ledger lines carry this identity.
+        // The daemon keeps the ledger (its lines carry this identity) and the
+        // counts, asked for at stop(); null if it could not be asked.
         gw["ledger"] = nullptr;
-        gw["requests"] = nullptr;
-        gw["refusals"] = nullptr;
+        gw["requests"] = daemon_counts_ ? json(daemon_counts_->requests) : json(nullptr);
+        gw["refusals"] = daemon_counts_ ? json(daemon_counts_->refusals) : json(nullptr);
     }
     json out{{"worker", worker_}, {"identity", identity()}, {"gateway", gw}};
     out["agent"] = profile_ ? json(std::string(config::to_string(profile_->kind))) : json(nullptr);

@@ -34,7 +34,10 @@
 namespace boost::asio { class io_context; }
 
 namespace corral::gateway { class Gateway; }
-namespace corral::shim { class Bridge; }
+namespace corral::shim {
+class Bridge;
+struct DaemonCounts;
+}
 
 namespace corral::cli {
 
@@ -114,6 +117,8 @@ private:
     Fd stdout_write_;
     std::thread stdout_tee_;
     std::uint64_t requests_ = 0, refusals_ = 0;
+    std::unique_ptr<shim::DaemonCounts> daemon_counts_;  // --gateway: asked of the daemon at stop()
+    bool started_ = false;
     bool stopped_ = false;
 };
 

@@ -389,6 +389,12 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     CHECK(stats["seen"].back()["headers"]["x-api-key"] == w.real_key);
     CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
     CHECK(b.record["gateway"]["mode"] == "unix:" + w.dir + "/gw.sock");
+    // The counts come from the daemon (CORRAL-COUNTS): as in the embedded case,
+    // the two injected requests and the refused ungranted host, at least.
+    INFO(b.record.dump());
+    REQUIRE(b.record["gateway"]["requests"].is_number());
+    CHECK(b.record["gateway"]["requests"].get<int>() >= 3);
+    CHECK(b.record["gateway"]["refusals"].get<int>() >= 1);
     // The daemon attributes the injected request to this run too.
     bool injected_line = false;
     for (const auto& l : ledger(w.dir + "/daemon-ledger.jsonl"))
