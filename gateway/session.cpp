@@ -635,6 +635,22 @@ std::string response_head(const http::response_parser<http::buffer_body>& rp, bo
     return head;
 }
 
+// Feeds the body bytes `buf` already holds to the parser (into the body piece
+// it points at) without I/O. Beast's async_read_some does the same but, when
+// it needs no I/O, posts its completion: one more trip through the event loop
+// (and an epoll_wait) for every response whose body came with its head.
+// Returns a parse error; "needs more bytes" and "piece full" are not errors.
+beast::error_code parse_buffered(http::response_parser<http::buffer_body>& rp, beast::flat_buffer& buf) {
+    beast::error_code ec;
+    while (buf.size() != 0 && !rp.is_done() && rp.get().body().size != 0) {
+        std::size_t used = rp.put(buf.data(), ec);
+        buf.consume(used);
+        if (ec == http::error::need_more || ec == http::error::need_buffer) return {};
+        if (ec || used == 0) break;
+    }
+    return ec;
+}
+
 template <class Client, class Up>
 awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, const std::string& head,
                              const std::string& body, bool head_request, bool websocket) {
@@ -724,9 +740,12 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     while (!rp->is_done()) {
         rp->get().body().data = chunk.data();
         rp->get().body().size = chunk.size();
-        c.arm(c.limits().idle_timeout);
-        auto [ec, n] = co_await http::async_read_some(up, upbuf, *rp, nothrow);
-        if (ec == http::error::need_buffer) ec = {};
+        beast::error_code ec = parse_buffered(*rp, upbuf);
+        if (!ec && !rp->is_done() && rp->get().body().size == chunk.size()) {
+            c.arm(c.limits().idle_timeout);
+            auto [rec, n] = co_await http::async_read_some(up, upbuf, *rp, nothrow);
+            ec = rec == http::error::need_buffer ? beast::error_code{} : rec;
+        }
         std::size_t got = chunk.size() - rp->get().body().size;
         if (got) {
             if (x.bytes_down + got > cap) {
