@@ -168,9 +168,18 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     send(ctx.report_fd, ready);
     wait_for_byte(ctx);  // "start": the supervisor's hook ran
 
-    pid_t cmd = fork();
-    if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "fork");
-    if (cmd == 0) run_command(ctx);
+    // CLONE_VM | CLONE_VFORK, like posix_spawn: the command shares this
+    // reaper's memory on a stack of its own until its execve (or _exit), and
+    // the reaper waits until then. No page tables are copied and no page is
+    // copied on write for a process that is about to replace its image. The
+    // reaper is single-threaded and blocked meanwhile, so nothing the
+    // command's last steps touch in the shared memory (libcap's one
+    // allocation) can be in use by anyone else.
+    static char command_stack[256 * 1024] __attribute__((aligned(16)));
+    auto start_command_image = [](void* arg) -> int { run_command(*static_cast<const InitContext*>(arg)); };
+    pid_t cmd = clone(start_command_image, command_stack + sizeof command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                      const_cast<InitContext*>(&ctx));
+    if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "clone(CLONE_VM|CLONE_VFORK)");
     close(ctx.stdout_fd);
     close(ctx.stderr_fd);
     close(ctx.control_fd);
