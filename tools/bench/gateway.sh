@@ -15,7 +15,11 @@
 # thread per connection), built here with g++.
 #
 # Usage: tools/bench/gateway.sh [--rounds N] [--seconds S] [--conns C] [--bulk-bytes N] [--corral PATH]
+#                                [--baseline PATH] [--gateway-threads N]
 #   defaults: --rounds 5 --seconds 3 --conns 4 --bulk-bytes 1073741824, corral = $CORRAL_BIN or build-test/tools/corral
+#   --baseline PATH: a second corral binary (e.g. an older commit) run as one more
+#     configuration in (a), (b) and (c), same config, same rounds: before/after in one run.
+#   --gateway-threads N: pass --threads N to every corral gateway (default: corral's own default).
 # Not a test: figures depend on the machine and its load.
 set -euo pipefail
 
@@ -24,6 +28,8 @@ seconds=3
 conns=4
 bulk_bytes=1073741824
 corral=${CORRAL_BIN:-}
+baseline=
+gw_threads=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -31,8 +37,10 @@ while [ $# -gt 0 ]; do
     --conns) conns=$2; shift 2 ;;
     --bulk-bytes) bulk_bytes=$2; shift 2 ;;
     --corral) corral=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --corral PATH)" >&2; exit 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
+    --gateway-threads) gw_threads=(--threads "$2"); shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --corral PATH, --baseline PATH, --gateway-threads N)" >&2; exit 2 ;;
   esac
 done
 
@@ -40,6 +48,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 [ -n "$corral" ] || corral=$repo/build-test/tools/corral
 [ -x "$corral" ] || { echo "gateway.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
+[ -z "$baseline" ] || [ -x "$baseline" ] || { echo "gateway.sh: --baseline $baseline is not an executable" >&2; exit 2; }
 for p in g++ openssl tinyproxy mitmdump python3; do
   command -v "$p" >/dev/null || { echo "gateway.sh: $p is missing (tools/install-deps.sh)" >&2; exit 2; }
 done
@@ -85,13 +94,16 @@ echo "# corral gateway" >&2
 secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 install -m 0600 /dev/null "$work/key"
 echo "$secret" > "$work/key"
-gw_port=$(free_port)
-cat > "$work/gateway.toml" <<TOML
+start_gateway() {  # name binary: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid
+  local name=$1 bin=$2 dir=$work/$1 port
+  mkdir -p "$dir"
+  port=$(free_port)
+  cat > "$dir/gateway.toml" <<TOML
 [gateway]
-listen_tcp = "127.0.0.1:$gw_port"
+listen_tcp = "127.0.0.1:$port"
 tcp_identity = "bench/run-0"
-ledger = "$work/ledger.jsonl"
-state_dir = "$work/state"
+ledger = "$dir/ledger.jsonl"
+state_dir = "$dir/state"
 upstream_ca_file = "$work/ca.crt"
 [gateway.limits]
 max_connections = 4096
@@ -110,11 +122,16 @@ mode = "inject"
 credential = "bench"
 allow_private = true
 TOML
-"$corral" gateway --config "$work/gateway.toml" > "$work/gw.out" 2> "$work/gw.err" &
-gw_pid=$!
-pids+=($gw_pid)
-wait_for "$work/gw.out" 'listening tcp:' 10
-cat "$work/state/ca/ca.crt" > "$work/corral-ca.pem"
+  "$bin" gateway --config "$dir/gateway.toml" "${gw_threads[@]}" > "$dir/gw.out" 2> "$dir/gw.err" &
+  pids+=($!)
+  printf -v "${name}_pid" %s $!
+  printf -v "${name}_port" %s "$port"
+  wait_for "$dir/gw.out" 'listening tcp:' 10
+  cat "$dir/state/ca/ca.crt" > "$dir/ca.pem"
+}
+start_gateway corral "$corral"
+gateways=(corral)
+if [ -n "$baseline" ]; then start_gateway baseline "$baseline"; gateways+=(baseline); fi
 
 echo "# tinyproxy" >&2
 tp_port=$(free_port)
@@ -146,14 +163,14 @@ for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('1
 
 # ---- (a) bulk throughput ------------------------------------------------------
 echo "# (a) tunnel bulk throughput, $rounds rounds of $bulk_bytes bytes" >&2
-: > "$work/a.direct"; : > "$work/a.corral"; : > "$work/a.tinyproxy"
+a_cfgs=(direct "${gateways[@]}" tinyproxy)
+for c in "${a_cfgs[@]}"; do : > "$work/a.$c"; done
 for r in $(seq 1 "$rounds"); do
-  order=(direct corral tinyproxy)
-  for i in 0 1 2; do
-    cfg=${order[$(( (i + r) % 3 ))]}
+  for i in $(seq 0 $(( ${#a_cfgs[@]} - 1 ))); do
+    cfg=${a_cfgs[$(( (i + r) % ${#a_cfgs[@]} ))]}
     case $cfg in
       direct) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" ;;
-      corral) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "$gw_port" ;;
+      corral|baseline) port_var=${cfg}_port; "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "${!port_var}" ;;
       tinyproxy) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "$tp_port" ;;
     esac | awk '{print $2}' >> "$work/a.$cfg"
   done
@@ -162,18 +179,18 @@ a_direct=$(median < "$work/a.direct"); a_corral=$(median < "$work/a.corral"); a_
 
 # ---- (b) inject mode --------------------------------------------------------------
 echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
-for f in rps lat; do for c in direct corral mitmproxy; do : > "$work/b.$f.$c"; done; done
+b_cfgs=(direct "${gateways[@]}" mitmproxy)
+for f in rps lat; do for c in "${b_cfgs[@]}"; do : > "$work/b.$f.$c"; done; done
 run_b() {  # cfg conns
   case $1 in
     direct) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
-    corral) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/corral-ca.pem" --proxy "$gw_port" --conns "$2" --seconds "$seconds" ;;
+    corral|baseline) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
     mitmproxy) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/mitm/mitmproxy-ca-cert.pem" --proxy "$mp_port" --conns "$2" --seconds "$seconds" ;;
   esac
 }
 for r in $(seq 1 "$rounds"); do
-  order=(direct corral mitmproxy)
-  for i in 0 1 2; do
-    cfg=${order[$(( (i + r) % 3 ))]}
+  for i in $(seq 0 $(( ${#b_cfgs[@]} - 1 ))); do
+    cfg=${b_cfgs[$(( (i + r) % ${#b_cfgs[@]} ))]}
     run_b "$cfg" "$conns" | awk '{print $4}' >> "$work/b.rps.$cfg"
     run_b "$cfg" 1 >> "$work/b.lat.$cfg"
   done
@@ -184,27 +201,52 @@ b_p99() { awk '{print $8}' "$work/b.lat.$1" | median; }
 
 # the upstream really got the injected key (one direct request through corral)
 inject_ok=no
-grep -q '"credential":"bench"' "$work/ledger.jsonl" && inject_ok=yes
+grep -q '"credential":"bench"' "$work/corral/ledger.jsonl" && inject_ok=yes
 
 # ---- (c) RSS with 256 tunnels ----------------------------------------------------
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$gw_pid/status"; }
-rss_idle=$(rss)
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 mkfifo "$work/hold.in"
-"$load" hold --target "127.0.0.1:$bulk_port" --proxy "$gw_port" --count 256 < "$work/hold.in" > "$work/hold.out" &
-hold_pid=$!
-pids+=($hold_pid)
-exec 9> "$work/hold.in"
-wait_for "$work/hold.out" '^held 256' 30
-sleep 0.5
-rss_256=$(rss)
-exec 9>&-
-wait "$hold_pid" 2>/dev/null || true
+for g in "${gateways[@]}"; do
+  pid_var=${g}_pid port_var=${g}_port
+  printf -v "${g}_rss_idle" %s "$(rss "${!pid_var}")"
+  "$load" hold --target "127.0.0.1:$bulk_port" --proxy "${!port_var}" --count 256 < "$work/hold.in" > "$work/hold.out" &
+  hold_pid=$!
+  pids+=($hold_pid)
+  exec 9> "$work/hold.in"
+  wait_for "$work/hold.out" '^held 256' 30
+  sleep 0.5
+  printf -v "${g}_rss_256" %s "$(rss "${!pid_var}")"
+  exec 9>&-
+  wait "$hold_pid" 2>/dev/null || true
+done
 
 # ---- report ---------------------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.2f", a / b }'; }
 added() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (a - b) / 1000 }'; }
+label() {
+  case $1 in
+    corral) echo "corral" ;;
+    baseline) echo "corral baseline ($baseline)" ;;
+  esac
+}
+a_rows() { for g in "${gateways[@]}"; do v=$(median < "$work/a.$g"); echo "| $(label "$g") (tunnel grant) | $v | $(ratio "$v" "$a_direct") |"; done; }
+b_rows() {
+  for g in "${gateways[@]}"; do
+    echo "| $(label "$g") inject | $(b_rps "$g") | $(b_p50 "$g") | $(b_p99 "$g") | $(added "$(b_p50 "$g")" "$(b_p50 direct)") |"
+  done
+}
+per_round() {  # prefix cfg...
+  local p=$1; shift
+  for c in "$@"; do printf '%s %s; ' "$c" "$(paste -sd' ' "$work/$p.$c")"; done
+}
+rss_line() {
+  for g in "${gateways[@]}"; do
+    i=${g}_rss_idle t=${g}_rss_256
+    echo "(c) $(label "$g") gateway RSS: idle $((${!i} / 1024)) MiB (${!i} KiB), with 256 open tunnels $((${!t} / 1024)) MiB (${!t} KiB) (target ≤ 32 MiB)"
+  done
+}
 cat <<REPORT
-## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes)
+## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}})
 
 Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds rounds, configurations alternating.
 
@@ -213,22 +255,22 @@ Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds ro
 | path | MB/s | vs direct |
 |---|---:|---:|
 | direct | $a_direct | 1.00 |
-| corral (tunnel grant) | $a_corral | $(ratio "$a_corral" "$a_direct") |
+$(a_rows)
 | tinyproxy | $a_tp | $(ratio "$a_tp" "$a_direct") |
 
-corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct target ≥ 0.8.
-Per round, MB/s: direct $(paste -sd' ' "$work/a.direct"); corral $(paste -sd' ' "$work/a.corral"); tinyproxy $(paste -sd' ' "$work/a.tinyproxy").
+corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct = $(ratio "$a_corral" "$a_direct") (target ≥ 0.8).
+Per round, MB/s: $(per_round a "${a_cfgs[@]}")
 
 (b) inject mode, keep-alive HTTPS GET, x-api-key rewritten to the real key (injected: $inject_ok)
 
 | path | req/s ($conns conns) | p50 µs (1 conn) | p99 µs (1 conn) | p50 added ms |
 |---|---:|---:|---:|---:|
 | direct TLS | $(b_rps direct) | $(b_p50 direct) | $(b_p99 direct) | — |
-| corral inject | $(b_rps corral) | $(b_p50 corral) | $(b_p99 corral) | $(added "$(b_p50 corral)" "$(b_p50 direct)") |
+$(b_rows)
 | mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |
 
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
-Per round, req/s: direct $(paste -sd' ' "$work/b.rps.direct"); corral $(paste -sd' ' "$work/b.rps.corral"); mitmproxy $(paste -sd' ' "$work/b.rps.mitmproxy").
+Per round, req/s: $(per_round b.rps "${b_cfgs[@]}")
 
-(c) corral gateway RSS: idle $((rss_idle / 1024)) MiB ($rss_idle KiB), with 256 open tunnels $((rss_256 / 1024)) MiB ($rss_256 KiB) (target ≤ 32 MiB)
+$(rss_line)
 REPORT
