@@ -622,8 +622,9 @@ bool is_hop_by_hop(std::string_view name) {
 std::string response_head(const http::response_parser<http::buffer_body>& rp, bool chunked, bool until_eof,
                           bool upgraded) {
     const auto& res = rp.get();
-    std::string head = "HTTP/1.1 " + std::to_string(res.result_int()) + " " + std::string(res.reason()) + "\r\n";
-    head.reserve(512);
+    std::string head;
+    head.reserve(512);  // before the first append: one allocation for a typical head
+    head.append("HTTP/1.1 ").append(std::to_string(res.result_int())).append(" ").append(res.reason()).append("\r\n");
     for (const auto& f : res) {
         if (is_hop_by_hop(f.name_string()) && !(upgraded && iequals(f.name_string(), "upgrade"))) continue;
         head.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
@@ -656,11 +657,15 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
                              const std::string& body, bool head_request, bool websocket) {
     Exchange x;
     c.arm(c.limits().idle_timeout);
-    // One buffer: a TLS stream writes each buffer of a sequence as its own record.
+    // One buffer, so head and body leave in one TLS record and one send; a
+    // request without a body (most of them) needs no copy for that.
     std::string message;
-    message.reserve(head.size() + body.size());
-    message.append(head).append(body);
-    if (auto [ec, n] = co_await asio::async_write(up, asio::buffer(message), nothrow); ec) {
+    if (!body.empty()) {
+        message.reserve(head.size() + body.size());
+        message.append(head).append(body);
+    }
+    const std::string& request = body.empty() ? head : message;
+    if (auto [ec, n] = co_await asio::async_write(up, asio::buffer(request), nothrow); ec) {
         x.reason = c.timed_out ? reason::timeout : reason::upstream_connect;
         x.detail = "upstream closed the connection while the request was sent";
         x.nothing_received = true;
