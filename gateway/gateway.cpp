@@ -120,7 +120,6 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
     for (const auto& [name, secret] : secrets_) ledger_.register_secret(secret);
     internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);
     if (!cfg_.gateway.hosts_file.empty()) internals_->hosts = load_hosts_file(cfg_.gateway.hosts_file);
-    internals_->self.host_addresses = interface_addresses();
     // Fail at start, not at the first request, if a trust store an inject
     // grant will use is unusable. Only inject grants dial upstream TLS: with
     // none, no store is loaded (parsing the system bundle costs ~40 ms of
@@ -133,7 +132,22 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
 
 Gateway::~Gateway() = default;
 
-void Gateway::add_listening_endpoint(const asio::ip::tcp::endpoint& ep) { internals_->self.listening.push_back(ep); }
+void Gateway::add_listening_endpoint(const asio::ip::tcp::endpoint& ep) { internals_->add_listening(ep); }
+
+SelfAddresses Gateway::Internals::self() {
+    std::lock_guard<std::mutex> lock(self_mutex_);
+    auto now = std::chrono::steady_clock::now();
+    if (!self_read_at_ || now - *self_read_at_ > std::chrono::seconds(1)) {
+        self_.host_addresses = interface_addresses();
+        self_read_at_ = now;
+    }
+    return self_;
+}
+
+void Gateway::Internals::add_listening(const asio::ip::tcp::endpoint& ep) {
+    std::lock_guard<std::mutex> lock(self_mutex_);
+    self_.listening.push_back(ep);
+}
 
 std::uint64_t Gateway::admitted(const std::string& identity) const { return internals_->admitted(identity); }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,6 @@ struct Gateway::Internals {
     ServerTlsCache server_tls;
     ClientTlsCache client_tls;
     HostsTable hosts;
-    SelfAddresses self;
     UpstreamPool pool;
     BufferPool buffers;
     std::atomic<std::size_t>& active;
@@ -78,9 +78,20 @@ struct Gateway::Internals {
     bool admit(const std::string& identity);
     std::uint64_t admitted(const std::string& identity) const;
 
+    // What the gateway is, for vet_addresses: its listening endpoints and the
+    // host's interface addresses. The latter are read (getifaddrs) when first
+    // needed and again when older than a second, so a gateway that never
+    // vets an address (a plain `corral run`) never reads them, and a
+    // long-running daemon follows the host's address changes.
+    SelfAddresses self();
+    void add_listening(const boost::asio::ip::tcp::endpoint& ep);
+
 private:
     mutable std::mutex budget_mutex_;
     std::map<std::string, std::uint64_t> admitted_;
+    std::mutex self_mutex_;
+    SelfAddresses self_;
+    std::optional<std::chrono::steady_clock::time_point> self_read_at_;
 };
 
 // The connection handler (gateway/session.cpp).

@@ -407,7 +407,7 @@ awaitable<std::string> decide_target(Conn& c, const Authority& a, Target& t, std
     }
     c.arm(c.limits().read_timeout);
     auto answers = co_await resolve(c, dial_host, dial_is_ip);
-    AddressDecision d = vet_addresses(*t.grant, t.dial_port, answers, c.gw.self);
+    AddressDecision d = vet_addresses(*t.grant, t.dial_port, answers, c.gw.self());
     if (!d.allowed) {
         detail = d.reason == reason::dns_failure ? "no address for " + dial_host
                                                  : dial_host + " resolves to a refused address";
