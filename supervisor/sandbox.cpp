@@ -769,12 +769,21 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     } catch (const std::exception& e) {
         log::warn(std::string("reading the run's cgroup usage: ") + e.what());
     }
+    // Nothing here may throw past the scanner thread (a joinable std::thread
+    // destroyed by an exception terminates the process): a failure becomes
+    // the step's verdict.
     bool empty = false;
-    for (int i = 0; i < 20 && !(empty = box.cgroup_.empty()); ++i) std::this_thread::sleep_for(10ms);
     std::string cgroup_left;
-    if (!empty) {
-        box.cgroup_.kill_all();
-        cgroup_left = box.cgroup_.empty() ? "now empty" : "STILL NOT EMPTY";
+    std::optional<std::string> cgroup_check_error;
+    try {
+        for (int i = 0; i < 20 && !(empty = box.cgroup_.empty()); ++i) std::this_thread::sleep_for(10ms);
+        if (!empty) {
+            box.cgroup_.kill_all();
+            cgroup_left = box.cgroup_.empty() ? "now empty" : "STILL NOT EMPTY";
+        }
+    } catch (const std::exception& e) {
+        empty = false;
+        cgroup_check_error = e.what();
     }
     std::optional<std::string> cgroup_remove_error;
     std::string cgroup_paths;
@@ -815,6 +824,8 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     }
     if (empty)
         step("cgroup_empty", true, "no process in the run's cgroups");
+    else if (cgroup_check_error)
+        step("cgroup_empty", false, "the run's cgroups could not be checked: " + *cgroup_check_error);
     else
         step("cgroup_empty", false,
              "processes were left in the run's cgroup after the PID namespace died; killed: " + cgroup_left);
