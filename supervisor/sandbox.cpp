@@ -20,9 +20,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <exception>
-#include <set>
 #include <cstdlib>
+#include <exception>
+#include <functional>
+#include <set>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -71,6 +73,18 @@ void write_all_checked(int fd, const char* data, std::size_t len, const std::str
         if (n < 0) throw SysError("write", what, errno);
         data += n;
         len -= static_cast<std::size_t>(n);
+    }
+}
+
+// Runs `work` on a new thread beside the caller's; if no thread can be
+// started (the host's or corral's cgroup is at its pids limit), runs it
+// right here instead: slower, never skipped. Join the result if joinable().
+std::thread start_beside(const std::function<void()>& work) {
+    try {
+        return std::thread(work);
+    } catch (const std::system_error&) {
+        work();
+        return std::thread();
     }
 }
 
@@ -352,36 +366,49 @@ namespace {
 
 // The leased UID turned out to own processes that are not this run's: the
 // sandbox was torn down (its command never ran) and another UID is tried.
+// The lease comes along, still held: its lock names this run id until the
+// next attempt has recorded the same id in its own lease, so a concurrent
+// stale cleanup never sees the run's id unheld in between (it would remove
+// the next attempt's cgroup and scratch, which carry the same id).
 class UidInUse : public SandboxSetupError {
 public:
-    UidInUse(uid_t uid, const std::string& message)
-        : SandboxSetupError(SetupStep::verify_uid_unused, EBUSY, message), uid_(uid) {}
+    UidInUse(uid_t uid, std::shared_ptr<UidLease> lease, const std::string& message)
+        : SandboxSetupError(SetupStep::verify_uid_unused, EBUSY, message), uid_(uid), lease_(std::move(lease)) {}
     uid_t uid() const { return uid_; }
+    const std::shared_ptr<UidLease>& lease() const { return lease_; }
 
 private:
     uid_t uid_;
+    std::shared_ptr<UidLease> lease_;
 };
 
 }  // namespace
 
 namespace {
-// The user name NSS gives the UID (files, systemd, LDAP, ...), "" if none.
-std::string user_database_name(uid_t uid) {
+// Why NSS (files, systemd, LDAP, ...) says the UID is taken, "" if it is free.
+// A lookup that fails (an unreachable directory server, a broken entry)
+// counts as "in use": the UID is skipped rather than assumed free.
+std::string user_database_claim(uid_t uid) {
     struct passwd pw {};
     struct passwd* result = nullptr;
-    char buf[4096];
-    if (::getpwuid_r(uid, &pw, buf, sizeof buf, &result) != 0 || result == nullptr) return {};
-    return pw.pw_name != nullptr && pw.pw_name[0] != '\0' ? pw.pw_name : "(unnamed)";
+    std::vector<char> buf(4096);
+    int rc;
+    while ((rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &result)) == ERANGE && buf.size() < (1u << 20))
+        buf.resize(buf.size() * 2);
+    if (rc != 0) return std::string("could not be checked in the user database: ") + std::strerror(rc);
+    if (result == nullptr) return {};
+    return std::string("exists in the user database as ") +
+           (pw.pw_name != nullptr && pw.pw_name[0] != '\0' ? pw.pw_name : "(unnamed)");
 }
 }  // namespace
 
 struct SandboxLauncher {
     static Sandbox launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
-                               const WhileInitBuilds& while_init_builds);
+                               const WhileInitBuilds& while_init_builds, UidLease* previous_attempt);
 };
 
 Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
-                                     const WhileInitBuilds& while_init_builds) {
+                                     const WhileInitBuilds& while_init_builds, UidLease* previous_attempt) {
 
     // Phase timings at debug level (CORRAL_LOG=debug): startup cost is a feature.
     auto t = std::chrono::steady_clock::now();
@@ -394,6 +421,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     };
     UidLease lease = acquire_uid(spec.uid_range, spec.lock_dir, skip_uids);
     lease.record_run_id(spec.run_id);
+    if (previous_attempt != nullptr) previous_attempt->release();  // the id is held by this lease now
     lap("acquire_uid");
     RunCgroup cgroup = RunCgroup::create(spec.run_id, spec.limits);
     lap("RunCgroup::create");
@@ -511,9 +539,9 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
         const gid_t gid = box.lease_.gid();
         std::vector<pid_t> owners;
         std::exception_ptr scan_error;
-        std::thread owner_scan([&] {
+        std::thread owner_scan = start_beside([&] {
             try {
-                owners = processes_of_identity(uid, gid);
+                owners = processes_of_identity(uid, gid, KernelThreads::skip);
             } catch (...) {
                 scan_error = std::current_exception();
             }
@@ -531,26 +559,28 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
                 lap("remove_stale_runs");
             }
         } catch (...) {
-            owner_scan.join();
+            if (owner_scan.joinable()) owner_scan.join();
             throw;
         }
         // verify_uid_unused: the UID must be this run's alone. Nothing of the
         // box has run as it yet (the init and the invocation are root until
         // the command's identity drop, after "start").
-        std::string user = user_database_name(uid);
-        owner_scan.join();
+        std::string user = user_database_claim(uid);
+        if (owner_scan.joinable()) owner_scan.join();
         if (scan_error) std::rethrow_exception(scan_error);
         // Survivors of a dead run that had this UID were just killed by the
         // stale cleanup, possibly after the pass saw them: look again.
         if (!owners.empty() && removed_stale) owners = processes_of_identity(uid, gid);
         if (!user.empty())
-            throw UidInUse(uid, "setup step verify_uid_unused failed: uid " + std::to_string(uid) +
-                                    " exists in the user database as " + user);
+            throw UidInUse(uid, std::make_shared<UidLease>(std::move(box.lease_)),
+                           "setup step verify_uid_unused failed: uid " + std::to_string(uid) +
+                               " " + user);
         if (!owners.empty()) {
             std::string pids;
             for (pid_t p : owners) pids += (pids.empty() ? "" : " ") + std::to_string(p);
-            throw UidInUse(uid, "setup step verify_uid_unused failed: uid " + std::to_string(uid) +
-                                    " is used by processes outside corral (pids " + pids + ")");
+            throw UidInUse(uid, std::make_shared<UidLease>(std::move(box.lease_)),
+                           "setup step verify_uid_unused failed: uid " + std::to_string(uid) +
+                               " is used by processes outside corral (pids " + pids + ")");
         }
         lap("verify_uid_unused");
         if (while_init_builds) {
@@ -584,13 +614,15 @@ Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_build
     // A UID owned by a foreign process is skipped (as a leased one is), with
     // a warning: an operator should take it out of the range.
     std::set<uid_t> skip;
+    std::shared_ptr<UidLease> previous;  // released by the next attempt, or here on the way out
     for (;;) {
         try {
-            return SandboxLauncher::launch_once(spec, skip, while_init_builds);
+            return SandboxLauncher::launch_once(spec, skip, while_init_builds, previous.get());
         } catch (const UidInUse& e) {
             if (!e.teardown() || !e.teardown()->clean()) throw;
             log::warn(std::string(e.what()) + "; skipping it (take it out of --uid-range)");
             skip.insert(e.uid());
+            previous = e.lease();
             // The teardown's /proc scanner thread was joined, but the kernel
             // lists an exited thread in /proc/self/task for a moment longer;
             // the next clone3 requires a single thread.
@@ -750,7 +782,7 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     // /proc pass also collects the processes of the run's UID/GID for step 6.
     HostScan scan;
     std::exception_ptr scan_error;
-    std::thread scanner([&] {
+    std::thread scanner = start_beside([&] {
         try {
             for (int i = 0; i < 50; ++i) {
                 scan = scan_host(box.pid_ns_inode_, box.lease_.uid(), box.lease_.gid());
@@ -800,7 +832,7 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     } catch (const std::exception& e) {
         scratch_error = e.what();
     }
-    scanner.join();
+    if (scanner.joinable()) scanner.join();
 
     const std::vector<pid_t>& left = scan.in_pid_namespace;
     auto pid_list = [](const std::vector<pid_t>& pids) {
@@ -866,9 +898,13 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
         step("remove_scratch", true, "removed " + box.spec_.rootfs.scratch_dir);
 
     // 8. release_uid_lease: last, so the UID is not reused while anything of it may remain.
-    std::string lock = box.lease_.lock_path();
-    box.lease_.release();
-    step("release_uid_lease", true, "released " + lock);
+    if (box.lease_.held()) {
+        std::string lock = box.lease_.lock_path();
+        box.lease_.release();
+        step("release_uid_lease", true, "released " + lock);
+    } else {
+        step("release_uid_lease", true, "the lease went to the next attempt (released once it has recorded the run id)");
+    }
     box.torn_down_ = true;
     return report;
 }

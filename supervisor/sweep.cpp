@@ -36,13 +36,15 @@ std::string read_small(int proc_fd, const char* path) {
     return out;
 }
 
-// Kernel threads: kthreadd (PID 2 of the host's PID namespace) and its
-// children, sorted. They can be neither in a sandbox's PID namespace nor of
-// its UID, and they are most of a host's processes (60 of 88 here): skipping
-// them, known from two reads, cuts every host pass by about two thirds
-// (docs/benchmarks.md). PID 2 counts as kthreadd only if the kernel flags it
-// as a kernel thread (a process named so in a container's PID namespace is
-// not); without /proc/2/task/2/children (CONFIG_PROC_CHILDREN) nothing is skipped.
+// kthreadd (PID 2 of the host's PID namespace) and its children, sorted:
+// the kernel threads, most of a host's processes (60 of 88 here), which a
+// pass may skip (two reads instead of a status read each). Not only kernel
+// threads, though: user-space helpers the kernel starts (core_pattern pipes,
+// request-key) are children of kthreadd too, so only the start-time check
+// skips them (KernelThreads in sweep.hpp). PID 2 counts as kthreadd only if
+// the kernel flags it as a kernel thread (a process named so in a container's
+// PID namespace is not); without /proc/2/task/2/children
+// (CONFIG_PROC_CHILDREN) nothing is skipped.
 std::vector<pid_t> kernel_threads(int proc_fd) {
     std::string stat = read_small(proc_fd, "2/stat");
     auto paren = stat.rfind(')');
@@ -84,10 +86,11 @@ std::vector<pid_t> kernel_threads(int proc_fd) {
 // /proc directory, so per-process files are opened relative to it (no path
 // walk from "/" for each one).
 template <typename Visit>
-void for_each_process(Visit&& visit) {
+void for_each_process(KernelThreads which, Visit&& visit) {
     Fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!proc.valid()) throw SysError("open", "/proc", errno);
-    const std::vector<pid_t> kthreads = kernel_threads(proc.get());
+    const std::vector<pid_t> kthreads =
+        which == KernelThreads::skip ? kernel_threads(proc.get()) : std::vector<pid_t>{};
     int listing = ::fcntl(proc.get(), F_DUPFD_CLOEXEC, 0);
     if (listing < 0) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "/proc", errno);
     DIR* dir = ::fdopendir(listing);
@@ -175,10 +178,10 @@ std::optional<ino_t> pid_namespace_at(int proc_fd, const char* pid_name) {
     return st.st_ino;
 }
 
-std::vector<pid_t> scan_identity(std::optional<uid_t> uid, std::optional<gid_t> gid) {
+std::vector<pid_t> scan_identity(std::optional<uid_t> uid, std::optional<gid_t> gid, KernelThreads which) {
     std::vector<pid_t> found;
     std::array<char, 4096> buf;
-    for_each_process([&](int proc_fd, pid_t pid, const char* name) {
+    for_each_process(which, [&](int proc_fd, pid_t pid, const char* name) {
         IdLines ids;
         if (read_id_lines(proc_fd, name, buf, ids) && identity_matches(ids, uid, gid)) found.push_back(pid);
     });
@@ -187,9 +190,11 @@ std::vector<pid_t> scan_identity(std::optional<uid_t> uid, std::optional<gid_t> 
 
 }  // namespace
 
-std::vector<pid_t> processes_of_uid(uid_t uid) { return scan_identity(uid, std::nullopt); }
+std::vector<pid_t> processes_of_uid(uid_t uid) { return scan_identity(uid, std::nullopt, KernelThreads::include); }
 
-std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid) { return scan_identity(uid, gid); }
+std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid, KernelThreads which) {
+    return scan_identity(uid, gid, which);
+}
 
 std::optional<ino_t> pid_namespace_inode(pid_t pid) {
     char path[64];
@@ -201,7 +206,7 @@ std::optional<ino_t> pid_namespace_inode(pid_t pid) {
 
 std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode) {
     std::vector<pid_t> found;
-    for_each_process([&](int proc_fd, pid_t pid, const char* name) {
+    for_each_process(KernelThreads::include, [&](int proc_fd, pid_t pid, const char* name) {
         auto ino = pid_namespace_at(proc_fd, name);
         if (ino && *ino == ns_inode) found.push_back(pid);
     });
@@ -211,7 +216,7 @@ std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode) {
 HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid) {
     HostScan scan;
     std::array<char, 4096> buf;
-    for_each_process([&](int proc_fd, pid_t pid, const char* name) {
+    for_each_process(KernelThreads::include, [&](int proc_fd, pid_t pid, const char* name) {
         auto ino = pid_namespace_at(proc_fd, name);
         if (ino && *ino == ns_inode) scan.in_pid_namespace.push_back(pid);
         IdLines ids;

@@ -15,8 +15,15 @@ namespace corral::supervisor {
 // (the Uid: line of /proc/<pid>/status).
 std::vector<pid_t> processes_of_uid(uid_t uid);
 
+// Whether a pass may skip kernel threads (kthreadd, PID 2 with PF_KTHREAD,
+// and its children, read in one go). They are most of a host's processes,
+// but a user-space helper the kernel starts (a core_pattern pipe such as
+// apport, which may take the crashing process's UID) is a child of kthreadd
+// too: only the start-time check skips; every teardown pass looks at all.
+enum class KernelThreads { include, skip };
+
 // Processes with `uid` in any Uid: field or `gid` in any Gid: field.
-std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid);
+std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid, KernelThreads kthreads = KernelThreads::include);
 
 // Processes whose /proc/<pid>/ns/pid is the namespace with inode `ns_inode`.
 std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <charconv>
 #include <string>
+#include <vector>
 
 #include "base/sys_error.hpp"
 
@@ -61,13 +62,23 @@ bool same_file(int fd, const std::string& path) {
 // rootfs (verify_uid_unused), which then leases again without that UID.
 bool in_passwd_file(uid_t uid) {
     std::FILE* f = std::fopen("/etc/passwd", "re");
-    if (f == nullptr) return false;
+    if (f == nullptr) return false;  // no local users at all (an image-less host is not our case)
     struct passwd pw {};
     struct passwd* result = nullptr;
-    char buf[4096];
+    std::vector<char> buf(4096);
     bool found = false;
-    while (!found && ::fgetpwent_r(f, &pw, buf, sizeof buf, &result) == 0 && result != nullptr)
-        found = pw.pw_uid == uid;
+    for (;;) {
+        int rc = ::fgetpwent_r(f, &pw, buf.data(), buf.size(), &result);
+        if (rc == ERANGE && buf.size() < (1u << 20)) {
+            buf.resize(buf.size() * 2);  // a long line: glibc re-reads it with the bigger buffer
+            continue;
+        }
+        if (rc != 0 || result == nullptr) break;  // end of file (ENOENT) or an unreadable rest
+        if (pw.pw_uid == uid) {
+            found = true;
+            break;
+        }
+    }
     std::fclose(f);
     return found;
 }

@@ -326,6 +326,18 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     profile_ = std::move(p);
 }
 
+namespace {
+// A relay to the daemon, counted while it runs so that stop() asks the daemon
+// for the run's counts only after the relays ended. A plain coroutine (not a
+// capturing lambda): its parameters live in its own frame.
+boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::string path, std::string ident,
+                                           std::shared_ptr<std::atomic<int>> active) {
+    active->fetch_add(1);
+    co_await shim::relay_to_daemon(std::move(s), std::move(path), std::move(ident));
+    active->fetch_sub(1);
+}
+}  // namespace
+
 void RunEgress::start(const Sandbox& box) {
     started_ = true;
     if (profile_) chown_tree(run_dir_ + "/home", box.uid(), box.gid());
@@ -342,8 +354,9 @@ void RunEgress::start(const Sandbox& box) {
         handler = [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
     } else {
         std::string path = daemon_socket_, ident = identity();
-        handler = [path, ident](boost::asio::ip::tcp::socket s) {
-            return shim::relay_to_daemon(std::move(s), path, ident);
+        auto active = active_relays_;
+        handler = [path, ident, active](boost::asio::ip::tcp::socket s) {
+            return counted_relay(std::move(s), path, ident, active);
         };
     }
     bridge_ = std::make_unique<shim::Bridge>(*ioc_, std::move(listeners), std::move(handler));
@@ -400,6 +413,13 @@ void RunEgress::stop() {
     stdout_write_.reset();  // supervise() is done with it: the tee sees EOF
     if (stdout_tee_.joinable()) stdout_tee_.join();
     if (bridge_) bridge_->stop();
+    if (!gateway_ && ioc_) {
+        // Daemon mode: the box is gone, its relays see EOF and end; the
+        // daemon counts an exchange when it ends, so ask only after them.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        while (active_relays_->load() > 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (gateway_ && ioc_) {
         // The box is gone (supervise returned after init exited), so its
         // connections are closed; give the exchanges a moment to write their

@@ -17,6 +17,7 @@
 // from a multi-threaded process).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -119,6 +120,7 @@ private:
     std::uint64_t requests_ = 0, refusals_ = 0;
     std::unique_ptr<shim::DaemonCounts> daemon_counts_;  // --gateway: asked of the daemon at stop()
     bool started_ = false;
+    std::shared_ptr<std::atomic<int>> active_relays_ = std::make_shared<std::atomic<int>>(0);  // --gateway
     bool stopped_ = false;
 };
 
