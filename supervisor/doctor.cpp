@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -235,6 +236,34 @@ Check check_overlayfs() {
                       remedy_for_privilege("load the module (modprobe overlay) or build the kernel with CONFIG_OVERLAY_FS"));
 }
 
+// The box's /dev nodes are made with mknod on a tmpfs (rootfs/mount_plan.cpp):
+// that needs CAP_MKNOD and a device policy (cgroup) that lets root create and
+// open a character device. The real thing, on a private tmpfs.
+Check check_device_nodes() {
+    char tmpl[] = "/tmp/corral-doctor-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr)
+        return make_check("device nodes", failure("mkdtemp(/tmp/corral-doctor-XXXXXX)", errno), "", "make /tmp writable");
+    std::string base = tmpl;
+    std::string problem = probe_in_child([&]() -> std::string {
+        if (::unshare(CLONE_NEWNS) != 0) return failure("unshare(CLONE_NEWNS)", errno);
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+            return failure("mount(/, MS_REC|MS_PRIVATE)", errno);
+        if (::mount("corral-doctor", base.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0700") != 0)
+            return failure(("mount(tmpfs on " + base + ")").c_str(), errno);
+        std::string node = base + "/null";
+        if (::mknod(node.c_str(), S_IFCHR | 0600, makedev(1, 3)) != 0) return failure("mknod(null, char 1:3)", errno);
+        Fd f(::open(node.c_str(), O_WRONLY | O_CLOEXEC));
+        if (!f.valid()) return failure("open(a mknod'ed /dev/null)", errno);
+        if (::write(f.get(), "x", 1) != 1) return failure("write(a mknod'ed /dev/null)", errno);
+        return "";
+    });
+    ::rmdir(tmpl);
+    return make_check("device nodes", problem, "mknod of a character device on a tmpfs works (the box's /dev)",
+                      remedy_for_privilege("corral needs CAP_MKNOD and a device policy that allows "
+                                           "null, zero, full, random, urandom and tty (a container's "
+                                           "default capabilities or device cgroup may withhold them)"));
+}
+
 Check check_netlink() {
     std::string problem = probe_in_child([]() -> std::string {
         // The sandbox brings lo up over rtnetlink inside its own network namespace.
@@ -350,6 +379,7 @@ std::vector<Check> run_doctor_checks() {
     checks.push_back(check_no_new_privs());
     checks.push_back(check_seccomp());
     checks.push_back(check_overlayfs());
+    checks.push_back(check_device_nodes());
     checks.push_back(check_netlink());
     for (auto& c : check_cgroup_controllers()) checks.push_back(std::move(c));
     checks.push_back(check_cgroup_limits());

@@ -40,7 +40,7 @@ TEST_CASE("corral doctor prints one ok/FAIL line per feature and exits 0 iff all
     CHECK(r.exit_code == (any_fail ? 1 : 0));
     for (const char* feature : {"running as root", "pid namespace", "mount namespace", "network namespace",
                                 "ipc namespace", "uts namespace", "cgroup namespace", "clone3", "pidfd",
-                                "no_new_privs", "seccomp filter", "overlayfs", "netlink", "cgroup v2",
+                                "no_new_privs", "seccomp filter", "overlayfs", "device nodes", "netlink", "cgroup v2",
                                 "cgroup memory controller", "cgroup pids controller", "cgroup cpu controller",
                                 "cgroup limits"}) {
         bool found = false;
@@ -53,6 +53,27 @@ TEST_CASE("corral doctor prints one ok/FAIL line per feature and exits 0 iff all
         MESSAGE(r.out);
         CHECK(r.exit_code == 0);
     }
+}
+
+TEST_CASE("without CAP_MKNOD corral doctor names the device-node check and what to do") {
+    if (!corral::test::running_as_root()) {
+        MESSAGE("skipped: needs root");
+        return;
+    }
+    if (corral::test::run({"sh", "-c", "command -v setpriv"}).exit_code != 0) {
+        MESSAGE("skipped: setpriv (util-linux) is not installed");
+        return;
+    }
+    // Root without CAP_MKNOD, as in a container's default capability set.
+    auto r = run({"setpriv", "--bounding-set", "-mknod", "--inh-caps", "-mknod", corral_bin(), "doctor"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    bool named = false;
+    for (const auto& line : lines_of(r.out))
+        if (line.rfind("FAIL device nodes: ", 0) == 0 && line.find("mknod") != std::string::npos &&
+            line.find("CAP_MKNOD") != std::string::npos)
+            named = true;
+    CHECK(named);
 }
 
 TEST_CASE("corral doctor --help explains it; an unknown argument is a usage error") {
