@@ -38,13 +38,13 @@ std::string read_small(int proc_fd, const char* path) {
 
 // kthreadd (PID 2 of the host's PID namespace) and its children, sorted:
 // the kernel threads, most of a host's processes (60 of 88 here), which a
-// pass may skip (two reads instead of a status read each). Not only kernel
-// threads, though: user-space helpers the kernel starts (core_pattern pipes,
-// request-key) are children of kthreadd too, so only the start-time check
-// skips them (KernelThreads in sweep.hpp). PID 2 counts as kthreadd only if
-// the kernel flags it as a kernel thread (a process named so in a container's
-// PID namespace is not); without /proc/2/task/2/children
-// (CONFIG_PROC_CHILDREN) nothing is skipped.
+// pass may skip. Not only kernel threads, though: user-space helpers the
+// kernel starts (core_pattern pipes, request-key) are children of kthreadd
+// too, so for_each_process skips a listed PID only if it has no user-space
+// image (has_user_image), which also covers a PID reused since the listing.
+// PID 2 counts as kthreadd only if the kernel flags it as a kernel thread (a
+// process named so in a container's PID namespace is not); without
+// /proc/2/task/2/children (CONFIG_PROC_CHILDREN) nothing is skipped.
 std::vector<pid_t> kernel_threads(int proc_fd) {
     std::string stat = read_small(proc_fd, "2/stat");
     auto paren = stat.rfind(')');
@@ -81,8 +81,20 @@ std::vector<pid_t> kernel_threads(int proc_fd) {
     return pids;
 }
 
+// Whether the process runs a user-space image: /proc/<pid>/exe resolves for
+// one and fails with ENOENT for a kernel thread (no mm; or a zombie, which
+// can do nothing). One readlink instead of a status read. Anything but
+// ENOENT counts as a user image (the process gets the full check).
+bool has_user_image(int proc_fd, const char* pid_name) {
+    char path[300];  // a /proc entry name is at most 255 bytes
+    std::snprintf(path, sizeof path, "%s/exe", pid_name);
+    char target[1];
+    return ::readlinkat(proc_fd, path, target, sizeof target) >= 0 || errno != ENOENT;
+}
+
 // Calls visit(proc_fd, pid, name) for every numeric entry of /proc
-// (thread-group leaders) that is not a kernel thread; proc_fd is the held
+// (thread-group leaders), with KernelThreads::skip not the kernel threads;
+// proc_fd is the held
 // /proc directory, so per-process files are opened relative to it (no path
 // walk from "/" for each one).
 template <typename Visit>
@@ -105,7 +117,7 @@ void for_each_process(KernelThreads which, Visit&& visit) {
         pid_t pid = 0;
         auto [end, ec] = std::from_chars(name, name + std::char_traits<char>::length(name), pid);
         if (ec != std::errc() || *end != '\0' || pid <= 0) continue;
-        if (std::binary_search(kthreads.begin(), kthreads.end(), pid)) continue;
+        if (std::binary_search(kthreads.begin(), kthreads.end(), pid) && !has_user_image(proc.get(), name)) continue;
         visit(proc.get(), pid, name);
     }
     ::closedir(dir);
@@ -216,7 +228,7 @@ std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode) {
 HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid) {
     HostScan scan;
     std::array<char, 4096> buf;
-    for_each_process(KernelThreads::include, [&](int proc_fd, pid_t pid, const char* name) {
+    for_each_process(KernelThreads::skip, [&](int proc_fd, pid_t pid, const char* name) {
         auto ino = pid_namespace_at(proc_fd, name);
         if (ino && *ino == ns_inode) scan.in_pid_namespace.push_back(pid);
         IdLines ids;

@@ -15,11 +15,12 @@ namespace corral::supervisor {
 // (the Uid: line of /proc/<pid>/status).
 std::vector<pid_t> processes_of_uid(uid_t uid);
 
-// Whether a pass may skip kernel threads (kthreadd, PID 2 with PF_KTHREAD,
-// and its children, read in one go). They are most of a host's processes,
-// but a user-space helper the kernel starts (a core_pattern pipe such as
-// apport, which may take the crashing process's UID) is a child of kthreadd
-// too: only the start-time check skips; every teardown pass looks at all.
+// Whether a pass may skip kernel threads: kthreadd (PID 2 with PF_KTHREAD)
+// and those of its children (read in one go) that have no user-space image
+// (/proc/<pid>/exe fails with ENOENT). They are most of a host's processes.
+// A user-space helper the kernel starts (a core_pattern pipe such as apport,
+// which may take the crashing process's UID) is a child of kthreadd too, but
+// has an image, so it always gets the full check.
 enum class KernelThreads { include, skip };
 
 // Processes with `uid` in any Uid: field or `gid` in any Gid: field.
@@ -28,7 +29,8 @@ std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid, KernelThreads kth
 // Processes whose /proc/<pid>/ns/pid is the namespace with inode `ns_inode`.
 std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode);
 
-// One pass over /proc answering both teardown questions: which processes are in
+// One pass over /proc answering both teardown questions (kernel threads
+// skipped, see KernelThreads): which processes are in
 // the PID namespace `ns_inode`, and which have `uid` in any Uid: field or `gid`
 // in any Gid: field (the same checks as processes_in_pid_namespace and
 // processes_of_identity, from one directory listing).
