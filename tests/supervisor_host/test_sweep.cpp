@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "supervisor/sweep.hpp"
@@ -67,9 +68,34 @@ TEST_CASE("a process that switched to an agent uid is found, and is not after it
     pid_t child = spawn_as(uid, uid, fds);
     CHECK(processes_of_uid(uid) == std::vector<pid_t>{child});
     CHECK(processes_of_identity(uid, uid) == std::vector<pid_t>{child});
+    // Skipping kernel threads never skips a user process.
+    CHECK(processes_of_identity(uid, uid, KernelThreads::skip) == std::vector<pid_t>{child});
+    HostScan scan = scan_host(0, uid, uid);
+    CHECK(scan.of_identity == std::vector<pid_t>{child});
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
     CHECK(processes_of_uid(uid).empty());
+}
+
+TEST_CASE("skipping kernel threads leaves out only processes without a user-space image") {
+    // Every process this pass keeps but the full pass also has; the skipped
+    // ones (if any: kthreadd's children) have no /proc/<pid>/exe.
+    auto all = processes_of_identity(0, 0, KernelThreads::include);
+    auto kept = processes_of_identity(0, 0, KernelThreads::skip);
+    std::sort(all.begin(), all.end());
+    std::sort(kept.begin(), kept.end());
+    std::vector<pid_t> skipped;
+    std::set_difference(all.begin(), all.end(), kept.begin(), kept.end(), std::back_inserter(skipped));
+    for (pid_t p : skipped) {
+        char link[64];
+        std::snprintf(link, sizeof link, "/proc/%d/exe", static_cast<int>(p));
+        char target[8];
+        errno = 0;
+        ssize_t n = ::readlink(link, target, sizeof target);
+        if (n < 0 && errno != ENOENT) continue;  // exited meanwhile
+        CHECK_MESSAGE(n < 0, "pid " << p << " has a user-space image but was skipped");
+    }
+    if (::geteuid() == 0) CHECK(kept.size() < all.size());  // a Linux host always has kernel threads
 }
 
 TEST_CASE("a process holding only the agent gid is found by processes_of_identity (root)") {
