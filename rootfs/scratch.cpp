@@ -17,33 +17,11 @@
 #include <vector>
 
 #include "base/sys_error.hpp"
+#include "base/mountinfo.hpp"
 #include "rootfs/mount_plan.hpp"
 
 namespace corral::rootfs {
 namespace {
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape_mountinfo(const std::string& field) {
-    std::string out;
-    for (std::size_t i = 0; i < field.size(); ++i) {
-        if (field[i] == '\\' && i + 3 < field.size()) {
-            int value = 0;
-            bool octal = true;
-            for (std::size_t k = 1; k <= 3; ++k) {
-                char c = field[i + k];
-                if (c < '0' || c > '7') octal = false;
-                else value = value * 8 + (c - '0');
-            }
-            if (octal) {
-                out += static_cast<char>(value);
-                i += 3;
-                continue;
-            }
-        }
-        out += field[i];
-    }
-    return out;
-}
 
 bool at_or_below(const std::string& path, const std::string& dir) {
     return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
@@ -58,7 +36,7 @@ std::vector<std::string> mounts_at_or_below(const std::string& dir) {
         std::istringstream fields(line);
         std::string id, parent, devno, root, mount_point;
         if (!(fields >> id >> parent >> devno >> root >> mount_point)) continue;
-        std::string path = unescape_mountinfo(mount_point);
+        std::string path = unescape_mountinfo_field(mount_point);
         if (at_or_below(path, dir)) found.push_back(path);
     }
     return found;

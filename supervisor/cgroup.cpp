@@ -18,6 +18,7 @@
 
 #include "base/fd.hpp"
 #include "base/log.hpp"
+#include "base/mountinfo.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::supervisor {
@@ -26,29 +27,6 @@ namespace {
 constexpr const char* kCorralDir = "corral";
 constexpr std::uint64_t kCpuPeriodUs = 100000;  // the kernel's default CFS period
 constexpr std::uint64_t kMinCpuQuotaUs = 1000;  // the kernel refuses quotas below 1 ms
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape_mount_field(const std::string& field) {
-    std::string out;
-    for (std::size_t i = 0; i < field.size(); ++i) {
-        if (field[i] == '\\' && i + 3 < field.size()) {
-            int value = 0;
-            bool octal = true;
-            for (std::size_t k = 1; k <= 3; ++k) {
-                char c = field[i + k];
-                if (c < '0' || c > '7') octal = false;
-                value = value * 8 + (c - '0');
-            }
-            if (octal) {
-                out.push_back(static_cast<char>(value));
-                i += 3;
-                continue;
-            }
-        }
-        out.push_back(field[i]);
-    }
-    return out;
-}
 
 bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
@@ -192,7 +170,7 @@ CgroupHierarchies parse_cgroup_mounts(const std::string& mountinfo) {
         auto after = split_words(line.substr(sep + 3));
         if (before.size() < 5 || after.size() < 3) continue;
         const std::string& fstype = after[0];
-        std::string mount_point = unescape_mount_field(before[4]);
+        std::string mount_point = unescape_mountinfo_field(before[4]);
         if (fstype == "cgroup2") {
             if (!h.v2_mount) h.v2_mount = mount_point;
         } else if (fstype == "cgroup") {
