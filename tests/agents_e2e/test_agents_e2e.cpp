@@ -34,6 +34,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace corral;
 using namespace corral::test::agents;
+using corral::test::read_file;
+using corral::test::write_file;
 using supervisor::AgentKind;
 
 namespace {

@@ -254,20 +254,6 @@ int free_port() {
     return port;
 }
 
-void write_file(const std::string& path, const std::string& text, unsigned mode) {
-    {
-        std::ofstream f(path);
-        if (!f) throw std::runtime_error("cannot write " + path);
-        f << text;
-    }
-    ::chmod(path.c_str(), mode);
-}
 
-std::string read_file(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 }  // namespace corral::test::agents

@@ -91,7 +91,5 @@ std::string real_secret(const World& w, config::AgentKind kind, Org org);
 // A free loopback TCP port (for a gateway daemon's listen_tcp).
 int free_port();
 
-void write_file(const std::string& path, const std::string& text, unsigned mode = 0644);
-std::string read_file(const std::string& path);
 
 }  // namespace corral::test::agents

@@ -51,21 +51,7 @@ std::string missing_prerequisite() {
 
 namespace {
 
-void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
-    {
-        std::ofstream f(path);
-        if (!f) throw std::runtime_error("cannot write " + path);
-        f << text;
-    }
-    ::chmod(path.c_str(), mode);
-}
 
-std::string read_file(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 std::string sha256_hex(const std::string& s) {
     unsigned char md[EVP_MAX_MD_SIZE];

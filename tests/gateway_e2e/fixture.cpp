@@ -22,21 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
-    {
-        std::ofstream f(path);
-        if (!f) throw std::runtime_error("cannot write " + path);
-        f << text;
-    }
-    ::chmod(path.c_str(), mode);
-}
 
-std::string read_file(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // A free loopback port for the gateway: the config must name it up front so a
 // grant can point back at the gateway itself (the gateway_self case).

@@ -3,13 +3,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -193,6 +196,23 @@ bool running_as_root() { return geteuid() == 0; }
 
 bool have_program(const std::string& program) {
     return run({"sh", "-c", "command -v " + program + " >/dev/null 2>&1"}).exit_code == 0;
+}
+
+void write_file(const std::string& path, const std::string& text, unsigned mode) {
+    {
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        if (!f) throw std::runtime_error("cannot write " + path);
+        f << text;
+    }
+    ::chmod(path.c_str(), static_cast<mode_t>(mode));
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 }  // namespace corral::test

@@ -59,6 +59,13 @@ void run_checked(const std::vector<std::string>& argv, const std::string& cwd = 
 // n random lowercase hex digits: unique names for markers, secrets, temp dirs.
 std::string random_hex(std::size_t n);
 
+// Creates or truncates `path` with `text`, then sets `mode`. Throws
+// std::runtime_error naming the path if it cannot be written.
+void write_file(const std::string& path, const std::string& text, unsigned mode = 0644);
+
+// The whole file ("" if it cannot be read).
+std::string read_file(const std::string& path);
+
 // Absolute path of the corral binary under test: $CORRAL_BIN, set by meson.
 std::string corral_bin();
 // Absolute path of the source tree root: $CORRAL_SOURCE_ROOT, set by meson.
