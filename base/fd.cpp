@@ -2,7 +2,23 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+
+#include "base/sys_error.hpp"
+
 namespace corral {
+
+std::string read_to_end(int fd, const std::string& what) {
+    std::string out;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("read", what, errno);
+        if (n == 0) return out;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+}
 
 void Fd::reset(int fd) noexcept {
     int old = std::exchange(fd_, fd);

@@ -6,6 +6,7 @@
 // int or bool: "is this fd valid" must be asked with valid().
 #pragma once
 
+#include <string>
 #include <utility>
 
 namespace corral {
@@ -33,5 +34,9 @@ public:
 private:
     int fd_ = -1;
 };
+
+// Everything `fd` yields from its current offset to EOF (retrying EINTR).
+// Throws SysError("read", what, errno) on a read error.
+std::string read_to_end(int fd, const std::string& what);
 
 }  // namespace corral

@@ -477,6 +477,29 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     return plan;
 }
 
+// Moves the plan's /proc mounts (the proc mount and its masks) out of the
+// init's plan into their own, re-rooted at "/": the invocation's PID 1 applies
+// them after pivot_root, so the box's only /proc is the one of the nested PID
+// namespace (a /proc mounted by the init would show other PIDs than getpid()
+// returns in there, and would cost its mounts twice). The /proc directory
+// itself stays in the init's plan: the root may be read-only by then.
+MountPlan take_proc_mounts(MountPlan& plan) {
+    MountPlan p;
+    p.new_root = "/";
+    p.scratch_dir = plan.scratch_dir;
+    auto is_proc_mount = [](const MountOp& op) {
+        bool under_proc = op.target == "/proc" || op.target.starts_with("/proc/");
+        bool mounts = op.kind == MountKind::Mount || op.kind == MountKind::Bind ||
+                      op.kind == MountKind::Remount;
+        return op.in_root && under_proc && mounts;
+    };
+    std::vector<MountOp> kept;
+    kept.reserve(plan.ops.size());
+    for (auto& op : plan.ops) (is_proc_mount(op) ? p.ops : kept).push_back(std::move(op));
+    plan.ops = std::move(kept);
+    return p;
+}
+
 std::string describe(const MountOp& op) {
     const std::string where = op.in_root ? "box:" + op.target : op.target;
     switch (op.kind) {

@@ -98,6 +98,12 @@ struct MountPlan {
 // the bad value and what is accepted, e.g. "--rootfs /x: no such directory".
 MountPlan plan_rootfs(const RootfsSpec& spec);
 
+// Moves the plan's /proc mounts (the proc mount and its masks; not the /proc
+// directory) into a plan of their own, rooted at "/": for the invocation's
+// PID 1 to apply after pivot_root, so the box's only /proc is the one of its
+// nested PID namespace (supervisor/sandbox_init.cpp).
+MountPlan take_proc_mounts(MountPlan& plan);
+
 // One line naming the call and the paths, for error messages:
 // "mount(proc -> /proc, proc, MS_NOSUID|MS_NODEV|MS_NOEXEC)".
 std::string describe(const MountOp& op);

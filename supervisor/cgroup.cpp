@@ -37,16 +37,7 @@ std::optional<std::string> read_cgroup_file(const std::string& path) {
         if (errno == ENOENT) return std::nullopt;
         throw SysError("open", path, errno);
     }
-    std::string text;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw SysError("read", path, errno);
-        if (n == 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    return text;
+    return read_to_end(fd.get(), path);
 }
 
 // One write() of the whole value: cgroup files act on each write call.

@@ -200,6 +200,26 @@ Check check_seccomp() {
                       "forbids filters: run on the host");
 }
 
+// Runs `body(dir)` in a child, in a private mount namespace, with a private
+// tmpfs (mount flags `flags`) mounted on a fresh /tmp/corral-doctor-XXXXXX
+// directory: the host sees at most an empty directory, removed afterwards.
+// Returns the problem ("" if none).
+std::string probe_on_private_tmpfs(unsigned long flags, const std::function<std::string(const std::string&)>& body) {
+    char tmpl[] = "/tmp/corral-doctor-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return failure("mkdtemp(/tmp/corral-doctor-XXXXXX)", errno);
+    std::string base = tmpl;
+    std::string problem = probe_in_child([&]() -> std::string {
+        if (::unshare(CLONE_NEWNS) != 0) return failure("unshare(CLONE_NEWNS)", errno);
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+            return failure("mount(/, MS_REC|MS_PRIVATE)", errno);
+        if (::mount("corral-doctor", base.c_str(), "tmpfs", flags, "size=1m,mode=0700") != 0)
+            return failure(("mount(tmpfs on " + base + ")").c_str(), errno);
+        return body(base);
+    });
+    ::rmdir(tmpl);
+    return problem;
+}
+
 Check check_overlayfs() {
     bool listed = false;
     {
@@ -207,18 +227,7 @@ Check check_overlayfs() {
         for (std::string line; std::getline(in, line);)
             if (line.size() >= 7 && line.compare(line.size() - 7, 7, "overlay") == 0) listed = true;
     }
-    char tmpl[] = "/tmp/corral-doctor-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr)
-        return make_check("overlayfs", failure("mkdtemp(/tmp/corral-doctor-XXXXXX)", errno), "", "make /tmp writable");
-    std::string base = tmpl;
-    std::string problem = probe_in_child([&]() -> std::string {
-        // Everything happens in a private mount namespace on a private tmpfs, so the
-        // host sees at most an empty directory, removed below.
-        if (::unshare(CLONE_NEWNS) != 0) return failure("unshare(CLONE_NEWNS)", errno);
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-            return failure("mount(/, MS_REC|MS_PRIVATE)", errno);
-        if (::mount("corral-doctor", base.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700") != 0)
-            return failure(("mount(tmpfs on " + base + ")").c_str(), errno);
+    std::string problem = probe_on_private_tmpfs(MS_NOSUID | MS_NODEV, [](const std::string& base) -> std::string {
         for (const char* sub : {"/lower", "/upper", "/work", "/merged"})
             if (::mkdir((base + sub).c_str(), 0700) != 0) return failure(("mkdir(" + base + sub + ")").c_str(), errno);
         std::string opts = "lowerdir=" + base + "/lower,upperdir=" + base + "/upper,workdir=" + base + "/work";
@@ -230,7 +239,6 @@ Check check_overlayfs() {
         if (::stat((base + "/upper/probe").c_str(), &st) != 0) return "a file written through the overlay did not land in upperdir";
         return "";
     });
-    ::rmdir(tmpl);
     if (!problem.empty() && !listed) problem = "overlay is not in /proc/filesystems and " + problem;
     return make_check("overlayfs", problem, "overlay mount with a tmpfs upper layer works (--rootfs DIR)",
                       remedy_for_privilege("load the module (modprobe overlay) or build the kernel with CONFIG_OVERLAY_FS"));
@@ -240,16 +248,7 @@ Check check_overlayfs() {
 // that needs CAP_MKNOD and a device policy (cgroup) that lets root create and
 // open a character device. The real thing, on a private tmpfs.
 Check check_device_nodes() {
-    char tmpl[] = "/tmp/corral-doctor-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr)
-        return make_check("device nodes", failure("mkdtemp(/tmp/corral-doctor-XXXXXX)", errno), "", "make /tmp writable");
-    std::string base = tmpl;
-    std::string problem = probe_in_child([&]() -> std::string {
-        if (::unshare(CLONE_NEWNS) != 0) return failure("unshare(CLONE_NEWNS)", errno);
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-            return failure("mount(/, MS_REC|MS_PRIVATE)", errno);
-        if (::mount("corral-doctor", base.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0700") != 0)
-            return failure(("mount(tmpfs on " + base + ")").c_str(), errno);
+    std::string problem = probe_on_private_tmpfs(MS_NOSUID | MS_NOEXEC, [](const std::string& base) -> std::string {
         std::string node = base + "/null";
         if (::mknod(node.c_str(), S_IFCHR | 0600, makedev(1, 3)) != 0) return failure("mknod(null, char 1:3)", errno);
         Fd f(::open(node.c_str(), O_WRONLY | O_CLOEXEC));
@@ -257,7 +256,6 @@ Check check_device_nodes() {
         if (::write(f.get(), "x", 1) != 1) return failure("write(a mknod'ed /dev/null)", errno);
         return "";
     });
-    ::rmdir(tmpl);
     return make_check("device nodes", problem, "mknod of a character device on a tmpfs works (the box's /dev)",
                       remedy_for_privilege("corral needs CAP_MKNOD and a device policy that allows "
                                            "null, zero, full, random, urandom and tty (a container's "

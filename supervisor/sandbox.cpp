@@ -154,29 +154,6 @@ bool read_message(int fd, InitMessage& msg) {
     return true;
 }
 
-// Moves the plan's /proc mounts (the proc mount and its masks) out of the
-// init's plan into their own, re-rooted at "/": the invocation's PID 1 applies
-// them after pivot_root, so the box's only /proc is the one of the nested PID
-// namespace (a /proc mounted by the init would show other PIDs than getpid()
-// returns in there, and would cost its mounts twice). The /proc directory
-// itself stays in the init's plan: the root may be read-only by then.
-rootfs::MountPlan take_invocation_proc_plan(rootfs::MountPlan& plan) {
-    rootfs::MountPlan p;
-    p.new_root = "/";
-    p.scratch_dir = plan.scratch_dir;
-    auto is_proc_mount = [](const rootfs::MountOp& op) {
-        bool under_proc = op.target == "/proc" || op.target.starts_with("/proc/");
-        bool mounts = op.kind == rootfs::MountKind::Mount || op.kind == rootfs::MountKind::Bind ||
-                      op.kind == rootfs::MountKind::Remount;
-        return op.in_root && under_proc && mounts;
-    };
-    std::vector<rootfs::MountOp> kept;
-    kept.reserve(plan.ops.size());
-    for (auto& op : plan.ops) (is_proc_mount(op) ? p.ops : kept).push_back(std::move(op));
-    plan.ops = std::move(kept);
-    return p;
-}
-
 SandboxSetupError setup_error(const InitMessage& msg, const rootfs::MountPlan& plan,
                               const rootfs::MountPlan& proc_plan) {
     std::string text = "setup step " + std::string(step_name(msg.step)) + " failed: ";
@@ -431,7 +408,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     spec.rootfs.agent_gid = lease.gid();
     spec.rootfs.hostname = spec.hostname;
     rootfs::MountPlan plan = rootfs::plan_rootfs(spec.rootfs);
-    rootfs::MountPlan proc_plan = take_invocation_proc_plan(plan);
+    rootfs::MountPlan proc_plan = rootfs::take_proc_mounts(plan);
     lap("plan_rootfs");
     SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
     lap("compile_seccomp");

@@ -62,16 +62,8 @@ Ctx build_context(const std::vector<SeccompRule>& rules) {
 }
 
 std::string read_all(int fd) {
-    std::string out;
     if (lseek(fd, 0, SEEK_SET) < 0) throw SysError("lseek", "memfd", errno);
-    char buf[4096];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw SysError("read", "memfd", errno);
-        if (n == 0) return out;
-        out.append(buf, static_cast<std::size_t>(n));
-    }
+    return read_to_end(fd, "memfd");
 }
 
 }  // namespace

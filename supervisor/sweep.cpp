@@ -25,15 +25,11 @@ constexpr unsigned long kPfKthread = 0x00200000;  // PF_KTHREAD in /proc/<pid>/s
 std::string read_small(int proc_fd, const char* path) {
     Fd fd(::openat(proc_fd, path, O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return {};
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
+    try {
+        return read_to_end(fd.get(), path);
+    } catch (const SysError&) {
+        return {};  // the process went away mid-read
     }
-    return out;
 }
 
 // kthreadd (PID 2 of the host's PID namespace) and its children, sorted:
