@@ -184,8 +184,11 @@ struct Upstream {
 // ---------------------------------------------------------------------------
 // The gateway under test, on its own io_context thread.
 struct GatewayUnderTest {
-    asio::io_context ioc;
+    // Declared before the io_context, so destroyed after it: the connections'
+    // coroutine frames, destroyed with the io_context, give their pooled
+    // buffers back to the gateway (as corral run and the daemon order them).
     std::unique_ptr<Gateway> gw;
+    asio::io_context ioc;
     tcp::acceptor acceptor{ioc};
     std::thread thread;
     std::uint16_t port = 0;
