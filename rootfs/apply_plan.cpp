@@ -228,6 +228,18 @@ Result remount(const MountOp& op, int root_fd) {
     return std::nullopt;
 }
 
+Result attach_tree(const MountOp& op, int root_fd) {
+    ScopedFd target(open_target(op, root_fd, O_PATH));
+    if (target.fd < 0) return fail(FailedCall::open);
+    if (op.tree_fd < 0) {
+        errno = EBADF;  // prepare_idmapped_trees() was not called
+        return fail(FailedCall::move_mount);
+    }
+    if (move_mount(op.tree_fd, "", target.fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+        return fail(FailedCall::move_mount);
+    return std::nullopt;
+}
+
 Result apply_op(const MountOp& op, int root_fd) {
     switch (op.kind) {
         case MountKind::MakeDir: return make_dir(op, root_fd);
@@ -239,6 +251,7 @@ Result apply_op(const MountOp& op, int root_fd) {
         case MountKind::Mount: return do_mount(op, root_fd);
         case MountKind::Bind: return bind(op, root_fd);
         case MountKind::Remount: return remount(op, root_fd);
+        case MountKind::AttachTree: return attach_tree(op, root_fd);
     }
     errno = EINVAL;
     return fail(FailedCall::mount);

@@ -220,6 +220,15 @@ public:
                                     .flags = flags, .optional = optional});
         plan_.ops.push_back(MountOp{.kind = MountKind::Remount, .target = box_path, .flags = flags, .optional = optional});
     }
+    // Like bind(), but the source's on-disk owner and group show in the box as
+    // the agent's (an ID-mapped mount made before the clone: prepare_idmapped_trees).
+    void bind_owned_by_agent(const std::string& host_source, const std::string& box_path, unsigned long flags,
+                             uid_t disk_uid, gid_t disk_gid, uid_t agent_uid, gid_t agent_gid) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::AttachTree, .source = host_source, .target = box_path,
+                                    .flags = flags, .uid = agent_uid, .gid = agent_gid, .disk_uid = disk_uid,
+                                    .disk_gid = disk_gid});
+        plan_.ops.push_back(MountOp{.kind = MountKind::Remount, .target = box_path, .flags = flags});
+    }
     void mount_point_file(const std::string& box_path, mode_t mode = 0644) {
         plan_.ops.push_back(MountOp{.kind = MountKind::MakeFile, .target = box_path, .mode = mode});
     }
@@ -457,8 +466,13 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     p.dir("/tmp", 01777);
     p.mount("corral-tmp", "/tmp", "tmpfs", kSafe, "mode=1777,size=" + std::to_string(spec.tmp_size_bytes));
     if (spec.workspace) {
+        // The agent works as the workspace's owner: what it writes lands on
+        // disk as the owner's, never as the run's leased UID.
+        struct stat st {};
+        if (stat(spec.workspace->c_str(), &st) != 0) throw UsageError("--workspace " + *spec.workspace + ": cannot access: " + errno_text(errno));
         p.dir("/workspace");
-        p.bind(*spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace));
+        p.bind_owned_by_agent(*spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace), st.st_uid,
+                              st.st_gid, spec.agent_uid, spec.agent_gid);
     } else if (host_mode) {
         // The command still starts in /workspace: an empty directory of the
         // agent's on scratch (the root tmpfs itself becomes read-only).
@@ -520,6 +534,9 @@ std::string describe(const MountOp& op) {
         case MountKind::Bind:
             return "mount(" + (op.source.empty() ? where : op.source) + " -> " + where + ", MS_BIND)";
         case MountKind::Remount: return "mount(" + where + ", " + flag_names(MS_BIND | MS_REMOUNT | op.flags) + ")";
+        case MountKind::AttachTree:
+            return "move_mount(" + op.source + " -> " + where + ", ID-mapped: on-disk " + std::to_string(op.disk_uid) +
+                   ":" + std::to_string(op.disk_gid) + " as " + std::to_string(op.uid) + ":" + std::to_string(op.gid) + ")";
     }
     return "unknown rootfs step";
 }
@@ -538,6 +555,7 @@ const char* call_name(FailedCall call) noexcept {
         case FailedCall::pivot_root: return "pivot_root";
         case FailedCall::umount: return "umount2";
         case FailedCall::chdir: return "chdir";
+        case FailedCall::move_mount: return "move_mount";
     }
     return "?";
 }

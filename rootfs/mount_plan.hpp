@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
+
 namespace corral::rootfs {
 
 // A file that must appear in the box with this content (issue 4 puts the CA
@@ -70,6 +72,8 @@ enum class MountKind {
     Mount,       // mount(source, target, fstype, flags, data): tmpfs, proc, devpts, overlay, propagation
     Bind,        // mount(source, target, MS_BIND): source is a host path; flags are applied by the Remount after it
     Remount,     // mount(target, MS_BIND|MS_REMOUNT|flags): set per-mount flags (ro, nosuid, nodev, noexec)
+    AttachTree,  // move_mount(tree_fd -> target): a bind of source whose on-disk owner disk_uid:disk_gid shows
+                 // as uid:gid (rootfs/idmapped_tree.hpp); tree_fd is made by prepare_idmapped_trees()
 };
 
 struct MountOp {
@@ -86,6 +90,9 @@ struct MountOp {
     uid_t uid = 0;
     gid_t gid = 0;
     bool optional = false;   // skip this op when its target (or a Bind's source) does not exist
+    uid_t disk_uid = 0;      // AttachTree: the on-disk owner shown as uid
+    gid_t disk_gid = 0;      // AttachTree: the on-disk group shown as gid
+    int tree_fd = -1;        // AttachTree: the detached mount (owned by PreparedTrees, not by the op)
 };
 
 struct MountPlan {
@@ -110,7 +117,7 @@ std::string describe(const MountOp& op);
 
 // The system call that failed (static names; safe to carry over a pipe as a number).
 enum class FailedCall : std::uint8_t {
-    open, mkdir, mknod, symlink, write, chown, chmod, stat, mount, pivot_root, umount, chdir,
+    open, mkdir, mknod, symlink, write, chown, chmod, stat, mount, pivot_root, umount, chdir, move_mount,
 };
 const char* call_name(FailedCall call) noexcept;
 
@@ -120,6 +127,19 @@ struct MountFailure {
     int err = 0;
     FailedCall call = FailedCall::mount;
 };
+
+// Supervisor side, before clone3: makes the detached ID-mapped tree of every
+// AttachTree op (open_tree + mount_setattr, see idmapped_tree.hpp) and stores
+// its fd in the op. Where the file system cannot be ID-mapped the op becomes
+// a plain Bind (the agent then writes only where the directory's permissions
+// let its UID) and `fallbacks` says which and why; the caller must tell the
+// user. Throws SysError for any other failure.
+struct PreparedTrees {
+    std::vector<Fd> trees;               // keep alive until the init has attached them
+    std::vector<std::string> idmapped;   // "/workspace: on-disk 1000:1000 shown as the agent"
+    std::vector<std::string> fallbacks;  // "/workspace: mount_setattr(...): Invalid argument"
+};
+PreparedTrees prepare_idmapped_trees(MountPlan& plan);
 
 // "rootfs setup: mount(/home/u/ws -> /workspace, MS_BIND) failed in mount: Permission denied"
 std::string describe_failure(const MountPlan& plan, const MountFailure& failure);

@@ -27,6 +27,10 @@ options:
                          lower layer of an overlay whose writable upper layer is
                          scratch space, so nothing CMD writes ever reaches DIR.
   --workspace DIR        bind DIR read-write at /workspace and start CMD there.
+                         CMD acts as DIR's owner (an ID-mapped bind): what it
+                         writes belongs to that owner on the host. Set-ID bits
+                         cannot be set. A file system that cannot be ID-mapped
+                         is bound as is, with a warning.
                          Without it CMD starts in /workspace, an empty directory
                          on the scratch overlay that vanishes with the run.
   --run-dir DIR          where stdout.log, stderr.log and run.json go (created

@@ -71,6 +71,7 @@ nlohmann::json to_json(const RunRecord& r) {
         {"hostname", r.hostname},
         {"rootfs", r.rootfs},
         {"workspace", or_null(r.workspace)},
+        {"workspace_binding", r.workspace ? json{{"idmapped", r.idmapped_binds}, {"unmapped", r.unmapped_binds}} : json()},
         {"started_at", format_rfc3339_ms(r.started_at)},
         {"ended_at", format_rfc3339_ms(r.ended_at)},
         {"duration_ms", duration},

@@ -38,6 +38,11 @@ struct RunRecord {
     std::string hostname;
     std::string rootfs;                          // "host" or the image directory
     std::optional<std::string> workspace;        // null when none was given
+    // How the workspace was bound: with its owner shown as the agent (an
+    // idmapped mount), or as is because its file system cannot be ID-mapped.
+    // run.json "workspace_binding": {"idmapped": [...], "unmapped": [...]}; null without a workspace.
+    std::vector<std::string> idmapped_binds;
+    std::vector<std::string> unmapped_binds;
     std::chrono::system_clock::time_point started_at{};
     std::chrono::system_clock::time_point ended_at{};
     std::optional<int> exit_code;                // null when killed by a signal / never started

@@ -30,6 +30,7 @@
 
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
+#include "rootfs/idmapped_tree.hpp"
 #include "supervisor/run_options.hpp"
 #include "supervisor/sandbox_init.hpp"
 #include "supervisor/stale_cleanup.hpp"
@@ -410,6 +411,11 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     rootfs::MountPlan plan = rootfs::plan_rootfs(spec.rootfs);
     rootfs::MountPlan proc_plan = rootfs::take_proc_mounts(plan);
     lap("plan_rootfs");
+    // The workspace's ID-mapped bind, made here where a refusal can still be
+    // reported plainly; the init only attaches it. Kept open until "ready".
+    rootfs::PreparedTrees trees = rootfs::prepare_idmapped_trees(plan);
+    for (const auto& f : trees.fallbacks) log::warn(f);
+    lap("prepare_idmapped_trees");
     SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
     lap("compile_seccomp");
 
@@ -473,6 +479,8 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
 
     Sandbox box(std::move(spec), std::move(lease), std::move(cgroup));
     box.plan_ = std::move(plan);
+    box.idmapped_binds_ = std::move(trees.idmapped);
+    box.unmapped_binds_ = std::move(trees.fallbacks);
     box.proc_plan_ = std::move(proc_plan);
     box.init_pid_ = static_cast<pid_t>(pid);
     box.pidfd_.reset(pidfd);

@@ -124,6 +124,11 @@ public:
     const std::string& run_id() const { return spec_.run_id; }
     const SandboxSpec& spec() const { return spec_; }
     const RunCgroup& cgroup() const { return cgroup_; }
+    // Host directories shown with their owner mapped to the agent (the
+    // workspace), and those bound as is because their file system cannot be
+    // ID-mapped, with the reason (rootfs/idmapped_tree.hpp). For run.json.
+    const std::vector<std::string>& idmapped_binds() const { return idmapped_binds_; }
+    const std::vector<std::string>& unmapped_binds() const { return unmapped_binds_; }
     // Opens the sandbox's network namespace (for setns from a helper thread).
     Fd open_network_namespace() const;
 
@@ -140,6 +145,8 @@ private:
     RunCgroup cgroup_;
     rootfs::MountPlan plan_;
     rootfs::MountPlan proc_plan_;   // the invocation's /proc (see sandbox_init.cpp)
+    std::vector<std::string> idmapped_binds_;
+    std::vector<std::string> unmapped_binds_;
     pid_t init_pid_ = -1;
     Fd pidfd_;
     ino_t pid_ns_inode_ = 0;

@@ -208,9 +208,32 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
     hide_host_command_line(ctx);
     {
-        int keep[] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
-        std::sort(std::begin(keep), std::end(keep));
-        check_step(ctx, close_all_except(keep, 7), SetupStep::wait_for_supervisor, "close_range");
+        // Our pipes, and the detached ID-mapped trees the mount plan attaches
+        // (rootfs/idmapped_tree.hpp): the only inherited fds the init needs.
+        constexpr int kMaxTrees = 8;
+        int keep[7 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
+        int count = 7;
+        for (const auto& op : ctx.plan->ops) {
+            if (op.kind != rootfs::MountKind::AttachTree || op.tree_fd < 0) continue;
+            if (count == 7 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
+            keep[count++] = op.tree_fd;
+        }
+        // Insertion sort + dedupe (close_all_except wants ascending, distinct fds).
+        int distinct = 0;
+        for (int i = 0; i < count; ++i) {
+            int v = keep[i], j = distinct;
+            bool dup = false;
+            for (int k = 0; k < distinct; ++k) dup = dup || keep[k] == v;
+            if (dup) continue;
+            while (j > 0 && keep[j - 1] > v) {
+                keep[j] = keep[j - 1];
+                --j;
+            }
+            keep[j] = v;
+            ++distinct;
+        }
+        count = distinct;
+        check_step(ctx, close_all_except(keep, count), SetupStep::wait_for_supervisor, "close_range");
     }
     // "go": we are in the run's v1 cgroups now. Without v1 cgroups there is
     // nothing to wait for (CLONE_INTO_CGROUP put us in the v2 one at birth);

@@ -5,7 +5,9 @@
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -116,6 +118,30 @@ std::vector<SeccompRule> sandbox_seccomp_rules() {
     for (const char* name : {"settimeofday", "clock_settime", "clock_adjtime", "adjtimex"})
         r.push_back(deny(name, "sets the host's clock; the time is not namespaced"));
     r.push_back(deny("syslog", "reads/clears the kernel log, which leaks host addresses and activity"));
+    // --- set-user/group-ID bits: files the box creates in the workspace belong,
+    // on the host, to the workspace's owner (an idmapped bind, docs/rootfs.md);
+    // a setuid bit on one would be a set-ID program of that owner outside the
+    // box, where nosuid does not hold. Each mode-taking call is denied when its
+    // mode carries S_ISUID or S_ISGID (open/openat only when O_CREAT or
+    // O_TMPFILE makes the mode meaningful).
+    const std::pair<std::uint64_t, const char*> set_id_bits[] = {{S_ISUID, "S_ISUID"}, {S_ISGID, "S_ISGID"}};
+    for (auto [bit, bit_name] : set_id_bits) {
+        const std::string why = std::string("mode with ") + bit_name +
+                                ": a set-ID file in the workspace would be a set-ID program of the workspace's "
+                                "owner on the host";
+        for (auto [name, mode_arg] : {std::pair{"chmod", 1u}, {"fchmod", 1u}, {"fchmodat", 2u}, {"creat", 1u},
+                                      {"mknod", 1u}, {"mknodat", 2u}})
+            r.push_back({name, SeccompAction::deny_eperm, {{mode_arg, bit, bit}}, why});
+        // Linux 6.6; newer than libseccomp 2.5.4, hence the number.
+        r.push_back({"fchmodat2", SeccompAction::deny_eperm, {{2, bit, bit}}, why, 452});
+        for (auto [name, flags_arg] : {std::pair{"open", 1u}, {"openat", 2u}})
+            for (std::uint64_t creating : {std::uint64_t{O_CREAT}, std::uint64_t{__O_TMPFILE}})
+                r.push_back({name, SeccompAction::deny_eperm, {{flags_arg, creating, creating}, {flags_arg + 1, bit, bit}},
+                             why + (creating == O_CREAT ? " (with O_CREAT)" : " (with O_TMPFILE)")});
+    }
+    r.push_back({"openat2", SeccompAction::deny_enosys, {},
+                 "its flags and mode live in a struct seccomp cannot read (see the set-ID rules); ENOSYS makes "
+                 "callers fall back to openat, whose mode is checked"});
     // ioctl's request is an unsigned int: compare only the low 32 bits so
     // garbage in the upper half of the register cannot dodge the rule.
     r.push_back({"ioctl", SeccompAction::deny_eperm, {{1, 0xffffffffULL, TIOCSTI}},

@@ -204,6 +204,8 @@ int cmd_run(int argc, char** argv) {
     }
     record.uid = box->uid();
     record.gid = box->gid();
+    record.idmapped_binds = box->idmapped_binds();
+    record.unmapped_binds = box->unmapped_binds();
     log::debug("timing: sandbox ready (hook point) after " + ms_since(t0));
     auto t_cmd = steady::now();
 

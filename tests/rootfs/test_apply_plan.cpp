@@ -103,7 +103,9 @@ bool read_exact(int fd, void* buf, std::size_t n) {
 
 // Applies `plan` in fresh mount+PID namespaces and runs `script` with /bin/sh
 // inside the box, as root or as the agent.
-BoxRun run_in_box(const MountPlan& plan, const std::string& script, bool as_agent) {
+BoxRun run_in_box(MountPlan plan, const std::string& script, bool as_agent) {
+    // As the supervisor does before its clone: the workspace's ID-mapped tree.
+    PreparedTrees trees = prepare_idmapped_trees(plan);
     int out[2], report[2];
     REQUIRE(pipe2(out, O_CLOEXEC) == 0);
     REQUIRE(pipe2(report, O_CLOEXEC) == 0);
@@ -253,7 +255,8 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
         "echo tmp=$(stat -c %a /tmp); echo shm=$(stat -c %a /dev/shm);"
         "test -e /sys/kernel || echo no-sys;"
         "grep '^agent:' /etc/passwd; echo home=$(stat -c %u:%a /home/agent);"
-        "echo ws > /workspace/from-box && echo ws-ok;"
+        // Only the agent is mapped on the ID-mapped workspace: root in the box cannot create there.
+        "echo ws > /workspace/from-root 2>/dev/null && echo ws-root-wrote || echo ws-root-unmapped;"
         "head -c 6000000 /dev/zero > /big 2>/dev/null || echo scratch-capped;"
         "head -c 6000000 /dev/zero > /tmp/big 2>/dev/null || echo tmp-capped;",
         /*as_agent=*/false);
@@ -279,7 +282,7 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
     CHECK(has_line(run.out, "no-sys"));
     CHECK(has_line(run.out, "agent:x:1899999001:1899999001:corral agent:/home/agent:/bin/sh"));
     CHECK(has_line(run.out, "home=1899999001:700"));
-    CHECK(has_line(run.out, "ws-ok"));
+    CHECK(has_line(run.out, "ws-root-unmapped"));
     CHECK(has_line(run.out, "scratch-capped"));
     CHECK(has_line(run.out, "tmp-capped"));
 
@@ -305,7 +308,9 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
         "echo a > /home/agent/f && cat /home/agent/f;"
         "echo t > /tmp/f && cat /tmp/f;"
         "echo x > /bin/agent-file 2>/dev/null || echo bin-denied;"
-        "echo x >> /etc/passwd 2>/dev/null || echo passwd-denied;",
+        "echo x >> /etc/passwd 2>/dev/null || echo passwd-denied;"
+        "echo ws > /workspace/from-box && echo ws-ok;"
+        "echo ws-owner=$(stat -c %u /workspace/from-box);",
         /*as_agent=*/true);
     INFO(agent.out);
     REQUIRE_FALSE(agent.failure);
@@ -314,10 +319,17 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
     CHECK(has_line(agent.out, "t"));
     CHECK(has_line(agent.out, "bin-denied"));
     CHECK(has_line(agent.out, "passwd-denied"));
+    CHECK(has_line(agent.out, "ws-ok"));
+    CHECK(has_line(agent.out, "ws-owner=1899999001"));  // the agent sees its own file...
 
-    // The image is exactly as it was; the workspace got the box's file.
+    // The image is exactly as it was; the workspace got the box's file, owned
+    // on disk by the workspace's owner (root here), not by the agent's UID.
     CHECK(snapshot(image.path) == before);
     CHECK(fs::exists(ws.path / "from-box"));
+    CHECK_FALSE(fs::exists(ws.path / "from-root"));
+    struct stat st {};
+    REQUIRE(stat((ws.path / "from-box").c_str(), &st) == 0);
+    CHECK(st.st_uid == 0);
     check_nothing_left(spec);
 }
 
@@ -472,17 +484,17 @@ TEST_CASE("symlinks planted in an image are resolved inside the image, never on 
 TEST_CASE("a failing step is reported with its op and errno, and leaves nothing mounted") {
     TempDir work, ws;
     RootfsSpec spec = spec_for(work.path);
-    spec.workspace = (ws.path / "gone").string();
-    fs::create_directory(*spec.workspace);
+    spec.home_dir = (ws.path / "gone").string();
+    fs::create_directory(*spec.home_dir);
     MountPlan plan = plan_rootfs(spec);
-    fs::remove(*spec.workspace);  // vanishes between planning and applying
+    fs::remove(*spec.home_dir);  // vanishes between planning and applying
     BoxRun run = run_in_box(plan, "echo should-not-run;", false);
     REQUIRE(run.failure);
     CHECK(run.status == 125);
     CHECK(run.out.find("should-not-run") == std::string::npos);
     CHECK(run.failure->err == ENOENT);
     CHECK(describe_failure(plan, *run.failure) ==
-          "rootfs setup: mount(" + *spec.workspace + " -> box:/workspace, MS_BIND) failed in mount: " + corral::errno_text(ENOENT));
+          "rootfs setup: mount(" + *spec.home_dir + " -> box:/home/agent, MS_BIND) failed in mount: " + corral::errno_text(ENOENT));
     check_nothing_left(spec);
 }
 

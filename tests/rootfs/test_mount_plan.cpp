@@ -131,6 +131,7 @@ void check_plan_invariants(const MountPlan& plan) {
                 break;
             case MountKind::Mount:
             case MountKind::Bind:
+            case MountKind::AttachTree:
                 // 4. Targets created before use (or provided by the fresh /proc).
                 CHECK((made_dirs.count(op.target) || made_files.count(op.target) || under_mounted_proc));
                 mounted.insert(op.target);
@@ -140,7 +141,7 @@ void check_plan_invariants(const MountPlan& plan) {
                 break;
         }
         // 6. Every bind is immediately followed by the remount that sets its flags.
-        if (op.kind == MountKind::Bind) {
+        if (op.kind == MountKind::Bind || op.kind == MountKind::AttachTree) {
             REQUIRE(i + 1 < plan.ops.size());
             const MountOp& next = plan.ops[i + 1];
             CHECK(next.kind == MountKind::Remount);
@@ -149,7 +150,8 @@ void check_plan_invariants(const MountPlan& plan) {
             CHECK(next.optional == op.optional);
         }
         // 7. nosuid everywhere; nodev everywhere but /dev and devpts (which get noexec).
-        if (op.kind == MountKind::Mount || op.kind == MountKind::Remount || op.kind == MountKind::Bind) {
+        if (op.kind == MountKind::Mount || op.kind == MountKind::Remount || op.kind == MountKind::Bind ||
+            op.kind == MountKind::AttachTree) {
             CHECK((op.flags & MS_NOSUID));
             if (is_device_mount(op.target)) CHECK((op.flags & MS_NOEXEC));
             else CHECK((op.flags & MS_NODEV));
@@ -158,7 +160,8 @@ void check_plan_invariants(const MountPlan& plan) {
     // 5. No mount lands on an ancestor of an earlier mount.
     std::vector<std::string> order;
     for (const auto& op : plan.ops)
-        if (op.in_root && (op.kind == MountKind::Mount || op.kind == MountKind::Bind)) order.push_back(op.target);
+        if (op.in_root && (op.kind == MountKind::Mount || op.kind == MountKind::Bind || op.kind == MountKind::AttachTree))
+            order.push_back(op.target);
     for (std::size_t a = 0; a < order.size(); ++a)
         for (std::size_t b = a + 1; b < order.size(); ++b) {
             INFO(order[b], " is mounted after ", order[a]);
@@ -327,11 +330,21 @@ TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
         CHECK(tmp->fstype == "tmpfs");
         CHECK(tmp->data == "mode=1777,size=1048576");
 
-        const MountOp* w = find_op(plan, MountKind::Bind, "/workspace");
+        // The workspace is ID-mapped: its on-disk owner and group show as the agent's.
+        CHECK_FALSE(find_op(plan, MountKind::Bind, "/workspace"));
+        const MountOp* w = find_op(plan, MountKind::AttachTree, "/workspace");
         REQUIRE(w);
         CHECK(w->source == ws.path.string());
         CHECK_FALSE((w->flags & MS_RDONLY));
         CHECK((w->flags & (MS_NOSUID | MS_NODEV)) == (MS_NOSUID | MS_NODEV));
+        struct stat st {};
+        REQUIRE(stat(ws.path.c_str(), &st) == 0);
+        CHECK(w->disk_uid == st.st_uid);
+        CHECK(w->disk_gid == st.st_gid);
+        CHECK(w->uid == spec.agent_uid);
+        CHECK(w->gid == spec.agent_gid);
+        CHECK(w->tree_fd == -1);  // made by prepare_idmapped_trees(), in the supervisor
+        CHECK(describe(*w).find("ID-mapped") != std::string::npos);
     }
 }
 

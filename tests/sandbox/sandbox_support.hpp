@@ -35,7 +35,8 @@ const std::string& uid_range();
 // The shared rootfs of this executable: /bin/busybox (static) with every
 // applet linked in /bin, etc/, tmp/, workspace/, proc/, dev/, a world-writable
 // data/ and etc/writable (to prove writes never reach the image) and
-// bin/suid-probe (a static setuid-root program printing its euid).
+// bin/suid-probe (a static setuid-root program printing its euid) and
+// bin/setid-probe (tries every call that can set a set-ID bit in the cwd).
 // Assembled on first use; removed when the executable exits.
 const std::string& rootfs();
 

@@ -1,0 +1,56 @@
+// rootfs/idmapped_tree.hpp — a host directory shown to the box with its owner mapped to the agent.
+//
+// The workspace belongs to someone on the host (its owner and group), while
+// the agent runs with a UID leased per run. An idmapped mount (Linux 5.12)
+// shows the directory's on-disk owner as the agent: the agent can write what
+// the owner can, and what it creates lands on disk as the owner's, so nothing
+// on the host keeps a leased UID that a later run would get again. Every other
+// on-disk ID shows as the overflow ID (nobody) and grants only "other" access.
+//
+// The tree is made in the supervisor, detached (open_tree(OPEN_TREE_CLONE) +
+// mount_setattr(MOUNT_ATTR_IDMAP)), so a file system that cannot be ID-mapped
+// is known before the sandbox exists; the init only attaches it (move_mount,
+// MountKind::AttachTree). Nothing of this touches the host's mount table.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/fd.hpp"
+
+namespace corral::rootfs {
+
+// On-disk IDs (the directory's owner and group) and the IDs the box sees them as.
+struct OwnerMapping {
+    uid_t disk_uid = 0;
+    gid_t disk_gid = 0;
+    uid_t box_uid = 0;
+    gid_t box_gid = 0;
+};
+
+// A user namespace whose only mappings are disk_uid -> box_uid and
+// disk_gid -> box_gid: the namespace an idmapped mount reads on-disk IDs through.
+// Made by a short-lived child (CLONE_NEWUSER) whose maps the caller (root)
+// writes; the child is killed and reaped before this returns. Throws SysError.
+Fd user_namespace_mapping(const OwnerMapping& mapping);
+
+// Why an ID-mapped tree could not be made.
+enum class IdmapRefusal {
+    none,
+    unsupported,  // the file system (or kernel) cannot ID-map this mount: EINVAL/EOPNOTSUPP/ENOSYS
+};
+
+struct IdmappedTree {
+    Fd tree;                               // a detached mount; valid iff refusal == none
+    IdmapRefusal refusal = IdmapRefusal::none;
+    std::string detail;                          // for refusal: the failed call and errno text
+};
+
+// A detached, non-recursive copy of `source`'s mount with `mapping` applied
+// (like MS_BIND; submounts of source are not included). Throws SysError for
+// anything but an unsupported file system, which is returned as a refusal so
+// the caller decides (corral binds the workspace as is and says so).
+IdmappedTree idmapped_tree(const std::string& source, const OwnerMapping& mapping);
+
+}  // namespace corral::rootfs

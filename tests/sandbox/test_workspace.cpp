@@ -1,0 +1,165 @@
+// --workspace DIR: the agent works as DIR's owner (an ID-mapped bind), what it
+// writes lands on disk as the owner's, and no call can leave a set-ID file on
+// the host. Each script prints START first and DONE last (require_ran).
+#include <doctest/doctest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tests/sandbox/sandbox_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace corral::test::sandbox {
+namespace {
+
+// An operator's user and group that exist nowhere else in the tests.
+constexpr uid_t kOwnerUid = 41001;
+constexpr gid_t kOwnerGid = 41002;
+
+void require_ran(const CorralRun& run) {
+    REQUIRE_MESSAGE(run.result.out.find("START") != std::string::npos, "the sandbox never ran the script");
+    REQUIRE_MESSAGE(run.result.out.find("DONE") != std::string::npos, "the script did not finish");
+}
+
+struct stat stat_of(const std::string& path) {
+    struct stat st {};
+    REQUIRE_MESSAGE(lstat(path.c_str(), &st) == 0, "lstat " << path);
+    return st;
+}
+
+// Every file below `dir` with a set-user-ID or set-group-ID bit.
+std::string set_id_files(const std::string& dir) {
+    std::string found;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        struct stat st = stat_of(e.path().string());
+        if (st.st_mode & (S_ISUID | S_ISGID)) found += e.path().string() + "\n";
+    }
+    return found;
+}
+
+TEST_CASE("a workspace owned by an operator's user is the agent's in the box; what it writes is the owner's on disk") {
+    std::string ws = fresh_dir("ws-owned", 0755);
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
+    write_file(ws + "/mine.txt", "owner's\n");
+    REQUIRE(chown((ws + "/mine.txt").c_str(), kOwnerUid, kOwnerGid) == 0);
+    write_file(ws + "/roots.txt", "root's\n");  // owned by root: not the workspace owner
+    REQUIRE(chmod((ws + "/roots.txt").c_str(), 0644) == 0);
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh(R"SH(echo START
+echo "me=$(id -u):$(id -g)"
+echo "ws-owner=$(stat -c %u:%g /workspace)"
+echo "mine-owner=$(stat -c %u:%g mine.txt)"
+echo "roots-owner=$(stat -c %u:%g roots.txt)"
+echo appended >> mine.txt; echo "append-rc=$?"
+echo nope >> roots.txt 2>/dev/null; echo "roots-write-rc=$?"
+mkdir -p made/deeper && echo new > made/deeper/new.txt; echo "create-rc=$?"
+chmod 0600 mine.txt; echo "chmod-rc=$?"
+echo DONE)SH",
+                         args);
+    INFO(transcript(run.result));
+    require_ran(run);
+    REQUIRE(run.record.has_value());
+    const std::string me = std::to_string((*run.record)["uid"].get<long long>()) + ":" +
+                           std::to_string((*run.record)["gid"].get<long long>());
+    CHECK(field(run.result.out, "me") == me);
+    CHECK(field(run.result.out, "ws-owner") == me);
+    CHECK(field(run.result.out, "mine-owner") == me);
+    CHECK(field(run.result.out, "roots-owner") == "65534:65534");  // unmapped: the overflow IDs
+    CHECK(field(run.result.out, "append-rc") == "0");
+    CHECK(field(run.result.out, "roots-write-rc") != "0");
+    CHECK(field(run.result.out, "create-rc") == "0");
+    CHECK(field(run.result.out, "chmod-rc") == "0");
+    // On the host: everything the agent made or changed is the owner's, nothing the run's UID's.
+    CHECK(read_file(ws + "/mine.txt") == "owner's\nappended\n");
+    CHECK(read_file(ws + "/roots.txt") == "root's\n");
+    CHECK((stat_of(ws + "/mine.txt").st_mode & 07777) == 0600);
+    for (const char* p : {"/mine.txt", "/made", "/made/deeper", "/made/deeper/new.txt"}) {
+        INFO(p);
+        struct stat st = stat_of(ws + p);
+        CHECK(st.st_uid == kOwnerUid);
+        CHECK(st.st_gid == kOwnerGid);
+    }
+    CHECK(stat_of(ws + "/roots.txt").st_uid == 0);
+    const auto& binding = (*run.record)["workspace_binding"];
+    REQUIRE(binding.is_object());
+    REQUIRE(binding["idmapped"].size() == 1);
+    CHECK(binding["idmapped"][0].get<std::string>().find("on-disk 41001:41002") != std::string::npos);
+    CHECK(binding["unmapped"].empty());
+    // The ID-mapped mount lived only in the box's mount namespace.
+    CHECK(mount_lines_mentioning(ws).empty());
+    check_nothing_left(run);
+}
+
+TEST_CASE("in a root-owned workspace no call can create a set-user-ID or set-group-ID file") {
+    std::string ws = fresh_dir("ws-root", 0755);
+    REQUIRE(stat_of(ws).st_uid == 0);
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh("echo START; /bin/setid-probe; echo \"probe-rc=$?\"; echo DONE", args);
+    INFO(transcript(run.result));
+    require_ran(run);
+    const std::string& out = run.result.out;
+    CHECK(field(out, "probe-rc") == "0");
+    // Plain files and modes work: the agent really writes here as the owner (root).
+    CHECK(field(out, "open-plain") == "ok");
+    CHECK(field(out, "chmod-plain") == "ok");
+    CHECK(stat_of(ws + "/p-plain").st_uid == 0);
+    CHECK((stat_of(ws + "/p-plain").st_mode & 07777) == 0700);
+    for (const char* call : {"open-creat-suid", "openat-creat-sgid", "creat-suid", "mknod-reg-suid", "mknodat-reg-sgid",
+                             "open-tmpfile-suid", "chmod-suid", "chmod-sgid", "fchmod-suid", "fchmodat-sgid",
+                             "fchmodat2-suid"}) {
+        INFO(call);
+        CHECK(field(out, call) == "EPERM");
+    }
+    CHECK(field(out, "openat2") == "ENOSYS");  // its mode is in a struct: callers fall back to openat
+    CHECK(set_id_files(ws).empty());
+    check_nothing_left(run);
+}
+
+TEST_CASE("a workspace on a file system that cannot be ID-mapped is bound as is, with a warning and a record") {
+    // ramfs does not support ID-mapped mounts. Mounted on a fresh directory
+    // for this test only and unmounted after it.
+    std::string ws = fresh_dir("ws-ramfs", 0755);
+    REQUIRE_MESSAGE(mount("corral-test-ramfs", ws.c_str(), "ramfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0,
+                    "mount ramfs on " << ws);
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
+    } unmount{ws};
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh(R"SH(echo START
+echo "ws-owner=$(stat -c %u /workspace)"
+touch /workspace/x 2>/dev/null; echo "touch-rc=$?"
+echo DONE)SH",
+                         args);
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(run.result.exit_code == 0);
+    CHECK(field(run.result.out, "ws-owner") == "0");
+    CHECK(field(run.result.out, "touch-rc") != "0");  // root's 0755 directory: the agent may not write
+    CHECK(run.result.err.find("cannot be ID-mapped") != std::string::npos);
+    CHECK(run.result.err.find("bound as is") != std::string::npos);
+    REQUIRE(run.record.has_value());
+    const auto& binding = (*run.record)["workspace_binding"];
+    CHECK(binding["idmapped"].empty());
+    REQUIRE(binding["unmapped"].size() == 1);
+    CHECK(binding["unmapped"][0].get<std::string>().find("mount_setattr") != std::string::npos);
+    check_nothing_left(run);
+}
+
+TEST_CASE("without --workspace, run.json's workspace_binding is null") {
+    auto run = corral_sh("echo START; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    REQUIRE(run.record.has_value());
+    CHECK((*run.record)["workspace_binding"].is_null());
+    check_nothing_left(run);
+}
+
+}  // namespace
+}  // namespace corral::test::sandbox
