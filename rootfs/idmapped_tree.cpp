@@ -4,13 +4,20 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <dirent.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include "base/sys_error.hpp"
 #include "rootfs/mount_plan.hpp"
@@ -50,6 +57,12 @@ private:
 }  // namespace
 
 Fd user_namespace_mapping(const OwnerMapping& mapping) {
+    // The child waits for EOF on this pipe: it ends when we are done with it,
+    // or when we die (the write end is ours alone), never left parked.
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw SysError("pipe2", "ID-mapping child", errno);
+    Fd park_r(pipe_fds[0]);
+    Fd park_w(pipe_fds[1]);
     int pidfd = -1;
     clone_args args{};
     args.flags = CLONE_NEWUSER | CLONE_PIDFD;
@@ -59,7 +72,10 @@ Fd user_namespace_mapping(const OwnerMapping& mapping) {
     if (pid < 0) throw SysError("clone3", "CLONE_NEWUSER|CLONE_PIDFD (the workspace's ID mapping)", errno);
     if (pid == 0) {
         // Raw child of a possibly multi-threaded parent: only system calls.
-        for (;;) syscall(SYS_pause);
+        syscall(SYS_close, park_w.get());
+        char c;
+        syscall(SYS_read, park_r.get(), &c, 1);
+        syscall(SYS_exit_group, 0);
     }
     ParkedChild child(static_cast<pid_t>(pid), pidfd);
     // The writer is root in the parent namespace, so neither map needs
@@ -72,32 +88,139 @@ Fd user_namespace_mapping(const OwnerMapping& mapping) {
     return ns;
 }
 
-IdmappedTree idmapped_tree(const std::string& source, const OwnerMapping& mapping) {
+namespace {
+
+// Whether dir_fd/name carries security.capability. getxattrat (Linux 6.13)
+// asks relative to the directory; older kernels go through /proc/self/fd.
+bool has_file_capabilities(int dir_fd, const char* name) {
+    static bool have_getxattrat = true;
+    if (have_getxattrat) {
+        struct {
+            std::uint64_t value;
+            std::uint32_t size;
+            std::uint32_t flags;
+        } args{};  // size 0: only the attribute's length is asked
+        long rc = syscall(464 /* getxattrat */, dir_fd, name, AT_SYMLINK_NOFOLLOW, "security.capability", &args,
+                          sizeof args);
+        if (rc >= 0) return true;
+        if (errno != ENOSYS) return false;  // ENODATA: none (or unreadable: it cannot grant anything then)
+        have_getxattrat = false;
+    }
+    char path[64 + NAME_MAX];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dir_fd, name);
+    return lgetxattr(path, "security.capability", nullptr, 0) >= 0;
+}
+
+// A regular file the agent could rewrite (it owns it as the owner, or its
+// group or "other" bits let it write) that carries a set-ID bit or file
+// capabilities. A write() clears those, but a write through a shared mmap
+// does not, so such a file would become a privileged program of the agent's
+// making on the host.
+bool rewritable_privileged(int dir_fd, const char* name, const struct stat& st, uid_t owner, gid_t group) {
+    if (!S_ISREG(st.st_mode)) return false;
+    const bool writable = st.st_uid == owner || (st.st_gid == group && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
+    if (!writable) return false;
+    if (st.st_mode & (S_ISUID | S_ISGID)) return true;
+    return has_file_capabilities(dir_fd, name);
+}
+
+// Depth-first over the tree the box will see (the detached copy: one mount,
+// no submounts); "" if nothing privileged is rewritable, else its path.
+std::string find_rewritable_privileged(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth) {
+    if (depth > 256) return "";  // deeper than any real tree; the kernel's own limits apply beyond
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw SysError("openat", rel.empty() ? "." : rel, errno);
+    DIR* d = fdopendir(fd);
+    if (!d) {
+        int err = errno;
+        close(fd);
+        throw SysError("fdopendir", rel, err);
+    }
+    std::string found;
+    std::vector<std::string> subdirs;
+    while (dirent* e = readdir(d)) {
+        const char* n = e->d_name;
+        if (std::strcmp(n, ".") == 0 || std::strcmp(n, "..") == 0) continue;
+        struct stat st {};
+        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // vanished meanwhile
+        if (S_ISDIR(st.st_mode)) {
+            subdirs.emplace_back(n);
+        } else if (rewritable_privileged(dirfd(d), n, st, owner, group)) {
+            found = rel + "/" + n;
+            break;
+        }
+    }
+    if (found.empty()) {
+        for (const auto& sub : subdirs) {
+            Fd sub_fd(openat(dirfd(d), sub.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (!sub_fd.valid()) continue;
+            found = find_rewritable_privileged(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1);
+            if (!found.empty()) break;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+IdmappedTree refused(IdmapRefusal why, std::string detail) {
     IdmappedTree out;
-    Fd tree(open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    out.refusal = why;
+    out.detail = std::move(detail);
+    return out;
+}
+
+bool means_unsupported(int err) { return err == EINVAL || err == EOPNOTSUPP || err == ENOSYS || err == EPERM; }
+
+}  // namespace
+
+IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping) {
+    // One open of DIR: the owner, the copy and the scan all come from this fd,
+    // so DIR cannot be swapped between them.
+    Fd dir(open(source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.valid()) throw SysError("open", source, errno);
+    struct stat st {};
+    if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
+    mapping.disk_uid = st.st_uid;
+    mapping.disk_gid = st.st_gid;
+    if (st.st_uid == 0 || st.st_gid == 0)
+        return refused(IdmapRefusal::owned_by_root,
+                       "it is owned by root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
+                           "); mapping root to the agent would make the agent root over everything in it");
+    Fd tree(open_tree(dir.get(), "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
     if (!tree.valid()) {
         int err = errno;
-        if (err == ENOSYS) {
-            out.refusal = IdmapRefusal::unsupported;
-            out.detail = "open_tree(" + source + ", OPEN_TREE_CLONE): " + errno_text(err);
-            return out;
-        }
+        if (means_unsupported(err)) return refused(IdmapRefusal::unsupported, "open_tree(OPEN_TREE_CLONE): " + errno_text(err));
         throw SysError("open_tree", source + ", OPEN_TREE_CLONE", err);
     }
-    Fd userns = user_namespace_mapping(mapping);
+    std::string privileged = find_rewritable_privileged(tree.get(), "", st.st_uid, st.st_gid, 0);
+    if (!privileged.empty())
+        throw UsageError("--workspace " + source + ": " + source + privileged +
+                         " is set-user-ID, set-group-ID or has file capabilities, and the agent, which acts as the "
+                         "workspace's owner, could rewrite it (a write through mmap keeps those bits); remove them "
+                         "(chmod u-s,g-s / setcap -r) or use another workspace");
+    Fd userns;
+    try {
+        userns = user_namespace_mapping(mapping);
+    } catch (const SysError& e) {
+        // No user namespaces here (user.max_user_namespaces=0, a container's seccomp).
+        return refused(IdmapRefusal::unsupported, e.what());
+    }
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP;
     attr.userns_fd = static_cast<std::uint64_t>(userns.get());
+    // The copy keeps the source's peer group: made private here, or host
+    // mounts under DIR would propagate into the box (and the box's out).
+    attr.propagation = MS_PRIVATE;
     if (mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
         int err = errno;
-        if (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS) {
-            out.refusal = IdmapRefusal::unsupported;
-            out.detail = "mount_setattr(" + source + ", MOUNT_ATTR_IDMAP): " + errno_text(err);
-            return out;
-        }
+        // EPERM: the source is already ID-mapped, or its super block belongs
+        // to another user namespace; EINVAL: the file system cannot.
+        if (means_unsupported(err))
+            return refused(IdmapRefusal::unsupported, "mount_setattr(MOUNT_ATTR_IDMAP): " + errno_text(err));
         throw SysError("mount_setattr", source + ", MOUNT_ATTR_IDMAP", err);
     }
     // The mount keeps its own reference to the namespace; ours closes here.
+    IdmappedTree out;
     out.tree = std::move(tree);
     return out;
 }
@@ -107,8 +230,10 @@ PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
     for (MountOp& op : plan.ops) {
         if (op.kind != MountKind::AttachTree) continue;
         const std::string what = op.target + " (" + op.source + ")";
-        IdmappedTree t = idmapped_tree(op.source, {.disk_uid = op.disk_uid, .disk_gid = op.disk_gid,
-                                                   .box_uid = op.uid, .box_gid = op.gid});
+        OwnerMapping mapping{.disk_uid = op.disk_uid, .disk_gid = op.disk_gid, .box_uid = op.uid, .box_gid = op.gid};
+        IdmappedTree t = idmapped_tree(op.source, mapping);
+        op.disk_uid = mapping.disk_uid;
+        op.disk_gid = mapping.disk_gid;
         if (t.refusal == IdmapRefusal::none) {
             op.tree_fd = t.tree.get();
             prepared.trees.push_back(std::move(t.tree));
@@ -120,8 +245,10 @@ PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
         // Not a weaker sandbox, only a less useful one: the plain bind keeps
         // every restriction and the agent writes only where its UID may.
         op.kind = MountKind::Bind;
-        prepared.fallbacks.push_back(what + ": its file system cannot be ID-mapped (" + t.detail +
-                                     "); bound as is, so the agent (UID " + std::to_string(op.uid) +
+        prepared.fallbacks.push_back(what + ": " +
+                                     (t.refusal == IdmapRefusal::owned_by_root ? std::string("not ID-mapped: ")
+                                                                              : "its file system cannot be ID-mapped: ") +
+                                     t.detail + "; bound as is, so the agent (UID " + std::to_string(op.uid) +
                                      ") can write only where the directory's permissions allow that UID");
     }
     return prepared;

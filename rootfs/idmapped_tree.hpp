@@ -38,7 +38,9 @@ Fd user_namespace_mapping(const OwnerMapping& mapping);
 // Why an ID-mapped tree could not be made.
 enum class IdmapRefusal {
     none,
-    unsupported,  // the file system (or kernel) cannot ID-map this mount: EINVAL/EOPNOTSUPP/ENOSYS
+    owned_by_root,  // DIR's owner or group is root: mapping root to the agent would make it root over DIR
+    unsupported,    // the file system, the source mount or the kernel cannot ID-map (EINVAL, EOPNOTSUPP,
+                    // ENOSYS, EPERM for an already ID-mapped source), or no user namespace can be made
 };
 
 struct IdmappedTree {
@@ -47,10 +49,13 @@ struct IdmappedTree {
     std::string detail;                          // for refusal: the failed call and errno text
 };
 
-// A detached, non-recursive copy of `source`'s mount with `mapping` applied
-// (like MS_BIND; submounts of source are not included). Throws SysError for
-// anything but an unsupported file system, which is returned as a refusal so
-// the caller decides (corral binds the workspace as is and says so).
-IdmappedTree idmapped_tree(const std::string& source, const OwnerMapping& mapping);
+// A detached, non-recursive, private copy of `source`'s mount (like MS_BIND;
+// submounts are not included) through which source's owner and group (read
+// from the one fd everything here uses; written back into mapping.disk_*)
+// show as mapping.box_*. Refused (for the caller to bind as is, and say so)
+// when source is owned by root or cannot be ID-mapped. Throws UsageError if
+// the tree holds a set-ID or file-capability file the agent could rewrite (a
+// write through a shared mmap keeps those bits), SysError for other failures.
+IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping);
 
 }  // namespace corral::rootfs

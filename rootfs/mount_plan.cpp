@@ -437,12 +437,22 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     }
     if (spec.workspace) {
         require_directory("--workspace", *spec.workspace);
+        char* ws_c = realpath(spec.workspace->c_str(), nullptr);
+        if (!ws_c) throw UsageError("--workspace " + *spec.workspace + ": cannot resolve: " + errno_text(errno));
+        const std::string ws_real = ws_c;
+        std::free(ws_c);
+        if (ws_real == "/")
+            throw UsageError("--workspace " + *spec.workspace + ": the host's root directory cannot be a workspace; use a project directory");
+        for (const auto& dir : spec.protected_dirs) {
+            char* c = realpath(dir.c_str(), nullptr);
+            const std::string real = c ? std::string(c) : dir;  // not created yet: compare as given
+            std::free(c);
+            if (is_at_or_below(real, ws_real) || is_at_or_below(ws_real, real))
+                throw UsageError("--workspace " + *spec.workspace + ": overlaps corral's " + dir +
+                                 " (the box must not reach the supervisor's records); use a directory outside it");
+        }
         // A writable workspace overlapping the image would let the command write into DIR.
         if (!host_mode) {
-            char* real = realpath(spec.workspace->c_str(), nullptr);
-            if (!real) throw UsageError("--workspace " + *spec.workspace + ": cannot resolve: " + errno_text(errno));
-            std::string ws_real = real;
-            std::free(real);
             if (is_at_or_below(ws_real, image_real))
                 throw UsageError("--workspace " + *spec.workspace + ": is inside the image " + spec.image +
                                  ", which must stay read-only; use a directory outside it");

@@ -47,6 +47,10 @@ struct RootfsSpec {
     std::string image = "host";             // "host" or an absolute directory (the --rootfs value)
     std::optional<std::string> workspace;   // absolute directory, bound read-write at /workspace; without it
                                             // /workspace is an empty directory of the agent's on scratch
+    // Host directories the workspace may not be, contain or lie in (corral's
+    // state dir, the run dir, /run/corral): the box must never write where the
+    // root supervisor keeps its records. "/" is always refused.
+    std::vector<std::string> protected_dirs;
     std::string scratch_dir;                // /run/corral/scratch/<run-id>: created by apply_mount_plan
     std::uint64_t tmp_size_bytes = default_tmp_size_bytes;          // cap of /tmp
     std::uint64_t scratch_size_bytes = default_scratch_size_bytes;  // cap of everything else the box writes

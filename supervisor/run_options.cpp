@@ -29,8 +29,10 @@ options:
   --workspace DIR        bind DIR read-write at /workspace and start CMD there.
                          CMD acts as DIR's owner (an ID-mapped bind): what it
                          writes belongs to that owner on the host. Set-ID bits
-                         cannot be set. A file system that cannot be ID-mapped
-                         is bound as is, with a warning.
+                         cannot be set. A root-owned DIR, or one on a file
+                         system that cannot be ID-mapped, is bound as is, with
+                         a warning. Refused: /, a DIR overlapping corral's
+                         state or run dir, a DIR holding a set-ID file.
                          Without it CMD starts in /workspace, an empty directory
                          on the scratch overlay that vanishes with the run.
   --run-dir DIR          where stdout.log, stderr.log and run.json go (created

@@ -138,6 +138,7 @@ int cmd_run(int argc, char** argv) {
     spec.run_dir = run_dir;
     spec.rootfs.image = opts.rootfs == "host" ? "host" : absolute(opts.rootfs);
     if (opts.workspace) spec.rootfs.workspace = absolute(*opts.workspace);
+    spec.rootfs.protected_dirs = {state_dir, run_dir, "/run/corral"};
     spec.argv = opts.command;
     spec.env = opts.env;
     spec.hostname = opts.hostname.value_or("corral-" + record.id.substr(record.id.size() - 6));

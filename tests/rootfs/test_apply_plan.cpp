@@ -237,6 +237,8 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
     RootfsSpec spec = spec_for(work.path);
     spec.image = image.path.string();
     spec.workspace = ws.path.string();
+    // An operator's (unprivileged) workspace: ID-mapped to the agent.
+    REQUIRE(chown(ws.path.c_str(), 41001, 41002) == 0);
     MountPlan plan = plan_rootfs(spec);
 
     BoxRun run = run_in_box(plan, std::string(kMountinfoScript) +
@@ -323,13 +325,14 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
     CHECK(has_line(agent.out, "ws-owner=1899999001"));  // the agent sees its own file...
 
     // The image is exactly as it was; the workspace got the box's file, owned
-    // on disk by the workspace's owner (root here), not by the agent's UID.
+    // on disk by the workspace's owner, not by the agent's UID.
     CHECK(snapshot(image.path) == before);
     CHECK(fs::exists(ws.path / "from-box"));
     CHECK_FALSE(fs::exists(ws.path / "from-root"));
     struct stat st {};
     REQUIRE(stat((ws.path / "from-box").c_str(), &st) == 0);
-    CHECK(st.st_uid == 0);
+    CHECK(st.st_uid == 41001);
+    CHECK(st.st_gid == 41002);
     check_nothing_left(spec);
 }
 

@@ -446,6 +446,20 @@ TEST_CASE("bad --rootfs and --workspace values name the option, the value and th
     CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is not a directory");
     spec.workspace = "ws";
     CHECK(usage_error_of(spec) == "--workspace ws: expected an absolute path to a directory");
+    spec.workspace = "/";
+    CHECK(usage_error_of(spec) == "--workspace /: the host's root directory cannot be a workspace; use a project directory");
+    // Never where the supervisor keeps its records: not the dir, not above it, not inside it.
+    fs::create_directories(dir.path / "state" / "runs" / "r1");
+    spec.protected_dirs = {(dir.path / "state").string(), "/run/corral"};
+    for (const fs::path& ws : {dir.path / "state", dir.path, dir.path / "state" / "runs"}) {
+        spec.workspace = ws.string();
+        CHECK(usage_error_of(spec) == "--workspace " + ws.string() + ": overlaps corral's " + (dir.path / "state").string() +
+                                          " (the box must not reach the supervisor's records); use a directory outside it");
+    }
+    fs::create_directories(dir.path / "project");
+    spec.workspace = (dir.path / "project").string();
+    CHECK_NOTHROW(plan_rootfs(spec));
+    spec.protected_dirs.clear();
 
     // The workspace is writable: it may not overlap the image in either direction.
     fs::create_directories(dir.path / "image" / "srv");

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -94,9 +95,9 @@ echo DONE)SH",
     check_nothing_left(run);
 }
 
-TEST_CASE("in a root-owned workspace no call can create a set-user-ID or set-group-ID file") {
-    std::string ws = fresh_dir("ws-root", 0755);
-    REQUIRE(stat_of(ws).st_uid == 0);
+TEST_CASE("in the workspace no call can create a set-user-ID or set-group-ID file") {
+    std::string ws = fresh_dir("ws-setid", 0755);
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
     CorralArgs args;
     args.flags = {"--workspace", ws};
     auto run = corral_sh("echo START; /bin/setid-probe; echo \"probe-rc=$?\"; echo DONE", args);
@@ -104,10 +105,10 @@ TEST_CASE("in a root-owned workspace no call can create a set-user-ID or set-gro
     require_ran(run);
     const std::string& out = run.result.out;
     CHECK(field(out, "probe-rc") == "0");
-    // Plain files and modes work: the agent really writes here as the owner (root).
+    // Plain files and modes work: the agent really writes here as the owner.
     CHECK(field(out, "open-plain") == "ok");
     CHECK(field(out, "chmod-plain") == "ok");
-    CHECK(stat_of(ws + "/p-plain").st_uid == 0);
+    CHECK(stat_of(ws + "/p-plain").st_uid == kOwnerUid);
     CHECK((stat_of(ws + "/p-plain").st_mode & 07777) == 0700);
     for (const char* call : {"open-creat-suid", "openat-creat-sgid", "creat-suid", "mknod-reg-suid", "mknodat-reg-sgid",
                              "open-tmpfile-suid", "chmod-suid", "chmod-sgid", "fchmod-suid", "fchmodat-sgid",
@@ -120,6 +121,94 @@ TEST_CASE("in a root-owned workspace no call can create a set-user-ID or set-gro
     check_nothing_left(run);
 }
 
+TEST_CASE("a root-owned workspace is not ID-mapped: bound as is, with a warning and a record") {
+    // Mapping root to the agent would make it root over everything in DIR
+    // (and a shared mmap write keeps set-ID bits): never done.
+    std::string ws = fresh_dir("ws-root", 0755);
+    REQUIRE(stat_of(ws).st_uid == 0);
+    write_file(ws + "/roots.txt", "root's\n");
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh(R"SH(echo START
+echo "ws-owner=$(stat -c %u /workspace)"
+echo nope >> roots.txt 2>/dev/null; echo "write-rc=$?"
+touch new 2>/dev/null; echo "create-rc=$?"
+echo DONE)SH",
+                         args);
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "ws-owner") == "0");
+    CHECK(field(run.result.out, "write-rc") != "0");
+    CHECK(field(run.result.out, "create-rc") != "0");
+    CHECK(read_file(ws + "/roots.txt") == "root's\n");
+    CHECK(run.result.err.find("owned by root") != std::string::npos);
+    REQUIRE(run.record.has_value());
+    const auto& binding = (*run.record)["workspace_binding"];
+    CHECK(binding["idmapped"].empty());
+    REQUIRE(binding["unmapped"].size() == 1);
+    CHECK(binding["unmapped"][0].get<std::string>().find("owned by root") != std::string::npos);
+    check_nothing_left(run);
+}
+
+TEST_CASE("a workspace holding a set-ID or file-capability file its owner could rewrite is refused, naming the file") {
+    std::string ws = fresh_dir("ws-suid", 0755);
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
+    fs::create_directories(ws + "/sub/deeper");
+    const std::string suid = ws + "/sub/deeper/tool";
+    write_file(suid, "#!/bin/sh\n");
+    REQUIRE(chown(suid.c_str(), kOwnerUid, kOwnerGid) == 0);
+    REQUIRE(chmod(suid.c_str(), 04755) == 0);
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run.result));
+    CHECK(run.result.out.find("INSIDE") == std::string::npos);  // nothing ran
+    CHECK(run.result.exit_code != 0);
+    CHECK(run.result.err.find("sub/deeper/tool") != std::string::npos);
+    CHECK(run.result.err.find("set-user-ID") != std::string::npos);
+
+    // The same with file capabilities (security.capability, revision 2: cap_net_raw permitted+effective).
+    REQUIRE(chmod(suid.c_str(), 0755) == 0);
+    const unsigned char cap[20] = {0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00};  // magic_etc, permitted[0]=1<<13
+    REQUIRE(setxattr(suid.c_str(), "security.capability", cap, sizeof cap, 0) == 0);
+    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run2.result));
+    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run2.result.exit_code != 0);
+    CHECK(run2.result.err.find("sub/deeper/tool") != std::string::npos);
+
+    // Without the capability the workspace is fine again.
+    REQUIRE(removexattr(suid.c_str(), "security.capability") == 0);
+    auto run3 = corral_sh("echo START; echo DONE", args);
+    INFO(transcript(run3.result));
+    require_ran(run3);
+    check_nothing_left(run3);
+}
+
+TEST_CASE("the host's root or a directory overlapping corral's records is refused as a workspace") {
+    for (const std::string& ws : {std::string("/"), std::string("/run/corral"), std::string("/run")}) {
+        CAPTURE(ws);
+        CorralArgs args;
+        args.flags = {"--workspace", ws};
+        auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+        INFO(transcript(run.result));
+        CHECK(run.result.out.find("INSIDE") == std::string::npos);
+        CHECK(run.result.exit_code != 0);
+        CHECK(run.result.err.find("--workspace " + ws) != std::string::npos);
+    }
+    // A run dir inside the workspace: the box could rename it and plant a link for the supervisor's writes.
+    std::string ws = fresh_dir("ws-rundir", 0755);
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
+    CorralArgs args;
+    args.own_run_dir = false;
+    args.flags = {"--workspace", ws, "--run-dir", ws + "/.runs/r1"};
+    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run.result));
+    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run.result.exit_code != 0);
+    CHECK(run.result.err.find("overlaps corral's") != std::string::npos);
+}
+
 TEST_CASE("a workspace on a file system that cannot be ID-mapped is bound as is, with a warning and a record") {
     // ramfs does not support ID-mapped mounts. Mounted on a fresh directory
     // for this test only and unmounted after it.
@@ -130,6 +219,7 @@ TEST_CASE("a workspace on a file system that cannot be ID-mapped is bound as is,
         std::string dir;
         ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
     } unmount{ws};
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);  // not root's: the mapping is really tried
     CorralArgs args;
     args.flags = {"--workspace", ws};
     auto run = corral_sh(R"SH(echo START
@@ -140,8 +230,8 @@ echo DONE)SH",
     INFO(transcript(run.result));
     require_ran(run);
     CHECK(run.result.exit_code == 0);
-    CHECK(field(run.result.out, "ws-owner") == "0");
-    CHECK(field(run.result.out, "touch-rc") != "0");  // root's 0755 directory: the agent may not write
+    CHECK(field(run.result.out, "ws-owner") == std::to_string(kOwnerUid));
+    CHECK(field(run.result.out, "touch-rc") != "0");  // the owner's 0755 directory: the agent may not write
     CHECK(run.result.err.find("cannot be ID-mapped") != std::string::npos);
     CHECK(run.result.err.find("bound as is") != std::string::npos);
     REQUIRE(run.record.has_value());
