@@ -201,12 +201,14 @@ Check check_seccomp() {
 }
 
 // Runs `body(dir)` in a child, in a private mount namespace, with a private
-// tmpfs (mount flags `flags`) mounted on a fresh /tmp/corral-doctor-XXXXXX
-// directory: the host sees at most an empty directory, removed afterwards.
-// Returns the problem ("" if none).
+// tmpfs (mount flags `flags`) mounted on a fresh /run/corral/doctor-XXXXXX
+// directory (where corral keeps its scratch anyway; /tmp may be read-only):
+// the host sees at most an empty directory, removed afterwards. Returns the
+// problem ("" if none).
 std::string probe_on_private_tmpfs(unsigned long flags, const std::function<std::string(const std::string&)>& body) {
-    char tmpl[] = "/tmp/corral-doctor-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return failure("mkdtemp(/tmp/corral-doctor-XXXXXX)", errno);
+    if (::mkdir("/run/corral", 0700) != 0 && errno != EEXIST) return failure("mkdir(/run/corral)", errno);
+    char tmpl[] = "/run/corral/doctor-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return failure("mkdtemp(/run/corral/doctor-XXXXXX)", errno);
     std::string base = tmpl;
     std::string problem = probe_in_child([&]() -> std::string {
         if (::unshare(CLONE_NEWNS) != 0) return failure("unshare(CLONE_NEWNS)", errno);

@@ -16,6 +16,8 @@ packages=(
   nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
   # tests: the busybox rootfs, real clients, netns tooling
   busybox-static curl openssl iproute2 util-linux procps python3
+  # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)
+  qemu-system-x86
   # benchmarks: the peers corral is measured against
   bubblewrap tinyproxy mitmproxy hyperfine wrk
 )
@@ -30,4 +32,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The Debian kernel the pure cgroup v2 VM test boots (unpacked, not installed).
+"$(dirname "$0")/fetch-test-kernel.sh" >/dev/null
 echo "install-deps.sh: all dependencies present"

@@ -1,0 +1,109 @@
+#!/bin/bash
+# tests/vm/cgroup2_checks.sh — runs as PID 1 of the pure-cgroup-v2 VM that
+# tests/vm/cgroup2_vm.sh boots (the host's root, read-only over 9p; /run is a
+# tmpfs; cgroup2 alone at /sys/fs/cgroup). Prints one
+# "CHECK PASS|FAIL <name> <detail>" line per check and "VM-DONE" at the end,
+# then powers the VM off. Argument: the corral binary.
+corral=$1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/run TMPDIR=/run
+state=/run/corral-state
+cg=/sys/fs/cgroup
+
+power_off() {
+  sync
+  echo o > /proc/sysrq-trigger
+  sleep 30
+}
+trap power_off EXIT
+
+pass() { echo "CHECK PASS $*"; }
+failed() { echo "CHECK FAIL $*"; }
+expect() {  # expect NAME DETAIL COMMAND...
+  local name=$1 detail=$2
+  shift 2
+  if "$@"; then pass "$name $detail"; else failed "$name $detail"; fi
+}
+# A run.json field (python3: the host's, like everything else here).
+field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k] for k in sys.argv[2].split(".")]; print(json.dumps(v))' "$1/run.json" "$2" 2>/dev/null; }
+corral_run() { "$corral" run --rootfs host --state-dir "$state" "$@"; }
+# The run's cgroup while it runs: the only directory under corral/.
+live_cgroup() {
+  for _ in $(seq 1 600); do
+    for d in "$cg"/corral/*/; do
+      [ -f "$d/cgroup.procs" ] && { echo "${d%/}"; return 0; }
+    done
+    sleep 0.05
+  done
+  return 1
+}
+
+echo "VM kernel $(uname -r), $(nproc) CPUs"
+echo "VM cgroup mounts: $(awk '$0 ~ / - cgroup2? / {print $5 "(" $(NF-2) ")"}' /proc/self/mountinfo | tr '\n' ' ')"
+echo "VM root controllers: $(cat $cg/cgroup.controllers)"
+expect pure-v2 "(no cgroup v1 mount; memory, pids and cpu on v2)" \
+  bash -c "! grep -q ' - cgroup ' /proc/self/mountinfo && for c in memory pids cpu; do grep -qw \$c $cg/cgroup.controllers || exit 1; done"
+"$corral" doctor 2>&1 | sed 's/^/VM doctor: /'
+
+# 1. Limits are written where v2 keeps them, while the run is alive.
+corral_run --run-dir /run/r-files --memory 100M --pids 50 --cpus 0.5 -- sleep 10 > /run/r-files.out 2>&1 &
+runner=$!
+if d=$(live_cgroup); then
+  expect memory.max "($(cat "$d/memory.max"))" test "$(cat "$d/memory.max")" = 104857600
+  expect pids.max "($(cat "$d/pids.max"))" test "$(cat "$d/pids.max")" = 50
+  expect cpu.max "($(cat "$d/cpu.max"))" test "$(cat "$d/cpu.max")" = "50000 100000"
+  expect controllers-enabled "(parent subtree_control: $(cat "$d/../cgroup.subtree_control"))" \
+    bash -c "for c in memory pids cpu; do grep -qw \$c '$d/../cgroup.subtree_control' || exit 1; done"
+else
+  failed live-cgroup "no run cgroup appeared under $cg/corral"
+fi
+wait "$runner"
+rc=$?
+expect files-run-exit "(exit $rc, $(cat /run/r-files.out | tr '\n' ' '))" test "$rc" = 0
+
+# 2. --memory: a 300 MiB allocation under a 64 MiB limit is killed by the OOM killer.
+corral_run --run-dir /run/r-mem --memory 64M -- python3 -c 'b = bytearray(300 << 20); b[::4096] = b"x" * len(b[::4096]); print("SURVIVED")' > /run/r-mem.out 2>&1
+rc=$?
+oom=$(field /run/r-mem oom_killed)
+expect memory-hog-killed "(exit $rc; oom_killed=$oom)" \
+  bash -c "[ $rc -eq 137 ] && ! grep -q SURVIVED /run/r-mem.out && [ '$oom' = true ]"
+peak=$(field /run/r-mem peak_memory_bytes)
+expect memory-peak-read "(peak_memory_bytes=$peak)" bash -c "[ '$peak' != null ] && [ '$peak' -gt 1048576 ] && [ '$peak' -le 67108864 ]"
+expect memory-verdict "($(field /run/r-mem teardown.verdict))" test "$(field /run/r-mem teardown.verdict)" = '"clean"'
+
+# 3. --pids: 60 background sleeps under a limit of 20 cannot all start.
+corral_run --run-dir /run/r-pids --pids 20 -- sh -c 'n=0; for i in $(seq 1 60); do sleep 2 & [ $? -eq 0 ] && n=$((n+1)); done; wait; echo started=$n' > /run/r-pids.out 2>&1
+rc=$?
+peak=$(field /run/r-pids peak_pids)
+expect pids-limited "(exit $rc; peak_pids=$peak; $(grep -c -i -E 'fork|resource temporarily' /run/r-pids.out) fork failures)" \
+  bash -c "[ '$peak' != null ] && [ '$peak' -le 20 ] && grep -q -i -E 'fork|resource temporarily' /run/r-pids.out"
+expect pids-verdict "($(field /run/r-pids teardown.verdict))" test "$(field /run/r-pids teardown.verdict)" = '"clean"'
+
+# 4. --cpus: a busy loop under 0.2 CPU is throttled by the kernel.
+corral_run --run-dir /run/r-cpu --cpus 0.2 -- sh -c 'end=$(( $(date +%s) + 8 )); while [ $(date +%s) -lt $end ]; do :; done' > /run/r-cpu.out 2>&1 &
+runner=$!
+if d=$(live_cgroup); then
+  sleep 2
+  throttled=$(awk '$1 == "nr_throttled" {print $2}' "$d/cpu.stat")
+  expect cpu-throttled "(nr_throttled=$throttled after 2 s)" bash -c "[ '${throttled:-0}' -gt 0 ]"
+else
+  failed cpu-live-cgroup "no run cgroup appeared under $cg/corral"
+fi
+wait "$runner"
+rc=$?
+expect cpu-run-exit "(exit $rc)" test "$rc" = 0
+
+# 5. --workspace on this kernel's tmpfs (ID-mapped tmpfs needs Linux 6.3): bound
+#    as is with a warning, never a failed run.
+mkdir -p /run/ws && chown 41001:41002 /run/ws
+corral_run --run-dir /run/r-ws --workspace /run/ws -- sh -c 'pwd' > /run/r-ws.out 2>&1
+rc=$?
+unmapped=$(field /run/r-ws workspace_binding.unmapped)
+expect workspace-fallback "(exit $rc; unmapped=$unmapped)" \
+  bash -c "[ $rc -eq 0 ] && grep -q '^/workspace' /run/r-ws.out && grep -q 'cannot be ID-mapped' /run/r-ws.out"
+
+# 6. Nothing of any run is left in the hierarchy.
+left=$(find "$cg/corral" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+expect no-cgroups-left "($left run cgroups under $cg/corral)" test "$left" = 0
+
+echo VM-DONE
