@@ -7,6 +7,9 @@
 #                                                      by corral before it exits)
 #      bwrap    bwrap --unshare-all --die-with-parent --ro-bind R / --proc /proc --dev /dev /bin/true
 #      unshare  unshare --pid --mount --net --ipc --uts --cgroup --fork --mount-proc=R/proc chroot R /bin/true
+#      floor    startup-floor R/bin/true  (static; clone3 with the same namespaces,
+#               execve, exit, reap, nothing else: the kernel's lower bound for
+#               any launcher that starts as a fresh process)
 #    on the same busybox-static rootfs R. Prints medians (p10/p90/min/max too)
 #    and the corral/bwrap ratio (target ≤ 0.7).
 # 2. Leaks: 200 sequential corral runs; counts of mounts, network namespaces,
@@ -55,23 +58,25 @@ echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
 echo 'root:x:0:' > "$R/etc/group"
 
 cc -O2 -o "$work/timer" "$here/startup-timer.c"
+cc -O2 -static -o "$work/startup-floor" "$here/startup-floor.c"
 state=$work/state
 printf '%s\0' "$corral" run --rootfs "$R" --state-dir "$state" --uid-range "$uid_range" -- /bin/true > "$work/corral.argv"
 printf '%s\0' "$(command -v bwrap)" --unshare-all --die-with-parent --ro-bind "$R" / --proc /proc --dev /dev /bin/true > "$work/bwrap.argv"
 printf '%s\0' "$(command -v unshare)" --pid --mount --net --ipc --uts --cgroup --fork --mount-proc="$R/proc" \
   "$(command -v chroot)" "$R" /bin/true > "$work/unshare.argv"
+printf '%s\0' "$work/startup-floor" "$R/bin/true" > "$work/floor.argv"
 
 echo "== startup: $runs runs each (+3 warm-up), alternating; wall ms from spawn to reaped exit"
-for c in corral bwrap unshare; do tr '\0' ' ' < "$work/$c.argv"; echo; done
+for c in corral bwrap unshare floor; do tr '\0' ' ' < "$work/$c.argv"; echo; done
 echo "machine: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/timer" "$runs" 3 corral "$work/corral.argv" bwrap "$work/bwrap.argv" unshare "$work/unshare.argv" \
-  > "$work/startup.txt"
+  floor "$work/floor.argv" > "$work/startup.txt"
 printf '%-8s %5s %9s %9s %9s %9s %9s\n' config runs median p10 p90 min max
 while read -r name n med p10 p90 min max; do
   printf '%-8s %5s %9s %9s %9s %9s %9s\n' "$name" "$n" "$med" "$p10" "$p90" "$min" "$max"
 done < "$work/startup.txt"
-awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3}
-     END{printf "corral/bwrap = %.2f (target <= 0.70)   corral/unshare = %.2f\n", c/b, c/u}' "$work/startup.txt"
+awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3} $1=="floor"{f=$3}
+     END{printf "corral/bwrap = %.2f (target <= 0.70, i.e. %.2f ms)   corral/unshare = %.2f   floor/bwrap = %.2f\n", c/b, 0.7*b, c/u, f/b}' "$work/startup.txt"
 
 # --- leak check ---
 count_mounts() { wc -l < /proc/self/mountinfo; }
