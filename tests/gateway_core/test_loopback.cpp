@@ -536,8 +536,11 @@ TEST_CASE("ungranted hosts and ports get 403 before any connection") {
 TEST_CASE("upstream certificates that do not verify get 502 upstream_tls") {
     World w;
     GatewayUnderTest g(w.config(), w.secrets());
-    for (auto [host, port] : {std::pair{std::string("wrong.test"), w.wrong_name.port},
-                              std::pair{std::string("untrusted.test"), w.untrusted.port}}) {
+    for (const auto& target : {std::pair{std::string("wrong.test"), w.wrong_name.port},
+                               std::pair{std::string("untrusted.test"), w.untrusted.port}}) {
+        // Named copies: clang 14 cannot capture structured bindings in doctest's lambdas.
+        const std::string host = target.first;
+        const auto port = target.second;
         CAPTURE(host);
         Client c(g.port);
         REQUIRE(c.connect_tunnel(host + ":" + std::to_string(port)) == 200);

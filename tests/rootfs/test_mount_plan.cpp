@@ -304,7 +304,10 @@ TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
         std::size_t node_ops = 0;
         for (const auto& op : plan.ops) node_ops += op.kind == MountKind::MakeNode;
         CHECK(node_ops == nodes.size());  // nothing but these six
-        for (const auto& [n, rdev] : nodes) {
+        for (const auto& node : nodes) {
+            // Named copies: clang 14 cannot capture structured bindings in doctest's lambdas.
+            const std::string& n = node.first;
+            const dev_t rdev = node.second;
             INFO(n);
             const MountOp* m = find_op(plan, MountKind::MakeNode, n);
             REQUIRE(m);
