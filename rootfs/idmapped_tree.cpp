@@ -5,6 +5,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <dirent.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -16,6 +20,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -126,44 +131,133 @@ bool rewritable_privileged(int dir_fd, const char* name, const struct stat& st, 
 
 // Depth-first over the tree the box will see (the detached copy: one mount,
 // no submounts); "" if nothing privileged is rewritable, else its path.
-std::string find_rewritable_privileged(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth) {
-    if (depth > 256) return "";  // deeper than any real tree; the kernel's own limits apply beyond
+// Fails closed: a tree it cannot read completely, or one deeper than
+// kMaxDepth, is refused rather than passed unchecked.
+constexpr int kMaxDepth = 512;
+
+std::string find_rewritable_privileged(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth,
+                                       const std::string& source) {
+    if (depth > kMaxDepth)
+        throw UsageError("--workspace " + source + ": " + source + rel + " is more than " + std::to_string(kMaxDepth) +
+                         " directories deep; corral checks every file it hands the agent and refuses trees it cannot "
+                         "check completely");
     int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw SysError("openat", rel.empty() ? "." : rel, errno);
+    if (fd < 0) throw SysError("openat", source + rel, errno);
     DIR* d = fdopendir(fd);
     if (!d) {
         int err = errno;
         close(fd);
-        throw SysError("fdopendir", rel, err);
+        throw SysError("fdopendir", source + rel, err);
     }
-    std::string found;
+    struct Closer {
+        DIR* d;
+        ~Closer() { closedir(d); }
+    } closer{d};
     std::vector<std::string> subdirs;
-    while (dirent* e = readdir(d)) {
+    for (;;) {
+        errno = 0;
+        dirent* e = readdir(d);
+        if (!e) {
+            if (errno != 0) throw SysError("readdir", source + rel, errno);
+            break;
+        }
         const char* n = e->d_name;
         if (std::strcmp(n, ".") == 0 || std::strcmp(n, "..") == 0) continue;
         struct stat st {};
-        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // vanished meanwhile
-        if (S_ISDIR(st.st_mode)) {
-            subdirs.emplace_back(n);
-        } else if (rewritable_privileged(dirfd(d), n, st, owner, group)) {
-            found = rel + "/" + n;
-            break;
+        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT) continue;  // removed meanwhile: nothing to hand over
+            throw SysError("fstatat", source + rel + "/" + n, errno);
         }
+        if (S_ISDIR(st.st_mode)) subdirs.emplace_back(n);
+        else if (rewritable_privileged(dirfd(d), n, st, owner, group)) return rel + "/" + n;
     }
-    if (found.empty()) {
-        for (const auto& sub : subdirs) {
-            Fd sub_fd(openat(dirfd(d), sub.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-            if (!sub_fd.valid()) continue;
-            found = find_rewritable_privileged(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1);
-            if (!found.empty()) break;
+    for (const auto& sub : subdirs) {
+        Fd sub_fd(openat(dirfd(d), sub.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!sub_fd.valid()) {
+            if (errno == ENOENT) continue;
+            throw SysError("openat", source + rel + "/" + sub, errno);
         }
+        std::string found = find_rewritable_privileged(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1, source);
+        if (!found.empty()) return found;
     }
-    closedir(d);
-    return found;
+    return "";
 }
 
-IdmappedTree refused(IdmapRefusal why, std::string detail) {
+bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+// Whether `target` is `start` or one of its ancestors, walking ".." from
+// start (across mount points, so a bind alias of an ancestor is found too).
+bool is_at_or_above(int start_fd, const struct stat& target) {
+    Fd cur(openat(start_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!cur.valid()) throw SysError("openat", ".", errno);
+    for (int steps = 0; steps < 4096; ++steps) {
+        struct stat st {};
+        if (fstat(cur.get(), &st) != 0) throw SysError("fstat", "..", errno);
+        if (same_inode(st, target)) return true;
+        Fd up(openat(cur.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!up.valid()) throw SysError("openat", "..", errno);
+        struct stat up_st {};
+        if (fstat(up.get(), &up_st) != 0) throw SysError("fstat", "..", errno);
+        if (same_inode(up_st, st)) return false;  // "/" is its own parent
+        cur = std::move(up);
+    }
+    return false;
+}
+
+// The workspace, opened once and checked on that fd: nothing in its path is
+// a symlink (one left by an earlier run's agent could point anywhere), it is
+// not a kernel pseudo file system, not "/", and neither inside nor around
+// a protected directory (compared by inode: aliases and renames cannot hide it).
+Fd open_workspace(const std::string& source, const std::vector<std::string>& protected_dirs) {
+    struct open_how how {};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, source.c_str(), &how, sizeof how));
+    if (fd < 0) {
+        int err = errno;
+        if (err == ELOOP) {
+            char* real = realpath(source.c_str(), nullptr);
+            std::string resolved = real ? real : "?";
+            std::free(real);
+            throw UsageError("--workspace " + source + ": its path goes through a symbolic link (it resolves to " +
+                             resolved + "); pass a path without symlinks, so no link planted by a sandbox can "
+                             "redirect it");
+        }
+        throw SysError("openat2", source + ", RESOLVE_NO_SYMLINKS", err);
+    }
+    Fd dir(fd);
+    struct statfs sfs {};
+    if (fstatfs(dir.get(), &sfs) != 0) throw SysError("fstatfs", source, errno);
+    static constexpr long kPseudo[] = {PROC_SUPER_MAGIC,   SYSFS_MAGIC,      CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                                       DEVPTS_SUPER_MAGIC, DEBUGFS_MAGIC,    TRACEFS_MAGIC,      SECURITYFS_MAGIC,
+                                       BPF_FS_MAGIC,       SELINUX_MAGIC,    SMACK_MAGIC,        PSTOREFS_MAGIC,
+                                       EFIVARFS_MAGIC,     NSFS_MAGIC,       BINFMTFS_MAGIC,     0x62656570 /* configfs */,
+                                       0x65735543 /* fusectl */};
+    for (long magic : kPseudo)
+        if (static_cast<long>(sfs.f_type) == magic)
+            throw UsageError("--workspace " + source + ": is on a kernel pseudo file system (f_type 0x" +
+                             [&] { char b[20]; std::snprintf(b, sizeof b, "%lx", magic); return std::string(b); }() +
+                             "); use a directory of a real file system");
+    struct stat st {};
+    if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
+    struct stat root {};
+    if (stat("/", &root) == 0 && same_inode(st, root))
+        throw UsageError("--workspace " + source + ": is the host's root directory; use a project directory");
+    for (const auto& p : protected_dirs) {
+        Fd pfd(open(p.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!pfd.valid()) continue;  // does not exist: nothing to protect
+        struct stat pst {};
+        if (fstat(pfd.get(), &pst) != 0) throw SysError("fstat", p, errno);
+        if (is_at_or_above(pfd.get(), st) || is_at_or_above(dir.get(), pst))
+            throw UsageError("--workspace " + source + ": overlaps " + p +
+                             " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
+    }
+    return dir;
+}
+
+IdmappedTree refused(IdmapRefusal why, std::string detail, Fd tree) {
     IdmappedTree out;
+    out.tree = std::move(tree);
     out.refusal = why;
     out.detail = std::move(detail);
     return out;
@@ -171,28 +265,36 @@ IdmappedTree refused(IdmapRefusal why, std::string detail) {
 
 bool means_unsupported(int err) { return err == EINVAL || err == EOPNOTSUPP || err == ENOSYS || err == EPERM; }
 
+// The copy's propagation, and nothing else: for the trees attached as is.
+void make_private(int tree_fd, const std::string& source) {
+    mount_attr attr{};
+    attr.propagation = MS_PRIVATE;
+    if (mount_setattr(tree_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+        throw SysError("mount_setattr", source + ", propagation MS_PRIVATE", errno);
+}
+
 }  // namespace
 
-IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping) {
-    // One open of DIR: the owner, the copy and the scan all come from this fd,
-    // so DIR cannot be swapped between them.
-    Fd dir(open(source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!dir.valid()) throw SysError("open", source, errno);
+IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping,
+                           const std::vector<std::string>& protected_dirs) {
+    // One open of DIR: the checks, the owner, the copy and the scan all come
+    // from this fd, so nothing can be swapped between them.
+    Fd dir = open_workspace(source, protected_dirs);
     struct stat st {};
     if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
     mapping.disk_uid = st.st_uid;
     mapping.disk_gid = st.st_gid;
-    if (st.st_uid == 0 || st.st_gid == 0)
-        return refused(IdmapRefusal::owned_by_root,
-                       "it is owned by root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
-                           "); mapping root to the agent would make the agent root over everything in it");
+    // The copy is what the box gets, ID-mapped or not (never a second lookup of the path).
     Fd tree(open_tree(dir.get(), "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
-    if (!tree.valid()) {
-        int err = errno;
-        if (means_unsupported(err)) return refused(IdmapRefusal::unsupported, "open_tree(OPEN_TREE_CLONE): " + errno_text(err));
-        throw SysError("open_tree", source + ", OPEN_TREE_CLONE", err);
+    if (!tree.valid()) throw SysError("open_tree", source + ", OPEN_TREE_CLONE", errno);
+    if (st.st_uid == 0 || st.st_gid == 0) {
+        make_private(tree.get(), source);
+        return refused(IdmapRefusal::owned_by_root,
+                       "its owner or group is root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
+                           "); mapping root to the agent would make the agent root over everything in it",
+                       std::move(tree));
     }
-    std::string privileged = find_rewritable_privileged(tree.get(), "", st.st_uid, st.st_gid, 0);
+    std::string privileged = find_rewritable_privileged(tree.get(), "", st.st_uid, st.st_gid, 0, source);
     if (!privileged.empty())
         throw UsageError("--workspace " + source + ": " + source + privileged +
                          " is set-user-ID, set-group-ID or has file capabilities, and the agent, which acts as the "
@@ -203,7 +305,9 @@ IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping) {
         userns = user_namespace_mapping(mapping);
     } catch (const SysError& e) {
         // No user namespaces here (user.max_user_namespaces=0, a container's seccomp).
-        return refused(IdmapRefusal::unsupported, e.what());
+        make_private(tree.get(), source);
+        return refused(IdmapRefusal::unsupported, std::string("no user namespace for the mapping: ") + e.what(),
+                       std::move(tree));
     }
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP;
@@ -213,11 +317,16 @@ IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping) {
     attr.propagation = MS_PRIVATE;
     if (mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
         int err = errno;
-        // EPERM: the source is already ID-mapped, or its super block belongs
-        // to another user namespace; EINVAL: the file system cannot.
-        if (means_unsupported(err))
-            return refused(IdmapRefusal::unsupported, "mount_setattr(MOUNT_ATTR_IDMAP): " + errno_text(err));
-        throw SysError("mount_setattr", source + ", MOUNT_ATTR_IDMAP", err);
+        if (!means_unsupported(err)) throw SysError("mount_setattr", source + ", MOUNT_ATTR_IDMAP", err);
+        make_private(tree.get(), source);
+        // EPERM: the source mount is itself ID-mapped (or its super block
+        // belongs to another user namespace); otherwise the file system cannot.
+        return refused(IdmapRefusal::unsupported,
+                       (err == EPERM ? std::string("its mount cannot be ID-mapped again (already ID-mapped, or owned by "
+                                                   "another user namespace): ")
+                                     : std::string("its file system cannot be ID-mapped: ")) +
+                           "mount_setattr(MOUNT_ATTR_IDMAP): " + errno_text(err),
+                       std::move(tree));
     }
     // The mount keeps its own reference to the namespace; ours closes here.
     IdmappedTree out;
@@ -227,29 +336,38 @@ IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping) {
 
 PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
     PreparedTrees prepared;
-    for (MountOp& op : plan.ops) {
+    for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+        MountOp& op = plan.ops[i];
         if (op.kind != MountKind::AttachTree) continue;
         const std::string what = op.target + " (" + op.source + ")";
         OwnerMapping mapping{.disk_uid = op.disk_uid, .disk_gid = op.disk_gid, .box_uid = op.uid, .box_gid = op.gid};
-        IdmappedTree t = idmapped_tree(op.source, mapping);
+        IdmappedTree t = idmapped_tree(op.source, mapping, plan.protected_dirs);
         op.disk_uid = mapping.disk_uid;
         op.disk_gid = mapping.disk_gid;
+        // The remount after the attach keeps what the source's mount restricts
+        // (read-only, noexec), read from the copy itself, not from the path.
+        struct statvfs sv {};
+        if (fstatvfs(t.tree.get(), &sv) != 0) throw SysError("fstatvfs", op.source, errno);
+        const unsigned long keep = ((sv.f_flag & ST_RDONLY) ? MS_RDONLY : 0) | ((sv.f_flag & ST_NOEXEC) ? MS_NOEXEC : 0);
+        op.flags |= keep;
+        if (i + 1 < plan.ops.size() && plan.ops[i + 1].kind == MountKind::Remount && plan.ops[i + 1].target == op.target)
+            plan.ops[i + 1].flags |= keep;
+        op.tree_fd = t.tree.get();
+        prepared.trees.push_back(std::move(t.tree));
         if (t.refusal == IdmapRefusal::none) {
-            op.tree_fd = t.tree.get();
-            prepared.trees.push_back(std::move(t.tree));
             prepared.idmapped.push_back(what + ": on-disk " + std::to_string(op.disk_uid) + ":" +
                                         std::to_string(op.disk_gid) + " shown as " + std::to_string(op.uid) + ":" +
                                         std::to_string(op.gid));
             continue;
         }
-        // Not a weaker sandbox, only a less useful one: the plain bind keeps
-        // every restriction and the agent writes only where its UID may.
-        op.kind = MountKind::Bind;
-        prepared.fallbacks.push_back(what + ": " +
-                                     (t.refusal == IdmapRefusal::owned_by_root ? std::string("not ID-mapped: ")
-                                                                              : "its file system cannot be ID-mapped: ") +
-                                     t.detail + "; bound as is, so the agent (UID " + std::to_string(op.uid) +
-                                     ") can write only where the directory's permissions allow that UID");
+        // Not a weaker sandbox, only a less useful one: the copy keeps every
+        // restriction and the agent writes only where its UID may.
+        op.idmapped = false;
+        const bool mapped_mount = t.detail.find("cannot be ID-mapped again") != std::string::npos;
+        prepared.fallbacks.push_back(
+            what + ": not ID-mapped: " + t.detail + "; bound as is, so the agent (UID " + std::to_string(op.uid) + ") " +
+            (mapped_mount ? std::string("cannot create or change files whose owner the source mount does not map")
+                          : "can write only where the directory's permissions allow that UID"));
     }
     return prepared;
 }

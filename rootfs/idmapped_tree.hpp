@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "base/fd.hpp"
 
@@ -44,18 +45,22 @@ enum class IdmapRefusal {
 };
 
 struct IdmappedTree {
-    Fd tree;                               // a detached mount; valid iff refusal == none
+    Fd tree;                                     // the detached copy, ID-mapped iff refusal == none
     IdmapRefusal refusal = IdmapRefusal::none;
     std::string detail;                          // for refusal: the failed call and errno text
 };
 
 // A detached, non-recursive, private copy of `source`'s mount (like MS_BIND;
-// submounts are not included) through which source's owner and group (read
-// from the one fd everything here uses; written back into mapping.disk_*)
-// show as mapping.box_*. Refused (for the caller to bind as is, and say so)
-// when source is owned by root or cannot be ID-mapped. Throws UsageError if
-// the tree holds a set-ID or file-capability file the agent could rewrite (a
-// write through a shared mmap keeps those bits), SysError for other failures.
-IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping);
+// submounts are not included), made from one symlink-free open of source
+// that is checked on its fd first: not "/", not a kernel pseudo file system,
+// not at, inside or around any of `protected_dirs` (by inode). Through the
+// copy, source's owner and group (written back into mapping.disk_*) show as
+// mapping.box_*, unless source is owned by root or cannot be ID-mapped: then
+// the copy is returned as is, with the refusal, for the caller to say so.
+// Throws UsageError for a refused source, including a tree holding a set-ID
+// or file-capability file the agent could rewrite (a write through a shared
+// mmap keeps those bits) or one it cannot check completely; SysError else.
+IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping,
+                           const std::vector<std::string>& protected_dirs);
 
 }  // namespace corral::rootfs

@@ -448,8 +448,8 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
             const std::string real = c ? std::string(c) : dir;  // not created yet: compare as given
             std::free(c);
             if (is_at_or_below(real, ws_real) || is_at_or_below(ws_real, real))
-                throw UsageError("--workspace " + *spec.workspace + ": overlaps corral's " + dir +
-                                 " (the box must not reach the supervisor's records); use a directory outside it");
+                throw UsageError("--workspace " + *spec.workspace + ": overlaps " + dir +
+                                 " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
         }
         // A writable workspace overlapping the image would let the command write into DIR.
         if (!host_mode) {
@@ -463,6 +463,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     }
 
     MountPlan plan;
+    plan.protected_dirs = spec.protected_dirs;
     plan.scratch_dir = spec.scratch_dir;
     plan.new_root = spec.scratch_dir + "/root";
     Planner p(plan);
@@ -545,6 +546,7 @@ std::string describe(const MountOp& op) {
             return "mount(" + (op.source.empty() ? where : op.source) + " -> " + where + ", MS_BIND)";
         case MountKind::Remount: return "mount(" + where + ", " + flag_names(MS_BIND | MS_REMOUNT | op.flags) + ")";
         case MountKind::AttachTree:
+            if (!op.idmapped) return "move_mount(" + op.source + " -> " + where + ", a copy of its mount, not ID-mapped)";
             return "move_mount(" + op.source + " -> " + where + ", ID-mapped: on-disk " + std::to_string(op.disk_uid) +
                    ":" + std::to_string(op.disk_gid) + " as " + std::to_string(op.uid) + ":" + std::to_string(op.gid) + ")";
     }

@@ -97,12 +97,14 @@ struct MountOp {
     uid_t disk_uid = 0;      // AttachTree: the on-disk owner shown as uid
     gid_t disk_gid = 0;      // AttachTree: the on-disk group shown as gid
     int tree_fd = -1;        // AttachTree: the detached mount (owned by PreparedTrees, not by the op)
+    bool idmapped = true;    // AttachTree: false once prepare_idmapped_trees() bound it as is
 };
 
 struct MountPlan {
     std::string new_root;        // host path of the box's future "/" (a mount point after the plan is applied)
     std::string scratch_dir;     // everything below it disappears with the sandbox's mount namespace
     std::vector<MountOp> ops;
+    std::vector<std::string> protected_dirs;  // RootfsSpec::protected_dirs, for prepare_idmapped_trees()
 };
 
 // Validates the spec and builds the plan. Throws UsageError naming the option,
@@ -132,12 +134,14 @@ struct MountFailure {
     FailedCall call = FailedCall::mount;
 };
 
-// Supervisor side, before clone3: makes the detached ID-mapped tree of every
-// AttachTree op (open_tree + mount_setattr, see idmapped_tree.hpp) and stores
-// its fd in the op. Where the file system cannot be ID-mapped the op becomes
-// a plain Bind (the agent then writes only where the directory's permissions
-// let its UID) and `fallbacks` says which and why; the caller must tell the
-// user. Throws SysError for any other failure.
+// Supervisor side, before clone3: makes the detached tree of every
+// AttachTree op (see idmapped_tree.hpp: one symlink-free open of the source,
+// checked on that fd, copied with open_tree, ID-mapped where allowed) and
+// stores its fd in the op. Where it is not ID-mapped (root-owned, or the file
+// system cannot) the copy is attached as is (op.idmapped = false: the agent
+// writes only where the directory's permissions let its UID) and `fallbacks`
+// says which and why; the caller must tell the user. Throws UsageError for a
+// refused source, SysError for any other failure.
 struct PreparedTrees {
     std::vector<Fd> trees;               // keep alive until the init has attached them
     std::vector<std::string> idmapped;   // "/workspace: on-disk 1000:1000 shown as the agent"

@@ -57,16 +57,46 @@ void ensure_stdio_open() {
 
 // mkdir -p, then require a root-owned real directory and force 0700: the run
 // dir holds the logs and run.json, which the agent must not reach.
-void make_private_dir(const std::string& path) {
+// Every directory from / down to `path` (and, through symlinks, to its real
+// location) is root's and writable by no one else, or sticky (like /tmp),
+// where others cannot rename what root owns. The supervisor writes the run
+// record, logs and homes by path: a component a sandbox could rename (e.g.
+// one inside another run's ID-mapped workspace) would redirect root's writes.
+void require_root_only_tree(const std::string& option, const std::string& path) {
+    auto check = [&](const std::filesystem::path& p) {
+        std::filesystem::path prefix;
+        for (const auto& part : p) {
+            prefix /= part;
+            struct stat st {};
+            check_sys(lstat(prefix.c_str(), &st), "lstat", prefix.string());
+            const bool root_owned = st.st_uid == 0;
+            const bool others_write = S_ISDIR(st.st_mode) && (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
+            if (!root_owned || others_write)
+                throw UsageError(option + " " + path + ": " + prefix.string() +
+                                 (root_owned ? " is writable by group or others (and not sticky)"
+                                             : " is owned by uid " + std::to_string(st.st_uid)) +
+                                 "; corral writes its records only where no one but root can rename a directory on "
+                                 "the way (else a sandbox acting as that user could redirect them)");
+        }
+    };
+    check(std::filesystem::path(path).lexically_normal());
+    std::error_code ec;
+    auto real = std::filesystem::canonical(path, ec);
+    if (ec) throw SysError("realpath", path, ec.value());
+    check(real);
+}
+
+void make_private_dir(const std::string& option, const std::string& path) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec) throw SysError("mkdir", path, ec.value());
     struct stat st{};
     check_sys(lstat(path.c_str(), &st), "lstat", path);
-    if (!S_ISDIR(st.st_mode)) throw UsageError("--run-dir " + path + ": not a directory");
-    if (st.st_uid != 0) throw UsageError("--run-dir " + path + ": owned by uid " + std::to_string(st.st_uid) +
+    if (!S_ISDIR(st.st_mode)) throw UsageError(option + " " + path + ": not a directory");
+    if (st.st_uid != 0) throw UsageError(option + " " + path + ": owned by uid " + std::to_string(st.st_uid) +
                                          "; expected a directory owned by root");
     check_sys(chmod(path.c_str(), 0700), "chmod 0700", path);
+    require_root_only_tree(option, path);
 }
 
 std::string absolute(const std::string& path) {
@@ -126,8 +156,8 @@ int cmd_run(int argc, char** argv) {
     std::string state_dir = opts.state_dir.value_or(default_state_dir());
     std::string run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
     try {
-        make_private_dir(state_dir);
-        make_private_dir(run_dir);
+        make_private_dir("--state-dir", state_dir);
+        make_private_dir("--run-dir", run_dir);
     } catch (const std::exception& e) {
         say(e.what());
         return kExitSetup;
@@ -138,7 +168,9 @@ int cmd_run(int argc, char** argv) {
     spec.run_dir = run_dir;
     spec.rootfs.image = opts.rootfs == "host" ? "host" : absolute(opts.rootfs);
     if (opts.workspace) spec.rootfs.workspace = absolute(*opts.workspace);
-    spec.rootfs.protected_dirs = {state_dir, run_dir, "/run/corral"};
+    // The workspace may not be, contain or lie in these (checked again on the
+    // workspace's one fd by inode, so aliases and renames cannot slip by).
+    spec.rootfs.protected_dirs = {state_dir, run_dir, "/run/corral", "/proc", "/sys", "/dev"};
     spec.argv = opts.command;
     spec.env = opts.env;
     spec.hostname = opts.hostname.value_or("corral-" + record.id.substr(record.id.size() - 6));

@@ -141,12 +141,12 @@ echo DONE)SH",
     CHECK(field(run.result.out, "write-rc") != "0");
     CHECK(field(run.result.out, "create-rc") != "0");
     CHECK(read_file(ws + "/roots.txt") == "root's\n");
-    CHECK(run.result.err.find("owned by root") != std::string::npos);
+    CHECK(run.result.err.find("owner or group is root") != std::string::npos);
     REQUIRE(run.record.has_value());
     const auto& binding = (*run.record)["workspace_binding"];
     CHECK(binding["idmapped"].empty());
     REQUIRE(binding["unmapped"].size() == 1);
-    CHECK(binding["unmapped"][0].get<std::string>().find("owned by root") != std::string::npos);
+    CHECK(binding["unmapped"][0].get<std::string>().find("owner or group is root") != std::string::npos);
     check_nothing_left(run);
 }
 
@@ -185,6 +185,21 @@ TEST_CASE("a workspace holding a set-ID or file-capability file its owner could 
     check_nothing_left(run3);
 }
 
+TEST_CASE("a workspace too deep to check completely is refused, not passed unchecked") {
+    std::string ws = fresh_dir("ws-deep", 0755);
+    std::string deep = ws;
+    for (int i = 0; i < 520; ++i) deep += "/d";
+    fs::create_directories(deep);
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run.result));
+    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run.result.exit_code != 0);
+    CHECK(run.result.err.find("more than 512 directories deep") != std::string::npos);
+}
+
 TEST_CASE("the host's root or a directory overlapping corral's records is refused as a workspace") {
     for (const std::string& ws : {std::string("/"), std::string("/run/corral"), std::string("/run")}) {
         CAPTURE(ws);
@@ -206,7 +221,51 @@ TEST_CASE("the host's root or a directory overlapping corral's records is refuse
     INFO(transcript(run.result));
     CHECK(run.result.out.find("INSIDE") == std::string::npos);
     CHECK(run.result.exit_code != 0);
-    CHECK(run.result.err.find("overlaps corral's") != std::string::npos);
+    // Refused before anything else: the run dir's tree is not root's alone.
+    CHECK(run.result.err.find("--run-dir " + ws + "/.runs/r1: " + ws + " is owned by uid 41001") != std::string::npos);
+}
+
+TEST_CASE("a workspace path through a symlink, a bind alias of corral's records, or a pseudo file system is refused") {
+    // A link an earlier run's agent could have planted in its workspace.
+    std::string home = fresh_dir("ws-links", 0755);
+    std::string victim = fresh_dir("ws-victim", 0700);
+    REQUIRE(chown(home.c_str(), kOwnerUid, kOwnerGid) == 0);
+    REQUIRE(chown(victim.c_str(), kOwnerUid + 1, kOwnerGid + 1) == 0);
+    REQUIRE(symlink(victim.c_str(), (home + "/project").c_str()) == 0);
+    CorralArgs args;
+    args.flags = {"--workspace", home + "/project"};
+    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run.result));
+    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run.result.exit_code != 0);
+    CHECK(run.result.err.find("goes through a symbolic link (it resolves to " + victim + ")") != std::string::npos);
+
+    // A bind alias of a directory that holds the run dir: found by inode, not by name.
+    std::string records = fresh_dir("ws-records", 0755);
+    std::string alias = fresh_dir("ws-alias", 0755);
+    REQUIRE(mount(records.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) == 0);
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
+    } unmount{alias};
+    CorralArgs a2;
+    a2.own_run_dir = false;
+    a2.flags = {"--workspace", alias, "--run-dir", records + "/runs/r1"};
+    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", a2);
+    INFO(transcript(run2.result));
+    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run2.result.exit_code != 0);
+    CHECK(run2.result.err.find("overlaps " + records + "/runs/r1") != std::string::npos);
+
+    for (const char* pseudo : {"/proc", "/sys/kernel", "/proc/self"}) {
+        CAPTURE(pseudo);
+        CorralArgs a3;
+        a3.flags = {"--workspace", pseudo};
+        auto run3 = corral_sh("echo START; echo INSIDE; echo DONE", a3);
+        INFO(transcript(run3.result));
+        CHECK(run3.result.out.find("INSIDE") == std::string::npos);
+        CHECK(run3.result.exit_code != 0);
+    }
 }
 
 TEST_CASE("a workspace on a file system that cannot be ID-mapped is bound as is, with a warning and a record") {
