@@ -456,8 +456,8 @@ TEST_CASE("bad --rootfs and --workspace values name the option, the value and th
     spec.protected_dirs = {(dir.path / "state").string(), "/run/corral"};
     for (const fs::path& ws : {dir.path / "state", dir.path, dir.path / "state" / "runs"}) {
         spec.workspace = ws.string();
-        CHECK(usage_error_of(spec) == "--workspace " + ws.string() + ": overlaps corral's " + (dir.path / "state").string() +
-                                          " (the box must not reach the supervisor's records); use a directory outside it");
+        CHECK(usage_error_of(spec) == "--workspace " + ws.string() + ": overlaps " + (dir.path / "state").string() +
+                                          " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
     }
     fs::create_directories(dir.path / "project");
     spec.workspace = (dir.path / "project").string();
