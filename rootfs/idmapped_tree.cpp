@@ -116,71 +116,82 @@ bool has_file_capabilities(int dir_fd, const char* name) {
     return lgetxattr(path, "security.capability", nullptr, 0) >= 0;
 }
 
-// A regular file the agent could rewrite (it owns it as the owner, or its
-// group or "other" bits let it write) that carries a set-ID bit or file
-// capabilities. A write() clears those, but a write through a shared mmap
-// does not, so such a file would become a privileged program of the agent's
-// making on the host.
-bool rewritable_privileged(int dir_fd, const char* name, const struct stat& st, uid_t owner, gid_t group) {
-    if (!S_ISREG(st.st_mode)) return false;
+// What the agent could use against the host: a regular file it could
+// rewrite (it owns it as the owner, or its group or "other" bits let it
+// write) that carries a set-ID bit or file capabilities — write() clears
+// those, a write through a shared mmap does not; or a UNIX socket or FIFO it
+// could connect to or write into, which would carry its requests to a host
+// process outside the sandbox. nullptr if nothing.
+const char* hazard_of(int dir_fd, const char* name, const struct stat& st, uid_t owner, gid_t group) {
     const bool writable = st.st_uid == owner || (st.st_gid == group && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
-    if (!writable) return false;
-    if (st.st_mode & (S_ISUID | S_ISGID)) return true;
-    return has_file_capabilities(dir_fd, name);
+    if (!writable) return nullptr;
+    if (S_ISSOCK(st.st_mode))
+        return "is a UNIX socket the agent could connect to: a host process serving it would take the box's requests "
+               "outside the sandbox; remove it, or use a workspace without live sockets (not a home directory)";
+    if (S_ISFIFO(st.st_mode))
+        return "is a FIFO the agent could write into: a host process reading it would take the box's input outside "
+               "the sandbox; remove it";
+    if (!S_ISREG(st.st_mode)) return nullptr;
+    if ((st.st_mode & (S_ISUID | S_ISGID)) || has_file_capabilities(dir_fd, name))
+        return "is set-user-ID, set-group-ID or has file capabilities, and the agent could rewrite it (a write through "
+               "mmap keeps those bits); remove them (chmod u-s,g-s / setcap -r) or use another workspace";
+    return nullptr;
 }
 
 // Depth-first over the tree the box will see (the detached copy: one mount,
-// no submounts); "" if nothing privileged is rewritable, else its path.
-// Fails closed: a tree it cannot read completely, or one deeper than
-// kMaxDepth, is refused rather than passed unchecked.
+// no submounts); throws UsageError naming the first hazard. Fails closed: a
+// tree it cannot read completely, or deeper than kMaxDepth, is refused rather
+// than passed unchecked. One fd per level is held while descending.
 constexpr int kMaxDepth = 512;
 
-std::string find_rewritable_privileged(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth,
-                                       const std::string& source) {
+void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth, const std::string& source) {
     if (depth > kMaxDepth)
-        throw UsageError("--workspace " + source + ": " + source + rel + " is more than " + std::to_string(kMaxDepth) +
-                         " directories deep; corral checks every file it hands the agent and refuses trees it cannot "
+        throw UsageError("--workspace " + source + ": it is more than " + std::to_string(kMaxDepth) +
+                         " directories deep; corral checks everything it hands the agent and refuses trees it cannot "
                          "check completely");
-    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw SysError("openat", source + rel, errno);
-    DIR* d = fdopendir(fd);
-    if (!d) {
-        int err = errno;
-        close(fd);
-        throw SysError("fdopendir", source + rel, err);
-    }
-    struct Closer {
-        DIR* d;
-        ~Closer() { closedir(d); }
-    } closer{d};
     std::vector<std::string> subdirs;
-    for (;;) {
-        errno = 0;
-        dirent* e = readdir(d);
-        if (!e) {
-            if (errno != 0) throw SysError("readdir", source + rel, errno);
-            break;
+    {
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) throw SysError("openat", source + rel, errno);
+        DIR* d = fdopendir(fd);
+        if (!d) {
+            int err = errno;
+            close(fd);
+            throw SysError("fdopendir", source + rel, err);
         }
-        const char* n = e->d_name;
-        if (std::strcmp(n, ".") == 0 || std::strcmp(n, "..") == 0) continue;
-        struct stat st {};
-        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (errno == ENOENT) continue;  // removed meanwhile: nothing to hand over
-            throw SysError("fstatat", source + rel + "/" + n, errno);
+        struct Closer {
+            DIR* d;
+            ~Closer() { closedir(d); }
+        } closer{d};
+        for (;;) {
+            errno = 0;
+            dirent* e = readdir(d);
+            if (!e) {
+                if (errno != 0) throw SysError("readdir", source + rel, errno);
+                break;
+            }
+            const char* n = e->d_name;
+            if (std::strcmp(n, ".") == 0 || std::strcmp(n, "..") == 0) continue;
+            struct stat st {};
+            if (fstatat(dir_fd, n, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (errno == ENOENT) continue;  // removed meanwhile: nothing to hand over
+                throw SysError("fstatat", source + rel + "/" + n, errno);
+            }
+            if (S_ISDIR(st.st_mode)) {
+                subdirs.emplace_back(n);
+            } else if (const char* hazard = hazard_of(dir_fd, n, st, owner, group)) {
+                throw UsageError("--workspace " + source + ": " + source + rel + "/" + n + " " + hazard);
+            }
         }
-        if (S_ISDIR(st.st_mode)) subdirs.emplace_back(n);
-        else if (rewritable_privileged(dirfd(d), n, st, owner, group)) return rel + "/" + n;
     }
     for (const auto& sub : subdirs) {
-        Fd sub_fd(openat(dirfd(d), sub.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        Fd sub_fd(openat(dir_fd, sub.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!sub_fd.valid()) {
             if (errno == ENOENT) continue;
             throw SysError("openat", source + rel + "/" + sub, errno);
         }
-        std::string found = find_rewritable_privileged(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1, source);
-        if (!found.empty()) return found;
+        refuse_hazards(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1, source);
     }
-    return "";
 }
 
 bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
@@ -288,18 +299,15 @@ IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping,
     Fd tree(open_tree(dir.get(), "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
     if (!tree.valid()) throw SysError("open_tree", source + ", OPEN_TREE_CLONE", errno);
     if (st.st_uid == 0 || st.st_gid == 0) {
+        // Attached as is: the agent is only "others" here.
+        refuse_hazards(tree.get(), "", static_cast<uid_t>(-1), static_cast<gid_t>(-1), 0, source);
         make_private(tree.get(), source);
         return refused(IdmapRefusal::owned_by_root,
                        "its owner or group is root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
                            "); mapping root to the agent would make the agent root over everything in it",
                        std::move(tree));
     }
-    std::string privileged = find_rewritable_privileged(tree.get(), "", st.st_uid, st.st_gid, 0, source);
-    if (!privileged.empty())
-        throw UsageError("--workspace " + source + ": " + source + privileged +
-                         " is set-user-ID, set-group-ID or has file capabilities, and the agent, which acts as the "
-                         "workspace's owner, could rewrite it (a write through mmap keeps those bits); remove them "
-                         "(chmod u-s,g-s / setcap -r) or use another workspace");
+    refuse_hazards(tree.get(), "", st.st_uid, st.st_gid, 0, source);
     Fd userns;
     try {
         userns = user_namespace_mapping(mapping);

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "base/sys_error.hpp"
+#include "rootfs/host_paths.hpp"
 #include "rootfs/minimal_etc.hpp"
 
 namespace corral::rootfs {
@@ -422,6 +423,9 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
         if (spec.image.empty() || spec.image.front() != '/')
             throw UsageError("--rootfs " + spec.image + ": expected \"host\" or an absolute path to a directory");
         require_directory("--rootfs", spec.image);
+        // The overlay's lower layer is mounted by path: the path must be one
+        // no one but root can redirect (host_paths.hpp).
+        require_root_only_tree("--rootfs", spec.image);
         char* real = realpath(spec.image.c_str(), nullptr);
         if (!real) throw UsageError("--rootfs " + spec.image + ": cannot resolve: " + errno_text(errno));
         image_real = real;

@@ -23,6 +23,7 @@
 #include "base/log.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
+#include "rootfs/host_paths.hpp"
 #include "supervisor/run_options.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
@@ -57,37 +58,15 @@ void ensure_stdio_open() {
 
 // mkdir -p, then require a root-owned real directory and force 0700: the run
 // dir holds the logs and run.json, which the agent must not reach.
-// Every directory from / down to `path` (and, through symlinks, to its real
-// location) is root's and writable by no one else, or sticky (like /tmp),
-// where others cannot rename what root owns. The supervisor writes the run
-// record, logs and homes by path: a component a sandbox could rename (e.g.
-// one inside another run's ID-mapped workspace) would redirect root's writes.
-void require_root_only_tree(const std::string& option, const std::string& path) {
-    auto check = [&](const std::filesystem::path& p) {
-        std::filesystem::path prefix;
-        for (const auto& part : p) {
-            prefix /= part;
-            struct stat st {};
-            check_sys(lstat(prefix.c_str(), &st), "lstat", prefix.string());
-            const bool root_owned = st.st_uid == 0;
-            const bool others_write = S_ISDIR(st.st_mode) && (st.st_mode & 022) && !(st.st_mode & S_ISVTX);
-            if (!root_owned || others_write)
-                throw UsageError(option + " " + path + ": " + prefix.string() +
-                                 (root_owned ? " is writable by group or others (and not sticky)"
-                                             : " is owned by uid " + std::to_string(st.st_uid)) +
-                                 "; corral writes its records only where no one but root can rename a directory on "
-                                 "the way (else a sandbox acting as that user could redirect them)");
-        }
-    };
-    check(std::filesystem::path(path).lexically_normal());
+// Creates `path` (0700, root's) only inside a tree only root can change,
+// checked before anything is created: a symlink planted on the way must not
+// make root create or chmod directories elsewhere. A run dir must be new or
+// empty: a reused one would hand the previous agent's files to the next.
+void make_private_dir(const std::string& option, const std::string& path, bool must_be_empty) {
+    rootfs::require_root_only_tree(option, path);
     std::error_code ec;
-    auto real = std::filesystem::canonical(path, ec);
-    if (ec) throw SysError("realpath", path, ec.value());
-    check(real);
-}
-
-void make_private_dir(const std::string& option, const std::string& path) {
-    std::error_code ec;
+    if (must_be_empty && std::filesystem::exists(path, ec) && !std::filesystem::is_empty(path, ec))
+        throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
     std::filesystem::create_directories(path, ec);
     if (ec) throw SysError("mkdir", path, ec.value());
     struct stat st{};
@@ -96,7 +75,7 @@ void make_private_dir(const std::string& option, const std::string& path) {
     if (st.st_uid != 0) throw UsageError(option + " " + path + ": owned by uid " + std::to_string(st.st_uid) +
                                          "; expected a directory owned by root");
     check_sys(chmod(path.c_str(), 0700), "chmod 0700", path);
-    require_root_only_tree(option, path);
+    rootfs::require_root_only_tree(option, path);
 }
 
 std::string absolute(const std::string& path) {
@@ -156,8 +135,8 @@ int cmd_run(int argc, char** argv) {
     std::string state_dir = opts.state_dir.value_or(default_state_dir());
     std::string run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
     try {
-        make_private_dir("--state-dir", state_dir);
-        make_private_dir("--run-dir", run_dir);
+        make_private_dir("--state-dir", state_dir, false);
+        make_private_dir("--run-dir", run_dir, true);
     } catch (const std::exception& e) {
         say(e.what());
         return kExitSetup;

@@ -3,10 +3,13 @@
 // the host. Each script prints START first and DONE last (require_ran).
 #include <doctest/doctest.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "tests/sandbox/sandbox_support.hpp"
@@ -183,6 +186,92 @@ TEST_CASE("a workspace holding a set-ID or file-capability file its owner could 
     INFO(transcript(run3.result));
     require_ran(run3);
     check_nothing_left(run3);
+}
+
+TEST_CASE("a UNIX socket or FIFO the agent could reach in the workspace is refused (it leads to a host process)") {
+    std::string ws = fresh_dir("ws-sock", 0755);
+    REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
+    fs::create_directories(ws + "/.cache");
+    const std::string sock_path = ws + "/.cache/devtool.sock";
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(s >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    REQUIRE(sock_path.size() < sizeof addr.sun_path);
+    std::memcpy(addr.sun_path, sock_path.c_str(), sock_path.size() + 1);
+    REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(listen(s, 1) == 0);
+    REQUIRE(chmod(sock_path.c_str(), 0600) == 0);
+    REQUIRE(chown(sock_path.c_str(), kOwnerUid, kOwnerGid) == 0);  // the owner's: the agent would be it
+    CorralArgs args;
+    args.flags = {"--workspace", ws};
+    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run.result));
+    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run.result.exit_code != 0);
+    CHECK(run.result.err.find(".cache/devtool.sock is a UNIX socket the agent could connect to") != std::string::npos);
+    close(s);
+    fs::remove(sock_path);
+
+    REQUIRE(mkfifo((ws + "/.cache/pipe").c_str(), 0600) == 0);
+    REQUIRE(chown((ws + "/.cache/pipe").c_str(), kOwnerUid, kOwnerGid) == 0);
+    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run2.result));
+    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run2.result.err.find(".cache/pipe is a FIFO the agent could write into") != std::string::npos);
+    fs::remove(ws + "/.cache/pipe");
+
+    // Not the agent's to use (another user's, 0600): fine.
+    REQUIRE(mkfifo((ws + "/.cache/other").c_str(), 0600) == 0);
+    REQUIRE(chown((ws + "/.cache/other").c_str(), kOwnerUid + 7, kOwnerGid + 7) == 0);
+    auto run3 = corral_sh("echo START; echo DONE", args);
+    INFO(transcript(run3.result));
+    require_ran(run3);
+    check_nothing_left(run3);
+}
+
+TEST_CASE("--run-dir and --rootfs must run through directories only root can change; refused before anything is made") {
+    std::string users = fresh_dir("rd-user", 0755);
+    REQUIRE(chown(users.c_str(), kOwnerUid, kOwnerGid) == 0);
+    std::string victim = fresh_dir("rd-victim", 0755);
+    REQUIRE(symlink(victim.c_str(), (users + "/runs").c_str()) == 0);  // as a sandbox acting as the owner could
+    for (const std::string& run_dir : {users + "/runs/ssh", users + "/new/deeper"}) {
+        CAPTURE(run_dir);
+        CorralArgs args;
+        args.own_run_dir = false;
+        args.flags = {"--run-dir", run_dir};
+        auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+        INFO(transcript(run.result));
+        CHECK(run.result.out.find("INSIDE") == std::string::npos);
+        CHECK(run.result.exit_code != 0);
+        CHECK(run.result.err.find("--run-dir " + run_dir + ": " + users + " is owned by uid 41001") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(victim + "/ssh"));   // nothing created through the link
+    CHECK_FALSE(fs::exists(users + "/new"));    // nor below the user's directory
+    CHECK((stat_of(victim).st_mode & 0777) == 0755);
+
+    // A reused, non-empty run dir would hand the previous run's files to the next agent.
+    std::string used = fresh_dir("rd-used", 0700);
+    write_file(used + "/run.json", "{}");
+    CorralArgs a2;
+    a2.own_run_dir = false;
+    a2.flags = {"--run-dir", used};
+    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", a2);
+    INFO(transcript(run2.result));
+    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run2.result.err.find("--run-dir " + used + ": is not empty") != std::string::npos);
+
+    // An image under a directory another user owns: the overlay's lower layer would be theirs to redirect.
+    std::string image_parent = fresh_dir("img-user", 0755);
+    fs::create_directories(image_parent + "/img");
+    REQUIRE(chown(image_parent.c_str(), kOwnerUid, kOwnerGid) == 0);
+    CorralArgs a3;
+    a3.rootfs = image_parent + "/img";
+    auto run3 = corral_sh("echo START; echo INSIDE; echo DONE", a3);
+    INFO(transcript(run3.result));
+    CHECK(run3.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run3.result.err.find("--rootfs " + image_parent + "/img: " + image_parent + " is owned by uid 41001") !=
+          std::string::npos);
 }
 
 TEST_CASE("a workspace too deep to check completely is refused, not passed unchecked") {
