@@ -122,8 +122,19 @@ bool has_file_capabilities(int dir_fd, const char* name) {
 // those, a write through a shared mmap does not; or a UNIX socket or FIFO it
 // could connect to or write into, which would carry its requests to a host
 // process outside the sandbox. nullptr if nothing.
+bool has_access_acl(int dir_fd, const char* name) {
+    char path[64 + NAME_MAX];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dir_fd, name);
+    return lgetxattr(path, "system.posix_acl_access", nullptr, 0) >= 0;
+}
+
 const char* hazard_of(int dir_fd, const char* name, const struct stat& st, uid_t owner, gid_t group) {
-    const bool writable = st.st_uid == owner || (st.st_gid == group && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
+    bool writable = st.st_uid == owner || (st.st_gid == group && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
+    // A set-ID file whose ACL mask allows writing may name the owner or the
+    // group in an entry of its own: counted as writable (rare, so the extra
+    // lookup costs nothing on ordinary trees).
+    if (!writable && S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) && (st.st_mode & S_IWGRP))
+        writable = has_access_acl(dir_fd, name);
     if (!writable) return nullptr;
     if (S_ISSOCK(st.st_mode))
         return "is a UNIX socket the agent could connect to: a host process serving it would take the box's requests "
