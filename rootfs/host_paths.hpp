@@ -16,8 +16,9 @@ namespace corral::rootfs {
 // Throws UsageError unless every existing component of `path` (as given, and
 // at its real location) is owned by root and, if a directory, not writable by
 // group or others unless sticky (like /tmp, where others cannot rename what
-// root owns). Symlinks on the way must be root's. Components that do not exist
-// yet are fine: root creates them inside a tree only root can change.
+// root owns). Symlinks on the way must be root's; ".." is refused. Components
+// that do not exist yet are fine only below a directory nobody but root can
+// write (in a sticky one someone else could take the name first).
 // The message names `option`, the path and the offending component.
 void require_root_only_tree(std::string_view option, const std::string& path);
 

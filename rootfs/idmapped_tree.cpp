@@ -95,9 +95,11 @@ Fd user_namespace_mapping(const OwnerMapping& mapping) {
 
 namespace {
 
-// Whether dir_fd/name carries security.capability. getxattrat (Linux 6.13)
-// asks relative to the directory; older kernels go through /proc/self/fd.
-bool has_file_capabilities(int dir_fd, const char* name) {
+// Whether dir_fd/name carries the extended attribute `attr`. Only "no such
+// attribute" (or none supported) counts as no: any other error fails the
+// scan closed. getxattrat (Linux 6.13) asks relative to the directory; where
+// it is missing or filtered (ENOSYS, EPERM) the path goes through /proc/self/fd.
+bool has_xattr(int dir_fd, const char* name, const char* attr) {
     static bool have_getxattrat = true;
     if (have_getxattrat) {
         struct {
@@ -105,28 +107,22 @@ bool has_file_capabilities(int dir_fd, const char* name) {
             std::uint32_t size;
             std::uint32_t flags;
         } args{};  // size 0: only the attribute's length is asked
-        long rc = syscall(464 /* getxattrat */, dir_fd, name, AT_SYMLINK_NOFOLLOW, "security.capability", &args,
-                          sizeof args);
+        long rc = syscall(464 /* getxattrat */, dir_fd, name, AT_SYMLINK_NOFOLLOW, attr, &args, sizeof args);
         if (rc >= 0) return true;
-        if (errno != ENOSYS) return false;  // ENODATA: none (or unreadable: it cannot grant anything then)
+        if (errno == ENODATA || errno == EOPNOTSUPP) return false;
+        if (errno != ENOSYS && errno != EPERM) throw SysError("getxattrat", std::string(name) + ", " + attr, errno);
         have_getxattrat = false;
     }
     char path[64 + NAME_MAX];
     std::snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dir_fd, name);
-    return lgetxattr(path, "security.capability", nullptr, 0) >= 0;
+    if (lgetxattr(path, attr, nullptr, 0) >= 0) return true;
+    if (errno == ENODATA || errno == EOPNOTSUPP) return false;
+    throw SysError("lgetxattr", std::string(name) + ", " + attr, errno);
 }
 
-// What the agent could use against the host: a regular file it could
-// rewrite (it owns it as the owner, or its group or "other" bits let it
-// write) that carries a set-ID bit or file capabilities — write() clears
-// those, a write through a shared mmap does not; or a UNIX socket or FIFO it
-// could connect to or write into, which would carry its requests to a host
-// process outside the sandbox. nullptr if nothing.
-bool has_access_acl(int dir_fd, const char* name) {
-    char path[64 + NAME_MAX];
-    std::snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dir_fd, name);
-    return lgetxattr(path, "system.posix_acl_access", nullptr, 0) >= 0;
-}
+bool has_file_capabilities(int dir_fd, const char* name) { return has_xattr(dir_fd, name, "security.capability"); }
+
+bool has_access_acl(int dir_fd, const char* name) { return has_xattr(dir_fd, name, "system.posix_acl_access"); }
 
 const char* hazard_of(int dir_fd, const char* name, const struct stat& st, uid_t owner, gid_t group) {
     bool writable = st.st_uid == owner || (st.st_gid == group && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);

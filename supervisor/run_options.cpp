@@ -31,8 +31,9 @@ options:
                          writes belongs to that owner on the host. Set-ID bits
                          cannot be set. A root-owned DIR, or one on a file
                          system that cannot be ID-mapped, is bound as is, with
-                         a warning. Refused: /, a DIR overlapping corral's
-                         state or run dir, a DIR holding a set-ID file.
+                         a warning. Refused: /, a path through a symlink, a DIR
+                         overlapping corral's state or run dir, /proc, /sys or
+                         /dev, a DIR holding a set-ID file, a socket or FIFO.
                          Without it CMD starts in /workspace, an empty directory
                          on the scratch overlay that vanishes with the run.
   --run-dir DIR          where stdout.log, stderr.log and run.json go (created

@@ -60,20 +60,32 @@ void ensure_stdio_open() {
 // dir holds the logs and run.json, which the agent must not reach.
 // Creates `path` (0700, root's) only inside a tree only root can change,
 // checked before anything is created: a symlink planted on the way must not
-// make root create or chmod directories elsewhere. A run dir must be new or
-// empty: a reused one would hand the previous agent's files to the next.
+// make root create or chmod directories elsewhere. An existing directory is
+// never chmodded (--state-dir /var/lib must not close /var/lib): it must
+// already be root's alone. A run dir must be new or empty: a reused one
+// would hand the previous agent's files to the next.
 void make_private_dir(const std::string& option, const std::string& path, bool must_be_empty) {
     rootfs::require_root_only_tree(option, path);
+    struct stat st{};
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            throw UsageError(option + " " + path + ": exists and is not a directory (a symlink is not followed here)");
+        if (st.st_uid != 0 || (st.st_mode & 077))
+            throw UsageError(option + " " + path + ": exists with owner " + std::to_string(st.st_uid) + " and mode " +
+                             [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() +
+                             "; corral keeps its records only in a directory root alone can read (root-owned, 0700): "
+                             "fix it or give a new path");
+        std::error_code ec;
+        if (must_be_empty && !std::filesystem::is_empty(path, ec))
+            throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
+        return;
+    }
     std::error_code ec;
-    if (must_be_empty && std::filesystem::exists(path, ec) && !std::filesystem::is_empty(path, ec))
-        throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
     std::filesystem::create_directories(path, ec);
     if (ec) throw SysError("mkdir", path, ec.value());
-    struct stat st{};
     check_sys(lstat(path.c_str(), &st), "lstat", path);
-    if (!S_ISDIR(st.st_mode)) throw UsageError(option + " " + path + ": not a directory");
-    if (st.st_uid != 0) throw UsageError(option + " " + path + ": owned by uid " + std::to_string(st.st_uid) +
-                                         "; expected a directory owned by root");
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+        throw UsageError(option + " " + path + ": is not the root-owned directory corral just created");
     check_sys(chmod(path.c_str(), 0700), "chmod 0700", path);
     rootfs::require_root_only_tree(option, path);
 }

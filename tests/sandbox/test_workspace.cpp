@@ -250,6 +250,43 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
     CHECK_FALSE(fs::exists(users + "/new"));    // nor below the user's directory
     CHECK((stat_of(victim).st_mode & 0777) == 0755);
 
+    // ".." is resolved after the symlink before it: refused, never checked lexically.
+    {
+        std::string base = fresh_dir("rd-dots", 0755);
+        REQUIRE(symlink(users.c_str(), (base + "/l").c_str()) == 0);
+        CorralArgs a;
+        a.own_run_dir = false;
+        a.flags = {"--run-dir", base + "/l/../run1"};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find("contains \"..\"") != std::string::npos);
+        CHECK_FALSE(fs::exists(users + "/run1"));
+    }
+    // A missing part to be made in a directory others can write (even sticky): someone could take the name first.
+    {
+        std::string sticky = fresh_dir("rd-sticky", 01777);
+        CorralArgs a;
+        a.own_run_dir = false;
+        a.flags = {"--run-dir", sticky + "/r/run1"};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
+        CHECK_FALSE(fs::exists(sticky + "/r"));
+    }
+    // An existing directory is never chmodded: --state-dir of an open (0755) directory is refused, left as it was.
+    {
+        std::string open_dir = fresh_dir("rd-open", 0755);
+        CorralArgs a;
+        a.flags = {"--state-dir", open_dir};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find("--state-dir " + open_dir + ": exists with owner 0 and mode 0755") != std::string::npos);
+        CHECK((stat_of(open_dir).st_mode & 07777) == 0755);
+    }
+
     // A reused, non-empty run dir would hand the previous run's files to the next agent.
     std::string used = fresh_dir("rd-used", 0700);
     write_file(used + "/run.json", "{}");
