@@ -61,22 +61,28 @@ void ensure_stdio_open() {
 // Creates `path` (0700, root's) only inside a tree only root can change,
 // checked before anything is created: a symlink planted on the way must not
 // make root create or chmod directories elsewhere. An existing directory is
-// never chmodded (--state-dir /var/lib must not close /var/lib): it must
-// already be root's alone. A run dir must be new or empty: a reused one
-// would hand the previous agent's files to the next.
-void make_private_dir(const std::string& option, const std::string& path, bool must_be_empty) {
+// never chmodded (--state-dir /var/lib must not close /var/lib). An existing
+// state dir must be root's and writable by no one else (what it holds is
+// private by its own modes: run dirs 0700, the CA key 0600); an existing run
+// dir must be root's, 0700 and empty: a reused one would hand the previous
+// agent's files to the next.
+enum class DirRole { state, run };
+
+void make_private_dir(const std::string& option, const std::string& path, DirRole role) {
     rootfs::require_root_only_tree(option, path);
     struct stat st{};
     if (lstat(path.c_str(), &st) == 0) {
         if (!S_ISDIR(st.st_mode))
             throw UsageError(option + " " + path + ": exists and is not a directory (a symlink is not followed here)");
-        if (st.st_uid != 0 || (st.st_mode & 077))
+        const unsigned long not_allowed = role == DirRole::run ? 077 : 022;
+        if (st.st_uid != 0 || (st.st_mode & not_allowed))
             throw UsageError(option + " " + path + ": exists with owner " + std::to_string(st.st_uid) + " and mode " +
                              [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() +
-                             "; corral keeps its records only in a directory root alone can read (root-owned, 0700): "
-                             "fix it or give a new path");
+                             (role == DirRole::run ? "; a run dir must be root's alone (0700)"
+                                                   : "; the state dir must be root's and writable by no one else") +
+                             " (corral never changes an existing directory's mode): fix it or give a new path");
         std::error_code ec;
-        if (must_be_empty && !std::filesystem::is_empty(path, ec))
+        if (role == DirRole::run && !std::filesystem::is_empty(path, ec))
             throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
         return;
     }
@@ -147,8 +153,8 @@ int cmd_run(int argc, char** argv) {
     std::string state_dir = opts.state_dir.value_or(default_state_dir());
     std::string run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
     try {
-        make_private_dir("--state-dir", state_dir, false);
-        make_private_dir("--run-dir", run_dir, true);
+        make_private_dir("--state-dir", state_dir, DirRole::state);
+        make_private_dir("--run-dir", run_dir, DirRole::run);
     } catch (const std::exception& e) {
         say(e.what());
         return kExitSetup;

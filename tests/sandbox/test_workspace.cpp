@@ -275,16 +275,36 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
         CHECK_FALSE(fs::exists(sticky + "/r"));
     }
-    // An existing directory is never chmodded: --state-dir of an open (0755) directory is refused, left as it was.
+    // An existing directory is never chmodded: an empty 0755 --run-dir is refused and left as it was...
     {
         std::string open_dir = fresh_dir("rd-open", 0755);
         CorralArgs a;
-        a.flags = {"--state-dir", open_dir};
+        a.own_run_dir = false;
+        a.flags = {"--run-dir", open_dir};
         auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
         INFO(transcript(r.result));
         CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find("--state-dir " + open_dir + ": exists with owner 0 and mode 0755") != std::string::npos);
+        CHECK(r.result.err.find("--run-dir " + open_dir + ": exists with owner 0 and mode 0755") != std::string::npos);
         CHECK((stat_of(open_dir).st_mode & 07777) == 0755);
+    }
+    // ...and a group-writable --state-dir too; a 0755 state dir is used as it is (its runs are 0700).
+    {
+        std::string group_dir = fresh_dir("sd-group", 0775);
+        CorralArgs a;
+        a.flags = {"--state-dir", group_dir};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find("--state-dir " + group_dir + ": " + group_dir + " is writable by group or others") !=
+              std::string::npos);
+        CHECK((stat_of(group_dir).st_mode & 07777) == 0775);
+        std::string readable = fresh_dir("sd-readable", 0755);
+        CorralArgs b;
+        b.flags = {"--state-dir", readable};
+        auto ok = corral_sh("echo START; echo DONE", b);
+        INFO(transcript(ok.result));
+        require_ran(ok);
+        CHECK((stat_of(readable).st_mode & 07777) == 0755);
     }
 
     // A reused, non-empty run dir would hand the previous run's files to the next agent.
