@@ -194,7 +194,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
 
 Ledger::Ledger(const std::string& path)
     : path_(path), secrets_(std::make_shared<const std::vector<std::string>>()) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         fail_locked("open(" + path + "): " + errno_text(errno));
     else

@@ -8,8 +8,12 @@
 // directories that only root can change.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
+
+#include "base/fd.hpp"
 
 namespace corral::rootfs {
 
@@ -21,5 +25,12 @@ namespace corral::rootfs {
 // write (in a sticky one someone else could take the name first).
 // The message names `option`, the path and the offending component.
 void require_root_only_tree(std::string_view option, const std::string& path);
+
+// require_root_only_tree, then the directory itself: opened (O_RDONLY) by
+// walking its real path from "/" by fd without following links, creating what
+// is missing (0755 on the way, `leaf_mode` for the leaf if it is new; the umask
+// plays no part). Every directory met must be root's; an existing leaf keeps
+// its mode (the caller judges it with fstat). Throws UsageError or SysError.
+Fd open_root_only_dir(std::string_view option, const std::string& path, mode_t leaf_mode);
 
 }  // namespace corral::rootfs

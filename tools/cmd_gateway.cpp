@@ -45,6 +45,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,7 @@
 #include "base/sys_error.hpp"
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
+#include "rootfs/host_paths.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -280,6 +282,14 @@ int cmd_gateway(int argc, char** argv) {
     }
     if (config_path.empty()) return bad_usage("--config FILE is required");
     auto cfg = config::load_gateway_config(config_path);
+    // The CA key, the ledger and the socket are written by root by path: only
+    // in trees nobody but root can change (rootfs/host_paths.hpp).
+    rootfs::require_root_only_tree("[gateway] state_dir", cfg.gateway.state_dir);
+    if (!cfg.gateway.ledger.empty())
+        rootfs::require_root_only_tree("[gateway] ledger", std::filesystem::path(cfg.gateway.ledger).parent_path().string());
+    if (!cfg.gateway.listen_unix.empty())
+        rootfs::require_root_only_tree("[gateway] listen_unix",
+                                       std::filesystem::path(cfg.gateway.listen_unix).parent_path().string());
     auto secrets = config::load_credential_secrets(cfg);
     ::signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();

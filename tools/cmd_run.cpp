@@ -4,6 +4,7 @@
 // what happened into corral's exit status (docs/architecture.md "Exit status")
 // and writes run.json. Every failure ends in exactly one "corral run: ..." line
 // per problem on stderr.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <filesystem>
 #include <string>
@@ -69,31 +71,31 @@ void ensure_stdio_open() {
 enum class DirRole { state, run };
 
 void make_private_dir(const std::string& option, const std::string& path, DirRole role) {
-    rootfs::require_root_only_tree(option, path);
+    const bool existed = std::filesystem::exists(path);
+    // The directory by fd, reached and (if new) made without following links.
+    Fd dir = rootfs::open_root_only_dir(option, path, 0700);
     struct stat st{};
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISDIR(st.st_mode))
-            throw UsageError(option + " " + path + ": exists and is not a directory (a symlink is not followed here)");
-        const unsigned long not_allowed = role == DirRole::run ? 077 : 022;
-        if (st.st_uid != 0 || (st.st_mode & not_allowed))
-            throw UsageError(option + " " + path + ": exists with owner " + std::to_string(st.st_uid) + " and mode " +
-                             [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() +
-                             (role == DirRole::run ? "; a run dir must be root's alone (0700)"
-                                                   : "; the state dir must be root's and writable by no one else") +
-                             " (corral never changes an existing directory's mode): fix it or give a new path");
-        std::error_code ec;
-        if (role == DirRole::run && !std::filesystem::is_empty(path, ec))
+    check_sys(fstat(dir.get(), &st), "fstat", path);
+    if (!existed) return;  // made just now: root's, 0700
+    const unsigned long not_allowed = role == DirRole::run ? 077 : 022;
+    if (st.st_mode & not_allowed)
+        throw UsageError(option + " " + path + ": exists with mode " +
+                         [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() +
+                         (role == DirRole::run ? "; a run dir must be root's alone (0700)"
+                                               : "; the state dir must be writable by no one but root") +
+                         " (corral never changes an existing directory's mode): fix it or give a new path");
+    if (role == DirRole::run) {
+        Fd probe(dup(dir.get()));
+        DIR* d = probe.valid() ? fdopendir(probe.get()) : nullptr;
+        if (!d) throw SysError("opendir", path, errno);
+        (void)probe.release();  // owned by d now
+        bool empty = true;
+        while (dirent* e = readdir(d))
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
+        closedir(d);
+        if (!empty)
             throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
-        return;
     }
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) throw SysError("mkdir", path, ec.value());
-    check_sys(lstat(path.c_str(), &st), "lstat", path);
-    if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
-        throw UsageError(option + " " + path + ": is not the root-owned directory corral just created");
-    check_sys(chmod(path.c_str(), 0700), "chmod 0700", path);
-    rootfs::require_root_only_tree(option, path);
 }
 
 std::string absolute(const std::string& path) {

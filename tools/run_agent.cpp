@@ -21,6 +21,7 @@
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
+#include "rootfs/host_paths.hpp"
 #include "shim/bridge.hpp"
 
 namespace corral::cli {
@@ -199,6 +200,10 @@ void RunEgress::prepare(SandboxSpec& spec) {
     } else {
         gw.gateway.state_dir = state_dir_;
     }
+    // The embedded gateway keeps its CA here (created 0755 by path): it must
+    // be a root-only tree, and no workspace may reach it.
+    rootfs::require_root_only_tree(eg_.config_dir ? "[gateway] state_dir" : "--state-dir", gw.gateway.state_dir);
+    spec.rootfs.protected_dirs.push_back(gw.gateway.state_dir);
     if (!gateway::parse_identity(identity()))
         throw UsageError("identity " + identity() + ": worker and run id must be made of [A-Za-z0-9._-]");
 
@@ -228,7 +233,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
         ca_pem_ = read_optional_file(ca_path);
         if (ca_pem_.find("BEGIN CERTIFICATE") == std::string::npos)
             throw UsageError("--gateway: cannot read the gateway's CA certificate " + ca_path +
-                             " (the daemon's state_dir; use --state-dir or [gateway] state_dir to name it)");
+                             " (the daemon's state_dir: [gateway] state_dir in org.toml with --config, else --state-dir)");
     } else {
         // The embedded gateway's ledger is the run's own: one file per run in
         // the run dir, next to run.json (a shared ledger is the daemon's job).

@@ -284,7 +284,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
         INFO(transcript(r.result));
         CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find("--run-dir " + open_dir + ": exists with owner 0 and mode 0755") != std::string::npos);
+        CHECK(r.result.err.find("--run-dir " + open_dir + ": exists with mode 0755") != std::string::npos);
         CHECK((stat_of(open_dir).st_mode & 07777) == 0755);
     }
     // ...and a group-writable --state-dir too; a 0755 state dir is used as it is (its runs are 0700).
@@ -305,6 +305,40 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         INFO(transcript(ok.result));
         require_ran(ok);
         CHECK((stat_of(readable).st_mode & 07777) == 0755);
+    }
+
+    // A root-owned symlink leading into a sticky directory: the missing part would be made there, refused too.
+    {
+        std::string sticky = fresh_dir("rd-sticky2", 01777);
+        std::string base = fresh_dir("rd-via", 0755);
+        REQUIRE(symlink(sticky.c_str(), (base + "/lnk").c_str()) == 0);
+        CorralArgs a;
+        a.own_run_dir = false;
+        a.flags = {"--run-dir", base + "/lnk/r/run1"};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
+        CHECK_FALSE(fs::exists(sticky + "/r"));
+    }
+    // Directories corral makes get exact modes whatever the umask: 0755 on the way, 0700 for the run dir;
+    // and a state dir reached through a root-owned symlink is fine.
+    {
+        std::string base = fresh_dir("rd-umask", 0755);
+        fs::create_directories(base + "/real-state");
+        REQUIRE(chmod((base + "/real-state").c_str(), 0700) == 0);
+        REQUIRE(symlink((base + "/real-state").c_str(), (base + "/state").c_str()) == 0);
+        CorralArgs a;
+        a.own_run_dir = false;
+        a.flags = {"--run-dir", base + "/a/b/run", "--state-dir", base + "/state"};
+        const mode_t old_umask = umask(0);  // inherited by corral
+        auto r = corral_sh("echo START; echo DONE", a);
+        umask(old_umask);
+        INFO(transcript(r.result));
+        require_ran(r);
+        CHECK((stat_of(base + "/a").st_mode & 07777) == 0755);
+        CHECK((stat_of(base + "/a/b").st_mode & 07777) == 0755);
+        CHECK((stat_of(base + "/a/b/run").st_mode & 07777) == 0700);
     }
 
     // A reused, non-empty run dir would hand the previous run's files to the next agent.
