@@ -1,6 +1,7 @@
 #include "gateway/ledger.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -195,10 +196,19 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
 Ledger::Ledger(const std::string& path)
     : path_(path), secrets_(std::make_shared<const std::vector<std::string>>()) {
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
+    struct stat st {};
+    if (fd < 0) {
         fail_locked("open(" + path + "): " + errno_text(errno));
-    else
+    } else if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) || st.st_uid != ::geteuid() ||
+               (S_ISREG(st.st_mode) && st.st_nlink != 1)) {
+        // Someone else's file (planted first), or a hard link to another:
+        // appending to it would write the ledger where they choose. (A
+        // character device of our own, such as /dev/full in tests, is fine.)
+        ::close(fd);
+        fail_locked("open(" + path + "): not a file of our own with one link; refusing to append to it");
+    } else {
         fd_.reset(fd);
+    }
 }
 
 Ledger::~Ledger() { flush(); }

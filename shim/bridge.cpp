@@ -205,6 +205,13 @@ asio::awaitable<void> pump(From& from, To& to) {
     to.shutdown(asio::socket_base::shutdown_send, ignored);
 }
 
+// SO_PEERCRED of a connected Unix socket: the other end runs as root.
+bool peer_is_root(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred && cred.uid == 0;
+}
+
 }  // namespace
 
 asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, std::string identity) {
@@ -214,6 +221,12 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
         auto [cec] = co_await daemon.async_connect(asio::local::stream_protocol::endpoint(socket_path), nothrow);
         if (cec) {
             log::warn("bridge: cannot reach the gateway daemon at " + socket_path + ": " + cec.message());
+            co_return;
+        }
+        // Only a root daemon gets the box's traffic and identity: a socket
+        // someone else put at this path is refused.
+        if (!peer_is_root(daemon.native_handle())) {
+            log::warn("bridge: the gateway daemon at " + socket_path + " is not root's; connection refused");
             co_return;
         }
         std::string line = identity_announcement(identity);
@@ -244,6 +257,7 @@ std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, 
     std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
     if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
         return fail("connect: " + errno_text(errno));
+    if (!peer_is_root(s.get())) return fail("the daemon is not root's");
     std::string line = "CORRAL-COUNTS " + identity + "\n";
     if (::send(s.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
         return fail("send: " + errno_text(errno));

@@ -284,12 +284,12 @@ int cmd_gateway(int argc, char** argv) {
     auto cfg = config::load_gateway_config(config_path);
     // The CA key, the ledger and the socket are written by root by path: only
     // in trees nobody but root can change (rootfs/host_paths.hpp).
-    rootfs::require_root_only_tree("[gateway] state_dir", cfg.gateway.state_dir);
-    if (!cfg.gateway.ledger.empty())
-        rootfs::require_root_only_tree("[gateway] ledger", std::filesystem::path(cfg.gateway.ledger).parent_path().string());
+    // The full paths: a file root creates must not land in a directory
+    // others can write, even a sticky one (they could plant it first).
+    rootfs::require_root_only_tree("[gateway] state_dir", cfg.gateway.state_dir + "/ca");
+    if (!cfg.gateway.ledger.empty()) rootfs::require_root_only_tree("[gateway] ledger", cfg.gateway.ledger);
     if (!cfg.gateway.listen_unix.empty())
-        rootfs::require_root_only_tree("[gateway] listen_unix",
-                                       std::filesystem::path(cfg.gateway.listen_unix).parent_path().string());
+        rootfs::require_root_only_tree("[gateway] listen_unix", cfg.gateway.listen_unix);
     auto secrets = config::load_credential_secrets(cfg);
     ::signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();

@@ -70,13 +70,13 @@ void ensure_stdio_open() {
 // agent's files to the next.
 enum class DirRole { state, run };
 
-void make_private_dir(const std::string& option, const std::string& path, DirRole role) {
-    const bool existed = std::filesystem::exists(path);
+// Returns the directory's real path, which the caller uses from then on.
+std::string make_private_dir(const std::string& option, const std::string& path, DirRole role) {
     // The directory by fd, reached and (if new) made without following links.
-    Fd dir = rootfs::open_root_only_dir(option, path, 0700);
+    rootfs::RootOnlyDir dir = rootfs::open_root_only_dir(option, path, 0700);
+    if (dir.created) return dir.real_path;  // made just now: root's, 0700
     struct stat st{};
-    check_sys(fstat(dir.get(), &st), "fstat", path);
-    if (!existed) return;  // made just now: root's, 0700
+    check_sys(fstat(dir.fd.get(), &st), "fstat", path);
     const unsigned long not_allowed = role == DirRole::run ? 077 : 022;
     if (st.st_mode & not_allowed)
         throw UsageError(option + " " + path + ": exists with mode " +
@@ -85,7 +85,7 @@ void make_private_dir(const std::string& option, const std::string& path, DirRol
                                                : "; the state dir must be writable by no one but root") +
                          " (corral never changes an existing directory's mode): fix it or give a new path");
     if (role == DirRole::run) {
-        Fd probe(dup(dir.get()));
+        Fd probe(dup(dir.fd.get()));
         DIR* d = probe.valid() ? fdopendir(probe.get()) : nullptr;
         if (!d) throw SysError("opendir", path, errno);
         (void)probe.release();  // owned by d now
@@ -96,6 +96,7 @@ void make_private_dir(const std::string& option, const std::string& path, DirRol
         if (!empty)
             throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
     }
+    return dir.real_path;
 }
 
 std::string absolute(const std::string& path) {
@@ -155,8 +156,8 @@ int cmd_run(int argc, char** argv) {
     std::string state_dir = opts.state_dir.value_or(default_state_dir());
     std::string run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
     try {
-        make_private_dir("--state-dir", state_dir, DirRole::state);
-        make_private_dir("--run-dir", run_dir, DirRole::run);
+        state_dir = make_private_dir("--state-dir", state_dir, DirRole::state);
+        run_dir = make_private_dir("--run-dir", run_dir, DirRole::run);
     } catch (const std::exception& e) {
         say(e.what());
         return kExitSetup;

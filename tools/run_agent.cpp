@@ -202,7 +202,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
     }
     // The embedded gateway keeps its CA here (created 0755 by path): it must
     // be a root-only tree, and no workspace may reach it.
-    rootfs::require_root_only_tree(eg_.config_dir ? "[gateway] state_dir" : "--state-dir", gw.gateway.state_dir);
+    rootfs::require_root_only_tree(eg_.config_dir ? "[gateway] state_dir" : "--state-dir", gw.gateway.state_dir + "/ca");
     spec.rootfs.protected_dirs.push_back(gw.gateway.state_dir);
     if (!gateway::parse_identity(identity()))
         throw UsageError("identity " + identity() + ": worker and run id must be made of [A-Za-z0-9._-]");
@@ -229,6 +229,8 @@ void RunEgress::prepare(SandboxSpec& spec) {
         struct stat st{};
         if (::stat(daemon_socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
             throw UsageError("--gateway unix:" + daemon_socket_ + ": no socket there (is `corral gateway` running?)");
+        // The box's traffic goes there: a socket only root can have put in place.
+        rootfs::require_root_only_tree("--gateway unix:", daemon_socket_);
         std::string ca_path = gw.gateway.state_dir + "/ca/ca.crt";
         ca_pem_ = read_optional_file(ca_path);
         if (ca_pem_.find("BEGIN CERTIFICATE") == std::string::npos)

@@ -272,3 +272,24 @@ TEST_CASE("batched appends fail closed: the flush that fails says so once, later
     CHECK_FALSE(l.flush());
     CHECK(l.requests("worker-a/run-1") == 2);  // still counted
 }
+
+TEST_CASE("Ledger refuses a file planted for it: a hard link to another file, or someone else's file") {
+    TempDir d;
+    const std::string other = (d.path / "other").string();
+    const std::string path = (d.path / "ledger.jsonl").string();
+    { std::ofstream(other) << ""; }
+    REQUIRE(::link(other.c_str(), path.c_str()) == 0);  // appending would write into `other`
+    {
+        Ledger l(path);
+        CHECK_FALSE(l.healthy());
+        CHECK(l.failure().find("not a file of our own with one link") != std::string::npos);
+    }
+    std::filesystem::remove(path);
+    if (::geteuid() == 0) {
+        { std::ofstream(path) << ""; }
+        REQUIRE(::chown(path.c_str(), 41001, 41001) == 0);
+        Ledger l(path);
+        CHECK_FALSE(l.healthy());
+        CHECK(l.failure().find("not a file of our own") != std::string::npos);
+    }
+}

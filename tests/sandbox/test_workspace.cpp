@@ -341,6 +341,37 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CHECK((stat_of(base + "/a/b/run").st_mode & 07777) == 0700);
     }
 
+    // A root-owned link whose target runs through someone else's symlink: every step is checked, not just
+    // the path as given and where it ends up now.
+    {
+        std::string base = fresh_dir("rd-chain", 0755);
+        std::string theirs = base + "/u";
+        fs::create_directories(theirs);
+        std::string safe = fresh_dir("rd-chain-target", 0700);
+        REQUIRE(symlink(safe.c_str(), (theirs + "/link2").c_str()) == 0);
+        REQUIRE(lchown((theirs + "/link2").c_str(), kOwnerUid, kOwnerGid) == 0);
+        REQUIRE(chown(theirs.c_str(), kOwnerUid, kOwnerGid) == 0);
+        REQUIRE(symlink("u/link2", (base + "/l").c_str()) == 0);  // root's
+        CorralArgs a;
+        a.flags = {"--state-dir", base + "/l"};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find(theirs + " is owned by uid 41001") != std::string::npos);
+    }
+    // A trailing slash names the same directory: made 0700 like without it.
+    {
+        std::string base = fresh_dir("rd-slash", 0755);
+        CorralArgs a;
+        a.own_run_dir = false;
+        a.flags = {"--run-dir", base + "/r1/", "--state-dir", base + "/state/"};
+        auto r = corral_sh("echo START; echo DONE", a);
+        INFO(transcript(r.result));
+        require_ran(r);
+        CHECK((stat_of(base + "/r1").st_mode & 07777) == 0700);
+        CHECK((stat_of(base + "/state").st_mode & 07777) == 0700);
+    }
+
     // A reused, non-empty run dir would hand the previous run's files to the next agent.
     std::string used = fresh_dir("rd-used", 0700);
     write_file(used + "/run.json", "{}");
