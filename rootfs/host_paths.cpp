@@ -57,12 +57,19 @@ Resolved resolve_checked(std::string_view option, const std::string& path) {
     struct stat root_st {};
     if (lstat("/", &root_st) != 0) throw SysError("lstat", "/", errno);
     bool open_to_others = (root_st.st_mode & 022) != 0;
+    // What was known of each directory on the way down, so that ".." (from a
+    // symlink's text) returns to the parent's own state, checked before.
+    std::vector<bool> open_above;
     int links = 0;
     while (!pending.empty()) {
         std::string name = pending.front();
         pending.pop_front();
         if (name == "..") {  // only from a symlink's text; r.real has no links, so this is its parent
             r.real = r.real.parent_path();
+            if (!open_above.empty()) {
+                open_to_others = open_above.back();
+                open_above.pop_back();
+            }
             continue;
         }
         const fs::path next = r.real / name;
@@ -99,6 +106,7 @@ Resolved resolve_checked(std::string_view option, const std::string& path) {
             if (!target.empty() && target.front() == '/') {
                 r.real = "/";
                 open_to_others = (root_st.st_mode & 022) != 0;
+                open_above.clear();
             }
             pending.insert(pending.begin(), parts.begin(), parts.end());
             continue;
@@ -108,6 +116,7 @@ Resolved resolve_checked(std::string_view option, const std::string& path) {
             if (others_write && !(st.st_mode & S_ISVTX))
                 throw UsageError(refusal(option, path, next.string() + " is writable by group or others (and not sticky)"));
             r.real = next;
+            open_above.push_back(open_to_others);
             open_to_others = others_write;
             continue;
         }

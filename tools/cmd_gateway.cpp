@@ -287,7 +287,16 @@ int cmd_gateway(int argc, char** argv) {
     // The full paths: a file root creates must not land in a directory
     // others can write, even a sticky one (they could plant it first).
     rootfs::require_root_only_tree("[gateway] state_dir", cfg.gateway.state_dir + "/ca");
-    if (!cfg.gateway.ledger.empty()) rootfs::require_root_only_tree("[gateway] ledger", cfg.gateway.ledger);
+    if (!cfg.gateway.ledger.empty()) {
+        rootfs::require_root_only_tree("[gateway] ledger", cfg.gateway.ledger);
+        // The ledger is opened without following links: say so now, not as a
+        // refusal of every request later. Its directory is made here if new.
+        struct stat lst {};
+        if (::lstat(cfg.gateway.ledger.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+            throw UsageError("[gateway] ledger " + cfg.gateway.ledger + ": is a symbolic link; name the file itself");
+        (void)rootfs::open_root_only_dir("[gateway] ledger",
+                                         std::filesystem::path(cfg.gateway.ledger).parent_path().string(), 0700);
+    }
     if (!cfg.gateway.listen_unix.empty())
         rootfs::require_root_only_tree("[gateway] listen_unix", cfg.gateway.listen_unix);
     auto secrets = config::load_credential_secrets(cfg);

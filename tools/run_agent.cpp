@@ -230,7 +230,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
         if (::stat(daemon_socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
             throw UsageError("--gateway unix:" + daemon_socket_ + ": no socket there (is `corral gateway` running?)");
         // The box's traffic goes there: a socket only root can have put in place.
-        rootfs::require_root_only_tree("--gateway unix:", daemon_socket_);
+        rootfs::require_root_only_tree("--gateway", daemon_socket_);
         std::string ca_path = gw.gateway.state_dir + "/ca/ca.crt";
         ca_pem_ = read_optional_file(ca_path);
         if (ca_pem_.find("BEGIN CERTIFICATE") == std::string::npos)

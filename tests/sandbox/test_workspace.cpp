@@ -359,6 +359,20 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CHECK(r.result.out.find("INSIDE") == std::string::npos);
         CHECK(r.result.err.find(theirs + " is owned by uid 41001") != std::string::npos);
     }
+    // A root link whose text climbs back ("..") into a sticky directory: the missing name would be made there.
+    {
+        std::string sticky = fresh_dir("rd-sticky3", 01777);
+        fs::create_directories(sticky + "/a");
+        REQUIRE(chmod((sticky + "/a").c_str(), 0755) == 0);
+        REQUIRE(symlink("../new", (sticky + "/a/l").c_str()) == 0);
+        CorralArgs a;
+        a.flags = {"--state-dir", sticky + "/a/l"};
+        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
+        INFO(transcript(r.result));
+        CHECK(r.result.out.find("INSIDE") == std::string::npos);
+        CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
+        CHECK_FALSE(fs::exists(sticky + "/new"));
+    }
     // A trailing slash names the same directory: made 0700 like without it.
     {
         std::string base = fresh_dir("rd-slash", 0755);
