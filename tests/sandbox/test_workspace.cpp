@@ -23,6 +23,16 @@ namespace {
 constexpr uid_t kOwnerUid = 41001;
 constexpr gid_t kOwnerGid = 41002;
 
+// Runs a script that prints INSIDE if it ever starts; checks that it never
+// did and that stderr names `message`. Returns the run for further checks.
+CorralRun run_refused(const CorralArgs& args, const std::string& message) {
+    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
+    INFO(transcript(run.result));
+    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    CHECK(run.result.err.find(message) != std::string::npos);
+    return run;
+}
+
 void require_ran(const CorralRun& run) {
     REQUIRE_MESSAGE(run.result.out.find("START") != std::string::npos, "the sandbox never ran the script");
     REQUIRE_MESSAGE(run.result.out.find("DONE") != std::string::npos, "the script did not finish");
@@ -174,11 +184,8 @@ TEST_CASE("a workspace holding a set-ID or file-capability file its owner could 
     REQUIRE(chmod(suid.c_str(), 0755) == 0);
     const unsigned char cap[20] = {0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00};  // magic_etc, permitted[0]=1<<13
     REQUIRE(setxattr(suid.c_str(), "security.capability", cap, sizeof cap, 0) == 0);
-    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", args);
-    INFO(transcript(run2.result));
-    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
+    auto run2 = run_refused(args, "sub/deeper/tool");
     CHECK(run2.result.exit_code != 0);
-    CHECK(run2.result.err.find("sub/deeper/tool") != std::string::npos);
 
     // Without the capability the workspace is fine again.
     REQUIRE(removexattr(suid.c_str(), "security.capability") == 0);
@@ -205,20 +212,14 @@ TEST_CASE("a UNIX socket or FIFO the agent could reach in the workspace is refus
     REQUIRE(chown(sock_path.c_str(), kOwnerUid, kOwnerGid) == 0);  // the owner's: the agent would be it
     CorralArgs args;
     args.flags = {"--workspace", ws};
-    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
-    INFO(transcript(run.result));
-    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    auto run = run_refused(args, ".cache/devtool.sock is a UNIX socket the agent could connect to");
     CHECK(run.result.exit_code != 0);
-    CHECK(run.result.err.find(".cache/devtool.sock is a UNIX socket the agent could connect to") != std::string::npos);
     close(s);
     fs::remove(sock_path);
 
     REQUIRE(mkfifo((ws + "/.cache/pipe").c_str(), 0600) == 0);
     REQUIRE(chown((ws + "/.cache/pipe").c_str(), kOwnerUid, kOwnerGid) == 0);
-    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", args);
-    INFO(transcript(run2.result));
-    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
-    CHECK(run2.result.err.find(".cache/pipe is a FIFO the agent could write into") != std::string::npos);
+    auto run2 = run_refused(args, ".cache/pipe is a FIFO the agent could write into");
     fs::remove(ws + "/.cache/pipe");
 
     // Not the agent's to use (another user's, 0600): fine.
@@ -240,11 +241,8 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CorralArgs args;
         args.own_run_dir = false;
         args.flags = {"--run-dir", run_dir};
-        auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
-        INFO(transcript(run.result));
-        CHECK(run.result.out.find("INSIDE") == std::string::npos);
+        auto run = run_refused(args, "--run-dir " + run_dir + ": " + users + " is owned by uid 41001");
         CHECK(run.result.exit_code != 0);
-        CHECK(run.result.err.find("--run-dir " + run_dir + ": " + users + " is owned by uid 41001") != std::string::npos);
     }
     CHECK_FALSE(fs::exists(victim + "/ssh"));   // nothing created through the link
     CHECK_FALSE(fs::exists(users + "/new"));    // nor below the user's directory
@@ -257,10 +255,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CorralArgs a;
         a.own_run_dir = false;
         a.flags = {"--run-dir", base + "/l/../run1"};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find("contains \"..\"") != std::string::npos);
+        auto r = run_refused(a, "contains \"..\"");
         CHECK_FALSE(fs::exists(users + "/run1"));
     }
     // A missing part to be made in a directory others can write (even sticky): someone could take the name first.
@@ -269,10 +264,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CorralArgs a;
         a.own_run_dir = false;
         a.flags = {"--run-dir", sticky + "/r/run1"};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
+        auto r = run_refused(a, sticky + " is writable by others");
         CHECK_FALSE(fs::exists(sticky + "/r"));
     }
     // An existing directory is never chmodded: an empty 0755 --run-dir is refused and left as it was...
@@ -281,10 +273,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CorralArgs a;
         a.own_run_dir = false;
         a.flags = {"--run-dir", open_dir};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find("--run-dir " + open_dir + ": exists with mode 0755") != std::string::npos);
+        auto r = run_refused(a, "--run-dir " + open_dir + ": exists with mode 0755");
         CHECK((stat_of(open_dir).st_mode & 07777) == 0755);
     }
     // ...and a group-writable --state-dir too; a 0755 state dir is used as it is (its runs are 0700).
@@ -292,11 +281,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         std::string group_dir = fresh_dir("sd-group", 0775);
         CorralArgs a;
         a.flags = {"--state-dir", group_dir};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find("--state-dir " + group_dir + ": " + group_dir + " is writable by group or others") !=
-              std::string::npos);
+        auto r = run_refused(a, "--state-dir " + group_dir + ": " + group_dir + " is writable by group or others");
         CHECK((stat_of(group_dir).st_mode & 07777) == 0775);
         std::string readable = fresh_dir("sd-readable", 0755);
         CorralArgs b;
@@ -315,10 +300,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         CorralArgs a;
         a.own_run_dir = false;
         a.flags = {"--run-dir", base + "/lnk/r/run1"};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
+        auto r = run_refused(a, sticky + " is writable by others");
         CHECK_FALSE(fs::exists(sticky + "/r"));
     }
     // Directories corral makes get exact modes whatever the umask: 0755 on the way, 0700 for the run dir;
@@ -354,10 +336,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         REQUIRE(symlink("u/link2", (base + "/l").c_str()) == 0);  // root's
         CorralArgs a;
         a.flags = {"--state-dir", base + "/l"};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find(theirs + " is owned by uid 41001") != std::string::npos);
+        auto r = run_refused(a, theirs + " is owned by uid 41001");
     }
     // A root link whose text climbs back ("..") into a sticky directory: the missing name would be made there.
     {
@@ -367,10 +346,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
         REQUIRE(symlink("../new", (sticky + "/a/l").c_str()) == 0);
         CorralArgs a;
         a.flags = {"--state-dir", sticky + "/a/l"};
-        auto r = corral_sh("echo START; echo INSIDE; echo DONE", a);
-        INFO(transcript(r.result));
-        CHECK(r.result.out.find("INSIDE") == std::string::npos);
-        CHECK(r.result.err.find(sticky + " is writable by others") != std::string::npos);
+        auto r = run_refused(a, sticky + " is writable by others");
         CHECK_FALSE(fs::exists(sticky + "/new"));
     }
     // A trailing slash names the same directory: made 0700 like without it.
@@ -392,10 +368,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
     CorralArgs a2;
     a2.own_run_dir = false;
     a2.flags = {"--run-dir", used};
-    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", a2);
-    INFO(transcript(run2.result));
-    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
-    CHECK(run2.result.err.find("--run-dir " + used + ": is not empty") != std::string::npos);
+    auto run2 = run_refused(a2, "--run-dir " + used + ": is not empty");
 
     // An image under a directory another user owns: the overlay's lower layer would be theirs to redirect.
     std::string image_parent = fresh_dir("img-user", 0755);
@@ -403,11 +376,7 @@ TEST_CASE("--run-dir and --rootfs must run through directories only root can cha
     REQUIRE(chown(image_parent.c_str(), kOwnerUid, kOwnerGid) == 0);
     CorralArgs a3;
     a3.rootfs = image_parent + "/img";
-    auto run3 = corral_sh("echo START; echo INSIDE; echo DONE", a3);
-    INFO(transcript(run3.result));
-    CHECK(run3.result.out.find("INSIDE") == std::string::npos);
-    CHECK(run3.result.err.find("--rootfs " + image_parent + "/img: " + image_parent + " is owned by uid 41001") !=
-          std::string::npos);
+    auto run3 = run_refused(a3, "--rootfs " + image_parent + "/img: " + image_parent + " is owned by uid 41001");
 }
 
 TEST_CASE("a workspace too deep to check completely is refused, not passed unchecked") {
@@ -418,11 +387,8 @@ TEST_CASE("a workspace too deep to check completely is refused, not passed unche
     REQUIRE(chown(ws.c_str(), kOwnerUid, kOwnerGid) == 0);
     CorralArgs args;
     args.flags = {"--workspace", ws};
-    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
-    INFO(transcript(run.result));
-    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    auto run = run_refused(args, "more than 512 directories deep");
     CHECK(run.result.exit_code != 0);
-    CHECK(run.result.err.find("more than 512 directories deep") != std::string::npos);
 }
 
 TEST_CASE("the host's root or a directory overlapping corral's records is refused as a workspace") {
@@ -430,11 +396,8 @@ TEST_CASE("the host's root or a directory overlapping corral's records is refuse
         CAPTURE(ws);
         CorralArgs args;
         args.flags = {"--workspace", ws};
-        auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
-        INFO(transcript(run.result));
-        CHECK(run.result.out.find("INSIDE") == std::string::npos);
+        auto run = run_refused(args, "--workspace " + ws);
         CHECK(run.result.exit_code != 0);
-        CHECK(run.result.err.find("--workspace " + ws) != std::string::npos);
     }
     // A run dir inside the workspace: the box could rename it and plant a link for the supervisor's writes.
     std::string ws = fresh_dir("ws-rundir", 0755);
@@ -459,11 +422,8 @@ TEST_CASE("a workspace path through a symlink, a bind alias of corral's records,
     REQUIRE(symlink(victim.c_str(), (home + "/project").c_str()) == 0);
     CorralArgs args;
     args.flags = {"--workspace", home + "/project"};
-    auto run = corral_sh("echo START; echo INSIDE; echo DONE", args);
-    INFO(transcript(run.result));
-    CHECK(run.result.out.find("INSIDE") == std::string::npos);
+    auto run = run_refused(args, "goes through a symbolic link (it resolves to " + victim + ")");
     CHECK(run.result.exit_code != 0);
-    CHECK(run.result.err.find("goes through a symbolic link (it resolves to " + victim + ")") != std::string::npos);
 
     // A bind alias of a directory that holds the run dir: found by inode, not by name.
     std::string records = fresh_dir("ws-records", 0755);
@@ -476,11 +436,8 @@ TEST_CASE("a workspace path through a symlink, a bind alias of corral's records,
     CorralArgs a2;
     a2.own_run_dir = false;
     a2.flags = {"--workspace", alias, "--run-dir", records + "/runs/r1"};
-    auto run2 = corral_sh("echo START; echo INSIDE; echo DONE", a2);
-    INFO(transcript(run2.result));
-    CHECK(run2.result.out.find("INSIDE") == std::string::npos);
+    auto run2 = run_refused(a2, "overlaps " + records + "/runs/r1");
     CHECK(run2.result.exit_code != 0);
-    CHECK(run2.result.err.find("overlaps " + records + "/runs/r1") != std::string::npos);
 
     for (const char* pseudo : {"/proc", "/sys/kernel", "/proc/self"}) {
         CAPTURE(pseudo);
