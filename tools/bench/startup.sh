@@ -2,7 +2,7 @@
 # tools/bench/startup.sh — sandbox startup benchmark and leak check (issue 2).
 #
 # 1. Startup: median wall time of start → exit → teardown of /bin/true, in one
-#    invocation, alternating order (round r starts at config r mod 3), for
+#    invocation, alternating order (round r starts at config r mod 6), for
 #      corral   corral run --rootfs R -- /bin/true        (its teardown is verified
 #                                                      by corral before it exits)
 #      bwrap    bwrap --unshare-all --die-with-parent --ro-bind R / --proc /proc --dev /dev /bin/true
@@ -10,8 +10,13 @@
 #      floor    startup-floor R/bin/true  (static; clone3 with the same namespaces,
 #               execve, exit, reap, nothing else: the kernel's lower bound for
 #               any launcher that starts as a fresh process)
-#    on the same busybox-static rootfs R. Prints medians (p10/p90/min/max too)
-#    and the corral/bwrap ratio (target ≤ 0.7).
+#      load     corral --version  (loading and exiting the corral binary, no
+#               sandbox: what any run pays before its first step)
+#      exec     R/bin/true, no namespaces (starting and exiting a small static
+#               program: the part of floor that corral's own start replaces)
+#    on the same busybox-static rootfs R. Prints medians (p10/p90/min/max too),
+#    the corral/bwrap ratio (target ≤ 0.7) and floor + load - exec, the least
+#    a fresh corral process per run could take before doing any sandbox work.
 # 2. Leaks: 200 sequential corral runs; counts of mounts, network namespaces,
 #    corral cgroups, corral locks/scratch dirs, processes of the bench's UID
 #    range, corral processes and corral-related open fds, before and after;
@@ -30,7 +35,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --leak-runs) leak_runs=$2; shift 2 ;;
     --corral) corral=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "startup.sh: unknown argument '$1' (accepted: --runs N, --leak-runs N, --corral PATH)" >&2; exit 2 ;;
   esac
 done
@@ -65,18 +70,21 @@ printf '%s\0' "$(command -v bwrap)" --unshare-all --die-with-parent --ro-bind "$
 printf '%s\0' "$(command -v unshare)" --pid --mount --net --ipc --uts --cgroup --fork --mount-proc="$R/proc" \
   "$(command -v chroot)" "$R" /bin/true > "$work/unshare.argv"
 printf '%s\0' "$work/startup-floor" "$R/bin/true" > "$work/floor.argv"
+printf '%s\0' "$corral" --version > "$work/load.argv"
+printf '%s\0' "$R/bin/true" > "$work/exec.argv"
 
 echo "== startup: $runs runs each (+3 warm-up), alternating; wall ms from spawn to reaped exit"
-for c in corral bwrap unshare floor; do tr '\0' ' ' < "$work/$c.argv"; echo; done
+for c in corral bwrap unshare floor load exec; do tr '\0' ' ' < "$work/$c.argv"; echo; done
 echo "machine: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/timer" "$runs" 3 corral "$work/corral.argv" bwrap "$work/bwrap.argv" unshare "$work/unshare.argv" \
-  floor "$work/floor.argv" > "$work/startup.txt"
+  floor "$work/floor.argv" load "$work/load.argv" exec "$work/exec.argv" > "$work/startup.txt"
 printf '%-8s %5s %9s %9s %9s %9s %9s\n' config runs median p10 p90 min max
 while read -r name n med p10 p90 min max; do
   printf '%-8s %5s %9s %9s %9s %9s %9s\n' "$name" "$n" "$med" "$p10" "$p90" "$min" "$max"
 done < "$work/startup.txt"
-awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3} $1=="floor"{f=$3}
-     END{printf "corral/bwrap = %.2f (target <= 0.70, i.e. %.2f ms)   corral/unshare = %.2f   floor/bwrap = %.2f\n", c/b, 0.7*b, c/u, f/b}' "$work/startup.txt"
+awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3} $1=="floor"{f=$3} $1=="load"{l=$3} $1=="exec"{e=$3}
+     END{printf "corral/bwrap = %.2f (target <= 0.70, i.e. %.2f ms)   corral/unshare = %.2f   floor/bwrap = %.2f\n", c/b, 0.7*b, c/u, f/b;
+         printf "floor + load - exec = %.2f ms = %.2f x bwrap: the namespaces plus loading corral, before any sandbox work\n", f+l-e, (f+l-e)/b}' "$work/startup.txt"
 
 # --- leak check ---
 count_mounts() { wc -l < /proc/self/mountinfo; }
