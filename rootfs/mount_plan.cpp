@@ -354,7 +354,11 @@ void plan_dev(Planner& p, const RootfsSpec& spec) {
     for (const auto& d : kDeviceNodes) p.node("/dev/" + std::string(d.name), 0666, makedev(d.major, d.minor));
     p.dir("/dev/pts");
     // A private devpts instance: the box cannot reach the host's terminals.
-    p.mount("devpts", "/dev/pts", "devpts", kDeviceNode, "newinstance,ptmxmode=0666,mode=0620");
+    // Its ptys still come out of the host-wide pool (kernel.pty.max, less the
+    // reserve of the host's own instance): `max` keeps one box from taking
+    // them all from the host's other boxes.
+    p.mount("devpts", "/dev/pts", "devpts", kDeviceNode,
+            "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(kBoxPtyMax));
     p.symlink("/dev/ptmx", "pts/ptmx");
     p.dir("/dev/shm", 01777);
     p.mount("corral-shm", "/dev/shm", "tmpfs", kSafe | MS_NOEXEC, "mode=1777,size=" + std::to_string(spec.shm_size_bytes));

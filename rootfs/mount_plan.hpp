@@ -42,6 +42,8 @@ struct ExtraFile {
 inline constexpr std::uint64_t default_tmp_size_bytes = 256ull << 20;
 inline constexpr std::uint64_t default_scratch_size_bytes = 256ull << 20;
 inline constexpr std::uint64_t default_shm_size_bytes = 64ull << 20;
+// The box's private devpts holds at most this many ptys (docs/rootfs.md).
+inline constexpr unsigned kBoxPtyMax = 128;
 
 struct RootfsSpec {
     std::string image = "host";             // "host" or an absolute directory (the --rootfs value)

@@ -3,11 +3,17 @@
 #include <grp.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 namespace corral::supervisor {
+
+int disable_core_dumps() noexcept {
+    const rlimit one_byte{1, 1};
+    return setrlimit(RLIMIT_CORE, &one_byte) == 0 ? 0 : -errno;
+}
 
 int drop_bounding_set() noexcept {
     // cap_max_bits() is what the running kernel supports, which may exceed

@@ -15,6 +15,11 @@
 
 namespace corral::supervisor {
 
+// RLIMIT_CORE soft = hard = 1 byte: no core file (below the one-page minimum
+// of an ELF dump) and no core_pattern pipe (the kernel skips pipe helpers at
+// exactly 1). A pipe helper runs as root on the host, outside the run's
+// cgroup, parsing memory the box controls; the hard limit keeps it that way.
+int disable_core_dumps() noexcept;
 int drop_bounding_set() noexcept;          // every cap out of the bounding set (libcap)
 int clear_groups() noexcept;               // setgroups(0): no supplementary groups
 int set_agent_gid(gid_t gid) noexcept;     // setresgid(gid, gid, gid)

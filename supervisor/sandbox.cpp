@@ -270,6 +270,7 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::start_new_session: return "start_new_session";
         case SetupStep::redirect_stdio: return "redirect_stdio";
         case SetupStep::close_inherited_fds: return "close_inherited_fds";
+        case SetupStep::disable_core_dumps: return "disable_core_dumps";
         case SetupStep::drop_bounding_set: return "drop_bounding_set";
         case SetupStep::clear_groups: return "clear_groups";
         case SetupStep::set_gid: return "set_gid";

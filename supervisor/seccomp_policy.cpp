@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -21,6 +22,12 @@
 namespace corral::supervisor {
 
 namespace {
+
+// The socket families the box may use (see the socket rules).
+constexpr std::uint64_t kLastAllowedSocketFamily = AF_NETLINK;
+bool allowed_socket_family(std::uint64_t family) {
+    return family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK;
+}
 
 SeccompRule deny(std::string name, std::string reason) {
     return SeccompRule{std::move(name), SeccompAction::deny_eperm, {}, std::move(reason)};
@@ -55,11 +62,13 @@ Ctx build_context(const std::vector<SeccompRule>& rules) {
             nr = rule.x86_64_nr;
         if (nr == __NR_SCMP_ERROR)
             throw UsageError("seccomp rule names unknown syscall \"" + rule.syscall + "\"");
-        std::uint32_t action =
-            rule.action == SeccompAction::deny_enosys ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ERRNO(EPERM);
+        std::uint32_t action = SCMP_ACT_ERRNO(EPERM);
+        if (rule.action == SeccompAction::deny_enosys) action = SCMP_ACT_ERRNO(ENOSYS);
+        if (rule.action == SeccompAction::deny_eafnosupport) action = SCMP_ACT_ERRNO(EAFNOSUPPORT);
         std::vector<scmp_arg_cmp> cmps;
         for (const auto& c : rule.conditions)
-            cmps.push_back(SCMP_CMP64(c.index, SCMP_CMP_MASKED_EQ, c.mask, c.value));
+            cmps.push_back(c.compare == SeccompCompare::at_least ? SCMP_CMP64(c.index, SCMP_CMP_GE, c.value)
+                                                                 : SCMP_CMP64(c.index, SCMP_CMP_MASKED_EQ, c.mask, c.value));
         check_scmp(seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(cmps.size()),
                                           cmps.empty() ? nullptr : cmps.data()),
                    "seccomp_rule_add", rule.syscall);
@@ -152,6 +161,26 @@ std::vector<SeccompRule> sandbox_seccomp_rules() {
                  "TIOCSTI pushes input into a terminal, i.e. types commands into the user's shell (CVE-2017-5226)"});
     r.push_back({"ioctl", SeccompAction::deny_eperm, {{1, 0xffffffffULL, TIOCLINUX}},
                  "TIOCLINUX can paste the console selection as input, like TIOCSTI"});
+    r.push_back({"ioctl", SeccompAction::deny_eperm, {{1, 0xffffffffULL, TIOCSETD}},
+                 "TIOCSETD changes a terminal's line discipline; on a host terminal handed in with --stdin it "
+                 "outlives the run (N_NULL leaves the operator's terminal dead)"});
+    r.push_back(deny("fanotify_init", "fanotify watches file activity across whole mounts, including the host's "
+                                      "read-only binds: a view of what the host does"));
+    // --- socket families: only those the box's network namespace confines.
+    // AF_VSOCK ignores network namespaces (it reaches the hypervisor, local VMs
+    // and vsock services of the host, past the gateway); the rest are either
+    // root-only or hardware and protocol surface no agent needs.
+    for (const char* name : {"socket", "socketpair"}) {
+        const std::string why = "only AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK: the network namespace confines "
+                                "these; AF_VSOCK and others would reach past it (and the gateway)";
+        for (std::uint64_t family = AF_UNSPEC; family < kLastAllowedSocketFamily; ++family)
+            if (!allowed_socket_family(family))
+                r.push_back({name, SeccompAction::deny_eafnosupport, {{0, 0xffffffffULL, family}}, why});
+        // Every family above AF_NETLINK, now and in future kernels. All 64 bits
+        // compared: garbage in the upper half can only make the value larger.
+        r.push_back({name, SeccompAction::deny_eafnosupport,
+                     {{0, 0, kLastAllowedSocketFamily + 1, SeccompCompare::at_least}}, why});
+    }
     return r;
 }
 

@@ -22,16 +22,22 @@
 namespace corral::supervisor {
 
 enum class SeccompAction {
-    deny_eperm,    // the call fails with EPERM
-    deny_enosys,   // the call fails with ENOSYS ("not implemented": callers fall back)
+    deny_eperm,          // the call fails with EPERM
+    deny_enosys,         // the call fails with ENOSYS ("not implemented": callers fall back)
+    deny_eafnosupport,   // the call fails with EAFNOSUPPORT (a socket family the kernel lacks)
 };
 
-// One argument test: (arg[index] & mask) == value. All of a rule's conditions
-// must hold for the rule to apply.
+enum class SeccompCompare {
+    masked_eq,   // (arg[index] & mask) == value
+    at_least,    // arg[index] >= value, all 64 bits (mask unused)
+};
+
+// One argument test. All of a rule's conditions must hold for the rule to apply.
 struct SeccompArgCondition {
     unsigned index;
     std::uint64_t mask;
     std::uint64_t value;
+    SeccompCompare compare = SeccompCompare::masked_eq;
 };
 
 struct SeccompRule {

@@ -33,6 +33,7 @@ enum class SetupStep : std::uint32_t {
     start_new_session,
     redirect_stdio,
     close_inherited_fds,
+    disable_core_dumps,
     drop_bounding_set,
     clear_groups,
     set_gid,

@@ -320,6 +320,7 @@ TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
         CHECK(pts->fstype == "devpts");
         CHECK(pts->data.find("newinstance") != std::string::npos);
         CHECK(pts->data.find("ptmxmode=0666") != std::string::npos);
+        CHECK(pts->data.find("max=" + std::to_string(kBoxPtyMax)) != std::string::npos);
         REQUIRE(find_op(plan, MountKind::Symlink, "/dev/ptmx"));
         CHECK(find_op(plan, MountKind::Symlink, "/dev/ptmx")->source == "pts/ptmx");
         CHECK(find_op(plan, MountKind::Symlink, "/dev/fd")->source == "/proc/self/fd");

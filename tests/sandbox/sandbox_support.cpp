@@ -133,6 +133,50 @@ int main(void) {
 }
 )";
 
+// A static program that tries, as the agent, the kernel doors the box's
+// network namespace, rlimits and devpts must keep shut, printing
+// "<what>=<errno name or ok or a count>" per line.
+constexpr const char* kKernelProbeSource = R"(#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+static const char* outcome(long rc) { return rc >= 0 ? "ok" : strerrorname_np(errno); }
+int main(void) {
+    printf("socket-vsock-stream=%s\n", outcome(socket(AF_VSOCK, SOCK_STREAM, 0)));
+    printf("socket-vsock-seqpacket=%s\n", outcome(socket(AF_VSOCK, SOCK_SEQPACKET, 0)));
+    printf("socket-packet=%s\n", outcome(socket(AF_PACKET, SOCK_DGRAM, 0)));
+    printf("socket-inet=%s\n", outcome(socket(AF_INET, SOCK_STREAM, 0)));
+    printf("socket-unix=%s\n", outcome(socket(AF_UNIX, SOCK_STREAM, 0)));
+    struct rlimit core;
+    getrlimit(RLIMIT_CORE, &core);
+    printf("core-soft=%llu\ncore-hard=%llu\n", (unsigned long long)core.rlim_cur, (unsigned long long)core.rlim_max);
+    struct rlimit raise = {RLIM_INFINITY, RLIM_INFINITY};
+    printf("core-raise=%s\n", outcome(setrlimit(RLIMIT_CORE, &raise)));
+    int first = posix_openpt(O_RDWR | O_NOCTTY);
+    int n_null = 27;
+    printf("tiocsetd=%s\n", first < 0 ? "no-pty" : outcome(ioctl(first, TIOCSETD, &n_null)));
+    int ptys = first >= 0 ? 1 : 0;
+    while (ptys < 4096 && posix_openpt(O_RDWR | O_NOCTTY) >= 0) ++ptys;
+    printf("ptys=%d\nptys-then=%s\n", ptys, strerrorname_np(errno));
+    return 0;
+}
+)";
+
+void build_kernel_probe(const std::string& root) {
+    std::string src = base_dir() + "/kernel-probe.c";
+    write_file(src, kKernelProbeSource);
+    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/kernel-probe", src});
+}
+
 void build_setid_probe(const std::string& root) {
     std::string src = base_dir() + "/setid-probe.c";
     write_file(src, kSetidProbeSource);
@@ -181,6 +225,7 @@ void assemble_rootfs(const std::string& root) {
     build_suid_probe(root);
     build_connect_probe(root);
     build_setid_probe(root);
+    build_kernel_probe(root);
 }
 
 bool is_number(const char* s) {

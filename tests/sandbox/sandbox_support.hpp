@@ -36,7 +36,8 @@ const std::string& uid_range();
 // applet linked in /bin, etc/, tmp/, workspace/, proc/, dev/, a world-writable
 // data/ and etc/writable (to prove writes never reach the image) and
 // bin/suid-probe (a static setuid-root program printing its euid) and
-// bin/setid-probe (tries every call that can set a set-ID bit in the cwd).
+// bin/setid-probe (tries every call that can set a set-ID bit in the cwd)
+// and bin/kernel-probe (socket families, RLIMIT_CORE, TIOCSETD, the pty cap).
 // Assembled on first use; removed when the executable exits.
 const std::string& rootfs();
 

@@ -307,6 +307,40 @@ echo DONE)SH");
     check_nothing_left(run);
 }
 
+TEST_CASE("a vsock socket (which no network namespace confines) cannot be made; inet and unix still work") {
+    auto run = corral_sh("echo START; /bin/kernel-probe; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "socket-vsock-stream") == "EAFNOSUPPORT");
+    CHECK(field(run.result.out, "socket-vsock-seqpacket") == "EAFNOSUPPORT");
+    CHECK(field(run.result.out, "socket-packet") == "EAFNOSUPPORT");
+    CHECK(field(run.result.out, "socket-inet") == "ok");
+    CHECK(field(run.result.out, "socket-unix") == "ok");
+    check_nothing_left(run);
+}
+
+TEST_CASE("core dumps are off and cannot be turned back on (no core_pattern helper runs as host root)") {
+    auto run = corral_sh("echo START; /bin/kernel-probe; sh -c 'ulimit -c unlimited' 2>/dev/null; "
+                         "echo \"ulimit-rc=$?\"; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "core-soft") == "1");
+    CHECK(field(run.result.out, "core-hard") == "1");
+    CHECK(field(run.result.out, "core-raise") == "EPERM");
+    CHECK(field(run.result.out, "ulimit-rc") != "0");
+    check_nothing_left(run);
+}
+
+TEST_CASE("the box's terminals: no line-discipline change, and a capped pty pool") {
+    auto run = corral_sh("echo START; /bin/kernel-probe; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "tiocsetd") == "EPERM");
+    CHECK(field(run.result.out, "ptys") == "128");  // rootfs::kBoxPtyMax, not the host's pool
+    CHECK(field(run.result.out, "ptys-then") == "ENOSPC");
+    check_nothing_left(run);
+}
+
 TEST_CASE("writes under /proc/sys are refused") {
     const std::string host_before = host_hostname();
     const std::string core_before = read_file("/proc/sys/kernel/core_pattern");

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,7 +70,7 @@ TEST_CASE("every syscall the issue names is in the rule list, with a reason, and
     for (const char* name : kRequired) CHECK_MESSAGE(names.count(name) == 1, name);
 }
 
-TEST_CASE("clone3 answers ENOSYS, clone is conditioned on every namespace flag, ioctl on TIOCSTI/TIOCLINUX") {
+TEST_CASE("clone3 answers ENOSYS, clone is conditioned on every namespace flag, ioctl on TIOCSTI/TIOCLINUX/TIOCSETD") {
     auto rules = sandbox_seccomp_rules();
     std::set<std::uint64_t> clone_flags;
     std::set<std::uint64_t> ioctl_requests;
@@ -90,7 +92,31 @@ TEST_CASE("clone3 answers ENOSYS, clone is conditioned on every namespace flag, 
     for (std::uint64_t f : {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
                             CLONE_NEWCGROUP})
         CHECK(clone_flags.count(f) == 1);
-    CHECK(ioctl_requests == std::set<std::uint64_t>{TIOCSTI, TIOCLINUX});
+    CHECK(ioctl_requests == std::set<std::uint64_t>{TIOCSTI, TIOCLINUX, TIOCSETD});
+}
+
+TEST_CASE("socket and socketpair allow exactly AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK") {
+    for (const char* call : {"socket", "socketpair"}) {
+        std::set<std::uint64_t> denied;
+        std::uint64_t denied_from = 0;
+        for (const auto& r : sandbox_seccomp_rules()) {
+            if (r.syscall != call) continue;
+            CHECK(r.action == SeccompAction::deny_eafnosupport);
+            REQUIRE(r.conditions.size() == 1);
+            CHECK(r.conditions[0].index == 0);
+            if (r.conditions[0].compare == SeccompCompare::at_least) {
+                denied_from = r.conditions[0].value;
+            } else {
+                CHECK(r.conditions[0].mask == 0xffffffffULL);
+                denied.insert(r.conditions[0].value);
+            }
+        }
+        CHECK(denied_from == AF_NETLINK + 1);
+        for (std::uint64_t f = 0; f <= AF_NETLINK; ++f) {
+            bool allowed = f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK;
+            CHECK_MESSAGE(denied.count(f) == (allowed ? 0u : 1u), call << " family " << f);
+        }
+    }
 }
 
 TEST_CASE("foreign architectures are killed, not allowed") {
@@ -118,6 +144,12 @@ TEST_CASE("the installed filter denies what it lists and allows ordinary work") 
               // Upper register bits set: the kernel truncates to 32 bits, the rule masks them too.
               return expect_errno(syscall(SYS_ioctl, 0, (1ULL << 32) | TIOCSTI, &c), EPERM);
           }) == 0);
+    CHECK(under_filter([] {
+              int ptm = posix_openpt(O_RDWR | O_NOCTTY);
+              int n_null = 27;
+              return ptm < 0 ? 2 : expect_errno(ioctl(ptm, TIOCSETD, &n_null), EPERM);
+          }) == 0);
+    CHECK(under_filter([] { return expect_errno(syscall(SYS_fanotify_init, 0, O_RDONLY), EPERM); }) == 0);
     // fork() (clone without namespace flags) and ordinary calls still work.
     CHECK(under_filter([] {
               pid_t p = fork();
@@ -125,6 +157,33 @@ TEST_CASE("the installed filter denies what it lists and allows ordinary work") 
               int st = 0;
               if (p < 0 || waitpid(p, &st, 0) != p) return 1;
               return (WIFEXITED(st) && WEXITSTATUS(st) == 7 && getpid() > 0) ? 0 : 1;
+          }) == 0);
+}
+
+TEST_CASE("sockets: vsock and other families fail with EAFNOSUPPORT, the confined ones work") {
+    CHECK(under_filter([] { return expect_errno(socket(AF_VSOCK, SOCK_STREAM, 0), EAFNOSUPPORT); }) == 0);
+    CHECK(under_filter([] { return expect_errno(socket(AF_VSOCK, SOCK_SEQPACKET, 0), EAFNOSUPPORT); }) == 0);
+    CHECK(under_filter([] { return expect_errno(socket(AF_PACKET, SOCK_RAW, 0), EAFNOSUPPORT); }) == 0);
+    CHECK(under_filter([] { return expect_errno(socket(AF_ALG, SOCK_SEQPACKET, 0), EAFNOSUPPORT); }) == 0);
+    CHECK(under_filter([] { return expect_errno(socket(AF_KEY, SOCK_RAW, 2), EAFNOSUPPORT); }) == 0);
+    CHECK(under_filter([] { return expect_errno(socket(AF_UNSPEC, SOCK_STREAM, 0), EAFNOSUPPORT); }) == 0);
+    CHECK(under_filter([] {
+              // The kernel reads an int: garbage above it must not turn AF_VSOCK into something allowed.
+              return expect_errno(syscall(SYS_socket, (1ULL << 32) | AF_VSOCK, SOCK_STREAM, 0), EAFNOSUPPORT);
+          }) == 0);
+    CHECK(under_filter([] {
+              return expect_errno(syscall(SYS_socket, (1ULL << 32) | AF_UNIX, SOCK_STREAM, 0), EAFNOSUPPORT);
+          }) == 0);
+    CHECK(under_filter([] {
+              int sv[2];
+              return expect_errno(socketpair(AF_VSOCK, SOCK_STREAM, 0, sv), EAFNOSUPPORT);
+          }) == 0);
+    CHECK(under_filter([] {
+              int a = socket(AF_UNIX, SOCK_STREAM, 0), b = socket(AF_INET, SOCK_STREAM, 0);
+              int c = socket(AF_INET6, SOCK_DGRAM, 0), d = socket(AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */);
+              int sv[2];
+              int e = socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+              return (a >= 0 && b >= 0 && c >= 0 && d >= 0 && e == 0) ? 0 : 1;
           }) == 0);
 }
 
