@@ -55,6 +55,11 @@ options:
                          LANG=C.UTF-8, TERM=dumb, USER/LOGNAME=agent.
   --hostname NAME        the sandbox's hostname. Default "corral-<run id suffix>".
   --stdin                pass corral's stdin to CMD (default: /dev/null).
+  --log-limit SIZE       keep at most SIZE of CMD's stdout and of its stderr in
+                         the run dir's logs (default 256M): the box cannot fill
+                         the host's disk. Beyond it output still streams to
+                         corral's stdout/stderr; run.json's "output" says how
+                         much was produced and how much logged.
   --sync-record          fsync run.json and its directory, so the record survives
                          a power loss (costs ~10 ms; by default run.json is
                          replaced atomically but not synced).
@@ -200,6 +205,11 @@ RunOptions parse_run_options(int argc, char** argv) {
             o.memory_bytes = prefixed(name, [&] { return parse_size(text); });
             if (*o.memory_bytes < 1024 * 1024)
                 throw UsageError("--memory: invalid size \"" + text + "\": expected at least 1M (a sandbox needs some memory to start)");
+        } else if (name == "--log-limit") {
+            auto text = take_value(c, name, inline_value);
+            o.log_limit_bytes = prefixed(name, [&] { return parse_size(text); });
+            if (o.log_limit_bytes == 0)
+                throw UsageError("--log-limit: invalid size \"" + text + "\": expected at least 1 byte, e.g. 64M");
         } else if (name == "--pids") {
             o.pids = parse_count(name, take_value(c, name, inline_value));
         } else if (name == "--cpus") {
@@ -221,7 +231,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         } else {
             throw UsageError("unknown option \"" + std::string(arg) +
                              "\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, "
-                             "--cpus, --timeout, --env, --hostname, --stdin, --sync-record, --uid-range, --help");
+                             "--cpus, --timeout, --env, --hostname, --stdin, --log-limit, --sync-record, --uid-range, --help");
         }
     }
     for (; c.i < argc; ++c.i) o.command.emplace_back(argv[c.i]);

@@ -18,6 +18,12 @@
 
 namespace corral::supervisor {
 
+// Each of stdout.log, stderr.log (and an agent's stdout.jsonl) keeps at most
+// this much of the command's output: the run dir is on the host's disk, and
+// the box must not be able to fill it. Beyond it the output still streams to
+// corral's own stdout/stderr; run.json says how much was logged.
+inline constexpr std::uint64_t kDefaultLogLimitBytes = 256ull << 20;
+
 struct RunOptions {
     std::string rootfs = "host";                  // "host" or an image directory
     std::optional<std::string> workspace;         // bound read-write at /workspace
@@ -31,6 +37,7 @@ struct RunOptions {
     std::optional<std::string> hostname;          // default "corral-<short id>"
     bool pass_stdin = false;                      // --stdin
     bool sync_record = false;                     // --sync-record: run.json survives power loss
+    std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;   // --log-limit: per log file in the run dir
     UidRange uid_range = default_uid_range();     // --uid-range
     bool help = false;                            // --help: print run_help_text(), exit 0
     std::vector<std::string> command;             // CMD ARGS...; never empty unless help

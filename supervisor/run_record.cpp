@@ -86,6 +86,10 @@ nlohmann::json to_json(const RunRecord& r) {
         {"peak_memory_bytes", or_null(r.peak_memory_bytes)},
         {"peak_pids", or_null(r.peak_pids)},
         {"oom_killed", r.oom_killed},
+        {"output",
+         {{"stdout", {{"bytes", r.stdout_bytes}, {"logged", r.stdout_logged}}},
+          {"stderr", {{"bytes", r.stderr_bytes}, {"logged", r.stderr_logged}}},
+          {"log_limit_bytes", r.log_limit_bytes}}},
         {"teardown", {{"verdict", r.teardown.verdict()}, {"problems", r.teardown.problems}, {"steps", steps}}},
         {"status", r.status},
     };

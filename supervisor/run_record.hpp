@@ -53,6 +53,10 @@ struct RunRecord {
     std::optional<std::uint64_t> peak_memory_bytes;
     std::optional<std::uint64_t> peak_pids;
     bool oom_killed = false;                     // extra field "oom_killed" (not in the contract's list)
+    // run.json "output": {"stdout": {"bytes", "logged"}, "stderr": {...}, "log_limit_bytes"};
+    // logged < bytes when --log-limit cut the log (the stream got everything).
+    std::uint64_t stdout_bytes = 0, stdout_logged = 0, stderr_bytes = 0, stderr_logged = 0;
+    std::uint64_t log_limit_bytes = 0;
     TeardownReport teardown;
     int status = 0;                              // corral's own exit status
     // Added by the layers above the sandbox (agent kind, CLI version, gateway

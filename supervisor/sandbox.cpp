@@ -682,7 +682,9 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
             if (errno == EINTR) continue;
             throw SysError("poll", "sandbox output", errno);
         }
-        auto pump = [&](int idx, Fd& pipe, int sink, const Fd& log, std::uint64_t& count, const char* name) {
+        // The log keeps the first spec.log_limit_bytes; the sink gets everything.
+        auto pump = [&](int idx, Fd& pipe, int sink, const Fd& log, std::uint64_t& count, std::uint64_t& logged,
+                        const char* name) {
             if (idx < 0 || (pfds[idx].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
             ssize_t got = read(pipe.get(), buf, sizeof buf);
             if (got < 0 && errno == EINTR) return;
@@ -690,12 +692,21 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
                 pipe.reset();
                 return;
             }
-            count += static_cast<std::uint64_t>(got);
-            write_all_checked(log.get(), buf, static_cast<std::size_t>(got), spec.run_dir + "/" + name);
+            const auto len = static_cast<std::uint64_t>(got);
+            const bool nothing_dropped_yet = count == logged;
+            count += len;
+            const std::uint64_t keep = std::min(len, spec.log_limit_bytes - logged);
+            if (keep > 0) {
+                write_all_checked(log.get(), buf, static_cast<std::size_t>(keep), spec.run_dir + "/" + name);
+                logged += keep;
+            }
+            if (keep < len && nothing_dropped_yet)
+                log::warn(std::string(name) + " reached --log-limit (" + std::to_string(spec.log_limit_bytes) +
+                          " bytes); the rest of the command's output is not logged, only streamed");
             if (sink >= 0) write_all(sink, buf, static_cast<std::size_t>(got));
         };
-        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, result.stdout_bytes, "stdout.log");
-        pump(idx_err, box.stderr_, sinks.stderr_fd, err_log, result.stderr_bytes, "stderr.log");
+        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, result.stdout_bytes, result.stdout_logged, "stdout.log");
+        pump(idx_err, box.stderr_, sinks.stderr_fd, err_log, result.stderr_bytes, result.stderr_logged, "stderr.log");
         if (idx_rep >= 0 && (pfds[idx_rep].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
             InitMessage msg{};
             if (!read_message(box.report_.get(), msg)) {

@@ -178,7 +178,9 @@ int cmd_run(int argc, char** argv) {
     spec.uid_range = opts.uid_range;
     spec.pass_stdin = opts.pass_stdin;
     spec.timeout = opts.timeout;
+    spec.log_limit_bytes = opts.log_limit_bytes;
     record.hostname = spec.hostname;
+    record.log_limit_bytes = opts.log_limit_bytes;
 
     // The box's egress (bridge + gateway) and, with --prompt, the worker's agent.
     RunEgress egress(egress_opts, opts, record.id, run_dir, state_dir);
@@ -246,7 +248,7 @@ int cmd_run(int argc, char** argv) {
     SuperviseResult result;
     try {
         start_command(*box);
-        result = supervise(*box, OutputSinks{egress.stdout_sink(1), 2, interrupts.get()});
+        result = supervise(*box, OutputSinks{egress.stdout_sink(1, opts.log_limit_bytes), 2, interrupts.get()});
         log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {
         say(e.what());
@@ -266,6 +268,10 @@ int cmd_run(int argc, char** argv) {
     record.peak_pids = usage.peak_pids;
     record.oom_killed = usage.oom_killed;
     record.deadline_hit = result.deadline_hit;
+    record.stdout_bytes = result.stdout_bytes;
+    record.stdout_logged = result.stdout_logged;
+    record.stderr_bytes = result.stderr_bytes;
+    record.stderr_logged = result.stderr_logged;
     if (result.wait_status) {
         int ws = *result.wait_status;
         if (WIFEXITED(ws)) record.exit_code = WEXITSTATUS(ws);

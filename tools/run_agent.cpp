@@ -381,7 +381,7 @@ void RunEgress::start(const Sandbox& box) {
     // The guard lives as long as any thread holds it; stop() ends the loop explicitly.
 }
 
-int RunEgress::stdout_sink(int forward_fd) {
+int RunEgress::stdout_sink(int forward_fd, std::uint64_t limit_bytes) {
     if (!profile_) return forward_fd;
     int p[2];
     check_sys(::pipe2(p, O_CLOEXEC), "pipe2", "stdout.jsonl tee");
@@ -390,24 +390,31 @@ int RunEgress::stdout_sink(int forward_fd) {
     std::string path = run_dir_ + "/stdout.jsonl";
     Fd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!out.valid()) throw SysError("open", path, errno);
-    stdout_tee_ = std::thread([rd = std::move(rd), out = std::move(out), forward_fd]() mutable {
+    stdout_tee_ = std::thread([rd = std::move(rd), out = std::move(out), forward_fd, limit_bytes]() mutable {
         char buf[16384];
         bool forward = forward_fd >= 0;
+        std::uint64_t room = limit_bytes;  // stdout.jsonl keeps the first --log-limit bytes, like stdout.log
+        bool cut = false;
+        auto write_all = [&buf](int fd, std::size_t len) {
+            for (std::size_t off = 0; off < len;) {
+                ssize_t w = ::write(fd, buf + off, len - off);
+                if (w < 0 && errno == EINTR) continue;
+                if (w <= 0) return false;
+                off += static_cast<std::size_t>(w);
+            }
+            return true;
+        };
         for (;;) {
             ssize_t n = ::read(rd.get(), buf, sizeof buf);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
-            auto write_all = [&](int fd) {
-                for (ssize_t off = 0; off < n;) {
-                    ssize_t w = ::write(fd, buf + off, static_cast<std::size_t>(n - off));
-                    if (w < 0 && errno == EINTR) continue;
-                    if (w <= 0) return false;
-                    off += w;
-                }
-                return true;
-            };
-            if (!write_all(out.get())) log::warn("stdout.jsonl: write failed: " + errno_text(errno));
-            if (forward && !write_all(forward_fd)) forward = false;  // a closed terminal must not stop the record
+            const auto got = static_cast<std::size_t>(n);
+            const auto keep = static_cast<std::size_t>(std::min<std::uint64_t>(got, room));
+            if (keep > 0 && !write_all(out.get(), keep)) log::warn("stdout.jsonl: write failed: " + errno_text(errno));
+            if (keep < got && !cut) log::warn("stdout.jsonl reached --log-limit; the rest is only streamed");
+            cut = cut || keep < got;
+            room -= keep;
+            if (forward && !write_all(forward_fd, got)) forward = false;  // a closed terminal must not stop the record
         }
         ::fsync(out.get());
     });

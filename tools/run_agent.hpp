@@ -9,7 +9,7 @@
 //                                // gateway, CA into the trust store, env, agent argv+home
 //   Sandbox box = launch_sandbox(spec);
 //   egress.start(box);           // hook point: listeners in the box's netns, gateway threads
-//   supervise(box, {egress.stdout_sink(1), ...});
+//   supervise(box, {egress.stdout_sink(1, log_limit), ...});
 //   egress.stop();               // after the command: drain, stop threads, counts
 //   record.extra = egress.record_fields();
 //
@@ -84,7 +84,7 @@ public:
     // Where supervise() should send the command's stdout: for an agent run a
     // pipe whose reader writes every byte to <run_dir>/stdout.jsonl and to
     // `forward_fd`; otherwise forward_fd itself.
-    int stdout_sink(int forward_fd);
+    int stdout_sink(int forward_fd, std::uint64_t limit_bytes);
 
     // After supervise(): closes the listeners, lets open exchanges finish
     // their ledger lines (bounded), stops the threads. Idempotent.

@@ -275,6 +275,34 @@ TEST_CASE("stdout and stderr are streamed live and kept in stdout.log/stderr.log
     check_nothing_left(r);
 }
 
+TEST_CASE("--log-limit caps each log on the host's disk; the stream still gets everything, run.json says so") {
+    CorralArgs args;
+    args.flags = {"--log-limit", "64K"};
+    // 200000 bytes on stdout, 100000 on stderr, then a marker past the cap.
+    auto run = corral_sh("head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2; "
+                         "echo TAIL-OUT; echo TAIL-ERR >&2",
+                         args);
+    CHECK(run.result.exit_code == 0);
+    CHECK(run.result.out.size() == 200000 + 9);  // the stream: everything
+    CHECK(run.result.out.ends_with("TAIL-OUT\n"));
+    CHECK(run.result.err.find("TAIL-ERR") != std::string::npos);
+    CHECK(run.result.err.find("stdout.log reached --log-limit (65536 bytes)") != std::string::npos);
+    CHECK(run.result.err.find("stderr.log reached --log-limit (65536 bytes)") != std::string::npos);
+    const std::string out_log = read_file(run.run_dir + "/stdout.log");
+    const std::string err_log = read_file(run.run_dir + "/stderr.log");
+    CHECK(out_log == std::string(65536, 'a'));  // the log: exactly the first 64 KiB
+    CHECK(err_log == std::string(65536, 'b'));
+    REQUIRE(run.record.has_value());
+    const auto& output = (*run.record)["output"];
+    INFO(output.dump());
+    CHECK(output["stdout"]["bytes"] == 200009);
+    CHECK(output["stdout"]["logged"] == 65536);
+    CHECK(output["stderr"]["bytes"] == 100009);
+    CHECK(output["stderr"]["logged"] == 65536);
+    CHECK(output["log_limit_bytes"] == 65536);
+    check_nothing_left(run);
+}
+
 TEST_CASE("stdin is /dev/null unless --stdin passes corral's stdin through") {
     CorralArgs closed;
     closed.process.stdin_data = "host-stdin-data\n";
@@ -308,7 +336,7 @@ TEST_CASE("run.json has every field of the contract with the right types and val
     const std::set<std::string> expected{"id", "argv", "uid", "gid", "hostname", "rootfs", "workspace",
                                          "started_at", "ended_at", "duration_ms", "exit_code", "signal",
                                          "deadline_hit", "limits", "peak_memory_bytes", "peak_pids",
-                                         "teardown", "status"};
+                                         "teardown", "status", "output"};
     for (const auto& k : expected) CHECK_MESSAGE(rec.contains(k), "run.json lacks " << k);
     REQUIRE(rec.contains("id"));
     CHECK(std::regex_match(rec["id"].get<std::string>(), std::regex(R"(\d{8}T\d{6}Z-[0-9a-f]{6})")));

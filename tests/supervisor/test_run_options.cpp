@@ -41,6 +41,7 @@ TEST_CASE("defaults: host rootfs, no limits, default uid range, command kept ver
     CHECK_FALSE(o.cpus);
     CHECK_FALSE(o.timeout);
     CHECK_FALSE(o.pass_stdin);
+    CHECK(o.log_limit_bytes == 256ull << 20);
     CHECK(o.uid_range.first == 1900000000u);
     CHECK(o.uid_range.last == 1900000999u);
     CHECK(o.command == std::vector<std::string>{"/bin/sh", "-c", "echo --memory"});
@@ -49,7 +50,7 @@ TEST_CASE("defaults: host rootfs, no limits, default uid range, command kept ver
 TEST_CASE("every option, in both --opt VALUE and --opt=VALUE form") {
     auto o = parse({"--rootfs", "/img", "--workspace=/ws", "--run-dir", "/rd", "--state-dir=/sd", "--memory", "64M",
                     "--pids=100", "--cpus", "0.5", "--timeout=2s", "--env", "A=1", "--env=B=x=y", "--hostname",
-                    "box1", "--stdin", "--uid-range", "2000-2010", "--", "true"});
+                    "box1", "--stdin", "--uid-range", "2000-2010", "--log-limit=1M", "--", "true"});
     CHECK(o.rootfs == "/img");
     CHECK(*o.workspace == "/ws");
     CHECK(*o.run_dir == "/rd");
@@ -65,6 +66,7 @@ TEST_CASE("every option, in both --opt VALUE and --opt=VALUE form") {
     CHECK(o.pass_stdin);
     CHECK(o.uid_range.first == 2000u);
     CHECK(o.uid_range.last == 2010u);
+    CHECK(o.log_limit_bytes == 1024 * 1024);
     CHECK(o.command == std::vector<std::string>{"true"});
 }
 
@@ -78,7 +80,7 @@ TEST_CASE("--help needs no command") {
     CHECK(parse({"--help"}).help);
     std::string help = corral::supervisor::run_help_text();
     for (const char* opt : {"--rootfs", "--workspace", "--run-dir", "--state-dir", "--memory", "--pids", "--cpus",
-                            "--timeout", "--env", "--hostname", "--stdin", "--uid-range", "--help", "124", "125",
+                            "--timeout", "--env", "--hostname", "--stdin", "--uid-range", "--log-limit", "--help", "124", "125",
                             "126", "127"})
         CHECK_MESSAGE(help.find(opt) != std::string::npos, opt);
 }
@@ -97,6 +99,8 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
     CHECK(error_of({"--hostname", "bad host", "--", "true"}).starts_with("--hostname: invalid hostname \"bad host\""));
     CHECK(error_of({"--uid-range", "5", "--", "true"}).starts_with("--uid-range: "));
     CHECK(error_of({"--memory", "100", "--", "true"}).starts_with("--memory: invalid size \"100\""));
+    CHECK(error_of({"--log-limit", "0", "--", "true"}).starts_with("--log-limit: invalid size \"0\""));
+    CHECK(error_of({"--log-limit", "lots", "--", "true"}).starts_with("--log-limit: invalid size \"lots\""));
 }
 
 TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
