@@ -59,7 +59,7 @@ network and agents (docs/architecture.md "The bridge"):
 // SB-A's options that take a value (so their value is never taken for CMD).
 const std::set<std::string_view> kRunValueOptions = {"--rootfs", "--workspace", "--run-dir", "--state-dir",
                                                      "--memory", "--pids",      "--cpus",    "--timeout",
-                                                     "--env",    "--hostname",  "--uid-range"};
+                                                     "--env",    "--hostname",  "--uid-range", "--log-limit"};
 
 std::string read_text_file(const std::string& option, const std::string& path) {
     std::ifstream f(path, std::ios::binary);

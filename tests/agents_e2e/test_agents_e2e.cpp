@@ -369,6 +369,27 @@ TEST_CASE("run: claude (OAuth) finishes a prompt inside corral run") { run_layer
 TEST_CASE("run: codex (API key) finishes a prompt inside corral run") { run_layer(spec_named("codex"), Org::alternate); }
 TEST_CASE("run: pi (OAuth) finishes a prompt inside corral run") { run_layer(spec_named("pi"), Org::alternate); }
 // The many-sandboxes host: the bridge relays to a shared `corral gateway` daemon.
+TEST_CASE("run: --log-limit caps stdout.jsonl on the host's disk while the stream keeps every line") {
+    auto& w = world();
+    const auto spec = spec_named("pi");
+    const std::string run_dir = w.dir + "/run-log-limit";
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(240);
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
+    auto r = test::run({test::corral_bin(), "run", "--config", org_dir(w, Org::primary), "--worker", spec.name,
+                        "--run-dir", run_dir, "--log-limit", "100", "--prompt", kPrompt},
+                       o);
+    INFO("exit ", r.exit_code, "\nstdout:\n", r.out, "\nstderr:\n", r.err);
+    CHECK(r.exit_code == 0);
+    REQUIRE(r.out.size() > 100);
+    CHECK(finished_with_done(spec.kind, r.out));
+    CHECK(read_file(run_dir + "/stdout.jsonl") == r.out.substr(0, 100));
+    CHECK(r.err.find("stdout.jsonl reached --log-limit") != std::string::npos);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["output"]["stdout"].value("logged", 0) == 100);
+    CHECK(record["output"]["stdout"].value("bytes", 0) == r.out.size());
+}
+
 TEST_CASE("run via daemon: codex (ChatGPT, WebSocket) finishes a prompt through corral gateway's Unix socket") {
     run_layer(spec_named("codex"), Org::primary, true);
 }

@@ -2,10 +2,14 @@
 // network/agent options, which go to parse_run_options, where CMD starts.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/sys_error.hpp"
+#include "supervisor/run_options.hpp"
 #include "tools/run_agent.hpp"
 
 namespace {
@@ -47,6 +51,29 @@ TEST_CASE("an agent run has no CMD and takes its options anywhere before it") {
     CHECK(p.opts.command.empty());
     CHECK(*p.opts.run_dir == "/r");
     CHECK(!p.eg.rootfs_given);
+}
+
+TEST_CASE("every value option of `corral run --help` keeps its value, agent options after it still count") {
+    // Taken from the help text, so an option added there without teaching
+    // parse_run_command its value fails here (its value would start the CMD).
+    const std::map<std::string, std::string> sample{{"DIR", "/d"},  {"host|DIR", "/d"}, {"SIZE", "64M"},
+                                                    {"N", "5"},     {"FLOAT", "1"},     {"DURATION", "5s"},
+                                                    {"K=V", "A=1"}, {"NAME", "h1"},     {"FIRST-LAST", "2000-2010"}};
+    const std::regex value_option(R"(^  (--[a-z-]+) (\S+) )");
+    std::istringstream help(corral::supervisor::run_help_text());
+    int seen = 0;
+    for (std::string line; std::getline(help, line);) {
+        std::smatch m;
+        if (!std::regex_search(line, m, value_option)) continue;
+        ++seen;
+        const std::string option = m[1], placeholder = m[2];
+        INFO(option << " " << placeholder);
+        REQUIRE_MESSAGE(sample.count(placeholder) == 1, "no sample value for the placeholder " << placeholder);
+        auto p = parse({option, sample.at(placeholder), "--worker", "w1", "--config", "/org", "--prompt", "p"});
+        CHECK(p.opts.command.empty());
+        CHECK(p.eg.agent());
+    }
+    CHECK(seen >= 12);
 }
 
 TEST_CASE("a CMD run keeps its arguments, including ones that look like ours after --") {
