@@ -15,6 +15,11 @@ int disable_core_dumps() noexcept {
     return setrlimit(RLIMIT_CORE, &one_byte) == 0 ? 0 : -errno;
 }
 
+int cap_task_count(std::uint64_t tasks) noexcept {
+    const rlimit limit{tasks, tasks};
+    return setrlimit(RLIMIT_NPROC, &limit) == 0 ? 0 : -errno;
+}
+
 int drop_bounding_set() noexcept {
     // cap_max_bits() is what the running kernel supports, which may exceed
     // what these headers know.

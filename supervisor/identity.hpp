@@ -13,6 +13,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 namespace corral::supervisor {
 
 // RLIMIT_CORE soft = hard = 1 byte: no core file (below the one-page minimum
@@ -20,6 +22,10 @@ namespace corral::supervisor {
 // exactly 1). A pipe helper runs as root on the host, outside the run's
 // cgroup, parsing memory the box controls; the hard limit keeps it that way.
 int disable_core_dumps() noexcept;
+// RLIMIT_NPROC soft = hard = `tasks`: processes and threads of the real UID,
+// counted host-wide by the kernel at each fork. Set while root (lowering the
+// hard limit needs no privilege; the agent cannot raise it again).
+int cap_task_count(std::uint64_t tasks) noexcept;
 int drop_bounding_set() noexcept;          // every cap out of the bounding set (libcap)
 int clear_groups() noexcept;               // setgroups(0): no supplementary groups
 int set_agent_gid(gid_t gid) noexcept;     // setresgid(gid, gid, gid)

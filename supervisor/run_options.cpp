@@ -44,6 +44,8 @@ options:
   --memory SIZE          memory limit of the whole sandbox, e.g. 512M, 2GiB
                          (units B, K/KiB, M/MiB, G/GiB, T/TiB; powers of 1024).
   --pids N               maximum number of processes and threads in the sandbox.
+                         Without it CMD's UID may still hold at most 4096 of
+                         them (RLIMIT_NPROC; the UID is the run's alone).
   --cpus FLOAT           CPU bandwidth in CPUs, e.g. 0.5 or 2.
                          Limits are enforced through a cgroup made for the run
                          (v2, or v1 where a controller lives only on v1); a limit

@@ -271,6 +271,7 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::redirect_stdio: return "redirect_stdio";
         case SetupStep::close_inherited_fds: return "close_inherited_fds";
         case SetupStep::disable_core_dumps: return "disable_core_dumps";
+        case SetupStep::cap_task_count: return "cap_task_count";
         case SetupStep::drop_bounding_set: return "drop_bounding_set";
         case SetupStep::clear_groups: return "clear_groups";
         case SetupStep::set_gid: return "set_gid";
@@ -450,6 +451,9 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     ctx.stdout_fd = out_w.get();
     ctx.stderr_fd = err_w.get();
     ctx.pass_stdin = spec.pass_stdin;
+    // The UID is this run's alone, so its task count is the run's: a bound
+    // even without --pids (whose cgroup limit also covers the init and reaper).
+    ctx.task_limit = spec.limits.pids.value_or(kDefaultTaskLimit);
     std::tie(ctx.cmdline_start, ctx.cmdline_len) = own_command_line_area();
 
     // A clone of a multi-threaded process may inherit a lock (malloc, stdio)

@@ -43,6 +43,11 @@ namespace corral::supervisor {
 // The PATH the command gets unless --env PATH=... overrides it.
 inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
+// Without --pids, the command's UID may hold at most this many processes and
+// threads (RLIMIT_NPROC; the UID is leased to one run, so the count is the
+// run's): a fork bomb stops there instead of at root's limit.
+inline constexpr std::uint64_t kDefaultTaskLimit = 4096;
+
 struct SandboxSpec {
     std::string run_id;                        // make_run_id()
     std::string run_dir;                       // exists, 0700 root: stdout.log / stderr.log go here

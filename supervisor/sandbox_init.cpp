@@ -113,6 +113,7 @@ int high_copy(int fd) noexcept { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
     if (syscall(SYS_close_range, 4U, ~0U, 0) != 0) fail(local, SetupStep::close_inherited_fds, errno, "close_range");
 
     check_step(local, disable_core_dumps(), SetupStep::disable_core_dumps, "setrlimit(RLIMIT_CORE)");
+    check_step(local, cap_task_count(local.task_limit), SetupStep::cap_task_count, "setrlimit(RLIMIT_NPROC)");
     check_step(local, drop_bounding_set(), SetupStep::drop_bounding_set, "prctl(PR_CAPBSET_DROP)");
     check_step(local, clear_groups(), SetupStep::clear_groups, "setgroups(0)");
     check_step(local, set_agent_gid(local.gid), SetupStep::set_gid, "setresgid");

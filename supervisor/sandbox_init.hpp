@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "rootfs/mount_plan.hpp"
 #include "supervisor/seccomp_policy.hpp"
@@ -34,6 +35,7 @@ struct InitContext {
     int stdout_fd;                       // write ends of the output pipes
     int stderr_fd;
     bool pass_stdin;                     // else the command's stdin is /dev/null
+    std::uint64_t task_limit;            // RLIMIT_NPROC of the command's (run-exclusive) UID
     char* cmdline_start;                 // the supervisor's argv area (/proc/self/stat arg_start..arg_end),
     std::size_t cmdline_len;             // overwritten in the init; nullptr/0 if unknown
 };

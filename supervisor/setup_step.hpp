@@ -34,6 +34,7 @@ enum class SetupStep : std::uint32_t {
     redirect_stdio,
     close_inherited_fds,
     disable_core_dumps,
+    cap_task_count,
     drop_bounding_set,
     clear_groups,
     set_gid,

@@ -65,6 +65,26 @@ exit 0)SH",
     check_nothing_left(run);
 }
 
+TEST_CASE("without --pids the command's UID is still held to 4096 tasks, and cannot raise that") {
+    auto run = corral_sh(R"SH(echo START
+grep '^Max processes' /proc/self/limits | { read -r a b soft hard unit; echo "nproc-soft=$soft"; echo "nproc-hard=$hard"; }
+sh -c 'ulimit -u unlimited' 2>/dev/null; echo "raise-rc=$?"
+echo DONE)SH");
+    INFO(transcript(run.result));
+    REQUIRE(run.result.out.find("DONE") != std::string::npos);
+    CHECK(field(run.result.out, "nproc-soft") == "4096");
+    CHECK(field(run.result.out, "nproc-hard") == "4096");
+    CHECK(field(run.result.out, "raise-rc") != "0");
+    check_nothing_left(run);
+
+    CorralArgs with_pids;
+    with_pids.flags = {"--pids", "100"};
+    auto limited = corral_sh("echo START; grep '^Max processes' /proc/self/limits; echo DONE", with_pids);
+    INFO(transcript(limited.result));
+    CHECK(limited.result.out.find("Max processes             100                  100") != std::string::npos);
+    check_nothing_left(limited);
+}
+
 TEST_CASE("a memory hog is killed by --memory 64M") {
     CorralArgs args;
     args.flags = {"--memory", "64M", "--timeout", "60s"};
