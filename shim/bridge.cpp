@@ -133,8 +133,19 @@ struct Bridge::Acceptor {
 
 namespace {
 
+// One connection's handler, counted while it runs.
+asio::awaitable<void> counted(asio::awaitable<void> work, std::shared_ptr<std::atomic<std::uint64_t>> open) {
+    struct Release {
+        std::atomic<std::uint64_t>& n;
+        ~Release() { n.fetch_sub(1); }
+    } release{*open};
+    co_await std::move(work);
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> keep, tcp::acceptor& acceptor,
-                                  ConnectionHandler handler, std::shared_ptr<std::atomic<std::uint64_t>> accepted) {
+                                  ConnectionHandler handler, std::shared_ptr<std::atomic<std::uint64_t>> accepted,
+                                  std::shared_ptr<std::atomic<std::uint64_t>> open) {
+    bool said_full = false;
     for (;;) {
         auto [ec, s] = co_await acceptor.async_accept(nothrow);
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
@@ -146,7 +157,20 @@ asio::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> keep, tcp::acce
             continue;
         }
         accepted->fetch_add(1);
-        asio::co_spawn(acceptor.get_executor(), handler(std::move(s)), asio::detached);
+        if (open->load() >= kMaxConnectionsPerBox) {
+            // The box's share of the gateway (a daemon serves every box on
+            // the host) is used up: this one is closed at once, not queued.
+            if (!said_full)
+                log::warn("bridge: the box holds " + std::to_string(kMaxConnectionsPerBox) +
+                          " open connections; closing new ones until some end");
+            said_full = true;
+            boost::system::error_code ignored;
+            s.close(ignored);
+            continue;
+        }
+        said_full = false;
+        open->fetch_add(1);
+        asio::co_spawn(acceptor.get_executor(), counted(handler(std::move(s)), open), asio::detached);
     }
     (void)keep;
 }
@@ -154,7 +178,10 @@ asio::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> keep, tcp::acce
 }  // namespace
 
 Bridge::Bridge(asio::io_context& ioc, BridgeListeners listeners, ConnectionHandler handler)
-    : ioc_(ioc), handler_(std::move(handler)), accepted_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
+    : ioc_(ioc),
+      handler_(std::move(handler)),
+      accepted_(std::make_shared<std::atomic<std::uint64_t>>(0)),
+      open_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
     auto adopt = [&](Fd fd, tcp protocol) {
         if (!fd.valid()) return;
         auto a = std::make_shared<Acceptor>(ioc_);
@@ -171,7 +198,7 @@ void Bridge::start() {
     for (auto& a : acceptors_) {
         // The aliasing shared_ptr keeps the Acceptor alive as long as its loop runs.
         std::shared_ptr<tcp::acceptor> keep(a, &a->acceptor);
-        asio::co_spawn(ioc_, accept_loop(keep, a->acceptor, handler_, accepted_), asio::detached);
+        asio::co_spawn(ioc_, accept_loop(keep, a->acceptor, handler_, accepted_, open_), asio::detached);
     }
 }
 

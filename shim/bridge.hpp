@@ -33,6 +33,10 @@
 namespace corral::shim {
 
 inline constexpr std::uint16_t bridge_port = 3128;
+// A box may hold at most this many connections through its bridge at once;
+// more are closed as they arrive. A `corral gateway` daemon serves every box
+// on the host from one connection cap: this keeps one box from taking it all.
+inline constexpr std::uint64_t kMaxConnectionsPerBox = 256;
 
 struct BridgeListeners {
     Fd ipv4;   // 127.0.0.1:port, listening
@@ -76,6 +80,7 @@ private:
     ConnectionHandler handler_;
     std::vector<std::shared_ptr<Acceptor>> acceptors_;
     std::shared_ptr<std::atomic<std::uint64_t>> accepted_;
+    std::shared_ptr<std::atomic<std::uint64_t>> open_;   // handlers still running
 };
 
 // "CORRAL-IDENTITY worker/run\n": the line a `corral gateway` daemon expects

@@ -171,6 +171,41 @@ int main(void) {
 }
 )";
 
+// Opens N connections to the bridge (127.0.0.1:3128) and holds them, then
+// reports how many the other side closed at once: "open=X closed=Y".
+constexpr const char* kConnHoldSource = R"(#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 0, fds[4096], made = 0, open_ = 0, closed = 0;
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET; a.sin_port = htons(3128); a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n && i < 4096; ++i) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr*)&a, sizeof a) != 0) { perror("connect"); return 1; }
+        fds[made++] = fd;
+    }
+    sleep(1);
+    for (int i = 0; i < made; ++i) {
+        char c;
+        ssize_t r = recv(fds[i], &c, 1, MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++open_; else ++closed;
+    }
+    printf("open=%d\nclosed=%d\n", open_, closed);
+    return 0;
+}
+)";
+
+void build_conn_hold(const std::string& root) {
+    std::string src = base_dir() + "/conn-hold.c";
+    write_file(src, kConnHoldSource);
+    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/conn-hold", src});
+}
+
 void build_kernel_probe(const std::string& root) {
     std::string src = base_dir() + "/kernel-probe.c";
     write_file(src, kKernelProbeSource);
@@ -226,6 +261,7 @@ void assemble_rootfs(const std::string& root) {
     build_connect_probe(root);
     build_setid_probe(root);
     build_kernel_probe(root);
+    build_conn_hold(root);
 }
 
 bool is_number(const char* s) {

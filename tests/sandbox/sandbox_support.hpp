@@ -37,7 +37,8 @@ const std::string& uid_range();
 // data/ and etc/writable (to prove writes never reach the image) and
 // bin/suid-probe (a static setuid-root program printing its euid) and
 // bin/setid-probe (tries every call that can set a set-ID bit in the cwd)
-// and bin/kernel-probe (socket families, RLIMIT_CORE, TIOCSETD, the pty cap).
+// bin/kernel-probe (socket families, RLIMIT_CORE, TIOCSETD, the pty cap) and
+// bin/conn-hold N (holds N connections to the bridge, counts those closed).
 // Assembled on first use; removed when the executable exits.
 const std::string& rootfs();
 

@@ -341,6 +341,16 @@ TEST_CASE("the box's terminals: no line-discipline change, and a capped pty pool
     check_nothing_left(run);
 }
 
+TEST_CASE("a box cannot hold more than its share of gateway connections (256); the rest are closed at once") {
+    auto run = corral_sh("echo START; /bin/conn-hold 300; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "open") == "256");  // shim::kMaxConnectionsPerBox
+    CHECK(field(run.result.out, "closed") == "44");
+    CHECK(run.result.err.find("the box holds 256 open connections") != std::string::npos);
+    check_nothing_left(run);
+}
+
 TEST_CASE("writes under /proc/sys are refused") {
     const std::string host_before = host_hostname();
     const std::string core_before = read_file("/proc/sys/kernel/core_pattern");
