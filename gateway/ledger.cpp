@@ -139,6 +139,8 @@ int status_for_reason(std::string_view code) {
         {reason::smuggling, 400},
         {reason::bad_host, 400},
         {reason::bad_path, 400},
+        {reason::non_canonical_path, 400},
+        {reason::trailers_refused, 400},
         {reason::unsupported_method, 405},
         {reason::not_granted, 403},
         {reason::route_denied, 403},

@@ -119,6 +119,8 @@ TEST_CASE("status_for_reason covers every code") {
     CHECK(status_for_reason(reason::upstream_tls) == 502);
     CHECK(status_for_reason(reason::ledger_unwritable) == 503);
     CHECK(status_for_reason(reason::unsupported_method) == 405);
+    CHECK(status_for_reason(reason::non_canonical_path) == 400);
+    CHECK(status_for_reason(reason::trailers_refused) == 400);
     CHECK(status_for_reason("made_up") == 500);
 }
 
