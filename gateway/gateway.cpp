@@ -151,6 +151,29 @@ void Gateway::Internals::add_listening(const asio::ip::tcp::endpoint& ep) {
 
 std::uint64_t Gateway::admitted(const std::string& identity) const { return internals_->admitted(identity); }
 
+std::string Gateway::redact(std::string text) const {
+    for (const auto& [name, secret] : secrets_)
+        for (auto pos = secret.empty() ? std::string::npos : text.find(secret); pos != std::string::npos;
+             pos = text.find(secret, pos))
+            text.replace(pos, secret.size(), "[redacted]");
+    return text;
+}
+
+std::size_t run_event_loop(asio::io_context& loop, std::string_view name, const Gateway* gw) {
+    for (std::size_t survived = 0;; ++survived) {
+        try {
+            loop.run();
+            return survived;
+        } catch (const std::exception& e) {
+            std::string what = gw ? gw->redact(e.what()) : std::string(e.what());
+            log::error(std::string(name) + ": an exception escaped a handler and was dropped (" + what +
+                       "); the loop goes on");
+        } catch (...) {
+            log::error(std::string(name) + ": an exception escaped a handler and was dropped; the loop goes on");
+        }
+    }
+}
+
 namespace {
 
 // True when the socket's io_context was built with concurrency hint 1, the

@@ -19,10 +19,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 
@@ -60,6 +62,10 @@ public:
     // (vet_addresses refuses it). Call before serving connections.
     void add_listening_endpoint(const boost::asio::ip::tcp::endpoint& ep);
 
+    // `text` with every secret replaced by "[redacted]", for log lines built
+    // from text the gateway did not write itself (an exception's message).
+    std::string redact(std::string text) const;
+
     Ledger& ledger() { return ledger_; }
     const config::GatewayConfig& config() const { return cfg_; }
     const std::string& ca_certificate_pem() const { return ca_.certificate_pem(); }
@@ -80,5 +86,12 @@ private:
     std::unique_ptr<Internals> internals_;
     std::atomic<std::size_t> active_{0};
 };
+
+// Runs `loop` until it is stopped or out of work. An exception escaping a
+// handler (a library throwing inside an I/O completion, where no coroutine's
+// try can catch it) is logged, naming `name`, with the secrets of `gw` (if
+// given) redacted, and the loop resumes: one connection must never take the
+// daemon, or a run's egress, down. Returns how many exceptions it survived.
+std::size_t run_event_loop(boost::asio::io_context& loop, std::string_view name, const Gateway* gw = nullptr);
 
 }  // namespace corral::gateway

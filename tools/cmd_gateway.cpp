@@ -360,8 +360,9 @@ int cmd_gateway(int argc, char** argv) {
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep;
     for (auto& l : loops.loops) keep.push_back(asio::make_work_guard(*l));
     std::vector<std::thread> pool;
-    for (std::size_t i = 1; i < loops.loops.size(); ++i) pool.emplace_back([&l = *loops.loops[i]] { l.run(); });
-    ioc.run();
+    for (std::size_t i = 1; i < loops.loops.size(); ++i)
+        pool.emplace_back([&l = *loops.loops[i], i, &gw] { gateway::run_event_loop(l, "event loop " + std::to_string(i), &gw); });
+    gateway::run_event_loop(ioc, "event loop 0", &gw);
     for (auto& l : loops.loops) l->stop();
     for (auto& t : pool) t.join();
     gw.ledger().sync();

@@ -371,13 +371,7 @@ void RunEgress::start(const Sandbox& box) {
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
     for (int i = 0; i < 1; ++i)
-        threads_.emplace_back([this, guard] {
-            try {
-                ioc_->run();
-            } catch (const std::exception& e) {
-                log::error(std::string("bridge event loop: ") + e.what());
-            }
-        });
+        threads_.emplace_back([this, guard] { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); });
     // The guard lives as long as any thread holds it; stop() ends the loop explicitly.
 }
 
