@@ -112,6 +112,39 @@ std::optional<std::string> normalize_route_path(std::string_view target, std::st
     return out;
 }
 
+std::optional<std::string_view> canonical_route_path(std::string_view target, std::string_view* why) {
+    auto refuse = [&](std::string_view what) -> std::optional<std::string_view> {
+        if (why) *why = what;
+        return std::nullopt;
+    };
+    if (target.empty() || target.front() != '/') return refuse("the path does not start with '/'");
+    std::string_view path = target.substr(0, target.find('?'));
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        char c = path[i];
+        auto u = static_cast<unsigned char>(c);
+        if (c == '#') return refuse("'#' in the path");
+        if (c == '\\') return refuse("'\\' in the path");
+        if (c == ';') return refuse("';' in the path");
+        if (u < 0x20 || u == 0x7f) return refuse("a control character in the path");
+        if (c == '%') {
+            if (i + 2 < path.size() && (path[i + 1] == '2' || path[i + 1] == '5')) {
+                char lo = static_cast<char>(path[i + 2] | 0x20);
+                if ((path[i + 1] == '2' && (lo == 'e' || lo == 'f')) || (path[i + 1] == '5' && lo == 'c'))
+                    return refuse("an escaped '.', '/' or '\\' (%2e, %2f, %5c) in the path");
+            }
+            return refuse("a %-escape in the path (the path checked must be the path forwarded)");
+        }
+        if (c == '/') {
+            // The segment that starts here: empty ("//"), "." or "..".
+            std::string_view rest = path.substr(i + 1);
+            std::string_view seg = rest.substr(0, rest.find('/'));
+            if (seg.empty() && i + 1 < path.size()) return refuse("an empty segment (\"//\") in the path");
+            if (seg == "." || seg == "..") return refuse("a '.' or '..' segment in the path");
+        }
+    }
+    return path;
+}
+
 bool route_allowed(const config::Grant& grant, std::string_view method, std::string_view normalized_path) {
     if (grant.routes.empty()) return true;
     for (const auto& r : grant.routes) {

@@ -2,7 +2,7 @@
 // route, these addresses? Pure decisions, no I/O; the serving side calls them
 // in this order: normalize_host → find_grant → (resolve, or connect_to) →
 // vet_addresses → dial the vetted numbers; inside an inject tunnel, per request:
-// normalize_route_path → route_allowed.
+// canonical_route_path → route_allowed.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,9 @@ namespace corral::gateway {
 const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
                                 std::uint16_t port);
 
-// Normalises a request target for route matching (the forwarded request keeps
-// its original target). Accepts origin-form ("/a/b?q"); the query and any
+// Normalises a request target for route matching. The gateway itself matches
+// routes only on canonical paths (canonical_route_path, below), which this
+// leaves unchanged. Accepts origin-form ("/a/b?q"); the query and any
 // fragment are dropped; %XX escapes are decoded once (hex case-insensitive, so
 // %2e/%2E → '.', %2f/%2F → '/'); ";params" are cut from each segment (so
 // "..;" counts as ".."); empty segments ("//") collapse; "." segments vanish;
@@ -45,6 +46,18 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
 // character, '\\' or another '%' (double encoding), or ".." would climb above "/".
 // The caller answers 400 with reason "bad_path".
 std::optional<std::string> normalize_route_path(std::string_view target, std::string* reason);
+
+// The path part of a request target (everything before the first '?') when it
+// is already canonical, else nullopt with *why (if non-null) naming the rule
+// broken. Canonical means normalize_route_path would return it unchanged, so
+// the path the routes are checked against is byte for byte the path the
+// upstream receives (an upstream that resolves "..", ";", "%2f" or "\\"
+// differently from the gateway cannot be steered around a route). Refused:
+// a target not starting with '/', '#', '\\', ';', control characters, "//",
+// a "." or ".." segment, %2e / %2f / %5c in any case, and any other %-escape
+// (the normaliser would decode it). The query is not looked at. The caller
+// answers 400 "non_canonical_path". Never allocates.
+std::optional<std::string_view> canonical_route_path(std::string_view target, std::string_view* why);
 
 // True when `grant.routes` is empty or one route matches: method equal (or the
 // route's method is "*") and path equal, or for a prefix route ("…/*") the path

@@ -138,6 +138,43 @@ TEST_CASE("route paths that are refused as bad_path") {
     CHECK_FALSE(normalize_route_path("/..", nullptr));  // reason pointer is optional
 }
 
+TEST_CASE("canonical_route_path: the path checked is exactly the path forwarded") {
+    auto g = grant("api.anthropic.com");
+    g.routes = {{"GET", "/v1/models/", true, "GET /v1/models/*"}};
+    // Each of these normalises into the granted prefix while the upstream,
+    // which gets the raw target, may read it as /admin (the review's repros).
+    for (const char* bypass : {"/admin/..;/v1/models/x", "/admin/x%2f..%2f..%2fv1/models/x", "/admin/../v1/models/x",
+                               "/v1/models/x#/../../../admin", "/admin;/../v1/models/x",
+                               // and the rest of the forms the rule names
+                               "/v1/models/x/%2e%2e/%2E%2E/admin", "/v1/models/%2F..", "/v1/models/..%5cadmin",
+                               "/v1/models/x\\..\\admin", "/v1//models/x", "//v1/models/x", "/v1/./models/x",
+                               "/v1/models/.", "/v1/models/x/..", "/v1/models/x;a=b", "/v1/models/%61",
+                               "/v1/models/%", "/v1/models/x%00", "v1/models/x", "", "*", "api.anthropic.com:443",
+                               "http://api.anthropic.com/v1/models/x"}) {
+        CAPTURE(bypass);
+        std::string_view why;
+        CHECK_FALSE(canonical_route_path(bypass, &why));
+        CHECK_FALSE(why.empty());
+        // Before: the normalised form matched the route and the raw target was forwarded.
+        if (auto n = normalize_route_path(bypass, nullptr); n && route_allowed(g, "GET", *n))
+            MESSAGE("normalises into the route: " << *n);
+    }
+    CHECK_FALSE(canonical_route_path("/x/..", nullptr));  // the reason pointer is optional
+    for (const char* ok : {"/", "/v1/models/x", "/v1/models/", "/v1/models/claude-3.5", "/v1/models/..x",
+                           "/v1/models/x..", "/v1/models/.well-known", "/v1/models/a:b@c~d"}) {
+        CAPTURE(ok);
+        auto p = canonical_route_path(ok, nullptr);
+        REQUIRE(p);
+        CHECK(*p == ok);
+        CHECK(normalize_route_path(ok, nullptr) == std::string(ok));  // the normaliser would not change it
+    }
+    // The query is not the path's business: kept as sent (forwarded untouched), not checked.
+    auto p = canonical_route_path("/v1/models/x?q=/../admin;%2e#f", nullptr);
+    REQUIRE(p);
+    CHECK(*p == "/v1/models/x");
+    CHECK(route_allowed(g, "GET", *p));
+}
+
 TEST_CASE("route_allowed: exact paths, trailing-* prefixes, methods") {
     auto g = grant("api.anthropic.com");
     CHECK(route_allowed(g, "DELETE", "/anything"));  // no routes = any route
