@@ -13,6 +13,7 @@
 
 #include "base/sys_error.hpp"
 #include "gateway/ca.hpp"
+#include "gateway/host.hpp"
 #include "gateway/tls.hpp"
 
 using namespace corral::gateway;
@@ -133,6 +134,22 @@ TEST_CASE("leaf minting refuses host text that could smuggle a second SAN") {
     CHECK_THROWS_AS(ca.mint_leaf("a.example.com,DNS:evil.com"), corral::UsageError);
     CHECK_THROWS_AS(ca.mint_leaf("A.example.com"), corral::UsageError);
     CHECK_THROWS_AS(ca.mint_leaf(""), corral::UsageError);
+}
+
+TEST_CASE("every host normalize_host accepts can be minted ('_' included)") {
+    // A name that passes normalize_host and the grant check but cannot be
+    // minted used to get "200 Connection Established", then a silent close.
+    TempDir dir;
+    auto ca = CertificateAuthority::load_or_create(dir.path);
+    for (const char* raw : {"a_b.wild.test", "_dmarc.example.com", "API.Example.COM.", "xn--bcher-kva.example",
+                            "a-b.c-d.test", "localhost", "127.0.0.1", "[::1]", "[2001:DB8::1]"}) {
+        CAPTURE(raw);
+        auto h = normalize_host(raw);
+        REQUIRE(h.host);
+        std::shared_ptr<const LeafCertificate> leaf;
+        CHECK_NOTHROW(leaf = ca.mint_leaf(h.host->text));
+        if (leaf && !h.host->is_ip_literal) CHECK(X509_check_host(leaf->cert.get(), h.host->text.c_str(), 0, 0, nullptr) == 1);
+    }
 }
 
 TEST_CASE("server TLS contexts are cached per host and evicted least recently used") {
