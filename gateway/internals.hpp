@@ -18,11 +18,20 @@
 
 namespace corral::gateway {
 
-// An idle keep-alive TLS connection to an upstream, with whatever it already sent.
+// The largest response head the gateway reads from an upstream.
+inline constexpr std::size_t kMaxResponseHead = 64 * 1024;
+// An upstream read buffer holds one response head plus one read; a body is
+// parsed out of it piece by piece, so beyond that it only ever holds a
+// chunk-size line or trailer, which Beast bounds by nothing but the buffer.
+inline constexpr std::size_t kUpstreamReadBuffer = kMaxResponseHead + 16 * 1024;
+
+// An idle keep-alive TLS connection to an upstream. It is pooled only with an
+// empty `buf` after a complete response: bytes left over would otherwise be
+// read as the answer to the next request, which may be another identity's.
 struct UpstreamConn {
     UpstreamConn(const boost::asio::any_io_executor& ex, boost::asio::ssl::context& ctx) : stream(ex, ctx) {}
     boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream;
-    boost::beast::flat_buffer buf;
+    boost::beast::flat_buffer buf{kUpstreamReadBuffer};
     std::string key;
     std::chrono::steady_clock::time_point idle_since;
 };

@@ -50,6 +50,8 @@ using ClientSocket = asio::generic::stream_protocol::socket;
 using ClientTls = asio::ssl::stream<ClientSocket>;
 using UpstreamTls = asio::ssl::stream<asio::ip::tcp::socket>;
 using Request = http::request<http::string_body>;
+using RequestParser = StrictRequestParser<http::string_body>;
+using ResponseParser = StrictResponseParser<http::buffer_body>;
 
 namespace {
 
@@ -60,7 +62,13 @@ constexpr std::string_view kCleartextInject = "cleartext_inject";      // 403: i
 constexpr std::string_view kResponseTooLarge = "response_too_large";   // response cut at max_response_bytes
 constexpr std::string_view kClientTls = "client_tls";                  // the box's TLS handshake failed
 constexpr std::string_view kUpstreamProtocol = "upstream_protocol";    // 502: upstream sent no valid HTTP/1.1
-constexpr std::size_t kMaxResponseHead = 64 * 1024;
+constexpr std::string_view kLeafUnavailable = "leaf_unavailable";      // 500: no certificate for the CONNECT host
+// The client read buffer holds one request head (at most max_header_bytes,
+// read_head refuses more) plus one read; a body is parsed out of it as it
+// arrives, so beyond that it only ever holds a chunk-size line or a trailer
+// section, which Beast bounds by nothing but the buffer. Without this bound a
+// chunk line that never ends grows the buffer without limit.
+constexpr std::size_t kClientReadSlack = 16 * 1024;
 // Each tunnel direction's pipe (F_SETPIPE_SZ; 1 MiB is Linux's default
 // pipe-max-size, a smaller limit leaves the pipe at its default size). Bigger
 // pipes mean fewer splice calls and wakeups per byte: relaying 1 GiB on
@@ -68,6 +76,9 @@ constexpr std::size_t kMaxResponseHead = 64 * 1024;
 // Pages sit in the pipe only while bytes are in flight: idle tunnels hold none.
 constexpr std::size_t kSplicePipeSize = 1024 * 1024;
 constexpr std::size_t kChunkSize = 16 * 1024;
+// Interim (1xx) responses relayed before the final one: 103 Early Hints is
+// sent once or twice in practice; more is an upstream stalling or flooding.
+constexpr int kMaxInterimResponses = 8;
 
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
@@ -95,7 +106,8 @@ std::uint64_t ms_since(Clock::time_point t) {
 struct Conn {
     Conn(Gateway::Internals& g, ClientSocket s, Identity i)
         : gw(g), id(std::move(i)), id_text(id.str()), client(std::move(s)), timer(client.get_executor()),
-          deadline(Clock::now() + g.cfg.gateway.limits.read_timeout) {}
+          deadline(Clock::now() + g.cfg.gateway.limits.read_timeout),
+          buf(g.cfg.gateway.limits.max_header_bytes + kClientReadSlack) {}
 
     Gateway::Internals& gw;
     Identity id;
@@ -111,7 +123,7 @@ struct Conn {
     bool timed_out = false;
     bool body_pending = false;                // a request body was announced and not read whole
     bool lingered = false;                    // refused, half-closed and drained: only close is left
-    beast::flat_buffer buf;                   // bytes read from the client, not yet consumed
+    beast::flat_buffer buf;                   // bytes read from the client, not yet consumed (bounded)
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
     std::string out;                          // the write being assembled for the client
 
@@ -184,6 +196,7 @@ const char* status_text(int status) {
 int status_of(std::string_view reason_code) {
     if (reason_code == kCleartextInject) return 403;
     if (reason_code == kUpstreamProtocol) return 502;
+    if (reason_code == kLeafUnavailable) return 500;
     return status_for_reason(reason_code);
 }
 
@@ -288,7 +301,7 @@ awaitable<HeadResult> read_head(Conn& c, Stream& s, bool first) {
             co_return r;
         }
         bool had_bytes = text.size() != 0;
-        auto [ec, n] = co_await s.async_read_some(c.buf.prepare(8192), nothrow);
+        auto [ec, n] = co_await s.async_read_some(c.buf.prepare(std::min<std::size_t>(8192, c.buf.max_size() - c.buf.size())), nothrow);
         if (ec || n == 0) {
             if (c.timed_out) {
                 r.status = HeadStatus::refused, r.reason = reason::timeout;
@@ -305,10 +318,28 @@ awaitable<HeadResult> read_head(Conn& c, Stream& s, bool first) {
 }
 
 struct ParsedRequest {
-    std::optional<http::request_parser<http::string_body>> parser;
+    std::optional<RequestParser> parser;
     std::string reason;
     std::string detail;
 };
+
+// The refusal for a request body that could not be read whole.
+void refuse_body(Conn& c, const RequestParser& p, beast::error_code ec, std::string& reason, std::string& detail) {
+    if (!p.refusal().reason.empty()) {
+        reason = p.refusal().reason, detail = p.refusal().detail;
+    } else if (ec == http::error::body_limit) {
+        reason = reason::body_too_large;
+        detail = "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
+    } else if (ec == http::error::buffer_overflow) {
+        // A chunk-size line (or trailer) that does not end within the read buffer.
+        reason = reason::body_too_large;
+        detail = "a chunk line exceeds the read buffer (" + std::to_string(c.buf.max_size()) + " bytes)";
+    } else if (c.timed_out) {
+        reason = reason::timeout, detail = "request body not complete within read_timeout";
+    } else {
+        reason = reason::bad_request, detail = "bad request body (" + ec.message() + ")";
+    }
+}
 
 // Framing checks on the raw head, then Beast parses it (and, if present, the
 // body, capped at max_body_bytes: a declared length over the cap is refused
@@ -333,6 +364,10 @@ awaitable<void> parse_request(Conn& c, Stream& s, std::size_t head_len, ParsedRe
         out.detail = "Content-Length exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
         co_return;
     }
+    if (!p.refusal().reason.empty()) {
+        out.reason = p.refusal().reason, out.detail = p.refusal().detail;
+        co_return;
+    }
     if (ec || !p.is_header_done()) {
         out.reason = reason::bad_request;
         out.detail = ec ? "malformed request head (" + ec.message() + ")" : "malformed request head";
@@ -344,13 +379,7 @@ awaitable<void> parse_request(Conn& c, Stream& s, std::size_t head_len, ParsedRe
     auto [rec, n] = co_await http::async_read(s, c.buf, p, nothrow);
     (void)n;
     if (!rec) c.body_pending = false;
-    if (rec == http::error::body_limit) {
-        out.reason = reason::body_too_large;
-        out.detail = "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")";
-    } else if (rec) {
-        out.reason = c.timed_out ? reason::timeout : reason::bad_request;
-        out.detail = c.timed_out ? "request body not complete within read_timeout" : "bad request body (" + rec.message() + ")";
-    }
+    if (rec) refuse_body(c, p, rec, out.reason, out.detail);
 }
 
 // ---------------------------------------------------------------------------
@@ -619,8 +648,7 @@ bool is_hop_by_hop(std::string_view name) {
     return false;
 }
 
-std::string response_head(const http::response_parser<http::buffer_body>& rp, bool chunked, bool until_eof,
-                          bool upgraded) {
+std::string response_head(const ResponseParser& rp, bool chunked, bool until_eof, bool upgraded) {
     const auto& res = rp.get();
     std::string head;
     head.reserve(512);  // before the first append: one allocation for a typical head
@@ -641,7 +669,7 @@ std::string response_head(const http::response_parser<http::buffer_body>& rp, bo
 // it needs no I/O, posts its completion: one more trip through the event loop
 // (and an epoll_wait) for every response whose body came with its head.
 // Returns a parse error; "needs more bytes" and "piece full" are not errors.
-beast::error_code parse_buffered(http::response_parser<http::buffer_body>& rp, beast::flat_buffer& buf) {
+beast::error_code parse_buffered(ResponseParser& rp, beast::flat_buffer& buf) {
     beast::error_code ec;
     while (buf.size() != 0 && !rp.is_done() && rp.get().body().size != 0) {
         std::size_t used = rp.put(buf.data(), ec);
@@ -673,8 +701,9 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     }
     x.bytes_up = body.size();
 
-    std::optional<http::response_parser<http::buffer_body>> rp;
-    for (;;) {
+    const std::uint64_t cap = c.limits().max_response_bytes;
+    std::optional<ResponseParser> rp;
+    for (int interim_count = 0;; ++interim_count) {
         rp.emplace();
         rp->header_limit(kMaxResponseHead);
         rp->body_limit(boost::none);
@@ -682,7 +711,8 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
         c.arm(c.limits().idle_timeout);
         auto [ec, n] = co_await http::async_read_header(up, upbuf, *rp, nothrow);
         if (ec) {
-            x.nothing_received = (ec == http::error::end_of_stream || ec == asio::error::eof ||
+            x.nothing_received = interim_count == 0 &&
+                                 (ec == http::error::end_of_stream || ec == asio::error::eof ||
                                   ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated) &&
                                  upbuf.size() == 0;
             x.reason = c.timed_out ? reason::timeout : (x.nothing_received ? reason::upstream_connect : kUpstreamProtocol);
@@ -691,20 +721,40 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
         }
         int status = rp->get().result_int();
         if (status >= 100 && status < 200 && status != 101) {
-            // Interim responses (103 Early Hints) pass through; the final one follows.
+            // Interim responses (103 Early Hints) pass through; the final one
+            // follows. They count as response bytes (an endless stream of
+            // them must hit max_response_bytes like any body) and only a few
+            // are allowed per request.
+            if (interim_count == kMaxInterimResponses) {
+                x.reason = kUpstreamProtocol;
+                x.detail = "more than " + std::to_string(kMaxInterimResponses) + " interim (1xx) responses";
+                co_return x;  // nothing final was sent: the client gets a 502 after the interim ones
+            }
             std::string interim = response_head(*rp, false, false, false);
-            co_await asio::async_write(client, asio::buffer(interim), nothrow);
+            if (x.bytes_down + interim.size() > cap) {
+                x.reason = kResponseTooLarge, x.status = status;
+                x.detail = "interim responses exceed max_response_bytes (" + std::to_string(cap) + ")";
+                c.close_io();
+                co_return x;
+            }
+            if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(interim), nothrow); wec) {
+                x.reason = reason::bad_request, x.detail = "client went away", x.status = status;
+                co_return x;
+            }
+            x.bytes_down += interim.size();
             continue;
         }
         break;
     }
     auto& res = rp->get();
-    x.status = res.result_int();
-    bool upgraded = x.status == 101;
-    if (upgraded && !websocket) {
-        x.reason = kUpstreamProtocol, x.detail = "101 Switching Protocols without a WebSocket upgrade request";
-        co_return x;
+    bool upgraded = res.result_int() == 101;
+    if (upgraded && !(websocket && has_token(res[http::field::upgrade], "websocket"))) {
+        x.reason = kUpstreamProtocol;
+        x.detail = websocket ? "101 Switching Protocols to something other than WebSocket"
+                             : "101 Switching Protocols without a WebSocket upgrade request";
+        co_return x;  // a failed exchange: the connection is dropped, never pooled
     }
+    x.status = res.result_int();
     bool chunked = rp->chunked();
     bool until_eof = !upgraded && !rp->is_done() && !chunked && !rp->content_length();
     std::string rhead = response_head(*rp, chunked, until_eof, upgraded);
@@ -736,7 +786,6 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
         co_return x;
     }
 
-    const std::uint64_t cap = c.limits().max_response_bytes;
     // Per-connection buffers: allocated on the first response, reused after.
     if (!c.chunk) c.chunk = std::make_unique_for_overwrite<char[]>(kChunkSize);
     std::span<char> chunk(c.chunk.get(), kChunkSize);
@@ -781,8 +830,12 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
         }
         if (ec == http::error::end_of_stream && until_eof) break;
         if (ec) {
+            // A cut, not a refusal: the head (and maybe some body) is already out.
             x.reason = c.timed_out ? reason::timeout : kUpstreamProtocol;
-            x.detail = c.timed_out ? "upstream stalled for idle_timeout" : "response broke off (" + ec.message() + ")";
+            x.detail = c.timed_out                        ? "upstream stalled for idle_timeout"
+                       : !rp->refusal().reason.empty()    ? std::string(rp->refusal().detail)
+                       : ec == http::error::buffer_overflow ? "a chunk line exceeds the upstream read buffer"
+                                                          : "response broke off (" + ec.message() + ")";
             c.close_io();
             co_return x;
         }
@@ -794,7 +847,9 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
             co_return x;
         }
     }
-    x.upstream_reusable = rp->keep_alive() && !until_eof;
+    // Bytes behind a complete response are not an answer to anything we sent:
+    // a connection holding them is never used again.
+    x.upstream_reusable = rp->keep_alive() && !until_eof && upbuf.size() == 0;
     x.client_reusable = !until_eof;
     co_return x;
 }
@@ -823,6 +878,24 @@ bool is_websocket_upgrade(const Request& req) {
     return up != req.end() && has_token(up->value(), "websocket");
 }
 
+// True when an idle upstream connection has sent nothing since its last
+// complete response. Anything it did send (a late or unsolicited response, a
+// close_notify) would be read as the answer to the next request, which may be
+// another identity's: such a connection is dropped, not reused. One ioctl.
+bool upstream_is_quiet(UpstreamConn& up) {
+    boost::system::error_code ec;
+    return up.buf.size() == 0 && SSL_pending(up.stream.native_handle()) == 0 &&
+           up.stream.next_layer().available(ec) == 0 && !ec;
+}
+
+// Methods refused in inject and plain mode. TRACE (and IIS's TRACK) make the
+// upstream echo the request back, injected credential included; CONNECT
+// inside a tunnel would ask the upstream to open a tunnel no grant names.
+// Compared without case: some servers read methods that way.
+bool is_never_forwarded(std::string_view method) {
+    return iequals(method, "TRACE") || iequals(method, "TRACK") || iequals(method, "CONNECT");
+}
+
 bool request_has_body(const Request& req) {
     return req.find(http::field::content_length) != req.end() || req.find(http::field::transfer_encoding) != req.end();
 }
@@ -830,9 +903,9 @@ bool request_has_body(const Request& req) {
 // ---------------------------------------------------------------------------
 // Inject mode: TLS terminated with the host's leaf, then request by request.
 
+// Expects c.server_tls to hold the CONNECT host's context (made before the 200).
 awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
     Conn& c = *cp;
-    c.server_tls = c.gw.server_tls.get(t.host.text);
     c.client_tls = std::make_unique<ClientTls>(std::move(c.client), c.server_tls->ctx);
     ClientTls& tls = *c.client_tls;
     c.arm(c.limits().read_timeout);
@@ -890,14 +963,15 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         // Head checks first, body later: a refused request's body is never read.
         ParsedRequest pr;
         co_await parse_request(c, tls, h.length, pr, false);
-        std::string route_reason;
-        std::optional<std::string> path;
+        std::string_view path_refusal;
+        std::optional<std::string_view> path;
         if (pr.parser) {
             // Also for a head refused at its Content-Length (the request line is parsed by
             // then): the ledger line names what was refused.
             e.method = std::string(pr.parser->get().method_string());
-            path = normalize_route_path(pr.parser->get().target(), &route_reason);
-            e.path = path ? *path : std::string(pr.parser->get().target().substr(0, 256));
+            std::string_view raw_target = pr.parser->get().target();
+            path = canonical_route_path(raw_target, &path_refusal);
+            e.path = std::string((path ? *path : raw_target).substr(0, 256));
         }
         if (!pr.reason.empty()) {
             co_await refuse(pr.reason, pr.detail);
@@ -907,6 +981,10 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         std::string_view target = req.target();
         if (req.version() != 11) {
             co_await refuse(reason::bad_request, "only HTTP/1.1 is served inside a tunnel");
+            break;
+        }
+        if (is_never_forwarded(req.method_string())) {
+            co_await refuse(reason::unsupported_method, std::string(req.method_string()) + " is not forwarded");
             break;
         }
         // Exactly one Host, naming the CONNECT host (and its port, if given).
@@ -921,13 +999,11 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
             break;
         }
         if (!path) {
-            // (GCC 12 miscompiles conditional temporaries inside co_await operands: name them first.)
-            std::string code = route_reason.empty() ? std::string(reason::bad_path) : route_reason;
-            co_await refuse(code, "request target cannot be normalised");
+            co_await refuse(reason::non_canonical_path, "request path is not canonical: " + std::string(path_refusal));
             break;
         }
         if (!route_allowed(*t.grant, req.method_string(), *path)) {
-            co_await refuse(reason::route_denied, std::string(req.method_string()) + " " + *path + " is not in the grant's routes");
+            co_await refuse(reason::route_denied, std::string(req.method_string()) + " " + std::string(*path) + " is not in the grant's routes");
             break;
         }
         if (!c.gw.admit(c.id_text)) {
@@ -941,13 +1017,10 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
             auto [rec, rn] = co_await http::async_read(tls, c.buf, *pr.parser, nothrow);
             (void)rn;
             if (!rec) c.body_pending = false;
-            if (rec == http::error::body_limit) {
-                co_await refuse(reason::body_too_large, "request body exceeds max_body_bytes (" + std::to_string(c.limits().max_body_bytes) + ")");
-                break;
-            }
             if (rec) {
-                std::string_view code = c.timed_out ? reason::timeout : reason::bad_request;
-                co_await refuse(code, "request body incomplete");
+                std::string code, why;
+                refuse_body(c, *pr.parser, rec, code, why);
+                co_await refuse(code, why);
                 break;
             }
         }
@@ -959,12 +1032,9 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         Exchange x;
         for (int attempt = 0; attempt < 2; ++attempt) {
             bool reused = false;
-            if (!up) {
-                up = c.gw.pool.take(key);
-                reused = up != nullptr;
-            } else {
-                reused = true;
-            }
+            if (!up) up = c.gw.pool.take(key);
+            if (up && !upstream_is_quiet(*up)) up.reset();
+            reused = up != nullptr;
             if (!up) {
                 std::string code, detail;
                 up = co_await open_upstream(c, t, code, detail);
@@ -1093,10 +1163,9 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
         (void)rn;
         if (!rec) c.body_pending = false;
         if (rec) {
-            std::string_view code = rec == http::error::body_limit ? reason::body_too_large
-                                    : c.timed_out                  ? reason::timeout
-                                                                   : reason::bad_request;
-            co_await refuse(code, "request body refused");
+            std::string code, why;
+            refuse_body(c, *pr.parser, rec, code, why);
+            co_await refuse(code, why);
             co_return;
         }
     }
@@ -1111,7 +1180,7 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     }
     bool websocket = is_websocket_upgrade(req);
     std::string head = request_head(req, path, websocket, request_has_body(req) || req.body().size());
-    beast::flat_buffer upbuf;
+    beast::flat_buffer upbuf(kUpstreamReadBuffer);
     Exchange x = co_await exchange(c, c.client, up, upbuf, head, req.body(), req.method() == http::verb::head, websocket);
     e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
     if (!x.reason.empty() && x.status == 0) {
@@ -1186,6 +1255,11 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
             co_return;
         }
         ac = split_authority(absolute->authority, 80);
+        if (is_never_forwarded(req.method_string())) {
+            e.host = absolute->authority.substr(0, 256), e.path = absolute->path.substr(0, 256);
+            co_await refuse(reason::unsupported_method, std::string(req.method_string()) + " is not forwarded");
+            co_return;
+        }
     }
     if (!ac.authority) {
         e.host = std::string((absolute ? std::string_view(absolute->authority) : target).substr(0, 256));
@@ -1221,6 +1295,18 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
     } else if (t.grant->mode == config::GrantMode::tunnel) {
         co_await serve_tunnel(cp, std::move(t), started);
     } else {
+        // The leaf first: once the 200 is out, a failure could only be a
+        // silent close. Before it, it is a refusal the box can read.
+        std::string leaf_failure;
+        try {
+            c.server_tls = c.gw.server_tls.get(t.host.text);
+        } catch (const std::exception& ex) {
+            leaf_failure = ex.what();
+        }
+        if (!c.server_tls) {
+            co_await refuse(kLeafUnavailable, "no TLS certificate for " + t.host.text + ": " + leaf_failure);
+            co_return;
+        }
         static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
         if (auto [ec, n] = co_await asio::async_write(c.client, asio::buffer(kEstablished, sizeof kEstablished - 1), nothrow); ec)
             co_return;
@@ -1236,19 +1322,31 @@ awaitable<void> serve_connection(Gateway::Internals& gw, ClientSocket s, Identit
         explicit Count(std::atomic<std::size_t>& a) : n(a) { ++n; }
         ~Count() { --n; }
     } count(gw.active);
-    auto c = std::make_shared<Conn>(gw, std::move(s), std::move(id));
+    // Ends the connection however this frame goes: returning, or destroyed
+    // unfinished (an exception thrown inside an I/O completion leaves the
+    // event loop, and Asio then destroys the suspended coroutine). Without it
+    // the watchdog would keep the connection's state alive forever.
+    struct End {
+        std::shared_ptr<Conn> c;
+        ~End() {
+            c->upstream = nullptr;  // the upstream socket lived in a handler frame that is gone
+            c->done = true;
+            try {
+                c->timer.cancel();
+            } catch (const std::exception&) {
+                // The watchdog then wakes at its deadline and sees `done`.
+            }
+            boost::system::error_code ec;
+            c->client_socket().close(ec);
+        }
+    } end{std::make_shared<Conn>(gw, std::move(s), std::move(id))};
     auto ex = co_await asio::this_coro::executor;
-    asio::co_spawn(ex, watchdog(c), asio::detached);
+    asio::co_spawn(ex, watchdog(end.c), asio::detached);
     try {
-        co_await handle(c);
+        co_await handle(end.c);
     } catch (const std::exception&) {
         // Handlers report through the ledger; anything escaping is a closed socket.
     }
-    c->upstream = nullptr;  // the upstream socket lived in a handler frame that is gone
-    c->done = true;
-    c->timer.cancel();
-    boost::system::error_code ec;
-    c->client_socket().close(ec);
 }
 
 }  // namespace corral::gateway

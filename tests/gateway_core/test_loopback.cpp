@@ -127,6 +127,38 @@ struct Upstream {
                 body_bytes += req.body().size();
             }
             std::string target(req.target());
+            // Misbehaving answers, written raw.
+            std::string raw;
+            bool hang_up = false;
+            if (target == "/stale") {
+                // A complete response with a second one behind it, in one write.
+                raw = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE";
+            } else if (target == "/trailer") {
+                raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: t\r\n\r\n";
+            } else if (target == "/longchunkline") {
+                // A chunk-size line that never ends; the connection stays open for 4 s.
+                raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;a=" + std::string(200000, 'a');
+                hang_up = true;
+            } else if (target == "/interim9" || target == "/interim-big") {
+                bool big = target == "/interim-big";
+                std::string hint = "HTTP/1.1 103 Early Hints\r\nLink: </a" +
+                                   (big ? std::string(60000, 'a') : std::string()) + ">; rel=preload\r\n\r\n";
+                for (int i = 0; i < (big ? 5 : 9); ++i) raw += hint;
+                raw += "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            } else if (target == "/ws-h2c") {
+                raw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n";
+                hang_up = true;
+            }
+            if (!raw.empty()) {
+                auto [wec, wn] = co_await asio::async_write(s, asio::buffer(raw), nothrow);
+                if (wec) co_return;
+                if (!hang_up) continue;
+                asio::steady_timer t(ioc);
+                t.expires_after(std::chrono::seconds(4));
+                co_await t.async_wait(nothrow);
+                co_return;
+            }
             if (websocket::is_upgrade(req)) {
                 websocket::stream<asio::ssl::stream<tcp::socket>> ws(std::move(s));
                 auto [aec] = co_await ws.async_accept(req, nothrow);
@@ -332,7 +364,9 @@ struct World {
         auto inject = grant("up.test", good.port, config::GrantMode::inject);
         inject.credential = "k";
         inject.routes = {route("GET", "/echo"), route("POST", "/echo"), route("GET", "/sse"), route("GET", "/big"),
-                         route("GET", "/ws")};
+                         route("GET", "/ws"), route("GET", "/stale"), route("GET", "/trailer"),
+                         route("GET", "/longchunkline"), route("GET", "/interim9"), route("GET", "/interim-big"),
+                         route("GET", "/ws-h2c"), route("GET", "/v1/models/", true), route("*", "/any")};
         cfg.grants.push_back(inject);
         cfg.grants.push_back(grant("tun.test", good.port, config::GrantMode::tunnel));
         cfg.grants.push_back(grant("wrong.test", wrong_name.port, config::GrantMode::inject));
@@ -490,8 +524,8 @@ TEST_CASE("smuggling forms, host mismatch and denied routes are refused inside t
         {"GET /echo HTTP/1.1\r\n" + host + "Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n", 400, "smuggling"},
         {"GET /echo HTTP/1.1\r\nHost: tun.test:" + std::to_string(w.good.port) + "\r\n\r\n", 403, "host_mismatch"},
         {"GET /admin HTTP/1.1\r\n" + host + "\r\n", 403, "route_denied"},
-        {"GET /echo/../admin HTTP/1.1\r\n" + host + "\r\n", 403, "route_denied"},
-        {"GET /%2e%2e/x HTTP/1.1\r\n" + host + "\r\n", 400, "bad_path"},
+        {"GET /echo/../admin HTTP/1.1\r\n" + host + "\r\n", 400, "non_canonical_path"},
+        {"GET /%2e%2e/x HTTP/1.1\r\n" + host + "\r\n", 400, "non_canonical_path"},
     };
     for (const auto& k : cases) {
         CAPTURE(k.request);
@@ -723,4 +757,249 @@ TEST_CASE("an inject grant is refused over plain http:// (cleartext_inject), bef
     auto res2 = userinfo.roundtrip("GET http://user@" + up_authority(w) + "/ HTTP/1.1\r\nHost: x\r\n\r\n");
     CHECK(res2.result_int() == 405);
     CHECK(w.good.connections.load() == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Review findings (gw-fixes): each case below failed against the code before.
+
+namespace {
+// Everything the gateway sends until it closes the tunnel.
+std::string read_until_closed(Client& c) {
+    std::string out;
+    char b[16384];
+    for (;;) {
+        beast::error_code ec;
+        std::size_t n = c.tls->read_some(asio::buffer(b), ec);
+        out.append(b, n);
+        if (ec) return out;
+    }
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+}
+}  // namespace
+
+TEST_CASE("chunked request trailers are refused (400 trailers_refused); a 70000-byte one does not take the gateway down") {
+    World w;
+    auto cfg = w.config();
+    cfg.gateway.limits.max_header_bytes = 128 * 1024;  // so the trailer fits the read buffer and reaches the parser
+    GatewayUnderTest g(cfg, w.secrets());
+    const std::string host = "Host: " + up_authority(w) + "\r\n";
+    // Beast merges trailers into the head after it was checked, and throws out of
+    // the event loop for a value over 65535 bytes (the gateway thread died).
+    for (std::string trailer : {std::string("Host: evil.test"), std::string("Upgrade: h2c"),
+                                std::string("HTTP2-Settings: AAMAAABkAAQAAP__"), "x-api-key: " + kSentinel,
+                                "X-Big: " + std::string(70000, 'v')}) {
+        CAPTURE(trailer.substr(0, 40));
+        auto c = inject_client(w, g);
+        c->write("POST /echo HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n" + trailer +
+                 "\r\n\r\n");
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 400);
+        CHECK(res["X-Corral-Reason"] == "trailers_refused");
+    }
+    // The same in plain http:// mode, refused before anything is dialled.
+    Client plain(g.port);
+    auto res = plain.roundtrip("POST http://tun.test:" + std::to_string(w.good.port) +
+                               "/echo HTTP/1.1\r\nHost: tun.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Big: " +
+                               std::string(70000, 'v') + "\r\n\r\n");
+    CHECK(res.result_int() == 400);
+    CHECK(res["X-Corral-Reason"] == "trailers_refused");
+    CHECK(w.good.connections.load() == 0);  // the upstream saw nothing of any of them
+    // Still serving.
+    auto c = inject_client(w, g);
+    CHECK(c->roundtrip(get(w, "/echo")).result_int() == 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(slurp(w.ledger()).find("\"reason\":\"trailers_refused\"") != std::string::npos);
+    CHECK(g.gw->redact("a" + kSecret + "b") == "a[redacted]b");
+}
+
+TEST_CASE("a chunk line that never ends is refused at the read buffer (413); a long chunk extension is refused (400)") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());  // max_body_bytes 1 KiB, max_header_bytes 16 KiB
+    const std::string head = "POST /echo HTTP/1.1\r\nHost: " + up_authority(w) + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    {
+        // Before: the gateway buffered it all (a 400 MB line grew RSS to 432 MB) until read_timeout.
+        auto c = inject_client(w, g);
+        auto start = std::chrono::steady_clock::now();
+        c->write(head + "1;a=" + std::string(1 << 20, 'a'));
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 413);
+        CHECK(res["X-Corral-Reason"] == "body_too_large");
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(900));  // read_timeout is 1 s
+    }
+    {
+        auto c = inject_client(w, g);
+        c->write(head + "1;" + std::string(300, 'e') + "\r\nx\r\n0\r\n\r\n");
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 400);
+        CHECK(res["X-Corral-Reason"] == "bad_request");
+        CHECK(res.body().find("chunk extension") != std::string::npos);
+    }
+    CHECK(w.good.requests.load() == 0);
+}
+
+TEST_CASE("an upstream response with trailers or an endless chunk line is cut (upstream_protocol)") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    {
+        auto c = inject_client(w, g);
+        c->write(get(w, "/trailer"));
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(ec);  // cut before the last chunk: the client never sees a complete message
+        CHECK(res.find("X-Trailer") == res.end());
+    }
+    {
+        // The upstream keeps the connection open for 4 s after 200 KB of chunk line;
+        // the gateway must stop at its read buffer, not wait (and buffer) until then.
+        auto c = inject_client(w, g);
+        auto start = std::chrono::steady_clock::now();
+        c->write(get(w, "/longchunkline"));
+        beast::error_code ec;
+        c->read_response(ec);
+        CHECK(ec);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string ledger = slurp(w.ledger());
+    CHECK(count_of(ledger, "\"reason\":\"upstream_protocol\"") >= 2);
+}
+
+TEST_CASE("interim responses: at most 8 per request, counted against max_response_bytes and in the ledger") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());  // max_response_bytes 256 KiB
+    {
+        auto c = inject_client(w, g);
+        c->write(get(w, "/interim9"));
+        std::string got = read_until_closed(*c);
+        CHECK(count_of(got, "HTTP/1.1 103") == 8);
+        CHECK(got.find("HTTP/1.1 502") != std::string::npos);
+        CHECK(got.find("X-Corral-Reason: upstream_protocol") != std::string::npos);
+        CHECK(got.find("HTTP/1.1 200") == std::string::npos);
+    }
+    {
+        // Five 60 KB interim heads: the fifth crosses 256 KiB.
+        auto c = inject_client(w, g);
+        c->write(get(w, "/interim-big"));
+        std::string got = read_until_closed(*c);
+        CHECK(count_of(got, "HTTP/1.1 103") == 4);
+        CHECK(got.find("HTTP/1.1 200") == std::string::npos);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string ledger = slurp(w.ledger());
+    CHECK(ledger.find("\"reason\":\"response_too_large\"") != std::string::npos);
+    CHECK(ledger.find("\"path\":\"/interim9\"") != std::string::npos);
+    // The interim heads are counted as bytes sent down.
+    auto line = ledger.substr(ledger.find("\"path\":\"/interim-big\""));
+    line = line.substr(0, line.find('\n'));
+    auto p = line.find("\"bytes_down\":");
+    REQUIRE(p != std::string::npos);
+    CHECK(std::stoull(line.substr(p + 13)) > 4 * 60000);
+}
+
+TEST_CASE("a 101 is relayed only for a WebSocket request answered with Upgrade: websocket") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    auto c = inject_client(w, g);
+    c->write("GET /ws-h2c HTTP/1.1\r\nHost: " + up_authority(w) +
+             "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+             "Sec-WebSocket-Version: 13\r\n\r\n");
+    beast::error_code ec;
+    auto res = c->read_response(ec, true);
+    CHECK(res.result_int() == 502);
+    CHECK(res["X-Corral-Reason"] == "upstream_protocol");
+}
+
+TEST_CASE("an upstream connection with bytes left behind a response is never reused") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    auto c = inject_client(w, g);
+    auto first = c->roundtrip(get(w, "/stale"));
+    CHECK(first.body() == "ok");
+    // Before: the left-over "STALE" response answered the next request (on this
+    // tunnel, or on another identity's once the connection went to the pool).
+    auto second = c->roundtrip(get(w, "/echo"));
+    CHECK(second.body().find("STALE") == std::string::npos);
+    CHECK(second.body().find("key-is-real=yes") != std::string::npos);
+    c.reset();
+    auto other = inject_client(w, g);
+    auto third = other->roundtrip(get(w, "/echo"));
+    CHECK(third.body().find("STALE") == std::string::npos);
+    CHECK(w.good.connections.load() >= 2);
+}
+
+TEST_CASE("TRACE, TRACK and CONNECT are never forwarded (405), inside a tunnel or in plain http://") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    const std::string host = "Host: " + up_authority(w) + "\r\n";
+    // The route "* /any" allows every method: the refusal is the method's alone.
+    for (std::string line : std::vector<std::string>{"TRACE /any", "trace /any", "TRACK /any", "CONNECT " + up_authority(w)}) {
+        CAPTURE(line);
+        auto c = inject_client(w, g);
+        c->write(line + " HTTP/1.1\r\n" + host + "x-api-key: " + kSentinel + "\r\n\r\n");
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 405);
+        CHECK(res["X-Corral-Reason"] == "unsupported_method");
+        CHECK(res.body().find(kSecret) == std::string::npos);
+    }
+    Client plain(g.port);
+    auto res = plain.roundtrip("TRACE http://tun.test:" + std::to_string(w.good.port) + "/any HTTP/1.1\r\nHost: tun.test\r\n\r\n");
+    CHECK(res.result_int() == 405);
+    CHECK(w.good.connections.load() == 0);
+    auto ok = inject_client(w, g);
+    CHECK(ok->roundtrip("DELETE /any HTTP/1.1\r\n" + host + "\r\n").result_int() == 200);
+}
+
+TEST_CASE("routes are checked on exactly the path forwarded: non-canonical paths get 400") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());  // routes include "GET /v1/models/*"
+    const std::string host = "Host: " + up_authority(w) + "\r\n";
+    // Each normalised into /v1/models/x and was forwarded raw, credential attached.
+    for (const char* target : {"/admin/..;/v1/models/x", "/admin/x%2f..%2f..%2fv1/models/x", "/admin/../v1/models/x",
+                               "/v1/models/x#/../../../admin", "/admin;/../v1/models/x", "/v1//models/x",
+                               "/v1/models/%78"}) {
+        CAPTURE(target);
+        auto c = inject_client(w, g);
+        c->write(std::string("GET ") + target + " HTTP/1.1\r\n" + host + "\r\n");
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 400);
+        CHECK(res["X-Corral-Reason"] == "non_canonical_path");
+    }
+    CHECK(w.good.requests.load() == 0);
+    // A canonical path passes with its query untouched.
+    auto c = inject_client(w, g);
+    CHECK(c->roundtrip("GET /v1/models/x?q=/../admin;%2f HTTP/1.1\r\n" + host + "\r\n").result_int() == 200);
+    CHECK(w.good.all_heads().find("GET /v1/models/x?q=/../admin;%2f HTTP/1.1") != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(slurp(w.ledger()).find("\"reason\":\"non_canonical_path\"") != std::string::npos);
+}
+
+TEST_CASE("a wildcard inject grant serves a name with '_' (the leaf is minted before the 200)") {
+    World w;
+    Upstream wild{*w.upstream_ca.mint_leaf("a_b.wild.test")};
+    auto cfg = w.config();
+    config::Grant g;
+    g.host = "*.wild.test", g.port = 443, g.mode = config::GrantMode::inject, g.allow_private = true;
+    g.credential = "k";
+    g.connect_to = "127.0.0.1:" + std::to_string(wild.port), g.connect_host = "127.0.0.1", g.connect_port = wild.port;
+    g.index = cfg.grants.size();
+    cfg.grants.push_back(g);
+    GatewayUnderTest gw(cfg, w.secrets());
+    Client c(gw.port);
+    // Before: "200 Connection Established", then a close (minting threw), no ledger line.
+    REQUIRE(c.connect_tunnel("a_b.wild.test:443") == 200);
+    auto ec = c.start_tls("a_b.wild.test", "a_b.wild.test", w.corral_ca());
+    REQUIRE_MESSAGE(!ec, ec.message());
+    auto res = c.roundtrip("GET /echo HTTP/1.1\r\nHost: a_b.wild.test\r\n\r\n");
+    CHECK(res.result_int() == 200);
+    CHECK(res.body().find("key-is-real=yes") != std::string::npos);
 }

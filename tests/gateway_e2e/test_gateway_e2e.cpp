@@ -119,21 +119,29 @@ TEST_CASE("ungranted hosts and routes get 403 and a ledger line") {
     CHECK(codes(r) == "connect=200 status=403");
     CHECK(ledger_has("api.anthropic.test", "route_denied"));
 
-    // Escapes that normalise out of the granted prefix.
+    // Paths that are not canonical are refused whole (400), whether they would
+    // normalise out of the granted prefix or into it: the path the routes are
+    // checked against must be the path the upstream receives.
     for (const char* path : {"/v1/models/..%2f..%2fadmin", "/v1/models/%2e%2e/%2e%2e/admin", "/v1/models/../organizations",
-                             "/v1/models/..;/organizations"}) {
+                             "/v1/models/..;/organizations", "/../v1/models/x", "/v1//models/./claude",
+                             "/admin/..;/v1/models/x", "/admin/x%2f..%2f..%2fv1/models/x", "/admin/../v1/models/x",
+                             "/admin;/../v1/models/x"}) {
         CAPTURE(path);
         r = curl({"--path-as-is", std::string("https://api.anthropic.test") + path});
-        CHECK(codes(r) == "connect=200 status=403");
+        CHECK(codes(r) == "connect=200 status=400");
     }
-    r = curl({"--path-as-is", "https://api.anthropic.test/../v1/models/x"});
-    CHECK(codes(r) == "connect=200 status=400");
-    CHECK(ledger_has("api.anthropic.test", "bad_path"));
+    // curl keeps a '#' to itself: send that one raw.
+    auto out = node_client({{"host", "api.anthropic.test"}, {"port", 443}, {"mode", "raw"},
+                            {"raw", "GET /v1/models/x#/../../../admin HTTP/1.1\r\nHost: api.anthropic.test\r\n\r\n"}});
+    CHECK(out["raw"].get<std::string>().rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(ledger_has("api.anthropic.test", "non_canonical_path"));
+    auto stats = upstream_stats();
+    for (const auto& s : stats["seen"]) CHECK(s["url"].get<std::string>().find("admin") == std::string::npos);
     // The method is part of the route.
     r = curl({"-X", "DELETE", "https://api.anthropic.test/v1/messages"});
     CHECK(codes(r) == "connect=200 status=403");
-    // A granted prefix still works after normalisation.
-    r = curl({"--path-as-is", "https://api.anthropic.test/v1//models/./claude"});
+    // A canonical path in the granted prefix passes.
+    r = curl({"https://api.anthropic.test/v1/models/claude"});
     CHECK(codes(r) == "connect=200 status=200");
 }
 
@@ -257,6 +265,27 @@ TEST_CASE("an oversize body gets 413 and the upstream never sees the excess") {
     CHECK(codes(r) == "connect=200 status=200");
     CHECK(json::parse(body_of(r))["bodyBytes"] == 60 * 1024);
     (void)before;
+}
+
+TEST_CASE("chunked trailers are refused, and a 70000-byte one does not take the daemon down") {
+    const std::string host = "Host: upstream.test:" + main_port() + "\r\n";
+    const std::string head = "POST /trailered HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n";
+    // Before: Beast threw std::length_error out of the daemon's event loop (the process died).
+    auto out = node_client({{"host", "upstream.test"}, {"port", world().ports.at("main")}, {"mode", "raw"},
+                            {"raw", head + "X-Big: " + std::string(70000, 'v') + "\r\n\r\n"}});
+    REQUIRE(out.contains("raw"));
+    CHECK(out["raw"].get<std::string>().rfind("HTTP/1.1 4", 0) == 0);
+    // A trailer the head checks would have refused as a header.
+    out = node_client({{"host", "upstream.test"}, {"port", world().ports.at("main")}, {"mode", "raw"},
+                       {"raw", head + "Host: evil.test\r\n\r\n"}});
+    CHECK(out["raw"].get<std::string>().rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(reason_header(out["raw"].get<std::string>()) == "trailers_refused");
+    CHECK(ledger_has("upstream.test", "trailers_refused"));
+    // The daemon still serves.
+    auto r = curl({"https://api.anthropic.test/v1/models/claude"});
+    CHECK(codes(r) == "connect=200 status=200");
+    auto stats = upstream_stats();
+    for (const auto& s : stats["seen"]) CHECK(s["url"].get<std::string>().find("/trailered") == std::string::npos);
 }
 
 TEST_CASE("a client sending one byte a second is cut off") {
