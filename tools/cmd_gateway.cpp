@@ -307,11 +307,13 @@ int cmd_gateway(int argc, char** argv) {
     if (!cfg.gateway.listen_tcp.empty() && !tcp_identity)
         throw UsageError(config_path + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
 
+    // The loops first, so they outlive the gateway: its pooled upstream
+    // connections deregister from their loop's reactor when it is destroyed.
+    EventLoops loops(threads);
     gateway::Gateway gw(cfg, std::move(secrets));
     // Sandboxes started with --gateway unix:PATH read <state_dir>/ca/ca.crt:
     // the daemon creates (or checks) its CA at start even without inject grants.
     (void)gw.ca_certificate_pem();
-    EventLoops loops(threads);
     asio::io_context& ioc = loops.first();
 
     std::optional<asio::local::stream_protocol::acceptor> unix_acceptor;

@@ -111,8 +111,11 @@ private:
     std::string ca_pem_;
     bool intercepts_ = true;  // a daemon's grants are unknown here: assume it intercepts
     std::string cli_version_;
-    std::unique_ptr<gateway::Gateway> gateway_;
+    // Declared before everything that holds sockets of its loop, so it is
+    // destroyed after them: the gateway's pooled upstream connections and the
+    // bridge deregister from its reactor when they go.
     std::unique_ptr<boost::asio::io_context> ioc_;
+    std::unique_ptr<gateway::Gateway> gateway_;
     std::unique_ptr<shim::Bridge> bridge_;
     std::vector<std::thread> threads_;
     Fd stdout_write_;
