@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "base/log.hpp"
+#include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
@@ -47,8 +48,10 @@ network and agents (docs/architecture.md "The bridge"):
   --config DIR           organisation directory (org.toml, workers/NAME/worker.toml)
   --worker NAME          the worker whose grants, credentials, limits and agent apply
   --prompt TEXT          run the worker's agent CLI on TEXT (instead of CMD)
-  --prompt-file F        the same, prompt read from F
-  --system-prompt-file F system prompt for the agent
+  --prompt-file F        the same, prompt read from F (a regular file of at
+                         most 4 MiB, named without any symbolic link on the
+                         way: root reads it, and F may lie where an agent wrote)
+  --system-prompt-file F system prompt for the agent (same rules as F)
   --gateway unix:PATH    hand connections to a running `corral gateway` daemon
                          (identity announced per connection) instead of the
                          gateway embedded in this process
@@ -61,12 +64,14 @@ const std::set<std::string_view> kRunValueOptions = {"--rootfs", "--workspace", 
                                                      "--memory", "--pids",      "--cpus",    "--timeout",
                                                      "--env",    "--hostname",  "--uid-range", "--log-limit"};
 
+// --prompt-file and --system-prompt-file may sit in a workspace an earlier
+// agent wrote: root reads them without following links (a planted link would
+// hand a root-only file to the box and the model provider), without blocking
+// on a FIFO, and at most 4 MiB.
 std::string read_text_file(const std::string& option, const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw UsageError(option + " " + path + ": cannot read (" + errno_text(errno) + ")");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    auto text = read_regular_file({option, path, PathWalk::no_symlinks, "", 4u << 20});
+    if (!text) throw UsageError(option + " " + path + ": no such file");
+    return *text;
 }
 
 std::string read_optional_file(const std::string& path) {
@@ -274,7 +279,11 @@ void RunEgress::prepare_trust(SandboxSpec& spec) {
     // host mode: the host's bundle. Either way the image/host is untouched.
     std::string bundle;
     bool image = spec.rootfs.image != "host";
-    if (image) bundle = read_optional_file(spec.rootfs.image + kBundleInBox);
+    // The image's bundle as the image sees it (links resolved inside the
+    // image), non-blocking, bounded: an image must not make root read a host
+    // file or hang.
+    if (image) bundle = read_regular_file({"--rootfs", kBundleInBox, PathWalk::in_root, spec.rootfs.image, 16u << 20})
+                            .value_or("");
     bool host_has_bundle = fs::is_regular_file(kBundleInBox);
     if (!image && host_has_bundle) bundle = read_optional_file(kBundleInBox);
     if (image && bundle.empty() && host_has_bundle) bundle = read_optional_file(kBundleInBox);

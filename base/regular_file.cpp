@@ -1,0 +1,59 @@
+#include "base/regular_file.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral {
+
+std::optional<std::string> read_regular_file(const RegularFileRead& r) {
+    const std::string where = r.what + " " + (r.walk == PathWalk::in_root ? r.root + " → " : "") + r.path;
+    Fd root;
+    int dirfd = AT_FDCWD;
+    if (r.walk == PathWalk::in_root) {
+        root.reset(::open(r.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!root.valid()) throw SysError("open", r.root, errno);
+        dirfd = root.get();
+    }
+    open_how how{};
+    // O_NONBLOCK: a FIFO put in the file's place must not hang root here.
+    how.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_MAGICLINKS |
+                  (r.walk == PathWalk::in_root ? RESOLVE_IN_ROOT : RESOLVE_NO_SYMLINKS);
+    Fd fd(static_cast<int>(::syscall(SYS_openat2, dirfd, r.path.c_str(), &how, sizeof how)));
+    if (!fd.valid()) {
+        if (errno == ENOENT) return std::nullopt;
+        if (errno == ELOOP)
+            throw UsageError(where + ": the path goes through a symbolic link; name the file itself "
+                                     "(root does not follow links others could have planted)");
+        throw SysError("openat2", where, errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw SysError("fstat", where, errno);
+    if (!S_ISREG(st.st_mode)) throw UsageError(where + ": not a regular file");
+    if (static_cast<std::size_t>(st.st_size) > r.max_bytes)
+        throw UsageError(where + ": " + std::to_string(st.st_size) + " bytes, more than the " +
+                         std::to_string(r.max_bytes) + " allowed");
+    // Bounded by max_bytes + 1 whatever fstat said: a file that grows while
+    // it is read is refused, not followed.
+    std::string text;
+    char buf[16384];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("read", where, errno);
+        if (n == 0) return text;
+        text.append(buf, static_cast<std::size_t>(n));
+        if (text.size() > r.max_bytes)
+            throw UsageError(where + ": grew past the " + std::to_string(r.max_bytes) + " bytes allowed while read");
+    }
+}
+
+}  // namespace corral
