@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <optional>
 #include <fstream>
@@ -651,6 +652,8 @@ std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& 
             }
             char buf[4096];
             ssize_t n;
+            // One allocation: a growing string would leave copies in freed memory.
+            secret.reserve(64 * 1024 + sizeof buf);
             while ((n = ::read(fd, buf, sizeof buf)) != 0) {
                 if (n < 0) {
                     if (errno == EINTR) continue;
@@ -661,6 +664,7 @@ std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& 
                     throw ConfigError(c.where + ": credentials." + name + ".file " + quote(c.file) +
                                       ": larger than 64KiB, allowed: one secret");
             }
+            explicit_bzero(buf, sizeof buf);
         } else {
             origin = "environment variable " + c.env;
             const char* v = std::getenv(c.env.c_str());

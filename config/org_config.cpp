@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -595,6 +596,7 @@ CredentialStatus credential_status(const GatewayConfig& gw, const std::string& n
     try {
         auto secrets = load_credential_secrets(one);
         s.available = secrets.count(name) == 1;
+        for (auto& [n, secret] : secrets) explicit_bzero(secret.data(), secret.size());
         if (!s.available) s.problem = "no secret read";
     } catch (const std::exception& e) {
         s.problem = e.what();

@@ -132,6 +132,11 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
 
 Gateway::~Gateway() = default;
 
+void Gateway::install_secrets(std::map<std::string, std::string> secrets) {
+    for (const auto& [name, secret] : secrets) ledger_.register_secret(secret);
+    secrets_ = std::move(secrets);  // the same map object Internals refers to
+}
+
 void Gateway::add_listening_endpoint(const asio::ip::tcp::endpoint& ep) { internals_->add_listening(ep); }
 
 SelfAddresses Gateway::Internals::self() {

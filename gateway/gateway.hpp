@@ -58,6 +58,12 @@ public:
     boost::asio::awaitable<void> serve(boost::asio::local::stream_protocol::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::generic::stream_protocol::socket s, Identity id);
 
+    // Hands the gateway its secrets after construction: `corral run` reads
+    // them only once the box's init has been cloned, so no copy of them
+    // exists in any process of the box. Call before serving connections
+    // (not thread-safe); replaces any secrets given before.
+    void install_secrets(std::map<std::string, std::string> secrets);
+
     // Records a TCP endpoint the gateway listens on so it never dials itself
     // (vet_addresses refuses it). Call before serving connections.
     void add_listening_endpoint(const boost::asio::ip::tcp::endpoint& ep);

@@ -9,6 +9,7 @@
 
 #include "base/sys_error.hpp"
 #include "gateway/ca.hpp"
+#include "rootfs/host_paths.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -53,6 +54,9 @@ int cmd_ca(int argc, char** argv) {
         }
         return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --state-dir DIR");
     }
+    // Root writes the CA key under it: only a path no one but root can
+    // redirect (the same rule as `corral run` and `corral gateway`).
+    rootfs::require_root_only_tree("--state-dir", state_dir + "/ca");
     auto ca = gateway::CertificateAuthority::load_or_create(state_dir);
     std::printf("%s\n", ca.certificate_path().c_str());
     std::fprintf(stderr, "corral ca: %s CA in %s\n", ca.created() ? "created" : "kept the existing",

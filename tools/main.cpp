@@ -1,5 +1,8 @@
 // tools/main.cpp — `corral SUBCOMMAND ...`: dispatch only; each subcommand
 // lives in its own cmd_*.cpp and calls into the component libraries.
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -29,9 +32,24 @@ void usage(std::FILE* out) {
     std::fprintf(out, "\n`corral SUBCOMMAND --help` explains each one.\n");
 }
 
+// corral holds credentials, the CA key and the box's secrets-free but
+// private state in memory (and so do the init and reaper, copies made by
+// clone): none of it may end in a core file or a core_pattern helper, nor be
+// read through /proc by anyone without CAP_SYS_PTRACE. Both are inherited by
+// every process corral clones; the command's execve resets dumpable for the
+// agent's own programs, whose core dumps the init disables separately.
+void keep_memory_out_of_core_dumps() {
+    // 1 byte, not 0: the kernel ignores the limit for a core_pattern pipe
+    // except at exactly 1 (and an ELF core needs a page, so no file either).
+    const rlimit one_byte{1, 1};
+    (void)setrlimit(RLIMIT_CORE, &one_byte);
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    keep_memory_out_of_core_dumps();
     if (argc < 2) {
         usage(stderr);
         return 2;

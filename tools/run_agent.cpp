@@ -209,6 +209,11 @@ void RunEgress::prepare(SandboxSpec& spec) {
     // be a root-only tree, and no workspace may reach it.
     rootfs::require_root_only_tree(eg_.config_dir ? "[gateway] state_dir" : "--state-dir", gw.gateway.state_dir + "/ca");
     spec.rootfs.protected_dirs.push_back(gw.gateway.state_dir);
+    // What decides the next run's grants is never in reach of this run's
+    // agent: a workspace may not be, contain or lie in the org directory (an
+    // agent that could edit worker.toml would grant itself hosts next time).
+    if (eg_.config_dir)
+        spec.rootfs.protected_dirs.push_back(std::filesystem::absolute(*eg_.config_dir).lexically_normal().string());
     if (!gateway::parse_identity(identity()))
         throw UsageError("identity " + identity() + ": worker and run id must be made of [A-Za-z0-9._-]");
 
@@ -252,13 +257,17 @@ void RunEgress::prepare(SandboxSpec& spec) {
             if (!g.credential.empty()) used.insert(g.credential);
         for (auto it = gw.credentials.begin(); it != gw.credentials.end();)
             it = used.count(it->first) ? std::next(it) : gw.credentials.erase(it);
-        auto secrets = config::load_credential_secrets(gw);
+        // Checked now (a run that cannot authenticate must not start) but kept
+        // only from start() on, after the clone: the init and the reaper are
+        // copies of this process and must hold no secret (docs/security.md).
+        for (auto& [name, secret] : config::load_credential_secrets(gw)) explicit_bzero(secret.data(), secret.size());
+        credential_specs_ = gw;
         // Only an inject grant makes the gateway speak TLS to the box with
         // corral's CA; without one the box's trust store stays the image's and
         // the CA is not even loaded (a plain `corral run` has no grants).
         intercepts_ = std::any_of(gw.grants.begin(), gw.grants.end(),
                                   [](const config::Grant& g) { return g.mode == config::GrantMode::inject; });
-        gateway_ = std::make_unique<gateway::Gateway>(std::move(gw), std::move(secrets));
+        gateway_ = std::make_unique<gateway::Gateway>(std::move(gw), std::map<std::string, std::string>{});
         if (!gateway_->ledger().healthy())
             throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
         if (intercepts_) ca_pem_ = gateway_->ca_certificate_pem();
@@ -375,6 +384,7 @@ void RunEgress::start(const Sandbox& box) {
             return counted_relay(std::move(s), path, ident, active);
         };
     }
+    if (gateway_) gateway_->install_secrets(config::load_credential_secrets(credential_specs_));
     bridge_ = std::make_unique<shim::Bridge>(*ioc_, std::move(listeners), std::move(handler));
     bridge_->start();
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(

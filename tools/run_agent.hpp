@@ -115,6 +115,7 @@ private:
     // destroyed after them: the gateway's pooled upstream connections and the
     // bridge deregister from its reactor when they go.
     std::unique_ptr<boost::asio::io_context> ioc_;
+    config::GatewayConfig credential_specs_;  // where the embedded gateway's secrets are read from in start()
     std::unique_ptr<gateway::Gateway> gateway_;
     std::unique_ptr<shim::Bridge> bridge_;
     std::vector<std::thread> threads_;

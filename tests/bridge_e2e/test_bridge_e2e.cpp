@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -19,13 +20,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -192,6 +196,37 @@ std::vector<json> ledger(const std::string& path) {
     return out;
 }
 
+pid_t parent_of(pid_t pid) {
+    std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state;
+    pid_t ppid = -1;
+    rest >> state >> ppid;
+    return ppid;
+}
+
+// Whether `needle` is anywhere in the readable memory of `pid` (as root).
+bool memory_contains(pid_t pid, const std::string& needle) {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    int mem = ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+    if (mem < 0) throw std::runtime_error("open /proc/" + std::to_string(pid) + "/mem: " + std::strerror(errno));
+    bool found = false;
+    for (std::string line; !found && std::getline(maps, line);) {
+        unsigned long long lo = 0, hi = 0;
+        char perms[8] = {};
+        if (std::sscanf(line.c_str(), "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r') continue;
+        if (line.find("[vvar") != std::string::npos || line.find("[vsyscall]") != std::string::npos) continue;
+        std::string region(hi - lo, '\0');
+        ssize_t n = ::pread(mem, region.data(), region.size(), static_cast<off_t>(lo));
+        if (n > 0 && std::string_view(region.data(), static_cast<std::size_t>(n)).find(needle) != std::string_view::npos)
+            found = true;
+    }
+    ::close(mem);
+    return found;
+}
+
 // The pid (host view) of a process of the box, found by its unique argv.
 pid_t find_box_process(const std::string& marker) {
     for (const auto& e : fs::directory_iterator("/proc")) {
@@ -210,6 +245,8 @@ struct BoxRun {
     int exit_code = -1;
     std::string environ_text;       // the box shell's /proc/PID/environ, read from the host
     std::string scan_hits;          // grep -rl of the real key over the box's tree (host side)
+    int box_root_processes = 0;     // the init and the reaper, whose memory was searched
+    std::string memory_hits;        // "<pid>" for each of them holding the real key in memory
     json record;
 };
 
@@ -236,6 +273,13 @@ BoxRun run_box(const std::string& label, const std::vector<std::string>& extra, 
         pid_t pid = find_box_process(marker);
         if (pid > 0) {
             b.environ_text = read_file("/proc/" + std::to_string(pid) + "/environ");
+            // The box's own root processes (reaper = parent, init = its
+            // parent) are copies of corral made at clone time: the real key
+            // must not be anywhere in their memory.
+            for (pid_t p = parent_of(pid); p > 0 && b.box_root_processes < 2; p = parent_of(p)) {
+                ++b.box_root_processes;
+                if (memory_contains(p, w.real_key)) b.memory_hits += std::to_string(p) + " ";
+            }
             // The box's whole visible tree except the host's read-only /usr
             // (bound unchanged; corral puts nothing there) and the kernel's
             // virtual file systems.
@@ -266,6 +310,8 @@ BoxRun run_box(const std::string& label, const std::vector<std::string>& extra, 
 
 void check_no_secret_anywhere(const BoxRun& b) {
     const World& w = world();
+    CHECK(b.box_root_processes == 2);
+    CHECK_MESSAGE(b.memory_hits == "", "the real key is in the memory of the box's root processes " << b.memory_hits);
     CHECK(b.environ_text.find("PATH=") != std::string::npos);  // the environ was really read
     CHECK(b.environ_text.find(w.real_key) == std::string::npos);
     CHECK(b.scan_hits == "");
@@ -392,6 +438,24 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     CHECK(!fs::exists(b.run_dir + "/ledger.jsonl"));
     check_no_secret_anywhere(b);
     w.daemon.reset();
+}
+
+TEST_CASE("a workspace that is, holds or lies in the org directory is refused before anything starts") {
+    World& w = world();
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    const std::string inside = w.org + "/workers/w1";
+    for (const std::string& ws : {w.org, inside, w.dir}) {
+        std::string run_dir = w.dir + "/run-orgws-" + std::to_string(std::hash<std::string>{}(ws));
+        auto r = run({corral_bin(), "run", "--config", w.org, "--worker", "w1", "--workspace", ws, "--run-dir", run_dir,
+                      "--", "/bin/true"},
+                     o);
+        INFO(ws << ": " << r.out << r.err);
+        CHECK(r.exit_code == 125);
+        // w.dir also holds the run's state dir, which may be named first.
+        CHECK(r.err.find("--workspace " + ws + ": overlaps " + (ws == w.dir ? "" : w.org)) != std::string::npos);
+        CHECK(!fs::exists(run_dir + "/stdout.log"));
+    }
 }
 
 TEST_CASE("an agent run whose credential is missing fails before anything starts, naming it") {
