@@ -1,4 +1,5 @@
 #include "supervisor/cgroup.hpp"
+#include "supervisor/sweep.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -367,7 +368,9 @@ void RunCgroup::kill_all() {
         }
         if (left.empty()) return;
         if (std::chrono::steady_clock::now() >= deadline) return;  // caller sees !empty() and reports it
-        for (pid_t pid : left) ::kill(pid, SIGKILL);
+        // Pinned and re-checked: a listed pid reused by a process outside the
+        // run (after the one listed exited) is never signalled.
+        for (pid_t pid : left) kill_if_in_cgroup(pid, "/corral/" + run_id_);
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(20000));
     }

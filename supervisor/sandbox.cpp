@@ -892,7 +892,7 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
     } else if (escaped.empty()) {
         step("uid_sweep", true, "no process of uid " + std::to_string(box.lease_.uid()) + " on the host");
     } else {
-        for (pid_t p : escaped) kill(p, SIGKILL);
+        for (pid_t p : escaped) kill_if_identity(p, box.lease_.uid(), box.lease_.gid());
         step("uid_sweep", false,
              std::to_string(escaped.size()) + " processes of uid " + std::to_string(box.lease_.uid()) +
                  " survived teardown (SIGKILLed now): " + pid_list(escaped));

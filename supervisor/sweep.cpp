@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -197,6 +199,60 @@ std::vector<pid_t> scan_identity(std::optional<uid_t> uid, std::optional<gid_t> 
 }
 
 }  // namespace
+
+namespace {
+
+// pidfd_open(pid), then `still_ours(pid)` about the process the pidfd pins,
+// then SIGKILL through the pidfd. If the pinned process exits in between, the
+// check may read a newer process's /proc entry, but the signal goes to the
+// pinned (dead) one: ESRCH, nobody else hit.
+template <typename Check>
+bool kill_pinned(pid_t pid, Check&& still_ours) {
+    Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd.valid()) return false;  // gone already
+    if (!still_ours()) return false;
+    return ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) == 0;
+}
+
+}  // namespace
+
+bool kill_if_identity(pid_t pid, uid_t uid, gid_t gid) {
+    return kill_pinned(pid, [&] {
+        Fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!proc.valid()) return false;
+        std::array<char, 4096> buf;
+        IdLines ids;
+        const std::string name = std::to_string(pid);
+        return read_id_lines(proc.get(), name.c_str(), buf, ids) && identity_matches(ids, uid, gid);
+    });
+}
+
+bool kill_if_in_cgroup(pid_t pid, const std::string& cgroup_path) {
+    return kill_pinned(pid, [&] {
+        Fd fd(::open(("/proc/" + std::to_string(pid) + "/cgroup").c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd.valid()) return false;
+        std::string text;
+        try {
+            text = read_to_end(fd.get(), "/proc/<pid>/cgroup");
+        } catch (const std::exception&) {
+            return false;
+        }
+        // Lines are "ID:CONTROLLERS:PATH"; ours is the path or below it.
+        for (std::size_t start = 0; start < text.size();) {
+            std::size_t end = text.find('\n', start);
+            if (end == std::string::npos) end = text.size();
+            std::string_view line(text.data() + start, end - start);
+            std::size_t colon = line.find(':', line.find(':') + 1);
+            if (colon != std::string_view::npos) {
+                std::string_view path = line.substr(colon + 1);
+                if (path == cgroup_path || (path.starts_with(cgroup_path) && path[cgroup_path.size()] == '/'))
+                    return true;
+            }
+            start = end + 1;
+        }
+        return false;
+    });
+}
 
 std::vector<pid_t> processes_of_uid(uid_t uid) { return scan_identity(uid, std::nullopt, KernelThreads::include); }
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace corral::supervisor {
@@ -39,6 +40,17 @@ struct HostScan {
     std::vector<pid_t> of_identity;
 };
 HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid);
+
+// SIGKILLs the process now at `pid` only if it still has `uid` in a Uid: field
+// or `gid` in a Gid: field. The process is pinned with a pidfd before it is
+// checked and signalled through that pidfd, so a pid that was listed by a
+// scan, exited and was reused by someone else's process is never hit.
+// True if a signal was sent.
+bool kill_if_identity(pid_t pid, uid_t uid, gid_t gid);
+
+// The same for a process that must still be in the cgroup whose path, as
+// /proc/<pid>/cgroup shows it, starts with `cgroup_path` ("/corral/<run-id>").
+bool kill_if_in_cgroup(pid_t pid, const std::string& cgroup_path);
 
 // Inode of the pid namespace of `pid` (stat of /proc/<pid>/ns/pid); nullopt if the
 // process is gone.

@@ -189,3 +189,26 @@ TEST_CASE("scan_host: one pass finds the PID namespace's processes and a non-dum
     ::waitpid(child, nullptr, 0);
     CHECK(scan_host(*ns, uid, uid).of_identity.empty());
 }
+
+TEST_CASE("kill_if_identity and kill_if_in_cgroup signal only a process that still matches (root)") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: needs root to switch a child to another uid");
+        return;
+    }
+    const uid_t uid = 1999999003;
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t child = spawn_as(uid, uid, fds);
+    auto alive = [&] { return ::waitpid(child, nullptr, WNOHANG) == 0; };
+    // Another identity, or a cgroup the child is not in: left alone.
+    CHECK_FALSE(kill_if_identity(child, uid + 1, uid + 1));
+    CHECK_FALSE(kill_if_in_cgroup(child, "/corral/no-such-run"));
+    CHECK(alive());
+    // A pid with no process at all: nothing happens.
+    CHECK_FALSE(kill_if_identity(0x7ffffff0, uid, uid));
+    // Its own identity: killed.
+    CHECK(kill_if_identity(child, uid, uid));
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+}
