@@ -115,14 +115,14 @@ std::uint64_t parse_count(std::string_view name, const std::string& text) {
 }
 
 double parse_cpus(const std::string& text) {
-    const char* form = ": expected a positive number of CPUs such as 0.5, 1 or 2.5 (at most 1024)";
+    const char* form = ": expected a number of CPUs from 0.01 to 1024, such as 0.5, 1 or 2.5";
     if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos)
         throw UsageError("--cpus: invalid CPU count \"" + text + "\"" + form);
     errno = 0;
     char* end = nullptr;
     double v = std::strtod(text.c_str(), &end);
-    // Below 1/1000 CPU the v2 quota (period 100ms) drops under the kernel's 1ms minimum.
-    if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0.001 || v > 1024)
+    // Below 1/100 CPU the quota (period 100ms) drops under the kernel's 1ms minimum.
+    if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0.01 || v > 1024)
         throw UsageError("--cpus: invalid CPU count \"" + text + "\"" + form);
     return v;
 }
@@ -147,8 +147,11 @@ const char* run_help_text() { return kHelp; }
 
 std::string default_state_dir() {
     const char* env = std::getenv("CORRAL_STATE_DIR");
-    if (env != nullptr && *env != '\0') return env;
-    return "/var/lib/corral";
+    if (env == nullptr) return "/var/lib/corral";
+    // Set but empty is a mistake (a script's unset variable), not a request
+    // for the default: the run's records would land somewhere unexpected.
+    if (*env == '\0') throw UsageError("CORRAL_STATE_DIR is set but empty; unset it or name a directory");
+    return env;
 }
 
 void check_hostname(const std::string& name) {

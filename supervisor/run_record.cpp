@@ -92,6 +92,7 @@ nlohmann::json to_json(const RunRecord& r) {
           {"log_limit_bytes", r.log_limit_bytes}}},
         {"teardown", {{"verdict", r.teardown.verdict()}, {"problems", r.teardown.problems}, {"steps", steps}}},
         {"status", r.status},
+        {"messages", r.messages},
     };
     if (r.extra.is_object())
         for (const auto& [k, v] : r.extra.items())

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <grp.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
@@ -376,9 +377,21 @@ std::string user_database_claim(uid_t uid) {
     while ((rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &result)) == ERANGE && buf.size() < (1u << 20))
         buf.resize(buf.size() * 2);
     if (rc != 0) return std::string("could not be checked in the user database: ") + std::strerror(rc);
-    if (result == nullptr) return {};
-    return std::string("exists in the user database as ") +
-           (pw.pw_name != nullptr && pw.pw_name[0] != '\0' ? pw.pw_name : "(unnamed)");
+    if (result != nullptr)
+        return std::string("exists in the user database as ") +
+               (pw.pw_name != nullptr && pw.pw_name[0] != '\0' ? pw.pw_name : "(unnamed)");
+    // The run's GID has the UID's number: a group of that number (sudo,
+    // kmem, staff in a range set too low) would give the box its rights.
+    struct group gr {};
+    struct group* gresult = nullptr;
+    while ((rc = ::getgrgid_r(static_cast<gid_t>(uid), &gr, buf.data(), buf.size(), &gresult)) == ERANGE &&
+           buf.size() < (1u << 20))
+        buf.resize(buf.size() * 2);
+    if (rc != 0) return std::string("could not be checked in the group database: ") + std::strerror(rc);
+    if (gresult != nullptr)
+        return std::string("exists in the group database (as the run's GID) as ") +
+               (gr.gr_name != nullptr && gr.gr_name[0] != '\0' ? gr.gr_name : "(unnamed)");
+    return {};
 }
 }  // namespace
 

@@ -44,7 +44,14 @@ constexpr int kExitTeardown = 126;
 constexpr int kExitNotFound = 127;
 constexpr int kExitUsage = 2;
 
-void say(const std::string& line) { std::fprintf(stderr, "corral run: %s\n", line.c_str()); }
+// What corral tells the operator about a run also goes into its run.json
+// ("messages"), so a record of a refused or failed run says why.
+std::vector<std::string>* g_run_messages = nullptr;
+
+void say(const std::string& line) {
+    std::fprintf(stderr, "corral run: %s\n", line.c_str());
+    if (g_run_messages != nullptr) g_run_messages->push_back(line);
+}
 
 // A closed 0/1/2 would let the next pipe() land there and be mistaken for stdio.
 void ensure_stdio_open() {
@@ -145,6 +152,7 @@ int cmd_run(int argc, char** argv) {
     auto t_prep = steady::now();
 
     RunRecord record;
+    g_run_messages = &record.messages;
     record.id = make_run_id();
     record.argv = opts.command;
     record.rootfs = opts.rootfs;
@@ -153,9 +161,10 @@ int cmd_run(int argc, char** argv) {
     record.timeout = opts.timeout;
     record.started_at = std::chrono::system_clock::now();
 
-    std::string state_dir = opts.state_dir.value_or(default_state_dir());
-    std::string run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
+    std::string state_dir, run_dir;
     try {
+        state_dir = opts.state_dir ? *opts.state_dir : default_state_dir();
+        run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
         state_dir = make_private_dir("--state-dir", state_dir, DirRole::state);
         run_dir = make_private_dir("--run-dir", run_dir, DirRole::run);
     } catch (const std::exception& e) {

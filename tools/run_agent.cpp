@@ -229,7 +229,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
             implied = implied_grants(kind, credential_mode_for(cred.kind), worker_);
         else
             log::info("worker " + worker_ + ": credential '" + required_credential(kind).name +
-                      "' not available; the agent's model grants are left out of this run");
+                      "' not available (" + cred.problem + "); the agent's model grants are left out of this run");
         gw.grants = worker_grants(*resolved_, implied);
     }
 

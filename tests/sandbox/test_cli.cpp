@@ -3,6 +3,8 @@
 // reported as documented, output is streamed and logged, and run.json carries
 // every field of the contract.
 #include <doctest/doctest.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -39,6 +41,20 @@ TEST_CASE("a rootfs that does not exist is refused with one line naming it") {
     args.rootfs = missing;
     auto run = corral_run({"/bin/true"}, args);
     check_one_line_error(run.result, {2, 125}, {missing});
+    // The run's record says why it never ran.
+    REQUIRE(run.record.has_value());
+    INFO(run.record->dump(2));
+    CHECK((*run.record)["status"] == 125);
+    REQUIRE((*run.record)["messages"].size() == 1);
+    CHECK((*run.record)["messages"][0].get<std::string>().find(missing) != std::string::npos);
+}
+
+TEST_CASE("CORRAL_STATE_DIR set but empty is refused, not taken for the default") {
+    CorralArgs args;
+    args.own_run_dir = false;
+    args.process.env["CORRAL_STATE_DIR"] = "";
+    auto run = corral_run({"/bin/true"}, args);
+    check_one_line_error(run.result, {125}, {"CORRAL_STATE_DIR is set but empty"});
 }
 
 TEST_CASE("a rootfs that is a file is refused with one line naming it") {
@@ -161,6 +177,35 @@ TEST_CASE("a UID owned by a process outside corral is skipped with a warning, an
 
     ::kill(foreign, SIGKILL);
     ::waitpid(foreign, nullptr, 0);
+}
+
+TEST_CASE("a UID whose number is a host group's GID is never leased (the box would get that group)") {
+    // A group (sudo, staff, ...) whose GID no user has as UID: a range of just
+    // that number must not run the box with it.
+    gid_t taken = 0;
+    std::string group_name;
+    ::setgrent();
+    while (const group* g = ::getgrent()) {
+        if (g->gr_gid > 0 && g->gr_gid < 65534 && ::getpwuid(g->gr_gid) == nullptr) {
+            taken = g->gr_gid;
+            group_name = g->gr_name;
+            break;
+        }
+    }
+    ::endgrent();
+    if (taken == 0) {
+        MESSAGE("skipped: every group of this host shares its number with a user");
+        return;
+    }
+    CorralArgs args;
+    args.own_uid_range = false;
+    args.flags = {"--uid-range", std::to_string(taken) + "-" + std::to_string(taken)};
+    auto run = corral_run({"/bin/sh", "-c", "echo RAN; id"}, args);
+    INFO(transcript(run.result));
+    CHECK(run.result.exit_code == 125);
+    CHECK(run.result.out.find("RAN") == std::string::npos);
+    CHECK(run.result.err.find("exists in the group database (as the run's GID) as " + group_name) != std::string::npos);
+    CHECK(run.result.err.find("exhausted") != std::string::npos);
 }
 
 TEST_CASE("a malformed command line of any subcommand exits 2 with one line naming the problem") {

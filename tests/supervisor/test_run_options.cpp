@@ -96,6 +96,8 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
     CHECK(error_of({"--pids", "0", "--", "true"}).starts_with("--pids: invalid count \"0\""));
     CHECK(error_of({"--cpus", "lots", "--", "true"}).starts_with("--cpus: invalid CPU count \"lots\""));
     CHECK(error_of({"--cpus", "0", "--", "true"}).starts_with("--cpus: invalid CPU count \"0\""));
+    CHECK(error_of({"--cpus", "0.001", "--", "true"}) ==
+          "--cpus: invalid CPU count \"0.001\": expected a number of CPUs from 0.01 to 1024, such as 0.5, 1 or 2.5");
     CHECK(error_of({"--hostname", "bad host", "--", "true"}).starts_with("--hostname: invalid hostname \"bad host\""));
     CHECK(error_of({"--uid-range", "5", "--", "true"}).starts_with("--uid-range: "));
     CHECK(error_of({"--memory", "100", "--", "true"}).starts_with("--memory: invalid size \"100\""));
