@@ -191,6 +191,15 @@ bool runs_on_one_thread(const asio::any_io_executor& ex) {
     return loop != nullptr && asio::use_service<asio::detail::scheduler>(loop->context()).concurrency_hint() == 1;
 }
 
+// The connection handlers take any stream socket; a TCP one keeps its family.
+asio::generic::stream_protocol::socket as_generic(asio::ip::tcp::socket s) {
+    boost::system::error_code ec;
+    auto local = s.local_endpoint(ec);
+    int family = (!ec && local.address().is_v6()) ? AF_INET6 : AF_INET;
+    auto ex = s.get_executor();
+    return asio::generic::stream_protocol::socket(ex, asio::generic::stream_protocol(family, IPPROTO_TCP), s.release());
+}
+
 }  // namespace
 
 asio::awaitable<void> Gateway::serve(asio::generic::stream_protocol::socket s, Identity id) {
@@ -208,12 +217,23 @@ asio::awaitable<void> Gateway::serve(asio::generic::stream_protocol::socket s, I
 }
 
 asio::awaitable<void> Gateway::serve(asio::ip::tcp::socket s, Identity id) {
-    boost::system::error_code ec;
-    auto local = s.local_endpoint(ec);
-    int family = (!ec && local.address().is_v6()) ? AF_INET6 : AF_INET;
-    auto ex = s.get_executor();
-    asio::generic::stream_protocol::socket g(ex, asio::generic::stream_protocol(family, IPPROTO_TCP), s.release());
-    co_await serve(std::move(g), std::move(id));
+    co_await serve(as_generic(std::move(s)), std::move(id));
+}
+
+asio::awaitable<void> Gateway::refuse(asio::ip::tcp::socket s, Identity id, std::string code, std::string detail) {
+    try {
+        auto g = as_generic(std::move(s));
+        if (runs_on_one_thread(g.get_executor())) {
+            co_await refuse_connection(*internals_, std::move(g), std::move(id), std::move(code), std::move(detail));
+        } else {
+            auto strand = asio::make_strand(g.get_executor());
+            co_await asio::co_spawn(
+                strand, refuse_connection(*internals_, std::move(g), std::move(id), std::move(code), std::move(detail)),
+                asio::use_awaitable);
+        }
+    } catch (const std::exception& e) {
+        log::debug(std::string("gateway connection ended: ") + e.what());
+    }
 }
 
 asio::awaitable<void> Gateway::serve(asio::local::stream_protocol::socket s, Identity id) {

@@ -64,6 +64,15 @@ public:
     // (not thread-safe); replaces any secrets given before.
     void install_secrets(std::map<std::string, std::string> secrets);
 
+    // Refuses one accepted connection for a reason its acceptor found, before
+    // reading a byte of it (the daemon's listen_tcp: a peer that is not
+    // root): the status of reason `code` with X-Corral-Reason and `detail`,
+    // one ledger line for `id`, then the connection closes (after the bounded
+    // drain every refusal gets, so a request already on its way does not turn
+    // the answer into a reset). Nothing is resolved or dialled. Never throws.
+    boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket s, Identity id, std::string code,
+                                        std::string detail);
+
     // Records a TCP endpoint the gateway listens on so it never dials itself
     // (vet_addresses refuses it). Call before serving connections.
     void add_listening_endpoint(const boost::asio::ip::tcp::endpoint& ep);

@@ -106,5 +106,8 @@ private:
 // The connection handler (gateway/session.cpp).
 boost::asio::awaitable<void> serve_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                               Identity id);
+// Answers a refusal without reading a request (Gateway::refuse).
+boost::asio::awaitable<void> refuse_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
+                                               Identity id, std::string code, std::string detail);
 
 }  // namespace corral::gateway

@@ -150,6 +150,7 @@ int status_for_reason(std::string_view code) {
         {reason::gateway_self, 403},
         {reason::sni_mismatch, 403},
         {reason::host_mismatch, 403},
+        {reason::tcp_peer_not_root, 403},
         {reason::body_too_large, 413},
         {reason::headers_too_large, 431},
         {reason::budget_exhausted, 429},

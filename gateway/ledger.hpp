@@ -38,6 +38,9 @@ inline constexpr std::string_view numeric_host = "numeric_host";          // 403
 inline constexpr std::string_view gateway_self = "gateway_self";          // 403
 inline constexpr std::string_view sni_mismatch = "sni_mismatch";          // 403
 inline constexpr std::string_view host_mismatch = "host_mismatch";        // 403
+// The daemon's listen_tcp serves root's connections only; the peer's socket
+// is not root's, or its owner could not be read (fail closed).
+inline constexpr std::string_view tcp_peer_not_root = "tcp_peer_not_root";  // 403
 inline constexpr std::string_view body_too_large = "body_too_large";      // 413
 inline constexpr std::string_view headers_too_large = "headers_too_large";// 431
 inline constexpr std::string_view budget_exhausted = "budget_exhausted";  // 429

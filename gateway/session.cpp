@@ -1314,14 +1314,26 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
     }
 }
 
-}  // namespace
+// Refused by whoever accepted the connection: nothing of it has been read,
+// so a request may be arriving as the answer goes out; the drain is what
+// keeps that request from turning the answer into a reset.
+awaitable<void> answer_refusal(std::shared_ptr<Conn> cp, std::string code, std::string detail) {
+    Conn& c = *cp;
+    LedgerEntry e;
+    e.decision = Decision::refuse, e.reason = code, e.status = status_of(code);
+    record(c, e);
+    co_await send_refusal(c, c.client, e.status, code, detail);
+    if (!c.lingered) co_await drain_before_close(c);
+}
 
-awaitable<void> serve_connection(Gateway::Internals& gw, ClientSocket s, Identity id) {
+// Runs `work` (a handler of `cp`) with the watchdog beside it, counted among
+// the open connections, and ends the connection however `work` ends.
+awaitable<void> run_watched(std::shared_ptr<Conn> cp, awaitable<void> work) {
     struct Count {
         std::atomic<std::size_t>& n;
         explicit Count(std::atomic<std::size_t>& a) : n(a) { ++n; }
         ~Count() { --n; }
-    } count(gw.active);
+    } count(cp->gw.active);
     // Ends the connection however this frame goes: returning, or destroyed
     // unfinished (an exception thrown inside an I/O completion leaves the
     // event loop, and Asio then destroys the suspended coroutine). Without it
@@ -1339,14 +1351,27 @@ awaitable<void> serve_connection(Gateway::Internals& gw, ClientSocket s, Identit
             boost::system::error_code ec;
             c->client_socket().close(ec);
         }
-    } end{std::make_shared<Conn>(gw, std::move(s), std::move(id))};
+    } end{std::move(cp)};
     auto ex = co_await asio::this_coro::executor;
     asio::co_spawn(ex, watchdog(end.c), asio::detached);
     try {
-        co_await handle(end.c);
+        co_await std::move(work);
     } catch (const std::exception&) {
         // Handlers report through the ledger; anything escaping is a closed socket.
     }
+}
+
+}  // namespace
+
+awaitable<void> serve_connection(Gateway::Internals& gw, ClientSocket s, Identity id) {
+    auto c = std::make_shared<Conn>(gw, std::move(s), std::move(id));
+    co_await run_watched(c, handle(c));
+}
+
+awaitable<void> refuse_connection(Gateway::Internals& gw, ClientSocket s, Identity id, std::string code,
+                                  std::string detail) {
+    auto c = std::make_shared<Conn>(gw, std::move(s), std::move(id));
+    co_await run_watched(c, answer_refusal(c, std::move(code), std::move(detail)));
 }
 
 }  // namespace corral::gateway

@@ -112,6 +112,7 @@ TEST_CASE("registered secrets are redacted from every string field") {
 TEST_CASE("status_for_reason covers every code") {
     CHECK(status_for_reason("") == 200);
     CHECK(status_for_reason(reason::not_granted) == 403);
+    CHECK(status_for_reason(reason::tcp_peer_not_root) == 403);
     CHECK(status_for_reason(reason::smuggling) == 400);
     CHECK(status_for_reason(reason::body_too_large) == 413);
     CHECK(status_for_reason(reason::headers_too_large) == 431);

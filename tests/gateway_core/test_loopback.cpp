@@ -225,8 +225,11 @@ struct GatewayUnderTest {
     std::thread thread;
     std::uint16_t port = 0;
     Identity id{"worker-a", "run-1"};
+    std::string refuse_with;  // a reason code: every connection is refused with it (Gateway::refuse)
 
-    GatewayUnderTest(config::GatewayConfig cfg, std::map<std::string, std::string> secrets) {
+    GatewayUnderTest(config::GatewayConfig cfg, std::map<std::string, std::string> secrets,
+                     std::string refusal = "")
+        : refuse_with(std::move(refusal)) {
         gw = std::make_unique<Gateway>(std::move(cfg), std::move(secrets));
         tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
         acceptor.open(ep.protocol());
@@ -245,7 +248,11 @@ struct GatewayUnderTest {
         for (;;) {
             auto [ec, s] = co_await acceptor.async_accept(nothrow);
             if (ec) co_return;
-            asio::co_spawn(ioc, gw->serve(std::move(s), id), asio::detached);
+            if (refuse_with.empty())
+                asio::co_spawn(ioc, gw->serve(std::move(s), id), asio::detached);
+            else
+                asio::co_spawn(ioc, gw->refuse(std::move(s), id, refuse_with, "because the test says so"),
+                               asio::detached);
         }
     }
 };
@@ -651,6 +658,25 @@ TEST_CASE("max_connections answers 503 beyond the cap") {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     Client extra(g.port);
     CHECK(extra.connect_tunnel(up_authority(w)) == 503);
+}
+
+TEST_CASE("Gateway::refuse answers before reading: status, reason, detail, a ledger line, nothing dialled") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets(), "tcp_peer_not_root");
+    Client c(g.port);
+    // A request with a body already on its way must not turn the answer into a reset.
+    c.write("POST http://" + up_authority(w) + "/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n" +
+            std::string(300000, 'b'));
+    beast::error_code ec;
+    auto res = c.read_response(ec);
+    CHECK(res.result_int() == 403);
+    CHECK(res["X-Corral-Reason"] == "tcp_peer_not_root");
+    CHECK(res.body().find("because the test says so") != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string ledger = slurp(w.ledger());
+    CHECK(ledger.find("\"identity\":\"worker-a/run-1\"") != std::string::npos);
+    CHECK(ledger.find("\"reason\":\"tcp_peer_not_root\",\"status\":403") != std::string::npos);
+    CHECK(w.good.connections.load() == 0);
 }
 
 TEST_CASE("an unwritable ledger stops new requests (fail closed) and says why") {
