@@ -156,9 +156,12 @@ bool relayed_websocket(const std::vector<json>& lines) {
     return false;
 }
 
-// A `corral gateway` daemon: on 127.0.0.1 whose TCP clients are `identity`,
-// or (identity "") on a Unix socket for `corral run --gateway unix:PATH`,
-// whose clients announce their own.
+// A `corral gateway` daemon on a Unix socket. With an `identity`, it is
+// also reachable on 127.0.0.1:`port` through tcp_relay.js, run as root, which
+// announces that identity for every connection: the CLI on the host runs as
+// an unprivileged uid, and the daemon's own listen_tcp serves root's sockets
+// only. Without one (""), it is for `corral run --gateway unix:PATH`, whose
+// clients announce their own.
 struct GatewayDaemon {
     int port = 0;
     std::string socket;
@@ -166,27 +169,31 @@ struct GatewayDaemon {
     std::string ca;  // corral's CA, world-readable copy for the unprivileged CLI
     std::string stderr_path;
     std::unique_ptr<test::Background> proc;
+    std::unique_ptr<test::Background> relay;
 
     GatewayDaemon(const World& w, Org org, const std::string& name, const std::string& identity) {
         ledger = w.dir + "/ledger-gw-" + name + ".jsonl";
         stderr_path = w.dir + "/gateway-" + name + ".stderr";
         auto config = w.dir + "/gateway-" + name + ".toml";
-        std::string listen, want;
-        if (identity.empty()) {
-            socket = w.dir + "/gateway-" + name + ".sock";
-            listen = "listen_unix = \"" + socket + "\"\n";
-            want = "listening unix:" + socket;
-        } else {
-            port = free_port();
-            listen = "listen_tcp = \"127.0.0.1:" + std::to_string(port) + "\"\ntcp_identity = \"" + identity + "\"\n";
-            want = "listening tcp:127.0.0.1:" + std::to_string(port);
-        }
+        socket = w.dir + "/gateway-" + name + ".sock";
+        std::string listen = "listen_unix = \"" + socket + "\"\n";
+        std::string want = "listening unix:" + socket;
         write_file(config, gateway_sections(w, org, listen + "ledger = \"" + ledger + "\"\nstate_dir = \"" +
                                                         w.state_dir + "\"\n"));
         proc = std::make_unique<test::Background>(std::vector<std::string>{
             "sh", "-c", "exec \"$0\" gateway --config \"$1\" 2>\"$2\"", test::corral_bin(), config, stderr_path});
         if (!proc->wait_for_stdout(want, std::chrono::seconds(20)))
             throw std::runtime_error("corral gateway did not print \"" + want + "\"; stderr: " + read_file(stderr_path));
+        if (!identity.empty()) {
+            relay = std::make_unique<test::Background>(std::vector<std::string>{
+                "node", test::source_root() + "/tests/agents_e2e/tcp_relay.js", socket, identity});
+            if (!relay->wait_for_stdout("\n", std::chrono::seconds(20)))
+                throw std::runtime_error("tests/agents_e2e/tcp_relay.js did not start: " + relay->drain_stdout());
+            auto line = relay->drain_stdout();
+            auto at = line.find("listening ");
+            if (at == std::string::npos) throw std::runtime_error("tcp_relay.js printed: " + line);
+            port = std::stoi(line.substr(at + 10));
+        }
         ca = w.dir + "/corral-ca.crt";
         fs::copy_file(w.state_dir + "/ca/ca.crt", ca, fs::copy_options::overwrite_existing);
         ::chmod(ca.c_str(), 0644);
