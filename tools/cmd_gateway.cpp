@@ -11,8 +11,14 @@
 //        CORRAL-COUNTS <worker>/<run>\n
 //    and gets one line {"requests":N,"refusals":M} (that run's ledger
 //    entries so far) for its run.json, then the connection closes.
-//  - listen_tcp: loopback only, for tests and benchmarks; every connection gets
-//    the fixed tcp_identity.
+//  - listen_tcp: loopback only, for tests and benchmarks run as root; every
+//    connection gets the fixed tcp_identity, so it is served only when the
+//    socket at its other end is root's (the Unix listener's rule): the kernel
+//    is asked who owns that socket (NETLINK_SOCK_DIAG, shim/socket_owner.hpp;
+//    one netlink round trip per accepted connection, not per request). Any
+//    other peer, or one whose owner cannot be read, gets 403
+//    tcp_peer_not_root and a ledger line, and nothing is dialled: otherwise
+//    every local user could send requests with the injected credentials.
 // Threads: --threads N event loops (default: the number of CPUs, at most 4),
 // each an io_context run by exactly one thread. The listeners accept on the
 // first loop and hand each connection to the next loop in turn; everything a
@@ -59,6 +65,7 @@
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
 #include "rootfs/host_paths.hpp"
+#include "shim/socket_owner.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -103,6 +110,7 @@ void usage(std::FILE* out) {
                  "  --threads N     event-loop threads (default: CPUs, at most 4)\n"
                  "\n"
                  "Unix clients (listen_unix, root peers only) first send \"CORRAL-IDENTITY worker/run\\n\".\n"
+                 "TCP clients (listen_tcp, for tests and benchmarks) are served only if their socket is root's.\n"
                  "Prints \"listening unix:PATH\" / \"listening tcp:ADDR:PORT\" once ready; SIGTERM/SIGINT stop it.\n");
 }
 
@@ -120,6 +128,36 @@ asio::awaitable<void> back_off() {
     co_await t.async_wait(nothrow);
 }
 
+// Why a TCP connection may not be served ("" when its peer is root). The
+// peer is on loopback, so its socket is in this network namespace and the
+// kernel knows its owner; anything short of "owned by uid 0" refuses.
+std::string tcp_peer_refusal(const asio::ip::tcp::socket& s) {
+    boost::system::error_code ec1, ec2;
+    auto ours = s.local_endpoint(ec1);
+    auto theirs = s.remote_endpoint(ec2);
+    if (ec1 || ec2) return "the connection's addresses cannot be read: " + (ec1 ? ec1 : ec2).message();
+    try {
+        uid_t owner = shim::tcp_socket_owner(theirs, ours);
+        if (owner == 0) return "";
+        return "the connecting socket belongs to uid " + std::to_string(owner) +
+               "; listen_tcp serves root's connections only (it is for tests and benchmarks)";
+    } catch (const std::exception& e) {  // SysError naming the failed call; anything else refuses too
+        return std::string("the owner of the connecting socket cannot be read (") + e.what() +
+               "); listen_tcp serves root's connections only";
+    }
+}
+
+// On the connection's own loop, so the owner lookup never holds up accepting.
+asio::awaitable<void> serve_tcp_client(asio::ip::tcp::socket s, gateway::Gateway& gw, gateway::Identity id) {
+    std::string refusal = tcp_peer_refusal(s);
+    if (refusal.empty()) {
+        co_await gw.serve(std::move(s), std::move(id));
+        co_return;
+    }
+    log::warn("gateway: refused a TCP client: " + refusal);
+    co_await gw.refuse(std::move(s), std::move(id), std::string(gateway::reason::tcp_peer_not_root), refusal);
+}
+
 asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, EventLoops& loops, gateway::Gateway& gw,
                                  gateway::Identity id) {
     for (;;) {
@@ -133,7 +171,7 @@ asio::awaitable<void> accept_tcp(asio::ip::tcp::acceptor& acceptor, EventLoops& 
         boost::system::error_code ignored;
         s.set_option(asio::ip::tcp::no_delay(true), ignored);
         auto ex = s.get_executor();
-        asio::co_spawn(ex, gw.serve(std::move(s), id), asio::detached);
+        asio::co_spawn(ex, serve_tcp_client(std::move(s), gw, id), asio::detached);
     }
 }
 

@@ -180,10 +180,13 @@ World::~World() {
     gateway.reset();
     upstream.reset();
     if (!dir.empty() && !std::getenv("CORRAL_KEEP_TEST_DIR")) fs::remove_all(dir);
+    if (!corral_ca_public.empty()) fs::remove(corral_ca_public);
 }
 
 std::string missing_prerequisite() {
-    for (const char* p : {"openssl", "curl", "node"})
+    // The clients connect to listen_tcp, which serves root's connections only.
+    if (!running_as_root()) return "needs root (corral gateway's listen_tcp serves root's connections only)";
+    for (const char* p : {"openssl", "curl", "node", "setpriv"})
         if (!have_program(p)) return std::string(p) + " not found in PATH";
     if (!fs::exists(source_root() + "/node_modules/ws/package.json"))
         return "node package ws missing: run tools/install-npm-deps.sh";
@@ -247,6 +250,8 @@ World& build_world() {
         throw std::runtime_error("corral gateway did not print \"" + want + "\"; stdout: " +
                                  w.gateway->drain_stdout() + " stderr: " + read_file(w.gateway_stderr));
     if (!fs::exists(w.corral_ca)) throw std::runtime_error("no corral CA at " + w.corral_ca);
+    w.corral_ca_public = w.dir + "-ca.crt";
+    write_file(w.corral_ca_public, read_file(w.corral_ca), 0644);
     the_world = &w;
     return w;
 }
@@ -254,10 +259,22 @@ World& build_world() {
 }  // namespace
 
 Result curl(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+    return curl_as(0, args, timeout);
+}
+
+Result curl_as(unsigned uid, const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
     auto& w = world();
-    std::vector<std::string> argv = {"curl", "-sS", "--max-time", "20", "--proxy",
-                                     "http://127.0.0.1:" + std::to_string(w.gateway_port), "--cacert", w.corral_ca,
-                                     "-w", "\nconnect=%{http_connect} status=%{http_code}\n"};
+    std::vector<std::string> argv;
+    if (uid != 0) {
+        auto id = std::to_string(uid);
+        argv = {"setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups"};
+    }
+    // corral's CA is public; the copy is readable by any uid.
+    for (const std::string& a : std::vector<std::string>{"curl", "-sS", "--max-time", "20", "--proxy",
+                                 "http://127.0.0.1:" + std::to_string(w.gateway_port), "--cacert",
+                                 uid == 0 ? w.corral_ca : w.corral_ca_public,
+                                 "-w", "\nconnect=%{http_connect} status=%{http_code}\n"})
+        argv.push_back(a);
     argv.insert(argv.end(), args.begin(), args.end());
     RunOptions o;
     o.timeout = timeout;

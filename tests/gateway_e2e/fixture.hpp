@@ -20,6 +20,7 @@ struct World {
     std::string dir;            // temp dir with everything
     std::string test_ca;        // CA that signs the upstream's certificates
     std::string corral_ca;      // corral's CA (clients trust it)
+    std::string corral_ca_public;  // a copy any uid can read (the temp dir is root's, 0700)
     std::string ledger;
     std::string gateway_stderr;
     std::string api_key;        // the real secrets (never to be seen by clients or logs)
@@ -43,6 +44,10 @@ std::string missing_prerequisite();
 // curl through the gateway (--proxy, --cacert corral CA, --noproxy unset).
 // Returns {exit, out}; `out` ends with "\nconnect=NNN status=NNN\n".
 Result curl(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// The same curl run as `uid` (setpriv: real, effective and saved uid and gid,
+// no supplementary groups); 0 = as the test (root).
+Result curl_as(unsigned uid, const std::vector<std::string>& args,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 // The node client (client.js) with `spec` (proxy and ca filled in); its JSON answer.
 nlohmann::json node_client(nlohmann::json spec, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 // Raw bytes to the gateway's TCP port; everything it answers until it closes

@@ -145,6 +145,42 @@ TEST_CASE("ungranted hosts and routes get 403 and a ledger line") {
     CHECK(codes(r) == "connect=200 status=200");
 }
 
+TEST_CASE("listen_tcp serves root's connections only: another uid's requests never reach the upstream") {
+    // Every TCP client gets tcp_identity, whose grants inject the real key: a
+    // local user reaching the port used to send requests with it.
+    constexpr unsigned kNobody = 65534;
+    auto before = upstream_stats();
+    auto r = curl_as(kNobody, {"https://api.anthropic.test/v1/models/from-nobody"});
+    INFO(r.out, r.err);
+    CHECK(codes(r).rfind("connect=403", 0) == 0);
+    // Plain http:// shows the whole answer: the reason, and whose socket it was.
+    r = curl_as(kNobody, {"-i", "http://tunnel.test:" + main_port() + "/from-nobody-plain"});
+    CHECK(codes(r) == "connect=000 status=403");
+    CHECK(reason_header(r.out) == "tcp_peer_not_root");
+    CHECK(r.out.find("belongs to uid 65534") != std::string::npos);
+    CHECK(ledger_has("", "tcp_peer_not_root"));
+    int refused = 0;
+    for (const auto& l : ledger_lines())
+        if (l["reason"] == "tcp_peer_not_root") {
+            ++refused;
+            CHECK(l["status"] == 403);
+            CHECK(l["decision"] == "refuse");
+            CHECK(l["identity"] == "e2e/run-1");
+        }
+    CHECK(refused >= 2);
+    auto after = upstream_stats();
+    CHECK(after["requests"] == before["requests"]);
+    for (const auto& s : after["seen"]) CHECK(s["url"].get<std::string>().find("from-nobody") == std::string::npos);
+    CHECK(read_file(world().gateway_stderr).find("refused a TCP client") != std::string::npos);
+
+    // Root's connections are still served, with the key injected.
+    r = curl({"https://api.anthropic.test/v1/models/from-root"});
+    CHECK(codes(r) == "connect=200 status=200");
+    auto seen = last_seen("/v1/models/from-root");
+    REQUIRE(seen.is_object());
+    CHECK(seen["headers"]["x-api-key"] == world().api_key);
+}
+
 TEST_CASE("SSRF: at least 40 forms refused before any connection attempt") {
     struct Case {
         std::string target;   // CONNECT authority

@@ -49,6 +49,8 @@ repo=$(cd "$here/../.." && pwd)
 [ -n "$corral" ] || corral=$repo/build-test/tools/corral
 [ -x "$corral" ] || { echo "gateway.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
 [ -z "$baseline" ] || [ -x "$baseline" ] || { echo "gateway.sh: --baseline $baseline is not an executable" >&2; exit 2; }
+# The load generator connects to listen_tcp, which serves root's sockets only.
+[ "$(id -u)" = 0 ] || { echo "gateway.sh: run as root (corral gateway's listen_tcp serves root's connections only)" >&2; exit 2; }
 for p in g++ openssl tinyproxy mitmdump python3; do
   command -v "$p" >/dev/null || { echo "gateway.sh: $p is missing (tools/install-deps.sh)" >&2; exit 2; }
 done
