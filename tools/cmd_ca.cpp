@@ -48,8 +48,10 @@ int cmd_ca(int argc, char** argv) {
             usage(stdout);
             return 0;
         }
-        if (a == "--state-dir" && i + 1 < argc) {
+        if (a == "--state-dir") {
+            if (i + 1 >= argc) return bad_usage("--state-dir: missing value; expected --state-dir DIR");
             state_dir = argv[++i];
+            if (state_dir.empty()) return bad_usage("--state-dir: empty path; expected a directory");
             continue;
         }
         return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --state-dir DIR");

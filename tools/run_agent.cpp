@@ -182,7 +182,19 @@ RunOptions parse_run_command(int argc, char** argv, EgressOptions& eg) {
     if (eg.agent()) rest.insert(rest.end(), {"--", "corral-agent"});  // replaced by the agent's argv
     std::vector<char*> ptrs;
     for (auto& s : rest) ptrs.push_back(s.data());
-    RunOptions opts = parse_run_options(static_cast<int>(ptrs.size()), ptrs.data());
+    RunOptions opts;
+    try {
+        opts = parse_run_options(static_cast<int>(ptrs.size()), ptrs.data());
+    } catch (const UsageError& e) {
+        // The sandbox options' parser lists only its own options; an operator
+        // who mistyped one of these needs to see them too.
+        std::string text = e.what();
+        if (!text.starts_with("unknown option ")) throw;
+        auto end = text.rfind(", --help");
+        if (end == std::string::npos) throw;
+        text.insert(end, ", --config, --worker, --prompt, --prompt-file, --system-prompt-file, --gateway");
+        throw UsageError(text);
+    }
     if (eg.agent()) opts.command.clear();
     return opts;
 }

@@ -76,6 +76,14 @@ TEST_CASE("every value option of `corral run --help` keeps its value, agent opti
     CHECK(seen >= 12);
 }
 
+TEST_CASE("an unknown option's message lists the agent options too") {
+    std::string e = usage_error({"--memroy", "1G", "--", "true"});
+    CHECK(e.starts_with("unknown option \"--memroy\"; options are --rootfs,"));
+    for (const char* opt : {"--memory", "--config", "--worker", "--prompt", "--prompt-file", "--system-prompt-file",
+                            "--gateway", "--help"})
+        CHECK_MESSAGE(e.find(opt) != std::string::npos, opt);
+}
+
 TEST_CASE("a CMD run keeps its arguments, including ones that look like ours after --") {
     auto p = parse({"--rootfs", "/img", "--config", "/org", "--worker", "w1", "--", "echo", "--prompt", "x"});
     CHECK(!p.eg.agent());

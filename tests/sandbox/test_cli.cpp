@@ -216,6 +216,8 @@ TEST_CASE("a malformed command line of any subcommand exits 2 with one line nami
     const std::vector<Case> cases = {
         {{"ca", "--bogus"}, "\"--bogus\""},
         {{"ca", "init", "--frob"}, "\"--frob\""},
+        {{"ca", "init", "--state-dir"}, "--state-dir: missing value"},
+        {{"ca", "init", "--state-dir", ""}, "--state-dir: empty path"},
         {{"gateway", "--bogus"}, "\"--bogus\""},
         {{"gateway"}, "--config FILE is required"},
         {{"gateway", "--config", "x.toml", "--threads", "0"}, "--threads \"0\""},
