@@ -158,6 +158,9 @@ bool read_message(int fd, InitMessage& msg) {
 
 SandboxSetupError setup_error(const InitMessage& msg, const rootfs::MountPlan& plan,
                               const rootfs::MountPlan& proc_plan) {
+    if (msg.step == SetupStep::exec_command)  // the command itself, not corral's setup
+        return SandboxSetupError(msg.step, msg.err,
+                                 "cannot execute " + message_detail(msg) + " in the sandbox: " + errno_text(msg.err));
     std::string text = "setup step " + std::string(step_name(msg.step)) + " failed: ";
     if ((msg.step == SetupStep::mount_invocation_proc && msg.mount_op < proc_plan.ops.size()) ) {
         rootfs::MountFailure f;

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +137,9 @@ int high_copy(int fd) noexcept { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
             worst_path = *c;
         }
     }
+    // execve says EACCES for a directory: name what it really is.
+    struct stat st {};
+    if (worst == EACCES && stat(worst_path, &st) == 0 && S_ISDIR(st.st_mode)) worst = EISDIR;
     report_failure(local, SetupStep::exec_command, worst, worst_path);
     _exit(127);
 }

@@ -49,6 +49,13 @@ TEST_CASE("a rootfs that does not exist is refused with one line naming it") {
     CHECK((*run.record)["messages"][0].get<std::string>().find(missing) != std::string::npos);
 }
 
+TEST_CASE("a command that is a directory or not executable is named as such (exit 125)") {
+    auto dir = corral_run({"/etc"});
+    check_one_line_error(dir.result, {125}, {"cannot execute /etc in the sandbox: Is a directory"});
+    auto file = corral_run({"/etc/passwd"});
+    check_one_line_error(file.result, {125}, {"cannot execute /etc/passwd in the sandbox: Permission denied"});
+}
+
 TEST_CASE("CORRAL_STATE_DIR set but empty is refused, not taken for the default") {
     CorralArgs args;
     args.own_run_dir = false;
