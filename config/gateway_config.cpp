@@ -602,7 +602,25 @@ GatewayConfig parse_gateway_sections(const toml::value& root, const std::string&
     return cfg;
 }
 
+std::string toml_file_problem(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        return errno == ENOENT ? "does not exist, allowed: a regular TOML file" : "cannot read: " + errno_text(errno);
+    if (S_ISDIR(st.st_mode)) return "is a directory, allowed: a regular TOML file";
+    if (!S_ISREG(st.st_mode)) return "is not a regular file, allowed: a regular TOML file";
+    return {};
+}
+
+std::string toml_message_first_line(const std::string& what) {
+    std::string first = what.substr(0, what.find('\n'));
+    if (first.rfind("[error] ", 0) == 0) first = first.substr(8);
+    if (first.rfind("toml::", 0) == 0)
+        if (auto colon = first.find(": "); colon != std::string::npos) first = first.substr(colon + 2);
+    return first;
+}
+
 GatewayConfig load_gateway_config(const std::string& path) {
+    if (std::string problem = toml_file_problem(path); !problem.empty()) throw ConfigError(path + ": " + problem);
     {
         std::ifstream probe(path);
         if (!probe) throw ConfigError(path + ": cannot read: " + errno_text(errno));
@@ -612,11 +630,8 @@ GatewayConfig load_gateway_config(const std::string& path) {
         root = toml::parse(path);
     } catch (const toml::syntax_error& e) {
         // toml11's message spans several lines with a source excerpt; keep its first line.
-        std::string what = e.what();
-        auto nl = what.find('\n');
-        std::string first = what.substr(0, nl);
-        if (first.rfind("[error] ", 0) == 0) first = first.substr(8);
-        throw ConfigError(path + ":" + std::to_string(e.location().line()) + ": TOML syntax error: " + first);
+        throw ConfigError(path + ":" + std::to_string(e.location().line()) +
+                          ": TOML syntax error: " + toml_message_first_line(e.what()));
     } catch (const std::exception& e) {
         throw ConfigError(path + ": cannot parse: " + e.what());
     }

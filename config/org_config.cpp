@@ -314,12 +314,14 @@ Diagnostic syntax_diagnostic(const std::string& file, const toml::exception& e) 
     static const std::regex numbered(R"(\n\s*(\d+) \|)");
     std::smatch m;
     if (std::regex_search(what, m, numbered)) line = std::stoul(m[1]);
-    std::string first = what.substr(0, what.find('\n'));
-    if (first.rfind("[error] ", 0) == 0) first = first.substr(8);
-    return {file, line, "", "TOML syntax error: " + first};
+    return {file, line, "", "TOML syntax error: " + toml_message_first_line(what)};
 }
 
 std::optional<toml::value> parse_file(const std::string& file, std::vector<Diagnostic>& errors) {
+    if (std::string problem = toml_file_problem(file); !problem.empty()) {
+        errors.push_back({file, 0, "", problem});
+        return std::nullopt;
+    }
     try {
         return toml::parse(file);
     } catch (const toml::exception& e) {
