@@ -350,7 +350,7 @@ GatewayLimits parse_limits(const std::string& file, const toml::value& v) {
     if (!v.is_table()) fail_value(file, v, "gateway.limits", "a table");
     Section s(file, v, "gateway.limits",
               {"max_header_bytes", "max_body_bytes", "max_response_bytes", "read_timeout", "idle_timeout",
-               "max_connections", "requests_per_identity"});
+               "max_connections", "max_connections_per_identity", "requests_per_identity"});
     GatewayLimits l;
     const std::string size_allowed = "a size > 0 such as \"16KiB\", \"1MiB\" (units B, K/KiB, M/MiB, G/GiB, T/TiB)";
     const std::string duration_allowed = "a duration > 0 such as \"30s\", \"250ms\", \"2m\", \"1h\"";
@@ -372,6 +372,15 @@ GatewayLimits parse_limits(const std::string& file, const toml::value& v) {
     duration("read_timeout", l.read_timeout);
     duration("idle_timeout", l.idle_timeout);
     if (auto x = s.integer("max_connections", 1, 1'000'000)) l.max_connections = static_cast<std::uint64_t>(*x);
+    // One identity's share can be at most the whole; an omitted share shrinks
+    // with a small max_connections instead of making that config invalid.
+    l.max_connections_per_identity = std::min(l.max_connections_per_identity, l.max_connections);
+    if (auto x = s.integer("max_connections_per_identity", 1, 1'000'000)) {
+        if (static_cast<std::uint64_t>(*x) > l.max_connections)
+            fail_value(file, *s.find("max_connections_per_identity"), s.key("max_connections_per_identity"),
+                       "an integer 1..max_connections (" + std::to_string(l.max_connections) + ")");
+        l.max_connections_per_identity = static_cast<std::uint64_t>(*x);
+    }
     if (auto x = s.integer("requests_per_identity", 0, INT64_MAX))
         l.requests_per_identity = static_cast<std::uint64_t>(*x);
     return l;

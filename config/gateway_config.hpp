@@ -39,6 +39,10 @@ struct GatewayLimits {
     std::chrono::milliseconds read_timeout{30'000};
     std::chrono::milliseconds idle_timeout{120'000};
     std::uint64_t max_connections = 1024;
+    // Open connections one identity may hold, so one box cannot take the
+    // whole of max_connections from every other box on a shared daemon.
+    // When the key is omitted: 256, or max_connections if that is lower.
+    std::uint64_t max_connections_per_identity = 256;
     std::uint64_t requests_per_identity = 0;  // 0 = unlimited
 };
 

@@ -100,6 +100,18 @@ std::uint64_t Gateway::Internals::admitted(const std::string& identity) const {
     return it == admitted_.end() ? 0 : it->second;
 }
 
+std::uint64_t Gateway::Internals::open_connection(const std::string& identity) {
+    std::lock_guard lock(open_mutex_);
+    return ++open_[identity];
+}
+
+void Gateway::Internals::close_connection(const std::string& identity) {
+    std::lock_guard lock(open_mutex_);
+    auto it = open_.find(identity);
+    if (it == open_.end()) return;
+    if (--it->second == 0) open_.erase(it);
+}
+
 namespace {
 // Only inject grants terminate TLS with a minted leaf. With none, the CA is
 // loaded the first time someone asks for it (a daemon's start, a sandbox's

@@ -87,6 +87,13 @@ struct Gateway::Internals {
     bool admit(const std::string& identity);
     std::uint64_t admitted(const std::string& identity) const;
 
+    // Open connections per identity, for limits.max_connections_per_identity.
+    // open_connection() counts one more and returns how many `identity` holds
+    // with it; close_connection() undoes it (an identity holding none is
+    // forgotten, so a daemon's table does not grow with every run it served).
+    std::uint64_t open_connection(const std::string& identity);
+    void close_connection(const std::string& identity);
+
     // What the gateway is, for vet_addresses: its listening endpoints and the
     // host's interface addresses. The latter are read (getifaddrs) when first
     // needed and again when older than a second, so a gateway that never
@@ -98,6 +105,8 @@ struct Gateway::Internals {
 private:
     mutable std::mutex budget_mutex_;
     std::map<std::string, std::uint64_t> admitted_;
+    std::mutex open_mutex_;
+    std::map<std::string, std::uint64_t, std::less<>> open_;
     std::mutex self_mutex_;
     SelfAddresses self_;
     std::optional<std::chrono::steady_clock::time_point> self_read_at_;

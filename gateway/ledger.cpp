@@ -159,6 +159,7 @@ int status_for_reason(std::string_view code) {
         {reason::dns_failure, 502},
         {reason::ledger_unwritable, 503},
         {reason::too_many_connections, 503},
+        {reason::identity_connection_cap, 503},
         {reason::timeout, 408},
     };
     for (const auto& r : rows)

@@ -49,6 +49,7 @@ inline constexpr std::string_view upstream_connect = "upstream_connect";  // 502
 inline constexpr std::string_view dns_failure = "dns_failure";            // 502
 inline constexpr std::string_view ledger_unwritable = "ledger_unwritable";// 503
 inline constexpr std::string_view too_many_connections = "too_many_connections";  // 503
+inline constexpr std::string_view identity_connection_cap = "identity_connection_cap";  // 503
 inline constexpr std::string_view timeout = "timeout";                    // 408 (client) / 504 (upstream)
 }  // namespace reason
 

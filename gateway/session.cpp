@@ -123,6 +123,7 @@ struct Conn {
     bool timed_out = false;
     bool body_pending = false;                // a request body was announced and not read whole
     bool lingered = false;                    // refused, half-closed and drained: only close is left
+    std::uint64_t identity_open = 0;          // connections the identity held when this one arrived, itself included
     beast::flat_buffer buf;                   // bytes read from the client, not yet consumed (bounded)
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
     std::string out;                          // the write being assembled for the client
@@ -1210,6 +1211,14 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
         co_await send_refusal(c, c.client, e.status, code, detail);
     };
 
+    // The identity's own share first: a box at its cap is told so, and it is
+    // refused before it can take the daemon-wide slots every box shares.
+    if (c.identity_open > c.limits().max_connections_per_identity) {
+        co_await refuse(reason::identity_connection_cap,
+                        c.id_text + " holds more than max_connections_per_identity (" +
+                            std::to_string(c.limits().max_connections_per_identity) + ") open connections");
+        co_return;
+    }
     if (c.gw.active.load() > c.limits().max_connections) {
         co_await refuse(reason::too_many_connections,
                         "more than max_connections (" + std::to_string(c.limits().max_connections) + ") open");
@@ -1334,6 +1343,13 @@ awaitable<void> run_watched(std::shared_ptr<Conn> cp, awaitable<void> work) {
         explicit Count(std::atomic<std::size_t>& a) : n(a) { ++n; }
         ~Count() { --n; }
     } count(cp->gw.active);
+    struct IdentityCount {
+        Gateway::Internals& gw;
+        std::string id;
+        std::uint64_t open;
+        IdentityCount(Gateway::Internals& g, std::string i) : gw(g), id(std::move(i)), open(g.open_connection(id)) {}
+        ~IdentityCount() { gw.close_connection(id); }
+    } identity_count(cp->gw, cp->id.str());
     // Ends the connection however this frame goes: returning, or destroyed
     // unfinished (an exception thrown inside an I/O completion leaves the
     // event loop, and Asio then destroys the suspended coroutine). Without it
@@ -1352,6 +1368,7 @@ awaitable<void> run_watched(std::shared_ptr<Conn> cp, awaitable<void> work) {
             c->client_socket().close(ec);
         }
     } end{std::move(cp)};
+    end.c->identity_open = identity_count.open;
     auto ex = co_await asio::this_coro::executor;
     asio::co_spawn(ex, watchdog(end.c), asio::detached);
     try {

@@ -77,6 +77,7 @@ max_response_bytes = 1048576
 read_timeout = "5s"
 idle_timeout = 60
 max_connections = 64
+max_connections_per_identity = 16
 requests_per_identity = 1000
 
 [credentials.anthropic]
@@ -133,6 +134,7 @@ allow_private = true
     CHECK(cfg.gateway.limits.read_timeout == 5s);
     CHECK(cfg.gateway.limits.idle_timeout == 60s);
     CHECK(cfg.gateway.limits.max_connections == 64);
+    CHECK(cfg.gateway.limits.max_connections_per_identity == 16);
     CHECK(cfg.gateway.limits.requests_per_identity == 1000);
 
     REQUIRE(cfg.credentials.size() == 3);
@@ -195,8 +197,20 @@ TEST_CASE("defaults when keys are omitted") {
     CHECK(cfg.gateway.limits.read_timeout == 30s);
     CHECK(cfg.gateway.limits.idle_timeout == 120s);
     CHECK(cfg.gateway.limits.max_connections == 1024);
+    CHECK(cfg.gateway.limits.max_connections_per_identity == 256);
     CHECK(cfg.gateway.limits.requests_per_identity == 0);
     CHECK(cfg.grants.empty());
+}
+
+TEST_CASE("max_connections_per_identity: at most max_connections; omitted, it shrinks with a small max_connections") {
+    TempDir d;
+    const std::string g = "[gateway]\nlisten_unix = \"/run/g.sock\"\n[gateway.limits]\n";
+    auto small = load_gateway_config(d.write("small.toml", g + "max_connections = 64\n"));
+    CHECK(small.gateway.limits.max_connections_per_identity == 64);
+    auto equal = load_gateway_config(d.write("equal.toml", g + "max_connections = 64\nmax_connections_per_identity = 64\n"));
+    CHECK(equal.gateway.limits.max_connections_per_identity == 64);
+    auto big = load_gateway_config(d.write("big.toml", g + "max_connections = 4096\n"));
+    CHECK(big.gateway.limits.max_connections_per_identity == 256);
 }
 
 TEST_CASE("errors name file:line, the key, what was given and what is allowed") {
@@ -216,6 +230,10 @@ TEST_CASE("errors name file:line, the key, what was given and what is allowed") 
     CHECK(error_of(g + "[gateway.limits]\nmax_body_bytes = 0\n").find("max_body_bytes': got 0") != std::string::npos);
     CHECK(error_of(g + "[gateway.limits]\nmax_connections = \"10\"\n") ==
           "F:5: key 'gateway.limits.max_connections': got \"10\", allowed: an integer 1..1000000");
+    CHECK(error_of(g + "[gateway.limits]\nmax_connections = 64\nmax_connections_per_identity = 65\n") ==
+          "F:6: key 'gateway.limits.max_connections_per_identity': got 65, allowed: an integer 1..max_connections (64)");
+    CHECK(error_of(g + "[gateway.limits]\nmax_connections_per_identity = 0\n") ==
+          "F:5: key 'gateway.limits.max_connections_per_identity': got 0, allowed: an integer 1..1000000");
     CHECK(error_of(g + "[gateway.limits]\nspeed = 3\n").find("unknown key 'gateway.limits.speed'") != std::string::npos);
     CHECK(error_of(g + "[other]\nx = 1\n") == "F:4: unknown key 'other', allowed: gateway | credentials | grants");
     CHECK(error_of("[gateway]\nlisten_tcp = \"0.0.0.0:3128\"\n").find(

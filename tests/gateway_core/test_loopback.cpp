@@ -222,38 +222,55 @@ struct GatewayUnderTest {
     std::unique_ptr<Gateway> gw;
     asio::io_context ioc;
     tcp::acceptor acceptor{ioc};
+    tcp::acceptor acceptor_b{ioc};  // a second box: its connections are served as id_b
     std::thread thread;
     std::uint16_t port = 0;
+    std::uint16_t port_b = 0;
     Identity id{"worker-a", "run-1"};
     std::string refuse_with;  // a reason code: every connection is refused with it (Gateway::refuse)
+    Identity id_b{"worker-b", "run-1"};
 
     GatewayUnderTest(config::GatewayConfig cfg, std::map<std::string, std::string> secrets,
                      std::string refusal = "")
         : refuse_with(std::move(refusal)) {
         gw = std::make_unique<Gateway>(std::move(cfg), std::move(secrets));
-        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-        acceptor.open(ep.protocol());
-        acceptor.bind(ep);
-        acceptor.listen();
-        port = acceptor.local_endpoint().port();
-        gw->add_listening_endpoint(acceptor.local_endpoint());
-        asio::co_spawn(ioc, accept_loop(), asio::detached);
+        port = listen(acceptor);
+        port_b = listen(acceptor_b);
+        asio::co_spawn(ioc, accept_loop(acceptor, id), asio::detached);
+        asio::co_spawn(ioc, accept_loop(acceptor_b, id_b), asio::detached);
         thread = std::thread([this] { ioc.run(); });
     }
     ~GatewayUnderTest() {
         ioc.stop();
         thread.join();
     }
-    asio::awaitable<void> accept_loop() {
+    std::uint16_t listen(tcp::acceptor& a) {
+        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+        a.open(ep.protocol());
+        a.bind(ep);
+        a.listen();
+        gw->add_listening_endpoint(a.local_endpoint());
+        return a.local_endpoint().port();
+    }
+    asio::awaitable<void> accept_loop(tcp::acceptor& a, Identity who) {
         for (;;) {
-            auto [ec, s] = co_await acceptor.async_accept(nothrow);
+            auto [ec, s] = co_await a.async_accept(nothrow);
             if (ec) co_return;
             if (refuse_with.empty())
-                asio::co_spawn(ioc, gw->serve(std::move(s), id), asio::detached);
+                asio::co_spawn(ioc, gw->serve(std::move(s), who), asio::detached);
             else
-                asio::co_spawn(ioc, gw->refuse(std::move(s), id, refuse_with, "because the test says so"),
+                asio::co_spawn(ioc, gw->refuse(std::move(s), who, refuse_with, "because the test says so"),
                                asio::detached);
         }
+    }
+    // Waits (up to 5 s) until the gateway holds exactly `n` connections: a
+    // client's connect() returns before the gateway has accepted and counted it.
+    bool wait_for_active(std::size_t n) const {
+        for (int i = 0; i < 500; ++i) {
+            if (gw->active_connections() == n) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return false;
     }
 };
 
@@ -677,6 +694,58 @@ TEST_CASE("Gateway::refuse answers before reading: status, reason, detail, a led
     CHECK(ledger.find("\"identity\":\"worker-a/run-1\"") != std::string::npos);
     CHECK(ledger.find("\"reason\":\"tcp_peer_not_root\",\"status\":403") != std::string::npos);
     CHECK(w.good.connections.load() == 0);
+}
+
+TEST_CASE("max_connections_per_identity: one box at its cap gets 503, another box still gets through") {
+    World w;
+    auto cfg = w.config();
+    cfg.gateway.limits.max_connections = 4;
+    cfg.gateway.limits.max_connections_per_identity = 2;
+    cfg.gateway.limits.read_timeout = std::chrono::milliseconds(10'000);  // idle holders stay open throughout
+    GatewayUnderTest g(cfg, w.secrets());
+    const std::string tunnel = "tun.test:" + std::to_string(w.good.port);
+    // Box A opens more idle connections than the whole daemon allows (the
+    // starvation seen in review: A held them all and B got 503).
+    std::vector<std::unique_ptr<Client>> a;
+    for (int i = 0; i < 5; ++i) a.push_back(std::make_unique<Client>(g.port));
+    for (int i = 0; i < 500 && g.gw->ledger().refusals("worker-a/run-1") < 3; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(g.gw->ledger().refusals("worker-a/run-1") == 3);
+    CHECK(g.wait_for_active(2));
+    // Box B is not starved by A.
+    Client b(g.port_b);
+    CHECK(b.connect_tunnel(tunnel) == 200);
+    // Exactly three of A's were answered, each naming A's own cap; two are held.
+    std::vector<std::unique_ptr<Client>> held;
+    int refused = 0;
+    for (auto& c : a) {
+        pollfd p{c->sock.native_handle(), POLLIN, 0};
+        if (::poll(&p, 1, 200) <= 0) {
+            held.push_back(std::move(c));
+            continue;
+        }
+        beast::error_code ec;
+        auto res = c->read_response(ec);
+        CHECK(res.result_int() == 503);
+        CHECK(res["X-Corral-Reason"] == "identity_connection_cap");
+        CHECK(res.body().find("worker-a/run-1 holds more than max_connections_per_identity (2)") != std::string::npos);
+        ++refused;
+    }
+    CHECK(refused == 3);
+    REQUIRE(held.size() == 2);
+    // A's slot comes back when one of its connections ends.
+    held.pop_back();
+    CHECK(g.wait_for_active(2));  // A's other holder and B's tunnel
+    Client again(g.port);
+    CHECK(again.connect_tunnel(tunnel) == 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto ledger = slurp(w.ledger());
+    CHECK(ledger.find("\"identity\":\"worker-a/run-1\",\"mode\":\"\",\"method\":\"\",\"host\":\"\",\"port\":0,"
+                      "\"path\":\"\",\"decision\":\"refuse\",\"reason\":\"identity_connection_cap\",\"status\":503") !=
+          std::string::npos);
+    CHECK(ledger.find("too_many_connections") == std::string::npos);
+    CHECK(g.gw->ledger().refusals("worker-a/run-1") == 3);
+    CHECK(g.gw->ledger().refusals("worker-b/run-1") == 0);
 }
 
 TEST_CASE("an unwritable ledger stops new requests (fail closed) and says why") {
