@@ -350,7 +350,8 @@ GatewayLimits parse_limits(const std::string& file, const toml::value& v) {
     if (!v.is_table()) fail_value(file, v, "gateway.limits", "a table");
     Section s(file, v, "gateway.limits",
               {"max_header_bytes", "max_body_bytes", "max_response_bytes", "read_timeout", "idle_timeout",
-               "max_connections", "max_connections_per_identity", "requests_per_identity"});
+               "max_connections", "max_connections_per_identity", "requests_per_identity",
+               "ledger_refusals_per_identity"});
     GatewayLimits l;
     const std::string size_allowed = "a size > 0 such as \"16KiB\", \"1MiB\" (units B, K/KiB, M/MiB, G/GiB, T/TiB)";
     const std::string duration_allowed = "a duration > 0 such as \"30s\", \"250ms\", \"2m\", \"1h\"";
@@ -383,6 +384,8 @@ GatewayLimits parse_limits(const std::string& file, const toml::value& v) {
     }
     if (auto x = s.integer("requests_per_identity", 0, INT64_MAX))
         l.requests_per_identity = static_cast<std::uint64_t>(*x);
+    if (auto x = s.integer("ledger_refusals_per_identity", 0, INT64_MAX))
+        l.ledger_refusals_per_identity = static_cast<std::uint64_t>(*x);
     return l;
 }
 

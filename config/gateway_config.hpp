@@ -44,6 +44,9 @@ struct GatewayLimits {
     // When the key is omitted: 256, or max_connections if that is lower.
     std::uint64_t max_connections_per_identity = 256;
     std::uint64_t requests_per_identity = 0;  // 0 = unlimited
+    // Refusal lines the ledger writes per identity; later refusals are still
+    // refused and counted, and summarised (see Ledger). 0 = every one written.
+    std::uint64_t ledger_refusals_per_identity = 10'000;
 };
 
 enum class CredentialKind { api_key, oauth_token };

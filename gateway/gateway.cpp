@@ -128,7 +128,7 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
       secrets_(std::move(secrets)),
       ca_(needs_ca_at_start(cfg_) ? CertificateAuthority::load_or_create(cfg_.gateway.state_dir)
                                   : CertificateAuthority::deferred(cfg_.gateway.state_dir)),
-      ledger_(cfg_.gateway.ledger) {
+      ledger_(cfg_.gateway.ledger, cfg_.gateway.limits.ledger_refusals_per_identity) {
     for (const auto& [name, secret] : secrets_) ledger_.register_secret(secret);
     internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);
     if (!cfg_.gateway.hosts_file.empty()) internals_->hosts = load_hosts_file(cfg_.gateway.hosts_file);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -122,6 +123,7 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
     append_number_field(line, "bytes_down", e.bytes_down);
     append_number_field(line, "duration_ms", e.duration_ms);
     append_string_field(line, "credential", e.credential);
+    if (e.refusals != 0) append_number_field(line, "refusals", e.refusals);
     line += "}";
     return line;
 }
@@ -188,6 +190,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
         j["bytes_down"] = e.bytes_down;
         j["duration_ms"] = e.duration_ms;
         j["credential"] = redact(e.credential, secrets);
+        if (e.refusals != 0) j["refusals"] = e.refusals;
         line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
     // Defence in depth: a secret split across fields or reintroduced by escaping cannot
@@ -197,8 +200,10 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
     return line;
 }
 
-Ledger::Ledger(const std::string& path)
-    : path_(path), secrets_(std::make_shared<const std::vector<std::string>>()) {
+Ledger::Ledger(const std::string& path, std::uint64_t refusal_lines_per_identity)
+    : path_(path),
+      refusal_lines_per_identity_(refusal_lines_per_identity),
+      secrets_(std::make_shared<const std::vector<std::string>>()) {
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     struct stat st {};
     if (fd < 0) {
@@ -254,8 +259,26 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     }
     std::lock_guard lock(mutex_);
     ++requests_[e.identity];
-    if (e.decision == Decision::refuse) ++refusals_[e.identity];
+    std::uint64_t refused = e.decision == Decision::refuse ? ++refusals_[e.identity] : 0;
     if (!failure_.empty()) return false;
+    if (auto cap_code = refusal_cap_line(refused); !cap_code.empty()) {
+        // Past the cap this refusal's own line is dropped; at most a summary
+        // line takes its place. Rare, so formatted under the lock.
+        LedgerEntry summary;
+        summary.time = e.time;
+        summary.identity = e.identity;
+        summary.decision = Decision::refuse;
+        summary.reason = std::string(cap_code);
+        summary.refusals = refused;
+        try {
+            line = format(summary);
+            format_error.clear();
+        } catch (const std::exception& ex) {
+            format_error = std::string("format ledger line: ") + ex.what();
+        }
+    } else if (refused > refusal_lines_per_identity_ && refusal_lines_per_identity_ != 0) {
+        return false;
+    }
     if (!format_error.empty()) {
         fail_locked(std::move(format_error));
         return false;
@@ -263,6 +286,14 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     bool first = pending_.empty();
     pending_ += line;
     return first;
+}
+
+std::string_view Ledger::refusal_cap_line(std::uint64_t refused) const {
+    const std::uint64_t cap = refusal_lines_per_identity_;
+    if (cap == 0 || refused <= cap) return {};
+    if (refused == cap + 1) return reason::ledger_refusal_cap_reached;
+    if (refused % cap == 0 && std::has_single_bit(refused / cap)) return reason::ledger_refusals_suppressed;
+    return {};
 }
 
 void Ledger::append(const LedgerEntry& e) {

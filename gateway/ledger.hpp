@@ -51,6 +51,11 @@ inline constexpr std::string_view ledger_unwritable = "ledger_unwritable";// 503
 inline constexpr std::string_view too_many_connections = "too_many_connections";  // 503
 inline constexpr std::string_view identity_connection_cap = "identity_connection_cap";  // 503
 inline constexpr std::string_view timeout = "timeout";                    // 408 (client) / 504 (upstream)
+// The ledger's own lines, never an answer to a client (status 0): an
+// identity's refusals passed ledger_refusals_per_identity and are no longer
+// written one by one; and the running count of them since, at 2×, 4×, 8×… the cap.
+inline constexpr std::string_view ledger_refusal_cap_reached = "ledger_refusal_cap_reached";
+inline constexpr std::string_view ledger_refusals_suppressed = "ledger_refusals_suppressed";
 }  // namespace reason
 
 // The HTTP status the gateway answers a refusal with (table above); 500 for an
@@ -74,12 +79,16 @@ struct LedgerEntry {
     std::uint64_t bytes_down = 0;// upstream → client payload bytes
     std::uint64_t duration_ms = 0;
     std::string credential;      // credential NAME injected ("" = none); never its value
+    // Only on the ledger's refusal-cap lines: the identity's refusals counted
+    // so far, written lines and suppressed ones together (0 = no such key).
+    std::uint64_t refusals = 0;
 };
 
 // One JSON object on one line, terminated by '\n'. Keys, in this order:
 // time (RFC 3339 UTC with milliseconds, "2026-11-30T05:29:39.123Z"), identity,
 // mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
-// bytes_up, bytes_down, duration_ms, credential. Every string field has each
+// bytes_up, bytes_down, duration_ms, credential, and `refusals` last on the
+// ledger's refusal-cap lines only (e.refusals != 0). Every string field has each
 // occurrence of every non-empty string in `secrets` replaced by "[redacted]"
 // before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});
@@ -95,11 +104,22 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
 // daemon calls it periodically and at shutdown — a process crash loses at
 // most the lines of the loop turn in progress, a host crash may lose the
 // last lines in the page cache.
+//
+// Refusal lines are bounded per identity (a box looping on a refused CONNECT
+// would otherwise fill the disk): with refusal_lines_per_identity = N > 0, an
+// identity's first N refusals are written line by line; the next one writes
+// one `ledger_refusal_cap_reached` line instead of its own, and later ones
+// only a `ledger_refusals_suppressed` line when the identity's refusal count
+// reaches 2N, 4N, 8N, … (each with that count), so an identity writes at most
+// N + 1 + ~64 refusal lines ever. Every refusal is still counted (refusals(),
+// requests() stay exact) and still refused by the caller; allowed entries are
+// always written.
 class Ledger {
 public:
     // Never throws for I/O: an unopenable path leaves the ledger unhealthy
-    // with failure() = "open(PATH): <errno text>".
-    explicit Ledger(const std::string& path);
+    // with failure() = "open(PATH): <errno text>". refusal_lines_per_identity
+    // 0 = write every refusal.
+    explicit Ledger(const std::string& path, std::uint64_t refusal_lines_per_identity = 0);
     ~Ledger();  // flushes what is pending
     Ledger(const Ledger&) = delete;
     Ledger& operator=(const Ledger&) = delete;
@@ -133,15 +153,21 @@ public:
     // an empty file).
     void sync();
 
+    // Entries appended (written or not: see the refusal cap above); the
+    // ledger's own cap lines are not entries and are not counted.
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
     std::uint64_t requests(const std::string& identity) const;  // all entries
 
 private:
+    // The cap line the identity's `refused`-th refusal writes instead of its
+    // own: a reason:: code, or "" (its own line, or none once past the cap).
+    std::string_view refusal_cap_line(std::uint64_t refused) const;
     void fail_locked(std::string what);
     std::string format(const LedgerEntry& e) const;
     bool flush_locked();
 
     std::string path_;
+    std::uint64_t refusal_lines_per_identity_;
     mutable std::mutex mutex_;
     Fd fd_;
     std::string failure_;

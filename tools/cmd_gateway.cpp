@@ -9,8 +9,9 @@
 //    The client's own bytes follow it; a connection without a valid line is
 //    closed without an answer. Instead, a run's supervisor may send
 //        CORRAL-COUNTS <worker>/<run>\n
-//    and gets one line {"requests":N,"refusals":M} (that run's ledger
-//    entries so far) for its run.json, then the connection closes.
+//    and gets one line {"requests":N,"refusals":M} (that run's requests and
+//    refusals so far, exact even past the ledger's refusal-line cap) for its
+//    run.json, then the connection closes.
 //  - listen_tcp: loopback only, for tests and benchmarks run as root; every
 //    connection gets the fixed tcp_identity, so it is served only when the
 //    socket at its other end is root's (the Unix listener's rule): the kernel

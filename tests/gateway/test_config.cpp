@@ -79,6 +79,7 @@ idle_timeout = 60
 max_connections = 64
 max_connections_per_identity = 16
 requests_per_identity = 1000
+ledger_refusals_per_identity = 0
 
 [credentials.anthropic]
 kind = "api_key"
@@ -136,6 +137,7 @@ allow_private = true
     CHECK(cfg.gateway.limits.max_connections == 64);
     CHECK(cfg.gateway.limits.max_connections_per_identity == 16);
     CHECK(cfg.gateway.limits.requests_per_identity == 1000);
+    CHECK(cfg.gateway.limits.ledger_refusals_per_identity == 0);
 
     REQUIRE(cfg.credentials.size() == 3);
     const auto& a = cfg.credentials.at("anthropic");
@@ -199,6 +201,7 @@ TEST_CASE("defaults when keys are omitted") {
     CHECK(cfg.gateway.limits.max_connections == 1024);
     CHECK(cfg.gateway.limits.max_connections_per_identity == 256);
     CHECK(cfg.gateway.limits.requests_per_identity == 0);
+    CHECK(cfg.gateway.limits.ledger_refusals_per_identity == 10'000);
     CHECK(cfg.grants.empty());
 }
 
@@ -234,6 +237,8 @@ TEST_CASE("errors name file:line, the key, what was given and what is allowed") 
           "F:6: key 'gateway.limits.max_connections_per_identity': got 65, allowed: an integer 1..max_connections (64)");
     CHECK(error_of(g + "[gateway.limits]\nmax_connections_per_identity = 0\n") ==
           "F:5: key 'gateway.limits.max_connections_per_identity': got 0, allowed: an integer 1..1000000");
+    CHECK(error_of(g + "[gateway.limits]\nledger_refusals_per_identity = -1\n") ==
+          "F:5: key 'gateway.limits.ledger_refusals_per_identity': got -1, allowed: an integer 0..9223372036854775807");
     CHECK(error_of(g + "[gateway.limits]\nspeed = 3\n").find("unknown key 'gateway.limits.speed'") != std::string::npos);
     CHECK(error_of(g + "[other]\nx = 1\n") == "F:4: unknown key 'other', allowed: gateway | credentials | grants");
     CHECK(error_of("[gateway]\nlisten_tcp = \"0.0.0.0:3128\"\n").find(

@@ -235,6 +235,15 @@ TEST_CASE("the direct formatter and the JSON library write the same line") {
     line = format_ledger_line(e);
     CHECK(nlohmann::json::parse(line)["path"] == "/a\"b");
     CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    // The refusal-cap lines' extra key, last, on both paths.
+    e.refusals = 20000;
+    line = format_ledger_line(e);
+    CHECK(line.find(",\"credential\":\"\",\"refusals\":20000}\n") != std::string::npos);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    e.path = "/plain";
+    line = format_ledger_line(e);
+    CHECK(line.find(",\"credential\":\"\",\"refusals\":20000}\n") != std::string::npos);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
 }
 
 TEST_CASE("batched appends: nothing written before flush, then one write for the batch; sync flushes") {
@@ -295,4 +304,70 @@ TEST_CASE("Ledger refuses a file planted for it: a hard link to another file, or
         CHECK_FALSE(l.healthy());
         CHECK(l.failure().find("not a file of our own") != std::string::npos);
     }
+}
+
+TEST_CASE("refusal lines are capped per identity: one cap line, then a count at 2N, 4N, ...; counters stay exact") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    const std::uint64_t cap = 3;
+    Ledger l(path, cap);
+    auto refusal = sample();
+    refusal.decision = Decision::refuse, refusal.reason = "not_granted", refusal.status = 403;
+    refusal.mode = "", refusal.method = "CONNECT", refusal.host = "127.0.0.1", refusal.port = 9, refusal.path = "";
+    refusal.credential = "", refusal.bytes_up = refusal.bytes_down = refusal.duration_ms = 0;
+    for (int i = 0; i < 100; ++i) l.append(refusal);
+    // Allowed entries are always written, cap or not.
+    l.append(sample());
+    // Another identity has its own cap.
+    auto other = refusal;
+    other.identity = "worker-b/run-1";
+    l.append(other);
+    l.sync();
+    CHECK(l.healthy());
+    CHECK(l.refusals("worker-a/run-1") == 100);
+    CHECK(l.requests("worker-a/run-1") == 101);
+    CHECK(l.refusals("worker-b/run-1") == 1);
+
+    std::vector<nlohmann::json> a_refusals, a_allowed, b_lines;
+    std::ifstream f(path);
+    for (std::string line; std::getline(f, line);) {
+        auto j = nlohmann::json::parse(line);
+        if (j["identity"] == "worker-b/run-1")
+            b_lines.push_back(j);
+        else if (j["decision"] == "refuse")
+            a_refusals.push_back(j);
+        else
+            a_allowed.push_back(j);
+    }
+    CHECK(a_allowed.size() == 1);
+    CHECK(b_lines.size() == 1);
+    CHECK(b_lines.at(0)["reason"] == "not_granted");
+    // 3 refusals written, the 4th writes the cap line, then counts at 6, 12, 24, 48, 96.
+    REQUIRE(a_refusals.size() == 3 + 1 + 5);
+    for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(a_refusals[i]["reason"] == "not_granted");
+        CHECK_FALSE(a_refusals[i].contains("refusals"));
+    }
+    CHECK(a_refusals[3]["reason"] == "ledger_refusal_cap_reached");
+    CHECK(a_refusals[3]["refusals"] == 4);
+    CHECK(a_refusals[3]["status"] == 0);
+    CHECK(a_refusals[3]["host"] == "");
+    const std::uint64_t counts[] = {6, 12, 24, 48, 96};
+    for (std::size_t i = 0; i < 5; ++i) {
+        CHECK(a_refusals[4 + i]["reason"] == "ledger_refusals_suppressed");
+        CHECK(a_refusals[4 + i]["refusals"] == counts[i]);
+    }
+    CHECK(a_refusals[3].size() == 15);  // every usual key, then `refusals`
+}
+
+TEST_CASE("refusal cap 0 writes every refusal") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    Ledger l(path, 0);
+    auto refusal = sample();
+    refusal.decision = Decision::refuse, refusal.reason = "not_granted";
+    for (int i = 0; i < 50; ++i) l.append(refusal);
+    auto text = read_all(path);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 50);
+    CHECK(text.find("ledger_refusal_cap_reached") == std::string::npos);
 }

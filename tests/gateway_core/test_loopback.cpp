@@ -748,6 +748,60 @@ TEST_CASE("max_connections_per_identity: one box at its cap gets 503, another bo
     CHECK(g.gw->ledger().refusals("worker-b/run-1") == 0);
 }
 
+TEST_CASE("ledger_refusals_per_identity: a refusal loop writes a bounded number of lines, counts stay exact") {
+    World w;
+    auto cfg = w.config();
+    cfg.gateway.limits.ledger_refusals_per_identity = 5;
+    GatewayUnderTest g(cfg, w.secrets());
+    // The loop seen in review: CONNECT to an ungranted port, again and again
+    // (refused before any connection is attempted).
+    for (int i = 0; i < 45; ++i) {
+        Client c(g.port);
+        c.write("CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n");
+        beast::error_code ec;
+        auto res = c.read_response(ec);
+        CHECK(res.result_int() == 403);  // still refused, cap or not
+        CHECK(res["X-Corral-Reason"] == "not_granted");
+    }
+    // Another identity's refusals and this identity's allowed tunnels are still written.
+    {
+        Client b(g.port_b);
+        CHECK(b.connect_tunnel("127.0.0.1:9") == 403);
+    }
+    {
+        Client c(g.port);
+        CHECK(c.connect_tunnel("tun.test:" + std::to_string(w.good.port)) == 200);
+    }
+    for (int i = 0; i < 500 && g.gw->ledger().requests("worker-a/run-1") < 46; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    g.gw->ledger().sync();
+    CHECK(g.gw->ledger().refusals("worker-a/run-1") == 45);
+    CHECK(g.gw->ledger().requests("worker-a/run-1") == 46);
+    CHECK(g.gw->ledger().refusals("worker-b/run-1") == 1);
+    std::vector<std::string> a_refusals;
+    int a_allowed = 0, b_lines = 0;
+    std::istringstream lines(slurp(w.ledger()));
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("\"identity\":\"worker-b/run-1\"") != std::string::npos) ++b_lines;
+        if (line.find("\"identity\":\"worker-a/run-1\"") == std::string::npos) continue;
+        if (line.find("\"decision\":\"allow\"") != std::string::npos)
+            ++a_allowed;
+        else
+            a_refusals.push_back(line);
+    }
+    CHECK(a_allowed == 1);
+    CHECK(b_lines == 1);
+    // 5 lines, the cap line at refusal 6, then counts at 10, 20 and 40.
+    REQUIRE(a_refusals.size() == 9);
+    for (int i = 0; i < 5; ++i) CHECK(a_refusals[i].find("\"reason\":\"not_granted\"") != std::string::npos);
+    CHECK(a_refusals[5].find("\"reason\":\"ledger_refusal_cap_reached\",\"status\":0") != std::string::npos);
+    CHECK(a_refusals[5].find("\"refusals\":6}") != std::string::npos);
+    CHECK(a_refusals[6].find("\"reason\":\"ledger_refusals_suppressed\"") != std::string::npos);
+    CHECK(a_refusals[6].find("\"refusals\":10}") != std::string::npos);
+    CHECK(a_refusals[7].find("\"refusals\":20}") != std::string::npos);
+    CHECK(a_refusals[8].find("\"refusals\":40}") != std::string::npos);
+}
+
 TEST_CASE("an unwritable ledger stops new requests (fail closed) and says why") {
     World w;
     auto cfg = w.config();
