@@ -3,7 +3,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/un.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -397,6 +400,141 @@ TEST_CASE("WebSocket echo through an inject tunnel, with the credential injected
 TEST_CASE("large responses stream through whole") {
     auto r = curl({"-o", "/dev/null", "https://api.anthropic.test/large?bytes=5000000", "-w", "size=%{size_download}\n"});
     CHECK(r.out.find("size=5000000") != std::string::npos);
+}
+
+namespace {
+
+// A Unix-socket client of a `corral gateway` daemon, announcing `identity`
+// the way corral run's bridge does, then sending `bytes`.
+struct UnixClient {
+    int fd = -1;
+    UnixClient(const std::string& path, const std::string& first_line, const std::string& bytes = "") {
+        fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        std::string out = first_line + bytes;
+        REQUIRE(::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()));
+    }
+    ~UnixClient() { close(); }
+    void close() {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+    bool readable(int ms) const {
+        pollfd p{fd, POLLIN, 0};
+        return ::poll(&p, 1, ms) > 0;
+    }
+    // What the gateway sends until it closes, or until `until` is seen, or `timeout`.
+    std::string read(const std::string& until = "", std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+        std::string got;
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (std::chrono::steady_clock::now() < deadline && (until.empty() || got.find(until) == std::string::npos)) {
+            if (!readable(100)) continue;
+            char b[4096];
+            ssize_t n = ::recv(fd, b, sizeof b, 0);
+            if (n <= 0) break;
+            got.append(b, static_cast<std::size_t>(n));
+        }
+        return got;
+    }
+};
+
+std::vector<json> lines_of(const std::string& path) {
+    std::vector<json> out;
+    std::ifstream f(path);
+    for (std::string line; std::getline(f, line);)
+        if (!line.empty()) out.push_back(json::parse(line));
+    return out;
+}
+
+}  // namespace
+
+// A second daemon, serving two boxes over its Unix socket as corral run's
+// bridges do, with small caps: one box's connections and refusals must
+// neither starve the other box nor grow the ledger without bound, and the
+// counts a run's supervisor reads (CORRAL-COUNTS) must stay exact.
+TEST_CASE("shared daemon: per-identity connection cap and bounded refusal lines, exact counts") {
+    if (!corral::test::running_as_root()) {
+        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
+        return;
+    }
+    auto& w = world();
+    const std::string d = w.dir + "/shared";
+    std::filesystem::create_directories(d);
+    ::chmod(d.c_str(), 0700);
+    const std::string sock = d + "/gw.sock", ledger = d + "/ledger.jsonl";
+    write_file(d + "/gateway.toml",
+               "[gateway]\nlisten_unix = \"" + sock + "\"\nledger = \"" + ledger + "\"\nstate_dir = \"" + d +
+                   "/state\"\nhosts_file = \"" + w.dir + "/hosts\"\n"
+                   "[gateway.limits]\nmax_connections = 4\nmax_connections_per_identity = 2\n"
+                   "ledger_refusals_per_identity = 5\n"
+                   "[[grants]]\nhost = \"tunnel.test\"\nport = " + main_port() +
+                   "\nmode = \"tunnel\"\nallow_private = true\n");
+    Background daemon({corral::test::corral_bin(), "gateway", "--config", d + "/gateway.toml", "--threads", "2"});
+    REQUIRE(daemon.wait_for_stdout("listening unix:" + sock, std::chrono::seconds(20)));
+    const std::string tunnel = "tunnel.test:" + main_port();
+    const std::string connect_tunnel = "CONNECT " + tunnel + " HTTP/1.1\r\nHost: " + tunnel + "\r\n\r\n";
+
+    // Box A opens more idle connections than the whole daemon allows.
+    std::vector<std::unique_ptr<UnixClient>> a;
+    for (int i = 0; i < 5; ++i) a.push_back(std::make_unique<UnixClient>(sock, "CORRAL-IDENTITY box-a/run-1\n"));
+    int refused = 0;
+    for (auto& c : a) {
+        if (!c->readable(1000)) continue;
+        auto answer = c->read();
+        CHECK(status_line(answer) == "HTTP/1.1 503 Service Unavailable");
+        CHECK(reason_header(answer) == "identity_connection_cap");
+        ++refused;
+    }
+    CHECK(refused == 3);
+    // Box B still gets through.
+    {
+        UnixClient b(sock, "CORRAL-IDENTITY box-b/run-1\n", connect_tunnel);
+        CHECK(status_line(b.read("\r\n\r\n")) == "HTTP/1.1 200 Connection Established");
+    }
+    // Closing A's holders frees its slots once the daemon has seen the EOFs:
+    // give it that moment, or the first refusals below would be connection caps.
+    a.clear();
+    ::usleep(500'000);
+
+    // Box A loops on a refused CONNECT (refused before any connection attempt).
+    for (int i = 0; i < 30; ++i) {
+        UnixClient c(sock, "CORRAL-IDENTITY box-a/run-1\n", "CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n");
+        auto answer = c.read();
+        CHECK(reason_header(answer) == "not_granted");
+    }
+    auto counts = [&](const std::string& id) {
+        UnixClient c(sock, "CORRAL-COUNTS " + id + "\n");
+        auto line = c.read("\n");
+        return json::parse(line.substr(0, line.find('\n')));
+    };
+    // B's tunnel line is written when the tunnel ends.
+    for (int i = 0; i < 100 && counts("box-b/run-1")["requests"] != 1; ++i) ::usleep(50'000);
+    CHECK(counts("box-b/run-1") == json{{"requests", 1}, {"refusals", 0}});
+    CHECK(counts("box-a/run-1") == json{{"requests", 33}, {"refusals", 33}});
+
+    ::kill(daemon.pid(), SIGTERM);  // syncs the ledger
+    for (int i = 0; i < 100 && ::access(sock.c_str(), F_OK) == 0; ++i) ::usleep(50'000);
+    std::vector<json> a_lines;
+    int b_lines = 0;
+    for (const auto& l : lines_of(ledger)) {
+        if (l["identity"] == "box-a/run-1") a_lines.push_back(l);
+        if (l["identity"] == "box-b/run-1") ++b_lines;
+    }
+    CHECK(b_lines == 1);
+    // A's first 5 refusals line by line (3 connection caps, 2 not_granted), the
+    // 6th writes the cap line, then counts at 10 and 20: 8 lines for 33 refusals.
+    REQUIRE(a_lines.size() == 8);
+    for (int i = 0; i < 3; ++i) CHECK(a_lines[i]["reason"] == "identity_connection_cap");
+    CHECK(a_lines[3]["reason"] == "not_granted");
+    CHECK(a_lines[4]["reason"] == "not_granted");
+    CHECK(a_lines[5]["reason"] == "ledger_refusal_cap_reached");
+    CHECK(a_lines[5]["refusals"] == 6);
+    CHECK(a_lines[6]["reason"] == "ledger_refusals_suppressed");
+    CHECK(a_lines[6]["refusals"] == 10);
+    CHECK(a_lines[7]["refusals"] == 20);
 }
 
 // Runs last (doctest orders by file and line): scans everything for the secrets.
