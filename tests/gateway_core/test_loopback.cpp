@@ -701,7 +701,7 @@ TEST_CASE("max_connections_per_identity: one box at its cap gets 503, another bo
     auto cfg = w.config();
     cfg.gateway.limits.max_connections = 4;
     cfg.gateway.limits.max_connections_per_identity = 2;
-    cfg.gateway.limits.read_timeout = std::chrono::milliseconds(10'000);  // idle holders stay open throughout
+    cfg.gateway.limits.read_timeout = std::chrono::milliseconds(60'000);  // idle holders stay open throughout
     GatewayUnderTest g(cfg, w.secrets());
     const std::string tunnel = "tun.test:" + std::to_string(w.good.port);
     // Box A opens more idle connections than the whole daemon allows (the
