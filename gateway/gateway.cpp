@@ -68,6 +68,15 @@ void UpstreamPool::put(std::unique_ptr<UpstreamConn> c) {
     idle_.emplace(std::move(key), std::move(c));
 }
 
+void UpstreamPool::clear() {
+    std::multimap<std::string, std::unique_ptr<UpstreamConn>> closing;
+    {
+        std::lock_guard lock(mutex_);
+        closing.swap(idle_);
+    }
+    // Destroyed here, outside the lock: each closes its socket.
+}
+
 std::unique_ptr<char[]> BufferPool::acquire() {
     {
         std::lock_guard lock(mutex_);
@@ -143,6 +152,8 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
 }
 
 Gateway::~Gateway() = default;
+
+void Gateway::close_idle_upstreams() { internals_->pool.clear(); }
 
 void Gateway::install_secrets(std::map<std::string, std::string> secrets) {
     for (const auto& [name, secret] : secrets) ledger_.register_secret(secret);

@@ -73,6 +73,13 @@ public:
     boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket s, Identity id, std::string code,
                                         std::string detail);
 
+    // Closes the idle upstream connections kept for reuse. Call once the
+    // event loops have stopped and before they are destroyed: a pooled
+    // socket deregisters from its loop's reactor when it closes. (The loops
+    // themselves go before the gateway: the connections' coroutine frames
+    // they destroy give buffers back to it.)
+    void close_idle_upstreams();
+
     // Records a TCP endpoint the gateway listens on so it never dials itself
     // (vet_addresses refuses it). Call before serving connections.
     void add_listening_endpoint(const boost::asio::ip::tcp::endpoint& ep);

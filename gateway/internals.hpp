@@ -42,6 +42,8 @@ class UpstreamPool {
 public:
     std::unique_ptr<UpstreamConn> take(const std::string& key);
     void put(std::unique_ptr<UpstreamConn> c);
+    // Closes every idle connection (while their event loop still exists).
+    void clear();
 
     static constexpr std::size_t kMaxIdlePerKey = 32;
     static constexpr std::size_t kMaxIdle = 256;

@@ -346,10 +346,15 @@ int cmd_gateway(int argc, char** argv) {
     if (!cfg.gateway.listen_tcp.empty() && !tcp_identity)
         throw UsageError(config_path + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
 
-    // The loops first, so they outlive the gateway: its pooled upstream
-    // connections deregister from their loop's reactor when it is destroyed.
-    EventLoops loops(threads);
+    // The gateway outlives the loops (the coroutine frames they destroy give
+    // buffers back to it); its pooled upstream sockets are closed before the
+    // loops go (ClosePooledFirst).
     gateway::Gateway gw(cfg, std::move(secrets));
+    EventLoops loops(threads);
+    struct ClosePooledFirst {  // destroyed before `loops`, however this function ends
+        gateway::Gateway& gw;
+        ~ClosePooledFirst() { gw.close_idle_upstreams(); }
+    } close_pooled_first{gw};
     // Sandboxes started with --gateway unix:PATH read <state_dir>/ca/ca.crt:
     // the daemon creates (or checks) its CA at start even without inject grants.
     (void)gw.ca_certificate_pem();

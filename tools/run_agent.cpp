@@ -472,6 +472,7 @@ void RunEgress::stop() {
         if (t.joinable()) t.join();
     threads_.clear();
     bridge_.reset();
+    if (gateway_) gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
     if (gateway_) {
         gateway_->ledger().sync();
         requests_ = gateway_->ledger().requests(identity());

@@ -111,12 +111,12 @@ private:
     std::string ca_pem_;
     bool intercepts_ = true;  // a daemon's grants are unknown here: assume it intercepts
     std::string cli_version_;
-    // Declared before everything that holds sockets of its loop, so it is
-    // destroyed after them: the gateway's pooled upstream connections and the
-    // bridge deregister from its reactor when they go.
-    std::unique_ptr<boost::asio::io_context> ioc_;
     config::GatewayConfig credential_specs_;  // where the embedded gateway's secrets are read from in start()
+    // The gateway outlives the loop (the coroutine frames the loop destroys
+    // give buffers back to it); its pooled upstream sockets, which need the
+    // loop's reactor, are closed in stop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
+    std::unique_ptr<boost::asio::io_context> ioc_;
     std::unique_ptr<shim::Bridge> bridge_;
     std::vector<std::thread> threads_;
     Fd stdout_write_;

@@ -243,6 +243,7 @@ struct GatewayUnderTest {
     ~GatewayUnderTest() {
         ioc.stop();
         thread.join();
+        gw->close_idle_upstreams();  // while ioc, their reactor, still exists
     }
     std::uint16_t listen(tcp::acceptor& a) {
         tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
