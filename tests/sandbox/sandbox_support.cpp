@@ -200,35 +200,18 @@ int main(int argc, char** argv) {
 }
 )";
 
-void build_conn_hold(const std::string& root) {
-    std::string src = base_dir() + "/conn-hold.c";
-    write_file(src, kConnHoldSource);
-    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/conn-hold", src});
-}
-
-void build_kernel_probe(const std::string& root) {
-    std::string src = base_dir() + "/kernel-probe.c";
-    write_file(src, kKernelProbeSource);
-    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/kernel-probe", src});
-}
-
-void build_setid_probe(const std::string& root) {
-    std::string src = base_dir() + "/setid-probe.c";
-    write_file(src, kSetidProbeSource);
-    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/setid-probe", src});
-}
-
-void build_connect_probe(const std::string& root) {
-    std::string src = base_dir() + "/connect-probe.c";
-    write_file(src, kConnectProbeSource);
-    run_or_throw({"cc", "-static", "-O1", "-o", root + "/bin/connect-probe", src});
+// Compiles one of the probe sources above into <root>/bin/<name>, static
+// (the rootfs has no libc of its own). Returns the binary's path.
+std::string build_probe(const std::string& root, const std::string& name, const char* source) {
+    std::string src = base_dir() + "/" + name + ".c";
+    write_file(src, source);
+    std::string bin = root + "/bin/" + name;
+    run_or_throw({"cc", "-static", "-O1", "-o", bin, src});
+    return bin;
 }
 
 void build_suid_probe(const std::string& root) {
-    std::string src = base_dir() + "/suid-probe.c";
-    write_file(src, kSuidProbeSource);
-    std::string bin = root + "/bin/suid-probe";
-    run_or_throw({"cc", "-static", "-O1", "-o", bin, src});
+    std::string bin = build_probe(root, "suid-probe", kSuidProbeSource);
     must(chown(bin.c_str(), 0, 0) == 0, "chown " + bin);
     must(chmod(bin.c_str(), 04755) == 0, "chmod 4755 " + bin);
 }
@@ -258,10 +241,10 @@ void assemble_rootfs(const std::string& root) {
     write_file(root + "/etc/writable", "original content\n");
     chmod((root + "/etc/writable").c_str(), 0666);
     build_suid_probe(root);
-    build_connect_probe(root);
-    build_setid_probe(root);
-    build_kernel_probe(root);
-    build_conn_hold(root);
+    build_probe(root, "connect-probe", kConnectProbeSource);
+    build_probe(root, "setid-probe", kSetidProbeSource);
+    build_probe(root, "kernel-probe", kKernelProbeSource);
+    build_probe(root, "conn-hold", kConnHoldSource);
 }
 
 bool is_number(const char* s) {
