@@ -32,6 +32,7 @@
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
 #include "rootfs/idmapped_tree.hpp"
+#include "supervisor/log_cap.hpp"
 #include "supervisor/run_options.hpp"
 #include "supervisor/sandbox_init.hpp"
 #include "supervisor/stale_cleanup.hpp"
@@ -666,6 +667,8 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
     std::optional<clock::time_point> drain_until;   // set once the init has exited
     bool init_exited = false;
 
+    LogCap out_cap{spec.log_limit_bytes};
+    LogCap err_cap{spec.log_limit_bytes};
     char buf[65536];
     while (box.stdout_.valid() || box.stderr_.valid() || box.report_.valid() || !init_exited) {
         pollfd pfds[5];
@@ -703,8 +706,7 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
             throw SysError("poll", "sandbox output", errno);
         }
         // The log keeps the first spec.log_limit_bytes; the sink gets everything.
-        auto pump = [&](int idx, Fd& pipe, int sink, const Fd& log, std::uint64_t& count, std::uint64_t& logged,
-                        const char* name) {
+        auto pump = [&](int idx, Fd& pipe, int sink, const Fd& log, LogCap& cap, const char* name) {
             if (idx < 0 || (pfds[idx].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
             ssize_t got = read(pipe.get(), buf, sizeof buf);
             if (got < 0 && errno == EINTR) return;
@@ -712,21 +714,15 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
                 pipe.reset();
                 return;
             }
-            const auto len = static_cast<std::uint64_t>(got);
-            const bool nothing_dropped_yet = count == logged;
-            count += len;
-            const std::uint64_t keep = std::min(len, spec.log_limit_bytes - logged);
-            if (keep > 0) {
-                write_all_checked(log.get(), buf, static_cast<std::size_t>(keep), spec.run_dir + "/" + name);
-                logged += keep;
-            }
-            if (keep < len && nothing_dropped_yet)
+            const std::size_t keep = cap.admit(static_cast<std::size_t>(got));
+            if (keep > 0) write_all_checked(log.get(), buf, keep, spec.run_dir + "/" + name);
+            if (cap.cut_now)
                 log::warn(std::string(name) + " reached --log-limit (" + std::to_string(spec.log_limit_bytes) +
                           " bytes); the rest of the command's output is not logged, only streamed");
             if (sink >= 0) write_all(sink, buf, static_cast<std::size_t>(got));
         };
-        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, result.stdout_bytes, result.stdout_logged, "stdout.log");
-        pump(idx_err, box.stderr_, sinks.stderr_fd, err_log, result.stderr_bytes, result.stderr_logged, "stderr.log");
+        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, out_cap, "stdout.log");
+        pump(idx_err, box.stderr_, sinks.stderr_fd, err_log, err_cap, "stderr.log");
         if (idx_rep >= 0 && (pfds[idx_rep].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
             InitMessage msg{};
             if (!read_message(box.report_.get(), msg)) {
@@ -758,6 +754,10 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
             drain_until = clock::now() + 2s;
         }
     }
+    result.stdout_bytes = out_cap.produced;
+    result.stdout_logged = out_cap.logged;
+    result.stderr_bytes = err_cap.produced;
+    result.stderr_logged = err_cap.logged;
     return result;
 }
 

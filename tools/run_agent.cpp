@@ -24,6 +24,7 @@
 #include "gateway/identity.hpp"
 #include "rootfs/host_paths.hpp"
 #include "shim/bridge.hpp"
+#include "supervisor/log_cap.hpp"
 
 namespace corral::cli {
 
@@ -418,8 +419,7 @@ int RunEgress::stdout_sink(int forward_fd, std::uint64_t limit_bytes) {
     stdout_tee_ = std::thread([rd = std::move(rd), out = std::move(out), forward_fd, limit_bytes]() mutable {
         char buf[16384];
         bool forward = forward_fd >= 0;
-        std::uint64_t room = limit_bytes;  // stdout.jsonl keeps the first --log-limit bytes, like stdout.log
-        bool cut = false;
+        supervisor::LogCap cap{limit_bytes};  // stdout.jsonl keeps the first --log-limit bytes, like stdout.log
         auto write_all = [&buf](int fd, std::size_t len) {
             for (std::size_t off = 0; off < len;) {
                 ssize_t w = ::write(fd, buf + off, len - off);
@@ -434,11 +434,9 @@ int RunEgress::stdout_sink(int forward_fd, std::uint64_t limit_bytes) {
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             const auto got = static_cast<std::size_t>(n);
-            const auto keep = static_cast<std::size_t>(std::min<std::uint64_t>(got, room));
+            const std::size_t keep = cap.admit(got);
             if (keep > 0 && !write_all(out.get(), keep)) log::warn("stdout.jsonl: write failed: " + errno_text(errno));
-            if (keep < got && !cut) log::warn("stdout.jsonl reached --log-limit; the rest is only streamed");
-            cut = cut || keep < got;
-            room -= keep;
+            if (cap.cut_now) log::warn("stdout.jsonl reached --log-limit; the rest is only streamed");
             if (forward && !write_all(forward_fd, got)) forward = false;  // a closed terminal must not stop the record
         }
         ::fsync(out.get());
