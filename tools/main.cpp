@@ -1,13 +1,13 @@
 // tools/main.cpp — `corral SUBCOMMAND ...`: dispatch only; each subcommand
 // lives in its own cmd_*.cpp and calls into the component libraries.
 #include <sys/prctl.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string_view>
 
+#include "supervisor/identity.hpp"
 #include "tools/commands.hpp"
 
 namespace {
@@ -39,10 +39,7 @@ void usage(std::FILE* out) {
 // every process corral clones; the command's execve resets dumpable for the
 // agent's own programs, whose core dumps the init disables separately.
 void keep_memory_out_of_core_dumps() {
-    // 1 byte, not 0: the kernel ignores the limit for a core_pattern pipe
-    // except at exactly 1 (and an ELF core needs a page, so no file either).
-    const rlimit one_byte{1, 1};
-    (void)setrlimit(RLIMIT_CORE, &one_byte);
+    (void)corral::supervisor::disable_core_dumps();  // RLIMIT_CORE 1/1, as for the box's command
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
