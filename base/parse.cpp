@@ -76,7 +76,8 @@ std::uint64_t parse_size(std::string_view text) {
     }
     long double bytes = std::floor(value * mult);
     if (bytes > static_cast<long double>(std::numeric_limits<std::uint64_t>::max()))
-        throw UsageError("invalid size \"" + std::string(text) + "\": too large");
+        throw UsageError("invalid size \"" + std::string(text) +
+                         "\": too large, allowed: at most 16777215T (just under 2^64 bytes)");
     return static_cast<std::uint64_t>(bytes);
 }
 
@@ -117,7 +118,8 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
         any = true;
     }
     if (total_ms > static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 2))
-        throw UsageError("invalid duration \"" + std::string(text) + "\": too large");
+        throw UsageError("invalid duration \"" + std::string(text) +
+                         "\": too large, allowed: at most 53375995583d (about 146 million years)");
     return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(total_ms)));
 }
 

@@ -29,6 +29,15 @@ TEST_CASE("parse_size rejects malformed text with the accepted form") {
     }
 }
 
+TEST_CASE("a size or duration past the largest one names the largest allowed, which itself parses") {
+    CHECK(parse_size("16777215T") == 16777215ull << 40);
+    CHECK_THROWS_WITH_AS(parse_size("16777216T"),
+                         doctest::Contains("too large, allowed: at most 16777215T"), UsageError);
+    CHECK(parse_duration("53375995583d") == std::chrono::days(53375995583));
+    CHECK_THROWS_WITH_AS(parse_duration("53375995584d"),
+                         doctest::Contains("too large, allowed: at most 53375995583d"), UsageError);
+}
+
 TEST_CASE("parse_duration accepts units and compound forms") {
     CHECK(parse_duration("250ms") == 250ms);
     CHECK(parse_duration("30s") == 30s);
