@@ -407,6 +407,10 @@ GatewaySettings parse_settings(const std::string& file, const toml::value& v) {
     path("state_dir", g.state_dir, false);
     path("upstream_ca_file", g.upstream_ca_file, true);
     path("hosts_file", g.hosts_file, true);
+    if (!g.upstream_ca_file.empty())
+        g.upstream_ca_file_where = where_of(file, *s.find("upstream_ca_file")) + ": key '" + s.key("upstream_ca_file") + "'";
+    if (!g.hosts_file.empty())
+        g.hosts_file_where = where_of(file, *s.find("hosts_file")) + ": key '" + s.key("hosts_file") + "'";
     const std::string tcp_allowed = "\"\" or a loopback \"127.x.y.z:PORT\" / \"[::1]:PORT\" (PORT 0..65535)";
     if (auto x = s.string("listen_tcp", tcp_allowed); x && !x->empty()) {
         auto hp = parse_host_port(*x, 0);
@@ -573,6 +577,7 @@ Grant parse_grant(const std::string& file, std::size_t index, const toml::value&
             fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"),
                        "no upstream_ca_file with mode = \"tunnel\" (the client verifies the upstream itself)");
         g.upstream_ca_file = *u;
+        g.upstream_ca_file_where = where_of(file, *s.find("upstream_ca_file")) + ": key '" + s.key("upstream_ca_file") + "'";
     }
     return g;
 }

@@ -93,6 +93,7 @@ struct Grant {
     std::string connect_host;           // parsed host of connect_to (name or IP literal, no brackets)
     std::uint16_t connect_port = 0;     // parsed port of connect_to
     std::string upstream_ca_file;       // "" = [gateway].upstream_ca_file
+    std::string upstream_ca_file_where; // "FILE:LINE: key '...'" of upstream_ca_file, for errors found when it is read
     std::size_t index = 0;              // position in [[grants]] (0-based), for messages and the ledger
     std::string where;                  // "FILE:LINE"
 };
@@ -108,6 +109,10 @@ struct GatewaySettings {
     std::string state_dir = "/var/lib/corral";  // CA in <state_dir>/ca/{ca.crt,ca.key}
     std::string upstream_ca_file;       // "" = system trust store
     std::string hosts_file;             // "" = none; else /etc/hosts-format file consulted before DNS
+    // "FILE:LINE: key '...'" of the two files above: the parser does not read
+    // them, so the gateway names where they were set when reading one fails.
+    std::string upstream_ca_file_where;
+    std::string hosts_file_where;
     GatewayLimits limits;
 };
 

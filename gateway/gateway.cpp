@@ -130,6 +130,19 @@ bool needs_ca_at_start(const config::GatewayConfig& cfg) {
         if (g.mode == config::GrantMode::inject) return true;
     return false;
 }
+
+// Runs `read` (which reads a file a config key named) and, if it throws, says
+// which key in which file named that file: the config parser only checks the
+// path's form, so "FILE:LINE: key '...'" is known here and nowhere later.
+template <class Read>
+auto with_origin(const std::string& where, Read read) {
+    try {
+        return read();
+    } catch (const std::exception& e) {
+        if (where.empty()) throw;
+        throw config::ConfigError(where + ": " + e.what());
+    }
+}
 }  // namespace
 
 Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> secrets)
@@ -140,14 +153,18 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
       ledger_(cfg_.gateway.ledger, cfg_.gateway.limits.ledger_refusals_per_identity) {
     for (const auto& [name, secret] : secrets_) ledger_.register_secret(secret);
     internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);
-    if (!cfg_.gateway.hosts_file.empty()) internals_->hosts = load_hosts_file(cfg_.gateway.hosts_file);
+    if (!cfg_.gateway.hosts_file.empty())
+        internals_->hosts = with_origin(cfg_.gateway.hosts_file_where, [&] { return load_hosts_file(cfg_.gateway.hosts_file); });
     // Fail at start, not at the first request, if a trust store an inject
     // grant will use is unusable. Only inject grants dial upstream TLS: with
     // none, no store is loaded (parsing the system bundle costs ~40 ms of
     // every `corral run` start; a grant added later loads its store lazily).
-    for (const auto& g : cfg_.grants)
-        if (g.mode == config::GrantMode::inject)
-            internals_->client_tls.get(g.upstream_ca_file.empty() ? cfg_.gateway.upstream_ca_file : g.upstream_ca_file);
+    for (const auto& g : cfg_.grants) {
+        if (g.mode != config::GrantMode::inject) continue;
+        bool own = !g.upstream_ca_file.empty();
+        with_origin(own ? g.upstream_ca_file_where : cfg_.gateway.upstream_ca_file_where,
+                    [&] { return internals_->client_tls.get(own ? g.upstream_ca_file : cfg_.gateway.upstream_ca_file); });
+    }
     if (!ledger_.healthy()) log::error("ledger unusable, refusing every request: " + ledger_.failure());
 }
 

@@ -1153,3 +1153,40 @@ TEST_CASE("a wildcard inject grant serves a name with '_' (the leaf is minted be
     CHECK(res.result_int() == 200);
     CHECK(res.body().find("key-is-real=yes") != std::string::npos);
 }
+
+TEST_CASE("a hosts_file or upstream_ca_file that cannot be used is named with the config file, line and key that set it") {
+    TempDir dir;
+    auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream(dir.path + "/" + name) << text;
+        return dir.path + "/" + name;
+    };
+    auto start_error = [&](const std::string& toml_text) -> std::string {
+        auto cfg = config::load_gateway_config(write("gateway.toml", toml_text));
+        try {
+            Gateway g(cfg, {{"api", "sk-x"}});
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    const std::string head = "[gateway]\nlisten_tcp = \"127.0.0.1:0\"\nledger = \"" + dir.path +
+                             "/ledger.jsonl\"\nstate_dir = \"" + dir.path + "/state\"\n";
+    const std::string cfg_file = dir.path + "/gateway.toml";
+
+    // Line 5: hosts_file; its own line 2 is bad.
+    auto hosts = write("hosts", "127.0.0.1 a.test\nnot-an-address b.test\n");
+    auto e = start_error(head + "hosts_file = \"" + hosts + "\"\n");
+    CHECK_MESSAGE(e.find(cfg_file + ":5: key 'gateway.hosts_file': " + hosts + ":2: bad address") == 0, e);
+
+    e = start_error(head + "hosts_file = \"" + dir.path + "/absent\"\n");
+    CHECK_MESSAGE(e.find(cfg_file + ":5: key 'gateway.hosts_file': ") == 0, e);
+    CHECK_MESSAGE(e.find("No such file") != std::string::npos, e);
+
+    // A grant's own trust store (line 14) and [gateway]'s (line 5), both garbage.
+    auto junk = write("junk.pem", "not a certificate\n");
+    const std::string grant = "\n[credentials.api]\nkind = \"api_key\"\nenv = \"X\"\n\n[[grants]]\nhost = \"api.test\"\nmode = \"inject\"\ncredential = \"api\"\n";
+    e = start_error(head + grant + "upstream_ca_file = \"" + junk + "\"\n");
+    CHECK_MESSAGE(e.find(cfg_file + ":14: key 'grants[0].upstream_ca_file': upstream trust store " + junk) == 0, e);
+    e = start_error(head + "upstream_ca_file = \"" + junk + "\"\n" + grant);
+    CHECK_MESSAGE(e.find(cfg_file + ":5: key 'gateway.upstream_ca_file': upstream trust store " + junk) == 0, e);
+}
