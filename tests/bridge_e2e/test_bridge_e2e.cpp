@@ -25,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -137,9 +138,23 @@ echo "exit=$?"
 echo "== direct-proxy-port-host"
 curl -sS --noproxy '*' --max-time 5 "http://127.0.0.1:$2/stats"
 echo "exit=$?"
+echo "== direct-name"
+curl -sS --noproxy '*' --max-time 5 https://api.anthropic.com/v1/messages
+echo "exit=$?"
 if [ "$3" = node ]; then
+  # The proxy from HTTPS_PROXY, and no CA of its own: node's default roots
+  # plus NODE_EXTRA_CA_CERTS must make corral's leaf verify, as for a CLI.
   echo "== node"
-  node /workspace/client.js '{"proxy":3128,"ca":"/etc/corral/ca.crt","host":"api.anthropic.com","port":443,"mode":"http","method":"POST","path":"/v1/messages","headers":{"x-api-key":"'"$PLACEHOLDER"'","content-type":"application/json"},"body":"{\"model\":\"m\"}"}'
+  node /workspace/client.js '{"proxy":"env","host":"api.anthropic.com","port":443,"mode":"http","method":"POST","path":"/v1/messages","headers":{"x-api-key":"'"$PLACEHOLDER"'","content-type":"application/json"},"body":"{\"model\":\"m\"}"}'
+  # The box tries to speak for another run: an announcement line of its own.
+  echo "== forge"
+  node -e '
+const s = require("net").connect(3128, "127.0.0.1", () =>
+  s.write("CORRAL-IDENTITY other/run-forged\nCONNECT forged.test:443 HTTP/1.1\r\nHost: forged.test:443\r\n\r\n"));
+let d = "";
+s.on("data", (c) => { d += c; });
+s.on("error", (e) => { d += "error=" + e.code; });
+s.on("close", () => console.log("first=" + d.split("\r\n")[0]));'
 fi
 echo "== ready"
 while [ ! -e /workspace/done ]; do sleep 0.1; done
@@ -320,6 +335,42 @@ void check_no_secret_anywhere(const BoxRun& b) {
     CHECK_MESSAGE(r.exit_code == 1, "real key found in the run dir: " << r.out);
 }
 
+// The variables the bridge gives every box (issue: "the box's environment"),
+// as the box's shell really had them, read from the host.
+void check_box_environment(const BoxRun& b) {
+    std::map<std::string, std::string> env;
+    std::istringstream in(b.environ_text);
+    for (std::string kv; std::getline(in, kv, '\0');)
+        if (auto eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    INFO("environ: " << b.environ_text);
+    const std::string proxy = "http://127.0.0.1:3128";
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                             "npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY"}) {
+        CAPTURE(name);
+        CHECK(env[name] == proxy);
+    }
+    for (const char* name : {"NO_PROXY", "no_proxy"}) {
+        CAPTURE(name);
+        std::string list = "," + env[name] + ",";
+        for (const char* loopback : {"localhost", "localhost.", "127.0.0.1", "::1", "[::1]"}) {
+            CAPTURE(loopback);
+            CHECK(list.find("," + std::string(loopback) + ",") != std::string::npos);
+        }
+    }
+    CHECK(env["GIT_CONFIG_COUNT"] == "1");
+    CHECK(env["GIT_CONFIG_KEY_0"] == "http.proxy");
+    CHECK(env["GIT_CONFIG_VALUE_0"] == proxy);
+    CHECK(env["NODE_USE_ENV_PROXY"] == "1");
+    // corral's CA alone for node (added to its own roots); the whole store, CA
+    // included, for everyone else.
+    CHECK(env["NODE_EXTRA_CA_CERTS"] == "/etc/corral/ca.crt");
+    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+                             "CODEX_CA_CERTIFICATE", "PIP_CERT"}) {
+        CAPTURE(name);
+        CHECK(env[name] == "/etc/ssl/certs/ca-certificates.crt");
+    }
+}
+
 void check_box_probes(const BoxRun& b, const std::string& ledger_path) {
     const World& w = world();
     INFO("box output:\n" << b.out << "\nstderr.log:\n" << b.err);
@@ -348,11 +399,23 @@ void check_box_probes(const BoxRun& b, const std::string& ledger_path) {
 
     // Direct connections that bypass the proxy fail: the box's network has
     // nothing but the bridge's listeners.
-    for (const char* probe : {"direct4", "direct6", "direct-proxy-port-host"}) {
+    for (const char* probe : {"direct4", "direct6", "direct-proxy-port-host", "direct-name"}) {
         std::string s = section(b.out, probe);
         INFO(probe << ": " << s);
         CHECK(s.find("exit=0") == std::string::npos);
         CHECK(s.find("exit=") != std::string::npos);
+    }
+    check_box_environment(b);
+
+    // A box that announces another identity gets a 400: the identity is the
+    // listener the connection came in on, and the announcement is never read
+    // from the box. Nothing is written in anyone else's name.
+    if (b.out.find("== forge\n") != std::string::npos) {
+        CHECK(section(b.out, "forge").find("first=HTTP/1.1 400") != std::string::npos);
+        for (const auto& l : ledger(ledger_path)) {
+            CHECK(l.value("identity", "").find("other") == std::string::npos);
+            CHECK(l.value("host", "") != "forged.test");
+        }
     }
 }
 
@@ -402,8 +465,8 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
 
     CHECK(b.record["gateway"]["mode"] == "embedded");
-    CHECK(b.record["gateway"]["requests"] == 4);   // three injected requests, one refusal
-    CHECK(b.record["gateway"]["refusals"] == 1);
+    CHECK(b.record["gateway"]["requests"] == 5);   // three injected requests, two refusals (ungranted, forged)
+    CHECK(b.record["gateway"]["refusals"] == 2);
     CHECK(b.record["identity"] == "w1/" + b.run_id);
     check_no_secret_anywhere(b);
 }
@@ -414,11 +477,15 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
         std::vector<std::string>{corral_bin(), "gateway", "--config", w.gateway_toml, "--threads", "1"});
     REQUIRE(w.daemon->wait_for_stdout("listening unix:", std::chrono::seconds(20)));
     auto before = upstream_stats()["requests"].get<int>();
-    BoxRun b = run_box("daemon", {"--gateway", "unix:" + w.dir + "/gw.sock"}, false);
+    BoxRun b = run_box("daemon", {"--gateway", "unix:" + w.dir + "/gw.sock"}, true);
     check_box_probes(b, w.dir + "/daemon-ledger.jsonl");
+    auto node = json::parse(section(b.out, "node"), nullptr, false);
+    REQUIRE(node.is_object());
+    CHECK(node["status"] == 200);
     auto stats = upstream_stats();
-    CHECK(stats["requests"].get<int>() - before == 2);  // curl over 127.0.0.1 and [::1]
-    CHECK(stats["seen"].back()["headers"]["x-api-key"] == w.real_key);
+    CHECK(stats["requests"].get<int>() - before == 3);  // curl over 127.0.0.1 and [::1], node
+    for (std::size_t i = static_cast<std::size_t>(before); i < stats["seen"].size(); ++i)
+        CHECK(stats["seen"][i]["headers"]["x-api-key"] == w.real_key);
     CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
     CHECK(b.record["gateway"]["mode"] == "unix:" + w.dir + "/gw.sock");
     // The counts come from the daemon (CORRAL-COUNTS): as in the embedded case,

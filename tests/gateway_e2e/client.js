@@ -4,8 +4,10 @@
 // Node 20 honours no proxy environment by default, so this does what an agent
 // CLI's proxy support does: CONNECT host:port to the gateway, then TLS over
 // that socket (trusting corral's CA, with SNI), then HTTP/1.1 or a WebSocket.
-// spec: {proxy, ca, host, port, sni?, mode: "http"|"sse"|"ws"|"raw", method?, path?,
+// spec: {proxy, ca?, host, port, sni?, mode: "http"|"sse"|"ws"|"raw", method?, path?,
 //        headers?, body?, raw?, control?}
+// proxy "env": the proxy named by HTTPS_PROXY (an agent CLI's way). Without
+// ca, node's default trust plus NODE_EXTRA_CA_CERTS decide (again a CLI's way).
 // Prints one JSON object on stdout:
 //   {connectStatus, connectReason?, status?, headers?, body?, events?, echo?, tlsError?, raw?}
 'use strict';
@@ -22,7 +24,13 @@ const fail = (key) => (err) => { out[key] = String(err && err.message || err); f
 
 function tunnel() {
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port: spec.proxy, method: 'CONNECT',
+    let proxyHost = '127.0.0.1', proxyPort = spec.proxy;
+    if (spec.proxy === 'env') {
+      const u = new URL(process.env.HTTPS_PROXY);
+      proxyHost = u.hostname.replace(/^\[|\]$/g, '');
+      proxyPort = Number(u.port);
+    }
+    const req = http.request({ host: proxyHost, port: proxyPort, method: 'CONNECT',
                                path: `${spec.host}:${spec.port}`, headers: { host: `${spec.host}:${spec.port}` } });
     req.on('connect', (res, socket, head) => {
       out.connectStatus = res.statusCode;
@@ -42,8 +50,9 @@ function tunnel() {
 
 function secure(socket) {
   return new Promise((resolve) => {
-    const s = tls.connect({ socket, servername: spec.sni || spec.host, ca: fs.readFileSync(spec.ca),
-                            ALPNProtocols: ['http/1.1'] });
+    const options = { socket, servername: spec.sni || spec.host, ALPNProtocols: ['http/1.1'] };
+    if (spec.ca) options.ca = fs.readFileSync(spec.ca);
+    const s = tls.connect(options);
     s.once('secureConnect', () => { out.alpn = s.alpnProtocol; resolve(s); });
     s.once('error', fail('tlsError'));
   });
