@@ -13,7 +13,20 @@
 
 namespace corral {
 
-std::optional<std::string> read_regular_file(const RegularFileRead& r) {
+namespace {
+
+// The path an open fd stands for, as this process sees it.
+std::string fd_path(int fd, const std::string& where) {
+    std::string link = "/proc/self/fd/" + std::to_string(fd);
+    std::string out(4096, '\0');
+    ssize_t n = ::readlink(link.c_str(), out.data(), out.size());
+    if (n < 0) throw SysError("readlink", link + " (" + where + ")", errno);
+    if (static_cast<std::size_t>(n) == out.size()) throw UsageError(where + ": path longer than 4095 bytes");
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+}
+
+std::optional<ResolvedRegularFile> read_checked(const RegularFileRead& r, bool want_path) {
     const std::string where = r.what + " " + (r.walk == PathWalk::in_root ? r.root + " → " : "") + r.path;
     Fd root;
     int dirfd = AT_FDCWD;
@@ -49,11 +62,36 @@ std::optional<std::string> read_regular_file(const RegularFileRead& r) {
         ssize_t n = ::read(fd.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) throw SysError("read", where, errno);
-        if (n == 0) return text;
+        if (n == 0) break;
         text.append(buf, static_cast<std::size_t>(n));
         if (text.size() > r.max_bytes)
             throw UsageError(where + ": grew past the " + std::to_string(r.max_bytes) + " bytes allowed while read");
     }
+    ResolvedRegularFile out;
+    out.text = std::move(text);
+    if (want_path) {
+        out.path = fd_path(fd.get(), where);
+        if (r.walk == PathWalk::in_root) {
+            // Both paths come from the kernel for the same mount namespace, so
+            // the file's path starts with the root's ("/" has an empty prefix).
+            std::string prefix = fd_path(root.get(), where);
+            if (prefix == "/") prefix.clear();
+            if (out.path.compare(0, prefix.size() + 1, prefix + "/") != 0)
+                throw UsageError(where + ": resolved to " + out.path + ", outside " + r.root);
+            out.path.erase(0, prefix.size());
+        }
+    }
+    return out;
 }
+
+}  // namespace
+
+std::optional<std::string> read_regular_file(const RegularFileRead& r) {
+    auto f = read_checked(r, false);
+    if (!f) return std::nullopt;
+    return std::move(f->text);
+}
+
+std::optional<ResolvedRegularFile> read_regular_file_resolved(const RegularFileRead& r) { return read_checked(r, true); }
 
 }  // namespace corral

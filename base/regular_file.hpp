@@ -31,4 +31,15 @@ struct RegularFileRead {
 // a regular file, or larger than max_bytes; SysError for other failures.
 std::optional<std::string> read_regular_file(const RegularFileRead& request);
 
+struct ResolvedRegularFile {
+    std::string text;
+    std::string path;   // where the file really is, every link resolved: relative to `root` (as "/") for
+                        // in_root, else absolute
+};
+
+// read_regular_file, and also where the file really is: for a file named
+// through links (an image's /etc/ssl/cert.pem -> certs/ca-certificates.crt)
+// the caller learns which file to replace.
+std::optional<ResolvedRegularFile> read_regular_file_resolved(const RegularFileRead& request);
+
 }  // namespace corral

@@ -23,6 +23,7 @@
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
 #include "rootfs/host_paths.hpp"
+#include "rootfs/trust_store.hpp"
 #include "shim/bridge.hpp"
 #include "supervisor/log_cap.hpp"
 
@@ -297,25 +298,22 @@ void RunEgress::prepare_trust(SandboxSpec& spec) {
         spec.env = std::move(env);
         return;
     }
-    // Image mode: the image's own roots (the overlay hides the original file);
-    // host mode: the host's bundle. Either way the image/host is untouched.
-    std::string bundle;
-    bool image = spec.rootfs.image != "host";
-    // The image's bundle as the image sees it (links resolved inside the
-    // image), non-blocking, bounded: an image must not make root read a host
-    // file or hang.
-    if (image) bundle = read_regular_file({"--rootfs", kBundleInBox, PathWalk::in_root, spec.rootfs.image, 16u << 20})
-                            .value_or("");
-    bool host_has_bundle = fs::is_regular_file(kBundleInBox);
-    if (!image && host_has_bundle) bundle = read_optional_file(kBundleInBox);
-    if (image && bundle.empty() && host_has_bundle) bundle = read_optional_file(kBundleInBox);
-    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
-    bundle += ca_pem_;
     spec.rootfs.extra_files.push_back({kCaInBox, ca_pem_, 0644});
-    // Host mode can only overlay an existing file; without a host bundle the CA alone is the store.
-    bool overlay_bundle = image || host_has_bundle;
-    if (overlay_bundle) spec.rootfs.extra_files.push_back({kBundleInBox, bundle, 0644});
-    auto env = proxy_environment(overlay_bundle ? kBundleInBox : kCaInBox, shim::bridge_port);
+    // Every bundle gets corral's CA in the overlay (the image or host stays
+    // untouched): image mode, each CA bundle the image has (rootfs/trust_store:
+    // Debian, Fedora/RHEL, openSUSE, Alpine names, resolved inside the image,
+    // non-blocking, bounded, so an image can neither make root read a host file
+    // nor hang it); an image without any gets the host's roots at the Debian
+    // path, so tunnelled hosts still verify. Host mode shows the host's
+    // /etc/ssl/certs, so its bundle there is the one to overlay.
+    std::vector<rootfs::CaBundle> bundles;
+    bool image = spec.rootfs.image != "host";
+    if (image) bundles = rootfs::find_ca_bundles(spec.rootfs.image, 16u << 20);
+    if (bundles.empty() && fs::is_regular_file(kBundleInBox)) bundles.push_back({kBundleInBox, read_optional_file(kBundleInBox)});
+    if (bundles.empty() && image) bundles.push_back({kBundleInBox, ""});
+    for (const auto& b : bundles) spec.rootfs.extra_files.push_back({b.path, rootfs::append_ca(b.pem, ca_pem_), 0644});
+    // Host mode without a host bundle: the CA alone is the store.
+    auto env = proxy_environment(bundles.empty() ? kCaInBox : bundles.front().path, shim::bridge_port);
     env.emplace_back("NODE_EXTRA_CA_CERTS", kCaInBox);  // later wins: only the extra cert
     // Put corral's variables first so a worker's env cannot silently override
     // them (config refuses reserved names; --env still wins on purpose).

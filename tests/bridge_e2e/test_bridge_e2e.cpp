@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -505,6 +507,113 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     CHECK(!fs::exists(b.run_dir + "/ledger.jsonl"));
     check_no_secret_anywhere(b);
     w.daemon.reset();
+}
+
+// Every entry of a tree (path, mode, link target or content hash), sorted: equal
+// before and after a run means the run left the tree untouched.
+std::string tree_digest(const std::string& root) {
+    std::vector<std::string> lines;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+        struct stat st {};
+        ::lstat(e.path().c_str(), &st);
+        std::string line = e.path().string().substr(root.size()) + " " + std::to_string(st.st_mode) + " ";
+        if (e.is_symlink())
+            line += "-> " + fs::read_symlink(e.path()).string();
+        else if (e.is_regular_file())
+            line += sha256_hex(read_file(e.path()));
+        lines.push_back(line);
+    }
+    std::sort(lines.begin(), lines.end());
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+}
+
+// A busybox image whose CA bundle is laid out the way one distribution family does it.
+std::string make_image(const std::string& dir, const std::string& layout) {
+    fs::create_directories(dir + "/bin");
+    fs::create_directories(dir + "/etc");
+    fs::copy_file("/bin/busybox", dir + "/bin/busybox");
+    ::chmod((dir + "/bin/busybox").c_str(), 0755);
+    for (const char* applet : {"sh", "cat", "env", "echo"}) fs::create_symlink("busybox", dir + "/bin/" + applet);
+    write_file(dir + "/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    write_file(dir + "/etc/group", "root:x:0:\n");
+    if (layout == "debian") {
+        fs::create_directories(dir + "/etc/ssl/certs");
+        write_file(dir + "/etc/ssl/certs/ca-certificates.crt", "IMAGE-ROOTS-debian\n");
+        fs::create_symlink("certs/ca-certificates.crt", dir + "/etc/ssl/cert.pem");
+    } else if (layout == "rhel") {
+        // Fedora/RHEL: one real file, reached by absolute links and a linked directory.
+        fs::create_directories(dir + "/etc/pki/ca-trust/extracted/pem");
+        write_file(dir + "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "IMAGE-ROOTS-rhel\n");
+        fs::create_directories(dir + "/etc/pki/tls/certs");
+        fs::create_symlink("/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", dir + "/etc/pki/tls/certs/ca-bundle.crt");
+        fs::create_symlink("/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", dir + "/etc/pki/tls/cert.pem");
+        fs::create_directories(dir + "/etc/ssl");
+        fs::create_symlink("../pki/tls/certs", dir + "/etc/ssl/certs");
+    }
+    return dir;
+}
+
+TEST_CASE("--rootfs IMAGE: corral's CA joins each of the image's own CA bundles in the overlay; the image is untouched") {
+    World& w = world();
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    const std::string script =
+        "for f in /etc/ssl/certs/ca-certificates.crt /etc/ssl/cert.pem /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem "
+        "/etc/pki/tls/certs/ca-bundle.crt /etc/pki/tls/cert.pem /etc/corral/ca.crt; do "
+        "echo \"== $f\"; cat \"$f\" 2>/dev/null || echo '(absent)'; done; echo '== env'; env";
+    struct Case {
+        const char* layout;
+        std::string store;                 // SSL_CERT_FILE and friends
+        std::vector<std::string> bundles;  // paths that must read image roots + CA
+        std::vector<std::string> absent;
+    };
+    const std::vector<Case> cases = {
+        {"debian", "/etc/ssl/certs/ca-certificates.crt", {"/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem"},
+         {"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"}},
+        {"rhel", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+         {"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/pki/tls/cert.pem"},
+         {"/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem"}},
+        // No store in the image: the host's roots, so tunnelled hosts still verify.
+        {"none", "/etc/ssl/certs/ca-certificates.crt", {"/etc/ssl/certs/ca-certificates.crt"},
+         {"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"}},
+    };
+    const std::string host_bundle_before = sha256_hex(read_file("/etc/ssl/certs/ca-certificates.crt"));
+    for (const auto& c : cases) {
+        std::string layout = c.layout;
+        CAPTURE(layout);
+        std::string image = make_image(w.dir + "/img-" + c.layout, c.layout);
+        std::string before = tree_digest(image);
+        std::string run_dir = w.dir + "/run-img-" + c.layout;
+        auto r = run({corral_bin(), "run", "--config", w.org, "--worker", "w1", "--rootfs", image, "--run-dir", run_dir,
+                      "--", "/bin/sh", "-c", script},
+                     o);
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        const std::string ca = read_file(w.dir + "/state/ca/ca.crt");
+        REQUIRE(ca.find("BEGIN CERTIFICATE") != std::string::npos);
+        CHECK(section(r.out, "/etc/corral/ca.crt") == ca);
+        std::string roots = std::string(c.layout) == "none" ? read_file("/etc/ssl/certs/ca-certificates.crt")
+                                                            : "IMAGE-ROOTS-" + std::string(c.layout) + "\n";
+        for (const auto& b : c.bundles) {
+            CAPTURE(b);
+            CHECK(section(r.out, b) == roots + ca);
+        }
+        for (const auto& a : c.absent) {
+            CAPTURE(a);
+            CHECK(section(r.out, a) == "(absent)\n");
+        }
+        std::string env = section(r.out, "env");
+        for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+                                 "CODEX_CA_CERTIFICATE", "PIP_CERT"}) {
+            CAPTURE(name);
+            CHECK(env.find(std::string(name) + "=" + c.store + "\n") != std::string::npos);
+        }
+        CHECK(env.find("NODE_EXTRA_CA_CERTS=/etc/corral/ca.crt\n") != std::string::npos);
+        CHECK(tree_digest(image) == before);
+    }
+    CHECK(sha256_hex(read_file("/etc/ssl/certs/ca-certificates.crt")) == host_bundle_before);
 }
 
 TEST_CASE("a workspace that is, holds or lies in the org directory is refused before anything starts") {
