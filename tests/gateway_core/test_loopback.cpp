@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
@@ -20,6 +22,7 @@
 #include <boost/beast/websocket/ssl.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -883,8 +886,35 @@ TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with id
         // Closing with the client's bytes unread may turn the FIN into a reset.
         CHECK((ec == asio::error::eof || ec == asio::error::connection_reset));
     }
+    {
+        // A peer that is not root, even with the socket opened to everyone:
+        // its announcement is never read (SO_PEERCRED), nothing is dialled.
+        REQUIRE(::chmod(w.dir.path.c_str(), 0711) == 0);
+        REQUIRE(::chmod(sock.c_str(), 0666) == 0);
+        std::string bytes = "CORRAL-IDENTITY worker-x/run-x\n" + connect;
+        pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            // Only system calls between fork and _exit: the parent has threads.
+            if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+            int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un addr{};
+            addr.sun_family = AF_UNIX;
+            std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+            if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(2);
+            if (::write(fd, bytes.data(), bytes.size()) < 0) ::_exit(0);  // already reset
+            char b[64];
+            ::_exit(::read(fd, b, sizeof b) > 0 ? 1 : 0);  // 0: EOF or reset, no answer
+        }
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        CHECK_MESSAGE(WIFEXITED(status), "status " << status);
+        CHECK_MESSAGE(WEXITSTATUS(status) == 0, "uid 65534 peer: 1 = got an answer, 2 = could not connect, 3 = setresuid");
+        REQUIRE(::chmod(sock.c_str(), 0600) == 0);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     CHECK(slurp(w.ledger()).find("\"identity\":\"worker-u/run-9\"") != std::string::npos);
+    CHECK(slurp(w.ledger()).find("worker-x") == std::string::npos);
     CHECK(w.good.connections.load() == 1);
 
     ::kill(daemon.pid(), SIGTERM);
