@@ -300,8 +300,11 @@ BoxRun run_box(const std::string& label, const std::vector<std::string>& extra, 
             // The box's whole visible tree except the host's read-only /usr
             // (bound unchanged; corral puts nothing there) and the kernel's
             // virtual file systems.
+            // Also the host-side routing (connect_to's address, the org
+            // directory): the box must not learn where its traffic really goes.
             auto r = run({"grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
-                          "--exclude-dir=usr", "-e", w.real_key, "/proc/" + std::to_string(pid) + "/root/"},
+                          "--exclude-dir=usr", "-e", w.real_key, "-e", "127.0.0.1:" + std::to_string(w.upstream_port),
+                          "-e", w.org, "/proc/" + std::to_string(pid) + "/root/"},
                          RunOptions{std::chrono::seconds(120), {}, {}, {}});
             b.scan_hits = r.exit_code == 1 ? "" : "exit " + std::to_string(r.exit_code) + ": " + r.out + r.err;
         } else {
@@ -331,6 +334,8 @@ void check_no_secret_anywhere(const BoxRun& b) {
     CHECK_MESSAGE(b.memory_hits == "", "the real key is in the memory of the box's root processes " << b.memory_hits);
     CHECK(b.environ_text.find("PATH=") != std::string::npos);  // the environ was really read
     CHECK(b.environ_text.find(w.real_key) == std::string::npos);
+    CHECK(b.environ_text.find(":" + std::to_string(w.upstream_port)) == std::string::npos);
+    CHECK(b.environ_text.find(w.org) == std::string::npos);
     CHECK(b.scan_hits == "");
     CHECK(b.out.find(w.real_key) == std::string::npos);
     auto r = run({"grep", "-rlsF", "-e", w.real_key, b.run_dir});
