@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
@@ -26,9 +27,14 @@ std::string fd_path(int fd, const std::string& where) {
     return out;
 }
 
-std::optional<ResolvedRegularFile> read_checked(const RegularFileRead& r, bool want_path) {
-    const std::string where = r.what + " " + (r.walk == PathWalk::in_root ? r.root + " → " : "") + r.path;
-    Fd root;
+std::string where_of(const RegularFileRead& r) {
+    return r.what + " " + (r.walk == PathWalk::in_root ? r.root + " → " : "") + r.path;
+}
+
+// The request's path opened with `flags`, walked as the request says; `root`
+// receives the root's fd (in_root), which the caller may need afterwards. An
+// invalid Fd with errno set when openat2 fails.
+Fd open_walked(const RegularFileRead& r, std::uint64_t flags, Fd& root) {
     int dirfd = AT_FDCWD;
     if (r.walk == PathWalk::in_root) {
         root.reset(::open(r.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -36,11 +42,16 @@ std::optional<ResolvedRegularFile> read_checked(const RegularFileRead& r, bool w
         dirfd = root.get();
     }
     open_how how{};
+    how.flags = flags;
+    how.resolve = RESOLVE_NO_MAGICLINKS | (r.walk == PathWalk::in_root ? RESOLVE_IN_ROOT : RESOLVE_NO_SYMLINKS);
+    return Fd(static_cast<int>(::syscall(SYS_openat2, dirfd, r.path.c_str(), &how, sizeof how)));
+}
+
+std::optional<ResolvedRegularFile> read_checked(const RegularFileRead& r, bool want_path) {
+    const std::string where = where_of(r);
+    Fd root;
     // O_NONBLOCK: a FIFO put in the file's place must not hang root here.
-    how.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-    how.resolve = RESOLVE_NO_MAGICLINKS |
-                  (r.walk == PathWalk::in_root ? RESOLVE_IN_ROOT : RESOLVE_NO_SYMLINKS);
-    Fd fd(static_cast<int>(::syscall(SYS_openat2, dirfd, r.path.c_str(), &how, sizeof how)));
+    Fd fd = open_walked(r, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, root);
     if (!fd.valid()) {
         if (errno == ENOENT) return std::nullopt;
         if (errno == ELOOP)
@@ -93,5 +104,18 @@ std::optional<std::string> read_regular_file(const RegularFileRead& r) {
 }
 
 std::optional<ResolvedRegularFile> read_regular_file_resolved(const RegularFileRead& r) { return read_checked(r, true); }
+
+bool is_regular_file_at(const RegularFileRead& r) {
+    const std::string where = where_of(r);
+    Fd root;
+    Fd fd = open_walked(r, O_PATH | O_CLOEXEC, root);
+    if (!fd.valid()) {
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return false;
+        throw SysError("openat2", where, errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw SysError("fstat", where, errno);
+    return S_ISREG(st.st_mode);
+}
 
 }  // namespace corral

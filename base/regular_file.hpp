@@ -42,4 +42,8 @@ struct ResolvedRegularFile {
 // the caller learns which file to replace.
 std::optional<ResolvedRegularFile> read_regular_file_resolved(const RegularFileRead& request);
 
+// Whether the path names a regular file, walked the same way, without reading
+// it (an executable of hundreds of MiB); max_bytes is not applied.
+bool is_regular_file_at(const RegularFileRead& request);
+
 }  // namespace corral

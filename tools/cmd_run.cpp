@@ -211,6 +211,9 @@ int cmd_run(int argc, char** argv) {
 
     try {
         egress.prepare(spec);  // a missing credential fails here, before anything starts
+    } catch (const AgentProgramNotFound& e) {
+        say(e.what());
+        return finish(kExitNotFound);
     } catch (const std::exception& e) {
         say(e.what());
         return finish(kExitSetup);

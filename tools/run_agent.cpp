@@ -102,6 +102,27 @@ std::string installed_cli_version(const AgentProfile& p, const std::string& pref
     return "";
 }
 
+// The agent's programs (the CLI, and node for a script) must be in the
+// rootfs the box will see: found missing only after the sandbox is built,
+// the run would end as a bare "command not found" (exit 127) with the
+// reason left to guess. Checked before anything is written or started.
+void require_cli_in_rootfs(const AgentProfile& p, AgentKind kind, const std::string& image, const std::string& prefix) {
+    const bool host = image == "host";
+    for (const auto& program : p.version_argv) {
+        if (program.empty() || program[0] != '/') continue;  // flags such as --version
+        // Resolved inside the image (or the host's "/"): an existence check
+        // only, nothing is read.
+        if (is_regular_file_at({"--rootfs", program, PathWalk::in_root, host ? "/" : image}))
+            continue;
+        std::string where = host ? "on this host (--rootfs host shows the host's /usr)" : "in the image " + image;
+        bool ours = program.compare(0, prefix.size() + 1, prefix + "/") == 0;
+        throw AgentProgramNotFound(std::string(to_string(kind)) + " needs " + program + ", which is not " + where + "; " +
+                            (ours ? "install the pinned agent CLIs there (tools/install-npm-deps.sh; for an image, "
+                                    "CORRAL_AGENTS_PREFIX=<image>" + prefix + ")"
+                                  : "the image must provide it"));
+    }
+}
+
 // Hands the agent its home (written before the UID was leased). Never
 // follows a symlink: the tree was written by us, but be strict anyway.
 void chown_tree(const std::string& root, uid_t uid, gid_t gid) {
@@ -335,6 +356,8 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     in.home_rel = "home";
     in.home_in_box = "/home/agent";
     AgentProfile p = make_agent_profile(w.agent, in);
+    if (!eg_.rootfs_given && w.rootfs != "host") spec.rootfs.image = w.rootfs;
+    require_cli_in_rootfs(p, w.agent, spec.rootfs.image, in.agents_prefix);
 
     // The home is written now (owner: root) and handed to the agent's UID in
     // start(), once launch_sandbox has leased it.
@@ -350,7 +373,6 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     for (const auto& kv : w.env) spec.env.emplace_back(kv.first, kv.second);
     for (const auto& kv : p.env) spec.env.push_back(kv);
     for (const auto& kv : opts_.env) spec.env.push_back(kv);  // --env wins
-    if (!eg_.rootfs_given && w.rootfs != "host") spec.rootfs.image = w.rootfs;
     // Command-line limits win over the worker's.
     if (!spec.limits.memory_bytes) spec.limits.memory_bytes = w.limits.memory_bytes;
     if (!spec.limits.pids) spec.limits.pids = w.limits.pids;

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,12 @@ supervisor::RunOptions parse_run_command(int argc, char** argv, EgressOptions& e
 
 // The help text of the options above (appended to `corral run --help`).
 const char* egress_help_text();
+
+// The agent's program is not in the rootfs the box would see (corral run
+// exits 127, as for a command not found, but before anything is built).
+struct AgentProgramNotFound : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 class RunEgress {
 public:

@@ -621,6 +621,26 @@ TEST_CASE("--rootfs IMAGE: corral's CA joins each of the image's own CA bundles 
     CHECK(sha256_hex(read_file("/etc/ssl/certs/ca-certificates.crt")) == host_bundle_before);
 }
 
+TEST_CASE("an agent run on an image without the agent's CLI fails before anything starts, saying where it looked") {
+    World& w = world();
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    std::string image = make_image(w.dir + "/img-nocli", "debian");
+    std::string run_dir = w.dir + "/run-nocli";
+    auto r = run({corral_bin(), "run", "--config", w.org, "--worker", "w1", "--rootfs", image, "--run-dir", run_dir,
+                  "--prompt", "hi"},
+                 o);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 127);
+    CHECK(r.err.find("claude needs /usr/local/lib/corral-agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe, "
+                     "which is not in the image " + image) != std::string::npos);
+    CHECK(r.err.find("CORRAL_AGENTS_PREFIX=<image>/usr/local/lib/corral-agents") != std::string::npos);
+    CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/home"));
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["status"] == 127);
+}
+
 TEST_CASE("a workspace that is, holds or lies in the org directory is refused before anything starts") {
     World& w = world();
     RunOptions o;
