@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
@@ -328,13 +330,28 @@ RequiredCredential required_credential(AgentKind kind) {
             "Claude subscription token"};
 }
 
-std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied) {
+namespace {
+
+// The implied grants no configured grant replaces (same host and port: the operator's wins).
+std::vector<config::Grant> implied_not_replaced(const std::vector<config::Grant>& configured,
+                                                const std::vector<config::Grant>& implied) {
     std::vector<config::Grant> out;
     for (const auto& g : implied) {
         bool shadowed = false;
-        for (const auto& c : w.grants) shadowed |= c.host == g.host && c.port == g.port;
+        for (const auto& c : configured) shadowed |= c.host == g.host && c.port == g.port;
         if (!shadowed) out.push_back(g);
     }
+    return out;
+}
+
+void renumber(std::vector<config::Grant>& grants) {
+    for (std::size_t i = 0; i < grants.size(); ++i) grants[i].index = i;
+}
+
+}  // namespace
+
+std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied) {
+    std::vector<config::Grant> out = implied_not_replaced(w.grants, implied);
     out.insert(out.end(), w.grants.begin(), w.grants.end());
     return out;
 }
@@ -343,8 +360,64 @@ config::GatewayConfig run_gateway_config(const config::OrgConfig& org, const con
                                          const std::vector<config::Grant>& implied) {
     config::GatewayConfig cfg = org.gateway;
     cfg.grants = worker_grants(w, implied);
-    for (std::size_t i = 0; i < cfg.grants.size(); ++i) cfg.grants[i].index = i;
+    renumber(cfg.grants);
     return cfg;
+}
+
+std::map<std::string, config::CredentialStatus> agent_credential_status(const config::OrgConfig& org) {
+    std::map<std::string, config::CredentialStatus> out;
+    for (const auto& [name, wc] : org.workers) {
+        std::string cred = required_credential(config::resolve_worker(org, name).agent).name;
+        if (!out.count(cred)) out.emplace(cred, config::credential_status(org.gateway, cred));
+    }
+    return out;
+}
+
+OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
+                                    const std::map<std::string, config::CredentialStatus>& credentials) {
+    if (org.gateway.gateway.listen_unix.empty())
+        throw config::ConfigError(org.org_file +
+                                  ": key 'gateway.listen_unix': empty, allowed: an absolute socket path (`corral "
+                                  "gateway --org` serves `corral run --gateway unix:PATH` there; with neither "
+                                  "listen_unix nor listen_tcp in [gateway] it is " +
+                                  std::string(config::default_gateway_socket) + ")");
+    OrgGatewayConfig out;
+    out.config = org.gateway;
+    auto& grants = out.config.grants;  // org.toml's [[grants]] first, with their own identities
+    for (const auto& [name, wc] : org.workers) {
+        config::ResolvedWorker w = config::resolve_worker(org, name);
+        const std::string cred = required_credential(w.agent).name;
+        config::CredentialStatus status;
+        if (auto it = credentials.find(cred); it != credentials.end()) {
+            status = it->second;
+        } else if (auto spec = org.gateway.credentials.find(cred); spec != org.gateway.credentials.end()) {
+            status.defined = status.available = true;
+            status.kind = spec->second.kind;
+        }
+        std::vector<config::Grant> implied;
+        if (status.defined && status.available)
+            implied = implied_grants(w.agent, credential_mode_for(status.kind), name);
+        else
+            out.left_out.push_back(missing_credential_message(name, w.agent, status) +
+                                   "; its agent's model grants are left out (its runs are refused there)");
+        // worker_grants(w, implied) without the org grants, which are already
+        // in the list once: what only this worker has.
+        std::vector<config::Grant> own = implied_not_replaced(w.grants, implied);
+        own.insert(own.end(), wc.grants.begin(), wc.grants.end());
+        for (auto& g : own) {
+            g.identities = {name};
+            grants.push_back(std::move(g));
+        }
+    }
+    renumber(grants);
+    // Only the credentials a served grant uses are loaded: one nobody can use
+    // (e.g. the unavailable one of a worker left out) must not stop the daemon.
+    std::set<std::string> used;
+    for (const auto& g : grants)
+        if (!g.credential.empty()) used.insert(g.credential);
+    for (auto it = out.config.credentials.begin(); it != out.config.credentials.end();)
+        it = used.count(it->first) ? std::next(it) : out.config.credentials.erase(it);
+    return out;
 }
 
 AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in) {

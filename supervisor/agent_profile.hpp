@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -110,6 +111,34 @@ std::vector<config::Grant> worker_grants(const config::ResolvedWorker& w, const 
 // the grant list, renumbered in order (Grant::index is what the ledger names).
 config::GatewayConfig run_gateway_config(const config::OrgConfig& org, const config::ResolvedWorker& w,
                                          const std::vector<config::Grant>& implied);
+
+// What `corral gateway --org DIR` (the shared daemon) serves for an organisation.
+struct OrgGatewayConfig {
+    // org.toml's [gateway] settings, the [credentials] its grants use, and as
+    // grants: org.toml's [[grants]] (with their own identities), then for each
+    // worker (by name) the grants only that worker has in worker_grants(): the
+    // implied ones not replaced by an operator grant for the same host:port,
+    // then its worker.toml grants, each scoped to that worker alone
+    // (identities = {"W"}: a glob on the worker part, and worker names hold no
+    // glob characters). Renumbered in order (Grant::index). So every identity
+    // W/RUN finds through the daemon what an embedded gateway gives W's runs.
+    config::GatewayConfig config;
+    // One line per worker whose agent's credential is not defined or not
+    // available: missing_credential_message(), saying its model grants are left
+    // out (as `corral run` leaves them out of a command run of that worker).
+    std::vector<std::string> left_out;
+};
+
+// The status of the credential each worker's agent needs (credential_status:
+// reads the secrets, drops them at once). Keyed by credential name.
+std::map<std::string, config::CredentialStatus> agent_credential_status(const config::OrgConfig& org);
+
+// Pure. `credentials` is agent_credential_status(org); a name missing from it
+// counts as available if org.toml defines it. Throws config::ConfigError when
+// [gateway] listen_unix is empty (the daemon serves `corral run --gateway
+// unix:PATH` there; leaving out both listeners gives the default socket).
+OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
+                                    const std::map<std::string, config::CredentialStatus>& credentials = {});
 
 // codex has no system-prompt flag: the system prompt goes in front of the
 // task behind an unmistakable delimiter. Without a system prompt the task is
