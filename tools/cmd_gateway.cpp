@@ -1,4 +1,11 @@
-// tools/cmd_gateway.cpp — `corral gateway --config FILE`: the egress gateway daemon.
+// tools/cmd_gateway.cpp — `corral gateway --config FILE | --org DIR`: the
+// egress gateway daemon.
+//
+// Configuration: either a stand-alone gateway file (--config: [gateway],
+// [credentials.*], [[grants]] exactly as written), or an organisation (--org:
+// loaded and validated as `corral run --config DIR` does; it serves every
+// worker the grants its runs would get from an embedded gateway, scoped to
+// that worker: supervisor::org_gateway_config).
 //
 // Listeners:
 //  - listen_unix: a Unix stream socket, mode 0600, for the sandbox bridge
@@ -65,8 +72,10 @@
 #include "base/sys_error.hpp"
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
+#include "config/org_config.hpp"
 #include "rootfs/host_paths.hpp"
 #include "shim/socket_owner.hpp"
+#include "supervisor/agent_profile.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -102,17 +111,45 @@ private:
 
 void usage(std::FILE* out) {
     std::fprintf(out,
-                 "usage: corral gateway --config FILE [--threads N]\n"
+                 "usage: corral gateway (--config FILE | --org DIR) [--threads N]\n"
                  "\n"
                  "Runs the egress gateway: CONNECT and absolute-form http:// proxy with grants,\n"
                  "address vetting, TLS interception with credential injection, limits and a ledger.\n"
                  "\n"
                  "  --config FILE   gateway TOML ([gateway], [credentials.*], [[grants]]); see docs/gateway.md\n"
+                 "  --org DIR       an organisation (DIR/org.toml, DIR/workers/*/worker.toml), validated as\n"
+                 "                  `corral run --config DIR` does: org.toml's [gateway] and [credentials], its\n"
+                 "                  [[grants]], and for every worker the grants its agent implies plus its\n"
+                 "                  worker.toml grants, usable only by that worker's runs (identity WORKER/RUN).\n"
+                 "                  Needs [gateway] listen_unix (default %s).\n"
+                 "                  A worker whose agent's credential is unavailable is served without its\n"
+                 "                  model grants, with a warning naming it; see docs/gateway.md\n"
                  "  --threads N     event-loop threads (default: CPUs, at most 4)\n"
                  "\n"
                  "Unix clients (listen_unix, root peers only) first send \"CORRAL-IDENTITY worker/run\\n\".\n"
                  "TCP clients (listen_tcp, for tests and benchmarks) are served only if their socket is root's.\n"
-                 "Prints \"listening unix:PATH\" / \"listening tcp:ADDR:PORT\" once ready; SIGTERM/SIGINT stop it.\n");
+                 "Prints \"listening unix:PATH\" / \"listening tcp:ADDR:PORT\" once ready; SIGTERM/SIGINT stop it.\n",
+                 std::string(config::default_gateway_socket).c_str());
+}
+
+// The gateway configuration of an organisation, with what it serves told on stderr.
+config::GatewayConfig org_config(const std::string& dir) {
+    config::OrgConfig org = config::load_org(dir);
+    for (const auto& w : org.warnings) log::warn(w.text());
+    auto plan = supervisor::org_gateway_config(org, supervisor::agent_credential_status(org));
+    for (const auto& line : plan.left_out) log::warn("gateway: " + line);
+    for (const auto& [name, wc] : org.workers) {
+        std::string hosts;
+        // Its own: the grants added after org.toml's (which keep their identities).
+        for (std::size_t i = org.gateway.grants.size(); i < plan.config.grants.size(); ++i) {
+            const auto& g = plan.config.grants[i];
+            if (g.identities == std::vector<std::string>{name})
+                hosts += (hosts.empty() ? "" : ", ") + g.host + ":" + std::to_string(g.port);
+        }
+        log::info("gateway: worker " + name + " (" + std::string(config::to_string(config::resolve_worker(org, name).agent)) +
+                  "): " + (hosts.empty() ? std::string("no grants of its own") : hosts));
+    }
+    return std::move(plan.config);
 }
 
 void raise_fd_limit() {
@@ -296,7 +333,7 @@ int bad_usage(const std::string& problem) {
 }  // namespace
 
 int cmd_gateway(int argc, char** argv) {
-    std::string config_path;
+    std::string config_path, org_dir;
     unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
@@ -304,10 +341,15 @@ int cmd_gateway(int argc, char** argv) {
             usage(stdout);
             return 0;
         }
-        if ((a == "--config" || a == "--threads") && i + 1 < argc) {
+        const bool takes_value = a == "--config" || a == "--org" || a == "--threads";
+        if (takes_value && i + 1 >= argc) return bad_usage(std::string(a) + " needs a value");
+        if (takes_value) {
             std::string v = argv[++i];
+            if (v.empty()) return bad_usage(std::string(a) + " needs a non-empty value");
             if (a == "--config") {
                 config_path = v;
+            } else if (a == "--org") {
+                org_dir = v;
             } else {
                 char* end = nullptr;
                 unsigned long n = std::strtoul(v.c_str(), &end, 10);
@@ -317,10 +359,14 @@ int cmd_gateway(int argc, char** argv) {
             }
             continue;
         }
-        return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --config FILE [--threads N]");
+        return bad_usage("unexpected argument \"" + std::string(a) +
+                         "\"; expected: --config FILE | --org DIR, [--threads N]");
     }
-    if (config_path.empty()) return bad_usage("--config FILE is required");
-    auto cfg = config::load_gateway_config(config_path);
+    if (!config_path.empty() && !org_dir.empty())
+        return bad_usage("--config and --org: give one of them, not both");
+    if (config_path.empty() && org_dir.empty()) return bad_usage("--config FILE or --org DIR is required");
+    auto cfg = org_dir.empty() ? config::load_gateway_config(config_path) : org_config(org_dir);
+    const std::string source = org_dir.empty() ? config_path : cfg.file;
     // The CA key, the ledger and the socket are written by root by path: only
     // in trees nobody but root can change (rootfs/host_paths.hpp).
     // The full paths: a file root creates must not land in a directory
@@ -336,15 +382,19 @@ int cmd_gateway(int argc, char** argv) {
         (void)rootfs::open_root_only_dir("[gateway] ledger",
                                          std::filesystem::path(cfg.gateway.ledger).parent_path().string(), 0700);
     }
-    if (!cfg.gateway.listen_unix.empty())
+    if (!cfg.gateway.listen_unix.empty()) {
         rootfs::require_root_only_tree("[gateway] listen_unix", cfg.gateway.listen_unix);
+        // The default socket's directory (/run/corral) is gone after a reboot: made here (0755) if missing.
+        (void)rootfs::open_root_only_dir("[gateway] listen_unix",
+                                         std::filesystem::path(cfg.gateway.listen_unix).parent_path().string(), 0755);
+    }
     auto secrets = config::load_credential_secrets(cfg);
     ::signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
 
     auto tcp_identity = gateway::parse_identity(cfg.gateway.tcp_identity);
     if (!cfg.gateway.listen_tcp.empty() && !tcp_identity)
-        throw UsageError(config_path + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
+        throw UsageError(source + ": tcp_identity \"" + cfg.gateway.tcp_identity + "\": expected worker/run");
 
     // The gateway outlives the loops (the coroutine frames they destroy give
     // buffers back to it); its pooled upstream sockets are closed before the
@@ -371,7 +421,7 @@ int cmd_gateway(int argc, char** argv) {
     if (!cfg.gateway.listen_tcp.empty()) {
         auto addr = asio::ip::make_address(cfg.gateway.listen_tcp_host);
         if (!addr.is_loopback())
-            throw UsageError(config_path + ": listen_tcp \"" + cfg.gateway.listen_tcp + "\": only loopback addresses are allowed");
+            throw UsageError(source + ": listen_tcp \"" + cfg.gateway.listen_tcp + "\": only loopback addresses are allowed");
         asio::ip::tcp::endpoint ep(addr, cfg.gateway.listen_tcp_port);
         tcp_acceptor.emplace(ioc);
         tcp_acceptor->open(ep.protocol());

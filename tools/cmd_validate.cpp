@@ -7,6 +7,7 @@
 // could start; 2 with one "FILE:LINE: key '...': ..." line per problem otherwise.
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,20 @@ int cmd_validate(int argc, char** argv) {
         bool missing = !status.defined || (!skip_secrets && !status.available);
         if (missing) problems.push_back(supervisor::missing_credential_message(name, w.agent, status));
         for (const auto& d : w.warnings) std::printf("  warning:    %s\n", d.text().c_str());
+    }
+    if (only.empty()) {
+        // What the shared daemon would serve from this organisation.
+        try {
+            auto plan = supervisor::org_gateway_config(
+                org, skip_secrets ? std::map<std::string, config::CredentialStatus>{}
+                                  : supervisor::agent_credential_status(org));
+            std::printf("\ndaemon (corral gateway --org %s): unix:%s, %zu grant(s): org.toml's %zu, then each "
+                        "worker's own, for that worker's runs only\n",
+                        org.dir.c_str(), plan.config.gateway.listen_unix.c_str(), plan.config.grants.size(),
+                        org.gateway.grants.size());
+        } catch (const config::ConfigError& e) {
+            std::printf("\ndaemon (corral gateway --org %s): cannot start: %s\n", org.dir.c_str(), e.what());
+        }
     }
     for (const auto& p : problems) std::fprintf(stderr, "corral validate: %s\n", p.c_str());
     return problems.empty() ? 0 : 2;
