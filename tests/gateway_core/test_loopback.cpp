@@ -926,6 +926,170 @@ TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with id
     CHECK(gone);  // clean shutdown removes the socket
 }
 
+namespace {
+
+// One proxy request on the daemon's Unix socket in the name of `identity`
+// (the announcement a run's bridge sends); returns the status and the reason.
+struct DaemonAnswer {
+    int status = -1;
+    std::string reason;
+};
+DaemonAnswer connect_as(const std::string& sock, const std::string& identity, const std::string& authority,
+                        std::unique_ptr<asio::local::stream_protocol::socket>* keep = nullptr) {
+    static asio::io_context ioc;
+    auto s = std::make_unique<asio::local::stream_protocol::socket>(ioc);
+    s->connect(asio::local::stream_protocol::endpoint(sock));
+    asio::write(*s, asio::buffer("CORRAL-IDENTITY " + identity + "\nCONNECT " + authority + " HTTP/1.1\r\nHost: " +
+                                 authority + "\r\n\r\n"));
+    beast::flat_buffer b;
+    http::response_parser<http::string_body> p;
+    beast::error_code ec;
+    if (http::read_header(*s, b, p, ec); ec) return {};
+    DaemonAnswer a{static_cast<int>(p.get().result_int()), std::string(p.get()["X-Corral-Reason"])};
+    if (keep) *keep = std::move(s);
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("corral gateway --org: each worker's implied grants serve that worker's runs only (403 for another's)") {
+    if (!test::running_as_root()) {
+        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
+        return;
+    }
+    World w;
+    // Workers: a runs pi (api.anthropic.com), b runs codex with an API key
+    // (api.openai.com), c runs claude and has a worker.toml grant for the test
+    // upstream. The model hosts resolve to 127.0.0.1 from the hosts file: an
+    // implied grant (no allow_private) that matches answers 403
+    // private_address, one that does not 403 not_granted — told apart with
+    // nothing dialled and no DNS asked.
+    const std::string org = w.dir.path + "/org";
+    const std::string sock = w.dir.path + "/org-gw.sock";
+    fs::create_directories(org + "/workers/a");
+    fs::create_directories(org + "/workers/b");
+    fs::create_directories(org + "/workers/c");
+    {
+        std::ofstream hosts(w.dir.path + "/org-hosts");
+        hosts << "127.0.0.1 up.test tun.test api.anthropic.com api.openai.com chatgpt.com\n";
+    }
+    {
+        std::ofstream o(org + "/org.toml");
+        o << "[gateway]\nlisten_unix = \"" << sock << "\"\nledger = \"" << w.ledger() << "\"\nstate_dir = \""
+          << w.dir.path << "/state\"\nupstream_ca_file = \"" << w.upstream_ca.certificate_path()
+          << "\"\nhosts_file = \"" << w.dir.path << "/org-hosts\"\n"
+          << "[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_LOOPBACK_ANTHROPIC\"\n"
+          << "[credentials.openai]\nkind = \"api_key\"\nenv = \"CORRAL_LOOPBACK_OPENAI\"\n"
+          << "template = { \"authorization\" = \"Bearer {key}\" }\n"
+          << "[[grants]]\nhost = \"tun.test\"\nport = " << w.good.port
+          << "\nmode = \"tunnel\"\nallow_private = true\nidentities = [\"b\"]\n";
+        std::ofstream(org + "/workers/a/worker.toml") << "agent = \"pi\"\n";
+        std::ofstream(org + "/workers/b/worker.toml") << "agent = \"codex\"\n";
+        std::ofstream(org + "/workers/c/worker.toml")
+            << "agent = \"claude\"\n[[grants]]\nhost = \"up.test\"\nport = " << w.good.port
+            << "\nmode = \"inject\"\ncredential = \"anthropic\"\nroutes = [\"GET /echo\"]\nallow_private = true\n";
+    }
+    test::RunOptions env;
+    env.env["CORRAL_LOOPBACK_ANTHROPIC"] = kSecret;
+    env.env["CORRAL_LOOPBACK_OPENAI"] = "sk-openai-loopback-secret";
+    const std::string err = w.dir.path + "/org-gw.stderr";
+    test::Background daemon({"sh", "-c", "exec \"$0\" gateway --org \"$1\" --threads 1 2>\"$2\"", test::corral_bin(),
+                             org, err},
+                            env);
+    REQUIRE_MESSAGE(daemon.wait_for_stdout("listening unix:" + sock, std::chrono::seconds(10)), slurp(err));
+
+    // Only b's agent implies api.openai.com; only a's and c's api.anthropic.com.
+    CHECK(connect_as(sock, "a/run-1", "api.openai.com:443").reason == "not_granted");
+    CHECK(connect_as(sock, "c/run-1", "api.openai.com:443").reason == "not_granted");
+    CHECK(connect_as(sock, "b/run-1", "api.openai.com:443").reason == "private_address");
+    CHECK(connect_as(sock, "a/run-1", "api.anthropic.com:443").reason == "private_address");
+    CHECK(connect_as(sock, "c/run-1", "api.anthropic.com:443").reason == "private_address");
+    CHECK(connect_as(sock, "b/run-1", "api.anthropic.com:443").reason == "not_granted");
+    // An identity outside the organisation gets nothing; an org grant keeps its own scope.
+    CHECK(connect_as(sock, "z/run-1", "api.anthropic.com:443").reason == "not_granted");
+    CHECK(connect_as(sock, "a/run-1", "tun.test:" + std::to_string(w.good.port)).reason == "not_granted");
+    // Token refresh: nobody.
+    for (const char* who : {"a/run-1", "b/run-1", "c/run-1"})
+        for (const char* target : {"platform.claude.com:443", "auth.openai.com:443"}) {
+            CAPTURE(who);
+            CAPTURE(target);
+            auto answer = connect_as(sock, who, target);
+            CHECK(answer.status == 403);
+            CHECK(answer.reason == "not_granted");
+        }
+    // c's worker.toml grant is c's alone, and serves c with the real credential.
+    const std::string up = "up.test:" + std::to_string(w.good.port);
+    CHECK(connect_as(sock, "a/run-1", up).reason == "not_granted");
+    CHECK(connect_as(sock, "b/run-1", up).reason == "not_granted");
+    CHECK(w.good.connections.load() == 0);  // nothing so far was dialled
+    {
+        std::unique_ptr<asio::local::stream_protocol::socket> s;
+        REQUIRE(connect_as(sock, "c/run-1", up, &s).status == 200);
+        asio::ssl::context ctx(asio::ssl::context::tls_client);
+        ctx.load_verify_file(w.corral_ca());
+        ctx.set_verify_mode(asio::ssl::verify_peer);
+        asio::ssl::stream<asio::local::stream_protocol::socket> tls(std::move(*s), ctx);
+        SSL_set_tlsext_host_name(tls.native_handle(), "up.test");
+        SSL_set1_host(tls.native_handle(), "up.test");
+        beast::error_code ec;
+        tls.handshake(asio::ssl::stream_base::client, ec);
+        REQUIRE_MESSAGE(!ec, ec.message());
+        asio::write(tls, asio::buffer("GET /echo HTTP/1.1\r\nHost: " + up + "\r\nx-api-key: " + kSentinel + "\r\n\r\n"));
+        http::response<http::string_body> res;
+        beast::flat_buffer rb;
+        http::read(tls, rb, res, ec);
+        CHECK(res.result_int() == 200);
+        CHECK(res.body().find("key-is-real=yes") != std::string::npos);
+    }
+    {
+        std::unique_ptr<asio::local::stream_protocol::socket> s;
+        CHECK(connect_as(sock, "b/run-1", "tun.test:" + std::to_string(w.good.port), &s).status == 200);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string ledger = slurp(w.ledger());
+    CHECK(ledger.find("\"identity\":\"a/run-1\"") != std::string::npos);
+    CHECK(ledger.find(kSecret) == std::string::npos);
+    const std::string daemon_err = slurp(err);
+    CHECK(daemon_err.find(kSecret) == std::string::npos);
+    CHECK(daemon_err.find("worker b (codex): api.openai.com:443") != std::string::npos);
+}
+
+TEST_CASE("corral gateway --org: a worker whose credential is unavailable is named and left out; the others are served") {
+    if (!test::running_as_root()) {
+        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
+        return;
+    }
+    World w;
+    const std::string org = w.dir.path + "/org";
+    const std::string sock = w.dir.path + "/org-gw.sock";
+    fs::create_directories(org + "/workers/a");
+    fs::create_directories(org + "/workers/b");
+    {
+        std::ofstream hosts(w.dir.path + "/org-hosts");
+        hosts << "127.0.0.1 api.anthropic.com api.openai.com\n";
+    }
+    std::ofstream(org + "/org.toml") << "[gateway]\nlisten_unix = \"" << sock << "\"\nledger = \"" << w.ledger()
+                                     << "\"\nstate_dir = \"" << w.dir.path << "/state\"\nhosts_file = \"" << w.dir.path
+                                     << "/org-hosts\"\n[credentials.anthropic]\nkind = \"api_key\"\nenv = "
+                                        "\"CORRAL_LOOPBACK_ANTHROPIC\"\n[credentials.openai]\nkind = \"api_key\"\n"
+                                        "env = \"CORRAL_LOOPBACK_UNSET\"\n";
+    std::ofstream(org + "/workers/a/worker.toml") << "agent = \"pi\"\n";
+    std::ofstream(org + "/workers/b/worker.toml") << "agent = \"codex\"\n";
+    test::RunOptions env;
+    env.env["CORRAL_LOOPBACK_ANTHROPIC"] = kSecret;
+    const std::string err = w.dir.path + "/org-gw.stderr";
+    test::Background daemon({"sh", "-c", "unset CORRAL_LOOPBACK_UNSET; exec \"$0\" gateway --org \"$1\" 2>\"$2\"",
+                             test::corral_bin(), org, err},
+                            env);
+    REQUIRE_MESSAGE(daemon.wait_for_stdout("listening unix:" + sock, std::chrono::seconds(10)), slurp(err));
+    const std::string said = slurp(err);
+    CHECK(said.find("worker 'b' runs codex, which needs the credential 'openai' (env CORRAL_LOOPBACK_UNSET): not "
+                    "available") != std::string::npos);
+    CHECK(said.find("left out") != std::string::npos);
+    CHECK(connect_as(sock, "b/run-1", "api.openai.com:443").reason == "not_granted");
+    CHECK(connect_as(sock, "a/run-1", "api.anthropic.com:443").reason == "private_address");  // a is served
+}
+
 TEST_CASE("an inject grant is refused over plain http:// (cleartext_inject), before any connection") {
     World w;
     GatewayUnderTest g(w.config(), w.secrets());
