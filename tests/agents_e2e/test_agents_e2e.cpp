@@ -3,11 +3,14 @@
 // backends (standin.js) that the gateway reaches by connect_to on loopback.
 //
 // Two layers, each a test per CLI:
-//  - "gateway": `corral gateway --config` as a daemon on 127.0.0.1, the CLI on
-//    the host as an unprivileged UID with the profile's sentinel home and the
+//  - "gateway": `corral gateway --org ORG` as a daemon (reached on 127.0.0.1
+//    through a relay that announces the worker's identity), the CLI on the
+//    host as an unprivileged UID with the profile's sentinel home and the
 //    proxy environment. Isolates CLI ↔ gateway ↔ stand-in from the sandbox.
 //  - "run": `corral run --config ORG --worker W --prompt …` — the CLI inside
-//    the sandbox, through the bridge and the embedded gateway.
+//    the sandbox, through the bridge and the embedded gateway;
+//  - "run via daemon": the same with --gateway unix:PATH of a
+//    `corral gateway --org ORG` daemon, for every credential shape of every kind.
 // Each asserts: the CLI's JSON output carries the answer DONE; the stand-in
 // received the real credential on every request and never a sentinel; the
 // run's ledger lines are all allowed (no refused telemetry); token refresh
@@ -156,14 +159,18 @@ bool relayed_websocket(const std::vector<json>& lines) {
     return false;
 }
 
-// A `corral gateway` daemon on a Unix socket. With an `identity`, it is
-// also reachable on 127.0.0.1:`port` through tcp_relay.js, run as root, which
-// announces that identity for every connection: the CLI on the host runs as
-// an unprivileged uid, and the daemon's own listen_tcp serves root's sockets
-// only. Without one (""), it is for `corral run --gateway unix:PATH`, whose
-// clients announce their own.
+// A `corral gateway --org ORG` daemon on a Unix socket, ORG a copy of the
+// world's organisation `org` whose [gateway] names this daemon's socket and
+// ledger (the grants are what the daemon derives for each worker: nothing
+// here names an identity). With an `identity`, it is also reachable on
+// 127.0.0.1:`port` through tcp_relay.js, run as root, which announces that
+// identity for every connection: the CLI on the host runs as an unprivileged
+// uid, and the daemon's own listen_tcp serves root's sockets only. Without one
+// (""), it is for `corral run --config ORG --gateway unix:PATH`, whose clients
+// announce their own.
 struct GatewayDaemon {
     int port = 0;
+    std::string org;     // the organisation directory it serves (and runs use)
     std::string socket;
     std::string ledger;
     std::string ca;  // corral's CA, world-readable copy for the unprivileged CLI
@@ -171,17 +178,16 @@ struct GatewayDaemon {
     std::unique_ptr<test::Background> proc;
     std::unique_ptr<test::Background> relay;
 
-    GatewayDaemon(const World& w, Org org, const std::string& name, const std::string& identity) {
+    GatewayDaemon(const World& w, Org org_kind, const std::string& name, const std::string& identity) {
         ledger = w.dir + "/ledger-gw-" + name + ".jsonl";
         stderr_path = w.dir + "/gateway-" + name + ".stderr";
-        auto config = w.dir + "/gateway-" + name + ".toml";
+        org = w.dir + "/org-gw-" + name;
         socket = w.dir + "/gateway-" + name + ".sock";
-        std::string listen = "listen_unix = \"" + socket + "\"\n";
         std::string want = "listening unix:" + socket;
-        write_file(config, gateway_sections(w, org, listen + "ledger = \"" + ledger + "\"\nstate_dir = \"" +
-                                                        w.state_dir + "\"\n"));
+        write_org(w, org_kind, org,
+                  "listen_unix = \"" + socket + "\"\nledger = \"" + ledger + "\"\nstate_dir = \"" + w.state_dir + "\"\n");
         proc = std::make_unique<test::Background>(std::vector<std::string>{
-            "sh", "-c", "exec \"$0\" gateway --config \"$1\" 2>\"$2\"", test::corral_bin(), config, stderr_path});
+            "sh", "-c", "exec \"$0\" gateway --org \"$1\" 2>\"$2\"", test::corral_bin(), org, stderr_path});
         if (!proc->wait_for_stdout(want, std::chrono::seconds(20)))
             throw std::runtime_error("corral gateway did not print \"" + want + "\"; stderr: " + read_file(stderr_path));
         if (!identity.empty()) {
@@ -244,6 +250,24 @@ void check_refresh_refused(const GatewayDaemon& gw) {
     }
 }
 
+// The daemon serves each worker's model grant to that worker's runs only: the
+// relay's identity (this worker) is refused another worker's model host, 403
+// before any lookup or dial.
+void check_other_workers_hosts_refused(const GatewayDaemon& gw, const WorkerSpec& spec, Org org) {
+    for (const auto& other : workers()) {
+        const auto host = model_host(other.kind, org);
+        if (host == model_host(spec.kind, org)) continue;
+        CAPTURE(host);
+        auto r = test::run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect}", "--max-time", "20", "--proxy",
+                            "http://127.0.0.1:" + std::to_string(gw.port), "--cacert", gw.ca, "https://" + host + "/"});
+        CHECK(r.out == "403");
+    }
+    bool refused_line = false;
+    for (const auto& l : ledger_lines(gw.ledger))
+        refused_line |= l.value("reason", "") == "not_granted" && l.value("identity", "").rfind(spec.name + "/", 0) == 0;
+    CHECK(refused_line);
+}
+
 void gateway_layer(const WorkerSpec& spec, Org org) {
     auto& w = world();
     const std::string tag = spec.name + "-" + org_name(org);
@@ -267,6 +291,7 @@ void gateway_layer(const WorkerSpec& spec, Org org) {
     check_ledger(ledger_lines(gw.ledger), spec.name + "/", host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(ledger_lines(gw.ledger)));
     check_refresh_refused(gw);
+    check_other_workers_hosts_refused(gw, spec, org);
     check_stayed_on_loopback();
     for (const auto& s : standin_seen()) CHECK(s.value("url", "").find("oauth/token") == std::string::npos);
     auto out = r.out + r.err + read_file(gw.stderr_path);
@@ -287,8 +312,9 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     test::RunOptions o;
     o.timeout = std::chrono::seconds(240);
     o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
-    std::vector<std::string> argv = {test::corral_bin(), "run", "--config", org_dir(w, org), "--worker", spec.name,
-                                     "--run-dir", run_dir, "--prompt", kPrompt};
+    // Via the daemon, the run reads the organisation the daemon serves.
+    std::vector<std::string> argv = {test::corral_bin(), "run", "--config", daemon ? daemon->org : org_dir(w, org),
+                                     "--worker", spec.name, "--run-dir", run_dir, "--prompt", kPrompt};
     if (daemon) argv.insert(argv.begin() + 2, "--gateway=unix:" + daemon->socket);
     auto r = test::run(argv, o);
     auto record_text = read_file(run_dir + "/run.json");
@@ -314,19 +340,21 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     CHECK(identity.rfind(spec.name + "/", 0) == 0);
     std::vector<json> lines;
     if (daemon) {
-        // The daemon keeps the counts and the ledger; its lines carry the run's identity.
+        // The daemon keeps the counts (asked at the run's end) and the ledger;
+        // its lines carry the run's identity.
         CHECK(gw.value("mode", "") == "unix:" + daemon->socket);
         ::usleep(300'000);
         lines = ledger_lines(daemon->ledger);
     } else {
         CHECK(gw.value("mode", "") == "embedded");
-        CHECK(gw.value("refusals", -1) == 0);
-        CHECK(gw.value("requests", 0) > 0);
         lines = ledger_lines(gw.value("ledger", run_dir + "/ledger.jsonl"));
-        std::size_t mine = 0;
-        for (const auto& l : lines) mine += l.value("identity", "") == identity;
-        CHECK(gw.value("requests", 0) == mine);
     }
+    // Either way: no refusal, and every request of the run is one ledger line in its name.
+    CHECK(gw.value("refusals", -1) == 0);
+    CHECK(gw.value("requests", 0) > 0);
+    std::size_t mine = 0;
+    for (const auto& l : lines) mine += l.value("identity", "") == identity;
+    CHECK(gw.value("requests", 0) == mine);
     check_credentials_seen(w, spec.kind, org, seen_since(before, host));
     check_ledger(lines, identity, host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(lines));
@@ -397,11 +425,24 @@ TEST_CASE("run: --log-limit caps stdout.jsonl on the host's disk while the strea
     CHECK(record["output"]["stdout"].value("bytes", 0) == r.out.size());
 }
 
-TEST_CASE("run via daemon: codex (ChatGPT, WebSocket) finishes a prompt through corral gateway's Unix socket") {
+// Every credential shape of every kind, through `corral gateway --org`.
+TEST_CASE("run via daemon: claude (API key) finishes a prompt through corral gateway --org's Unix socket") {
+    run_layer(spec_named("claude"), Org::primary, true);
+}
+TEST_CASE("run via daemon: codex (ChatGPT, WebSocket) finishes a prompt through corral gateway --org's Unix socket") {
     run_layer(spec_named("codex"), Org::primary, true);
 }
-TEST_CASE("run via daemon: claude (OAuth) finishes a prompt through corral gateway's Unix socket") {
+TEST_CASE("run via daemon: pi (API key) finishes a prompt through corral gateway --org's Unix socket") {
+    run_layer(spec_named("pi"), Org::primary, true);
+}
+TEST_CASE("run via daemon: claude (OAuth) finishes a prompt through corral gateway --org's Unix socket") {
     run_layer(spec_named("claude"), Org::alternate, true);
+}
+TEST_CASE("run via daemon: codex (API key, WebSocket) finishes a prompt through corral gateway --org's Unix socket") {
+    run_layer(spec_named("codex"), Org::alternate, true);
+}
+TEST_CASE("run via daemon: pi (OAuth) finishes a prompt through corral gateway --org's Unix socket") {
+    run_layer(spec_named("pi"), Org::alternate, true);
 }
 
 int main(int argc, char** argv) {

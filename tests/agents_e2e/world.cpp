@@ -33,15 +33,18 @@ void make_certificates(const std::string& d) {
 
 std::string toml_str(const std::string& s) { return "\"" + s + "\""; }
 
-// One org grant per worker: the routes its profile implies, served by the stand-in.
+// The worker's own grant (worker.toml, so scoped to it by the loader): the
+// routes and credential its profile implies, taken from implied_grants, plus
+// what the stand-in needs (connect_to on loopback, allow_private). It replaces
+// the implied grant for the same host:port, as an operator's would.
 std::string grant_for(const World& w, const WorkerSpec& spec, Org org) {
     std::string out;
     for (const auto& g : supervisor::implied_grants(spec.kind, credential_mode(spec.kind, org), spec.name)) {
         std::string routes;
         for (const auto& r : g.routes) routes += (routes.empty() ? "" : ", ") + toml_str(r.text);
         out += "[[grants]]\nhost = " + toml_str(g.host) + "\nmode = \"inject\"\ncredential = " + toml_str(g.credential) +
-               "\nroutes = [" + routes + "]\nidentities = [" + toml_str(spec.name) +
-               "]\nallow_private = true\nconnect_to = \"127.0.0.1:" + std::to_string(w.standin_port) + "\"\n";
+               "\nroutes = [" + routes + "]\nallow_private = true\nconnect_to = \"127.0.0.1:" +
+               std::to_string(w.standin_port) + "\"\n";
     }
     return out;
 }
@@ -87,19 +90,9 @@ World& build_world() {
     w.org = w.dir + "/org";
     w.org_alt = w.dir + "/org-alt";
     for (Org org : {Org::primary, Org::alternate}) {
-        auto d = org_dir(w, org);
-        fs::create_directories(d);
         // [gateway] ledger is the daemon's; an embedded gateway writes the run dir's ledger.jsonl.
-        write_file(d + "/org.toml", "rootfs = \"host\"\n[engine]\nchatgpt_account_id = " +
-                                        toml_str(w.chatgpt_account) + "\n[sandbox]\ntimeout = \"5m\"\n" +
-                                        gateway_sections(w, org,
-                                                         "ledger = " + toml_str(d + "/ledger.jsonl") +
-                                                             "\nstate_dir = " + toml_str(w.state_dir) + "\n"));
-        for (const auto& spec : workers()) {
-            fs::create_directories(d + "/workers/" + spec.name);
-            write_file(d + "/workers/" + spec.name + "/worker.toml",
-                       "agent = " + toml_str(std::string(config::to_string(spec.kind))) + "\n");
-        }
+        auto d = org_dir(w, org);
+        write_org(w, org, d, "ledger = " + toml_str(d + "/ledger.jsonl") + "\nstate_dir = " + toml_str(w.state_dir) + "\n");
     }
     the_world = &w;
     return w;
@@ -203,6 +196,17 @@ World& world() {
     }
 }
 
+void write_org(const World& w, Org org, const std::string& dir, const std::string& gateway_table) {
+    fs::create_directories(dir);
+    write_file(dir + "/org.toml", "rootfs = \"host\"\n[engine]\nchatgpt_account_id = " + toml_str(w.chatgpt_account) +
+                                      "\n[sandbox]\ntimeout = \"5m\"\n" + gateway_sections(w, org, gateway_table));
+    for (const auto& spec : workers()) {
+        fs::create_directories(dir + "/workers/" + spec.name);
+        write_file(dir + "/workers/" + spec.name + "/worker.toml",
+                   "agent = " + toml_str(std::string(config::to_string(spec.kind))) + "\n" + grant_for(w, spec, org));
+    }
+}
+
 std::string gateway_sections(const World& w, Org org, const std::string& gateway_table) {
     std::string out = "[gateway]\n" + gateway_table + "upstream_ca_file = " + toml_str(w.test_ca) + "\n";
     if (org == Org::primary) {
@@ -216,7 +220,6 @@ std::string gateway_sections(const World& w, Org org, const std::string& gateway
                "\nanthropic_beta = \"oauth-2025-04-20\"\n[credentials.openai]\nkind = \"api_key\"\nfile = " +
                toml_str(w.dir + "/openai.key") + "\ntemplate = { \"authorization\" = \"Bearer {key}\" }\n";
     }
-    for (const auto& spec : workers()) out += grant_for(w, spec, org);
     return out;
 }
 

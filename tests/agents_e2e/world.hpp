@@ -1,8 +1,8 @@
 // tests/agents_e2e/world.hpp — one loopback world for the real agent CLIs:
 // a test CA and a certificate for api.anthropic.com, chatgpt.com and
 // api.openai.com (openssl CLI), the node stand-in backends (standin.js), the
-// real (fake-but-"real") secrets in root-only files, and an organisation
-// directory whose grants send those names to the stand-in with connect_to.
+// real (fake-but-"real") secrets in root-only files, and organisation
+// directories whose workers' grants send those names to the stand-in with connect_to.
 // Nothing is resolved by DNS and nothing is dialled off loopback: the CLIs
 // talk only to the proxy, the gateway dials only connect_to targets, and every
 // other host is refused before any lookup.
@@ -80,10 +80,14 @@ nlohmann::json standin_seen();
 // Every line of a ledger file, parsed.
 std::vector<nlohmann::json> ledger_lines(const std::string& path);
 
-// The org.toml gateway sections (credentials + grants) of `org` with
-// `gateway_table` as the [gateway] table body. The grants use the routes the
-// agent profiles imply, pointed at the stand-in with connect_to.
+// The org.toml gateway sections ([gateway] with `gateway_table` as its body,
+// the credentials) of `org`.
 std::string gateway_sections(const World& w, Org org, const std::string& gateway_table);
+// Writes organisation `org` to `dir`: org.toml ([engine], [sandbox],
+// gateway_sections) and one worker per agent kind whose worker.toml grants
+// its model host with the routes the agent profile implies, pointed at the
+// stand-in with connect_to (replacing the implied grant for that host:port).
+void write_org(const World& w, Org org, const std::string& dir, const std::string& gateway_table);
 std::string org_dir(const World& w, Org org);
 // The real secret the stand-in must receive from `kind`'s requests in `org`.
 std::string real_secret(const World& w, config::AgentKind kind, Org org);
