@@ -63,7 +63,8 @@ const std::vector<std::string> kHosts = {"api.anthropic.com", "chatgpt.com",    
 // credential, routes, connect_to) as the embedded gateway of that worker's run.
 void check_same_as_embedded(const config::OrgConfig& org, const config::GatewayConfig& daemon,
                             const std::map<std::string, config::CredentialStatus>& status) {
-    for (const auto& [name, wc] : org.workers) {
+    for (const auto& entry : org.workers) {
+        const std::string name = entry.first;  // a named copy: clang 14 cannot capture structured bindings in CAPTURE
         auto w = config::resolve_worker(org, name);
         auto cred = status.at(supervisor::required_credential(w.agent).name);
         std::vector<config::Grant> implied;
