@@ -241,11 +241,15 @@ SandboxLimits sandbox_limits(FileChecker& c, const toml::value& table, const std
     return l;
 }
 
+// An enum: a wrong value and a wrong type get the same answer, naming the allowed values.
 std::optional<AgentKind> agent_value(FileChecker& c, const toml::value& v, const std::string& key) {
-    auto s = c.string_of(v, key);
-    if (!s) return std::nullopt;
-    auto k = parse_agent_kind(*s);
-    if (!k) c.error(v, key, "got " + in_quotes(*s) + ", allowed: " + std::string(agent_kinds_allowed));
+    const std::string allowed = ", allowed: " + std::string(agent_kinds_allowed);
+    if (!v.is_string()) {
+        c.error(v, key, std::string("got ") + type_name(v) + allowed);
+        return std::nullopt;
+    }
+    auto k = parse_agent_kind(v.as_string().str);
+    if (!k) c.error(v, key, "got " + in_quotes(v.as_string().str) + allowed);
     return k;
 }
 

@@ -132,10 +132,23 @@ TEST_CASE("validation: a bad agent names file, line, key and the allowed values"
         d.org("[engine]\nagent = \"Claude\"\n");
         CHECK(has_line(errors_of(d), d.file("org.toml") + ":2: key 'engine.agent': got \"Claude\", allowed: pi | claude | codex"));
     }
-    SUBCASE("of the wrong type") {
-        d.org("");
+    SUBCASE("of the wrong type: the same allowed values as a wrong value") {
+        d.org("[engine]\nagent = true\n");
         d.worker("alpha", "agent = 5\n");
-        CHECK(has_line(errors_of(d), d.file("workers/alpha/worker.toml") + ":1: key 'agent': got an integer, expected a string"));
+        d.worker("beta", "\nagent = [\"claude\"]\n");
+        d.worker("gamma", "agent = { kind = \"claude\" }\n");
+        auto e = errors_of(d);
+        CHECK(has_line(e, d.file("org.toml") + ":2: key 'engine.agent': got a boolean, allowed: pi | claude | codex\n"));
+        CHECK(has_line(e, d.file("workers/alpha/worker.toml") + ":1: key 'agent': got an integer, allowed: pi | claude | codex\n"));
+        CHECK(has_line(e, d.file("workers/beta/worker.toml") + ":2: key 'agent': got an array, allowed: pi | claude | codex\n"));
+        CHECK(has_line(e, d.file("workers/gamma/worker.toml") + ":1: key 'agent': got a table, allowed: pi | claude | codex\n"));
+    }
+    SUBCASE("the gateway's enum-like keys name their allowed values for a wrong type too") {
+        d.org("[credentials.a]\nkind = 1\nenv = \"X\"\n");
+        CHECK(has_line(errors_of(d), d.file("org.toml") + ":2: key 'credentials.a.kind': got 1, allowed: api_key | oauth_token"));
+        OrgDir g;
+        g.org("[[grants]]\nhost = \"example.com\"\nmode = [\"tunnel\"]\n");
+        CHECK(has_line(errors_of(g), g.file("org.toml") + ":3: key 'grants[0].mode': got an array, allowed: tunnel | inject"));
     }
 }
 
