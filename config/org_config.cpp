@@ -520,10 +520,10 @@ OrgCheck check_org(const std::string& dir) {
     for (const auto& [name, w] : org.workers) {
         AgentKind agent = w.agent.value_or(org.engine.agent.value_or(AgentKind::pi));
         if (w.channels && agent != AgentKind::pi) {
-            Diagnostic d{w.file, line_of(*w.channels), "channels",
-                         "sessions run pi; agent applies to task runs (this worker's agent is " +
-                             std::string(to_string(agent)) + ")",
-                         name};
+            // Exactly the sentence operators were promised; the worker is in
+            // the file name and in Diagnostic::worker, its agent in
+            // `corral validate`'s "agent:" line right above the warning.
+            Diagnostic d{w.file, line_of(*w.channels), "channels", std::string(channels_warning), name};
             out.warnings.push_back(d);
         }
         auto openai = org.gateway.credentials.find("openai");

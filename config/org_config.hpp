@@ -42,6 +42,9 @@ inline constexpr std::string_view agent_kinds_allowed = "pi | claude | codex";
 std::string_view to_string(AgentKind k);
 std::optional<AgentKind> parse_agent_kind(std::string_view text);  // exact lowercase names
 
+// The whole text of the warning for a non-pi worker with [channels].
+inline constexpr std::string_view channels_warning = "sessions run pi; agent applies to task runs";
+
 // One problem (or warning) found in the configuration.
 struct Diagnostic {
     std::string file;

@@ -292,13 +292,17 @@ TEST_CASE("warnings: a non-pi worker with [channels]") {
     CHECK(c.errors.empty());
     std::string all;
     for (const auto& w : c.warnings) all += w.text() + "\n";
+    // The quoted sentence is the whole message: nothing after it.
     CHECK(has_line(all, d.file("workers/claude-w/worker.toml") +
-                            ":3: key 'channels': sessions run pi; agent applies to task runs"));
-    CHECK(has_line(all, d.file("workers/codex-w/worker.toml") + ":1: key 'channels': sessions run pi"));
+                            ":3: key 'channels': sessions run pi; agent applies to task runs\n"));
+    CHECK(has_line(all, d.file("workers/codex-w/worker.toml") +
+                            ":1: key 'channels': sessions run pi; agent applies to task runs\n"));
     CHECK_FALSE(has_line(all, "pi-w"));
     auto r = config::resolve_worker(c.org, "claude-w");
     REQUIRE(r.warnings.size() == 1);
     CHECK(r.warnings[0].key == "channels");
+    CHECK(r.warnings[0].message == "sessions run pi; agent applies to task runs");
+    CHECK(r.warnings[0].worker == "claude-w");
     CHECK(config::resolve_worker(c.org, "pi-w").warnings.empty());
 }
 

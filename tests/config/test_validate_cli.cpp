@@ -41,9 +41,12 @@ TEST_CASE("corral validate prints each resolved worker with implied grants and c
     CHECK(has(r.out, "credential: anthropic (api_key, env CORRAL_TEST_ANTHROPIC): available"));
     CHECK(has(r.out, "worker beta"));
     CHECK(has(r.out, "agent:      pi (" + d.file("workers/beta/worker.toml") + ":1)"));
-    // The warning, with its file:line, on stderr.
+    // The warning, with its file:line, on stderr: the full line, exactly.
     CHECK(has(r.err, "warning: " + d.file("workers/alpha/worker.toml") +
-                         ":3: key 'channels': sessions run pi; agent applies to task runs"));
+                         ":3: key 'channels': sessions run pi; agent applies to task runs\n"));
+    // ...and under the worker, whose agent line names the agent.
+    CHECK(has(r.out, "  warning:    " + d.file("workers/alpha/worker.toml") +
+                         ":3: key 'channels': sessions run pi; agent applies to task runs\n"));
     // Never the secret itself.
     CHECK_FALSE(has(r.out + r.err, "sk-ant-api03-not-really-a-key"));
 }
