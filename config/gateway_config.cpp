@@ -62,16 +62,48 @@ std::string describe(const toml::value& v) {
 
 // ---- a table whose keys are checked against a known set --------------------
 
+// Every problem goes to `errors` (one line each) and parsing goes on: a
+// step that throws ConfigError is recorded and the next independent one runs.
+using Errors = std::vector<std::string>;
+
+void add_lines(Errors& errors, const std::string& text) {
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        auto nl = text.find('\n', pos);
+        std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+        if (!line.empty()) errors.push_back(line);
+        if (nl == std::string::npos) break;
+        pos = nl + 1;
+    }
+}
+
+// Runs one independent check; returns whether it passed.
+template <typename Step>
+bool step(Errors& errors, Step&& f) {
+    try {
+        f();
+        return true;
+    } catch (const ConfigError& e) {
+        add_lines(errors, e.what());
+        return false;
+    }
+}
+
 class Section {
 public:
-    Section(const std::string& file, const toml::value& table, std::string prefix, std::set<std::string> known)
+    // Each unknown key is one line in `errors`, in file order.
+    Section(const std::string& file, const toml::value& table, std::string prefix, std::set<std::string> known,
+            Errors& errors)
         : file_(file), table_(table), prefix_(std::move(prefix)) {
-        for (const auto& [k, v] : table.as_table()) {
-            if (known.count(k)) continue;
-            std::string allowed;
-            for (const auto& name : known) allowed += (allowed.empty() ? "" : " | ") + name;
-            throw ConfigError(where_of(file, v) + ": unknown key '" + key(k) + "', allowed: " + allowed);
-        }
+        std::string allowed;
+        for (const auto& name : known) allowed += (allowed.empty() ? "" : " | ") + name;
+        std::vector<std::pair<std::size_t, std::string>> unknown;
+        for (const auto& [k, v] : table.as_table())
+            if (!known.count(k))
+                unknown.emplace_back(v.location().line(),
+                                     where_of(file, v) + ": unknown key '" + key(k) + "', allowed: " + allowed);
+        std::sort(unknown.begin(), unknown.end());
+        for (auto& [line, text] : unknown) errors.push_back(std::move(text));
     }
 
     std::string key(const std::string& k) const { return prefix_.empty() ? k : prefix_ + "." + k; }
@@ -123,22 +155,6 @@ public:
             fail_value(file_, *v, key(k), allowed);
         }
     }
-    std::vector<std::pair<const toml::value*, std::string>> strings(const std::string& k,
-                                                                   const std::string& allowed) const {
-        std::vector<std::pair<const toml::value*, std::string>> out;
-        const auto* v = find(k);
-        if (!v) return out;
-        if (!v->is_array()) fail_value(file_, *v, key(k), "an array of strings: " + allowed);
-        std::size_t i = 0;
-        for (const auto& item : v->as_array()) {
-            if (!item.is_string())
-                fail_value(file_, item, key(k) + "[" + std::to_string(i) + "]", allowed);
-            out.emplace_back(&item, item.as_string().str);
-            ++i;
-        }
-        return out;
-    }
-
     const std::string& file() const { return file_; }
     const toml::value& table() const { return table_; }
 
@@ -346,61 +362,84 @@ bool is_env_name(const std::string& n) {
 
 // ---- sections ------------------------------------------------------------------
 
-GatewayLimits parse_limits(const std::string& file, const toml::value& v) {
-    if (!v.is_table()) fail_value(file, v, "gateway.limits", "a table");
+GatewayLimits parse_limits(const std::string& file, const toml::value& v, Errors& errors) {
+    GatewayLimits l;
+    if (!v.is_table()) {
+        step(errors, [&] { fail_value(file, v, "gateway.limits", "a table"); });
+        return l;
+    }
     Section s(file, v, "gateway.limits",
               {"max_header_bytes", "max_body_bytes", "max_response_bytes", "read_timeout", "idle_timeout",
                "max_connections", "max_connections_per_identity", "requests_per_identity",
-               "ledger_refusals_per_identity"});
-    GatewayLimits l;
+               "ledger_refusals_per_identity"},
+              errors);
     const std::string size_allowed = "a size > 0 such as \"16KiB\", \"1MiB\" (units B, K/KiB, M/MiB, G/GiB, T/TiB)";
     const std::string duration_allowed = "a duration > 0 such as \"30s\", \"250ms\", \"2m\", \"1h\"";
     auto size = [&](const char* k, std::uint64_t& out) {
-        if (auto x = s.parsed(k, size_allowed, [](std::string_view t) { return parse_size(t); })) {
-            if (*x == 0) fail_value(file, *s.find(k), s.key(k), size_allowed);
-            out = *x;
-        }
+        step(errors, [&] {
+            if (auto x = s.parsed(k, size_allowed, [](std::string_view t) { return parse_size(t); })) {
+                if (*x == 0) fail_value(file, *s.find(k), s.key(k), size_allowed);
+                out = *x;
+            }
+        });
     };
     auto duration = [&](const char* k, std::chrono::milliseconds& out) {
-        if (auto x = s.parsed(k, duration_allowed, [](std::string_view t) { return parse_duration(t); })) {
-            if (x->count() == 0) fail_value(file, *s.find(k), s.key(k), duration_allowed);
-            out = *x;
-        }
+        step(errors, [&] {
+            if (auto x = s.parsed(k, duration_allowed, [](std::string_view t) { return parse_duration(t); })) {
+                if (x->count() == 0) fail_value(file, *s.find(k), s.key(k), duration_allowed);
+                out = *x;
+            }
+        });
     };
     size("max_header_bytes", l.max_header_bytes);
     size("max_body_bytes", l.max_body_bytes);
     size("max_response_bytes", l.max_response_bytes);
     duration("read_timeout", l.read_timeout);
     duration("idle_timeout", l.idle_timeout);
-    if (auto x = s.integer("max_connections", 1, 1'000'000)) l.max_connections = static_cast<std::uint64_t>(*x);
+    bool max_ok = step(errors, [&] {
+        if (auto x = s.integer("max_connections", 1, 1'000'000)) l.max_connections = static_cast<std::uint64_t>(*x);
+    });
     // One identity's share can be at most the whole; an omitted share shrinks
     // with a small max_connections instead of making that config invalid.
     l.max_connections_per_identity = std::min(l.max_connections_per_identity, l.max_connections);
-    if (auto x = s.integer("max_connections_per_identity", 1, 1'000'000)) {
-        if (static_cast<std::uint64_t>(*x) > l.max_connections)
-            fail_value(file, *s.find("max_connections_per_identity"), s.key("max_connections_per_identity"),
-                       "an integer 1..max_connections (" + std::to_string(l.max_connections) + ")");
-        l.max_connections_per_identity = static_cast<std::uint64_t>(*x);
-    }
-    if (auto x = s.integer("requests_per_identity", 0, INT64_MAX))
-        l.requests_per_identity = static_cast<std::uint64_t>(*x);
-    if (auto x = s.integer("ledger_refusals_per_identity", 0, INT64_MAX))
-        l.ledger_refusals_per_identity = static_cast<std::uint64_t>(*x);
+    step(errors, [&] {
+        if (auto x = s.integer("max_connections_per_identity", 1, 1'000'000)) {
+            if (max_ok && static_cast<std::uint64_t>(*x) > l.max_connections)
+                fail_value(file, *s.find("max_connections_per_identity"), s.key("max_connections_per_identity"),
+                           "an integer 1..max_connections (" + std::to_string(l.max_connections) + ")");
+            l.max_connections_per_identity = static_cast<std::uint64_t>(*x);
+        }
+    });
+    step(errors, [&] {
+        if (auto x = s.integer("requests_per_identity", 0, INT64_MAX))
+            l.requests_per_identity = static_cast<std::uint64_t>(*x);
+    });
+    step(errors, [&] {
+        if (auto x = s.integer("ledger_refusals_per_identity", 0, INT64_MAX))
+            l.ledger_refusals_per_identity = static_cast<std::uint64_t>(*x);
+    });
     return l;
 }
 
-GatewaySettings parse_settings(const std::string& file, const toml::value& v) {
-    if (!v.is_table()) fail_value(file, v, "gateway", "a table");
+GatewaySettings parse_settings(const std::string& file, const toml::value& v, Errors& errors) {
+    GatewaySettings g;
+    if (!v.is_table()) {
+        step(errors, [&] { fail_value(file, v, "gateway", "a table"); });
+        return g;
+    }
+    const std::size_t before = errors.size();
     Section s(file, v, "gateway",
               {"listen_unix", "listen_tcp", "tcp_identity", "ledger", "state_dir", "upstream_ca_file", "hosts_file",
-               "limits"});
-    GatewaySettings g;
+               "limits"},
+              errors);
     auto path = [&](const char* k, std::string& out, bool optional) {
-        const char* allowed = optional ? optional_path_allowed : path_allowed;
-        if (auto x = s.string(k, allowed)) {
-            if (!(optional && x->empty()) && !is_absolute_path(*x)) fail_value(file, *s.find(k), s.key(k), allowed);
-            out = *x;
-        }
+        step(errors, [&] {
+            const char* allowed = optional ? optional_path_allowed : path_allowed;
+            if (auto x = s.string(k, allowed)) {
+                if (!(optional && x->empty()) && !is_absolute_path(*x)) fail_value(file, *s.find(k), s.key(k), allowed);
+                out = *x;
+            }
+        });
     };
     path("listen_unix", g.listen_unix, true);
     path("ledger", g.ledger, false);
@@ -411,174 +450,251 @@ GatewaySettings parse_settings(const std::string& file, const toml::value& v) {
         g.upstream_ca_file_where = where_of(file, *s.find("upstream_ca_file")) + ": key '" + s.key("upstream_ca_file") + "'";
     if (!g.hosts_file.empty())
         g.hosts_file_where = where_of(file, *s.find("hosts_file")) + ": key '" + s.key("hosts_file") + "'";
-    const std::string tcp_allowed = "\"\" or a loopback \"127.x.y.z:PORT\" / \"[::1]:PORT\" (PORT 0..65535)";
-    if (auto x = s.string("listen_tcp", tcp_allowed); x && !x->empty()) {
-        auto hp = parse_host_port(*x, 0);
-        if (!hp || !is_loopback_literal(hp->host)) fail_value(file, *s.find("listen_tcp"), s.key("listen_tcp"), tcp_allowed);
-        g.listen_tcp = *x;
-        g.listen_tcp_host = hp->host;
-        g.listen_tcp_port = hp->port;
-    }
-    const std::string id_allowed = "\"worker/run\" with each part of [A-Za-z0-9._-]";
-    if (auto x = s.string("tcp_identity", id_allowed)) {
-        auto slash = x->find('/');
-        if (slash == std::string::npos || !is_identity_part(std::string_view(*x).substr(0, slash)) ||
-            !is_identity_part(std::string_view(*x).substr(slash + 1)))
-            fail_value(file, *s.find("tcp_identity"), s.key("tcp_identity"), id_allowed);
-        g.tcp_identity = *x;
-    }
-    if (const auto* l = s.find("limits")) g.limits = parse_limits(file, *l);
-    if (g.listen_unix.empty() && g.listen_tcp.empty())
-        throw ConfigError(where_of(file, v) +
-                          ": keys 'gateway.listen_unix' and 'gateway.listen_tcp' are both empty, allowed: at least "
-                          "one listener (a socket path and/or a loopback address:port)");
+    step(errors, [&] {
+        const std::string tcp_allowed = "\"\" or a loopback \"127.x.y.z:PORT\" / \"[::1]:PORT\" (PORT 0..65535)";
+        if (auto x = s.string("listen_tcp", tcp_allowed); x && !x->empty()) {
+            auto hp = parse_host_port(*x, 0);
+            if (!hp || !is_loopback_literal(hp->host))
+                fail_value(file, *s.find("listen_tcp"), s.key("listen_tcp"), tcp_allowed);
+            g.listen_tcp = *x;
+            g.listen_tcp_host = hp->host;
+            g.listen_tcp_port = hp->port;
+        }
+    });
+    step(errors, [&] {
+        const std::string id_allowed = "\"worker/run\" with each part of [A-Za-z0-9._-]";
+        if (auto x = s.string("tcp_identity", id_allowed)) {
+            auto slash = x->find('/');
+            if (slash == std::string::npos || !is_identity_part(std::string_view(*x).substr(0, slash)) ||
+                !is_identity_part(std::string_view(*x).substr(slash + 1)))
+                fail_value(file, *s.find("tcp_identity"), s.key("tcp_identity"), id_allowed);
+            g.tcp_identity = *x;
+        }
+    });
+    if (const auto* l = s.find("limits")) g.limits = parse_limits(file, *l, errors);
+    // Only when the listeners themselves parsed: a bad one is already reported.
+    if (errors.size() == before && g.listen_unix.empty() && g.listen_tcp.empty())
+        errors.push_back(where_of(file, v) +
+                         ": keys 'gateway.listen_unix' and 'gateway.listen_tcp' are both empty, allowed: at least "
+                         "one listener (a socket path and/or a loopback address:port)");
     return g;
 }
 
-CredentialSpec parse_credential(const std::string& file, const std::string& name, const toml::value& v) {
-    std::string prefix = "credentials." + name;
-    if (!v.is_table()) fail_value(file, v, prefix, "a table");
+// nullopt when the section has a problem (each one is in `errors`).
+std::optional<CredentialSpec> parse_credential(const std::string& file, const std::string& name, const toml::value& v,
+                                               Errors& errors) {
+    const std::string prefix = "credentials." + name;
+    const std::size_t before = errors.size();
+    if (!v.is_table()) {
+        step(errors, [&] { fail_value(file, v, prefix, "a table"); });
+        return std::nullopt;
+    }
     if (!is_credential_name(name))
-        throw ConfigError(where_of(file, v) + ": key '" + prefix + "': got " + quote(name) +
-                          ", allowed: a credential name of [A-Za-z0-9_-]");
-    Section s(file, v, prefix, {"kind", "file", "env", "template", "anthropic_beta"});
+        errors.push_back(where_of(file, v) + ": key '" + prefix + "': got " + quote(name) +
+                         ", allowed: a credential name of [A-Za-z0-9_-]");
+    Section s(file, v, prefix, {"kind", "file", "env", "template", "anthropic_beta"}, errors);
     CredentialSpec c;
     c.name = name;
     c.where = where_of(file, v);
     const std::string kind_allowed = "api_key | oauth_token";
-    auto kind = s.string("kind", kind_allowed);
-    if (!kind) s.missing("kind", kind_allowed);
-    if (*kind == "api_key")
-        c.kind = CredentialKind::api_key;
-    else if (*kind == "oauth_token")
-        c.kind = CredentialKind::oauth_token;
-    else
-        fail_value(file, *s.find("kind"), s.key("kind"), kind_allowed);
+    const bool kind_ok = step(errors, [&] {
+        auto kind = s.string("kind", kind_allowed);
+        if (!kind) s.missing("kind", kind_allowed);
+        if (*kind == "api_key")
+            c.kind = CredentialKind::api_key;
+        else if (*kind == "oauth_token")
+            c.kind = CredentialKind::oauth_token;
+        else
+            fail_value(file, *s.find("kind"), s.key("kind"), kind_allowed);
+    });
 
-    auto file_v = s.string("file", path_allowed);
-    auto env_v = s.string("env", "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-    if (file_v.has_value() == env_v.has_value())
-        throw ConfigError(c.where + ": keys '" + prefix + ".file' and '" + prefix + ".env': " +
-                          (file_v ? "both set" : "neither set") + ", allowed: exactly one of them");
-    if (file_v) {
-        if (!is_absolute_path(*file_v)) fail_value(file, *s.find("file"), s.key("file"), path_allowed);
-        c.file = *file_v;
-    } else {
-        if (!is_env_name(*env_v))
-            fail_value(file, *s.find("env"), s.key("env"), "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-        c.env = *env_v;
-    }
+    step(errors, [&] {
+        const std::string env_allowed = "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
+        std::optional<std::string> file_v, env_v;
+        bool forms_ok = step(errors, [&] { file_v = s.string("file", path_allowed); });
+        forms_ok = step(errors, [&] { env_v = s.string("env", env_allowed); }) && forms_ok;
+        if (!forms_ok) return;
+        if (file_v.has_value() == env_v.has_value())
+            throw ConfigError(c.where + ": keys '" + prefix + ".file' and '" + prefix + ".env': " +
+                              (file_v ? "both set" : "neither set") + ", allowed: exactly one of them");
+        if (file_v) {
+            if (!is_absolute_path(*file_v)) fail_value(file, *s.find("file"), s.key("file"), path_allowed);
+            c.file = *file_v;
+        } else {
+            if (!is_env_name(*env_v)) fail_value(file, *s.find("env"), s.key("env"), env_allowed);
+            c.env = *env_v;
+        }
+    });
 
     if (const auto* t = s.find("template")) {
         const std::string allowed = "a table of header name = value template using {key} / {token}";
-        if (!t->is_table() || t->as_table().empty()) fail_value(file, *t, s.key("template"), allowed);
-        // toml11 tables are unordered; sort by name so the header order is stable.
-        std::map<std::string, std::pair<const toml::value*, std::string>> sorted;
-        for (const auto& [hname, hv] : t->as_table()) {
-            std::string key = s.key("template") + "." + hname;
-            bool name_ok = !hname.empty();
-            for (char ch : hname) name_ok = name_ok && is_token_char(ch);
-            if (!name_ok)
-                throw ConfigError(where_of(file, hv) + ": key '" + key + "': got header name " + quote(hname) +
-                                  ", allowed: an HTTP header name (token characters)");
-            if (!hv.is_string() || !is_valid_template(hv.as_string().str))
-                fail_value(file, hv, key, "a string without control characters whose only braces are {key} or {token}");
-            std::string lname = hname;
-            for (auto& ch : lname) ch = lower(ch);
-            if (lname == "host" || lname == "content-length" || lname == "transfer-encoding" ||
-                lname == "connection" || lname == "upgrade" || lname == "te")
-                throw ConfigError(where_of(file, hv) + ": key '" + key + "': got header name " + quote(hname) +
-                                  ", allowed: any header except host, content-length, transfer-encoding, "
-                                  "connection, upgrade, te (they frame the request)");
-            sorted[lname] = {&hv, hv.as_string().str};
+        if (!t->is_table() || t->as_table().empty()) {
+            step(errors, [&] { fail_value(file, *t, s.key("template"), allowed); });
+        } else {
+            // toml11 tables are unordered; sort by name so the header order is stable.
+            std::map<std::string, std::pair<const toml::value*, std::string>> sorted;
+            for (const auto& [hname, hv] : t->as_table()) {
+                step(errors, [&] {
+                    std::string key = s.key("template") + "." + hname;
+                    bool name_ok = !hname.empty();
+                    for (char ch : hname) name_ok = name_ok && is_token_char(ch);
+                    if (!name_ok)
+                        throw ConfigError(where_of(file, hv) + ": key '" + key + "': got header name " + quote(hname) +
+                                          ", allowed: an HTTP header name (token characters)");
+                    if (!hv.is_string() || !is_valid_template(hv.as_string().str))
+                        fail_value(file, hv, key,
+                                   "a string without control characters whose only braces are {key} or {token}");
+                    std::string lname = hname;
+                    for (auto& ch : lname) ch = lower(ch);
+                    if (lname == "host" || lname == "content-length" || lname == "transfer-encoding" ||
+                        lname == "connection" || lname == "upgrade" || lname == "te")
+                        throw ConfigError(where_of(file, hv) + ": key '" + key + "': got header name " + quote(hname) +
+                                          ", allowed: any header except host, content-length, transfer-encoding, "
+                                          "connection, upgrade, te (they frame the request)");
+                    sorted[lname] = {&hv, hv.as_string().str};
+                });
+            }
+            for (auto& [lname, p] : sorted) c.headers.emplace_back(lname, p.second);
         }
-        for (auto& [lname, p] : sorted) c.headers.emplace_back(lname, p.second);
-    } else if (c.kind == CredentialKind::api_key) {
+    } else if (kind_ok && c.kind == CredentialKind::api_key) {
         c.headers = {{"x-api-key", "{key}"}};
     } else {
         c.headers = {{"authorization", "Bearer {token}"}};
     }
-    const std::string beta_allowed = "a beta name of token characters, e.g. \"oauth-2025-04-20\"";
-    if (auto b = s.string("anthropic_beta", beta_allowed)) {
-        bool ok = !b->empty();
-        for (char ch : *b) ok = ok && is_token_char(ch) && ch != ',';
-        if (!ok) fail_value(file, *s.find("anthropic_beta"), s.key("anthropic_beta"), beta_allowed);
-        c.anthropic_beta = *b;
-    }
+    step(errors, [&] {
+        const std::string beta_allowed = "a beta name of token characters, e.g. \"oauth-2025-04-20\"";
+        if (auto b = s.string("anthropic_beta", beta_allowed)) {
+            bool ok = !b->empty();
+            for (char ch : *b) ok = ok && is_token_char(ch) && ch != ',';
+            if (!ok) fail_value(file, *s.find("anthropic_beta"), s.key("anthropic_beta"), beta_allowed);
+            c.anthropic_beta = *b;
+        }
+    });
+    if (errors.size() != before) return std::nullopt;
     return c;
 }
 
-Grant parse_grant(const std::string& file, std::size_t index, const toml::value& v,
-                  const std::map<std::string, CredentialSpec>& credentials) {
-    std::string prefix = "grants[" + std::to_string(index) + "]";
-    if (!v.is_table()) fail_value(file, v, prefix, "a table");
+// nullopt when the entry has a problem (each one is in `errors`: every bad
+// key, every bad route and identity).
+std::optional<Grant> parse_grant(const std::string& file, std::size_t index, const toml::value& v,
+                                 const CredentialNames& known, Errors& errors) {
+    const std::string prefix = "grants[" + std::to_string(index) + "]";
+    if (!v.is_table()) {
+        step(errors, [&] { fail_value(file, v, prefix, "a table"); });
+        return std::nullopt;
+    }
+    const std::size_t before = errors.size();
     Section s(file, v, prefix,
               {"host", "port", "mode", "credential", "routes", "identities", "allow_private", "connect_to",
-               "upstream_ca_file"});
+               "upstream_ca_file"},
+              errors);
     Grant g;
     g.index = index;
     g.where = where_of(file, v);
-    const std::string host_allowed =
-        "a DNS name, \"*.\" followed by a name of at least two labels, or an IP address (\"127.0.0.1\", \"[::1]\")";
-    auto host = s.string("host", host_allowed);
-    if (!host) s.missing("host", host_allowed);
-    g.host = normalise_grant_host(*host);
-    if (g.host.empty()) fail_value(file, *s.find("host"), s.key("host"), host_allowed);
-    if (auto p = s.integer("port", 1, 65535)) g.port = static_cast<std::uint16_t>(*p);
-    const std::string mode_allowed = "tunnel | inject";
-    auto mode = s.string("mode", mode_allowed);
-    if (!mode) s.missing("mode", mode_allowed);
-    if (*mode == "tunnel")
-        g.mode = GrantMode::tunnel;
-    else if (*mode == "inject")
-        g.mode = GrantMode::inject;
-    else
-        fail_value(file, *s.find("mode"), s.key("mode"), mode_allowed);
+    step(errors, [&] {
+        const std::string host_allowed =
+            "a DNS name, \"*.\" followed by a name of at least two labels, or an IP address (\"127.0.0.1\", \"[::1]\")";
+        auto host = s.string("host", host_allowed);
+        if (!host) s.missing("host", host_allowed);
+        g.host = normalise_grant_host(*host);
+        if (g.host.empty()) fail_value(file, *s.find("host"), s.key("host"), host_allowed);
+    });
+    step(errors, [&] {
+        if (auto p = s.integer("port", 1, 65535)) g.port = static_cast<std::uint16_t>(*p);
+    });
+    const bool mode_ok = step(errors, [&] {
+        const std::string mode_allowed = "tunnel | inject";
+        auto mode = s.string("mode", mode_allowed);
+        if (!mode) s.missing("mode", mode_allowed);
+        if (*mode == "tunnel")
+            g.mode = GrantMode::tunnel;
+        else if (*mode == "inject")
+            g.mode = GrantMode::inject;
+        else
+            fail_value(file, *s.find("mode"), s.key("mode"), mode_allowed);
+    });
+    // The checks that depend on the mode are made only when it is known.
+    const bool tunnel = mode_ok && g.mode == GrantMode::tunnel;
 
-    std::string cred_names;
-    for (const auto& [n, c] : credentials) cred_names += (cred_names.empty() ? "" : " | ") + n;
-    if (cred_names.empty()) cred_names = "(no [credentials.NAME] sections defined)";
-    if (auto c = s.string("credential", cred_names)) {
-        if (g.mode != GrantMode::inject)
-            fail_value(file, *s.find("credential"), s.key("credential"),
-                       "no credential with mode = \"tunnel\" (a blind tunnel cannot inject); use mode = \"inject\"");
-        if (!credentials.count(*c)) fail_value(file, *s.find("credential"), s.key("credential"), cred_names);
-        g.credential = *c;
-    }
+    step(errors, [&] {
+        std::string cred_names;
+        for (const auto& n : known.names) cred_names += (cred_names.empty() ? "" : " | ") + n;
+        if (cred_names.empty()) cred_names = "(no [credentials.NAME] sections defined)";
+        if (auto c = s.string("credential", cred_names)) {
+            if (tunnel)
+                fail_value(file, *s.find("credential"), s.key("credential"),
+                           "no credential with mode = \"tunnel\" (a blind tunnel cannot inject); use mode = \"inject\"");
+            // A name whose own section did not parse is reported there, not again here.
+            if (known.complete && !known.names.count(*c))
+                fail_value(file, *s.find("credential"), s.key("credential"), cred_names);
+            g.credential = *c;
+        }
+    });
     const std::string route_allowed =
         "\"METHOD /path\" or \"METHOD /prefix/*\" (METHOD uppercase or *, path normalised: no //, ., .., %, ?, ;)";
-    for (const auto& [item, text] : s.strings("routes", route_allowed)) {
-        if (g.mode != GrantMode::inject)
-            fail_value(file, *s.find("routes"), s.key("routes"),
-                       "no routes with mode = \"tunnel\" (a blind tunnel cannot see them); use mode = \"inject\"");
-        auto r = parse_route(text);
-        if (!r) fail_value(file, *item, s.key("routes") + "[" + std::to_string(g.routes.size()) + "]", route_allowed);
-        g.routes.push_back(*r);
+    if (const auto* rv = s.find("routes")) {
+        if (!rv->is_array()) {
+            step(errors, [&] { fail_value(file, *rv, s.key("routes"), "an array of strings: " + route_allowed); });
+        } else if (tunnel) {
+            step(errors, [&] {
+                fail_value(file, *rv, s.key("routes"),
+                           "no routes with mode = \"tunnel\" (a blind tunnel cannot see them); use mode = \"inject\"");
+            });
+        } else {
+            std::size_t i = 0;
+            for (const auto& item : rv->as_array()) {  // every bad route, not only the first
+                const std::string key = s.key("routes") + "[" + std::to_string(i++) + "]";
+                step(errors, [&] {
+                    if (!item.is_string()) fail_value(file, item, key, route_allowed);
+                    auto r = parse_route(item.as_string().str);
+                    if (!r) fail_value(file, item, key, route_allowed);
+                    g.routes.push_back(*r);
+                });
+            }
+        }
     }
     const std::string id_allowed = "a glob on the worker name (\"worker-a\", \"ci-*\") or on \"worker/run\"";
-    std::size_t i = 0;
-    for (const auto& [item, text] : s.strings("identities", id_allowed)) {
-        if (!is_identity_pattern(text)) fail_value(file, *item, s.key("identities") + "[" + std::to_string(i) + "]", id_allowed);
-        g.identities.push_back(text);
-        ++i;
+    if (const auto* iv = s.find("identities")) {
+        if (!iv->is_array()) {
+            step(errors, [&] { fail_value(file, *iv, s.key("identities"), "an array of strings: " + id_allowed); });
+        } else {
+            std::size_t i = 0;
+            for (const auto& item : iv->as_array()) {
+                const std::string key = s.key("identities") + "[" + std::to_string(i++) + "]";
+                step(errors, [&] {
+                    if (!item.is_string() || !is_identity_pattern(item.as_string().str))
+                        fail_value(file, item, key, id_allowed);
+                    g.identities.push_back(item.as_string().str);
+                });
+            }
+        }
     }
-    if (auto a = s.boolean("allow_private")) g.allow_private = *a;
-    const std::string ct_allowed = "\"host:port\" or \"[v6]:port\" (port 1..65535)";
-    if (auto c = s.string("connect_to", ct_allowed); c && !c->empty()) {
-        auto hp = parse_host_port(*c, 1);
-        if (!hp) fail_value(file, *s.find("connect_to"), s.key("connect_to"), ct_allowed);
-        g.connect_to = *c;
-        g.connect_host = hp->host;
-        g.connect_port = hp->port;
-    }
-    if (auto u = s.string("upstream_ca_file", optional_path_allowed); u && !u->empty()) {
-        if (!is_absolute_path(*u)) fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"), optional_path_allowed);
-        if (g.mode != GrantMode::inject)
-            fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"),
-                       "no upstream_ca_file with mode = \"tunnel\" (the client verifies the upstream itself)");
-        g.upstream_ca_file = *u;
-        g.upstream_ca_file_where = where_of(file, *s.find("upstream_ca_file")) + ": key '" + s.key("upstream_ca_file") + "'";
-    }
+    step(errors, [&] {
+        if (auto a = s.boolean("allow_private")) g.allow_private = *a;
+    });
+    step(errors, [&] {
+        const std::string ct_allowed = "\"host:port\" or \"[v6]:port\" (port 1..65535)";
+        if (auto c = s.string("connect_to", ct_allowed); c && !c->empty()) {
+            auto hp = parse_host_port(*c, 1);
+            if (!hp) fail_value(file, *s.find("connect_to"), s.key("connect_to"), ct_allowed);
+            g.connect_to = *c;
+            g.connect_host = hp->host;
+            g.connect_port = hp->port;
+        }
+    });
+    step(errors, [&] {
+        if (auto u = s.string("upstream_ca_file", optional_path_allowed); u && !u->empty()) {
+            if (!is_absolute_path(*u))
+                fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"), optional_path_allowed);
+            if (tunnel)
+                fail_value(file, *s.find("upstream_ca_file"), s.key("upstream_ca_file"),
+                           "no upstream_ca_file with mode = \"tunnel\" (the client verifies the upstream itself)");
+            g.upstream_ca_file = *u;
+            g.upstream_ca_file_where =
+                where_of(file, *s.find("upstream_ca_file")) + ": key '" + s.key("upstream_ca_file") + "'";
+        }
+    });
+    if (errors.size() != before) return std::nullopt;
     return g;
 }
 
@@ -587,37 +703,76 @@ Grant parse_grant(const std::string& file, std::size_t index, const toml::value&
 std::string_view to_string(CredentialKind k) { return k == CredentialKind::api_key ? "api_key" : "oauth_token"; }
 std::string_view to_string(GrantMode m) { return m == GrantMode::tunnel ? "tunnel" : "inject"; }
 
-GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file) {
-    GatewayConfig cfg;
+std::vector<Grant> check_grants(const toml::value& grants, const std::string& file, const CredentialNames& known,
+                                std::vector<std::string>& errors) {
+    std::vector<Grant> out;
+    if (!grants.is_array()) {
+        step(errors, [&] { fail_value(file, grants, "grants", "an array of tables ([[grants]])"); });
+        return out;
+    }
+    std::size_t index = 0;
+    for (const auto& v : grants.as_array()) {
+        auto grant = parse_grant(file, index, v, known, errors);
+        if (grant) {
+            bool duplicate = false;
+            for (const auto& other : out)
+                if (!duplicate && other.host == grant->host && other.port == grant->port &&
+                    other.identities == grant->identities) {
+                    errors.push_back(grant->where + ": key 'grants[" + std::to_string(index) + "]': duplicates grants[" +
+                                     std::to_string(other.index) + "] (" + other.where + ") for " + grant->host + ":" +
+                                     std::to_string(grant->port) +
+                                     ", allowed: one grant per host, port and identity scope");
+                    duplicate = true;
+                }
+            if (!duplicate) out.push_back(std::move(*grant));
+        }
+        ++index;
+    }
+    return out;
+}
+
+GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::string& file) {
+    GatewaySectionsCheck out;
+    GatewayConfig& cfg = out.config;
     cfg.file = file;
-    if (!root.is_table()) throw ConfigError(file + ": not a TOML table");
+    if (!root.is_table()) {
+        out.errors.push_back(file + ": not a TOML table");
+        out.credentials.complete = false;
+        return out;
+    }
     const auto& top = root.as_table();
     auto gw = top.find("gateway");
     if (gw == top.end())
-        throw ConfigError(file + ": section [gateway] is missing, allowed: [gateway] with listen_unix and/or listen_tcp");
-    cfg.gateway = parse_settings(file, gw->second);
+        out.errors.push_back(file + ": section [gateway] is missing, allowed: [gateway] with listen_unix and/or listen_tcp");
+    else
+        cfg.gateway = parse_settings(file, gw->second, out.errors);
 
     if (auto c = top.find("credentials"); c != top.end()) {
-        if (!c->second.is_table()) fail_value(file, c->second, "credentials", "a table of [credentials.NAME] sections");
-        for (const auto& [name, v] : c->second.as_table()) cfg.credentials[name] = parse_credential(file, name, v);
-    }
-    if (auto g = top.find("grants"); g != top.end()) {
-        if (!g->second.is_array()) fail_value(file, g->second, "grants", "an array of tables ([[grants]])");
-        std::size_t index = 0;
-        for (const auto& v : g->second.as_array()) {
-            Grant grant = parse_grant(file, index, v, cfg.credentials);
-            for (const auto& other : cfg.grants)
-                if (other.host == grant.host && other.port == grant.port && other.identities == grant.identities)
-                    throw ConfigError(grant.where + ": key 'grants[" + std::to_string(index) +
-                                      "]': duplicates grants[" + std::to_string(other.index) + "] (" + other.where +
-                                      ") for " + grant.host + ":" + std::to_string(grant.port) +
-                                      ", allowed: one grant per host, port and identity scope");
-            cfg.grants.push_back(std::move(grant));
-            ++index;
+        if (!c->second.is_table()) {
+            step(out.errors, [&] { fail_value(file, c->second, "credentials", "a table of [credentials.NAME] sections"); });
+            out.credentials.complete = false;  // which names exist is unknown: grants' credentials go unchecked
+        } else {
+            for (const auto& [name, v] : c->second.as_table()) {
+                out.credentials.names.insert(name);
+                if (auto spec = parse_credential(file, name, v, out.errors))
+                    cfg.credentials[name] = std::move(*spec);
+            }
         }
     }
-    return cfg;
+    if (auto g = top.find("grants"); g != top.end()) cfg.grants = check_grants(g->second, file, out.credentials, out.errors);
+    return out;
 }
+
+GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file) {
+    GatewaySectionsCheck c = check_gateway_sections(root, file);
+    if (!c.errors.empty()) {
+        std::string msg;
+        for (const auto& e : c.errors) msg += (msg.empty() ? "" : "\n") + e;
+        throw ConfigError(msg);
+    }
+    return std::move(c.config);
+}
+
 
 std::string toml_file_problem(const std::string& path) {
     struct stat st {};
@@ -652,10 +807,18 @@ GatewayConfig load_gateway_config(const std::string& path) {
     } catch (const std::exception& e) {
         throw ConfigError(path + ": cannot parse: " + e.what());
     }
+    Errors errors;
     for (const auto& [k, v] : root.as_table())
         if (k != "gateway" && k != "credentials" && k != "grants")
-            throw ConfigError(where_of(path, v) + ": unknown key '" + k + "', allowed: gateway | credentials | grants");
-    return parse_gateway_sections(root, path);
+            errors.push_back(where_of(path, v) + ": unknown key '" + k + "', allowed: gateway | credentials | grants");
+    GatewaySectionsCheck c = check_gateway_sections(root, path);
+    errors.insert(errors.end(), c.errors.begin(), c.errors.end());
+    if (!errors.empty()) {
+        std::string msg;
+        for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+        throw ConfigError(msg);
+    }
+    return std::move(c.config);
 }
 
 std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& cfg) {

@@ -6,9 +6,15 @@
 // while load_gateway_config() reads a stand-alone file and refuses unknown
 // top-level keys too. Inside the gateway sections every unknown key is an error.
 //
-// Every validation error is a ConfigError whose message is one line naming the
-// file, the line, the key and what is allowed, e.g.
+// Every validation error is one line naming the file, the line, the key and
+// what is allowed, e.g.
 //   /etc/corral/gateway.toml:14: key 'grants[2].mode': got "x", allowed: tunnel | inject
+// Every problem is reported, not only the first: each unknown key, each bad
+// value of [gateway], [gateway.limits], every [credentials.NAME] and every
+// [[grants]] entry (each bad route and identity); a ConfigError holds them one
+// per line. Checks that depend on another value are made only when that value
+// is good (no "routes need inject" after a bad mode; no "credential not
+// defined" for a [credentials.NAME] section that itself has an error).
 // Secrets are never read by the parsers; load_credential_secrets() reads them
 // and never puts a secret into an error message.
 #pragma once
@@ -16,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,10 +130,35 @@ struct GatewayConfig {
     std::string file;                   // where it came from
 };
 
-// Reads the gateway sections of an already parsed TOML document. `file` is
-// used in messages. Other top-level keys are ignored (org.toml reuse).
-// Throws ConfigError. Cross-checks: a grant's credential must exist, credential
+// The credential names a grant's `credential` is checked against: every
+// [credentials.NAME] written (also those with a problem of their own, which is
+// reported once, at the section). complete = false when [credentials] was
+// unreadable as a whole: then no grant's credential name is refused.
+struct CredentialNames {
+    std::set<std::string> names;
+    bool complete = true;
+};
+
+// Everything found in the gateway sections: `config` is meaningful only when
+// `errors` is empty.
+struct GatewaySectionsCheck {
+    GatewayConfig config;
+    std::vector<std::string> errors;    // one line each
+    CredentialNames credentials;
+};
+
+// Reads the gateway sections of an already parsed TOML document, collecting
+// every problem. `file` is used in messages. Other top-level keys are ignored
+// (org.toml reuse). Cross-checks: a grant's credential must exist, credential
 // and routes only with mode = "inject", at least one of listen_unix/listen_tcp.
+GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::string& file);
+
+// A [[grants]] array on its own (a worker.toml's), its credentials checked
+// against `known`; appends every problem to `errors`.
+std::vector<Grant> check_grants(const toml::value& grants, const std::string& file, const CredentialNames& known,
+                                std::vector<std::string>& errors);
+
+// check_gateway_sections, throwing a ConfigError holding every problem, one per line.
 GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file);
 
 // Why `path` cannot be read as a TOML file ("is a directory, allowed: a
@@ -138,7 +170,8 @@ std::string toml_file_problem(const std::string& path);
 std::string toml_message_first_line(const std::string& what);
 
 // Parses `path` (TOML syntax errors become one-line ConfigErrors with
-// file:line) and refuses any top-level key other than gateway, credentials, grants.
+// file:line) and refuses any top-level key other than gateway, credentials,
+// grants; every problem is reported (one per line of the ConfigError).
 GatewayConfig load_gateway_config(const std::string& path);
 
 // Reads each credential's secret: `file` must be a regular file owned by the

@@ -336,11 +336,13 @@ std::optional<toml::value> parse_file(const std::string& file, std::vector<Diagn
     return std::nullopt;
 }
 
-// ConfigError text from parse_gateway_sections is already "FILE:LINE: key '...': ...".
-Diagnostic gateway_diagnostic(const ConfigError& e) {
-    Diagnostic d;
-    d.message = e.what();
-    return d;
+// The gateway parser's lines are already "FILE:LINE: key '...': ...".
+void add_gateway_errors(const std::vector<std::string>& lines, std::vector<Diagnostic>& errors) {
+    for (const auto& line : lines) {
+        Diagnostic d;
+        d.message = line;
+        errors.push_back(std::move(d));
+    }
 }
 
 // The gateway parser insists on a listener, which a stand-alone gateway
@@ -362,12 +364,12 @@ toml::value with_default_listener(const toml::value& root) {
     return copy;
 }
 
-// Returns whether the gateway sections parsed (workers' grants are checked
-// against the org's credentials only then).
-bool parse_org_file(const std::string& file, const toml::value& root, OrgConfig& org,
-                    std::vector<Diagnostic>& errors) {
+// Returns the credential names org.toml writes: the workers' grants are
+// checked against them (also when org.toml's own sections have errors).
+CredentialNames parse_org_file(const std::string& file, const toml::value& root, OrgConfig& org,
+                               std::vector<Diagnostic>& errors) {
     FileChecker c{file, errors};
-    if (!root.is_table()) return false;
+    if (!root.is_table()) return CredentialNames{{}, false};
     c.only_keys(root, "", {"engine", "rootfs", "sandbox", "gateway", "credentials", "grants"});
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
@@ -393,18 +395,14 @@ bool parse_org_file(const std::string& file, const toml::value& root, OrgConfig&
             org.limits = sandbox_limits(c, v, "sandbox.");
         }
     }
-    try {
-        org.gateway = parse_gateway_sections(with_default_listener(root), file);
-        return true;
-    } catch (const ConfigError& e) {
-        errors.push_back(gateway_diagnostic(e));
-        return false;
-    }
+    GatewaySectionsCheck gw = check_gateway_sections(with_default_listener(root), file);
+    add_gateway_errors(gw.errors, errors);
+    org.gateway = std::move(gw.config);
+    return gw.credentials;
 }
 
-void parse_worker_file(const std::string& file, const toml::value& root, const toml::value& org_root,
-                       bool org_gateway_ok, WorkerConfig& w, const std::string& org_dir,
-                       std::vector<Diagnostic>& errors) {
+void parse_worker_file(const std::string& file, const toml::value& root, const CredentialNames& org_credentials,
+                       WorkerConfig& w, const std::string& org_dir, std::vector<Diagnostic>& errors) {
     FileChecker c{file, errors};
     if (!root.is_table()) return;
     c.only_keys(root, "", {"agent", "model", "rootfs", "description", "sandbox", "env", "grants", "channels"});
@@ -429,23 +427,14 @@ void parse_worker_file(const std::string& file, const toml::value& root, const t
         }
     }
     auto grants = root.as_table().find("grants");
-    if (grants == root.as_table().end() || !org_gateway_ok) return;
+    if (grants == root.as_table().end()) return;
     // The worker's [[grants]] use the gateway's grant syntax unchanged: parse
-    // them with the gateway's parser, next to the org's credentials so a
-    // grant's `credential` is checked against what org.toml defines.
-    toml::table doc;
-    doc["grants"] = grants->second;
-    if (org_root.is_table()) {
-        auto it = org_root.as_table().find("credentials");
-        if (it != org_root.as_table().end()) doc["credentials"] = it->second;
-    }
-    doc["gateway"] = toml::table{{"listen_unix", std::string(default_gateway_socket)}};
-    try {
-        w.grants = parse_gateway_sections(toml::value(doc), file).grants;
-    } catch (const ConfigError& e) {
-        errors.push_back(gateway_diagnostic(e));
-        return;
-    }
+    // them with the gateway's parser, a grant's `credential` checked against
+    // what org.toml defines. Checked even when org.toml has errors of its own,
+    // so one `corral validate` shows every problem.
+    std::vector<std::string> grant_errors;
+    w.grants = check_grants(grants->second, file, org_credentials, grant_errors);
+    add_gateway_errors(grant_errors, errors);
     for (auto& g : w.grants) {
         if (!g.identities.empty()) {
             // g.where is "FILE:LINE" of the grant: reuse it as the location.
@@ -476,9 +465,11 @@ OrgCheck check_org(const std::string& dir) {
         out.errors.push_back({org.org_file, 0, "", "missing: every organisation directory needs an org.toml (it may be empty)"});
         return out;
     }
+    // An org.toml that cannot be read still lets every worker be checked
+    // (their grants' credential names then go unchecked).
     auto org_root = parse_file(org.org_file, out.errors);
-    if (!org_root) return out;
-    const bool gateway_ok = parse_org_file(org.org_file, *org_root, org, out.errors);
+    CredentialNames org_credentials{{}, false};
+    if (org_root) org_credentials = parse_org_file(org.org_file, *org_root, org, out.errors);
 
     fs::path workers_dir = fs::path(org.dir) / "workers";
     std::error_code ec;
@@ -510,7 +501,7 @@ OrgCheck check_org(const std::string& dir) {
                 WorkerConfig w;
                 w.name = name;
                 w.file = file;
-                parse_worker_file(file, *root, *org_root, gateway_ok, w, org.dir, out.errors);
+                parse_worker_file(file, *root, org_credentials, w, org.dir, out.errors);
                 org.workers.emplace(name, std::move(w));
             }
         }

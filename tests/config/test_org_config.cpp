@@ -204,6 +204,41 @@ TEST_CASE("validation: the gateway sections' errors keep their file and line") {
     }
 }
 
+TEST_CASE("validation: every problem in org.toml's gateway sections and in every worker, not only the first") {
+    OrgDir d;
+    d.org("[engine]\nagent = \"gpt5\"\n"                                   // 1-2
+          "[gateway]\nledger = \"relative.jsonl\"\n"                       // 3-4
+          "[credentials.anthropic]\nkind = \"api_key\"\nenv = \"K\"\nfile = \"/k\"\n"  // 5-8
+          "[[grants]]\nhost = \"example.com\"\nmode = \"teleport\"\n"   // 9-11
+          "[[grants]]\nhost = \"api.example.com\"\nmode = \"inject\"\n"  // 12-14
+          "routes = [\"GET /a\", \"get /b\", \"GET /c/../d\"]\n");        // 15
+    d.worker("alpha", "agent = 5\n[[grants]]\nhost = \"x.example.com\"\nmode = \"inject\"\ncredential = \"nope\"\n");
+    d.worker("beta", "[[grants]]\nhost = \"y.example.com\"\nmode = \"tunnel\"\nroutes = [\"GET /\"]\n"
+                     "[[grants]]\nhost = \"z.example.com\"\nmod = \"tunnel\"\n");
+    d.worker("gamma", "[[grants]]\nhost = \"api.example.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n");
+    auto c = config::check_org(d.str());
+    std::string e;
+    for (const auto& x : c.errors) e += x.text() + "\n";
+    INFO(e);
+    const std::string org = d.file("org.toml");
+    const std::string alpha = d.file("workers/alpha/worker.toml"), beta = d.file("workers/beta/worker.toml");
+    CHECK(has_line(e, org + ":2: key 'engine.agent': got \"gpt5\", allowed: pi | claude | codex\n"));
+    CHECK(has_line(e, org + ":4: key 'gateway.ledger': got \"relative.jsonl\", allowed: an absolute path\n"));
+    CHECK(has_line(e, org + ":5: keys 'credentials.anthropic.file' and 'credentials.anthropic.env': both set"));
+    CHECK(has_line(e, org + ":11: key 'grants[0].mode': got \"teleport\", allowed: tunnel | inject\n"));
+    CHECK(has_line(e, org + ":15: key 'grants[1].routes[1]': got \"get /b\""));
+    CHECK(has_line(e, org + ":15: key 'grants[1].routes[2]': got \"GET /c/../d\""));
+    // The workers are checked although org.toml's gateway sections failed.
+    CHECK(has_line(e, alpha + ":1: key 'agent': got an integer, allowed: pi | claude | codex\n"));
+    CHECK(has_line(e, alpha + ":5: key 'grants[0].credential': got \"nope\", allowed: anthropic\n"));
+    CHECK(has_line(e, beta + ":4: key 'grants[0].routes': got an array, allowed: no routes with mode = \"tunnel\""));
+    CHECK(has_line(e, beta + ":7: unknown key 'grants[1].mod'"));
+    CHECK(has_line(e, beta + ":5: key 'grants[1].mode' is missing, allowed: tunnel | inject\n"));
+    // gamma names a credential whose section has an error: reported once, at the section.
+    CHECK_FALSE(has_line(e, "workers/gamma"));
+    CHECK(c.errors.size() == 11);
+}
+
 TEST_CASE("validation: limits, env, rootfs, model") {
     OrgDir d;
     d.org("[sandbox]\nmemory = \"12XB\"\npids = 0\ncpus = -1\ntimeout = \"5 fortnights\"\ntmp_size = true\n"

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -395,4 +396,43 @@ TEST_CASE("load_credential_secrets: root-only files and environment variables, n
             CHECK(m.find("SECRET") == std::string::npos);
         }
     }
+}
+
+TEST_CASE("every problem is reported, one per line: every bad route, each section and grant, no follow-on errors") {
+    TempDir d;
+    auto p = d.write("g.toml", std::string(base_gateway) +
+                                   "bogus = 1\n"                                            // 4
+                                   "[gateway.limits]\nmax_body_bytes = 0\nspeed = 3\n"     // 5-7
+                                   "[credentials.a]\nkind = \"password\"\nenv = \"X\"\n"   // 8-10
+                                   "[credentials.b]\nkind = \"api_key\"\n"                  // 11-12
+                                   "[[grants]]\nhost = \"*.com\"\nmode = \"teleport\"\n"   // 13-15
+                                   "routes = [\"GET /ok\"]\n"                               // 16
+                                   "[[grants]]\nhost = \"api.example.com\"\nmode = \"inject\"\n"  // 17-19
+                                   "credential = \"a\"\n"                                   // 20
+                                   "routes = [\"GET /v1/x\", \"get /bad\", \"POST /v1/*\", \"GET /a/../b\"]\n"  // 21
+                                   "[other]\nx = 1\n");                                     // 22
+    std::string m;
+    try {
+        load_gateway_config(p);
+        FAIL("accepted");
+    } catch (const ConfigError& e) {
+        m = e.what();
+    }
+    auto has = [&](const std::string& line) {
+        CAPTURE(line);
+        CHECK(m.find(p + line) != std::string::npos);
+    };
+    has(":22: unknown key 'other', allowed: gateway | credentials | grants");
+    has(":4: unknown key 'gateway.bogus'");
+    has(":6: key 'gateway.limits.max_body_bytes': got 0, allowed: a size");
+    has(":7: unknown key 'gateway.limits.speed'");
+    has(":9: key 'credentials.a.kind': got \"password\", allowed: api_key | oauth_token");
+    has(":11: keys 'credentials.b.file' and 'credentials.b.env': neither set, allowed: exactly one of them");
+    has(":14: key 'grants[0].host': got \"*.com\"");
+    has(":15: key 'grants[0].mode': got \"teleport\", allowed: tunnel | inject");
+    has(":21: key 'grants[1].routes[1]': got \"get /bad\", allowed: \"METHOD /path\"");
+    has(":21: key 'grants[1].routes[3]': got \"GET /a/../b\", allowed: \"METHOD /path\"");
+    CHECK(std::count(m.begin(), m.end(), '\n') == 9);  // 10 lines: nothing else
+    // Credential 'a' has its own error: the grant naming it gets no second one.
+    CHECK(m.find("grants[1].credential") == std::string::npos);
 }
