@@ -555,6 +555,7 @@ std::optional<CredentialSpec> parse_credential(const std::string& file, const st
                 });
             }
             for (auto& [lname, p] : sorted) c.headers.emplace_back(lname, p.second);
+            c.template_given = true;
         }
     } else if (kind_ok && c.kind == CredentialKind::api_key) {
         c.headers = {{"x-api-key", "{key}"}};
@@ -760,6 +761,12 @@ GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::
         }
     }
     if (auto g = top.find("grants"); g != top.end()) cfg.grants = check_grants(g->second, file, out.credentials, out.errors);
+    return out;
+}
+
+CredentialSpec credential_for_grant(const CredentialSpec& c, const Grant& grant) {
+    CredentialSpec out = c;
+    if (!c.template_given && !grant.default_headers.empty()) out.headers = grant.default_headers;
     return out;
 }
 

@@ -69,6 +69,7 @@ struct CredentialSpec {
     // both render the secret; no other braces are accepted. Defaults:
     // api_key → x-api-key: {key}; oauth_token → authorization: Bearer {token}.
     std::vector<std::pair<std::string, std::string>> headers;
+    bool template_given = false;      // `template` was written; false: `headers` are the kind's default
     std::string anthropic_beta;       // "" = leave anthropic-beta alone; else make sure this token is present
     std::string where;                // "FILE:LINE" of the section, for later messages
 };
@@ -101,6 +102,11 @@ struct Grant {
     std::uint16_t connect_port = 0;     // parsed port of connect_to
     std::string upstream_ca_file;       // "" = [gateway].upstream_ca_file
     std::string upstream_ca_file_where; // "FILE:LINE: key '...'" of upstream_ca_file, for errors found when it is read
+    // Header templates this grant injects when its credential has no
+    // `template` of its own, instead of the credential kind's default. Not a
+    // TOML key: the grants an agent implies set it (api.openai.com reads an
+    // API key as "authorization: Bearer", not as the api_key default x-api-key).
+    std::vector<std::pair<std::string, std::string>> default_headers;
     std::size_t index = 0;              // position in [[grants]] (0-based), for messages and the ledger
     std::string where;                  // "FILE:LINE"
 };
@@ -157,6 +163,10 @@ GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::
 // against `known`; appends every problem to `errors`.
 std::vector<Grant> check_grants(const toml::value& grants, const std::string& file, const CredentialNames& known,
                                 std::vector<std::string>& errors);
+
+// The credential as `grant` injects it: `c` itself, or, when `c` has no
+// `template` of its own and the grant has default_headers, `c` with those.
+CredentialSpec credential_for_grant(const CredentialSpec& c, const Grant& grant);
 
 // check_gateway_sections, throwing a ConfigError holding every problem, one per line.
 GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file);

@@ -925,10 +925,14 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
 
     const config::CredentialSpec* cred = nullptr;
     const std::string* secret = nullptr;
+    config::CredentialSpec granted;  // the credential with this grant's headers (credential_for_grant)
     if (!t.grant->credential.empty()) {
         auto ci = c.gw.cfg.credentials.find(t.grant->credential);
         auto si = c.gw.secrets.find(t.grant->credential);
-        if (ci != c.gw.cfg.credentials.end() && si != c.gw.secrets.end()) cred = &ci->second, secret = &si->second;
+        if (ci != c.gw.cfg.credentials.end() && si != c.gw.secrets.end()) {
+            granted = config::credential_for_grant(ci->second, *t.grant);
+            cred = &granted, secret = &si->second;
+        }
     }
     std::unique_ptr<UpstreamConn> up;
     // Pooled connections are shared only within this connection's event loop:

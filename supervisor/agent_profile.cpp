@@ -307,9 +307,16 @@ std::vector<config::Grant> implied_grants(AgentKind kind, CredentialMode mode, c
                                   "POST /backend-api/codex/responses", "POST /backend-api/codex/responses/*"},
                                  kind, worker)};
         }
-        return {inject_grant("api.openai.com", "openai",
-                             {"GET /v1/responses", "POST /v1/responses", "POST /v1/responses/*", "GET /v1/models"},
-                             kind, worker)};
+    {
+        // OpenAI reads an API key only as a Bearer token; the api_key default
+        // (x-api-key) would get 401 on every call. A [credentials.openai]
+        // template still wins (credential_for_grant).
+        auto g = inject_grant("api.openai.com", "openai",
+                              {"GET /v1/responses", "POST /v1/responses", "POST /v1/responses/*", "GET /v1/models"},
+                              kind, worker);
+        g.default_headers = {{"authorization", "Bearer {key}"}};
+        return {g};
+    }
     case AgentKind::pi:
         return {inject_grant("api.anthropic.com", "anthropic", {"POST /v1/messages"}, kind, worker)};
     }
@@ -320,9 +327,8 @@ RequiredCredential required_credential(AgentKind kind) {
     if (kind == AgentKind::codex) {
         return {"openai",
                 "add to org.toml: [credentials.openai] kind = \"api_key\" with env = \"OPENAI_API_KEY\" or "
-                "file = \"/etc/corral/openai.key\" (root-owned, mode 0600) and template = { \"authorization\" = "
-                "\"Bearer {key}\" } (OpenAI reads the key as a Bearer token); kind = \"oauth_token\" for a "
-                "ChatGPT sign-in access token"};
+                "file = \"/etc/corral/openai.key\" (root-owned, mode 0600) for an OpenAI API key (injected as "
+                "authorization: Bearer on api.openai.com); kind = \"oauth_token\" for a ChatGPT sign-in access token"};
     }
     return {"anthropic",
             "add to org.toml: [credentials.anthropic] kind = \"api_key\" with env = \"ANTHROPIC_API_KEY\" or "

@@ -41,7 +41,7 @@ std::string limits_text(const config::SandboxLimits& l) {
     return s.empty() ? "(none)" : s;
 }
 
-std::string grant_text(const config::Grant& g) {
+std::string grant_text(const config::Grant& g, const config::GatewayConfig& gw) {
     std::string s = g.host + ":" + std::to_string(g.port) + " " + std::string(config::to_string(g.mode));
     if (!g.credential.empty()) s += " credential=" + g.credential;
     if (!g.routes.empty()) {
@@ -50,6 +50,14 @@ std::string grant_text(const config::Grant& g) {
     }
     if (!g.connect_to.empty()) s += " connect_to=" + g.connect_to;
     if (g.allow_private) s += " allow_private";
+    // The header templates it injects (the credential's, or the grant's own
+    // when the credential has no template): what the upstream will see.
+    if (auto c = gw.credentials.find(g.credential); !g.credential.empty() && c != gw.credentials.end()) {
+        s += " injects=";
+        const auto spec = config::credential_for_grant(c->second, g);
+        for (std::size_t i = 0; i < spec.headers.size(); ++i)
+            s += (i ? "," : "") + spec.headers[i].first + ": " + spec.headers[i].second;
+    }
     s += "  [" + g.where + "]";
     return s;
 }
@@ -128,7 +136,7 @@ int cmd_validate(int argc, char** argv) {
         std::printf("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
         std::printf("  grants:\n");
         auto implied = supervisor::implied_grants(w.agent, mode, name);
-        for (const auto& g : supervisor::worker_grants(w, implied)) std::printf("    %s\n", grant_text(g).c_str());
+        for (const auto& g : supervisor::worker_grants(w, implied)) std::printf("    %s\n", grant_text(g, org.gateway).c_str());
         for (const auto& g : implied) {
             for (const auto& c : w.grants)
                 if (c.host == g.host && c.port == g.port)

@@ -69,8 +69,14 @@ json summary(const supervisor::AgentProfile& p) {
     for (const auto& g : p.implied_grants) {
         json routes = json::array();
         for (const auto& r : g.routes) routes.push_back(r.text);
-        grants.push_back({{"host", g.host}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
-                          {"credential", g.credential}, {"routes", routes}, {"identities", g.identities}});
+        json grant = {{"host", g.host}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
+                      {"credential", g.credential}, {"routes", routes}, {"identities", g.identities}};
+        if (!g.default_headers.empty()) {
+            json headers = json::object();
+            for (const auto& [name, tmpl] : g.default_headers) headers[name] = tmpl;
+            grant["default_headers"] = headers;
+        }
+        grants.push_back(grant);
     }
     json env = json::array();
     for (const auto& [k, v] : p.env) env.push_back(k + "=" + v);
@@ -357,6 +363,22 @@ TEST_CASE("implied grants: model hosts only, injected; refresh endpoints never g
     auto pi = implied_grants(AgentKind::pi, CredentialMode::api_key, "alpha");
     REQUIRE(pi.size() == 1);
     CHECK(pi[0].host == "api.anthropic.com");
+
+    // OpenAI reads an API key only as a Bearer token: the implied grant
+    // injects it so, whatever the api_key default (x-api-key) is.
+    using Headers = std::vector<std::pair<std::string, std::string>>;
+    CHECK(apikey[0].default_headers == Headers{{"authorization", "Bearer {key}"}});
+    CHECK(claude[0].default_headers.empty());  // claude's api_key default x-api-key is right
+    CHECK(chatgpt[0].default_headers.empty());  // oauth_token default: authorization: Bearer
+    CHECK(pi[0].default_headers.empty());
+    config::CredentialSpec openai;
+    openai.name = "openai";
+    openai.kind = config::CredentialKind::api_key;
+    openai.headers = {{"x-api-key", "{key}"}};  // what the parser gives an api_key without a template
+    CHECK(config::credential_for_grant(openai, apikey[0]).headers == Headers{{"authorization", "Bearer {key}"}});
+    openai.headers = {{"authorization", "Bearer {key}"}, {"openai-organization", "org-1"}};
+    openai.template_given = true;  // an operator's own template always wins
+    CHECK(config::credential_for_grant(openai, apikey[0]).headers == openai.headers);
 
     for (auto k : {AgentKind::claude, AgentKind::codex, AgentKind::pi})
         for (auto m : {CredentialMode::oauth, CredentialMode::api_key})

@@ -72,6 +72,18 @@ TEST_CASE("corral validate fails (2) naming the missing credential and how to ad
         CHECK_MESSAGE(r3.exit_code == 0, r3.err);
         CHECK(has(r3.out, "defined (secret not checked)"));
         CHECK(has(r3.out, "api.openai.com:443 inject credential=openai"));
+        // An API key without a template: the implied grant sends it as OpenAI reads it.
+        CHECK(has(r3.out, " injects=authorization: Bearer {key}  [implied by agent = \"codex\"]"));
+        CHECK_FALSE(has(r3.out, "x-api-key"));
+    }
+    SUBCASE("an operator's template wins over the implied grant's Bearer") {
+        OrgDir e;
+        e.org("[credentials.openai]\nkind = \"api_key\"\nenv = \"K\"\n"
+              "template = { \"authorization\" = \"Bearer {key}\", \"openai-organization\" = \"org-1\" }\n");
+        e.worker("cx", "agent = \"codex\"\n");
+        auto r4 = validate(e, {"--skip-secrets"});
+        CHECK_MESSAGE(r4.exit_code == 0, r4.err);
+        CHECK(has(r4.out, " injects=authorization: Bearer {key},openai-organization: org-1  [implied"));
     }
 }
 

@@ -152,6 +152,10 @@ allow_private = true
     const auto& x = cfg.credentials.at("custom");
     CHECK(x.headers ==
           std::vector<std::pair<std::string, std::string>>{{"x-goog-api-key", "{key}"}, {"x-other", "Token {key}"}});
+    // Only a written template counts as the operator's: it beats a grant's default_headers.
+    CHECK_FALSE(a.template_given);
+    CHECK_FALSE(c.template_given);
+    CHECK(x.template_given);
 
     REQUIRE(cfg.grants.size() == 4);
     const auto& g0 = cfg.grants[0];

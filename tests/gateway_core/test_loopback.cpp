@@ -420,6 +420,33 @@ std::string get(const World& w, const std::string& path, const std::string& extr
 
 }  // namespace
 
+TEST_CASE("inject mode: a grant's default_headers replace a template-less credential's default header") {
+    World w;
+    auto cfg = w.config();
+    cfg.grants[0].default_headers = {{"authorization", "Bearer {key}"}};  // as agent profiles imply for api.openai.com
+    GatewayUnderTest g(cfg, w.secrets());
+    auto c = inject_client(w, g);
+    auto res = c->roundtrip(get(w, "/echo", "x-api-key: " + kSentinel + "\r\nAuthorization: Bearer " + kSentinel + "\r\n"));
+    CHECK(res.result_int() == 200);
+    CHECK(res.body().find("key-is-real=no") != std::string::npos);  // no x-api-key at all
+    CHECK(res.body().find("authorization=present") != std::string::npos);
+    std::string heads = w.good.all_heads();
+    CHECK(heads.find("authorization: Bearer " + std::string(kSecret)) != std::string::npos);
+    CHECK(heads.find(kSentinel) == std::string::npos);
+}
+
+TEST_CASE("inject mode: a credential's own template beats the grant's default_headers") {
+    World w;
+    auto cfg = w.config();
+    cfg.credentials["k"].template_given = true;  // x-api-key written by the operator
+    cfg.grants[0].default_headers = {{"authorization", "Bearer {key}"}};
+    GatewayUnderTest g(cfg, w.secrets());
+    auto c = inject_client(w, g);
+    auto res = c->roundtrip(get(w, "/echo", "Authorization: Bearer " + kSentinel + "\r\n"));
+    CHECK(res.body().find("key-is-real=yes") != std::string::npos);
+    CHECK(res.body().find("authorization=absent") != std::string::npos);
+}
+
 TEST_CASE("CONNECT tunnel mode relays TLS end to end, untouched") {
     World w;
     GatewayUnderTest g(w.config(), w.secrets());
