@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
@@ -270,6 +272,29 @@ const char* pinned_cli_version(AgentKind k) {
     case AgentKind::pi: return "0.73.1";
     }
     return "";
+}
+
+InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix) {
+    const std::string nm = join_path(agents_prefix, "node_modules/");
+    for (const auto& a : p.argv) {
+        if (a.compare(0, nm.size(), nm) != 0) continue;
+        std::string rest = a.substr(nm.size());
+        auto slash = rest.find('/');
+        if (!rest.empty() && rest[0] == '@' && slash != std::string::npos) slash = rest.find('/', slash + 1);
+        if (slash == std::string::npos) continue;
+        const std::string pkg = nm + rest.substr(0, slash) + "/package.json";
+        std::ifstream f(pkg, std::ios::binary);
+        if (!f) return {std::nullopt, pkg + ": cannot read: " + errno_text(errno)};
+        std::stringstream ss;
+        ss << f.rdbuf();
+        auto j = json::parse(ss.str(), nullptr, false);
+        if (j.is_discarded()) return {std::nullopt, pkg + ": not valid JSON"};
+        if (!j.is_object() || !j.contains("version") || !j["version"].is_string() ||
+            j["version"].get<std::string>().empty())
+            return {std::nullopt, pkg + ": no \"version\" string"};
+        return {j["version"].get<std::string>(), ""};
+    }
+    return {std::nullopt, "the command line names no package under " + nm};
 }
 
 std::string sentinel_for(const std::string& run_id) { return "corral-sentinel-" + run_id; }

@@ -86,6 +86,16 @@ struct AgentProfile {
     std::string cli_version;        // pinned version
 };
 
+// The installed CLI's version, read host-side from its package's package.json
+// under `agents_prefix` (corral never runs agent code as root on the host).
+// Without a readable version, `version` is empty and `problem` says why (never
+// the pinned version instead: run.json must say what actually ran).
+struct InstalledVersion {
+    std::optional<std::string> version;
+    std::string problem;
+};
+InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix);
+
 // The sentinel stem every fake credential of a run contains.
 std::string sentinel_for(const std::string& run_id);  // "corral-sentinel-<run_id>"
 

@@ -218,6 +218,7 @@ int cmd_run(int argc, char** argv) {
         say(e.what());
         return finish(kExitSetup);
     }
+    for (const auto& m : egress.messages()) say(m);
     record.argv = spec.argv;
     record.rootfs = spec.rootfs.image;
     // prepare() may have filled in the worker's limits and timeout (org.toml

@@ -84,24 +84,6 @@ std::string read_optional_file(const std::string& path) {
     return ss.str();
 }
 
-// The installed CLI's version from its package.json, read host-side. corral
-// never executes the agent's code on the host (it would run as root there).
-std::string installed_cli_version(const AgentProfile& p, const std::string& prefix) {
-    const std::string nm = prefix + "/node_modules/";
-    for (const auto& a : p.argv) {
-        if (a.compare(0, nm.size(), nm) != 0) continue;
-        std::string rest = a.substr(nm.size());
-        auto slash = rest.find('/');
-        if (!rest.empty() && rest[0] == '@' && slash != std::string::npos) slash = rest.find('/', slash + 1);
-        if (slash == std::string::npos) continue;
-        std::string text = read_optional_file(nm + rest.substr(0, slash) + "/package.json");
-        if (text.empty()) continue;
-        auto j = nlohmann::json::parse(text, nullptr, false);
-        if (j.is_object() && j.contains("version") && j["version"].is_string()) return j["version"];
-    }
-    return "";
-}
-
 // The agent's programs (the CLI, and node for a script) must be in the
 // rootfs the box will see: found missing only after the sandbox is built,
 // the run would end as a bare "command not found" (exit 127) with the
@@ -379,8 +361,13 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     if (!spec.limits.cpus) spec.limits.cpus = w.limits.cpus;
     if (!spec.timeout) spec.timeout = w.limits.timeout;
     if (w.limits.tmp_bytes) spec.rootfs.tmp_size_bytes = *w.limits.tmp_bytes;
-    cli_version_ = installed_cli_version(p, in.agents_prefix);
-    if (cli_version_.empty()) cli_version_ = p.cli_version;
+    // run.json says what ran: null, and why, when the version cannot be read
+    // (never the pinned version in its place).
+    auto installed = installed_cli_version(p, in.agents_prefix);
+    cli_version_ = installed.version;
+    if (!cli_version_)
+        messages_.push_back("cli_version: unknown, recorded as null (" + installed.problem + "; corral pins " +
+                            std::string(config::to_string(w.agent)) + " " + p.cli_version + ")");
     profile_ = std::move(p);
 }
 
@@ -517,7 +504,7 @@ nlohmann::json RunEgress::record_fields() const {
     }
     json out{{"worker", worker_}, {"identity", identity()}, {"gateway", gw}};
     out["agent"] = profile_ ? json(std::string(config::to_string(profile_->kind))) : json(nullptr);
-    out["cli_version"] = profile_ ? json(cli_version_) : json(nullptr);
+    out["cli_version"] = profile_ && cli_version_ ? json(*cli_version_) : json(nullptr);
     return out;
 }
 

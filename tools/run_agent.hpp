@@ -97,11 +97,16 @@ public:
     // their ledger lines (bounded), stops the threads. Idempotent.
     void stop();
 
-    // Fields for run.json: worker, identity, agent, cli_version, gateway {mode,
+    // Fields for run.json: worker, identity, agent, cli_version (null when the
+    // installed CLI's version could not be read: see messages()), gateway {mode,
     // ledger, requests, refusals}.
     nlohmann::json record_fields() const;
 
     std::string identity() const { return worker_ + "/" + run_id_; }
+
+    // What prepare() has to tell the operator (e.g. why cli_version is null);
+    // cmd_run prints each and puts it into run.json's messages.
+    const std::vector<std::string>& messages() const { return messages_; }
 
 private:
     void prepare_agent(supervisor::SandboxSpec& spec);
@@ -117,7 +122,8 @@ private:
     std::string daemon_socket_;
     std::string ca_pem_;
     bool intercepts_ = true;  // a daemon's grants are unknown here: assume it intercepts
-    std::string cli_version_;
+    std::optional<std::string> cli_version_;  // the installed CLI's; unset = unknown (run.json: null)
+    std::vector<std::string> messages_;
     config::GatewayConfig credential_specs_;  // where the embedded gateway's secrets are read from in start()
     // The gateway outlives the loop (the coroutine frames the loop destroys
     // give buffers back to it); its pooled upstream sockets, which need the

@@ -531,3 +531,38 @@ TEST_CASE("run_gateway_config: org settings, worker grants, implied grants unles
     CHECK(cfg2.grants[0].host == "github.com");
     CHECK(cfg2.grants[1].connect_to == "127.0.0.1:9443");
 }
+
+TEST_CASE("installed_cli_version: the installed package's version, or none with the reason (never the pin)") {
+    char tmpl[] = "/tmp/corral-agents-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    const std::string prefix = tmpl;
+    auto in = golden_inputs(CredentialMode::api_key);
+    in.agents_prefix = prefix;
+    auto claude = supervisor::make_agent_profile(AgentKind::claude, in);
+    auto codex = supervisor::make_agent_profile(AgentKind::codex, in);
+    const std::string claude_pkg = prefix + "/node_modules/@anthropic-ai/claude-code/package.json";
+
+    auto none = supervisor::installed_cli_version(claude, prefix);
+    CHECK_FALSE(none.version.has_value());
+    CHECK(none.problem.find(claude_pkg + ": cannot read") == 0);
+
+    fs::create_directories(fs::path(claude_pkg).parent_path());
+    std::ofstream(claude_pkg) << "{\"name\": \"@anthropic-ai/claude-code\", \"version\": \"9.9.9\"}";
+    auto ok = supervisor::installed_cli_version(claude, prefix);
+    CHECK(ok.version == std::optional<std::string>("9.9.9"));
+    CHECK(ok.problem.empty());
+
+    std::ofstream(claude_pkg) << "{\"name\": \"x\"}";
+    auto no_version = supervisor::installed_cli_version(claude, prefix);
+    CHECK_FALSE(no_version.version.has_value());
+    CHECK(no_version.problem == claude_pkg + ": no \"version\" string");
+    std::ofstream(claude_pkg) << "{not json";
+    CHECK(supervisor::installed_cli_version(claude, prefix).problem == claude_pkg + ": not valid JSON");
+
+    // codex starts through node: its package is named by the second argument.
+    const std::string codex_pkg = prefix + "/node_modules/@openai/codex/package.json";
+    fs::create_directories(fs::path(codex_pkg).parent_path());
+    std::ofstream(codex_pkg) << "{\"version\": \"0.1.0\"}";
+    CHECK(supervisor::installed_cli_version(codex, prefix).version == std::optional<std::string>("0.1.0"));
+    fs::remove_all(prefix);
+}
