@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -597,6 +598,18 @@ CredentialStatus credential_status(const GatewayConfig& gw, const std::string& n
         if (!s.available) s.problem = "no secret read";
     } catch (const std::exception& e) {
         s.problem = e.what();
+    }
+    if (!s.available) {
+        const auto& c = it->second;
+        const std::string euid = std::to_string(::geteuid());
+        if (!c.env.empty())
+            s.fix = "set " + c.env + " to the secret (non-empty, no spaces) in the environment corral runs in, "
+                    "or use file = \"/etc/corral/" + name + ".key\" instead (owned by uid " + euid +
+                    ", mode 0600)";
+        else
+            s.fix = "put the secret alone in " + c.file + ", a regular file (not a symlink) owned by uid " + euid +
+                    " (the user corral runs as) with mode 0600 or 0400: chown " + euid + " " + c.file +
+                    " && chmod 600 " + c.file;
     }
     return s;
 }

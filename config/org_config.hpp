@@ -162,6 +162,7 @@ struct CredentialStatus {
     CredentialKind kind = CredentialKind::api_key;
     std::string source;               // "env ANTHROPIC_API_KEY" / "file /etc/corral/anthropic.key"
     std::string problem;              // why not available
+    std::string fix;                  // when defined but not available: what to set (variable, file, owner, mode)
 };
 CredentialStatus credential_status(const GatewayConfig& gw, const std::string& name);
 

@@ -477,7 +477,7 @@ std::string missing_credential_message(const std::string& worker, AgentKind kind
     if (!status.defined)
         return who + ", which needs the credential '" + rc.name + "': not defined; " + rc.how_to_add;
     return who + ", which needs the credential '" + rc.name + "' (" + status.source +
-           "): not available: " + status.problem;
+           "): not available: " + status.problem + (status.fix.empty() ? "" : "; to fix: " + status.fix);
 }
 
 void check_agent_credential(const std::string& worker, AgentKind kind, const config::GatewayConfig& gw) {

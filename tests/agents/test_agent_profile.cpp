@@ -457,6 +457,34 @@ TEST_CASE("a missing credential is named with how to add it") {
     CHECK_FALSE(unset.available);
     std::string m2 = supervisor::missing_credential_message("alpha", AgentKind::pi, unset);
     CHECK(m2.find("env CORRAL_TEST_SURELY_UNSET_VARIABLE") != std::string::npos);
+    // ...and, like a missing one, how to fix it.
+    CHECK(m2.find("; to fix: set CORRAL_TEST_SURELY_UNSET_VARIABLE to the secret (non-empty, no spaces) in the "
+                  "environment corral runs in, or use file = \"/etc/corral/anthropic.key\" instead (owned by uid " +
+                  std::to_string(::geteuid()) + ", mode 0600)") != std::string::npos);
+
+    SUBCASE("a file with the wrong mode: the owner and mode to set, as commands") {
+        char tmpl[] = "/tmp/corral-cred-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        const std::string file = std::string(tmpl) + "/anthropic.key";
+        std::ofstream(file) << "sk-ant-real-looking-secret\n";
+        ::chmod(file.c_str(), 0644);
+        config::GatewayConfig fgw;
+        config::CredentialSpec fspec;
+        fspec.name = "anthropic";
+        fspec.file = file;
+        fgw.credentials["anthropic"] = fspec;
+        auto bad = config::credential_status(fgw, "anthropic");
+        CHECK_FALSE(bad.available);
+        std::string m3 = supervisor::missing_credential_message("alpha", AgentKind::claude, bad);
+        CHECK(m3.find("(file " + file + "): not available: ") != std::string::npos);
+        CHECK(m3.find("mode 0644") != std::string::npos);
+        const std::string uid = std::to_string(::geteuid());
+        CHECK(m3.find("; to fix: put the secret alone in " + file + ", a regular file (not a symlink) owned by uid " +
+                      uid + " (the user corral runs as) with mode 0600 or 0400: chown " + uid + " " + file +
+                      " && chmod 600 " + file) != std::string::npos);
+        CHECK(m3.find("sk-ant-real-looking-secret") == std::string::npos);
+        fs::remove_all(tmpl);
+    }
 
     ::setenv("CORRAL_TEST_SURELY_UNSET_VARIABLE", "sk-ant-real-looking-secret", 1);
     auto set = config::credential_status(gw, "anthropic");

@@ -68,6 +68,7 @@ TEST_CASE("corral validate fails (2) naming the missing credential and how to ad
         auto r2 = validate(e);
         CHECK(r2.exit_code == 2);
         CHECK(has(r2.err, "'openai' (env CORRAL_TEST_SURELY_UNSET): not available"));
+        CHECK(has(r2.err, "; to fix: set CORRAL_TEST_SURELY_UNSET to the secret"));
         auto r3 = validate(e, {"--skip-secrets"});
         CHECK_MESSAGE(r3.exit_code == 0, r3.err);
         CHECK(has(r3.out, "defined (secret not checked)"));
