@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +36,32 @@ struct OrgDir {
         write("workers/" + name + "/worker.toml", content);
     }
     std::string str() const { return path.string(); }
+
+    // Writes every "`PREFIX/REL`...:" + ```toml block of a markdown document
+    // (docs/configuration.md's example organisation) to DIR/REL. Returns the
+    // number of files written.
+    int write_markdown_example(const std::string& markdown, const std::string& prefix) const {
+        std::istringstream in(markdown);
+        std::string line, rel;
+        int written = 0;
+        bool pending = false;
+        while (std::getline(in, line)) {
+            const std::string open = "`" + prefix + "/";
+            if (line.rfind(open, 0) == 0 && !line.empty() && line.back() == ':') {
+                auto close = line.find('`', open.size());
+                if (close == std::string::npos) continue;
+                rel = line.substr(open.size(), close - open.size());
+                pending = true;
+            } else if (pending && line == "```toml") {
+                std::string body;
+                while (std::getline(in, line) && line != "```") body += line + "\n";
+                write(rel, body);
+                ++written;
+                pending = false;
+            }
+        }
+        return written;
+    }
     std::string file(const std::string& rel) const { return (path / rel).string(); }
 };
 

@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "config/org_config.hpp"
 #include "tests/config/org_fixture.hpp"
+#include "tests/support/process.hpp"
 
 using namespace corral;
 using config::AgentKind;
@@ -356,4 +359,27 @@ TEST_CASE("warnings: codex in ChatGPT mode without the account id") {
     CHECK(c2.errors.empty());
     CHECK(c2.warnings.empty());
     CHECK(config::resolve_worker(c2.org, "cx").chatgpt_account_id == "acct-123");
+}
+
+TEST_CASE("docs/configuration.md's example organisation is valid") {
+    std::ifstream f(std::string(test::source_root()) + "/docs/configuration.md");
+    REQUIRE(f.good());
+    std::stringstream doc;
+    doc << f.rdbuf();
+    OrgDir d;
+    REQUIRE(d.write_markdown_example(doc.str(), "acme") == 4);  // org.toml and three workers
+    auto c = config::check_org(d.str());
+    std::string e;
+    for (const auto& x : c.errors) e += x.text() + "\n";
+    CHECK_MESSAGE(c.errors.empty(), e);
+    REQUIRE(c.org.workers.size() == 3);
+    CHECK(config::resolve_worker(c.org, "reviewer").agent == AgentKind::claude);
+    CHECK(config::resolve_worker(c.org, "fixer").agent == AgentKind::codex);
+    CHECK(config::resolve_worker(c.org, "helper").agent == AgentKind::pi);
+    // The one warning the document promises: the reviewer's channels.
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].text() == d.file("workers/reviewer/worker.toml") +
+                                      ":4: key 'channels': sessions run pi; agent applies to task runs");
+    // Every agent's credential is defined (its secret is the operator's to provide).
+    for (const char* cred : {"anthropic", "openai"}) CHECK(c.org.gateway.credentials.count(cred) == 1);
 }
