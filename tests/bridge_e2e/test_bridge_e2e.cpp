@@ -678,4 +678,39 @@ TEST_CASE("an agent run whose credential is missing fails before anything starts
     CHECK(!fs::exists(run_dir + "/home"));
 }
 
+// The seed's WP4 scenario: an organisation with only an anthropic credential.
+TEST_CASE("only an anthropic credential: the codex worker's run fails before anything starts, naming [credentials.openai]") {
+    World& w = world();
+    std::string org3 = w.dir + "/org3";
+    fs::create_directories(org3 + "/workers/claude-w");
+    fs::create_directories(org3 + "/workers/codex-w");
+    write_file(org3 + "/org.toml", "[gateway]\nstate_dir = \"" + w.dir + "/state\"\n"
+                                   "[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_WP4_ANTHROPIC\"\n");
+    write_file(org3 + "/workers/claude-w/worker.toml", "agent = \"claude\"\n");
+    write_file(org3 + "/workers/codex-w/worker.toml", "agent = \"codex\"\n");
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    o.env["CORRAL_TEST_WP4_ANTHROPIC"] = "sk-ant-api03-not-really-a-key";
+    // validate shows both workers; the claude worker alone passes.
+    auto v = run({corral_bin(), "validate", "--config", org3}, o);
+    CHECK(v.out.find("worker claude-w") != std::string::npos);
+    CHECK(v.out.find("worker codex-w") != std::string::npos);
+    CHECK(v.exit_code == 2);
+    CHECK(run({corral_bin(), "validate", "--config", org3, "--worker", "claude-w"}, o).exit_code == 0);
+
+    std::string run_dir = w.dir + "/run-wp4-codex";
+    auto r = run({corral_bin(), "run", "--config", org3, "--worker", "codex-w", "--run-dir", run_dir, "--prompt", "hi"}, o);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 125);
+    CHECK(r.err.find("corral run: worker 'codex-w' runs codex, which needs the credential 'openai': not defined; "
+                     "add to org.toml: [credentials.openai] kind = \"api_key\"") != std::string::npos);
+    // Nothing started: no sandbox output, no agent home; run.json says why.
+    CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/home"));
+    std::ifstream rec(run_dir + "/run.json");
+    std::stringstream ss;
+    ss << rec.rdbuf();
+    CHECK(ss.str().find("[credentials.openai]") != std::string::npos);
+}
+
 }  // namespace corral::test::bridge

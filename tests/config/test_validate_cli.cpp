@@ -122,3 +122,29 @@ TEST_CASE("corral validate: usage errors") {
     CHECK(r.exit_code == 2);
     CHECK(has(r.err, "no worker \"nobody\""));
 }
+
+// The seed's WP4 scenario: only an anthropic credential, a claude worker and a codex worker.
+TEST_CASE("corral validate: only an anthropic credential — the claude worker can start, the codex worker cannot") {
+    OrgDir d;
+    d.org("[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_ANTHROPIC\"\n");
+    d.worker("claude-w", "agent = \"claude\"\n");
+    d.worker("codex-w", "agent = \"codex\"\n");
+    const std::map<std::string, std::string> env = {{"CORRAL_TEST_ANTHROPIC", "sk-ant-api03-not-really-a-key"}};
+    auto r = validate(d, {}, env);
+    // Both are shown...
+    CHECK(has(r.out, "worker claude-w\n  agent:      claude ("));
+    CHECK(has(r.out, "credential: anthropic (api_key, env CORRAL_TEST_ANTHROPIC): available"));
+    CHECK(has(r.out, "worker codex-w\n  agent:      codex ("));
+    CHECK(has(r.out, "credential: openai (-): NOT DEFINED"));
+    // ...and only the codex worker is a problem, named with how to add its credential.
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, "corral validate: worker 'codex-w' runs codex, which needs the credential 'openai': not defined; "
+                     "add to org.toml: [credentials.openai] kind = \"api_key\" with env = \"OPENAI_API_KEY\""));
+    CHECK_FALSE(has(r.err, "claude-w"));
+    // The claude worker on its own passes: `corral run --worker claude-w` would be allowed.
+    auto c = validate(d, {"--worker", "claude-w"}, env);
+    CHECK_MESSAGE(c.exit_code == 0, c.err);
+    auto x = validate(d, {"--worker", "codex-w"}, env);
+    CHECK(x.exit_code == 2);
+    CHECK(has(x.err, "[credentials.openai]"));
+}
