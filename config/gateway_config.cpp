@@ -533,7 +533,10 @@ std::optional<CredentialSpec> parse_credential(const std::string& file, const st
         } else {
             // toml11 tables are unordered; sort by name so the header order is stable.
             std::map<std::string, std::pair<const toml::value*, std::string>> sorted;
-            for (const auto& [hname, hv] : t->as_table()) {
+            for (const auto& entry : t->as_table()) {
+                // Named references: clang (C++20) cannot capture structured bindings.
+                const std::string& hname = entry.first;
+                const toml::value& hv = entry.second;
                 step(errors, [&] {
                     std::string key = s.key("template") + "." + hname;
                     bool name_ok = !hname.empty();
