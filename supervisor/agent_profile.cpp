@@ -4,14 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
 #include "base/fd.hpp"
+#include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::supervisor {
@@ -274,7 +273,8 @@ const char* pinned_cli_version(AgentKind k) {
     return "";
 }
 
-InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix) {
+InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix,
+                                       const std::string& rootfs) {
     const std::string nm = join_path(agents_prefix, "node_modules/");
     for (const auto& a : p.argv) {
         if (a.compare(0, nm.size(), nm) != 0) continue;
@@ -283,11 +283,14 @@ InstalledVersion installed_cli_version(const AgentProfile& p, const std::string&
         if (!rest.empty() && rest[0] == '@' && slash != std::string::npos) slash = rest.find('/', slash + 1);
         if (slash == std::string::npos) continue;
         const std::string pkg = nm + rest.substr(0, slash) + "/package.json";
-        std::ifstream f(pkg, std::ios::binary);
-        if (!f) return {std::nullopt, pkg + ": cannot read: " + errno_text(errno)};
-        std::stringstream ss;
-        ss << f.rdbuf();
-        auto j = json::parse(ss.str(), nullptr, false);
+        std::optional<std::string> text;
+        try {
+            text = read_regular_file({"the CLI's package.json", pkg, PathWalk::in_root, rootfs, 1u << 20});
+        } catch (const std::exception& e) {
+            return {std::nullopt, e.what()};
+        }
+        if (!text) return {std::nullopt, pkg + ": cannot read: " + errno_text(ENOENT)};
+        auto j = json::parse(*text, nullptr, false);
         if (j.is_discarded()) return {std::nullopt, pkg + ": not valid JSON"};
         if (!j.is_object() || !j.contains("version") || !j["version"].is_string() ||
             j["version"].get<std::string>().empty())

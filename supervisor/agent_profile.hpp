@@ -94,7 +94,11 @@ struct InstalledVersion {
     std::optional<std::string> version;
     std::string problem;
 };
-InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix);
+// `rootfs` is the tree the box runs the CLI from ("/" for --rootfs host, else
+// the image): the package.json is read inside it (links resolved there, no
+// FIFO, bounded), so an image's CLI is reported, not the host's.
+InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix,
+                                       const std::string& rootfs = "/");
 
 // The sentinel stem every fake credential of a run contains.
 std::string sentinel_for(const std::string& run_id);  // "corral-sentinel-<run_id>"

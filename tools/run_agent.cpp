@@ -363,7 +363,7 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     if (w.limits.tmp_bytes) spec.rootfs.tmp_size_bytes = *w.limits.tmp_bytes;
     // run.json says what ran: null, and why, when the version cannot be read
     // (never the pinned version in its place).
-    auto installed = installed_cli_version(p, in.agents_prefix);
+    auto installed = installed_cli_version(p, in.agents_prefix, spec.rootfs.image == "host" ? "/" : spec.rootfs.image);
     cli_version_ = installed.version;
     if (!cli_version_)
         messages_.push_back("cli_version: unknown, recorded as null (" + installed.problem + "; corral pins " +

@@ -592,5 +592,21 @@ TEST_CASE("installed_cli_version: the installed package's version, or none with 
     fs::create_directories(fs::path(codex_pkg).parent_path());
     std::ofstream(codex_pkg) << "{\"version\": \"0.1.0\"}";
     CHECK(supervisor::installed_cli_version(codex, prefix).version == std::optional<std::string>("0.1.0"));
+
+    // --rootfs IMAGE: the image's package is the one that runs, read inside
+    // the image; a link there to the host's file is resolved inside the image.
+    const std::string image = prefix + "/image";
+    const std::string in_image = image + claude_pkg;
+    fs::create_directories(fs::path(in_image).parent_path());
+    std::ofstream(claude_pkg) << "{\"version\": \"9.9.9\"}";
+    std::ofstream(in_image) << "{\"version\": \"7.7.7\"}";
+    CHECK(supervisor::installed_cli_version(claude, prefix, image).version == std::optional<std::string>("7.7.7"));
+    CHECK(supervisor::installed_cli_version(claude, prefix).version == std::optional<std::string>("9.9.9"));
+    fs::remove(in_image);
+    std::ofstream(prefix + "/host-only.json") << "{\"version\": \"9.9.9\"}";
+    fs::create_symlink(prefix + "/host-only.json", in_image);
+    auto linked = supervisor::installed_cli_version(claude, prefix, image);
+    CHECK_FALSE(linked.version.has_value());
+    CHECK(linked.problem.find("cannot read") != std::string::npos);
     fs::remove_all(prefix);
 }
