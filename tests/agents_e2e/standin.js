@@ -24,8 +24,12 @@
 //   points the resolver here; every query is recorded (method "DNS", host = the
 //   name asked for) and answered REFUSED. A correct run asks nothing.
 // control (plain HTTP, for the harness only, never through the gateway):
-//   GET /stats   JSON {seen:[{host, method, url, headers, ws}]} — every request's
-//                full headers, so the test can check which credential arrived.
+//   GET /stats   JSON {seen:[{host, method, url, headers, ws, markers}]} — every request's
+//                full headers, so the test can check which credential arrived, and the
+//                CORRAL-MARKER-* words its body (or WebSocket message) carried, so it can
+//                check the prompt and the system prompt reached the model.
+//   GET /hold    model answers (a Messages answer, a Responses turn) wait from now on...
+//   GET /release ...until this: the test sees what the CLI printed before its model answered.
 'use strict';
 const dgram = require('dgram');
 const fs = require('fs');
@@ -41,11 +45,18 @@ const account = process.env.STANDIN_CHATGPT_ACCOUNT || 'acct-standin';
 const pem = (name) => fs.readFileSync(path.join(dir, name));
 const seen = [];
 let counter = 0;
+let holding = false;
+const held = [];
+// Resolves at once, or when the test releases held answers.
+const answerGate = () => (holding ? new Promise((resolve) => held.push(resolve)) : Promise.resolve());
+const markersIn = (text) => Array.from(new Set(String(text).match(/CORRAL-MARKER-[A-Za-z0-9-]+/g) || []));
 const nextId = (prefix) => `${prefix}_standin${++counter}`;
 
 function record(req, extra) {
-  seen.push(Object.assign({ host: (req.headers.host || '').replace(/:\d+$/, ''), method: req.method, url: req.url,
-                            headers: req.headers }, extra || {}));
+  const entry = Object.assign({ host: (req.headers.host || '').replace(/:\d+$/, ''), method: req.method, url: req.url,
+                                headers: req.headers }, extra || {});
+  seen.push(entry);
+  return entry;
 }
 
 function json(res, status, body) {
@@ -77,9 +88,10 @@ function anthropicMessage(model) {
            usage: { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } };
 }
 
-function anthropicMessages(req, res, body) {
+async function anthropicMessages(req, res, body) {
   let parsed = {};
   try { parsed = JSON.parse(body); } catch (e) { /* answered below anyway */ }
+  await answerGate();
   const message = anthropicMessage(parsed.model);
   if (!parsed.stream) {
     message.content = [{ type: 'text', text: 'DONE' }];
@@ -147,9 +159,10 @@ function responseEvents(generate) {
   ];
 }
 
-function responsesSse(req, res, body) {
+async function responsesSse(req, res, body) {
   let parsed = {};
   try { parsed = JSON.parse(body); } catch (e) { /* a turn anyway */ }
+  if (parsed.generate !== false) await answerGate();
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   for (const e of responseEvents(parsed.generate !== false)) res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
   res.end();
@@ -178,8 +191,9 @@ function authenticated(host, headers) {
 }
 
 async function main(req, res) {
-  record(req);
+  const entry = record(req);
   const body = await readBody(req);
+  entry.markers = markersIn(body);
   const url = new URL(req.url, 'https://standin');
   const host = (req.headers.host || '').replace(/:\d+$/, '');
   // Like the real services: no credential in the header they read, no answer.
@@ -235,17 +249,25 @@ const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1'
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      ws.on('message', (data) => {
+      ws.on('message', async (data) => {
+        const text = data.toString('utf8');
         let msg = {};
-        try { msg = JSON.parse(data.toString('utf8')); } catch (e) { /* a turn anyway */ }
+        try { msg = JSON.parse(text); } catch (e) { /* a turn anyway */ }
         seen.push({ host: (req.headers.host || '').replace(/:\d+$/, ''), method: 'WS', url: req.url,
-                    headers: {}, ws: true, message_type: msg.type || '' });
+                    headers: {}, ws: true, message_type: msg.type || '', markers: markersIn(text) });
+        if (msg.generate !== false) await answerGate();
         for (const e of responseEvents(msg.generate !== false)) ws.send(JSON.stringify(e));
       });
     });
   });
   const control = http.createServer((req, res) => {
     if (req.url === '/stats') return json(res, 200, { seen });
+    if (req.url === '/hold') { holding = true; return json(res, 200, { holding }); }
+    if (req.url === '/release') {
+      holding = false;
+      held.splice(0).forEach((resolve) => resolve());
+      return json(res, 200, { holding });
+    }
     res.statusCode = 404;
     res.end();
   });

@@ -21,6 +21,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -423,6 +424,99 @@ TEST_CASE("run: --log-limit caps stdout.jsonl on the host's disk while the strea
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["output"]["stdout"].value("logged", 0) == 100);
     CHECK(record["output"]["stdout"].value("bytes", 0) == r.out.size());
+}
+
+// GET on the stand-in's control port (hold / release model answers).
+void standin_control(const std::string& what) {
+    auto r = test::run({"curl", "-sS", "--noproxy", "*", "http://127.0.0.1:" + std::to_string(world().control_port) + "/" + what});
+    REQUIRE_MESSAGE(r.exit_code == 0, "stand-in /" << what << ": " << r.err);
+}
+
+// The agent options of `corral run` (--prompt-file, --system-prompt-file,
+// --workspace) reach the model, and the CLI's JSON lines reach corral's
+// stdout and stdout.jsonl while the CLI is still waiting for its model: the
+// stand-in holds every model answer until the test has seen a line in both.
+void options_and_live_layer(const WorkerSpec& spec) {
+    auto& w = world();
+    const std::string tag = "options-" + spec.name;
+    const std::string run_dir = w.dir + "/run-" + tag;
+    const std::string prompt_marker = "CORRAL-MARKER-prompt-" + spec.name;
+    const std::string system_marker = "CORRAL-MARKER-system-" + spec.name;
+    const std::string prompt_file = w.dir + "/" + tag + "-prompt.txt";
+    const std::string system_file = w.dir + "/" + tag + "-system.md";
+    write_file(prompt_file, std::string(kPrompt) + " (" + prompt_marker + ")\n");
+    write_file(system_file, "Keep answers short. " + system_marker + "\n");
+    const std::string workspace = w.dir + "/ws-" + tag;
+    fs::create_directories(workspace);
+    const auto host = model_host(spec.kind, Org::primary);
+    const auto before = standin_seen().size();
+
+    standin_control("hold");
+    struct Release {
+        ~Release() { test::run({"curl", "-sS", "--noproxy", "*", "http://127.0.0.1:" + std::to_string(world().control_port) + "/release"}); }
+    } release_on_exit;
+    test::RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
+    test::Background corral({test::corral_bin(), "run", "--config", org_dir(w, Org::primary), "--worker", spec.name,
+                             "--run-dir", run_dir, "--workspace", workspace, "--prompt-file", prompt_file,
+                             "--system-prompt-file", system_file},
+                            o);
+    // A first JSON line, printed while the model's answer is held.
+    bool printed = corral.wait_for_stdout("}\n", std::chrono::seconds(120));
+    std::string early = corral.drain_stdout();
+    INFO("stdout before the model answered:\n" << early);
+    CHECK(printed);
+    std::string first_line = early.substr(0, early.find('\n') + 1);
+    CHECK(first_line.rfind("{", 0) == 0);
+    bool in_file = false;
+    for (int i = 0; i < 50 && !in_file; ++i) {
+        in_file = read_file(run_dir + "/stdout.jsonl").find(first_line) == 0;
+        if (!in_file) ::usleep(100'000);
+    }
+    CHECK_MESSAGE(in_file, "stdout.jsonl so far:\n" << read_file(run_dir + "/stdout.jsonl"));
+    CHECK_FALSE(finished_with_done(spec.kind, early));  // the answer was still held
+
+    standin_control("release");
+    int status = -1;
+    for (int i = 0; i < 2400; ++i) {
+        int st = 0;
+        if (::waitpid(corral.pid(), &st, WNOHANG) == corral.pid()) {
+            status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            break;
+        }
+        ::usleep(100'000);
+    }
+    std::string out = corral.drain_stdout();  // everything so far, `early` included
+    INFO("stdout:\n" << out << "\nstderr.log:\n" << read_file(run_dir + "/stderr.log"));
+    CHECK(status == 0);
+    CHECK(finished_with_done(spec.kind, out));
+    CHECK(read_file(run_dir + "/stdout.jsonl") == out);
+
+    // The prompt file's text and the system prompt file's text reached the
+    // model (codex: both in its input, the system prompt behind corral's delimiter).
+    bool prompt_seen = false, system_seen = false;
+    auto seen = standin_seen();
+    for (std::size_t i = before; i < seen.size(); ++i) {
+        if (seen[i].value("host", "") != host || !seen[i].contains("markers")) continue;
+        for (const auto& m : seen[i]["markers"]) {
+            prompt_seen = prompt_seen || m == prompt_marker;
+            system_seen = system_seen || m == system_marker;
+        }
+    }
+    CHECK(prompt_seen);
+    CHECK(system_seen);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"].value("refusals", -1) == 0);
+}
+
+TEST_CASE("run: claude with --prompt-file, --system-prompt-file, --workspace; its JSON lines stream live") {
+    options_and_live_layer(spec_named("claude"));
+}
+TEST_CASE("run: codex with --prompt-file, --system-prompt-file, --workspace; its JSON lines stream live") {
+    options_and_live_layer(spec_named("codex"));
+}
+TEST_CASE("run: pi with --prompt-file, --system-prompt-file, --workspace; its JSON lines stream live") {
+    options_and_live_layer(spec_named("pi"));
 }
 
 // Every credential shape of every kind, through `corral gateway --org`.
