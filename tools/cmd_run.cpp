@@ -214,6 +214,9 @@ int cmd_run(int argc, char** argv) {
     } catch (const AgentProgramNotFound& e) {
         say(e.what());
         return finish(kExitNotFound);
+    } catch (const PromptError& e) {
+        say(e.what());
+        return finish(kExitUsage);
     } catch (const std::exception& e) {
         say(e.what());
         return finish(kExitSetup);

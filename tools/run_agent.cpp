@@ -52,7 +52,10 @@ network and agents (docs/architecture.md "The bridge"):
   --prompt TEXT          run the worker's agent CLI on TEXT (instead of CMD)
   --prompt-file F        the same, prompt read from F (a regular file of at
                          most 4 MiB, named without any symbolic link on the
-                         way: root reads it, and F may lie where an agent wrote)
+                         way: root reads it, and F may lie where an agent wrote;
+                         no NUL bytes; the CLI takes the prompt as one command-
+                         line argument, which Linux caps at 131071 bytes: for
+                         codex the system prompt and the prompt together)
   --system-prompt-file F system prompt for the agent (same rules as F)
   --gateway unix:PATH    hand connections to a running `corral gateway` daemon
                          (identity announced per connection) instead of the
@@ -73,7 +76,39 @@ const std::set<std::string_view> kRunValueOptions = {"--rootfs", "--workspace", 
 std::string read_text_file(const std::string& option, const std::string& path) {
     auto text = read_regular_file({option, path, PathWalk::no_symlinks, "", 4u << 20});
     if (!text) throw UsageError(option + " " + path + ": no such file");
+    // The text becomes a command-line argument, which ends at the first NUL:
+    // the rest would be dropped without a word.
+    if (auto nul = text->find('\0'); nul != std::string::npos)
+        throw PromptError(option + " " + path + ": a NUL byte at offset " + std::to_string(nul) +
+                          "; allowed: text without NUL bytes");
+    if (option == "--prompt-file" && text->find_first_not_of(" \t\r\n") == std::string::npos)
+        throw PromptError(option + " " + path + ": empty (or only white space); the agent needs a task");
     return *text;
+}
+
+// Linux caps one execve argument at MAX_ARG_STRLEN (32 pages, the NUL
+// included) and all of them with the environment at ARG_MAX; a longer
+// prompt would fail at execve, after the sandbox was built, as E2BIG.
+constexpr std::size_t kMaxArgBytes = 32 * 4096 - 1;
+
+void require_argv_fits_exec(const AgentProfile& p, AgentKind kind, std::size_t prompt_bytes,
+                            std::size_t system_prompt_bytes) {
+    std::size_t total = 0;
+    for (const auto& a : p.argv) {
+        total += a.size() + 1 + sizeof(char*);
+        if (a.size() <= kMaxArgBytes) continue;
+        throw PromptError("one argument of " + std::string(to_string(kind)) + "'s command line would be " +
+                          std::to_string(a.size()) + " bytes (the prompt is " + std::to_string(prompt_bytes) +
+                          " bytes, the system prompt " + std::to_string(system_prompt_bytes) +
+                          "); Linux allows at most " + std::to_string(kMaxArgBytes) +
+                          " bytes per argument (MAX_ARG_STRLEN); allowed: shorter texts, or a file in the "
+                          "workspace that the prompt tells the agent to read");
+    }
+    long arg_max = ::sysconf(_SC_ARG_MAX);
+    // The environment still has to fit beside the arguments: keep 64 KiB for it.
+    if (arg_max > 0 && total + (64u << 10) > static_cast<std::size_t>(arg_max))
+        throw PromptError("the agent's command line is " + std::to_string(total) + " bytes; with its environment it " +
+                          "must stay under ARG_MAX (" + std::to_string(arg_max) + " bytes here)");
 }
 
 std::string read_optional_file(const std::string& path) {
@@ -149,7 +184,10 @@ RunOptions parse_run_command(int argc, char** argv, EgressOptions& eg) {
         };
         if (name == "--config") eg.config_dir = nonempty(value());
         else if (name == "--worker") eg.worker = nonempty(value());
-        else if (name == "--prompt") eg.prompt = value();
+        else if (name == "--prompt") {
+            eg.prompt = value();
+            if (eg.prompt->empty()) throw UsageError("--prompt: empty; the agent needs a task");
+        }
         else if (name == "--prompt-file") eg.prompt_file = nonempty(value());
         else if (name == "--system-prompt-file") eg.system_prompt_file = nonempty(value());
         else if (name == "--gateway") {
@@ -201,6 +239,16 @@ RunOptions parse_run_command(int argc, char** argv, EgressOptions& eg) {
         throw UsageError(text);
     }
     if (eg.agent()) opts.command.clear();
+    // An agent run's proxy, CA, home, sentinel credentials and telemetry
+    // switches are corral's: overriding one would break the run or put a
+    // real key in the box (worker.toml's [env] refuses the same names). A
+    // `-- CMD` run keeps --env as the operator's last word.
+    if (eg.agent())
+        for (const auto& kv : opts.env)
+            if (config::is_reserved_env(kv.first))
+                throw UsageError("--env " + kv.first +
+                                 ": set by corral itself in an agent run (proxy, CA, agent home, credentials or "
+                                 "telemetry); allowed: any other variable");
     return opts;
 }
 
@@ -338,6 +386,7 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     in.home_rel = "home";
     in.home_in_box = "/home/agent";
     AgentProfile p = make_agent_profile(w.agent, in);
+    require_argv_fits_exec(p, w.agent, in.prompt.size(), in.system_prompt.size());
     if (!eg_.rootfs_given && w.rootfs != "host") spec.rootfs.image = w.rootfs;
     require_cli_in_rootfs(p, w.agent, spec.rootfs.image, in.agents_prefix);
 

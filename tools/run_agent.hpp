@@ -69,6 +69,13 @@ struct AgentProgramNotFound : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The agent's prompt cannot be handed to its CLI as it is (empty, a NUL
+// byte, longer than one command-line argument may be): bad input, corral run
+// exits 2 before anything is built.
+struct PromptError : UsageError {
+    using UsageError::UsageError;
+};
+
 class RunEgress {
 public:
     RunEgress(EgressOptions eg, const supervisor::RunOptions& opts, std::string run_id, std::string run_dir,

@@ -641,6 +641,39 @@ TEST_CASE("an agent run on an image without the agent's CLI fails before anythin
     CHECK(record["status"] == 127);
 }
 
+TEST_CASE("a prompt the CLI cannot take as it is (NUL byte, empty, longer than one argument) is a usage error before anything starts") {
+    World& w = world();
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    struct Case {
+        std::string name, text, message;
+    };
+    const std::vector<Case> cases = {
+        {"nul", std::string("first\0after", 11), ": a NUL byte at offset 5; allowed: text without NUL bytes"},
+        {"blank", " \n\t\n", ": empty (or only white space); the agent needs a task"},
+        {"long", std::string(200000, 'a'), ""},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.name);
+        std::string file = w.dir + "/prompt-" + c.name;
+        write_file(file, c.text);
+        std::string run_dir = w.dir + "/run-prompt-" + c.name;
+        auto r = run({corral_bin(), "run", "--config", w.org, "--worker", "w1", "--run-dir", run_dir, "--prompt-file",
+                      file},
+                     o);
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 2);
+        if (!c.message.empty())
+            CHECK(r.err.find("--prompt-file " + file + c.message) != std::string::npos);
+        else
+            CHECK(r.err.find("one argument of claude's command line would be 200000 bytes (the prompt is 200000 bytes, "
+                             "the system prompt 0); Linux allows at most 131071 bytes per argument") !=
+                  std::string::npos);
+        CHECK(!fs::exists(run_dir + "/stdout.log"));
+        CHECK(!fs::exists(run_dir + "/home"));
+    }
+}
+
 TEST_CASE("a workspace that is, holds or lies in the org directory is refused before anything starts") {
     World& w = world();
     RunOptions o;

@@ -114,3 +114,17 @@ TEST_CASE("inconsistent combinations are one-line usage errors naming the option
     CHECK(usage_error({"--config"}).find("missing value") != std::string::npos);
     CHECK(usage_error({}).find("missing command") != std::string::npos);
 }
+
+TEST_CASE("an agent run refuses an empty --prompt and --env names corral sets itself; a CMD run keeps --env") {
+    CHECK(usage_error({"--config", "/org", "--worker", "w", "--prompt", ""}) == "--prompt: empty; the agent needs a task");
+    for (const char* name : {"HOME", "HTTPS_PROXY", "https_proxy", "NODE_EXTRA_CA_CERTS", "ANTHROPIC_API_KEY",
+                             "CLAUDE_CONFIG_DIR", "DISABLE_TELEMETRY"}) {
+        CAPTURE(name);
+        CHECK(usage_error({"--config", "/org", "--worker", "w", "--env", std::string(name) + "=x", "--prompt", "p"})
+                  .find(std::string("--env ") + name + ": set by corral itself in an agent run") == 0);
+    }
+    CHECK(usage_error({"--config", "/org", "--worker", "w", "--env", "MY_SETTING=x", "--prompt", "p"}).empty());
+    auto p = parse({"--config", "/org", "--worker", "w", "--env", "HTTPS_PROXY=http://127.0.0.1:1", "--", "true"});
+    REQUIRE(p.opts.env.size() == 1);
+    CHECK(p.opts.env[0].first == "HTTPS_PROXY");
+}
