@@ -658,7 +658,10 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
         if (!fd.valid()) throw SysError("open", path, errno);
         return fd;
     };
-    Fd out_log = open_log("stdout.log");
+    if (spec.stdout_log_name.empty() || spec.stdout_log_name.find('/') != std::string::npos ||
+        spec.stdout_log_name == "stderr.log" || spec.stdout_log_name == "run.json")
+        throw UsageError("stdout log name \"" + spec.stdout_log_name + "\": expected a plain file name in the run dir");
+    Fd out_log = open_log(spec.stdout_log_name.c_str());
     Fd err_log = open_log("stderr.log");
 
     using clock = std::chrono::steady_clock;
@@ -721,7 +724,7 @@ SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) {
                           " bytes); the rest of the command's output is not logged, only streamed");
             if (sink >= 0) write_all(sink, buf, static_cast<std::size_t>(got));
         };
-        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, out_cap, "stdout.log");
+        pump(idx_out, box.stdout_, sinks.stdout_fd, out_log, out_cap, spec.stdout_log_name.c_str());
         pump(idx_err, box.stderr_, sinks.stderr_fd, err_log, err_cap, "stderr.log");
         if (idx_rep >= 0 && (pfds[idx_rep].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
             InitMessage msg{};

@@ -63,7 +63,10 @@ struct SandboxSpec {
     UidRange uid_range = default_uid_range();
     bool pass_stdin = false;                   // else /dev/null
     std::optional<std::chrono::milliseconds> timeout;
-    // stdout.log and stderr.log each keep at most this many bytes (--log-limit).
+    // The command's stdout log in run_dir: an agent run names it stdout.jsonl
+    // (the CLI's JSON lines), so its output is kept once, not twice.
+    std::string stdout_log_name = "stdout.log";
+    // The stdout log and stderr.log each keep at most this many bytes (--log-limit).
     std::uint64_t log_limit_bytes = UINT64_MAX;
     std::string cwd = "/workspace";
     std::vector<SeccompRule> seccomp_rules = sandbox_seccomp_rules();
@@ -110,7 +113,7 @@ struct SuperviseResult {
     std::optional<SandboxSetupError> setup_failure;   // an invocation step failed before execve
     std::uint64_t stdout_bytes = 0;        // produced by the command
     std::uint64_t stderr_bytes = 0;
-    std::uint64_t stdout_logged = 0;       // kept in stdout.log (at most spec.log_limit_bytes)
+    std::uint64_t stdout_logged = 0;       // kept in the stdout log (at most spec.log_limit_bytes)
     std::uint64_t stderr_logged = 0;
 };
 

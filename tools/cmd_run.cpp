@@ -264,7 +264,7 @@ int cmd_run(int argc, char** argv) {
     SuperviseResult result;
     try {
         start_command(*box);
-        result = supervise(*box, OutputSinks{egress.stdout_sink(1, opts.log_limit_bytes), 2, interrupts.get()});
+        result = supervise(*box, OutputSinks{1, 2, interrupts.get()});
         log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {
         say(e.what());

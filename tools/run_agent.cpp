@@ -25,7 +25,6 @@
 #include "rootfs/host_paths.hpp"
 #include "rootfs/trust_store.hpp"
 #include "shim/bridge.hpp"
-#include "supervisor/log_cap.hpp"
 
 namespace corral::cli {
 
@@ -399,6 +398,7 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
         check_sys(::chmod((run_dir_ + "/home").c_str(), 0700), "chmod", run_dir_ + "/home");
     }
     spec.rootfs.home_dir = run_dir_ + "/home";
+    spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
     spec.argv = p.argv;
     if (p.stdin_null) spec.pass_stdin = false;
     for (const auto& kv : w.env) spec.env.emplace_back(kv.first, kv.second);
@@ -463,48 +463,9 @@ void RunEgress::start(const Sandbox& box) {
     // The guard lives as long as any thread holds it; stop() ends the loop explicitly.
 }
 
-int RunEgress::stdout_sink(int forward_fd, std::uint64_t limit_bytes) {
-    if (!profile_) return forward_fd;
-    int p[2];
-    check_sys(::pipe2(p, O_CLOEXEC), "pipe2", "stdout.jsonl tee");
-    Fd rd(p[0]);
-    stdout_write_.reset(p[1]);
-    std::string path = run_dir_ + "/stdout.jsonl";
-    Fd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!out.valid()) throw SysError("open", path, errno);
-    stdout_tee_ = std::thread([rd = std::move(rd), out = std::move(out), forward_fd, limit_bytes]() mutable {
-        char buf[16384];
-        bool forward = forward_fd >= 0;
-        supervisor::LogCap cap{limit_bytes};  // stdout.jsonl keeps the first --log-limit bytes, like stdout.log
-        auto write_all = [&buf](int fd, std::size_t len) {
-            for (std::size_t off = 0; off < len;) {
-                ssize_t w = ::write(fd, buf + off, len - off);
-                if (w < 0 && errno == EINTR) continue;
-                if (w <= 0) return false;
-                off += static_cast<std::size_t>(w);
-            }
-            return true;
-        };
-        for (;;) {
-            ssize_t n = ::read(rd.get(), buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            const auto got = static_cast<std::size_t>(n);
-            const std::size_t keep = cap.admit(got);
-            if (keep > 0 && !write_all(out.get(), keep)) log::warn("stdout.jsonl: write failed: " + errno_text(errno));
-            if (cap.cut_now) log::warn("stdout.jsonl reached --log-limit; the rest is only streamed");
-            if (forward && !write_all(forward_fd, got)) forward = false;  // a closed terminal must not stop the record
-        }
-        ::fsync(out.get());
-    });
-    return stdout_write_.get();
-}
-
 void RunEgress::stop() {
     if (stopped_) return;
     stopped_ = true;
-    stdout_write_.reset();  // supervise() is done with it: the tee sees EOF
-    if (stdout_tee_.joinable()) stdout_tee_.join();
     if (bridge_) bridge_->stop();
     if (!gateway_ && ioc_) {
         // Daemon mode: the box is gone, its relays see EOF and end; the

@@ -9,7 +9,7 @@
 //                                // gateway, CA into the trust store, env, agent argv+home
 //   Sandbox box = launch_sandbox(spec);
 //   egress.start(box);           // hook point: listeners in the box's netns, gateway threads
-//   supervise(box, {egress.stdout_sink(1, log_limit), ...});
+//   supervise(box, {1, 2, ...});   // an agent run's stdout log is stdout.jsonl
 //   egress.stop();               // after the command: drain, stop threads, counts
 //   record.extra = egress.record_fields();
 //
@@ -95,11 +95,6 @@ public:
     // listeners in the box's netns and starts the event-loop threads.
     void start(const supervisor::Sandbox& box);
 
-    // Where supervise() should send the command's stdout: for an agent run a
-    // pipe whose reader writes every byte to <run_dir>/stdout.jsonl and to
-    // `forward_fd`; otherwise forward_fd itself.
-    int stdout_sink(int forward_fd, std::uint64_t limit_bytes);
-
     // After supervise(): closes the listeners, lets open exchanges finish
     // their ledger lines (bounded), stops the threads. Idempotent.
     void stop();
@@ -139,8 +134,6 @@ private:
     std::unique_ptr<boost::asio::io_context> ioc_;
     std::unique_ptr<shim::Bridge> bridge_;
     std::vector<std::thread> threads_;
-    Fd stdout_write_;
-    std::thread stdout_tee_;
     std::uint64_t requests_ = 0, refusals_ = 0;
     std::unique_ptr<shim::DaemonCounts> daemon_counts_;  // --gateway: asked of the daemon at stop()
     bool started_ = false;

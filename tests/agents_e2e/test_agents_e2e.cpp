@@ -324,6 +324,8 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     CHECK(r.exit_code == 0);
     CHECK(finished_with_done(spec.kind, r.out));
     CHECK(finished_with_done(spec.kind, read_file(run_dir + "/stdout.jsonl")));
+    CHECK(read_file(run_dir + "/stdout.jsonl") == r.out);
+    CHECK_FALSE(fs::exists(run_dir + "/stdout.log"));  // kept once, as stdout.jsonl
     REQUIRE_FALSE(record_text.empty());
     auto record = json::parse(record_text);
     CHECK(record.value("status", -1) == 0);

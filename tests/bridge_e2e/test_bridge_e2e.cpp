@@ -636,6 +636,7 @@ TEST_CASE("an agent run on an image without the agent's CLI fails before anythin
                      "which is not in the image " + image) != std::string::npos);
     CHECK(r.err.find("CORRAL_AGENTS_PREFIX=<image>/usr/local/lib/corral-agents") != std::string::npos);
     CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
     CHECK(!fs::exists(run_dir + "/home"));
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["status"] == 127);
@@ -670,6 +671,7 @@ TEST_CASE("a prompt the CLI cannot take as it is (NUL byte, empty, longer than o
                              "the system prompt 0); Linux allows at most 131071 bytes per argument") !=
                   std::string::npos);
         CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
         CHECK(!fs::exists(run_dir + "/home"));
     }
 }
@@ -708,6 +710,7 @@ TEST_CASE("an agent run whose credential is missing fails before anything starts
     CHECK(r.err.find("[credentials.anthropic]") != std::string::npos);
     // Nothing started: no sandbox output, no agent home.
     CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
     CHECK(!fs::exists(run_dir + "/home"));
 }
 
@@ -739,6 +742,7 @@ TEST_CASE("only an anthropic credential: the codex worker's run fails before any
                      "add to org.toml: [credentials.openai] kind = \"api_key\"") != std::string::npos);
     // Nothing started: no sandbox output, no agent home; run.json says why.
     CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
     CHECK(!fs::exists(run_dir + "/home"));
     std::ifstream rec(run_dir + "/run.json");
     std::stringstream ss;
