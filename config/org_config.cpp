@@ -436,16 +436,20 @@ void parse_worker_file(const std::string& file, const toml::value& root, const C
     std::vector<std::string> grant_errors;
     w.grants = check_grants(grants->second, file, org_credentials, grant_errors);
     add_gateway_errors(grant_errors, errors);
-    for (auto& g : w.grants) {
-        if (!g.identities.empty()) {
-            // g.where is "FILE:LINE" of the grant: reuse it as the location.
-            errors.push_back({"", 0, "",
-                              g.where + ": key 'grants[" + std::to_string(g.index) +
-                                  "].identities': not allowed in worker.toml, allowed: leave it out (a "
-                                  "worker's grants apply to that worker only)"});
+    // Checked on the file itself, not on the parsed grants: a grant with other
+    // problems (bad routes, say) is not among them, and this one must be
+    // reported too.
+    if (grants->second.is_array()) {
+        std::size_t index = 0;
+        for (const auto& raw : grants->second.as_array()) {
+            if (raw.is_table() && raw.as_table().count("identities"))
+                errors.push_back({file, line_of(raw), "grants[" + std::to_string(index) + "].identities",
+                                  "not allowed in worker.toml, allowed: leave it out (a worker's grants apply to "
+                                  "that worker only)"});
+            ++index;
         }
-        g.identities = {w.name};
     }
+    for (auto& g : w.grants) g.identities = {w.name};
 }
 
 }  // namespace

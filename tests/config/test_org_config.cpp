@@ -205,6 +205,16 @@ TEST_CASE("validation: the gateway sections' errors keep their file and line") {
         CHECK(has_line(errors_of(w), w.file("workers/alpha/worker.toml") +
                                          ":1: key 'grants[0].identities': not allowed in worker.toml"));
     }
+    SUBCASE("a worker grant with bad routes and identities: both reported") {
+        OrgDir w;
+        w.org("");
+        w.worker("alpha", "[[grants]]\nhost = \"example.com\"\nmode = \"inject\"\nroutes = [\"bad\"]\n"
+                          "identities = [\"beta\"]\n");
+        auto we = errors_of(w);
+        CHECK(has_line(we, w.file("workers/alpha/worker.toml") + ":4: key 'grants[0].routes[0]'"));
+        CHECK(has_line(we, w.file("workers/alpha/worker.toml") +
+                               ":1: key 'grants[0].identities': not allowed in worker.toml"));
+    }
 }
 
 TEST_CASE("validation: every problem in org.toml's gateway sections and in every worker, not only the first") {
