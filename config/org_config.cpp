@@ -218,11 +218,14 @@ SandboxLimits sandbox_limits(FileChecker& c, const toml::value& table, const std
                                     ", allowed: a positive integer (maximum number of processes)");
         } else if (k == "cpus") {
             double d = v.is_floating() ? v.as_floating() : v.is_integer() ? static_cast<double>(v.as_integer()) : -1;
-            if ((v.is_floating() || v.is_integer()) && d > 0 && std::isfinite(d))
+            if ((v.is_floating() || v.is_integer()) && d > 0 && std::isfinite(d)) {
                 l.cpus = d;
-            else
-                c.error(v, key, std::string("got ") + type_name(v) + (v.is_floating() || v.is_integer() ? " <= 0" : "") +
-                                    ", allowed: a positive number of CPUs like 1.5");
+            } else {
+                std::string got = type_name(v);
+                if (v.is_integer()) got = std::to_string(v.as_integer());
+                else if (v.is_floating()) got = toml::format(v);
+                c.error(v, key, "got " + got + ", allowed: a positive number of CPUs like 1.5");
+            }
         } else if (k == "timeout") {
             if (v.is_integer() && v.as_integer() > 0) {
                 l.timeout = std::chrono::seconds(v.as_integer());
@@ -235,7 +238,9 @@ SandboxLimits sandbox_limits(FileChecker& c, const toml::value& table, const std
                     c.error(v, key, e.what());
                 }
             } else {
-                c.error(v, key, std::string("got ") + type_name(v) + ", allowed: a duration like \"30m\" or an integer of seconds");
+                // An integer here is not positive: say which one, not "an integer".
+                c.error(v, key, "got " + (v.is_integer() ? std::to_string(v.as_integer()) : std::string(type_name(v))) +
+                                    ", allowed: a positive duration like \"30m\" or a positive integer of seconds");
             }
         }
     }
@@ -269,8 +274,13 @@ std::optional<std::string> model_value(FileChecker& c, const toml::value& v, con
 // "host", or a directory (relative paths are relative to the org directory).
 std::optional<std::string> rootfs_value(FileChecker& c, const toml::value& v, const std::string& key,
                                         const std::string& org_dir) {
-    auto s = c.string_of(v, key);
-    if (!s) return std::nullopt;
+    if (!v.is_string()) {
+        c.error(v, key, std::string("got ") + type_name(v) +
+                            ", allowed: \"host\" | a directory path holding the image's root (absolute, or relative to "
+                            "the organisation directory)");
+        return std::nullopt;
+    }
+    auto s = std::optional<std::string>(v.as_string().str);
     if (*s == "host") return s;
     if (s->empty()) {
         c.error(v, key, "got \"\", allowed: \"host\" or a directory holding the image's root");
