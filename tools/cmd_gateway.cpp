@@ -324,6 +324,23 @@ asio::awaitable<void> sync_ledger_periodically(gateway::Gateway& gw) {
 }  // namespace
 
 namespace {
+// --config takes a stand-alone gateway file; an organisation's org.toml given
+// there fails on its [engine] (or its missing [gateway]): say what was meant.
+config::GatewayConfig load_standalone_config(const std::string& path) {
+    try {
+        return config::load_gateway_config(path);
+    } catch (const config::ConfigError& e) {
+        std::string text = e.what();
+        const bool org_name = std::filesystem::path(path).filename() == "org.toml";
+        if (!org_name && text.find("unknown key 'engine'") == std::string::npos) throw;
+        auto dir = std::filesystem::path(path).parent_path().string();
+        auto eol = text.find('\n');
+        text.insert(eol == std::string::npos ? text.size() : eol,
+                    "; this looks like an organisation's org.toml: use corral gateway --org " + (dir.empty() ? "." : dir));
+        throw config::ConfigError(text);
+    }
+}
+
 // A malformed command line: one line naming the problem, exit 2 (as every
 // corral subcommand), not the 125 of a gateway that failed to start.
 int bad_usage(const std::string& problem) {
@@ -365,7 +382,7 @@ int cmd_gateway(int argc, char** argv) {
     if (!config_path.empty() && !org_dir.empty())
         return bad_usage("--config and --org: give one of them, not both");
     if (config_path.empty() && org_dir.empty()) return bad_usage("--config FILE or --org DIR is required");
-    auto cfg = org_dir.empty() ? config::load_gateway_config(config_path) : org_config(org_dir);
+    auto cfg = org_dir.empty() ? load_standalone_config(config_path) : org_config(org_dir);
     const std::string source = org_dir.empty() ? config_path : cfg.file;
     // The CA key, the ledger and the socket are written by root by path: only
     // in trees nobody but root can change (rootfs/host_paths.hpp).

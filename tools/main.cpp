@@ -65,7 +65,14 @@ int main(int argc, char** argv) {
             try {
                 return s.run(argc - 1, argv + 1);
             } catch (const std::exception& e) {
-                std::fprintf(stderr, "corral %s: %s\n", s.name, e.what());
+                // One prefixed line per problem: a message may hold several.
+                std::string_view text = e.what();
+                do {
+                    auto eol = text.find('\n');
+                    std::string_view line = text.substr(0, eol);
+                    if (!line.empty()) std::fprintf(stderr, "corral %s: %.*s\n", s.name, static_cast<int>(line.size()), line.data());
+                    text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+                } while (!text.empty());
                 return 125;  // containment/setup failure; see docs/architecture.md "Exit status"
             }
         }

@@ -1117,6 +1117,27 @@ TEST_CASE("corral gateway --org: a worker whose credential is unavailable is nam
     CHECK(connect_as(sock, "a/run-1", "api.anthropic.com:443").reason == "private_address");  // a is served
 }
 
+TEST_CASE("corral gateway --config ORG/org.toml: every error line is prefixed, with a hint to use --org") {
+    World w;
+    const std::string org = w.dir.path + "/hint-org";
+    fs::create_directories(org + "/workers");
+    std::ofstream(org + "/org.toml") << "[engine]\nagent = \"claude\"\n";
+    auto r = test::run({test::corral_bin(), "gateway", "--config", org + "/org.toml"});
+    INFO(r.err);
+    CHECK(r.exit_code == 125);
+    CHECK(r.err.find("corral gateway: " + org + "/org.toml:1: unknown key 'engine', allowed: gateway | credentials | "
+                     "grants; this looks like an organisation's org.toml: use corral gateway --org " + org + "\n") !=
+          std::string::npos);
+    std::istringstream lines(r.err);
+    int n = 0;
+    for (std::string line; std::getline(lines, line); ++n) CHECK_MESSAGE(line.rfind("corral gateway: ", 0) == 0, line);
+    CHECK(n >= 2);  // the missing [gateway] too, on its own prefixed line
+    // Named org.toml without [engine]: the hint as well.
+    std::ofstream(org + "/org.toml", std::ios::trunc) << "[credentials.a]\nkind = \"api_key\"\nenv = \"X\"\n";
+    auto r2 = test::run({test::corral_bin(), "gateway", "--config", org + "/org.toml"});
+    CHECK(r2.err.find("use corral gateway --org " + org) != std::string::npos);
+}
+
 TEST_CASE("an inject grant is refused over plain http:// (cleartext_inject), before any connection") {
     World w;
     GatewayUnderTest g(w.config(), w.secrets());
