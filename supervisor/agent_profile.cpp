@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -295,9 +296,44 @@ InstalledVersion installed_cli_version(const AgentProfile& p, const std::string&
         if (!j.is_object() || !j.contains("version") || !j["version"].is_string() ||
             j["version"].get<std::string>().empty())
             return {std::nullopt, pkg + ": no \"version\" string"};
-        return {j["version"].get<std::string>(), ""};
+        // It goes into run.json and onto the operator's terminal: a version,
+        // nothing else (no control characters, no essay).
+        const std::string v = j["version"].get<std::string>();
+        static const std::regex shape("[0-9A-Za-z.+-]{1,64}");
+        if (!std::regex_match(v, shape))
+            return {std::nullopt, pkg + ": \"version\" is not a version (allowed: 1 to 64 of [0-9A-Za-z.+-])"};
+        return {v, ""};
     }
     return {std::nullopt, "the command line names no package under " + nm};
+}
+
+std::string cli_version_note(const AgentProfile& p, const InstalledVersion& installed) {
+    const std::string name(config::to_string(p.kind));
+    if (!installed.version)
+        return "cli_version: unknown, recorded as null (" + installed.problem + "; corral pins " + name + " " +
+               p.cli_version + ")";
+    if (*installed.version != p.cli_version)
+        return "cli_version: the installed " + name + " is " + *installed.version + ", corral pins " + p.cli_version +
+               " (its flags and files were checked against the pinned one; install it with tools/install-npm-deps.sh)";
+    return "";
+}
+
+std::optional<std::string> cli_missing_in_rootfs(const AgentProfile& p, const std::string& image,
+                                                 const std::string& prefix) {
+    const bool host = image == "host";
+    for (const auto& program : p.version_argv) {
+        if (program.empty() || program[0] != '/') continue;  // flags such as --version
+        // Resolved inside the image (or the host's "/"): an existence check
+        // only, nothing is read.
+        if (is_regular_file_at({"--rootfs", program, PathWalk::in_root, host ? "/" : image})) continue;
+        std::string where = host ? "on this host (--rootfs host shows the host's /usr)" : "in the image " + image;
+        bool ours = program.compare(0, prefix.size() + 1, prefix + "/") == 0;
+        return std::string(config::to_string(p.kind)) + " needs " + program + ", which is not " + where + "; " +
+               (ours ? "install the pinned agent CLIs there (tools/install-npm-deps.sh; for an image, "
+                       "CORRAL_AGENTS_PREFIX=<image>" + prefix + ")"
+                     : "the image must provide it");
+    }
+    return std::nullopt;
 }
 
 std::string sentinel_for(const std::string& run_id) { return "corral-sentinel-" + run_id; }

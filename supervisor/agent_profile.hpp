@@ -100,6 +100,19 @@ struct InstalledVersion {
 InstalledVersion installed_cli_version(const AgentProfile& p, const std::string& agents_prefix,
                                        const std::string& rootfs = "/");
 
+// What the operator is told about the installed CLI (cmd_run: stderr and
+// run.json's messages; corral validate: a warning): "" when it is the pinned
+// version; otherwise why the version is unknown, or that it differs from the
+// pin (corral's flags and files were checked against the pinned version only).
+std::string cli_version_note(const AgentProfile& p, const InstalledVersion& installed);
+
+// The agent's programs (the CLI, and node for a script) must be in the rootfs
+// the box will see (`image`: "host" or an image directory). nullopt when they
+// are; otherwise one line naming the missing path and the fix. An existence
+// check only: nothing is read or run.
+std::optional<std::string> cli_missing_in_rootfs(const AgentProfile& p, const std::string& image,
+                                                 const std::string& prefix = default_agents_prefix);
+
 // The sentinel stem every fake credential of a run contains.
 std::string sentinel_for(const std::string& run_id);  // "corral-sentinel-<run_id>"
 

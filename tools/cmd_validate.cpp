@@ -122,9 +122,34 @@ int cmd_validate(int argc, char** argv) {
         config::CredentialStatus status = config::credential_status(org.gateway, required.name);
         auto mode = status.defined ? supervisor::credential_mode_for(status.kind) : supervisor::CredentialMode::api_key;
 
+        // The CLI as a run of this worker would find it: in the worker's
+        // rootfs (the same check `corral run` makes before anything starts),
+        // and its installed version next to the pinned one.
+        supervisor::AgentInputs in;
+        in.run_id = "validate";
+        in.worker = name;
+        in.credential = mode;
+        auto profile = supervisor::make_agent_profile(w.agent, in);
+        auto cli_missing = supervisor::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
+        std::string installed_text, cli_note;
+        if (cli_missing) {
+            installed_text = "NOT FOUND";
+            problems.push_back("worker '" + name + "': " + *cli_missing);
+        } else {
+            auto installed =
+                supervisor::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
+            installed_text = installed.version ? *installed.version : "unknown";
+            cli_note = supervisor::cli_version_note(profile, installed);
+        }
         std::printf("\nworker %s\n", name.c_str());
-        std::printf("  agent:      %s (%s), CLI %s\n", std::string(config::to_string(w.agent)).c_str(),
-                    w.agent_source.c_str(), supervisor::pinned_cli_version(w.agent));
+        std::printf("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n",
+                    std::string(config::to_string(w.agent)).c_str(), w.agent_source.c_str(),
+                    supervisor::pinned_cli_version(w.agent), installed_text.c_str(),
+                    w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
+        if (!cli_note.empty()) {
+            std::printf("  warning:    %s\n", cli_note.c_str());
+            std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
+        }
         if (w.agent == config::AgentKind::codex)
             std::printf("  auth mode:  %s\n", mode == supervisor::CredentialMode::oauth ? "chatgpt" : "apikey");
         std::printf("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());

@@ -118,27 +118,6 @@ std::string read_optional_file(const std::string& path) {
     return ss.str();
 }
 
-// The agent's programs (the CLI, and node for a script) must be in the
-// rootfs the box will see: found missing only after the sandbox is built,
-// the run would end as a bare "command not found" (exit 127) with the
-// reason left to guess. Checked before anything is written or started.
-void require_cli_in_rootfs(const AgentProfile& p, AgentKind kind, const std::string& image, const std::string& prefix) {
-    const bool host = image == "host";
-    for (const auto& program : p.version_argv) {
-        if (program.empty() || program[0] != '/') continue;  // flags such as --version
-        // Resolved inside the image (or the host's "/"): an existence check
-        // only, nothing is read.
-        if (is_regular_file_at({"--rootfs", program, PathWalk::in_root, host ? "/" : image}))
-            continue;
-        std::string where = host ? "on this host (--rootfs host shows the host's /usr)" : "in the image " + image;
-        bool ours = program.compare(0, prefix.size() + 1, prefix + "/") == 0;
-        throw AgentProgramNotFound(std::string(to_string(kind)) + " needs " + program + ", which is not " + where + "; " +
-                            (ours ? "install the pinned agent CLIs there (tools/install-npm-deps.sh; for an image, "
-                                    "CORRAL_AGENTS_PREFIX=<image>" + prefix + ")"
-                                  : "the image must provide it"));
-    }
-}
-
 // Hands the agent its home (written before the UID was leased). Never
 // follows a symlink: the tree was written by us, but be strict anyway.
 void chown_tree(const std::string& root, uid_t uid, gid_t gid) {
@@ -387,7 +366,10 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     AgentProfile p = make_agent_profile(w.agent, in);
     require_argv_fits_exec(p, w.agent, in.prompt.size(), in.system_prompt.size());
     if (!eg_.rootfs_given && w.rootfs != "host") spec.rootfs.image = w.rootfs;
-    require_cli_in_rootfs(p, w.agent, spec.rootfs.image, in.agents_prefix);
+    // Checked before anything is written or started: found missing only after
+    // the sandbox is built, the run would end as a bare "command not found".
+    if (auto missing = cli_missing_in_rootfs(p, spec.rootfs.image, in.agents_prefix))
+        throw AgentProgramNotFound(*missing);
 
     // The home is written now (owner: root) and handed to the agent's UID in
     // start(), once launch_sandbox has leased it.
@@ -414,9 +396,7 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     // (never the pinned version in its place).
     auto installed = installed_cli_version(p, in.agents_prefix, spec.rootfs.image == "host" ? "/" : spec.rootfs.image);
     cli_version_ = installed.version;
-    if (!cli_version_)
-        messages_.push_back("cli_version: unknown, recorded as null (" + installed.problem + "; corral pins " +
-                            std::string(config::to_string(w.agent)) + " " + p.cli_version + ")");
+    if (auto note = cli_version_note(p, installed); !note.empty()) messages_.push_back(note);
     profile_ = std::move(p);
 }
 

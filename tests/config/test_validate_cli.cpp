@@ -33,7 +33,7 @@ TEST_CASE("corral validate prints each resolved worker with implied grants and c
     auto r = validate(d, {}, {{"CORRAL_TEST_ANTHROPIC", "sk-ant-api03-not-really-a-key"}});
     CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
     CHECK(has(r.out, "worker alpha"));
-    CHECK(has(r.out, "agent:      claude (" + d.file("org.toml") + ":2 [engine]), CLI 2.1.332"));
+    CHECK(has(r.out, "agent:      claude (" + d.file("org.toml") + ":2 [engine]), CLI pinned 2.1.332, installed "));
     CHECK(has(r.out, "limits:     memory=1GiB pids=64"));
     CHECK(has(r.out, "api.anthropic.com:443 inject credential=anthropic routes=POST /v1/messages"));
     CHECK(has(r.out, "[implied by agent = \"claude\"]"));
@@ -147,4 +147,44 @@ TEST_CASE("corral validate: only an anthropic credential — the claude worker c
     auto x = validate(d, {"--worker", "codex-w"}, env);
     CHECK(x.exit_code == 2);
     CHECK(has(x.err, "[credentials.openai]"));
+}
+
+// An image directory holding the claude CLI's entry point and a package.json with `version`.
+namespace {
+void fake_claude_image(const OrgDir& d, const std::string& rel, const std::string& version_json) {
+    const std::string pkg = rel + "/usr/local/lib/corral-agents/node_modules/@anthropic-ai/claude-code";
+    d.write(pkg + "/bin/claude.exe", "#!/bin/sh\n");
+    d.write(pkg + "/package.json", "{\"name\":\"@anthropic-ai/claude-code\",\"version\":" + version_json + "}");
+}
+}  // namespace
+
+TEST_CASE("corral validate: the CLI in each worker's rootfs — missing is an error, another version a warning") {
+    OrgDir d;
+    d.org("[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_ANTHROPIC\"\n");
+    d.write("empty-img/etc/hostname", "x\n");
+    fake_claude_image(d, "old-img", "\"1.0.0\"");
+    fake_claude_image(d, "odd-img", "\"1.0\\u001b[31mred\"");
+    d.worker("none", "agent = \"claude\"\nrootfs = \"empty-img\"\n");
+    d.worker("old", "agent = \"claude\"\nrootfs = \"old-img\"\n");
+    d.worker("odd", "agent = \"claude\"\nrootfs = \"odd-img\"\n");
+    const std::map<std::string, std::string> env = {{"CORRAL_TEST_ANTHROPIC", "x"}};
+    auto r = validate(d, {"--worker", "none"}, env);
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.out, "CLI pinned 2.1.332, installed NOT FOUND (in the image " + d.file("empty-img") + ")"));
+    // The same words as `corral run`'s refusal.
+    CHECK(has(r.err, "corral validate: worker 'none': claude needs /usr/local/lib/corral-agents/node_modules/"
+                     "@anthropic-ai/claude-code/bin/claude.exe, which is not in the image " + d.file("empty-img") +
+                     "; install the pinned agent CLIs there (tools/install-npm-deps.sh; for an image, "
+                     "CORRAL_AGENTS_PREFIX=<image>/usr/local/lib/corral-agents)"));
+
+    auto o = validate(d, {"--worker", "old"}, env);
+    CHECK_MESSAGE(o.exit_code == 0, o.err);
+    CHECK(has(o.out, "CLI pinned 2.1.332, installed 1.0.0 (in the image " + d.file("old-img") + ")"));
+    CHECK(has(o.err, "warning: worker old: cli_version: the installed claude is 1.0.0, corral pins 2.1.332"));
+
+    auto x = validate(d, {"--worker", "odd"}, env);
+    CHECK_MESSAGE(x.exit_code == 0, x.err);
+    CHECK(has(x.out, "installed unknown (in the image"));
+    CHECK(has(x.err, "\"version\" is not a version"));
+    CHECK_FALSE(has(x.out + x.err, "\x1b"));
 }
