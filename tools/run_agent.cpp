@@ -233,7 +233,10 @@ RunOptions parse_run_command(int argc, char** argv, EgressOptions& eg) {
 RunEgress::RunEgress(EgressOptions eg, const RunOptions& opts, std::string run_id, std::string run_dir,
                      std::string state_dir)
     : eg_(std::move(eg)), opts_(opts), run_id_(std::move(run_id)), run_dir_(std::move(run_dir)),
-      state_dir_(std::move(state_dir)) {}
+      state_dir_(std::move(state_dir)) {
+    // run.json names the worker asked for, also when the run is refused before it is resolved.
+    if (eg_.worker) worker_ = *eg_.worker;
+}
 
 RunEgress::~RunEgress() { stop(); }
 
@@ -480,11 +483,13 @@ void RunEgress::stop() {
 
 nlohmann::json RunEgress::record_fields() const {
     using nlohmann::json;
-    json gw{{"mode", gateway_ ? "embedded" : "unix:" + daemon_socket_}};
-    if (gateway_) {
-        gw["ledger"] = run_dir_ + "/ledger.jsonl";
-        gw["requests"] = requests_;
-        gw["refusals"] = refusals_;
+    // The mode as configured (--gateway or not), whether or not the run got
+    // that far; counts only from a gateway that served this run.
+    json gw{{"mode", eg_.gateway ? "unix:" + *eg_.gateway : std::string("embedded")}};
+    if (!eg_.gateway) {
+        gw["ledger"] = gateway_ ? json(run_dir_ + "/ledger.jsonl") : json(nullptr);
+        gw["requests"] = gateway_ && started_ ? json(requests_) : json(nullptr);
+        gw["refusals"] = gateway_ && started_ ? json(refusals_) : json(nullptr);
     } else {
         // The daemon keeps the ledger (its lines carry this identity) and the
         // counts, asked for at stop(); null if it could not be asked.
@@ -493,7 +498,9 @@ nlohmann::json RunEgress::record_fields() const {
         gw["refusals"] = daemon_counts_ ? json(daemon_counts_->refusals) : json(nullptr);
     }
     json out{{"worker", worker_}, {"identity", identity()}, {"gateway", gw}};
-    out["agent"] = profile_ ? json(std::string(config::to_string(profile_->kind))) : json(nullptr);
+    // An agent run names its agent once the worker is resolved, even when it
+    // was refused before the CLI's profile was made.
+    out["agent"] = eg_.agent() && resolved_ ? json(std::string(config::to_string(resolved_->agent))) : json(nullptr);
     out["cli_version"] = profile_ && cli_version_ ? json(*cli_version_) : json(nullptr);
     return out;
 }

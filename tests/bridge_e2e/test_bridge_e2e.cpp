@@ -748,6 +748,43 @@ TEST_CASE("only an anthropic credential: the codex worker's run fails before any
     std::stringstream ss;
     ss << rec.rdbuf();
     CHECK(ss.str().find("[credentials.openai]") != std::string::npos);
+    // The record is honest about how far the run got: the embedded gateway
+    // was configured but never ran (no counts), the agent was resolved.
+    auto record = json::parse(ss.str());
+    INFO(record.dump());
+    CHECK(record["gateway"]["mode"] == "embedded");
+    CHECK(record["gateway"]["requests"].is_null());
+    CHECK(record["gateway"]["refusals"].is_null());
+    CHECK(record["gateway"]["ledger"].is_null());
+    CHECK(record["agent"] == "codex");
+    CHECK(record["worker"] == "codex-w");
+    CHECK(record["cli_version"].is_null());
+
+    // A --prompt-file that cannot be read: refused after the gateway was built, before it ran.
+    std::string run_dir2 = w.dir + "/run-wp4-nofile";
+    auto r2 = run({corral_bin(), "run", "--config", org3, "--worker", "claude-w", "--run-dir", run_dir2, "--prompt-file",
+                   w.dir + "/no-such-prompt"},
+                  o);
+    CHECK(r2.exit_code != 0);
+    auto rec2 = json::parse(read_file(run_dir2 + "/run.json"));
+    INFO(rec2.dump());
+    CHECK(rec2["gateway"]["mode"] == "embedded");
+    CHECK(rec2["gateway"]["requests"].is_null());
+    CHECK(rec2["gateway"]["refusals"].is_null());
+    CHECK(rec2["agent"] == "claude");
+
+    // An unknown worker: the mode as configured (a daemon here), the worker as asked, no agent.
+    std::string run_dir3 = w.dir + "/run-wp4-noworker";
+    auto r3 = run({corral_bin(), "run", "--config", org3, "--worker", "nobody", "--gateway", "unix:" + w.dir + "/none.sock",
+                   "--run-dir", run_dir3, "--prompt", "hi"},
+                  o);
+    CHECK(r3.exit_code == 125);
+    auto rec3 = json::parse(read_file(run_dir3 + "/run.json"));
+    INFO(rec3.dump());
+    CHECK(rec3["gateway"]["mode"] == "unix:" + w.dir + "/none.sock");
+    CHECK(rec3["gateway"]["requests"].is_null());
+    CHECK(rec3["agent"].is_null());
+    CHECK(rec3["worker"] == "nobody");
 }
 
 }  // namespace corral::test::bridge
