@@ -266,9 +266,11 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
 }
 
 std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
-                                                std::chrono::milliseconds timeout) {
+                                                std::chrono::milliseconds timeout, std::string* problem) {
     auto fail = [&](const std::string& why) -> std::optional<DaemonCounts> {
-        log::warn("gateway daemon at " + socket_path + ": no counts for " + identity + ": " + why);
+        std::string line = "gateway daemon at " + socket_path + ": no counts for " + identity + ": " + why;
+        if (problem != nullptr) *problem = std::move(line);
+        else log::warn(line);
         return std::nullopt;
     };
     Fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));

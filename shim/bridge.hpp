@@ -102,8 +102,11 @@ struct DaemonCounts {
 
 // "CORRAL-COUNTS worker/run\n" on the daemon's Unix socket; the daemon answers
 // one line {"requests":N,"refusals":M} and closes. Blocking, bounded by
-// `timeout`; nullopt (with a warning) if the daemon cannot be asked.
+// `timeout`; nullopt if the daemon cannot be asked or answers otherwise: with
+// `problem` set, the reason (one line naming the socket and identity) goes
+// there, else it is logged as a warning.
 std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
-                                                std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+                                                std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
+                                                std::string* problem = nullptr);
 
 }  // namespace corral::shim

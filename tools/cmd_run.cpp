@@ -197,6 +197,7 @@ int cmd_run(int argc, char** argv) {
     int status = 0;
     auto finish = [&](int st) {
         egress.stop();
+        for (const auto& m : egress.take_stop_messages()) say(m);
         record.extra = egress.record_fields();
         record.status = st;
         record.ended_at = std::chrono::system_clock::now();

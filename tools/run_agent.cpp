@@ -476,8 +476,11 @@ void RunEgress::stop() {
         requests_ = gateway_->ledger().requests(identity());
         refusals_ = gateway_->ledger().refusals(identity());
     } else if (started_ && !daemon_socket_.empty()) {
-        if (auto counts = shim::query_daemon_counts(daemon_socket_, identity()))
+        std::string problem;
+        if (auto counts = shim::query_daemon_counts(daemon_socket_, identity(), std::chrono::milliseconds(2000), &problem))
             daemon_counts_ = std::make_unique<shim::DaemonCounts>(*counts);
+        else
+            stop_messages_.push_back(problem + "; requests and refusals recorded as null");
     }
 }
 

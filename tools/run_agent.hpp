@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -110,6 +111,10 @@ public:
     // cmd_run prints each and puts it into run.json's messages.
     const std::vector<std::string>& messages() const { return messages_; }
 
+    // What stop() has to tell (e.g. the daemon's counts could not be had),
+    // handed over once: cmd_run prints each and puts it into run.json's messages.
+    std::vector<std::string> take_stop_messages() { return std::exchange(stop_messages_, {}); }
+
 private:
     void prepare_agent(supervisor::SandboxSpec& spec);
     void prepare_trust(supervisor::SandboxSpec& spec);
@@ -126,6 +131,7 @@ private:
     bool intercepts_ = true;  // a daemon's grants are unknown here: assume it intercepts
     std::optional<std::string> cli_version_;  // the installed CLI's; unset = unknown (run.json: null)
     std::vector<std::string> messages_;
+    std::vector<std::string> stop_messages_;
     config::GatewayConfig credential_specs_;  // where the embedded gateway's secrets are read from in start()
     // The gateway outlives the loop (the coroutine frames the loop destroys
     // give buffers back to it); its pooled upstream sockets, which need the

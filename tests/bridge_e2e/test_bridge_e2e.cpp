@@ -15,11 +15,15 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -619,6 +623,57 @@ TEST_CASE("--rootfs IMAGE: corral's CA joins each of the image's own CA bundles 
         CHECK(tree_digest(image) == before);
     }
     CHECK(sha256_hex(read_file("/etc/ssl/certs/ca-certificates.crt")) == host_bundle_before);
+}
+
+TEST_CASE("--gateway: a daemon whose CORRAL-COUNTS answer is bad is named on stderr and in run.json's messages") {
+    World& w = world();
+    // A stand-in "daemon" (root's socket, in the test's root-only dir) that answers every line with garbage.
+    const std::string sock = w.dir + "/bad-counts.sock";
+    ::unlink(sock.c_str());
+    int ls = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(ls >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(ls, 8) == 0);
+    std::atomic<bool> done{false};
+    std::thread server([&] {
+        while (!done) {
+            pollfd p{ls, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            int c = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c < 0) continue;
+            char buf[512];
+            (void)::recv(c, buf, sizeof buf, 0);
+            (void)!::write(c, "no counts here\n", 15);
+            ::close(c);
+        }
+    });
+    // The box trusts the daemon's CA: <state-dir>/ca/ca.crt (any certificate will do for /bin/true).
+    const std::string state = w.dir + "/bad-counts-state";
+    fs::create_directories(state + "/ca");
+    fs::permissions(state, fs::perms::owner_all, fs::perm_options::replace);
+    fs::copy_file(w.dir + "/ca.crt", state + "/ca/ca.crt", fs::copy_options::overwrite_existing);
+    const std::string run_dir = w.dir + "/run-bad-counts";
+    auto r = run({corral_bin(), "run", "--state-dir", state, "--run-dir", run_dir, "--gateway", "unix:" + sock, "--",
+                  "/bin/true"});
+    done = true;
+    server.join();
+    ::close(ls);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    const std::string line = "corral run: gateway daemon at " + sock + ": no counts for adhoc/";
+    CHECK(r.err.find(line) != std::string::npos);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    INFO(record.dump());
+    CHECK(record["gateway"]["requests"].is_null());
+    bool in_messages = false;
+    for (const auto& m : record["messages"])
+        if (m.get<std::string>().find("gateway daemon at " + sock + ": no counts for adhoc/") == 0 &&
+            m.get<std::string>().find("recorded as null") != std::string::npos)
+            in_messages = true;
+    CHECK(in_messages);
 }
 
 TEST_CASE("an agent run on an image without the agent's CLI fails before anything starts, saying where it looked") {
