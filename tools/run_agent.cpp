@@ -263,6 +263,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
     if (!gateway::parse_identity(identity()))
         throw UsageError("identity " + identity() + ": worker and run id must be made of [A-Za-z0-9._-]");
 
+    std::string left_out;  // said once the run is known to go ahead without the agent's grants
     if (resolved_) {
         AgentKind kind = resolved_->agent;
         auto cred = config::credential_status(gw, required_credential(kind).name);
@@ -274,8 +275,8 @@ void RunEgress::prepare(SandboxSpec& spec) {
         if (cred.available)
             implied = implied_grants(kind, credential_mode_for(cred.kind), worker_);
         else
-            log::info("worker " + worker_ + ": credential '" + required_credential(kind).name +
-                      "' not available (" + cred.problem + "); the agent's model grants are left out of this run");
+            left_out = "worker " + worker_ + ": credential '" + required_credential(kind).name + "' not available (" +
+                       cred.problem + "); the agent's model grants are left out of this run";
         gw.grants = worker_grants(*resolved_, implied);
     }
 
@@ -303,6 +304,18 @@ void RunEgress::prepare(SandboxSpec& spec) {
             if (!g.credential.empty()) used.insert(g.credential);
         for (auto it = gw.credentials.begin(); it != gw.credentials.end();)
             it = used.count(it->first) ? std::next(it) : gw.credentials.erase(it);
+        // A configured grant that needs an unreadable credential stops the
+        // run: name that grant (its file:line), not only the credential.
+        std::set<std::string> checked;
+        for (const auto& g : gw.grants) {
+            if (g.credential.empty() || !checked.insert(g.credential).second) continue;
+            auto st = config::credential_status(gw, g.credential);
+            if (!st.available)
+                throw UsageError(g.where + ": the grant for " + g.host + ":" + std::to_string(g.port) +
+                                 " needs the credential '" + g.credential + "'" +
+                                 (st.source.empty() ? "" : " (" + st.source + ")") + ", which is not available: " +
+                                 st.problem + (st.fix.empty() ? "" : "; to fix: " + st.fix));
+        }
         // Checked now (a run that cannot authenticate must not start) but kept
         // only from start() on, after the clone: the init and the reaper are
         // copies of this process and must hold no secret (docs/security.md).
@@ -319,6 +332,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
         if (intercepts_) ca_pem_ = gateway_->ca_certificate_pem();
     }
 
+    if (!left_out.empty()) log::info(left_out);
     if (eg_.agent()) prepare_agent(spec);
     prepare_trust(spec);
 }

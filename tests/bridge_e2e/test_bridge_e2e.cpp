@@ -676,6 +676,27 @@ TEST_CASE("--gateway: a daemon whose CORRAL-COUNTS answer is bad is named on std
     CHECK(in_messages);
 }
 
+TEST_CASE("a command run whose worker grant needs an unreadable credential names that grant, not the agent's grants") {
+    World& w = world();
+    std::string org = w.dir + "/org-unreadable";
+    fs::create_directories(org + "/workers/wu");
+    write_file(org + "/org.toml", "[gateway]\nstate_dir = \"" + w.dir + "/state\"\n"
+                                  "[credentials.anthropic]\nkind = \"api_key\"\nfile = \"" + w.dir + "/no-such.key\"\n");
+    write_file(org + "/workers/wu/worker.toml",
+               "agent = \"claude\"\n[[grants]]\nhost = \"api.anthropic.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n");
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    std::string run_dir = w.dir + "/run-unreadable";
+    auto r = run({corral_bin(), "run", "--config", org, "--worker", "wu", "--run-dir", run_dir, "--", "/bin/true"}, o);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 125);
+    CHECK(r.err.find("corral run: " + org + "/workers/wu/worker.toml:2: the grant for api.anthropic.com:443 needs the "
+                     "credential 'anthropic' (file " + w.dir + "/no-such.key), which is not available") !=
+          std::string::npos);
+    CHECK(r.err.find("left out") == std::string::npos);
+    CHECK(!fs::exists(run_dir + "/stdout.log"));
+}
+
 TEST_CASE("an agent run on an image without the agent's CLI fails before anything starts, saying where it looked") {
     World& w = world();
     RunOptions o;
