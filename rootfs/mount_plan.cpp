@@ -23,6 +23,19 @@
 #include "rootfs/minimal_etc.hpp"
 
 namespace corral::rootfs {
+
+void require_directory(std::string_view option, const std::string& path) {
+    if (path.empty() || path.front() != '/')
+        throw UsageError(std::string(option) + " " + path + ": expected an absolute path to a directory");
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+        int err = errno;
+        if (err == ENOENT || err == ENOTDIR) throw UsageError(std::string(option) + " " + path + ": no such directory");
+        throw UsageError(std::string(option) + " " + path + ": cannot access: " + errno_text(err));
+    }
+    if (!S_ISDIR(st.st_mode)) throw UsageError(std::string(option) + " " + path + ": is not a directory");
+}
+
 namespace {
 
 // Every mount the box sees carries nosuid and nodev; read-only ones add MS_RDONLY.
@@ -111,18 +124,6 @@ unsigned long restrictions_of(const std::string& host_path) {
     return ((sv.f_flag & ST_NOEXEC) ? MS_NOEXEC : 0) | ((sv.f_flag & ST_RDONLY) ? MS_RDONLY : 0);
 }
 
-// Checks a user-given directory: absolute, exists, is a directory. Returns nothing; throws UsageError.
-void require_directory(std::string_view option, const std::string& path) {
-    if (path.empty() || path.front() != '/')
-        throw UsageError(std::string(option) + " " + path + ": expected an absolute path to a directory");
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) {
-        int err = errno;
-        if (err == ENOENT || err == ENOTDIR) throw UsageError(std::string(option) + " " + path + ": no such directory");
-        throw UsageError(std::string(option) + " " + path + ": cannot access: " + errno_text(err));
-    }
-    if (!S_ISDIR(st.st_mode)) throw UsageError(std::string(option) + " " + path + ": is not a directory");
-}
 
 void validate_names(const RootfsSpec& spec) {
     const std::string& n = spec.agent_name;

@@ -109,6 +109,10 @@ struct MountPlan {
     std::vector<std::string> protected_dirs;  // RootfsSpec::protected_dirs, for prepare_idmapped_trees()
 };
 
+// Checks a user-given directory: absolute, exists, is a directory. Throws
+// UsageError naming the option: "--rootfs /x: no such directory".
+void require_directory(std::string_view option, const std::string& path);
+
 // Validates the spec and builds the plan. Throws UsageError naming the option,
 // the bad value and what is accepted, e.g. "--rootfs /x: no such directory".
 MountPlan plan_rootfs(const RootfsSpec& spec);

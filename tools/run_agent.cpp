@@ -23,6 +23,7 @@
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
 #include "rootfs/host_paths.hpp"
+#include "rootfs/mount_plan.hpp"
 #include "rootfs/trust_store.hpp"
 #include "shim/bridge.hpp"
 
@@ -241,6 +242,10 @@ RunEgress::RunEgress(EgressOptions eg, const RunOptions& opts, std::string run_i
 RunEgress::~RunEgress() { stop(); }
 
 void RunEgress::prepare(SandboxSpec& spec) {
+    // Checked first, as launch_sandbox would, so that --rootfs is named the
+    // same way with or without --config (the CA bundles and the agent's CLI
+    // are looked up in it before launch).
+    if (spec.rootfs.image != "host") rootfs::require_directory("--rootfs", spec.rootfs.image);
     config::GatewayConfig gw;
     if (eg_.config_dir) {
         org_ = config::load_org(eg_.config_dir->c_str());

@@ -697,6 +697,29 @@ TEST_CASE("a command run whose worker grant needs an unreadable credential names
     CHECK(!fs::exists(run_dir + "/stdout.log"));
 }
 
+TEST_CASE("--rootfs that does not exist is named the same with and without --config") {
+    World& w = world();
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    const std::string missing = w.dir + "/no-such-image";
+    std::vector<std::vector<std::string>> forms = {
+        {"--", "/bin/true"},
+        {"--config", w.org, "--worker", "w1", "--", "/bin/true"},
+        {"--config", w.org, "--worker", "w1", "--prompt", "hi"},
+    };
+    int n = 0;
+    for (const auto& form : forms) {
+        std::vector<std::string> argv = {corral_bin(), "run", "--rootfs", missing, "--run-dir",
+                                         w.dir + "/run-norootfs-" + std::to_string(n++)};
+        argv.insert(argv.end(), form.begin(), form.end());
+        auto r = run(argv, o);
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 125);
+        CHECK(r.err.find("corral run: --rootfs " + missing + ": no such directory\n") != std::string::npos);
+        CHECK(r.err.find("open(") == std::string::npos);
+    }
+}
+
 TEST_CASE("an agent run on an image without the agent's CLI fails before anything starts, saying where it looked") {
     World& w = world();
     RunOptions o;
