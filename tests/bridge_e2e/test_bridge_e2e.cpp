@@ -518,6 +518,13 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     w.daemon.reset();
 }
 
+// A refused agent run: no output log of either kind, no agent home.
+void check_agent_never_started(const std::string& run_dir) {
+    CHECK(!fs::exists(run_dir + "/stdout.log"));
+    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
+    CHECK(!fs::exists(run_dir + "/home"));
+}
+
 // Every entry of a tree (path, mode, link target or content hash), sorted: equal
 // before and after a run means the run left the tree untouched.
 std::string tree_digest(const std::string& root) {
@@ -734,9 +741,7 @@ TEST_CASE("an agent run on an image without the agent's CLI fails before anythin
     CHECK(r.err.find("claude needs /usr/local/lib/corral-agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe, "
                      "which is not in the image " + image) != std::string::npos);
     CHECK(r.err.find("CORRAL_AGENTS_PREFIX=<image>/usr/local/lib/corral-agents") != std::string::npos);
-    CHECK(!fs::exists(run_dir + "/stdout.log"));
-    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
-    CHECK(!fs::exists(run_dir + "/home"));
+    check_agent_never_started(run_dir);
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["status"] == 127);
 }
@@ -769,9 +774,7 @@ TEST_CASE("a prompt the CLI cannot take as it is (NUL byte, empty, longer than o
             CHECK(r.err.find("one argument of claude's command line would be 200000 bytes (the prompt is 200000 bytes, "
                              "the system prompt 0); Linux allows at most 131071 bytes per argument") !=
                   std::string::npos);
-        CHECK(!fs::exists(run_dir + "/stdout.log"));
-    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
-        CHECK(!fs::exists(run_dir + "/home"));
+        check_agent_never_started(run_dir);
     }
 }
 
@@ -808,9 +811,7 @@ TEST_CASE("an agent run whose credential is missing fails before anything starts
     CHECK(r.err.find("anthropic") != std::string::npos);
     CHECK(r.err.find("[credentials.anthropic]") != std::string::npos);
     // Nothing started: no sandbox output, no agent home.
-    CHECK(!fs::exists(run_dir + "/stdout.log"));
-    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
-    CHECK(!fs::exists(run_dir + "/home"));
+    check_agent_never_started(run_dir);
 }
 
 // The seed's WP4 scenario: an organisation with only an anthropic credential.
@@ -840,9 +841,7 @@ TEST_CASE("only an anthropic credential: the codex worker's run fails before any
     CHECK(r.err.find("corral run: worker 'codex-w' runs codex, which needs the credential 'openai': not defined; "
                      "add to org.toml: [credentials.openai] kind = \"api_key\"") != std::string::npos);
     // Nothing started: no sandbox output, no agent home; run.json says why.
-    CHECK(!fs::exists(run_dir + "/stdout.log"));
-    CHECK(!fs::exists(run_dir + "/stdout.jsonl"));
-    CHECK(!fs::exists(run_dir + "/home"));
+    check_agent_never_started(run_dir);
     std::ifstream rec(run_dir + "/run.json");
     std::stringstream ss;
     ss << rec.rdbuf();
