@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tools/bench/startup.sh — sandbox startup benchmark and leak check (issue 2).
+# tools/bench/startup.sh — sandbox startup benchmark and leak check.
 #
 # 1. Startup: median wall time of start → exit → teardown of /bin/true, in one
-#    invocation, alternating order (round r starts at config r mod 6), for
+#    invocation, alternating order (round r starts at config r mod the number of configs), for
 #      corral   corral run --rootfs R -- /bin/true        (its teardown is verified
 #                                                      by corral before it exits)
 #      bwrap    bwrap --unshare-all --die-with-parent --ro-bind R / --proc /proc --dev /dev /bin/true
@@ -14,6 +14,9 @@
 #               sandbox: what any run pays before its first step)
 #      exec     R/bin/true, no namespaces (starting and exiting a small static
 #               program: the part of floor that corral's own start replaces)
+#      baseline the same corral run with the binary given by --baseline (e.g. a
+#               build of an older commit), in the same rounds: before/after
+#               figures from one invocation, under the same load
 #    on the same busybox-static rootfs R. Prints medians (p10/p90/min/max too),
 #    the corral/bwrap ratio (target ≤ 0.7) and floor + load - exec, the least
 #    a fresh corral process per run could take before doing any sandbox work.
@@ -22,21 +25,25 @@
 #    range, corral processes and corral-related open fds, before and after;
 #    PASS iff all are equal.
 #
-# Usage (root): tools/bench/startup.sh [--runs N] [--leak-runs N] [--corral PATH]
+# Usage (root): tools/bench/startup.sh [--runs N] [--leak-runs N] [--corral PATH] [--baseline PATH]
 #   default: --runs 30 --leak-runs 200 --corral $CORRAL_BIN or build-test/tools/corral
+#   --baseline PATH: a second corral binary timed as config "baseline"; the
+#   summary adds corral/baseline (the leak check runs the --corral binary only)
 # Not a test: figures depend on the machine; compare configs within one invocation.
 set -euo pipefail
 
 runs=30
 leak_runs=200
 corral=${CORRAL_BIN:-}
+baseline=
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --leak-runs) leak_runs=$2; shift 2 ;;
     --corral) corral=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
-    *) echo "startup.sh: unknown argument '$1' (accepted: --runs N, --leak-runs N, --corral PATH)" >&2; exit 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) echo "startup.sh: unknown argument '$1' (accepted: --runs N, --leak-runs N, --corral PATH, --baseline PATH)" >&2; exit 2 ;;
   esac
 done
 
@@ -45,6 +52,7 @@ repo=$(cd "$here/../.." && pwd)
 if [ -z "$corral" ]; then corral=$repo/build-test/tools/corral; fi
 [ "$(id -u)" -eq 0 ] || { echo "startup.sh: must run as root (corral run, bwrap and unshare create namespaces)" >&2; exit 2; }
 [ -x "$corral" ] || { echo "startup.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
+[ -z "$baseline" ] || [ -x "$baseline" ] || { echo "startup.sh: --baseline $baseline is not an executable" >&2; exit 2; }
 for p in bwrap unshare chroot cc /bin/busybox; do
   command -v "$p" >/dev/null || { echo "startup.sh: $p is missing (tools/install-deps.sh)" >&2; exit 2; }
 done
@@ -72,12 +80,18 @@ printf '%s\0' "$(command -v unshare)" --pid --mount --net --ipc --uts --cgroup -
 printf '%s\0' "$work/startup-floor" "$R/bin/true" > "$work/floor.argv"
 printf '%s\0' "$corral" --version > "$work/load.argv"
 printf '%s\0' "$R/bin/true" > "$work/exec.argv"
+configs=(corral bwrap unshare floor load exec)
+if [ -n "$baseline" ]; then
+  printf '%s\0' "$baseline" run --rootfs "$R" --state-dir "$state" --uid-range "$uid_range" -- /bin/true > "$work/baseline.argv"
+  configs+=(baseline)
+fi
+timer_args=()
+for c in "${configs[@]}"; do timer_args+=("$c" "$work/$c.argv"); done
 
 echo "== startup: $runs runs each (+3 warm-up), alternating; wall ms from spawn to reaped exit"
-for c in corral bwrap unshare floor load exec; do tr '\0' ' ' < "$work/$c.argv"; echo; done
+for c in "${configs[@]}"; do tr '\0' ' ' < "$work/$c.argv"; echo; done
 echo "machine: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$work/timer" "$runs" 3 corral "$work/corral.argv" bwrap "$work/bwrap.argv" unshare "$work/unshare.argv" \
-  floor "$work/floor.argv" load "$work/load.argv" exec "$work/exec.argv" > "$work/startup.txt"
+"$work/timer" "$runs" 3 "${timer_args[@]}" > "$work/startup.txt"
 printf '%-8s %5s %9s %9s %9s %9s %9s\n' config runs median p10 p90 min max
 while read -r name n med p10 p90 min max; do
   printf '%-8s %5s %9s %9s %9s %9s %9s\n' "$name" "$n" "$med" "$p10" "$p90" "$min" "$max"
@@ -85,6 +99,9 @@ done < "$work/startup.txt"
 awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3} $1=="floor"{f=$3} $1=="load"{l=$3} $1=="exec"{e=$3}
      END{printf "corral/bwrap = %.2f (target <= 0.70, i.e. %.2f ms)   corral/unshare = %.2f   floor/bwrap = %.2f\n", c/b, 0.7*b, c/u, f/b;
          printf "floor + load - exec = %.2f ms = %.2f x bwrap: the namespaces plus loading corral, before any sandbox work\n", f+l-e, (f+l-e)/b}' "$work/startup.txt"
+if [ -n "$baseline" ]; then
+  awk '$1=="corral"{c=$3} $1=="baseline"{b=$3} END{printf "corral/baseline = %.2f (corral %.2f ms, baseline %.2f ms)\n", c/b, c, b}' "$work/startup.txt"
+fi
 
 # --- leak check ---
 count_mounts() { wc -l < /proc/self/mountinfo; }
