@@ -339,6 +339,7 @@ void RunEgress::prepare(SandboxSpec& spec) {
 
     if (!left_out.empty()) log::info(left_out);
     if (eg_.agent()) prepare_agent(spec);
+    else if (resolved_) apply_worker(spec, {});
     prepare_trust(spec);
 }
 
@@ -387,7 +388,7 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     in.home_in_box = "/home/agent";
     AgentProfile p = make_agent_profile(w.agent, in);
     require_argv_fits_exec(p, w.agent, in.prompt.size(), in.system_prompt.size());
-    if (!eg_.rootfs_given && w.rootfs != "host") spec.rootfs.image = w.rootfs;
+    apply_worker_rootfs(spec);
     // Checked before anything is written or started: found missing only after
     // the sandbox is built, the run would end as a bare "command not found".
     if (auto missing = cli_missing_in_rootfs(p, spec.rootfs.image, in.agents_prefix))
@@ -405,21 +406,33 @@ void RunEgress::prepare_agent(SandboxSpec& spec) {
     spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
     spec.argv = p.argv;
     if (p.stdin_null) spec.pass_stdin = false;
-    for (const auto& kv : w.env) spec.env.emplace_back(kv.first, kv.second);
-    for (const auto& kv : p.env) spec.env.push_back(kv);
-    for (const auto& kv : opts_.env) spec.env.push_back(kv);  // --env wins
-    // Command-line limits win over the worker's.
-    if (!spec.limits.memory_bytes) spec.limits.memory_bytes = w.limits.memory_bytes;
-    if (!spec.limits.pids) spec.limits.pids = w.limits.pids;
-    if (!spec.limits.cpus) spec.limits.cpus = w.limits.cpus;
-    if (!spec.timeout) spec.timeout = w.limits.timeout;
-    if (w.limits.tmp_bytes) spec.rootfs.tmp_size_bytes = *w.limits.tmp_bytes;
+    apply_worker(spec, p.env);
     // run.json says what ran: null, and why, when the version cannot be read
     // (never the pinned version in its place).
     auto installed = installed_cli_version(p, in.agents_prefix, spec.rootfs.image == "host" ? "/" : spec.rootfs.image);
     cli_version_ = installed.version;
     if (auto note = cli_version_note(p, installed); !note.empty()) messages_.push_back(note);
     profile_ = std::move(p);
+}
+
+void RunEgress::apply_worker_rootfs(SandboxSpec& spec) const {
+    if (!eg_.rootfs_given && resolved_->rootfs != "host") spec.rootfs.image = resolved_->rootfs;
+}
+
+// A worker's settings apply to every run of it, agent or `-- CMD`: the
+// command line wins, then worker.toml, then org.toml, then the default.
+void RunEgress::apply_worker(SandboxSpec& spec, const std::vector<std::pair<std::string, std::string>>& agent_env) {
+    const auto& w = *resolved_;
+    apply_worker_rootfs(spec);
+    spec.env.clear();
+    for (const auto& kv : w.env) spec.env.emplace_back(kv.first, kv.second);
+    for (const auto& kv : agent_env) spec.env.push_back(kv);
+    for (const auto& kv : opts_.env) spec.env.push_back(kv);  // --env wins
+    if (!spec.limits.memory_bytes) spec.limits.memory_bytes = w.limits.memory_bytes;
+    if (!spec.limits.pids) spec.limits.pids = w.limits.pids;
+    if (!spec.limits.cpus) spec.limits.cpus = w.limits.cpus;
+    if (!spec.timeout) spec.timeout = w.limits.timeout;
+    if (w.limits.tmp_bytes) spec.rootfs.tmp_size_bytes = *w.limits.tmp_bytes;
 }
 
 namespace {

@@ -118,6 +118,8 @@ public:
 private:
     void prepare_agent(supervisor::SandboxSpec& spec);
     void prepare_trust(supervisor::SandboxSpec& spec);
+    void apply_worker_rootfs(supervisor::SandboxSpec& spec) const;
+    void apply_worker(supervisor::SandboxSpec& spec, const std::vector<std::pair<std::string, std::string>>& agent_env);
 
     EgressOptions eg_;
     supervisor::RunOptions opts_;

@@ -704,6 +704,57 @@ TEST_CASE("a command run whose worker grant needs an unreadable credential names
     CHECK(!fs::exists(run_dir + "/stdout.log"));
 }
 
+TEST_CASE("a command run applies the worker's [sandbox], rootfs and [env] as an agent run does; the command line wins") {
+    World& w = world();
+    std::string org = w.dir + "/org-limits";
+    std::string image = make_image(w.dir + "/img-worker", "debian");
+    fs::create_symlink("busybox", image + "/bin/sleep");
+    write_file(image + "/etc/worker-image", "the worker's image\n");
+    fs::create_directories(org + "/workers/wl");
+    // The org's [sandbox] is inherited (pids), the worker's own wins where it sets a key.
+    write_file(org + "/org.toml", "[gateway]\nstate_dir = \"" + w.dir + "/state\"\n[sandbox]\npids = 64\nmemory = \"1GiB\"\n");
+    write_file(org + "/workers/wl/worker.toml", "rootfs = \"" + image + "\"\n[sandbox]\nmemory = \"64MiB\"\ntimeout = \"2s\"\n"
+                                                 "[env]\nWORKER_VAR = \"from-worker\"\n");
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    const std::string script = "echo \"var=$WORKER_VAR\"; cat /etc/worker-image 2>/dev/null || echo no-image; sleep 5; echo slept";
+
+    std::string run_dir = w.dir + "/run-worker-limits";
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run({corral_bin(), "run", "--config", org, "--worker", "wl", "--run-dir", run_dir, "--", "/bin/sh", "-c", script}, o);
+    auto took = std::chrono::steady_clock::now() - t0;
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 124);
+    CHECK(r.err.find("corral run: deadline of 2s reached; sandbox killed") != std::string::npos);
+    CHECK(took < std::chrono::milliseconds(4500));
+    CHECK(r.out.find("var=from-worker\n") != std::string::npos);
+    CHECK(r.out.find("the worker's image\n") != std::string::npos);
+    CHECK(r.out.find("slept") == std::string::npos);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    INFO(record.dump(2));
+    CHECK(record["limits"]["memory_bytes"] == 64ull << 20);
+    CHECK(record["limits"]["pids"] == 64);
+    CHECK(record["limits"]["timeout_ms"] == 2000);
+    CHECK(record["rootfs"] == image);
+    CHECK(record["worker"] == "wl");
+
+    // CLI → worker → org: every option given on the command line wins.
+    std::string run_dir2 = w.dir + "/run-worker-limits-cli";
+    auto r2 = run({corral_bin(), "run", "--config", org, "--worker", "wl", "--run-dir", run_dir2, "--rootfs", "host",
+                   "--memory", "128M", "--timeout", "30s", "--env", "WORKER_VAR=from-cli", "--", "/bin/sh", "-c",
+                   "echo \"var=$WORKER_VAR\"; cat /etc/worker-image 2>/dev/null || echo no-image"},
+                  o);
+    INFO(r2.out << r2.err);
+    CHECK(r2.exit_code == 0);
+    CHECK(r2.out.find("var=from-cli\n") != std::string::npos);
+    CHECK(r2.out.find("no-image\n") != std::string::npos);
+    auto record2 = json::parse(read_file(run_dir2 + "/run.json"));
+    CHECK(record2["limits"]["memory_bytes"] == 128ull << 20);
+    CHECK(record2["limits"]["pids"] == 64);
+    CHECK(record2["limits"]["timeout_ms"] == 30000);
+    CHECK(record2["rootfs"] == "host");
+}
+
 TEST_CASE("--rootfs that does not exist is named the same with and without --config") {
     World& w = world();
     RunOptions o;
