@@ -767,6 +767,14 @@ GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::
     return out;
 }
 
+void keep_used_credentials(GatewayConfig& cfg) {
+    std::set<std::string> used;
+    for (const auto& g : cfg.grants)
+        if (!g.credential.empty()) used.insert(g.credential);
+    for (auto it = cfg.credentials.begin(); it != cfg.credentials.end();)
+        it = used.count(it->first) ? std::next(it) : cfg.credentials.erase(it);
+}
+
 CredentialSpec credential_for_grant(const CredentialSpec& c, const Grant& grant) {
     CredentialSpec out = c;
     if (!c.template_given && !grant.default_headers.empty()) out.headers = grant.default_headers;

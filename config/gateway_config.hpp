@@ -164,6 +164,11 @@ GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::
 std::vector<Grant> check_grants(const toml::value& grants, const std::string& file, const CredentialNames& known,
                                 std::vector<std::string>& errors);
 
+// Drops every credential no grant of `cfg` uses: only those are loaded, so
+// one nobody can use (unrelated, or a left-out agent's) cannot stop a run or
+// the daemon by being unreadable.
+void keep_used_credentials(GatewayConfig& cfg);
+
 // The credential as `grant` injects it: `c` itself, or, when `c` has no
 // `template` of its own and the grant has default_headers, `c` with those.
 CredentialSpec credential_for_grant(const CredentialSpec& c, const Grant& grant);

@@ -73,7 +73,7 @@ bool is_reserved_env(std::string_view name) {
     std::string up(name);
     std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
     static const char* const reserved[] = {
-        // the bridge's proxy environment (supervisor::proxy_environment)
+        // the bridge's proxy environment (agents::proxy_environment)
         "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "NPM_CONFIG_PROXY",
         "NPM_CONFIG_HTTPS_PROXY", "PIP_PROXY", "PIP_CERT", "GIT_CONFIG_COUNT", "NODE_USE_ENV_PROXY",
         "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",

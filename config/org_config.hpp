@@ -131,7 +131,7 @@ struct ResolvedWorker {
     SandboxLimits limits;
     // The org grants that apply to this worker (identities empty or naming it)
     // followed by the worker's own. The grants the agent kind implies are added
-    // by the agent profile (supervisor/agent_profile.hpp), not here.
+    // by the agent profile (agents/agent_profile.hpp), not here.
     std::vector<Grant> grants;
     std::map<std::string, std::string> env;
     bool has_channels = false;

@@ -61,7 +61,7 @@ struct RunRecord {
     int status = 0;                              // corral's own exit status
     std::vector<std::string> messages;           // what corral said about the run on stderr (why it failed)
     // Added by the layers above the sandbox (agent kind, CLI version, gateway
-    // counts: tools/run_agent.cpp); merged into run.json's top level.
+    // counts: run/prepare.hpp run_record_fields); merged into run.json's top level.
     nlohmann::json extra = nlohmann::json::object();
 };
 

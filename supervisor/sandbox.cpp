@@ -33,7 +33,7 @@
 #include "base/sys_error.hpp"
 #include "rootfs/idmapped_tree.hpp"
 #include "supervisor/log_cap.hpp"
-#include "supervisor/run_options.hpp"
+#include "supervisor/hostname.hpp"
 #include "supervisor/sandbox_init.hpp"
 #include "supervisor/stale_cleanup.hpp"
 #include "supervisor/sweep.hpp"

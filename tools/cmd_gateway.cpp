@@ -5,7 +5,7 @@
 // [credentials.*], [[grants]] exactly as written), or an organisation (--org:
 // loaded and validated as `corral run --config DIR` does; it serves every
 // worker the grants its runs would get from an embedded gateway, scoped to
-// that worker: supervisor::org_gateway_config).
+// that worker: agents::org_gateway_config).
 //
 // Listeners:
 //  - listen_unix: a Unix stream socket, mode 0600, for the sandbox bridge
@@ -75,7 +75,7 @@
 #include "config/org_config.hpp"
 #include "rootfs/host_paths.hpp"
 #include "shim/socket_owner.hpp"
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -136,7 +136,7 @@ void usage(std::FILE* out) {
 config::GatewayConfig org_config(const std::string& dir) {
     config::OrgConfig org = config::load_org(dir);
     for (const auto& w : org.warnings) log::warn(w.text());
-    auto plan = supervisor::org_gateway_config(org, supervisor::agent_credential_status(org));
+    auto plan = agents::org_gateway_config(org, agents::agent_credential_status(org));
     for (const auto& line : plan.left_out) log::warn("gateway: " + line);
     for (const auto& [name, wc] : org.workers) {
         std::string hosts;

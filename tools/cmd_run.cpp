@@ -1,8 +1,8 @@
 // tools/cmd_run.cpp — `corral run [OPTIONS] -- CMD [ARGS...]`.
 //
-// Wires the options to the sandbox library (supervisor/sandbox.hpp), turns
-// what happened into corral's exit status (docs/architecture.md "Exit status")
-// and writes run.json. Every failure ends in exactly one "corral run: ..." line
+// argv -> request (run/request.hpp) -> resolved plan (run/resolve.hpp) ->
+// launch -> supervise -> teardown (supervisor/sandbox.hpp) -> corral's exit
+// status (docs/architecture.md "Exit status"), and run.json. Every failure ends in exactly one "corral run: ..." line
 // per problem on stderr.
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,11 +26,15 @@
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "rootfs/host_paths.hpp"
-#include "supervisor/run_options.hpp"
+#include "run/agent_run.hpp"
+#include "run/egress.hpp"
+#include "run/prepare.hpp"
+#include "run/request.hpp"
+#include "run/resolve.hpp"
+#include "run/trust.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
 #include "tools/commands.hpp"
-#include "tools/run_agent.hpp"
 
 namespace corral::cli {
 
@@ -106,24 +110,18 @@ std::string make_private_dir(const std::string& option, const std::string& path,
     return dir.real_path;
 }
 
-std::string absolute(const std::string& path) {
-    return std::filesystem::absolute(path).lexically_normal().string();
-}
-
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-    RunOptions opts;
-    EgressOptions egress_opts;  // --config/--worker/--prompt/--gateway: tools/run_agent.hpp
+    run::RunRequest request;
     try {
-        opts = parse_run_command(argc, argv, egress_opts);
+        request = run::parse_run_request(argc, argv);
     } catch (const UsageError& e) {
         say(e.what());
         return kExitUsage;
     }
-    if (opts.help) {
-        std::fputs(run_help_text(), stdout);
-        std::fputs(egress_help_text(), stdout);
+    if (request.help) {
+        std::fputs(run::run_help_text().c_str(), stdout);
         return 0;
     }
     if (geteuid() != 0) {
@@ -154,17 +152,12 @@ int cmd_run(int argc, char** argv) {
     RunRecord record;
     g_run_messages = &record.messages;
     record.id = make_run_id();
-    record.argv = opts.command;
-    record.rootfs = opts.rootfs;
-    record.workspace = opts.workspace;
-    record.limits = CgroupLimits{opts.memory_bytes, opts.pids, opts.cpus};
-    record.timeout = opts.timeout;
     record.started_at = std::chrono::system_clock::now();
 
     std::string state_dir, run_dir;
     try {
-        state_dir = opts.state_dir ? *opts.state_dir : default_state_dir();
-        run_dir = opts.run_dir.value_or(state_dir + "/runs/" + record.id);
+        state_dir = request.state_dir ? *request.state_dir : run::default_state_dir();
+        run_dir = request.run_dir.value_or(state_dir + "/runs/" + record.id);
         state_dir = make_private_dir("--state-dir", state_dir, DirRole::state);
         run_dir = make_private_dir("--run-dir", run_dir, DirRole::run);
     } catch (const std::exception& e) {
@@ -172,37 +165,24 @@ int cmd_run(int argc, char** argv) {
         return kExitSetup;
     }
 
-    SandboxSpec spec;
-    spec.run_id = record.id;
-    spec.run_dir = run_dir;
-    spec.rootfs.image = opts.rootfs == "host" ? "host" : absolute(opts.rootfs);
-    if (opts.workspace) spec.rootfs.workspace = absolute(*opts.workspace);
-    // The workspace may not be, contain or lie in these (checked again on the
-    // workspace's one fd by inode, so aliases and renames cannot slip by).
-    spec.rootfs.protected_dirs = {state_dir, run_dir, "/run/corral", "/proc", "/sys", "/dev"};
-    spec.argv = opts.command;
-    spec.env = opts.env;
-    spec.hostname = opts.hostname.value_or("corral-" + record.id.substr(record.id.size() - 6));
-    spec.limits = record.limits;
-    spec.uid_range = opts.uid_range;
-    spec.pass_stdin = opts.pass_stdin;
-    spec.timeout = opts.timeout;
-    spec.log_limit_bytes = opts.log_limit_bytes;
-    record.hostname = spec.hostname;
-    record.log_limit_bytes = opts.log_limit_bytes;
-
-    // The box's egress (bridge + gateway) and, with --prompt, the worker's agent.
-    RunEgress egress(egress_opts, opts, record.id, run_dir, state_dir);
+    // What exists of the run so far: each is made once, in this order, and
+    // run.json is written from whatever got made.
+    run::RunInputs inputs;
+    std::optional<run::RunPlan> plan;
+    std::unique_ptr<run::Egress> egress;  // the box's bridge + gateway (embedded or a daemon)
+    std::optional<run::AgentRun> agent;   // with --prompt: the worker's agent CLI
 
     int status = 0;
     auto finish = [&](int st) {
-        egress.stop();
-        for (const auto& m : egress.take_stop_messages()) say(m);
-        record.extra = egress.record_fields();
+        if (egress) {
+            egress->stop();
+            for (const auto& m : egress->take_stop_messages()) say(m);
+        }
+        record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
         record.status = st;
         record.ended_at = std::chrono::system_clock::now();
         try {
-            write_run_record(run_dir, record, opts.sync_record ? RecordSync::durable : RecordSync::visible);
+            write_run_record(run_dir, record, request.sync_record ? RecordSync::durable : RecordSync::visible);
         } catch (const std::exception& e) {
             say(std::string("writing run.json: ") + e.what());
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
@@ -210,33 +190,46 @@ int cmd_run(int argc, char** argv) {
         return st;
     };
 
+    // argv -> request -> resolved plan: everything that can refuse the run
+    // (a missing credential, a bad prompt, an agent CLI not in the rootfs)
+    // fails here, before anything starts.
+    run::record_requested(record, request, nullptr);
     try {
-        egress.prepare(spec);  // a missing credential fails here, before anything starts
-    } catch (const AgentProgramNotFound& e) {
+        inputs = run::read_run_inputs(request, record.id, run_dir, state_dir);
+        plan = run::resolve_run(request, inputs);
+        run::check_run_can_start(request, inputs, *plan);
+        egress = run::make_egress(*plan);
+        std::string ca_pem = egress->prepare();
+        if (!plan->left_out.empty()) log::info(plan->left_out);
+        if (request.agent()) agent = run::prepare_agent_run(request, inputs, *plan);
+        run::add_trust_and_proxy(*plan, ca_pem);
+    } catch (const run::AgentProgramNotFound& e) {
         say(e.what());
         return finish(kExitNotFound);
-    } catch (const PromptError& e) {
+    } catch (const run::PromptError& e) {
         say(e.what());
         return finish(kExitUsage);
     } catch (const std::exception& e) {
         say(e.what());
         return finish(kExitSetup);
     }
-    for (const auto& m : egress.messages()) say(m);
-    record.argv = spec.argv;
-    record.rootfs = spec.rootfs.image;
-    // prepare() may have filled in the worker's limits and timeout (org.toml
-    // [sandbox], worker.toml): the record states what was enforced.
-    record.limits = spec.limits;
-    record.timeout = spec.timeout;
+    if (agent)
+        for (const auto& m : agent->messages) say(m);
+    // The record states what is enforced: the command line's, the worker's or
+    // the organisation's limits, rootfs and timeout.
+    run::record_requested(record, request, &plan->spec);
 
-    log::debug("timing: run dir and egress.prepare " + ms_since(t_prep));
+    log::debug("timing: run dir and run preparation " + ms_since(t_prep));
     std::optional<Sandbox> box;
     try {
         // The bridge listeners (in the box's netns) and the gateway threads
         // start while the init builds the rootfs: the box cannot connect
         // before its command runs, and that is after "ready".
-        box.emplace(launch_sandbox(std::move(spec), [&egress](const Sandbox& b) { egress.start(b); }));
+        const std::string agent_home = agent ? plan->spec.rootfs.home_dir.value_or("") : std::string();
+        box.emplace(launch_sandbox(std::move(plan->spec), [&](const Sandbox& b) {
+            if (agent) run::hand_agent_home(agent_home, b.uid(), b.gid());
+            egress->start(b);
+        }));
     } catch (const SandboxSetupError& e) {
         // A step failed after the clone: launch tore the sandbox down (verified).
         say(e.what());
@@ -271,7 +264,7 @@ int cmd_run(int argc, char** argv) {
         say(e.what());
         status = kExitSetup;
     }
-    egress.stop();
+    egress->stop();
     if (result.deadline_hit) say("deadline of " + (record.timeout ? format_duration(*record.timeout) : std::string("?")) + " reached; sandbox killed");
     if (result.interrupted_by)
         say(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) + "; sandbox killed");

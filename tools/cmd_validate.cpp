@@ -13,7 +13,7 @@
 
 #include "base/parse.hpp"
 #include "config/org_config.hpp"
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -118,40 +118,40 @@ int cmd_validate(int argc, char** argv) {
     for (const auto& [name, wc] : org.workers) {
         if (!only.empty() && name != only) continue;
         config::ResolvedWorker w = config::resolve_worker(org, name);
-        auto required = supervisor::required_credential(w.agent);
+        auto required = agents::required_credential(w.agent);
         config::CredentialStatus status = config::credential_status(org.gateway, required.name);
-        auto mode = status.defined ? supervisor::credential_mode_for(status.kind) : supervisor::CredentialMode::api_key;
+        auto mode = status.defined ? agents::credential_mode_for(status.kind) : agents::CredentialMode::api_key;
 
         // The CLI as a run of this worker would find it: in the worker's
         // rootfs (the same check `corral run` makes before anything starts),
         // and its installed version next to the pinned one.
-        supervisor::AgentInputs in;
+        agents::AgentInputs in;
         in.run_id = "validate";
         in.worker = name;
         in.credential = mode;
-        auto profile = supervisor::make_agent_profile(w.agent, in);
-        auto cli_missing = supervisor::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
+        auto profile = agents::make_agent_profile(w.agent, in);
+        auto cli_missing = agents::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
         std::string installed_text, cli_note;
         if (cli_missing) {
             installed_text = "NOT FOUND";
             problems.push_back("worker '" + name + "': " + *cli_missing);
         } else {
             auto installed =
-                supervisor::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
+                agents::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
             installed_text = installed.version ? *installed.version : "unknown";
-            cli_note = supervisor::cli_version_note(profile, installed);
+            cli_note = agents::cli_version_note(profile, installed);
         }
         std::printf("\nworker %s\n", name.c_str());
         std::printf("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n",
                     std::string(config::to_string(w.agent)).c_str(), w.agent_source.c_str(),
-                    supervisor::pinned_cli_version(w.agent), installed_text.c_str(),
+                    agents::pinned_cli_version(w.agent), installed_text.c_str(),
                     w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
         if (!cli_note.empty()) {
             std::printf("  warning:    %s\n", cli_note.c_str());
             std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
         }
         if (w.agent == config::AgentKind::codex)
-            std::printf("  auth mode:  %s\n", mode == supervisor::CredentialMode::oauth ? "chatgpt" : "apikey");
+            std::printf("  auth mode:  %s\n", mode == agents::CredentialMode::oauth ? "chatgpt" : "apikey");
         std::printf("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
         std::printf("  rootfs:     %s\n", w.rootfs.c_str());
         std::printf("  limits:     %s\n", limits_text(w.limits).c_str());
@@ -160,8 +160,8 @@ int cmd_validate(int argc, char** argv) {
         std::printf("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
         std::printf("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
         std::printf("  grants:\n");
-        auto implied = supervisor::implied_grants(w.agent, mode, name);
-        for (const auto& g : supervisor::worker_grants(w, implied)) std::printf("    %s\n", grant_text(g, org.gateway).c_str());
+        auto implied = agents::implied_grants(w.agent, mode, name);
+        for (const auto& g : agents::worker_grants(w, implied)) std::printf("    %s\n", grant_text(g, org.gateway).c_str());
         for (const auto& g : implied) {
             for (const auto& c : w.grants)
                 if (c.host == g.host && c.port == g.port)
@@ -177,15 +177,15 @@ int cmd_validate(int argc, char** argv) {
                     status.defined ? std::string(config::to_string(status.kind)).c_str() : "-",
                     status.defined ? ", " : "", status.source.c_str(), state.c_str());
         bool missing = !status.defined || (!skip_secrets && !status.available);
-        if (missing) problems.push_back(supervisor::missing_credential_message(name, w.agent, status));
+        if (missing) problems.push_back(agents::missing_credential_message(name, w.agent, status));
         for (const auto& d : w.warnings) std::printf("  warning:    %s\n", d.text().c_str());
     }
     if (only.empty()) {
         // What the shared daemon would serve from this organisation.
         try {
-            auto plan = supervisor::org_gateway_config(
+            auto plan = agents::org_gateway_config(
                 org, skip_secrets ? std::map<std::string, config::CredentialStatus>{}
-                                  : supervisor::agent_credential_status(org));
+                                  : agents::agent_credential_status(org));
             std::printf("\ndaemon (corral gateway --org %s): unix:%s, %zu grant(s): org.toml's %zu, then each "
                         "worker's own, for that worker's runs only\n",
                         org.dir.c_str(), plan.config.gateway.listen_unix.c_str(), plan.config.grants.size(),

@@ -19,15 +19,15 @@
 #include <openssl/evp.h>
 
 #include "config/org_config.hpp"
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tests/support/process.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace corral;
-using supervisor::AgentInputs;
-using supervisor::AgentKind;
-using supervisor::CredentialMode;
+using agents::AgentInputs;
+using agents::AgentKind;
+using agents::CredentialMode;
 
 namespace {
 
@@ -58,7 +58,7 @@ const Case kCases[] = {
 };
 
 // Everything about a profile except file contents, as stable JSON.
-json summary(const supervisor::AgentProfile& p) {
+json summary(const agents::AgentProfile& p) {
     json files = json::array();
     for (const auto& f : p.files) {
         char mode[8];
@@ -137,14 +137,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
     return parts;
 }
 
-const supervisor::AgentFile* find_file(const supervisor::AgentProfile& p, const std::string& suffix) {
+const agents::AgentFile* find_file(const agents::AgentProfile& p, const std::string& suffix) {
     for (const auto& f : p.files)
         if (f.path.size() >= suffix.size() && f.path.compare(f.path.size() - suffix.size(), suffix.size(), suffix) == 0)
             return &f;
     return nullptr;
 }
 
-std::string env_of(const supervisor::AgentProfile& p, const std::string& key) {
+std::string env_of(const agents::AgentProfile& p, const std::string& key) {
     for (const auto& [k, v] : p.env)
         if (k == key) return v;
     return "";
@@ -155,7 +155,7 @@ std::string env_of(const supervisor::AgentProfile& p, const std::string& key) {
 TEST_CASE("every sentinel shape matches its golden file") {
     for (const auto& c : kCases) {
         CAPTURE(c.name);
-        auto p = supervisor::make_agent_profile(c.kind, golden_inputs(c.mode));
+        auto p = agents::make_agent_profile(c.kind, golden_inputs(c.mode));
         check_golden(golden_dir() / c.name / "profile.json", summary(p).dump(2) + "\n");
         for (const auto& f : p.files) check_golden(golden_dir() / c.name / fs::path(f.path).filename(), f.content);
     }
@@ -163,13 +163,13 @@ TEST_CASE("every sentinel shape matches its golden file") {
 
 TEST_CASE("argv: the adapter flags of each CLI, prompt last") {
     auto in = golden_inputs(CredentialMode::api_key);
-    auto claude = supervisor::make_agent_profile(AgentKind::claude, in);
+    auto claude = agents::make_agent_profile(AgentKind::claude, in);
     CHECK(claude.argv == std::vector<std::string>{
                              "/usr/local/lib/corral-agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "-p",
                              "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
                              "--append-system-prompt", "You are a careful engineer.", "--", "Reply with exactly DONE"});
 
-    auto codex = supervisor::make_agent_profile(AgentKind::codex, in);
+    auto codex = agents::make_agent_profile(AgentKind::codex, in);
     REQUIRE(codex.argv.size() == 8);
     CHECK(codex.argv[0] == "/usr/bin/node");
     CHECK(codex.argv[2] == "exec");
@@ -177,10 +177,10 @@ TEST_CASE("argv: the adapter flags of each CLI, prompt last") {
     CHECK(codex.argv[4] == "--skip-git-repo-check");
     CHECK(codex.argv[5] == "--strict-config");
     CHECK(codex.argv[6] == "--");
-    CHECK(codex.argv[7] == supervisor::compose_codex_prompt(in.system_prompt, in.prompt));
+    CHECK(codex.argv[7] == agents::compose_codex_prompt(in.system_prompt, in.prompt));
     CHECK(codex.stdin_null);
 
-    auto pi = supervisor::make_agent_profile(AgentKind::pi, in);
+    auto pi = agents::make_agent_profile(AgentKind::pi, in);
     CHECK(pi.argv == std::vector<std::string>{
                          "/usr/bin/node", "/usr/local/lib/corral-agents/node_modules/@mariozechner/pi-coding-agent/dist/cli.js",
                          "-p", "--mode", "json", "--no-session", "--provider", "anthropic", "--append-system-prompt",
@@ -193,18 +193,18 @@ TEST_CASE("argv: the adapter flags of each CLI, prompt last") {
 
     SUBCASE("no system prompt: no flag, no file") {
         in.system_prompt.clear();
-        auto c2 = supervisor::make_agent_profile(AgentKind::claude, in);
+        auto c2 = agents::make_agent_profile(AgentKind::claude, in);
         CHECK(std::find(c2.argv.begin(), c2.argv.end(), "--append-system-prompt") == c2.argv.end());
-        auto p2 = supervisor::make_agent_profile(AgentKind::pi, in);
+        auto p2 = agents::make_agent_profile(AgentKind::pi, in);
         CHECK(std::find(p2.argv.begin(), p2.argv.end(), "--append-system-prompt") == p2.argv.end());
         CHECK(find_file(p2, "corral-system-prompt.md") == nullptr);
-        auto x2 = supervisor::make_agent_profile(AgentKind::codex, in);
+        auto x2 = agents::make_agent_profile(AgentKind::codex, in);
         CHECK(x2.argv.back() == in.prompt);
     }
     SUBCASE("a model is passed with --model") {
         in.model = "claude-sonnet-4-5";
         for (auto k : {AgentKind::claude, AgentKind::codex, AgentKind::pi}) {
-            auto p = supervisor::make_agent_profile(k, in);
+            auto p = agents::make_agent_profile(k, in);
             auto it = std::find(p.argv.begin(), p.argv.end(), "--model");
             REQUIRE(it != p.argv.end());
             CHECK(*(it + 1) == "claude-sonnet-4-5");
@@ -212,17 +212,17 @@ TEST_CASE("argv: the adapter flags of each CLI, prompt last") {
     }
     SUBCASE("prompts that look like flags stay prompts") {
         in.prompt = "--help me";
-        CHECK(supervisor::make_agent_profile(AgentKind::claude, in).argv.back() == "--help me");
-        CHECK(*(supervisor::make_agent_profile(AgentKind::claude, in).argv.end() - 2) == "--");
-        CHECK(supervisor::make_agent_profile(AgentKind::pi, in).argv.back() == " --help me");
+        CHECK(agents::make_agent_profile(AgentKind::claude, in).argv.back() == "--help me");
+        CHECK(*(agents::make_agent_profile(AgentKind::claude, in).argv.end() - 2) == "--");
+        CHECK(agents::make_agent_profile(AgentKind::pi, in).argv.back() == " --help me");
         in.prompt = "@/etc/shadow summarise";
-        CHECK(supervisor::make_agent_profile(AgentKind::pi, in).argv.back() == " @/etc/shadow summarise");
+        CHECK(agents::make_agent_profile(AgentKind::pi, in).argv.back() == " @/etc/shadow summarise");
     }
 }
 
 TEST_CASE("codex prompt composition puts the system prompt behind a delimiter") {
-    CHECK(supervisor::compose_codex_prompt("", "do it") == "do it");
-    std::string c = supervisor::compose_codex_prompt("be brief", "do it");
+    CHECK(agents::compose_codex_prompt("", "do it") == "do it");
+    std::string c = agents::compose_codex_prompt("be brief", "do it");
     CHECK(c.find("<corral-system-prompt>\nbe brief\n</corral-system-prompt>") == 0);
     CHECK(c.size() > 5);
     CHECK(c.substr(c.size() - 5) == "do it");
@@ -231,7 +231,7 @@ TEST_CASE("codex prompt composition puts the system prompt behind a delimiter") 
 TEST_CASE("codex ChatGPT sentinels: structurally valid unsigned JWTs carrying the account claim") {
     auto in = golden_inputs(CredentialMode::oauth);
     in.chatgpt_account_id = "11111111-2222-4333-8444-555555555555";
-    auto p = supervisor::make_agent_profile(AgentKind::codex, in);
+    auto p = agents::make_agent_profile(AgentKind::codex, in);
     auto* f = find_file(p, ".codex/auth.json");
     REQUIRE(f);
     CHECK(f->mode == 0600);
@@ -259,14 +259,14 @@ TEST_CASE("codex ChatGPT sentinels: structurally valid unsigned JWTs carrying th
     }
     SUBCASE("without a configured account id the id is a sentinel too") {
         in.chatgpt_account_id.clear();
-        auto p2 = supervisor::make_agent_profile(AgentKind::codex, in);
+        auto p2 = agents::make_agent_profile(AgentKind::codex, in);
         json a2 = json::parse(find_file(p2, ".codex/auth.json")->content);
         CHECK(a2["tokens"]["account_id"].get<std::string>().find("corral-sentinel-") != std::string::npos);
     }
 }
 
 TEST_CASE("claude OAuth sentinel: native shape, far-future expiry; API-key mode uses the env") {
-    auto p = supervisor::make_agent_profile(AgentKind::claude, golden_inputs(CredentialMode::oauth));
+    auto p = agents::make_agent_profile(AgentKind::claude, golden_inputs(CredentialMode::oauth));
     auto* f = find_file(p, ".claude/.credentials.json");
     REQUIRE(f);
     json c = json::parse(f->content)["claudeAiOauth"];
@@ -279,13 +279,13 @@ TEST_CASE("claude OAuth sentinel: native shape, far-future expiry; API-key mode 
                           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"})
         CHECK(env_of(p, k) == "1");
 
-    auto k = supervisor::make_agent_profile(AgentKind::claude, golden_inputs(CredentialMode::api_key));
+    auto k = agents::make_agent_profile(AgentKind::claude, golden_inputs(CredentialMode::api_key));
     CHECK(find_file(k, ".credentials.json") == nullptr);
     CHECK(env_of(k, "ANTHROPIC_API_KEY") == "sk-ant-api03-corral-sentinel-" + std::string(kRunId));
 }
 
 TEST_CASE("pi sentinels: never a shell command or a variable name; OAuth expiry far in the future") {
-    auto p = supervisor::make_agent_profile(AgentKind::pi, golden_inputs(CredentialMode::api_key));
+    auto p = agents::make_agent_profile(AgentKind::pi, golden_inputs(CredentialMode::api_key));
     json a = json::parse(find_file(p, ".pi/agent/auth.json")->content)["anthropic"];
     CHECK(a["type"] == "api_key");
     std::string key = a["key"];
@@ -295,7 +295,7 @@ TEST_CASE("pi sentinels: never a shell command or a variable name; OAuth expiry 
     CHECK(env_of(p, "PI_TELEMETRY") == "0");
     CHECK(env_of(p, "PI_CODING_AGENT_DIR") == "/home/agent/.pi/agent");
 
-    auto o = supervisor::make_agent_profile(AgentKind::pi, golden_inputs(CredentialMode::oauth));
+    auto o = agents::make_agent_profile(AgentKind::pi, golden_inputs(CredentialMode::oauth));
     json b = json::parse(find_file(o, ".pi/agent/auth.json")->content)["anthropic"];
     CHECK(b["type"] == "oauth");
     CHECK(b["expires"].get<long long>() == 4102444800000LL);
@@ -307,13 +307,13 @@ TEST_CASE("sentinels are unique per run and carry no other run's value") {
         CAPTURE(c.name);
         auto a = golden_inputs(c.mode), b = golden_inputs(c.mode);
         b.run_id = "20260101T000001Z-ffffff";
-        auto pa = supervisor::make_agent_profile(c.kind, a);
-        auto pb = supervisor::make_agent_profile(c.kind, b);
+        auto pa = agents::make_agent_profile(c.kind, a);
+        auto pb = agents::make_agent_profile(c.kind, b);
         std::string all_b;
         for (const auto& f : pb.files) all_b += f.content;
         for (const auto& [k, v] : pb.env) all_b += v;
-        CHECK(all_b.find(supervisor::sentinel_for(a.run_id)) == std::string::npos);
-        bool carries_own = all_b.find(supervisor::sentinel_for(b.run_id)) != std::string::npos;
+        CHECK(all_b.find(agents::sentinel_for(a.run_id)) == std::string::npos);
+        bool carries_own = all_b.find(agents::sentinel_for(b.run_id)) != std::string::npos;
         // Every kind has a credential somewhere (file or env) carrying the run's sentinel.
         CHECK(carries_own);
     }
@@ -322,13 +322,13 @@ TEST_CASE("sentinels are unique per run and carry no other run's value") {
 TEST_CASE("run ids that could break a header are refused") {
     auto in = golden_inputs(CredentialMode::api_key);
     in.run_id = "abc\r\nx-api-key: 1";
-    CHECK_THROWS_AS(supervisor::make_agent_profile(AgentKind::claude, in), UsageError);
+    CHECK_THROWS_AS(agents::make_agent_profile(AgentKind::claude, in), UsageError);
     in.run_id = "";
-    CHECK_THROWS_AS(supervisor::make_agent_profile(AgentKind::pi, in), UsageError);
+    CHECK_THROWS_AS(agents::make_agent_profile(AgentKind::pi, in), UsageError);
 }
 
 TEST_CASE("implied grants: model hosts only, injected; refresh endpoints never granted") {
-    using supervisor::implied_grants;
+    using agents::implied_grants;
     auto claude = implied_grants(AgentKind::claude, CredentialMode::oauth, "alpha");
     REQUIRE(claude.size() == 1);
     CHECK(claude[0].host == "api.anthropic.com");
@@ -392,7 +392,7 @@ TEST_CASE("implied grants: model hosts only, injected; refresh endpoints never g
 }
 
 TEST_CASE("the box's environment: proxy on loopback, every loopback spelling exempt, CA everywhere") {
-    auto env = supervisor::proxy_environment("/etc/ssl/corral-ca.crt");
+    auto env = agents::proxy_environment("/etc/ssl/corral-ca.crt");
     std::map<std::string, std::string> m(env.begin(), env.end());
     for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
                           "npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY", "GIT_CONFIG_VALUE_0"})
@@ -411,7 +411,7 @@ TEST_CASE("the box's environment: proxy on loopback, every loopback spelling exe
 }
 
 TEST_CASE("without an intercepting grant the proxy environment names no CA") {
-    auto env = supervisor::proxy_environment("");
+    auto env = agents::proxy_environment("");
     std::map<std::string, std::string> m(env.begin(), env.end());
     CHECK(m["HTTPS_PROXY"] == "http://127.0.0.1:3128");
     CHECK(m["NODE_USE_ENV_PROXY"] == "1");
@@ -421,9 +421,9 @@ TEST_CASE("without an intercepting grant the proxy environment names no CA") {
 }
 
 TEST_CASE("a worker's [env] cannot override anything corral sets in the box") {
-    auto env = supervisor::proxy_environment("/ca.crt");
+    auto env = agents::proxy_environment("/ca.crt");
     for (const auto& c : kCases) {
-        auto p = supervisor::make_agent_profile(c.kind, golden_inputs(c.mode));
+        auto p = agents::make_agent_profile(c.kind, golden_inputs(c.mode));
         env.insert(env.end(), p.env.begin(), p.env.end());
     }
     for (const auto& kv : env) {
@@ -438,12 +438,12 @@ TEST_CASE("a missing credential is named with how to add it") {
     config::GatewayConfig gw;
     config::CredentialStatus none = config::credential_status(gw, "anthropic");
     CHECK_FALSE(none.defined);
-    std::string msg = supervisor::missing_credential_message("alpha", AgentKind::claude, none);
+    std::string msg = agents::missing_credential_message("alpha", AgentKind::claude, none);
     CHECK(msg.find("worker 'alpha' runs claude") != std::string::npos);
     CHECK(msg.find("'anthropic'") != std::string::npos);
     CHECK(msg.find("[credentials.anthropic]") != std::string::npos);
     CHECK(msg.find("env = \"ANTHROPIC_API_KEY\"") != std::string::npos);
-    CHECK_THROWS_WITH_AS(supervisor::check_agent_credential("alpha", AgentKind::codex, gw),
+    CHECK_THROWS_WITH_AS(agents::check_agent_credential("alpha", AgentKind::codex, gw),
                          doctest::Contains("[credentials.openai]"), UsageError);
 
     // Defined, but the variable it names is not set: named, with the source.
@@ -455,7 +455,7 @@ TEST_CASE("a missing credential is named with how to add it") {
     auto unset = config::credential_status(gw, "anthropic");
     CHECK(unset.defined);
     CHECK_FALSE(unset.available);
-    std::string m2 = supervisor::missing_credential_message("alpha", AgentKind::pi, unset);
+    std::string m2 = agents::missing_credential_message("alpha", AgentKind::pi, unset);
     CHECK(m2.find("env CORRAL_TEST_SURELY_UNSET_VARIABLE") != std::string::npos);
     // ...and, like a missing one, how to fix it.
     CHECK(m2.find("; to fix: set CORRAL_TEST_SURELY_UNSET_VARIABLE to the secret (non-empty, no spaces) in the "
@@ -475,7 +475,7 @@ TEST_CASE("a missing credential is named with how to add it") {
         fgw.credentials["anthropic"] = fspec;
         auto bad = config::credential_status(fgw, "anthropic");
         CHECK_FALSE(bad.available);
-        std::string m3 = supervisor::missing_credential_message("alpha", AgentKind::claude, bad);
+        std::string m3 = agents::missing_credential_message("alpha", AgentKind::claude, bad);
         CHECK(m3.find("(file " + file + "): not available: ") != std::string::npos);
         CHECK(m3.find("mode 0644") != std::string::npos);
         const std::string uid = std::to_string(::geteuid());
@@ -489,8 +489,8 @@ TEST_CASE("a missing credential is named with how to add it") {
     ::setenv("CORRAL_TEST_SURELY_UNSET_VARIABLE", "sk-ant-real-looking-secret", 1);
     auto set = config::credential_status(gw, "anthropic");
     CHECK(set.available);
-    CHECK(supervisor::missing_credential_message("alpha", AgentKind::pi, set).empty());
-    CHECK_NOTHROW(supervisor::check_agent_credential("alpha", AgentKind::claude, gw));
+    CHECK(agents::missing_credential_message("alpha", AgentKind::pi, set).empty());
+    CHECK_NOTHROW(agents::check_agent_credential("alpha", AgentKind::claude, gw));
     ::unsetenv("CORRAL_TEST_SURELY_UNSET_VARIABLE");
 }
 
@@ -498,8 +498,8 @@ TEST_CASE("write_agent_home writes every file with its mode and refuses symlinks
     char tmpl[] = "/tmp/corral-agent-home-XXXXXX";
     REQUIRE(::mkdtemp(tmpl) != nullptr);
     fs::path run_dir = tmpl;
-    auto p = supervisor::make_agent_profile(AgentKind::codex, golden_inputs(CredentialMode::oauth));
-    supervisor::write_agent_home(p, run_dir, std::nullopt);
+    auto p = agents::make_agent_profile(AgentKind::codex, golden_inputs(CredentialMode::oauth));
+    agents::write_agent_home(p, run_dir, std::nullopt);
     for (const auto& f : p.files) {
         CAPTURE(f.path);
         CHECK(slurp(run_dir / f.path) == f.content);
@@ -512,15 +512,15 @@ TEST_CASE("write_agent_home writes every file with its mode and refuses symlinks
     CHECK((st.st_mode & 07777) == 0700);
 
     // A second write over the same home is fine (idempotent).
-    CHECK_NOTHROW(supervisor::write_agent_home(p, run_dir, std::nullopt));
+    CHECK_NOTHROW(agents::write_agent_home(p, run_dir, std::nullopt));
 
     // A symlink planted where a home directory goes is not followed.
     fs::path other = run_dir / "elsewhere";
     fs::create_directories(other);
-    auto pi = supervisor::make_agent_profile(AgentKind::pi, golden_inputs(CredentialMode::api_key));
+    auto pi = agents::make_agent_profile(AgentKind::pi, golden_inputs(CredentialMode::api_key));
     fs::create_directories(run_dir / "home");
     fs::create_symlink(other, run_dir / "home" / ".pi");
-    CHECK_THROWS_AS(supervisor::write_agent_home(pi, run_dir, std::nullopt), SysError);
+    CHECK_THROWS_AS(agents::write_agent_home(pi, run_dir, std::nullopt), SysError);
     CHECK(fs::is_empty(other));
     fs::remove_all(run_dir);
 }
@@ -538,8 +538,8 @@ TEST_CASE("run_gateway_config: org settings, worker grants, implied grants unles
     tunnel.host = "github.com";
     w.grants.push_back(tunnel);
 
-    auto implied = supervisor::implied_grants(AgentKind::claude, CredentialMode::api_key, "alpha");
-    auto cfg = supervisor::run_gateway_config(org, w, implied);
+    auto implied = agents::implied_grants(AgentKind::claude, CredentialMode::api_key, "alpha");
+    auto cfg = agents::run_gateway_config(org, w, implied);
     CHECK(cfg.gateway.ledger == "/tmp/ledger.jsonl");
     CHECK(cfg.credentials.count("anthropic") == 1);
     REQUIRE(cfg.grants.size() == 2);
@@ -554,7 +554,7 @@ TEST_CASE("run_gateway_config: org settings, worker grants, implied grants unles
     override_grant.credential = "anthropic";
     override_grant.connect_to = "127.0.0.1:9443";
     w.grants.push_back(override_grant);
-    auto cfg2 = supervisor::run_gateway_config(org, w, implied);
+    auto cfg2 = agents::run_gateway_config(org, w, implied);
     REQUIRE(cfg2.grants.size() == 2);
     CHECK(cfg2.grants[0].host == "github.com");
     CHECK(cfg2.grants[1].connect_to == "127.0.0.1:9443");
@@ -566,32 +566,32 @@ TEST_CASE("installed_cli_version: the installed package's version, or none with 
     const std::string prefix = tmpl;
     auto in = golden_inputs(CredentialMode::api_key);
     in.agents_prefix = prefix;
-    auto claude = supervisor::make_agent_profile(AgentKind::claude, in);
-    auto codex = supervisor::make_agent_profile(AgentKind::codex, in);
+    auto claude = agents::make_agent_profile(AgentKind::claude, in);
+    auto codex = agents::make_agent_profile(AgentKind::codex, in);
     const std::string claude_pkg = prefix + "/node_modules/@anthropic-ai/claude-code/package.json";
 
-    auto none = supervisor::installed_cli_version(claude, prefix);
+    auto none = agents::installed_cli_version(claude, prefix);
     CHECK_FALSE(none.version.has_value());
     CHECK(none.problem.find(claude_pkg + ": cannot read") == 0);
 
     fs::create_directories(fs::path(claude_pkg).parent_path());
     std::ofstream(claude_pkg) << "{\"name\": \"@anthropic-ai/claude-code\", \"version\": \"9.9.9\"}";
-    auto ok = supervisor::installed_cli_version(claude, prefix);
+    auto ok = agents::installed_cli_version(claude, prefix);
     CHECK(ok.version == std::optional<std::string>("9.9.9"));
     CHECK(ok.problem.empty());
 
     std::ofstream(claude_pkg) << "{\"name\": \"x\"}";
-    auto no_version = supervisor::installed_cli_version(claude, prefix);
+    auto no_version = agents::installed_cli_version(claude, prefix);
     CHECK_FALSE(no_version.version.has_value());
     CHECK(no_version.problem == claude_pkg + ": no \"version\" string");
     std::ofstream(claude_pkg) << "{not json";
-    CHECK(supervisor::installed_cli_version(claude, prefix).problem == claude_pkg + ": not valid JSON");
+    CHECK(agents::installed_cli_version(claude, prefix).problem == claude_pkg + ": not valid JSON");
 
     // codex starts through node: its package is named by the second argument.
     const std::string codex_pkg = prefix + "/node_modules/@openai/codex/package.json";
     fs::create_directories(fs::path(codex_pkg).parent_path());
     std::ofstream(codex_pkg) << "{\"version\": \"0.1.0\"}";
-    CHECK(supervisor::installed_cli_version(codex, prefix).version == std::optional<std::string>("0.1.0"));
+    CHECK(agents::installed_cli_version(codex, prefix).version == std::optional<std::string>("0.1.0"));
 
     // --rootfs IMAGE: the image's package is the one that runs, read inside
     // the image; a link there to the host's file is resolved inside the image.
@@ -600,12 +600,12 @@ TEST_CASE("installed_cli_version: the installed package's version, or none with 
     fs::create_directories(fs::path(in_image).parent_path());
     std::ofstream(claude_pkg) << "{\"version\": \"9.9.9\"}";
     std::ofstream(in_image) << "{\"version\": \"7.7.7\"}";
-    CHECK(supervisor::installed_cli_version(claude, prefix, image).version == std::optional<std::string>("7.7.7"));
-    CHECK(supervisor::installed_cli_version(claude, prefix).version == std::optional<std::string>("9.9.9"));
+    CHECK(agents::installed_cli_version(claude, prefix, image).version == std::optional<std::string>("7.7.7"));
+    CHECK(agents::installed_cli_version(claude, prefix).version == std::optional<std::string>("9.9.9"));
     fs::remove(in_image);
     std::ofstream(prefix + "/host-only.json") << "{\"version\": \"9.9.9\"}";
     fs::create_symlink(prefix + "/host-only.json", in_image);
-    auto linked = supervisor::installed_cli_version(claude, prefix, image);
+    auto linked = agents::installed_cli_version(claude, prefix, image);
     CHECK_FALSE(linked.version.has_value());
     CHECK(linked.problem.find("cannot read") != std::string::npos);
     fs::remove_all(prefix);

@@ -27,20 +27,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tests/support/process.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace corral;
-using supervisor::AgentKind;
-using supervisor::CredentialMode;
+using agents::AgentKind;
+using agents::CredentialMode;
 
 namespace {
 
 constexpr uid_t kNobody = 65534;
 
-std::string prefix() { return supervisor::default_agents_prefix; }
+std::string prefix() { return agents::default_agents_prefix; }
 
 std::string cli_entry(AgentKind k) {
     switch (k) {
@@ -68,8 +68,8 @@ struct RunDir {
     }
 };
 
-supervisor::AgentInputs inputs_in(const RunDir& rd, CredentialMode mode) {
-    supervisor::AgentInputs in;
+agents::AgentInputs inputs_in(const RunDir& rd, CredentialMode mode) {
+    agents::AgentInputs in;
     in.run_id = "20260101T000000Z-e2e001";
     in.worker = "e2e";
     in.prompt = "Reply with exactly DONE";
@@ -118,7 +118,7 @@ std::vector<std::string> help_argv(AgentKind k) {
 }
 
 // The options in a profile's argv, up to "--" (after it only the prompt).
-std::vector<std::string> flags_of(const supervisor::AgentProfile& p) {
+std::vector<std::string> flags_of(const agents::AgentProfile& p) {
     std::vector<std::string> flags;
     std::size_t first = p.argv[0] == "/usr/bin/node" ? 2 : 1;
     for (std::size_t i = first; i < p.argv.size(); ++i) {
@@ -128,7 +128,7 @@ std::vector<std::string> flags_of(const supervisor::AgentProfile& p) {
     return flags;
 }
 
-std::string value_after(const supervisor::AgentProfile& p, const std::string& flag) {
+std::string value_after(const agents::AgentProfile& p, const std::string& flag) {
     for (std::size_t i = 0; i + 1 < p.argv.size(); ++i)
         if (p.argv[i] == flag) return p.argv[i + 1];
     return "";
@@ -151,8 +151,8 @@ TEST_CASE("every adapter flag corral passes appears in the real CLI's --help") {
         CAPTURE(config::to_string(kind));
         auto in = inputs_in(rd, CredentialMode::api_key);
         in.model = "some-model";  // so --model is checked too
-        auto p = supervisor::make_agent_profile(kind, in);
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(kind, in);
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(help_argv(kind), p.env);
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
         const std::string help = r.out + r.err;
@@ -176,8 +176,8 @@ TEST_CASE("the installed CLIs are the pinned versions") {
     RunDir rd;
     for (auto kind : {AgentKind::claude, AgentKind::codex, AgentKind::pi}) {
         CAPTURE(config::to_string(kind));
-        auto p = supervisor::make_agent_profile(kind, inputs_in(rd, CredentialMode::api_key));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(kind, inputs_in(rd, CredentialMode::api_key));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(p.version_argv, p.env);
         CHECK(r.exit_code == 0);
         CHECK_MESSAGE((r.out + r.err).find(p.cli_version) != std::string::npos, r.out << r.err);
@@ -188,8 +188,8 @@ TEST_CASE("claude accepts both sentinel shapes as a login, with analytics off") 
     const std::string exe = cli_entry(AgentKind::claude);
     SUBCASE("OAuth .credentials.json") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::claude, inputs_in(rd, CredentialMode::oauth));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::claude, inputs_in(rd, CredentialMode::oauth));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline({exe, "auth", "status"}, p.env);
         CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
         json st = json::parse(r.out);
@@ -200,8 +200,8 @@ TEST_CASE("claude accepts both sentinel shapes as a login, with analytics off") 
     }
     SUBCASE("API-key sentinel in the environment") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::claude, inputs_in(rd, CredentialMode::api_key));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::claude, inputs_in(rd, CredentialMode::api_key));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline({exe, "auth", "status"}, p.env);
         CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
         json st = json::parse(r.out);
@@ -211,11 +211,11 @@ TEST_CASE("claude accepts both sentinel shapes as a login, with analytics off") 
     }
     SUBCASE("control: the same home without the credential is not logged in") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::claude, inputs_in(rd, CredentialMode::oauth));
+        auto p = agents::make_agent_profile(AgentKind::claude, inputs_in(rd, CredentialMode::oauth));
         p.files.erase(std::remove_if(p.files.begin(), p.files.end(),
                                      [](const auto& f) { return f.path.find(".credentials.json") != std::string::npos; }),
                       p.files.end());
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline({exe, "auth", "status"}, p.env);
         CHECK(r.exit_code != 0);
         CHECK(json::parse(r.out)["loggedIn"] == false);
@@ -231,30 +231,30 @@ TEST_CASE("codex accepts both auth.json shapes and runs with our config.toml und
     };
     SUBCASE("ChatGPT mode") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::oauth));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::oauth));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(codex_cmd({"login", "status"}), p.env);
         CHECK_MESSAGE((r.out + r.err).find("Logged in using ChatGPT") != std::string::npos, r.out << r.err);
     }
     SUBCASE("API-key mode") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::api_key));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::api_key));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(codex_cmd({"login", "status"}), p.env);
         CHECK_MESSAGE((r.out + r.err).find("API key configured") != std::string::npos, r.out << r.err);
     }
     SUBCASE("control: no auth.json is not logged in") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::api_key));
+        auto p = agents::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::api_key));
         p.files.clear();
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(codex_cmd({"login", "status"}), p.env);
         CHECK((r.out + r.err).find("Not logged in") != std::string::npos);
     }
     SUBCASE("the phone-home features are off") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::oauth));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::oauth));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(codex_cmd({"features", "list"}), p.env);
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
         for (const char* f : {"apps", "plugins", "api_key_model_discovery", "enable_request_compression"}) {
@@ -264,8 +264,8 @@ TEST_CASE("codex accepts both auth.json shapes and runs with our config.toml und
     }
     SUBCASE("the profile's own command line loads config.toml under --strict-config") {
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::api_key));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::codex, inputs_in(rd, CredentialMode::api_key));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         // No network in here: codex gets as far as starting the turn, then
         // retries; the bound ends it. A config problem ends it at once.
         auto r = run_offline(p.argv, p.env, std::chrono::milliseconds(5'000));
@@ -285,17 +285,17 @@ TEST_CASE("pi accepts both auth.json shapes for the anthropic provider") {
     for (auto mode : {CredentialMode::api_key, CredentialMode::oauth}) {
         CAPTURE(static_cast<int>(mode));
         RunDir rd;
-        auto p = supervisor::make_agent_profile(AgentKind::pi, inputs_in(rd, mode));
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::pi, inputs_in(rd, mode));
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(pi, p.env);
         // pi prints the table on stderr; it may carry colour escapes around the cells.
         std::string plain = std::regex_replace(r.out + r.err, std::regex("\x1b\\[[0-9;]*m"), "");
         CHECK_MESSAGE(std::regex_search(plain, std::regex("anthropic +claude-sonnet-4-5 ")), plain);
     }
     RunDir rd;
-    auto p = supervisor::make_agent_profile(AgentKind::pi, inputs_in(rd, CredentialMode::api_key));
+    auto p = agents::make_agent_profile(AgentKind::pi, inputs_in(rd, CredentialMode::api_key));
     p.files.clear();
-    supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+    agents::write_agent_home(p, rd.path.string(), agent_owner());
     auto r = run_offline(pi, p.env);
     CHECK((r.out + r.err).find("No models available") != std::string::npos);
 }
@@ -368,8 +368,8 @@ TEST_CASE("claude and pi finish a prompt with the profile's command line and sen
     SUBCASE("claude (API-key sentinel, stream-json)") {
         RunDir rd;
         auto in = inputs_in(rd, CredentialMode::api_key);
-        auto p = supervisor::make_agent_profile(AgentKind::claude, in);
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        auto p = agents::make_agent_profile(AgentKind::claude, in);
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto env = p.env;
         env.emplace_back("ANTHROPIC_BASE_URL", "http://127.0.0.1:8099");
         auto res = run_against_stand_in(rd, p.argv, env);
@@ -382,7 +382,7 @@ TEST_CASE("claude and pi finish a prompt with the profile's command line and sen
         for (const auto& q : reqs) {
             if (q["url"].get<std::string>().rfind("/v1/messages", 0) != 0) continue;
             seen = true;
-            CHECK(q["headers"]["x-api-key"] == "sk-ant-api03-" + supervisor::sentinel_for(in.run_id));
+            CHECK(q["headers"]["x-api-key"] == "sk-ant-api03-" + agents::sentinel_for(in.run_id));
             CHECK(q["body"].get<std::string>().find(in.system_prompt) != std::string::npos);
             CHECK(q["body"].get<std::string>().find(in.prompt) != std::string::npos);
         }
@@ -392,11 +392,11 @@ TEST_CASE("claude and pi finish a prompt with the profile's command line and sen
         RunDir rd;
         auto in = inputs_in(rd, CredentialMode::api_key);
         in.model = "claude-sonnet-4-5";
-        auto p = supervisor::make_agent_profile(AgentKind::pi, in);
+        auto p = agents::make_agent_profile(AgentKind::pi, in);
         // pi's base-URL knob is a file in its agent dir.
         p.files.push_back({"home/.pi/agent/models.json",
                            R"({"providers":{"anthropic":{"baseUrl":"http://127.0.0.1:8099"}}})", 0600});
-        supervisor::write_agent_home(p, rd.path.string(), agent_owner());
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto res = run_against_stand_in(rd, p.argv, p.env);
         const test::Result& r = res.first;
         const std::vector<json>& reqs = res.second;
@@ -405,7 +405,7 @@ TEST_CASE("claude and pi finish a prompt with the profile's command line and sen
         CHECK(r.out.find("DONE") != std::string::npos);
         REQUIRE(reqs.size() == 1);  // pi -p makes exactly one request
         CHECK(reqs[0]["method"] == "POST");
-        CHECK(reqs[0]["headers"]["x-api-key"] == "sk-ant-api03-" + supervisor::sentinel_for(in.run_id));
+        CHECK(reqs[0]["headers"]["x-api-key"] == "sk-ant-api03-" + agents::sentinel_for(in.run_id));
         CHECK(reqs[0]["body"].get<std::string>().find(in.system_prompt) != std::string::npos);
     }
 }

@@ -9,11 +9,11 @@
 
 #include "config/org_config.hpp"
 #include "gateway/grants.hpp"
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tests/config/org_fixture.hpp"
 
 using namespace corral;
-using supervisor::AgentKind;
+using agents::AgentKind;
 
 namespace {
 
@@ -66,10 +66,10 @@ void check_same_as_embedded(const config::OrgConfig& org, const config::GatewayC
     for (const auto& entry : org.workers) {
         const std::string name = entry.first;  // a named copy: clang 14 cannot capture structured bindings in CAPTURE
         auto w = config::resolve_worker(org, name);
-        auto cred = status.at(supervisor::required_credential(w.agent).name);
+        auto cred = status.at(agents::required_credential(w.agent).name);
         std::vector<config::Grant> implied;
-        if (cred.available) implied = supervisor::implied_grants(w.agent, supervisor::credential_mode_for(cred.kind), name);
-        auto embedded = supervisor::run_gateway_config(org, w, implied);
+        if (cred.available) implied = agents::implied_grants(w.agent, agents::credential_mode_for(cred.kind), name);
+        auto embedded = agents::run_gateway_config(org, w, implied);
         for (const auto& host : kHosts) {
             CAPTURE(name);
             CAPTURE(host);
@@ -106,7 +106,7 @@ TEST_CASE("org_gateway_config: each worker's implied grants, scoped to that work
     write_org(d);
     auto org = config::load_org(d.str());
     auto status = all_available(org);
-    auto plan = supervisor::org_gateway_config(org, status);
+    auto plan = agents::org_gateway_config(org, status);
     const auto& cfg = plan.config;
     CHECK(plan.left_out.empty());
     CHECK(cfg.gateway.listen_unix == "/run/corral-test/gw.sock");
@@ -173,7 +173,7 @@ TEST_CASE("org_gateway_config: codex with an API key gets api.openai.com, WebSoc
     auto org = config::load_org(d.str());
     org.gateway.credentials.at("openai").kind = config::CredentialKind::api_key;
     auto status = all_available(org);
-    auto cfg = supervisor::org_gateway_config(org, status).config;
+    auto cfg = agents::org_gateway_config(org, status).config;
     auto cx = scoped_to(org, cfg, "cx");
     REQUIRE(cx.size() == 1);
     CHECK(cx[0]->host == "api.openai.com");
@@ -194,7 +194,7 @@ TEST_CASE("org_gateway_config: an operator grant for the same host:port replaces
               "allow_private = true\nconnect_to = \"127.0.0.1:9444\"\n");
     auto org = config::load_org(d.str());
     auto status = all_available(org);
-    auto cfg = supervisor::org_gateway_config(org, status).config;
+    auto cfg = agents::org_gateway_config(org, status).config;
     CHECK(scoped_to(org, cfg, "cl").size() == 0);  // its implied grant is replaced by the org grant
     REQUIRE(lookup(cfg, "cl", "api.anthropic.com") != nullptr);
     CHECK(lookup(cfg, "cl", "api.anthropic.com")->connect_to == "127.0.0.1:9443");
@@ -214,7 +214,7 @@ TEST_CASE("org_gateway_config: a worker whose credential is unavailable is left 
     status["openai"].available = false;
     status["openai"].source = "env CORRAL_TEST_UNUSED_O";
     status["openai"].problem = "environment variable CORRAL_TEST_UNUSED_O is not set";
-    auto plan = supervisor::org_gateway_config(org, status);
+    auto plan = agents::org_gateway_config(org, status);
     REQUIRE(plan.left_out.size() == 1);
     CHECK(plan.left_out[0].find("worker 'cx' runs codex") != std::string::npos);
     CHECK(plan.left_out[0].find("'openai'") != std::string::npos);
@@ -232,7 +232,7 @@ TEST_CASE("org_gateway_config: a worker whose credential is unavailable is left 
     d2.worker("cx", "agent = \"codex\"\n");
     d2.worker("p", "agent = \"pi\"\n");
     auto org2 = config::load_org(d2.str());
-    auto plan2 = supervisor::org_gateway_config(org2);
+    auto plan2 = agents::org_gateway_config(org2);
     REQUIRE(plan2.left_out.size() == 1);
     CHECK(plan2.left_out[0].find("worker 'cx' runs codex, which needs the credential 'openai': not defined") !=
           std::string::npos);
@@ -244,13 +244,13 @@ TEST_CASE("org_gateway_config: the daemon needs listen_unix; without any listene
     d.org("[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_UNUSED_A\"\n");
     d.worker("p", "agent = \"pi\"\n");
     auto org = config::load_org(d.str());
-    CHECK(supervisor::org_gateway_config(org).config.gateway.listen_unix == config::default_gateway_socket);
+    CHECK(agents::org_gateway_config(org).config.gateway.listen_unix == config::default_gateway_socket);
 
     test::OrgDir tcp_only;
     tcp_only.org("[gateway]\nlisten_tcp = \"127.0.0.1:0\"\n");
     auto org2 = config::load_org(tcp_only.str());
     try {
-        supervisor::org_gateway_config(org2);
+        agents::org_gateway_config(org2);
         FAIL("expected a ConfigError");
     } catch (const config::ConfigError& e) {
         std::string what = e.what();

@@ -31,7 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tests/agents_e2e/world.hpp"
 
 namespace fs = std::filesystem;
@@ -40,7 +40,7 @@ using namespace corral;
 using namespace corral::test::agents;
 using corral::test::read_file;
 using corral::test::write_file;
-using supervisor::AgentKind;
+using ::corral::agents::AgentKind;
 
 namespace {
 
@@ -213,7 +213,7 @@ test::Result run_cli_on_host(const World& w, const WorkerSpec& spec, Org org, co
     auto run_dir = w.dir + "/host-" + spec.name + "-" + org_name(org);
     fs::create_directories(run_dir);
     ::chmod(run_dir.c_str(), 0755);
-    supervisor::AgentInputs in;
+    ::corral::agents::AgentInputs in;
     in.run_id = "host-" + spec.name;
     in.worker = spec.name;
     in.prompt = kPrompt;
@@ -221,14 +221,14 @@ test::Result run_cli_on_host(const World& w, const WorkerSpec& spec, Org org, co
     in.chatgpt_account_id = w.chatgpt_account;
     in.home_rel = "home";
     in.home_in_box = run_dir + "/home";  // the CLI runs on the host: the in-box path is the host path
-    auto p = supervisor::make_agent_profile(spec.kind, in);
-    supervisor::write_agent_home(p, run_dir, std::make_pair(kNobody, kNobody));
+    auto p = ::corral::agents::make_agent_profile(spec.kind, in);
+    ::corral::agents::write_agent_home(p, run_dir, std::make_pair(kNobody, kNobody));
 
     std::vector<std::string> cmd = {"unshare", "-p", "-f", "--kill-child", "setpriv", "--reuid",
                                     std::to_string(kNobody), "--regid", std::to_string(kNobody), "--clear-groups",
                                     "env", "-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
     for (const auto& [k, v] : p.env) cmd.push_back(k + "=" + v);
-    for (const auto& [k, v] : supervisor::proxy_environment(gw.ca, static_cast<unsigned>(gw.port)))
+    for (const auto& [k, v] : ::corral::agents::proxy_environment(gw.ca, static_cast<unsigned>(gw.port)))
         cmd.push_back(k + "=" + v);
     cmd.insert(cmd.end(), p.argv.begin(), p.argv.end());
     test::RunOptions o;
@@ -336,7 +336,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     CHECK(record["limits"].value("timeout_ms", json()) == 300'000);
     CHECK(record.value("worker", "") == spec.name);
     CHECK(record.value("agent", "") == std::string(config::to_string(spec.kind)));
-    CHECK(record.value("cli_version", "") == supervisor::pinned_cli_version(spec.kind));
+    CHECK(record.value("cli_version", "") == ::corral::agents::pinned_cli_version(spec.kind));
     REQUIRE(record.contains("gateway"));
     const auto& gw = record["gateway"];
     const std::string identity = record.value("identity", "");

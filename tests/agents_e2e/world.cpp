@@ -17,7 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tests/support/test_pki.hpp"
 
 namespace corral::test::agents {
@@ -39,7 +39,7 @@ std::string toml_str(const std::string& s) { return "\"" + s + "\""; }
 // the implied grant for the same host:port, as an operator's would.
 std::string grant_for(const World& w, const WorkerSpec& spec, Org org) {
     std::string out;
-    for (const auto& g : supervisor::implied_grants(spec.kind, credential_mode(spec.kind, org), spec.name)) {
+    for (const auto& g : ::corral::agents::implied_grants(spec.kind, credential_mode(spec.kind, org), spec.name)) {
         std::string routes;
         for (const auto& r : g.routes) routes += (routes.empty() ? "" : ", ") + toml_str(r.text);
         out += "[[grants]]\nhost = " + toml_str(g.host) + "\nmode = \"inject\"\ncredential = " + toml_str(g.credential) +
@@ -111,9 +111,9 @@ const std::vector<WorkerSpec>& workers() {
     return specs;
 }
 
-supervisor::CredentialMode credential_mode(config::AgentKind kind, Org org) {
+::corral::agents::CredentialMode credential_mode(config::AgentKind kind, Org org) {
     bool oauth = kind == config::AgentKind::codex ? org == Org::primary : org == Org::alternate;
-    return oauth ? supervisor::CredentialMode::oauth : supervisor::CredentialMode::api_key;
+    return oauth ? ::corral::agents::CredentialMode::oauth : ::corral::agents::CredentialMode::api_key;
 }
 
 std::string model_host(config::AgentKind kind, Org org) {
@@ -139,9 +139,9 @@ std::string missing_prerequisite() {
     if (!fs::exists(source_root() + "/node_modules/ws/package.json"))
         return "node package ws missing: run tools/install-npm-deps.sh";
     for (const auto& spec : workers()) {
-        supervisor::AgentInputs in;
+        ::corral::agents::AgentInputs in;
         in.run_id = "probe";
-        auto p = supervisor::make_agent_profile(spec.kind, in);
+        auto p = ::corral::agents::make_agent_profile(spec.kind, in);
         for (const auto& a : p.argv)
             if (!a.empty() && a[0] == '/' && !fs::exists(a))
                 return "agent CLI missing: " + a + " (run tools/install-npm-deps.sh)";

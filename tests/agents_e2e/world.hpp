@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/org_config.hpp"
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 #include "tests/support/process.hpp"
 
 namespace corral::test::agents {
@@ -36,7 +36,7 @@ struct WorkerSpec {
 };
 const std::vector<WorkerSpec>& workers();
 // How the worker's agent authenticates in `org`, and where its inference goes.
-supervisor::CredentialMode credential_mode(config::AgentKind kind, Org org);
+::corral::agents::CredentialMode credential_mode(config::AgentKind kind, Org org);
 std::string model_host(config::AgentKind kind, Org org);
 
 struct World {

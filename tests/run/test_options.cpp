@@ -1,24 +1,27 @@
-// Unit tests of `corral run` option parsing: every option, every error form.
+// Unit tests of `corral run` option parsing: every option, every error form,
+// and the option table that the parser and --help share.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/sys_error.hpp"
-#include "supervisor/run_options.hpp"
+#include "run/request.hpp"
 
 using corral::UsageError;
-using corral::supervisor::parse_run_options;
-using corral::supervisor::RunOptions;
+using corral::run::parse_run_request;
+using corral::run::RunRequest;
 
 namespace {
 
-RunOptions parse(std::vector<std::string> args) {
+RunRequest parse(std::vector<std::string> args) {
     args.insert(args.begin(), "run");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    return parse_run_options(static_cast<int>(args.size()), argv.data());
+    return parse_run_request(static_cast<int>(args.size()), argv.data());
 }
 
 std::string error_of(std::vector<std::string> args) {
@@ -32,9 +35,9 @@ std::string error_of(std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("defaults: host rootfs, no limits, default uid range, command kept verbatim") {
+TEST_CASE("defaults: no rootfs given (the worker's, else host), no limits, default uid range, command kept verbatim") {
     auto o = parse({"--", "/bin/sh", "-c", "echo --memory"});
-    CHECK(o.rootfs == "host");
+    CHECK_FALSE(o.rootfs);
     CHECK_FALSE(o.workspace);
     CHECK_FALSE(o.memory_bytes);
     CHECK_FALSE(o.pids);
@@ -51,7 +54,7 @@ TEST_CASE("every option, in both --opt VALUE and --opt=VALUE form") {
     auto o = parse({"--rootfs", "/img", "--workspace=/ws", "--run-dir", "/rd", "--state-dir=/sd", "--memory", "64M",
                     "--pids=100", "--cpus", "0.5", "--timeout=2s", "--env", "A=1", "--env=B=x=y", "--hostname",
                     "box1", "--stdin", "--uid-range", "2000-2010", "--log-limit=1M", "--", "true"});
-    CHECK(o.rootfs == "/img");
+    CHECK(*o.rootfs == "/img");
     CHECK(*o.workspace == "/ws");
     CHECK(*o.run_dir == "/rd");
     CHECK(*o.state_dir == "/sd");
@@ -78,11 +81,70 @@ TEST_CASE("the first non-option starts the command; later dashes belong to it") 
 
 TEST_CASE("--help needs no command") {
     CHECK(parse({"--help"}).help);
-    std::string help = corral::supervisor::run_help_text();
+    std::string help = corral::run::run_help_text();
     for (const char* opt : {"--rootfs", "--workspace", "--run-dir", "--state-dir", "--memory", "--pids", "--cpus",
                             "--timeout", "--env", "--hostname", "--stdin", "--uid-range", "--log-limit", "--help", "124", "125",
-                            "126", "127"})
+                            "126", "127", "--config", "--worker", "--prompt", "--prompt-file", "--system-prompt-file",
+                            "--gateway"})
         CHECK_MESSAGE(help.find(opt) != std::string::npos, opt);
+}
+
+TEST_CASE("--help explains every option of the table, with its placeholder, once") {
+    const std::string& help = corral::run::run_help_text();
+    std::set<std::string> names;
+    for (const auto& o : corral::run::run_option_table()) {
+        std::string head = "\n  " + std::string(o.name) + (o.placeholder.empty() ? "" : " " + std::string(o.placeholder)) + " ";
+        CAPTURE(head);
+        CHECK(names.insert(std::string(o.name)).second);
+        auto at = help.find(head);
+        REQUIRE(at != std::string::npos);
+        CHECK(help.find(head, at + 1) == std::string::npos);
+        // The first line of its explanation follows on the same line.
+        std::string first(o.help.substr(0, o.help.find('\n')));
+        CHECK(help.find(first, at) == help.find_first_not_of(' ', at + head.size()));
+    }
+    CHECK(names.size() >= 21);
+}
+
+TEST_CASE("every option of the table parses in both forms; a switch refuses a value") {
+    // A sample per placeholder: an option added to the table with a new
+    // placeholder fails here until it gets one.
+    const std::map<std::string, std::string> sample{{"DIR", "/d"},  {"host|DIR", "/d"}, {"SIZE", "64M"},
+                                                    {"N", "5"},     {"FLOAT", "1"},     {"DURATION", "5s"},
+                                                    {"K=V", "A=1"}, {"NAME", "h1"},     {"FIRST-LAST", "2000-2010"},
+                                                    {"TEXT", "p"},  {"F", "/f"},        {"unix:PATH", "unix:/s.sock"}};
+    // What the option needs beside it to be a valid command line.
+    auto context = [](std::string_view name) -> std::vector<std::string> {
+        if (name == "--prompt" || name == "--prompt-file") return {"--config", "/org", "--worker", "w1"};
+        if (name == "--system-prompt-file") return {"--config", "/org", "--worker", "w1", "--prompt", "p"};
+        if (name == "--config") return {"--worker", "w1", "--", "true"};
+        if (name == "--worker") return {"--config", "/org", "--", "true"};
+        return {"--", "true"};
+    };
+    for (const auto& o : corral::run::run_option_table()) {
+        std::string name(o.name);
+        CAPTURE(name);
+        auto ctx = context(o.name);
+        if (o.placeholder.empty()) {
+            std::vector<std::string> args{name};
+            args.insert(args.end(), ctx.begin(), ctx.end());
+            CHECK_NOTHROW(parse(args));
+            std::vector<std::string> with_value{name + "=x"};
+            with_value.insert(with_value.end(), ctx.begin(), ctx.end());
+            CHECK(error_of(with_value).starts_with(name + ": takes no value"));
+            continue;
+        }
+        REQUIRE_MESSAGE(sample.count(std::string(o.placeholder)) == 1, "no sample value for " << o.placeholder);
+        const std::string value = sample.at(std::string(o.placeholder));
+        std::vector<std::string> split{name, value}, joined{name + "=" + value};
+        split.insert(split.end(), ctx.begin(), ctx.end());
+        joined.insert(joined.end(), ctx.begin(), ctx.end());
+        auto a = parse(split), b = parse(joined);
+        // The value never starts the command.
+        CHECK(a.command == b.command);
+        CHECK(a.command.size() <= 1);
+        CHECK(error_of({name}).starts_with(name + ": missing value"));
+    }
 }
 
 TEST_CASE("malformed values name the option, the text and the accepted form") {
@@ -106,7 +168,10 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
 }
 
 TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
-    CHECK(error_of({"--bogus", "--", "true"}).starts_with("unknown option \"--bogus\""));
+    CHECK(error_of({"--bogus", "--", "true"}) ==
+          "unknown option \"--bogus\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, "
+          "--cpus, --timeout, --env, --hostname, --stdin, --log-limit, --sync-record, --uid-range, --config, --worker, "
+          "--prompt, --prompt-file, --system-prompt-file, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
     CHECK(error_of({"--pids", "3"}).starts_with("missing command"));
     CHECK(error_of({"--"}).starts_with("missing command"));

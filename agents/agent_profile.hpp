@@ -1,4 +1,4 @@
-// supervisor/agent_profile.hpp — what each agent CLI (pi, claude, codex) gets
+// agents/agent_profile.hpp — what each agent CLI (pi, claude, codex) gets
 // in a run: its command line, environment, home files holding SENTINEL
 // credentials, the egress grants its model traffic needs and the real
 // credential the gateway injects for it.
@@ -26,7 +26,7 @@
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
 
-namespace corral::supervisor {
+namespace corral::agents {
 
 using AgentKind = config::AgentKind;
 
@@ -198,4 +198,4 @@ void write_agent_home(const AgentProfile& profile, const std::string& run_dir,
 std::vector<std::pair<std::string, std::string>> proxy_environment(const std::string& ca_path_in_box,
                                                                   unsigned port = 3128);
 
-}  // namespace corral::supervisor
+}  // namespace corral::agents

@@ -1,4 +1,4 @@
-#include "supervisor/agent_profile.hpp"
+#include "agents/agent_profile.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
 
-namespace corral::supervisor {
+namespace corral::agents {
 
 namespace {
 
@@ -482,11 +482,7 @@ OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
     renumber(grants);
     // Only the credentials a served grant uses are loaded: one nobody can use
     // (e.g. the unavailable one of a worker left out) must not stop the daemon.
-    std::set<std::string> used;
-    for (const auto& g : grants)
-        if (!g.credential.empty()) used.insert(g.credential);
-    for (auto it = out.config.credentials.begin(); it != out.config.credentials.end();)
-        it = used.count(it->first) ? std::next(it) : out.config.credentials.erase(it);
+    config::keep_used_credentials(out.config);
     return out;
 }
 
@@ -595,4 +591,4 @@ std::vector<std::pair<std::string, std::string>> proxy_environment(const std::st
     return env;
 }
 
-}  // namespace corral::supervisor
+}  // namespace corral::agents

@@ -1,0 +1,109 @@
+#include "run/agent_run.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/regular_file.hpp"
+
+namespace corral::run {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// --prompt-file and --system-prompt-file may sit in a workspace an earlier
+// agent wrote: root reads them without following links (a planted link would
+// hand a root-only file to the box and the model provider), without blocking
+// on a FIFO, and at most 4 MiB.
+std::string read_text_file(const std::string& option, const std::string& path) {
+    auto text = read_regular_file({option, path, PathWalk::no_symlinks, "", 4u << 20});
+    if (!text) throw UsageError(option + " " + path + ": no such file");
+    // The text becomes a command-line argument, which ends at the first NUL:
+    // the rest would be dropped without a word.
+    if (auto nul = text->find('\0'); nul != std::string::npos)
+        throw PromptError(option + " " + path + ": a NUL byte at offset " + std::to_string(nul) +
+                          "; allowed: text without NUL bytes");
+    if (option == "--prompt-file" && text->find_first_not_of(" \t\r\n") == std::string::npos)
+        throw PromptError(option + " " + path + ": empty (or only white space); the agent needs a task");
+    return *text;
+}
+
+// Linux caps one execve argument at MAX_ARG_STRLEN (32 pages, the NUL
+// included) and all of them with the environment at ARG_MAX; a longer
+// prompt would fail at execve, after the sandbox was built, as E2BIG.
+constexpr std::size_t kMaxArgBytes = 32 * 4096 - 1;
+
+void require_argv_fits_exec(const agents::AgentProfile& p, config::AgentKind kind, std::size_t prompt_bytes,
+                            std::size_t system_prompt_bytes) {
+    std::size_t total = 0;
+    for (const auto& a : p.argv) {
+        total += a.size() + 1 + sizeof(char*);
+        if (a.size() <= kMaxArgBytes) continue;
+        throw PromptError("one argument of " + std::string(config::to_string(kind)) + "'s command line would be " +
+                          std::to_string(a.size()) + " bytes (the prompt is " + std::to_string(prompt_bytes) +
+                          " bytes, the system prompt " + std::to_string(system_prompt_bytes) +
+                          "); Linux allows at most " + std::to_string(kMaxArgBytes) +
+                          " bytes per argument (MAX_ARG_STRLEN); allowed: shorter texts, or a file in the "
+                          "workspace that the prompt tells the agent to read");
+    }
+    long arg_max = ::sysconf(_SC_ARG_MAX);
+    // The environment still has to fit beside the arguments: keep 64 KiB for it.
+    if (arg_max > 0 && total + (64u << 10) > static_cast<std::size_t>(arg_max))
+        throw PromptError("the agent's command line is " + std::to_string(total) + " bytes; with its environment it " +
+                          "must stay under ARG_MAX (" + std::to_string(arg_max) + " bytes here)");
+}
+
+}  // namespace
+
+AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
+    const config::ResolvedWorker& w = *in.worker;
+    agents::AgentInputs ai;
+    ai.run_id = in.run_id;
+    ai.worker = plan.worker;
+    ai.prompt = r.prompt ? *r.prompt : read_text_file("--prompt-file", *r.prompt_file);
+    if (r.system_prompt_file) ai.system_prompt = read_text_file("--system-prompt-file", *r.system_prompt_file);
+    ai.model = w.model;
+    ai.chatgpt_account_id = w.chatgpt_account_id;
+    ai.credential = agents::credential_mode_for(in.agent_credential.kind);
+    ai.home_rel = "home";
+    ai.home_in_box = "/home/agent";
+    AgentRun out;
+    out.profile = agents::make_agent_profile(w.agent, ai);
+    const agents::AgentProfile& p = out.profile;
+    require_argv_fits_exec(p, w.agent, ai.prompt.size(), ai.system_prompt.size());
+    auto& spec = plan.spec;
+    // Checked before anything is written or started: found missing only after
+    // the sandbox is built, the run would end as a bare "command not found".
+    if (auto missing = agents::cli_missing_in_rootfs(p, spec.rootfs.image, ai.agents_prefix))
+        throw AgentProgramNotFound(*missing);
+
+    // The home is written now (owner: root) and handed to the agent's UID at
+    // the hook point, once launch_sandbox has leased it.
+    agents::write_agent_home(p, in.run_dir, std::nullopt);
+    const std::string home = in.run_dir + "/home";  // the plan's spec.rootfs.home_dir
+    if (!fs::is_directory(home)) {
+        std::error_code ec;
+        fs::create_directory(home, ec);
+        check_sys(::chmod(home.c_str(), 0700), "chmod", home);
+    }
+    spec.argv = p.argv;
+    if (p.stdin_null) spec.pass_stdin = false;
+    plan.agent_env = p.env;
+    spec.env = compose_environment(plan, {});
+    // run.json says what ran: null, and why, when the version cannot be read
+    // (never the pinned version in its place).
+    auto installed = agents::installed_cli_version(p, ai.agents_prefix, spec.rootfs.image == "host" ? "/" : spec.rootfs.image);
+    out.cli_version = installed.version;
+    if (auto note = agents::cli_version_note(p, installed); !note.empty()) out.messages.push_back(note);
+    return out;
+}
+
+void hand_agent_home(const std::string& root, uid_t uid, gid_t gid) {
+    check_sys(::lchown(root.c_str(), uid, gid), "lchown", root);
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
+        check_sys(::lchown(it->path().c_str(), uid, gid), "lchown", it->path().string());
+}
+
+}  // namespace corral::run

@@ -1,0 +1,47 @@
+// run/agent_run.hpp — the worker's agent CLI as a run's command: its prompt,
+// its profile (agents/agent_profile.hpp), its home in the run dir, and the
+// checks that refuse the run before anything is built.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "agents/agent_profile.hpp"
+#include "base/sys_error.hpp"
+#include "run/resolve.hpp"
+
+namespace corral::run {
+
+// The agent's program is not in the rootfs the box would see (corral run
+// exits 127, as for a command not found, but before anything is built).
+struct AgentProgramNotFound : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The agent's prompt cannot be handed to its CLI as it is (empty, a NUL
+// byte, longer than one command-line argument may be): bad input, corral run
+// exits 2 before anything is built.
+struct PromptError : UsageError {
+    using UsageError::UsageError;
+};
+
+struct AgentRun {
+    agents::AgentProfile profile;
+    std::optional<std::string> cli_version;  // the installed CLI's; unset = unknown (run.json: null)
+    std::vector<std::string> messages;       // what to tell the operator (e.g. why cli_version is null)
+};
+
+// Single-threaded, before launch_sandbox, for an agent run (request.agent()):
+// reads the prompt files, makes the agent's profile, checks its command line
+// fits execve and its CLI is in the plan's rootfs, writes its home (root's
+// until hand_agent_home) and puts its argv and environment into the plan.
+// Throws PromptError, AgentProgramNotFound, UsageError, SysError.
+AgentRun prepare_agent_run(const RunRequest& request, const RunInputs& inputs, RunPlan& plan);
+
+// At the hook point: the agent's home (the plan's spec.rootfs.home_dir)
+// becomes the leased UID's. Never follows a symlink.
+void hand_agent_home(const std::string& home_dir, uid_t uid, gid_t gid);
+
+}  // namespace corral::run

@@ -1,0 +1,233 @@
+#include "run/egress.hpp"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "base/sys_error.hpp"
+#include "config/gateway_config.hpp"
+#include "gateway/gateway.hpp"
+#include "gateway/identity.hpp"
+#include "rootfs/host_paths.hpp"
+
+namespace corral::run {
+
+using nlohmann::json;
+
+namespace {
+
+std::string read_optional_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// Waits until `done()` or the bound: the box is gone (supervise returned
+// after init exited), so its connections are closed and what is still open
+// ends by itself.
+template <typename F>
+void wait_bounded(F&& done, std::chrono::milliseconds poll) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(poll);
+}
+
+// The gateway in this process: the run's grants and credentials, its ledger
+// in the run dir.
+class EmbeddedEgress final : public Egress {
+public:
+    EmbeddedEgress(config::GatewayConfig config, bool intercepts, gateway::Identity id)
+        : config_(std::move(config)), intercepts_(intercepts), id_(std::move(id)) {}
+    ~EmbeddedEgress() override { stop(); }
+
+    std::string prepare() override {
+        // A configured grant that needs an unreadable credential stops the
+        // run: name that grant (its file:line), not only the credential.
+        std::set<std::string> checked;
+        for (const auto& g : config_.grants) {
+            if (g.credential.empty() || !checked.insert(g.credential).second) continue;
+            auto st = config::credential_status(config_, g.credential);
+            if (!st.available)
+                throw UsageError(g.where + ": the grant for " + g.host + ":" + std::to_string(g.port) +
+                                 " needs the credential '" + g.credential + "'" +
+                                 (st.source.empty() ? "" : " (" + st.source + ")") + ", which is not available: " +
+                                 st.problem + (st.fix.empty() ? "" : "; to fix: " + st.fix));
+        }
+        // Checked now (a run that cannot authenticate must not start) but kept
+        // only from start() on, after the clone: the init and the reaper are
+        // copies of this process and must hold no secret (docs/security.md).
+        for (auto& [name, secret] : config::load_credential_secrets(config_)) explicit_bzero(secret.data(), secret.size());
+        gateway_ = std::make_unique<gateway::Gateway>(config_, std::map<std::string, std::string>{});
+        if (!gateway_->ledger().healthy())
+            throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
+        return intercepts_ ? gateway_->ca_certificate_pem() : std::string();
+    }
+
+    json record_fields() const override {
+        return {{"mode", "embedded"},
+                {"ledger", gateway_ ? json(config_.gateway.ledger) : json(nullptr)},
+                {"requests", gateway_ && started_ ? json(requests_) : json(nullptr)},
+                {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)}};
+    }
+
+protected:
+    shim::ConnectionHandler connection_handler() override {
+        gateway::Gateway* gw = gateway_.get();
+        gateway::Identity id = id_;
+        return [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
+    }
+    void before_loop() override { gateway_->install_secrets(config::load_credential_secrets(config_)); }
+    void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
+    // Gives the exchanges a moment to write their ledger lines.
+    void drain() override {
+        wait_bounded([this] { return gateway_->active_connections() == 0; }, std::chrono::milliseconds(10));
+    }
+    void after_loop() override {
+        if (!gateway_) return;
+        gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
+        gateway_->ledger().sync();
+        const std::string identity = id_.str();
+        requests_ = gateway_->ledger().requests(identity);
+        refusals_ = gateway_->ledger().refusals(identity);
+    }
+
+private:
+    config::GatewayConfig config_;  // where the secrets are read from in before_loop()
+    bool intercepts_;
+    gateway::Identity id_;
+    // The gateway outlives the loop (the coroutine frames the loop destroys
+    // give buffers back to it); its pooled upstream sockets, which need the
+    // loop's reactor, are closed in after_loop() before the loop goes.
+    std::unique_ptr<gateway::Gateway> gateway_;
+    std::uint64_t requests_ = 0, refusals_ = 0;
+};
+
+// A relay to the daemon, counted while it runs so that the daemon is asked
+// for the run's counts only after the relays ended. A plain coroutine (not a
+// capturing lambda): its parameters live in its own frame.
+boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::string path, std::string ident,
+                                           std::shared_ptr<std::atomic<int>> active) {
+    active->fetch_add(1);
+    co_await shim::relay_to_daemon(std::move(s), std::move(path), std::move(ident));
+    active->fetch_sub(1);
+}
+
+// A `corral gateway` daemon: it holds grants, credentials and the ledger;
+// the box needs its CA.
+class DaemonEgress final : public Egress {
+public:
+    DaemonEgress(std::string socket, std::string state_dir, std::string identity)
+        : socket_(std::move(socket)), state_dir_(std::move(state_dir)), identity_(std::move(identity)) {}
+    ~DaemonEgress() override { stop(); }
+
+    std::string prepare() override {
+        struct stat st{};
+        if (::stat(socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+            throw UsageError("--gateway unix:" + socket_ + ": no socket there (is `corral gateway` running?)");
+        // The box's traffic goes there: a socket only root can have put in place.
+        rootfs::require_root_only_tree("--gateway", socket_);
+        std::string ca_path = state_dir_ + "/ca/ca.crt";
+        std::string ca = read_optional_file(ca_path);
+        if (ca.find("BEGIN CERTIFICATE") == std::string::npos)
+            throw UsageError("--gateway: cannot read the gateway's CA certificate " + ca_path +
+                             " (the daemon's state_dir: [gateway] state_dir in org.toml with --config, else --state-dir)");
+        return ca;
+    }
+
+    // The daemon keeps the ledger (its lines carry this identity) and the
+    // counts, asked for at stop(); null if it could not be asked.
+    json record_fields() const override {
+        return {{"mode", "unix:" + socket_},
+                {"ledger", nullptr},
+                {"requests", counts_ ? json(counts_->requests) : json(nullptr)},
+                {"refusals", counts_ ? json(counts_->refusals) : json(nullptr)}};
+    }
+
+protected:
+    shim::ConnectionHandler connection_handler() override {
+        std::string path = socket_, ident = identity_;
+        auto active = active_relays_;
+        return [path, ident, active](boost::asio::ip::tcp::socket s) {
+            return counted_relay(std::move(s), path, ident, active);
+        };
+    }
+    void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", nullptr); }
+    // The box is gone, its relays see EOF and end; the daemon counts an
+    // exchange when it ends, so ask only after them.
+    void drain() override {
+        wait_bounded([this] { return active_relays_->load() == 0; }, std::chrono::milliseconds(5));
+    }
+    void after_loop() override {
+        if (!started_) return;
+        std::string problem;
+        if (auto counts = shim::query_daemon_counts(socket_, identity_, std::chrono::milliseconds(2000), &problem))
+            counts_ = *counts;
+        else
+            stop_messages_.push_back(problem + "; requests and refusals recorded as null");
+    }
+
+private:
+    std::string socket_, state_dir_, identity_;
+    std::shared_ptr<std::atomic<int>> active_relays_ = std::make_shared<std::atomic<int>>(0);
+    std::optional<shim::DaemonCounts> counts_;
+};
+
+}  // namespace
+
+Egress::~Egress() = default;
+
+void Egress::start(const supervisor::Sandbox& box) {
+    started_ = true;
+    Fd netns = box.open_network_namespace();
+    shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get());
+    // One event-loop thread: a run's box is one client, its exchanges are
+    // asynchronous, and every thread is a clone and a wakeup on each start
+    // and stop of a run (the daemon runs one loop per CPU instead).
+    ioc_ = std::make_unique<boost::asio::io_context>(1);
+    before_loop();
+    bridge_ = std::make_unique<shim::Bridge>(*ioc_, std::move(listeners), connection_handler());
+    bridge_->start();
+    // The guard lives as long as the thread holds it; stop() ends the loop explicitly.
+    auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+        ioc_->get_executor());
+    threads_.emplace_back([this, guard] { run_loop(); });
+}
+
+void Egress::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    if (bridge_) bridge_->stop();
+    if (ioc_) drain();
+    if (ioc_) ioc_->stop();
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    threads_.clear();
+    bridge_.reset();
+    after_loop();
+}
+
+std::unique_ptr<Egress> make_egress(const RunPlan& plan) {
+    if (plan.daemon_socket)
+        return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir, plan.identity);
+    return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts,
+                                            gateway::Identity{plan.worker, plan.spec.run_id});
+}
+
+json unstarted_gateway_record(const RunRequest& r) {
+    return {{"mode", r.gateway ? "unix:" + *r.gateway : std::string("embedded")},
+            {"ledger", nullptr},
+            {"requests", nullptr},
+            {"refusals", nullptr}};
+}
+
+}  // namespace corral::run

@@ -1,0 +1,91 @@
+// run/egress.hpp — the box's way out: the bridge's listeners in the box's
+// netns, served by the gateway embedded in this process or handed to a
+// `corral gateway` daemon. Two small objects behind one interface; the run
+// (tools/cmd_run.cpp) calls in at three places:
+//
+//   auto egress = make_egress(plan);
+//   std::string ca = egress->prepare();  // before launch_sandbox: everything that can
+//                                        // refuse the run; the CA the box must trust
+//   launch_sandbox(spec, [&](const Sandbox& b) { egress->start(b); });  // hook point
+//   supervise(...);
+//   egress->stop();                      // after the command: drain, stop threads, counts
+//
+// Threads are started only in start(), after the clone (DESIGN: never clone
+// from a multi-threaded process).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run/resolve.hpp"
+#include "shim/bridge.hpp"
+#include "supervisor/sandbox.hpp"
+
+namespace boost::asio { class io_context; }
+
+namespace corral::run {
+
+class Egress {
+public:
+    virtual ~Egress();
+    Egress(const Egress&) = delete;
+    Egress& operator=(const Egress&) = delete;
+
+    // Single-threaded, before launch_sandbox. Checks what the box's traffic
+    // needs (fails before anything starts) and returns the CA (PEM) the box
+    // must trust, "" when the box keeps its own trust store.
+    // Throws UsageError / ConfigError / SysError.
+    virtual std::string prepare() = 0;
+
+    // At the hook point: opens the bridge's listeners in the box's netns and
+    // starts the event-loop thread.
+    void start(const supervisor::Sandbox& box);
+
+    // After supervise(): closes the listeners, lets open exchanges finish
+    // (bounded), stops the thread, takes the counts. Idempotent.
+    void stop();
+
+    // run.json's "gateway": {mode, ledger, requests, refusals}.
+    virtual nlohmann::json record_fields() const = 0;
+
+    // What stop() has to tell (e.g. the daemon's counts could not be had),
+    // handed over once: the run prints each and puts it into run.json's messages.
+    std::vector<std::string> take_stop_messages() { return std::exchange(stop_messages_, {}); }
+
+protected:
+    Egress() = default;
+    // What serves each connection the bridge accepts (on the loop's thread).
+    virtual shim::ConnectionHandler connection_handler() = 0;
+    // Before the loop starts (after the clone: the secrets may be loaded now).
+    virtual void before_loop() {}
+    // The listeners are closed: wait (bounded) for the open exchanges to end.
+    virtual void drain() = 0;
+    // The loop and its thread are gone: close what needed the loop, take the counts.
+    virtual void after_loop() {}
+    // The bridge's event loop, run by the one thread (a gateway to report its
+    // failure to, or none).
+    virtual void run_loop() = 0;
+
+    bool started_ = false;
+    std::unique_ptr<boost::asio::io_context> ioc_;
+    std::vector<std::string> stop_messages_;
+
+private:
+    std::unique_ptr<shim::Bridge> bridge_;
+    std::vector<std::thread> threads_;
+    bool stopped_ = false;
+};
+
+// The embedded gateway (plan.gateway) or, with --gateway, the daemon.
+std::unique_ptr<Egress> make_egress(const RunPlan& plan);
+
+// run.json's "gateway" for a run refused before its egress existed: the mode
+// asked for, no ledger, no counts.
+nlohmann::json unstarted_gateway_record(const RunRequest& request);
+
+}  // namespace corral::run

@@ -1,0 +1,347 @@
+// run/options.cpp — the option table of `corral run`, its parser and its --help.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+#include "base/parse.hpp"
+#include "base/sys_error.hpp"
+#include "config/org_config.hpp"
+#include "run/request.hpp"
+#include "supervisor/hostname.hpp"
+
+namespace corral::run {
+
+namespace {
+
+constexpr const char* kHelpHead = R"(usage: corral run [OPTIONS] -- CMD [ARGS...]
+
+Runs CMD in a fresh sandbox: new PID, mount, network, IPC, UTS and cgroup
+namespaces; a read-only root file system; only a loopback network; its own
+UID/GID with no capabilities, no_new_privs and a seccomp filter. Must run as
+root. When CMD exits, everything it started is killed and corral verifies that
+nothing of the run is left on the host (see docs/architecture.md).
+
+options:
+)";
+
+constexpr const char* kHelpExitStatus = R"(
+exit status:
+  CMD's exit status, or 128+N if CMD was killed by signal N (or if corral
+       itself got SIGINT/SIGTERM/SIGHUP N: the sandbox is killed and still
+       torn down and verified)
+  124  the --timeout deadline was reached; the sandbox was killed
+  125  the sandbox could not be set up (the message names the step), bad
+       usage, or not running as root
+  126  teardown failed: something of the run survived (the message says what;
+       run.json has verdict "failed")
+  127  CMD was not found in the sandbox's root file system
+  2    malformed command line (unknown option, bad size, duration or K=V)
+
+environment:
+  CORRAL_STATE_DIR   default for --state-dir
+  CORRAL_LOG=debug   print the duration of every setup and teardown phase
+
+network and agents (docs/architecture.md "The bridge"):
+  Every run's only way out is a proxy on 127.0.0.1:3128 and [::1]:3128 inside
+  the box (HTTP(S)_PROXY and friends are set), served by corral's gateway with
+  the run's identity WORKER/RUN-ID. When a grant injects credentials (or with
+  --gateway) the box trusts corral's CA; otherwise its own trust store is kept.
+  Without --config there are no grants: every request is refused with 403 and logged.
+)";
+
+constexpr const char* kHelpTail = R"(  An agent run streams the CLI's JSON lines to <run-dir>/stdout.jsonl and to
+  stdout; the embedded gateway's ledger is <run-dir>/ledger.jsonl.
+)";
+
+std::uint64_t parse_count(std::string_view name, const std::string& text) {
+    std::uint64_t value = 0;
+    bool ok = !text.empty() && text.size() <= 18;
+    for (char ch : text) {
+        if (ch < '0' || ch > '9') { ok = false; break; }
+        value = value * 10 + static_cast<std::uint64_t>(ch - '0');
+    }
+    if (!ok || value == 0)
+        throw UsageError(std::string(name) + ": invalid count \"" + text + "\": expected a whole number >= 1, e.g. 256");
+    return value;
+}
+
+double parse_cpus(const std::string& text) {
+    const char* form = ": expected a number of CPUs from 0.01 to 1024, such as 0.5, 1 or 2.5";
+    if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos)
+        throw UsageError("--cpus: invalid CPU count \"" + text + "\"" + form);
+    errno = 0;
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    // Below 1/100 CPU the quota (period 100ms) drops under the kernel's 1ms minimum.
+    if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0.01 || v > 1024)
+        throw UsageError("--cpus: invalid CPU count \"" + text + "\"" + form);
+    return v;
+}
+
+std::string require_path(std::string_view name, const std::string& text) {
+    if (text.empty()) throw UsageError(std::string(name) + ": empty path; expected a directory");
+    return text;
+}
+
+std::string nonempty(std::string_view name, const std::string& text) {
+    if (text.empty()) throw UsageError(std::string(name) + ": empty value");
+    return text;
+}
+
+template <typename F>
+auto prefixed(std::string_view name, F&& parse) {
+    try {
+        return parse();
+    } catch (const UsageError& e) {
+        throw UsageError(std::string(name) + ": " + e.what());
+    }
+}
+
+using G = OptionGroup;
+
+const RunOption kOptions[] = {
+    {"--rootfs", "host|DIR", G::sandbox,
+     "the sandbox's root file system. \"host\" (default): the\n"
+     "host's /usr, /bin, /sbin, /lib* and a minimal /etc,\n"
+     "read-only. DIR: an image directory used as the read-only\n"
+     "lower layer of an overlay whose writable upper layer is\n"
+     "scratch space, so nothing CMD writes ever reaches DIR.",
+     [](RunRequest& r, const std::string& v) { r.rootfs = require_path("--rootfs", v); }},
+    {"--workspace", "DIR", G::sandbox,
+     "bind DIR read-write at /workspace and start CMD there.\n"
+     "CMD acts as DIR's owner (an ID-mapped bind): what it\n"
+     "writes belongs to that owner on the host. Set-ID bits\n"
+     "cannot be set. A root-owned DIR, or one on a file\n"
+     "system that cannot be ID-mapped, is bound as is, with\n"
+     "a warning. Refused: /, a path through a symlink, a DIR\n"
+     "overlapping corral's state or run dir, /proc, /sys or\n"
+     "/dev, a DIR holding a set-ID file, a socket or FIFO.\n"
+     "Without it CMD starts in /workspace, an empty directory\n"
+     "on the scratch overlay that vanishes with the run.",
+     [](RunRequest& r, const std::string& v) { r.workspace = require_path("--workspace", v); }},
+    {"--run-dir", "DIR", G::sandbox,
+     "where stdout.log, stderr.log and run.json go (created\n"
+     "0700, root only: CMD cannot read it).\n"
+     "Default: <state-dir>/runs/<run-id>.",
+     [](RunRequest& r, const std::string& v) { r.run_dir = require_path("--run-dir", v); }},
+    {"--state-dir", "DIR", G::sandbox,
+     "corral's state directory. Default /var/lib/corral, or\n"
+     "$CORRAL_STATE_DIR if set.",
+     [](RunRequest& r, const std::string& v) { r.state_dir = require_path("--state-dir", v); }},
+    {"--memory", "SIZE", G::sandbox,
+     "memory limit of the whole sandbox, e.g. 512M, 2GiB\n"
+     "(units B, K/KiB, M/MiB, G/GiB, T/TiB; powers of 1024).",
+     [](RunRequest& r, const std::string& v) {
+         r.memory_bytes = prefixed("--memory", [&] { return parse_size(v); });
+         if (*r.memory_bytes < 1024 * 1024)
+             throw UsageError("--memory: invalid size \"" + v +
+                              "\": expected at least 1M (a sandbox needs some memory to start)");
+     }},
+    {"--pids", "N", G::sandbox,
+     "maximum number of processes and threads in the sandbox.\n"
+     "Without it CMD's UID may still hold at most 4096 of\n"
+     "them (RLIMIT_NPROC; the UID is the run's alone).",
+     [](RunRequest& r, const std::string& v) { r.pids = parse_count("--pids", v); }},
+    {"--cpus", "FLOAT", G::sandbox,
+     "CPU bandwidth in CPUs, e.g. 0.5 or 2.\n"
+     "Limits are enforced through a cgroup made for the run\n"
+     "(v2, or v1 where a controller lives only on v1); a limit\n"
+     "that cannot be enforced is an error, never ignored.",
+     [](RunRequest& r, const std::string& v) { r.cpus = parse_cpus(v); }},
+    {"--timeout", "DURATION", G::sandbox,
+     "kill the sandbox after DURATION (250ms, 30s, 5m, 1h30m,\n"
+     "or plain seconds); corral says so and exits 124.",
+     [](RunRequest& r, const std::string& v) {
+         r.timeout = prefixed("--timeout", [&] { return parse_duration(v); });
+         if (r.timeout->count() == 0)
+             throw UsageError("--timeout: invalid duration \"" + v + "\": expected a duration above zero, e.g. 30s");
+     }},
+    {"--env", "K=V", G::sandbox,
+     "add K=V to CMD's environment (repeatable; later wins).\n"
+     "CMD otherwise sees only PATH, HOME=/home/agent,\n"
+     "LANG=C.UTF-8, TERM=dumb, USER/LOGNAME=agent.",
+     [](RunRequest& r, const std::string& v) { r.env.push_back(prefixed("--env", [&] { return parse_env_pair(v); })); }},
+    {"--hostname", "NAME", G::sandbox, "the sandbox's hostname. Default \"corral-<run id suffix>\".",
+     [](RunRequest& r, const std::string& v) {
+         supervisor::check_hostname(v);
+         r.hostname = v;
+     }},
+    {"--stdin", "", G::sandbox, "pass corral's stdin to CMD (default: /dev/null).",
+     [](RunRequest& r, const std::string&) { r.pass_stdin = true; }},
+    {"--log-limit", "SIZE", G::sandbox,
+     "keep at most SIZE of CMD's stdout and of its stderr in\n"
+     "the run dir's logs (default 256M): the box cannot fill\n"
+     "the host's disk. Beyond it output still streams to\n"
+     "corral's stdout/stderr; run.json's \"output\" says how\n"
+     "much was produced and how much logged.",
+     [](RunRequest& r, const std::string& v) {
+         r.log_limit_bytes = prefixed("--log-limit", [&] { return parse_size(v); });
+         if (r.log_limit_bytes == 0)
+             throw UsageError("--log-limit: invalid size \"" + v + "\": expected at least 1 byte, e.g. 64M");
+     }},
+    {"--sync-record", "", G::sandbox,
+     "fsync run.json and its directory, so the record survives\n"
+     "a power loss (costs ~10 ms; by default run.json is\n"
+     "replaced atomically but not synced).",
+     [](RunRequest& r, const std::string&) { r.sync_record = true; }},
+    {"--uid-range", "FIRST-LAST", G::sandbox,
+     "the UIDs runs may lease; each run gets one UID (and the\n"
+     "GID of the same number) no other run holds.\n"
+     "Default 1900000000-1900000999.",
+     [](RunRequest& r, const std::string& v) {
+         r.uid_range = prefixed("--uid-range", [&] { return supervisor::parse_uid_range(v); });
+     }},
+    {"--help", "", G::sandbox, "show this text.", [](RunRequest& r, const std::string&) { r.help = true; }},
+    {"--config", "DIR", G::network, "organisation directory (org.toml, workers/NAME/worker.toml)",
+     [](RunRequest& r, const std::string& v) { r.config_dir = nonempty("--config", v); }},
+    {"--worker", "NAME", G::network, "the worker whose grants, credentials, limits and agent apply",
+     [](RunRequest& r, const std::string& v) { r.worker = nonempty("--worker", v); }},
+    {"--prompt", "TEXT", G::network, "run the worker's agent CLI on TEXT (instead of CMD)",
+     [](RunRequest& r, const std::string& v) {
+         if (v.empty()) throw UsageError("--prompt: empty; the agent needs a task");
+         r.prompt = v;
+     }},
+    {"--prompt-file", "F", G::network,
+     "the same, prompt read from F (a regular file of at\n"
+     "most 4 MiB, named without any symbolic link on the\n"
+     "way: root reads it, and F may lie where an agent wrote;\n"
+     "no NUL bytes; the CLI takes the prompt as one command-\n"
+     "line argument, which Linux caps at 131071 bytes: for\n"
+     "codex the system prompt and the prompt together)",
+     [](RunRequest& r, const std::string& v) { r.prompt_file = nonempty("--prompt-file", v); }},
+    {"--system-prompt-file", "F", G::network, "system prompt for the agent (same rules as F)",
+     [](RunRequest& r, const std::string& v) { r.system_prompt_file = nonempty("--system-prompt-file", v); }},
+    {"--gateway", "unix:PATH", G::network,
+     "hand connections to a running `corral gateway` daemon\n"
+     "(identity announced per connection) instead of the\n"
+     "gateway embedded in this process",
+     [](RunRequest& r, const std::string& v) {
+         if (!v.starts_with("unix:") || v.size() <= 5 || v[5] != '/')
+             throw UsageError("--gateway: got \"" + v +
+                              "\", expected unix:/ABSOLUTE/PATH of a `corral gateway` socket");
+         r.gateway = v.substr(5);
+     }},
+};
+
+const RunOption* find_option(std::string_view name) {
+    // -h is --help's short form (not listed in --help).
+    if (name == "-h") name = "--help";
+    for (const auto& o : kOptions)
+        if (o.name == name) return &o;
+    return nullptr;
+}
+
+// "--rootfs, --workspace, ..., --help": every option, --help last.
+std::string option_list() {
+    std::string out;
+    for (const auto& o : kOptions)
+        if (o.name != "--help") out += std::string(o.name) + ", ";
+    return out + "--help";
+}
+
+// "  --name PLACEHOLDER" and the help's lines in a column of their own.
+void append_option_help(std::string& out, const RunOption& o) {
+    constexpr std::size_t kColumn = 25;
+    std::string head = "  " + std::string(o.name) + (o.placeholder.empty() ? "" : " " + std::string(o.placeholder));
+    out += head + std::string(head.size() < kColumn ? kColumn - head.size() : 1, ' ');
+    std::string_view rest = o.help;
+    for (bool first = true;; first = false) {
+        auto nl = rest.find('\n');
+        if (!first) out += std::string(kColumn, ' ');
+        out += std::string(rest.substr(0, nl)) + "\n";
+        if (nl == std::string_view::npos) break;
+        rest.remove_prefix(nl + 1);
+    }
+}
+
+// The options that must, or must not, go together.
+void check_combination(const RunRequest& r) {
+    if (r.prompt && r.prompt_file) throw UsageError("--prompt and --prompt-file: give one of them, not both");
+    if (r.agent() && !r.worker)
+        throw UsageError("--prompt needs --config DIR --worker NAME (the worker says which agent runs)");
+    if (r.worker && !r.config_dir) throw UsageError("--worker " + *r.worker + " needs --config DIR");
+    if (r.config_dir && !r.worker) throw UsageError("--config needs --worker NAME (whose grants apply)");
+    if (r.system_prompt_file && !r.agent())
+        throw UsageError("--system-prompt-file applies only to an agent run (--prompt)");
+    if (r.agent() && !r.command.empty())
+        throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
+    // An agent run's proxy, CA, home, sentinel credentials and telemetry
+    // switches are corral's: overriding one would break the run or put a
+    // real key in the box (worker.toml's [env] refuses the same names). A
+    // `-- CMD` run keeps --env as the operator's last word.
+    if (r.agent())
+        for (const auto& kv : r.env)
+            if (config::is_reserved_env(kv.first))
+                throw UsageError("--env " + kv.first +
+                                 ": set by corral itself in an agent run (proxy, CA, agent home, credentials or "
+                                 "telemetry); allowed: any other variable");
+    if (r.command.empty() && !r.help && !r.agent())
+        throw UsageError("missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
+    if (!r.command.empty() && r.command.front().empty())
+        throw UsageError("empty command name: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
+}
+
+}  // namespace
+
+std::span<const RunOption> run_option_table() { return kOptions; }
+
+const std::string& run_help_text() {
+    static const std::string text = [] {
+        std::string out = kHelpHead;
+        for (const auto& o : kOptions)
+            if (o.group == OptionGroup::sandbox) append_option_help(out, o);
+        out += kHelpExitStatus;
+        for (const auto& o : kOptions)
+            if (o.group == OptionGroup::network) append_option_help(out, o);
+        return out + kHelpTail;
+    }();
+    return text;
+}
+
+std::string default_state_dir() {
+    const char* env = std::getenv("CORRAL_STATE_DIR");
+    if (env == nullptr) return "/var/lib/corral";
+    // Set but empty is a mistake (a script's unset variable), not a request
+    // for the default: the run's records would land somewhere unexpected.
+    if (*env == '\0') throw UsageError("CORRAL_STATE_DIR is set but empty; unset it or name a directory");
+    return env;
+}
+
+RunRequest parse_run_request(int argc, char** argv) {
+    RunRequest r;
+    int i = 1;
+    for (; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        if (arg == "--") {
+            ++i;
+            break;
+        }
+        if (arg.size() < 2 || arg[0] != '-') break;  // the command starts here
+        std::string_view name = arg;
+        std::optional<std::string> inline_value;
+        if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+            name = arg.substr(0, eq);
+            inline_value = std::string(arg.substr(eq + 1));
+        }
+        const RunOption* o = find_option(name);
+        if (o == nullptr)
+            throw UsageError("unknown option \"" + std::string(arg) + "\"; options are " + option_list());
+        std::string value;
+        if (o->placeholder.empty()) {
+            if (inline_value)
+                throw UsageError(std::string(name) + ": takes no value, got \"" + *inline_value + "\"");
+        } else if (inline_value) {
+            value = std::move(*inline_value);
+        } else {
+            if (i + 1 >= argc) throw UsageError(std::string(name) + ": missing value; see `corral run --help`");
+            value = argv[++i];
+        }
+        o->apply(r, value);
+    }
+    for (; i < argc; ++i) r.command.emplace_back(argv[i]);
+    check_combination(r);
+    return r;
+}
+
+}  // namespace corral::run

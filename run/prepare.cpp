@@ -1,0 +1,53 @@
+#include "run/prepare.hpp"
+
+#include <filesystem>
+
+#include "agents/agent_profile.hpp"
+#include "base/log.hpp"
+#include "rootfs/host_paths.hpp"
+
+namespace corral::run {
+
+RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string run_dir, std::string state_dir) {
+    if (r.rootfs && *r.rootfs != "host")
+        rootfs::require_directory("--rootfs", std::filesystem::absolute(*r.rootfs).lexically_normal().string());
+    RunInputs in;
+    in.run_id = std::move(run_id);
+    in.run_dir = std::move(run_dir);
+    in.state_dir = std::move(state_dir);
+    if (!r.config_dir) return in;
+    in.org = config::load_org(r.config_dir->c_str());
+    for (const auto& w : in.org->warnings) log::warn(w.text());
+    in.worker = config::resolve_worker(*in.org, *r.worker);
+    in.agent_credential = config::credential_status(in.org->gateway, agents::required_credential(in.worker->agent).name);
+    return in;
+}
+
+void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan& plan) {
+    // The gateway keeps its CA here (created 0755 by path): it must be a
+    // root-only tree, and no workspace may reach it (resolve_run protects it).
+    rootfs::require_root_only_tree(r.config_dir ? "[gateway] state_dir" : "--state-dir",
+                                   plan.gateway.gateway.state_dir + "/ca");
+    if (r.agent()) {
+        auto kind = in.worker->agent;
+        if (auto msg = agents::missing_credential_message(plan.worker, kind, in.agent_credential); !msg.empty())
+            throw UsageError(msg);
+    }
+}
+
+nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
+                                 const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
+                                 const AgentRun* agent) {
+    using nlohmann::json;
+    std::string name = worker ? worker->name : r.worker.value_or("adhoc");
+    json out{{"worker", name},
+             {"identity", name + "/" + run_id},
+             {"gateway", egress ? egress->record_fields() : unstarted_gateway_record(r)}};
+    // An agent run names its agent once the worker is resolved, even when it
+    // was refused before the CLI's profile was made.
+    out["agent"] = r.agent() && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
+    out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
+    return out;
+}
+
+}  // namespace corral::run

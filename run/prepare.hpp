@@ -1,0 +1,32 @@
+// run/prepare.hpp — the host-facing steps around resolve_run: what is read
+// from the host before the run is resolved, what is checked after it, and
+// the layers' share of run.json.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "run/agent_run.hpp"
+#include "run/egress.hpp"
+#include "run/resolve.hpp"
+
+namespace corral::run {
+
+// Checks --rootfs names a directory (the same way with or without --config,
+// before the CA bundles or the agent's CLI are looked up in it), loads the
+// organisation (its warnings are logged), resolves the worker and reads the
+// status of the credential its agent needs. Throws UsageError / ConfigError.
+RunInputs read_run_inputs(const RunRequest& request, std::string run_id, std::string run_dir, std::string state_dir);
+
+// Before anything starts: the gateway's CA directory is a root-only tree, and
+// an agent run's credential is there (a run that cannot authenticate is
+// refused here). Throws UsageError.
+void check_run_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan);
+
+// run.json's fields of the layers above the sandbox, from whatever exists of
+// the run (a run refused early has no worker, egress or agent yet): worker,
+// identity, gateway {mode, ledger, requests, refusals}, agent, cli_version.
+nlohmann::json run_record_fields(const RunRequest& request, const std::string& run_id,
+                                 const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
+                                 const AgentRun* agent);
+
+}  // namespace corral::run

@@ -1,0 +1,90 @@
+// run/request.hpp — what `corral run` was asked to do: every option of the
+// command line, as given (unset = not given), before anything is resolved.
+//
+// Parsing is pure: no file system, no environment, no privileges. Everything
+// that depends on the host or on the organisation (the default state dir,
+// whether the rootfs exists, the worker's limits) is decided by resolve_run
+// (run/resolve.hpp) and its caller, so option errors can be unit-tested and
+// always come out as one line naming the option, the bad text and the accepted
+// form (UsageError; `corral run` exits 2 on it).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "supervisor/uid_lease.hpp"
+
+namespace corral::run {
+
+// Each of stdout.log, stderr.log (and an agent's stdout.jsonl) keeps at most
+// this much of the command's output: the run dir is on the host's disk, and
+// the box must not be able to fill it. Beyond it the output still streams to
+// corral's own stdout/stderr; run.json says how much was logged.
+inline constexpr std::uint64_t kDefaultLogLimitBytes = 256ull << 20;
+
+struct RunRequest {
+    // The sandbox.
+    std::optional<std::string> rootfs;            // --rootfs host|DIR; unset: the worker's, else "host"
+    std::optional<std::string> workspace;         // bound read-write at /workspace
+    std::optional<std::string> run_dir;           // default <state-dir>/runs/<run-id>
+    std::optional<std::string> state_dir;         // default: default_state_dir()
+    std::optional<std::uint64_t> memory_bytes;    // --memory
+    std::optional<std::uint64_t> pids;            // --pids
+    std::optional<double> cpus;                   // --cpus
+    std::optional<std::chrono::milliseconds> timeout;
+    std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
+    std::optional<std::string> hostname;          // default "corral-<short id>"
+    bool pass_stdin = false;                      // --stdin
+    bool sync_record = false;                     // --sync-record: run.json survives power loss
+    std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;   // --log-limit: per log file in the run dir
+    supervisor::UidRange uid_range = supervisor::default_uid_range();  // --uid-range
+    bool help = false;                            // --help: print run_help_text(), exit 0
+    // The network and the agent.
+    std::optional<std::string> config_dir;          // --config DIR (organisation directory)
+    std::optional<std::string> worker;              // --worker NAME
+    std::optional<std::string> gateway;             // --gateway unix:PATH (the PATH)
+    std::optional<std::string> prompt;              // --prompt TEXT
+    std::optional<std::string> prompt_file;         // --prompt-file F
+    std::optional<std::string> system_prompt_file;  // --system-prompt-file F
+    // CMD ARGS...: empty only with --help or for an agent run (whose command
+    // is the worker's agent CLI).
+    std::vector<std::string> command;
+
+    bool agent() const { return prompt.has_value() || prompt_file.has_value(); }
+};
+
+// Which part of `corral run --help` an option is explained in.
+enum class OptionGroup { sandbox, network };
+
+// One option of `corral run`: the parser, --help and the tests all read this
+// table, so an option cannot be known to one and missing from another.
+struct RunOption {
+    std::string_view name;         // "--memory"
+    std::string_view placeholder;  // "SIZE"; empty: a switch that takes no value
+    OptionGroup group;
+    std::string_view help;         // its lines in --help, without the indentation
+    // Stores the option's value in the request; throws UsageError naming the option.
+    void (*apply)(RunRequest& r, const std::string& value);
+};
+
+std::span<const RunOption> run_option_table();
+
+// argv[0] is the subcommand name ("run"); options follow, then `--` and the
+// command (the first argument that is not an option also starts the command).
+// Also checks the options go together (an agent run has no CMD, --worker needs
+// --config, ...). Throws UsageError: "--memory: invalid size \"12XB\": expected ...".
+RunRequest parse_run_request(int argc, char** argv);
+
+// The full `corral run --help` text, built from run_option_table().
+const std::string& run_help_text();
+
+// /var/lib/corral unless CORRAL_STATE_DIR is set (non-empty).
+std::string default_state_dir();
+
+}  // namespace corral::run

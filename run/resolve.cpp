@@ -1,0 +1,143 @@
+#include "run/resolve.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "agents/agent_profile.hpp"
+#include "base/sys_error.hpp"
+#include "gateway/identity.hpp"
+
+namespace corral::run {
+
+namespace {
+
+std::string absolute(const std::string& path) {
+    return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// --rootfs, else the worker's (worker.toml, else org.toml), else the host's.
+std::string resolve_rootfs(const RunRequest& r, const std::optional<config::ResolvedWorker>& w) {
+    if (r.rootfs) return *r.rootfs == "host" ? "host" : absolute(*r.rootfs);
+    if (w && !w->rootfs.empty()) return w->rootfs;
+    return "host";
+}
+
+// Each limit: --memory/--pids/--cpus/--timeout, else the worker's [sandbox]
+// (which already holds org.toml's where worker.toml sets nothing), else none.
+void resolve_limits(const RunRequest& r, const std::optional<config::ResolvedWorker>& w, supervisor::SandboxSpec& spec) {
+    config::SandboxLimits from_worker = w ? w->limits : config::SandboxLimits{};
+    spec.limits.memory_bytes = r.memory_bytes ? r.memory_bytes : from_worker.memory_bytes;
+    spec.limits.pids = r.pids ? r.pids : from_worker.pids;
+    spec.limits.cpus = r.cpus ? r.cpus : from_worker.cpus;
+    spec.timeout = r.timeout ? r.timeout : from_worker.timeout;
+    if (from_worker.tmp_bytes) spec.rootfs.tmp_size_bytes = *from_worker.tmp_bytes;
+}
+
+// The embedded gateway's grants: the worker's (org + worker.toml) and, when
+// its agent's credential is available, the agent's model grants.
+void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
+    if (in.org && in.worker) {
+        const config::ResolvedWorker& w = *in.worker;
+        const auto& cred = in.agent_credential;
+        std::vector<config::Grant> implied;
+        if (cred.available)
+            implied = agents::implied_grants(w.agent, agents::credential_mode_for(cred.kind), w.name);
+        else
+            plan.left_out = "worker " + w.name + ": credential '" + agents::required_credential(w.agent).name +
+                            "' not available (" + cred.problem + "); the agent's model grants are left out of this run";
+        plan.gateway = agents::run_gateway_config(*in.org, w, implied);
+    } else {
+        plan.gateway.gateway.state_dir = in.state_dir;
+    }
+    if (r.gateway) {
+        plan.daemon_socket = *r.gateway;
+        plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts
+        return;
+    }
+    // The embedded gateway's ledger is the run's own: one file per run in
+    // the run dir, next to run.json (a shared ledger is the daemon's job).
+    plan.gateway.gateway.ledger = in.run_dir + "/ledger.jsonl";
+    // Only the credentials this run's grants use are loaded (an unrelated
+    // unreadable credential must not stop the run).
+    config::keep_used_credentials(plan.gateway);
+    // Only an inject grant makes the gateway speak TLS to the box with
+    // corral's CA; without one the box's trust store stays the image's and
+    // the CA is not even loaded (a plain `corral run` has no grants).
+    plan.intercepts = std::any_of(plan.gateway.grants.begin(), plan.gateway.grants.end(),
+                                  [](const config::Grant& g) { return g.mode == config::GrantMode::inject; });
+}
+
+}  // namespace
+
+RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
+    RunPlan plan;
+    plan.resolved = in.worker;
+    if (in.worker) plan.worker = in.worker->name;
+    else if (r.worker) plan.worker = *r.worker;
+    plan.identity = plan.worker + "/" + in.run_id;
+    if (!gateway::parse_identity(plan.identity))
+        throw UsageError("identity " + plan.identity + ": worker and run id must be made of [A-Za-z0-9._-]");
+    if (r.agent() && in.worker) plan.agent = in.worker->agent;
+
+    auto& spec = plan.spec;
+    spec.run_id = in.run_id;
+    spec.run_dir = in.run_dir;
+    spec.rootfs.image = resolve_rootfs(r, in.worker);
+    if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
+    spec.argv = r.command;  // an agent run's: its CLI's, added by prepare_agent_run
+    spec.hostname = box_hostname(r, in.run_id);
+    resolve_limits(r, in.worker, spec);
+    spec.uid_range = r.uid_range;
+    spec.pass_stdin = r.pass_stdin;
+    spec.log_limit_bytes = r.log_limit_bytes;
+    if (in.worker)
+        for (const auto& kv : in.worker->env) plan.worker_env.emplace_back(kv.first, kv.second);
+    plan.cli_env = r.env;
+    if (r.agent()) {
+        spec.rootfs.home_dir = in.run_dir + "/home";
+        spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
+    }
+
+    resolve_gateway(r, in, plan);
+    // The workspace may not be, contain or lie in these (checked again on the
+    // workspace's one fd by inode, so aliases and renames cannot slip by): the
+    // run's own directories, the gateway's CA, and what decides the next
+    // run's grants (an agent that could edit worker.toml would grant itself
+    // hosts next time).
+    spec.rootfs.protected_dirs = {in.state_dir, in.run_dir, "/run/corral", "/proc", "/sys", "/dev",
+                                  plan.gateway.gateway.state_dir};
+    if (r.config_dir) spec.rootfs.protected_dirs.push_back(absolute(*r.config_dir));
+    spec.env = compose_environment(plan, {});
+    return plan;
+}
+
+std::string box_hostname(const RunRequest& r, const std::string& run_id) {
+    return r.hostname.value_or("corral-" + run_id.substr(run_id.size() - std::min<std::size_t>(6, run_id.size())));
+}
+
+EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env) {
+    EnvList env = proxy_env;
+    for (const EnvList* layer : {&plan.worker_env, &plan.agent_env, &plan.cli_env})
+        env.insert(env.end(), layer->begin(), layer->end());
+    return env;
+}
+
+void record_requested(supervisor::RunRecord& record, const RunRequest& r, const supervisor::SandboxSpec* spec) {
+    record.workspace = r.workspace;
+    record.log_limit_bytes = r.log_limit_bytes;
+    if (spec == nullptr) {
+        record.argv = r.command;
+        record.rootfs = r.rootfs.value_or("host");
+        record.limits = supervisor::CgroupLimits{r.memory_bytes, r.pids, r.cpus};
+        record.timeout = r.timeout;
+        record.hostname = box_hostname(r, record.id);
+        return;
+    }
+    record.argv = spec->argv;
+    record.rootfs = spec->rootfs.image;
+    record.hostname = spec->hostname;
+    record.limits = spec->limits;
+    record.timeout = spec->timeout;
+}
+
+}  // namespace corral::run

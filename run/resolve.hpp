@@ -1,0 +1,88 @@
+// run/resolve.hpp — one resolution of a run: the request (run/request.hpp),
+// the organisation and the worker become the sandbox spec, the gateway's
+// configuration and the record's asked-for fields, the same way for every kind
+// of run (an agent run and `-- CMD` alike).
+//
+// Each setting is taken from the first that has it: the command line, then
+// the worker's worker.toml, then org.toml, then corral's default.
+//
+// resolve_run is pure: whatever it needs from the host (the organisation as
+// loaded, the credential status the agent's grants depend on, the run's
+// directories) the caller found out first and passes in RunInputs; what can
+// only be known from the host later (the trust files, the agent's argv and
+// home, see run/agent_run.hpp and run/trust.hpp) is added to the plan by
+// those steps.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/gateway_config.hpp"
+#include "config/org_config.hpp"
+#include "run/request.hpp"
+#include "supervisor/run_record.hpp"
+#include "supervisor/sandbox.hpp"
+
+namespace corral::run {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+struct RunInputs {
+    std::string run_id;
+    std::string run_dir;    // made, real path
+    std::string state_dir;  // made, real path
+    // With --config: the organisation as loaded and the worker resolved in it.
+    std::optional<config::OrgConfig> org;
+    std::optional<config::ResolvedWorker> worker;
+    // The status of the credential the worker's agent needs, as found now
+    // (config::credential_status): its model grants are in the run only when
+    // it is available.
+    config::CredentialStatus agent_credential;
+};
+
+struct RunPlan {
+    supervisor::SandboxSpec spec;  // env: see compose_environment
+    std::string worker = "adhoc";  // run.json's "worker"; identity WORKER/RUN-ID
+    std::string identity;
+    std::optional<config::ResolvedWorker> resolved;  // with --config
+    std::optional<config::AgentKind> agent;          // an agent run's agent
+    // The environment's layers, in the order they are applied (later wins):
+    // the worker's [env], then (an agent run) the agent's, then --env.
+    EnvList worker_env, cli_env;
+    // The gateway this run's box talks to. Embedded: run_gateway_config() (or,
+    // without --config, no grants), its ledger in the run dir and only the
+    // credentials its grants use. With --gateway the daemon holds the grants:
+    // only [gateway] state_dir (where its CA is) is read from it.
+    config::GatewayConfig gateway;
+    std::optional<std::string> daemon_socket;        // --gateway unix:PATH
+    // The box trusts corral's CA (an inject grant, or a daemon whose grants
+    // are unknown here); otherwise its own trust store is kept.
+    bool intercepts = false;
+    // An agent run's own variables (HOME, sentinel credentials, telemetry
+    // switches), filled in by prepare_agent_run.
+    EnvList agent_env;
+    // Why the agent's model grants are not in this run ("" = they are, or
+    // there is no worker).
+    std::string left_out;
+};
+
+// Throws UsageError for a bad combination found only with the organisation
+// (the identity WORKER/RUN-ID not made of [A-Za-z0-9._-]).
+RunPlan resolve_run(const RunRequest& request, const RunInputs& inputs);
+
+// The box's environment, one order for every run: corral's proxy (and CA)
+// variables first, then the worker's [env], the agent's, and --env last (the
+// sandbox applies them in order; later wins).
+EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env);
+
+// --hostname, else "corral-<the run id's last six characters>".
+std::string box_hostname(const RunRequest& request, const std::string& run_id);
+
+// The record's asked-for fields (argv, rootfs, workspace, hostname, limits,
+// timeout, log limit): what the plan's spec says once the run is resolved
+// (`spec`), else what the command line asked for (a run refused before).
+void record_requested(supervisor::RunRecord& record, const RunRequest& request, const supervisor::SandboxSpec* spec);
+
+}  // namespace corral::run

@@ -1,0 +1,54 @@
+#include "run/trust.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agents/agent_profile.hpp"
+#include "rootfs/trust_store.hpp"
+#include "shim/bridge.hpp"
+
+namespace corral::run {
+
+namespace {
+
+std::string read_optional_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
+    auto& spec = plan.spec;
+    if (ca_pem.empty()) {
+        spec.env = compose_environment(plan, agents::proxy_environment("", shim::bridge_port));
+        return;
+    }
+    spec.rootfs.extra_files.push_back({kCaInBox, ca_pem, 0644});
+    // Every bundle gets corral's CA in the overlay (the image or host stays
+    // untouched): image mode, each CA bundle the image has (rootfs/trust_store:
+    // Debian, Fedora/RHEL, openSUSE, Alpine names, resolved inside the image,
+    // non-blocking, bounded, so an image can neither make root read a host file
+    // nor hang it); an image without any gets the host's roots at the Debian
+    // path, so tunnelled hosts still verify. Host mode shows the host's
+    // /etc/ssl/certs, so its bundle there is the one to overlay.
+    std::vector<rootfs::CaBundle> bundles;
+    bool image = spec.rootfs.image != "host";
+    if (image) bundles = rootfs::find_ca_bundles(spec.rootfs.image, 16u << 20);
+    if (bundles.empty() && std::filesystem::is_regular_file(kBundleInBox))
+        bundles.push_back({kBundleInBox, read_optional_file(kBundleInBox)});
+    if (bundles.empty() && image) bundles.push_back({kBundleInBox, ""});
+    for (const auto& b : bundles) spec.rootfs.extra_files.push_back({b.path, rootfs::append_ca(b.pem, ca_pem), 0644});
+    // Host mode without a host bundle: the CA alone is the store.
+    auto env = agents::proxy_environment(bundles.empty() ? kCaInBox : bundles.front().path, shim::bridge_port);
+    env.emplace_back("NODE_EXTRA_CA_CERTS", kCaInBox);  // later wins: only the extra cert
+    // corral's variables first so a worker's env cannot silently override
+    // them (config refuses reserved names; --env still wins on purpose).
+    spec.env = compose_environment(plan, env);
+}
+
+}  // namespace corral::run

@@ -1,0 +1,25 @@
+// run/trust.hpp — what the box trusts and where it sends its traffic: the
+// proxy environment (every tool through the bridge) and, when the gateway
+// speaks TLS to the box with corral's CA, that CA in every trust store the
+// box's rootfs has (in the overlay: the image or host stays untouched).
+#pragma once
+
+#include <string>
+
+#include "run/resolve.hpp"
+
+namespace corral::run {
+
+// Where the box finds corral's CA: the full bundle (image's or host's roots
+// plus corral's CA) for tools that replace the default store (SSL_CERT_FILE,
+// CURL_CA_BUNDLE, ...), the CA alone for Node's "extra" certificates.
+inline constexpr const char* kBundleInBox = "/etc/ssl/certs/ca-certificates.crt";
+inline constexpr const char* kCaInBox = "/etc/corral/ca.crt";
+
+// Adds the trust files (`ca_pem` empty: none, the box keeps its own store)
+// to plan.spec and sets plan.spec.env to the proxy environment followed by
+// the plan's layers (compose_environment). Reads the image's CA bundles
+// (bounded, non-blocking, inside the image) and, without any, the host's.
+void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem);
+
+}  // namespace corral::run

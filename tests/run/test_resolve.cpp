@@ -1,0 +1,213 @@
+// Unit tests (no root, no files) of resolve_run: every setting from the
+// command line, else the worker (worker.toml, then org.toml), else the
+// default, for an agent run and a `-- CMD` run alike; the gateway's config,
+// the environment's order and the record's asked-for fields.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "base/sys_error.hpp"
+#include "run/request.hpp"
+#include "run/resolve.hpp"
+
+namespace {
+
+using namespace corral;
+using run::RunInputs;
+using run::RunRequest;
+
+RunRequest parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "run");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return run::parse_run_request(static_cast<int>(argv.size()), argv.data());
+}
+
+config::Grant grant(std::string host, config::GrantMode mode, std::string credential = "") {
+    config::Grant g;
+    g.host = std::move(host);
+    g.mode = mode;
+    g.credential = std::move(credential);
+    g.where = "org.toml:1";
+    return g;
+}
+
+// An organisation whose worker `w` sets memory, timeout, rootfs and [env];
+// org.toml sets pids (and a memory the worker's replaces).
+RunInputs worker_inputs(bool credential_available = true) {
+    RunInputs in;
+    in.run_id = "20261201-140000-abcdef";
+    in.run_dir = "/var/lib/corral/runs/x";
+    in.state_dir = "/var/lib/corral";
+    config::OrgConfig org;
+    org.dir = "/etc/corral/org";
+    org.gateway.gateway.state_dir = "/var/lib/corral-gw";
+    org.gateway.credentials["anthropic"] = config::CredentialSpec{.name = "anthropic"};
+    org.gateway.credentials["unused"] = config::CredentialSpec{.name = "unused"};
+    org.gateway.grants.push_back(grant("example.com", config::GrantMode::tunnel));
+    in.org = org;
+    config::ResolvedWorker w;
+    w.name = "w";
+    w.agent = config::AgentKind::claude;
+    w.rootfs = "/images/worker";
+    w.limits.memory_bytes = 64ull << 20;
+    w.limits.pids = 64;  // as if inherited from org.toml
+    w.limits.timeout = std::chrono::seconds(2);
+    w.limits.tmp_bytes = 8ull << 20;
+    w.env = {{"WORKER_VAR", "from-worker"}, {"SHARED", "worker"}};
+    w.grants = org.gateway.grants;
+    in.worker = w;
+    in.agent_credential.defined = true;
+    in.agent_credential.available = credential_available;
+    in.agent_credential.problem = credential_available ? "" : "file missing";
+    return in;
+}
+
+std::string env_value(const run::EnvList& env, const std::string& key) {
+    std::string v;
+    for (const auto& [k, val] : env)
+        if (k == key) v = val;  // later wins, as in the sandbox
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, rootfs and env from it") {
+    for (bool agent : {false, true}) {
+        CAPTURE(agent);
+        std::vector<std::string> args{"--config", "/etc/corral/org", "--worker", "w"};
+        if (agent) args.insert(args.end(), {"--prompt", "hi"});
+        else args.insert(args.end(), {"--", "sh", "-c", "true"});
+        auto plan = run::resolve_run(parse(args), worker_inputs());
+        CHECK(plan.spec.limits.memory_bytes == 64ull << 20);
+        CHECK(plan.spec.limits.pids == 64u);
+        CHECK_FALSE(plan.spec.limits.cpus);
+        CHECK(plan.spec.timeout == std::chrono::milliseconds(2000));
+        CHECK(plan.spec.rootfs.tmp_size_bytes == 8ull << 20);
+        CHECK(plan.spec.rootfs.image == "/images/worker");
+        CHECK(env_value(plan.spec.env, "WORKER_VAR") == "from-worker");
+        CHECK(plan.worker == "w");
+        CHECK(plan.identity == "w/20261201-140000-abcdef");
+        CHECK(plan.agent.has_value() == agent);
+        CHECK((plan.spec.stdout_log_name == "stdout.jsonl") == agent);
+        CHECK((plan.spec.rootfs.home_dir == "/var/lib/corral/runs/x/home") == agent);
+        CHECK(plan.spec.argv == (agent ? std::vector<std::string>{} : std::vector<std::string>{"sh", "-c", "true"}));
+    }
+}
+
+TEST_CASE("the command line wins over the worker; without --config only the command line and defaults count") {
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--memory", "128M", "--pids", "5",
+                                        "--cpus", "0.5", "--timeout", "30s", "--rootfs", "host", "--env", "SHARED=cli",
+                                        "--", "true"}),
+                                 worker_inputs());
+    CHECK(plan.spec.limits.memory_bytes == 128ull << 20);
+    CHECK(plan.spec.limits.pids == 5u);
+    CHECK(plan.spec.limits.cpus == doctest::Approx(0.5));
+    CHECK(plan.spec.timeout == std::chrono::milliseconds(30000));
+    CHECK(plan.spec.rootfs.image == "host");
+    CHECK(env_value(plan.spec.env, "SHARED") == "cli");
+
+    RunInputs bare;
+    bare.run_id = "20261201-140000-abcdef";
+    bare.run_dir = "/r";
+    bare.state_dir = "/s";
+    auto adhoc = run::resolve_run(parse({"--", "true"}), bare);
+    CHECK(adhoc.spec.rootfs.image == "host");
+    CHECK_FALSE(adhoc.spec.limits.memory_bytes);
+    CHECK_FALSE(adhoc.spec.timeout);
+    CHECK(adhoc.spec.env.empty());
+    CHECK(adhoc.worker == "adhoc");
+    CHECK(adhoc.spec.hostname == "corral-abcdef");
+    CHECK(adhoc.spec.log_limit_bytes == run::kDefaultLogLimitBytes);
+    // No grants: the embedded gateway keeps its CA in the state dir and intercepts nothing.
+    CHECK(adhoc.gateway.grants.empty());
+    CHECK(adhoc.gateway.gateway.state_dir == "/s");
+    CHECK(adhoc.gateway.gateway.ledger == "/r/ledger.jsonl");
+    CHECK_FALSE(adhoc.intercepts);
+    CHECK_FALSE(adhoc.daemon_socket);
+}
+
+TEST_CASE("the environment's order: proxy first, then the worker's [env], the agent's, --env last") {
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--env", "SHARED=cli", "--prompt", "p"}),
+                                 worker_inputs());
+    plan.agent_env = {{"HOME", "/home/agent"}, {"SHARED", "agent"}};
+    auto env = run::compose_environment(plan, {{"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"SHARED", "proxy"}});
+    std::vector<std::string> order;
+    for (const auto& kv : env) order.push_back(kv.first + "=" + kv.second);
+    CHECK(order == std::vector<std::string>{"HTTPS_PROXY=http://127.0.0.1:3128", "SHARED=proxy", "SHARED=worker",
+                                            "WORKER_VAR=from-worker", "HOME=/home/agent", "SHARED=agent", "SHARED=cli"});
+}
+
+TEST_CASE("the embedded gateway's config: the worker's grants, the agent's when its credential is there, only used credentials") {
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs());
+    auto has_host = [&](const std::string& h) {
+        return std::any_of(plan.gateway.grants.begin(), plan.gateway.grants.end(),
+                           [&](const config::Grant& g) { return g.host == h; });
+    };
+    CHECK(has_host("example.com"));
+    CHECK(has_host("api.anthropic.com"));
+    CHECK(plan.left_out.empty());
+    CHECK(plan.intercepts);  // claude's model grant injects
+    CHECK(plan.gateway.credentials.count("anthropic") == 1);
+    CHECK(plan.gateway.credentials.count("unused") == 0);
+    CHECK(plan.gateway.gateway.ledger == "/var/lib/corral/runs/x/ledger.jsonl");
+    // Renumbered in order (run_gateway_config).
+    for (std::size_t i = 0; i < plan.gateway.grants.size(); ++i) CHECK(plan.gateway.grants[i].index == i);
+
+    auto without = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs(false));
+    CHECK(without.left_out == "worker w: credential 'anthropic' not available (file missing); the agent's model grants "
+                              "are left out of this run");
+    CHECK_FALSE(std::any_of(without.gateway.grants.begin(), without.gateway.grants.end(),
+                            [](const config::Grant& g) { return g.host == "api.anthropic.com"; }));
+    CHECK_FALSE(without.intercepts);
+    CHECK(without.gateway.credentials.empty());
+}
+
+TEST_CASE("--gateway: the daemon holds the grants; the box trusts its CA from [gateway] state_dir") {
+    auto plan = run::resolve_run(
+        parse({"--config", "/etc/corral/org", "--worker", "w", "--gateway", "unix:/run/corral/gateway.sock", "--", "true"}),
+        worker_inputs());
+    REQUIRE(plan.daemon_socket);
+    CHECK(*plan.daemon_socket == "/run/corral/gateway.sock");
+    CHECK(plan.intercepts);
+    CHECK(plan.gateway.gateway.state_dir == "/var/lib/corral-gw");
+}
+
+TEST_CASE("a workspace may not reach the run's dirs, the gateway's CA or the organisation") {
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--workspace", "/ws", "--", "true"}),
+                                 worker_inputs());
+    const auto& p = plan.spec.rootfs.protected_dirs;
+    for (const char* d : {"/var/lib/corral", "/var/lib/corral/runs/x", "/run/corral", "/proc", "/sys", "/dev",
+                          "/var/lib/corral-gw", "/etc/corral/org"}) {
+        CAPTURE(d);
+        CHECK(std::find(p.begin(), p.end(), d) != p.end());
+    }
+    CHECK(plan.spec.rootfs.workspace == "/ws");
+}
+
+TEST_CASE("the record states what is enforced once resolved, what was asked before") {
+    auto request = parse({"--config", "/etc/corral/org", "--worker", "w", "--pids", "9", "--", "true"});
+    supervisor::RunRecord early;
+    early.id = "20261201-140000-abcdef";
+    run::record_requested(early, request, nullptr);
+    CHECK(early.rootfs == "host");
+    CHECK(early.limits.pids == 9u);
+    CHECK_FALSE(early.limits.memory_bytes);
+    CHECK(early.hostname == "corral-abcdef");
+    auto plan = run::resolve_run(request, worker_inputs());
+    supervisor::RunRecord late;
+    run::record_requested(late, request, &plan.spec);
+    CHECK(late.rootfs == "/images/worker");
+    CHECK(late.limits.pids == 9u);
+    CHECK(late.limits.memory_bytes == 64ull << 20);
+    CHECK(late.timeout == std::chrono::milliseconds(2000));
+    CHECK(late.argv == std::vector<std::string>{"true"});
+}
+
+TEST_CASE("an identity that is not WORKER/RUN-ID of [A-Za-z0-9._-] is refused") {
+    auto in = worker_inputs();
+    in.run_id = "bad id";
+    CHECK_THROWS_AS(run::resolve_run(parse({"--config", "/o", "--worker", "w", "--", "true"}), in), UsageError);
+}
