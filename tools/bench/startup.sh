@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tools/bench/startup.sh — sandbox startup benchmark and leak check.
+# tools/bench/startup.sh — sandbox startup benchmark and leak check (issue 2).
 #
 # 1. Startup: median wall time of start → exit → teardown of /bin/true, in one
-#    invocation, alternating order (round r starts at config r mod the number of configs), for
+#    invocation, alternating order (round r starts at config r mod 6), for
 #      corral   corral run --rootfs R -- /bin/true        (its teardown is verified
 #                                                      by corral before it exits)
 #      bwrap    bwrap --unshare-all --die-with-parent --ro-bind R / --proc /proc --dev /dev /bin/true
@@ -14,9 +14,6 @@
 #               sandbox: what any run pays before its first step)
 #      exec     R/bin/true, no namespaces (starting and exiting a small static
 #               program: the part of floor that corral's own start replaces)
-#      baseline the same corral run with the binary given by --baseline (e.g. a
-#               build of an older commit), in the same rounds: before/after
-#               figures from one invocation, under the same load
 #    on the same busybox-static rootfs R. Prints medians (p10/p90/min/max too),
 #    the corral/bwrap ratio (target ≤ 0.7) and floor + load - exec, the least
 #    a fresh corral process per run could take before doing any sandbox work.
@@ -27,8 +24,8 @@
 #
 # Usage (root): tools/bench/startup.sh [--runs N] [--leak-runs N] [--corral PATH] [--baseline PATH]
 #   default: --runs 30 --leak-runs 200 --corral $CORRAL_BIN or build-test/tools/corral
-#   --baseline PATH: a second corral binary timed as config "baseline"; the
-#   summary adds corral/baseline (the leak check runs the --corral binary only)
+#   --baseline PATH: a second corral binary (e.g. main's) timed as one more
+#   config, "baseline", alternating with the others (corral run and --version).
 # Not a test: figures depend on the machine; compare configs within one invocation.
 set -euo pipefail
 
@@ -42,7 +39,7 @@ while [ $# -gt 0 ]; do
     --leak-runs) leak_runs=$2; shift 2 ;;
     --corral) corral=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "startup.sh: unknown argument '$1' (accepted: --runs N, --leak-runs N, --corral PATH, --baseline PATH)" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +49,7 @@ repo=$(cd "$here/../.." && pwd)
 if [ -z "$corral" ]; then corral=$repo/build-test/tools/corral; fi
 [ "$(id -u)" -eq 0 ] || { echo "startup.sh: must run as root (corral run, bwrap and unshare create namespaces)" >&2; exit 2; }
 [ -x "$corral" ] || { echo "startup.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
-[ -z "$baseline" ] || [ -x "$baseline" ] || { echo "startup.sh: --baseline $baseline is not an executable" >&2; exit 2; }
+[ -z "$baseline" ] || [ -x "$baseline" ] || { echo "startup.sh: --baseline $baseline: not an executable" >&2; exit 2; }
 for p in bwrap unshare chroot cc /bin/busybox; do
   command -v "$p" >/dev/null || { echo "startup.sh: $p is missing (tools/install-deps.sh)" >&2; exit 2; }
 done
@@ -83,7 +80,8 @@ printf '%s\0' "$R/bin/true" > "$work/exec.argv"
 configs=(corral bwrap unshare floor load exec)
 if [ -n "$baseline" ]; then
   printf '%s\0' "$baseline" run --rootfs "$R" --state-dir "$state" --uid-range "$uid_range" -- /bin/true > "$work/baseline.argv"
-  configs+=(baseline)
+  printf '%s\0' "$baseline" --version > "$work/bload.argv"
+  configs+=(baseline bload)
 fi
 timer_args=()
 for c in "${configs[@]}"; do timer_args+=("$c" "$work/$c.argv"); done
@@ -99,9 +97,8 @@ done < "$work/startup.txt"
 awk '$1=="corral"{c=$3} $1=="bwrap"{b=$3} $1=="unshare"{u=$3} $1=="floor"{f=$3} $1=="load"{l=$3} $1=="exec"{e=$3}
      END{printf "corral/bwrap = %.2f (target <= 0.70, i.e. %.2f ms)   corral/unshare = %.2f   floor/bwrap = %.2f\n", c/b, 0.7*b, c/u, f/b;
          printf "floor + load - exec = %.2f ms = %.2f x bwrap: the namespaces plus loading corral, before any sandbox work\n", f+l-e, (f+l-e)/b}' "$work/startup.txt"
-if [ -n "$baseline" ]; then
-  awk '$1=="corral"{c=$3} $1=="baseline"{b=$3} END{printf "corral/baseline = %.2f (corral %.2f ms, baseline %.2f ms)\n", c/b, c, b}' "$work/startup.txt"
-fi
+[ -z "$baseline" ] || awk '$1=="corral"{c=$3} $1=="baseline"{b=$3} $1=="load"{l=$3} $1=="bload"{bl=$3}
+     END{printf "corral/baseline = %.2f (run)   %.2f (--version)\n", c/b, l/bl}' "$work/startup.txt"
 
 # --- leak check ---
 count_mounts() { wc -l < /proc/self/mountinfo; }
