@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tools/bench/startup.sh — sandbox startup benchmark and leak check (issue 2).
+# tools/bench/startup.sh — sandbox startup benchmark and leak check.
 #
 # 1. Startup: median wall time of start → exit → teardown of /bin/true, in one
-#    invocation, alternating order (round r starts at config r mod 6), for
+#    invocation, alternating order (round r starts at config r mod the number of configs), for
 #      corral   corral run --rootfs R -- /bin/true        (its teardown is verified
 #                                                      by corral before it exits)
 #      bwrap    bwrap --unshare-all --die-with-parent --ro-bind R / --proc /proc --dev /dev /bin/true
