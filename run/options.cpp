@@ -140,9 +140,19 @@ const RunOption kOptions[] = {
      }},
     {"--pids", "N", G::sandbox,
      "maximum number of processes and threads in the sandbox.\n"
-     "Without it CMD's UID may still hold at most 4096 of\n"
-     "them (RLIMIT_NPROC; the UID is the run's alone).",
+     "Without it CMD's UID may still hold at most\n"
+     "min(4096, pid_max/32, threads-max/32) of them, at\n"
+     "least 64 (RLIMIT_NPROC; the UID is the run's alone):\n"
+     "a box takes at most 1/32 of the host's PIDs.",
      [](RunRequest& r, const std::string& v) { r.pids = parse_count("--pids", v); }},
+    {"--nofile", "N", G::sandbox,
+     "open files per process (RLIMIT_NOFILE, soft = hard:\n"
+     "CMD cannot raise it). Default min(1024,\n"
+     "file-max/4/tasks), at least 64, so that all of the\n"
+     "box's tasks together stay below a quarter of the\n"
+     "host's file table (fs.file-max); a --nofile whose\n"
+     "tasks x files could fill that table is refused.",
+     [](RunRequest& r, const std::string& v) { r.open_files = parse_count("--nofile", v); }},
     {"--cpus", "FLOAT", G::sandbox,
      "CPU bandwidth in CPUs, e.g. 0.5 or 2.\n"
      "Limits are enforced through a cgroup made for the run\n"
@@ -167,7 +177,11 @@ const RunOption kOptions[] = {
          supervisor::check_hostname(v);
          r.hostname = v;
      }},
-    {"--stdin", "", G::sandbox, "pass corral's stdin to CMD (default: /dev/null).",
+    {"--stdin", "", G::sandbox,
+     "pass corral's stdin to CMD (default: /dev/null): a\n"
+     "terminal, a pipe, a connected stream socket, or a\n"
+     "regular file (reopened read-only); anything else (a\n"
+     "directory, a write-only fd, a device) is refused.",
      [](RunRequest& r, const std::string&) { r.pass_stdin = true; }},
     {"--log-limit", "SIZE", G::sandbox,
      "keep at most SIZE of CMD's stdout and of its stderr in\n"

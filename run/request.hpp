@@ -36,6 +36,7 @@ struct RunRequest {
     std::optional<std::string> state_dir;         // default: default_state_dir()
     std::optional<std::uint64_t> memory_bytes;    // --memory
     std::optional<std::uint64_t> pids;            // --pids
+    std::optional<std::uint64_t> open_files;      // --nofile
     std::optional<double> cpus;                   // --cpus
     std::optional<std::chrono::milliseconds> timeout;
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given

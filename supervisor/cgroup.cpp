@@ -209,6 +209,18 @@ CgroupPlan plan_run_cgroups(const CgroupHierarchies& h, const CgroupLimits& limi
                              describe_hierarchies(h) + "); enable or mount it, or run without " + need.option);
         }
     }
+    // v1 charges socket buffers to no cgroup unless the memory cgroup has a
+    // memory.kmem.tcp limit: every run on a v1 memory controller gets one, so
+    // a box cannot fill the host-wide tcp_mem/udp_mem pools.
+    if (!contains(plan.v2_controllers, "memory")) {
+        if (auto it = h.v1_mounts.find("memory"); it != h.v1_mounts.end()) {
+            auto& controllers = plan.v1_dirs[it->second];
+            if (!contains(controllers, "memory")) {
+                controllers.push_back("memory");
+                plan.v1_memory_for_sockets_only = true;
+            }
+        }
+    }
     if (!plan.v2_mount && plan.v1_dirs.empty()) {
         // No limits, no cgroup2: still confine the run somewhere teardown can inspect.
         const char* fallback = h.v1_mounts.count("pids") ? "pids" : h.v1_mounts.count("memory") ? "memory" : nullptr;
@@ -285,7 +297,18 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
     for (const auto& [mount, controllers] : plan.v1_dirs) {
         std::string dir = make_dir(mount, false);
         for (const auto& c : controllers) {
+            if (c != "memory" || !plan.v1_memory_for_sockets_only) cg.v1_limits_setup_ = true;
             if (c == "memory") {
+                // Socket buffers first: sockets take their cgroup's limit when
+                // they are made, and nothing of the box runs yet.
+                const std::string tcp = dir + "/memory.kmem.tcp.limit_in_bytes";
+                if (!file_exists(tcp))
+                    throw UsageError("the v1 memory cgroup has no memory.kmem.tcp.limit_in_bytes, so the box's socket "
+                                     "buffers could fill the host's; corral needs a kernel with v1 socket accounting "
+                                     "or the memory controller on cgroup v2");
+                std::uint64_t sockets = limits.socket_memory_bytes.value_or(limits.memory_bytes.value_or(0));
+                if (sockets > 0) write_cgroup_file(tcp, std::to_string(sockets));
+                if (!limits.memory_bytes) continue;
                 write_cgroup_file(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes));
                 if (file_exists(dir + "/memory.memsw.limit_in_bytes"))
                     write_cgroup_file(dir + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes));
@@ -301,7 +324,8 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
 }
 
 RunCgroup::RunCgroup(RunCgroup&& other) noexcept
-    : run_id_(std::move(other.run_id_)), dirs_(std::move(other.dirs_)), removed_(other.removed_) {
+    : run_id_(std::move(other.run_id_)), dirs_(std::move(other.dirs_)), removed_(other.removed_),
+      v1_limits_setup_(other.v1_limits_setup_) {
     other.dirs_.clear();
     other.removed_ = true;
 }
@@ -312,6 +336,7 @@ RunCgroup& RunCgroup::operator=(RunCgroup&& other) noexcept {
         run_id_ = std::move(other.run_id_);
         dirs_ = std::move(other.dirs_);
         removed_ = other.removed_;
+        v1_limits_setup_ = other.v1_limits_setup_;
         other.dirs_.clear();
         other.removed_ = true;
     }

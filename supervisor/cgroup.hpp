@@ -33,6 +33,13 @@ struct CgroupLimits {
     std::optional<std::uint64_t> memory_bytes;  // memory.max / memory.limit_in_bytes (+ swap closed)
     std::optional<std::uint64_t> pids;          // pids.max
     std::optional<double> cpus;                 // cpu.max / cfs_quota_us = cpus * period
+    // Where the memory controller is on v1: the box's socket buffers
+    // (memory.kmem.tcp.limit_in_bytes, which charges TCP and UDP there; v1
+    // charges socket memory nowhere without it). Without --memory the run
+    // still gets a v1 memory cgroup for this limit alone. Unset: memory_bytes,
+    // else no limit. Not used on v2, where socket buffers are charged to
+    // memory.current with everything else.
+    std::optional<std::uint64_t> socket_memory_bytes;
 };
 
 struct CgroupUsage {
@@ -59,6 +66,9 @@ struct CgroupPlan {
     std::optional<std::string> v2_mount;                      // create <v2_mount>/corral/<run-id>
     std::vector<std::string> v2_controllers;                  // limits enforced there
     std::map<std::string, std::vector<std::string>> v1_dirs;  // v1 mount -> limits enforced there (may be empty: tracking only)
+    // The v1 memory dir exists only for the socket-buffer limit (no --memory):
+    // joining it need not precede the init's setup.
+    bool v1_memory_for_sockets_only = false;
 };
 // Throws UsageError naming the option and the controller when a limit cannot be enforced.
 CgroupPlan plan_run_cgroups(const CgroupHierarchies& hierarchies, const CgroupLimits& limits);
@@ -97,6 +107,10 @@ public:
     void remove();
     // The run's cgroup directories, one per hierarchy used.
     std::vector<std::string> paths() const;
+    // True if a v1 directory carries a limit of --memory/--pids/--cpus (the
+    // init must be in it before any of its setup); false if the v1 dirs only
+    // track or bound socket buffers.
+    bool v1_limits_setup() const { return v1_limits_setup_; }
     const std::string& run_id() const { return run_id_; }
 
 private:
@@ -110,6 +124,7 @@ private:
     std::string run_id_;
     std::vector<Dir> dirs_;  // one per hierarchy used
     bool removed_ = false;
+    bool v1_limits_setup_ = false;
 };
 
 // Run ids that have a cgroup directory under corral/ in any mounted hierarchy

@@ -1,5 +1,6 @@
 #include "supervisor/identity.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 namespace corral::supervisor {
 
@@ -18,6 +21,30 @@ int disable_core_dumps() noexcept {
 int cap_task_count(std::uint64_t tasks) noexcept {
     const rlimit limit{tasks, tasks};
     return setrlimit(RLIMIT_NPROC, &limit) == 0 ? 0 : -errno;
+}
+
+int cap_open_files(std::uint64_t files) noexcept {
+    const rlimit limit{files, files};
+    return setrlimit(RLIMIT_NOFILE, &limit) == 0 ? 0 : -errno;
+}
+
+int set_oom_score_adj(int adj) noexcept {
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    char text[16];
+    int len = std::snprintf(text, sizeof text, "%d", adj);
+    int rc = write(fd, text, static_cast<std::size_t>(len)) == len ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int oom_score_adj_of_self() noexcept {
+    int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[16] = {};
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    return n > 0 ? std::atoi(text) : 0;
 }
 
 int drop_bounding_set() noexcept {

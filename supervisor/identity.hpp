@@ -26,6 +26,17 @@ int disable_core_dumps() noexcept;
 // counted host-wide by the kernel at each fork. Set while root (lowering the
 // hard limit needs no privilege; the agent cannot raise it again).
 int cap_task_count(std::uint64_t tasks) noexcept;
+// RLIMIT_NOFILE soft = hard = `files`: the command cannot raise it (raising the
+// hard limit needs CAP_SYS_RESOURCE), so its tasks × files stay below the
+// host's file table (host_budget.hpp).
+int cap_open_files(std::uint64_t files) noexcept;
+// oom_score_adj of the calling process (and, the kernel's rule, of every
+// process sharing its memory). Lowering below the process's minimum needs
+// CAP_SYS_RESOURCE: corral's init sets -1000 when it may; the command raises
+// its own before execve.
+int set_oom_score_adj(int adj) noexcept;
+// The calling process's oom_score_adj (0 if it cannot be read).
+int oom_score_adj_of_self() noexcept;
 int drop_bounding_set() noexcept;          // every cap out of the bounding set (libcap)
 int clear_groups() noexcept;               // setgroups(0): no supplementary groups
 int set_agent_gid(gid_t gid) noexcept;     // setresgid(gid, gid, gid)

@@ -32,6 +32,7 @@
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
 #include "rootfs/idmapped_tree.hpp"
+#include "supervisor/host_budget.hpp"
 #include "supervisor/log_cap.hpp"
 #include "supervisor/hostname.hpp"
 #include "supervisor/sandbox_init.hpp"
@@ -229,6 +230,7 @@ bool is_cgroup2(const std::string& dir) {
 struct CgroupPlacement {
     Fd v2_dir;                             // for clone_args.cgroup
     std::vector<std::string> v1_dirs;      // written after the clone
+    bool v1_limits_setup = false;          // the init must be in them before its setup
 };
 
 CgroupPlacement placement_of(const RunCgroup& cgroup) {
@@ -241,6 +243,7 @@ CgroupPlacement placement_of(const RunCgroup& cgroup) {
             p.v1_dirs.push_back(dir);
         }
     }
+    p.v1_limits_setup = cgroup.v1_limits_setup();
     return p;
 }
 
@@ -259,6 +262,7 @@ void join_v1_cgroups(const std::vector<std::string>& dirs, pid_t pid) {
 std::string_view step_name(SetupStep step) {
     switch (step) {
         case SetupStep::set_parent_death_signal: return "set_parent_death_signal";
+        case SetupStep::exempt_from_oom_killer: return "exempt_from_oom_killer";
         case SetupStep::wait_for_supervisor: return "wait_for_supervisor";
         case SetupStep::join_run_cgroup: return "join_run_cgroup";
         case SetupStep::verify_uid_unused: return "verify_uid_unused";
@@ -277,6 +281,8 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::close_inherited_fds: return "close_inherited_fds";
         case SetupStep::disable_core_dumps: return "disable_core_dumps";
         case SetupStep::cap_task_count: return "cap_task_count";
+        case SetupStep::cap_open_files: return "cap_open_files";
+        case SetupStep::make_oom_killable: return "make_oom_killable";
         case SetupStep::drop_bounding_set: return "drop_bounding_set";
         case SetupStep::clear_groups: return "clear_groups";
         case SetupStep::set_gid: return "set_gid";
@@ -416,6 +422,20 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
                    std::to_string(std::chrono::duration<double, std::milli>(now - t).count()) + "ms");
         t = now;
     };
+    // What the box may get as stdin and the host-derived limits: checked
+    // before anything is built, so a refusal leaves nothing to undo.
+    StdinHandover stdin_handover;
+    if (spec.pass_stdin) stdin_handover = hand_over_stdin(0);
+    // The box holds a terminal of the host: no TIOCSCTTY on it.
+    if (stdin_handover.terminal)
+        for (auto& rule : inherited_terminal_rules()) spec.seccomp_rules.push_back(std::move(rule));
+    const HostBudget budget = read_host_budget();
+    const std::uint64_t task_limit = spec.limits.pids.value_or(default_task_limit(budget));
+    const std::uint64_t open_files = spec.open_files.value_or(default_open_files(budget, task_limit));
+    check_open_file_budget(budget, task_limit, open_files);
+    if (!spec.limits.memory_bytes) spec.limits.socket_memory_bytes = default_socket_memory(budget);
+    lap("hand_over_stdin, read_host_budget");
+
     UidLease lease = acquire_uid(spec.uid_range, spec.lock_dir, skip_uids);
     lease.record_run_id(spec.run_id);
     if (previous_attempt != nullptr) previous_attempt->release();  // the id is held by this lease now
@@ -467,10 +487,12 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     ctx.control_fd = control_r.get();
     ctx.stdout_fd = out_w.get();
     ctx.stderr_fd = err_w.get();
-    ctx.pass_stdin = spec.pass_stdin;
+    ctx.stdin_fd = stdin_handover.fd.valid() ? stdin_handover.fd.get() : -1;
     // The UID is this run's alone, so its task count is the run's: a bound
     // even without --pids (whose cgroup limit also covers the init and reaper).
-    ctx.task_limit = spec.limits.pids.value_or(kDefaultTaskLimit);
+    ctx.task_limit = task_limit;
+    ctx.open_file_limit = open_files;
+    ctx.command_oom_score_adj = kCommandOomScoreAdj;
     std::tie(ctx.cmdline_start, ctx.cmdline_len) = own_command_line_area();
 
     // A clone of a multi-threaded process may inherit a lock (malloc, stdio)
@@ -482,7 +504,9 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     CgroupPlacement placement = placement_of(cgroup);
     // Without v1 cgroups to join the init needs no "go" and starts its setup
     // at once, in parallel with the supervisor (one pipe round trip less).
-    ctx.wait_for_go = !placement.v1_dirs.empty();
+    ctx.wait_for_go = placement.v1_dirs.empty() ? InitContext::Go::none
+                      : placement.v1_limits_setup ? InitContext::Go::before_setup
+                                                  : InitContext::Go::before_invocation;
     int pidfd = -1;
     clone_args args{};
     // CLONE_NEWCGROUP is deliberately absent: the init creates its cgroup
@@ -508,6 +532,8 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     box.proc_plan_ = std::move(proc_plan);
     box.init_pid_ = static_cast<pid_t>(pid);
     box.pidfd_.reset(pidfd);
+    box.terminal_ = stdin_handover.saved;
+    stdin_handover.fd.reset();  // the init has its copy
     report_w.reset();
     control_r.reset();
     out_w.reset();
@@ -530,7 +556,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
                                     "setup step wait_for_supervisor failed: the sandbox init died at birth");
         }
         box.pid_ns_inode_ = *ns;
-        if (ctx.wait_for_go) {
+        auto join_and_go = [&box, &placement] {
             try {
                 join_v1_cgroups(placement.v1_dirs, box.init_pid_);  // v2: already there (CLONE_INTO_CGROUP)
             } catch (const std::exception& e) {
@@ -538,8 +564,30 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
                                         std::string("setup step join_run_cgroup failed: ") + e.what());
             }
             send_byte(box.control_, "sandbox control pipe (go)");
+        };
+        if (ctx.wait_for_go == InitContext::Go::before_setup) {
+            join_and_go();
             lap("join_run_cgroup");
         }
+        // Only socket buffers (or tracking) on v1: the init builds the rootfs
+        // meanwhile and waits before it spawns the invocation, so the join's
+        // RCU grace period (~10-20 ms here) runs beside the rest of the setup.
+        std::exception_ptr join_error;
+        std::thread late_join;
+        if (ctx.wait_for_go == InitContext::Go::before_invocation)
+            late_join = start_beside([&] {
+                try {
+                    join_and_go();
+                } catch (...) {
+                    join_error = std::current_exception();
+                }
+            });
+        struct JoinOnExit {
+            std::thread& t;
+            ~JoinOnExit() {
+                if (t.joinable()) t.join();
+            }
+        } join_on_exit{late_join};
 
         // While the init builds the rootfs (on the other CPU), the
         // supervisor's own setup work, off the critical path. The UID's /proc
@@ -596,6 +644,10 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
             while_init_builds(box);
             lap("while_init_builds");
         }
+
+        if (late_join.joinable()) late_join.join();
+        if (join_error) std::rethrow_exception(join_error);
+        lap("join_run_cgroup (beside the init's setup)");
 
         InitMessage msg{};
         if (!read_message(box.report_.get(), msg))
@@ -797,6 +849,12 @@ TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) {
         } else {
             step("reap_init", false, "waitid(P_PIDFD): " + errno_text(errno));
         }
+    }
+    // Nothing of the box is left to change the caller's terminal again.
+    if (box.terminal_) {
+        std::string problem = restore_terminal(*box.terminal_);
+        if (!problem.empty()) log::warn("restoring the terminal's settings after the run: " + problem);
+        box.terminal_.reset();
     }
 
     // Steps 3-7 are recorded in the documented order, but the host-wide /proc

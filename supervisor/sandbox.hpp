@@ -36,6 +36,7 @@
 #include "supervisor/run_record.hpp"
 #include "supervisor/seccomp_policy.hpp"
 #include "supervisor/setup_step.hpp"
+#include "supervisor/stdin_handover.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::supervisor {
@@ -43,10 +44,12 @@ namespace corral::supervisor {
 // The PATH the command gets unless --env PATH=... overrides it.
 inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
-// Without --pids, the command's UID may hold at most this many processes and
-// threads (RLIMIT_NPROC; the UID is leased to one run, so the count is the
-// run's): a fork bomb stops there instead of at root's limit.
-inline constexpr std::uint64_t kDefaultTaskLimit = 4096;
+// The box's processes' oom_score_adj: the maximum. When memory runs out, on
+// the host or in the run's cgroup, every process of the box is chosen before
+// any other (corral's init and reaper: -1000 where root may lower it, else
+// the score they inherited); the box cannot lower it (below the process's
+// minimum, 0, that needs CAP_SYS_RESOURCE).
+inline constexpr int kCommandOomScoreAdj = 1000;
 
 struct SandboxSpec {
     std::string run_id;                        // make_run_id()
@@ -61,7 +64,10 @@ struct SandboxSpec {
     std::string hostname;                      // checked with check_hostname()
     CgroupLimits limits;
     UidRange uid_range = default_uid_range();
-    bool pass_stdin = false;                   // else /dev/null
+    bool pass_stdin = false;                   // else /dev/null; checked by hand_over_stdin (stdin_handover.hpp)
+    // RLIMIT_NOFILE soft = hard (--nofile); unset: default_open_files()
+    // (host_budget.hpp). Without limits.pids, RLIMIT_NPROC is default_task_limit().
+    std::optional<std::uint64_t> open_files;
     std::optional<std::chrono::milliseconds> timeout;
     // The command's stdout log in run_dir: an agent run names it stdout.jsonl
     // (the CLI's JSON lines), so its output is kept once, not twice.
@@ -170,6 +176,7 @@ private:
     bool reaped_ = false;
     bool torn_down_ = false;
     std::optional<int> init_exit_status_;
+    std::optional<TerminalState> terminal_;   // the caller's terminal (--stdin on a tty), restored in teardown
 };
 
 // Work the caller gives the supervisor while the init builds the rootfs

@@ -100,12 +100,13 @@ int high_copy(int fd) noexcept { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
     sigprocmask(SIG_SETMASK, &none, nullptr);
     if (setsid() < 0) fail(ctx, SetupStep::start_new_session, errno, "setsid");
 
-    int in = ctx.pass_stdin ? high_copy(0) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const bool pass_stdin = ctx.stdin_fd >= 0;
+    int in = pass_stdin ? high_copy(ctx.stdin_fd) : open("/dev/null", O_RDONLY | O_CLOEXEC);
     int out = high_copy(ctx.stdout_fd);
     int err = high_copy(ctx.stderr_fd);
     int rep = high_copy(ctx.report_fd);
     if (in < 0 || out < 0 || err < 0 || rep < 0)
-        fail(ctx, SetupStep::redirect_stdio, errno, ctx.pass_stdin ? "fcntl(F_DUPFD)" : "open(/dev/null)");
+        fail(ctx, SetupStep::redirect_stdio, errno, pass_stdin ? "fcntl(F_DUPFD)" : "open(/dev/null)");
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup3(rep, 3, O_CLOEXEC) < 0)
         fail(ctx, SetupStep::redirect_stdio, errno, "dup2");
     InitContext local = ctx;   // from here on the report pipe is fd 3
@@ -115,6 +116,15 @@ int high_copy(int fd) noexcept { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
 
     check_step(local, disable_core_dumps(), SetupStep::disable_core_dumps, "setrlimit(RLIMIT_CORE)");
     check_step(local, cap_task_count(local.task_limit), SetupStep::cap_task_count, "setrlimit(RLIMIT_NPROC)");
+    check_step(local, cap_open_files(local.open_file_limit), SetupStep::cap_open_files, "setrlimit(RLIMIT_NOFILE)");
+    // The command inherited the reaper's score (-1000), which would make the
+    // box's processes the OOM killer's last choice and corral's the first.
+    // Raised here, before execve and before the command can fork (the box
+    // cannot lower it again): the kernel applies it to the reaper too (they
+    // share memory until execve), which the reaper undoes once the command
+    // has its own image.
+    check_step(local, set_oom_score_adj(local.command_oom_score_adj), SetupStep::make_oom_killable,
+               "write(/proc/self/oom_score_adj)");
     check_step(local, drop_bounding_set(), SetupStep::drop_bounding_set, "prctl(PR_CAPBSET_DROP)");
     check_step(local, clear_groups(), SetupStep::clear_groups, "setgroups(0)");
     check_step(local, set_agent_gid(local.gid), SetupStep::set_gid, "setresgid");
@@ -174,6 +184,9 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     send(ctx.report_fd, ready);
     wait_for_byte(ctx);  // "start": the supervisor's hook ran
 
+    // The command's raise of its OOM score applies to this reaper too (they
+    // share memory until its execve): the reaper's own is put back after.
+    const int reaper_oom_score_adj = oom_score_adj_of_self();
     // CLONE_VM | CLONE_VFORK, like posix_spawn: the command shares this
     // reaper's memory on a stack of its own until its execve (or _exit), and
     // the reaper waits until then. No page tables are copied and no page is
@@ -186,9 +199,18 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     pid_t cmd = clone(start_command_image, command_stack + sizeof command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
                       const_cast<InitContext*>(&ctx));
     if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "clone(CLONE_VM|CLONE_VFORK)");
+    // The command has its own memory now; its oom_score_adj write before
+    // execve also raised the reaper's (shared mm): back to what it was (never
+    // below the reaper's minimum, which the init's -1000 set, so no privilege
+    // is needed).
+    if (int rc = set_oom_score_adj(reaper_oom_score_adj); rc < 0) {
+        kill(cmd, SIGKILL);
+        fail(ctx, SetupStep::exempt_from_oom_killer, -rc, "write(/proc/self/oom_score_adj) in the reaper");
+    }
     close(ctx.stdout_fd);
     close(ctx.stderr_fd);
     close(ctx.control_fd);
+    if (ctx.stdin_fd >= 0) close(ctx.stdin_fd);
     // Keep nothing of the host's stdin (1 and 2 are already /dev/null).
     if (int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); null_fd >= 0) {
         dup2(null_fd, 0);
@@ -211,17 +233,25 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
 void run_sandbox_init(const InitContext& ctx) noexcept {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         fail(ctx, SetupStep::set_parent_death_signal, errno, "prctl(PR_SET_PDEATHSIG)");
+    // Memory that belongs to no process (tmpfs pages, kernel objects) can
+    // leave the OOM killer only corral's processes to choose from: the init
+    // and, by inheritance, the reaper are exempt where root may lower the
+    // score (CAP_SYS_RESOURCE; a root without it keeps its score and the
+    // box's +1000 still makes every box process go first). Through the
+    // host's /proc, still mounted in this new mount namespace.
+    if (int rc = set_oom_score_adj(-1000); rc < 0 && rc != -EACCES && rc != -EPERM)
+        fail(ctx, SetupStep::exempt_from_oom_killer, -rc, "write(/proc/self/oom_score_adj)");
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
     hide_host_command_line(ctx);
     {
         // Our pipes, and the detached ID-mapped trees the mount plan attaches
         // (rootfs/idmapped_tree.hpp): the only inherited fds the init needs.
         constexpr int kMaxTrees = 8;
-        int keep[7 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
-        int count = 7;
+        int keep[8 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.stdin_fd};
+        int count = ctx.stdin_fd >= 0 ? 8 : 7;
         for (const auto& op : ctx.plan->ops) {
             if (op.kind != rootfs::MountKind::AttachTree || op.tree_fd < 0) continue;
-            if (count == 7 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
+            if (count == 8 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
             keep[count++] = op.tree_fd;
         }
         // Insertion sort + dedupe (close_all_except wants ascending, distinct fds).
@@ -245,11 +275,13 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     // nothing to wait for (CLONE_INTO_CGROUP put us in the v2 one at birth);
     // a supervisor that died before PR_SET_PDEATHSIG was armed is still
     // noticed: "start" below then reads EOF and we exit.
-    if (ctx.wait_for_go) wait_for_byte(ctx);
+    if (ctx.wait_for_go == InitContext::Go::before_setup) wait_for_byte(ctx);
 
     // The cgroup namespace is rooted where the process is when it is created:
     // created now, inside the run's cgroup, the box sees that cgroup as "/".
-    if (unshare(CLONE_NEWCGROUP) != 0) fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
+    // (With a late "go" it is created after that, below.)
+    if (ctx.wait_for_go != InitContext::Go::before_invocation && unshare(CLONE_NEWCGROUP) != 0)
+        fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
 
     if (auto f = rootfs::apply_mount_plan(*ctx.plan)) {
         report_failure(ctx, SetupStep::apply_mount_plan, f->err, rootfs::call_name(f->call),
@@ -271,6 +303,13 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     if (null_fd < 0 || dup2(null_fd, 1) < 0 || dup2(null_fd, 2) < 0)
         fail(ctx, SetupStep::redirect_stdio, errno, "open(/dev/null)");
 
+    // In the run's v1 memory cgroup before the reaper exists, so that the
+    // reaper and the command are born in it (see InitContext::wait_for_go).
+    if (ctx.wait_for_go == InitContext::Go::before_invocation) {
+        wait_for_byte(ctx);
+        if (unshare(CLONE_NEWCGROUP) != 0) fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
+    }
+
     // The invocation gets its own PID namespace: when it exits, the kernel
     // kills everything it left behind (daemons, setsid'd grandchildren). It
     // mounts the box's /proc, reports "ready" and waits for "start" itself.
@@ -284,6 +323,7 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     close(ctx.stdout_fd);  // EOF for the supervisor once the command's side closes
     close(ctx.stderr_fd);
     close(ctx.control_fd);
+    if (ctx.stdin_fd >= 0) close(ctx.stdin_fd);  // the invocation has its own copy
     if (dup2(null_fd, 0) < 0) close(0);  // the command has its own copy of a passed stdin
     close(null_fd);
 

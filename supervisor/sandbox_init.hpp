@@ -31,11 +31,20 @@ struct InitContext {
     const SeccompProgram* seccomp;
     int report_fd;                       // write end, CLOEXEC
     int control_fd;                      // read end: "go" (if wait_for_go), then "start"
-    bool wait_for_go;                    // the supervisor must still put us in v1 cgroups
+    // When the supervisor still has to put the init in v1 cgroups, the init
+    // waits for "go": before its setup when a v1 cgroup carries a limit (all
+    // of the sandbox's work is then accounted and limited), or only before it
+    // spawns the invocation when the v1 cgroup is there for the command's
+    // socket buffers alone (memory.kmem.tcp without --memory): the join's RCU
+    // wait then runs beside the init's setup.
+    enum class Go { none, before_setup, before_invocation };
+    Go wait_for_go;
     int stdout_fd;                       // write ends of the output pipes
     int stderr_fd;
-    bool pass_stdin;                     // else the command's stdin is /dev/null
+    int stdin_fd;                        // the command's stdin (stdin_handover.hpp); -1: the box's /dev/null
     std::uint64_t task_limit;            // RLIMIT_NPROC of the command's (run-exclusive) UID
+    std::uint64_t open_file_limit;       // RLIMIT_NOFILE of the command
+    int command_oom_score_adj;           // the command's oom_score_adj (corral's own processes: -1000)
     char* cmdline_start;                 // the supervisor's argv area (/proc/self/stat arg_start..arg_end),
     std::size_t cmdline_len;             // overwritten in the init; nullptr/0 if unknown
 };

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -65,6 +66,7 @@ Ctx build_context(const std::vector<SeccompRule>& rules) {
         std::uint32_t action = SCMP_ACT_ERRNO(EPERM);
         if (rule.action == SeccompAction::deny_enosys) action = SCMP_ACT_ERRNO(ENOSYS);
         if (rule.action == SeccompAction::deny_eafnosupport) action = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+        if (rule.action == SeccompAction::deny_eprotonosupport) action = SCMP_ACT_ERRNO(EPROTONOSUPPORT);
         std::vector<scmp_arg_cmp> cmps;
         for (const auto& c : rule.conditions)
             cmps.push_back(c.compare == SeccompCompare::at_least ? SCMP_CMP64(c.index, SCMP_CMP_GE, c.value)
@@ -121,6 +123,16 @@ std::vector<SeccompRule> sandbox_seccomp_rules() {
     r.push_back(deny("name_to_handle_at", "produces the file handles open_by_handle_at consumes; host inode probing"));
     for (const char* name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
         r.push_back(deny(name, "io_uring performs syscalls seccomp never sees, and is a large exploit surface"));
+    // Legacy AIO contexts come from one host-wide pool (fs.aio-max-nr) that no
+    // namespace or cgroup divides: a box could take all of it, and then
+    // io_setup fails on the host, even for root. ENOSYS is what a kernel
+    // without CONFIG_AIO answers, so libaio users fall back to threads (glibc's
+    // POSIX aio and libuv never use these calls).
+    for (const char* name : {"io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy"})
+        r.push_back({name, SeccompAction::deny_enosys, {},
+                     "legacy AIO contexts come from the host-wide fs.aio-max-nr pool, which no namespace or cgroup "
+                     "divides: a box could take all of it (io_setup then fails on the host, even for root); ENOSYS, "
+                     "as on a kernel without AIO, makes libaio users fall back"});
     r.push_back(deny("ptrace", "debugging other processes; nothing outside the invocation may be reached"));
     for (const char* name : {"process_vm_readv", "process_vm_writev"})
         r.push_back(deny(name, "reads/writes another process's memory (ptrace in disguise)"));
@@ -176,12 +188,47 @@ std::vector<SeccompRule> sandbox_seccomp_rules() {
         for (std::uint64_t family = AF_UNSPEC; family < kLastAllowedSocketFamily; ++family)
             if (!allowed_socket_family(family))
                 r.push_back({name, SeccompAction::deny_eafnosupport, {{0, 0xffffffffULL, family}}, why});
+        // (AF_INET, SOCK_PACKET) is the obsolete spelling of a packet socket:
+        // the kernel hands it to af_packet, past the family rule. Only the
+        // missing CAP_NET_RAW stops it today; the filter says no on its own.
+        // The type's low byte is the type (SOCK_NONBLOCK/SOCK_CLOEXEC sit above).
+        if (std::string_view(name) == "socket")
+            r.push_back({name, SeccompAction::deny_eafnosupport, {{0, 0xffffffffULL, AF_INET}, {1, 0xfULL, SOCK_PACKET}},
+                         "(AF_INET, SOCK_PACKET) is a packet socket under another name: the kernel gives it to "
+                         "af_packet, which reaches past the network namespace's IP stack"});
         // Every family above AF_NETLINK, now and in future kernels. All 64 bits
         // compared: garbage in the upper half can only make the value larger.
         r.push_back({name, SeccompAction::deny_eafnosupport,
                      {{0, 0, kLastAllowedSocketFamily + 1, SeccompCompare::at_least}}, why});
     }
+    // --- netlink: rtnetlink is what the box legitimately speaks (glibc's
+    // getaddrinfo and if_nameindex, `ip`), sock_diag is `ss`; both answer
+    // about the box's own network namespace. The rest carry host state no
+    // namespace divides, above all NETLINK_KOBJECT_UEVENT: the host's device
+    // events (disks, USB, network cards coming and going) are broadcast to
+    // every network namespace. Garbage above the int protocol can only make
+    // the call fail (the last rule compares all 64 bits).
+    const std::string netlink_why =
+        "only NETLINK_ROUTE and NETLINK_SOCK_DIAG (the box's own links, addresses and sockets); the other "
+        "netlink families carry host state, NETLINK_KOBJECT_UEVENT the host's device events";
+    for (std::uint64_t protocol = NETLINK_ROUTE + 1; protocol < NETLINK_SOCK_DIAG; ++protocol)
+        r.push_back({"socket", SeccompAction::deny_eprotonosupport, {{0, 0xffffffffULL, AF_NETLINK}, {2, 0xffffffffULL, protocol}},
+                     netlink_why});
+    r.push_back({"socket", SeccompAction::deny_eprotonosupport,
+                 {{0, 0xffffffffULL, AF_NETLINK}, {2, 0, NETLINK_SOCK_DIAG + 1, SeccompCompare::at_least}}, netlink_why});
     return r;
+}
+
+std::vector<SeccompRule> inherited_terminal_rules() {
+    // TIOCSCTTY makes a terminal the caller's controlling terminal: a box
+    // holding the host's terminal (--stdin on a tty that is no session's
+    // controlling terminal) would own its session, get its job control and
+    // hang-ups, and outlive nothing but still steer it. Only runs that hand a
+    // terminal in get this rule: forkpty/login_tty in the box need TIOCSCTTY
+    // on the box's own ptys, and seccomp cannot tell one terminal from another.
+    return {{"ioctl", SeccompAction::deny_eperm, {{1, 0xffffffffULL, TIOCSCTTY}},
+             "TIOCSCTTY (only when --stdin hands the box a terminal) would make the host's terminal the box's "
+             "controlling terminal: the box would own its session"}};
 }
 
 SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules) {

@@ -25,6 +25,7 @@ enum class SeccompAction {
     deny_eperm,          // the call fails with EPERM
     deny_enosys,         // the call fails with ENOSYS ("not implemented": callers fall back)
     deny_eafnosupport,   // the call fails with EAFNOSUPPORT (a socket family the kernel lacks)
+    deny_eprotonosupport,  // the call fails with EPROTONOSUPPORT (a protocol of the family the kernel lacks)
 };
 
 enum class SeccompCompare {
@@ -52,6 +53,10 @@ struct SeccompRule {
 
 // The sandbox policy (pure; the same list on every call).
 std::vector<SeccompRule> sandbox_seccomp_rules();
+// Added to a run's policy when its stdin is a terminal of the host
+// (--stdin on a tty): TIOCSCTTY denied. Not in every run's policy, because
+// forkpty in the box needs it on the box's own ptys.
+std::vector<SeccompRule> inherited_terminal_rules();
 
 // A compiled BPF program, ready to install.
 struct SeccompProgram {

@@ -16,6 +16,7 @@ namespace corral::supervisor {
 // Every step of the child side, in the order it runs (docs/architecture.md).
 enum class SetupStep : std::uint32_t {
     set_parent_death_signal,
+    exempt_from_oom_killer,   // corral-init: oom_score_adj -1000 (the reaper inherits it)
     wait_for_supervisor,
     join_run_cgroup,          // supervisor side: RunCgroup::add_process(init)
     verify_uid_unused,        // supervisor side, while the init builds the rootfs
@@ -35,6 +36,8 @@ enum class SetupStep : std::uint32_t {
     close_inherited_fds,
     disable_core_dumps,
     cap_task_count,
+    cap_open_files,
+    make_oom_killable,        // the command: oom_score_adj back up before execve
     drop_bounding_set,
     clear_groups,
     set_gid,

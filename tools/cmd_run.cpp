@@ -307,6 +307,10 @@ int cmd_run(int argc, char** argv) {
         status = *record.exit_code;
     } else if (record.signal) {
         status = 128 + *record.signal;
+    } else if (usage.oom_killed) {
+        // The kernel's OOM kill took the report with it: the cgroup counted it.
+        record.signal = SIGKILL;
+        status = 128 + SIGKILL;
     } else {
         say("the sandbox's init exited without reporting the command's status");
         status = kExitSetup;

@@ -135,32 +135,125 @@ int main(void) {
 
 // A static program that tries, as the agent, the kernel doors the box's
 // network namespace, rlimits and devpts must keep shut, printing
-// "<what>=<errno name or ok or a count>" per line.
+// "<what>=<errno name or ok or a count>" per line. Other modes:
+//   kernel-probe sockets tcp|udp N   fill N loopback TCP connections / UDP
+//       sockets nobody reads, then print <proto>-grew-kib= (the host-wide
+//       /proc/net/sockstat "mem" before and after, in KiB)
+//   kernel-probe tty                 on fd 0: TIOCSCTTY, then echo/canonical
+//       mode off, speed 50, exclusive mode and output stopped (the state the
+//       caller's terminal must get back)
 constexpr const char* kKernelProbeSource = R"(#define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
 static const char* outcome(long rc) { return rc >= 0 ? "ok" : strerrorname_np(errno); }
-int main(void) {
+static long sockstat_kib(const char* proto) {
+    FILE* f = fopen("/proc/net/sockstat", "r");
+    char line[256];
+    long mem = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        char* m = strstr(line, " mem ");
+        if (strncmp(line, proto, strlen(proto)) == 0 && m) mem = atol(m + 5) * (sysconf(_SC_PAGESIZE) / 1024);
+    }
+    if (f) fclose(f);
+    return mem;
+}
+static char chunk[65000];
+static int fill_sockets(const char* proto, int n) {
+    const char* key = strcmp(proto, "tcp") == 0 ? "TCP:" : "UDP:";
+    long before = sockstat_kib(key);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    int l = -1;
+    if (key[0] == 'T') {
+        l = socket(AF_INET, SOCK_STREAM, 0);
+        if (l < 0 || bind(l, (struct sockaddr*)&a, sizeof a) || listen(l, 4096) || getsockname(l, (struct sockaddr*)&a, &al)) {
+            perror("listener");
+            return 1;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        if (key[0] == 'T') {
+            int c = socket(AF_INET, SOCK_STREAM, 0);
+            if (c < 0 || connect(c, (struct sockaddr*)&a, sizeof a) != 0) { printf("stopped-at=%d %s\n", i, strerrorname_np(errno)); break; }
+            int s = accept(l, 0, 0);
+            if (s < 0) { printf("stopped-at=%d %s\n", i, strerrorname_np(errno)); break; }
+            while (send(c, chunk, sizeof chunk, MSG_DONTWAIT) > 0) {}
+        } else {
+            int r = socket(AF_INET, SOCK_DGRAM, 0), s = socket(AF_INET, SOCK_DGRAM, 0);
+            if (r < 0 || s < 0) { printf("stopped-at=%d %s\n", i, strerrorname_np(errno)); break; }
+            int big = 1 << 30;
+            setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+            struct sockaddr_in b = a;
+            socklen_t bl = sizeof b;
+            if (bind(r, (struct sockaddr*)&b, sizeof b) || getsockname(r, (struct sockaddr*)&b, &bl) ||
+                connect(s, (struct sockaddr*)&b, sizeof b)) { perror("udp"); return 1; }
+            for (int k = 0; k < 160; ++k) send(s, chunk, sizeof chunk, MSG_DONTWAIT);
+        }
+    }
+    printf("%s-grew-kib=%ld\n", proto, sockstat_kib(key) - before);
+    return 0;
+}
+static int tty_probe(void) {
+    printf("tiocsctty=%s\n", outcome(ioctl(0, TIOCSCTTY, 0)));
+    struct termios t;
+    if (tcgetattr(0, &t) != 0) { printf("tcgetattr=%s\n", strerrorname_np(errno)); return 1; }
+    t.c_lflag &= ~(ECHO | ICANON);
+    cfsetispeed(&t, B50);
+    cfsetospeed(&t, B50);
+    printf("tcsetattr=%s\n", outcome(tcsetattr(0, TCSANOW, &t)));
+    printf("tiocexcl=%s\n", outcome(ioctl(0, TIOCEXCL)));
+    printf("tcooff=%s\n", outcome(tcflow(0, TCOOFF)));
+    return 0;
+}
+int main(int argc, char** argv) {
+    if (argc == 4 && strcmp(argv[1], "sockets") == 0) return fill_sockets(argv[2], atoi(argv[3]));
+    if (argc == 2 && strcmp(argv[1], "tty") == 0) return tty_probe();
     printf("socket-vsock-stream=%s\n", outcome(socket(AF_VSOCK, SOCK_STREAM, 0)));
     printf("socket-vsock-seqpacket=%s\n", outcome(socket(AF_VSOCK, SOCK_SEQPACKET, 0)));
     printf("socket-packet=%s\n", outcome(socket(AF_PACKET, SOCK_DGRAM, 0)));
+    printf("socket-inet-packet=%s\n", outcome(socket(AF_INET, SOCK_PACKET, 0)));
     printf("socket-inet=%s\n", outcome(socket(AF_INET, SOCK_STREAM, 0)));
     printf("socket-unix=%s\n", outcome(socket(AF_UNIX, SOCK_STREAM, 0)));
+    printf("netlink-route=%s\n", outcome(socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)));
+    printf("netlink-sock-diag=%s\n", outcome(socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)));
+    printf("netlink-uevent=%s\n", outcome(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT)));
+    printf("netlink-audit=%s\n", outcome(socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT)));
+    unsigned long aio = 0;
+    printf("aio-setup=%s\n", outcome(syscall(SYS_io_setup, 1, &aio)));
+    printf("aio-submit=%s\n", outcome(syscall(SYS_io_submit, aio, 0, NULL)));
     struct rlimit core;
     getrlimit(RLIMIT_CORE, &core);
     printf("core-soft=%llu\ncore-hard=%llu\n", (unsigned long long)core.rlim_cur, (unsigned long long)core.rlim_max);
     struct rlimit raise = {RLIM_INFINITY, RLIM_INFINITY};
     printf("core-raise=%s\n", outcome(setrlimit(RLIMIT_CORE, &raise)));
+    struct rlimit files, nproc;
+    getrlimit(RLIMIT_NOFILE, &files);
+    getrlimit(RLIMIT_NPROC, &nproc);
+    printf("nofile-soft=%llu\nnofile-hard=%llu\n", (unsigned long long)files.rlim_cur, (unsigned long long)files.rlim_max);
+    printf("nproc-soft=%llu\nnproc-hard=%llu\n", (unsigned long long)nproc.rlim_cur, (unsigned long long)nproc.rlim_max);
+    struct rlimit more_files = {files.rlim_max + 1, files.rlim_max + 1};
+    printf("nofile-raise=%s\n", outcome(setrlimit(RLIMIT_NOFILE, &more_files)));
+    int adj = open("/proc/self/oom_score_adj", O_RDWR);
+    char text[16] = {0};
+    if (adj >= 0 && read(adj, text, sizeof text - 1) > 0) printf("oom-score-adj=%d\n", atoi(text));
+    printf("oom-lower=%s\n", adj < 0 ? "no-file" : outcome(write(adj, "-1", 2)));
     int first = posix_openpt(O_RDWR | O_NOCTTY);
     int n_null = 27;
     printf("tiocsetd=%s\n", first < 0 ? "no-pty" : outcome(ioctl(first, TIOCSETD, &n_null)));

@@ -37,7 +37,8 @@ const std::string& uid_range();
 // data/ and etc/writable (to prove writes never reach the image) and
 // bin/suid-probe (a static setuid-root program printing its euid) and
 // bin/setid-probe (tries every call that can set a set-ID bit in the cwd)
-// bin/kernel-probe (socket families, RLIMIT_CORE, TIOCSETD, the pty cap) and
+// bin/kernel-probe (socket families, netlink, AIO, rlimits, OOM score, TIOCSETD,
+// the pty cap; `sockets` fills socket buffers, `tty` abuses fd 0's terminal) and
 // bin/conn-hold N (holds N connections to the bridge, counts those closed).
 // Assembled on first use; removed when the executable exits.
 const std::string& rootfs();

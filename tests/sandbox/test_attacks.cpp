@@ -11,7 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "base/fd.hpp"
@@ -378,6 +386,249 @@ echo DONE)SH");
     CHECK(host_hostname() == host_before);
     CHECK(read_file("/proc/sys/kernel/core_pattern") == core_before);
     check_nothing_left(run);
+}
+
+
+std::vector<unsigned long long> host_numbers(const std::string& path) {
+    std::vector<unsigned long long> out;
+    std::istringstream in(read_file(path));
+    for (unsigned long long v; in >> v;) out.push_back(v);
+    return out;
+}
+
+bool memory_controller_on_v1() {
+    for (const auto& line : lines(read_file("/proc/self/mountinfo")))
+        if (line.find(" - cgroup ") != std::string::npos && line.find(",memory") != std::string::npos) return true;
+    return false;
+}
+
+long long kib_field(const std::string& out, const std::string& key) {
+    std::string v = field(out, key);
+    return v.empty() ? -1 : std::stoll(v);
+}
+
+TEST_CASE("socket buffers nobody reads cannot fill the host's TCP/UDP pools: --memory bounds them, and a default does without it") {
+    // 60 UDP sockets x an 8 MiB receive buffer, 200 connected loopback TCP
+    // pairs written until they block: ~480 MiB UDP and ~1 GiB TCP of the
+    // host-wide pools (/proc/net/sockstat "mem") when nothing charges them.
+    CorralArgs limited;
+    limited.flags = {"--memory", "64M"};
+    auto run = corral_sh("echo START; kernel-probe sockets udp 60; kernel-probe sockets tcp 200; echo DONE", limited);
+    INFO(transcript(run.result));
+    require_ran(run);
+    const long long slack_kib = 32 << 10;  // other sockets on the host, the kernel's forced TCP allocations
+    CHECK(kib_field(run.result.out, "udp-grew-kib") >= 0);
+    CHECK(kib_field(run.result.out, "udp-grew-kib") < (64 << 10) + slack_kib);
+    CHECK(kib_field(run.result.out, "tcp-grew-kib") >= 0);
+    CHECK(kib_field(run.result.out, "tcp-grew-kib") < (64 << 10) + slack_kib);
+    check_nothing_left(run);
+
+    if (!memory_controller_on_v1()) {
+        MESSAGE("memory controller on cgroup v2: socket buffers are charged to memory.current (tests/vm); "
+                "without --memory nothing bounds them");
+        return;
+    }
+    // Without --memory: 1/8 of the host's socket pressure threshold.
+    auto tcp_mem = host_numbers("/proc/sys/net/ipv4/tcp_mem");
+    auto udp_mem = host_numbers("/proc/sys/net/ipv4/udp_mem");
+    REQUIRE(tcp_mem.size() == 3);
+    REQUIRE(udp_mem.size() == 3);
+    const long long budget_kib =
+        std::max<long long>(16 << 10, static_cast<long long>(std::min(tcp_mem[1], udp_mem[1]) * (sysconf(_SC_PAGESIZE) / 1024) / 8));
+    auto open_run = corral_sh("echo START; kernel-probe sockets udp 60; echo DONE");
+    INFO(transcript(open_run.result));
+    require_ran(open_run);
+    INFO("budget KiB " << budget_kib);
+    CHECK(kib_field(open_run.result.out, "udp-grew-kib") >= 0);
+    CHECK(kib_field(open_run.result.out, "udp-grew-kib") < budget_kib + slack_kib);
+    check_nothing_left(open_run);
+}
+
+TEST_CASE("an OOM in the box kills the box's processes, never corral's init: exit 137 and the box's OOM reported") {
+    CorralArgs args;
+    args.flags = {"--memory", "64M", "--timeout", "60s"};
+    // tmpfs pages belong to no process: once they fill the cgroup, the OOM
+    // killer can only pick among processes that hold little. It must pick the
+    // box's (oom_score_adj 1000), never corral-init or the reaper: the
+    // command (the last dd, exec'd) dies of SIGKILL and that is the status.
+    auto run = corral_sh("echo START; kernel-probe | grep oom-score-adj; i=0; while [ $i -lt 20 ]; do "
+                         "dd if=/dev/zero of=/tmp/fill$i bs=1M count=16 2>/dev/null; i=$((i+1)); done; "
+                         "exec dd if=/dev/zero of=/tmp/last bs=1M count=64",
+                         args);
+    INFO(transcript(run.result));
+    REQUIRE(!run.result.timed_out);
+    REQUIRE(run.result.out.find("START") != std::string::npos);
+    CHECK(field(run.result.out, "oom-score-adj") == "1000");
+    CHECK(run.result.exit_code == 137);
+    CHECK(run.result.err.find("init exited without reporting") == std::string::npos);
+    CHECK(run.result.err.find("reached its memory limit") != std::string::npos);
+    REQUIRE(run.record.has_value());
+    CHECK((*run.record)["oom_killed"] == true);
+    check_nothing_left(run);
+}
+
+TEST_CASE("the box's open files: a deliberate RLIMIT_NOFILE it cannot raise, and tasks x files below the host's file table") {
+    const unsigned long long pid_max = host_numbers("/proc/sys/kernel/pid_max").at(0);
+    const unsigned long long threads_max = host_numbers("/proc/sys/kernel/threads-max").at(0);
+    const unsigned long long file_max = host_numbers("/proc/sys/fs/file-max").at(0);
+    const unsigned long long tasks = std::max(64ULL, std::min({4096ULL, pid_max / 32, threads_max / 32}));
+    const unsigned long long files = std::max(64ULL, std::min(1024ULL, file_max / 4 / tasks));
+    auto run = corral_sh("echo START; kernel-probe; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "nproc-soft") == std::to_string(tasks));
+    CHECK(field(run.result.out, "nofile-soft") == std::to_string(files));
+    CHECK(field(run.result.out, "nofile-hard") == std::to_string(files));
+    CHECK(field(run.result.out, "nofile-raise") == "EPERM");
+    CHECK(tasks * files + files < file_max / 2);
+    check_nothing_left(run);
+
+    CorralArgs explicit_limit;
+    explicit_limit.flags = {"--nofile", "100"};
+    auto hundred = corral_sh("echo START; kernel-probe; echo DONE", explicit_limit);
+    INFO(transcript(hundred.result));
+    require_ran(hundred);
+    CHECK(field(hundred.result.out, "nofile-soft") == "100");
+    CHECK(field(hundred.result.out, "nofile-hard") == "100");
+    check_nothing_left(hundred);
+
+    // A limit whose product could take the host's whole table is refused
+    // before anything starts.
+    CorralArgs too_many;
+    too_many.flags = {"--nofile", std::to_string(file_max / tasks + 1)};
+    auto refused = corral_sh("echo START", too_many);
+    INFO(transcript(refused.result));
+    CHECK(refused.result.exit_code == 125);
+    CHECK(refused.result.out.find("START") == std::string::npos);
+    CHECK(refused.result.err.find("fs.file-max") != std::string::npos);
+}
+
+TEST_CASE("legacy AIO, (AF_INET, SOCK_PACKET) and netlink families other than route/sock_diag are denied") {
+    auto run = corral_sh("echo START; kernel-probe; echo DONE");
+    INFO(transcript(run.result));
+    require_ran(run);
+    CHECK(field(run.result.out, "aio-setup") == "ENOSYS");
+    CHECK(field(run.result.out, "aio-submit") == "ENOSYS");
+    CHECK(field(run.result.out, "socket-inet-packet") == "EAFNOSUPPORT");
+    CHECK(field(run.result.out, "netlink-uevent") == "EPROTONOSUPPORT");
+    CHECK(field(run.result.out, "netlink-audit") == "EPROTONOSUPPORT");
+    CHECK(field(run.result.out, "netlink-route") == "ok");      // getaddrinfo, if_nameindex, ip
+    CHECK(field(run.result.out, "netlink-sock-diag") == "ok");  // ss
+    check_nothing_left(run);
+}
+
+// `corral run --stdin ARGS` with `redirect` as its stdin (a shell redirection).
+CorralRun corral_with_stdin(const std::string& redirect, const std::string& script) {
+    CorralRun r;
+    r.run_dir = fresh_path("run");
+    std::vector<std::string> argv = corral_argv(CorralArgs{{"--stdin"}}, r.run_dir, {"/bin/sh", "-c", script});
+    std::string cmd = "exec";
+    for (const auto& a : argv) cmd += " '" + a + "'";  // no quotes in our paths or scripts
+    r.result = run({"/bin/sh", "-c", cmd + " " + redirect});
+    r.record = read_record(r.run_dir);
+    return r;
+}
+
+TEST_CASE("--stdin hands over no directory, no writable file and no O_PATH fd: the host file system stays out of reach") {
+    const std::string parent = fresh_dir("stdin-parent", 0777);
+    const std::string dir = parent + "/dir";
+    fs::create_directories(dir);
+    chmod(dir.c_str(), 0777);
+    write_file(dir + "/secret", "STDIN-SECRET\n");
+    chmod((dir + "/secret").c_str(), 0644);
+    const std::string attack = "echo START; cat /proc/self/fd/0/secret; touch /proc/self/fd/0/../from-box; "
+                               "ls /proc/self/fd/0/ >/dev/null && echo LISTED; echo DONE";
+    auto run = corral_with_stdin("< '" + dir + "'", attack);
+    INFO(transcript(run.result));
+    CHECK(run.result.exit_code == 125);
+    CHECK(run.result.out.find("START") == std::string::npos);  // refused before anything was built
+    CHECK(run.result.out.find("STDIN-SECRET") == std::string::npos);
+    CHECK(run.result.err.find("--stdin: stdin is a directory") != std::string::npos);
+    CHECK(!fs::exists(parent + "/from-box"));
+
+    // A file opened read-write (<>) reaches the box read-only, at the caller's offset.
+    const std::string file = parent + "/input";
+    write_file(file, "skip\nline-two\n");
+    chmod(file.c_str(), 0666);
+    auto rw = corral_with_stdin("<> '" + file + "'", "echo START; read -r l; echo \"read=$l\"; "
+                                                     "echo overwritten >&0 2>/dev/null && echo WROTE; echo DONE");
+    INFO(transcript(rw.result));
+    CHECK(rw.result.exit_code == 0);
+    CHECK(field(rw.result.out, "read") == "skip");
+    CHECK(rw.result.out.find("WROTE") == std::string::npos);
+    CHECK(read_file(file) == "skip\nline-two\n");
+    check_nothing_left(rw);
+    auto offset = corral_with_stdin("< '" + file + "'", "echo START; cat; echo DONE");
+    CHECK(offset.result.out.find("skip\nline-two\n") != std::string::npos);
+
+    // A write-only stdin and a block/char device other than /dev/null are refused; /dev/null is the box's own.
+    auto wronly = corral_with_stdin("0> '" + parent + "/out'", "echo START; echo DONE");
+    CHECK(wronly.result.exit_code == 125);
+    CHECK(wronly.result.err.find("open only for writing") != std::string::npos);
+    auto zero = corral_with_stdin("< /dev/zero", "echo START; echo DONE");
+    CHECK(zero.result.exit_code == 125);
+    CHECK(zero.result.err.find("not a terminal") != std::string::npos);
+    auto null = corral_with_stdin("< /dev/null", "echo START; cat; echo DONE");
+    CHECK(null.result.exit_code == 0);
+    CHECK(null.result.out == "START\nDONE\n");
+}
+
+TEST_CASE("a host pty as --stdin: no TIOCSCTTY, and its settings, exclusive mode and output flow come back after the run") {
+    int master = -1, slave = -1;
+    REQUIRE(openpty(&master, &slave, nullptr, nullptr, nullptr) == 0);
+    corral::Fd master_fd(master), slave_fd(slave);
+    termios before{};
+    REQUIRE(tcgetattr(slave, &before) == 0);
+    REQUIRE((before.c_lflag & ECHO) != 0);
+    const std::string out_path = fresh_path("tty-out"), err_path = fresh_path("tty-err");
+    const std::string run_dir = fresh_path("run");
+    std::vector<std::string> argv = corral_argv(CorralArgs{{"--stdin"}}, run_dir,
+                                                {"/bin/sh", "-c", "echo START; kernel-probe tty; echo DONE"});
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        // A session of its own without a controlling terminal: the pty is
+        // nobody's, which is when TIOCSCTTY would succeed.
+        setsid();
+        int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(slave, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        std::vector<char*> cargv;
+        for (auto& a : argv) cargv.push_back(a.data());
+        cargv.push_back(nullptr);
+        execv(cargv[0], cargv.data());
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const std::string out = read_file(out_path);
+    INFO("stdout:\n" << out << "\nstderr:\n" << read_file(err_path));
+    REQUIRE(out.find("START") != std::string::npos);
+    REQUIRE(out.find("DONE") != std::string::npos);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(field(out, "tiocsctty") == "EPERM");
+    CHECK(field(out, "tcsetattr") == "ok");  // the box may use its terminal; the host gets it back
+    termios after{};
+    REQUIRE(tcgetattr(slave, &after) == 0);
+    CHECK(after.c_lflag == before.c_lflag);
+    CHECK(after.c_iflag == before.c_iflag);
+    CHECK(after.c_oflag == before.c_oflag);
+    CHECK(cfgetospeed(&after) == cfgetospeed(&before));
+    int excl = 1;
+    REQUIRE(ioctl(slave, TIOCGEXCL, &excl) == 0);
+    CHECK(excl == 0);
+    // Output flows again: a write to the slave arrives at the master.
+    int flags = fcntl(slave, F_GETFL);
+    fcntl(slave, F_SETFL, flags | O_NONBLOCK);
+    CHECK(write(slave, "flow\n", 5) == 5);
+    fcntl(slave, F_SETFL, flags);
+    CorralRun r;
+    r.run_dir = run_dir;
+    r.record = read_record(run_dir);
+    check_nothing_left(r);
 }
 
 }  // namespace
