@@ -139,7 +139,7 @@ int main(void) {
 //   kernel-probe sockets tcp|udp N   fill N loopback TCP connections / UDP
 //       sockets nobody reads, then print <proto>-grew-kib= (the host-wide
 //       /proc/net/sockstat "mem" before and after, in KiB)
-//   kernel-probe tty                 on fd 0: TIOCSCTTY, then echo/canonical
+//   kernel-probe tty                 on fd 0: setsid + TIOCSCTTY, then echo/canonical
 //       mode off, speed 50, exclusive mode and output stopped (the state the
 //       caller's terminal must get back)
 constexpr const char* kKernelProbeSource = R"(#define _GNU_SOURCE
@@ -211,6 +211,7 @@ static int fill_sockets(const char* proto, int n) {
     return 0;
 }
 static int tty_probe(void) {
+    setsid();  // a session leader without a controlling terminal may take one
     printf("tiocsctty=%s\n", outcome(ioctl(0, TIOCSCTTY, 0)));
     struct termios t;
     if (tcgetattr(0, &t) != 0) { printf("tcgetattr=%s\n", strerrorname_np(errno)); return 1; }
