@@ -645,9 +645,11 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
             lap("while_init_builds");
         }
 
-        if (late_join.joinable()) late_join.join();
-        if (join_error) std::rethrow_exception(join_error);
-        lap("join_run_cgroup (beside the init's setup)");
+        if (ctx.wait_for_go == InitContext::Go::before_invocation) {
+            if (late_join.joinable()) late_join.join();
+            if (join_error) std::rethrow_exception(join_error);
+            lap("join_run_cgroup (beside the init's setup)");
+        }
 
         InitMessage msg{};
         if (!read_message(box.report_.get(), msg))

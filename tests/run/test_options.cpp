@@ -156,6 +156,9 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
     CHECK(error_of({"--env", "1X=2", "--", "true"}).starts_with("--env: invalid environment pair \"1X=2\""));
     CHECK(error_of({"--pids", "-3", "--", "true"}).starts_with("--pids: invalid count \"-3\""));
     CHECK(error_of({"--pids", "0", "--", "true"}).starts_with("--pids: invalid count \"0\""));
+    CHECK(error_of({"--nofile", "0", "--", "true"}).starts_with("--nofile: invalid count \"0\""));
+    CHECK(*parse({"--nofile", "100", "--", "true"}).open_files == 100);
+    CHECK_FALSE(parse({"--", "true"}).open_files);
     CHECK(error_of({"--cpus", "lots", "--", "true"}).starts_with("--cpus: invalid CPU count \"lots\""));
     CHECK(error_of({"--cpus", "0", "--", "true"}).starts_with("--cpus: invalid CPU count \"0\""));
     CHECK(error_of({"--cpus", "0.001", "--", "true"}) ==

@@ -101,6 +101,9 @@ TEST_CASE("socket and socketpair allow exactly AF_UNIX, AF_INET, AF_INET6 and AF
         std::uint64_t denied_from = 0;
         for (const auto& r : sandbox_seccomp_rules()) {
             if (r.syscall != call) continue;
+            // The family rules have one condition; SOCK_PACKET and the netlink
+            // protocols are refined rules with two (next test case).
+            if (r.conditions.size() == 2) continue;
             CHECK(r.action == SeccompAction::deny_eafnosupport);
             REQUIRE(r.conditions.size() == 1);
             CHECK(r.conditions[0].index == 0);
@@ -117,6 +120,44 @@ TEST_CASE("socket and socketpair allow exactly AF_UNIX, AF_INET, AF_INET6 and AF
             CHECK_MESSAGE(denied.count(f) == (allowed ? 0u : 1u), call << " family " << f);
         }
     }
+}
+
+TEST_CASE("the refined socket rules: (AF_INET, SOCK_PACKET) and netlink protocols other than route and sock_diag; AIO answers ENOSYS") {
+    std::set<std::uint64_t> netlink_denied;
+    std::uint64_t netlink_denied_from = 0;
+    bool sock_packet = false;
+    for (const auto& r : sandbox_seccomp_rules()) {
+        if (r.syscall != "socket" || r.conditions.size() != 2) continue;
+        CHECK(r.conditions[0].index == 0);
+        if (r.conditions[0].value == AF_INET) {
+            CHECK(r.action == SeccompAction::deny_eafnosupport);
+            CHECK(r.conditions[1].index == 1);
+            CHECK(r.conditions[1].value == SOCK_PACKET);
+            sock_packet = true;
+            continue;
+        }
+        CHECK(r.conditions[0].value == AF_NETLINK);
+        CHECK(r.action == SeccompAction::deny_eprotonosupport);
+        CHECK(r.conditions[1].index == 2);
+        if (r.conditions[1].compare == SeccompCompare::at_least)
+            netlink_denied_from = r.conditions[1].value;
+        else
+            netlink_denied.insert(r.conditions[1].value);
+    }
+    CHECK(sock_packet);
+    CHECK(netlink_denied == std::set<std::uint64_t>{1, 2, 3});
+    CHECK(netlink_denied_from == 5);
+    std::set<std::string> aio;
+    for (const auto& r : sandbox_seccomp_rules())
+        if (r.syscall.starts_with("io_") && !r.syscall.starts_with("io_uring")) {
+            CHECK(r.action == SeccompAction::deny_enosys);
+            aio.insert(r.syscall);
+        }
+    CHECK(aio == std::set<std::string>{"io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy"});
+    auto tty = inherited_terminal_rules();
+    REQUIRE(tty.size() == 1);
+    CHECK(tty[0].syscall == "ioctl");
+    CHECK(tty[0].conditions[0].value == TIOCSCTTY);
 }
 
 TEST_CASE("foreign architectures are killed, not allowed") {

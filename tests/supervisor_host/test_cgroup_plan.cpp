@@ -101,7 +101,12 @@ TEST_CASE("plan: hybrid puts limits on v1 and keeps a v2 cgroup for membership a
     pids_only.pids = 10;
     auto mixed = plan_run_cgroups(h, pids_only);
     CHECK(mixed.v2_controllers == std::vector<std::string>{"pids"});
-    CHECK(mixed.v1_dirs.empty());
+    // Memory on v1 without --memory: a v1 memory cgroup all the same, for the
+    // socket-buffer limit (memory.kmem.tcp) alone.
+    REQUIRE(mixed.v1_dirs.size() == 1);
+    CHECK(mixed.v1_dirs.at("/sys/fs/cgroup/memory") == std::vector<std::string>{"memory"});
+    CHECK(mixed.v1_memory_for_sockets_only);
+    CHECK_FALSE(plan.v1_memory_for_sockets_only);
 }
 
 TEST_CASE("plan: v1 only, co-mounted cpu; with no limits the run is still tracked in v1") {
@@ -114,7 +119,9 @@ TEST_CASE("plan: v1 only, co-mounted cpu; with no limits the run is still tracke
     auto none = plan_run_cgroups(h, CgroupLimits{});
     REQUIRE(none.v1_dirs.size() == 1);
     CHECK(none.v1_dirs.begin()->first == "/sys/fs/cgroup/my memory");  // no pids hierarchy: memory
-    CHECK(none.v1_dirs.begin()->second.empty());
+    // ... where the socket-buffer limit is set (memory.kmem.tcp), not a memory limit.
+    CHECK(none.v1_dirs.begin()->second == std::vector<std::string>{"memory"});
+    CHECK(none.v1_memory_for_sockets_only);
 }
 
 TEST_CASE("plan: a limit whose controller is nowhere is an error naming option and controller") {

@@ -71,6 +71,45 @@ peak=$(field /run/r-mem peak_memory_bytes)
 expect memory-peak-read "(peak_memory_bytes=$peak)" bash -c "[ '$peak' != null ] && [ '$peak' -gt 1048576 ] && [ '$peak' -le 67108864 ]"
 expect memory-verdict "($(field /run/r-mem teardown.verdict))" test "$(field /run/r-mem teardown.verdict)" = '"clean"'
 
+# 2b. Socket buffers are charged to the run's memory on v2: 40 UDP sockets
+#     with full 8 MiB receive queues nobody reads (~320 MiB uncharged) show in
+#     memory.stat's "sock" and stay under --memory 64M.
+mkdir -p /run/sockws
+cat > /run/sockws/sockfill.py <<'PY'
+import socket, time
+keep = []
+for i in range(40):
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    r.bind(("127.0.0.1", 0))
+    w = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    w.connect(r.getsockname())
+    w.setblocking(False)
+    for k in range(160):
+        try:
+            w.send(b"x" * 65000)
+        except OSError:
+            break
+    keep += [r, w]
+print("FILLED", flush=True)
+time.sleep(4)
+PY
+udp_before=$(awk '$1 == "UDP:" {print $5}' /proc/net/sockstat)
+corral_run --run-dir /run/r-sock --memory 64M --workspace /run/sockws -- python3 /workspace/sockfill.py > /run/r-sock.out 2>&1 &
+runner=$!
+if d=$(live_cgroup); then
+  for _ in $(seq 1 200); do grep -q FILLED /run/r-sock.out && break; sleep 0.05; done
+  sock=$(awk '$1 == "sock" {print $2}' "$d/memory.stat")
+  current=$(cat "$d/memory.current")
+  udp_after=$(awk '$1 == "UDP:" {print $5}' /proc/net/sockstat)
+  grew=$(( (udp_after - udp_before) * 4096 ))
+  expect socket-memory-charged "(memory.stat sock=$sock, memory.current=$current, host UDP pool grew $grew bytes)" \
+    bash -c "grep -q FILLED /run/r-sock.out && [ '${sock:-0}' -gt 4194304 ] && [ '$current' -le 67108864 ] && [ '$grew' -le 67108864 ]"
+else
+  failed socket-live-cgroup "no run cgroup appeared under $cg/corral"
+fi
+wait "$runner"
+
 # 3. --pids: 60 background sleeps under a limit of 20 cannot all start.
 corral_run --run-dir /run/r-pids --pids 20 -- sh -c 'n=0; for i in $(seq 1 60); do sleep 2 & [ $? -eq 0 ] && n=$((n+1)); done; wait; echo started=$n' > /run/r-pids.out 2>&1
 rc=$?
