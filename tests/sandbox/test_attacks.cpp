@@ -521,7 +521,9 @@ TEST_CASE("legacy AIO, (AF_INET, SOCK_PACKET) and netlink families other than ro
 CorralRun corral_with_stdin(const std::string& redirect, const std::string& script) {
     CorralRun r;
     r.run_dir = fresh_path("run");
-    std::vector<std::string> argv = corral_argv(CorralArgs{{"--stdin"}}, r.run_dir, {"/bin/sh", "-c", script});
+    CorralArgs args;
+    args.flags = {"--stdin"};
+    std::vector<std::string> argv = corral_argv(args, r.run_dir, {"/bin/sh", "-c", script});
     std::string cmd = "exec";
     for (const auto& a : argv) cmd += " '" + a + "'";  // no quotes in our paths or scripts
     r.result = run({"/bin/sh", "-c", cmd + " " + redirect});
@@ -582,8 +584,10 @@ TEST_CASE("a host pty as --stdin: no TIOCSCTTY, and its settings, exclusive mode
     REQUIRE((before.c_lflag & ECHO) != 0);
     const std::string out_path = fresh_path("tty-out"), err_path = fresh_path("tty-err");
     const std::string run_dir = fresh_path("run");
-    std::vector<std::string> argv = corral_argv(CorralArgs{{"--stdin"}}, run_dir,
-                                                {"/bin/sh", "-c", "echo START; kernel-probe tty; echo DONE"});
+    CorralArgs args;
+    args.flags = {"--stdin"};
+    std::vector<std::string> argv =
+        corral_argv(args, run_dir, {"/bin/sh", "-c", "echo START; kernel-probe tty; echo DONE"});
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
