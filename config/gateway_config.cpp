@@ -809,15 +809,14 @@ std::string toml_message_first_line(const std::string& what) {
     return first;
 }
 
-GatewayConfig load_gateway_config(const std::string& path) {
-    if (std::string problem = toml_file_problem(path); !problem.empty()) throw ConfigError(path + ": " + problem);
-    {
-        std::ifstream probe(path);
-        if (!probe) throw ConfigError(path + ": cannot read: " + errno_text(errno));
-    }
+namespace {
+
+// A stand-alone gateway file's text: TOML syntax errors become one-line
+// ConfigErrors with file:line; only the gateway's top-level keys are allowed.
+GatewayConfig parse_standalone(std::istream& in, const std::string& path) {
     toml::value root;
     try {
-        root = toml::parse(path);
+        root = toml::parse(in, path);
     } catch (const toml::syntax_error& e) {
         // toml11's message spans several lines with a source excerpt; keep its first line.
         throw ConfigError(path + ":" + std::to_string(e.location().line()) +
@@ -837,6 +836,21 @@ GatewayConfig load_gateway_config(const std::string& path) {
         throw ConfigError(msg);
     }
     return std::move(c.config);
+}
+
+}  // namespace
+
+GatewayConfig load_gateway_config(const std::string& path) {
+    if (std::string problem = toml_file_problem(path); !problem.empty()) throw ConfigError(path + ": " + problem);
+    // What toml::parse(path) would open, opened here so that failing to is said with errno.
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ConfigError(path + ": cannot read: " + errno_text(errno));
+    return parse_standalone(in, path);
+}
+
+GatewayConfig parse_gateway_config(std::string_view text, const std::string& file) {
+    std::istringstream in{std::string(text)};
+    return parse_standalone(in, file);
 }
 
 std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& cfg) {

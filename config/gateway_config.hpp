@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -188,6 +189,10 @@ std::string toml_message_first_line(const std::string& what);
 // file:line) and refuses any top-level key other than gateway, credentials,
 // grants; every problem is reported (one per line of the ConfigError).
 GatewayConfig load_gateway_config(const std::string& path);
+
+// load_gateway_config on a file's text (`file` names it in messages), for
+// tests and fuzzing (fuzz/config_toml.cpp).
+GatewayConfig parse_gateway_config(std::string_view text, const std::string& file);
 
 // Reads each credential's secret: `file` must be a regular file owned by the
 // gateway's effective uid (root in production) with no group/other permission

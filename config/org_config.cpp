@@ -347,6 +347,18 @@ std::optional<toml::value> parse_file(const std::string& file, std::vector<Diagn
     return std::nullopt;
 }
 
+std::optional<toml::value> parse_text(std::string_view text, const std::string& file, std::vector<Diagnostic>& errors) {
+    std::istringstream in{std::string(text)};
+    try {
+        return toml::parse(in, file);
+    } catch (const toml::exception& e) {
+        errors.push_back(syntax_diagnostic(file, e));
+    } catch (const std::exception& e) {
+        errors.push_back({file, 0, "", std::string("cannot read: ") + e.what()});
+    }
+    return std::nullopt;
+}
+
 // The gateway parser's lines are already "FILE:LINE: key '...': ...".
 void add_gateway_errors(const std::vector<std::string>& lines, std::vector<Diagnostic>& errors) {
     for (const auto& line : lines) {
@@ -543,6 +555,18 @@ OrgCheck check_org(const std::string& dir) {
     }
     org.warnings = out.warnings;
     return out;
+}
+
+CredentialNames check_org_toml(std::string_view text, const std::string& file, OrgConfig& org,
+                               std::vector<Diagnostic>& errors) {
+    auto root = parse_text(text, file, errors);
+    if (!root) return CredentialNames{{}, false};
+    return parse_org_file(file, *root, org, errors);
+}
+
+void check_worker_toml(std::string_view text, const std::string& file, const CredentialNames& org_credentials,
+                       const std::string& org_dir, WorkerConfig& w, std::vector<Diagnostic>& errors) {
+    if (auto root = parse_text(text, file, errors)) parse_worker_file(file, *root, org_credentials, w, org_dir, errors);
 }
 
 OrgConfig load_org(const std::string& dir) {

@@ -117,6 +117,15 @@ struct OrgCheck {
 // collecting every error and warning.
 OrgCheck check_org(const std::string& dir);
 
+// What check_org does with the text of one org.toml, and of one worker.toml
+// (w.name set by the caller), without reading the directory: the same parse
+// and checks, every problem appended to `errors`, `file` naming the text in
+// them. For tests and fuzzing (fuzz/config_toml.cpp).
+CredentialNames check_org_toml(std::string_view text, const std::string& file, OrgConfig& org,
+                               std::vector<Diagnostic>& errors);
+void check_worker_toml(std::string_view text, const std::string& file, const CredentialNames& org_credentials,
+                       const std::string& org_dir, WorkerConfig& w, std::vector<Diagnostic>& errors);
+
 // check_org, then throws ConfigError (one Diagnostic per line) if anything is wrong.
 OrgConfig load_org(const std::string& dir);
 
