@@ -299,11 +299,18 @@ std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, 
         if (n == 0) break;
         answer.append(buf, static_cast<std::size_t>(n));
     }
+    std::string why;
+    if (auto counts = parse_daemon_counts(answer, &why)) return counts;
+    return fail(why);
+}
+
+std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem) {
     try {
         auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
         return DaemonCounts{j.at("requests").get<std::uint64_t>(), j.at("refusals").get<std::uint64_t>()};
     } catch (const std::exception& e) {
-        return fail(std::string("unexpected answer: ") + e.what());
+        *problem = std::string("unexpected answer: ") + e.what();
+        return std::nullopt;
     }
 }
 

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -108,5 +109,9 @@ struct DaemonCounts {
 std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
                                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
                                                 std::string* problem = nullptr);
+
+// The daemon's answer to CORRAL-COUNTS as received (its first line is the
+// JSON object): the counts, or nullopt with the reason in *problem.
+std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem);
 
 }  // namespace corral::shim

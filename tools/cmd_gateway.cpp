@@ -85,15 +85,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
-constexpr std::string_view kCountsRequest = "CORRAL-COUNTS ";
-
-// The first line of a Unix client: an identity announcement (a connection of
-// that run follows) or a request for that run's counts (answered, then closed).
-struct FirstLine {
-    bool counts = false;
-    gateway::Identity id;
-};
+using FirstLine = gateway::DaemonFirstLine;
 
 // One io_context per thread; connections are spread over them round-robin.
 struct EventLoops {
@@ -231,20 +223,7 @@ asio::awaitable<std::optional<FirstLine>> read_announcement(asio::local::stream_
         std::string line(seen.substr(0, nl));
         auto [rec, rn] = co_await asio::async_read(s, asio::buffer(peek, nl + 1), nothrow);
         if (rec || rn != nl + 1) co_return std::nullopt;
-        FirstLine first;
-        std::string_view rest;
-        if (line.compare(0, kAnnouncement.size(), kAnnouncement) == 0) {
-            rest = std::string_view(line).substr(kAnnouncement.size());
-        } else if (line.compare(0, kCountsRequest.size(), kCountsRequest) == 0) {
-            first.counts = true;
-            rest = std::string_view(line).substr(kCountsRequest.size());
-        } else {
-            co_return std::nullopt;
-        }
-        auto id = gateway::parse_identity(rest);
-        if (!id) co_return std::nullopt;
-        first.id = *id;
-        co_return first;
+        co_return gateway::parse_daemon_first_line(line);
     }
     co_return std::nullopt;
 }
