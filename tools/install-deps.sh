@@ -14,6 +14,9 @@ packages=(
   g++ meson ninja-build pkg-config cmake
   libseccomp-dev libcap-dev libmnl-dev libssl-dev
   nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
+  # the sanitizer and fuzzing build (tools/sanitize.sh, tools/fuzz.sh): clang 14
+  # with libFuzzer and the ASan/UBSan runtimes, llvm-symbolizer for the reports
+  clang libclang-rt-14-dev llvm-14
   # tests: the busybox rootfs, real clients, netns tooling
   busybox-static curl openssl iproute2 util-linux procps python3
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)

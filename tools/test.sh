@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # tools/test.sh — the project's one test command (README, .ci/run).
-# Installs dependencies, builds with -Werror into build-test/, and runs every
-# suite: unit (no root), integration and e2e (root; they skip with a reason
-# if not root). Extra arguments go to `meson test` (e.g. --suite unit).
+# Installs dependencies, then:
+#  1. builds with -Werror into build-test/ and runs every suite: unit (no
+#     root), integration and e2e (root; they skip with a reason if not root);
+#  2. the sanitizer build (tools/sanitize.sh: build-san/, clang, ASan + UBSan):
+#     the unit and integration suites again, any sanitizer report fails;
+#  3. fuzzing (tools/fuzz.sh): every libFuzzer target of fuzz/ for
+#     CORRAL_FUZZ_SECONDS (default 30) each, in that build.
+# Extra arguments go to `meson test` in 1 and 2 (e.g. --suite unit); with
+# arguments, 3 is left out. CORRAL_TEST_SANITIZE=0 leaves out 2 and 3.
+# docs/testing.md describes the suites and the time budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +18,27 @@ if [ "$(id -u)" -eq 0 ]; then
   [ -x tools/install-npm-deps.sh ] && tools/install-npm-deps.sh
 fi
 
+phase() { echo "=== tools/test.sh: $1 ($(date -u +%H:%M:%S))"; }
+
 builddir=${CORRAL_TEST_BUILDDIR:-build-test}
+phase "build $builddir"
 if [ ! -f "$builddir/build.ninja" ]; then
   meson setup "$builddir" --buildtype=debugoptimized -Dwerror=true
 fi
 ninja -C "$builddir"
+phase "suites in $builddir"
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@"
+
+[ "${CORRAL_TEST_SANITIZE:-1}" = 0 ] && exit 0
+# The e2e suites (real agent CLIs, node clients; ~minutes each) are not run
+# again under the sanitizers: the code they drive is the code the
+# integration suites drive, and the CI time budget has no room for them.
+phase "sanitizer build and suites"
+if [ "$#" -gt 0 ]; then
+  tools/sanitize.sh "$@"
+  exit 0
+fi
+tools/sanitize.sh --suite unit --suite integration
+phase "fuzzing"
+tools/fuzz.sh
+phase "done"
