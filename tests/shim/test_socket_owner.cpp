@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "shim/socket_owner.hpp"
@@ -181,6 +182,18 @@ TEST_CASE("unreadable or unrelated answers are errors, never a uid") {
         CHECK(a.read(q, &uid) == -EPROTO);
     }
     SUBCASE("addressed to another port id") { CHECK(a.read(q, &uid, kPort + 1) == -ESRCH); }
+    SUBCASE("a length of 2^31 or more (libmnl's own check takes it as negative, so it fits)") {
+        std::size_t real = a.nlh->nlmsg_len;
+        a.nlh->nlmsg_len = 0x80000000u | static_cast<std::uint32_t>(real);
+        CHECK(read_tcp_owner_answer(q.nlh, a.buf, real, kPort, &uid) == -EPROTO);
+    }
+    SUBCASE("a second message longer than what is left") {
+        std::size_t real = a.nlh->nlmsg_len;
+        auto* second = reinterpret_cast<nlmsghdr*>(a.buf + MNL_ALIGN(real));
+        *second = *a.nlh;
+        second->nlmsg_len = 0xffffff00u;
+        CHECK(read_tcp_owner_answer(q.nlh, a.buf, MNL_ALIGN(real) + sizeof(nlmsghdr), kPort, &uid) == -EPROTO);
+    }
     SUBCASE("a done message and no answer") {
         a.nlh->nlmsg_type = NLMSG_DONE;
         CHECK(a.read(q, &uid) == -EPROTO);
