@@ -307,7 +307,16 @@ std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, 
 std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem) {
     try {
         auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
-        return DaemonCounts{j.at("requests").get<std::uint64_t>(), j.at("refusals").get<std::uint64_t>()};
+        const auto& requests = j.at("requests");
+        const auto& refusals = j.at("refusals");
+        // The daemon's counters are unsigned integers. A negative or fractional
+        // number made into one would be a made-up count (and a float beyond
+        // 2^64 is undefined behaviour to convert).
+        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned()) {
+            *problem = "unexpected answer: requests and refusals must be unsigned integers";
+            return std::nullopt;
+        }
+        return DaemonCounts{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>()};
     } catch (const std::exception& e) {
         *problem = std::string("unexpected answer: ") + e.what();
         return std::nullopt;
