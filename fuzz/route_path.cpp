@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view target(reinterpret_cast<const char*>(data), size);
     std::string_view why;
     auto canonical = canonical_route_path(target, &why);
-    if (canonical.has_value() == why.empty()) std::abort();
+    if (canonical.has_value() == !why.empty()) std::abort();  // a refusal always says why
     std::string reason;
     auto normal = normalize_route_path(target, &reason);
     if (canonical) {

@@ -15,7 +15,9 @@ rm -f "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 rc=0
+# libFuzzer's own exit code for a finding is 77, which meson reads as a skip.
 "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -error_exitcode=1 -timeout_exitcode=1 \
     -detect_leaks=1 -max_len=65536 -print_final_stats=1 -artifact_prefix="$work/" \
     "$work/corpus" "$seeds" || rc=$?
 if [ "$rc" -ne 0 ]; then
@@ -23,4 +25,5 @@ if [ "$rc" -ne 0 ]; then
        "$work"/timeout-* "$work"/oom-* >&2
   echo "run_target.sh: fix it, add the input to $seeds, re-run: $exe INPUT" >&2
 fi
+[ "$rc" -ne 77 ] || rc=1
 exit "$rc"
