@@ -30,9 +30,9 @@ phase "suites in $builddir"
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@"
 
 [ "${CORRAL_TEST_SANITIZE:-1}" = 0 ] && exit 0
-# The e2e suites (real agent CLIs, node clients; ~minutes each) are not run
-# again under the sanitizers: the code they drive is the code the
-# integration suites drive, and the CI time budget has no room for them.
+# The e2e suites are not run again under the sanitizers, for the CI's time
+# budget: the corral code they drive is the code the integration suites
+# drive; most of their time is the (uninstrumented) agent CLIs and clients.
 phase "sanitizer build and suites"
 if [ "$#" -gt 0 ]; then
   tools/sanitize.sh "$@"
