@@ -929,14 +929,21 @@ TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with id
             addr.sun_family = AF_UNIX;
             std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
             if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(2);
-            if (::write(fd, bytes.data(), bytes.size()) < 0) ::_exit(0);  // already reset
+            // The daemon closes a peer that is not root's before reading a
+            // byte: wait for that, then send anyway. The send then fails
+            // (EPIPE, no SIGPIPE: the daemon closing first is the point).
+            pollfd p{fd, POLLIN, 0};
+            if (::poll(&p, 1, 5000) != 1) ::_exit(4);
             char b[64];
-            ::_exit(::read(fd, b, sizeof b) > 0 ? 1 : 0);  // 0: EOF or reset, no answer
+            if (::recv(fd, b, sizeof b, MSG_DONTWAIT) > 0) ::_exit(1);
+            if (::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) >= 0 && ::read(fd, b, sizeof b) > 0) ::_exit(1);
+            ::_exit(0);  // EOF or reset, no answer
         }
         int status = 0;
         REQUIRE(::waitpid(child, &status, 0) == child);
         CHECK_MESSAGE(WIFEXITED(status), "status " << status);
-        CHECK_MESSAGE(WEXITSTATUS(status) == 0, "uid 65534 peer: 1 = got an answer, 2 = could not connect, 3 = setresuid");
+        CHECK_MESSAGE(WEXITSTATUS(status) == 0,
+                      "uid 65534 peer: 1 = got an answer, 2 = could not connect, 3 = setresuid, 4 = not closed within 5 s");
         REQUIRE(::chmod(sock.c_str(), 0600) == 0);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
