@@ -66,7 +66,7 @@ std::optional<std::string_view> canonical_route_path(std::string_view target, st
 bool route_allowed(const config::Grant& grant, std::string_view method, std::string_view normalized_path);
 
 // What the gateway itself listens on / runs on, so it never dials itself.
-// CONTRACT DEVIATION (GW-P): the contract's `own_addresses` list has no ports;
+// Ports matter: a list of own addresses without ports would not do, since
 // a loopback test upstream and the gateway's loopback listener share 127.0.0.1,
 // so a port-blind check would refuse every allow_private test upstream. Hence:
 struct SelfAddresses {

@@ -28,7 +28,7 @@
 
 namespace corral::rootfs {
 
-// A file that must appear in the box with this content (issue 4 puts the CA
+// A file that must appear in the box with this content (the bridge puts the CA
 // bundle in the trust store this way). Written to scratch and bind-mounted
 // read-only at path_in_box: the image (or the host) is never modified.
 // In host mode a path inside a read-only host bind (/usr/..., /etc/ssl/certs/...)

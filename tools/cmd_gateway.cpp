@@ -9,7 +9,7 @@
 //
 // Listeners:
 //  - listen_unix: a Unix stream socket, mode 0600, for the sandbox bridge
-//    (issue 4). Only root peers are accepted (SO_PEERCRED). Each connection
+//    (shim/bridge). Only root peers are accepted (SO_PEERCRED). Each connection
 //    starts with one announcement line naming who the bridge vouches for:
 //        CORRAL-IDENTITY <worker>/<run>\n
 //    (at most 256 bytes, within 5 s; worker and run made of [A-Za-z0-9._-]).

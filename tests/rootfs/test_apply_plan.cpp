@@ -3,7 +3,7 @@
 // applies a real plan, pivots into it and runs a shell script there (busybox
 // in image mode, the host's /bin/sh in host mode). The script's output and the
 // host's state afterwards (image untouched, no mount left, scratch removable)
-// are what is checked. The supervisor (SB-A) builds the full sandbox; this
+// are what is checked. The supervisor builds the full sandbox; this
 // checks the filesystem view alone, with nothing else in the way.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/gateway.sh — egress gateway benchmark (issue 3). Loopback only.
+# tools/bench/gateway.sh — egress gateway benchmark. Loopback only.
 #
 # Each comparison runs in this one invocation, configurations alternating per
 # round, and reports medians:
