@@ -96,9 +96,8 @@ public:
     // Requests and tunnels admitted for `identity` so far (the budget counter).
     std::uint64_t admitted(const std::string& identity) const;
 
-    // Internal state used by the connection handlers (gateway/session.cpp).
+    // State shared by the connection handlers (gateway/internals.hpp).
     struct Internals;
-    Internals& internals() { return *internals_; }
 
 private:
     config::GatewayConfig cfg_;

@@ -4,17 +4,25 @@
 
 namespace corral::gateway {
 
-namespace {
-
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
+
+namespace {
 
 std::string_view trim_ows(std::string_view v) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
     return v;
 }
+
+
+std::string refuse(std::string* detail, std::string why, std::string_view code = "smuggling") {
+    if (detail) *detail = std::move(why);
+    return std::string(code);
+}
+
+}  // namespace
 
 bool contains_token(std::string_view list, std::string_view token) {
     while (!list.empty()) {
@@ -25,13 +33,6 @@ bool contains_token(std::string_view list, std::string_view token) {
     }
     return false;
 }
-
-std::string refuse(std::string* detail, std::string why, std::string_view code = "smuggling") {
-    if (detail) *detail = std::move(why);
-    return std::string(code);
-}
-
-}  // namespace
 
 HeadScan scan_head(std::string_view data) {
     HeadScan scan;

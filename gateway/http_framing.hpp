@@ -29,6 +29,12 @@ struct HeadScan {
 };
 HeadScan scan_head(std::string_view data);
 
+// ASCII case-insensitive equality, as field names and tokens compare.
+bool iequals(std::string_view a, std::string_view b);
+// True when the comma-separated field value `list` holds `token` (any case,
+// optional whitespace around each item).
+bool contains_token(std::string_view list, std::string_view token);
+
 // Checks a complete head (as delimited by scan_head). Returns "" when the
 // framing is unambiguous; otherwise the ledger reason code ("smuggling" or
 // "bad_request") and, in *detail, what was wrong (never a header's value):

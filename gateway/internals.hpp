@@ -1,5 +1,6 @@
 // gateway/internals.hpp — shared state of one Gateway, used by the connection
-// handlers (gateway/session.cpp). Not part of the gateway's public API.
+// handlers (connection.cpp and the files it leads to). Not part of the
+// gateway's public API.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -114,7 +115,7 @@ private:
     std::optional<std::chrono::steady_clock::time_point> self_read_at_;
 };
 
-// The connection handler (gateway/session.cpp).
+// The connection handlers (gateway/session.cpp).
 boost::asio::awaitable<void> serve_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                               Identity id);
 // Answers a refusal without reading a request (Gateway::refuse).

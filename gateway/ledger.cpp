@@ -130,45 +130,6 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
 
 }  // namespace
 
-int status_for_reason(std::string_view code) {
-    struct Row {
-        std::string_view code;
-        int status;
-    };
-    static constexpr Row rows[] = {
-        {reason::none, 200},
-        {reason::bad_request, 400},
-        {reason::smuggling, 400},
-        {reason::bad_host, 400},
-        {reason::bad_path, 400},
-        {reason::non_canonical_path, 400},
-        {reason::trailers_refused, 400},
-        {reason::unsupported_method, 405},
-        {reason::not_granted, 403},
-        {reason::route_denied, 403},
-        {reason::private_address, 403},
-        {reason::mixed_answers, 403},
-        {reason::numeric_host, 403},
-        {reason::gateway_self, 403},
-        {reason::sni_mismatch, 403},
-        {reason::host_mismatch, 403},
-        {reason::tcp_peer_not_root, 403},
-        {reason::body_too_large, 413},
-        {reason::headers_too_large, 431},
-        {reason::budget_exhausted, 429},
-        {reason::upstream_tls, 502},
-        {reason::upstream_connect, 502},
-        {reason::dns_failure, 502},
-        {reason::ledger_unwritable, 503},
-        {reason::too_many_connections, 503},
-        {reason::identity_connection_cap, 503},
-        {reason::timeout, 408},
-    };
-    for (const auto& r : rows)
-        if (r.code == code) return r.status;
-    return 500;
-}
-
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets) {
     std::string line;
     if (auto plain = format_plain(e, secrets)) {

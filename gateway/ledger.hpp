@@ -17,50 +17,9 @@
 #include <vector>
 
 #include "base/fd.hpp"
+#include "gateway/refusal.hpp"
 
 namespace corral::gateway {
-
-// Ledger reason codes and the status each one answers with.
-namespace reason {
-inline constexpr std::string_view none = "";                  // allowed
-inline constexpr std::string_view bad_request = "bad_request";            // 400
-inline constexpr std::string_view smuggling = "smuggling";                // 400
-inline constexpr std::string_view bad_host = "bad_host";                  // 400
-inline constexpr std::string_view bad_path = "bad_path";                  // 400
-inline constexpr std::string_view non_canonical_path = "non_canonical_path";  // 400
-inline constexpr std::string_view trailers_refused = "trailers_refused";  // 400
-inline constexpr std::string_view unsupported_method = "unsupported_method";  // 405
-inline constexpr std::string_view not_granted = "not_granted";            // 403
-inline constexpr std::string_view route_denied = "route_denied";          // 403
-inline constexpr std::string_view private_address = "private_address";    // 403
-inline constexpr std::string_view mixed_answers = "mixed_answers";        // 403
-inline constexpr std::string_view numeric_host = "numeric_host";          // 403
-inline constexpr std::string_view gateway_self = "gateway_self";          // 403
-inline constexpr std::string_view sni_mismatch = "sni_mismatch";          // 403
-inline constexpr std::string_view host_mismatch = "host_mismatch";        // 403
-// The daemon's listen_tcp serves root's connections only; the peer's socket
-// is not root's, or its owner could not be read (fail closed).
-inline constexpr std::string_view tcp_peer_not_root = "tcp_peer_not_root";  // 403
-inline constexpr std::string_view body_too_large = "body_too_large";      // 413
-inline constexpr std::string_view headers_too_large = "headers_too_large";// 431
-inline constexpr std::string_view budget_exhausted = "budget_exhausted";  // 429
-inline constexpr std::string_view upstream_tls = "upstream_tls";          // 502
-inline constexpr std::string_view upstream_connect = "upstream_connect";  // 502
-inline constexpr std::string_view dns_failure = "dns_failure";            // 502
-inline constexpr std::string_view ledger_unwritable = "ledger_unwritable";// 503
-inline constexpr std::string_view too_many_connections = "too_many_connections";  // 503
-inline constexpr std::string_view identity_connection_cap = "identity_connection_cap";  // 503
-inline constexpr std::string_view timeout = "timeout";                    // 408 (client) / 504 (upstream)
-// The ledger's own lines, never an answer to a client (status 0): an
-// identity's refusals passed ledger_refusals_per_identity and are no longer
-// written one by one; and the running count of them since, at 2×, 4×, 8×… the cap.
-inline constexpr std::string_view ledger_refusal_cap_reached = "ledger_refusal_cap_reached";
-inline constexpr std::string_view ledger_refusals_suppressed = "ledger_refusals_suppressed";
-}  // namespace reason
-
-// The HTTP status the gateway answers a refusal with (table above); 500 for an
-// unknown code, 200 for "".
-int status_for_reason(std::string_view code);
 
 enum class Decision { allow, refuse };
 

@@ -1,0 +1,107 @@
+// gateway/connection.hpp — one client connection's state, its watchdog, and
+// the two ways anything is said to the box outside a relayed response: a
+// ledger line (record) and a refusal (refuse).
+//
+// Every connection runs on its own strand with a watchdog coroutine beside it:
+// the handler only moves a deadline (read timeout while a request head or body
+// is arriving, idle timeout while waiting for bytes otherwise); the watchdog
+// cancels the sockets when the deadline passes, and closes them if the handler
+// has not finished kTimeoutGrace later.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gateway/internals.hpp"
+#include "gateway/refusal.hpp"
+
+namespace corral::gateway {
+
+using Clock = std::chrono::steady_clock;
+using ClientSocket = boost::asio::generic::stream_protocol::socket;
+using ClientTls = boost::asio::ssl::stream<ClientSocket>;
+using UpstreamTls = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+
+inline constexpr auto nothrow = boost::asio::as_tuple(boost::asio::use_awaitable);
+
+// The client read buffer holds one request head (at most max_header_bytes,
+// read_head refuses more) plus one read; a body is parsed out of it as it
+// arrives, so beyond that it only ever holds a chunk-size line or a trailer
+// section, which Beast bounds by nothing but the buffer. Without this bound a
+// chunk line that never ends grows the buffer without limit.
+inline constexpr std::size_t kClientReadSlack = 16 * 1024;
+// After a timeout, how long the handler has to answer 408/504 and write its
+// ledger line before the watchdog closes the sockets under it.
+inline constexpr std::chrono::seconds kTimeoutGrace{2};
+
+// Per-connection state shared by the handler and its watchdog.
+struct Conn {
+    Conn(Gateway::Internals& g, ClientSocket s, Identity i);
+
+    Gateway::Internals& gw;
+    Identity id;
+    std::string id_text;
+    ClientSocket client;                      // moved into client_tls in inject mode
+    std::unique_ptr<ClientTls> client_tls;
+    std::shared_ptr<ServerTls> server_tls;    // keeps the SNI callback's host alive
+    boost::asio::ip::tcp::socket* upstream = nullptr;  // whichever upstream socket is in use, for the watchdog
+    boost::asio::steady_timer timer;
+    Clock::time_point deadline;               // the first request's whole head is due by then
+    Clock::time_point armed_for = Clock::time_point::max();
+    bool done = false;
+    bool timed_out = false;
+    bool body_pending = false;                // a request body was announced and not read whole
+    bool lingered = false;                    // refused, half-closed and drained: only close is left
+    std::uint64_t identity_open = 0;          // connections the identity held when this one arrived, itself included
+    boost::beast::flat_buffer buf;            // bytes read from the client, not yet consumed (bounded)
+    std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
+    std::string out;                          // the write being assembled for the client
+
+    ClientSocket& client_socket() { return client_tls ? client_tls->next_layer() : client; }
+    const config::GatewayLimits& limits() const { return gw.cfg.gateway.limits; }
+
+    // Moves the deadline to now + d (the watchdog is woken when that is earlier
+    // than it sleeps). No effect once timed out.
+    void arm(std::chrono::milliseconds d);
+    void cancel_io();
+    void close_io();
+};
+
+// The ledger line joins the ledger's pending batch, flushed from the
+// connection's event loop (see record() in connection.cpp). Fills e.identity.
+void record(Conn& c, LedgerEntry e);
+
+// The answer to a refusal: status line, the reason code in X-Corral-Reason,
+// one text line naming the reason and what was wrong. Then the connection
+// closes (after a bounded drain when the client still has request bytes on
+// the way). Stream: ClientSocket or ClientTls.
+template <class Stream>
+boost::asio::awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail);
+
+// Every refusal of a request: `e` marked refused for `r` (reason, status by
+// r's phase, duration since `started`), recorded, and answered on `s`.
+template <class Stream>
+boost::asio::awaitable<void> refuse(Conn& c, Stream& s, LedgerEntry e, const Refusal& r, Clock::time_point started);
+
+// Half-closes the client and discards what it still sends, bounded in bytes
+// and time, so a refusal is not destroyed by a reset (connection.cpp).
+boost::asio::awaitable<void> drain_before_close(Conn& c);
+
+// Runs `work` (a handler of `cp`) with the watchdog beside it, counted among
+// the open connections, and ends the connection however `work` ends.
+boost::asio::awaitable<void> run_watched(std::shared_ptr<Conn> cp, boost::asio::awaitable<void> work);
+
+std::uint64_t ms_since(Clock::time_point t);
+
+}  // namespace corral::gateway

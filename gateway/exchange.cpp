@@ -1,0 +1,325 @@
+#include "gateway/exchange.hpp"
+
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+
+#include <charconv>
+#include <optional>
+#include <span>
+
+#include "gateway/relay.hpp"
+
+namespace corral::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using ResponseParser = StrictResponseParser<http::buffer_body>;
+
+namespace {
+
+constexpr std::size_t kChunkSize = 16 * 1024;
+// Interim (1xx) responses relayed before the final one: 103 Early Hints is
+// sent once or twice in practice; more is an upstream stalling or flooding.
+constexpr int kMaxInterimResponses = 8;
+
+bool is_hop_by_hop(std::string_view name) {
+    for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+                               "upgrade", "proxy-authenticate", "proxy-authorization"})
+        if (iequals(name, h)) return true;
+    return false;
+}
+
+std::string response_head(const ResponseParser& rp, bool chunked, bool until_eof, bool upgraded) {
+    const auto& res = rp.get();
+    std::string head;
+    head.reserve(512);  // before the first append: one allocation for a typical head
+    head.append("HTTP/1.1 ").append(std::to_string(res.result_int())).append(" ").append(res.reason()).append("\r\n");
+    for (const auto& f : res) {
+        if (is_hop_by_hop(f.name_string()) && !(upgraded && iequals(f.name_string(), "upgrade"))) continue;
+        head.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+    }
+    if (chunked) head += "Transfer-Encoding: chunked\r\n";
+    if (upgraded) head += "Connection: Upgrade\r\n";
+    else if (until_eof) head += "Connection: close\r\n";
+    head += "\r\n";
+    return head;
+}
+
+// Feeds the body bytes `buf` already holds to the parser (into the body piece
+// it points at) without I/O. Beast's async_read_some does the same but, when
+// it needs no I/O, posts its completion: one more trip through the event loop
+// (and an epoll_wait) for every response whose body came with its head.
+// Returns a parse error; "needs more bytes" and "piece full" are not errors.
+beast::error_code parse_buffered(ResponseParser& rp, beast::flat_buffer& buf) {
+    beast::error_code ec;
+    while (buf.size() != 0 && !rp.is_done() && rp.get().body().size != 0) {
+        std::size_t used = rp.put(buf.data(), ec);
+        buf.consume(used);
+        if (ec == http::error::need_more || ec == http::error::need_buffer) return {};
+        if (ec || used == 0) break;
+    }
+    return ec;
+}
+
+// The one place response bytes are written to the box (WebSocket frames
+// aside: relay_upgraded). One contiguous buffer per call: a TLS stream turns
+// each buffer of a sequence into its own record and send().
+template <class Client>
+awaitable<bool> write_to_client(Client& client, std::string_view bytes) {
+    auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()), nothrow);
+    co_return !ec;
+}
+
+// The state of one response being relayed.
+struct Response {
+    std::optional<ResponseParser> parser;
+    bool upgraded = false;
+    bool chunked = false;
+    bool until_eof = false;  // framed by the connection's end: the client's connection closes after it
+    std::string head;        // not yet written to the client
+};
+
+// Step 1: the request leaves in one buffer, so head and body leave in one TLS
+// record and one send; a request without a body (most of them) needs no copy.
+template <class Up>
+awaitable<bool> send_request(Conn& c, Up& up, const OutgoingRequest& req, Exchange& x) {
+    c.arm(c.limits().idle_timeout);
+    std::string message;
+    if (!req.body.empty()) {
+        message.reserve(req.head.size() + req.body.size());
+        message.append(req.head).append(req.body);
+    }
+    const std::string& bytes = req.body.empty() ? req.head : message;
+    if (auto [ec, n] = co_await asio::async_write(up, asio::buffer(bytes), nothrow); ec) {
+        x.reason = c.timed_out ? reason::timeout : reason::upstream_connect;
+        x.detail = "upstream closed the connection while the request was sent";
+        x.nothing_received = true;
+        co_return false;
+    }
+    x.bytes_up = req.body.size();
+    co_return true;
+}
+
+// Step 2: reads response heads until the final one, relaying interim (1xx)
+// ones (103 Early Hints) as they come. They count as response bytes (an
+// endless stream of them must hit max_response_bytes like any body) and only
+// a few are allowed per request.
+template <class Client, class Up>
+awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, bool head_request,
+                                Response& r, Exchange& x) {
+    const std::uint64_t cap = c.limits().max_response_bytes;
+    for (int interim_count = 0;; ++interim_count) {
+        auto& rp = r.parser.emplace();
+        rp.header_limit(kMaxResponseHead);
+        rp.body_limit(boost::none);
+        if (head_request) rp.skip(true);
+        c.arm(c.limits().idle_timeout);
+        auto [ec, n] = co_await http::async_read_header(up, upbuf, rp, nothrow);
+        if (ec) {
+            x.nothing_received = interim_count == 0 &&
+                                 (ec == http::error::end_of_stream || ec == asio::error::eof ||
+                                  ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated) &&
+                                 upbuf.size() == 0;
+            x.reason = c.timed_out ? reason::timeout
+                                   : (x.nothing_received ? reason::upstream_connect : reason::upstream_protocol);
+            x.detail = c.timed_out ? "no response within idle_timeout"
+                                   : "upstream sent no valid response (" + ec.message() + ")";
+            co_return false;
+        }
+        int status = rp.get().result_int();
+        if (status < 100 || status >= 200 || status == 101) co_return true;
+        if (interim_count == kMaxInterimResponses) {
+            x.reason = reason::upstream_protocol;
+            x.detail = "more than " + std::to_string(kMaxInterimResponses) + " interim (1xx) responses";
+            co_return false;  // nothing final was sent: the client gets a 502 after the interim ones
+        }
+        std::string interim = response_head(rp, false, false, false);
+        if (x.bytes_down + interim.size() > cap) {
+            x.reason = reason::response_too_large, x.status = status;
+            x.detail = "interim responses exceed max_response_bytes (" + std::to_string(cap) + ")";
+            c.close_io();
+            co_return false;
+        }
+        if (!co_await write_to_client(client, interim)) {
+            x.reason = reason::bad_request, x.detail = "client went away", x.status = status;
+            co_return false;
+        }
+        x.bytes_down += interim.size();
+    }
+}
+
+// Step 3: the final head is acceptable (a 101 only for the WebSocket upgrade
+// the box asked for) and how the body is framed. The head goes out with the
+// first body bytes (one TLS record, one send) when those are already here;
+// otherwise at once, so a client waiting for headers (an SSE stream before
+// its first event) is not held back.
+template <class Client>
+awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool websocket, Response& r, Exchange& x) {
+    auto& rp = *r.parser;
+    auto& res = rp.get();
+    r.upgraded = res.result_int() == 101;
+    if (r.upgraded && !(websocket && contains_token(res[http::field::upgrade], "websocket"))) {
+        x.reason = reason::upstream_protocol;
+        x.detail = websocket ? "101 Switching Protocols to something other than WebSocket"
+                             : "101 Switching Protocols without a WebSocket upgrade request";
+        co_return false;  // a failed exchange: the connection is dropped, never pooled
+    }
+    x.status = res.result_int();
+    r.chunked = rp.chunked();
+    r.until_eof = !r.upgraded && !rp.is_done() && !r.chunked && !rp.content_length();
+    r.head = response_head(rp, r.chunked, r.until_eof, r.upgraded);
+    if (r.upgraded || rp.is_done() || upbuf.size() == 0) {
+        if (!co_await write_to_client(client, r.head)) {
+            x.reason = reason::bad_request, x.detail = "client went away";
+            co_return false;
+        }
+        r.head.clear();
+    }
+    co_return true;
+}
+
+// Step 4a, an upgraded connection: leftovers first (an upstream may send a
+// frame right behind its 101, the box right behind its request), then both
+// directions until either closes.
+template <class Client, class Up>
+awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, Exchange& x) {
+    if (upbuf.size()) {
+        auto [ec, n] = co_await asio::async_write(client, upbuf.data(), nothrow);
+        if (!ec) x.bytes_down += n;
+        upbuf.consume(upbuf.size());
+    }
+    if (c.buf.size()) {
+        auto [ec, n] = co_await asio::async_write(up, c.buf.data(), nothrow);
+        if (!ec) x.bytes_up += n;
+        c.buf.consume(c.buf.size());
+    }
+    co_await relay_upgraded(c, client, up, x.bytes_up, x.bytes_down);
+}
+
+// Step 4b: the body, piece by piece as it arrives, re-framed (chunked stays
+// chunked), cut hard at max_response_bytes.
+template <class Client, class Up>
+awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, Response& r, Exchange& x) {
+    const std::uint64_t cap = c.limits().max_response_bytes;
+    auto& rp = *r.parser;
+    // Per-connection buffers: allocated on the first response, reused after.
+    if (!c.chunk) c.chunk = std::make_unique_for_overwrite<char[]>(kChunkSize);
+    std::span<char> chunk(c.chunk.get(), kChunkSize);
+    std::string& out = c.out;
+    out.reserve(kChunkSize + r.head.size() + 32);
+    while (!rp.is_done()) {
+        rp.get().body().data = chunk.data();
+        rp.get().body().size = chunk.size();
+        beast::error_code ec = parse_buffered(rp, upbuf);
+        if (!ec && !rp.is_done() && rp.get().body().size == chunk.size()) {
+            c.arm(c.limits().idle_timeout);
+            auto [rec, n] = co_await http::async_read_some(up, upbuf, rp, nothrow);
+            ec = rec == http::error::need_buffer ? beast::error_code{} : rec;
+        }
+        std::size_t got = chunk.size() - rp.get().body().size;
+        if (got) {
+            if (x.bytes_down + got > cap) {
+                // Hard cut: the client sees a truncated message and a closed connection.
+                x.reason = reason::response_too_large;
+                x.detail = "response exceeds max_response_bytes (" + std::to_string(cap) + ")";
+                c.close_io();
+                co_return false;
+            }
+            out.assign(r.head);
+            r.head.clear();
+            if (r.chunked) {
+                char size_line[24];
+                auto tc = std::to_chars(size_line, size_line + 16, got, 16);
+                *tc.ptr++ = '\r', *tc.ptr++ = '\n';
+                out.append(size_line, tc.ptr);
+            }
+            out.append(chunk.data(), got);
+            if (r.chunked) out.append("\r\n");
+            if (!co_await write_to_client(client, out)) {
+                x.reason = reason::bad_request, x.detail = "client went away during the response";
+                co_return false;
+            }
+            x.bytes_down += got;
+        }
+        if (ec == http::error::end_of_stream && r.until_eof) break;
+        if (ec) {
+            // A cut, not a refusal: the head (and maybe some body) is already out.
+            x.reason = c.timed_out ? reason::timeout : reason::upstream_protocol;
+            x.detail = c.timed_out                          ? "upstream stalled for idle_timeout"
+                       : !rp.refusal().reason.empty()        ? std::string(rp.refusal().detail)
+                       : ec == http::error::buffer_overflow ? "a chunk line exceeds the upstream read buffer"
+                                                            : "response broke off (" + ec.message() + ")";
+            c.close_io();
+            co_return false;
+        }
+    }
+    co_return true;
+}
+
+// Step 5: the end of the message (a chunked body's last chunk, or a head
+// still held back), and whether either connection can carry another one.
+template <class Client>
+awaitable<void> finish_response(Client& client, beast::flat_buffer& upbuf, Response& r, Exchange& x) {
+    if (r.chunked) r.head += "0\r\n\r\n";
+    if (!r.head.empty() && !co_await write_to_client(client, r.head)) {
+        x.reason = reason::bad_request, x.detail = "client went away";
+        co_return;
+    }
+    // Bytes behind a complete response are not an answer to anything we sent:
+    // a connection holding them is never used again.
+    x.upstream_reusable = r.parser->keep_alive() && !r.until_eof && upbuf.size() == 0;
+    x.client_reusable = !r.until_eof;
+}
+
+}  // namespace
+
+template <class Client, class Up>
+awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, const OutgoingRequest& req) {
+    Exchange x;
+    Response r;
+    if (!co_await send_request(c, up, req, x)) co_return x;
+    if (!co_await read_final_head(c, client, up, upbuf, req.head_request, r, x)) co_return x;
+    if (!co_await start_response(client, upbuf, req.websocket, r, x)) co_return x;
+    if (r.upgraded) {
+        co_await relay_upgrade(c, client, up, upbuf, x);
+        co_return x;
+    }
+    if (!co_await relay_body(c, client, up, upbuf, r, x)) co_return x;
+    co_await finish_response(client, upbuf, r, x);
+    co_return x;
+}
+
+template awaitable<Exchange> exchange(Conn&, ClientTls&, UpstreamTls&, beast::flat_buffer&, const OutgoingRequest&);
+template awaitable<Exchange> exchange(Conn&, ClientSocket&, asio::ip::tcp::socket&, beast::flat_buffer&,
+                                      const OutgoingRequest&);
+
+std::string request_head(const Request& req, std::string_view target, bool websocket, bool has_body) {
+    std::string head;
+    head.reserve(1024);
+    head.append(req.method_string()).append(" ").append(target).append(" HTTP/1.1\r\n");
+    for (const auto& f : req) {
+        auto name = f.name_string();
+        if (iequals(name, "content-length") || iequals(name, "expect")) continue;
+        if (is_hop_by_hop(name) && !(websocket && iequals(name, "upgrade"))) continue;
+        head.append(name).append(": ").append(f.value()).append("\r\n");
+    }
+    if (websocket) head += "Connection: Upgrade\r\n";
+    if (has_body) head.append("Content-Length: ").append(std::to_string(req.body().size())).append("\r\n");
+    head += "\r\n";
+    return head;
+}
+
+bool is_websocket_upgrade(const Request& req) {
+    if (req.method() != http::verb::get) return false;
+    auto up = req.find(http::field::upgrade);
+    return up != req.end() && contains_token(up->value(), "websocket");
+}
+
+bool request_has_body(const Request& req) {
+    return req.find(http::field::content_length) != req.end() || req.find(http::field::transfer_encoding) != req.end();
+}
+
+}  // namespace corral::gateway

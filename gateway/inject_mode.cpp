@@ -1,0 +1,223 @@
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+
+#include "gateway/exchange.hpp"
+#include "gateway/grants.hpp"
+#include "gateway/headers.hpp"
+#include "gateway/modes.hpp"
+#include "gateway/request_checks.hpp"
+
+namespace corral::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+
+namespace {
+
+// The credential an inject grant puts on each request, with the grant's own
+// headers (credential_for_grant); none when the grant names none or its
+// secret is not installed.
+struct Injection {
+    config::CredentialSpec spec;
+    const std::string* secret = nullptr;
+    const config::CredentialSpec* credential() const { return secret ? &spec : nullptr; }
+};
+
+Injection injection_for(const Conn& c, const config::Grant& grant) {
+    Injection inj;
+    if (grant.credential.empty()) return inj;
+    auto ci = c.gw.cfg.credentials.find(grant.credential);
+    auto si = c.gw.secrets.find(grant.credential);
+    if (ci != c.gw.cfg.credentials.end() && si != c.gw.secrets.end()) {
+        inj.spec = config::credential_for_grant(ci->second, grant);
+        inj.secret = &si->second;
+    }
+    return inj;
+}
+
+// The box's TLS session, terminated with the CONNECT host's leaf. Bytes the
+// client sent right behind its CONNECT are the start of its ClientHello. A
+// failed handshake has no channel to answer on: only its ledger line.
+awaitable<bool> accept_client_tls(Conn& c, const Target& t) {
+    c.client_tls = std::make_unique<ClientTls>(std::move(c.client), c.server_tls->ctx);
+    ClientTls& tls = *c.client_tls;
+    c.arm(c.limits().read_timeout);
+    auto [hec, used] = co_await tls.async_handshake(asio::ssl::stream_base::server, c.buf.data(), nothrow);
+    if (!hec) {
+        c.buf.consume(used);
+        co_return true;
+    }
+    LedgerEntry e;
+    e.mode = "inject", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
+    e.decision = Decision::refuse;
+    bool sni = sni_mismatch(tls.native_handle(), t.host.text);
+    e.reason = sni ? std::string(reason::sni_mismatch)
+                   : std::string(c.timed_out ? reason::timeout : reason::client_tls);
+    record(c, e);
+    co_return false;
+}
+
+// The pool key of this tunnel's upstream connections. Pooled connections are
+// shared only within this connection's event loop: a socket taken by a
+// connection on another loop would complete its I/O on the wrong thread (and
+// wake that loop for every operation).
+std::string loop_pool_key(Conn& c, const Target& t) {
+    auto& loop = asio::query(c.client_socket().get_executor(), asio::execution::context);
+    return pool_key(t, trust_store(c, t)) + "|loop" + std::to_string(reinterpret_cast<std::uintptr_t>(&loop));
+}
+
+// One request read and checked (filled in place: the parser cannot move),
+// its body not yet read. Head checks come
+// first: a refused request's body is never read.
+struct TunnelRequest {
+    bool closed = false;
+    ParsedRequest pr;
+    std::optional<Refusal> refusal;
+};
+
+awaitable<void> read_tunnel_request(Conn& c, const Target& t, LedgerEntry& e, TunnelRequest& r) {
+    HeadResult h = co_await read_head(c, *c.client_tls, false);
+    if (h.closed) {
+        r.closed = true;
+        co_return;
+    }
+    if (h.refusal) {
+        r.refusal = std::move(h.refusal);
+        co_return;
+    }
+    if (!c.gw.ledger.healthy()) {
+        r.refusal = Refusal{std::string(reason::ledger_unwritable),
+                            "the ledger cannot be written: " + c.gw.ledger.failure()};
+        co_return;
+    }
+    parse_request_head(c, h.length, r.pr);
+    if (r.pr.parser) {
+        // Also for a head refused at its Content-Length (the request line is
+        // parsed by then): the ledger line names what was refused.
+        e.method = std::string(r.pr.parser->get().method_string());
+        std::string_view raw_target = r.pr.parser->get().target();
+        std::string_view why;
+        auto path = canonical_route_path(raw_target, &why);
+        e.path = std::string((path ? *path : raw_target).substr(0, 256));
+    }
+    if (r.pr.refusal) {
+        r.refusal = std::move(r.pr.refusal);
+        co_return;
+    }
+    r.refusal = check_tunnel_request(r.pr.parser->get(), t.host, t.port, *t.grant);
+    if (!r.refusal && !c.gw.admit(c.id_text))
+        r.refusal = Refusal{std::string(reason::budget_exhausted), "request budget of " + c.id_text + " is spent"};
+    co_return;
+}
+
+// The body, after a 100 Continue when the box waits for one.
+awaitable<std::optional<Refusal>> read_tunnel_body(Conn& c, RequestParser& p) {
+    if (p.is_done()) co_return std::nullopt;
+    auto& req = p.get();
+    if (auto ex = req.find(http::field::expect); ex != req.end() && iequals(ex->value(), "100-continue"))
+        co_await asio::async_write(*c.client_tls, asio::buffer("HTTP/1.1 100 Continue\r\n\r\n", 25), nothrow);
+    co_return co_await read_body(c, *c.client_tls, p);
+}
+
+// One exchange on this tunnel's upstream connection: the one kept from the
+// last request, one from the pool, or a new one; a reused connection that
+// fails before answering anything (a stale keep-alive) is retried once on a
+// fresh one.
+awaitable<Exchange> forward(Conn& c, const Target& t, const std::string& key, std::unique_ptr<UpstreamConn>& up,
+                            const OutgoingRequest& out) {
+    Exchange x;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (!up) up = c.gw.pool.take(key);
+        if (up && !upstream_is_quiet(*up)) up.reset();
+        bool reused = up != nullptr;
+        if (!up) {
+            std::optional<Refusal> refusal;
+            up = co_await open_upstream(c, t, refusal);
+            if (!up) {
+                x.reason = refusal->reason, x.detail = refusal->detail;
+                break;
+            }
+        }
+        c.upstream = &up->stream.next_layer();
+        x = co_await exchange(c, *c.client_tls, up->stream, up->buf, out);
+        if (x.reason.empty() || !(reused && x.nothing_received)) break;
+        up.reset();
+        c.upstream = nullptr;
+    }
+    co_return x;
+}
+
+// The end of the box's TLS session: close_notify both ways (bounded), unless
+// a refusal already half-closed and drained the connection.
+awaitable<void> close_client_tls(Conn& c) {
+    boost::system::error_code ec;
+    if (!c.lingered) {
+        c.arm(std::chrono::seconds(2));
+        co_await c.client_tls->async_shutdown(nothrow);
+    }
+    c.client_tls->next_layer().close(ec);
+}
+
+}  // namespace
+
+// GCC 12 reports the delete of this coroutine's frame (Asio's recycling frame
+// allocator) as mismatched with its allocation: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
+    Conn& c = *cp;
+    if (!co_await accept_client_tls(c, t)) co_return;
+    ClientTls& tls = *c.client_tls;
+    const Injection inj = injection_for(c, *t.grant);
+    const std::string key = loop_pool_key(c, t);
+    std::unique_ptr<UpstreamConn> up;
+
+    for (;;) {
+        auto started = Clock::now();
+        LedgerEntry e;
+        e.mode = "inject", e.host = t.host.text, e.port = t.port;
+        TunnelRequest r;
+        co_await read_tunnel_request(c, t, e, r);
+        if (r.closed) break;
+        if (!r.refusal) r.refusal = co_await read_tunnel_body(c, *r.pr.parser);
+        if (r.refusal) {
+            // Nothing was forwarded, so no credential was injected.
+            co_await refuse(c, tls, e, *r.refusal, started);
+            break;
+        }
+        Request& req = r.pr.parser->get();
+        bool websocket = is_websocket_upgrade(req);
+        bool client_keep_alive = req.keep_alive();
+        e.credential = inj.credential() ? inj.spec.name : "";
+        if (inj.credential()) rewrite_request_headers(static_cast<http::fields&>(req), inj.spec, *inj.secret);
+        const std::string head = request_head(req, req.target(), websocket, request_has_body(req) || req.body().size());
+        Exchange x = co_await forward(c, t, key, up,
+                                      OutgoingRequest{head, req.body(), req.method() == http::verb::head, websocket});
+        e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
+        e.duration_ms = ms_since(started);
+        if (!x.reason.empty() && x.status == 0) {
+            // Nothing was forwarded to the client yet: answer with the refusal.
+            co_await refuse(c, tls, e, refusal_of(x), started);
+            break;
+        }
+        e.reason = x.reason;
+        record(c, e);
+        if (!x.reason.empty() || x.status == 101) break;
+        if (!(x.upstream_reusable && up)) up.reset();
+        c.upstream = nullptr;
+        if (!client_keep_alive || !x.client_reusable) break;
+    }
+    if (up && c.upstream == nullptr) c.gw.pool.put(std::move(up));  // hand the idle connection to other tunnels
+    c.upstream = nullptr;
+    co_await close_client_tls(c);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace corral::gateway

@@ -1,0 +1,64 @@
+#include "gateway/refusal.hpp"
+
+namespace corral::gateway {
+
+namespace {
+
+constexpr RefusalRow kRows[] = {
+    {reason::none, 200, Phase::request},
+    {reason::bad_request, 400, Phase::request},
+    {reason::smuggling, 400, Phase::request},
+    {reason::bad_host, 400, Phase::request},
+    {reason::bad_path, 400, Phase::request},
+    {reason::non_canonical_path, 400, Phase::request},
+    {reason::trailers_refused, 400, Phase::request},
+    {reason::unsupported_method, 405, Phase::request},
+    {reason::not_granted, 403, Phase::request},
+    {reason::route_denied, 403, Phase::request},
+    {reason::private_address, 403, Phase::upstream},
+    {reason::mixed_answers, 403, Phase::upstream},
+    {reason::numeric_host, 403, Phase::request},
+    {reason::gateway_self, 403, Phase::upstream},
+    {reason::sni_mismatch, 403, Phase::request},
+    {reason::host_mismatch, 403, Phase::request},
+    {reason::cleartext_inject, 403, Phase::request},
+    {reason::tcp_peer_not_root, 403, Phase::request},
+    {reason::body_too_large, 413, Phase::request},
+    {reason::headers_too_large, 431, Phase::request},
+    {reason::budget_exhausted, 429, Phase::request},
+    {reason::leaf_unavailable, 500, Phase::request},
+    {reason::upstream_tls, 502, Phase::upstream},
+    {reason::upstream_connect, 502, Phase::upstream},
+    {reason::upstream_protocol, 502, Phase::upstream},
+    {reason::dns_failure, 502, Phase::upstream},
+    {reason::ledger_unwritable, 503, Phase::request},
+    {reason::too_many_connections, 503, Phase::request},
+    {reason::identity_connection_cap, 503, Phase::request},
+    {reason::timeout, 408, Phase::request},
+    {reason::timeout, 504, Phase::upstream},
+    {reason::client_tls, 0, Phase::record},
+    {reason::response_too_large, 0, Phase::record},
+    {reason::ledger_refusal_cap_reached, 0, Phase::record},
+    {reason::ledger_refusals_suppressed, 0, Phase::record},
+};
+
+}  // namespace
+
+std::optional<RefusalRow> refusal_row(std::string_view code, Phase phase) {
+    std::optional<RefusalRow> any;
+    for (const auto& r : kRows) {
+        if (r.reason != code) continue;
+        if (r.phase == phase) return r;
+        if (!any) any = r;
+    }
+    return any;
+}
+
+int refusal_status(std::string_view code, Phase phase) {
+    auto r = refusal_row(code, phase);
+    return r ? r->status : 500;
+}
+
+int status_for_reason(std::string_view code) { return refusal_status(code, Phase::request); }
+
+}  // namespace corral::gateway

@@ -1,0 +1,97 @@
+// gateway/refusal.hpp — every reason the gateway refuses or cuts a request
+// for, the HTTP status it answers with, and in which phase it can happen.
+//
+// One table (refusal.cpp) is the only place a reason's status is written
+// down: the serving side answers with refusal_status(), the ledger records the
+// same code and status, docs/gateway.md lists the same rows.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace corral::gateway {
+
+namespace reason {
+inline constexpr std::string_view none = "";  // allowed
+inline constexpr std::string_view bad_request = "bad_request";
+inline constexpr std::string_view smuggling = "smuggling";
+inline constexpr std::string_view bad_host = "bad_host";
+inline constexpr std::string_view bad_path = "bad_path";
+inline constexpr std::string_view non_canonical_path = "non_canonical_path";
+inline constexpr std::string_view trailers_refused = "trailers_refused";
+inline constexpr std::string_view unsupported_method = "unsupported_method";
+inline constexpr std::string_view not_granted = "not_granted";
+inline constexpr std::string_view route_denied = "route_denied";
+inline constexpr std::string_view private_address = "private_address";
+inline constexpr std::string_view mixed_answers = "mixed_answers";
+inline constexpr std::string_view numeric_host = "numeric_host";
+inline constexpr std::string_view gateway_self = "gateway_self";
+inline constexpr std::string_view sni_mismatch = "sni_mismatch";
+inline constexpr std::string_view host_mismatch = "host_mismatch";
+// An inject grant asked for over plain http:// (inject needs CONNECT and TLS).
+inline constexpr std::string_view cleartext_inject = "cleartext_inject";
+// The daemon's listen_tcp serves root's connections only; the peer's socket
+// is not root's, or its owner could not be read (fail closed).
+inline constexpr std::string_view tcp_peer_not_root = "tcp_peer_not_root";
+inline constexpr std::string_view body_too_large = "body_too_large";
+inline constexpr std::string_view headers_too_large = "headers_too_large";
+inline constexpr std::string_view budget_exhausted = "budget_exhausted";
+inline constexpr std::string_view upstream_tls = "upstream_tls";
+inline constexpr std::string_view upstream_connect = "upstream_connect";
+inline constexpr std::string_view upstream_protocol = "upstream_protocol";  // no valid HTTP/1.1 from the upstream
+inline constexpr std::string_view dns_failure = "dns_failure";
+inline constexpr std::string_view leaf_unavailable = "leaf_unavailable";  // no certificate for the CONNECT host
+inline constexpr std::string_view ledger_unwritable = "ledger_unwritable";
+inline constexpr std::string_view too_many_connections = "too_many_connections";
+inline constexpr std::string_view identity_connection_cap = "identity_connection_cap";
+inline constexpr std::string_view timeout = "timeout";
+// Recorded, never answered: the box's TLS handshake failed (there is no
+// channel to answer on), a response cut at max_response_bytes after its head
+// went out.
+inline constexpr std::string_view client_tls = "client_tls";
+inline constexpr std::string_view response_too_large = "response_too_large";
+// The ledger's own lines, never an answer to a client (status 0): an
+// identity's refusals passed ledger_refusals_per_identity and are no longer
+// written one by one; and the running count of them since, at 2×, 4×, 8×… the cap.
+inline constexpr std::string_view ledger_refusal_cap_reached = "ledger_refusal_cap_reached";
+inline constexpr std::string_view ledger_refusals_suppressed = "ledger_refusals_suppressed";
+}  // namespace reason
+
+// Where in a connection's life a refusal is decided. The same reason can
+// answer differently by phase: a timeout while the box's request is being
+// read is the box's (408), one while the upstream is awaited is the
+// upstream's (504).
+enum class Phase {
+    request,   // accepting, reading and checking the box's request
+    upstream,  // resolving, dialling, TLS to and waiting on the upstream
+    record,    // a ledger line only: nothing can be answered (status 0)
+};
+
+struct RefusalRow {
+    std::string_view reason;
+    int status;  // 0: recorded, never answered
+    Phase phase;
+};
+
+// The row for `code` in `phase`; a code with one row answers the same in
+// every phase. nullopt for a code not in the table.
+std::optional<RefusalRow> refusal_row(std::string_view code, Phase phase = Phase::request);
+
+// The status of `code` refused in `phase`: 200 for "", 500 for a code not in
+// the table (a refusal the table forgot still fails closed).
+int refusal_status(std::string_view code, Phase phase);
+
+// refusal_status(code, Phase::request).
+int status_for_reason(std::string_view code);
+
+// A decision to refuse: the reason code, the one line saying what was wrong
+// (sent to the box, so never a secret), and the phase for its status.
+struct Refusal {
+    std::string reason;
+    std::string detail;
+    Phase phase = Phase::request;
+    int status() const { return refusal_status(reason, phase); }
+};
+
+}  // namespace corral::gateway

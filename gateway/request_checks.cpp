@@ -1,0 +1,112 @@
+#include "gateway/request_checks.hpp"
+
+#include <boost/beast/http.hpp>
+
+#include <iterator>
+
+#include "gateway/grants.hpp"
+#include "gateway/http_framing.hpp"
+
+namespace corral::gateway {
+
+namespace http = boost::beast::http;
+
+std::optional<Refusal> check_connection_caps(const config::GatewayLimits& limits, const std::string& identity,
+                                             std::uint64_t identity_open, std::size_t open_total) {
+    if (identity_open > limits.max_connections_per_identity)
+        return Refusal{std::string(reason::identity_connection_cap),
+                       identity + " holds more than max_connections_per_identity (" +
+                           std::to_string(limits.max_connections_per_identity) + ") open connections"};
+    if (open_total > limits.max_connections)
+        return Refusal{std::string(reason::too_many_connections),
+                       "more than max_connections (" + std::to_string(limits.max_connections) + ") open"};
+    return std::nullopt;
+}
+
+bool is_never_forwarded(std::string_view method) {
+    return iequals(method, "TRACE") || iequals(method, "TRACK") || iequals(method, "CONNECT");
+}
+
+std::optional<AbsoluteTarget> split_absolute_http(std::string_view target) {
+    constexpr std::string_view scheme = "http://";
+    if (target.size() < scheme.size() || !iequals(target.substr(0, scheme.size()), scheme)) return std::nullopt;
+    target.remove_prefix(scheme.size());
+    auto end = target.find_first_of("/?#");
+    AbsoluteTarget a;
+    a.authority = std::string(target.substr(0, end));
+    if (a.authority.find('@') != std::string::npos) return std::nullopt;  // userinfo: refuse, never forward
+    a.path = end == std::string_view::npos ? "/" : std::string(target.substr(end));
+    if (a.path.front() != '/') a.path.insert(0, "/");
+    return a;
+}
+
+void name_refused_target(std::string_view target, std::string& host, std::string& path) {
+    auto abs = split_absolute_http(target);
+    host = abs ? abs->authority.substr(0, 256) : std::string(target.substr(0, 256));
+    if (abs) path = abs->path.substr(0, 256);
+}
+
+ProxyRequest check_proxy_request(const Request& req) {
+    ProxyRequest r;
+    std::string_view target = req.target();
+    r.connect = req.method() == http::verb::connect;
+    std::optional<AbsoluteTarget> absolute;
+    AuthorityCheck ac;
+    if (r.connect) {
+        ac = split_authority(target);
+    } else {
+        absolute = split_absolute_http(target);
+        if (!absolute) {
+            r.path = std::string(target.substr(0, 256));
+            r.refusal = Refusal{std::string(reason::unsupported_method),
+                                "expected CONNECT host:port or an absolute http:// request target"};
+            return r;
+        }
+        ac = split_authority(absolute->authority, 80);
+        if (is_never_forwarded(req.method_string())) {
+            r.host = absolute->authority.substr(0, 256), r.path = absolute->path.substr(0, 256);
+            r.refusal = Refusal{std::string(reason::unsupported_method),
+                                std::string(req.method_string()) + " is not forwarded"};
+            return r;
+        }
+    }
+    if (!ac.authority) {
+        r.host = std::string((absolute ? std::string_view(absolute->authority) : target).substr(0, 256));
+        r.refusal = Refusal{ac.reason, "cannot use the requested host"};
+        return r;
+    }
+    r.host = ac.authority->host.text;
+    r.authority = std::move(ac.authority);
+    if (absolute) r.path = std::move(absolute->path);
+    return r;
+}
+
+std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant) {
+    if (!connect && grant.mode == config::GrantMode::inject)
+        return Refusal{std::string(reason::cleartext_inject),
+                       "this host is granted in inject mode, which requires CONNECT and TLS"};
+    return std::nullopt;
+}
+
+std::optional<Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
+                                            std::uint16_t connect_port, const config::Grant& grant) {
+    if (req.version() != 11) return Refusal{std::string(reason::bad_request), "only HTTP/1.1 is served inside a tunnel"};
+    if (is_never_forwarded(req.method_string()))
+        return Refusal{std::string(reason::unsupported_method), std::string(req.method_string()) + " is not forwarded"};
+    auto hosts = req.equal_range(http::field::host);
+    if (std::distance(hosts.first, hosts.second) != 1)
+        return Refusal{std::string(reason::bad_request), "expected exactly one Host header"};
+    auto ha = split_authority(req[http::field::host], connect_port);
+    if (!ha.authority || ha.authority->host.text != connect_host.text || ha.authority->port != connect_port)
+        return Refusal{std::string(reason::host_mismatch), "Host does not name the CONNECT host " + connect_host.text};
+    std::string_view why;
+    auto path = canonical_route_path(req.target(), &why);
+    if (!path)
+        return Refusal{std::string(reason::non_canonical_path), "request path is not canonical: " + std::string(why)};
+    if (!route_allowed(grant, req.method_string(), *path))
+        return Refusal{std::string(reason::route_denied), std::string(req.method_string()) + " " + std::string(*path) +
+                                                              " is not in the grant's routes"};
+    return std::nullopt;
+}
+
+}  // namespace corral::gateway

@@ -1,0 +1,68 @@
+// gateway/request_checks.hpp — the checks a request must pass before anything
+// of it is forwarded, as pure functions of the request and the policy: no
+// socket, no clock, no shared state. Each returns the refusal, or nullopt.
+//
+// The serving side calls them in this order: check_connection_caps (before a
+// byte is read), check_proxy_request (the connection's first request), the
+// grant and address decisions (upstream.hpp), check_grant_mode, then per
+// request inside an inject tunnel check_tunnel_request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/gateway_config.hpp"
+#include "gateway/host.hpp"
+#include "gateway/refusal.hpp"
+#include "gateway/request_reader.hpp"
+
+namespace corral::gateway {
+
+// The identity's own share first: a box at its cap is told so, and it is
+// refused before it can take the daemon-wide slots every box shares.
+// identity_open and open_total include the connection being checked.
+std::optional<Refusal> check_connection_caps(const config::GatewayLimits& limits, const std::string& identity,
+                                             std::uint64_t identity_open, std::size_t open_total);
+
+// Methods refused in inject and plain mode. TRACE (and IIS's TRACK) make the
+// upstream echo the request back, injected credential included; CONNECT
+// inside a tunnel would ask the upstream to open a tunnel no grant names.
+// Compared without case: some servers read methods that way.
+bool is_never_forwarded(std::string_view method);
+
+// An absolute-form http:// target split into its authority and origin-form
+// path ("/" when empty); nullopt for any other form, or userinfo ("user@").
+struct AbsoluteTarget {
+    std::string authority;
+    std::string path;
+};
+std::optional<AbsoluteTarget> split_absolute_http(std::string_view target);
+
+// What the connection's first request asks for: CONNECT host:port, or one
+// plain exchange with an absolute http:// target. `host` and `path` are what
+// the ledger names even when refused (cut to 256 bytes).
+struct ProxyRequest {
+    bool connect = false;
+    std::optional<Authority> authority;  // set when not refused
+    std::string path;                    // plain requests: the origin-form path
+    std::string host;                    // for the ledger
+    std::optional<Refusal> refusal;
+};
+ProxyRequest check_proxy_request(const Request& req);
+
+// What the ledger names for a first request whose head was refused (the
+// request line was parsed): the target's authority and path.
+void name_refused_target(std::string_view target, std::string& host, std::string& path);
+
+// The grant's mode fits the request: inject needs CONNECT and TLS.
+std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant);
+
+// One request inside an inject tunnel to connect_host:connect_port under
+// `grant`: HTTP/1.1, a method that is forwarded, exactly one Host naming the
+// CONNECT host and port, a canonical path, a route the grant allows.
+std::optional<Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
+                                            std::uint16_t connect_port, const config::Grant& grant);
+
+}  // namespace corral::gateway

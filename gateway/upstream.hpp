@@ -1,0 +1,54 @@
+// gateway/upstream.hpp — the way to an upstream: the grant, name resolution,
+// address vetting, dialling only vetted addresses, and verified TLS.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway/connection.hpp"
+
+namespace corral::gateway {
+
+// A granted, resolved and vetted destination.
+struct Target {
+    HostName host;
+    std::uint16_t port = 0;
+    const config::Grant* grant = nullptr;
+    std::vector<boost::asio::ip::address> addresses;  // vetted; dial only these
+    std::uint16_t dial_port = 0;
+};
+
+// The grant, resolution (hosts table, then the system resolver; the grant's
+// connect_to replaces the name dialled) and address vetting for host:port.
+// Fills `t` (t.grant as soon as one is found, so a refusal can name the
+// mode). A refusal when not granted or no vetted address is left.
+boost::asio::awaitable<std::optional<Refusal>> decide_target(Conn& c, const Authority& a, Target& t);
+
+// Connects `s` to the first vetted address that answers. Never resolves.
+// c.upstream points at `s` from here on, for the watchdog.
+boost::asio::awaitable<bool> dial(Conn& c, boost::asio::ip::tcp::socket& s, const Target& t);
+
+// The refusal for a dial that failed (timed out or refused).
+Refusal dial_refusal(const Conn& c, const Target& t);
+
+// The pool key for connections to exactly this vetted target and trust store.
+std::string pool_key(const Target& t, const std::string& ca_file);
+// The trust store the target's upstream certificate is verified against.
+const std::string& trust_store(const Conn& c, const Target& t);
+
+// A new verified TLS connection to the target's upstream, or nullptr and
+// `refusal` set.
+boost::asio::awaitable<std::unique_ptr<UpstreamConn>> open_upstream(Conn& c, const Target& t,
+                                                                    std::optional<Refusal>& refusal);
+
+// True when an idle upstream connection has sent nothing since its last
+// complete response (see upstream.cpp).
+bool upstream_is_quiet(UpstreamConn& up);
+
+}  // namespace corral::gateway
