@@ -91,6 +91,8 @@ boost::asio::awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::s
 
 // Every refusal of a request: `e` marked refused for `r` (reason, status by
 // r's phase, duration since `started`), recorded, and answered on `s`.
+// Callers pass named values, never temporaries: GCC 12 destroys a temporary
+// in a co_await's full-expression twice.
 template <class Stream>
 boost::asio::awaitable<void> refuse(Conn& c, Stream& s, LedgerEntry e, const Refusal& r, Clock::time_point started);
 

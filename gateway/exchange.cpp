@@ -264,9 +264,13 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
 template <class Client>
 awaitable<void> finish_response(Client& client, beast::flat_buffer& upbuf, Response& r, Exchange& x) {
     if (r.chunked) r.head += "0\r\n\r\n";
-    if (!r.head.empty() && !co_await write_to_client(client, r.head)) {
-        x.reason = reason::bad_request, x.detail = "client went away";
-        co_return;
+    if (!r.head.empty()) {
+        // Not `a && co_await b`: GCC 12 miscompiles co_await in a short-circuit operand.
+        bool written = co_await write_to_client(client, r.head);
+        if (!written) {
+            x.reason = reason::bad_request, x.detail = "client went away";
+            co_return;
+        }
     }
     // Bytes behind a complete response are not an answer to anything we sent:
     // a connection holding them is never used again.

@@ -68,7 +68,7 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
     if (!refusal) refusal = check_grant_mode(preq.connect, *t.grant);
     // A plain request and a tunnel each count against the budget here; an
     // inject tunnel counts each request inside it.
-    bool counted = !preq.connect || t.grant->mode == config::GrantMode::tunnel;
+    bool counted = t.grant && (!preq.connect || t.grant->mode == config::GrantMode::tunnel);
     if (!refusal && counted && !c.gw.admit(c.id_text))
         refusal = Refusal{std::string(reason::budget_exhausted), "request budget of " + c.id_text + " is spent"};
     if (refusal) {
@@ -89,10 +89,9 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
             leaf_failure = ex.what();
         }
         if (!c.server_tls) {
-            co_await refuse(c, c.client, e,
-                            Refusal{std::string(reason::leaf_unavailable),
-                                    "no TLS certificate for " + t.host.text + ": " + leaf_failure},
-                            started);
+            const Refusal r{std::string(reason::leaf_unavailable),
+                            "no TLS certificate for " + t.host.text + ": " + leaf_failure};
+            co_await refuse(c, c.client, e, r, started);
             co_return;
         }
         static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -110,7 +109,11 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
 // keeps that request from turning the answer into a reset.
 awaitable<void> answer_refusal(std::shared_ptr<Conn> cp, std::string code, std::string detail) {
     Conn& c = *cp;
-    co_await refuse(c, c.client, LedgerEntry{}, Refusal{std::move(code), std::move(detail)}, Clock::now());
+    // Named, not temporaries: GCC 12 destroys a temporary in a co_await's
+    // full-expression twice.
+    const LedgerEntry e;
+    const Refusal r{std::move(code), std::move(detail)};
+    co_await refuse(c, c.client, e, r, Clock::now());
     if (!c.lingered) co_await drain_before_close(c);
 }
 

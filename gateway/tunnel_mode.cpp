@@ -18,7 +18,8 @@ awaitable<void> serve_tunnel(std::shared_ptr<Conn> cp, Target t, Clock::time_poi
     e.mode = "tunnel", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
     asio::ip::tcp::socket up(c.client.get_executor());
     if (!co_await dial(c, up, t)) {
-        co_await refuse(c, c.client, e, dial_refusal(c, t), started);
+        const Refusal r = dial_refusal(c, t);  // named: see refuse() in connection.hpp
+        co_await refuse(c, c.client, e, r, started);
         co_return;
     }
     static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -56,17 +57,19 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     req.set(http::field::host, t.port == 80 ? t.host.text : t.host.text + ":" + std::to_string(t.port));
     asio::ip::tcp::socket up(c.client.get_executor());
     if (!co_await dial(c, up, t)) {
-        co_await refuse(c, c.client, e, dial_refusal(c, t), started);
+        const Refusal r = dial_refusal(c, t);  // named: see refuse() in connection.hpp
+        co_await refuse(c, c.client, e, r, started);
         co_return;
     }
     bool websocket = is_websocket_upgrade(req);
     std::string head = request_head(req, path, websocket, request_has_body(req) || req.body().size());
     boost::beast::flat_buffer upbuf(kUpstreamReadBuffer);
-    Exchange x = co_await exchange(c, c.client, up, upbuf,
-                                   OutgoingRequest{head, req.body(), req.method() == http::verb::head, websocket});
+    const OutgoingRequest out{head, req.body(), req.method() == http::verb::head, websocket};
+    Exchange x = co_await exchange(c, c.client, up, upbuf, out);
     e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
     if (!x.reason.empty() && x.status == 0) {
-        co_await refuse(c, c.client, e, refusal_of(x), started);
+        const Refusal r = refusal_of(x);
+        co_await refuse(c, c.client, e, r, started);
         co_return;
     }
     e.reason = x.reason;
