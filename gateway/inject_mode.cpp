@@ -53,8 +53,7 @@ awaitable<bool> accept_client_tls(Conn& c, const Target& t) {
     LedgerEntry e;
     e.mode = "inject", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
     e.decision = Decision::refuse;
-    bool sni = sni_mismatch(tls.native_handle(), t.host.text);
-    e.reason = sni ? std::string(reason::sni_mismatch)
+    e.reason = sni_refused(tls.native_handle()) ? std::string(reason::sni_mismatch)
                    : std::string(c.timed_out ? reason::timeout : reason::client_tls);
     record(c, e);
     co_return false;
@@ -196,13 +195,14 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         e.credential = inj.credential() ? inj.spec.name : "";
         if (inj.credential()) rewrite_request_headers(static_cast<http::fields&>(req), inj.spec, *inj.secret);
         const std::string head = request_head(req, req.target(), websocket, request_has_body(req) || req.body().size());
-        Exchange x = co_await forward(c, t, key, up,
-                                      OutgoingRequest{head, req.body(), req.method() == http::verb::head, websocket});
+        const OutgoingRequest out{head, req.body(), req.method() == http::verb::head, websocket};
+        Exchange x = co_await forward(c, t, key, up, out);
         e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
         e.duration_ms = ms_since(started);
         if (!x.reason.empty() && x.status == 0) {
             // Nothing was forwarded to the client yet: answer with the refusal.
-            co_await refuse(c, tls, e, refusal_of(x), started);
+            const Refusal cut = refusal_of(x);
+            co_await refuse(c, tls, e, cut, started);
             break;
         }
         e.reason = x.reason;

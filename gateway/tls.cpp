@@ -24,9 +24,19 @@ bool sni_acceptable(const char* name, const std::string& host) {
     return sni.size() == host.size() && ::strncasecmp(sni.data(), host.data(), sni.size()) == 0;
 }
 
+// The SSL ex_data slot check_sni marks a refused handshake in: only a
+// ClientHello that was read and named another host (or none) is an SNI
+// mismatch; a client that sent nothing, or no TLS at all, never reached it.
+int sni_refused_index() {
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+}
+
 int check_sni(SSL* ssl, int* alert, void* arg) {
     const auto* tls = static_cast<const ServerTls*>(arg);
     if (sni_acceptable(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name), tls->host)) return SSL_TLSEXT_ERR_OK;
+    static char refused;
+    SSL_set_ex_data(ssl, sni_refused_index(), &refused);
     *alert = SSL_AD_UNRECOGNIZED_NAME;
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
@@ -100,9 +110,7 @@ std::uint64_t ServerTlsCache::minted() const {
     return minted_;
 }
 
-bool sni_mismatch(SSL* ssl, const std::string& host) {
-    return !sni_acceptable(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name), host);
-}
+bool sni_refused(SSL* ssl) { return SSL_get_ex_data(ssl, sni_refused_index()) != nullptr; }
 
 std::shared_ptr<boost::asio::ssl::context> ClientTlsCache::get(const std::string& ca_file) {
     std::lock_guard lock(mutex_);

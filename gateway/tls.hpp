@@ -50,10 +50,11 @@ private:
     std::uint64_t minted_ = 0;
 };
 
-// After a failed server handshake: did the client ask for a different name
-// (or none) than the CONNECT host? The SNI callback already aborted it; this
-// tells the ledger why.
-bool sni_mismatch(SSL* ssl, const std::string& host);
+// After a failed server handshake: did the SNI check refuse the client's
+// ClientHello (it named another host than the CONNECT host, or none for a
+// name)? False when no ClientHello was read at all (nothing sent, not TLS):
+// that is a timeout or a client_tls failure, not a mismatch.
+bool sni_refused(SSL* ssl);
 
 // Client contexts for upstream connections: full verification (chain against
 // `ca_file` or the system store when empty, TLS >= 1.2, ALPN http/1.1 only).

@@ -21,6 +21,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -605,6 +606,44 @@ TEST_CASE("an SNI other than the CONNECT host aborts the handshake and is record
     CHECK(ec);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(slurp(w.ledger()).find("\"reason\":\"sni_mismatch\"") != std::string::npos);
+}
+
+TEST_CASE("after the 200 of an inject CONNECT: silence is a timeout, plaintext is client_tls, neither an sni_mismatch") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());  // read_timeout 1 s
+    auto line_of = [&](std::size_t count) {
+        std::string ledger;
+        for (int i = 0; i < 50; ++i) {
+            ledger = slurp(w.ledger());
+            if (static_cast<std::size_t>(std::count(ledger.begin(), ledger.end(), '\n')) >= count) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        std::istringstream in(ledger);
+        std::string line;
+        for (std::size_t i = 0; i < count && std::getline(in, line);) ++i;
+        return line;
+    };
+    {
+        Client c(g.port);
+        REQUIRE(c.connect_tunnel(up_authority(w)) == 200);
+        // Nothing sent: the handshake times out, and the connection is closed.
+        char b[16];
+        boost::system::error_code ec;
+        c.sock.read_some(asio::buffer(b), ec);
+        CHECK(ec);
+        std::string line = line_of(1);
+        CAPTURE(line);
+        CHECK(line.find("\"reason\":\"timeout\"") != std::string::npos);
+    }
+    {
+        Client c(g.port);
+        REQUIRE(c.connect_tunnel(up_authority(w)) == 200);
+        c.write("GET / HTTP/1.1\r\nHost: up.test\r\n\r\n");
+        std::string line = line_of(2);
+        CAPTURE(line);
+        CHECK(line.find("\"reason\":\"client_tls\"") != std::string::npos);
+    }
+    CHECK(slurp(w.ledger()).find("sni_mismatch") == std::string::npos);
 }
 
 TEST_CASE("ungranted hosts and ports get 403 before any connection") {
