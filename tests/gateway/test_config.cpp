@@ -440,3 +440,44 @@ TEST_CASE("every problem is reported, one per line: every bad route, each sectio
     // Credential 'a' has its own error: the grant naming it gets no second one.
     CHECK(m.find("grants[1].credential") == std::string::npos);
 }
+
+// docs/gateway.md's limits are the config's: the example block parses as
+// written, and each timeout is described as the code uses it (the upstream's
+// answer is awaited under idle_timeout; read_timeout bounds the request and
+// the upstream's connect and handshakes).
+TEST_CASE("docs/gateway.md: the [gateway.limits] example parses and the timeouts say what the code does") {
+    const char* root = std::getenv("CORRAL_SOURCE_ROOT");
+    REQUIRE_MESSAGE(root, "CORRAL_SOURCE_ROOT is set by meson test");
+    std::ifstream in(std::string(root) + "/docs/gateway.md");
+    REQUIRE(in);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string doc = ss.str();
+    auto start = doc.find("[gateway.limits]\n");
+    REQUIRE(start != std::string::npos);
+    auto end = doc.find("\n\n", start);
+    const std::string block = doc.substr(start, end - start) + "\n";
+    TempDir d;
+    auto cfg = load_gateway_config(d.write("gw.toml", "[gateway]\nlisten_unix = \"/run/x.sock\"\n\n" + block));
+    CHECK(cfg.gateway.limits.read_timeout == 30s);
+    CHECK(cfg.gateway.limits.idle_timeout == 120s);
+
+    auto line_with = [&](const std::string& text, std::size_t from) {
+        auto at = doc.find(text, from);
+        REQUIRE_MESSAGE(at != std::string::npos, text);
+        return doc.substr(at, doc.find('\n', at) - at);
+    };
+    const std::vector<std::pair<std::string, bool>> lines{
+        {line_with("read_timeout = ", start), false},
+        {line_with("idle_timeout = ", start), true},
+        {line_with("| `read_timeout` |", 0), false},
+        {line_with("| `idle_timeout` |", 0), true},
+    };
+    for (const auto& entry : lines) {
+        // Named copies: clang 14 cannot capture structured bindings in doctest's lambdas.
+        const std::string line = entry.first;
+        const bool bounds_the_answer = entry.second;
+        CAPTURE(line);
+        CHECK((line.find("answer") != std::string::npos) == bounds_the_answer);
+    }
+}
