@@ -97,7 +97,7 @@ void append_number_field(std::string& out, std::string_view key, std::uint64_t v
 // allocation per key) for entries whose string fields are all verbatim and
 // hold no secret; std::nullopt otherwise, and the caller takes the general path.
 std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<std::string>& secrets) {
-    const std::string_view strings[] = {e.identity, e.mode, e.method, e.host, e.path, e.reason, e.credential};
+    const std::string_view strings[] = {e.identity, e.mode, e.method, e.host, e.path, e.reason, e.credential, e.form};
     std::size_t size = 200;
     for (auto s : strings) {
         if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
@@ -124,6 +124,10 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
     append_number_field(line, "duration_ms", e.duration_ms);
     append_string_field(line, "credential", e.credential);
     if (e.refusals != 0) append_number_field(line, "refusals", e.refusals);
+    if (e.matches != 0) {
+        append_string_field(line, "form", e.form);
+        append_number_field(line, "matches", e.matches);
+    }
     line += "}";
     return line;
 }
@@ -152,6 +156,10 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
         j["duration_ms"] = e.duration_ms;
         j["credential"] = redact(e.credential, secrets);
         if (e.refusals != 0) j["refusals"] = e.refusals;
+        if (e.matches != 0) {
+            j["form"] = redact(e.form, secrets);
+            j["matches"] = e.matches;
+        }
         line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
     // Defence in depth: a secret split across fields or reintroduced by escaping cannot
@@ -219,8 +227,10 @@ bool Ledger::append_batched(const LedgerEntry& e) {
         format_error = std::string("format ledger line: ") + ex.what();
     }
     std::lock_guard lock(mutex_);
-    ++requests_[e.identity];
-    std::uint64_t refused = e.decision == Decision::refuse ? ++refusals_[e.identity] : 0;
+    const bool reflected = e.reason == reason::secret_reflected;
+    if (reflected) ++reflected_[e.identity];
+    else ++requests_[e.identity];
+    std::uint64_t refused = e.decision == Decision::refuse && !reflected ? ++refusals_[e.identity] : 0;
     if (!failure_.empty()) return false;
     if (auto cap_code = refusal_cap_line(refused); !cap_code.empty()) {
         // Past the cap this refusal's own line is dropped; at most a summary
@@ -317,6 +327,12 @@ std::uint64_t Ledger::requests(const std::string& identity) const {
     std::lock_guard lock(mutex_);
     auto it = requests_.find(identity);
     return it == requests_.end() ? 0 : it->second;
+}
+
+std::uint64_t Ledger::secrets_reflected(const std::string& identity) const {
+    std::lock_guard lock(mutex_);
+    auto it = reflected_.find(identity);
+    return it == reflected_.end() ? 0 : it->second;
 }
 
 }  // namespace corral::gateway

@@ -41,13 +41,18 @@ struct LedgerEntry {
     // Only on the ledger's refusal-cap lines: the identity's refusals counted
     // so far, written lines and suppressed ones together (0 = no such key).
     std::uint64_t refusals = 0;
+    // Only on secret_reflected lines: the forms found ("literal,base64", see
+    // scrub_form_names) and how many occurrences were masked (0 = no such keys).
+    std::string form;
+    std::uint64_t matches = 0;
 };
 
 // One JSON object on one line, terminated by '\n'. Keys, in this order:
 // time (RFC 3339 UTC with milliseconds, "2026-11-30T05:29:39.123Z"), identity,
 // mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
 // bytes_up, bytes_down, duration_ms, credential, and `refusals` last on the
-// ledger's refusal-cap lines only (e.refusals != 0). Every string field has each
+// ledger's refusal-cap lines only (e.refusals != 0), `form` and `matches` last
+// on secret_reflected lines only (e.matches != 0). Every string field has each
 // occurrence of every non-empty string in `secrets` replaced by "[redacted]"
 // before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});
@@ -116,6 +121,9 @@ public:
     // ledger's own cap lines are not entries and are not counted.
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
     std::uint64_t requests(const std::string& identity) const;  // all entries
+    // secret_reflected lines: counted here only, not as requests (the
+    // request they belong to has its own line).
+    std::uint64_t secrets_reflected(const std::string& identity) const;
 
 private:
     // The cap line the identity's `refused`-th refusal writes instead of its
@@ -137,6 +145,7 @@ private:
     std::atomic<std::shared_ptr<const std::vector<std::string>>> secrets_;
     std::map<std::string, std::uint64_t, std::less<>> refusals_;
     std::map<std::string, std::uint64_t, std::less<>> requests_;
+    std::map<std::string, std::uint64_t, std::less<>> reflected_;
 };
 
 }  // namespace corral::gateway

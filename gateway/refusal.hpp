@@ -56,6 +56,10 @@ inline constexpr std::string_view response_too_large = "response_too_large";
 // written one by one; and the running count of them since, at 2×, 4×, 8×… the cap.
 inline constexpr std::string_view ledger_refusal_cap_reached = "ledger_refusal_cap_reached";
 inline constexpr std::string_view ledger_refusals_suppressed = "ledger_refusals_suppressed";
+// Not a refusal either (decision allow, the response's status; no row in the
+// table): an upstream sent an injected secret back and the gateway masked it
+// (one line per response or WebSocket connection, with `form` and `matches`).
+inline constexpr std::string_view secret_reflected = "secret_reflected";
 }  // namespace reason
 
 // Where in a connection's life a refusal is decided. The same reason can

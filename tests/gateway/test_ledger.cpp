@@ -371,3 +371,28 @@ TEST_CASE("refusal cap 0 writes every refusal") {
     CHECK(std::count(text.begin(), text.end(), '\n') == 50);
     CHECK(text.find("ledger_refusal_cap_reached") == std::string::npos);
 }
+
+TEST_CASE("secret_reflected lines carry form and matches, and are counted apart from requests") {
+    auto e = sample();
+    e.reason = std::string(reason::secret_reflected);
+    e.form = "literal,base64";
+    e.matches = 3;
+    auto line = format_ledger_line(e);
+    CHECK(line.find(",\"credential\":\"anthropic\",\"form\":\"literal,base64\",\"matches\":3}\n") != std::string::npos);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    e.path = "/a\"b";  // the general path writes the same keys
+    line = format_ledger_line(e);
+    CHECK(line.find(",\"form\":\"literal,base64\",\"matches\":3}\n") != std::string::npos);
+
+    TempDir d;
+    Ledger l((d.path / "ledger.jsonl").string());
+    l.append(sample());
+    l.append(e);
+    l.append(e);
+    CHECK(l.requests("worker-a/run-1") == 1);
+    CHECK(l.refusals("worker-a/run-1") == 0);
+    CHECK(l.secrets_reflected("worker-a/run-1") == 2);
+    CHECK(l.secrets_reflected("other/run") == 0);
+    auto text = read_all((d.path / "ledger.jsonl").string());
+    CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+}
