@@ -67,6 +67,7 @@ struct Conn {
     boost::beast::flat_buffer buf;            // bytes read from the client, not yet consumed (bounded)
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
     std::string out;                          // the write being assembled for the client
+    std::string scrubbed;                     // a response piece after the scrubber (inject grants)
 
     ClientSocket& client_socket() { return client_tls ? client_tls->next_layer() : client; }
     const config::GatewayLimits& limits() const { return gw.cfg.gateway.limits; }

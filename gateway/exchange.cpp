@@ -66,11 +66,27 @@ beast::error_code parse_buffered(ResponseParser& rp, beast::flat_buffer& buf) {
 
 // The one place response bytes are written to the box (WebSocket frames
 // aside: relay_upgraded). One contiguous buffer per call: a TLS stream turns
-// each buffer of a sequence into its own record and send().
+// each buffer of a sequence into its own record and send(). With a scrub, the
+// bytes given here have been through it.
 template <class Client>
 awaitable<bool> write_to_client(Client& client, std::string_view bytes) {
     auto [ec, n] = co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()), nothrow);
     co_return !ec;
+}
+
+// Appends one piece of a response body as the client's framing wants it (a
+// chunk of its own when re-chunking); nothing for an empty piece, which in a
+// chunked body would be its end.
+void append_body_piece(std::string& out, std::string_view piece, bool chunked) {
+    if (piece.empty()) return;
+    if (chunked) {
+        char size_line[24];
+        auto r = std::to_chars(size_line, size_line + 16, piece.size(), 16);
+        *r.ptr++ = '\r', *r.ptr++ = '\n';
+        out.append(size_line, r.ptr);
+    }
+    out.append(piece);
+    if (chunked) out.append("\r\n");
 }
 
 // The state of one response being relayed.
@@ -109,7 +125,7 @@ awaitable<bool> send_request(Conn& c, Up& up, const OutgoingRequest& req, Exchan
 // a few are allowed per request.
 template <class Client, class Up>
 awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, bool head_request,
-                                Response& r, Exchange& x) {
+                                ResponseScrub* scrub, Response& r, Exchange& x) {
     const std::uint64_t cap = c.limits().max_response_bytes;
     for (int interim_count = 0;; ++interim_count) {
         auto& rp = r.parser.emplace();
@@ -137,6 +153,7 @@ awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buf
             co_return false;  // nothing final was sent: the client gets a 502 after the interim ones
         }
         std::string interim = response_head(rp, false, false, false);
+        if (scrub) scrub->scrub_head(interim);
         if (x.bytes_down + interim.size() > cap) {
             x.reason = reason::response_too_large, x.status = status;
             x.detail = "interim responses exceed max_response_bytes (" + std::to_string(cap) + ")";
@@ -155,9 +172,12 @@ awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buf
 // the box asked for) and how the body is framed. The head goes out with the
 // first body bytes (one TLS record, one send) when those are already here;
 // otherwise at once, so a client waiting for headers (an SSE stream before
-// its first event) is not held back.
+// its first event) is not held back. With a scrub, a response the scrubber
+// could not read (a WebSocket extension, a compressed body) is refused before
+// any of it is sent, and the head is scrubbed.
 template <class Client>
-awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool websocket, Response& r, Exchange& x) {
+awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool websocket, ResponseScrub* scrub,
+                               Response& r, Exchange& x) {
     auto& rp = *r.parser;
     auto& res = rp.get();
     r.upgraded = res.result_int() == 101;
@@ -167,10 +187,26 @@ awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool w
                              : "101 Switching Protocols without a WebSocket upgrade request";
         co_return false;  // a failed exchange: the connection is dropped, never pooled
     }
+    if (scrub && r.upgraded && res.find(http::field::sec_websocket_extensions) != res.end()) {
+        x.reason = reason::upstream_protocol;
+        x.detail = "101 Switching Protocols with a WebSocket extension the gateway did not offer";
+        co_return false;
+    }
+    if (scrub && !rp.is_done()) {
+        // A body the scrubber cannot read is never passed on (the request asked for identity).
+        auto [enc, enc_end] = res.equal_range(http::field::content_encoding);
+        for (; enc != enc_end; ++enc) {
+            if (auto why = unscannable_encoding(enc->value()); !why.empty()) {
+                x.reason = reason::upstream_encoding, x.detail = why;
+                co_return false;  // nothing sent yet: the box gets a 502, the connection is dropped
+            }
+        }
+    }
     x.status = res.result_int();
     r.chunked = rp.chunked();
     r.until_eof = !r.upgraded && !rp.is_done() && !r.chunked && !rp.content_length();
     r.head = response_head(rp, r.chunked, r.until_eof, r.upgraded);
+    if (scrub) scrub->scrub_head(r.head);
     if (r.upgraded || rp.is_done() || upbuf.size() == 0) {
         if (!co_await write_to_client(client, r.head)) {
             x.reason = reason::bad_request, x.detail = "client went away";
@@ -183,12 +219,25 @@ awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool w
 
 // Step 4a, an upgraded connection: leftovers first (an upstream may send a
 // frame right behind its 101, the box right behind its request), then both
-// directions until either closes.
+// directions until either closes. With a scrub the upstream's frames
+// (leftovers included) pass its WebSocket scrubber; a frame it cannot scan
+// cuts the connection (upstream_protocol).
 template <class Client, class Up>
-awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, Exchange& x) {
+awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, ResponseScrub* scrub,
+                              Exchange& x) {
     if (upbuf.size()) {
-        auto [ec, n] = co_await asio::async_write(client, upbuf.data(), nothrow);
-        if (!ec) x.bytes_down += n;
+        std::string scrubbed;
+        std::string_view left(static_cast<const char*>(upbuf.data().data()), upbuf.size());
+        if (scrub) {
+            if (auto why = scrub->websocket.feed(left, scrubbed); !why.empty()) {
+                x.reason = reason::upstream_protocol, x.detail = std::string(why);
+                c.close_io();
+                co_return;
+            }
+            left = scrubbed;
+        }
+        auto [ec, n] = co_await asio::async_write(client, asio::buffer(left.data(), left.size()), nothrow);
+        if (!ec) x.bytes_down += upbuf.size();
         upbuf.consume(upbuf.size());
     }
     if (c.buf.size()) {
@@ -196,13 +245,17 @@ awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffe
         if (!ec) x.bytes_up += n;
         c.buf.consume(c.buf.size());
     }
-    co_await relay_upgraded(c, client, up, x.bytes_up, x.bytes_down);
+    std::string problem;
+    co_await relay_upgraded(c, client, up, x.bytes_up, x.bytes_down, scrub ? &scrub->websocket : nullptr, &problem);
+    if (!problem.empty()) x.reason = reason::upstream_protocol, x.detail = problem;
 }
 
 // Step 4b: the body, piece by piece as it arrives, re-framed (chunked stays
-// chunked), cut hard at max_response_bytes.
+// chunked), cut hard at max_response_bytes; with a scrub, each piece as the
+// scrubber lets it through.
 template <class Client, class Up>
-awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, Response& r, Exchange& x) {
+awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, ResponseScrub* scrub,
+                           Response& r, Exchange& x) {
     const std::uint64_t cap = c.limits().max_response_bytes;
     auto& rp = *r.parser;
     // Per-connection buffers: allocated on the first response, reused after.
@@ -228,19 +281,23 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
                 c.close_io();
                 co_return false;
             }
+            std::string_view piece(chunk.data(), got);
+            if (scrub) {
+                // The scrubber may hold back the start of a possible match
+                // (never more than a form's length): those bytes follow with
+                // the next piece or at the end, Content-Length stays right.
+                c.scrubbed.clear();
+                scrub->body.feed(piece, c.scrubbed);
+                piece = c.scrubbed;
+            }
             out.assign(r.head);
             r.head.clear();
-            if (r.chunked) {
-                char size_line[24];
-                auto tc = std::to_chars(size_line, size_line + 16, got, 16);
-                *tc.ptr++ = '\r', *tc.ptr++ = '\n';
-                out.append(size_line, tc.ptr);
-            }
-            out.append(chunk.data(), got);
-            if (r.chunked) out.append("\r\n");
-            if (!co_await write_to_client(client, out)) {
-                x.reason = reason::bad_request, x.detail = "client went away during the response";
-                co_return false;
+            append_body_piece(out, piece, r.chunked);
+            if (!out.empty()) {  // empty: the scrubber holds the whole piece back for now
+                if (!co_await write_to_client(client, out)) {
+                    x.reason = reason::bad_request, x.detail = "client went away during the response";
+                    co_return false;
+                }
             }
             x.bytes_down += got;
         }
@@ -260,9 +317,16 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
 }
 
 // Step 5: the end of the message (a chunked body's last chunk, or a head
-// still held back), and whether either connection can carry another one.
+// still held back, and with a scrub the bytes it still held back), and
+// whether either connection can carry another one.
 template <class Client>
-awaitable<void> finish_response(Client& client, beast::flat_buffer& upbuf, Response& r, Exchange& x) {
+awaitable<void> finish_response(Conn& c, Client& client, beast::flat_buffer& upbuf, ResponseScrub* scrub, Response& r,
+                                Exchange& x) {
+    if (scrub) {
+        c.scrubbed.clear();
+        scrub->body.finish(c.scrubbed);
+        append_body_piece(r.head, c.scrubbed, r.chunked);
+    }
     if (r.chunked) r.head += "0\r\n\r\n";
     if (!r.head.empty()) {
         // Not `a && co_await b`: GCC 12 miscompiles co_await in a short-circuit operand.
@@ -285,14 +349,14 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     Exchange x;
     Response r;
     if (!co_await send_request(c, up, req, x)) co_return x;
-    if (!co_await read_final_head(c, client, up, upbuf, req.head_request, r, x)) co_return x;
-    if (!co_await start_response(client, upbuf, req.websocket, r, x)) co_return x;
+    if (!co_await read_final_head(c, client, up, upbuf, req.head_request, req.scrub, r, x)) co_return x;
+    if (!co_await start_response(client, upbuf, req.websocket, req.scrub, r, x)) co_return x;
     if (r.upgraded) {
-        co_await relay_upgrade(c, client, up, upbuf, x);
+        co_await relay_upgrade(c, client, up, upbuf, req.scrub, x);
         co_return x;
     }
-    if (!co_await relay_body(c, client, up, upbuf, r, x)) co_return x;
-    co_await finish_response(client, upbuf, r, x);
+    if (!co_await relay_body(c, client, up, upbuf, req.scrub, r, x)) co_return x;
+    co_await finish_response(c, client, upbuf, req.scrub, r, x);
     co_return x;
 }
 

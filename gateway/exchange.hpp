@@ -6,6 +6,8 @@
 // Every byte of a response that reaches the box is written by exchange.cpp:
 // write_to_client() for interim heads, the final head and each body piece,
 // relay_upgraded() (relay.cpp) for the frames of an upgraded connection.
+// With a ResponseScrub (an inject grant's credential) each of them passes it
+// first (gateway/response_scrub.hpp).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -17,6 +19,7 @@
 
 #include "gateway/connection.hpp"
 #include "gateway/request_reader.hpp"
+#include "gateway/response_scrub.hpp"
 
 namespace corral::gateway {
 
@@ -38,6 +41,10 @@ struct OutgoingRequest {
     const std::string& body;
     bool head_request = false;  // HEAD: the response has no body whatever it announces
     bool websocket = false;     // the box asked for a WebSocket upgrade
+    // An inject grant with a credential: every response byte the box gets is
+    // scrubbed of it (heads, body, WebSocket frames); a body or frame that
+    // cannot be scanned is not passed on. nullptr: relayed as it comes.
+    ResponseScrub* scrub = nullptr;
 };
 
 // Sends `req` on `up` and relays the response to `client`. upbuf holds bytes

@@ -1,6 +1,8 @@
 #include "gateway/gateway.hpp"
 
 #include <ifaddrs.h>
+
+#include <cstdlib>
 #include <netinet/in.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -10,6 +12,7 @@
 
 #include "base/log.hpp"
 #include "gateway/internals.hpp"
+#include "gateway/response_scrub.hpp"
 
 namespace corral::gateway {
 
@@ -153,6 +156,11 @@ Gateway::Gateway(config::GatewayConfig cfg, std::map<std::string, std::string> s
       ledger_(cfg_.gateway.ledger, cfg_.gateway.limits.ledger_refusals_per_identity) {
     for (const auto& [name, secret] : secrets_) ledger_.register_secret(secret);
     internals_ = std::make_unique<Internals>(cfg_, secrets_, ledger_, ca_, active_);
+    if (const char* off = std::getenv("CORRAL_GATEWAY_UNSAFE_NO_SCRUB"); off && std::string_view(off) == "1") {
+        internals_->scrub_responses = false;
+        log::warn("gateway: CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1: responses are NOT scrubbed of injected credentials "
+                  "(benchmarks only)");
+    }
     if (!cfg_.gateway.hosts_file.empty())
         internals_->hosts = with_origin(cfg_.gateway.hosts_file_where, [&] { return load_hosts_file(cfg_.gateway.hosts_file); });
     // Fail at start, not at the first request, if a trust store an inject
@@ -175,6 +183,22 @@ void Gateway::close_idle_upstreams() { internals_->pool.clear(); }
 void Gateway::install_secrets(std::map<std::string, std::string> secrets) {
     for (const auto& [name, secret] : secrets) ledger_.register_secret(secret);
     secrets_ = std::move(secrets);  // the same map object Internals refers to
+    internals_->forget_scrub_patterns();
+}
+
+std::shared_ptr<const ScrubPatterns> Gateway::Internals::scrub_patterns(const config::CredentialSpec& granted,
+                                                                        const std::string& secret) {
+    std::string key = granted.name;
+    for (const auto& [name, tmpl] : granted.headers) key.append("\n").append(name).append("\n").append(tmpl);
+    std::lock_guard<std::mutex> lock(scrub_mutex_);
+    auto& p = scrub_patterns_[key];
+    if (!p) p = patterns_for_credential(granted, secret);
+    return p;
+}
+
+void Gateway::Internals::forget_scrub_patterns() {
+    std::lock_guard<std::mutex> lock(scrub_mutex_);
+    scrub_patterns_.clear();
 }
 
 void Gateway::add_listening_endpoint(const asio::ip::tcp::endpoint& ep) { internals_->add_listening(ep); }

@@ -76,4 +76,10 @@ void rewrite_request_headers(boost::beast::http::fields& h, const config::Creden
     h.set("anthropic-beta", merged);
 }
 
+void request_scannable_response(boost::beast::http::fields& h) {
+    h.erase(boost::beast::http::field::accept_encoding);
+    h.erase(boost::beast::http::field::sec_websocket_extensions);
+    h.set(boost::beast::http::field::accept_encoding, "identity");
+}
+
 }  // namespace corral::gateway

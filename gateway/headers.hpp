@@ -32,4 +32,11 @@ std::string render_template(std::string_view tmpl, const std::string& secret);
 //  4. leaves every other field (and its order) alone.
 void rewrite_request_headers(boost::beast::http::fields& h, const config::CredentialSpec& c, const std::string& secret);
 
+// On an inject grant with a credential the response must be one the gateway
+// can scan for it (gateway/response_scrub.hpp): `Accept-Encoding: identity`
+// replaces whatever the box asked for (a compressed body cannot be searched),
+// and `Sec-WebSocket-Extensions` is dropped (no permessage-deflate, whose
+// frames are compressed).
+void request_scannable_response(boost::beast::http::fields& h);
+
 }  // namespace corral::gateway

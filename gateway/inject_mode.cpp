@@ -2,11 +2,15 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
+#include <optional>
+
+#include "base/log.hpp"
 #include "gateway/exchange.hpp"
 #include "gateway/grants.hpp"
 #include "gateway/headers.hpp"
 #include "gateway/modes.hpp"
 #include "gateway/request_checks.hpp"
+#include "gateway/response_scrub.hpp"
 
 namespace corral::gateway {
 
@@ -149,6 +153,26 @@ awaitable<Exchange> forward(Conn& c, const Target& t, const std::string& key, st
     co_return x;
 }
 
+// After an inject exchange's own line: one `secret_reflected` line when the
+// scrubber masked anything (the response went on, masked), and, the first
+// time an identity's upstream does so, a warning on stderr (later ones are in
+// the ledger and counted in the run's record).
+void record_reflection(Conn& c, const LedgerEntry& exchange_line, const ResponseScrub& scrub) {
+    if (scrub.matches() == 0) return;
+    LedgerEntry e = exchange_line;
+    e.time = std::chrono::system_clock::now();
+    e.decision = Decision::allow;
+    e.reason = std::string(reason::secret_reflected);
+    e.form = scrub_form_names(scrub.forms());
+    e.matches = scrub.matches();
+    bool first = c.gw.ledger.secrets_reflected(c.id_text) == 0;
+    record(c, e);
+    if (first)
+        log::warn("gateway: " + c.id_text + ": the upstream " + e.host + " sent the injected credential '" +
+                  e.credential + "' back (" + e.form + ") on " + e.method + " " + e.path +
+                  "; masked before it reached the box (ledger: secret_reflected)");
+}
+
 // The end of the box's TLS session: close_notify both ways (bounded), unless
 // a refusal already half-closed and drained the connection.
 awaitable<void> close_client_tls(Conn& c) {
@@ -193,9 +217,15 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         bool websocket = is_websocket_upgrade(req);
         bool client_keep_alive = req.keep_alive();
         e.credential = inj.credential() ? inj.spec.name : "";
-        if (inj.credential()) rewrite_request_headers(static_cast<http::fields&>(req), inj.spec, *inj.secret);
+        std::optional<ResponseScrub> scrub;
+        if (inj.credential()) {
+            rewrite_request_headers(static_cast<http::fields&>(req), inj.spec, *inj.secret);
+            request_scannable_response(static_cast<http::fields&>(req));
+            if (c.gw.scrub_responses) scrub.emplace(c.gw.scrub_patterns(inj.spec, *inj.secret));
+        }
         const std::string head = request_head(req, req.target(), websocket, request_has_body(req) || req.body().size());
-        const OutgoingRequest out{head, req.body(), req.method() == http::verb::head, websocket};
+        const OutgoingRequest out{head, req.body(), req.method() == http::verb::head, websocket,
+                                  scrub ? &*scrub : nullptr};
         Exchange x = co_await forward(c, t, key, up, out);
         e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
         e.duration_ms = ms_since(started);
@@ -207,6 +237,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         }
         e.reason = x.reason;
         record(c, e);
+        if (scrub) record_reflection(c, e, *scrub);
         if (!x.reason.empty() || x.status == 101) break;
         if (!(x.upstream_reusable && up)) up.reset();
         c.upstream = nullptr;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gateway/gateway.hpp"
+#include "gateway/secret_scrubber.hpp"
 
 namespace corral::gateway {
 
@@ -105,6 +106,17 @@ struct Gateway::Internals {
     SelfAddresses self();
     void add_listening(const boost::asio::ip::tcp::endpoint& ep);
 
+    // Inject-mode responses are scrubbed of the injected credential
+    // (gateway/response_scrub.hpp). Off only with the environment variable
+    // CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1 at start: for the benchmark's
+    // on/off comparison, never for serving boxes.
+    bool scrub_responses = true;
+    // The compiled patterns of one grant's credential (its name and header
+    // templates), built on first use and shared by every exchange after.
+    std::shared_ptr<const ScrubPatterns> scrub_patterns(const config::CredentialSpec& granted, const std::string& secret);
+    // New secrets (Gateway::install_secrets): patterns are rebuilt on next use.
+    void forget_scrub_patterns();
+
 private:
     mutable std::mutex budget_mutex_;
     std::map<std::string, std::uint64_t> admitted_;
@@ -113,6 +125,8 @@ private:
     std::mutex self_mutex_;
     SelfAddresses self_;
     std::optional<std::chrono::steady_clock::time_point> self_read_at_;
+    std::mutex scrub_mutex_;
+    std::map<std::string, std::shared_ptr<const ScrubPatterns>> scrub_patterns_;
 };
 
 // The connection handlers (gateway/session.cpp).

@@ -30,6 +30,7 @@ constexpr RefusalRow kRows[] = {
     {reason::upstream_tls, 502, Phase::upstream},
     {reason::upstream_connect, 502, Phase::upstream},
     {reason::upstream_protocol, 502, Phase::upstream},
+    {reason::upstream_encoding, 502, Phase::upstream},
     {reason::dns_failure, 502, Phase::upstream},
     {reason::ledger_unwritable, 503, Phase::request},
     {reason::too_many_connections, 503, Phase::request},

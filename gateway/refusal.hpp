@@ -40,6 +40,9 @@ inline constexpr std::string_view budget_exhausted = "budget_exhausted";
 inline constexpr std::string_view upstream_tls = "upstream_tls";
 inline constexpr std::string_view upstream_connect = "upstream_connect";
 inline constexpr std::string_view upstream_protocol = "upstream_protocol";  // no valid HTTP/1.1 from the upstream
+// An inject grant's response body compressed anyway (the request asked for
+// identity): it cannot be scanned for the credential, so it is not passed on.
+inline constexpr std::string_view upstream_encoding = "upstream_encoding";
 inline constexpr std::string_view dns_failure = "dns_failure";
 inline constexpr std::string_view leaf_unavailable = "leaf_unavailable";  // no certificate for the CONNECT host
 inline constexpr std::string_view ledger_unwritable = "ledger_unwritable";

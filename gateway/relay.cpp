@@ -112,16 +112,31 @@ awaitable<void> pump_splice(Conn& c, From& from, To& to, std::uint64_t& count, F
 }
 
 // One direction of an upgraded (WebSocket) connection.
+// With `scrub` (the upstream → box direction of an inject grant) the frames
+// are scrubbed on the way; a frame it cannot scan ends the connection, with
+// what was wrong in `problem`. `count` is the bytes read from `from`.
 template <class From, class To>
-awaitable<void> pump_streams(Conn& c, From& from, To& to, std::uint64_t& count) {
+awaitable<void> pump_streams(Conn& c, From& from, To& to, std::uint64_t& count, WebSocketScrubber* scrub = nullptr,
+                             std::string* problem = nullptr) {
     std::vector<char> b(16 * 1024);
+    std::string scrubbed;
     for (;;) {
         auto [ec, n] = co_await from.async_read_some(asio::buffer(b), nothrow);
         if (ec || n == 0) break;
         c.arm(c.limits().idle_timeout);
-        auto [wec, wn] = co_await asio::async_write(to, asio::buffer(b.data(), n), nothrow);
+        std::string_view piece(b.data(), n);
+        if (scrub) {
+            scrubbed.clear();
+            if (auto why = scrub->feed(piece, scrubbed); !why.empty()) {
+                if (problem) *problem = std::string(why);
+                break;
+            }
+            piece = scrubbed;
+            if (piece.empty()) continue;  // a frame header still arriving
+        }
+        auto [wec, wn] = co_await asio::async_write(to, asio::buffer(piece.data(), piece.size()), nothrow);
         if (wec) break;
-        count += wn;
+        count += n;
     }
     c.cancel_io();  // either side closing ends the upgraded connection
 }
@@ -145,11 +160,14 @@ awaitable<void> relay_sockets(Conn& c, ClientSocket& a, asio::ip::tcp::socket& b
 }
 
 template <class Client, class Up>
-awaitable<void> relay_upgraded(Conn& c, Client& client, Up& up, std::uint64_t& bytes_up, std::uint64_t& bytes_down) {
-    co_await (pump_streams(c, client, up, bytes_up) && pump_streams(c, up, client, bytes_down));
+awaitable<void> relay_upgraded(Conn& c, Client& client, Up& up, std::uint64_t& bytes_up, std::uint64_t& bytes_down,
+                               WebSocketScrubber* scrub, std::string* problem) {
+    co_await (pump_streams(c, client, up, bytes_up) && pump_streams(c, up, client, bytes_down, scrub, problem));
 }
 
-template awaitable<void> relay_upgraded(Conn&, ClientTls&, UpstreamTls&, std::uint64_t&, std::uint64_t&);
-template awaitable<void> relay_upgraded(Conn&, ClientSocket&, asio::ip::tcp::socket&, std::uint64_t&, std::uint64_t&);
+template awaitable<void> relay_upgraded(Conn&, ClientTls&, UpstreamTls&, std::uint64_t&, std::uint64_t&,
+                                        WebSocketScrubber*, std::string*);
+template awaitable<void> relay_upgraded(Conn&, ClientSocket&, asio::ip::tcp::socket&, std::uint64_t&, std::uint64_t&,
+                                        WebSocketScrubber*, std::string*);
 
 }  // namespace corral::gateway

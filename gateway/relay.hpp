@@ -6,8 +6,10 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <cstdint>
+#include <string>
 
 #include "gateway/connection.hpp"
+#include "gateway/response_scrub.hpp"
 
 namespace corral::gateway {
 
@@ -18,10 +20,13 @@ boost::asio::awaitable<void> relay_sockets(Conn& c, ClientSocket& client, boost:
                                            std::uint64_t& bytes_up, std::uint64_t& bytes_down);
 
 // Both directions of an upgraded connection until either side closes. These
-// writes to the client carry the upstream's WebSocket frames as they come.
+// writes to the client carry the upstream's WebSocket frames as they come,
+// through `scrub` when given (an inject grant's credential): a frame it cannot
+// scan ends the connection, with what was wrong in `problem`.
 // (Client, Up): (ClientTls, UpstreamTls) or (ClientSocket, tcp::socket).
 template <class Client, class Up>
 boost::asio::awaitable<void> relay_upgraded(Conn& c, Client& client, Up& up, std::uint64_t& bytes_up,
-                                            std::uint64_t& bytes_down);
+                                            std::uint64_t& bytes_down, WebSocketScrubber* scrub = nullptr,
+                                            std::string* problem = nullptr);
 
 }  // namespace corral::gateway

@@ -77,7 +77,8 @@ public:
         return {{"mode", "embedded"},
                 {"ledger", gateway_ ? json(config_.gateway.ledger) : json(nullptr)},
                 {"requests", gateway_ && started_ ? json(requests_) : json(nullptr)},
-                {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)}};
+                {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)},
+                {"secrets_reflected", gateway_ && started_ ? json(secrets_reflected_) : json(nullptr)}};
     }
 
 protected:
@@ -99,6 +100,7 @@ protected:
         const std::string identity = id_.str();
         requests_ = gateway_->ledger().requests(identity);
         refusals_ = gateway_->ledger().refusals(identity);
+        secrets_reflected_ = gateway_->ledger().secrets_reflected(identity);
     }
 
 private:
@@ -109,7 +111,7 @@ private:
     // give buffers back to it); its pooled upstream sockets, which need the
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
-    std::uint64_t requests_ = 0, refusals_ = 0;
+    std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
 };
 
 // A relay to the daemon, counted while it runs so that the daemon is asked
@@ -150,7 +152,8 @@ public:
         return {{"mode", "unix:" + socket_},
                 {"ledger", nullptr},
                 {"requests", counts_ ? json(counts_->requests) : json(nullptr)},
-                {"refusals", counts_ ? json(counts_->refusals) : json(nullptr)}};
+                {"refusals", counts_ ? json(counts_->refusals) : json(nullptr)},
+                {"secrets_reflected", counts_ ? json(counts_->secrets_reflected) : json(nullptr)}};
     }
 
 protected:
@@ -173,7 +176,7 @@ protected:
         if (auto counts = shim::query_daemon_counts(socket_, identity_, std::chrono::milliseconds(2000), &problem))
             counts_ = *counts;
         else
-            stop_messages_.push_back(problem + "; requests and refusals recorded as null");
+            stop_messages_.push_back(problem + "; requests, refusals and secrets_reflected recorded as null");
     }
 
 private:
@@ -227,7 +230,8 @@ json unstarted_gateway_record(const RunRequest& r) {
     return {{"mode", r.gateway ? "unix:" + *r.gateway : std::string("embedded")},
             {"ledger", nullptr},
             {"requests", nullptr},
-            {"refusals", nullptr}};
+            {"refusals", nullptr},
+            {"secrets_reflected", nullptr}};
 }
 
 }  // namespace corral::run

@@ -50,7 +50,7 @@ public:
     // (bounded), stops the thread, takes the counts. Idempotent.
     void stop();
 
-    // run.json's "gateway": {mode, ledger, requests, refusals}.
+    // run.json's "gateway": {mode, ledger, requests, refusals, secrets_reflected}.
     virtual nlohmann::json record_fields() const = 0;
 
     // What stop() has to tell (e.g. the daemon's counts could not be had),

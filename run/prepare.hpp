@@ -24,7 +24,7 @@ void check_run_can_start(const RunRequest& request, const RunInputs& inputs, con
 
 // run.json's fields of the layers above the sandbox, from whatever exists of
 // the run (a run refused early has no worker, egress or agent yet): worker,
-// identity, gateway {mode, ledger, requests, refusals}, agent, cli_version.
+// identity, gateway {mode, ledger, requests, refusals, secrets_reflected}, agent, cli_version.
 nlohmann::json run_record_fields(const RunRequest& request, const std::string& run_id,
                                  const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
                                  const AgentRun* agent);

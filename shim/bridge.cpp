@@ -309,14 +309,16 @@ std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::st
         auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
         const auto& requests = j.at("requests");
         const auto& refusals = j.at("refusals");
+        // An older daemon does not send secrets_reflected: 0.
+        const nlohmann::json reflected = j.value("secrets_reflected", nlohmann::json(0u));
         // The daemon's counters are unsigned integers. A negative or fractional
         // number made into one would be a made-up count (and a float beyond
         // 2^64 is undefined behaviour to convert).
-        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned()) {
-            *problem = "unexpected answer: requests and refusals must be unsigned integers";
+        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned() || !reflected.is_number_unsigned()) {
+            *problem = "unexpected answer: requests, refusals and secrets_reflected must be unsigned integers";
             return std::nullopt;
         }
-        return DaemonCounts{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>()};
+        return DaemonCounts{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>(), reflected.get<std::uint64_t>()};
     } catch (const std::exception& e) {
         *problem = std::string("unexpected answer: ") + e.what();
         return std::nullopt;

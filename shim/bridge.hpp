@@ -99,10 +99,11 @@ boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client
 struct DaemonCounts {
     std::uint64_t requests = 0;
     std::uint64_t refusals = 0;
+    std::uint64_t secrets_reflected = 0;  // responses whose injected credential was masked (0 from an older daemon)
 };
 
 // "CORRAL-COUNTS worker/run\n" on the daemon's Unix socket; the daemon answers
-// one line {"requests":N,"refusals":M} and closes. Blocking, bounded by
+// one line {"requests":N,"refusals":M,"secrets_reflected":K} and closes. Blocking, bounded by
 // `timeout`; nullopt if the daemon cannot be asked or answers otherwise: with
 // `problem` set, the reason (one line naming the socket and identity) goes
 // there, else it is logged as a warning.

@@ -16,7 +16,7 @@
 //    The client's own bytes follow it; a connection without a valid line is
 //    closed without an answer. Instead, a run's supervisor may send
 //        CORRAL-COUNTS <worker>/<run>\n
-//    and gets one line {"requests":N,"refusals":M} (that run's requests and
+//    and gets one line {"requests":N,"refusals":M,"secrets_reflected":K} (that run's requests and
 //    refusals so far, exact even past the ledger's refusal-line cap) for its
 //    run.json, then the connection closes.
 //  - listen_tcp: loopback only, for tests and benchmarks run as root; every
@@ -246,7 +246,8 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         // The run's supervisor asks at its end, for run.json (root peers only, as above).
         std::string who = first.id.str();
         std::string answer = nlohmann::json{{"requests", gw.ledger().requests(who)},
-                                            {"refusals", gw.ledger().refusals(who)}}
+                                            {"refusals", gw.ledger().refusals(who)},
+                                            {"secrets_reflected", gw.ledger().secrets_reflected(who)}}
                                  .dump() +
                              "\n";
         co_await asio::async_write(s, asio::buffer(answer), nothrow);

@@ -478,6 +478,7 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(b.record["gateway"]["mode"] == "embedded");
     CHECK(b.record["gateway"]["requests"] == 5);   // three injected requests, two refusals (ungranted, forged)
     CHECK(b.record["gateway"]["refusals"] == 2);
+    CHECK(b.record["gateway"]["secrets_reflected"] == 0);  // this upstream reflects nothing
     CHECK(b.record["identity"] == "w1/" + b.run_id);
     check_no_secret_anywhere(b);
 }

@@ -129,3 +129,16 @@ TEST_CASE("custom templates: the template's header names are replaced too, sever
     CHECK(h["x-extra"] == "k=REAL;v=1");
     CHECK(count(h, "x-api-key") == 0);
 }
+
+TEST_CASE("request_scannable_response: identity replaces every Accept-Encoding, no WebSocket extensions") {
+    http::fields h;
+    h.insert("Accept-Encoding", "gzip, br");
+    h.insert("accept-encoding", "zstd");
+    h.insert("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits");
+    h.insert("User-Agent", "x");
+    request_scannable_response(h);
+    CHECK(count(h, "accept-encoding") == 1);
+    CHECK(h["accept-encoding"] == "identity");
+    CHECK(count(h, "sec-websocket-extensions") == 0);
+    CHECK(h["user-agent"] == "x");
+}

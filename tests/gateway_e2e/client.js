@@ -4,12 +4,13 @@
 // Node 20 honours no proxy environment by default, so this does what an agent
 // CLI's proxy support does: CONNECT host:port to the gateway, then TLS over
 // that socket (trusting corral's CA, with SNI), then HTTP/1.1 or a WebSocket.
-// spec: {proxy, ca?, host, port, sni?, mode: "http"|"sse"|"ws"|"raw", method?, path?,
+// spec: {proxy, ca?, host, port, sni?, mode: "http"|"sse"|"ws"|"ws-collect"|"raw", method?, path?,
 //        headers?, body?, raw?, control?}
 // proxy "env": the proxy named by HTTPS_PROXY (an agent CLI's way). Without
 // ca, node's default trust plus NODE_EXTRA_CA_CERTS decide (again a CLI's way).
 // Prints one JSON object on stdout:
-//   {connectStatus, connectReason?, status?, headers?, body?, events?, echo?, tlsError?, raw?}
+//   {connectStatus, connectReason?, status?, headers?, body?, events?, echo?, messages?, closeCode?,
+//    tlsError?, raw?}
 'use strict';
 const fs = require('fs');
 const http = require('http');
@@ -67,6 +68,18 @@ function secure(socket) {
     s.on('close', () => { out.raw = raw; finish(); });
     s.on('error', () => {});
     s.write(spec.raw);
+    return;
+  }
+  if (spec.mode === 'ws-collect') {
+    // Every message until the server closes (binary ones as latin1 text).
+    const { WebSocket } = require(path.join(process.env.CORRAL_SOURCE_ROOT, 'node_modules', 'ws'));
+    const ws = new WebSocket(`wss://${spec.host}:${spec.port}${spec.path}`,
+                             { createConnection: () => s, headers: spec.headers || {} });
+    out.messages = [];
+    ws.on('message', (data, isBinary) => out.messages.push((isBinary ? 'binary ' : '') + data.toString('latin1')));
+    ws.on('close', (code) => { out.closeCode = code; finish(); });
+    ws.on('unexpected-response', (req, res) => { out.status = res.statusCode; finish(); });
+    ws.on('error', fail('wsError'));
     return;
   }
   if (spec.mode === 'ws') {

@@ -147,7 +147,7 @@ std::string gateway_config(const World& w) {
            // API-key injection with a route list; the upstream is reached through connect_to.
            "[[grants]]\nhost = \"api.anthropic.test\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
            "routes = [\"POST /v1/messages\", \"GET /v1/models/*\", \"POST /upload\", \"GET /sse\", \"GET /ws\", "
-           "\"GET /large\"]\n"
+           "\"GET /large\", \"GET /reflect/*\", \"GET /ws-reflect\"]\n"
            "allow_private = true\nconnect_to = \"127.0.0.1:" + main + "\"\n"
            "[[grants]]\nhost = \"oauth.test\"\nmode = \"inject\"\ncredential = \"claude\"\nallow_private = true\n"
            "connect_to = \"127.0.0.1:" + main + "\"\n"

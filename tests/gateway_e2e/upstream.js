@@ -11,6 +11,15 @@
 //   /sse            event "first", then holds "second" until GET /release on control
 //   /large?bytes=N  N bytes of 'x'
 //   /ws             WebSocket echo
+//   /reflect/FORM   sends the injected credential header's value back (a
+//                   misbehaving upstream): FORM = body, header, base64[?pad=N],
+//                   base64url[?pad=N], percent, json, hex, split (two chunks,
+//                   the value cut in the middle), sse, 401, gzip (a gzip body
+//                   whatever the request accepted), close (no length: ends at
+//                   close), interim (in a 103 head before the final one)
+//   /ws-reflect     WebSocket: sends the value as a text message, split across
+//                   the two frames of a fragmented message, base64 in a binary
+//                   message, then closes
 //   anything else   JSON {method, url, headers, bodyBytes}; credential header
 //                   values are replaced by "sha256:<hex>" so the client never sees
 //                   the real secret echoed back
@@ -23,6 +32,7 @@ const http = require('http');
 const https = require('https');
 const path = require('path');
 const crypto = require('crypto');
+const zlib = require('zlib');
 const { WebSocketServer } = require(path.join(process.env.CORRAL_SOURCE_ROOT || path.join(__dirname, '..', '..'),
                                               'node_modules', 'ws'));
 
@@ -47,6 +57,59 @@ function redactedHeaders(headers) {
   return out;
 }
 
+// The credential the gateway injected into this request.
+const injected = (headers) => headers['x-api-key'] || headers['authorization'] || '';
+const allBytesPercent = (s) => Buffer.from(s).toString('hex').toUpperCase().replace(/(..)/g, '%$1');
+const jsonUnicode = (s) => Array.from(s).map((c) => '\\u00' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
+
+function reflect(form, url, req, res) {
+  const v = injected(req.headers);
+  const pad = 'x'.repeat(Number(url.searchParams.get('pad') || 0));
+  const json = (status, obj) => {
+    const body = JSON.stringify(obj);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  };
+  const raw = (text) => { req.socket.end(text); };
+  switch (form) {
+    case 'body': return json(200, { echo: v });
+    case 'header': res.writeHead(200, { 'x-echo': v, 'content-length': 2 }); return res.end('ok');
+    case 'base64': return json(200, { b64: Buffer.from(pad + v + '!').toString('base64') });
+    case 'base64url': return json(200, { b64u: Buffer.from(pad + v + '!').toString('base64url') });
+    case 'percent': return json(200, { q: allBytesPercent(v), c: encodeURIComponent(v) });
+    case 'json': {
+      const body = '{"u":"' + jsonUnicode(v) + '","s":"' + v.replace(/\//g, '\\/') + '"}';
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      return res.end(body);
+    }
+    case 'hex': return json(200, { hex: Buffer.from(v).toString('hex'), HEX: Buffer.from(v).toString('hex').toUpperCase() });
+    case 'split': {
+      res.writeHead(200, { 'content-type': 'text/plain' });  // chunked
+      const half = Math.floor(v.length / 2);
+      res.write('first chunk: ' + v.slice(0, half));
+      return setTimeout(() => res.end(v.slice(half) + ' :second chunk'), 100);
+    }
+    case 'sse': {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write('event: first\ndata: {"text":"hello"}\n\n');
+      res.write('event: leak\ndata: {"key":"' + v.slice(0, 10));
+      return setTimeout(() => res.end(v.slice(10) + '"}\n\nevent: last\ndata: {}\n\n'), 100);
+    }
+    case '401': return json(401, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key: ' + v } });
+    case 'gzip': {
+      const body = zlib.gzipSync(JSON.stringify({ echo: v }));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length });
+      return res.end(body);
+    }
+    case 'close':
+      return raw('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nuntil close: ' + v + '\n');
+    case 'interim':
+      return raw('HTTP/1.1 103 Early Hints\r\nlink: </hint?k=' + v + '>; rel=preload\r\n\r\n' +
+                 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok');
+    default: return json(404, { error: 'unknown reflect form' });
+  }
+}
+
 function main(req, res) {
   stats.requests++;
   stats.seen.push({ url: req.url, headers: req.headers });
@@ -67,6 +130,7 @@ function main(req, res) {
       if (released) { released = false; second(); } else releaseWaiters.push(second);
       return;
     }
+    if (url.pathname.startsWith('/reflect/')) return reflect(url.pathname.slice(9), url, req, res);
     if (url.pathname === '/large') {
       let left = Number(url.searchParams.get('bytes') || 0);
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(left) });
@@ -97,9 +161,18 @@ const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1'
 
 (async () => {
   const mainServer = https.createServer({ cert: pem('good.crt'), key: pem('good.key') }, main);
-  const wss = new WebSocketServer({ server: mainServer, path: '/ws' });
+  const wss = new WebSocketServer({ server: mainServer });
   wss.on('connection', (ws, req) => {
     stats.seen.push({ url: req.url, headers: req.headers });
+    if (req.url === '/ws-reflect') {
+      const v = injected(req.headers);
+      ws.send('text: ' + v);
+      ws.send('fragmented: ' + v.slice(0, 12), { fin: false });
+      ws.send(v.slice(12) + ' :end', { fin: true });
+      ws.send(Buffer.from('bin:' + Buffer.from('ab' + v).toString('base64')), { binary: true });
+      ws.close(1000, 'done');
+      return;
+    }
     ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
   });
   const servers = {

@@ -19,6 +19,24 @@ TEST_CASE("the daemon's counts line: two unsigned integers") {
     CHECK(big->requests == 18446744073709551615ull);
 }
 
+TEST_CASE("the daemon's counts line: secrets_reflected, 0 from a daemon that does not send it") {
+    std::string problem;
+    auto c = parse_daemon_counts("{\"requests\":12,\"refusals\":3,\"secrets_reflected\":2}\n", &problem);
+    REQUIRE(c.has_value());
+    CHECK(c->secrets_reflected == 2);
+    auto old = parse_daemon_counts("{\"requests\":12,\"refusals\":3}\n", &problem);
+    REQUIRE(old.has_value());
+    CHECK(old->secrets_reflected == 0);
+    for (const char* bad : {"{\"requests\":1,\"refusals\":0,\"secrets_reflected\":-1}",
+                            "{\"requests\":1,\"refusals\":0,\"secrets_reflected\":0.5}",
+                            "{\"requests\":1,\"refusals\":0,\"secrets_reflected\":null}"}) {
+        std::string text = bad;
+        CAPTURE(text);
+        CHECK_FALSE(parse_daemon_counts(bad, &problem).has_value());
+        CHECK(problem.rfind("unexpected answer: ", 0) == 0);
+    }
+}
+
 TEST_CASE("a count that is not an unsigned integer is refused, not converted") {
     for (const char* bad : {"{\"requests\":-1,\"refusals\":0}", "{\"requests\":1.5,\"refusals\":0}",
                             "{\"requests\":1,\"refusals\":1.8448e19}", "{\"requests\":1,\"refusals\":-1e300}",

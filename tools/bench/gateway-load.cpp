@@ -2,7 +2,8 @@
 // Built by the script with g++ (Boost.Asio/Beast + OpenSSL, header-only Boost).
 //
 //   gateway-load serve --cert C --key K
-//       HTTPS keep-alive upstream answering every request with "ok", and a bulk
+//       HTTPS keep-alive upstream answering every request with "ok" (GET
+//       /sse?bytes=N: an event stream, see sse), and a bulk
 //       TCP server (reads an 8-byte big-endian count, writes that many bytes).
 //       Prints "https PORT" and "bulk PORT", serves until killed. Thread per connection.
 //   gateway-load bulk --target PORT [--proxy PORT] --bytes N
@@ -11,6 +12,10 @@
 //       C keep-alive TLS connections (CONNECT first if --proxy) each sending GET /
 //       back to back with an x-api-key placeholder; prints
 //       "requests N rps X p50_us Y p99_us Z".
+//   gateway-load sse --target HOST:PORT [--proxy PORT] --ca FILE --bytes N
+//       One GET /sse?bytes=N: the upstream answers with a chunked
+//       text/event-stream of model-like events (N bytes of them, 64 events per
+//       chunk); prints "mbps X" for the whole stream as the client read it.
 //   gateway-load hold --target HOST:PORT --proxy PORT --count N
 //       Opens N CONNECT tunnels, prints "held N", keeps them until stdin closes.
 // Everything is loopback; HOST is the name used for CONNECT, SNI and Host.
@@ -79,6 +84,31 @@ std::pair<std::string, int> split_target(const std::string& t) {
     return {t.substr(0, c), std::stoi(t.substr(c + 1))};
 }
 
+// A model's stream: content_block_delta events of ~150 bytes, 64 to a chunk.
+template <class Stream>
+void write_event_stream(Stream& s, std::uint64_t bytes) {
+    std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    asio::write(s, asio::buffer(head));
+    std::string chunk;
+    std::uint64_t sent = 0;
+    for (std::uint64_t i = 0; sent < bytes; ++i) {
+        std::string ev = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                         "\"delta\":{\"type\":\"text_delta\",\"text\":\"token " + std::to_string(i) + " of the answer\"}}\n\n";
+        if (sent + ev.size() > bytes) ev.resize(bytes - sent);
+        chunk += ev;
+        sent += ev.size();
+        if (i % 64 == 63 || sent == bytes) {
+            char line[24];
+            int n = std::snprintf(line, sizeof line, "%zx\r\n", chunk.size());
+            chunk.insert(0, line, static_cast<std::size_t>(n));
+            chunk += "\r\n";
+            asio::write(s, asio::buffer(chunk));
+            chunk.clear();
+        }
+    }
+    asio::write(s, asio::buffer(std::string("0\r\n\r\n")));
+}
+
 int serve() {
     ssl::context ctx(ssl::context::tls_server);
     ctx.use_certificate_chain_file(arg("cert"));
@@ -125,6 +155,11 @@ int serve() {
                 for (;;) {
                     http::request<http::string_body> req;
                     http::read(tls, buf, req);
+                    std::string_view target(req.target().data(), req.target().size());
+                    if (target.rfind("/sse?bytes=", 0) == 0) {
+                        write_event_stream(tls, std::stoull(std::string(target.substr(11))));
+                        continue;
+                    }
                     http::response<http::string_body> res(http::status::ok, 11);
                     res.set(http::field::content_type, "text/plain");
                     res.body() = "ok";
@@ -217,6 +252,35 @@ int rps() {
     return failed.load() ? 1 : 0;
 }
 
+int sse() {
+    auto [host, port] = split_target(arg("target"));
+    std::uint64_t bytes = std::stoull(arg("bytes"));
+    asio::io_context io;
+    ssl::context ctx(ssl::context::tls_client);
+    ctx.load_verify_file(arg("ca"));
+    ctx.set_verify_mode(ssl::verify_peer);
+    ssl::stream<tcp::socket> tls(open_socket(io, host, port), ctx);
+    tls.set_verify_callback(ssl::host_name_verification(host));
+    tls.handshake(ssl::stream_base::client);
+    http::request<http::empty_body> req(http::verb::get, "/sse?bytes=" + std::to_string(bytes), 11);
+    req.set(http::field::host, host + ":" + std::to_string(port));
+    req.set("x-api-key", "sk-ant-api03-placeholder");
+    auto t0 = Clock::now();
+    http::write(tls, req);
+    boost::beast::flat_buffer buf;
+    http::response_parser<http::string_body> p;
+    p.body_limit(boost::none);
+    http::read(tls, buf, p);
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (p.get().body().size() != bytes) {
+        std::fprintf(stderr, "gateway-load sse: got %zu of %llu bytes\n", p.get().body().size(),
+                     (unsigned long long)bytes);
+        return 1;
+    }
+    std::printf("mbps %.1f\n", static_cast<double>(bytes) / secs / 1e6);
+    return 0;
+}
+
 int hold() {
     auto [host, port] = split_target(arg("target"));
     int count = std::stoi(arg("count"));
@@ -235,7 +299,7 @@ int hold() {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: gateway-load serve|bulk|rps|hold --key value ...\n");
+        std::fprintf(stderr, "usage: gateway-load serve|bulk|rps|sse|hold --key value ...\n");
         return 2;
     }
     for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
@@ -244,6 +308,7 @@ int main(int argc, char** argv) {
         if (mode == "serve") return serve();
         if (mode == "bulk") return bulk();
         if (mode == "rps") return rps();
+        if (mode == "sse") return sse();
         if (mode == "hold") return hold();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gateway-load %s: %s\n", mode.c_str(), e.what());

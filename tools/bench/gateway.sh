@@ -11,12 +11,18 @@
 #      header rewrite, verifying the upstream against the test CA).
 #                                                            targets: corral ≥ 50× mitmproxy req/s, p50 added ≤ 0.3 ms
 #  (c) corral gateway RSS idle and with 256 open CONNECT tunnels.  target ≤ 32 MiB
+#  (d) response scrubbing (the injected key masked in what comes back): corral as
+#      shipped vs the same binary with CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1 (scrubbing
+#      off; an environment variable for this comparison only), for (b)'s req/s and
+#      for one SSE stream of --sse-bytes of model-like events (MB/s).
+#                                                            target: on/off ≥ 0.95× for both
 # The upstream and the load generator are tools/bench/gateway-load.cpp (Boost.Beast,
 # thread per connection), built here with g++.
 #
-# Usage: tools/bench/gateway.sh [--rounds N] [--seconds S] [--conns C] [--bulk-bytes N] [--corral PATH]
-#                                [--baseline PATH] [--gateway-threads N]
-#   defaults: --rounds 5 --seconds 3 --conns 4 --bulk-bytes 1073741824, corral = $CORRAL_BIN or build-test/tools/corral
+# Usage: tools/bench/gateway.sh [--rounds N] [--seconds S] [--conns C] [--bulk-bytes N] [--sse-bytes N]
+#                                [--corral PATH] [--baseline PATH] [--gateway-threads N]
+#   defaults: --rounds 5 --seconds 3 --conns 4 --bulk-bytes 1073741824 --sse-bytes 268435456,
+#   corral = $CORRAL_BIN or build-test/tools/corral
 #   --baseline PATH: a second corral binary (e.g. an older commit) run as one more
 #     configuration in (a), (b) and (c), same config, same rounds: before/after in one run.
 #   --gateway-threads N: pass --threads N to every corral gateway (default: corral's own default).
@@ -27,6 +33,7 @@ rounds=5
 seconds=3
 conns=4
 bulk_bytes=1073741824
+sse_bytes=268435456
 corral=${CORRAL_BIN:-}
 baseline=
 gw_threads=()
@@ -36,11 +43,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --conns) conns=$2; shift 2 ;;
     --bulk-bytes) bulk_bytes=$2; shift 2 ;;
+    --sse-bytes) sse_bytes=$2; shift 2 ;;
     --corral) corral=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
     --gateway-threads) gw_threads=(--threads "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
-    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --corral PATH, --baseline PATH, --gateway-threads N)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N)" >&2; exit 2 ;;
   esac
 done
 
@@ -96,8 +104,9 @@ echo "# corral gateway" >&2
 secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 install -m 0600 /dev/null "$work/key"
 echo "$secret" > "$work/key"
-start_gateway() {  # name binary: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid
+start_gateway() {  # name binary [VAR=value...]: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid
   local name=$1 bin=$2 dir=$work/$1 port
+  shift 2
   mkdir -p "$dir"
   port=$(free_port)
   cat > "$dir/gateway.toml" <<TOML
@@ -124,7 +133,7 @@ mode = "inject"
 credential = "bench"
 allow_private = true
 TOML
-  "$bin" gateway --config "$dir/gateway.toml" "${gw_threads[@]}" > "$dir/gw.out" 2> "$dir/gw.err" &
+  env "$@" "$bin" gateway --config "$dir/gateway.toml" "${gw_threads[@]}" > "$dir/gw.out" 2> "$dir/gw.err" &
   pids+=($!)
   printf -v "${name}_pid" %s $!
   printf -v "${name}_port" %s "$port"
@@ -134,6 +143,8 @@ TOML
 start_gateway corral "$corral"
 gateways=(corral)
 if [ -n "$baseline" ]; then start_gateway baseline "$baseline"; gateways+=(baseline); fi
+# (d): the same binary with response scrubbing off.
+start_gateway noscrub "$corral" CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1
 
 echo "# tinyproxy" >&2
 tp_port=$(free_port)
@@ -181,12 +192,12 @@ a_direct=$(median < "$work/a.direct"); a_corral=$(median < "$work/a.corral"); a_
 
 # ---- (b) inject mode --------------------------------------------------------------
 echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
-b_cfgs=(direct "${gateways[@]}" mitmproxy)
+b_cfgs=(direct "${gateways[@]}" noscrub mitmproxy)
 for f in rps lat; do for c in "${b_cfgs[@]}"; do : > "$work/b.$f.$c"; done; done
 run_b() {  # cfg conns
   case $1 in
     direct) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
-    corral|baseline) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
+    corral|baseline|noscrub) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
     mitmproxy) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/mitm/mitmproxy-ca-cert.pem" --proxy "$mp_port" --conns "$2" --seconds "$seconds" ;;
   esac
 }
@@ -204,6 +215,21 @@ b_p99() { awk '{print $8}' "$work/b.lat.$1" | median; }
 # the upstream really got the injected key (one direct request through corral)
 inject_ok=no
 grep -q '"credential":"bench"' "$work/corral/ledger.jsonl" && inject_ok=yes
+
+# ---- (d) SSE stream, scrubbing on vs off ------------------------------------------
+echo "# (d) SSE: $rounds rounds of one $sse_bytes-byte event stream, scrubbing on vs off" >&2
+d_cfgs=(direct corral noscrub)
+for c in "${d_cfgs[@]}"; do : > "$work/d.$c"; done
+for r in $(seq 1 "$rounds"); do
+  for i in $(seq 0 $(( ${#d_cfgs[@]} - 1 ))); do
+    cfg=${d_cfgs[$(( (i + r) % ${#d_cfgs[@]} ))]}
+    case $cfg in
+      direct) "$load" sse --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --bytes "$sse_bytes" ;;
+      *) port_var=${cfg}_port; "$load" sse --target "127.0.0.1:$https_port" --ca "$work/$cfg/ca.pem" --proxy "${!port_var}" --bytes "$sse_bytes" ;;
+    esac | awk '{print $2}' >> "$work/d.$cfg"
+  done
+done
+d_mbps() { median < "$work/d.$1"; }
 
 # ---- (c) RSS with 256 tunnels ----------------------------------------------------
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
@@ -229,6 +255,7 @@ label() {
   case $1 in
     corral) echo "corral" ;;
     baseline) echo "corral baseline ($baseline)" ;;
+    noscrub) echo "corral, scrubbing off" ;;
   esac
 }
 a_rows() { for g in "${gateways[@]}"; do v=$(median < "$work/a.$g"); echo "| $(label "$g") (tunnel grant) | $v | $(ratio "$v" "$a_direct") |"; done; }
@@ -236,6 +263,7 @@ b_rows() {
   for g in "${gateways[@]}"; do
     echo "| $(label "$g") inject | $(b_rps "$g") | $(b_p50 "$g") | $(b_p99 "$g") | $(added "$(b_p50 "$g")" "$(b_p50 direct)") |"
   done
+  echo "| $(label noscrub) inject | $(b_rps noscrub) | $(b_p50 noscrub) | $(b_p99 noscrub) | $(added "$(b_p50 noscrub)" "$(b_p50 direct)") |"
 }
 per_round() {  # prefix cfg...
   local p=$1; shift
@@ -273,6 +301,17 @@ $(b_rows)
 
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
 Per round, req/s: $(per_round b.rps "${b_cfgs[@]}")
+
+(d) response scrubbing on vs off (CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1), same binary
+
+| path | inject req/s ($conns conns) | SSE MB/s (one stream of $sse_bytes bytes) |
+|---|---:|---:|
+| direct TLS | $(b_rps direct) | $(d_mbps direct) |
+| corral (scrubbing on) | $(b_rps corral) | $(d_mbps corral) |
+| corral, scrubbing off | $(b_rps noscrub) | $(d_mbps noscrub) |
+
+on / off: req/s $(ratio "$(b_rps corral)" "$(b_rps noscrub)"), SSE MB/s $(ratio "$(d_mbps corral)" "$(d_mbps noscrub)") (target ≥ 0.95 each).
+Per round, SSE MB/s: $(per_round d "${d_cfgs[@]}")
 
 $(rss_line)
 REPORT
