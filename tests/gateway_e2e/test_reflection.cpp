@@ -162,7 +162,8 @@ TEST_CASE("reflection: a gzip body on an inject grant is refused (502), never pa
     CHECK(out["headers"]["x-corral-reason"] == "upstream_encoding");
     // The gateway asked for identity, whatever the box accepted.
     json seen;
-    for (const auto& s : upstream_stats()["seen"])
+    const json stats = upstream_stats();
+    for (const auto& s : stats["seen"])
         if (s["url"] == "/reflect/gzip") seen = s;
     REQUIRE(seen.is_object());
     CHECK(seen["headers"]["accept-encoding"] == "identity");
@@ -181,7 +182,8 @@ TEST_CASE("reflection: WebSocket messages, a fragmented one and a base64 binary 
     check_never_seen(out.dump(), key);
     // The node ws client offers permessage-deflate; the gateway took the offer out.
     json seen;
-    for (const auto& s : upstream_stats()["seen"])
+    const json stats = upstream_stats();
+    for (const auto& s : stats["seen"])
         if (s["url"] == "/ws-reflect") seen = s;
     REQUIRE(seen.is_object());
     CHECK_FALSE(seen["headers"].contains("sec-websocket-extensions"));
