@@ -238,6 +238,10 @@ void ScrubPatterns::compile() {
             }
         }
     }
+    for (auto& t : next_)
+        t = static_cast<std::uint32_t>(t * classes_) | (match_len_[t] != 0 ? kMatchBit : 0u);
+    starts_.fill(false);
+    for (const auto& p : patterns_) starts_[static_cast<unsigned char>(p.bytes.front())] = true;
 }
 
 SecretScrubber::SecretScrubber(std::shared_ptr<const ScrubPatterns> patterns) : p_(std::move(patterns)) {
@@ -256,24 +260,37 @@ void SecretScrubber::feed(std::string_view in, std::string& out) {
     std::size_t start = window_.size();
     window_.append(in);
     const std::uint32_t* next = p.next_.data();
-    const std::uint32_t* match_len = p.match_len_.data();
-    const std::size_t classes = p.classes_;
-    std::uint32_t s = state_;
-    for (std::size_t i = start; i < window_.size(); ++i) {
-        s = next[s * classes + p.byte_class_[static_cast<unsigned char>(window_[i])]];
-        if (std::uint32_t len = match_len[s]) {
-            // The window holds longest() - 1 bytes before `in`, so the match
-            // starts inside it.
+    const std::uint16_t* byte_class = p.byte_class_.data();
+    const bool* starts = p.starts_.data();
+    const auto classes = static_cast<std::uint32_t>(p.classes_);
+    const std::size_t size = window_.size();
+    char* w = window_.data();
+    std::uint32_t row = state_ * classes;
+    for (std::size_t i = start; i < size; ++i) {
+        if (row == 0) {
+            // At the root a byte no pattern starts with leads back to the
+            // root: skip those without walking the table.
+            while (i < size && !starts[static_cast<unsigned char>(w[i])]) ++i;
+            if (i == size) break;
+        }
+        std::uint32_t e = next[row + byte_class[static_cast<unsigned char>(w[i])]];
+        row = e & ~ScrubPatterns::kMatchBit;
+        if (e & ScrubPatterns::kMatchBit) {
+            std::uint32_t s = row / classes;
+            std::uint32_t len = p.match_len_[s];
+            // The window holds every byte of the pattern prefix the state
+            // stood for before `in` (a suffix of that prefix), so the match
             // starts inside it; after a flush() it may have started in bytes
             // already released, and what is still here is masked.
             std::uint64_t end = position_ + i + 1, begin = end - len;
             if (begin >= masked_end_) ++matches_;
             for (std::uint64_t k = std::max({begin, masked_end_, position_}); k < end; ++k)
-                window_[k - position_] = kScrubMask;
+                w[k - position_] = kScrubMask;
             masked_end_ = end;
             forms_ |= p.match_forms_[s];
         }
     }
+    std::uint32_t s = row / classes;
     state_ = s;
     // Only the bytes of the prefix the state stands for can be part of a
     // later match (one that also covers the next byte: at most longest() - 1

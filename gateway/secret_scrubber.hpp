@@ -82,7 +82,12 @@ private:
     std::size_t longest_ = 0;
     std::array<std::uint16_t, 256> byte_class_{};  // 0 = a byte no pattern contains
     std::size_t classes_ = 1;
-    std::vector<std::uint32_t> next_;            // next_[state * classes_ + class]
+    // next_[state * classes_ + class]: the next state's row offset (state *
+    // classes_), kMatchBit set when a pattern ends there (the scan loop then
+    // needs no multiply and no second lookup per byte).
+    static constexpr std::uint32_t kMatchBit = 0x80000000u;
+    std::vector<std::uint32_t> next_;
+    std::array<bool, 256> starts_{};             // bytes some pattern starts with
     std::vector<std::uint32_t> match_len_;       // longest pattern ending in state (0 = none)
     std::vector<std::uint8_t> match_forms_;      // forms of every pattern ending in state
     std::vector<std::uint32_t> depth_;           // length of the pattern prefix the state stands for

@@ -506,6 +506,7 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     REQUIRE(b.record["gateway"]["requests"].is_number());
     CHECK(b.record["gateway"]["requests"].get<int>() >= 3);
     CHECK(b.record["gateway"]["refusals"].get<int>() >= 1);
+    CHECK(b.record["gateway"]["secrets_reflected"] == 0);  // asked with CORRAL-COUNTS too
     // The daemon attributes the injected request to this run too.
     bool injected_line = false;
     for (const auto& l : ledger(w.dir + "/daemon-ledger.jsonl"))
@@ -905,6 +906,7 @@ TEST_CASE("only an anthropic credential: the codex worker's run fails before any
     CHECK(record["gateway"]["mode"] == "embedded");
     CHECK(record["gateway"]["requests"].is_null());
     CHECK(record["gateway"]["refusals"].is_null());
+    CHECK(record["gateway"]["secrets_reflected"].is_null());
     CHECK(record["gateway"]["ledger"].is_null());
     CHECK(record["agent"] == "codex");
     CHECK(record["worker"] == "codex-w");

@@ -276,7 +276,7 @@ rss_line() {
   done
 }
 cat <<REPORT
-## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}})
+## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes --sse-bytes $sse_bytes${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}})
 
 Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds rounds, configurations alternating.
 
