@@ -18,20 +18,13 @@
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
 #include "rootfs/host_paths.hpp"
+#include "run/trust.hpp"
 
 namespace corral::run {
 
 using nlohmann::json;
 
 namespace {
-
-std::string read_optional_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return {};
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // Waits until `done()` or the bound: the box is gone (supervise returned
 // after init exited), so its connections are closed and what is still open

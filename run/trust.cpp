@@ -12,14 +12,6 @@ namespace corral::run {
 
 namespace {
 
-std::string read_optional_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return {};
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
 }  // namespace
 
 void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
@@ -49,6 +41,14 @@ void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
     // corral's variables first so a worker's env cannot silently override
     // them (config refuses reserved names; --env still wins on purpose).
     spec.env = compose_environment(plan, env);
+}
+
+std::string read_optional_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 }  // namespace corral::run

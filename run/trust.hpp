@@ -22,4 +22,8 @@ inline constexpr const char* kCaInBox = "/etc/corral/ca.crt";
 // (bounded, non-blocking, inside the image) and, without any, the host's.
 void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem);
 
+// The whole file, or an empty string when it cannot be opened (a CA or
+// bundle that is absent is the callers' ordinary case, not an error).
+std::string read_optional_file(const std::string& path);
+
 }  // namespace corral::run
