@@ -16,6 +16,7 @@
 
 #include "base/fd.hpp"
 #include "base/parse.hpp"
+#include "config/toml_text.hpp"
 
 namespace corral::config {
 namespace {
@@ -792,38 +793,14 @@ GatewayConfig parse_gateway_sections(const toml::value& root, const std::string&
 }
 
 
-std::string toml_file_problem(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0)
-        return errno == ENOENT ? "does not exist, allowed: a regular TOML file" : "cannot read: " + errno_text(errno);
-    if (S_ISDIR(st.st_mode)) return "is a directory, allowed: a regular TOML file";
-    if (!S_ISREG(st.st_mode)) return "is not a regular file, allowed: a regular TOML file";
-    return {};
-}
-
-std::string toml_message_first_line(const std::string& what) {
-    std::string first = what.substr(0, what.find('\n'));
-    if (first.rfind("[error] ", 0) == 0) first = first.substr(8);
-    if (first.rfind("toml::", 0) == 0)
-        if (auto colon = first.find(": "); colon != std::string::npos) first = first.substr(colon + 2);
-    return first;
-}
-
 namespace {
 
 // A stand-alone gateway file's text: TOML syntax errors become one-line
 // ConfigErrors with file:line; only the gateway's top-level keys are allowed.
-GatewayConfig parse_standalone(std::istream& in, const std::string& path) {
-    toml::value root;
-    try {
-        root = toml::parse(in, path);
-    } catch (const toml::syntax_error& e) {
-        // toml11's message spans several lines with a source excerpt; keep its first line.
-        throw ConfigError(path + ":" + std::to_string(e.location().line()) +
-                          ": TOML syntax error: " + toml_message_first_line(e.what()));
-    } catch (const std::exception& e) {
-        throw ConfigError(path + ": cannot parse: " + e.what());
-    }
+GatewayConfig parse_standalone(TomlDocument doc, const std::string& path) {
+    if (!doc.root)
+        throw ConfigError(path + (doc.line ? ":" + std::to_string(doc.line) : std::string()) + ": " + doc.problem);
+    const toml::value& root = *doc.root;
     Errors errors;
     for (const auto& [k, v] : root.as_table())
         if (k != "gateway" && k != "credentials" && k != "grants")
@@ -841,16 +818,11 @@ GatewayConfig parse_standalone(std::istream& in, const std::string& path) {
 }  // namespace
 
 GatewayConfig load_gateway_config(const std::string& path) {
-    if (std::string problem = toml_file_problem(path); !problem.empty()) throw ConfigError(path + ": " + problem);
-    // What toml::parse(path) would open, opened here so that failing to is said with errno.
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(path + ": cannot read: " + errno_text(errno));
-    return parse_standalone(in, path);
+    return parse_standalone(parse_toml_file(path), path);
 }
 
 GatewayConfig parse_gateway_config(std::string_view text, const std::string& file) {
-    std::istringstream in{std::string(text)};
-    return parse_standalone(in, file);
+    return parse_standalone(parse_toml_text(text, file), file);
 }
 
 std::map<std::string, std::string> load_credential_secrets(const GatewayConfig& cfg) {

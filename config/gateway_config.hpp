@@ -177,14 +177,6 @@ CredentialSpec credential_for_grant(const CredentialSpec& c, const Grant& grant)
 // check_gateway_sections, throwing a ConfigError holding every problem, one per line.
 GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file);
 
-// Why `path` cannot be read as a TOML file ("is a directory, allowed: a
-// regular TOML file", "does not exist"), or "" if it is a regular file.
-// toml11 itself answers a directory with std::bad_alloc.
-std::string toml_file_problem(const std::string& path);
-
-// toml11's first message line without its "toml::function_name: " prefix.
-std::string toml_message_first_line(const std::string& what);
-
 // Parses `path` (TOML syntax errors become one-line ConfigErrors with
 // file:line) and refuses any top-level key other than gateway, credentials,
 // grants; every problem is reported (one per line of the ConfigError).

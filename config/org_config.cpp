@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/parse.hpp"
+#include "config/toml_text.hpp"
 
 namespace corral::config {
 
@@ -321,42 +322,19 @@ std::map<std::string, std::string> env_table(FileChecker& c, const toml::value& 
     return env;
 }
 
-// toml11's syntax errors are multi-line pictures; a config error is one line.
-Diagnostic syntax_diagnostic(const std::string& file, const toml::exception& e) {
-    std::string what = e.what();
-    std::size_t line = e.location().line();
-    // The picture names the offending line as " N | text"; prefer it.
-    static const std::regex numbered(R"(\n\s*(\d+) \|)");
-    std::smatch m;
-    if (std::regex_search(what, m, numbered)) line = std::stoul(m[1]);
-    return {file, line, "", "TOML syntax error: " + toml_message_first_line(what)};
+// The document, or its one problem as a Diagnostic (config/toml_text.hpp).
+std::optional<toml::value> document_or_error(TomlDocument doc, const std::string& file,
+                                             std::vector<Diagnostic>& errors) {
+    if (!doc.root) errors.push_back({file, doc.line, "", doc.problem});
+    return std::move(doc.root);
 }
 
 std::optional<toml::value> parse_file(const std::string& file, std::vector<Diagnostic>& errors) {
-    if (std::string problem = toml_file_problem(file); !problem.empty()) {
-        errors.push_back({file, 0, "", problem});
-        return std::nullopt;
-    }
-    try {
-        return toml::parse(file);
-    } catch (const toml::exception& e) {
-        errors.push_back(syntax_diagnostic(file, e));
-    } catch (const std::exception& e) {
-        errors.push_back({file, 0, "", std::string("cannot read: ") + e.what()});
-    }
-    return std::nullopt;
+    return document_or_error(parse_toml_file(file), file, errors);
 }
 
 std::optional<toml::value> parse_text(std::string_view text, const std::string& file, std::vector<Diagnostic>& errors) {
-    std::istringstream in{std::string(text)};
-    try {
-        return toml::parse(in, file);
-    } catch (const toml::exception& e) {
-        errors.push_back(syntax_diagnostic(file, e));
-    } catch (const std::exception& e) {
-        errors.push_back({file, 0, "", std::string("cannot read: ") + e.what()});
-    }
-    return std::nullopt;
+    return document_or_error(parse_toml_text(text, file), file, errors);
 }
 
 // The gateway parser's lines are already "FILE:LINE: key '...': ...".
