@@ -3,15 +3,15 @@
 // (CORRAL-IDENTITY / CORRAL-COUNTS) and the counts answer the supervisor
 // reads back. The input up to its first '\n' is the line; all of it is the
 // answer. An accepted announcement must be exactly the line the bridge
-// writes for that identity (no second spelling of one identity).
+// writes for that identity (no second spelling of one identity), and an
+// accepted answer must read back the same after the daemon writes it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
-#include "gateway/identity.hpp"
-#include "shim/bridge.hpp"
+#include "gateway/daemon_protocol.hpp"
 
 using namespace corral;
 
@@ -19,12 +19,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view in(reinterpret_cast<const char*>(data), size);
     std::string_view line = in.substr(0, in.find('\n'));
     if (auto first = gateway::parse_daemon_first_line(line)) {
-        std::string written = first->counts ? "CORRAL-COUNTS " + first->id.str() + "\n"
-                                            : shim::identity_announcement(first->id.str());
+        std::string written = first->counts ? gateway::counts_request(first->id)
+                                            : gateway::identity_announcement(first->id);
         if (written != std::string(line) + "\n") std::abort();
     }
     std::string problem;
-    auto counts = shim::parse_daemon_counts(in, &problem);
+    auto counts = gateway::parse_counts_answer(in, &problem);
     if (counts.has_value() == !problem.empty()) std::abort();
+    // What is accepted is what the daemon would write for those counts.
+    if (counts) {
+        std::string again;
+        auto reread = gateway::parse_counts_answer(gateway::counts_answer(*counts), &again);
+        if (!reread || reread->requests != counts->requests || reread->refusals != counts->refusals ||
+            reread->secrets_reflected != counts->secrets_reflected || reread->instance != counts->instance ||
+            reread->ledger_failure != counts->ledger_failure)
+            std::abort();
+    }
     return 0;
 }

@@ -10,9 +10,9 @@
 
 #include <libmnl/libmnl.h>
 
-#include "shim/socket_owner.hpp"
+#include "gateway/socket_owner.hpp"
 
-using namespace corral::shim;
+using namespace corral::gateway;
 namespace ip = boost::asio::ip;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -180,6 +180,8 @@ Gateway::~Gateway() = default;
 
 void Gateway::close_idle_upstreams() { internals_->pool.clear(); }
 
+void Gateway::begin_drain() { internals_->draining.store(true, std::memory_order_relaxed); }
+
 void Gateway::install_secrets(std::map<std::string, std::string> secrets) {
     for (const auto& [name, secret] : secrets) ledger_.register_secret(secret);
     secrets_ = std::move(secrets);  // the same map object Internals refers to

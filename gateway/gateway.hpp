@@ -93,6 +93,9 @@ public:
     const std::string& ca_certificate_pem() const { return ca_.certificate_pem(); }
     const std::string& ca_certificate_path() const { return ca_.certificate_path(); }
     std::size_t active_connections() const { return active_.load(); }
+    // The daemon is stopping: a connection that has finished an exchange
+    // closes instead of waiting for the next keep-alive request.
+    void begin_drain();
     // Requests and tunnels admitted for `identity` so far (the budget counter).
     std::uint64_t admitted(const std::string& identity) const;
 

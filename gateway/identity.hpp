@@ -21,14 +21,4 @@ struct Identity {
 // exactly one '/'. nullopt otherwise (the config layer reports where).
 std::optional<Identity> parse_identity(std::string_view text);
 
-// The first line a Unix client sends a `corral gateway` daemon, without its
-// '\n' (docs/gateway.md): "CORRAL-IDENTITY worker/run" (a connection of that
-// run follows) or "CORRAL-COUNTS worker/run" (that run's counts are asked
-// for). nullopt for anything else: the daemon closes such a connection.
-struct DaemonFirstLine {
-    bool counts = false;
-    Identity id;
-};
-std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line);
-
 }  // namespace corral::gateway

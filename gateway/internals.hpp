@@ -85,6 +85,7 @@ struct Gateway::Internals {
     UpstreamPool pool;
     BufferPool buffers;
     std::atomic<std::size_t>& active;
+    std::atomic<bool> draining{false};   // Gateway::begin_drain
 
     // Per-identity budget: true (and counted) when `identity` may make one more
     // request or tunnel under limits.requests_per_identity.

@@ -169,24 +169,66 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
     return line;
 }
 
+namespace {
+
+// The ledger file at `path`, opened for appending without following a link,
+// or "" with the reason in *problem: a file someone else owns (planted first)
+// or one with a second hard link would write the ledger where they choose.
+// (A character device of our own, such as /dev/full in tests, is fine.)
+Fd open_ledger_file(const std::string& path, std::string* problem) {
+    Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    struct stat st {};
+    if (!fd.valid()) {
+        *problem = "open(" + path + "): " + errno_text(errno);
+    } else if (::fstat(fd.get(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) ||
+               st.st_uid != ::geteuid() || (S_ISREG(st.st_mode) && st.st_nlink != 1)) {
+        *problem = "open(" + path + "): not a file of our own with one link; refusing to append to it";
+        return Fd();
+    }
+    return fd;
+}
+
+}  // namespace
+
 Ledger::Ledger(const std::string& path, std::uint64_t refusal_lines_per_identity)
     : path_(path),
       refusal_lines_per_identity_(refusal_lines_per_identity),
       secrets_(std::make_shared<const std::vector<std::string>>()) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    struct stat st {};
-    if (fd < 0) {
-        fail_locked("open(" + path + "): " + errno_text(errno));
-    } else if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) || st.st_uid != ::geteuid() ||
-               (S_ISREG(st.st_mode) && st.st_nlink != 1)) {
-        // Someone else's file (planted first), or a hard link to another:
-        // appending to it would write the ledger where they choose. (A
-        // character device of our own, such as /dev/full in tests, is fine.)
-        ::close(fd);
-        fail_locked("open(" + path + "): not a file of our own with one link; refusing to append to it");
-    } else {
-        fd_.reset(fd);
+    std::string problem;
+    Fd fd = open_ledger_file(path, &problem);
+    if (!fd.valid()) fail_locked(std::move(problem));
+    else fd_ = std::make_shared<const Fd>(std::move(fd));
+}
+
+std::string Ledger::reopen() {
+    std::lock_guard lock(mutex_);
+    flush_locked();
+    // The lines written to the old file reach its disk before it is let go
+    // (rare: the lock may be held for one fdatasync).
+    if (fd_ && unsynced_ != 0 && ::fdatasync(fd_->get()) < 0) fail_locked("fdatasync(" + path_ + "): " + errno_text(errno));
+    std::string problem;
+    Fd fd = open_ledger_file(path_, &problem);
+    if (!fd.valid()) {
+        if (failure_.empty()) {
+            fail_locked(std::move(problem));
+            return "ledger " + path_ + " cannot be reopened, refusing every request: " + failure_;
+        }
+        return "ledger " + path_ + " still unusable (" + problem + "), refusing every request";
     }
+    fd_ = std::make_shared<const Fd>(std::move(fd));
+    unsynced_ = 0;
+    if (failure_.empty()) return "ledger " + path_ + " reopened";
+    std::string line = "ledger " + path_ + " reopened and writable again; it had failed (" + failure_ + ") and " +
+                       std::to_string(lines_lost_) + " lines were lost since";
+    failure_.clear();
+    lines_lost_ = 0;
+    healthy_.store(true, std::memory_order_release);
+    return line;
+}
+
+std::uint64_t Ledger::lines_lost() const {
+    std::lock_guard lock(mutex_);
+    return lines_lost_;
 }
 
 Ledger::~Ledger() { flush(); }
@@ -208,6 +250,7 @@ void Ledger::fail_locked(std::string what) {
     if (!failure_.empty()) return;
     failure_ = std::move(what);
     healthy_.store(false, std::memory_order_release);
+    lines_lost_ += static_cast<std::uint64_t>(std::count(pending_.begin(), pending_.end(), '\n'));
     pending_.clear();
 }
 
@@ -231,7 +274,10 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     if (reflected) ++reflected_[e.identity];
     else ++requests_[e.identity];
     std::uint64_t refused = e.decision == Decision::refuse && !reflected ? ++refusals_[e.identity] : 0;
-    if (!failure_.empty()) return false;
+    if (!failure_.empty()) {
+        ++lines_lost_;
+        return false;
+    }
     if (auto cap_code = refusal_cap_line(refused); !cap_code.empty()) {
         // Past the cap this refusal's own line is dropped; at most a summary
         // line takes its place. Rare, so formatted under the lock.
@@ -282,7 +328,7 @@ bool Ledger::flush_locked() {
     std::size_t lines = static_cast<std::size_t>(std::count(pending_.begin(), pending_.end(), '\n'));
     ssize_t n;
     do {
-        n = ::write(fd_.get(), pending_.data(), pending_.size());
+        n = ::write(fd_->get(), pending_.data(), pending_.size());
     } while (n < 0 && errno == EINTR);
     if (n > 0) unsynced_ += lines;
     if (n < 0) {
@@ -299,18 +345,19 @@ bool Ledger::flush_locked() {
 }
 
 void Ledger::sync() {
-    // fdatasync can take milliseconds; appends must not wait behind it. The fd
-    // stays open for the ledger's whole life, so using it unlocked is safe.
-    int fd;
+    // fdatasync can take milliseconds; appends must not wait behind it. The
+    // shared descriptor stays open while this call holds it, even if reopen()
+    // replaces it meanwhile.
+    std::shared_ptr<const Fd> fd;
     {
         std::lock_guard lock(mutex_);
         flush_locked();
-        fd = fd_.get();
+        fd = fd_;
         if (unsynced_ == 0) return;
         unsynced_ = 0;
     }
-    if (fd < 0) return;
-    if (::fdatasync(fd) < 0) {
+    if (!fd) return;
+    if (::fdatasync(fd->get()) < 0) {
         int err = errno;
         std::lock_guard lock(mutex_);
         fail_locked("fdatasync(" + path_ + "): " + errno_text(err));

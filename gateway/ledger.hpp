@@ -99,7 +99,7 @@ public:
 
     // Counts the entry (requests/refusals per identity, even when unhealthy),
     // then writes its line; a failed or short write marks the ledger unhealthy
-    // for good. Never throws on I/O failure.
+    // until reopen() succeeds. Never throws on I/O failure.
     void append(const LedgerEntry& e);
 
     // Counts the entry and adds its line to the pending batch without writing.
@@ -116,6 +116,20 @@ public:
     // the last sync (a run without requests must not pay a journal commit for
     // an empty file).
     void sync();
+
+    // Writes what is pending to the file open now, then opens the path again
+    // (the daemon's SIGHUP, after logrotate moved the file away). When the new
+    // file opens, the ledger is healthy again (an operator who freed the disk
+    // after ENOSPC can resume without a restart); when it does not, the
+    // ledger is unhealthy with that failure and every request is refused.
+    // Returns one line for the daemon's log: what was reopened, and how many
+    // lines the failure before it had cost.
+    std::string reopen();
+
+    // Lines not written since the ledger became unhealthy: the batch the
+    // failing write held, and every entry after it (their requests were
+    // refused, but their lines are gone). 0 while healthy.
+    std::uint64_t lines_lost() const;
 
     // Entries appended (written or not: see the refusal cap above); the
     // ledger's own cap lines are not entries and are not counted.
@@ -136,7 +150,10 @@ private:
     std::string path_;
     std::uint64_t refusal_lines_per_identity_;
     mutable std::mutex mutex_;
-    Fd fd_;
+    // Shared so that sync() can fdatasync without the lock while reopen()
+    // replaces the file: the old descriptor lives until the last user lets go.
+    std::shared_ptr<const Fd> fd_;
+    std::uint64_t lines_lost_ = 0;
     std::string failure_;
     std::atomic<bool> healthy_{true};
     std::string pending_;          // formatted lines not yet written

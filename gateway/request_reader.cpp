@@ -12,6 +12,10 @@ using asio::awaitable;
 template <class Stream>
 awaitable<HeadResult> read_head(Conn& c, Stream& s, bool first) {
     HeadResult r;
+    if (!first && c.buf.size() == 0 && c.gw.draining.load(std::memory_order_relaxed)) {
+        r.closed = true;  // the daemon is stopping: no next request on this connection
+        co_return r;
+    }
     const std::size_t max = c.limits().max_header_bytes;
     c.arm(first || c.buf.size() ? c.limits().read_timeout : c.limits().idle_timeout);
     for (;;) {

@@ -71,7 +71,8 @@ public:
                 {"ledger", gateway_ ? json(config_.gateway.ledger) : json(nullptr)},
                 {"requests", gateway_ && started_ ? json(requests_) : json(nullptr)},
                 {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)},
-                {"secrets_reflected", gateway_ && started_ ? json(secrets_reflected_) : json(nullptr)}};
+                {"secrets_reflected", gateway_ && started_ ? json(secrets_reflected_) : json(nullptr)},
+                {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)}};
     }
 
 protected:
@@ -94,6 +95,10 @@ protected:
         requests_ = gateway_->ledger().requests(identity);
         refusals_ = gateway_->ledger().refusals(identity);
         secrets_reflected_ = gateway_->ledger().secrets_reflected(identity);
+        ledger_failure_ = gateway_->ledger().failure();
+        if (!ledger_failure_.empty())
+            stop_messages_.push_back("the ledger failed during the run (" + ledger_failure_ +
+                                     "); every request after that was refused");
     }
 
 private:
@@ -105,15 +110,16 @@ private:
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
     std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
+    std::string ledger_failure_;
 };
 
 // A relay to the daemon, counted while it runs so that the daemon is asked
 // for the run's counts only after the relays ended. A plain coroutine (not a
 // capturing lambda): its parameters live in its own frame.
-boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::string path, std::string ident,
+boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::string path, gateway::Identity id,
                                            std::shared_ptr<std::atomic<int>> active) {
     active->fetch_add(1);
-    co_await shim::relay_to_daemon(std::move(s), std::move(path), std::move(ident));
+    co_await shim::relay_to_daemon(std::move(s), std::move(path), std::move(id));
     active->fetch_sub(1);
 }
 
@@ -121,14 +127,16 @@ boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::
 // the box needs its CA.
 class DaemonEgress final : public Egress {
 public:
-    DaemonEgress(std::string socket, std::string state_dir, std::string identity)
-        : socket_(std::move(socket)), state_dir_(std::move(state_dir)), identity_(std::move(identity)) {}
+    DaemonEgress(std::string socket, std::string state_dir, gateway::Identity id)
+        : socket_(std::move(socket)), state_dir_(std::move(state_dir)), id_(std::move(id)) {}
     ~DaemonEgress() override { stop(); }
 
     std::string prepare() override {
+        const std::string named = "--gateway unix:" + socket_;
+        const std::string start_it = "start it with `corral gateway --org ORG` or `systemctl start corral-gateway`";
         struct stat st{};
         if (::stat(socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
-            throw UsageError("--gateway unix:" + socket_ + ": no socket there (is `corral gateway` running?)");
+            throw UsageError(named + ": no socket there (is `corral gateway` running? " + start_it + ")");
         // The box's traffic goes there: a socket only root can have put in place.
         rootfs::require_root_only_tree("--gateway", socket_);
         std::string ca_path = state_dir_ + "/ca/ca.crt";
@@ -136,25 +144,40 @@ public:
         if (ca.find("BEGIN CERTIFICATE") == std::string::npos)
             throw UsageError("--gateway: cannot read the gateway's CA certificate " + ca_path +
                              " (the daemon's state_dir: [gateway] state_dir in org.toml with --config, else --state-dir)");
+        // A socket file outlives a killed daemon, and a stopped (SIGSTOP) or
+        // wedged one accepts and never answers: ask it something before the
+        // box exists, so a run never starts without its gateway. Its answer
+        // also names the daemon instance the run's counts will come from.
+        std::string problem;
+        auto counts = shim::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        if (!counts) throw UsageError(named + ": the daemon does not answer (" + problem + "); " + start_it);
+        if (!counts->ledger_failure.empty())
+            throw UsageError(named + ": the daemon refuses every request: its ledger cannot be written (" +
+                             counts->ledger_failure + ")");
+        instance_at_start_ = counts->instance;
         return ca;
     }
 
     // The daemon keeps the ledger (its lines carry this identity) and the
-    // counts, asked for at stop(); null if it could not be asked.
+    // counts, asked for at stop(); null if it could not be asked, or if the
+    // daemon that answers is not the one the run started with (a restarted
+    // daemon knows nothing of the run's earlier requests).
     json record_fields() const override {
         return {{"mode", "unix:" + socket_},
                 {"ledger", nullptr},
                 {"requests", counts_ ? json(counts_->requests) : json(nullptr)},
                 {"refusals", counts_ ? json(counts_->refusals) : json(nullptr)},
-                {"secrets_reflected", counts_ ? json(counts_->secrets_reflected) : json(nullptr)}};
+                {"secrets_reflected", counts_ ? json(counts_->secrets_reflected) : json(nullptr)},
+                {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)}};
     }
 
 protected:
     shim::ConnectionHandler connection_handler() override {
-        std::string path = socket_, ident = identity_;
+        std::string path = socket_;
+        gateway::Identity id = id_;
         auto active = active_relays_;
-        return [path, ident, active](boost::asio::ip::tcp::socket s) {
-            return counted_relay(std::move(s), path, ident, active);
+        return [path, id, active](boost::asio::ip::tcp::socket s) {
+            return counted_relay(std::move(s), path, id, active);
         };
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", nullptr); }
@@ -165,17 +188,36 @@ protected:
     }
     void after_loop() override {
         if (!started_) return;
+        const std::string unknown = "; requests, refusals and secrets_reflected recorded as null";
         std::string problem;
-        if (auto counts = shim::query_daemon_counts(socket_, identity_, std::chrono::milliseconds(2000), &problem))
-            counts_ = *counts;
-        else
-            stop_messages_.push_back(problem + "; requests, refusals and secrets_reflected recorded as null");
+        auto counts = shim::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        if (!counts) {
+            stop_messages_.push_back(problem + unknown);
+            return;
+        }
+        ledger_failure_ = counts->ledger_failure;
+        if (!ledger_failure_.empty())
+            stop_messages_.push_back("gateway daemon at " + socket_ + ": its ledger failed (" + ledger_failure_ +
+                                     "); every request after that was refused");
+        if (counts->instance != instance_at_start_) {
+            stop_messages_.push_back("gateway daemon at " + socket_ + " restarted during the run (instance " +
+                                     (instance_at_start_.empty() ? "?" : instance_at_start_) + " at the start, " +
+                                     (counts->instance.empty() ? "?" : counts->instance) +
+                                     " at the end): the counts of the run's earlier requests are lost" + unknown);
+            return;
+        }
+        counts_ = *counts;
     }
 
 private:
-    std::string socket_, state_dir_, identity_;
+    // How long the daemon may take to answer one step of a counts query.
+    static constexpr std::chrono::milliseconds kDaemonAnswerTimeout{2000};
+    std::string socket_, state_dir_;
+    gateway::Identity id_;
+    std::string instance_at_start_;
     std::shared_ptr<std::atomic<int>> active_relays_ = std::make_shared<std::atomic<int>>(0);
-    std::optional<shim::DaemonCounts> counts_;
+    std::optional<gateway::DaemonCounts> counts_;
+    std::string ledger_failure_;
 };
 
 }  // namespace
@@ -214,7 +256,8 @@ void Egress::stop() {
 
 std::unique_ptr<Egress> make_egress(const RunPlan& plan) {
     if (plan.daemon_socket)
-        return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir, plan.identity);
+        return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir,
+                                              gateway::Identity{plan.worker, plan.spec.run_id});
     return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts,
                                             gateway::Identity{plan.worker, plan.spec.run_id});
 }
@@ -224,7 +267,8 @@ json unstarted_gateway_record(const RunRequest& r) {
             {"ledger", nullptr},
             {"requests", nullptr},
             {"refusals", nullptr},
-            {"secrets_reflected", nullptr}};
+            {"secrets_reflected", nullptr},
+            {"ledger_failure", nullptr}};
 }
 
 }  // namespace corral::run

@@ -212,8 +212,6 @@ void Bridge::stop() {
     }
 }
 
-std::string identity_announcement(const std::string& identity) { return "CORRAL-IDENTITY " + identity + "\n"; }
-
 namespace {
 
 template <typename From, typename To>
@@ -241,7 +239,7 @@ bool peer_is_root(int fd) {
 
 }  // namespace
 
-asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, std::string identity) {
+asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, gateway::Identity id) {
     using namespace asio::experimental::awaitable_operators;
     try {
         asio::local::stream_protocol::socket daemon(client.get_executor());
@@ -256,7 +254,7 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
             log::warn("bridge: the gateway daemon at " + socket_path + " is not root's; connection refused");
             co_return;
         }
-        std::string line = identity_announcement(identity);
+        std::string line = gateway::identity_announcement(id);
         auto [wec, wn] = co_await asio::async_write(daemon, asio::buffer(line), nothrow);
         if (wec) co_return;
         co_await (pump(client, daemon) && pump(daemon, client));
@@ -265,10 +263,10 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
     }
 }
 
-std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
-                                                std::chrono::milliseconds timeout, std::string* problem) {
-    auto fail = [&](const std::string& why) -> std::optional<DaemonCounts> {
-        std::string line = "gateway daemon at " + socket_path + ": no counts for " + identity + ": " + why;
+std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
+                                                         std::chrono::milliseconds timeout, std::string* problem) {
+    auto fail = [&](const std::string& why) -> std::optional<gateway::DaemonCounts> {
+        std::string line = "gateway daemon at " + socket_path + ": no counts for " + id.str() + ": " + why;
         if (problem != nullptr) *problem = std::move(line);
         else log::warn(line);
         return std::nullopt;
@@ -287,7 +285,7 @@ std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, 
     if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
         return fail("connect: " + errno_text(errno));
     if (!peer_is_root(s.get())) return fail("the daemon is not root's");
-    std::string line = "CORRAL-COUNTS " + identity + "\n";
+    std::string line = gateway::counts_request(id);
     if (::send(s.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
         return fail("send: " + errno_text(errno));
     std::string answer;
@@ -300,29 +298,8 @@ std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, 
         answer.append(buf, static_cast<std::size_t>(n));
     }
     std::string why;
-    if (auto counts = parse_daemon_counts(answer, &why)) return counts;
+    if (auto counts = gateway::parse_counts_answer(answer, &why)) return counts;
     return fail(why);
-}
-
-std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem) {
-    try {
-        auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
-        const auto& requests = j.at("requests");
-        const auto& refusals = j.at("refusals");
-        // An older daemon does not send secrets_reflected: 0.
-        const nlohmann::json reflected = j.value("secrets_reflected", nlohmann::json(0u));
-        // The daemon's counters are unsigned integers. A negative or fractional
-        // number made into one would be a made-up count (and a float beyond
-        // 2^64 is undefined behaviour to convert).
-        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned() || !reflected.is_number_unsigned()) {
-            *problem = "unexpected answer: requests, refusals and secrets_reflected must be unsigned integers";
-            return std::nullopt;
-        }
-        return DaemonCounts{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>(), reflected.get<std::uint64_t>()};
-    } catch (const std::exception& e) {
-        *problem = std::string("unexpected answer: ") + e.what();
-        return std::nullopt;
-    }
 }
 
 }  // namespace corral::shim

@@ -30,6 +30,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "base/fd.hpp"
+#include "gateway/daemon_protocol.hpp"
 
 namespace corral::shim {
 
@@ -84,35 +85,19 @@ private:
     std::shared_ptr<std::atomic<std::uint64_t>> open_;   // handlers still running
 };
 
-// "CORRAL-IDENTITY worker/run\n": the line a `corral gateway` daemon expects
-// first on its Unix socket (docs/gateway.md).
-std::string identity_announcement(const std::string& identity);
-
-// Connects to the daemon's Unix socket, sends the announcement for
-// `identity` ("worker/run") before any byte of the client's, then relays both
-// ways until both sides are done. Never throws: a daemon that cannot be
+// Connects to the daemon's Unix socket, sends the announcement for `id`
+// (gateway/daemon_protocol.hpp) before any byte of the client's, then relays
+// both ways until both sides are done. Never throws: a daemon that cannot be
 // reached closes the client's connection (the box sees a reset, nothing else).
 boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
-                                             std::string identity);
+                                             gateway::Identity id);
 
-// What a `corral gateway` daemon counted for one identity.
-struct DaemonCounts {
-    std::uint64_t requests = 0;
-    std::uint64_t refusals = 0;
-    std::uint64_t secrets_reflected = 0;  // responses whose injected credential was masked (0 from an older daemon)
-};
-
-// "CORRAL-COUNTS worker/run\n" on the daemon's Unix socket; the daemon answers
-// one line {"requests":N,"refusals":M,"secrets_reflected":K} and closes. Blocking, bounded by
-// `timeout`; nullopt if the daemon cannot be asked or answers otherwise: with
-// `problem` set, the reason (one line naming the socket and identity) goes
-// there, else it is logged as a warning.
-std::optional<DaemonCounts> query_daemon_counts(const std::string& socket_path, const std::string& identity,
-                                                std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
-                                                std::string* problem = nullptr);
-
-// The daemon's answer to CORRAL-COUNTS as received (its first line is the
-// JSON object): the counts, or nullopt with the reason in *problem.
-std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem);
+// Asks the daemon at `socket_path` for what it counted for `id` (a root peer
+// only). Blocking, bounded by `timeout` per step; nullopt if the daemon cannot
+// be asked or answers otherwise: with `problem` set, the reason (one line
+// naming the socket and identity) goes there, else it is logged as a warning.
+std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
+                                                         std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
+                                                         std::string* problem = nullptr);
 
 }  // namespace corral::shim

@@ -18,14 +18,9 @@
 #include "tests/support/test_pki.hpp"
 
 namespace corral::test::gw {
-namespace {
 
 namespace fs = std::filesystem;
 
-
-
-// A free loopback port for the gateway: the config must name it up front so a
-// grant can point back at the gateway itself (the gateway_self case).
 int free_port() {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -38,6 +33,8 @@ int free_port() {
     ::close(fd);
     return port;
 }
+
+namespace {
 
 // The test CA and the upstream certificates.
 void make_certificates(const std::string& d) {

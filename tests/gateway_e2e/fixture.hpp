@@ -34,6 +34,10 @@ struct World {
     ~World();
 };
 
+// A free loopback port (a config must name its listener up front, e.g. so a
+// grant can point back at the gateway itself).
+int free_port();
+
 // Builds the world on first use; later calls return the same one. Throws with
 // a reason if a step fails.
 World& world();

@@ -512,8 +512,16 @@ TEST_CASE("shared daemon: per-identity connection cap and bounded refusal lines,
     };
     // B's tunnel line is written when the tunnel ends.
     for (int i = 0; i < 100 && counts("box-b/run-1")["requests"] != 1; ++i) ::usleep(50'000);
-    CHECK(counts("box-b/run-1") == json{{"requests", 1}, {"refusals", 0}, {"secrets_reflected", 0}});
-    CHECK(counts("box-a/run-1") == json{{"requests", 33}, {"refusals", 33}, {"secrets_reflected", 0}});
+    json count_b = counts("box-b/run-1"), count_a = counts("box-a/run-1");
+    CHECK(count_b["instance"] == count_a["instance"]);
+    CHECK(count_b["instance"].get<std::string>().size() == 16);
+    for (json* c : {&count_a, &count_b}) {
+        CHECK((*c)["ledger"] == "ok");
+        c->erase("instance");
+        c->erase("ledger");
+    }
+    CHECK(count_b == json{{"requests", 1}, {"refusals", 0}, {"secrets_reflected", 0}});
+    CHECK(count_a == json{{"requests", 33}, {"refusals", 33}, {"secrets_reflected", 0}});
 
     ::kill(daemon.pid(), SIGTERM);  // syncs the ledger
     for (int i = 0; i < 100 && ::access(sock.c_str(), F_OK) == 0; ++i) ::usleep(50'000);

@@ -45,6 +45,11 @@ public:
     // Waits until stdout contains `needle` or the timeout passes; returns whether it did.
     bool wait_for_stdout(const std::string& needle, std::chrono::milliseconds timeout);
     void kill_now();
+    // Sends `sig` to the process (not its group).
+    void signal(int sig);
+    // Waits up to `timeout` for the process to exit and reaps it: its exit
+    // status (128+signal if a signal ended it), or -1 if it is still running.
+    int wait_exit(std::chrono::milliseconds timeout);
 
 private:
     pid_t pid_ = -1;

@@ -12,11 +12,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "shim/socket_owner.hpp"
+#include "gateway/socket_owner.hpp"
 
-using corral::shim::kTcpOwnerQueryBytes;
-using corral::shim::put_tcp_owner_query;
-using corral::shim::read_tcp_owner_answer;
+using corral::gateway::kTcpOwnerQueryBytes;
+using corral::gateway::put_tcp_owner_query;
+using corral::gateway::read_tcp_owner_answer;
 namespace ip = boost::asio::ip;
 
 namespace {

@@ -1,4 +1,4 @@
-// shim/socket_owner.hpp — who owns the socket at the other end of a loopback
+// gateway/socket_owner.hpp — who owns the socket at the other end of a loopback
 // TCP connection, asked of the kernel over NETLINK_SOCK_DIAG (libmnl).
 //
 // SO_PEERCRED exists only for Unix sockets. For TCP on loopback the peer's
@@ -18,7 +18,7 @@
 
 struct nlmsghdr;
 
-namespace corral::shim {
+namespace corral::gateway {
 
 // The uid owning the TCP socket whose own address is `local` and whose peer
 // is `remote` (for an accepted connection: pass the accepted socket's
@@ -48,4 +48,4 @@ nlmsghdr* put_tcp_owner_query(void* buf, const boost::asio::ip::tcp::endpoint& l
 // sequence number, -ESRCH for another port id). `portid` 0 skips that check.
 int read_tcp_owner_answer(const nlmsghdr* query, const void* answer, std::size_t len, unsigned portid, uid_t* uid);
 
-}  // namespace corral::shim
+}  // namespace corral::gateway

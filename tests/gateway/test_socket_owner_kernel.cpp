@@ -15,12 +15,12 @@
 #include <cerrno>
 
 #include "base/sys_error.hpp"
-#include "shim/socket_owner.hpp"
+#include "gateway/socket_owner.hpp"
 #include "tests/support/process.hpp"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using corral::shim::tcp_socket_owner;
+using corral::gateway::tcp_socket_owner;
 
 namespace {
 

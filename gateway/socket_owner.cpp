@@ -1,4 +1,4 @@
-#include "shim/socket_owner.hpp"
+#include "gateway/socket_owner.hpp"
 
 #include <libmnl/libmnl.h>
 #include <linux/inet_diag.h>
@@ -14,7 +14,7 @@
 
 #include "base/sys_error.hpp"
 
-namespace corral::shim {
+namespace corral::gateway {
 
 namespace {
 
@@ -184,4 +184,4 @@ uid_t tcp_socket_owner(const ip::tcp::endpoint& local, const ip::tcp::endpoint& 
     return uid;
 }
 
-}  // namespace corral::shim
+}  // namespace corral::gateway

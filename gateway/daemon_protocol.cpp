@@ -1,0 +1,74 @@
+#include "gateway/daemon_protocol.hpp"
+
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace corral::gateway {
+
+namespace {
+constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
+constexpr std::string_view kCountsRequest = "CORRAL-COUNTS ";
+}  // namespace
+
+std::string identity_announcement(const Identity& id) {
+    return std::string(kAnnouncement) + id.str() + "\n";
+}
+
+std::string counts_request(const Identity& id) { return std::string(kCountsRequest) + id.str() + "\n"; }
+
+std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
+    DaemonFirstLine first;
+    if (line.substr(0, kAnnouncement.size()) == kAnnouncement) {
+        line.remove_prefix(kAnnouncement.size());
+    } else if (line.substr(0, kCountsRequest.size()) == kCountsRequest) {
+        first.counts = true;
+        line.remove_prefix(kCountsRequest.size());
+    } else {
+        return std::nullopt;
+    }
+    auto id = parse_identity(line);
+    if (!id) return std::nullopt;
+    first.id = std::move(*id);
+    return first;
+}
+
+std::string counts_answer(const DaemonCounts& c) {
+    return nlohmann::json{{"requests", c.requests},
+                          {"refusals", c.refusals},
+                          {"secrets_reflected", c.secrets_reflected},
+                          {"instance", c.instance},
+                          {"ledger", c.ledger_failure.empty() ? std::string("ok") : c.ledger_failure}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
+}
+
+std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::string* problem) {
+    try {
+        auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
+        const auto& requests = j.at("requests");
+        const auto& refusals = j.at("refusals");
+        // Fields an older daemon does not send.
+        const nlohmann::json reflected = j.value("secrets_reflected", nlohmann::json(0u));
+        const nlohmann::json instance = j.value("instance", nlohmann::json(""));
+        const nlohmann::json ledger = j.value("ledger", nlohmann::json("ok"));
+        // (A float beyond 2^64 is also undefined behaviour to convert.)
+        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned() || !reflected.is_number_unsigned()) {
+            *problem = "unexpected answer: requests, refusals and secrets_reflected must be unsigned integers";
+            return std::nullopt;
+        }
+        if (!instance.is_string() || !ledger.is_string() || ledger.get_ref<const std::string&>().empty()) {
+            *problem = "unexpected answer: instance and ledger must be strings, ledger \"ok\" or a failure";
+            return std::nullopt;
+        }
+        DaemonCounts c{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>(), reflected.get<std::uint64_t>(),
+                       instance.get<std::string>(), ledger.get<std::string>()};
+        if (c.ledger_failure == "ok") c.ledger_failure.clear();
+        return c;
+    } catch (const std::exception& e) {
+        *problem = std::string("unexpected answer: ") + e.what();
+        return std::nullopt;
+    }
+}
+
+}  // namespace corral::gateway

@@ -1,0 +1,62 @@
+// gateway/daemon_protocol.hpp — the lines a run's supervisor and a
+// `corral gateway` daemon exchange on the daemon's Unix socket, both sides in
+// one place (the daemon: gateway/daemon.cpp; the run: shim/bridge.cpp).
+//
+// A connection starts with one line (at most kMaxFirstLine bytes, '\n'-ended):
+//   CORRAL-IDENTITY worker/run   a connection of that run follows: the box's
+//                                bytes come right after the line
+//   CORRAL-COUNTS worker/run     the daemon answers one JSON line (below)
+//                                and closes
+// The counts answer:
+//   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>"}
+// `instance` is drawn at the daemon's start: the same daemon answered at the
+// run's start and at its end only if it is unchanged (counts live in the
+// daemon's memory; a restarted daemon knows nothing of the run's earlier
+// requests). `ledger` is "ok", or the failure that made the daemon refuse
+// every request since (e.g. "write(/var/log/corral/ledger.jsonl): No space
+// left on device").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gateway/identity.hpp"
+
+namespace corral::gateway {
+
+inline constexpr std::size_t kMaxFirstLine = 256;
+
+// The line the bridge sends before a box connection's bytes, with its '\n'.
+std::string identity_announcement(const Identity& id);
+// The line a run's supervisor sends to ask for its counts, with its '\n'.
+std::string counts_request(const Identity& id);
+
+// A first line without its '\n'; nullopt for anything else (the daemon then
+// closes the connection without an answer).
+struct DaemonFirstLine {
+    bool counts = false;
+    Identity id;
+};
+std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line);
+
+// What a daemon counted for one identity, and who it is.
+struct DaemonCounts {
+    std::uint64_t requests = 0;
+    std::uint64_t refusals = 0;
+    std::uint64_t secrets_reflected = 0;  // 0 from a daemon older than this field
+    std::string instance;                 // "" from a daemon older than this field
+    std::string ledger_failure;           // "" while its ledger is healthy
+};
+
+// The answer line, with its '\n'.
+std::string counts_answer(const DaemonCounts& c);
+
+// An answer as received (its first line is the JSON object): the counts, or
+// nullopt with the reason in *problem. Counts must be unsigned integers: a
+// negative or fractional number made into one would be a made-up count.
+std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::string* problem);
+
+}  // namespace corral::gateway

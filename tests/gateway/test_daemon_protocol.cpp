@@ -1,0 +1,107 @@
+// gateway/daemon_protocol: the first lines and the counts answer, both sides.
+// The answer as the supervisor reads it for run.json: exact counts or
+// nothing, never a number made up from another one.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "gateway/daemon_protocol.hpp"
+
+using namespace corral::gateway;
+
+namespace {
+std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem) {
+    return parse_counts_answer(answer, problem);
+}
+}  // namespace
+
+TEST_CASE("the daemon's counts line: two unsigned integers") {
+    std::string problem;
+    auto c = parse_daemon_counts("{\"requests\":12,\"refusals\":3}\n", &problem);
+    REQUIRE(c.has_value());
+    CHECK(c->requests == 12);
+    CHECK(c->refusals == 3);
+    auto big = parse_daemon_counts("{\"requests\":18446744073709551615,\"refusals\":0}\n", &problem);
+    REQUIRE(big.has_value());
+    CHECK(big->requests == 18446744073709551615ull);
+}
+
+TEST_CASE("the daemon's counts line: secrets_reflected, 0 from a daemon that does not send it") {
+    std::string problem;
+    auto c = parse_daemon_counts("{\"requests\":12,\"refusals\":3,\"secrets_reflected\":2}\n", &problem);
+    REQUIRE(c.has_value());
+    CHECK(c->secrets_reflected == 2);
+    auto old = parse_daemon_counts("{\"requests\":12,\"refusals\":3}\n", &problem);
+    REQUIRE(old.has_value());
+    CHECK(old->secrets_reflected == 0);
+    for (const char* bad : {"{\"requests\":1,\"refusals\":0,\"secrets_reflected\":-1}",
+                            "{\"requests\":1,\"refusals\":0,\"secrets_reflected\":0.5}",
+                            "{\"requests\":1,\"refusals\":0,\"secrets_reflected\":null}"}) {
+        std::string text = bad;
+        CAPTURE(text);
+        CHECK_FALSE(parse_daemon_counts(bad, &problem).has_value());
+        CHECK(problem.rfind("unexpected answer: ", 0) == 0);
+    }
+}
+
+TEST_CASE("a count that is not an unsigned integer is refused, not converted") {
+    for (const char* bad : {"{\"requests\":-1,\"refusals\":0}", "{\"requests\":1.5,\"refusals\":0}",
+                            "{\"requests\":1,\"refusals\":1.8448e19}", "{\"requests\":1,\"refusals\":-1e300}",
+                            "{\"requests\":\"1\",\"refusals\":0}", "{\"requests\":1}", "[1,2]", "not json", ""}) {
+        std::string text = bad;
+        CAPTURE(text);
+        std::string problem;
+        CHECK_FALSE(parse_daemon_counts(bad, &problem).has_value());
+        CHECK(problem.rfind("unexpected answer: ", 0) == 0);
+    }
+}
+
+TEST_CASE("what the daemon writes is what the supervisor reads, instance and ledger included") {
+    DaemonCounts sent{7, 2, 1, "9f2c4a1b7e3d5f60", ""};
+    std::string problem;
+    auto got = parse_counts_answer(counts_answer(sent), &problem);
+    REQUIRE(got.has_value());
+    CHECK(got->requests == 7);
+    CHECK(got->refusals == 2);
+    CHECK(got->secrets_reflected == 1);
+    CHECK(got->instance == "9f2c4a1b7e3d5f60");
+    CHECK(got->ledger_failure.empty());
+    CHECK(counts_answer(sent).find("\"ledger\":\"ok\"") != std::string::npos);
+
+    sent.ledger_failure = "write(/var/log/corral/ledger.jsonl): No space left on device";
+    got = parse_counts_answer(counts_answer(sent), &problem);
+    REQUIRE(got.has_value());
+    CHECK(got->ledger_failure == sent.ledger_failure);
+}
+
+TEST_CASE("an older daemon's answer: no instance, a healthy ledger") {
+    std::string problem;
+    auto old = parse_counts_answer("{\"requests\":1,\"refusals\":0}\n", &problem);
+    REQUIRE(old.has_value());
+    CHECK(old->instance.empty());
+    CHECK(old->ledger_failure.empty());
+    for (const char* bad : {"{\"requests\":1,\"refusals\":0,\"instance\":5}",
+                            "{\"requests\":1,\"refusals\":0,\"ledger\":\"\"}",
+                            "{\"requests\":1,\"refusals\":0,\"ledger\":null}"}) {
+        std::string text = bad;
+        CAPTURE(text);
+        CHECK_FALSE(parse_counts_answer(bad, &problem).has_value());
+    }
+}
+
+TEST_CASE("first lines: an announcement or a counts request, nothing else") {
+    Identity id{"w1", "run-1"};
+    auto a = identity_announcement(id);
+    CHECK(a == "CORRAL-IDENTITY w1/run-1\n");
+    auto first = parse_daemon_first_line(std::string_view(a).substr(0, a.size() - 1));
+    REQUIRE(first.has_value());
+    CHECK_FALSE(first->counts);
+    CHECK(first->id.str() == "w1/run-1");
+    auto c = counts_request(id);
+    first = parse_daemon_first_line(std::string_view(c).substr(0, c.size() - 1));
+    REQUIRE(first.has_value());
+    CHECK(first->counts);
+    for (const char* bad : {"CORRAL-IDENTITY w1", "CORRAL-IDENTITY w1/run/2", "corral-identity w1/r", "CORRAL-COUNTS ",
+                            "CORRAL-IDENTITY w 1/r", "GET / HTTP/1.1"})
+        CHECK_FALSE(parse_daemon_first_line(bad).has_value());
+}

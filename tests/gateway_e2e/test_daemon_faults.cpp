@@ -1,0 +1,257 @@
+// `corral gateway` under faults, each with a daemon of its own (the world's
+// upstream, curl through listen_tcp): SIGHUP reopening a rotated ledger, a
+// ledger that hits ENOSPC and is mended, SIGTERM letting a live stream
+// finish, and the grace cutting one that does not.
+#include <doctest/doctest.h>
+
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/gateway_e2e/fixture.hpp"
+#include "tests/support/process.hpp"
+
+namespace fs = std::filesystem;
+using namespace corral::test;
+using namespace corral::test::gw;
+
+namespace {
+
+// A daemon of this test's own, serving upstream.test (intercepted, no
+// credential) with its own state dir (CA), ledger, Unix socket and stderr.
+struct OwnDaemon {
+    std::string dir, config, err, socket, ledger, ca;
+    int port = 0;
+    std::unique_ptr<Background> proc;
+
+    OwnDaemon(const std::string& name, const std::string& ledger_path, const std::string& grace) {
+        auto& w = world();
+        dir = w.dir + "/" + name;
+        fs::create_directories(dir);
+        fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+        config = dir + "/gateway.toml";
+        err = dir + "/gateway.stderr";
+        socket = dir + "/gateway.sock";
+        ledger = ledger_path.empty() ? dir + "/ledger.jsonl" : ledger_path;
+        ca = dir + "/state/ca/ca.crt";
+        port = free_port();
+        write_file(config, "[gateway]\nlisten_tcp = \"127.0.0.1:" + std::to_string(port) +
+                               "\"\ntcp_identity = \"faults/run-1\"\nlisten_unix = \"" + socket + "\"\nledger = \"" +
+                               ledger + "\"\nstate_dir = \"" + dir + "/state\"\nupstream_ca_file = \"" + w.test_ca +
+                               "\"\nhosts_file = \"" + w.dir + "/hosts\"\n"
+                               "[[grants]]\nhost = \"upstream.test\"\nport = " +
+                               std::to_string(w.ports.at("main")) + "\nmode = \"inject\"\nallow_private = true\n");
+        proc = std::make_unique<Background>(std::vector<std::string>{
+            "sh", "-c", "exec \"$0\" gateway --config \"$1\" --grace \"$3\" 2>\"$2\"", corral_bin(), config, err, grace});
+        auto want = "listening tcp:127.0.0.1:" + std::to_string(port);
+        if (!proc->wait_for_stdout(want, std::chrono::seconds(20)))
+            throw std::runtime_error("corral gateway did not start: " + read_file(err));
+    }
+
+    std::string url(const std::string& path) const {
+        return "https://upstream.test:" + std::to_string(world().ports.at("main")) + path;
+    }
+
+    Result curl(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(20)) const {
+        RunOptions o;
+        o.timeout = timeout;
+        o.env["NO_PROXY"] = "";
+        o.env["no_proxy"] = "";
+        return run({"curl", "-sS", "--max-time", "15", "--proxy", "http://127.0.0.1:" + std::to_string(port),
+                    "--cacert", ca, "-w", "\nstatus=%{http_code}\nconnect=%{http_connect}\n", url(path)},
+                   o);
+    }
+
+    // The daemon's answer to CORRAL-COUNTS for faults/run-1, over its Unix socket.
+    nlohmann::json counts() const {
+        int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::snprintf(a.sun_path, sizeof a.sun_path, "%s", socket.c_str());
+        if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(s);
+            return nullptr;
+        }
+        std::string line = "CORRAL-COUNTS faults/run-1\n";
+        (void)!::write(s, line.data(), line.size());
+        std::string answer;
+        char buf[512];
+        for (ssize_t n; (n = ::read(s, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+        ::close(s);
+        return nlohmann::json::parse(answer, nullptr, false);
+    }
+
+    // Waits (bounded) until the daemon's stderr holds `needle`.
+    bool stderr_says(const std::string& needle) const {
+        for (int i = 0; i < 250; ++i) {
+            if (read_file(err).find(needle) != std::string::npos) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return false;
+    }
+};
+
+std::size_t lines_in(const std::string& path) {
+    std::ifstream in(path);
+    std::size_t n = 0;
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+}
+
+bool ends_with_status(const Result& r, const std::string& status) {
+    return r.out.find("\nstatus=" + status + "\n") != std::string::npos;
+}
+
+// A tmpfs of a few pages mounted for the test (root), detached at the end.
+struct TinyFilesystem {
+    std::string dir;
+    explicit TinyFilesystem(std::string d) : dir(std::move(d)) {
+        fs::create_directories(dir);
+        if (::mount("corral-test", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0700") != 0)
+            throw std::runtime_error("mount tmpfs on " + dir + ": " + std::strerror(errno));
+    }
+    ~TinyFilesystem() { ::umount2(dir.c_str(), MNT_DETACH); }
+    // Writes until the filesystem is full.
+    void fill(const std::string& name) const {
+        std::ofstream f(dir + "/" + name, std::ios::binary);
+        std::string block(4096, 'f');
+        for (int i = 0; i < 64 && f.write(block.data(), static_cast<std::streamsize>(block.size())); ++i) f.flush();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("daemon faults: SIGHUP reopens a rotated ledger; the lines after it land in the new file") {
+    OwnDaemon d("hup", "", "10s");
+    REQUIRE(ends_with_status(d.curl("/before-rotation"), "200"));
+    // The line is written when the exchange ends; the batch goes out in the loop turn.
+    for (int i = 0; i < 100 && lines_in(d.ledger) < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::size_t per_request = lines_in(d.ledger);  // the tunnel's line and the request's
+    REQUIRE(per_request >= 1);
+    fs::rename(d.ledger, d.ledger + ".1");  // what logrotate does
+    d.proc->signal(SIGHUP);
+    REQUIRE(d.stderr_says("gateway: SIGHUP, ledger " + d.ledger + " reopened"));
+    REQUIRE(ends_with_status(d.curl("/after-rotation"), "200"));
+    for (int i = 0; i < 100 && lines_in(d.ledger) < per_request; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(lines_in(d.ledger) == per_request);
+    CHECK(read_file(d.ledger).find("/after-rotation") != std::string::npos);
+    CHECK(lines_in(d.ledger + ".1") == per_request);
+    CHECK(read_file(d.ledger + ".1").find("/before-rotation") != std::string::npos);
+}
+
+TEST_CASE("daemon faults: a full disk refuses requests and says so; SIGHUP after mending resumes") {
+    TinyFilesystem tiny(world().dir + "/tiny");
+    // An empty ledger on a full filesystem: its first line needs a page
+    // there is no room for (tmpfs allocates whole pages).
+    write_file(tiny.dir + "/ledger.jsonl", "", 0600);
+    tiny.fill("filler");
+    OwnDaemon d("enospc", tiny.dir + "/ledger.jsonl", "10s");
+    // The first request is served (its line is what fails); every one after
+    // that is refused before anything is dialled.
+    (void)d.curl("/the-line-that-fails");
+    REQUIRE(d.stderr_says("No space left on device"));
+    // Refused at the CONNECT already: 503 ledger_unwritable.
+    auto refused = d.curl("/refused");
+    CHECK(refused.out.find("connect=503") != std::string::npos);
+    auto counts = d.counts();
+    REQUIRE(counts.is_object());
+    CHECK(counts["ledger"].get<std::string>().find("No space left on device") != std::string::npos);
+    // Counted, even the ones without a line: more than the one line written.
+    CHECK(counts["requests"].get<std::uint64_t>() > lines_in(d.ledger));
+    CHECK(counts["refusals"].get<std::uint64_t>() >= 1);
+
+    fs::remove(tiny.dir + "/filler");
+    d.proc->signal(SIGHUP);
+    REQUIRE(d.stderr_says("writable again"));
+    CHECK(d.stderr_says("lines were lost since"));
+    CHECK(ends_with_status(d.curl("/after-mending"), "200"));
+    for (int i = 0; i < 100 && read_file(d.ledger).find("/after-mending") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(read_file(d.ledger).find("/after-mending") != std::string::npos);
+    CHECK(d.counts()["ledger"] == "ok");
+}
+
+TEST_CASE("daemon faults: SIGTERM stops accepting, lets a live stream finish, exits 0") {
+    OwnDaemon d("term", "", "20s");
+    RunOptions o;
+    o.env["NO_PROXY"] = "";
+    std::vector<std::string> argv = {"sh", "-c",
+                                     "curl -sS -N --max-time 30 --proxy http://127.0.0.1:" + std::to_string(d.port) +
+                                         " --cacert " + d.ca + " " + d.url("/sse") + " > " + d.dir + "/stream.out 2>&1"};
+    Background stream(argv, o);
+    // The stream is open once its first event has come through.
+    for (int i = 0; i < 250 && read_file(d.dir + "/stream.out").find("data: 1") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(read_file(d.dir + "/stream.out").find("data: 1") != std::string::npos);
+
+    d.proc->signal(SIGTERM);
+    REQUIRE(d.stderr_says("SIGTERM, no new connections; 1 open"));
+    // No new connections: the listener is closed.
+    auto late = d.curl("/too-late", std::chrono::seconds(10));
+    CHECK(late.out.find("status=000") != std::string::npos);
+    CHECK(d.proc->wait_exit(std::chrono::milliseconds(300)) == -1);  // still draining
+    run({"curl", "-sS", "http://127.0.0.1:" + std::to_string(world().ports.at("control")) + "/release"});
+    CHECK(stream.wait_exit(std::chrono::seconds(10)) == 0);
+    CHECK(read_file(d.dir + "/stream.out").find("data: 2") != std::string::npos);
+    CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
+    CHECK(read_file(d.err).find("still open") == std::string::npos);
+    CHECK(!fs::exists(d.socket));
+    CHECK(read_file(d.ledger).find("/sse") != std::string::npos);
+}
+
+TEST_CASE("daemon faults: the grace ends a stream that does not finish; the daemon still exits 0") {
+    OwnDaemon d("grace", "", "300ms");
+    RunOptions o;
+    o.env["NO_PROXY"] = "";
+    std::vector<std::string> argv = {"sh", "-c",
+                                     "curl -sS -N --max-time 30 --proxy http://127.0.0.1:" + std::to_string(d.port) +
+                                         " --cacert " + d.ca + " " + d.url("/sse") + " > " + d.dir + "/stream.out 2>&1"};
+    Background stream(argv, o);
+    for (int i = 0; i < 250 && read_file(d.dir + "/stream.out").find("data: 1") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(read_file(d.dir + "/stream.out").find("data: 1") != std::string::npos);
+    d.proc->signal(SIGTERM);
+    CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
+    CHECK(read_file(d.err).find("1 connections still open after 300ms; closing them") != std::string::npos);
+    // The client sees its connection end, not a hang.
+    CHECK(stream.wait_exit(std::chrono::seconds(10)) != -1);
+    CHECK(read_file(d.dir + "/stream.out").find("data: 2") == std::string::npos);
+    // The upstream still holds that stream; let it go for the tests after this one.
+    run({"curl", "-sS", "http://127.0.0.1:" + std::to_string(world().ports.at("control")) + "/release"});
+}
+
+TEST_CASE("daemon faults: a run is refused before its box exists when the daemon does not answer") {
+    OwnDaemon d("absent", "", "1s");
+    const std::vector<std::string> run_argv = {corral_bin(), "run", "--gateway", "unix:" + d.socket, "--state-dir",
+                                               d.dir + "/state", "--", "true"};
+    // Stopped (or wedged): the socket accepts, nobody answers.
+    d.proc->signal(SIGSTOP);
+    auto stopped = run(run_argv);
+    d.proc->signal(SIGCONT);
+    CHECK(stopped.exit_code == 125);
+    CHECK(stopped.err.find("--gateway unix:" + d.socket + ": the daemon does not answer") != std::string::npos);
+    CHECK(stopped.err.find("start it with `corral gateway") != std::string::npos);
+    // Killed: the socket file is left behind, nothing listens on it.
+    d.proc->kill_now();
+    REQUIRE(fs::exists(d.socket));
+    auto killed = run(run_argv);
+    CHECK(killed.exit_code == 125);
+    CHECK(killed.err.find("the daemon does not answer") != std::string::npos);
+    CHECK(killed.err.find("Connection refused") != std::string::npos);
+    // Neither got as far as a box: no sandbox was started (its line would say so).
+    CHECK(stopped.err.find("sandbox") == std::string::npos);
+    CHECK(killed.err.find("sandbox") == std::string::npos);
+}
