@@ -520,6 +520,62 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
     w.daemon.reset();
 }
 
+TEST_CASE("--gateway: the daemon killed and restarted during a run: the box sees a failed request, the run ends, "
+          "its counts are null and say why") {
+    World& w = world();
+    auto start_daemon = [&] {
+        auto d = std::make_unique<Background>(
+            std::vector<std::string>{corral_bin(), "gateway", "--config", w.gateway_toml, "--threads", "1"});
+        REQUIRE(d->wait_for_stdout("listening unix:", std::chrono::seconds(20)));
+        return d;
+    };
+    w.daemon = start_daemon();
+    const std::string run_dir = w.dir + "/run-restart";
+    fs::remove(w.workspace + "/restarted");
+    // One request, then a wait until the test has killed the daemon and
+    // started another, then a second request, which the new daemon serves.
+    const std::string script =
+        "req() { curl -sS -o /dev/null -w \"$1=%{http_code}\\n\" --max-time 20 -H \"x-api-key: $PLACEHOLDER\" "
+        "-d '{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}' https://api.anthropic.com/v1/messages; }\n"
+        "req first\n"
+        "echo '== waiting'\n"
+        "i=0; while [ ! -e /workspace/restarted ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "req second\n";
+    write_file(w.workspace + "/restart.sh", script);
+    std::vector<std::string> argv = {corral_bin(), "run", "--config", w.org, "--worker", "w1", "--rootfs", "host",
+                                     "--workspace", w.workspace, "--run-dir", run_dir, "--state-dir",
+                                     w.dir + "/runs-state", "--timeout", "120s", "--env",
+                                     std::string("PLACEHOLDER=") + kPlaceholder, "--gateway", "unix:" + w.dir + "/gw.sock",
+                                     "--", "/bin/sh", "/workspace/restart.sh"};
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    Background corral(argv, o);
+    REQUIRE(corral.wait_for_stdout("== waiting\n", std::chrono::seconds(90)));
+    CHECK(corral.drain_stdout().find("first=200") != std::string::npos);
+    w.daemon->kill_now();   // SIGKILL: no drain, the counts in its memory are gone
+    w.daemon = start_daemon();
+    write_file(w.workspace + "/restarted", "");
+    CHECK(corral.wait_exit(std::chrono::seconds(90)) == 0);
+    std::string out = corral.drain_stdout();
+    INFO(out);
+    CHECK(out.find("second=200") != std::string::npos);  // the new daemon serves the box's next request
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    INFO(record.dump());
+    // The new daemon counted one request of this run; the run does not pass
+    // that off as its count.
+    CHECK(record["gateway"]["requests"].is_null());
+    CHECK(record["gateway"]["refusals"].is_null());
+    bool said = false;
+    for (const auto& m : record["messages"])
+        if (m.get<std::string>().find("restarted during the run") != std::string::npos &&
+            m.get<std::string>().find("earlier requests are lost") != std::string::npos)
+            said = true;
+    CHECK(said);
+    fs::remove(w.workspace + "/restarted");
+    fs::remove(w.workspace + "/restart.sh");
+    w.daemon.reset();
+}
+
 // A refused agent run: no output log of either kind, no agent home.
 void check_agent_never_started(const std::string& run_dir) {
     CHECK(!fs::exists(run_dir + "/stdout.log"));
@@ -636,7 +692,9 @@ TEST_CASE("--rootfs IMAGE: corral's CA joins each of the image's own CA bundles 
 
 TEST_CASE("--gateway: a daemon whose CORRAL-COUNTS answer is bad is named on stderr and in run.json's messages") {
     World& w = world();
-    // A stand-in "daemon" (root's socket, in the test's root-only dir) that answers every line with garbage.
+    // A stand-in "daemon" (root's socket, in the test's root-only dir) that
+    // answers the run's first counts request (asked before the box is built)
+    // well and every later line with garbage.
     const std::string sock = w.dir + "/bad-counts.sock";
     ::unlink(sock.c_str());
     int ls = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -648,6 +706,7 @@ TEST_CASE("--gateway: a daemon whose CORRAL-COUNTS answer is bad is named on std
     REQUIRE(::listen(ls, 8) == 0);
     std::atomic<bool> done{false};
     std::thread server([&] {
+        bool first = true;
         while (!done) {
             pollfd p{ls, POLLIN, 0};
             if (::poll(&p, 1, 100) <= 0) continue;
@@ -655,7 +714,10 @@ TEST_CASE("--gateway: a daemon whose CORRAL-COUNTS answer is bad is named on std
             if (c < 0) continue;
             char buf[512];
             (void)::recv(c, buf, sizeof buf, 0);
-            (void)!::write(c, "no counts here\n", 15);
+            const std::string answer =
+                first ? R"({"requests":0,"refusals":0,"instance":"00000000000000aa","ledger":"ok"})" "\n" : "no counts here\n";
+            first = false;
+            (void)!::write(c, answer.data(), answer.size());
             ::close(c);
         }
     });
