@@ -19,10 +19,14 @@ packages=(
   clang libclang-rt-14-dev llvm-14
   # tests: the busybox rootfs, real clients, netns tooling
   busybox-static curl openssl iproute2 util-linux procps python3
+  # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
+  systemd
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)
   qemu-system-x86
   # benchmarks: the peers corral is measured against
   bubblewrap tinyproxy mitmproxy hyperfine wrk
+  # benchmarks: reading run records (tools/bench/soak.sh)
+  jq
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 

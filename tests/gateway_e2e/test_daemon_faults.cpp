@@ -131,6 +131,24 @@ struct TinyFilesystem {
     }
 };
 
+// curl streaming the upstream's /sse through `d` into DIR/stream.out; null
+// unless its first event came through (the upstream holds the second until
+// /release on its control port).
+std::unique_ptr<Background> open_sse_stream(const OwnDaemon& d) {
+    RunOptions o;
+    o.env["NO_PROXY"] = "";
+    auto stream = std::make_unique<Background>(
+        std::vector<std::string>{"sh", "-c",
+                                 "curl -sS -N --max-time 30 --proxy http://127.0.0.1:" + std::to_string(d.port) +
+                                     " --cacert " + d.ca + " " + d.url("/sse") + " > " + d.dir + "/stream.out 2>&1"},
+        o);
+    for (int i = 0; i < 250; ++i) {
+        if (read_file(d.dir + "/stream.out").find("data: 1") != std::string::npos) return stream;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("daemon faults: SIGHUP reopens a rotated ledger; the lines after it land in the new file") {
@@ -186,16 +204,8 @@ TEST_CASE("daemon faults: a full disk refuses requests and says so; SIGHUP after
 
 TEST_CASE("daemon faults: SIGTERM stops accepting, lets a live stream finish, exits 0") {
     OwnDaemon d("term", "", "20s");
-    RunOptions o;
-    o.env["NO_PROXY"] = "";
-    std::vector<std::string> argv = {"sh", "-c",
-                                     "curl -sS -N --max-time 30 --proxy http://127.0.0.1:" + std::to_string(d.port) +
-                                         " --cacert " + d.ca + " " + d.url("/sse") + " > " + d.dir + "/stream.out 2>&1"};
-    Background stream(argv, o);
-    // The stream is open once its first event has come through.
-    for (int i = 0; i < 250 && read_file(d.dir + "/stream.out").find("data: 1") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    REQUIRE(read_file(d.dir + "/stream.out").find("data: 1") != std::string::npos);
+    auto stream = open_sse_stream(d);
+    REQUIRE(stream);
 
     d.proc->signal(SIGTERM);
     REQUIRE(d.stderr_says("SIGTERM, no new connections; 1 open"));
@@ -204,7 +214,7 @@ TEST_CASE("daemon faults: SIGTERM stops accepting, lets a live stream finish, ex
     CHECK(late.out.find("status=000") != std::string::npos);
     CHECK(d.proc->wait_exit(std::chrono::milliseconds(300)) == -1);  // still draining
     run({"curl", "-sS", "http://127.0.0.1:" + std::to_string(world().ports.at("control")) + "/release"});
-    CHECK(stream.wait_exit(std::chrono::seconds(10)) == 0);
+    CHECK(stream->wait_exit(std::chrono::seconds(10)) == 0);
     CHECK(read_file(d.dir + "/stream.out").find("data: 2") != std::string::npos);
     CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
     CHECK(read_file(d.err).find("still open") == std::string::npos);
@@ -214,20 +224,13 @@ TEST_CASE("daemon faults: SIGTERM stops accepting, lets a live stream finish, ex
 
 TEST_CASE("daemon faults: the grace ends a stream that does not finish; the daemon still exits 0") {
     OwnDaemon d("grace", "", "300ms");
-    RunOptions o;
-    o.env["NO_PROXY"] = "";
-    std::vector<std::string> argv = {"sh", "-c",
-                                     "curl -sS -N --max-time 30 --proxy http://127.0.0.1:" + std::to_string(d.port) +
-                                         " --cacert " + d.ca + " " + d.url("/sse") + " > " + d.dir + "/stream.out 2>&1"};
-    Background stream(argv, o);
-    for (int i = 0; i < 250 && read_file(d.dir + "/stream.out").find("data: 1") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    REQUIRE(read_file(d.dir + "/stream.out").find("data: 1") != std::string::npos);
+    auto stream = open_sse_stream(d);
+    REQUIRE(stream);
     d.proc->signal(SIGTERM);
     CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
     CHECK(read_file(d.err).find("1 connections still open after 300ms; closing them") != std::string::npos);
     // The client sees its connection end, not a hang.
-    CHECK(stream.wait_exit(std::chrono::seconds(10)) != -1);
+    CHECK(stream->wait_exit(std::chrono::seconds(10)) != -1);
     CHECK(read_file(d.dir + "/stream.out").find("data: 2") == std::string::npos);
     // The upstream still holds that stream; let it go for the tests after this one.
     run({"curl", "-sS", "http://127.0.0.1:" + std::to_string(world().ports.at("control")) + "/release"});
