@@ -1,0 +1,103 @@
+#include "gateway/metering/request_facts.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace corral::gateway::metering {
+
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A count the request names; a present field of the wrong type is a problem
+// (the request is then treated as naming none).
+std::optional<std::uint64_t> count(const json& obj, const char* key, std::string& problem) {
+    const json* m = member(obj, key);
+    if (!m) return std::nullopt;
+    if (m->is_number_unsigned()) return m->get<std::uint64_t>();
+    if (problem.empty()) problem = std::string(key) + " is not a non-negative integer";
+    return std::nullopt;
+}
+
+// The first content block whose tokens its bytes do not bound, as
+// "document block" / "input_file block"; "" when there is none. Iterative
+// (a request nests as deep as it likes) and bounded by the body's size.
+std::string document_block(const json& root) {
+    std::vector<const json*> todo{&root};
+    while (!todo.empty()) {
+        const json* j = todo.back();
+        todo.pop_back();
+        if (j->is_object())
+            if (auto t = j->find("type"); t != j->end() && t->is_string()) {
+                const auto& type = t->get_ref<const std::string&>();
+                if (type == "document" || type == "input_file") return type + " block";
+            }
+        for (const auto& value : *j)  // an object's values or an array's elements
+            if (value.is_structured()) todo.push_back(&value);
+    }
+    return {};
+}
+
+}  // namespace
+
+RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_bytes) {
+    RequestFacts f;
+    f.api = api;
+    f.body_bytes = body.size();
+    if (body.size() > max_bytes) {
+        f.problem = "the request body is over " + std::to_string(max_bytes) + " bytes";
+        return f;
+    }
+    json d = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (d.is_discarded() || !d.is_object()) {
+        f.problem = "the request body is not a JSON object";
+        return f;
+    }
+    f.parsed = true;
+    if (const json* m = member(d, "model")) {
+        if (m->is_string())
+            f.model = m->get<std::string>();
+        else
+            f.problem = "model is not a string";
+    }
+    if (const json* s = member(d, "stream")) {
+        if (s->is_boolean())
+            f.stream = s->get<bool>();
+        else if (f.problem.empty())
+            f.problem = "stream is not a boolean";
+    }
+    switch (api) {
+    case ModelApi::anthropic_messages:
+    case ModelApi::anthropic_count_tokens: f.max_output_tokens = count(d, "max_tokens", f.problem); break;
+    case ModelApi::openai_responses:
+        f.max_output_tokens = count(d, "max_output_tokens", f.problem);
+        if (member(d, "previous_response_id"))
+            f.unbounded_input = "previous_response_id";
+        else if (member(d, "conversation"))
+            f.unbounded_input = "conversation";
+        break;
+    case ModelApi::openai_chat: {
+        auto completion = count(d, "max_completion_tokens", f.problem);
+        auto legacy = count(d, "max_tokens", f.problem);
+        if (completion && legacy)
+            f.max_output_tokens = std::max(*completion, *legacy);
+        else
+            f.max_output_tokens = completion ? completion : legacy;
+        if (const json* so = member(d, "stream_options"); so && so->is_object())
+            if (const json* iu = member(*so, "include_usage"); iu && iu->is_boolean()) f.include_usage = iu->get<bool>();
+        break;
+    }
+    case ModelApi::none: break;
+    }
+    if (f.unbounded_input.empty()) f.unbounded_input = document_block(d);
+    return f;
+}
+
+}  // namespace corral::gateway::metering

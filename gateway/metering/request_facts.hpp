@@ -1,0 +1,50 @@
+// gateway/metering/request_facts.hpp — what a model request body says about
+// its own cost before it is sent: the model it asks for, the most output it
+// allows, whether it streams. Read once per request to reserve its worst
+// case (budget.hpp); pure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gateway/metering/usage.hpp"
+
+namespace corral::gateway::metering {
+
+// Request bodies above this are not parsed (the gateway's max_body_bytes
+// default is 1 MiB; a larger configured cap still gets facts "unknown").
+inline constexpr std::size_t kMaxRequestFactsBytes = 8 * 1024 * 1024;
+
+struct RequestFacts {
+    // False: the body was not read (not JSON, not an object, too large);
+    // `problem` says why and every fact below is unknown. The policy decides
+    // what an unknown request may do; budgets treat it at its policy caps.
+    bool parsed = false;
+    std::string problem;
+    ModelApi api = ModelApi::none;
+    std::size_t body_bytes = 0;
+    std::optional<std::string> model;
+    // The output cap the request names, by API: Anthropic max_tokens;
+    // Responses max_output_tokens; Chat Completions max_completion_tokens
+    // or the older max_tokens (the larger when both are given).
+    std::optional<std::uint64_t> max_output_tokens;
+    std::optional<bool> stream;
+    // Chat Completions: stream_options.include_usage (without it a stream
+    // carries no usage at all).
+    bool include_usage = false;
+    // Input the body's size does not bound, and why ("" = none): a
+    // Responses previous_response_id or conversation (the provider adds
+    // stored context), a document or file block (Anthropic `document`,
+    // OpenAI `input_file`: each PDF page is also read as an image, so a small
+    // file can cost more tokens than it has bytes).
+    std::string unbounded_input;
+};
+
+// The facts of one request body (an HTTP body, or one codex WebSocket
+// `response.create` message, whose fields are the same at the top level).
+RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_bytes = kMaxRequestFactsBytes);
+
+}  // namespace corral::gateway::metering

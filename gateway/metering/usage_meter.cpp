@@ -1,0 +1,356 @@
+#include "gateway/metering/usage_meter.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace corral::gateway::metering {
+
+namespace {
+
+using nlohmann::json;
+
+// A provider's error text goes to the ledger: bounded.
+constexpr std::size_t kMaxErrorText = 256;
+
+bool iequals_prefix(std::string_view s, std::string_view prefix) {
+    if (s.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+    return true;
+}
+
+const json* member(const json& obj, const char* key) {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+}
+
+const json* object_member(const json& obj, const char* key) {
+    const json* m = member(obj, key);
+    return m && m->is_object() ? m : nullptr;
+}
+
+std::string string_member(const json& obj, const char* key) {
+    const json* m = member(obj, key);
+    if (!m) return {};
+    if (m->is_string()) return m->get<std::string>();
+    if (m->is_number_integer()) return m->dump();
+    return {};
+}
+
+// "type: message", from {error: {type|code, message}} or {type|code, message}.
+std::string error_text(const json& d) {
+    const json* e = object_member(d, "error");
+    const json& from = e ? *e : d;
+    std::string kind = string_member(from, "type");
+    if (kind.empty() || kind == "error") kind = string_member(from, "code");
+    std::string message = string_member(from, "message");
+    std::string text = kind.empty() ? message : message.empty() ? kind : kind + ": " + message;
+    if (text.empty()) text = "an error without a message";
+    if (text.size() > kMaxErrorText) text.resize(kMaxErrorText);
+    return text;
+}
+
+// The events worth parsing, by SSE name; an unnamed event is always parsed.
+bool may_matter(ModelApi api, std::string_view name) {
+    if (name.empty() || name == "error") return true;
+    switch (api) {
+    case ModelApi::anthropic_messages:
+        return name == "message_start" || name == "message_delta" || name == "message_stop";
+    case ModelApi::openai_responses:
+        return name == "response.created" || name == "response.in_progress" || name == "response.completed" ||
+               name == "response.incomplete" || name == "response.failed";
+    default: return true;
+    }
+}
+
+}  // namespace
+
+BodyForm body_form_for(std::string_view content_type) {
+    while (!content_type.empty() && (content_type.front() == ' ' || content_type.front() == '\t'))
+        content_type.remove_prefix(1);
+    constexpr std::string_view sse = "text/event-stream";
+    if (iequals_prefix(content_type, sse)) {
+        std::string_view rest = content_type.substr(sse.size());
+        if (rest.empty() || rest.front() == ';' || rest.front() == ' ' || rest.front() == '\t') return BodyForm::sse;
+    }
+    return BodyForm::json;
+}
+
+// ---- one response ------------------------------------------------------------
+
+void ResponseUsage::break_off(std::string reason) {
+    if (broken_.empty()) broken_ = std::move(reason);
+}
+
+void ResponseUsage::take_count(const json& obj, const char* key, std::optional<std::uint64_t>& into,
+                               std::string_view where) {
+    const json* m = member(obj, key);
+    if (!m || m->is_null()) return;
+    if (m->is_number_unsigned()) {
+        into = m->get<std::uint64_t>();
+        return;
+    }
+    break_off(std::string(where) + "." + key + " is not a non-negative integer");
+}
+
+void ResponseUsage::take_model(const json& holder) {
+    const json* m = member(holder, "model");
+    if (m && m->is_string() && !m->get_ref<const std::string&>().empty()) u_.model = m->get<std::string>();
+}
+
+void ResponseUsage::take_usage(const json& usage) {
+    switch (u_.api) {
+    case ModelApi::anthropic_messages:
+        take_count(usage, "input_tokens", u_.input_tokens, "usage");
+        take_count(usage, "output_tokens", u_.output_tokens, "usage");
+        take_count(usage, "cache_creation_input_tokens", u_.cache_write_tokens, "usage");
+        take_count(usage, "cache_read_input_tokens", u_.cache_read_tokens, "usage");
+        break;
+    case ModelApi::openai_responses:
+        take_count(usage, "input_tokens", u_.input_tokens, "usage");
+        take_count(usage, "output_tokens", u_.output_tokens, "usage");
+        if (const json* d = object_member(usage, "input_tokens_details"))
+            take_count(*d, "cached_tokens", u_.cached_input_tokens, "usage.input_tokens_details");
+        if (const json* d = object_member(usage, "output_tokens_details"))
+            take_count(*d, "reasoning_tokens", u_.reasoning_tokens, "usage.output_tokens_details");
+        break;
+    case ModelApi::openai_chat:
+        take_count(usage, "prompt_tokens", u_.input_tokens, "usage");
+        take_count(usage, "completion_tokens", u_.output_tokens, "usage");
+        if (const json* d = object_member(usage, "prompt_tokens_details"))
+            take_count(*d, "cached_tokens", u_.cached_input_tokens, "usage.prompt_tokens_details");
+        if (const json* d = object_member(usage, "completion_tokens_details"))
+            take_count(*d, "reasoning_tokens", u_.reasoning_tokens, "usage.completion_tokens_details");
+        break;
+    default: break;
+    }
+}
+
+void ResponseUsage::on_error(const json& d) {
+    u_.error = error_text(d);
+    if (begun_ || final_seen_)
+        break_off("the provider reported an error after the response began: " + u_.error);
+    else
+        error_before_start_ = true;
+    ended_ = true;
+}
+
+void ResponseUsage::on_parsed(std::string_view type, const json& d) {
+    switch (u_.api) {
+    case ModelApi::anthropic_messages:
+        if (type == "message_start") {
+            if (begun_) return break_off("a second message_start in one response");
+            begun_ = true;
+            if (const json* m = object_member(d, "message")) {
+                take_model(*m);
+                if (const json* usage = object_member(*m, "usage")) take_usage(*usage);
+            }
+        } else if (type == "message_delta") {
+            if (const json* usage = object_member(d, "usage")) {
+                take_usage(*usage);
+                if (member(*usage, "output_tokens")) final_seen_ = true;
+            }
+        } else if (type == "message_stop") {
+            ended_ = true;
+        } else if (type == "error") {
+            on_error(d);
+        }
+        return;
+    case ModelApi::openai_responses:
+        if (type == "response.created" || type == "response.in_progress") {
+            begun_ = true;
+            if (const json* r = object_member(d, "response")) take_model(*r);
+        } else if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+            begun_ = true;
+            ended_ = true;
+            if (const json* r = object_member(d, "response")) {
+                take_model(*r);
+                if (const json* usage = object_member(*r, "usage")) {
+                    take_usage(*usage);
+                    final_seen_ = true;
+                }
+                if (const json* e = object_member(*r, "error")) u_.error = error_text(*e);
+            }
+            if (type != "response.completed" && u_.error.empty()) u_.error = std::string(type);
+        } else if (type == "error") {
+            on_error(d);
+        }
+        return;
+    case ModelApi::openai_chat:
+        if (object_member(d, "error")) return on_error(d);
+        begun_ = true;
+        take_model(d);
+        if (const json* usage = object_member(d, "usage")) {
+            take_usage(*usage);
+            final_seen_ = true;
+        }
+        return;
+    default: return;
+    }
+}
+
+void ResponseUsage::on_event(std::string_view name, std::string_view data) {
+    // What follows the end of a response ([DONE], message_stop) says nothing
+    // about its usage, whichever piece it came in.
+    if (ended_ || !may_matter(u_.api, name)) return;
+    if (u_.api == ModelApi::openai_chat && data == "[DONE]") {
+        ended_ = true;
+        return;
+    }
+    json d = json::parse(data, nullptr, /*allow_exceptions=*/false);
+    if (d.is_discarded() || !d.is_object())
+        return break_off(name.empty() ? std::string("an event's data is not a JSON object")
+                                      : "the data of a '" + std::string(name.substr(0, 64)) +
+                                            "' event is not a JSON object");
+    on_value(name, d);
+}
+
+void ResponseUsage::on_value(std::string_view name, const json& d) {
+    const json* t = member(d, "type");
+    std::string type = t && t->is_string() ? t->get<std::string>() : std::string(name);
+    // A response whose usage can no longer be trusted still ends where it
+    // ends (the next response on a WebSocket is metered afresh).
+    if (!broken_.empty()) {
+        if (type == "message_stop" || type == "error" || type == "response.completed" ||
+            type == "response.incomplete" || type == "response.failed" ||
+            (u_.api == ModelApi::openai_chat && object_member(d, "error")))
+            ended_ = true;
+        return;
+    }
+    on_parsed(type, d);
+}
+
+void ResponseUsage::on_body(std::string_view body) {
+    if (!broken_.empty()) return;
+    json d = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (d.is_discarded() || !d.is_object()) return break_off("the response body is not a JSON object");
+    ended_ = true;
+    const json* usage = object_member(d, "usage");
+    const json* err = object_member(d, "error");
+    const json* t = member(d, "type");
+    const bool error_shape = (t && t->is_string() && t->get_ref<const std::string&>() == "error") || (err && !usage);
+    if (error_shape) {
+        on_error(d);
+        return;
+    }
+    take_model(d);
+    if (usage) {
+        take_usage(*usage);
+        final_seen_ = true;
+    }
+}
+
+Usage ResponseUsage::result() const {
+    Usage u = u_;
+    if (u.api == ModelApi::anthropic_count_tokens || u.api == ModelApi::none) {
+        u.state = UsageState::not_metered;
+        return u;
+    }
+    u.state = UsageState::unavailable;
+    if (!broken_.empty()) {
+        u.reason = broken_;
+    } else if (error_before_start_) {
+        u.state = UsageState::provider_error;
+    } else if (!final_seen_) {
+        u.reason = "no usage in the response";
+    } else if (!u.input_tokens) {
+        u.reason = u.api == ModelApi::openai_chat ? "usage lacks prompt_tokens" : "usage lacks input_tokens";
+    } else if (!u.output_tokens) {
+        u.reason = u.api == ModelApi::openai_chat ? "usage lacks completion_tokens" : "usage lacks output_tokens";
+    } else if (u.cached_input_tokens && *u.cached_input_tokens > *u.input_tokens) {
+        u.reason = "usage reports more cached input tokens than input tokens";
+    } else if (u.reasoning_tokens && *u.reasoning_tokens > *u.output_tokens) {
+        u.reason = "usage reports more reasoning tokens than output tokens";
+    } else {
+        u.state = UsageState::reported;
+    }
+    return u;
+}
+
+// ---- an HTTP body ------------------------------------------------------------
+
+UsageMeter::UsageMeter(ModelApi api, BodyForm form, std::size_t max_event_bytes, std::size_t max_json_body_bytes)
+    : api_(api), form_(form), max_body_(max_json_body_bytes), response_(api),
+      sse_([this](std::string_view name, std::string_view data) { response_.on_event(name, data); },
+           max_event_bytes) {}
+
+void UsageMeter::feed(std::string_view piece) {
+    if (finished_ || api_ == ModelApi::anthropic_count_tokens || api_ == ModelApi::none) return;
+    if (form_ == BodyForm::sse) {
+        // A stream that ended (message_stop, [DONE], response.completed) has
+        // nothing more to say about usage.
+        if (response_.ended()) return;
+        sse_.feed(piece);
+        return;
+    }
+    if (body_over_) return;
+    if (body_.size() + piece.size() > max_body_) {
+        body_over_ = true;
+        body_.clear();
+        body_.shrink_to_fit();
+        return;
+    }
+    body_.append(piece);
+}
+
+void UsageMeter::finish() {
+    if (finished_) return;
+    finished_ = true;
+    if (form_ == BodyForm::sse) {
+        if (sse_.overflowed())
+            response_.break_off("an SSE event is over " + std::to_string(kMaxSseEventBytes) + " bytes");
+    } else if (body_over_) {
+        response_.break_off("the JSON body is over " + std::to_string(max_body_) + " bytes");
+    } else if (api_ != ModelApi::anthropic_count_tokens && api_ != ModelApi::none) {
+        response_.on_body(body_);
+    }
+    body_.clear();
+    body_.shrink_to_fit();
+    usage_ = response_.result();
+}
+
+// ---- codex's WebSocket -------------------------------------------------------
+
+Usage WebSocketUsageMeter::end_current() {
+    Usage u = current_.result();
+    current_ = ResponseUsage(api_);
+    dirty_ = false;
+    return u;
+}
+
+std::optional<Usage> WebSocketUsageMeter::feed_message(std::string_view message) {
+    if (message.size() > max_) {
+        current_.break_off("a WebSocket message is over " + std::to_string(max_) + " bytes");
+        dirty_ = true;
+        return std::nullopt;
+    }
+    json d = json::parse(message, nullptr, /*allow_exceptions=*/false);
+    if (d.is_discarded() || !d.is_object()) {
+        current_.break_off("a WebSocket message is not a JSON object");
+        dirty_ = true;
+        return std::nullopt;
+    }
+    std::optional<Usage> ended;
+    // A new response while one is open: the open one never completed.
+    if (const json* t = member(d, "type");
+        dirty_ && t && t->is_string() && t->get_ref<const std::string&>() == "response.created") {
+        current_.break_off("a new response began before this one completed");
+        ended = end_current();
+    }
+    current_.on_value({}, d);
+    // Messages outside a response (rate-limit notes) open nothing.
+    dirty_ = current_.begun() || current_.broken();
+    if (current_.ended()) ended = end_current();  // a created event never ends one: no second result here
+    return ended;
+}
+
+std::optional<Usage> WebSocketUsageMeter::finish() {
+    if (!dirty_) return std::nullopt;
+    current_.break_off("the connection closed before the response completed");
+    return end_current();
+}
+
+}  // namespace corral::gateway::metering
