@@ -54,10 +54,13 @@ void SseParser::feed(std::string_view piece) {
             return;
         }
         const bool cr = piece[end] == '\r';
+        // A line counts against the bound while it is read, whether it
+        // arrived whole (read in place) or in pieces (gathered in line_): the
+        // bound must not depend on where the stream was split.
+        if (!fits(end)) return;
         if (line_.empty()) {
             take_line(piece.substr(0, end));
         } else {
-            if (!fits(end)) return;
             line_.append(piece.substr(0, end));
             std::string line;
             line.swap(line_);  // take_line() measures what is held without this line

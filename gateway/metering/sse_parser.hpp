@@ -38,6 +38,7 @@ public:
 
     // True once an event grew past max_event_bytes (its bytes were dropped).
     bool overflowed() const { return overflowed_; }
+    std::size_t max_event_bytes() const { return max_; }
     // Bytes held now (the line being read, the event's name and data).
     std::size_t held() const { return line_.size() + name_.size() + data_.size(); }
 

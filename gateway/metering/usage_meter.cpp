@@ -301,7 +301,7 @@ void UsageMeter::finish() {
     finished_ = true;
     if (form_ == BodyForm::sse) {
         if (sse_.overflowed())
-            response_.break_off("an SSE event is over " + std::to_string(kMaxSseEventBytes) + " bytes");
+            response_.break_off("an SSE event is over " + std::to_string(sse_.max_event_bytes()) + " bytes");
     } else if (body_over_) {
         response_.break_off("the JSON body is over " + std::to_string(max_body_) + " bytes");
     } else if (api_ != ModelApi::anthropic_count_tokens && api_ != ModelApi::none) {
