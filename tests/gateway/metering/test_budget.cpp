@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <string>
 #include <thread>
@@ -253,11 +254,14 @@ TEST_CASE("budget: 8 threads reserving and settling never spend past the limits"
                     continue;
                 }
                 auto& res = std::get<Reservation>(r);
-                // A response uses at most its worst case, often less.
-                const std::uint64_t used_in = std::uniform_int_distribution<std::uint64_t>(0, in)(rng);
-                const std::uint64_t used_out = std::uniform_int_distribution<std::uint64_t>(0, out)(rng);
+                // The response streams for a while: the other threads reserve meanwhile.
+                std::this_thread::sleep_for(std::chrono::microseconds(20));
+                // A response uses at most its worst case: every other one all of it.
+                const bool all = i % 2 == 0;
+                const std::uint64_t used_in = all ? in : std::uniform_int_distribution<std::uint64_t>(0, in)(rng);
+                const std::uint64_t used_out = all ? out : std::uniform_int_distribution<std::uint64_t>(0, out)(rng);
                 const std::uint64_t used_usd = used_in * 3 + used_out * 15;
-                if (i % 7 == 0) {
+                if (i % 7 == 1) {
                     a.release(res);
                 } else {
                     a.settle(res, reported(used_in, used_out), computed(used_usd));
