@@ -66,6 +66,25 @@ bool may_matter(ModelApi api, std::string_view name) {
     }
 }
 
+// A chat chunk is worth parsing when it may hold a usage value or an error
+// (every chunk names "usage": null in include_usage mode, and most chunks are
+// text). The test is on the raw bytes: a key spelled with JSON escapes is not
+// seen, and the stream then ends without usage, unavailable: it can make the
+// meter fail closed, never count less.
+bool chat_chunk_may_matter(std::string_view data) {
+    if (data.find("\"error\"") != std::string_view::npos) return true;
+    constexpr std::string_view key = "\"usage\"";
+    for (auto at = data.find(key); at != std::string_view::npos; at = data.find(key, at + 1)) {
+        std::size_t i = at + key.size();
+        while (i < data.size() && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) ++i;
+        if (i >= data.size() || data[i] != ':') continue;
+        ++i;
+        while (i < data.size() && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) ++i;
+        if (data.substr(i, 4) != "null") return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 BodyForm body_form_for(std::string_view content_type) {
@@ -196,9 +215,13 @@ void ResponseUsage::on_event(std::string_view name, std::string_view data) {
     // What follows the end of a response ([DONE], message_stop) says nothing
     // about its usage, whichever piece it came in.
     if (ended_ || !may_matter(u_.api, name)) return;
-    if (u_.api == ModelApi::openai_chat && data == "[DONE]") {
-        ended_ = true;
-        return;
+    if (u_.api == ModelApi::openai_chat) {
+        if (data == "[DONE]") {
+            ended_ = true;
+            return;
+        }
+        // The first chunk names the model; after it only usage and errors matter.
+        if (begun_ && !chat_chunk_may_matter(data)) return;
     }
     json d = json::parse(data, nullptr, /*allow_exceptions=*/false);
     if (d.is_discarded() || !d.is_object())

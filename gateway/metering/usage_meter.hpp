@@ -7,7 +7,9 @@
 // for a non-streaming JSON body, the body (kMaxJsonBodyBytes). Each event's
 // data is parsed with nlohmann::json; only the events that can carry usage,
 // the model or an error are parsed at all (by their `event:` name, when the
-// provider sends one), so text deltas cost a line scan and nothing more.
+// provider sends one; a Chat Completions chunk after the first when its raw
+// bytes hold a non-null "usage" or an "error"), so text deltas cost a line
+// scan and nothing more.
 //
 // What each API reports, and where (numbers are the provider's, see usage.hpp):
 // - Anthropic Messages, SSE: `message_start` data.message.{model, usage};

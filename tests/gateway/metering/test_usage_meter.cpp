@@ -400,6 +400,21 @@ TEST_CASE("chat completions SSE: the include_usage chunk, [DONE], any split; wit
     CHECK(describe(after) == describe(u));
 }
 
+TEST_CASE("chat completions SSE: text chunks are not parsed, a usage value in any spacing is") {
+    // The usage chunk with spaces and a line break around the colon.
+    std::string spaced = kChatStream;
+    spaced.replace(spaced.find("\"choices\":[],\"usage\":{"), 22, "\"choices\":[],\"usage\" :\ndata:  {");
+    Usage u = meter_every_way(ModelApi::openai_chat, BodyForm::sse, spaced);
+    CHECK(u.state == UsageState::reported);
+    CHECK(u.input_tokens == 1117u);
+    // A broken usage chunk is parsed, and breaks the meter.
+    std::string broken = kChatStream;
+    broken.insert(broken.find("data: [DONE]"), "data: {\"usage\": {oops\n\n");
+    Usage v = meter_every_way(ModelApi::openai_chat, BodyForm::sse, broken);
+    CHECK(v.state == UsageState::unavailable);
+    CHECK(v.reason == "an event's data is not a JSON object");
+}
+
 TEST_CASE("chat completions JSON body") {
     Usage u = meter_every_way(
         ModelApi::openai_chat, BodyForm::json,
