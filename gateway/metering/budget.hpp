@@ -152,6 +152,8 @@ public:
     void release(Reservation& r);
 
     AccountState state() const;
+    // Per limit set: what is left for new reservations (limit - spent - reserved).
+    Budget remaining() const { return state().remaining; }
 
 private:
     friend class Reservation;

@@ -56,6 +56,7 @@ TEST_CASE("budget: a reservation counts against the limit until settled with the
     BudgetAccount a(b);
     Reservation r1 = must_reserve(a, claim(10, 600));
     CHECK(a.state().remaining.output_tokens == 400u);
+    CHECK(a.remaining().output_tokens == 400u);
     // 600 reserved + 600 more would pass 1000: refused, saying what is left.
     Refusal no = must_refuse(a, claim(10, 600));
     CHECK(no.limit == "output_tokens");
