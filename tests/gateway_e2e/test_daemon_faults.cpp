@@ -187,6 +187,12 @@ TEST_CASE("daemon faults: a full disk refuses requests and says so; SIGHUP after
     auto counts = d.counts();
     REQUIRE(counts.is_object());
     CHECK(counts["ledger"].get<std::string>().find("No space left on device") != std::string::npos);
+    // A run asked for now is refused before its box exists, naming the failure.
+    auto run_now = run({corral_bin(), "run", "--gateway", "unix:" + d.socket, "--state-dir", d.dir + "/state", "--",
+                        "true"});
+    CHECK(run_now.exit_code == 125);
+    CHECK(run_now.err.find("the daemon refuses every request: its ledger cannot be written") != std::string::npos);
+    CHECK(run_now.err.find("No space left on device") != std::string::npos);
     // Counted, even the ones without a line: more than the one line written.
     CHECK(counts["requests"].get<std::uint64_t>() > lines_in(d.ledger));
     CHECK(counts["refusals"].get<std::uint64_t>() >= 1);
