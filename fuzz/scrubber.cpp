@@ -47,7 +47,7 @@ std::string through(SecretScrubber& s, std::string_view stream, std::size_t piec
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 4) return 0;
     std::string_view in(reinterpret_cast<const char*>(data), size);
-    std::size_t secret_len = 1 + in[0] % 48;
+    const std::size_t secret_len = 1 + static_cast<unsigned char>(in[0]) % 48;
     if (in.size() < 3 + secret_len) return 0;
     const std::string secret(in.substr(1, secret_len));
     const std::size_t piece = 1 + static_cast<unsigned char>(in[1 + secret_len]) % 64;
