@@ -431,6 +431,7 @@ config::GatewayConfig run_gateway_config(const config::OrgConfig& org, const con
     config::GatewayConfig cfg = org.gateway;
     cfg.grants = worker_grants(w, implied);
     renumber(cfg.grants);
+    cfg.metering = w.metering;
     return cfg;
 }
 
@@ -453,9 +454,11 @@ OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
                                   std::string(config::default_gateway_socket) + ")");
     OrgGatewayConfig out;
     out.config = org.gateway;
+    out.config.metering = config::resolve_metering(org.budget, org.prices, {}, {});
     auto& grants = out.config.grants;  // org.toml's [[grants]] first, with their own identities
     for (const auto& [name, wc] : org.workers) {
         config::ResolvedWorker w = config::resolve_worker(org, name);
+        out.config.worker_metering[name] = w.metering;
         const std::string cred = required_credential(w.agent).name;
         config::CredentialStatus status;
         if (auto it = credentials.find(cred); it != credentials.end()) {

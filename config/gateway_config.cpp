@@ -653,17 +653,28 @@ GatewayConfig parse_gateway_sections(const toml::value& root, const std::string&
 namespace {
 
 // A stand-alone gateway file's text: TOML syntax errors become one-line
-// ConfigErrors with file:line; only the gateway's top-level keys are allowed.
+// ConfigErrors with file:line; only the gateway's top-level keys (and the
+// budget and prices) are allowed.
 GatewayConfig parse_standalone(TomlDocument doc, const std::string& path) {
     if (!doc.root)
         throw ConfigError(path + (doc.line ? ":" + std::to_string(doc.line) : std::string()) + ": " + doc.problem);
     const toml::value& root = *doc.root;
     Errors errors;
     for (const auto& [k, v] : root.as_table())
-        if (k != "gateway" && k != "credentials" && k != "grants")
-            errors.push_back(where_of(path, v) + ": unknown key '" + k + "', allowed: gateway | credentials | grants");
+        if (k != "gateway" && k != "credentials" && k != "grants" && k != "budget" && k != "prices")
+            errors.push_back(where_of(path, v) + ": unknown key '" + k +
+                             "', allowed: gateway | credentials | grants | budget | prices");
     GatewaySectionsCheck c = check_gateway_sections(root, path);
     errors.insert(errors.end(), c.errors.begin(), c.errors.end());
+    // A stand-alone gateway's [budget] and [prices] apply to every identity
+    // it serves (per run: per "worker/run"; [budget.worker]: per worker).
+    BudgetConfig budget;
+    PriceList prices;
+    if (auto b = root.as_table().find("budget"); b != root.as_table().end())
+        budget = check_budget_table(b->second, path, errors);
+    if (auto p = root.as_table().find("prices"); p != root.as_table().end())
+        prices = check_prices_table(p->second, path, errors);
+    c.config.metering = resolve_metering(budget, prices, {}, {});
     if (!errors.empty()) {
         std::string msg;
         for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;

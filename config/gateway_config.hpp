@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/sys_error.hpp"
+#include "config/budget_config.hpp"
 
 #include <toml.hpp>
 
@@ -134,6 +135,12 @@ struct GatewayConfig {
     GatewaySettings gateway;
     std::map<std::string, CredentialSpec> credentials;
     std::vector<Grant> grants;
+    // Budgets and prices (config/budget_config.hpp): per worker (the part of
+    // an identity before '/'), and for identities no entry names. An
+    // embedded gateway has its one worker's as the default; the daemon has
+    // one entry per worker of the organisation.
+    MeteringConfig metering;
+    std::map<std::string, MeteringConfig> worker_metering;
     std::string file;                   // where it came from
 };
 
@@ -178,7 +185,7 @@ CredentialSpec credential_for_grant(const CredentialSpec& c, const Grant& grant)
 GatewayConfig parse_gateway_sections(const toml::value& root, const std::string& file);
 
 // Parses `path` (TOML syntax errors become one-line ConfigErrors with
-// file:line) and refuses any top-level key other than gateway, credentials,
+// file:line) and refuses any top-level key other than gateway, credentials, budget, prices,
 // grants; every problem is reported (one per line of the ConfigError).
 GatewayConfig load_gateway_config(const std::string& path);
 

@@ -371,7 +371,7 @@ CredentialNames parse_org_file(const std::string& file, const toml::value& root,
                                std::vector<Diagnostic>& errors) {
     FileChecker c{file, errors};
     if (!root.is_table()) return CredentialNames{{}, false};
-    c.only_keys(root, "", {"engine", "rootfs", "sandbox", "gateway", "credentials", "grants"});
+    c.only_keys(root, "", {"engine", "rootfs", "sandbox", "budget", "prices", "gateway", "credentials", "grants"});
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
         if (k == "engine" && c.is_table(v, k)) {
@@ -394,6 +394,11 @@ CredentialNames parse_org_file(const std::string& file, const toml::value& root,
             if (auto r = rootfs_value(c, v, k, org.dir)) org.rootfs = *r;
         } else if (k == "sandbox" && c.is_table(v, k)) {
             org.limits = sandbox_limits(c, v, "sandbox.");
+        } else if (k == "budget" || k == "prices") {
+            std::vector<std::string> lines;
+            if (k == "budget") org.budget = check_budget_table(v, file, lines);
+            else org.prices = check_prices_table(v, file, lines);
+            add_gateway_errors(lines, errors);
         }
     }
     GatewaySectionsCheck gw = check_gateway_sections(with_default_listener(root), file);
@@ -406,7 +411,8 @@ void parse_worker_file(const std::string& file, const toml::value& root, const C
                        WorkerConfig& w, const std::string& org_dir, std::vector<Diagnostic>& errors) {
     FileChecker c{file, errors};
     if (!root.is_table()) return;
-    c.only_keys(root, "", {"agent", "model", "rootfs", "description", "sandbox", "env", "grants", "channels"});
+    c.only_keys(root, "", {"agent", "model", "rootfs", "description", "sandbox", "env", "grants", "channels", "budget",
+                           "prices"});
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
         if (k == "agent") {
@@ -425,6 +431,11 @@ void parse_worker_file(const std::string& file, const toml::value& root, const C
         } else if (k == "channels" && c.is_table(v, k)) {
             w.channels = v;
             w.channels_where = where(file, v);
+        } else if (k == "budget" || k == "prices") {
+            std::vector<std::string> lines;
+            if (k == "budget") w.budget = check_budget_table(v, file, lines);
+            else w.prices = check_prices_table(v, file, lines);
+            add_gateway_errors(lines, errors);
         }
     }
     auto grants = root.as_table().find("grants");
@@ -512,6 +523,17 @@ OrgCheck check_org(const std::string& dir) {
         }
     }
 
+    // A USD budget needs the price of the model the worker asks for: checked
+    // once the organisation's and the worker's budgets and prices are known.
+    for (const auto& [name, w] : org.workers) {
+        const std::string& model = w.model.empty() ? org.engine.model : w.model;
+        auto m = resolve_metering(org.budget, org.prices, w.budget, w.prices);
+        if (auto why = usd_budget_problem(m, model); !why.empty()) {
+            const bool own = w.budget.run.usd_micros || w.budget.worker.usd_micros;
+            out.errors.push_back({own ? w.file : org.org_file, 0, "budget.usd", "worker '" + name + "': " + why, name});
+        }
+    }
+
     // Warnings need the resolved agent, so they come after everything is read.
     for (const auto& [name, w] : org.workers) {
         AgentKind agent = w.agent.value_or(org.engine.agent.value_or(AgentKind::pi));
@@ -587,6 +609,7 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name) {
         if (grant_applies_to_worker(g, name)) r.grants.push_back(g);
     r.grants.insert(r.grants.end(), w.grants.begin(), w.grants.end());
     r.env = w.env;
+    r.metering = resolve_metering(org.budget, org.prices, w.budget, w.prices);
     r.has_channels = w.channels.has_value();
     for (const auto& d : org.warnings)
         if (d.worker == name) r.warnings.push_back(d);

@@ -1,10 +1,10 @@
 // config/org_config.hpp — an organisation directory: org.toml plus
 // workers/NAME/worker.toml, read into plain structs and resolved per worker.
 //
-//   ORG/org.toml                [engine] [sandbox] rootfs, and the gateway's own
+//   ORG/org.toml                [engine] [sandbox] rootfs [budget] [prices], and the gateway's own
 //                               sections ([gateway], [credentials.NAME], [[grants]],
 //                               parsed by parse_gateway_sections, unchanged)
-//   ORG/workers/NAME/worker.toml  agent, model, rootfs, [sandbox], [env], [[grants]],
+//   ORG/workers/NAME/worker.toml  agent, model, rootfs, [sandbox], [env], [[grants]], [budget], [prices],
 //                               [channels] (passed through untouched)
 //
 // Resolution per worker, key by key: worker.toml → org.toml → built-in default
@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/budget_config.hpp"
 #include "config/gateway_config.hpp"
 
 #include <toml.hpp>
@@ -93,6 +94,8 @@ struct WorkerConfig {
     std::map<std::string, std::string> env;
     std::optional<toml::value> channels;  // passthrough: sessions are not corral's concern
     std::string channels_where;
+    BudgetConfig budget;              // [budget], [budget.worker]
+    PriceList prices;                 // [prices."MODEL"]
 };
 
 struct OrgConfig {
@@ -102,6 +105,8 @@ struct OrgConfig {
     std::string rootfs = "host";      // "host" or an absolute directory path
     SandboxLimits limits;
     GatewayConfig gateway;            // [gateway], [credentials.NAME], [[grants]]
+    BudgetConfig budget;              // [budget], [budget.worker]: every worker's defaults
+    PriceList prices;                 // [prices."MODEL"]
     std::map<std::string, WorkerConfig> workers;
     std::vector<Diagnostic> warnings;
 };
@@ -143,6 +148,7 @@ struct ResolvedWorker {
     // by the agent profile (agents/agent_profile.hpp), not here.
     std::vector<Grant> grants;
     std::map<std::string, std::string> env;
+    MeteringConfig metering;          // its budgets and prices (config/budget_config.hpp)
     bool has_channels = false;
     std::vector<Diagnostic> warnings; // this worker's share of OrgConfig::warnings
 };

@@ -122,15 +122,18 @@ awaitable<void> drain_before_close(Conn& c) {
 }
 
 template <class Stream>
-awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail) {
-    std::string body = "corral gateway: " + std::to_string(status) + " " + std::string(code);
-    if (!detail.empty()) body += ": " + std::string(detail);
-    body += "\n";
+awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail,
+                             ErrorShape shape) {
+    const RefusalBody body = refusal_body(shape, status, code, detail);
+    // A provider-shaped refusal is final: the SDKs honour x-should-retry
+    // over their own status rules, so a budget or policy refusal is never
+    // retried however it is classified.
     std::string head = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
-                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
-                       "\r\nConnection: close\r\nX-Corral-Reason: " + std::string(code) + "\r\n\r\n";
+                       "\r\nContent-Type: " + body.content_type + "\r\nContent-Length: " +
+                       std::to_string(body.body.size()) + "\r\nConnection: close\r\nX-Corral-Reason: " +
+                       std::string(code) + (shape == ErrorShape::text ? "" : "\r\nx-should-retry: false") + "\r\n\r\n";
     if (c.timed_out) c.timed_out = false, c.deadline = Clock::now() + kTimeoutGrace;
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body)};
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body.body)};
     bool unread = has_unread_input(c);
     auto [ec, n] = co_await asio::async_write(s, bufs, nothrow);
     if (!ec && unread) co_await drain_before_close(c);
@@ -143,11 +146,11 @@ awaitable<void> refuse(Conn& c, Stream& s, LedgerEntry e, const Refusal& r, Cloc
     e.status = r.status();
     e.duration_ms = ms_since(started);
     record(c, e);
-    co_await send_refusal(c, s, e.status, r.reason, r.detail);
+    co_await send_refusal(c, s, e.status, r.reason, r.detail, r.shape);
 }
 
-template awaitable<void> send_refusal(Conn&, ClientSocket&, int, std::string_view, std::string_view);
-template awaitable<void> send_refusal(Conn&, ClientTls&, int, std::string_view, std::string_view);
+template awaitable<void> send_refusal(Conn&, ClientSocket&, int, std::string_view, std::string_view, ErrorShape);
+template awaitable<void> send_refusal(Conn&, ClientTls&, int, std::string_view, std::string_view, ErrorShape);
 template awaitable<void> refuse(Conn&, ClientSocket&, LedgerEntry, const Refusal&, Clock::time_point);
 template awaitable<void> refuse(Conn&, ClientTls&, LedgerEntry, const Refusal&, Clock::time_point);
 

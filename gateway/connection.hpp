@@ -84,11 +84,14 @@ struct Conn {
 void record(Conn& c, LedgerEntry e);
 
 // The answer to a refusal: status line, the reason code in X-Corral-Reason,
-// one text line naming the reason and what was wrong. Then the connection
+// one text line naming the reason and what was wrong (or, for a model
+// request, the provider's error object with that line as its message:
+// refusal_body). Then the connection
 // closes (after a bounded drain when the client still has request bytes on
 // the way). Stream: ClientSocket or ClientTls.
 template <class Stream>
-boost::asio::awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail);
+boost::asio::awaitable<void> send_refusal(Conn& c, Stream& s, int status, std::string_view code, std::string_view detail,
+                                          ErrorShape shape = ErrorShape::text);
 
 // Every refusal of a request: `e` marked refused for `r` (reason, status by
 // r's phase, duration since `started`), recorded, and answered on `s`.

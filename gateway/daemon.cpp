@@ -163,7 +163,8 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         // its end, for run.json (root peers only, as above).
         std::string who = first.id.str();
         std::string answer = counts_answer({gw.ledger().requests(who), gw.ledger().refusals(who),
-                                            gw.ledger().secrets_reflected(who), instance, gw.ledger().failure()});
+                                            gw.ledger().secrets_reflected(who), instance, gw.ledger().failure(),
+                                            gw.model_totals(who)});
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
         co_return;
     }

@@ -34,13 +34,13 @@ std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
 }
 
 std::string counts_answer(const DaemonCounts& c) {
-    return nlohmann::json{{"requests", c.requests},
-                          {"refusals", c.refusals},
-                          {"secrets_reflected", c.secrets_reflected},
-                          {"instance", c.instance},
-                          {"ledger", c.ledger_failure.empty() ? std::string("ok") : c.ledger_failure}}
-               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-           "\n";
+    nlohmann::json j{{"requests", c.requests},
+                     {"refusals", c.refusals},
+                     {"secrets_reflected", c.secrets_reflected},
+                     {"instance", c.instance},
+                     {"ledger", c.ledger_failure.empty() ? std::string("ok") : c.ledger_failure}};
+    if (c.model) j["model"] = metering::totals_json(*c.model);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::string* problem) {
@@ -64,6 +64,13 @@ std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::st
         DaemonCounts c{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>(), reflected.get<std::uint64_t>(),
                        instance.get<std::string>(), ledger.get<std::string>()};
         if (c.ledger_failure == "ok") c.ledger_failure.clear();
+        if (auto m = j.find("model"); m != j.end()) {
+            c.model = metering::totals_from_json(*m, problem);
+            if (!c.model) {
+                *problem = "unexpected answer: " + *problem;
+                return std::nullopt;
+            }
+        }
         return c;
     } catch (const std::exception& e) {
         *problem = std::string("unexpected answer: ") + e.what();

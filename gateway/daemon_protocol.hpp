@@ -8,7 +8,8 @@
 //   CORRAL-COUNTS worker/run     the daemon answers one JSON line (below)
 //                                and closes
 // The counts answer:
-//   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>"}
+//   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>",
+//    "model":{...metering::totals_json...}}
 // `instance` is drawn at the daemon's start: the same daemon answered at the
 // run's start and at its end only if it is unchanged (counts live in the
 // daemon's memory; a restarted daemon knows nothing of the run's earlier
@@ -24,6 +25,7 @@
 #include <string_view>
 
 #include "gateway/identity.hpp"
+#include "gateway/metering/totals.hpp"
 
 namespace corral::gateway {
 
@@ -49,6 +51,7 @@ struct DaemonCounts {
     std::uint64_t secrets_reflected = 0;  // 0 from a daemon older than this field
     std::string instance;                 // "" from a daemon older than this field
     std::string ledger_failure;           // "" while its ledger is healthy
+    std::optional<metering::MeterTotals> model;  // model traffic; nullopt from a daemon older than this field
 };
 
 // The answer line, with its '\n'.

@@ -176,8 +176,10 @@ awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buf
 // could not read (a WebSocket extension, a compressed body) is refused before
 // any of it is sent, and the head is scrubbed.
 template <class Client>
-awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool websocket, ResponseScrub* scrub,
-                               Response& r, Exchange& x) {
+awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, const OutgoingRequest& req, Response& r,
+                               Exchange& x) {
+    const bool websocket = req.websocket;
+    ResponseScrub* scrub = req.scrub;
     auto& rp = *r.parser;
     auto& res = rp.get();
     r.upgraded = res.result_int() == 101;
@@ -203,6 +205,7 @@ awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool w
         }
     }
     x.status = res.result_int();
+    if (req.observer) req.observer->on_head(x.status, res[http::field::content_type]);
     r.chunked = rp.chunked();
     r.until_eof = !r.upgraded && !rp.is_done() && !r.chunked && !rp.content_length();
     r.head = response_head(rp, r.chunked, r.until_eof, r.upgraded);
@@ -224,10 +227,11 @@ awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, bool w
 // cuts the connection (upstream_protocol).
 template <class Client, class Up>
 awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, ResponseScrub* scrub,
-                              Exchange& x) {
+                              ResponseObserver* observer, Exchange& x) {
     if (upbuf.size()) {
         std::string scrubbed;
         std::string_view left(static_cast<const char*>(upbuf.data().data()), upbuf.size());
+        if (observer) observer->on_upgraded(left);
         if (scrub) {
             if (auto why = scrub->websocket.feed(left, scrubbed); !why.empty()) {
                 x.reason = reason::upstream_protocol, x.detail = std::string(why);
@@ -246,7 +250,8 @@ awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffe
         c.buf.consume(c.buf.size());
     }
     std::string problem;
-    co_await relay_upgraded(c, client, up, x.bytes_up, x.bytes_down, scrub ? &scrub->websocket : nullptr, &problem);
+    co_await relay_upgraded(c, client, up, x.bytes_up, x.bytes_down, scrub ? &scrub->websocket : nullptr, &problem,
+                            observer);
     if (!problem.empty()) x.reason = reason::upstream_protocol, x.detail = problem;
 }
 
@@ -255,7 +260,7 @@ awaitable<void> relay_upgrade(Conn& c, Client& client, Up& up, beast::flat_buffe
 // scrubber lets it through.
 template <class Client, class Up>
 awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& upbuf, ResponseScrub* scrub,
-                           Response& r, Exchange& x) {
+                           ResponseObserver* observer, Response& r, Exchange& x) {
     const std::uint64_t cap = c.limits().max_response_bytes;
     auto& rp = *r.parser;
     // Per-connection buffers: allocated on the first response, reused after.
@@ -282,6 +287,7 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
                 co_return false;
             }
             std::string_view piece(chunk.data(), got);
+            if (observer) observer->on_body(piece);
             if (scrub) {
                 // The scrubber may hold back the start of a possible match
                 // (never more than a form's length): those bytes follow with
@@ -350,12 +356,12 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     Response r;
     if (!co_await send_request(c, up, req, x)) co_return x;
     if (!co_await read_final_head(c, client, up, upbuf, req.head_request, req.scrub, r, x)) co_return x;
-    if (!co_await start_response(client, upbuf, req.websocket, req.scrub, r, x)) co_return x;
+    if (!co_await start_response(client, upbuf, req, r, x)) co_return x;
     if (r.upgraded) {
-        co_await relay_upgrade(c, client, up, upbuf, req.scrub, x);
+        co_await relay_upgrade(c, client, up, upbuf, req.scrub, req.observer, x);
         co_return x;
     }
-    if (!co_await relay_body(c, client, up, upbuf, req.scrub, r, x)) co_return x;
+    if (!co_await relay_body(c, client, up, upbuf, req.scrub, req.observer, r, x)) co_return x;
     co_await finish_response(c, client, upbuf, req.scrub, r, x);
     co_return x;
 }

@@ -36,6 +36,18 @@ struct Exchange {
 // What the box is told when nothing of the response reached it yet.
 inline Refusal refusal_of(const Exchange& x) { return {x.reason, x.detail, Phase::upstream}; }
 
+// Sees a response as it is relayed, without holding it back or changing a
+// byte (a model request's meter): the final head's status and Content-Type,
+// then each piece of the decoded body (de-chunked, before any scrubbing) in
+// order, or, after a 101, the upstream's raw frames as they come.
+class ResponseObserver {
+public:
+    virtual ~ResponseObserver() = default;
+    virtual void on_head(int status, std::string_view content_type) = 0;
+    virtual void on_body(std::string_view piece) = 0;
+    virtual void on_upgraded(std::string_view frames) = 0;
+};
+
 struct OutgoingRequest {
     const std::string& head;  // request_head()
     const std::string& body;
@@ -45,6 +57,7 @@ struct OutgoingRequest {
     // scrubbed of it (heads, body, WebSocket frames); a body or frame that
     // cannot be scanned is not passed on. nullptr: relayed as it comes.
     ResponseScrub* scrub = nullptr;
+    ResponseObserver* observer = nullptr;
 };
 
 // Sends `req` on `up` and relays the response to `client`. upbuf holds bytes

@@ -222,6 +222,10 @@ void Gateway::Internals::add_listening(const asio::ip::tcp::endpoint& ep) {
 
 std::uint64_t Gateway::admitted(const std::string& identity) const { return internals_->admitted(identity); }
 
+metering::MeterTotals Gateway::model_totals(const std::string& identity) const {
+    return internals_->book.totals(identity);
+}
+
 std::string Gateway::redact(std::string text) const {
     for (const auto& [name, secret] : secrets_)
         for (auto pos = secret.empty() ? std::string::npos : text.find(secret); pos != std::string::npos;

@@ -34,6 +34,7 @@
 #include "gateway/host.hpp"
 #include "gateway/identity.hpp"
 #include "gateway/ledger.hpp"
+#include "gateway/metering/totals.hpp"
 #include "gateway/tls.hpp"
 
 namespace corral::gateway {
@@ -98,6 +99,8 @@ public:
     void begin_drain();
     // Requests and tunnels admitted for `identity` so far (the budget counter).
     std::uint64_t admitted(const std::string& identity) const;
+    // What `identity`'s model traffic came to so far (gateway/metering/totals.hpp).
+    metering::MeterTotals model_totals(const std::string& identity) const;
 
     // State shared by the connection handlers (gateway/internals.hpp).
     struct Internals;

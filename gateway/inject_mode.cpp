@@ -8,6 +8,7 @@
 #include "gateway/exchange.hpp"
 #include "gateway/grants.hpp"
 #include "gateway/headers.hpp"
+#include "gateway/model_traffic.hpp"
 #include "gateway/modes.hpp"
 #include "gateway/request_checks.hpp"
 #include "gateway/response_scrub.hpp"
@@ -216,6 +217,14 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         Request& req = r.pr.parser->get();
         bool websocket = is_websocket_upgrade(req);
         bool client_keep_alive = req.keep_alive();
+        // A model request: its budget reserved before anything is forwarded.
+        auto model = ModelTraffic::for_request(c, req, e.path, websocket);
+        if (model) {
+            if (auto refused = model->admit(req, e)) {
+                co_await refuse(c, tls, e, *refused, started);
+                break;
+            }
+        }
         e.credential = inj.credential() ? inj.spec.name : "";
         std::optional<ResponseScrub> scrub;
         if (inj.credential()) {
@@ -225,10 +234,11 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         }
         const std::string head = request_head(req, req.target(), websocket, request_has_body(req) || req.body().size());
         const OutgoingRequest out{head, req.body(), req.method() == http::verb::head, websocket,
-                                  scrub ? &*scrub : nullptr};
+                                  scrub ? &*scrub : nullptr, model.get()};
         Exchange x = co_await forward(c, t, key, up, out);
         e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
         e.duration_ms = ms_since(started);
+        if (model) model->finish(x, e);
         if (!x.reason.empty() && x.status == 0) {
             // Nothing was forwarded to the client yet: answer with the refusal.
             const Refusal cut = refusal_of(x);

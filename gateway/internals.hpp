@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gateway/gateway.hpp"
+#include "gateway/metering/book.hpp"
 #include "gateway/secret_scrubber.hpp"
 
 namespace corral::gateway {
@@ -74,7 +75,7 @@ private:
 struct Gateway::Internals {
     Internals(const config::GatewayConfig& c, const std::map<std::string, std::string>& s, Ledger& l,
               const CertificateAuthority& ca, std::atomic<std::size_t>& a)
-        : cfg(c), secrets(s), ledger(l), server_tls(ca), active(a) {}
+        : cfg(c), secrets(s), ledger(l), server_tls(ca), active(a), book(c) {}
 
     const config::GatewayConfig& cfg;
     const std::map<std::string, std::string>& secrets;
@@ -86,6 +87,8 @@ struct Gateway::Internals {
     BufferPool buffers;
     std::atomic<std::size_t>& active;
     std::atomic<bool> draining{false};   // Gateway::begin_drain
+    // Model traffic: budgets, usage and cost per identity (gateway/model_traffic.hpp).
+    metering::MeteringBook book;
 
     // Per-identity budget: true (and counted) when `identity` may make one more
     // request or tunnel under limits.requests_per_identity.

@@ -103,7 +103,7 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
         if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
         size += s.size();
     }
-    if (e.status < 0) return std::nullopt;
+    if (e.status < 0 || e.metered) return std::nullopt;
     std::string line;
     line.reserve(size);
     append_key(line, "time");
@@ -134,6 +134,42 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
 
 }  // namespace
 
+namespace {
+
+nlohmann::ordered_json metered_json(const MeteredLine& m, const std::vector<std::string>& secrets) {
+    nlohmann::ordered_json j;
+    j["api"] = m.api;
+    if (!m.model.empty()) j["model"] = redact(m.model, secrets);
+    if (!m.usage_state.empty()) {
+        auto& u = j["usage"];
+        u["state"] = m.usage_state;
+        if (!m.usage_reason.empty()) u["reason"] = redact(m.usage_reason, secrets);
+        for (const auto& [k, n] : m.usage) u[k] = n;
+    }
+    if (!m.cost_state.empty()) {
+        auto& c = j["cost"];
+        c["state"] = m.cost_state;
+        if (m.cost_state == "computed") {
+            c["usd"] = static_cast<double>(m.usd_micros) / 1e6;
+            c["usd_micros"] = m.usd_micros;
+        }
+        if (!m.price_source.empty()) c["source"] = redact(m.price_source, secrets);
+        if (!m.price_date.empty()) c["date"] = m.price_date;
+        if (!m.cost_reason.empty()) c["reason"] = redact(m.cost_reason, secrets);
+    }
+    auto limits = [](const std::vector<std::pair<std::string, std::uint64_t>>& v) {
+        nlohmann::ordered_json o = nlohmann::ordered_json::object();
+        for (const auto& [k, n] : v) o[k] = n;
+        return o;
+    };
+    if (!m.remaining.empty()) j["remaining"] = limits(m.remaining);
+    if (!m.worker_remaining.empty()) j["worker_remaining"] = limits(m.worker_remaining);
+    if (!m.limit.empty()) j["limit"] = m.limit;
+    return j;
+}
+
+}  // namespace
+
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets) {
     std::string line;
     if (auto plain = format_plain(e, secrets)) {
@@ -160,6 +196,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
             j["form"] = redact(e.form, secrets);
             j["matches"] = e.matches;
         }
+        if (e.metered) j["metering"] = metered_json(*e.metered, secrets);
         line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
     // Defence in depth: a secret split across fields or reintroduced by escaping cannot

@@ -12,7 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +24,26 @@
 namespace corral::gateway {
 
 enum class Decision { allow, refuse };
+
+// On the line of a metered model request (one per HTTP request, one per
+// response on a WebSocket): what it asked for, what it used and cost, and
+// what its budgets have left. Names and numbers only, never a body.
+struct MeteredLine {
+    std::string api;           // metering::model_api_name
+    std::string model;         // the model that answered, else the one asked for ("" = neither said)
+    std::string usage_state;   // reported | unavailable | not_metered | provider_error
+    std::string usage_reason;  // why unavailable, or the provider's error
+    std::vector<std::pair<std::string, std::uint64_t>> usage;  // the categories reported, provider's names
+    std::string cost_state;    // computed | unavailable ("" on a refusal: nothing was spent)
+    std::uint64_t usd_micros = 0;
+    std::string cost_reason;   // why unavailable
+    std::string price_source, price_date;
+    // Per limit set: what is left for new requests on the run's budget and,
+    // with one, the worker's across runs.
+    std::vector<std::pair<std::string, std::uint64_t>> remaining;
+    std::vector<std::pair<std::string, std::uint64_t>> worker_remaining;
+    std::string limit;         // a refusal: the budget limit or policy rule that refused
+};
 
 struct LedgerEntry {
     std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
@@ -45,6 +67,7 @@ struct LedgerEntry {
     // scrub_form_names) and how many occurrences were masked (0 = no such keys).
     std::string form;
     std::uint64_t matches = 0;
+    std::optional<MeteredLine> metered;  // a model request's line (see MeteredLine)
 };
 
 // One JSON object on one line, terminated by '\n'. Keys, in this order:
@@ -52,7 +75,11 @@ struct LedgerEntry {
 // mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
 // bytes_up, bytes_down, duration_ms, credential, and `refusals` last on the
 // ledger's refusal-cap lines only (e.refusals != 0), `form` and `matches` last
-// on secret_reflected lines only (e.matches != 0). Every string field has each
+// on secret_reflected lines only (e.matches != 0), and `metering` last on a
+// metered model request's line: {api, model, usage: {state, reason, the
+// reported categories}, cost: {state, usd, usd_micros, source, date, reason},
+// remaining: {limit: left}, worker_remaining, limit}, empty members left
+// out. Every string field has each
 // occurrence of every non-empty string in `secrets` replaced by "[redacted]"
 // before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});

@@ -1,5 +1,7 @@
 #include "gateway/refusal.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace corral::gateway {
 
 namespace {
@@ -26,6 +28,8 @@ constexpr RefusalRow kRows[] = {
     {reason::body_too_large, 413, Phase::request},
     {reason::headers_too_large, 431, Phase::request},
     {reason::budget_exhausted, 429, Phase::request},
+    {reason::model_budget, 403, Phase::request},
+    {reason::model_policy, 400, Phase::request},
     {reason::leaf_unavailable, 500, Phase::request},
     {reason::upstream_tls, 502, Phase::upstream},
     {reason::upstream_connect, 502, Phase::upstream},
@@ -61,5 +65,53 @@ int refusal_status(std::string_view code, Phase phase) {
 }
 
 int status_for_reason(std::string_view code) { return refusal_status(code, Phase::request); }
+
+namespace {
+// The providers' error types for a status (both document these names).
+std::string_view anthropic_error_type(int status) {
+    switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    default: return status >= 500 ? "api_error" : "invalid_request_error";
+    }
+}
+std::string_view openai_error_type(int status) {
+    switch (status) {
+    case 401: return "invalid_api_key";
+    case 403: return "permission_denied";
+    case 429: return "rate_limit_exceeded";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+    }
+}
+}  // namespace
+
+RefusalBody refusal_body(ErrorShape shape, int status, std::string_view code, std::string_view detail) {
+    std::string message = "corral gateway: " + std::to_string(status) + " " + std::string(code);
+    if (!detail.empty()) message += ": " + std::string(detail);
+    constexpr auto replace = nlohmann::json::error_handler_t::replace;
+    switch (shape) {
+    case ErrorShape::anthropic: {
+        nlohmann::ordered_json j;
+        j["type"] = "error";
+        j["error"]["type"] = anthropic_error_type(status);
+        j["error"]["message"] = message;
+        return {"application/json", j.dump(-1, ' ', false, replace)};
+    }
+    case ErrorShape::openai: {
+        nlohmann::ordered_json j;
+        j["error"]["message"] = message;
+        j["error"]["type"] = openai_error_type(status);
+        j["error"]["param"] = nullptr;
+        j["error"]["code"] = "corral_" + std::string(code);
+        return {"application/json", j.dump(-1, ' ', false, replace)};
+    }
+    case ErrorShape::text: break;
+    }
+    return {"text/plain; charset=utf-8", message + "\n"};
+}
 
 }  // namespace corral::gateway

@@ -37,6 +37,13 @@ inline constexpr std::string_view tcp_peer_not_root = "tcp_peer_not_root";
 inline constexpr std::string_view body_too_large = "body_too_large";
 inline constexpr std::string_view headers_too_large = "headers_too_large";
 inline constexpr std::string_view budget_exhausted = "budget_exhausted";
+// A model request whose worst case does not fit what its budget has left, or
+// any request once usage went unmetered under a token or USD budget
+// (gateway/metering/budget.hpp). A status the SDKs do not retry.
+inline constexpr std::string_view model_budget = "model_budget";
+// A model request the inject grant's model policy refuses (a model, a tool,
+// a source, a beta not allowed).
+inline constexpr std::string_view model_policy = "model_policy";
 inline constexpr std::string_view upstream_tls = "upstream_tls";
 inline constexpr std::string_view upstream_connect = "upstream_connect";
 inline constexpr std::string_view upstream_protocol = "upstream_protocol";  // no valid HTTP/1.1 from the upstream
@@ -92,13 +99,29 @@ int refusal_status(std::string_view code, Phase phase);
 // refusal_status(code, Phase::request).
 int status_for_reason(std::string_view code);
 
+// How the answer's body is written: corral's text line, or the error object
+// of the model API the request was for, so the CLI shows corral's sentence
+// as the provider's error message instead of failing to parse the body.
+enum class ErrorShape { text, anthropic, openai };
+
 // A decision to refuse: the reason code, the one line saying what was wrong
 // (sent to the box, so never a secret), and the phase for its status.
 struct Refusal {
     std::string reason;
     std::string detail;
     Phase phase = Phase::request;
+    ErrorShape shape = ErrorShape::text;
     int status() const { return refusal_status(reason, phase); }
 };
+
+// The answer's body and Content-Type:
+//   text       "corral gateway: STATUS CODE: DETAIL\n"
+//   anthropic  {"type":"error","error":{"type":"permission_error","message":"corral gateway: ..."}}
+//   openai     {"error":{"message":"corral gateway: ...","type":"...","param":null,"code":"corral_CODE"}}
+struct RefusalBody {
+    std::string content_type;
+    std::string body;
+};
+RefusalBody refusal_body(ErrorShape shape, int status, std::string_view code, std::string_view detail);
 
 }  // namespace corral::gateway

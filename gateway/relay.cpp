@@ -117,7 +117,7 @@ awaitable<void> pump_splice(Conn& c, From& from, To& to, std::uint64_t& count, F
 // what was wrong in `problem`. `count` is the bytes read from `from`.
 template <class From, class To>
 awaitable<void> pump_streams(Conn& c, From& from, To& to, std::uint64_t& count, WebSocketScrubber* scrub = nullptr,
-                             std::string* problem = nullptr) {
+                             std::string* problem = nullptr, ResponseObserver* observer = nullptr) {
     std::vector<char> b(16 * 1024);
     std::string scrubbed;
     for (;;) {
@@ -125,6 +125,7 @@ awaitable<void> pump_streams(Conn& c, From& from, To& to, std::uint64_t& count, 
         if (ec || n == 0) break;
         c.arm(c.limits().idle_timeout);
         std::string_view piece(b.data(), n);
+        if (observer) observer->on_upgraded(piece);
         if (scrub) {
             scrubbed.clear();
             if (auto why = scrub->feed(piece, scrubbed); !why.empty()) {
@@ -161,13 +162,14 @@ awaitable<void> relay_sockets(Conn& c, ClientSocket& a, asio::ip::tcp::socket& b
 
 template <class Client, class Up>
 awaitable<void> relay_upgraded(Conn& c, Client& client, Up& up, std::uint64_t& bytes_up, std::uint64_t& bytes_down,
-                               WebSocketScrubber* scrub, std::string* problem) {
-    co_await (pump_streams(c, client, up, bytes_up) && pump_streams(c, up, client, bytes_down, scrub, problem));
+                               WebSocketScrubber* scrub, std::string* problem, ResponseObserver* observer) {
+    co_await (pump_streams(c, client, up, bytes_up) &&
+              pump_streams(c, up, client, bytes_down, scrub, problem, observer));
 }
 
 template awaitable<void> relay_upgraded(Conn&, ClientTls&, UpstreamTls&, std::uint64_t&, std::uint64_t&,
-                                        WebSocketScrubber*, std::string*);
+                                        WebSocketScrubber*, std::string*, ResponseObserver*);
 template awaitable<void> relay_upgraded(Conn&, ClientSocket&, asio::ip::tcp::socket&, std::uint64_t&, std::uint64_t&,
-                                        WebSocketScrubber*, std::string*);
+                                        WebSocketScrubber*, std::string*, ResponseObserver*);
 
 }  // namespace corral::gateway

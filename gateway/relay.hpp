@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gateway/connection.hpp"
+#include "gateway/exchange.hpp"
 #include "gateway/response_scrub.hpp"
 
 namespace corral::gateway {
@@ -22,11 +23,12 @@ boost::asio::awaitable<void> relay_sockets(Conn& c, ClientSocket& client, boost:
 // Both directions of an upgraded connection until either side closes. These
 // writes to the client carry the upstream's WebSocket frames as they come,
 // through `scrub` when given (an inject grant's credential): a frame it cannot
-// scan ends the connection, with what was wrong in `problem`.
+// scan ends the connection, with what was wrong in `problem`. `observer`
+// (a model request's meter) sees the upstream's bytes as they are read.
 // (Client, Up): (ClientTls, UpstreamTls) or (ClientSocket, tcp::socket).
 template <class Client, class Up>
 boost::asio::awaitable<void> relay_upgraded(Conn& c, Client& client, Up& up, std::uint64_t& bytes_up,
                                             std::uint64_t& bytes_down, WebSocketScrubber* scrub = nullptr,
-                                            std::string* problem = nullptr);
+                                            std::string* problem = nullptr, ResponseObserver* observer = nullptr);
 
 }  // namespace corral::gateway

@@ -44,6 +44,12 @@ public:
     ~EmbeddedEgress() override { stop(); }
 
     std::string prepare() override {
+        // A budget across the worker's runs needs one keeper for all of them:
+        // a gateway embedded in one run cannot see the others (fail closed).
+        if (config_.metering.worker.any())
+            throw UsageError("[budget.worker] (a budget across the worker's runs) is kept by the gateway daemon: "
+                             "run with --gateway unix:PATH against `corral gateway --org DIR`, or leave "
+                             "[budget.worker] out and use [budget] (per run)");
         // A configured grant that needs an unreadable credential stops the
         // run: name that grant (its file:line), not only the credential.
         std::set<std::string> checked;
@@ -72,8 +78,10 @@ public:
                 {"requests", gateway_ && started_ ? json(requests_) : json(nullptr)},
                 {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)},
                 {"secrets_reflected", gateway_ && started_ ? json(secrets_reflected_) : json(nullptr)},
-                {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)}};
+                {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)},
+                {"model", model_ ? gateway::metering::totals_json(*model_) : json(nullptr)}};
     }
+    std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
 
 protected:
     shim::ConnectionHandler connection_handler() override {
@@ -95,6 +103,7 @@ protected:
         requests_ = gateway_->ledger().requests(identity);
         refusals_ = gateway_->ledger().refusals(identity);
         secrets_reflected_ = gateway_->ledger().secrets_reflected(identity);
+        model_ = gateway_->model_totals(identity);
         ledger_failure_ = gateway_->ledger().failure();
         if (!ledger_failure_.empty())
             stop_messages_.push_back("the ledger failed during the run (" + ledger_failure_ +
@@ -110,6 +119,7 @@ private:
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
     std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
+    std::optional<gateway::metering::MeterTotals> model_;
     std::string ledger_failure_;
 };
 
@@ -168,7 +178,11 @@ public:
                 {"requests", counts_ ? json(counts_->requests) : json(nullptr)},
                 {"refusals", counts_ ? json(counts_->refusals) : json(nullptr)},
                 {"secrets_reflected", counts_ ? json(counts_->secrets_reflected) : json(nullptr)},
-                {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)}};
+                {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)},
+                {"model", counts_ && counts_->model ? gateway::metering::totals_json(*counts_->model) : json(nullptr)}};
+    }
+    std::optional<gateway::metering::MeterTotals> model_totals() const override {
+        return counts_ ? counts_->model : std::nullopt;
     }
 
 protected:
@@ -268,7 +282,8 @@ json unstarted_gateway_record(const RunRequest& r) {
             {"requests", nullptr},
             {"refusals", nullptr},
             {"secrets_reflected", nullptr},
-            {"ledger_failure", nullptr}};
+            {"ledger_failure", nullptr},
+            {"model", nullptr}};
 }
 
 }  // namespace corral::run

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/metering/totals.hpp"
 #include "run/resolve.hpp"
 #include "shim/bridge.hpp"
 #include "supervisor/sandbox.hpp"
@@ -50,8 +51,12 @@ public:
     // (bounded), stops the thread, takes the counts. Idempotent.
     void stop();
 
-    // run.json's "gateway": {mode, ledger, requests, refusals, secrets_reflected}.
+    // run.json's "gateway": {mode, ledger, requests, refusals, secrets_reflected,
+    // ledger_failure, model}.
     virtual nlohmann::json record_fields() const = 0;
+    // The run's model traffic, once stop() has taken the counts (nullopt
+    // before, or when they could not be had).
+    virtual std::optional<gateway::metering::MeterTotals> model_totals() const = 0;
 
     // What stop() has to tell (e.g. the daemon's counts could not be had),
     // handed over once: the run prints each and puts it into run.json's messages.

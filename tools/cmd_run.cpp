@@ -177,6 +177,9 @@ int cmd_run(int argc, char** argv) {
         if (egress) {
             egress->stop();
             for (const auto& m : egress->take_stop_messages()) say(m);
+            // The run's model traffic in one line (run.json has the numbers).
+            if (auto t = egress->model_totals(); t && (t->requests || t->budget_refusals || t->policy_refusals))
+                std::fprintf(stderr, "corral run: %s\n", gateway::metering::totals_summary(*t).c_str());
         }
         record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
         record.status = st;

@@ -370,6 +370,11 @@ std::optional<Usage> WebSocketUsageMeter::feed_message(std::string_view message)
     return ended;
 }
 
+void WebSocketUsageMeter::break_off(std::string reason) {
+    current_.break_off(std::move(reason));
+    dirty_ = true;
+}
+
 std::optional<Usage> WebSocketUsageMeter::finish() {
     if (!dirty_) return std::nullopt;
     current_.break_off("the connection closed before the response completed");

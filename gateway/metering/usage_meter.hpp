@@ -136,6 +136,9 @@ public:
     std::optional<Usage> feed_message(std::string_view message);
     // The connection closed: a response still open is unavailable.
     std::optional<Usage> finish();
+    // A message could not be read whole (its frames, not its JSON): the
+    // response in flight, or the next one, is unavailable for `reason`.
+    void break_off(std::string reason);
 
 private:
     Usage end_current();

@@ -1,0 +1,70 @@
+// gateway/model_traffic.hpp — an inject-mode request to a model API,
+// governed: before it is forwarded its worst case is reserved on the
+// identity's budgets (gateway/metering/book.hpp); while its response streams
+// by, the usage the provider reports is read from a copy of the bytes
+// (never holding them back); when it ends the reservation is settled with
+// what was used and the request's ledger line says model, usage, cost and
+// what remains.
+//
+// Which requests: POST to a model route (metering::model_api_for_path) on an
+// inject grant, and codex's Responses WebSocket (one ledger line per
+// response on it). A WebSocket gives no point at which a response can be
+// refused before it is sent, so under a budget the upgrade is refused and
+// the CLI streams over HTTP instead (codex falls back by itself).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gateway/connection.hpp"
+#include "gateway/exchange.hpp"
+#include "gateway/ledger.hpp"
+#include "gateway/metering/book.hpp"
+#include "gateway/metering/usage_meter.hpp"
+#include "gateway/metering/ws_messages.hpp"
+#include "gateway/request_reader.hpp"
+
+namespace corral::gateway {
+
+class ModelTraffic final : public ResponseObserver {
+public:
+    // nullptr when `req` is not a model request.
+    static std::unique_ptr<ModelTraffic> for_request(Conn& c, const Request& req, std::string_view path,
+                                                     bool websocket);
+
+    // Before anything is forwarded: the budget's reservation. A refusal (in
+    // the provider's error shape) is counted in the book and `e` gets its
+    // metering; nothing is reserved then.
+    std::optional<Refusal> admit(const Request& req, LedgerEntry& e);
+
+    // The exchange is over (whole, cut, or failed before anything was sent):
+    // the reservation settled or released, `e` given its metering. After a
+    // WebSocket, a response still open is recorded as unavailable.
+    void finish(const Exchange& x, LedgerEntry& e);
+
+    void on_head(int status, std::string_view content_type) override;
+    void on_body(std::string_view piece) override;
+    void on_upgraded(std::string_view frames) override;
+
+    ModelTraffic(Conn& c, metering::ModelApi api, bool websocket);
+    ~ModelTraffic() override;
+
+private:
+    void on_ws_message(std::string_view text, std::string_view problem);
+    void record_ws_response(const metering::Usage& u);
+    MeteredLine line_for(const metering::Charge& ch) const;
+
+    Conn& c_;
+    metering::ModelApi api_;
+    bool websocket_;
+    metering::RequestFacts facts_;
+    std::optional<metering::Admission> admission_;
+    std::optional<metering::UsageMeter> meter_;
+    std::optional<metering::WebSocketMessages> ws_frames_;
+    std::optional<metering::WebSocketUsageMeter> ws_usage_;
+    LedgerEntry ws_line_;  // the WebSocket's request line, each response's line starts from it
+};
+
+}  // namespace corral::gateway
