@@ -279,6 +279,7 @@ Usage ResponseUsage::result() const {
         u.state = UsageState::provider_error;
     } else if (!final_seen_) {
         u.reason = "no usage in the response";
+
     } else if (!u.input_tokens) {
         u.reason = u.api == ModelApi::openai_chat ? "usage lacks prompt_tokens" : "usage lacks input_tokens";
     } else if (!u.output_tokens) {
@@ -287,6 +288,10 @@ Usage ResponseUsage::result() const {
         u.reason = "usage reports more cached input tokens than input tokens";
     } else if (u.reasoning_tokens && *u.reasoning_tokens > *u.output_tokens) {
         u.reason = "usage reports more reasoning tokens than output tokens";
+    } else if (u.api == ModelApi::anthropic_messages && !ended_) {
+        // message_delta's output_tokens is a running total: without
+        // message_stop the last one seen may not be the final count.
+        u.reason = "the stream ended before message_stop (its last usage may not be final)";
     } else {
         u.state = UsageState::reported;
     }

@@ -4,8 +4,8 @@
 // Node 20 honours no proxy environment by default, so this does what an agent
 // CLI's proxy support does: CONNECT host:port to the gateway, then TLS over
 // that socket (trusting corral's CA, with SNI), then HTTP/1.1 or a WebSocket.
-// spec: {proxy, ca?, host, port, sni?, mode: "http"|"sse"|"ws"|"ws-collect"|"raw", method?, path?,
-//        headers?, body?, raw?, control?}
+// spec: {proxy, ca?, host, port, sni?, mode: "http"|"sse"|"ws"|"ws-collect"|"ws-turns"|"raw", method?, path?,
+//        headers?, body?, raw?, control?, messages?, settleMs?}
 // proxy "env": the proxy named by HTTPS_PROXY (an agent CLI's way). Without
 // ca, node's default trust plus NODE_EXTRA_CA_CERTS decide (again a CLI's way).
 // Prints one JSON object on stdout:
@@ -79,6 +79,37 @@ function secure(socket) {
     ws.on('message', (data, isBinary) => out.messages.push((isBinary ? 'binary ' : '') + data.toString('latin1')));
     ws.on('close', (code) => { out.closeCode = code; finish(); });
     ws.on('unexpected-response', (req, res) => { out.status = res.statusCode; finish(); });
+    ws.on('error', fail('wsError'));
+    return;
+  }
+  if (spec.mode === 'ws-turns') {
+    // Sends each of spec.messages in turn, each after the last one's
+    // response.completed (or, for a turn that never completes, after
+    // spec.settleMs), then closes; every message received is kept.
+    const { WebSocket } = require(path.join(process.env.CORRAL_SOURCE_ROOT, 'node_modules', 'ws'));
+    const ws = new WebSocket(`wss://${spec.host}:${spec.port}${spec.path}`,
+                             { createConnection: () => s, headers: spec.headers || {} });
+    out.messages = [];
+    let turn = 0, timer = null;
+    const next = () => {
+      clearTimeout(timer);
+      if (turn === spec.messages.length) { ws.close(); return; }
+      ws.send(spec.messages[turn++]);
+      timer = setTimeout(next, spec.settleMs || 1000);
+    };
+    ws.on('open', next);
+    ws.on('message', (data) => {
+      const text = data.toString();
+      out.messages.push(text);
+      if (text.includes('"response.completed"')) next();
+    });
+    ws.on('close', (code) => { out.closeCode = code; finish(); });
+    ws.on('unexpected-response', (req, res) => {
+      out.status = res.statusCode;
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => { out.body = body; finish(); });
+    });
     ws.on('error', fail('wsError'));
     return;
   }

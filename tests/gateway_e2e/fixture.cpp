@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "tests/support/test_pki.hpp"
 
@@ -284,8 +286,14 @@ Result curl_as(unsigned uid, const std::vector<std::string>& args, std::chrono::
 
 nlohmann::json node_client(nlohmann::json spec, std::chrono::milliseconds timeout) {
     auto& w = world();
-    spec["proxy"] = w.gateway_port;
-    spec["ca"] = w.corral_ca;
+    return node_client_via(w.gateway_port, w.corral_ca, std::move(spec), timeout);
+}
+
+nlohmann::json node_client_via(int proxy_port, const std::string& ca, nlohmann::json spec,
+                               std::chrono::milliseconds timeout) {
+    auto& w = world();
+    spec["proxy"] = proxy_port;
+    spec["ca"] = ca;
     spec["control"] = w.ports.at("control");
     RunOptions o;
     o.timeout = timeout;
@@ -363,6 +371,79 @@ std::string sha256_hex(const std::string& s) {
         out += b;
     }
     return out;
+}
+
+OwnDaemon::OwnDaemon(const std::string& name, const std::string& ledger_path, const std::string& grace,
+                     std::string who, const std::string& more_toml)
+    : identity(std::move(who)) {
+    auto& w = world();
+    dir = w.dir + "/" + name;
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+    config = dir + "/gateway.toml";
+    err = dir + "/gateway.stderr";
+    socket = dir + "/gateway.sock";
+    ledger = ledger_path.empty() ? dir + "/ledger.jsonl" : ledger_path;
+    ca = dir + "/state/ca/ca.crt";
+    port = free_port();
+    const std::string grants = more_toml.empty() ? "[[grants]]\nhost = \"upstream.test\"\nport = " +
+                                                       std::to_string(w.ports.at("main")) +
+                                                       "\nmode = \"inject\"\nallow_private = true\n"
+                                                 : more_toml;
+    write_file(config, "[gateway]\nlisten_tcp = \"127.0.0.1:" + std::to_string(port) + "\"\ntcp_identity = \"" +
+                           identity + "\"\nlisten_unix = \"" + socket + "\"\nledger = \"" + ledger +
+                           "\"\nstate_dir = \"" + dir + "/state\"\nupstream_ca_file = \"" + w.test_ca +
+                           "\"\nhosts_file = \"" + w.dir + "/hosts\"\n" + grants);
+    proc = std::make_unique<Background>(std::vector<std::string>{
+        "sh", "-c", "exec \"$0\" gateway --config \"$1\" --grace \"$3\" 2>\"$2\"", corral_bin(), config, err, grace});
+    auto want = "listening tcp:127.0.0.1:" + std::to_string(port);
+    if (!proc->wait_for_stdout(want, std::chrono::seconds(20)))
+        throw std::runtime_error("corral gateway did not start: " + read_file(err));
+}
+
+std::string OwnDaemon::url(const std::string& path) const {
+    return "https://upstream.test:" + std::to_string(world().ports.at("main")) + path;
+}
+
+Result OwnDaemon::curl_args(const std::vector<std::string>& args, std::chrono::milliseconds timeout) const {
+    RunOptions o;
+    o.timeout = timeout;
+    o.env["NO_PROXY"] = "";
+    o.env["no_proxy"] = "";
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "15", "--proxy", "http://127.0.0.1:" + std::to_string(port),
+                                  "--cacert", ca, "-w", "\nstatus=%{http_code}\nconnect=%{http_connect}\n"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, o);
+}
+
+Result OwnDaemon::curl(const std::string& path, std::chrono::milliseconds timeout) const {
+    return curl_args({url(path)}, timeout);
+}
+
+nlohmann::json OwnDaemon::counts(const std::string& who) const {
+    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", socket.c_str());
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(s);
+        return nullptr;
+    }
+    std::string line = "CORRAL-COUNTS " + (who.empty() ? identity : who) + "\n";
+    (void)!::write(s, line.data(), line.size());
+    std::string answer;
+    char buf[512];
+    for (ssize_t n; (n = ::read(s, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+    ::close(s);
+    return nlohmann::json::parse(answer, nullptr, false);
+}
+
+bool OwnDaemon::stderr_says(const std::string& needle) const {
+    for (int i = 0; i < 250; ++i) {
+        if (read_file(err).find(needle) != std::string::npos) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
 }
 
 }  // namespace corral::test::gw

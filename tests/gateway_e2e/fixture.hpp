@@ -54,6 +54,9 @@ Result curl_as(unsigned uid, const std::vector<std::string>& args,
                std::chrono::milliseconds timeout = std::chrono::seconds(30));
 // The node client (client.js) with `spec` (proxy and ca filled in); its JSON answer.
 nlohmann::json node_client(nlohmann::json spec, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// The same through another gateway (its TCP port and the CA it signs with).
+nlohmann::json node_client_via(int proxy_port, const std::string& ca, nlohmann::json spec,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 // Raw bytes to the gateway's TCP port; everything it answers until it closes
 // (or `timeout`). Plain TCP, no TLS.
 std::string raw_proxy(const std::string& bytes, std::chrono::milliseconds timeout = std::chrono::seconds(15));
@@ -65,5 +68,29 @@ std::vector<nlohmann::json> ledger_lines();
 // a line is written when the exchange ends).
 bool ledger_has(const std::string& host, const std::string& reason);
 std::string sha256_hex(const std::string& s);
+
+// A `corral gateway` daemon of a test's own, with its own state dir (CA),
+// ledger, Unix socket and stderr, listening on a free loopback TCP port
+// whose clients are `identity`. `more_toml` follows [gateway] (grants,
+// budget, prices); "" = an inject grant for upstream.test (no credential)
+// on the world's upstream.
+struct OwnDaemon {
+    std::string dir, config, err, socket, ledger, ca, identity;
+    int port = 0;
+    std::unique_ptr<Background> proc;
+
+    OwnDaemon(const std::string& name, const std::string& ledger_path, const std::string& grace,
+              std::string identity = "faults/run-1", const std::string& more_toml = "");
+
+    std::string url(const std::string& path) const;  // https://upstream.test:MAIN/path
+    // curl through this daemon; `out` ends with "\nstatus=NNN\nconnect=NNN\n".
+    Result curl(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
+    Result curl_args(const std::vector<std::string>& args,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
+    // The daemon's answer to CORRAL-COUNTS for `who` ("" = identity), over its Unix socket.
+    nlohmann::json counts(const std::string& who = "") const;
+    // Waits (bounded) until the daemon's stderr holds `needle`.
+    bool stderr_says(const std::string& needle) const;
+};
 
 }  // namespace corral::test::gw

@@ -212,6 +212,18 @@ TEST_CASE("anthropic SSE: a stream cut before message_delta, or with no usage, i
     CHECK(no_start.reason == "usage lacks input_tokens");
 }
 
+TEST_CASE("anthropic SSE: a stream cut after a message_delta but before message_stop is unavailable") {
+    // message_delta's output_tokens is a running total: the one seen last
+    // before a cut may be lower than what was generated (and billed).
+    const std::string cut = kAnthropicStream.substr(0, kAnthropicStream.find("event: message_stop"));
+    REQUIRE(cut.find("message_delta") != std::string::npos);
+    Usage u = meter_every_way(ModelApi::anthropic_messages, BodyForm::sse, cut);
+    CHECK(u.state == UsageState::unavailable);
+    CHECK(u.reason == "the stream ended before message_stop (its last usage may not be final)");
+    CHECK(meter_every_way(ModelApi::anthropic_messages, BodyForm::sse, kAnthropicStream).state ==
+          UsageState::reported);
+}
+
 TEST_CASE("anthropic SSE: an error event before the message is a provider error; after it, unavailable") {
     const std::string error_event =
         "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": "

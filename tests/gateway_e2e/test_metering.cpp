@@ -1,0 +1,300 @@
+// Model traffic through `corral gateway`, metered and budgeted: a stand-in
+// model API (model_upstream.js) that streams real-shape responses with known
+// usage, real clients (curl, node's ws) through a daemon of the test's own.
+// The daemon's counts must equal the stand-in's numbers exactly; a budget
+// must refuse before anything is forwarded, in the provider's error shape,
+// and never be overspent by concurrent streams.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <thread>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/gateway_e2e/fixture.hpp"
+#include "tests/support/process.hpp"
+
+using namespace corral::test;
+using namespace corral::test::gw;
+using nlohmann::json;
+
+namespace {
+
+// The stand-in model API, one per test case (its counters start at zero).
+struct ModelUpstream {
+    std::unique_ptr<Background> proc;
+    int main = 0, control = 0;
+
+    ModelUpstream() {
+        RunOptions env;
+        env.env["CORRAL_SOURCE_ROOT"] = source_root();
+        proc = std::make_unique<Background>(
+            std::vector<std::string>{"node", source_root() + "/tests/gateway_e2e/model_upstream.js", world().dir}, env);
+        if (!proc->wait_for_stdout("\n", std::chrono::seconds(20))) throw std::runtime_error("model_upstream.js did not start");
+        auto line = proc->drain_stdout();
+        auto ports = json::parse(line.substr(line.find('{')));
+        main = ports.at("main").get<int>();
+        control = ports.at("control").get<int>();
+    }
+    json stats(const std::string& path = "/stats") const {
+        auto r = run({"curl", "-sS", "--max-time", "5", "--noproxy", "*",
+                      "http://127.0.0.1:" + std::to_string(control) + path});
+        return json::parse(r.out, nullptr, false);
+    }
+};
+
+// An inject grant for upstream.test on the stand-in, then `more` (budget, prices).
+std::string grant_for(const ModelUpstream& m, const std::string& more) {
+    return "[[grants]]\nhost = \"upstream.test\"\nport = " + std::to_string(m.main) +
+           "\nmode = \"inject\"\nallow_private = true\n" + more;
+}
+
+const char* kPrices = R"(
+[prices."claude-test"]
+input = 3.0
+output = 15.0
+cache_write = 3.75
+cache_read = 0.30
+source = "stand-in price list"
+date = "2026-11-30"
+[prices."gpt-test"]
+input = 1.25
+output = 10.0
+cache_write = 0
+cache_read = 0.125
+source = "stand-in price list"
+date = "2026-11-30"
+)";
+
+std::string url(const ModelUpstream& m, const std::string& path) {
+    return "https://upstream.test:" + std::to_string(m.main) + path;
+}
+
+// POST `body` (JSON) to `path` through the daemon: {status, body, headers}.
+struct Answer {
+    int status = 0;
+    std::string body, headers;
+};
+Answer post(const OwnDaemon& d, const ModelUpstream& m, const std::string& path, const json& body) {
+    auto r = d.curl_args({"-D", "-", "-H", "content-type: application/json", "--data-binary", body.dump(), url(m, path)});
+    Answer a;
+    auto at = r.out.rfind("\nstatus=");
+    if (at != std::string::npos) a.status = std::atoi(r.out.c_str() + at + 8);
+    // The last head before the body: curl prints the proxy's CONNECT answer first.
+    auto split = r.out.rfind("\r\n\r\n", at);
+    a.headers = split == std::string::npos ? "" : r.out.substr(0, split);
+    a.body = split == std::string::npos ? r.out : r.out.substr(split + 4, at == std::string::npos ? std::string::npos : at - split - 4);
+    return a;
+}
+
+json anthropic_body(bool stream, const std::string& variant = "", int max_tokens = 100) {
+    json b = {{"model", "claude-test"}, {"max_tokens", max_tokens}, {"stream", stream},
+              {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+    if (!variant.empty()) b["metadata"] = {{"standin", variant}};
+    return b;
+}
+
+// The ledger lines that carry metering, in order.
+std::vector<json> metered_lines(const OwnDaemon& d) {
+    std::vector<json> out;
+    std::istringstream in(read_file(d.ledger));
+    for (std::string l; std::getline(in, l);) {
+        auto j = json::parse(l, nullptr, false);
+        if (j.is_object() && j.contains("metering")) out.push_back(j);
+    }
+    return out;
+}
+
+json model_counts(const OwnDaemon& d) {
+    // A line is written, and a response settled, when its exchange ends:
+    // curl has its answer a moment before that.
+    json c;
+    for (int i = 0; i < 100; ++i) {
+        c = d.counts();
+        if (c.is_object() && c.contains("model")) return c["model"];
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("metering: every API's usage, counted exactly, priced with its source" * doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-sums", "", "5s", "meter/run-1", grant_for(m, kPrices));
+
+    CHECK(post(d, m, "/v1/messages", anthropic_body(true)).status == 200);
+    CHECK(post(d, m, "/v1/messages?beta=true", anthropic_body(false)).status == 200);
+    CHECK(post(d, m, "/v1/messages/count_tokens", {{"model", "claude-test"}, {"messages", json::array()}}).status == 200);
+    CHECK(post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}, {"input", "hi"}}).status == 200);
+    CHECK(post(d, m, "/v1/chat/completions",
+               {{"model", "gpt-test"}, {"stream", true}, {"stream_options", {{"include_usage", true}}},
+                {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}})
+              .status == 200);
+    // codex's transport: two responses on one WebSocket.
+    json ws = node_client_via(d.port, d.ca,
+                              {{"host", "upstream.test"}, {"port", m.main}, {"mode", "ws-turns"}, {"path", "/v1/responses"},
+                               {"messages", json::array({json{{"type", "response.create"}, {"model", "gpt-test"}}.dump(),
+                                                         json{{"type", "response.create"}, {"model", "gpt-test"}}.dump()})}});
+    CHECK(ws.value("closeCode", 0) == 1005);
+    CHECK(ws["messages"].size() == 6);
+
+    // Usage as the stand-in reports it: Anthropic 25 in (+3 cache write, +7
+    // cache read), 11 out, twice; Responses 40 in (8 cached), 13 out (5
+    // reasoning), three times (SSE + 2 WebSocket); Chat 30 in (4 cached), 9 out.
+    json t = model_counts(d);
+    REQUIRE(t.is_object());
+    CHECK(t["requests"] == 7);  // count_tokens is a request with no tokens
+    CHECK(t["input_tokens"] == 25 * 2 + 40 * 3 + 30);
+    CHECK(t["output_tokens"] == 11 * 2 + 13 * 3 + 9);
+    CHECK(t["cache_write_tokens"] == 3 * 2);
+    CHECK(t["cache_read_tokens"] == 7 * 2);
+    CHECK(t["cached_input_tokens"] == 8 * 3 + 4);
+    CHECK(t["reasoning_tokens"] == 5 * 3);
+    CHECK(t["usage_unavailable"] == 0);
+    CHECK(t["cost_unavailable"] == 0);
+    // Micro-dollars, each response rounded up once:
+    //   claude-test: 25×3 + 11×15 + 3×3.75 + 7×0.30 = 253.35 → 254, twice
+    //   gpt-test Responses: (40-8)×1.25 + 8×0.125 + 13×10 = 171 → 171, three times
+    //   gpt-test Chat: (30-4)×1.25 + 4×0.125 + 9×10 = 123 → 123
+    CHECK(t["usd_micros"] == 254 * 2 + 171 * 3 + 123);
+
+    auto lines = metered_lines(d);
+    REQUIRE(lines.size() >= 7);
+    const json& first = lines.front()["metering"];
+    CHECK(first["api"] == "anthropic_messages");
+    CHECK(first["model"] == "claude-test");
+    CHECK(first["usage"]["state"] == "reported");
+    CHECK(first["usage"]["output_tokens"] == 11);
+    CHECK(first["cost"]["state"] == "computed");
+    CHECK(first["cost"]["usd_micros"] == 254);
+    CHECK(first["cost"]["source"] == "stand-in price list");
+    CHECK(first["cost"]["date"] == "2026-11-30");
+    int ws_lines = 0;
+    for (const auto& l : lines) ws_lines += l["method"] == "WS";
+    CHECK(ws_lines == 2);
+}
+
+TEST_CASE("metering: a response without usage under a token budget refuses the next request" * doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-failclosed", "", "5s", "meter/run-2",
+                grant_for(m, std::string(kPrices) + "[budget]\noutput_tokens = 100000\n"));
+    CHECK(post(d, m, "/v1/messages", anthropic_body(true, "nousage")).status == 200);
+    Answer refused = post(d, m, "/v1/messages", anthropic_body(true));
+    CHECK(refused.status == 403);
+    CHECK(refused.headers.find("x-should-retry: false") != std::string::npos);
+    json err = json::parse(refused.body, nullptr, false);
+    REQUIRE(err.is_object());
+    CHECK(err["type"] == "error");
+    CHECK(err["error"]["type"] == "permission_error");
+    CHECK(err["error"]["message"].get<std::string>().find("usage unavailable") != std::string::npos);
+    CHECK(m.stats()["byPath"]["/v1/messages"] == 1);  // the refused one never left
+    json t = model_counts(d);
+    CHECK(t["usage_unavailable"] == 1);
+    CHECK(t["budget_refusals"] == 1);
+}
+
+TEST_CASE("metering: budgets refuse before forwarding, in each provider's error shape" * doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-budget", "", "5s", "meter/run-3", grant_for(m, std::string(kPrices) + "[budget]\nrequests = 2\n"));
+    CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
+    CHECK(post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}}).status == 200);
+    Answer a = post(d, m, "/v1/messages", anthropic_body(false));
+    CHECK(a.status == 403);
+    CHECK(json::parse(a.body, nullptr, false)["error"]["message"].get<std::string>().find("budget requests") !=
+          std::string::npos);
+    Answer o = post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}});
+    CHECK(o.status == 403);
+    json oe = json::parse(o.body, nullptr, false);
+    CHECK(oe["error"]["code"] == "corral_model_budget");
+    // Under a budget, codex's WebSocket is refused (each response could not
+    // be reserved before it is sent): the CLI falls back to HTTP streaming.
+    json ws = node_client_via(d.port, d.ca,
+                              {{"host", "upstream.test"}, {"port", m.main}, {"mode", "ws-turns"}, {"path", "/v1/responses"},
+                               {"messages", json::array({"{}"})}});
+    CHECK(ws["status"] == 403);
+    CHECK(m.stats()["requests"] == 2);
+    auto lines = metered_lines(d);
+    REQUIRE(!lines.empty());
+    CHECK(lines.back()["reason"] == "model_budget");
+    CHECK(lines.back()["metering"]["limit"] == "websocket");
+}
+
+TEST_CASE("metering: a USD budget refuses a model without a price" * doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-noprice", "", "5s", "meter/run-4", grant_for(m, std::string(kPrices) + "[budget]\nusd = 1.0\n"));
+    json b = anthropic_body(false);
+    CHECK(post(d, m, "/v1/messages", b).status == 200);
+    b["model"] = "claude-unpriced";
+    Answer a = post(d, m, "/v1/messages", b);
+    CHECK(a.status == 403);
+    CHECK(a.body.find("no price for model 'claude-unpriced'") != std::string::npos);
+    CHECK(m.stats()["requests"] == 1);
+}
+
+TEST_CASE("metering: eight concurrent streams never spend past the budget" * doctest::timeout(180)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    // Each request may use up to 100 output tokens: five fit in 500.
+    OwnDaemon d("meter-concurrent", "", "5s", "meter/run-5",
+                grant_for(m, std::string(kPrices) + "[budget]\noutput_tokens = 500\n"));
+    std::vector<std::unique_ptr<Background>> clients;
+    for (int i = 0; i < 8; ++i) {
+        RunOptions o;
+        o.env["NO_PROXY"] = "";
+        o.env["no_proxy"] = "";
+        clients.push_back(std::make_unique<Background>(
+            std::vector<std::string>{"sh", "-c",
+                                     "curl -sS --max-time 60 --proxy http://127.0.0.1:" + std::to_string(d.port) +
+                                         " --cacert " + d.ca + " -H 'content-type: application/json' --data-binary '" +
+                                         anthropic_body(true, "hold").dump() + "' -w '\\nstatus=%{http_code}\\n' " +
+                                         url(m, "/v1/messages") + "; echo END"},
+            o));
+    }
+    // Five reach the stand-in and are held there; three are refused at once.
+    json s;
+    for (int i = 0; i < 250; ++i) {
+        s = m.stats();
+        if (s.value("held", 0) >= 5 && model_counts(d).value("budget_refusals", 0) >= 3) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(s["held"] == 5);
+    m.stats("/release");
+    int ok = 0, refused = 0;
+    for (auto& c : clients) {
+        REQUIRE(c->wait_for_stdout("END", std::chrono::seconds(60)));
+        auto out = c->drain_stdout();
+        ok += out.find("status=200") != std::string::npos;
+        refused += out.find("status=403") != std::string::npos;
+    }
+    CHECK(ok == 5);
+    CHECK(refused == 3);
+    json t = model_counts(d);
+    CHECK(t["requests"] == 5);
+    CHECK(t["output_tokens"] == 55);
+    CHECK(t["budget_refusals"] == 3);
+    CHECK(m.stats()["byPath"]["/v1/messages"] == 5);
+}
