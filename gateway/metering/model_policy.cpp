@@ -54,6 +54,13 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
     return true;
 }
 
+std::string lowercase(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 // ---- anthropic-beta ----------------------------------------------------------
@@ -66,8 +73,11 @@ std::optional<PolicyRefusal> check_betas(const std::vector<std::string>& allowed
         auto token = header.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
         while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
         while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-        if (!token.empty() && token != gateway_added &&
-            std::find(allowed.begin(), allowed.end(), token) == allowed.end()) {
+        // Case-insensitive, as the gateway's own merge of the header dedupes.
+        auto same = [&](std::string_view b) {
+            return b.size() == token.size() && starts_with_ci(token, lowercase(b));
+        };
+        if (!token.empty() && !same(gateway_added) && std::none_of(allowed.begin(), allowed.end(), same)) {
             std::string list;
             for (const auto& b : allowed) list += (list.empty() ? "" : ", ") + b;
             return refusal("anthropic_beta", "anthropic-beta " + shown(token) +
@@ -208,7 +218,7 @@ void push_array(const json& obj, const char* key, std::vector<const json*>& todo
     if (const json* a = member(obj, key); a && a->is_array()) todo.push_back(a);
 }
 
-const char* kUrlAllowed = "this grant allows inline and uploaded sources only";
+constexpr const char* kUrlAllowed = "this grant allows inline and uploaded sources only";
 
 std::optional<PolicyRefusal> anthropic_url_source(const json& d) {
     std::vector<const json*> roots;

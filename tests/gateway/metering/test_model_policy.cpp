@@ -390,6 +390,10 @@ TEST_CASE("model policy: anthropic-beta tokens against the operator's list") {
     // The token the gateway adds itself is always allowed; only that one.
     CHECK(rule_of(p, ModelApi::anthropic_messages, body, "oauth-2025-04-20,claude-code-20250219", "oauth-2025-04-20") == "");
     CHECK(rule_of(p, ModelApi::anthropic_messages, body, "oauth-2025-04-20", "") == "anthropic_beta");
+    // Tokens compare without case, as the gateway's merge of the header does.
+    CHECK(rule_of(p, ModelApi::anthropic_messages, body, "Claude-Code-20250219,OAUTH-2025-04-20", "oauth-2025-04-20") ==
+          "");
+    CHECK(rule_of(p, ModelApi::anthropic_messages, body, "claude-code-2025021", "") == "anthropic_beta");
     CHECK(rule_of(p, ModelApi::anthropic_count_tokens, body, "token-counting-2024-11-01") == "anthropic_beta");
     // The body is not read for the beta list alone, and OpenAI APIs carry no anthropic-beta.
     CHECK(rule_of(p, ModelApi::anthropic_messages, "not json", "claude-code-20250219") == "");
