@@ -16,6 +16,7 @@
 
 #include "base/fd.hpp"
 #include "base/parse.hpp"
+#include "config/grant_policy.hpp"
 #include "config/toml_section.hpp"
 #include "config/toml_text.hpp"
 
@@ -130,11 +131,6 @@ bool is_loopback_literal(const std::string& ip) {
     unsigned char buf[16];
     if (inet_pton(AF_INET, ip.c_str(), buf) == 1) return buf[0] == 127;
     return ip == "::1";
-}
-
-bool is_token_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
-           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 // Only {key} and {token} may appear in braces; no control characters (CR/LF
@@ -424,11 +420,9 @@ std::optional<CredentialSpec> parse_credential(const std::string& file, const st
         c.headers = {{"authorization", "Bearer {token}"}};
     }
     step(errors, [&] {
-        const std::string beta_allowed = "a beta name of token characters, e.g. \"oauth-2025-04-20\"";
+        const std::string beta_allowed = kBetaNameAllowed;
         if (auto b = s.string("anthropic_beta", beta_allowed)) {
-            bool ok = !b->empty();
-            for (char ch : *b) ok = ok && is_token_char(ch) && ch != ',';
-            if (!ok) fail_value(file, *s.find("anthropic_beta"), s.key("anthropic_beta"), beta_allowed);
+            if (!is_beta_name(*b)) fail_value(file, *s.find("anthropic_beta"), s.key("anthropic_beta"), beta_allowed);
             c.anthropic_beta = *b;
         }
     });
@@ -448,7 +442,7 @@ std::optional<Grant> parse_grant(const std::string& file, std::size_t index, con
     const std::size_t before = errors.size();
     Section s(file, v, prefix,
               {"host", "port", "mode", "credential", "routes", "identities", "allow_private", "connect_to",
-               "upstream_ca_file"},
+               "upstream_ca_file", "policy"},
               errors);
     Grant g;
     g.index = index;
@@ -556,6 +550,15 @@ std::optional<Grant> parse_grant(const std::string& file, std::size_t index, con
                 where_of(file, *s.find("upstream_ca_file")) + ": key '" + s.key("upstream_ca_file") + "'";
         }
     });
+    if (const auto* pv = s.find("policy")) {
+        if (tunnel)
+            step(errors, [&] {
+                fail_value(file, *pv, s.key("policy"),
+                           "no policy with mode = \"tunnel\" (a blind tunnel cannot see requests); use mode = \"inject\"");
+            });
+        else
+            g.policy = parse_grant_policy(file, *pv, s.key("policy"), errors);
+    }
     if (errors.size() != before) return std::nullopt;
     return g;
 }

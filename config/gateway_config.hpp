@@ -30,6 +30,7 @@
 
 #include "base/sys_error.hpp"
 #include "config/budget_config.hpp"
+#include "config/grant_policy.hpp"
 
 #include <toml.hpp>
 
@@ -109,6 +110,9 @@ struct Grant {
     // TOML key: the grants an agent implies set it (api.openai.com reads an
     // API key as "authorization: Bearer", not as the api_key default x-api-key).
     std::vector<std::pair<std::string, std::string>> default_headers;
+    // The `policy` sub-table: which models, output caps, tools and sources
+    // a request may ask for (inject only; the default allows everything).
+    GrantPolicy policy;
     std::size_t index = 0;              // position in [[grants]] (0-based), for messages and the ledger
     std::string where;                  // "FILE:LINE"
 };

@@ -42,6 +42,18 @@ void fail_value(const std::string& file, const toml::value& v, const std::string
     fail(file, v, key, describe(v), allowed);
 }
 
+bool is_token_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_beta_name(std::string_view b) {
+    if (b.empty()) return false;
+    for (char c : b)
+        if (!is_token_char(c) || c == ',') return false;
+    return true;
+}
+
 void add_lines(Errors& errors, const std::string& text) {
     std::size_t pos = 0;
     while (pos <= text.size()) {

@@ -31,6 +31,12 @@ std::string describe(const toml::value& v);
 [[noreturn]] void fail_value(const std::string& file, const toml::value& v, const std::string& key,
                              const std::string& allowed);
 
+// HTTP token characters (RFC 9110 tchar), for header names.
+bool is_token_char(char c);
+// An anthropic-beta name: token characters, no ',' (the header's separator).
+bool is_beta_name(std::string_view b);
+inline constexpr const char* kBetaNameAllowed = "a beta name of token characters, e.g. \"oauth-2025-04-20\"";
+
 // Every problem goes to `errors` (one line each) and parsing goes on: a
 // step that throws ConfigError is recorded and the next independent one runs.
 using Errors = std::vector<std::string>;

@@ -41,6 +41,26 @@ std::string limits_text(const config::SandboxLimits& l) {
     return s.empty() ? "(none)" : s;
 }
 
+// The rules a grant's policy sets, comma-separated ("none" for a policy
+// table that sets none).
+std::string policy_text(const config::GrantPolicy& p) {
+    std::string s;
+    auto add = [&](const std::string& item) { s += (s.empty() ? "" : ",") + item; };
+    auto list = [](const std::vector<std::string>& items) {
+        std::string out;
+        for (const auto& i : items) out += (out.empty() ? "" : "|") + i;
+        return out;
+    };
+    if (!p.models.empty()) add("models=" + list(p.models));
+    if (p.max_output_tokens) add("max_output_tokens=" + std::to_string(*p.max_output_tokens));
+    if (!p.server_tools) add("no_server_tools");
+    if (!p.mcp_servers) add("no_mcp_servers");
+    if (!p.url_sources) add("no_url_sources");
+    if (!p.context_management) add("no_context_management");
+    if (p.anthropic_betas) add("anthropic_betas=" + (p.anthropic_betas->empty() ? "(none)" : list(*p.anthropic_betas)));
+    return s.empty() ? "none" : s;
+}
+
 std::string grant_text(const config::Grant& g, const config::GatewayConfig& gw) {
     std::string s = g.host + ":" + std::to_string(g.port) + " " + std::string(config::to_string(g.mode));
     if (!g.credential.empty()) s += " credential=" + g.credential;
@@ -50,6 +70,7 @@ std::string grant_text(const config::Grant& g, const config::GatewayConfig& gw) 
     }
     if (!g.connect_to.empty()) s += " connect_to=" + g.connect_to;
     if (g.allow_private) s += " allow_private";
+    if (!g.policy.where.empty()) s += " policy=" + policy_text(g.policy);
     // The header templates it injects (the credential's, or the grant's own
     // when the credential has no template): what the upstream will see.
     if (auto c = gw.credentials.find(g.credential); !g.credential.empty() && c != gw.credentials.end()) {

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <vector>
 
 namespace corral::gateway::metering {
@@ -47,6 +46,17 @@ std::string document_block(const json& root) {
 
 }  // namespace
 
+std::vector<const char*> output_cap_fields(ModelApi api) {
+    switch (api) {
+    case ModelApi::anthropic_messages:
+    case ModelApi::anthropic_count_tokens: return {"max_tokens"};
+    case ModelApi::openai_responses: return {"max_output_tokens"};
+    case ModelApi::openai_chat: return {"max_completion_tokens", "max_tokens"};
+    case ModelApi::none: break;
+    }
+    return {};
+}
+
 RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_bytes) {
     RequestFacts f;
     f.api = api;
@@ -73,29 +83,18 @@ RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_
         else if (f.problem.empty())
             f.problem = "stream is not a boolean";
     }
-    switch (api) {
-    case ModelApi::anthropic_messages:
-    case ModelApi::anthropic_count_tokens: f.max_output_tokens = count(d, "max_tokens", f.problem); break;
-    case ModelApi::openai_responses:
-        f.max_output_tokens = count(d, "max_output_tokens", f.problem);
+    for (const char* field : output_cap_fields(api))
+        if (auto n = count(d, field, f.problem); n && (!f.max_output_tokens || *n > *f.max_output_tokens))
+            f.max_output_tokens = n;
+    if (api == ModelApi::openai_responses) {
         if (member(d, "previous_response_id"))
             f.unbounded_input = "previous_response_id";
         else if (member(d, "conversation"))
             f.unbounded_input = "conversation";
-        break;
-    case ModelApi::openai_chat: {
-        auto completion = count(d, "max_completion_tokens", f.problem);
-        auto legacy = count(d, "max_tokens", f.problem);
-        if (completion && legacy)
-            f.max_output_tokens = std::max(*completion, *legacy);
-        else
-            f.max_output_tokens = completion ? completion : legacy;
+    }
+    if (api == ModelApi::openai_chat)
         if (const json* so = member(d, "stream_options"); so && so->is_object())
             if (const json* iu = member(*so, "include_usage"); iu && iu->is_boolean()) f.include_usage = iu->get<bool>();
-        break;
-    }
-    case ModelApi::none: break;
-    }
     if (f.unbounded_input.empty()) f.unbounded_input = document_block(d);
     return f;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/metering/usage.hpp"
 
@@ -42,6 +43,12 @@ struct RequestFacts {
     // file can cost more tokens than it has bytes).
     std::string unbounded_input;
 };
+
+// The fields a request body names its output cap in, by API; when several
+// are given the largest counts: Anthropic max_tokens; Responses
+// max_output_tokens; Chat Completions max_completion_tokens and the older
+// max_tokens. Empty for ModelApi::none. The model policy caps the same fields.
+std::vector<const char*> output_cap_fields(ModelApi api);
 
 // The facts of one request body (an HTTP body, or one codex WebSocket
 // `response.create` message, whose fields are the same at the top level).

@@ -124,6 +124,20 @@ TEST_CASE("corral validate: config errors are one line each with file:line:key, 
     CHECK(r.out.empty());
 }
 
+TEST_CASE("corral validate: a grant's policy is shown with the grant") {
+    SKIP_WITHOUT_PINNED_CLIS();
+    OrgDir d;
+    d.org("[credentials.anthropic]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_ANTHROPIC\"\n"
+          "[[grants]]\nhost = \"api.anthropic.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
+          "[grants.policy]\nmodels = [\"claude-sonnet-4-5*\", \"claude-haiku-4-5\"]\nmax_output_tokens = 32000\n"
+          "server_tools = false\nurl_sources = false\nanthropic_betas = []\n");
+    d.worker("p", "");
+    auto r = validate(d, {"--worker", "p"}, {{"CORRAL_TEST_ANTHROPIC", "x"}});
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(has(r.out, "api.anthropic.com:443 inject credential=anthropic policy=models=claude-sonnet-4-5*|claude-haiku-4-5,"
+                     "max_output_tokens=32000,no_server_tools,no_url_sources,anthropic_betas=(none) injects="));
+}
+
 TEST_CASE("corral validate: an operator grant for the model host replaces the implied one") {
     SKIP_WITHOUT_PINNED_CLIS();
     OrgDir d;
