@@ -198,6 +198,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
     if (!co_await accept_client_tls(c, t)) co_return;
     ClientTls& tls = *c.client_tls;
     const Injection inj = injection_for(c, *t.grant);
+    const metering::ModelPolicy policy = metering::policy_from_config(t.grant->policy);
     const std::string key = loop_pool_key(c, t);
     std::unique_ptr<UpstreamConn> up;
 
@@ -218,12 +219,12 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         bool websocket = is_websocket_upgrade(req);
         bool client_keep_alive = req.keep_alive();
         // A model request: its budget reserved before anything is forwarded.
-        auto model = ModelTraffic::for_request(c, req, e.path, websocket);
-        if (model) {
-            if (auto refused = model->admit(req, e)) {
-                co_await refuse(c, tls, e, *refused, started);
-                break;
-            }
+        std::optional<Refusal> refused = policy_refuses_route(c, policy, e.path, e);
+        auto model = refused ? nullptr : ModelTraffic::for_request(c, req, e.path, websocket);
+        if (model) refused = model->admit(req, policy, inj.credential() ? inj.spec.anthropic_beta : "", e);
+        if (refused) {
+            co_await refuse(c, tls, e, *refused, started);
+            break;
         }
         e.credential = inj.credential() ? inj.spec.name : "";
         std::optional<ResponseScrub> scrub;

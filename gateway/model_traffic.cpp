@@ -67,17 +67,35 @@ ModelTraffic::~ModelTraffic() {
     // usage unavailable (Reservation's destructor).
 }
 
-std::optional<Refusal> ModelTraffic::admit(const Request& req, LedgerEntry& e) {
+std::optional<Refusal> policy_refuses_route(Conn& c, const metering::ModelPolicy& policy, std::string_view path,
+                                            LedgerEntry& e) {
+    if (!policy.strict()) return std::nullopt;
+    auto refused = metering::check_model_route(policy, path);
+    if (!refused) return std::nullopt;
+    c.gw.book.count_policy_refusal(c.id_text);
+    MeteredLine line;
+    line.api = "none";
+    line.limit = refused->rule;
+    e.metered = std::move(line);
+    // The compaction routes are OpenAI's.
+    return Refusal{std::string(reason::model_policy), refused->detail, Phase::request, ErrorShape::openai};
+}
+
+std::optional<Refusal> ModelTraffic::admit(const Request& req, const metering::ModelPolicy& policy,
+                                           std::string_view gateway_beta, LedgerEntry& e) {
     MeteredLine line;
     line.api = std::string(metering::model_api_name(api_));
     if (websocket_) {
-        if (c_.gw.book.budgeted(c_.id_text)) {
-            c_.gw.book.count_budget_refusal(c_.id_text);
+        const bool budgeted = c_.gw.book.budgeted(c_.id_text);
+        if (budgeted || policy.reads_body()) {
+            if (budgeted) c_.gw.book.count_budget_refusal(c_.id_text);
+            else c_.gw.book.count_policy_refusal(c_.id_text);
             line.limit = "websocket";
             e.metered = std::move(line);
-            return Refusal{std::string(reason::model_budget),
-                           "a budget is in force and a WebSocket model stream cannot be reserved response by "
-                           "response before it is sent: stream over HTTP (POST) instead",
+            return Refusal{std::string(budgeted ? reason::model_budget : reason::model_policy),
+                           std::string(budgeted ? "a budget" : "a model policy") +
+                               " is in force and a WebSocket model stream cannot be checked response by response "
+                               "before it is sent: stream over HTTP (POST) instead",
                            Phase::request, shape_of(api_)};
         }
         ws_line_ = e;
@@ -85,6 +103,17 @@ std::optional<Refusal> ModelTraffic::admit(const Request& req, LedgerEntry& e) {
         ws_frames_.emplace([this](std::string_view text, std::string_view problem) { on_ws_message(text, problem); },
                            metering::kMaxSseEventBytes);
         return std::nullopt;
+    }
+    if (policy.strict()) {
+        std::string betas;
+        for (auto [it, end] = req.equal_range("anthropic-beta"); it != end; ++it)
+            betas += (betas.empty() ? "" : ",") + std::string(it->value());
+        if (auto refused = metering::check_model_request(policy, api_, req.body(), betas, gateway_beta)) {
+            c_.gw.book.count_policy_refusal(c_.id_text);
+            line.limit = refused->rule;
+            e.metered = std::move(line);
+            return Refusal{std::string(reason::model_policy), refused->detail, Phase::request, shape_of(api_)};
+        }
     }
     facts_ = metering::request_facts(api_, req.body());
     if (facts_.model) line.model = *facts_.model;

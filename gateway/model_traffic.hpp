@@ -10,7 +10,12 @@
 // inject grant, and codex's Responses WebSocket (one ledger line per
 // response on it). A WebSocket gives no point at which a response can be
 // refused before it is sent, so under a budget the upgrade is refused and
-// the CLI streams over HTTP instead (codex falls back by itself).
+// the CLI streams over HTTP instead (codex falls back by itself); the same
+// under a model policy that reads bodies (each response.create would have to
+// be checked before it is sent).
+//
+// A route the policy refuses whatever the body (a compaction route) is
+// refused by policy_refuses_route(), for every request of the grant.
 #pragma once
 
 #include <memory>
@@ -22,11 +27,17 @@
 #include "gateway/exchange.hpp"
 #include "gateway/ledger.hpp"
 #include "gateway/metering/book.hpp"
+#include "gateway/metering/model_policy.hpp"
 #include "gateway/metering/usage_meter.hpp"
 #include "gateway/metering/ws_messages.hpp"
 #include "gateway/request_reader.hpp"
 
 namespace corral::gateway {
+
+// The policy's refusal of `path` on a grant with a policy, in the shape of
+// the API the path belongs to; counted in the book.
+std::optional<Refusal> policy_refuses_route(Conn& c, const metering::ModelPolicy& policy, std::string_view path,
+                                            LedgerEntry& e);
 
 class ModelTraffic final : public ResponseObserver {
 public:
@@ -34,10 +45,13 @@ public:
     static std::unique_ptr<ModelTraffic> for_request(Conn& c, const Request& req, std::string_view path,
                                                      bool websocket);
 
-    // Before anything is forwarded: the budget's reservation. A refusal (in
-    // the provider's error shape) is counted in the book and `e` gets its
-    // metering; nothing is reserved then.
-    std::optional<Refusal> admit(const Request& req, LedgerEntry& e);
+    // Before anything is forwarded (and before the gateway touches the
+    // headers): the grant's model policy, then the budget's reservation. A
+    // refusal (in the provider's error shape) is counted in the book and `e`
+    // gets its metering; nothing is reserved then. `gateway_beta`: the
+    // anthropic-beta token the grant's credential adds itself.
+    std::optional<Refusal> admit(const Request& req, const metering::ModelPolicy& policy,
+                                 std::string_view gateway_beta, LedgerEntry& e);
 
     // The exchange is over (whole, cut, or failed before anything was sent):
     // the reservation settled or released, `e` given its metering. After a

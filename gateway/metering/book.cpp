@@ -32,11 +32,11 @@ MeteringBook::Worker& MeteringBook::worker_locked(const std::string& worker) {
 }
 
 MeteringBook::Identity& MeteringBook::identity_locked(const std::string& identity, Worker& w) {
-    auto it = identities_.find(identity);
-    if (it != identities_.end()) return it->second;
-    Identity id;
-    id.run = std::make_unique<BudgetAccount>(budget_of(w.cfg.run));
-    return identities_.emplace(identity, std::move(id)).first->second;
+    // An identity may be known before its first model request (a refusal
+    // counted): its account is made on first use either way.
+    Identity& id = identities_[identity];
+    if (!id.run) id.run = std::make_unique<BudgetAccount>(budget_of(w.cfg.run));
+    return id;
 }
 
 std::variant<Admission, Refusal> MeteringBook::admit(const std::string& identity, const RequestFacts& facts) {

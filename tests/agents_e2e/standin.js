@@ -24,10 +24,11 @@
 //   points the resolver here; every query is recorded (method "DNS", host = the
 //   name asked for) and answered REFUSED. A correct run asks nothing.
 // control (plain HTTP, for the harness only, never through the gateway):
-//   GET /stats   JSON {seen:[{host, method, url, headers, ws, markers}]} — every request's
+//   GET /stats   JSON {seen:[{host, method, url, headers, ws, markers, usage?}]} — every request's
 //                full headers, so the test can check which credential arrived, and the
 //                CORRAL-MARKER-* words its body (or WebSocket message) carried, so it can
-//                check the prompt and the system prompt reached the model.
+//                check the prompt and the system prompt reached the model; `usage`, on
+//                each model answer, the usage it reported (the tests sum it).
 //   GET /hold    model answers (a Messages answer, a Responses turn) wait from now on...
 //   GET /release ...until this: the test sees what the CLI printed before its model answered.
 'use strict';
@@ -88,11 +89,12 @@ function anthropicMessage(model) {
            usage: { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } };
 }
 
-async function anthropicMessages(req, res, body) {
+async function anthropicMessages(req, res, body, entry) {
   let parsed = {};
   try { parsed = JSON.parse(body); } catch (e) { /* answered below anyway */ }
   await answerGate();
   const message = anthropicMessage(parsed.model);
+  entry.usage = { input_tokens: 12, output_tokens: 1, cache_write_tokens: 0, cache_read_tokens: 0 };
   if (!parsed.stream) {
     message.content = [{ type: 'text', text: 'DONE' }];
     message.stop_reason = 'end_turn';
@@ -110,9 +112,12 @@ async function anthropicMessages(req, res, body) {
   res.end();
 }
 
-function anthropic(req, res, body, url) {
-  if (req.method === 'POST' && url.pathname === '/v1/messages') return anthropicMessages(req, res, body);
-  if (req.method === 'POST' && url.pathname === '/v1/messages/count_tokens') return json(res, 200, { input_tokens: 12 });
+function anthropic(req, res, body, url, entry) {
+  if (req.method === 'POST' && url.pathname === '/v1/messages') return anthropicMessages(req, res, body, entry);
+  if (req.method === 'POST' && url.pathname === '/v1/messages/count_tokens') {
+    entry.usage = {};  // a metered request that counts no tokens
+    return json(res, 200, { input_tokens: 12 });
+  }
   if (req.method === 'GET' && url.pathname === '/api/oauth/profile') {
     return json(res, 200, {
       account: { uuid: '00000000-0000-4000-8000-000000000001', email: 'standin@example.invalid', display_name: 'standin',
@@ -130,11 +135,15 @@ function anthropic(req, res, body, url) {
 
 // --- OpenAI Responses API (codex) ---------------------------------------------
 
+// What every Responses answer reports (a prewarm too), and what /stats says it sent.
+const responsesUsage = { input_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens: 1,
+                         output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 13 };
+const responsesSent = { input_tokens: 12, output_tokens: 1, cached_input_tokens: 0, reasoning_tokens: 0 };
+
 // The event sequence of one turn; a prewarm (generate:false) gets only created+completed.
 function responseEvents(generate) {
   const id = nextId('resp');
-  const usage = { input_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens: 1,
-                  output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 13 };
+  const usage = responsesUsage;
   const response = (status, output) => ({ id, object: 'response', status, model: 'gpt-standin', output,
                                           usage: status === 'completed' ? usage : null });
   if (!generate) {
@@ -159,16 +168,17 @@ function responseEvents(generate) {
   ];
 }
 
-async function responsesSse(req, res, body) {
+async function responsesSse(req, res, body, entry) {
   let parsed = {};
   try { parsed = JSON.parse(body); } catch (e) { /* a turn anyway */ }
+  entry.usage = responsesSent;
   if (parsed.generate !== false) await answerGate();
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   for (const e of responseEvents(parsed.generate !== false)) res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
   res.end();
 }
 
-function openai(req, res, body, url) {
+function openai(req, res, body, url, entry) {
   const p = url.pathname;
   if (req.method === 'GET' && p === '/backend-api/wham/accounts/check') {
     return json(res, 200, { accounts: [{ id: account, name: 'standin', structure: 'personal', plan_type: 'plus',
@@ -178,7 +188,7 @@ function openai(req, res, body, url) {
   if (req.method === 'GET' && p === '/backend-api/wham/settings/user') return json(res, 200, {});
   if (req.method === 'GET' && (p === '/backend-api/codex/models' || p === '/v1/models')) return json(res, 200, { models: [] });
   if (req.method === 'POST' && (p === '/backend-api/codex/responses' || p === '/v1/responses')) {
-    return responsesSse(req, res, body);
+    return responsesSse(req, res, body, entry);
   }
   return json(res, 404, { error: { message: 'stand-in: unknown path', type: 'invalid_request_error' } });
 }
@@ -198,8 +208,8 @@ async function main(req, res) {
   const host = (req.headers.host || '').replace(/:\d+$/, '');
   // Like the real services: no credential in the header they read, no answer.
   if (!authenticated(host, req.headers)) return json(res, 401, { error: 'stand-in: no credential for ' + host });
-  if (host === 'api.anthropic.com') return anthropic(req, res, body, url);
-  if (host === 'chatgpt.com' || host === 'api.openai.com') return openai(req, res, body, url);
+  if (host === 'api.anthropic.com') return anthropic(req, res, body, url, entry);
+  if (host === 'chatgpt.com' || host === 'api.openai.com') return openai(req, res, body, url, entry);
   return json(res, 404, { error: 'stand-in: unknown host ' + host });
 }
 
@@ -254,7 +264,8 @@ const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1'
         let msg = {};
         try { msg = JSON.parse(text); } catch (e) { /* a turn anyway */ }
         seen.push({ host: (req.headers.host || '').replace(/:\d+$/, ''), method: 'WS', url: req.url,
-                    headers: {}, ws: true, message_type: msg.type || '', markers: markersIn(text) });
+                    headers: {}, ws: true, message_type: msg.type || '', markers: markersIn(text),
+                    usage: responsesSent });
         if (msg.generate !== false) await answerGate();
         for (const e of responseEvents(msg.generate !== false)) ws.send(JSON.stringify(e));
       });

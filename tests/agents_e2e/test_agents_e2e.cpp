@@ -90,11 +90,12 @@ bool finished_with_done(AgentKind kind, const std::string& out) {
 }
 
 // Every stand-in record from index `from` on, for `host`.
-std::vector<json> seen_since(std::size_t from, const std::string& host) {
+std::vector<json> seen_since(std::size_t from, const std::string& host, bool websocket_messages = false) {
     std::vector<json> out;
     auto seen = standin_seen();
     for (std::size_t i = from; i < seen.size(); ++i)
-        if (seen[i].value("host", "") == host && seen[i].value("method", "") != "WS") out.push_back(seen[i]);
+        if (seen[i].value("host", "") == host && (websocket_messages || seen[i].value("method", "") != "WS"))
+            out.push_back(seen[i]);
     return out;
 }
 
@@ -300,6 +301,26 @@ void gateway_layer(const WorkerSpec& spec, Org org) {
         CHECK(out.find(secret) == std::string::npos);
 }
 
+// run.json's gateway.model equals the usage the stand-in reported on the
+// run's model answers, summed: every request and every token, none lost,
+// none invented.
+void check_model_totals(const json& model, const std::vector<json>& seen) {
+    REQUIRE(model.is_object());
+    std::uint64_t requests = 0, input = 0, output = 0;
+    for (const auto& s : seen) {
+        if (!s.contains("usage")) continue;
+        ++requests;
+        input += s["usage"].value("input_tokens", 0ull);
+        output += s["usage"].value("output_tokens", 0ull);
+    }
+    CHECK(requests > 0);
+    CHECK(model.value("requests", 0ull) == requests);
+    CHECK(model.value("input_tokens", 0ull) == input);
+    CHECK(model.value("output_tokens", 0ull) == output);
+    CHECK(model.value("usage_unavailable", 1ull) == 0);
+    CHECK(model.value("budget_refusals", 1ull) == 0);
+}
+
 // `corral run --config ORG --worker W --prompt P`: the CLI inside the sandbox
 // (default host rootfs), through the bridge and the embedded gateway.
 void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
@@ -359,6 +380,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     for (const auto& l : lines) mine += l.value("identity", "") == identity;
     CHECK(gw.value("requests", 0) == mine);
     check_credentials_seen(w, spec.kind, org, seen_since(before, host));
+    check_model_totals(gw["model"], seen_since(before, host, true));
     check_ledger(lines, identity, host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(lines));
     check_stayed_on_loopback();

@@ -298,3 +298,75 @@ TEST_CASE("metering: eight concurrent streams never spend past the budget" * doc
     CHECK(t["budget_refusals"] == 3);
     CHECK(m.stats()["byPath"]["/v1/messages"] == 5);
 }
+
+TEST_CASE("policy: each refused form answers 400 in the provider's shape before anything is forwarded" *
+          doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("policy", "", "5s", "policy/run-1",
+                grant_for(m, "[grants.policy]\nmodels = [\"claude-test\", \"gpt-*\"]\nmax_output_tokens = 1000\n"
+                             "server_tools = false\nmcp_servers = false\nurl_sources = false\n"
+                             "context_management = false\nanthropic_betas = [\"fine-beta-2025\"]\n") +
+                    kPrices);
+    struct Case {
+        const char* name;
+        std::string path;
+        json body;
+        std::vector<std::string> headers;
+        const char* rule_words;
+    };
+    json tools_web = anthropic_body(false);
+    tools_web["tools"] = json::array({{{"type", "web_search_20250305"}, {"name", "web_search"}}});
+    json other_model = anthropic_body(false);
+    other_model["model"] = "claude-other";
+    json too_long = anthropic_body(false, "", 4000);
+    json mcp = anthropic_body(false);
+    mcp["mcp_servers"] = json::array({{{"type", "url"}, {"url", "https://mcp.example.invalid/sse"}, {"name", "x"}}});
+    json url_image = anthropic_body(false);
+    url_image["messages"] = json::array(
+        {{{"role", "user"},
+          {"content", json::array({{{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://img.invalid/a.png"}}}}})}}});
+    json ctx = anthropic_body(false);
+    ctx["context_management"] = {{"edits", json::array({{{"type", "clear_tool_uses_20250919"}}})}};
+    json openai_tool = {{"model", "gpt-test"}, {"stream", true}, {"tools", json::array({{{"type", "web_search"}}})}};
+    std::vector<Case> cases = {
+        {"server tool", "/v1/messages", tools_web, {}, "web_search_20250305"},
+        {"model", "/v1/messages", other_model, {}, "claude-other"},
+        {"max_tokens", "/v1/messages", too_long, {}, "4000"},
+        {"mcp", "/v1/messages", mcp, {}, "mcp_servers"},
+        {"url source", "/v1/messages", url_image, {}, "url"},
+        {"context management", "/v1/messages", ctx, {}, "context_management"},
+        {"beta", "/v1/messages", anthropic_body(false), {"anthropic-beta: bad-beta-2025"}, "bad-beta-2025"},
+        {"openai server tool", "/v1/responses", openai_tool, {}, "web_search"},
+        {"compaction route", "/v1/responses/compact", {{"model", "gpt-test"}}, {}, "compact"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.name);
+        std::vector<std::string> args{"-D", "-", "-H", "content-type: application/json"};
+        for (const auto& h : c.headers) args.insert(args.end(), {"-H", h});
+        args.insert(args.end(), {"--data-binary", c.body.dump(), url(m, c.path)});
+        auto r = d.curl_args(args);
+        CHECK(r.out.find("\nstatus=400\n") != std::string::npos);
+        CHECK(r.out.find("X-Corral-Reason: model_policy") != std::string::npos);
+        CHECK(r.out.find("x-should-retry: false") != std::string::npos);
+        CHECK(r.out.find(c.rule_words) != std::string::npos);
+        const bool anthropic = c.path == "/v1/messages";
+        CHECK(r.out.find(anthropic ? "\"invalid_request_error\"" : "\"code\":\"corral_model_policy\"") !=
+              std::string::npos);
+    }
+    // What the policy allows still passes, the OAuth-style beta included.
+    auto ok = d.curl_args({"-H", "content-type: application/json", "-H", "anthropic-beta: fine-beta-2025",
+                           "--data-binary", anthropic_body(true).dump(), url(m, "/v1/messages")});
+    CHECK(ok.out.find("\nstatus=200\n") != std::string::npos);
+    CHECK(post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}}).status == 200);
+    CHECK(m.stats()["requests"] == 2);  // nothing refused reached the stand-in
+    json t = model_counts(d);
+    CHECK(t["policy_refusals"] == cases.size());
+    CHECK(t["requests"] == 2);
+    std::size_t refusal_lines = 0;
+    for (const auto& l : metered_lines(d)) refusal_lines += l["reason"] == "model_policy";
+    CHECK(refusal_lines == cases.size());
+}
