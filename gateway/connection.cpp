@@ -77,6 +77,7 @@ const char* status_text(int status) {
         case 405: return "Method Not Allowed";
         case 408: return "Request Timeout";
         case 413: return "Content Too Large";
+        case 426: return "Upgrade Required";
         case 429: return "Too Many Requests";
         case 431: return "Request Header Fields Too Large";
         case 500: return "Internal Server Error";

@@ -158,6 +158,13 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         co_return;
     }
     const FirstLine& first = *std::get<0>(result);
+    if (first.budget) {
+        // `corral budget show|reset` (root peers only, as above).
+        std::string answer = gw.worker_budget_answer(first.worker, first.budget_reset);
+        if (first.budget_reset) log::info("gateway: worker " + first.worker + "'s budget across runs was reset");
+        co_await asio::async_write(s, asio::buffer(answer), nothrow);
+        co_return;
+    }
     if (first.counts) {
         // The run's supervisor asks at its start (is the daemon there?) and at
         // its end, for run.json (root peers only, as above).

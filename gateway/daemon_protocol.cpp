@@ -1,5 +1,6 @@
 #include "gateway/daemon_protocol.hpp"
 
+#include <cctype>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +10,21 @@ namespace corral::gateway {
 namespace {
 constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
 constexpr std::string_view kCountsRequest = "CORRAL-COUNTS ";
+constexpr std::string_view kBudgetRequest = "CORRAL-BUDGET ";
+constexpr std::string_view kBudgetReset = "CORRAL-BUDGET-RESET ";
+
+// A worker name as identities spell their first part.
+bool is_worker_name(std::string_view w) {
+    if (w.empty() || w.size() > 64) return false;
+    for (char c : w)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+    return std::isalnum(static_cast<unsigned char>(w.front()));
+}
 }  // namespace
+
+std::string budget_request(const std::string& worker, bool reset) {
+    return std::string(reset ? kBudgetReset : kBudgetRequest) + worker + "\n";
+}
 
 std::string identity_announcement(const Identity& id) {
     return std::string(kAnnouncement) + id.str() + "\n";
@@ -19,6 +34,13 @@ std::string counts_request(const Identity& id) { return std::string(kCountsReque
 
 std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
     DaemonFirstLine first;
+    for (auto [prefix, reset] : {std::pair{kBudgetRequest, false}, std::pair{kBudgetReset, true}}) {
+        if (line.substr(0, prefix.size()) != prefix) continue;
+        line.remove_prefix(prefix.size());
+        if (!is_worker_name(line)) return std::nullopt;
+        first.budget = true, first.budget_reset = reset, first.worker = std::string(line);
+        return first;
+    }
     if (line.substr(0, kAnnouncement.size()) == kAnnouncement) {
         line.remove_prefix(kAnnouncement.size());
     } else if (line.substr(0, kCountsRequest.size()) == kCountsRequest) {

@@ -38,10 +38,18 @@ std::string counts_request(const Identity& id);
 
 // A first line without its '\n'; nullopt for anything else (the daemon then
 // closes the connection without an answer).
+//   CORRAL-BUDGET worker         the daemon answers the worker's budget across
+//   CORRAL-BUDGET-RESET worker   its runs (stored_budget_json, or {"worker":..,
+//                                "budget":null} without one) and closes; the
+//                                second resets it first (`corral budget`)
 struct DaemonFirstLine {
     bool counts = false;
-    Identity id;
+    Identity id;               // CORRAL-IDENTITY / CORRAL-COUNTS
+    bool budget = false;       // CORRAL-BUDGET / CORRAL-BUDGET-RESET
+    bool budget_reset = false;
+    std::string worker;        // the budget lines' worker
 };
+std::string budget_request(const std::string& worker, bool reset);
 std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line);
 
 // What a daemon counted for one identity, and who it is.

@@ -1,5 +1,7 @@
 #include "gateway/gateway.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <ifaddrs.h>
 
 #include <cstdlib>
@@ -224,6 +226,14 @@ std::uint64_t Gateway::admitted(const std::string& identity) const { return inte
 
 metering::MeterTotals Gateway::model_totals(const std::string& identity) const {
     return internals_->book.totals(identity);
+}
+
+std::string Gateway::worker_budget_answer(const std::string& worker, bool reset) {
+    auto b = reset ? internals_->book.reset_worker_budget(worker) : internals_->book.worker_budget(worker);
+    if (!b) return nlohmann::json{{"worker", worker}, {"budget", nullptr}}.dump() + "\n";
+    auto j = nlohmann::json::parse(metering::stored_budget_json(worker, b->state, b->limits));
+    j["file"] = b->file;
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string Gateway::redact(std::string text) const {

@@ -101,6 +101,9 @@ public:
     std::uint64_t admitted(const std::string& identity) const;
     // What `identity`'s model traffic came to so far (gateway/metering/totals.hpp).
     metering::MeterTotals model_totals(const std::string& identity) const;
+    // A worker's budget across its runs as one JSON line (with its '\n'),
+    // after resetting it when `reset`; {"worker":W,"budget":null} when it has none.
+    std::string worker_budget_answer(const std::string& worker, bool reset);
 
     // State shared by the connection handlers (gateway/internals.hpp).
     struct Internals;

@@ -92,7 +92,7 @@ std::optional<Refusal> ModelTraffic::admit(const Request& req, const metering::M
             else c_.gw.book.count_policy_refusal(c_.id_text);
             line.limit = "websocket";
             e.metered = std::move(line);
-            return Refusal{std::string(budgeted ? reason::model_budget : reason::model_policy),
+            return Refusal{std::string(reason::model_websocket),
                            std::string(budgeted ? "a budget" : "a model policy") +
                                " is in force and a WebSocket model stream cannot be checked response by response "
                                "before it is sent: stream over HTTP (POST) instead",

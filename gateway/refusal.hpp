@@ -39,11 +39,18 @@ inline constexpr std::string_view headers_too_large = "headers_too_large";
 inline constexpr std::string_view budget_exhausted = "budget_exhausted";
 // A model request whose worst case does not fit what its budget has left, or
 // any request once usage went unmetered under a token or USD budget
-// (gateway/metering/budget.hpp). A status the SDKs do not retry.
+// (gateway/metering/budget.hpp). 400: the one status every client treats
+// as final (the Anthropic and OpenAI SDKs retry 408, 409, 429 and 5xx, and
+// honour x-should-retry; codex retries every status but 400, and 401 after
+// a refresh), so the CLI stops and shows corral's sentence.
 inline constexpr std::string_view model_budget = "model_budget";
 // A model request the inject grant's model policy refuses (a model, a tool,
 // a source, a beta not allowed).
 inline constexpr std::string_view model_policy = "model_policy";
+// codex's Responses WebSocket under a budget or a body-reading policy: no
+// response on it could be reserved or checked before it is sent. 426 makes
+// codex stream over HTTP instead, where each request is.
+inline constexpr std::string_view model_websocket = "model_websocket";
 inline constexpr std::string_view upstream_tls = "upstream_tls";
 inline constexpr std::string_view upstream_connect = "upstream_connect";
 inline constexpr std::string_view upstream_protocol = "upstream_protocol";  // no valid HTTP/1.1 from the upstream

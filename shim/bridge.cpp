@@ -263,12 +263,10 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
     }
 }
 
-std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
-                                                         std::chrono::milliseconds timeout, std::string* problem) {
-    auto fail = [&](const std::string& why) -> std::optional<gateway::DaemonCounts> {
-        std::string line = "gateway daemon at " + socket_path + ": no counts for " + id.str() + ": " + why;
-        if (problem != nullptr) *problem = std::move(line);
-        else log::warn(line);
+std::optional<std::string> ask_daemon(const std::string& socket_path, const std::string& line,
+                                      std::chrono::milliseconds timeout, std::string* problem) {
+    auto fail = [&](const std::string& why) -> std::optional<std::string> {
+        *problem = why;
         return std::nullopt;
     };
     Fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -285,20 +283,32 @@ std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& sock
     if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
         return fail("connect: " + errno_text(errno));
     if (!peer_is_root(s.get())) return fail("the daemon is not root's");
-    std::string line = gateway::counts_request(id);
     if (::send(s.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
         return fail("send: " + errno_text(errno));
     std::string answer;
     char buf[256];
-    while (answer.find('\n') == std::string::npos && answer.size() < 4096) {
+    while (answer.find('\n') == std::string::npos && answer.size() < 64 * 1024) {
         ssize_t n = ::recv(s.get(), buf, sizeof buf, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return fail("recv: " + errno_text(errno));
         if (n == 0) break;
         answer.append(buf, static_cast<std::size_t>(n));
     }
+    return answer;
+}
+
+std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
+                                                         std::chrono::milliseconds timeout, std::string* problem) {
+    auto fail = [&](const std::string& why) -> std::optional<gateway::DaemonCounts> {
+        std::string line = "gateway daemon at " + socket_path + ": no counts for " + id.str() + ": " + why;
+        if (problem != nullptr) *problem = std::move(line);
+        else log::warn(line);
+        return std::nullopt;
+    };
     std::string why;
-    if (auto counts = gateway::parse_counts_answer(answer, &why)) return counts;
+    auto answer = ask_daemon(socket_path, gateway::counts_request(id), timeout, &why);
+    if (!answer) return fail(why);
+    if (auto counts = gateway::parse_counts_answer(*answer, &why)) return counts;
     return fail(why);
 }
 

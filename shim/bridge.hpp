@@ -96,6 +96,11 @@ boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client
 // only). Blocking, bounded by `timeout` per step; nullopt if the daemon cannot
 // be asked or answers otherwise: with `problem` set, the reason (one line
 // naming the socket and identity) goes there, else it is logged as a warning.
+// One line to a root-owned daemon's Unix socket and its one-line answer
+// (blocking, `timeout` per step); nullopt with the reason in *problem.
+std::optional<std::string> ask_daemon(const std::string& socket_path, const std::string& line,
+                                      std::chrono::milliseconds timeout, std::string* problem);
+
 std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
                                                          std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
                                                          std::string* problem = nullptr);

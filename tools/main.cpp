@@ -24,6 +24,7 @@ constexpr Subcommand kSubcommands[] = {
     {"gateway", corral::cli::cmd_gateway, "run the egress gateway daemon"},
     {"ca", corral::cli::cmd_ca, "manage corral's certificate authority (ca init)"},
     {"validate", corral::cli::cmd_validate, "validate an organisation config and print the resolved workers"},
+    {"budget", corral::cli::cmd_budget, "show or reset a worker's budget across runs (kept by the gateway daemon)"},
 };
 
 void usage(std::FILE* out) {
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, doctor, gateway, ca, validate\n",
+    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, doctor, gateway, ca, validate, budget\n",
                  argv[1]);
     return 2;
 }

@@ -1,5 +1,7 @@
 #include "gateway/metering/book.hpp"
 
+#include "base/log.hpp"
+
 namespace corral::gateway::metering {
 
 std::string worker_of(std::string_view identity) {
@@ -18,7 +20,11 @@ PriceTable price_table_of(const config::PriceList& prices) {
 }
 
 MeteringBook::MeteringBook(const config::GatewayConfig& cfg)
-    : defaults_(cfg.metering), per_worker_(cfg.worker_metering) {}
+    : defaults_(cfg.metering), per_worker_(cfg.worker_metering) {
+    bool across_runs = defaults_.worker.any();
+    for (const auto& [name, m] : per_worker_) across_runs |= m.worker.any();
+    if (across_runs) store_ = std::make_unique<BudgetStore>(cfg.gateway.state_dir + "/budgets");
+}
 
 MeteringBook::Worker& MeteringBook::worker_locked(const std::string& worker) {
     auto it = workers_.find(worker);
@@ -27,7 +33,17 @@ MeteringBook::Worker& MeteringBook::worker_locked(const std::string& worker) {
     Worker w;
     w.cfg = cfg_it != per_worker_.end() ? cfg_it->second : defaults_;
     w.prices = price_table_of(w.cfg.prices);
-    if (w.cfg.worker.any()) w.across_runs = std::make_unique<BudgetAccount>(budget_of(w.cfg.worker));
+    if (w.cfg.worker.any()) {
+        // Go on from what the worker's earlier runs spent; a state that
+        // cannot be read refuses its requests (never a fresh budget).
+        StoredBudget stored;
+        try {
+            if (store_) stored = store_->load(worker);
+        } catch (const std::exception& e) {
+            stored.exhausted = e.what();
+        }
+        w.across_runs = std::make_unique<BudgetAccount>(budget_of(w.cfg.worker), stored.spent, stored.exhausted);
+    }
     return workers_.emplace(worker, std::move(w)).first->second;
 }
 
@@ -78,7 +94,10 @@ Charge MeteringBook::settle(const std::string& identity, Admission& a, const Usa
         c.cost = cost_of(usage, worker_locked(a.worker).prices, request_model);
     }
     if (a.run && a.run->open()) c.settlement = run->settle(*a.run, usage, c.cost);
-    if (a.across_runs && a.across_runs->open()) across->settle(*a.across_runs, usage, c.cost);
+    if (a.across_runs && a.across_runs->open()) {
+        across->settle(*a.across_runs, usage, c.cost);
+        persist(a.worker, *across);
+    }
     if (run) c.run_state = run->state();
     if (across) c.worker_state = across->state();
     std::lock_guard lock(mu_);
@@ -103,6 +122,40 @@ Charge MeteringBook::settle(const std::string& identity, Admission& a, const Usa
 void MeteringBook::release(Admission& a) {
     if (a.run && a.run->open()) a.run_account->release(*a.run);
     if (a.across_runs && a.across_runs->open()) a.across_account->release(*a.across_runs);
+}
+
+void MeteringBook::persist(const std::string& worker, BudgetAccount& account) {
+    if (!store_) return;
+    try {
+        store_->save(worker, account.state());
+    } catch (const std::exception& e) {
+        // What was spent could be lost at a restart: stop spending (fail closed).
+        log::error(std::string("gateway: worker ") + worker + "'s budget across runs could not be kept: " + e.what() +
+                   "; its requests are refused until it is reset");
+        account.exhaust(std::string("its budget state could not be written: ") + e.what());
+    }
+}
+
+std::optional<MeteringBook::WorkerBudget> MeteringBook::worker_budget(const std::string& worker) {
+    BudgetAccount* across = nullptr;
+    {
+        std::lock_guard lock(mu_);
+        across = worker_locked(worker).across_runs.get();
+    }
+    if (!across) return std::nullopt;
+    return WorkerBudget{across->limits(), across->state(), store_ ? store_->path_of(worker) : ""};
+}
+
+std::optional<MeteringBook::WorkerBudget> MeteringBook::reset_worker_budget(const std::string& worker) {
+    BudgetAccount* across = nullptr;
+    {
+        std::lock_guard lock(mu_);
+        across = worker_locked(worker).across_runs.get();
+    }
+    if (!across) return std::nullopt;
+    across->reset();
+    persist(worker, *across);
+    return WorkerBudget{across->limits(), across->state(), store_ ? store_->path_of(worker) : ""};
 }
 
 void MeteringBook::count_budget_refusal(const std::string& identity) {

@@ -22,6 +22,7 @@
 
 #include "config/gateway_config.hpp"
 #include "gateway/metering/budget.hpp"
+#include "gateway/metering/budget_store.hpp"
 #include "gateway/metering/prices.hpp"
 #include "gateway/metering/request_facts.hpp"
 #include "gateway/metering/totals.hpp"
@@ -53,6 +54,9 @@ std::string worker_of(std::string_view identity);
 
 class MeteringBook {
 public:
+    // With a budget across runs for any worker, those are kept in
+    // cfg.gateway.state_dir/budgets (budget_store.hpp) and read back from
+    // there when a worker's first request comes.
     explicit MeteringBook(const config::GatewayConfig& cfg);
     MeteringBook(const MeteringBook&) = delete;
     MeteringBook& operator=(const MeteringBook&) = delete;
@@ -70,6 +74,16 @@ public:
     void count_policy_refusal(const std::string& identity);
 
     MeterTotals totals(const std::string& identity) const;
+
+    // A worker's budget across its runs (nullopt: it has none): its limits
+    // and state, and the operator's reset of it (kept on disk at once).
+    struct WorkerBudget {
+        Budget limits;
+        AccountState state;
+        std::string file;  // where it is kept
+    };
+    std::optional<WorkerBudget> worker_budget(const std::string& worker);
+    std::optional<WorkerBudget> reset_worker_budget(const std::string& worker);
     // The run account's state, nullopt before its first model request.
     std::optional<AccountState> run_state(const std::string& identity) const;
     // Whether the identity's worker has any budget in force (run or across runs).
@@ -86,11 +100,13 @@ private:
         MeterTotals totals;
     };
     Worker& worker_locked(const std::string& worker);
+    void persist(const std::string& worker, BudgetAccount& account);
     Identity& identity_locked(const std::string& identity, Worker& w);
 
     WorstCasePolicy policy_;
     config::MeteringConfig defaults_;
     std::map<std::string, config::MeteringConfig> per_worker_;
+    std::unique_ptr<BudgetStore> store_;  // null: no worker has a budget across runs
     mutable std::mutex mu_;
     std::map<std::string, Worker, std::less<>> workers_;
     std::map<std::string, Identity, std::less<>> identities_;

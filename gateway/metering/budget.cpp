@@ -164,6 +164,17 @@ void BudgetAccount::release(Reservation& r) {
     unreserve_locked(r.amount_);
 }
 
+void BudgetAccount::reset() {
+    std::lock_guard lock(mu_);
+    spent_ = Amount{};
+    exhausted_.clear();
+}
+
+void BudgetAccount::exhaust(std::string why) {
+    std::lock_guard lock(mu_);
+    if (exhausted_.empty()) exhausted_ = std::move(why);
+}
+
 AccountState BudgetAccount::state() const {
     std::lock_guard lock(mu_);
     AccountState st{spent_, reserved_, {}, exhausted_};

@@ -151,6 +151,12 @@ public:
     // the whole claim goes back, the request included.
     void release(Reservation& r);
 
+    // The operator's reset of a worker's budget: nothing spent, not
+    // exhausted. Reservations in flight stay (their responses settle here).
+    void reset();
+    // Every later reserve is refused for `why` (until reset()).
+    void exhaust(std::string why);
+
     AccountState state() const;
     // Per limit set: what is left for new reservations (limit - spent - reserved).
     Budget remaining() const { return state().remaining; }

@@ -393,6 +393,56 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     CHECK_MESSAGE(scan.out.empty(), scan.out);
 }
 
+// A budget spent: the worker's [budget] allows no model request. The real
+// CLI must stop with corral's sentence visible in its output, after at most
+// one further request (the SDKs would retry a 429 or 5xx, codex any status
+// but 400; the refusal is a 400 in the provider's error shape with
+// x-should-retry: false, and codex's WebSocket a 426, after which it streams
+// over HTTP), and nothing may reach the model.
+void budget_spent_layer(const WorkerSpec& spec) {
+    auto& w = world();
+    const Org org = Org::primary;
+    const std::string dir = w.dir + "/org-budget-" + spec.name;
+    fs::remove_all(dir);
+    fs::copy(org_dir(w, org), dir, fs::copy_options::recursive);
+    const std::string worker_toml = dir + "/workers/" + spec.name + "/worker.toml";
+    write_file(worker_toml, read_file(worker_toml) + "\n[budget]\nrequests = 0\n");
+    auto run_dir = w.dir + "/run-budget-" + spec.name;
+    const auto host = model_host(spec.kind, org);
+    auto before = standin_seen().size();
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(240);
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
+    auto r = test::run({test::corral_bin(), "run", "--config", dir, "--worker", spec.name, "--run-dir", run_dir,
+                        "--prompt", kPrompt},
+                       o);
+    auto record_text = read_file(run_dir + "/run.json");
+    INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
+         "\nrun.json:\n", record_text);
+    CHECK_FALSE(r.timed_out);
+    // claude and codex exit non-zero; pi reports the error in its JSON
+    // stream (stopReason "error") and exits 0, as it does for any API error.
+    if (spec.kind != AgentKind::pi) CHECK(r.exit_code != 0);
+    // corral's sentence, as the CLI shows the provider's error message.
+    CHECK((r.out + r.err).find("model_budget") != std::string::npos);
+    auto lines = ledger_lines(run_dir + "/ledger.jsonl");
+    std::size_t refused = 0, websocket = 0;
+    for (const auto& l : lines) {
+        refused += l.value("reason", "") == "model_budget";
+        websocket += l.value("reason", "") == "model_websocket";
+    }
+    CHECK(refused >= 1);
+    CHECK(refused <= 2);  // the refusal, and at most one further try
+    CHECK(websocket <= 2);  // codex: its WebSocket refused, then HTTP
+    std::size_t answered = 0;
+    for (const auto& s : seen_since(before, host, true)) answered += s.contains("usage");
+    CHECK(answered == 0);
+    REQUIRE_FALSE(record_text.empty());
+    auto record = json::parse(record_text);
+    CHECK(record["gateway"]["model"].value("budget_refusals", 0ull) == refused + websocket);
+    CHECK(r.err.find("corral run: model traffic: 0 requests") != std::string::npos);
+}
+
 const WorkerSpec& spec_named(const std::string& name) {
     for (const auto& s : workers())
         if (s.name == name) return s;
@@ -541,6 +591,16 @@ TEST_CASE("run: codex with --prompt-file, --system-prompt-file, --workspace; its
 }
 TEST_CASE("run: pi with --prompt-file, --system-prompt-file, --workspace; its JSON lines stream live") {
     options_and_live_layer(spec_named("pi"));
+}
+
+TEST_CASE("run: claude stops at a spent budget with corral's refusal in its output, no retry storm") {
+    budget_spent_layer(spec_named("claude"));
+}
+TEST_CASE("run: codex stops at a spent budget with corral's refusal in its output, no retry storm") {
+    budget_spent_layer(spec_named("codex"));
+}
+TEST_CASE("run: pi stops at a spent budget with corral's refusal in its output, no retry storm") {
+    budget_spent_layer(spec_named("pi"));
 }
 
 // Every credential shape of every kind, through `corral gateway --org`.

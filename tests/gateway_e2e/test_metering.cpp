@@ -6,6 +6,7 @@
 // and never be overspent by concurrent streams.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -193,12 +194,12 @@ TEST_CASE("metering: a response without usage under a token budget refuses the n
                 grant_for(m, std::string(kPrices) + "[budget]\noutput_tokens = 100000\n"));
     CHECK(post(d, m, "/v1/messages", anthropic_body(true, "nousage")).status == 200);
     Answer refused = post(d, m, "/v1/messages", anthropic_body(true));
-    CHECK(refused.status == 403);
+    CHECK(refused.status == 400);
     CHECK(refused.headers.find("x-should-retry: false") != std::string::npos);
     json err = json::parse(refused.body, nullptr, false);
     REQUIRE(err.is_object());
     CHECK(err["type"] == "error");
-    CHECK(err["error"]["type"] == "permission_error");
+    CHECK(err["error"]["type"] == "invalid_request_error");
     CHECK(err["error"]["message"].get<std::string>().find("usage unavailable") != std::string::npos);
     CHECK(m.stats()["byPath"]["/v1/messages"] == 1);  // the refused one never left
     json t = model_counts(d);
@@ -216,11 +217,11 @@ TEST_CASE("metering: budgets refuse before forwarding, in each provider's error 
     CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
     CHECK(post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}}).status == 200);
     Answer a = post(d, m, "/v1/messages", anthropic_body(false));
-    CHECK(a.status == 403);
+    CHECK(a.status == 400);
     CHECK(json::parse(a.body, nullptr, false)["error"]["message"].get<std::string>().find("budget requests") !=
           std::string::npos);
     Answer o = post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}});
-    CHECK(o.status == 403);
+    CHECK(o.status == 400);
     json oe = json::parse(o.body, nullptr, false);
     CHECK(oe["error"]["code"] == "corral_model_budget");
     // Under a budget, codex's WebSocket is refused (each response could not
@@ -228,11 +229,11 @@ TEST_CASE("metering: budgets refuse before forwarding, in each provider's error 
     json ws = node_client_via(d.port, d.ca,
                               {{"host", "upstream.test"}, {"port", m.main}, {"mode", "ws-turns"}, {"path", "/v1/responses"},
                                {"messages", json::array({"{}"})}});
-    CHECK(ws["status"] == 403);
+    CHECK(ws["status"] == 426);
     CHECK(m.stats()["requests"] == 2);
     auto lines = metered_lines(d);
     REQUIRE(!lines.empty());
-    CHECK(lines.back()["reason"] == "model_budget");
+    CHECK(lines.back()["reason"] == "model_websocket");
     CHECK(lines.back()["metering"]["limit"] == "websocket");
 }
 
@@ -247,7 +248,7 @@ TEST_CASE("metering: a USD budget refuses a model without a price" * doctest::ti
     CHECK(post(d, m, "/v1/messages", b).status == 200);
     b["model"] = "claude-unpriced";
     Answer a = post(d, m, "/v1/messages", b);
-    CHECK(a.status == 403);
+    CHECK(a.status == 400);
     CHECK(a.body.find("no price for model 'claude-unpriced'") != std::string::npos);
     CHECK(m.stats()["requests"] == 1);
 }
@@ -288,7 +289,7 @@ TEST_CASE("metering: eight concurrent streams never spend past the budget" * doc
         REQUIRE(c->wait_for_stdout("END", std::chrono::seconds(60)));
         auto out = c->drain_stdout();
         ok += out.find("status=200") != std::string::npos;
-        refused += out.find("status=403") != std::string::npos;
+        refused += out.find("status=400") != std::string::npos;
     }
     CHECK(ok == 5);
     CHECK(refused == 3);
@@ -369,4 +370,50 @@ TEST_CASE("policy: each refused form answers 400 in the provider's shape before 
     std::size_t refusal_lines = 0;
     for (const auto& l : metered_lines(d)) refusal_lines += l["reason"] == "model_policy";
     CHECK(refusal_lines == cases.size());
+}
+
+TEST_CASE("metering: a worker's budget across runs survives a daemon restart; corral budget shows and resets it" *
+          doctest::timeout(180)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    const std::string more = grant_for(m, std::string(kPrices) + "[budget.worker]\nrequests = 3\n");
+    auto budget = [](const OwnDaemon& d, const std::string& action) {
+        return run({corral_bin(), "budget", action, "persist", "--gateway", "unix:" + d.socket});
+    };
+    {
+        OwnDaemon d("meter-persist", "", "5s", "persist/run-1", more);
+        CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
+        CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
+        auto shown = budget(d, "show");
+        CHECK(shown.exit_code == 0);
+        json j = json::parse(shown.out, nullptr, false);
+        REQUIRE(j.is_object());
+        CHECK(j["spent"]["requests"] == 2);
+        CHECK(j["remaining"]["requests"] == 1);
+        CHECK(j["limits"]["requests"] == 3);
+        d.proc->signal(SIGTERM);
+        CHECK(d.proc->wait_exit(std::chrono::seconds(15)) == 0);
+    }
+    // A new daemon on the same state dir, and a new run of the same worker.
+    OwnDaemon d("meter-persist", "", "5s", "persist/run-2", more);
+    CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
+    Answer refused = post(d, m, "/v1/messages", anthropic_body(false));
+    CHECK(refused.status == 400);
+    CHECK(refused.body.find("worker persist across its runs") != std::string::npos);
+    CHECK(m.stats()["byPath"]["/v1/messages"] == 3);
+    auto reset = budget(d, "reset");
+    CHECK(reset.exit_code == 0);
+    CHECK(json::parse(reset.out, nullptr, false)["spent"]["requests"] == 0);
+    CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
+    CHECK(budget(d, "show").out.find("\"requests\":1") != std::string::npos);
+    // A stand-alone gateway file's [budget.worker] holds for each worker on
+    // its own: another worker has spent nothing.
+    auto other = run({corral_bin(), "budget", "show", "other", "--gateway", "unix:" + d.socket});
+    CHECK(other.exit_code == 0);
+    CHECK(json::parse(other.out, nullptr, false)["spent"]["requests"] == 0);
+    auto bad = run({corral_bin(), "budget", "show", "../x", "--gateway", "unix:" + d.socket});
+    CHECK(bad.exit_code == 2);
 }

@@ -1,0 +1,116 @@
+#include "gateway/metering/budget_store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral::gateway::metering {
+
+namespace {
+
+nlohmann::ordered_json amount_json(const Amount& a) {
+    nlohmann::ordered_json j;
+    j["requests"] = a.requests;
+    j["input_tokens"] = a.input_tokens;
+    j["output_tokens"] = a.output_tokens;
+    j["usd_micros"] = a.usd_micros;
+    return j;
+}
+
+nlohmann::ordered_json limits_json(const Budget& b) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    if (b.requests) j["requests"] = *b.requests;
+    if (b.input_tokens) j["input_tokens"] = *b.input_tokens;
+    if (b.output_tokens) j["output_tokens"] = *b.output_tokens;
+    if (b.total_tokens) j["total_tokens"] = *b.total_tokens;
+    if (b.usd_micros) j["usd_micros"] = *b.usd_micros;
+    return j;
+}
+
+std::string now_utc() {
+    std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void write_all(int fd, const std::string& text, const std::string& path) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("write", path, errno);
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+}  // namespace
+
+std::string stored_budget_json(const std::string& worker, const AccountState& state, const Budget& limits) {
+    nlohmann::ordered_json j;
+    j["worker"] = worker;
+    j["spent"] = amount_json(state.spent);
+    j["exhausted"] = state.exhausted;
+    j["updated"] = now_utc();
+    if (limits.requests || limits.input_tokens || limits.output_tokens || limits.total_tokens || limits.usd_micros) {
+        j["limits"] = limits_json(limits);
+        j["remaining"] = limits_json(state.remaining);
+    }
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string BudgetStore::path_of(const std::string& worker) const { return dir_ + "/" + worker + ".json"; }
+
+StoredBudget BudgetStore::load(const std::string& worker) const {
+    const std::string path = path_of(worker);
+    std::ifstream in(path);
+    if (!in) {
+        if (errno == ENOENT) return {};
+        throw UsageError("budget of worker " + worker + ": cannot read " + path + ": " + errno_text(errno));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto j = nlohmann::json::parse(text.str(), nullptr, false);
+    auto count = [&](const char* k) -> std::uint64_t {
+        const auto* spent = j.is_object() && j.contains("spent") ? &j["spent"] : nullptr;
+        if (!spent || !spent->is_object() || !spent->contains(k) || !(*spent)[k].is_number_unsigned())
+            throw UsageError("budget of worker " + worker + ": " + path + ": 'spent." + k +
+                             "' missing or not an unsigned integer, allowed: the file corral wrote (fix or remove "
+                             "it with `corral budget reset`)");
+        return (*spent)[k].get<std::uint64_t>();
+    };
+    StoredBudget b;
+    b.spent.requests = count("requests");
+    b.spent.input_tokens = count("input_tokens");
+    b.spent.output_tokens = count("output_tokens");
+    b.spent.usd_micros = count("usd_micros");
+    if (j.contains("exhausted") && j["exhausted"].is_string()) b.exhausted = j["exhausted"].get<std::string>();
+    return b;
+}
+
+void BudgetStore::save(const std::string& worker, const AccountState& state) {
+    std::lock_guard lock(mu_);
+    if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir_, errno);
+    const std::string path = path_of(worker);
+    const std::string tmp = path + ".tmp";
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) throw SysError("open", tmp, errno);
+    write_all(fd.get(), stored_budget_json(worker, state, {}) + "\n", tmp);
+    if (::fsync(fd.get()) != 0) throw SysError("fsync", tmp, errno);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw SysError("rename", tmp + " -> " + path, errno);
+}
+
+}  // namespace corral::gateway::metering

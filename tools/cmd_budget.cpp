@@ -1,0 +1,95 @@
+// tools/cmd_budget.cpp — `corral budget show|reset WORKER [--gateway unix:PATH]`:
+// a worker's budget across its runs, as the gateway daemon that keeps it
+// has it (its [budget.worker] limits, what was spent, what remains), and the
+// operator's reset of it. Prints the daemon's JSON line on stdout.
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "config/org_config.hpp"
+#include "gateway/daemon_protocol.hpp"
+#include "shim/bridge.hpp"
+#include "tools/commands.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+void usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: corral budget show WORKER [--gateway unix:PATH]\n"
+                 "       corral budget reset WORKER [--gateway unix:PATH]\n"
+                 "\n"
+                 "A worker's budget across its runs ([budget.worker] in its worker.toml or org.toml)\n"
+                 "is kept by the gateway daemon (`corral gateway --org DIR`) in STATE_DIR/budgets/WORKER.json\n"
+                 "and survives its restarts. show prints it as one JSON line (limits, spent, remaining,\n"
+                 "exhausted); reset sets what was spent back to zero and prints the result.\n"
+                 "  --gateway unix:PATH   the daemon's socket (default %s)\n",
+                 std::string(config::default_gateway_socket).c_str());
+}
+
+int bad_usage(const std::string& problem) {
+    std::fprintf(stderr, "corral budget: %s (see corral budget --help)\n", problem.c_str());
+    return 2;
+}
+
+}  // namespace
+
+int cmd_budget(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const std::string action = argv[1];
+    if (action != "show" && action != "reset")
+        return bad_usage("unknown budget action \"" + action + "\"; expected: show | reset");
+    std::string worker;
+    std::string socket(config::default_gateway_socket);
+    for (int i = 2; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--gateway" || a.rfind("--gateway=", 0) == 0) {
+            std::string v;
+            if (a == "--gateway") {
+                if (i + 1 >= argc) return bad_usage("--gateway: missing value; expected --gateway unix:PATH");
+                v = argv[++i];
+            } else {
+                v = std::string(a.substr(10));
+            }
+            if (v.rfind("unix:/", 0) != 0) return bad_usage("--gateway: got \"" + v + "\", expected unix:/ABSOLUTE/PATH");
+            socket = v.substr(5);
+            continue;
+        }
+        if (!worker.empty() || a.empty() || a.front() == '-')
+            return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: WORKER [--gateway unix:PATH]");
+        worker = std::string(a);
+    }
+    if (worker.empty()) return bad_usage("missing WORKER");
+    if (auto why = config::worker_name_problem(worker); !why.empty())
+        return bad_usage("invalid worker name \"" + worker + "\": " + why);
+    std::string problem;
+    auto answer = shim::ask_daemon(socket, gateway::budget_request(worker, action == "reset"),
+                                   std::chrono::seconds(5), &problem);
+    if (!answer || answer->empty()) {
+        std::fprintf(stderr,
+                     "corral budget: gateway daemon at %s: %s; budgets across runs are kept by the daemon "
+                     "(start it with `corral gateway --org DIR`)\n",
+                     socket.c_str(), answer ? "closed without an answer" : problem.c_str());
+        return 125;
+    }
+    auto j = nlohmann::json::parse(*answer, nullptr, false);
+    if (!j.is_object()) {
+        std::fprintf(stderr, "corral budget: gateway daemon at %s: unexpected answer\n", socket.c_str());
+        return 125;
+    }
+    std::fputs(answer->c_str(), stdout);
+    if (j.contains("budget") && j["budget"].is_null()) {
+        std::fprintf(stderr, "corral budget: worker %s has no budget across runs ([budget.worker])\n", worker.c_str());
+        return 1;
+    }
+    if (action == "reset") std::fprintf(stderr, "corral budget: worker %s's budget across runs reset\n", worker.c_str());
+    return 0;
+}
+
+}  // namespace corral::cli
