@@ -245,7 +245,7 @@ TEST_CASE("errors name file:line, the key, what was given and what is allowed") 
     CHECK(error_of(g + "[gateway.limits]\nledger_refusals_per_identity = -1\n") ==
           "F:5: key 'gateway.limits.ledger_refusals_per_identity': got -1, allowed: an integer 0..9223372036854775807");
     CHECK(error_of(g + "[gateway.limits]\nspeed = 3\n").find("unknown key 'gateway.limits.speed'") != std::string::npos);
-    CHECK(error_of(g + "[other]\nx = 1\n") == "F:4: unknown key 'other', allowed: gateway | credentials | grants");
+    CHECK(error_of(g + "[other]\nx = 1\n") == "F:4: unknown key 'other', allowed: gateway | credentials | grants | budget | prices");
     CHECK(error_of("[gateway]\nlisten_tcp = \"0.0.0.0:3128\"\n").find(
               "F:2: key 'gateway.listen_tcp': got \"0.0.0.0:3128\", allowed: \"\" or a loopback") == 0);
     CHECK(error_of("[gateway]\nlisten_tcp = \"10.0.0.1:3128\"\n").find("allowed: \"\" or a loopback") !=

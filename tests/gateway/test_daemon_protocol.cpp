@@ -105,3 +105,34 @@ TEST_CASE("first lines: an announcement or a counts request, nothing else") {
                             "CORRAL-IDENTITY w 1/r", "GET / HTTP/1.1"})
         CHECK_FALSE(parse_daemon_first_line(bad).has_value());
 }
+
+TEST_CASE("daemon protocol: the budget lines name a worker, never an identity or a path") {
+    auto show = parse_daemon_first_line("CORRAL-BUDGET dev-1");
+    REQUIRE(show);
+    CHECK(show->budget);
+    CHECK_FALSE(show->budget_reset);
+    CHECK(show->worker == "dev-1");
+    auto reset = parse_daemon_first_line("CORRAL-BUDGET-RESET dev-1");
+    REQUIRE(reset);
+    CHECK(reset->budget_reset);
+    CHECK(budget_request("dev-1", true) == "CORRAL-BUDGET-RESET dev-1\n");
+    for (const char* bad : {"CORRAL-BUDGET ", "CORRAL-BUDGET ../etc", "CORRAL-BUDGET a/b", "CORRAL-BUDGET -x",
+                            "CORRAL-BUDGET a b"})
+        CHECK_FALSE(parse_daemon_first_line(bad));
+}
+
+TEST_CASE("daemon protocol: the counts answer carries the model totals, and a bad one is refused") {
+    DaemonCounts c{3, 1, 0, "abc", "", metering::MeterTotals{}};
+    c.model->requests = 2;
+    c.model->output_tokens = 22;
+    std::string problem;
+    auto back = parse_counts_answer(counts_answer(c), &problem);
+    REQUIRE(back);
+    REQUIRE(back->model);
+    CHECK(back->model->output_tokens == 22);
+    CHECK_FALSE(parse_counts_answer(R"({"requests":1,"refusals":0,"model":{"requests":-1}})", &problem));
+    CHECK(problem.find("model totals") != std::string::npos);
+    auto old = parse_counts_answer(R"({"requests":1,"refusals":0})", &problem);
+    REQUIRE(old);
+    CHECK_FALSE(old->model);
+}

@@ -6,6 +6,8 @@
 
 #include "gateway/request_checks.hpp"
 
+#include <nlohmann/json.hpp>
+
 using namespace corral;
 using namespace corral::gateway;
 namespace http = boost::beast::http;
@@ -133,4 +135,20 @@ TEST_CASE("a request inside an inject tunnel") {
     CHECK(check(request(http::verb::get, "/v1%2fx", {{"Host", "api.example.com"}})) == reason::non_canonical_path);
     CHECK(check(request(http::verb::get, "/admin", {{"Host", "api.example.com"}})) == reason::route_denied);
     CHECK(check(request(http::verb::delete_, "/v1/messages", {{"Host", "api.example.com"}})) == reason::route_denied);
+}
+
+TEST_CASE("refusal bodies: corral's line, or the provider's error object with that line as its message") {
+    auto text = refusal_body(ErrorShape::text, 403, "not_granted", "no grant");
+    CHECK(text.content_type == "text/plain; charset=utf-8");
+    CHECK(text.body == "corral gateway: 403 not_granted: no grant\n");
+    auto a = nlohmann::json::parse(refusal_body(ErrorShape::anthropic, 400, "model_budget", "budget \"x\"").body);
+    CHECK(a["type"] == "error");
+    CHECK(a["error"]["type"] == "invalid_request_error");
+    CHECK(a["error"]["message"] == "corral gateway: 400 model_budget: budget \"x\"");
+    auto o = nlohmann::json::parse(refusal_body(ErrorShape::openai, 400, "model_policy", "tool").body);
+    CHECK(o["error"]["code"] == "corral_model_policy");
+    CHECK(o["error"]["type"] == "invalid_request_error");
+    CHECK(o["error"]["param"].is_null());
+    CHECK(Refusal{std::string(reason::model_budget), ""}.status() == 400);
+    CHECK(Refusal{std::string(reason::model_websocket), ""}.status() == 426);
 }

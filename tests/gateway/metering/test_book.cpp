@@ -2,6 +2,11 @@
 // totals per identity, prices per worker.
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "gateway/metering/book.hpp"
@@ -34,8 +39,20 @@ Usage reported(std::uint64_t in, std::uint64_t out) {
     return u;
 }
 
-config::GatewayConfig with_budgets() {
+// A state dir of the test's own: a worker's budget across runs is kept there.
+struct StateDir {
+    std::string path;
+    StateDir() {
+        char tmpl[] = "/tmp/corral-book-XXXXXX";
+        path = ::mkdtemp(tmpl) ? tmpl : "";
+        REQUIRE_FALSE(path.empty());
+    }
+    ~StateDir() { std::filesystem::remove_all(path); }
+};
+
+config::GatewayConfig with_budgets(const StateDir& state) {
     config::GatewayConfig cfg;
+    cfg.gateway.state_dir = state.path;
     cfg.metering.run.requests = 5;  // identities of no listed worker
     config::MeteringConfig w;
     w.run.output_tokens = 250;
@@ -48,7 +65,8 @@ config::GatewayConfig with_budgets() {
 }  // namespace
 
 TEST_CASE("book: a refusal counted before an identity's first request leaves it an account") {
-    MeteringBook book(with_budgets());
+    StateDir state;
+    MeteringBook book(with_budgets(state));
     book.count_policy_refusal("w/run-1");
     auto a = book.admit("w/run-1", facts("m", 100));
     REQUIRE(std::holds_alternative<Admission>(a));
@@ -56,7 +74,8 @@ TEST_CASE("book: a refusal counted before an identity's first request leaves it 
 }
 
 TEST_CASE("book: each worker's run budget, its budget across runs, and the defaults for others") {
-    MeteringBook book(with_budgets());
+    StateDir state;
+    MeteringBook book(with_budgets(state));
     // Worker w: 250 output tokens per run, 3 requests across its runs.
     auto a1 = book.admit("w/run-1", facts("m", 100));
     auto a2 = book.admit("w/run-1", facts("m", 100));
@@ -93,6 +112,31 @@ TEST_CASE("book: each worker's run budget, its budget across runs, and the defau
     CHECK(book.budgeted("w/run-9"));
     config::GatewayConfig none;
     CHECK_FALSE(MeteringBook(none).budgeted("w/run-1"));
+}
+
+TEST_CASE("book: a worker's budget across runs is read back by a new book; an unreadable one refuses") {
+    StateDir state;
+    {
+        MeteringBook book(with_budgets(state));
+        auto a = book.admit("w/run-1", facts("m", 10));
+        REQUIRE(std::holds_alternative<Admission>(a));
+        book.settle("w/run-1", std::get<Admission>(a), reported(5, 5), "m");
+    }
+    {
+        MeteringBook book(with_budgets(state));  // a restarted daemon
+        auto wb = book.worker_budget("w");
+        REQUIRE(wb);
+        CHECK(wb->state.spent.requests == 1);
+        CHECK(wb->state.spent.output_tokens == 5);
+        auto reset = book.reset_worker_budget("w");
+        REQUIRE(reset);
+        CHECK(reset->state.spent.requests == 0);
+    }
+    std::ofstream(state.path + "/budgets/w.json") << "{\"spent\": 3}";
+    MeteringBook book(with_budgets(state));
+    auto refused = book.admit("w/run-2", facts("m", 10));
+    REQUIRE(std::holds_alternative<Refusal>(refused));
+    CHECK(std::get<Refusal>(refused).reason.find("budgets/w.json") != std::string::npos);
 }
 
 TEST_CASE("totals: the JSON shape round-trips and a bad member is refused") {
