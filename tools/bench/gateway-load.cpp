@@ -23,10 +23,12 @@
 //       One GET /sse?bytes=N: the upstream answers with a chunked
 //       text/event-stream of model-like events (N bytes of them, 64 events per
 //       chunk); prints "mbps X" for the whole stream as the client read it.
-//   gateway-load events --target HOST:PORT [--proxy PORT] --ca FILE --post PATH --events N --streams S
+//   gateway-load events --target HOST:PORT [--proxy PORT] --ca FILE --post PATH [--post2 PATH2] --events N --streams S
 //       S streaming POSTs to PATH?events=N back to back on one keep-alive
 //       connection; prints "ttfb_us X event_us Y" (medians over the streams:
-//       request sent to the first event read; whole stream / N).
+//       request sent to the first event read; whole stream / N). With --post2,
+//       S more to PATH2 on a second connection, alternating with the first's;
+//       prints both pairs on one line.
 //   gateway-load hold --target HOST:PORT --proxy PORT --count N [--ca FILE --post PATH]
 //       Opens N CONNECT tunnels, prints "held N", keeps them until stdin closes.
 //       With --post: each one a TLS connection with a streaming POST to
@@ -437,29 +439,43 @@ int events() {
     ssl::context ctx(ssl::context::tls_client);
     ctx.load_verify_file(arg("ca"));
     ctx.set_verify_mode(ssl::verify_peer);
-    auto tls = open_tls(io, ctx, host, port);
-    auto req = streaming_post(host, port, arg("post") + "?events=" + std::to_string(n));
-    std::vector<std::uint32_t> ttfb, per_event_ns;
-    boost::beast::flat_buffer buf;
-    for (int i = 0; i < streams; ++i) {
-        auto t0 = Clock::now();
-        http::write(*tls, req);
-        http::response_parser<http::string_body> p;
-        p.body_limit(boost::none);
-        read_first_event(*tls, buf, p);
-        auto t1 = Clock::now();
-        http::read(*tls, buf, p);
-        auto t2 = Clock::now();
-        const std::string& body = p.get().body();
-        std::size_t got = 0;
-        for (auto at = body.find("\n\n"); at != std::string::npos; at = body.find("\n\n", at + 2)) ++got;
-        if (static_cast<int>(got) != std::max(6, n) || body.find("event: message_stop") == std::string::npos)
-            throw std::runtime_error("stream of " + std::to_string(got) + " events, wanted " + std::to_string(n));
-        ttfb.push_back(static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count()));
-        per_event_ns.push_back(static_cast<std::uint32_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t0).count() / static_cast<long>(got)));
-    }
-    std::printf("ttfb_us %u event_us %.3f\n", median_of(ttfb), median_of(per_event_ns) / 1000.0);
+    // With --post2, a second connection whose streams alternate with the
+    // first's, so that both see the same load on the machine.
+    std::vector<std::string> paths{arg("post")};
+    if (args.count("post2")) paths.push_back(args["post2"]);
+    struct Path {
+        std::unique_ptr<ssl::stream<tcp::socket>> tls;
+        http::request<http::string_body> req;
+        boost::beast::flat_buffer buf;
+        std::vector<std::uint32_t> ttfb, per_event_ns;
+    };
+    std::vector<Path> ps;
+    for (const auto& path : paths)
+        ps.push_back({open_tls(io, ctx, host, port), streaming_post(host, port, path + "?events=" + std::to_string(n)), {},
+                      {}, {}});
+    for (int i = 0; i < streams; ++i)
+        for (auto& x : ps) {
+            auto t0 = Clock::now();
+            http::write(*x.tls, x.req);
+            http::response_parser<http::string_body> p;
+            p.body_limit(boost::none);
+            read_first_event(*x.tls, x.buf, p);
+            auto t1 = Clock::now();
+            http::read(*x.tls, x.buf, p);
+            auto t2 = Clock::now();
+            const std::string& body = p.get().body();
+            std::size_t got = 0;
+            for (auto at = body.find("\n\n"); at != std::string::npos; at = body.find("\n\n", at + 2)) ++got;
+            if (static_cast<int>(got) != std::max(6, n) || body.find("event: message_stop") == std::string::npos)
+                throw std::runtime_error("stream of " + std::to_string(got) + " events, wanted " + std::to_string(n));
+            x.ttfb.push_back(
+                static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count()));
+            x.per_event_ns.push_back(static_cast<std::uint32_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t0).count() / static_cast<long>(got)));
+        }
+    for (std::size_t k = 0; k < ps.size(); ++k)
+        std::printf("%sttfb_us %u event_us %.3f", k ? " " : "", median_of(ps[k].ttfb), median_of(ps[k].per_event_ns) / 1000.0);
+    std::printf("\n");
     return 0;
 }
 

@@ -24,9 +24,11 @@
 #           JSON message with usage.                        target: metered/unmetered ≥ 0.95×
 #      (e2) an Anthropic-shaped SSE stream of --events events, each its own chunk:
 #           median time to the first event and per event (stream time / events),
-#           20 streams per round on one connection.          target: added ≤ 0.05 ms each
+#           20 streams per round and path, the paths' streams alternating on two
+#           connections.                                     target: added ≤ 0.05 ms each
 #      (e3) RSS per open stream: --held-streams model streams held open (first
-#           event read), gateway RSS minus idle RSS over their count, metered vs not.
+#           event read), gateway RSS minus idle RSS over their count, metered vs not
+#           (each on a fresh gateway of the same config).
 # The upstream and the load generator are tools/bench/gateway-load.cpp (Boost.Beast,
 # thread per connection), built here with g++.
 #
@@ -168,7 +170,13 @@ start_gateway noscrub "$corral" CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1
 grant_extra='[grants.policy]
 models = ["claude-bench-*"]
 server_tools = false
-url_sources = false' start_gateway meter "$corral"
+url_sources = false'
+start_gateway meter "$corral"
+# (e3) holds its streams on two fresh gateways of that config, one per path, so that
+# neither's idle RSS includes what the other's streams left in the heap.
+start_gateway hold_metered "$corral"
+start_gateway hold_unmetered "$corral"
+unset grant_extra
 
 echo "# tinyproxy" >&2
 tp_port=$(free_port)
@@ -265,9 +273,12 @@ for r in $(seq 1 "$rounds"); do
     cfg=${e_cfgs[$(( (i + r) % 2 ))]}
     "$load" rps --target "127.0.0.1:$https_port" --ca "$work/meter/ca.pem" --proxy "$meter_port" --conns "$conns" \
       --seconds "$seconds" --post "$(e_path "$cfg")" | awk '{print $4}' >> "$work/e.rps.$cfg"
-    "$load" events --target "127.0.0.1:$https_port" --ca "$work/meter/ca.pem" --proxy "$meter_port" \
-      --post "$(e_path "$cfg")" --events "$events" --streams 20 >> "$work/e.ev.$cfg"
   done
+  # (e2): the two paths' streams alternate within one invocation (same load for both)
+  "$load" events --target "127.0.0.1:$https_port" --ca "$work/meter/ca.pem" --proxy "$meter_port" \
+    --post /v1/messages --post2 /v1/unmetered --events "$events" --streams 20 > "$work/e.ev.pair"
+  cut -d' ' -f1-4 "$work/e.ev.pair" >> "$work/e.ev.metered"
+  cut -d' ' -f5-8 "$work/e.ev.pair" >> "$work/e.ev.unmetered"
 done
 e_rps() { median < "$work/e.rps.$1"; }
 e_ttfb() { awk '{print $2}' "$work/e.ev.$1" | median; }
@@ -294,18 +305,18 @@ for g in "${gateways[@]}"; do
 done
 # (e3): held model streams on the metering gateway, metered vs unmetered path
 for cfg in metered unmetered; do
-  printf -v "e_rss_idle_$cfg" %s "$(rss "$meter_pid")"
-  "$load" hold --target "127.0.0.1:$https_port" --proxy "$meter_port" --ca "$work/meter/ca.pem" \
+  pid_var=hold_${cfg}_pid port_var=hold_${cfg}_port
+  printf -v "e_rss_idle_$cfg" %s "$(rss "${!pid_var}")"
+  "$load" hold --target "127.0.0.1:$https_port" --proxy "${!port_var}" --ca "$work/hold_$cfg/ca.pem" \
     --post "$(e_path "$cfg")" --count "$held_streams" < "$work/hold.in" > "$work/hold.out" &
   hold_pid=$!
   pids+=($hold_pid)
   exec 9> "$work/hold.in"
   wait_for "$work/hold.out" "^held $held_streams" 60
   sleep 0.5
-  printf -v "e_rss_held_$cfg" %s "$(rss "$meter_pid")"
+  printf -v "e_rss_held_$cfg" %s "$(rss "${!pid_var}")"
   exec 9>&-
   wait "$hold_pid" 2>/dev/null || true
-  sleep 1
 done
 
 # ---- report ---------------------------------------------------------------------------
@@ -388,5 +399,5 @@ Ledger lines with "metering": /v1/messages $e_metered_lines, /v1/unmetered $e_un
 (e2) added by metering: TTFB $(added "$(e_ttfb metered)" "$(e_ttfb unmetered)") ms, per event $(added "$(e_event metered)" "$(e_event unmetered)") ms (target ≤ 0.05 ms each).
 Per round, req/s: $(per_round e.rps "${e_cfgs[@]}")
 Per round, TTFB µs / per event µs: metered $(awk '{printf "%s/%s ", $2, $4}' "$work/e.ev.metered"); unmetered $(awk '{printf "%s/%s ", $2, $4}' "$work/e.ev.unmetered")
-(e3) $held_streams held model streams: metered idle ${e_rss_idle_metered} KiB, held ${e_rss_held_metered} KiB, $(awk -v a="$e_rss_held_metered" -v b="$e_rss_idle_metered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream; unmetered idle ${e_rss_idle_unmetered} KiB, held ${e_rss_held_unmetered} KiB, $(awk -v a="$e_rss_held_unmetered" -v b="$e_rss_idle_unmetered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream
+(e3) $held_streams held model streams, each on a fresh gateway of the same config: metered idle ${e_rss_idle_metered} KiB, held ${e_rss_held_metered} KiB, $(awk -v a="$e_rss_held_metered" -v b="$e_rss_idle_metered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream; unmetered idle ${e_rss_idle_unmetered} KiB, held ${e_rss_held_unmetered} KiB, $(awk -v a="$e_rss_held_unmetered" -v b="$e_rss_idle_unmetered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream
 REPORT
