@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
     --gateway-threads) gw_threads=(--threads "$2"); shift 2 ;;
     --events) events=$2; shift 2 ;;
     --held-streams) held_streams=$2; shift 2 ;;
-    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N, --events N, --held-streams K)" >&2; exit 2 ;;
   esac
 done
