@@ -6,18 +6,33 @@
 //       /sse?bytes=N: an event stream, see sse), and a bulk
 //       TCP server (reads an 8-byte big-endian count, writes that many bytes).
 //       Prints "https PORT" and "bulk PORT", serves until killed. Thread per connection.
+//       A POST (any path: the gateway decides what is metered, not the upstream)
+//       is answered like a model API: a non-streaming Anthropic message with
+//       usage; with ?events=N an Anthropic-shaped event stream of N events, each
+//       its own chunk (message_start ... message_delta with usage, message_stop);
+//       with ?hold=1 message_start, then the stream held open until the client
+//       goes.
 //   gateway-load bulk --target PORT [--proxy PORT] --bytes N
 //       One bulk transfer (through a CONNECT tunnel if --proxy); prints "mbps X".
 //   gateway-load rps --target HOST:PORT [--proxy PORT] --ca FILE --conns C --seconds S
 //       C keep-alive TLS connections (CONNECT first if --proxy) each sending GET /
 //       back to back with an x-api-key placeholder; prints
-//       "requests N rps X p50_us Y p99_us Z".
+//       "requests N rps X p50_us Y p99_us Z". With --post PATH: a POST of a small
+//       Anthropic Messages body to PATH instead, expecting the JSON message.
 //   gateway-load sse --target HOST:PORT [--proxy PORT] --ca FILE --bytes N
 //       One GET /sse?bytes=N: the upstream answers with a chunked
 //       text/event-stream of model-like events (N bytes of them, 64 events per
 //       chunk); prints "mbps X" for the whole stream as the client read it.
-//   gateway-load hold --target HOST:PORT --proxy PORT --count N
+//   gateway-load events --target HOST:PORT [--proxy PORT] --ca FILE --post PATH [--post2 PATH2] --events N --streams S
+//       S streaming POSTs to PATH?events=N back to back on one keep-alive
+//       connection; prints "ttfb_us X event_us Y" (medians over the streams:
+//       request sent to the first event read; whole stream / N). With --post2,
+//       S more to PATH2 on a second connection, alternating with the first's;
+//       prints both pairs on one line.
+//   gateway-load hold --target HOST:PORT --proxy PORT --count N [--ca FILE --post PATH]
 //       Opens N CONNECT tunnels, prints "held N", keeps them until stdin closes.
+//       With --post: each one a TLS connection with a streaming POST to
+//       PATH?hold=1 whose first event has been read (an open model stream).
 // Everything is loopback; HOST is the name used for CONNECT, SNI and Host.
 #include <algorithm>
 #include <atomic>
@@ -28,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +125,78 @@ void write_event_stream(Stream& s, std::uint64_t bytes) {
     asio::write(s, asio::buffer(std::string("0\r\n\r\n")));
 }
 
+// A small Anthropic Messages request, as the agents send it.
+std::string messages_body(bool stream) {
+    return std::string("{\"model\":\"claude-bench-1\",\"max_tokens\":1024,") + (stream ? "\"stream\":true," : "") +
+           "\"messages\":[{\"role\":\"user\",\"content\":\"Say hello to the benchmark.\"}]}";
+}
+
+// The non-streaming answer to messages_body(): a message with its usage.
+constexpr const char* message_answer =
+    "{\"id\":\"msg_bench\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-bench-1\","
+    "\"content\":[{\"type\":\"text\",\"text\":\"Hello, benchmark.\"}],\"stop_reason\":\"end_turn\","
+    "\"stop_sequence\":null,\"usage\":{\"input_tokens\":14,\"output_tokens\":5}}";
+
+template <class Stream>
+void write_chunk(Stream& s, const std::string& data) {
+    char line[24];
+    int n = std::snprintf(line, sizeof line, "%zx\r\n", data.size());
+    std::string chunk(line, static_cast<std::size_t>(n));
+    chunk += data;
+    chunk += "\r\n";
+    asio::write(s, asio::buffer(chunk));
+}
+
+std::string sse_event(const std::string& type, const std::string& data) {
+    return "event: " + type + "\ndata: " + data + "\n\n";
+}
+
+// An Anthropic stream of `events` events (at least 6), each written as its own
+// chunk, so that what is measured per event is the per-event cost.
+template <class Stream>
+void write_message_stream(Stream& s, int events, bool hold) {
+    asio::write(s, asio::buffer(std::string(
+                       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")));
+    write_chunk(s, sse_event("message_start",
+                             "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_bench\",\"type\":\"message\","
+                             "\"role\":\"assistant\",\"model\":\"claude-bench-1\",\"content\":[],"
+                             "\"usage\":{\"input_tokens\":14,\"output_tokens\":1}}}"));
+    if (hold) {
+        char c;
+        boost::system::error_code ec;
+        s.read_some(asio::buffer(&c, 1), ec);  // until the client goes
+        throw std::runtime_error("held stream over");
+    }
+    write_chunk(s, sse_event("content_block_start",
+                             "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}"));
+    int deltas = std::max(1, events - 5);
+    for (int i = 0; i < deltas; ++i)
+        write_chunk(s, sse_event("content_block_delta",
+                                 "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
+                                 "\"text\":\"token " + std::to_string(i) + " of the answer\"}}"));
+    write_chunk(s, sse_event("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}"));
+    write_chunk(s, sse_event("message_delta",
+                             "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},"
+                             "\"usage\":{\"output_tokens\":" + std::to_string(deltas) + "}}"));
+    write_chunk(s, sse_event("message_stop", "{\"type\":\"message_stop\"}"));
+    asio::write(s, asio::buffer(std::string("0\r\n\r\n")));
+}
+
+// The value of `key` in the target's query, or "".
+std::string query_value(std::string_view target, const std::string& key) {
+    auto q = target.find('?');
+    if (q == std::string_view::npos) return "";
+    std::string_view rest = target.substr(q + 1);
+    while (!rest.empty()) {
+        auto amp = rest.find('&');
+        std::string_view kv = rest.substr(0, amp);
+        if (kv.rfind(key + "=", 0) == 0) return std::string(kv.substr(key.size() + 1));
+        if (amp == std::string_view::npos) break;
+        rest.remove_prefix(amp + 1);
+    }
+    return "";
+}
+
 int serve() {
     ssl::context ctx(ssl::context::tls_server);
     ctx.use_certificate_chain_file(arg("cert"));
@@ -160,6 +248,21 @@ int serve() {
                         write_event_stream(tls, std::stoull(std::string(target.substr(11))));
                         continue;
                     }
+                    if (req.method() == http::verb::post) {
+                        if (auto n = query_value(target, "events"); !n.empty()) {
+                            write_message_stream(tls, std::stoi(n), false);
+                            continue;
+                        }
+                        if (query_value(target, "hold") == "1") write_message_stream(tls, 0, true);
+                        http::response<http::string_body> res(http::status::ok, 11);
+                        res.set(http::field::content_type, "application/json");
+                        res.body() = message_answer;
+                        res.keep_alive(req.keep_alive());
+                        res.prepare_payload();
+                        http::write(tls, res);
+                        if (!req.keep_alive()) break;
+                        continue;
+                    }
                     http::response<http::string_body> res(http::status::ok, 11);
                     res.set(http::field::content_type, "text/plain");
                     res.body() = "ok";
@@ -205,6 +308,7 @@ int rps() {
     int conns = std::stoi(arg("conns", "1"));
     double seconds = std::stod(arg("seconds", "5"));
     std::string sni = arg("sni", host);
+    std::string post = args.count("post") ? args["post"] : "";
     std::mutex m;
     std::vector<std::uint32_t> all;
     std::atomic<int> failed{0};
@@ -223,9 +327,16 @@ int rps() {
                 if (!is_ip) SSL_set_tlsext_host_name(tls.native_handle(), sni.c_str());
                 tls.set_verify_callback(ssl::host_name_verification(host));
                 tls.handshake(ssl::stream_base::client);
-                http::request<http::empty_body> req(http::verb::get, "/", 11);
+                http::request<http::string_body> req(post.empty() ? http::verb::get : http::verb::post,
+                                                     post.empty() ? "/" : post, 11);
                 req.set(http::field::host, host + ":" + std::to_string(port));
                 req.set("x-api-key", "sk-ant-api03-placeholder");
+                if (!post.empty()) {
+                    req.set(http::field::content_type, "application/json");
+                    req.set("anthropic-version", "2023-06-01");
+                    req.body() = messages_body(false);
+                    req.prepare_payload();
+                }
                 req.keep_alive(true);
                 boost::beast::flat_buffer buf;
                 while (Clock::now() < deadline) {
@@ -233,7 +344,9 @@ int rps() {
                     http::write(tls, req);
                     http::response<http::string_body> res;
                     http::read(tls, buf, res);
-                    if (res.result_int() != 200) throw std::runtime_error("status " + std::to_string(res.result_int()));
+                    if (res.result_int() != 200)
+                        throw std::runtime_error("status " + std::to_string(res.result_int()) + ": " + res.body());
+                    if (!post.empty() && res.body() != message_answer) throw std::runtime_error("not the message: " + res.body());
                     lat.push_back(static_cast<std::uint32_t>(
                         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
                 }
@@ -281,12 +394,116 @@ int sse() {
     return 0;
 }
 
+// A TLS connection to the target (through --proxy's CONNECT when given), the
+// upstream's certificate checked against --ca for host `host`.
+std::unique_ptr<ssl::stream<tcp::socket>> open_tls(asio::io_context& io, ssl::context& ctx, const std::string& host,
+                                                   int port) {
+    auto tls = std::make_unique<ssl::stream<tcp::socket>>(open_socket(io, host, port), ctx);
+    tls->set_verify_callback(ssl::host_name_verification(host));
+    tls->handshake(ssl::stream_base::client);
+    return tls;
+}
+
+http::request<http::string_body> streaming_post(const std::string& host, int port, const std::string& target) {
+    http::request<http::string_body> req(http::verb::post, target, 11);
+    req.set(http::field::host, host + ":" + std::to_string(port));
+    req.set("x-api-key", "sk-ant-api03-placeholder");
+    req.set(http::field::content_type, "application/json");
+    req.set("anthropic-version", "2023-06-01");
+    req.body() = messages_body(true);
+    req.prepare_payload();
+    req.keep_alive(true);
+    return req;
+}
+
+// Reads `p` until its body holds a whole first event.
+void read_first_event(ssl::stream<tcp::socket>& tls, boost::beast::flat_buffer& buf,
+                      http::response_parser<http::string_body>& p) {
+    while (p.get().body().find("\n\n") == std::string::npos) {
+        if (p.is_done()) throw std::runtime_error("stream ended before its first event");
+        http::read_some(tls, buf, p);
+    }
+    if (p.get().result_int() != 200) throw std::runtime_error("status " + std::to_string(p.get().result_int()));
+}
+
+std::uint32_t median_of(std::vector<std::uint32_t> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int events() {
+    auto [host, port] = split_target(arg("target"));
+    int n = std::stoi(arg("events"));
+    int streams = std::stoi(arg("streams", "20"));
+    asio::io_context io;
+    ssl::context ctx(ssl::context::tls_client);
+    ctx.load_verify_file(arg("ca"));
+    ctx.set_verify_mode(ssl::verify_peer);
+    // With --post2, a second connection whose streams alternate with the
+    // first's, so that both see the same load on the machine.
+    std::vector<std::string> paths{arg("post")};
+    if (args.count("post2")) paths.push_back(args["post2"]);
+    struct Path {
+        std::unique_ptr<ssl::stream<tcp::socket>> tls;
+        http::request<http::string_body> req;
+        boost::beast::flat_buffer buf;
+        std::vector<std::uint32_t> ttfb, per_event_ns;
+    };
+    std::vector<Path> ps;
+    for (const auto& path : paths)
+        ps.push_back({open_tls(io, ctx, host, port), streaming_post(host, port, path + "?events=" + std::to_string(n)), {},
+                      {}, {}});
+    for (int i = 0; i < streams; ++i)
+        for (auto& x : ps) {
+            auto t0 = Clock::now();
+            http::write(*x.tls, x.req);
+            http::response_parser<http::string_body> p;
+            p.body_limit(boost::none);
+            read_first_event(*x.tls, x.buf, p);
+            auto t1 = Clock::now();
+            http::read(*x.tls, x.buf, p);
+            auto t2 = Clock::now();
+            const std::string& body = p.get().body();
+            std::size_t got = 0;
+            for (auto at = body.find("\n\n"); at != std::string::npos; at = body.find("\n\n", at + 2)) ++got;
+            if (static_cast<int>(got) != std::max(6, n) || body.find("event: message_stop") == std::string::npos)
+                throw std::runtime_error("stream of " + std::to_string(got) + " events, wanted " + std::to_string(n));
+            x.ttfb.push_back(
+                static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count()));
+            x.per_event_ns.push_back(static_cast<std::uint32_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t0).count() / static_cast<long>(got)));
+        }
+    for (std::size_t k = 0; k < ps.size(); ++k)
+        std::printf("%sttfb_us %u event_us %.3f", k ? " " : "", median_of(ps[k].ttfb), median_of(ps[k].per_event_ns) / 1000.0);
+    std::printf("\n");
+    return 0;
+}
+
 int hold() {
     auto [host, port] = split_target(arg("target"));
     int count = std::stoi(arg("count"));
     asio::io_context io;
     std::vector<tcp::socket> held;
-    for (int i = 0; i < count; ++i) held.push_back(open_socket(io, host, port));
+    std::vector<std::unique_ptr<ssl::stream<tcp::socket>>> streams;
+    std::vector<std::unique_ptr<boost::beast::flat_buffer>> bufs;
+    std::vector<std::unique_ptr<http::response_parser<http::string_body>>> parsers;
+    std::optional<ssl::context> ctx;
+    if (args.count("post")) {
+        ctx.emplace(ssl::context::tls_client);
+        ctx->load_verify_file(arg("ca"));
+        ctx->set_verify_mode(ssl::verify_peer);
+    }
+    for (int i = 0; i < count; ++i) {
+        if (!ctx) {
+            held.push_back(open_socket(io, host, port));
+            continue;
+        }
+        streams.push_back(open_tls(io, *ctx, host, port));
+        http::write(*streams.back(), streaming_post(host, port, arg("post") + "?hold=1"));
+        bufs.push_back(std::make_unique<boost::beast::flat_buffer>());
+        parsers.push_back(std::make_unique<http::response_parser<http::string_body>>());
+        read_first_event(*streams.back(), *bufs.back(), *parsers.back());
+    }
     std::printf("held %d\n", count);
     std::fflush(stdout);
     std::string line;
@@ -299,7 +516,7 @@ int hold() {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: gateway-load serve|bulk|rps|sse|hold --key value ...\n");
+        std::fprintf(stderr, "usage: gateway-load serve|bulk|rps|sse|events|hold --key value ...\n");
         return 2;
     }
     for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
@@ -309,6 +526,7 @@ int main(int argc, char** argv) {
         if (mode == "bulk") return bulk();
         if (mode == "rps") return rps();
         if (mode == "sse") return sse();
+        if (mode == "events") return events();
         if (mode == "hold") return hold();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gateway-load %s: %s\n", mode.c_str(), e.what());

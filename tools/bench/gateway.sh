@@ -16,12 +16,27 @@
 #      off; an environment variable for this comparison only), for (b)'s req/s and
 #      for one SSE stream of --sse-bytes of model-like events (MB/s).
 #                                                            target: on/off ≥ 0.95× for both
+#  (e) metering and the model policy: one more corral gateway whose inject grant has a
+#      [grants.policy] (models, server_tools = false, url_sources = false), so a
+#      POST to /v1/messages is metered and its body checked, while a POST to
+#      /v1/unmetered on the same grant is neither; the upstream answers both alike.
+#      (e1) req/s with --conns connections, a small Messages body answered by a
+#           JSON message with usage.                        target: metered/unmetered ≥ 0.95×
+#      (e2) an Anthropic-shaped SSE stream of --events events, each its own chunk:
+#           median time to the first event and per event (stream time / events),
+#           20 streams per round and path, the paths' streams alternating on two
+#           connections.                                     target: added ≤ 0.05 ms each
+#      (e3) RSS per open stream: --held-streams model streams held open (first
+#           event read), gateway RSS minus idle RSS over their count, metered vs not
+#           (each on a fresh gateway of the same config).
 # The upstream and the load generator are tools/bench/gateway-load.cpp (Boost.Beast,
 # thread per connection), built here with g++.
 #
 # Usage: tools/bench/gateway.sh [--rounds N] [--seconds S] [--conns C] [--bulk-bytes N] [--sse-bytes N]
 #                                [--corral PATH] [--baseline PATH] [--gateway-threads N]
+#                                [--events N] [--held-streams K]
 #   defaults: --rounds 5 --seconds 3 --conns 4 --bulk-bytes 1073741824 --sse-bytes 268435456,
+#   --events 200 --held-streams 128,
 #   corral = $CORRAL_BIN or build-test/tools/corral
 #   --baseline PATH: a second corral binary (e.g. an older commit) run as one more
 #     configuration in (a), (b) and (c), same config, same rounds: before/after in one run.
@@ -34,6 +49,8 @@ seconds=3
 conns=4
 bulk_bytes=1073741824
 sse_bytes=268435456
+events=200
+held_streams=128
 corral=${CORRAL_BIN:-}
 baseline=
 gw_threads=()
@@ -47,8 +64,10 @@ while [ $# -gt 0 ]; do
     --corral) corral=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
     --gateway-threads) gw_threads=(--threads "$2"); shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
-    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N)" >&2; exit 2 ;;
+    --events) events=$2; shift 2 ;;
+    --held-streams) held_streams=$2; shift 2 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N, --events N, --held-streams K)" >&2; exit 2 ;;
   esac
 done
 
@@ -105,6 +124,7 @@ secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'
 install -m 0600 /dev/null "$work/key"
 echo "$secret" > "$work/key"
 start_gateway() {  # name binary [VAR=value...]: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid
+  # (grant_extra, when set: more TOML for the inject grant)
   local name=$1 bin=$2 dir=$work/$1 port
   shift 2
   mkdir -p "$dir"
@@ -132,6 +152,7 @@ port = $https_port
 mode = "inject"
 credential = "bench"
 allow_private = true
+${grant_extra:-}
 TOML
   env "$@" "$bin" gateway --config "$dir/gateway.toml" "${gw_threads[@]}" > "$dir/gw.out" 2> "$dir/gw.err" &
   pids+=($!)
@@ -145,6 +166,17 @@ gateways=(corral)
 if [ -n "$baseline" ]; then start_gateway baseline "$baseline"; gateways+=(baseline); fi
 # (d): the same binary with response scrubbing off.
 start_gateway noscrub "$corral" CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1
+# (e): a model policy that reads the body of every model request.
+grant_extra='[grants.policy]
+models = ["claude-bench-*"]
+server_tools = false
+url_sources = false'
+start_gateway meter "$corral"
+# (e3) holds its streams on two fresh gateways of that config, one per path, so that
+# neither's idle RSS includes what the other's streams left in the heap.
+start_gateway hold_metered "$corral"
+start_gateway hold_unmetered "$corral"
+unset grant_extra
 
 echo "# tinyproxy" >&2
 tp_port=$(free_port)
@@ -231,6 +263,30 @@ for r in $(seq 1 "$rounds"); do
 done
 d_mbps() { median < "$work/d.$1"; }
 
+# ---- (e) metering and policy ------------------------------------------------------
+echo "# (e) metering: $rounds rounds, /v1/messages (metered, policy) vs /v1/unmetered, same grant" >&2
+e_cfgs=(metered unmetered)
+e_path() { case $1 in metered) echo /v1/messages ;; unmetered) echo /v1/unmetered ;; esac; }
+for f in rps ev; do for c in "${e_cfgs[@]}"; do : > "$work/e.$f.$c"; done; done
+for r in $(seq 1 "$rounds"); do
+  for i in 0 1; do
+    cfg=${e_cfgs[$(( (i + r) % 2 ))]}
+    "$load" rps --target "127.0.0.1:$https_port" --ca "$work/meter/ca.pem" --proxy "$meter_port" --conns "$conns" \
+      --seconds "$seconds" --post "$(e_path "$cfg")" | awk '{print $4}' >> "$work/e.rps.$cfg"
+  done
+  # (e2): the two paths' streams alternate within one invocation (same load for both)
+  "$load" events --target "127.0.0.1:$https_port" --ca "$work/meter/ca.pem" --proxy "$meter_port" \
+    --post /v1/messages --post2 /v1/unmetered --events "$events" --streams 20 > "$work/e.ev.pair"
+  cut -d' ' -f1-4 "$work/e.ev.pair" >> "$work/e.ev.metered"
+  cut -d' ' -f5-8 "$work/e.ev.pair" >> "$work/e.ev.unmetered"
+done
+e_rps() { median < "$work/e.rps.$1"; }
+e_ttfb() { awk '{print $2}' "$work/e.ev.$1" | median; }
+e_event() { awk '{print $4}' "$work/e.ev.$1" | median; }
+# metered means metered: ledger lines for /v1/messages carry "metering", /v1/unmetered's do not
+e_metered_lines=$(grep '"/v1/messages' "$work/meter/ledger.jsonl" | grep -c '"metering"' || true)
+e_unmetered_lines=$(grep '"/v1/unmetered' "$work/meter/ledger.jsonl" | grep -c '"metering"' || true)
+
 # ---- (c) RSS with 256 tunnels ----------------------------------------------------
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 mkfifo "$work/hold.in"
@@ -244,6 +300,21 @@ for g in "${gateways[@]}"; do
   wait_for "$work/hold.out" '^held 256' 30
   sleep 0.5
   printf -v "${g}_rss_256" %s "$(rss "${!pid_var}")"
+  exec 9>&-
+  wait "$hold_pid" 2>/dev/null || true
+done
+# (e3): held model streams on the metering gateway, metered vs unmetered path
+for cfg in metered unmetered; do
+  pid_var=hold_${cfg}_pid port_var=hold_${cfg}_port
+  printf -v "e_rss_idle_$cfg" %s "$(rss "${!pid_var}")"
+  "$load" hold --target "127.0.0.1:$https_port" --proxy "${!port_var}" --ca "$work/hold_$cfg/ca.pem" \
+    --post "$(e_path "$cfg")" --count "$held_streams" < "$work/hold.in" > "$work/hold.out" &
+  hold_pid=$!
+  pids+=($hold_pid)
+  exec 9> "$work/hold.in"
+  wait_for "$work/hold.out" "^held $held_streams" 60
+  sleep 0.5
+  printf -v "e_rss_held_$cfg" %s "$(rss "${!pid_var}")"
   exec 9>&-
   wait "$hold_pid" 2>/dev/null || true
 done
@@ -276,7 +347,7 @@ rss_line() {
   done
 }
 cat <<REPORT
-## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes --sse-bytes $sse_bytes${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}})
+## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes --sse-bytes $sse_bytes --events $events --held-streams $held_streams${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}})
 
 Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds rounds, configurations alternating.
 
@@ -314,4 +385,19 @@ on / off: req/s $(ratio "$(b_rps corral)" "$(b_rps noscrub)"), SSE MB/s $(ratio 
 Per round, SSE MB/s: $(per_round d "${d_cfgs[@]}")
 
 $(rss_line)
+
+(e) metering and the model policy, one gateway, one inject grant with [grants.policy] (models, server_tools = false, url_sources = false):
+POST /v1/messages (metered, body checked) vs POST /v1/unmetered (neither), the same body and the same answer.
+Ledger lines with "metering": /v1/messages $e_metered_lines, /v1/unmetered $e_unmetered_lines.
+
+| path | req/s ($conns conns, JSON message) | TTFB µs (first event) | per event µs ($events events) |
+|---|---:|---:|---:|
+| /v1/messages (metered) | $(e_rps metered) | $(e_ttfb metered) | $(e_event metered) |
+| /v1/unmetered | $(e_rps unmetered) | $(e_ttfb unmetered) | $(e_event unmetered) |
+
+(e1) metered / unmetered req/s = $(ratio "$(e_rps metered)" "$(e_rps unmetered)") (target ≥ 0.95).
+(e2) added by metering: TTFB $(added "$(e_ttfb metered)" "$(e_ttfb unmetered)") ms, per event $(added "$(e_event metered)" "$(e_event unmetered)") ms (target ≤ 0.05 ms each).
+Per round, req/s: $(per_round e.rps "${e_cfgs[@]}")
+Per round, TTFB µs / per event µs: metered $(awk '{printf "%s/%s ", $2, $4}' "$work/e.ev.metered"); unmetered $(awk '{printf "%s/%s ", $2, $4}' "$work/e.ev.unmetered")
+(e3) $held_streams held model streams, each on a fresh gateway of the same config: metered idle ${e_rss_idle_metered} KiB, held ${e_rss_held_metered} KiB, $(awk -v a="$e_rss_held_metered" -v b="$e_rss_idle_metered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream; unmetered idle ${e_rss_idle_unmetered} KiB, held ${e_rss_held_unmetered} KiB, $(awk -v a="$e_rss_held_unmetered" -v b="$e_rss_idle_unmetered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream
 REPORT
