@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gateway/headers.hpp"
+#include "gateway/websocket_frame.hpp"
 
 namespace corral::gateway {
 
@@ -18,27 +19,16 @@ std::shared_ptr<const ScrubPatterns> patterns_for_credential(const config::Crede
 std::string_view WebSocketScrubber::feed(std::string_view in, std::string& out) {
     for (;;) {
         if (!in_payload_) {
-            // Header: 2 bytes, then a 16- or 64-bit length, then a masking key.
-            std::size_t need = 2;
-            if (header_.size() >= 2) {
-                auto len7 = static_cast<unsigned char>(header_[1]) & 0x7f;
-                need += len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
-                if (static_cast<unsigned char>(header_[1]) & 0x80) need += 4;
-            }
-            if (header_.size() < need) {
+            if (header_.size() < websocket_header_size(header_)) {
                 if (in.empty()) break;
                 header_ += in.front();
                 in.remove_prefix(1);
                 continue;  // a header that just completed (a bare close frame) is handled at once
             }
-            auto b0 = static_cast<unsigned char>(header_[0]), b1 = static_cast<unsigned char>(header_[1]);
-            if (b0 & 0x40) return "a compressed WebSocket frame (RSV1): its payload cannot be scanned";
-            if (b1 & 0x80) return "a masked WebSocket frame from the server";
-            std::uint64_t len = b1 & 0x7f;
-            if (len >= 126) {
-                len = 0;
-                for (std::size_t i = 2; i < need; ++i) len = (len << 8) | static_cast<unsigned char>(header_[i]);
-            }
+            const WebSocketHeader h = parse_websocket_header(header_);
+            if (h.rsv1) return "a compressed WebSocket frame (RSV1): its payload cannot be scanned";
+            if (h.masked) return "a masked WebSocket frame from the server";
+            const std::uint64_t len = h.payload_length;
             out += header_;
             header_.clear();
             remaining_ = len;

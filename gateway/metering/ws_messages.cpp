@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gateway/websocket_frame.hpp"
+
 namespace corral::gateway::metering {
 
 namespace {
@@ -15,38 +17,23 @@ void WebSocketMessages::feed(std::string_view in) {
     // or a complete header.
     while (!stopped_) {
         if (!in_payload_) {
-            // Header: 2 bytes, a 16- or 64-bit length, then a masking key.
-            std::size_t need = 2;
-            if (header_.size() >= 2) {
-                auto len7 = static_cast<unsigned char>(header_[1]) & 0x7f;
-                need += len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
-                if (static_cast<unsigned char>(header_[1]) & 0x80) need += 4;
-            }
-            if (header_.size() < need) {
+            if (header_.size() < websocket_header_size(header_)) {
                 if (in.empty()) break;
                 header_ += in.front();
                 in.remove_prefix(1);
-                continue;  // `need` may grow once the length byte is in
+                continue;  // the size may grow once the length byte is in
             }
-            auto b0 = static_cast<unsigned char>(header_[0]), b1 = static_cast<unsigned char>(header_[1]);
-            if (b0 & 0x40) {
+            const WebSocketHeader h = parse_websocket_header(header_);
+            if (h.rsv1) {
                 stopped_ = true;
                 on_message_({}, "a compressed WebSocket frame (RSV1): its messages cannot be read");
                 return;
             }
-            fin_ = b0 & 0x80;
-            opcode_ = b0 & 0x0f;
-            masked_ = b1 & 0x80;
-            std::uint64_t len = b1 & 0x7f;
-            std::size_t at = 2;
-            if (len >= 126) {
-                std::size_t n = len == 126 ? 2 : 8;
-                len = 0;
-                for (std::size_t i = 0; i < n; ++i) len = (len << 8) | static_cast<unsigned char>(header_[at + i]);
-                at += n;
-            }
-            if (masked_)
-                for (int i = 0; i < 4; ++i) mask_[i] = static_cast<unsigned char>(header_[at + i]);
+            fin_ = h.fin;
+            opcode_ = h.opcode;
+            masked_ = h.masked;
+            for (int i = 0; i < 4; ++i) mask_[i] = h.mask[i];
+            const std::uint64_t len = h.payload_length;
             header_.clear();
             mask_pos_ = 0;
             remaining_ = len;

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/org_config.hpp"
+
 namespace corral::test {
 
 struct OrgDir {
@@ -64,5 +66,13 @@ struct OrgDir {
     }
     std::string file(const std::string& rel) const { return (path / rel).string(); }
 };
+
+// All error lines of check_org, joined, for "contains" checks with a readable failure.
+inline std::string errors_of(const OrgDir& d) {
+    auto c = config::check_org(d.str());
+    std::string s;
+    for (const auto& e : c.errors) s += e.text() + "\n";
+    return s;
+}
 
 }  // namespace corral::test

@@ -10,15 +10,9 @@
 
 using namespace corral;
 using test::OrgDir;
+using test::errors_of;
 
 namespace {
-
-std::string errors_of(const OrgDir& d) {
-    auto c = config::check_org(d.str());
-    std::string s;
-    for (const auto& e : c.errors) s += e.text() + "\n";
-    return s;
-}
 
 const char* kPrice = "[prices.\"claude-x\"]\ninput = 3.0\noutput = 15\ncache_write = 3.75\ncache_read = 0.3\n"
                      "source = \"list\"\ndate = 2026-11-30\n";

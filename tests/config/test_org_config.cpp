@@ -14,16 +14,9 @@
 using namespace corral;
 using config::AgentKind;
 using test::OrgDir;
+using test::errors_of;
 
 namespace {
-
-// All error lines of check_org, joined, for "contains" checks with a readable failure.
-std::string errors_of(const OrgDir& d) {
-    auto c = config::check_org(d.str());
-    std::string s;
-    for (const auto& e : c.errors) s += e.text() + "\n";
-    return s;
-}
 
 bool has_line(const std::string& all, const std::string& needle) { return all.find(needle) != std::string::npos; }
 
