@@ -1172,7 +1172,7 @@ TEST_CASE("corral gateway --config ORG/org.toml: every error line is prefixed, w
     INFO(r.err);
     CHECK(r.exit_code == 125);
     CHECK(r.err.find("corral gateway: " + org + "/org.toml:1: unknown key 'engine', allowed: gateway | credentials | "
-                     "grants; this looks like an organisation's org.toml: use corral gateway --org " + org + "\n") !=
+                     "grants | budget | prices; this looks like an organisation's org.toml: use corral gateway --org " + org + "\n") !=
           std::string::npos);
     std::istringstream lines(r.err);
     int n = 0;

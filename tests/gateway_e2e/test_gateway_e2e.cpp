@@ -517,8 +517,12 @@ TEST_CASE("shared daemon: per-identity connection cap and bounded refusal lines,
     CHECK(count_b["instance"].get<std::string>().size() == 16);
     for (json* c : {&count_a, &count_b}) {
         CHECK((*c)["ledger"] == "ok");
+        // No model traffic here: every model total is 0.
+        CHECK((*c)["model"]["requests"] == 0);
+        CHECK((*c)["model"]["budget_refusals"] == 0);
         c->erase("instance");
         c->erase("ledger");
+        c->erase("model");
     }
     CHECK(count_b == json{{"requests", 1}, {"refusals", 0}, {"secrets_reflected", 0}});
     CHECK(count_a == json{{"requests", 33}, {"refusals", 33}, {"secrets_reflected", 0}});
