@@ -110,16 +110,17 @@ std::vector<json> metered_lines(const OwnDaemon& d) {
     return out;
 }
 
-json model_counts(const OwnDaemon& d) {
-    // A line is written, and a response settled, when its exchange ends:
-    // curl has its answer a moment before that.
+// The daemon's model totals once at least `settled` requests are settled.
+// A response is settled when its exchange ends, a moment after the client
+// has the last byte: waiting for the number, bounded, not for the key.
+json model_counts(const OwnDaemon& d, std::uint64_t settled = 0) {
     json c;
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 250; ++i) {
         c = d.counts();
-        if (c.is_object() && c.contains("model")) return c["model"];
+        if (c.is_object() && c.contains("model") && c["model"].value("requests", 0ull) >= settled) return c["model"];
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return c;
+    return c.is_object() && c.contains("model") ? c["model"] : c;
 }
 
 }  // namespace
@@ -151,7 +152,7 @@ TEST_CASE("metering: every API's usage, counted exactly, priced with its source"
     // Usage as the stand-in reports it: Anthropic 25 in (+3 cache write, +7
     // cache read), 11 out, twice; Responses 40 in (8 cached), 13 out (5
     // reasoning), three times (SSE + 2 WebSocket); Chat 30 in (4 cached), 9 out.
-    json t = model_counts(d);
+    json t = model_counts(d, 7);
     REQUIRE(t.is_object());
     CHECK(t["requests"] == 7);  // count_tokens is a request with no tokens
     CHECK(t["input_tokens"] == 25 * 2 + 40 * 3 + 30);
@@ -202,7 +203,7 @@ TEST_CASE("metering: a response without usage under a token budget refuses the n
     CHECK(err["error"]["type"] == "invalid_request_error");
     CHECK(err["error"]["message"].get<std::string>().find("usage unavailable") != std::string::npos);
     CHECK(m.stats()["byPath"]["/v1/messages"] == 1);  // the refused one never left
-    json t = model_counts(d);
+    json t = model_counts(d, 1);
     CHECK(t["usage_unavailable"] == 1);
     CHECK(t["budget_refusals"] == 1);
 }
@@ -293,7 +294,7 @@ TEST_CASE("metering: eight concurrent streams never spend past the budget" * doc
     }
     CHECK(ok == 5);
     CHECK(refused == 3);
-    json t = model_counts(d);
+    json t = model_counts(d, 5);
     CHECK(t["requests"] == 5);
     CHECK(t["output_tokens"] == 55);
     CHECK(t["budget_refusals"] == 3);
@@ -364,7 +365,7 @@ TEST_CASE("policy: each refused form answers 400 in the provider's shape before 
     CHECK(ok.out.find("\nstatus=200\n") != std::string::npos);
     CHECK(post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}}).status == 200);
     CHECK(m.stats()["requests"] == 2);  // nothing refused reached the stand-in
-    json t = model_counts(d);
+    json t = model_counts(d, 2);
     CHECK(t["policy_refusals"] == cases.size());
     CHECK(t["requests"] == 2);
     std::size_t refusal_lines = 0;
@@ -383,13 +384,23 @@ TEST_CASE("metering: a worker's budget across runs survives a daemon restart; co
     auto budget = [](const OwnDaemon& d, const std::string& action) {
         return run({corral_bin(), "budget", action, "persist", "--gateway", "unix:" + d.socket});
     };
+    // `show` once `spent` requests are settled (a settlement follows the
+    // client's last byte by a moment), bounded.
+    auto shown = [&](const OwnDaemon& d, std::uint64_t spent) {
+        json j;
+        for (int i = 0; i < 250; ++i) {
+            j = json::parse(budget(d, "show").out, nullptr, false);
+            if (j.is_object() && j["spent"].value("requests", 0ull) >= spent) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return j;
+    };
     {
         OwnDaemon d("meter-persist", "", "5s", "persist/run-1", more);
         CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
         CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
-        auto shown = budget(d, "show");
-        CHECK(shown.exit_code == 0);
-        json j = json::parse(shown.out, nullptr, false);
+        CHECK(budget(d, "show").exit_code == 0);
+        json j = shown(d, 2);
         REQUIRE(j.is_object());
         CHECK(j["spent"]["requests"] == 2);
         CHECK(j["remaining"]["requests"] == 1);
@@ -408,7 +419,7 @@ TEST_CASE("metering: a worker's budget across runs survives a daemon restart; co
     CHECK(reset.exit_code == 0);
     CHECK(json::parse(reset.out, nullptr, false)["spent"]["requests"] == 0);
     CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
-    CHECK(budget(d, "show").out.find("\"requests\":1") != std::string::npos);
+    CHECK(shown(d, 1)["spent"]["requests"] == 1);
     // A stand-alone gateway file's [budget.worker] holds for each worker on
     // its own: another worker has spent nothing.
     auto other = run({corral_bin(), "budget", "show", "other", "--gateway", "unix:" + d.socket});
