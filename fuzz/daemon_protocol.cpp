@@ -1,6 +1,6 @@
 // Fuzz target: the Unix-socket protocol between a bridge (or a run's
 // supervisor) and a `corral gateway` daemon: the first line the daemon reads
-// (CORRAL-IDENTITY / CORRAL-COUNTS) and the counts answer the supervisor
+// (CORRAL-IDENTITY / CORRAL-COUNTS / CORRAL-BUDGET[-RESET]) and the counts answer the supervisor
 // reads back. The input up to its first '\n' is the line; all of it is the
 // answer. An accepted announcement must be exactly the line the bridge
 // writes for that identity (no second spelling of one identity), and an
@@ -19,8 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view in(reinterpret_cast<const char*>(data), size);
     std::string_view line = in.substr(0, in.find('\n'));
     if (auto first = gateway::parse_daemon_first_line(line)) {
-        std::string written = first->counts ? gateway::counts_request(first->id)
-                                            : gateway::identity_announcement(first->id);
+        std::string written = first->budget   ? gateway::budget_request(first->worker, first->budget_reset)
+                              : first->counts ? gateway::counts_request(first->id)
+                                              : gateway::identity_announcement(first->id);
         if (written != std::string(line) + "\n") std::abort();
     }
     std::string problem;
@@ -32,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto reread = gateway::parse_counts_answer(gateway::counts_answer(*counts), &again);
         if (!reread || reread->requests != counts->requests || reread->refusals != counts->refusals ||
             reread->secrets_reflected != counts->secrets_reflected || reread->instance != counts->instance ||
-            reread->ledger_failure != counts->ledger_failure)
+            reread->ledger_failure != counts->ledger_failure || reread->model != counts->model)
             std::abort();
     }
     return 0;
