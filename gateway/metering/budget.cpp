@@ -13,12 +13,6 @@ Amount plus(const Amount& a, const Amount& b) {
             add_saturating(a.output_tokens, b.output_tokens), add_saturating(a.usd_micros, b.usd_micros)};
 }
 
-// "$1.234567"
-std::string usd_text(std::uint64_t micros) {
-    std::string frac = std::to_string(micros % 1'000'000);
-    return "$" + std::to_string(micros / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
-}
-
 std::string quantity(std::string_view limit, std::uint64_t n) {
     return limit == "usd" ? usd_text(n) : std::to_string(n);
 }

@@ -32,6 +32,11 @@ std::uint64_t rate_from_usd_per_million(double usd, std::string_view what) {
     return static_cast<std::uint64_t>(std::llround(usd * 1e6));
 }
 
+std::string usd_text(std::uint64_t micros) {
+    std::string frac = std::to_string(micros % 1'000'000);
+    return "$" + std::to_string(micros / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
+}
+
 void PriceTable::add(std::string model, Price price) {
     if (model.empty()) throw UsageError("prices: a model name is empty; give the exact name the API uses");
     if (prices_.count(model)) throw UsageError("prices: '" + model + "' has two prices; give one");

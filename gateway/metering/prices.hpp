@@ -65,6 +65,9 @@ private:
     std::map<std::string, Price, std::less<>> prices_;
 };
 
+// Micro-dollars as a person reads them: 1234567 → "$1.234567".
+std::string usd_text(std::uint64_t micros);
+
 // Micro-dollars for `u` at `p`: the categories above each multiplied by their
 // rate, summed exactly (128-bit), then divided by one million once, rounding
 // up (a budget never undercounts; the most a response is over-charged is one

@@ -1,5 +1,7 @@
 #include "gateway/metering/totals.hpp"
 
+#include "gateway/metering/prices.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace corral::gateway::metering {
@@ -26,11 +28,6 @@ constexpr Member kMembers[] = {
     {"budget_refusals", &MeterTotals::budget_refusals},
     {"policy_refusals", &MeterTotals::policy_refusals},
 };
-
-std::string usd_text(std::uint64_t micros) {
-    std::string frac = std::to_string(micros % 1'000'000);
-    return "$" + std::to_string(micros / 1'000'000) + "." + std::string(6 - frac.size(), '0') + frac;
-}
 
 }  // namespace
 
