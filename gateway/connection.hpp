@@ -63,6 +63,7 @@ struct Conn {
     bool timed_out = false;
     bool body_pending = false;                // a request body was announced and not read whole
     bool lingered = false;                    // refused, half-closed and drained: only close is left
+    bool client_gone = false;                 // the box's TLS ended without close_notify: none can follow
     std::uint64_t identity_open = 0;          // connections the identity held when this one arrived, itself included
     boost::beast::flat_buffer buf;            // bytes read from the client, not yet consumed (bounded)
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)

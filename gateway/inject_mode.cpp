@@ -175,10 +175,11 @@ void record_reflection(Conn& c, const LedgerEntry& exchange_line, const Response
 }
 
 // The end of the box's TLS session: close_notify both ways (bounded), unless
-// a refusal already half-closed and drained the connection.
+// a refusal already half-closed and drained the connection, or the box's side
+// already ended without one.
 awaitable<void> close_client_tls(Conn& c) {
     boost::system::error_code ec;
-    if (!c.lingered) {
+    if (!c.lingered && !c.client_gone) {
         c.arm(std::chrono::seconds(2));
         co_await c.client_tls->async_shutdown(nothrow);
     }

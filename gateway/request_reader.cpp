@@ -1,5 +1,6 @@
 #include "gateway/request_reader.hpp"
 
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http/read.hpp>
 
 namespace corral::gateway {
@@ -44,6 +45,11 @@ awaitable<HeadResult> read_head(Conn& c, Stream& s, bool first) {
                 r.refusal = Refusal{std::string(reason::bad_request), "connection closed inside the request head"};
             else
                 r.closed = true;
+            // A raw end of stream (the box's process is gone, or cut its TCP
+            // side) brings no close_notify: waiting for one would only hold
+            // the connection, and in daemon mode the run's end, until the
+            // shutdown's bound.
+            if (ec == asio::ssl::error::stream_truncated) c.client_gone = true;
             co_return r;
         }
         c.buf.commit(n);

@@ -646,6 +646,30 @@ TEST_CASE("after the 200 of an inject CONNECT: silence is a timeout, plaintext i
     CHECK(slurp(w.ledger()).find("sni_mismatch") == std::string::npos);
 }
 
+TEST_CASE("a box whose TLS ends without close_notify is closed at once, without waiting for one") {
+    // A box process that is killed (or exits) with a TLS connection open ends
+    // it with a bare FIN. No close_notify can follow, so the gateway must not
+    // send its own and wait (bounded) for the box's: in daemon mode that wait
+    // held every run's end. Seen from the box's side: the gateway closes
+    // without sending another record.
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    for (bool after_request : {false, true}) {
+        CAPTURE(after_request);
+        auto c = inject_client(w, g);
+        if (after_request) CHECK(c->roundtrip(get(w, "/echo")).result_int() == 200);
+        c->tls->next_layer().shutdown(tcp::socket::shutdown_send);
+        // The box's TLS reads what is left (TLS 1.3 session tickets, when no
+        // request was made) and then the end: a bare one, not a close_notify
+        // (which OpenSSL reports as a clean eof).
+        char b[256];
+        boost::system::error_code ec;
+        while (!ec) c->tls->read_some(asio::buffer(b), ec);
+        CHECK_MESSAGE(ec == asio::ssl::error::stream_truncated, "the gateway's side ended with: " << ec.message());
+        CHECK(g.wait_for_active(0));
+    }
+}
+
 TEST_CASE("ungranted hosts and ports get 403 before any connection") {
     World w;
     GatewayUnderTest g(w.config(), w.secrets());
