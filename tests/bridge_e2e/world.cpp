@@ -326,7 +326,7 @@ void check_no_secret_anywhere(const BoxRun& b) {
     CHECK_MESSAGE(r.exit_code == 1, "real key found in the run dir: " << r.out);
 }
 
-// The variables the bridge gives every box (issue: "the box's environment"),
+// The variables the bridge gives every box (docs/security.md, the box's environment),
 // as the box's shell really had them, read from the host.
 void check_box_environment(const BoxRun& b) {
     std::map<std::string, std::string> env;
