@@ -267,13 +267,11 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::join_run_cgroup: return "join_run_cgroup";
         case SetupStep::verify_uid_unused: return "verify_uid_unused";
         case SetupStep::join_cgroup_namespace: return "join_cgroup_namespace";
-        case SetupStep::make_mounts_private: return "make_mounts_private";
         case SetupStep::apply_mount_plan: return "apply_mount_plan";
         case SetupStep::enter_rootfs: return "enter_rootfs";
         case SetupStep::bring_up_loopback: return "bring_up_loopback";
         case SetupStep::verify_only_loopback: return "verify_only_loopback";
         case SetupStep::set_hostname: return "set_hostname";
-        case SetupStep::wait_for_start: return "wait_for_start";
         case SetupStep::spawn_invocation: return "spawn_invocation";
         case SetupStep::mount_invocation_proc: return "mount_invocation_proc";
         case SetupStep::start_new_session: return "start_new_session";

@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,7 +50,8 @@ Ctx build_context(const std::vector<SeccompRule>& rules) {
     // covered by an x86_64 deny list: kill the whole process instead.
     check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "seccomp_attr_set",
                "ACT_BADARCH=KILL_PROCESS");
-    // We set no_new_privs ourselves, explicitly, in drop_to_agent().
+    // The command sets no_new_privs itself, explicitly, just before the
+    // install (set_no_new_privs, run_command in sandbox_init.cpp).
     check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0), "seccomp_attr_set", "CTL_NNP=0");
     // A binary tree over syscall numbers instead of a linear list: every
     // syscall the command makes walks the filter, and the kernel runs it for
@@ -251,12 +251,6 @@ int install_seccomp_program(const SeccompProgram& program) noexcept {
     prog.filter = const_cast<sock_filter*>(program.instructions.data());
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return -errno;
     return 0;
-}
-
-void install_seccomp(const std::vector<SeccompRule>& rules) {
-    SeccompProgram program = compile_seccomp(rules);
-    check_sys(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl", "PR_SET_NO_NEW_PRIVS");
-    if (int rc = install_seccomp_program(program); rc < 0) throw SysError("seccomp", "SECCOMP_SET_MODE_FILTER", -rc);
 }
 
 std::string seccomp_policy_text(const std::vector<SeccompRule>& rules) {

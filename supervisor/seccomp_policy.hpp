@@ -72,9 +72,6 @@ SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules);
 // CAP_SYS_ADMIN). Allocation-free; returns 0 or -errno.
 int install_seccomp_program(const SeccompProgram& program) noexcept;
 
-// compile + PR_SET_NO_NEW_PRIVS + install, throwing SysError on failure.
-void install_seccomp(const std::vector<SeccompRule>& rules);
-
 // The libseccomp pseudo-filter text of `rules` (for docs and tests).
 std::string seccomp_policy_text(const std::vector<SeccompRule>& rules);
 

@@ -13,21 +13,23 @@
 
 namespace corral::supervisor {
 
-// Every step of the child side, in the order it runs (docs/architecture.md).
+// Every step a failure can be reported for, in the order it runs
+// (docs/architecture.md). A step that cannot fail reportably has no value:
+// the reaper's wait for "start" ends the run without a report when the
+// supervisor is gone, and making every mount private is apply_mount_plan's
+// first op.
 enum class SetupStep : std::uint32_t {
     set_parent_death_signal,
     exempt_from_oom_killer,   // corral-init: oom_score_adj -1000 (the reaper inherits it)
     wait_for_supervisor,
-    join_run_cgroup,          // supervisor side: RunCgroup::add_process(init)
+    join_run_cgroup,          // supervisor side: the init into the run's v1 cgroups (v2: CLONE_INTO_CGROUP)
     verify_uid_unused,        // supervisor side, while the init builds the rootfs
     join_cgroup_namespace,
-    make_mounts_private,
     apply_mount_plan,
     enter_rootfs,
     bring_up_loopback,
     verify_only_loopback,
     set_hostname,
-    wait_for_start,
     spawn_invocation,
     mount_invocation_proc,    // the invocation's own mount ns + a /proc of its PID namespace
     // --- inside the invocation (PID 1 of the nested PID namespace)
