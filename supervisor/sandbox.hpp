@@ -151,10 +151,12 @@ public:
     Fd open_network_namespace() const;
 
 private:
+    // The phases' steps, one file each (sandbox_launch.cpp,
+    // sandbox_supervise.cpp, sandbox_teardown.cpp).
     friend struct SandboxLauncher;
+    friend class Supervision;
+    friend struct SandboxTeardown;
     friend void start_command(Sandbox& box);
-    friend SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks);
-    friend TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out);
     Sandbox(SandboxSpec spec, UidLease lease, RunCgroup cgroup)
         : spec_(std::move(spec)), lease_(std::move(lease)), cgroup_(std::move(cgroup)) {}
 
