@@ -46,6 +46,14 @@ void report_failure(const InitContext& ctx, SetupStep step, int err, const char*
     _exit(125);
 }
 
+// A mount plan's failed op: its index and call go with the report, so the
+// supervisor names the mount (describe_failure).
+[[noreturn]] void fail_mount(const InitContext& ctx, SetupStep step, const rootfs::MountFailure& f) noexcept {
+    report_failure(ctx, step, f.err, rootfs::call_name(f.call), static_cast<std::uint32_t>(f.op_index),
+                   static_cast<std::uint32_t>(f.call));
+    _exit(125);
+}
+
 // rc is 0 or -errno.
 void check_step(const InitContext& ctx, int rc, SetupStep step, const char* call) noexcept {
     if (rc < 0) fail(ctx, step, -rc, call);
@@ -174,11 +182,7 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     // init never mounted a /proc: this one, of the nested PID namespace, with
     // the plan's masks re-rooted at "/", is the box's only /proc.
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
-    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) {
-        report_failure(ctx, SetupStep::mount_invocation_proc, f->err, rootfs::call_name(f->call),
-                       static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
-        _exit(125);
-    }
+    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) fail_mount(ctx, SetupStep::mount_invocation_proc, *f);
     InitMessage ready{};
     ready.kind = InitMessageKind::ready;
     send(ctx.report_fd, ready);
@@ -228,6 +232,35 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     }
 }
 
+// Our pipes, and the detached ID-mapped trees the mount plan attaches
+// (rootfs/idmapped_tree.hpp): the only inherited fds the init keeps.
+void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
+    constexpr int kMaxTrees = 8;
+    int keep[8 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.stdin_fd};
+    int count = ctx.stdin_fd >= 0 ? 8 : 7;
+    for (const auto& op : ctx.plan->ops) {
+        if (op.kind != rootfs::MountKind::AttachTree || op.tree_fd < 0) continue;
+        if (count == 8 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
+        keep[count++] = op.tree_fd;
+    }
+    // Insertion sort + dedupe (close_all_except wants ascending, distinct fds).
+    int distinct = 0;
+    for (int i = 0; i < count; ++i) {
+        int v = keep[i], j = distinct;
+        bool dup = false;
+        for (int k = 0; k < distinct; ++k) dup = dup || keep[k] == v;
+        if (dup) continue;
+        while (j > 0 && keep[j - 1] > v) {
+            keep[j] = keep[j - 1];
+            --j;
+        }
+        keep[j] = v;
+        ++distinct;
+    }
+    count = distinct;
+    check_step(ctx, close_all_except(keep, count), SetupStep::wait_for_supervisor, "close_range");
+}
+
 }  // namespace
 
 void run_sandbox_init(const InitContext& ctx) noexcept {
@@ -243,34 +276,7 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
         fail(ctx, SetupStep::exempt_from_oom_killer, -rc, "write(/proc/self/oom_score_adj)");
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
     hide_host_command_line(ctx);
-    {
-        // Our pipes, and the detached ID-mapped trees the mount plan attaches
-        // (rootfs/idmapped_tree.hpp): the only inherited fds the init needs.
-        constexpr int kMaxTrees = 8;
-        int keep[8 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.stdin_fd};
-        int count = ctx.stdin_fd >= 0 ? 8 : 7;
-        for (const auto& op : ctx.plan->ops) {
-            if (op.kind != rootfs::MountKind::AttachTree || op.tree_fd < 0) continue;
-            if (count == 8 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
-            keep[count++] = op.tree_fd;
-        }
-        // Insertion sort + dedupe (close_all_except wants ascending, distinct fds).
-        int distinct = 0;
-        for (int i = 0; i < count; ++i) {
-            int v = keep[i], j = distinct;
-            bool dup = false;
-            for (int k = 0; k < distinct; ++k) dup = dup || keep[k] == v;
-            if (dup) continue;
-            while (j > 0 && keep[j - 1] > v) {
-                keep[j] = keep[j - 1];
-                --j;
-            }
-            keep[j] = v;
-            ++distinct;
-        }
-        count = distinct;
-        check_step(ctx, close_all_except(keep, count), SetupStep::wait_for_supervisor, "close_range");
-    }
+    keep_only_the_inits_fds(ctx);
     // "go": we are in the run's v1 cgroups now. Without v1 cgroups there is
     // nothing to wait for (CLONE_INTO_CGROUP put us in the v2 one at birth);
     // a supervisor that died before PR_SET_PDEATHSIG was armed is still
@@ -283,16 +289,8 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     if (ctx.wait_for_go != InitContext::Go::before_invocation && unshare(CLONE_NEWCGROUP) != 0)
         fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
 
-    if (auto f = rootfs::apply_mount_plan(*ctx.plan)) {
-        report_failure(ctx, SetupStep::apply_mount_plan, f->err, rootfs::call_name(f->call),
-                       static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
-        _exit(125);
-    }
-    if (auto f = rootfs::enter_rootfs(*ctx.plan)) {
-        report_failure(ctx, SetupStep::enter_rootfs, f->err, rootfs::call_name(f->call),
-                       static_cast<std::uint32_t>(f->op_index), static_cast<std::uint32_t>(f->call));
-        _exit(125);
-    }
+    if (auto f = rootfs::apply_mount_plan(*ctx.plan)) fail_mount(ctx, SetupStep::apply_mount_plan, *f);
+    if (auto f = rootfs::enter_rootfs(*ctx.plan)) fail_mount(ctx, SetupStep::enter_rootfs, *f);
     check_step(ctx, shim::bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
     check_step(ctx, shim::verify_only_loopback(), SetupStep::verify_only_loopback, "RTM_GETLINK");
     if (sethostname(ctx.hostname, std::strlen(ctx.hostname)) != 0)
