@@ -55,15 +55,9 @@ TEST_CASE("corral doctor prints one ok/FAIL line per feature and exits 0 iff all
     }
 }
 
-TEST_CASE("without CAP_MKNOD corral doctor names the device-node check and what to do") {
-    if (!corral::test::running_as_root()) {
-        MESSAGE("skipped: needs root");
-        return;
-    }
-    if (corral::test::run({"sh", "-c", "command -v setpriv"}).exit_code != 0) {
-        MESSAGE("skipped: setpriv (util-linux) is not installed");
-        return;
-    }
+// Skipped (doctest counts it) without root, or without setpriv (util-linux).
+TEST_CASE("without CAP_MKNOD corral doctor names the device-node check and what to do" *
+          doctest::skip(!corral::test::running_as_root() || !corral::test::have_program("setpriv"))) {
     // Root without CAP_MKNOD, as in a container's default capability set.
     auto r = run({"setpriv", "--bounding-set", "-mknod", "--inh-caps", "-mknod", corral_bin(), "doctor"});
     INFO(r.out << r.err);

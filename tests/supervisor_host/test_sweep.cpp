@@ -57,11 +57,8 @@ TEST_CASE("pid namespace inode matches /proc/self/ns/pid and finds this process"
     CHECK_FALSE(pid_namespace_inode(0x7ffffff0).has_value());
 }
 
-TEST_CASE("a process that switched to an agent uid is found, and is not after it dies (root)") {
-    if (::geteuid() != 0) {
-        MESSAGE("skipped: needs root to switch a child to another uid");
-        return;
-    }
+// Skipped without root (doctest counts it): needs root to switch a child to another uid.
+TEST_CASE("a process that switched to an agent uid is found, and is not after it dies (root)" * doctest::skip(::geteuid() != 0)) {
     const uid_t uid = 1999999001;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -98,11 +95,8 @@ TEST_CASE("skipping kernel threads leaves out only processes without a user-spac
     if (::geteuid() == 0) CHECK(kept.size() < all.size());  // a Linux host always has kernel threads
 }
 
-TEST_CASE("a process holding only the agent gid is found by processes_of_identity (root)") {
-    if (::geteuid() != 0) {
-        MESSAGE("skipped: needs root");
-        return;
-    }
+// Skipped without root (doctest counts it): needs root.
+TEST_CASE("a process holding only the agent gid is found by processes_of_identity (root)" * doctest::skip(::geteuid() != 0)) {
     const uid_t gid = 1999999002;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -113,11 +107,8 @@ TEST_CASE("a process holding only the agent gid is found by processes_of_identit
     ::waitpid(child, nullptr, 0);
 }
 
-TEST_CASE("a child in a new pid namespace is found by that namespace's inode (root)") {
-    if (::geteuid() != 0) {
-        MESSAGE("skipped: needs root for CLONE_NEWPID");
-        return;
-    }
+// Skipped without root (doctest counts it): needs root for CLONE_NEWPID.
+TEST_CASE("a child in a new pid namespace is found by that namespace's inode (root)" * doctest::skip(::geteuid() != 0)) {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     pid_t child = ::fork();
@@ -150,11 +141,8 @@ TEST_CASE("a child in a new pid namespace is found by that namespace's inode (ro
     CHECK(processes_in_pid_namespace(*ino).empty());
 }
 
-TEST_CASE("scan_host: one pass finds the PID namespace's processes and a non-dumpable saved-uid-only process (root)") {
-    if (::geteuid() != 0) {
-        MESSAGE("skipped: needs root");
-        return;
-    }
+// Skipped without root (doctest counts it): needs root.
+TEST_CASE("scan_host: one pass finds the PID namespace's processes and a non-dumpable saved-uid-only process (root)" * doctest::skip(::geteuid() != 0)) {
     const uid_t uid = 1999999003;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -190,11 +178,8 @@ TEST_CASE("scan_host: one pass finds the PID namespace's processes and a non-dum
     CHECK(scan_host(*ns, uid, uid).of_identity.empty());
 }
 
-TEST_CASE("kill_if_identity and kill_if_in_cgroup signal only a process that still matches (root)") {
-    if (::geteuid() != 0) {
-        MESSAGE("skipped: needs root to switch a child to another uid");
-        return;
-    }
+// Skipped without root (doctest counts it): needs root to switch a child to another uid.
+TEST_CASE("kill_if_identity and kill_if_in_cgroup signal only a process that still matches (root)" * doctest::skip(::geteuid() != 0)) {
     const uid_t uid = 1999999003;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
