@@ -911,11 +911,8 @@ TEST_CASE("an unwritable ledger stops new requests (fail closed) and says why") 
     CHECK(w.good.connections.load() == 0);
 }
 
-TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with identity announcement, SIGTERM") {
-    if (!test::running_as_root()) {
-        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
-        return;
-    }
+// The Unix listener serves root peers only: skipped without root (doctest counts it).
+TEST_CASE("corral gateway daemon: listening lines, root-only Unix socket with identity announcement, SIGTERM" * doctest::skip(!test::running_as_root())) {
     World w;
     std::string sock = w.dir.path + "/gw.sock";
     std::string cfg_path = w.dir.path + "/gateway.toml";
@@ -1049,11 +1046,8 @@ DaemonAnswer connect_as(const std::string& sock, const std::string& identity, co
 
 }  // namespace
 
-TEST_CASE("corral gateway --org: each worker's implied grants serve that worker's runs only (403 for another's)") {
-    if (!test::running_as_root()) {
-        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
-        return;
-    }
+// The Unix listener serves root peers only: skipped without root (doctest counts it).
+TEST_CASE("corral gateway --org: each worker's implied grants serve that worker's runs only (403 for another's)" * doctest::skip(!test::running_as_root())) {
     World w;
     // Workers: a runs pi (api.anthropic.com), b runs codex with an API key
     // (api.openai.com), c runs claude and has a worker.toml grant for the test
@@ -1151,11 +1145,8 @@ TEST_CASE("corral gateway --org: each worker's implied grants serve that worker'
     CHECK(daemon_err.find("worker b (codex): api.openai.com:443") != std::string::npos);
 }
 
-TEST_CASE("corral gateway --org: a worker whose credential is unavailable is named and left out; the others are served") {
-    if (!test::running_as_root()) {
-        MESSAGE("skipped: the Unix listener serves root peers only; run as root");
-        return;
-    }
+// The Unix listener serves root peers only: skipped without root (doctest counts it).
+TEST_CASE("corral gateway --org: a worker whose credential is unavailable is named and left out; the others are served" * doctest::skip(!test::running_as_root())) {
     World w;
     const std::string org = w.dir.path + "/org";
     const std::string sock = w.dir.path + "/org-gw.sock";
