@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "base/fd.hpp"
-#include "tests/sandbox/sandbox_support.hpp"
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 namespace fs = std::filesystem;
 

@@ -14,7 +14,7 @@
 #include <regex>
 #include <set>
 
-#include "tests/sandbox/sandbox_support.hpp"
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 namespace fs = std::filesystem;
 

@@ -4,6 +4,6 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include "tests/sandbox/sandbox_support.hpp"
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 int main(int argc, char** argv) { return corral::test::sandbox::run_suite(argc, argv, SBT_UID_RANGE); }

@@ -1,4 +1,4 @@
-// tests/sandbox/sandbox_support.hpp — what every sandbox integration test needs:
+// tests/supervisor/sandbox/sandbox_support.hpp — what every sandbox integration test needs:
 // a busybox-static rootfs assembled once per test executable, a way to invoke
 // `corral run` against it and read its run record, and the after-every-run
 // check that nothing of the run survived (processes, cgroups, mounts, locks,

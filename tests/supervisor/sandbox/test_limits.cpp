@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "tests/sandbox/sandbox_support.hpp"
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 namespace fs = std::filesystem;
 

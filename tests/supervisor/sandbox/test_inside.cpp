@@ -13,7 +13,7 @@
 #include <thread>
 #include <sstream>
 
-#include "tests/sandbox/sandbox_support.hpp"
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 extern char** environ;
 

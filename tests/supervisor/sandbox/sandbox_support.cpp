@@ -1,4 +1,4 @@
-#include "tests/sandbox/sandbox_support.hpp"
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 #include <doctest/doctest.h>
 #include <dirent.h>
