@@ -13,6 +13,7 @@
 #include "base/fd.hpp"
 #include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
+#include "names/box_environment.hpp"
 
 namespace corral::agents {
 
@@ -25,16 +26,6 @@ constexpr long long far_future_s = 4102444800LL;
 constexpr long long far_future_ms = far_future_s * 1000;
 // 2026-01-01T00:00:00Z: a fixed "issued at" keeps the golden files stable.
 constexpr long long issued_at_s = 1767225600LL;
-
-const char* const telemetry_off_claude[][2] = {
-    // agent-clients.md: NONESSENTIAL_TRAFFIC alone removes bootstrap, eval,
-    // event_logging, penguin_mode, server-urls; the rest are belt and braces
-    // named by the predecessor's spike.
-    {"DISABLE_TELEMETRY", "1"},
-    {"DISABLE_ERROR_REPORTING", "1"},
-    {"DISABLE_AUTOUPDATER", "1"},
-    {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
-};
 
 std::string pkg_path(const AgentInputs& in, const char* rel) {
     return in.agents_prefix + "/node_modules/" + rel;
@@ -69,7 +60,7 @@ config::Route route(const std::string& text) {
 config::Grant inject_grant(const std::string& host, const std::string& credential,
                            const std::vector<std::string>& routes, AgentKind kind, const std::string& worker) {
     config::Grant g;
-    g.host = host;
+    g.host = names::builtin_host_pattern(host);
     g.port = 443;
     g.mode = config::GrantMode::inject;
     g.credential = credential;
@@ -116,8 +107,8 @@ void add_claude(AgentProfile& p, const AgentInputs& in, const std::string& senti
     p.argv.insert(p.argv.end(), {"--", in.prompt});
     p.version_argv = {p.argv[0], "--version"};
 
-    p.env.emplace_back("CLAUDE_CONFIG_DIR", dir_box);
-    for (const auto& kv : telemetry_off_claude) p.env.emplace_back(kv[0], kv[1]);
+    p.env.emplace_back(names::claude_config_dir_variable, dir_box);
+    for (const auto& v : names::claude_switches) p.env.emplace_back(v.name, v.value);
     p.dirs.push_back(dir_rel);
     // With CLAUDE_CONFIG_DIR set claude keeps its state file here, not in ~.
     p.files.push_back({join_path(dir_rel, ".claude.json"), pretty(json{{"hasCompletedOnboarding", true}}), 0600});
@@ -132,7 +123,7 @@ void add_claude(AgentProfile& p, const AgentInputs& in, const std::string& senti
                        {"rateLimitTier", "default_claude_max_20x"}}}};
         p.files.push_back({join_path(dir_rel, ".credentials.json"), pretty(cred), 0600});
     } else {
-        p.env.emplace_back("ANTHROPIC_API_KEY", "sk-ant-api03-" + sentinel);
+        p.env.emplace_back(names::claude_api_key_variable, "sk-ant-api03-" + sentinel);
     }
 }
 
@@ -177,7 +168,7 @@ void add_codex(AgentProfile& p, const AgentInputs& in, const std::string& sentin
     p.argv.insert(p.argv.end(), {"--", compose_codex_prompt(in.system_prompt, in.prompt)});
     p.version_argv = {in.node, p.argv[1], "--version"};
 
-    p.env.emplace_back("CODEX_HOME", dir_box);
+    p.env.emplace_back(names::codex_home_variable, dir_box);
     p.dirs.push_back(dir_rel);
     json auth;
     if (in.credential == CredentialMode::oauth) {
@@ -236,9 +227,8 @@ void add_pi(AgentProfile& p, const AgentInputs& in, const std::string& sentinel)
     p.argv.push_back(pi_safe_message(in.prompt));
     p.version_argv = {in.node, p.argv[1], "--version"};
 
-    p.env.emplace_back("PI_CODING_AGENT_DIR", dir_box);
-    p.env.emplace_back("PI_OFFLINE", "1");
-    p.env.emplace_back("PI_TELEMETRY", "0");
+    p.env.emplace_back(names::pi_agent_dir_variable, dir_box);
+    for (const auto& v : names::pi_switches) p.env.emplace_back(v.name, v.value);
     p.dirs.push_back(join_path(in.home_rel, ".pi"));
     p.dirs.push_back(dir_rel);
     json auth;
@@ -495,7 +485,7 @@ AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in) {
     p.kind = kind;
     p.cli_version = pinned_cli_version(kind);
     const std::string sentinel = sentinel_for(in.run_id);
-    p.env.emplace_back("HOME", in.home_in_box);
+    p.env.emplace_back(names::agent_home_variable, in.home_in_box);
     p.dirs.push_back(in.home_rel);
     switch (kind) {
     case AgentKind::claude: add_claude(p, in, sentinel); break;
@@ -578,19 +568,16 @@ std::vector<std::pair<std::string, std::string>> proxy_environment(const std::st
     const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
     // Every loopback spelling stays local: the box's own services never go via the gateway.
     const std::string no_proxy = "localhost,localhost.,127.0.0.1,::1,[::1]";
-    std::vector<std::pair<std::string, std::string>> env = {
-        {"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"ALL_PROXY", proxy}, {"NO_PROXY", no_proxy},
-        {"http_proxy", proxy}, {"https_proxy", proxy}, {"all_proxy", proxy}, {"no_proxy", no_proxy},
-        {"npm_config_proxy", proxy}, {"npm_config_https_proxy", proxy},
-        {"PIP_PROXY", proxy},
-        {"GIT_CONFIG_COUNT", "1"}, {"GIT_CONFIG_KEY_0", "http.proxy"}, {"GIT_CONFIG_VALUE_0", proxy},
-        // Node >= 24 (and 22.21+) honour HTTP(S)_PROXY in fetch/http only with this set.
-        {"NODE_USE_ENV_PROXY", "1"},
-    };
+    std::vector<std::pair<std::string, std::string>> env;
+    for (const auto& v : names::proxy_variables) {
+        switch (v.value) {
+        case names::ProxyValue::proxy_url: env.emplace_back(v.name, proxy); break;
+        case names::ProxyValue::no_proxy: env.emplace_back(v.name, no_proxy); break;
+        case names::ProxyValue::literal: env.emplace_back(v.name, v.literal); break;
+        }
+    }
     if (ca_path_in_box.empty()) return env;  // nothing is intercepted: the box keeps its own trust store
-    for (const char* name : {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-                             "GIT_SSL_CAINFO", "CODEX_CA_CERTIFICATE", "PIP_CERT"})
-        env.emplace_back(name, ca_path_in_box);
+    for (auto name : names::ca_bundle_variables) env.emplace_back(name, ca_path_in_box);
     return env;
 }
 

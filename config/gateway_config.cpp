@@ -19,6 +19,7 @@
 #include "config/grant_policy.hpp"
 #include "config/toml_section.hpp"
 #include "config/toml_text.hpp"
+#include "names/identity.hpp"
 
 namespace corral::config {
 namespace {
@@ -33,98 +34,10 @@ constexpr const char* optional_path_allowed = "\"\" or an absolute path";
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-bool is_identity_part(std::string_view s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' || c == '_' || c == '-'))
-            return false;
-    return true;
-}
-
-// Canonical text of an IP literal, or "" if `s` is not one.
-std::string canonical_ip(const std::string& s) {
-    unsigned char buf[16];
-    char out[INET6_ADDRSTRLEN];
-    if (inet_pton(AF_INET, s.c_str(), buf) == 1) return inet_ntop(AF_INET, buf, out, sizeof out);
-    if (inet_pton(AF_INET6, s.c_str(), buf) == 1) return inet_ntop(AF_INET6, buf, out, sizeof out);
-    return "";
-}
-
-bool is_dns_name(std::string_view s) {
-    if (s.empty() || s.size() > 253) return false;
-    std::size_t pos = 0;
-    std::string_view last;
-    while (true) {
-        auto dot = s.find('.', pos);
-        auto label = s.substr(pos, dot == s.npos ? s.npos : dot - pos);
-        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
-        for (char c : label)
-            if (!((c >= 'a' && c <= 'z') || is_digit(c) || c == '-' || c == '_')) return false;
-        last = label;
-        if (dot == s.npos) break;
-        pos = dot + 1;
-    }
-    // A name ending in a number is an (odd) IPv4 spelling, never a name.
-    bool numeric = true;
-    for (char c : last)
-        if (!is_digit(c)) numeric = false;
-    if (last.size() >= 2 && last[0] == '0' && last[1] == 'x') numeric = true;
-    return !numeric;
-}
-
-// Lowercase, no trailing dot, no brackets; "" when invalid.
-std::string normalise_grant_host(std::string raw) {
-    for (auto& c : raw) c = lower(c);
-    if (raw.size() >= 2 && raw.front() == '[' && raw.back() == ']') {
-        auto ip = canonical_ip(raw.substr(1, raw.size() - 2));
-        return ip.find(':') != std::string::npos ? ip : "";
-    }
-    if (!raw.empty() && raw.back() == '.') raw.pop_back();
-    if (auto ip = canonical_ip(raw); !ip.empty()) return ip;
-    if (raw.rfind("*.", 0) == 0) {
-        auto rest = raw.substr(2);
-        // "*.com" would grant a whole top-level domain: require two labels.
-        if (!is_dns_name(rest) || rest.find('.') == std::string::npos) return "";
-        return raw;
-    }
-    return is_dns_name(raw) ? raw : "";
-}
-
-struct HostPort {
-    std::string host;
-    std::uint16_t port = 0;
-};
-
-// "host:port" or "[v6]:port"; port within [min_port, 65535].
-std::optional<HostPort> parse_host_port(const std::string& s, int min_port) {
-    std::string host;
-    std::string port;
-    if (!s.empty() && s.front() == '[') {
-        auto close = s.find(']');
-        if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return std::nullopt;
-        host = s.substr(1, close - 1);
-        if (canonical_ip(host).find(':') == std::string::npos) return std::nullopt;
-        port = s.substr(close + 2);
-    } else {
-        auto colon = s.rfind(':');
-        if (colon == std::string::npos || s.find(':') != colon) return std::nullopt;
-        host = s.substr(0, colon);
-        port = s.substr(colon + 1);
-    }
-    if (port.empty() || port.size() > 5) return std::nullopt;
-    int p = 0;
-    for (char c : port) {
-        if (!is_digit(c)) return std::nullopt;
-        p = p * 10 + (c - '0');
-    }
-    if (p < min_port || p > 65535) return std::nullopt;
-    if (auto ip = canonical_ip(host); !ip.empty())
-        host = ip;
-    else {
-        for (auto& c : host) c = lower(c);
-        if (!is_dns_name(host)) return std::nullopt;
-    }
-    return HostPort{host, static_cast<std::uint16_t>(p)};
+// "host:port" or "[v6]:port" (names::split_authority); port 0 only where a
+// listener may ask for any free port.
+std::optional<names::Authority> parse_host_port(const std::string& s, names::PortZero zero) {
+    return names::split_authority(s, std::nullopt, zero).authority;
 }
 
 bool is_loopback_literal(const std::string& ip) {
@@ -189,15 +102,6 @@ std::optional<Route> parse_route(const std::string& text) {
     }
     r.path = path;
     return r;
-}
-
-bool is_identity_pattern(const std::string& p) {
-    if (p.empty() || std::count(p.begin(), p.end(), '/') > 1) return false;
-    for (char c : p)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
-              std::string_view("._-*?[]!/").find(c) != std::string_view::npos))
-            return false;
-    return true;
 }
 
 bool is_credential_name(const std::string& n) {
@@ -307,20 +211,18 @@ GatewaySettings parse_settings(const std::string& file, const toml::value& v, Er
     step(errors, [&] {
         const std::string tcp_allowed = "\"\" or a loopback \"127.x.y.z:PORT\" / \"[::1]:PORT\" (PORT 0..65535)";
         if (auto x = s.string("listen_tcp", tcp_allowed); x && !x->empty()) {
-            auto hp = parse_host_port(*x, 0);
-            if (!hp || !is_loopback_literal(hp->host))
+            auto hp = parse_host_port(*x, names::PortZero::allowed);
+            if (!hp || !is_loopback_literal(hp->host.text()))
                 fail_value(file, *s.find("listen_tcp"), s.key("listen_tcp"), tcp_allowed);
             g.listen_tcp = *x;
-            g.listen_tcp_host = hp->host;
+            g.listen_tcp_host = hp->host.text();
             g.listen_tcp_port = hp->port;
         }
     });
     step(errors, [&] {
-        const std::string id_allowed = "\"worker/run\" with each part of [A-Za-z0-9._-]";
+        const std::string id_allowed(names::identity_allowed);
         if (auto x = s.string("tcp_identity", id_allowed)) {
-            auto slash = x->find('/');
-            if (slash == std::string::npos || !is_identity_part(std::string_view(*x).substr(0, slash)) ||
-                !is_identity_part(std::string_view(*x).substr(slash + 1)))
+            if (!names::parse_identity(*x))
                 fail_value(file, *s.find("tcp_identity"), s.key("tcp_identity"), id_allowed);
             g.tcp_identity = *x;
         }
@@ -452,8 +354,9 @@ std::optional<Grant> parse_grant(const std::string& file, std::size_t index, con
             "a DNS name, \"*.\" followed by a name of at least two labels, or an IP address (\"127.0.0.1\", \"[::1]\")";
         auto host = s.string("host", host_allowed);
         if (!host) s.missing("host", host_allowed);
-        g.host = normalise_grant_host(*host);
-        if (g.host.empty()) fail_value(file, *s.find("host"), s.key("host"), host_allowed);
+        auto pattern = names::parse_host_pattern(*host);
+        if (!pattern) fail_value(file, *s.find("host"), s.key("host"), host_allowed);
+        g.host = std::move(*pattern);
     });
     step(errors, [&] {
         if (auto p = s.integer("port", 1, 65535)) g.port = static_cast<std::uint16_t>(*p);
@@ -509,7 +412,7 @@ std::optional<Grant> parse_grant(const std::string& file, std::size_t index, con
             }
         }
     }
-    const std::string id_allowed = "a glob on the worker name (\"worker-a\", \"ci-*\") or on \"worker/run\"";
+    const std::string id_allowed(names::identity_pattern_allowed);
     if (const auto* iv = s.find("identities")) {
         if (!iv->is_array()) {
             step(errors, [&] { fail_value(file, *iv, s.key("identities"), "an array of strings: " + id_allowed); });
@@ -518,7 +421,7 @@ std::optional<Grant> parse_grant(const std::string& file, std::size_t index, con
             for (const auto& item : iv->as_array()) {
                 const std::string key = s.key("identities") + "[" + std::to_string(i++) + "]";
                 step(errors, [&] {
-                    if (!item.is_string() || !is_identity_pattern(item.as_string().str))
+                    if (!item.is_string() || !names::is_identity_pattern(item.as_string().str))
                         fail_value(file, item, key, id_allowed);
                     g.identities.push_back(item.as_string().str);
                 });
@@ -531,7 +434,7 @@ std::optional<Grant> parse_grant(const std::string& file, std::size_t index, con
     step(errors, [&] {
         const std::string ct_allowed = "\"host:port\" or \"[v6]:port\" (port 1..65535)";
         if (auto c = s.string("connect_to", ct_allowed); c && !c->empty()) {
-            auto hp = parse_host_port(*c, 1);
+            auto hp = parse_host_port(*c, names::PortZero::refused);
             if (!hp) fail_value(file, *s.find("connect_to"), s.key("connect_to"), ct_allowed);
             g.connect_to = *c;
             g.connect_host = hp->host;
@@ -584,7 +487,7 @@ std::vector<Grant> check_grants(const toml::value& grants, const std::string& fi
                 if (!duplicate && other.host == grant->host && other.port == grant->port &&
                     other.identities == grant->identities) {
                     errors.push_back(grant->where + ": key 'grants[" + std::to_string(index) + "]': duplicates grants[" +
-                                     std::to_string(other.index) + "] (" + other.where + ") for " + grant->host + ":" +
+                                     std::to_string(other.index) + "] (" + other.where + ") for " + grant->host.text() + ":" +
                                      std::to_string(grant->port) +
                                      ", allowed: one grant per host, port and identity scope");
                     duplicate = true;

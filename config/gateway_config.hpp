@@ -22,11 +22,16 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "names/host.hpp"
+
+#include "names/host.hpp"
 
 #include "base/sys_error.hpp"
 #include "config/budget_config.hpp"
@@ -93,7 +98,7 @@ struct Route {
 
 // One [[grants]] entry.
 struct Grant {
-    std::string host;                   // lowercased, no trailing dot, no brackets; "*.example.com" or exact name or IP literal
+    names::HostPattern host;            // "*.example.com", an exact name or an IP literal, normalised at load
     std::uint16_t port = 443;
     GrantMode mode = GrantMode::tunnel;
     std::string credential;             // name in [credentials]; inject only ("" = inject nothing)
@@ -101,7 +106,7 @@ struct Grant {
     std::vector<std::string> identities;// empty = every identity; else globs on "worker" or "worker/run"
     bool allow_private = false;         // special-purpose addresses allowed for this host
     std::string connect_to;             // "" or "host:port" / "[v6]:port" as written: dial this instead of resolving `host`
-    std::string connect_host;           // parsed host of connect_to (name or IP literal, no brackets)
+    std::optional<names::HostName> connect_host;  // parsed host of connect_to; set iff connect_to is
     std::uint16_t connect_port = 0;     // parsed port of connect_to
     std::string upstream_ca_file;       // "" = [gateway].upstream_ca_file
     std::string upstream_ca_file_where; // "FILE:LINE: key '...'" of upstream_ca_file, for errors found when it is read

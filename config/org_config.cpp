@@ -1,6 +1,5 @@
 #include "config/org_config.hpp"
 
-#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,8 @@
 
 #include "base/parse.hpp"
 #include "config/toml_text.hpp"
+#include "names/box_environment.hpp"
+#include "names/identity.hpp"
 
 namespace corral::config {
 
@@ -55,48 +56,10 @@ SandboxLimits overlay_limits(const SandboxLimits& base, const SandboxLimits& ove
     return r;
 }
 
-std::string worker_name_problem(std::string_view name) {
-    if (name.empty()) return "empty name";
-    if (name.size() > 64) return "longer than 64 characters";
-    if (!std::isalnum(static_cast<unsigned char>(name[0])))
-        return "must start with a letter or digit";
-    for (char c : name) {
-        auto u = static_cast<unsigned char>(c);
-        if (!(std::isalnum(u) || c == '.' || c == '_' || c == '-'))
-            return "contains '" + std::string(1, c) + "'; allowed: letters, digits, '.', '_', '-'";
-    }
-    return "";
-}
-
-bool is_reserved_env(std::string_view name) {
-    // Compared upper-cased: tools read both spellings of the proxy variables,
-    // and a worker has no business setting either.
-    std::string up(name);
-    std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
-    static const char* const reserved[] = {
-        // the bridge's proxy environment (agents::proxy_environment)
-        "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "NPM_CONFIG_PROXY",
-        "NPM_CONFIG_HTTPS_PROXY", "PIP_PROXY", "PIP_CERT", "GIT_CONFIG_COUNT", "NODE_USE_ENV_PROXY",
-        "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-        "GIT_SSL_CAINFO", "CODEX_CA_CERTIFICATE",
-        // agent homes, sentinel credentials, telemetry switches (agent profiles)
-        "HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY", "DISABLE_TELEMETRY",
-        "DISABLE_ERROR_REPORTING", "DISABLE_AUTOUPDATER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-        "PI_OFFLINE", "PI_TELEMETRY",
-    };
-    for (const char* r : reserved)
-        if (up == r) return true;
-    return up.rfind("GIT_CONFIG_KEY_", 0) == 0 || up.rfind("GIT_CONFIG_VALUE_", 0) == 0;
-}
-
 bool grant_applies_to_worker(const Grant& g, const std::string& worker) {
     if (g.identities.empty()) return true;
-    for (const auto& glob : g.identities) {
-        // "worker/run" globs: the worker part decides whether some run can match.
-        std::string worker_part = glob.substr(0, glob.find('/'));
-        if (fnmatch(worker_part.c_str(), worker.c_str(), 0) == 0) return true;
-    }
+    for (const auto& pattern : g.identities)
+        if (names::identity_pattern_may_match_worker(pattern, worker)) return true;
     return false;
 }
 
@@ -307,7 +270,7 @@ std::map<std::string, std::string> env_table(FileChecker& c, const toml::value& 
             c.error(*vp, key, "not a variable name, allowed: [A-Za-z_][A-Za-z0-9_]*");
             continue;
         }
-        if (is_reserved_env(k)) {
+        if (names::is_reserved_env(k)) {
             c.error(*vp, key, "set by corral itself (proxy, CA, agent home, credentials or telemetry), allowed: any other variable");
             continue;
         }
@@ -499,7 +462,7 @@ OrgCheck check_org(const std::string& dir) {
             std::sort(entries.begin(), entries.end());
             for (const auto& p : entries) {
                 std::string name = p.filename().string();
-                if (auto why = worker_name_problem(name); !why.empty()) {
+                if (auto why = names::worker_name_problem(name); !why.empty()) {
                     out.errors.push_back({p.string(), 0, "", "invalid worker name " + in_quotes(name) + ": " + why});
                     continue;
                 }

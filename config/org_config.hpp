@@ -160,15 +160,6 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name);
 // match some run of `worker`.
 bool grant_applies_to_worker(const Grant& g, const std::string& worker);
 
-// Worker names are directory names that also appear in identities
-// ("worker/run") and ledger lines: 1–64 of [A-Za-z0-9._-], starting with a
-// letter or digit. Returns the reason when invalid, "" when fine.
-std::string worker_name_problem(std::string_view name);
-
-// Environment variables corral itself sets in the box (proxy, CA, agent homes,
-// sentinel credentials, telemetry switches): a worker's [env] may not set them.
-bool is_reserved_env(std::string_view name);
-
 // Whether credential NAME is defined and its secret can be read right now
 // (same rules as the gateway: load_credential_secrets). Never returns the secret.
 struct CredentialStatus {

@@ -17,6 +17,7 @@
 
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
+#include "names/host.hpp"
 
 namespace corral::gateway {
 
@@ -263,10 +264,10 @@ CertificateAuthority::Material CertificateAuthority::load_material(const std::st
 std::shared_ptr<const LeafCertificate> CertificateAuthority::mint_leaf(const std::string& host) const {
     // The host lands in an OpenSSL extension string where ',' would start a
     // second SAN: allow only the characters a normalised host can contain
-    // (normalize_host's set, '_' included: a name it accepts must be mintable,
-    // or the box's CONNECT would be granted and then fail in the handshake).
-    if (host.empty() || host.size() > 253 ||
-        host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_:") != std::string::npos)
+    // (names::normalised_host_chars, '_' included: a name normalize_host
+    // accepts must be mintable, or the box's CONNECT would be granted and then
+    // fail in the handshake).
+    if (host.empty() || host.size() > 253 || host.find_first_not_of(names::normalised_host_chars) != std::string::npos)
         throw UsageError("cannot mint a certificate for host \"" + host +
                          "\": expected a normalised lowercase name or address literal");
     const Material& ca = material();

@@ -1,7 +1,5 @@
 #include "gateway/grants.hpp"
 
-#include <fnmatch.h>
-
 #include "gateway/address_class.hpp"
 
 namespace corral::gateway {
@@ -9,27 +7,9 @@ namespace {
 
 bool identity_in_scope(const config::Grant& g, const Identity& id) {
     if (g.identities.empty()) return true;
-    const std::string full = id.str();
-    for (const auto& pattern : g.identities) {
-        const std::string& subject = pattern.find('/') == std::string::npos ? id.worker : full;
-        if (fnmatch(pattern.c_str(), subject.c_str(), 0) == 0) return true;
-    }
+    for (const auto& pattern : g.identities)
+        if (names::identity_pattern_matches(pattern, id)) return true;
     return false;
-}
-
-// 0 = no match; otherwise a score: exact beats every wildcard, a longer
-// wildcard suffix beats a shorter one.
-std::size_t host_match_score(const config::Grant& g, const HostName& host) {
-    if (g.host.size() > 2 && g.host[0] == '*' && g.host[1] == '.') {
-        if (host.is_ip_literal) return 0;
-        std::string_view suffix(g.host.data() + 1, g.host.size() - 1);  // ".example.com"
-        if (host.text.size() <= suffix.size()) return 0;                 // the apex never matches
-        if (host.text.compare(host.text.size() - suffix.size(), suffix.size(), suffix) != 0) return 0;
-        return suffix.size();
-    }
-    auto grant_host = normalize_host(g.host);
-    if (!grant_host.host || grant_host.host->text != host.text) return 0;
-    return std::string::npos;
 }
 
 int hex_value(char c) {
@@ -47,7 +27,7 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
     std::size_t best_score = 0;
     for (const auto& g : cfg.grants) {
         if (g.port != port || !identity_in_scope(g, id)) continue;
-        std::size_t score = host_match_score(g, host);
+        std::size_t score = g.host.match_score(host);
         if (score > best_score) {
             best = &g;
             best_score = score;

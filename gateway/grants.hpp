@@ -25,10 +25,12 @@ namespace corral::gateway {
 //  - port must equal grant.port;
 //  - identity scope: empty `identities` = everyone; a pattern without '/' is a
 //    glob (fnmatch) on the worker name, a pattern with '/' a glob on "worker/run";
-//  - host: an exact grant matches the same normalised text (IP literals compare
-//    canonical texts, so "[::1]" and "::1" are one); "*.example.com" matches any
-//    name ending in ".example.com" with at least one more label — NOT the apex
-//    "example.com" (grant the apex separately) and never an IP literal.
+//  - host: names::HostPattern::match_score, on texts both normalised once (the
+//    grant's at load, the request's as it arrived): an exact grant matches the
+//    same text (IP literals compare canonical texts, so "[::1]" and "::1" are
+//    one); "*.example.com" matches any name ending in ".example.com" with at
+//    least one more label — NOT the apex "example.com" (grant the apex
+//    separately) and never an IP literal.
 // Preference: an exact grant beats a wildcard; a longer wildcard suffix beats a
 // shorter one; ties go to the grant written first.
 const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,

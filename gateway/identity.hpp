@@ -1,24 +1,15 @@
 // gateway/identity.hpp — who sent a connection: a worker name and a run id.
 //
-// The bridge (or the TCP listener's fixed `tcp_identity`) vouches for it; the
-// gateway never takes an identity from anything the client sends.
+// The rule (what an identity may contain, "worker/run") is names/identity.hpp;
+// the bridge (or the TCP listener's fixed `tcp_identity`) vouches for an
+// identity, the gateway never takes one from anything the client sends.
 #pragma once
 
-#include <optional>
-#include <string>
-#include <string_view>
+#include "names/identity.hpp"
 
 namespace corral::gateway {
 
-struct Identity {
-    std::string worker;
-    std::string run_id;
-    // "worker/run" — the form used in the ledger, counters and grant scopes.
-    std::string str() const { return worker + "/" + run_id; }
-};
-
-// Parses "worker/run". Both parts non-empty, made of [A-Za-z0-9._-] only, with
-// exactly one '/'. nullopt otherwise (the config layer reports where).
-std::optional<Identity> parse_identity(std::string_view text);
+using names::Identity;
+using names::parse_identity;
 
 }  // namespace corral::gateway

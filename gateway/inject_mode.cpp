@@ -56,7 +56,7 @@ awaitable<bool> accept_client_tls(Conn& c, const Target& t) {
         co_return true;
     }
     LedgerEntry e;
-    e.mode = "inject", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
+    e.mode = "inject", e.method = "CONNECT", e.host = t.host.text(), e.port = t.port;
     e.decision = Decision::refuse;
     e.reason = sni_refused(tls.native_handle()) ? std::string(reason::sni_mismatch)
                    : std::string(c.timed_out ? reason::timeout : reason::client_tls);
@@ -206,7 +206,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
     for (;;) {
         auto started = Clock::now();
         LedgerEntry e;
-        e.mode = "inject", e.host = t.host.text, e.port = t.port;
+        e.mode = "inject", e.host = t.host.text(), e.port = t.port;
         TunnelRequest r;
         co_await read_tunnel_request(c, t, e, r);
         if (r.closed) break;

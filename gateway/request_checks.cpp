@@ -75,7 +75,7 @@ ProxyRequest check_proxy_request(const Request& req) {
         r.refusal = Refusal{ac.reason, "cannot use the requested host"};
         return r;
     }
-    r.host = ac.authority->host.text;
+    r.host = ac.authority->host.text();
     r.authority = std::move(ac.authority);
     if (absolute) r.path = std::move(absolute->path);
     return r;
@@ -97,8 +97,8 @@ std::optional<Refusal> check_tunnel_request(const Request& req, const HostName& 
     if (std::distance(hosts.first, hosts.second) != 1)
         return Refusal{std::string(reason::bad_request), "expected exactly one Host header"};
     auto ha = split_authority(req[http::field::host], connect_port);
-    if (!ha.authority || ha.authority->host.text != connect_host.text || ha.authority->port != connect_port)
-        return Refusal{std::string(reason::host_mismatch), "Host does not name the CONNECT host " + connect_host.text};
+    if (!ha.authority || ha.authority->host != connect_host || ha.authority->port != connect_port)
+        return Refusal{std::string(reason::host_mismatch), "Host does not name the CONNECT host " + connect_host.text()};
     std::string_view why;
     auto path = canonical_route_path(req.target(), &why);
     if (!path)

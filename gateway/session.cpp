@@ -62,7 +62,7 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
         co_await refuse(c, c.client, e, *preq.refusal, started);
         co_return;
     }
-    Target t;
+    Target t{preq.authority->host};
     refusal = co_await decide_target(c, *preq.authority, t);
     if (t.grant) e.mode = std::string(to_string(t.grant->mode));
     if (!refusal) refusal = check_grant_mode(preq.connect, *t.grant);
@@ -84,13 +84,13 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
         // silent close. Before it, it is a refusal the box can read.
         std::string leaf_failure;
         try {
-            c.server_tls = c.gw.server_tls.get(t.host.text);
+            c.server_tls = c.gw.server_tls.get(t.host);
         } catch (const std::exception& ex) {
             leaf_failure = ex.what();
         }
         if (!c.server_tls) {
             const Refusal r{std::string(reason::leaf_unavailable),
-                            "no TLS certificate for " + t.host.text + ": " + leaf_failure};
+                            "no TLS certificate for " + t.host.text() + ": " + leaf_failure};
             co_await refuse(c, c.client, e, r, started);
             co_return;
         }

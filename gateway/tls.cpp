@@ -12,16 +12,15 @@ namespace {
 
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-bool is_ip_literal(const std::string& host) { return host.find_first_not_of("0123456789.") == std::string::npos || host.find(':') != std::string::npos; }
-
 // SNI must name the CONNECT host: a client that tunnels to A and then asks
 // for B's certificate is trying to make us inject A's credential toward B.
-bool sni_acceptable(const char* name, const std::string& host) {
+// The SNI is normalised with the rule the CONNECT host was (case, trailing
+// dot), so the two compare as one name.
+bool sni_acceptable(const char* name, const names::HostName& host) {
     // Clients send no SNI for address literals (RFC 6066 forbids it).
-    if (name == nullptr) return is_ip_literal(host);
-    std::string_view sni(name);
-    if (!sni.empty() && sni.back() == '.') sni.remove_suffix(1);
-    return sni.size() == host.size() && ::strncasecmp(sni.data(), host.data(), sni.size()) == 0;
+    if (name == nullptr) return host.is_ip_literal();
+    auto sni = names::normalize_host(name);
+    return sni.host && *sni.host == host;
 }
 
 // The SSL ex_data slot check_sni marks a refused handshake in: only a
@@ -56,19 +55,18 @@ int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const 
 
 }  // namespace
 
-std::shared_ptr<ServerTls> ServerTlsCache::build(const std::string& host) {
-    auto tls = std::make_shared<ServerTls>();
-    tls->host = host;
-    tls->leaf = ca_.mint_leaf(host);
+std::shared_ptr<ServerTls> ServerTlsCache::build(const names::HostName& host) {
+    auto tls = std::make_shared<ServerTls>(host);
+    tls->leaf = ca_.mint_leaf(host.text());
     SSL_CTX* ctx = tls->ctx.native_handle();
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     if (SSL_CTX_use_certificate(ctx, tls->leaf->cert.get()) != 1 ||
         SSL_CTX_use_PrivateKey(ctx, tls->leaf->key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1)
-        throw std::runtime_error("server TLS context for " + host + ": " + openssl_errors());
+        throw std::runtime_error("server TLS context for " + host.text() + ": " + openssl_errors());
     // Send the CA too so clients that only trust it can build the chain.
     if (X509* ca_cert = ca_.certificate(); SSL_CTX_add1_chain_cert(ctx, ca_cert) != 1)
-        throw std::runtime_error("server TLS chain for " + host + ": " + openssl_errors());
+        throw std::runtime_error("server TLS chain for " + host.text() + ": " + openssl_errors());
     SSL_CTX_set_tlsext_servername_callback(ctx, check_sni);
     SSL_CTX_set_tlsext_servername_arg(ctx, tls.get());
     SSL_CTX_set_alpn_select_cb(ctx, select_http11, nullptr);
@@ -78,7 +76,8 @@ std::shared_ptr<ServerTls> ServerTlsCache::build(const std::string& host) {
     return tls;
 }
 
-std::shared_ptr<ServerTls> ServerTlsCache::get(const std::string& host) {
+std::shared_ptr<ServerTls> ServerTlsCache::get(const names::HostName& name) {
+    const std::string& host = name.text();
     std::lock_guard lock(mutex_);
     auto now = std::chrono::system_clock::now();
     if (auto it = entries_.find(host); it != entries_.end()) {
@@ -89,7 +88,7 @@ std::shared_ptr<ServerTls> ServerTlsCache::get(const std::string& host) {
         lru_.erase(it->second.lru_pos);
         entries_.erase(it);
     }
-    auto tls = build(host);
+    auto tls = build(name);
     ++minted_;
     lru_.push_front(host);
     entries_[host] = Entry{tls, lru_.begin()};

@@ -16,12 +16,14 @@
 #include <string>
 
 #include "gateway/ca.hpp"
+#include "names/host.hpp"
 
 namespace corral::gateway {
 
 // Server side of an inject-mode tunnel for one CONNECT host.
 struct ServerTls {
-    std::string host;                     // the CONNECT host the SNI must equal
+    explicit ServerTls(names::HostName h) : host(std::move(h)) {}
+    names::HostName host;                 // the CONNECT host the SNI must name
     std::shared_ptr<const LeafCertificate> leaf;
     boost::asio::ssl::context ctx{boost::asio::ssl::context::tls_server};
 };
@@ -32,12 +34,12 @@ class ServerTlsCache {
 public:
     explicit ServerTlsCache(const CertificateAuthority& ca, std::size_t capacity = 1024)
         : ca_(ca), capacity_(capacity) {}
-    std::shared_ptr<ServerTls> get(const std::string& host);
+    std::shared_ptr<ServerTls> get(const names::HostName& host);
     std::size_t size() const;
     std::uint64_t minted() const;
 
 private:
-    std::shared_ptr<ServerTls> build(const std::string& host);
+    std::shared_ptr<ServerTls> build(const names::HostName& host);
     const CertificateAuthority& ca_;
     std::size_t capacity_;
     mutable std::mutex mutex_;

@@ -15,7 +15,7 @@ using asio::awaitable;
 awaitable<void> serve_tunnel(std::shared_ptr<Conn> cp, Target t, Clock::time_point started) {
     Conn& c = *cp;
     LedgerEntry e;
-    e.mode = "tunnel", e.method = "CONNECT", e.host = t.host.text, e.port = t.port;
+    e.mode = "tunnel", e.method = "CONNECT", e.host = t.host.text(), e.port = t.port;
     asio::ip::tcp::socket up(c.client.get_executor());
     if (!co_await dial(c, up, t)) {
         const Refusal r = dial_refusal(c, t);  // named: see refuse() in connection.hpp
@@ -44,7 +44,7 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     Conn& c = *cp;
     Request& req = pr.parser->get();
     LedgerEntry e;
-    e.mode = "tunnel", e.method = std::string(req.method_string()), e.host = t.host.text, e.port = t.port;
+    e.mode = "tunnel", e.method = std::string(req.method_string()), e.host = t.host.text(), e.port = t.port;
     std::string route_reason;
     auto norm = normalize_route_path(path, &route_reason);
     e.path = norm ? *norm : path.substr(0, 256);
@@ -54,7 +54,7 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     }
     // The Host header must name the target too: an upstream that routes by Host
     // must not be steered to another virtual host than the one granted.
-    req.set(http::field::host, t.port == 80 ? t.host.text : t.host.text + ":" + std::to_string(t.port));
+    req.set(http::field::host, t.port == 80 ? t.host.text() : t.host.text() + ":" + std::to_string(t.port));
     asio::ip::tcp::socket up(c.client.get_executor());
     if (!co_await dial(c, up, t)) {
         const Refusal r = dial_refusal(c, t);  // named: see refuse() in connection.hpp

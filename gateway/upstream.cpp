@@ -45,15 +45,13 @@ awaitable<std::optional<Refusal>> decide_target(Conn& c, const Authority& a, Tar
     t.grant = find_grant(c.gw.cfg, c.id, a.host, a.port);
     if (!t.grant)
         co_return Refusal{std::string(reason::not_granted),
-                          a.host.text + ":" + std::to_string(a.port) + " is not granted to " + c.id_text};
-    std::string dial_host = a.host.text;
-    bool dial_is_ip = a.host.is_ip_literal;
+                          a.host.text() + ":" + std::to_string(a.port) + " is not granted to " + c.id_text};
+    std::string dial_host = a.host.text();
+    bool dial_is_ip = a.host.is_ip_literal();
     t.dial_port = a.port;
-    if (!t.grant->connect_to.empty()) {
-        auto hc = normalize_host(t.grant->connect_host);
-        if (!hc.host) co_return Refusal{std::string(reason::bad_host), "grant's connect_to host is not usable"};
-        dial_host = hc.host->text;
-        dial_is_ip = hc.host->is_ip_literal;
+    if (t.grant->connect_host) {  // normalised when the grant was loaded
+        dial_host = t.grant->connect_host->text();
+        dial_is_ip = t.grant->connect_host->is_ip_literal();
         t.dial_port = t.grant->connect_port;
     }
     c.arm(c.limits().read_timeout);
@@ -85,11 +83,11 @@ awaitable<bool> dial(Conn& c, asio::ip::tcp::socket& s, const Target& t) {
 
 Refusal dial_refusal(const Conn& c, const Target& t) {
     return {std::string(c.timed_out ? reason::timeout : reason::upstream_connect),
-            "cannot connect to " + t.host.text + ":" + std::to_string(t.port), Phase::upstream};
+            "cannot connect to " + t.host.text() + ":" + std::to_string(t.port), Phase::upstream};
 }
 
 std::string pool_key(const Target& t, const std::string& ca_file) {
-    std::string key = t.host.text + "|" + std::to_string(t.port) + "|" + std::to_string(t.dial_port);
+    std::string key = t.host.text() + "|" + std::to_string(t.port) + "|" + std::to_string(t.dial_port);
     for (const auto& a : t.addresses) key += "|" + a.to_string();
     return key + "|" + ca_file;
 }
@@ -108,7 +106,7 @@ awaitable<std::unique_ptr<UpstreamConn>> open_upstream(Conn& c, const Target& t,
         c.upstream = nullptr;
         co_return nullptr;
     }
-    if (!set_upstream_identity(up->stream.native_handle(), t.host.text, t.host.is_ip_literal)) {
+    if (!set_upstream_identity(up->stream.native_handle(), t.host.text(), t.host.is_ip_literal())) {
         refusal = Refusal{std::string(reason::upstream_tls), "cannot set the upstream's expected name", Phase::upstream};
         c.upstream = nullptr;
         co_return nullptr;
@@ -118,7 +116,7 @@ awaitable<std::unique_ptr<UpstreamConn>> open_upstream(Conn& c, const Target& t,
     if (ec) {
         long verify = SSL_get_verify_result(up->stream.native_handle());
         refusal = Refusal{std::string(c.timed_out ? reason::timeout : reason::upstream_tls),
-                          "TLS to " + t.host.text + " failed: " +
+                          "TLS to " + t.host.text() + " failed: " +
                               (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify)) : ec.message()),
                           Phase::upstream};
         c.upstream = nullptr;

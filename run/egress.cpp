@@ -57,7 +57,7 @@ public:
             if (g.credential.empty() || !checked.insert(g.credential).second) continue;
             auto st = config::credential_status(config_, g.credential);
             if (!st.available)
-                throw UsageError(g.where + ": the grant for " + g.host + ":" + std::to_string(g.port) +
+                throw UsageError(g.where + ": the grant for " + g.host.text() + ":" + std::to_string(g.port) +
                                  " needs the credential '" + g.credential + "'" +
                                  (st.source.empty() ? "" : " (" + st.source + ")") + ", which is not available: " +
                                  st.problem + (st.fix.empty() ? "" : "; to fix: " + st.fix));

@@ -7,6 +7,7 @@
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "config/org_config.hpp"
+#include "names/box_environment.hpp"
 #include "run/request.hpp"
 #include "supervisor/hostname.hpp"
 
@@ -286,7 +287,7 @@ void check_combination(const RunRequest& r) {
     // `-- CMD` run keeps --env as the operator's last word.
     if (r.agent())
         for (const auto& kv : r.env)
-            if (config::is_reserved_env(kv.first))
+            if (names::is_reserved_env(kv.first))
                 throw UsageError("--env " + kv.first +
                                  ": set by corral itself in an agent run (proxy, CA, agent home, credentials or "
                                  "telemetry); allowed: any other variable");

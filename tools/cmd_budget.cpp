@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/org_config.hpp"
+#include "names/identity.hpp"
 #include "gateway/daemon_protocol.hpp"
 #include "shim/bridge.hpp"
 #include "tools/commands.hpp"
@@ -66,7 +67,7 @@ int cmd_budget(int argc, char** argv) {
         worker = std::string(a);
     }
     if (worker.empty()) return bad_usage("missing WORKER");
-    if (auto why = config::worker_name_problem(worker); !why.empty())
+    if (auto why = names::worker_name_problem(worker); !why.empty())
         return bad_usage("invalid worker name \"" + worker + "\": " + why);
     std::string problem;
     auto answer = shim::ask_daemon(socket, gateway::budget_request(worker, action == "reset"),

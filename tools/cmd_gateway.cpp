@@ -72,7 +72,7 @@ config::GatewayConfig org_config(const std::string& dir) {
         for (std::size_t i = org.gateway.grants.size(); i < plan.config.grants.size(); ++i) {
             const auto& g = plan.config.grants[i];
             if (g.identities == std::vector<std::string>{name})
-                hosts += (hosts.empty() ? "" : ", ") + g.host + ":" + std::to_string(g.port);
+                hosts += (hosts.empty() ? "" : ", ") + g.host.text() + ":" + std::to_string(g.port);
         }
         log::info("gateway: worker " + name + " (" + std::string(config::to_string(config::resolve_worker(org, name).agent)) +
                   "): " + (hosts.empty() ? std::string("no grants of its own") : hosts));

@@ -62,7 +62,7 @@ std::string policy_text(const config::GrantPolicy& p) {
 }
 
 std::string grant_text(const config::Grant& g, const config::GatewayConfig& gw) {
-    std::string s = g.host + ":" + std::to_string(g.port) + " " + std::string(config::to_string(g.mode));
+    std::string s = g.host.text() + ":" + std::to_string(g.port) + " " + std::string(config::to_string(g.mode));
     if (!g.credential.empty()) s += " credential=" + g.credential;
     if (!g.routes.empty()) {
         s += " routes=";
@@ -187,7 +187,7 @@ int cmd_validate(int argc, char** argv) {
             for (const auto& c : w.grants)
                 if (c.host == g.host && c.port == g.port)
                     std::printf("    (the grant implied by the agent for %s:%u is replaced by the one at %s)\n",
-                                g.host.c_str(), static_cast<unsigned>(g.port), c.where.c_str());
+                                g.host.text().c_str(), static_cast<unsigned>(g.port), c.where.c_str());
         }
 
         std::string state;

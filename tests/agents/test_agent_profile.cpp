@@ -20,6 +20,7 @@
 
 #include "config/org_config.hpp"
 #include "agents/agent_profile.hpp"
+#include "names/box_environment.hpp"
 #include "tests/support/process.hpp"
 
 namespace fs = std::filesystem;
@@ -69,7 +70,7 @@ json summary(const agents::AgentProfile& p) {
     for (const auto& g : p.implied_grants) {
         json routes = json::array();
         for (const auto& r : g.routes) routes.push_back(r.text);
-        json grant = {{"host", g.host}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
+        json grant = {{"host", g.host.text()}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
                       {"credential", g.credential}, {"routes", routes}, {"identities", g.identities}};
         if (!g.default_headers.empty()) {
             json headers = json::object();
@@ -429,9 +430,9 @@ TEST_CASE("a worker's [env] cannot override anything corral sets in the box") {
     for (const auto& kv : env) {
         const std::string& name = kv.first;
         CAPTURE(name);
-        CHECK(config::is_reserved_env(name));
+        CHECK(names::is_reserved_env(name));
     }
-    CHECK_FALSE(config::is_reserved_env("MY_TOOL_FLAG"));
+    CHECK_FALSE(names::is_reserved_env("MY_TOOL_FLAG"));
 }
 
 TEST_CASE("a missing credential is named with how to add it") {
@@ -535,7 +536,7 @@ TEST_CASE("run_gateway_config: org settings, worker grants, implied grants unles
     config::ResolvedWorker w;
     w.name = "alpha";
     config::Grant tunnel;
-    tunnel.host = "github.com";
+    tunnel.host = names::builtin_host_pattern("github.com");
     w.grants.push_back(tunnel);
 
     auto implied = agents::implied_grants(AgentKind::claude, CredentialMode::api_key, "alpha");
@@ -549,7 +550,7 @@ TEST_CASE("run_gateway_config: org settings, worker grants, implied grants unles
     CHECK(cfg.grants[1].index == 1);
 
     config::Grant override_grant;
-    override_grant.host = "api.anthropic.com";
+    override_grant.host = names::builtin_host_pattern("api.anthropic.com");
     override_grant.mode = config::GrantMode::inject;
     override_grant.credential = "anthropic";
     override_grant.connect_to = "127.0.0.1:9443";

@@ -42,7 +42,7 @@ std::string grant_for(const World& w, const WorkerSpec& spec, Org org) {
     for (const auto& g : ::corral::agents::implied_grants(spec.kind, credential_mode(spec.kind, org), spec.name)) {
         std::string routes;
         for (const auto& r : g.routes) routes += (routes.empty() ? "" : ", ") + toml_str(r.text);
-        out += "[[grants]]\nhost = " + toml_str(g.host) + "\nmode = \"inject\"\ncredential = " + toml_str(g.credential) +
+        out += "[[grants]]\nhost = " + toml_str(g.host.text()) + "\nmode = \"inject\"\ncredential = " + toml_str(g.credential) +
                "\nroutes = [" + routes + "]\nallow_private = true\nconnect_to = \"127.0.0.1:" +
                std::to_string(w.standin_port) + "\"\n";
     }

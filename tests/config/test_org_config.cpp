@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "config/org_config.hpp"
+#include "names/identity.hpp"
 #include "tests/config/org_fixture.hpp"
 #include "tests/support/process.hpp"
 
@@ -303,8 +304,8 @@ TEST_CASE("validation: worker directories") {
     CHECK(has_line(e, d.file("workers/README") + ": not a directory"));
     CHECK(has_line(e, d.file("workers/empty/worker.toml") + ": missing"));
     CHECK(c.org.workers.count("good-1") == 1);
-    CHECK(config::worker_name_problem(std::string(65, 'a')) != "");
-    CHECK(config::worker_name_problem("a.b_c-9") == "");
+    CHECK(names::worker_name_problem(std::string(65, 'a')) != "");
+    CHECK(names::worker_name_problem("a.b_c-9") == "");
 }
 
 TEST_CASE("validation: syntax errors and a missing org.toml") {

@@ -11,6 +11,8 @@
 
 #include "base/sys_error.hpp"
 #include "config/gateway_config.hpp"
+#include "gateway/grants.hpp"
+#include "gateway/host.hpp"
 
 using namespace corral;
 using namespace corral::config;
@@ -176,7 +178,8 @@ allow_private = true
     CHECK(cfg.grants[1].mode == GrantMode::tunnel);
     const auto& g2 = cfg.grants[2];
     CHECK(g2.allow_private);
-    CHECK(g2.connect_host == "127.0.0.1");
+    REQUIRE(g2.connect_host);
+    CHECK(g2.connect_host->text() == "127.0.0.1");
     CHECK(g2.connect_port == 9443);
     CHECK(g2.upstream_ca_file == "/tmp/ca.pem");
     CHECK(cfg.grants[3].host == "::1");
@@ -480,4 +483,26 @@ TEST_CASE("docs/gateway.md: the [gateway.limits] example parses and the timeouts
         CAPTURE(line);
         CHECK((line.find("answer") != std::string::npos) == bounds_the_answer);
     }
+}
+
+TEST_CASE("a grant may name every host a request can name: \"0x\" and non-hex digits end a name") {
+    // The config refused "x.0xz" and "x.0x1g" as numeric while the gateway
+    // took them as names (WHATWG: "0x" and hex digits only is a number).
+    TempDir d;
+    auto cfg = load_gateway_config(d.write("g.toml", std::string(base_gateway) +
+                                                         "[[grants]]\nhost = \"x.0xz\"\nmode = \"tunnel\"\n"
+                                                         "[[grants]]\nhost = \"X.0x1G.\"\nmode = \"tunnel\"\n"
+                                                         "[[grants]]\nhost = \"*.a.0xz\"\nmode = \"tunnel\"\n"));
+    REQUIRE(cfg.grants.size() == 3);
+    const gateway::Identity id{"w", "r"};
+    for (const char* request : {"x.0xz", "X.0XZ.", "x.0x1g", "b.a.0xz"}) {
+        CAPTURE(request);
+        auto h = gateway::normalize_host(request);
+        REQUIRE(h.host);
+        CHECK(gateway::find_grant(cfg, id, *h.host, 443) != nullptr);
+    }
+    // A last label that is a number is refused on both sides.
+    CHECK(error_of(std::string(base_gateway) + "[[grants]]\nhost = \"x.0x1f\"\nmode = \"tunnel\"\n")
+              .find("key 'grants[0].host'") != std::string::npos);
+    CHECK_FALSE(gateway::normalize_host("x.0x1f").host);
 }

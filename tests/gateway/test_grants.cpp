@@ -11,7 +11,7 @@ namespace {
 
 config::Grant grant(std::string host, std::uint16_t port = 443) {
     config::Grant g;
-    g.host = std::move(host);
+    g.host = corral::names::builtin_host_pattern(host);
     g.port = port;
     return g;
 }

@@ -41,7 +41,7 @@ HostName host(std::string_view raw) {
 
 config::Grant inject_grant(std::vector<std::string> routes = {}) {
     config::Grant g;
-    g.host = "api.example.com";
+    g.host = corral::names::builtin_host_pattern("api.example.com");
     g.port = 443;
     g.mode = config::GrantMode::inject;
     for (const auto& r : routes) {
@@ -88,7 +88,7 @@ TEST_CASE("first request: CONNECT or absolute http://, nothing else") {
     auto ok = check_proxy_request(request(http::verb::connect, "API.example.com.:443", {}));
     REQUIRE_FALSE(ok.refusal);
     CHECK(ok.connect);
-    CHECK(ok.authority->host.text == "api.example.com");
+    CHECK(ok.authority->host.text() == "api.example.com");
     CHECK(ok.authority->port == 443);
 
     auto plain = check_proxy_request(request(http::verb::get, "http://example.com/a?b", {}));

@@ -17,6 +17,16 @@
 #include "gateway/tls.hpp"
 
 using namespace corral::gateway;
+
+namespace {
+
+HostName name(const char* raw) {
+    auto h = normalize_host(raw);
+    REQUIRE(h.host);
+    return *h.host;
+}
+
+}  // namespace
 namespace fs = std::filesystem;
 
 namespace {
@@ -147,8 +157,8 @@ TEST_CASE("every host normalize_host accepts can be minted ('_' included)") {
         auto h = normalize_host(raw);
         REQUIRE(h.host);
         std::shared_ptr<const LeafCertificate> leaf;
-        CHECK_NOTHROW(leaf = ca.mint_leaf(h.host->text));
-        if (leaf && !h.host->is_ip_literal) CHECK(X509_check_host(leaf->cert.get(), h.host->text.c_str(), 0, 0, nullptr) == 1);
+        CHECK_NOTHROW(leaf = ca.mint_leaf(h.host->text()));
+        if (leaf && !h.host->is_ip_literal()) CHECK(X509_check_host(leaf->cert.get(), h.host->text().c_str(), 0, 0, nullptr) == 1);
     }
 }
 
@@ -156,21 +166,21 @@ TEST_CASE("server TLS contexts are cached per host and evicted least recently us
     TempDir dir;
     auto ca = CertificateAuthority::load_or_create(dir.path);
     ServerTlsCache cache(ca, 2);
-    auto a1 = cache.get("a.example.com");
-    auto a2 = cache.get("a.example.com");
+    auto a1 = cache.get(name("a.example.com"));
+    auto a2 = cache.get(name("a.example.com"));
     CHECK(a1 == a2);
     CHECK(cache.minted() == 1);
-    auto b = cache.get("b.example.com");
+    auto b = cache.get(name("b.example.com"));
     CHECK(b != a1);
-    CHECK(b->host == "b.example.com");
+    CHECK(b->host.text() == "b.example.com");
     CHECK(X509_check_host(b->leaf->cert.get(), "b.example.com", 0, 0, nullptr) == 1);
     CHECK(cache.minted() == 2);
-    (void)cache.get("a.example.com");  // a is now the most recent
-    (void)cache.get("c.example.com");  // evicts b
+    (void)cache.get(name("a.example.com"));  // a is now the most recent
+    (void)cache.get(name("c.example.com"));  // evicts b
     CHECK(cache.size() == 2);
     CHECK(cache.minted() == 3);
-    CHECK(cache.get("a.example.com") == a1);
+    CHECK(cache.get(name("a.example.com")) == a1);
     CHECK(cache.minted() == 3);
-    CHECK(cache.get("b.example.com") != b);
+    CHECK(cache.get(name("b.example.com")) != b);
     CHECK(cache.minted() == 4);
 }

@@ -386,7 +386,7 @@ struct World {
         cfg.credentials["k"] = k;
         auto grant = [&](std::string host, std::uint16_t port, config::GrantMode mode) {
             config::Grant g;
-            g.host = std::move(host), g.port = port, g.mode = mode, g.allow_private = true;
+            g.host = names::builtin_host_pattern(host), g.port = port, g.mode = mode, g.allow_private = true;
             g.index = cfg.grants.size();
             return g;
         };
@@ -1441,9 +1441,9 @@ TEST_CASE("a wildcard inject grant serves a name with '_' (the leaf is minted be
     Upstream wild{*w.upstream_ca.mint_leaf("a_b.wild.test")};
     auto cfg = w.config();
     config::Grant g;
-    g.host = "*.wild.test", g.port = 443, g.mode = config::GrantMode::inject, g.allow_private = true;
+    g.host = names::builtin_host_pattern("*.wild.test"), g.port = 443, g.mode = config::GrantMode::inject, g.allow_private = true;
     g.credential = "k";
-    g.connect_to = "127.0.0.1:" + std::to_string(wild.port), g.connect_host = "127.0.0.1", g.connect_port = wild.port;
+    g.connect_to = "127.0.0.1:" + std::to_string(wild.port), g.connect_host = names::normalize_host("127.0.0.1").host, g.connect_port = wild.port;
     g.index = cfg.grants.size();
     cfg.grants.push_back(g);
     GatewayUnderTest gw(cfg, w.secrets());

@@ -11,6 +11,7 @@
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
 #include "run/resolve.hpp"
+#include "names/host.hpp"
 
 namespace {
 
@@ -27,7 +28,7 @@ RunRequest parse(std::vector<std::string> args) {
 
 config::Grant grant(std::string host, config::GrantMode mode, std::string credential = "") {
     config::Grant g;
-    g.host = std::move(host);
+    g.host = names::builtin_host_pattern(host);
     g.mode = mode;
     g.credential = std::move(credential);
     g.where = "org.toml:1";
