@@ -3,7 +3,6 @@
 #include <cmath>
 #include <regex>
 
-#include "config/toml_section.hpp"
 
 namespace corral::config {
 
@@ -15,75 +14,78 @@ namespace {
 constexpr double kMaxUsd = 1'000'000.0;
 
 // A dollar figure as integer micro-dollars, rounded to the nearest one.
-std::uint64_t usd_value(const Section& s, const std::string& k, const toml::value& v, const std::string& allowed) {
+std::optional<std::uint64_t> usd_value(Table& s, const std::string& k, const toml::value& v,
+                                       const std::string& allowed) {
     double d = v.is_floating() ? v.as_floating() : v.is_integer() ? static_cast<double>(v.as_integer()) : -1;
-    if (!(v.is_floating() || v.is_integer()) || !std::isfinite(d) || d < 0 || d > kMaxUsd)
-        fail(s.file(), v, s.key(k), v.is_floating() ? toml::format(v) : describe(v), allowed);
+    if (!(v.is_floating() || v.is_integer()) || !std::isfinite(d) || d < 0 || d > kMaxUsd) {
+        s.checker().bad(v, s.key(k), v.is_floating() ? toml::format(v) : describe(v), allowed);
+        return std::nullopt;
+    }
     return static_cast<std::uint64_t>(std::llround(d * 1'000'000.0));
 }
 
-BudgetLimits budget_limits(const Section& s, std::vector<std::string>& errors) {
+BudgetLimits budget_limits(Table& s) {
     BudgetLimits b;
     constexpr std::int64_t kMaxCount = std::int64_t{1} << 53;
     auto count = [&](const char* k, std::optional<std::uint64_t>& out) {
-        step(errors, [&] {
-            if (auto n = s.integer(k, 0, kMaxCount)) out = static_cast<std::uint64_t>(*n);
-        });
+        if (auto n = s.integer(k, 0, kMaxCount)) out = static_cast<std::uint64_t>(*n);
     };
     count("requests", b.requests);
     count("input_tokens", b.input_tokens);
     count("output_tokens", b.output_tokens);
     count("total_tokens", b.total_tokens);
-    step(errors, [&] {
-        if (const auto* v = s.find("usd"))
-            b.usd_micros = usd_value(s, "usd", *v, "a number of US dollars 0..1000000 like 5.00");
-    });
+    if (const auto* v = s.find("usd")) b.usd_micros = usd_value(s, "usd", *v, "a number of US dollars 0..1000000 like 5.00");
     return b;
 }
 
-std::string date_value(const Section& s, const toml::value& v) {
+std::optional<std::string> date_value(Table& s, const toml::value& v) {
     static const std::regex ok("[0-9]{4}-[0-9]{2}-[0-9]{2}");
     if (v.is_local_date()) return toml::format(v);
     if (v.is_string() && std::regex_match(v.as_string().str, ok)) return v.as_string().str;
-    fail_value(s.file(), v, s.key("date"), "the date the price was read, YYYY-MM-DD");
+    s.bad("date", "the date the price was read, YYYY-MM-DD");
+    return std::nullopt;
 }
 
-std::optional<ModelPrice> model_price(const std::string& file, const std::string& model, const toml::value& v,
-                                      std::vector<std::string>& errors) {
+std::optional<ModelPrice> model_price(Checker& c, const std::string& model, const toml::value& v) {
     const std::string prefix = "prices." + quote(model);
     if (!v.is_table()) {
-        step(errors, [&] { fail_value(file, v, prefix, "a table with input, output, cache_write, cache_read, source, date"); });
+        c.bad_value(v, prefix, "a table with input, output, cache_write, cache_read, source, date");
         return std::nullopt;
     }
-    Section s(file, v, prefix, {"input", "output", "cache_write", "cache_read", "source", "date"}, errors);
+    Table s(c, v, prefix, {"input", "output", "cache_write", "cache_read", "source", "date"});
     ModelPrice p;
-    p.where = where_of(file, v);
+    p.where = where_of(c.file(), v);
     bool ok = true;
     const std::string rate = "US dollars per million tokens 0..1000000 like 3.75";
     auto usd = [&](const char* k, std::uint64_t& out) {
-        ok &= step(errors, [&] {
-            const auto* rv = s.find(k);
-            if (!rv) s.missing(k, rate + " (every price names all four rates; 0 where the provider charges none)");
-            out = usd_value(s, k, *rv, rate);
-        });
+        const auto* rv = s.find(k);
+        if (!rv) {
+            ok = s.missing(k, rate + " (every price names all four rates; 0 where the provider charges none)");
+            return;
+        }
+        if (auto x = usd_value(s, k, *rv, rate)) out = *x;
+        else ok = false;
     };
     usd("input", p.input);
     usd("output", p.output);
     usd("cache_write", p.cache_write);
     usd("cache_read", p.cache_read);
-    ok &= step(errors, [&] {
-        auto src = s.string("source", "where the price was read (a URL, a contract)");
-        if (!src || src->empty()) s.missing("source", "where the price was read (a URL, a contract)");
+    const std::string source_allowed = "where the price was read (a URL, a contract)";
+    if (auto src = s.string("source", source_allowed); src && !src->empty())
         p.source = *src;
-    });
-    ok &= step(errors, [&] {
-        const auto* dv = s.find("date");
-        if (!dv) s.missing("date", "the date the price was read, YYYY-MM-DD");
-        p.date = date_value(s, *dv);
-    });
+    else if (!src && s.has("source"))
+        ok = false;  // its wrong type is recorded
+    else
+        ok = s.missing("source", source_allowed);
+    if (const auto* dv = s.find("date")) {
+        if (auto d = date_value(s, *dv)) p.date = *d;
+        else ok = false;
+    } else {
+        ok = s.missing("date", "the date the price was read, YYYY-MM-DD");
+    }
     if (model.empty() || model.size() > 128) {
-        errors.push_back(p.where + ": key '" + prefix + "': got a model name of " + std::to_string(model.size()) +
-                         " bytes, allowed: the exact model name the requests send, 1-128 bytes");
+        c.bad(v, prefix, "a model name of " + std::to_string(model.size()) + " bytes",
+              "the exact model name the requests send, 1-128 bytes");
         ok = false;
     }
     if (!ok) return std::nullopt;
@@ -102,35 +104,34 @@ BudgetLimits overlay_budget(const BudgetLimits& base, const BudgetLimits& over) 
     return b;
 }
 
-BudgetConfig check_budget_table(const toml::value& v, const std::string& file, std::vector<std::string>& errors) {
+BudgetConfig check_budget_table(const toml::value& v, Checker& c) {
     BudgetConfig out;
     if (!v.is_table()) {
-        step(errors, [&] { fail_value(file, v, "budget", "a table: requests, input_tokens, output_tokens, total_tokens, usd, [budget.worker]"); });
+        c.bad_value(v, "budget", "a table: requests, input_tokens, output_tokens, total_tokens, usd, [budget.worker]");
         return out;
     }
-    out.where = where_of(file, v);
-    Section s(file, v, "budget", {"requests", "input_tokens", "output_tokens", "total_tokens", "usd", "worker"}, errors);
-    out.run = budget_limits(s, errors);
+    out.where = where_of(c.file(), v);
+    Table s(c, v, "budget", {"requests", "input_tokens", "output_tokens", "total_tokens", "usd", "worker"});
+    out.run = budget_limits(s);
     if (const auto* w = s.find("worker")) {
         if (!w->is_table()) {
-            step(errors, [&] { fail_value(file, *w, "budget.worker", "a table: requests, input_tokens, output_tokens, total_tokens, usd"); });
+            c.bad_value(*w, "budget.worker", "a table: requests, input_tokens, output_tokens, total_tokens, usd");
         } else {
-            Section ws(file, *w, "budget.worker", {"requests", "input_tokens", "output_tokens", "total_tokens", "usd"},
-                       errors);
-            out.worker = budget_limits(ws, errors);
+            Table ws(c, *w, "budget.worker", {"requests", "input_tokens", "output_tokens", "total_tokens", "usd"});
+            out.worker = budget_limits(ws);
         }
     }
     return out;
 }
 
-PriceList check_prices_table(const toml::value& v, const std::string& file, std::vector<std::string>& errors) {
+PriceList check_prices_table(const toml::value& v, Checker& c) {
     PriceList out;
     if (!v.is_table()) {
-        step(errors, [&] { fail_value(file, v, "prices", "a table of [prices.\"MODEL\"] tables"); });
+        c.bad_value(v, "prices", "a table of [prices.\"MODEL\"] tables");
         return out;
     }
     for (const auto& [model, pv] : v.as_table())
-        if (auto p = model_price(file, model, pv, errors)) out.emplace(model, std::move(*p));
+        if (auto p = model_price(c, model, pv)) out.emplace(model, std::move(*p));
     return out;
 }
 

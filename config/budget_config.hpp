@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "config/checker.hpp"
+
 #include <toml.hpp>
 
 namespace corral::config {
@@ -74,11 +76,11 @@ struct MeteringConfig {
     PriceList prices;
 };
 
-// The [budget] table at `v` (key "budget"); appends every problem, one line
-// each ("FILE:LINE: key 'budget.usd': got -1, allowed: ...").
-BudgetConfig check_budget_table(const toml::value& v, const std::string& file, std::vector<std::string>& errors);
+// The [budget] table at `v` (key "budget"); records every problem in `c`
+// ("FILE:LINE: key 'budget.usd': got -1, allowed: ...").
+BudgetConfig check_budget_table(const toml::value& v, Checker& c);
 // The [prices] table at `v`.
-PriceList check_prices_table(const toml::value& v, const std::string& file, std::vector<std::string>& errors);
+PriceList check_prices_table(const toml::value& v, Checker& c);
 
 // A worker's metering: the organisation's with the worker's on top.
 MeteringConfig resolve_metering(const BudgetConfig& org_budget, const PriceList& org_prices,

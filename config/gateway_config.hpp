@@ -6,8 +6,8 @@
 // while load_gateway_config() reads a stand-alone file and refuses unknown
 // top-level keys too. Inside the gateway sections every unknown key is an error.
 //
-// Every validation error is one line naming the file, the line, the key and
-// what is allowed, e.g.
+// Every validation error is a Diagnostic (config/checker.hpp): one line naming
+// the file, the line, the key and what is allowed, e.g.
 //   /etc/corral/gateway.toml:14: key 'grants[2].mode': got "x", allowed: tunnel | inject
 // Every problem is reported, not only the first: each unknown key, each bad
 // value of [gateway], [gateway.limits], every [credentials.NAME] and every
@@ -31,19 +31,14 @@
 
 #include "names/host.hpp"
 
-#include "names/host.hpp"
-
 #include "base/sys_error.hpp"
 #include "config/budget_config.hpp"
+#include "config/checker.hpp"
 #include "config/grant_policy.hpp"
 
 #include <toml.hpp>
 
 namespace corral::config {
-
-struct ConfigError : UsageError {
-    using UsageError::UsageError;
-};
 
 // [gateway.limits]. Sizes accept base/parse.hpp forms ("16KiB"), durations
 // "30s"; plain integers are bytes / seconds.
@@ -166,7 +161,7 @@ struct CredentialNames {
 // `errors` is empty.
 struct GatewaySectionsCheck {
     GatewayConfig config;
-    std::vector<std::string> errors;    // one line each
+    std::vector<Diagnostic> errors;
     CredentialNames credentials;
 };
 
@@ -177,9 +172,8 @@ struct GatewaySectionsCheck {
 GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::string& file);
 
 // A [[grants]] array on its own (a worker.toml's), its credentials checked
-// against `known`; appends every problem to `errors`.
-std::vector<Grant> check_grants(const toml::value& grants, const std::string& file, const CredentialNames& known,
-                                std::vector<std::string>& errors);
+// against `known`; records every problem in `c`.
+std::vector<Grant> check_grants(const toml::value& grants, const CredentialNames& known, Checker& c);
 
 // Drops every credential no grant of `cfg` uses: only those are loaded, so
 // one nobody can use (unrelated, or a left-out agent's) cannot stop a run or
@@ -199,7 +193,7 @@ GatewayConfig parse_gateway_sections(const toml::value& root, const std::string&
 GatewayConfig load_gateway_config(const std::string& path);
 
 // load_gateway_config on a file's text (`file` names it in messages), for
-// tests and fuzzing (fuzz/config_toml.cpp).
+// tests and fuzzing (fuzz/gateway_toml.cpp).
 GatewayConfig parse_gateway_config(std::string_view text, const std::string& file);
 
 // Reads each credential's secret: `file` must be a regular file owned by the

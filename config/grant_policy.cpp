@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include "config/toml_section.hpp"
 
 namespace corral::config {
 
@@ -19,22 +18,22 @@ bool is_model_pattern(const std::string& s) {
     return true;
 }
 
-// An array of strings each `valid`, each bad element its own line.
-std::vector<std::string> string_list(const Section& s, const std::string& k, const std::string& allowed,
-                                     bool (*valid)(const std::string&), Errors& errors) {
+// An array of strings each `valid`, each bad element its own diagnostic.
+std::vector<std::string> string_list(Table& s, const std::string& k, const std::string& allowed,
+                                     bool (*valid)(const std::string&)) {
     std::vector<std::string> out;
     const toml::value* v = s.find(k);
     if (!v->is_array()) {
-        step(errors, [&] { fail_value(s.file(), *v, s.key(k), "an array of strings: " + allowed); });
+        s.bad(k, "an array of strings: " + allowed);
         return out;
     }
     std::size_t i = 0;
     for (const auto& item : v->as_array()) {
         const std::string key = s.key(k) + "[" + std::to_string(i++) + "]";
-        step(errors, [&] {
-            if (!item.is_string() || !valid(item.as_string().str)) fail_value(s.file(), item, key, allowed);
+        if (!item.is_string() || !valid(item.as_string().str))
+            s.checker().bad_value(item, key, allowed);
+        else
             out.push_back(item.as_string().str);
-        });
     }
     return out;
 }
@@ -43,48 +42,30 @@ bool beta_name(const std::string& b) { return is_beta_name(b); }
 
 }  // namespace
 
-GrantPolicy parse_grant_policy(const std::string& file, const toml::value& v, const std::string& key,
-                               std::vector<std::string>& errors) {
+GrantPolicy parse_grant_policy(Checker& c, const toml::value& v, const std::string& key) {
     GrantPolicy p;
     if (!v.is_table()) {
-        step(errors, [&] {
-            fail_value(file, v, key, "a table ([grants.policy], or policy = { models = [...], server_tools = false })");
-        });
+        c.bad_value(v, key, "a table ([grants.policy], or policy = { models = [...], server_tools = false })");
         return p;
     }
-    p.where = where_of(file, v);
-    Section s(file, v, key,
-              {"models", "max_output_tokens", "server_tools", "mcp_servers", "url_sources", "context_management",
-               "anthropic_betas"},
-              errors);
+    p.where = where_of(c.file(), v);
+    Table s(c, v, key,
+            {"models", "max_output_tokens", "server_tools", "mcp_servers", "url_sources", "context_management",
+             "anthropic_betas"});
     if (const toml::value* m = s.find("models")) {
         const std::string allowed =
             "a model name or glob of letters, digits, '._-:/@+' and '*' '?' (\"claude-sonnet-4-5*\")";
-        p.models = string_list(s, "models", allowed, is_model_pattern, errors);
+        p.models = string_list(s, "models", allowed, is_model_pattern);
         if (m->is_array() && m->as_array().empty())
-            step(errors, [&] {
-                fail_value(file, *m, s.key("models"),
-                           "at least one model name or glob (leave models out to allow any model)");
-            });
+            s.bad("models", "at least one model name or glob (leave models out to allow any model)");
     }
-    step(errors, [&] {
-        if (auto n = s.integer("max_output_tokens", 1, std::numeric_limits<std::int64_t>::max()))
-            p.max_output_tokens = static_cast<std::uint64_t>(*n);
-    });
-    step(errors, [&] {
-        if (auto b = s.boolean("server_tools")) p.server_tools = *b;
-    });
-    step(errors, [&] {
-        if (auto b = s.boolean("mcp_servers")) p.mcp_servers = *b;
-    });
-    step(errors, [&] {
-        if (auto b = s.boolean("url_sources")) p.url_sources = *b;
-    });
-    step(errors, [&] {
-        if (auto b = s.boolean("context_management")) p.context_management = *b;
-    });
-    if (s.find("anthropic_betas"))
-        p.anthropic_betas = string_list(s, "anthropic_betas", kBetaNameAllowed, beta_name, errors);
+    if (auto n = s.integer("max_output_tokens", 1, std::numeric_limits<std::int64_t>::max()))
+        p.max_output_tokens = static_cast<std::uint64_t>(*n);
+    if (auto b = s.boolean("server_tools")) p.server_tools = *b;
+    if (auto b = s.boolean("mcp_servers")) p.mcp_servers = *b;
+    if (auto b = s.boolean("url_sources")) p.url_sources = *b;
+    if (auto b = s.boolean("context_management")) p.context_management = *b;
+    if (s.has("anthropic_betas")) p.anthropic_betas = string_list(s, "anthropic_betas", kBetaNameAllowed, beta_name);
     return p;
 }
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "config/checker.hpp"
+
 #include <toml.hpp>
 
 namespace corral::config {
@@ -36,9 +38,8 @@ struct GrantPolicy {
 };
 
 // grants[N].policy: `v` is the value of the key, `key` its name in messages
-// ("grants[3].policy"). Every problem (unknown key, bad value) is appended to
-// `errors`, one line each; the result is meaningful only when none was.
-GrantPolicy parse_grant_policy(const std::string& file, const toml::value& v, const std::string& key,
-                               std::vector<std::string>& errors);
+// ("grants[3].policy"). Every problem (unknown key, bad value) is recorded
+// in `c`; the result is meaningful only when none was.
+GrantPolicy parse_grant_policy(Checker& c, const toml::value& v, const std::string& key);
 
 }  // namespace corral::config

@@ -10,10 +10,13 @@
 // Resolution per worker, key by key: worker.toml → org.toml → built-in default
 // (agent: worker `agent` → [engine] agent → "pi").
 //
-// Validation fails closed: every problem is a Diagnostic naming FILE:LINE, the
-// key and what is allowed; unknown keys are errors at every level. check_org()
-// collects all of them (so `corral validate` can show every mistake at once);
-// load_org() throws a ConfigError holding them, one per line.
+// Validation fails closed: every problem is a Diagnostic (config/checker.hpp)
+// naming FILE:LINE, the key and what is allowed; unknown keys are errors at
+// every level. check_org() collects all of them (so `corral validate` can show
+// every mistake at once); load_org() throws a ConfigError holding them, one
+// per line. The files: org_files.cpp (the directory walk and reading),
+// org_schema.cpp (the per-file checks), org_resolve.cpp (resolve_worker and
+// the overlays), org_secrets.cpp (credential_status).
 // docs/configuration.md is the reference for every key.
 #pragma once
 
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "config/budget_config.hpp"
+#include "config/checker.hpp"
 #include "config/gateway_config.hpp"
 
 #include <toml.hpp>
@@ -45,19 +49,6 @@ std::optional<AgentKind> parse_agent_kind(std::string_view text);  // exact lowe
 
 // The whole text of the warning for a non-pi worker with [channels].
 inline constexpr std::string_view channels_warning = "sessions run pi; agent applies to task runs";
-
-// One problem (or warning) found in the configuration.
-struct Diagnostic {
-    std::string file;
-    std::size_t line = 0;  // 0 = the file (or directory) as a whole
-    std::string key;       // dotted key, e.g. "sandbox.memory", "" when about the file
-    std::string message;
-    std::string worker;    // the worker it concerns, "" = the organisation
-    // "FILE:LINE: key 'KEY': MESSAGE" (":LINE" and "key 'KEY': " left out when
-    // unknown). Diagnostics relayed from the gateway parser have no file: their
-    // message already reads "FILE:LINE: key ...".
-    std::string text() const;
-};
 
 // [sandbox] in org.toml and in worker.toml. Unset = no limit / built-in default.
 struct SandboxLimits {
@@ -125,7 +116,7 @@ OrgCheck check_org(const std::string& dir);
 // What check_org does with the text of one org.toml, and of one worker.toml
 // (w.name set by the caller), without reading the directory: the same parse
 // and checks, every problem appended to `errors`, `file` naming the text in
-// them. For tests and fuzzing (fuzz/config_toml.cpp).
+// them. For tests and fuzzing (fuzz/org_toml.cpp, fuzz/worker_toml.cpp).
 CredentialNames check_org_toml(std::string_view text, const std::string& file, OrgConfig& org,
                                std::vector<Diagnostic>& errors);
 void check_worker_toml(std::string_view text, const std::string& file, const CredentialNames& org_credentials,

@@ -19,6 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<Diagnostic> errors;
     check_org_toml(text, org.org_file, org, errors);
     for (const auto& d : errors)
-        if (d.text().empty() || d.message.empty()) std::abort();
+        if (d.file.empty() || (d.form == Diagnostic::Form::message ? d.message.empty() : d.allowed.empty())) std::abort();
     return 0;
 }

@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<Diagnostic> errors;
     check_worker_toml(text, w.file, known, "/nonexistent-org", w, errors);
     for (const auto& d : errors)
-        if (d.text().empty() || d.message.empty()) std::abort();
+        if (d.file.empty() || (d.form == Diagnostic::Form::message ? d.message.empty() : d.allowed.empty())) std::abort();
     if (errors.empty())
         for (const auto& g : w.grants)
             if (g.identities != std::vector<std::string>{"w1"}) std::abort();

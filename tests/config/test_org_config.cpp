@@ -403,3 +403,45 @@ TEST_CASE("docs/configuration.md's example organisation is valid") {
     // Every agent's credential is defined (its secret is the operator's to provide).
     for (const char* cred : {"anthropic", "openai"}) CHECK(c.org.gateway.credentials.count(cred) == 1);
 }
+
+TEST_CASE("diagnostics: every problem keeps its file, line, key, got and allowed") {
+    // The gateway's sections, budgets and a worker's grants are checked by the
+    // same checker as org.toml's own keys: their diagnostics name the file
+    // too, not only a pre-formatted line.
+    OrgDir d;
+    d.org("[engine]\nagent = \"emacs\"\n[[grants]]\nhost = \"api.example.com\"\nmode = \"x\"\n[budget]\nusd = -1\n");
+    d.worker("alpha", "[[grants]]\nhost = \"h.example.com\"\nmode = \"tunnel\"\nport = 0\n");
+    auto c = config::check_org(d.str());
+    auto find = [&](const std::string& key) -> const config::Diagnostic* {
+        for (const auto& e : c.errors)
+            if (e.key == key) return &e;
+        return nullptr;
+    };
+    const auto* agent = find("engine.agent");
+    REQUIRE(agent);
+    CHECK(agent->file == d.file("org.toml"));
+    CHECK(agent->line == 2);
+    CHECK(agent->got == "\"emacs\"");
+    CHECK(agent->allowed == "pi | claude | codex");
+    const auto* mode = find("grants[0].mode");
+    REQUIRE(mode);
+    CHECK(mode->file == d.file("org.toml"));
+    CHECK(mode->line == 5);
+    CHECK(mode->got == "\"x\"");
+    CHECK(mode->allowed == "tunnel | inject");
+    CHECK(mode->text() == d.file("org.toml") + ":5: key 'grants[0].mode': got \"x\", allowed: tunnel | inject");
+    const auto* usd = find("budget.usd");
+    REQUIRE(usd);
+    CHECK(usd->file == d.file("org.toml"));
+    CHECK(usd->line == 7);
+    CHECK(usd->got == "-1");
+    const auto* port = find("grants[0].port");
+    REQUIRE(port);
+    CHECK(port->file == d.file("workers/alpha/worker.toml"));
+    CHECK(port->line == 4);
+    CHECK(port->allowed == "an integer 1..65535");
+    for (const auto& e : c.errors) {
+        CHECK(!e.file.empty());
+        CHECK(e.message.empty() == (e.form != config::Diagnostic::Form::message));
+    }
+}
