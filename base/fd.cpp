@@ -27,4 +27,14 @@ void Fd::reset(int fd) noexcept {
     if (old >= 0) ::close(old);
 }
 
+void write_all(int fd, const char* data, std::size_t len, const std::string& what) {
+    while (len > 0) {
+        ssize_t n = ::write(fd, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("write", what, errno);
+        data += n;
+        len -= static_cast<std::size_t>(n);
+    }
+}
+
 }  // namespace corral

@@ -6,6 +6,7 @@
 // int or bool: "is this fd valid" must be asked with valid().
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -38,5 +39,9 @@ private:
 // Everything `fd` yields from its current offset to EOF (retrying EINTR).
 // Throws SysError("read", what, errno) on a read error.
 std::string read_to_end(int fd, const std::string& what);
+
+// Writes all `len` bytes of `data` to `fd` (retrying EINTR and short writes).
+// Throws SysError("write", what, errno) on a write error.
+void write_all(int fd, const char* data, std::size_t len, const std::string& what);
 
 }  // namespace corral

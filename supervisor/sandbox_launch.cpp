@@ -56,16 +56,6 @@ private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-void write_all_checked(int fd, const char* data, std::size_t len, const std::string& what) {
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw SysError("write", what, errno);
-        data += n;
-        len -= static_cast<std::size_t>(n);
-    }
-}
-
 // What the box may get as stdin and the limits the host's pools allow.
 struct HostInputs {
     StdinHandover stdin_handover;
@@ -287,7 +277,7 @@ void join_v1_cgroups(const std::vector<std::string>& dirs, pid_t pid) {
         std::string path = dir + "/cgroup.procs";
         Fd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
         if (!fd.valid()) throw SysError("open", path, errno);
-        write_all_checked(fd.get(), text.data(), text.size(), path);
+        write_all(fd.get(), text.data(), text.size(), path);
     }
 }
 

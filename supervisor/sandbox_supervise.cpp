@@ -26,21 +26,11 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-void write_all(int fd, const char* data, std::size_t len) {
+void write_best_effort(int fd, const char* data, std::size_t len) {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return;  // a closed terminal must not stop the log or the run
-        data += n;
-        len -= static_cast<std::size_t>(n);
-    }
-}
-
-void write_all_checked(int fd, const char* data, std::size_t len, const std::string& what) {
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw SysError("write", what, errno);
         data += n;
         len -= static_cast<std::size_t>(n);
     }
@@ -173,11 +163,11 @@ private:
             return;
         }
         const std::size_t keep = cap.admit(static_cast<std::size_t>(got));
-        if (keep > 0) write_all_checked(log.get(), buf_, keep, spec_.run_dir + "/" + name);
+        if (keep > 0) write_all(log.get(), buf_, keep, spec_.run_dir + "/" + name);
         if (cap.cut_now)
             log::warn(name + " reached --log-limit (" + std::to_string(spec_.log_limit_bytes) +
                       " bytes); the rest of the command's output is not logged, only streamed");
-        if (sink >= 0) write_all(sink, buf_, static_cast<std::size_t>(got));
+        if (sink >= 0) write_best_effort(sink, buf_, static_cast<std::size_t>(got));
     }
 
     // The invocation's exit status (the reaper's report comes first, the
