@@ -113,7 +113,7 @@ struct Grant {
     // The `policy` sub-table: which models, output caps, tools and sources
     // a request may ask for (inject only; the default allows everything).
     GrantPolicy policy;
-    std::size_t index = 0;              // position in [[grants]] (0-based), for messages and the ledger
+    std::size_t index = 0;              // position in [[grants]] (0-based), for the duplicate-grant message
     std::string where;                  // "FILE:LINE"
 };
 
