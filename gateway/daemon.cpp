@@ -171,7 +171,7 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         std::string who = first.id.str();
         std::string answer = counts_answer({gw.ledger().requests(who), gw.ledger().refusals(who),
                                             gw.ledger().secrets_reflected(who), instance, gw.ledger().failure(),
-                                            gw.model_totals(who)});
+                                            gw.model_totals(who), gw.ledger().refusal_notices(who)});
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
         co_return;
     }

@@ -62,6 +62,10 @@ std::string counts_answer(const DaemonCounts& c) {
                      {"instance", c.instance},
                      {"ledger", c.ledger_failure.empty() ? std::string("ok") : c.ledger_failure}};
     if (c.model) j["model"] = metering::totals_json(*c.model);
+    j["refused"] = nlohmann::json::array();
+    for (const auto& n : c.refused)
+        j["refused"].push_back({{"host", n.host}, {"port", n.port}, {"method", n.method}, {"mode", n.mode},
+                                {"reason", n.reason}, {"status", n.status}, {"count", n.count}});
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -92,6 +96,18 @@ std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::st
                 *problem = "unexpected answer: " + *problem;
                 return std::nullopt;
             }
+        }
+        if (auto r = j.find("refused"); r != j.end()) {
+            if (!r->is_array() || r->size() > kRefusalNoticesPerIdentity) {
+                *problem = "unexpected answer: refused must be a list of at most " +
+                           std::to_string(kRefusalNoticesPerIdentity) + " host:ports";
+                return std::nullopt;
+            }
+            for (const auto& n : *r)
+                c.refused.push_back(RefusalNotice{n.at("host").get<std::string>(), n.at("port").get<std::uint16_t>(),
+                                                  n.at("method").get<std::string>(), n.at("mode").get<std::string>(),
+                                                  n.at("reason").get<std::string>(), n.at("status").get<int>(),
+                                                  n.at("count").get<std::uint64_t>()});
         }
         return c;
     } catch (const std::exception& e) {

@@ -9,7 +9,8 @@
 //                                and closes
 // The counts answer:
 //   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>",
-//    "model":{...metering::totals_json...}}
+//    "model":{...metering::totals_json...},
+//    "refused":[{"host","port","method","mode","reason","status","count"}, ...]}
 // `instance` is drawn at the daemon's start: the same daemon answered at the
 // run's start and at its end only if it is unchanged (counts live in the
 // daemon's memory; a restarted daemon knows nothing of the run's earlier
@@ -24,7 +25,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "gateway/identity.hpp"
+#include "gateway/ledger.hpp"
 #include "gateway/metering/totals.hpp"
 
 namespace corral::gateway {
@@ -60,6 +64,7 @@ struct DaemonCounts {
     std::string instance;                 // "" from a daemon older than this field
     std::string ledger_failure;           // "" while its ledger is healthy
     std::optional<metering::MeterTotals> model;  // model traffic; nullopt from a daemon older than this field
+    std::vector<RefusalNotice> refused;   // the refused host:ports (Ledger::refusal_notices); [] from an older daemon
 };
 
 // The answer line, with its '\n'.

@@ -311,6 +311,7 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     if (reflected) ++reflected_[e.identity];
     else ++requests_[e.identity];
     std::uint64_t refused = e.decision == Decision::refuse && !reflected ? ++refusals_[e.identity] : 0;
+    if (refused) note_refusal_locked(e);
     if (!failure_.empty()) {
         ++lines_lost_;
         return false;
@@ -340,6 +341,23 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     bool first = pending_.empty();
     pending_ += line;
     return first;
+}
+
+void Ledger::note_refusal_locked(const LedgerEntry& e) {
+    auto& notices = notices_[e.identity];
+    for (auto& n : notices)
+        if (n.port == e.port && n.host == e.host) {
+            ++n.count;
+            return;
+        }
+    if (notices.size() < kRefusalNoticesPerIdentity)
+        notices.push_back(RefusalNotice{e.host, e.port, e.method, e.mode, e.reason, e.status, 1});
+}
+
+std::vector<RefusalNotice> Ledger::refusal_notices(const std::string& identity) const {
+    std::lock_guard lock(mutex_);
+    auto it = notices_.find(identity);
+    return it == notices_.end() ? std::vector<RefusalNotice>{} : it->second;
 }
 
 std::string_view Ledger::refusal_cap_line(std::uint64_t refused) const {

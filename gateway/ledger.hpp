@@ -70,6 +70,20 @@ struct LedgerEntry {
     std::optional<MeteredLine> metered;  // a model request's line (see MeteredLine)
 };
 
+// An identity's first refusal of one host:port, and how many followed:
+// what `corral run` tells the operator live (run/refusal_report.hpp).
+struct RefusalNotice {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string method;
+    std::string mode;
+    std::string reason;
+    int status = 0;
+    std::uint64_t count = 0;   // refusals of this host:port so far
+};
+// Host:ports kept per identity; refusals of others are only counted.
+inline constexpr std::size_t kRefusalNoticesPerIdentity = 32;
+
 // One JSON object on one line, terminated by '\n'. Keys, in this order:
 // time (RFC 3339 UTC with milliseconds, "2026-11-30T05:29:39.123Z"), identity,
 // mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
@@ -165,12 +179,16 @@ public:
     // secret_reflected lines: counted here only, not as requests (the
     // request they belong to has its own line).
     std::uint64_t secrets_reflected(const std::string& identity) const;
+    // The identity's refused host:ports in the order first refused (at most
+    // kRefusalNoticesPerIdentity).
+    std::vector<RefusalNotice> refusal_notices(const std::string& identity) const;
 
 private:
     // The cap line the identity's `refused`-th refusal writes instead of its
     // own: a reason:: code, or "" (its own line, or none once past the cap).
     std::string_view refusal_cap_line(std::uint64_t refused) const;
     void fail_locked(std::string what);
+    void note_refusal_locked(const LedgerEntry& e);
     std::string format(const LedgerEntry& e) const;
     bool flush_locked();
 
@@ -190,6 +208,7 @@ private:
     std::map<std::string, std::uint64_t, std::less<>> refusals_;
     std::map<std::string, std::uint64_t, std::less<>> requests_;
     std::map<std::string, std::uint64_t, std::less<>> reflected_;
+    std::map<std::string, std::vector<RefusalNotice>, std::less<>> notices_;
 };
 
 }  // namespace corral::gateway

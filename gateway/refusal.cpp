@@ -67,6 +67,31 @@ int refusal_status(std::string_view code, Phase phase) {
 
 int status_for_reason(std::string_view code) { return refusal_status(code, Phase::request); }
 
+std::string what_would_allow(std::string_view code, std::string_view host, std::uint16_t port) {
+    const std::string hp = std::string(host) + ":" + std::to_string(port);
+    if (code == reason::not_granted)
+        return "no grant covers " + hp + "; to allow it, add a [[grants]] entry with host = \"" + std::string(host) +
+               "\", port = " + std::to_string(port) + ", mode = \"tunnel\" to worker.toml, or pass --allow " + hp + " for one run";
+    if (code == reason::route_denied) return "the grant for " + hp + " does not allow this method and path: extend its routes";
+    if (code == reason::cleartext_inject) return "the grant for " + hp + " injects a credential, which needs https:// (CONNECT and TLS)";
+    if (code == reason::private_address || code == reason::mixed_answers)
+        return std::string(host) + " resolves to a private, loopback or link-local address, which no grant reaches";
+    if (code == reason::numeric_host) return "requests must name a host, not an IP address; grants are by name";
+    if (code == reason::gateway_self) return std::string(host) + " is the gateway itself";
+    if (code == reason::sni_mismatch || code == reason::host_mismatch)
+        return "the TLS name or Host header differs from the CONNECT host " + hp;
+    if (code == reason::model_budget) return "the run's or worker's model budget does not cover it ([budget] in worker.toml; `corral budget show WORKER` with a daemon)";
+    if (code == reason::model_policy) return "the grant's model policy ([grants.policy]) refuses what the request asked for";
+    if (code == reason::model_websocket) return "model WebSockets are refused under a budget or policy; the client falls back to HTTPS";
+    if (code == reason::budget_exhausted) return "the grant's request budget is spent";
+    if (code == reason::upstream_tls) return "the upstream's certificate did not verify against the gateway's trust store";
+    if (code == reason::upstream_connect) return hp + " could not be reached from the host";
+    if (code == reason::dns_failure) return std::string(host) + " did not resolve on the host";
+    if (code == reason::client_tls) return "the box's TLS handshake failed: does the client trust corral's CA?";
+    if (code == reason::ledger_unwritable) return "the ledger cannot be written, so every request is refused";
+    return {};
+}
+
 namespace {
 // The providers' error types for a status (both document these names).
 std::string_view anthropic_error_type(int status) {

@@ -6,6 +6,7 @@
 // same code and status, docs/gateway.md lists the same rows.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -105,6 +106,11 @@ int refusal_status(std::string_view code, Phase phase);
 
 // refusal_status(code, Phase::request).
 int status_for_reason(std::string_view code);
+
+// For the operator (corral run's live refusal lines): what would let a
+// request refused for `code` through, or what the refusal protects, in one
+// sentence naming host:port; "" for a code without advice.
+std::string what_would_allow(std::string_view code, std::string_view host, std::uint16_t port);
 
 // How the answer's body is written: corral's text line, or the error object
 // of the model API the request was for, so the CLI shows corral's sentence

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -94,6 +95,9 @@ protected:
     // Gives the exchanges a moment to write their ledger lines.
     void drain() override {
         wait_bounded([this] { return gateway_->active_connections() == 0; }, std::chrono::milliseconds(10));
+    }
+    std::vector<gateway::RefusalNotice> refusals_so_far() override {
+        return gateway_ ? gateway_->ledger().refusal_notices(id_.str()) : std::vector<gateway::RefusalNotice>{};
     }
     void after_loop() override {
         if (!gateway_) return;
@@ -223,6 +227,15 @@ protected:
         counts_ = *counts;
     }
 
+    // At the end, the counts already asked for; while the run is alive, a
+    // query of its own (the daemon answers in well under a millisecond).
+    std::vector<gateway::RefusalNotice> refusals_so_far() override {
+        if (counts_) return counts_->refused;
+        std::string problem;
+        auto counts = shim::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        return counts ? counts->refused : std::vector<gateway::RefusalNotice>{};
+    }
+
 private:
     // How long the daemon may take to answer one step of a counts query.
     static constexpr std::chrono::milliseconds kDaemonAnswerTimeout{2000};
@@ -253,11 +266,38 @@ void Egress::start(const supervisor::Sandbox& box) {
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
     threads_.emplace_back([this, guard] { run_loop(); });
+    refusal_watcher_ = std::thread([this] { watch_refusals(); });
+}
+
+void Egress::report_refusals() {
+    for (const auto& line : refusal_report_.new_lines(refusals_so_far()))
+        std::fprintf(stderr, "corral run: %s\n", line.c_str());
+}
+
+// Every 250 ms while the box runs: soon enough that the operator reads the
+// reason while the CLI is still retrying, rare enough to cost nothing.
+void Egress::watch_refusals() {
+    std::unique_lock lock(watch_mutex_);
+    while (!watch_stop_) {
+        watch_wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return watch_stop_; });
+        if (watch_stop_) break;
+        lock.unlock();
+        report_refusals();
+        lock.lock();
+    }
 }
 
 void Egress::stop() {
     if (stopped_) return;
     stopped_ = true;
+    if (refusal_watcher_.joinable()) {
+        {
+            std::lock_guard lock(watch_mutex_);
+            watch_stop_ = true;
+        }
+        watch_wake_.notify_all();
+        refusal_watcher_.join();
+    }
     if (bridge_) bridge_->stop();
     if (ioc_) drain();
     if (ioc_) ioc_->stop();
@@ -266,6 +306,7 @@ void Egress::stop() {
     threads_.clear();
     bridge_.reset();
     after_loop();
+    if (started_) report_refusals();  // what the last moments refused
 }
 
 std::unique_ptr<Egress> make_egress(const RunPlan& plan) {

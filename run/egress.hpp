@@ -14,7 +14,9 @@
 // from a multi-threaded process).
 #pragma once
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/metering/totals.hpp"
+#include "gateway/ledger.hpp"
+#include "run/refusal_report.hpp"
 #include "run/resolve.hpp"
 #include "shim/bridge.hpp"
 #include "supervisor/sandbox.hpp"
@@ -75,15 +79,27 @@ protected:
     // The bridge's event loop, run by the one thread (a gateway to report its
     // failure to, or none).
     virtual void run_loop() = 0;
+    // The host:ports the gateway refused for this run so far (polled while
+    // the box runs, once more at the end; [] when they cannot be had).
+    virtual std::vector<gateway::RefusalNotice> refusals_so_far() = 0;
 
     bool started_ = false;
     std::unique_ptr<boost::asio::io_context> ioc_;
     std::vector<std::string> stop_messages_;
 
 private:
+    // Prints the first refusal of each host:port on stderr as it happens.
+    void report_refusals();
+    void watch_refusals();
+
     std::unique_ptr<shim::Bridge> bridge_;
     std::vector<std::thread> threads_;
     bool stopped_ = false;
+    RefusalReport refusal_report_;
+    std::thread refusal_watcher_;
+    std::mutex watch_mutex_;
+    std::condition_variable watch_wake_;
+    bool watch_stop_ = false;
 };
 
 // The embedded gateway (plan.gateway) or, with --gateway, the daemon.

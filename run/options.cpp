@@ -27,11 +27,11 @@ options:
 )";
 
 constexpr const char* kHelpExitStatus = R"(
-exit status:
+exit status (run.json "outcome" and "status_from" say which it was):
   CMD's exit status, or 128+N if CMD was killed by signal N (or if corral
-       itself got SIGINT/SIGTERM/SIGHUP N: the sandbox is killed and still
-       torn down and verified)
-  124  the --timeout deadline was reached; the sandbox was killed
+       itself got SIGINT/SIGTERM/SIGHUP N, or `corral stop`: the sandbox is
+       stopped, then still torn down and verified)
+  124  the --timeout deadline was reached; the sandbox was stopped
   125  the sandbox could not be set up (the message names the step), bad
        usage, or not running as root
   126  teardown failed: something of the run survived (the message says what;
@@ -161,13 +161,25 @@ const RunOption kOptions[] = {
      "that cannot be enforced is an error, never ignored.",
      [](RunRequest& r, const std::string& v) { r.cpus = parse_cpus(v); }},
     {"--timeout", "DURATION", G::sandbox,
-     "kill the sandbox after DURATION (250ms, 30s, 5m, 1h30m,\n"
-     "or plain seconds); corral says so and exits 124.",
+     "stop the sandbox after DURATION (250ms, 30s, 5m, 1h30m,\n"
+     "or plain seconds): SIGTERM, then SIGKILL after --grace;\n"
+     "corral says so and exits 124.",
      [](RunRequest& r, const std::string& v) {
          r.timeout = prefixed("--timeout", [&] { return parse_duration(v); });
          if (r.timeout->count() == 0)
              throw UsageError("--timeout: invalid duration \"" + v + "\": expected a duration above zero, e.g. 30s");
      }},
+    {"--grace", "DURATION", G::sandbox,
+     "how long a stopped command has between SIGTERM and\n"
+     "SIGKILL (default 10s; 0: SIGKILL at once). A stop is\n"
+     "--timeout, `corral stop`, or SIGINT/SIGTERM/SIGHUP to\n"
+     "corral; SIGTERM goes to CMD's process group, SIGKILL to\n"
+     "the whole sandbox. A second signal kills at once.",
+     [](RunRequest& r, const std::string& v) { r.grace = prefixed("--grace", [&] { return parse_duration(v); }); }},
+    {"--quiet", "", G::sandbox,
+     "no start line (run id and run dir) and no summary line\n"
+     "on stderr; problems are still reported.",
+     [](RunRequest& r, const std::string&) { r.quiet = true; }},
     {"--env", "K=V", G::sandbox,
      "add K=V to CMD's environment (repeatable; later wins).\n"
      "CMD otherwise sees only PATH, HOME=/home/agent,\n"

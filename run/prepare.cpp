@@ -1,6 +1,8 @@
 #include "run/prepare.hpp"
 
+#include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
@@ -48,6 +50,48 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     out["agent"] = r.agent() && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
     out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
     return out;
+}
+
+namespace {
+
+std::string signal_name(int sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string how_it_ended(const supervisor::RunRecord& r) {
+    const std::string st = " (" + std::to_string(r.status) + ")";
+    if (r.outcome == "exited") return "exited " + std::to_string(r.status);
+    if (r.outcome == "killed") return "CMD killed by " + (r.signal ? signal_name(*r.signal) : std::string("a signal")) + st;
+    if (r.outcome == "stopped") return "stopped by `corral stop`" + st;
+    if (r.outcome == "interrupted")
+        return "interrupted by " + (r.stop && r.stop->signal ? signal_name(*r.stop->signal) : std::string("a signal")) + st;
+    if (r.outcome == "deadline") return "deadline reached" + st;
+    if (r.outcome == "not_found") return "command not found" + st;
+    if (r.outcome == "usage_error") return "refused: bad usage" + st;
+    if (r.outcome == "teardown_failed") return "TEARDOWN FAILED" + st;
+    return "setup failed" + st;
+}
+
+std::string seconds(std::chrono::system_clock::duration d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
+    return buf;
+}
+
+}  // namespace
+
+std::string run_summary_line(const supervisor::RunRecord& record, const std::string& run_dir) {
+    std::string line = record.id + ": " + how_it_ended(record) + " after " + seconds(record.ended_at - record.started_at);
+    if (const auto g = record.extra.find("gateway"); g != record.extra.end() && g->is_object()) {
+        const auto& requests = (*g)["requests"];
+        const auto& refusals = (*g)["refusals"];
+        if (requests.is_number_unsigned())
+            line += "; " + std::to_string(requests.get<std::uint64_t>()) + " request" +
+                    (requests.get<std::uint64_t>() == 1 ? "" : "s") +
+                    (refusals.is_number_unsigned() ? ", " + std::to_string(refusals.get<std::uint64_t>()) + " refused" : "");
+    }
+    return line + "; record " + run_dir + "/run.json";
 }
 
 }  // namespace corral::run

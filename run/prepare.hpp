@@ -29,4 +29,9 @@ nlohmann::json run_record_fields(const RunRequest& request, const std::string& r
                                  const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
                                  const AgentRun* agent);
 
+// The one line every run ends with on stderr (unless --quiet):
+//   "RUN-ID: exited 0 after 1.2s; 3 requests, 1 refused; record DIR/run.json"
+// naming how it ended in the words of its outcome (docs/run-record.md).
+std::string run_summary_line(const supervisor::RunRecord& record, const std::string& run_dir);
+
 }  // namespace corral::run

@@ -39,6 +39,8 @@ struct RunRequest {
     std::optional<std::uint64_t> open_files;      // --nofile
     std::optional<double> cpus;                   // --cpus
     std::optional<std::chrono::milliseconds> timeout;
+    std::optional<std::chrono::milliseconds> grace;   // --grace; default supervisor's SandboxSpec::stop_grace
+    bool quiet = false;                           // --quiet: no start and summary lines
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
     std::optional<std::string> hostname;          // default "corral-<short id>"
     bool pass_stdin = false;                      // --stdin

@@ -91,6 +91,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     spec.pass_stdin = r.pass_stdin;
     spec.open_files = r.open_files;
     spec.log_limit_bytes = r.log_limit_bytes;
+    if (r.grace) spec.stop_grace = *r.grace;
     if (in.worker)
         for (const auto& kv : in.worker->env) plan.worker_env.emplace_back(kv.first, kv.second);
     plan.cli_env = r.env;

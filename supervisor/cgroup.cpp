@@ -221,6 +221,17 @@ CgroupPlan plan_run_cgroups(const CgroupHierarchies& h, const CgroupLimits& limi
             }
         }
     }
+    // Peak pids are recorded for every run, limited or not: where pids is a v1
+    // controller, a v1 pids dir without a limit counts them.
+    if (!contains(plan.v2_controllers, "pids") && !(h.v2_mount && contains(h.v2_controllers, "pids"))) {
+        if (auto it = h.v1_mounts.find("pids"); it != h.v1_mounts.end()) {
+            auto& controllers = plan.v1_dirs[it->second];
+            if (!contains(controllers, "pids")) {
+                controllers.push_back("pids");
+                plan.v1_pids_for_accounting_only = true;
+            }
+        }
+    }
     if (!plan.v2_mount && plan.v1_dirs.empty()) {
         // No limits, no cgroup2: still confine the run somewhere teardown can inspect.
         const char* fallback = h.v1_mounts.count("pids") ? "pids" : h.v1_mounts.count("memory") ? "memory" : nullptr;
@@ -297,7 +308,9 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
     for (const auto& [mount, controllers] : plan.v1_dirs) {
         std::string dir = make_dir(mount, false);
         for (const auto& c : controllers) {
-            if (c != "memory" || !plan.v1_memory_for_sockets_only) cg.v1_limits_setup_ = true;
+            const bool accounting_only = (c == "memory" && plan.v1_memory_for_sockets_only) ||
+                                         (c == "pids" && plan.v1_pids_for_accounting_only);
+            if (!accounting_only) cg.v1_limits_setup_ = true;
             if (c == "memory") {
                 // Socket buffers first: sockets take their cgroup's limit when
                 // they are made, and nothing of the box runs yet.
@@ -313,7 +326,7 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
                 if (file_exists(dir + "/memory.memsw.limit_in_bytes"))
                     write_cgroup_file(dir + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes));
             } else if (c == "pids") {
-                write_cgroup_file(dir + "/pids.max", std::to_string(*limits.pids));
+                if (limits.pids) write_cgroup_file(dir + "/pids.max", std::to_string(*limits.pids));
             } else if (c == "cpu") {
                 write_cgroup_file(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
                 write_cgroup_file(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us));
@@ -365,6 +378,14 @@ CgroupUsage RunCgroup::usage() const {
         if (!u.peak_memory_bytes)
             u.peak_memory_bytes = d.v2 ? read_number(d.path + "/memory.peak") : read_number(d.path + "/memory.max_usage_in_bytes");
         if (!u.peak_pids) u.peak_pids = read_number(d.path + "/pids.peak");
+        if (auto hits = read_keyed(d.path + "/pids.events", "max")) u.pids_limit_hits += *hits;
+        if (!u.cpu_usec) {
+            if (d.v2) {
+                u.cpu_usec = read_keyed(d.path + "/cpu.stat", "usage_usec");
+            } else if (auto ns = read_number(d.path + "/cpuacct.usage")) {
+                u.cpu_usec = *ns / 1000;
+            }
+        }
         auto ooms = d.v2 ? read_keyed(d.path + "/memory.events", "oom_kill") : read_keyed(d.path + "/memory.oom_control", "oom_kill");
         if (ooms && *ooms > 0) u.oom_killed = true;
     }

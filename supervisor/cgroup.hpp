@@ -46,6 +46,11 @@ struct CgroupUsage {
     std::optional<std::uint64_t> peak_memory_bytes;  // memory.peak / memory.max_usage_in_bytes
     std::optional<std::uint64_t> peak_pids;          // pids.peak (null where the kernel lacks it)
     bool oom_killed = false;                         // memory.events / memory.oom_control oom_kill > 0
+    // Forks refused at the pids limit (pids.events "max"); 0 without a limit.
+    std::uint64_t pids_limit_hits = 0;
+    // CPU time of everything the run had, user + system (v2 cpu.stat
+    // usage_usec, else v1 cpuacct.usage); null where no hierarchy counts it.
+    std::optional<std::uint64_t> cpu_usec;
 };
 
 // The cgroup hierarchies this host has mounted, as read from /proc/self/mountinfo.
@@ -69,6 +74,9 @@ struct CgroupPlan {
     // The v1 memory dir exists only for the socket-buffer limit (no --memory):
     // joining it need not precede the init's setup.
     bool v1_memory_for_sockets_only = false;
+    // The v1 pids dir exists only to count the run's processes (pids.peak,
+    // no --pids): joining it need not precede the init's setup either.
+    bool v1_pids_for_accounting_only = false;
 };
 // Throws UsageError naming the option and the controller when a limit cannot be enforced.
 CgroupPlan plan_run_cgroups(const CgroupHierarchies& hierarchies, const CgroupLimits& limits);
@@ -95,7 +103,8 @@ public:
     // Writes pid into cgroup.procs of every one of the run's cgroups. Call before
     // the process runs anything of the command (its children inherit membership).
     void add_process(pid_t pid);
-    // Reads peak memory, peak pids and OOM kills. Call before remove().
+    // Reads peak memory, peak pids, CPU time, OOM kills and forks refused at
+    // the pids limit. Call before remove().
     CgroupUsage usage() const;
     // True if no process is listed in cgroup.procs of any of the run's cgroups
     // (including nested child cgroups).
@@ -109,7 +118,7 @@ public:
     std::vector<std::string> paths() const;
     // True if a v1 directory carries a limit of --memory/--pids/--cpus (the
     // init must be in it before any of its setup); false if the v1 dirs only
-    // track or bound socket buffers.
+    // track, count or bound socket buffers.
     bool v1_limits_setup() const { return v1_limits_setup_; }
     const std::string& run_id() const { return run_id_; }
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string>
 
@@ -21,17 +23,77 @@ nlohmann::json or_null(const std::optional<T>& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-void write_all(int fd, const std::string& data, const std::string& path) {
-    std::size_t done = 0;
-    while (done < data.size()) {
-        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+// A /proc file's text ("" when it cannot be read: the process is gone).
+std::string read_small_file(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return {};
+    std::string text;
+    char buf[1024];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw SysError("write", path, errno);
-        done += static_cast<std::size_t>(n);
+        if (n <= 0 || text.size() > 8192) break;
+        text.append(buf, static_cast<std::size_t>(n));
     }
+    return text;
+}
+
+// Whose status corral exited with, per outcome (docs/run-record.md).
+const char* status_from(const std::string& outcome) {
+    if (outcome == "exited" || outcome == "killed") return "command";
+    if (outcome.empty()) return nullptr;  // still running
+    return "corral";
+}
+
+std::string first_line_of(const std::string& path) {
+    std::string text = read_small_file(path);
+    if (auto nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
+    return text;
+}
+
+// Field 22 of /proc/PID/stat: after the ")" that ends the command name (which
+// may itself hold spaces and parentheses), the 20th field.
+std::optional<std::uint64_t> start_ticks_of(pid_t pid) {
+    std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    std::size_t pos = close + 1;
+    for (int field = 3; field <= 22; ++field) {
+        while (pos < stat.size() && stat[pos] == ' ') ++pos;
+        std::size_t end = stat.find(' ', pos);
+        if (end == std::string::npos) end = stat.size();
+        if (field == 22) {
+            std::uint64_t v = 0;
+            if (end == pos) return std::nullopt;
+            for (std::size_t i = pos; i < end; ++i) {
+                if (stat[i] < '0' || stat[i] > '9') return std::nullopt;
+                v = v * 10 + static_cast<std::uint64_t>(stat[i] - '0');
+            }
+            return v;
+        }
+        pos = end;
+    }
+    return std::nullopt;
 }
 
 }  // namespace
+
+SupervisorIdentity this_supervisor() {
+    SupervisorIdentity who;
+    who.pid = ::getpid();
+    auto ticks = start_ticks_of(who.pid);
+    if (!ticks) throw SysError("read", "/proc/self/stat (start time)", EINVAL);
+    who.start_ticks = *ticks;
+    who.boot_id = first_line_of("/proc/sys/kernel/random/boot_id");
+    return who;
+}
+
+bool supervisor_alive(const SupervisorIdentity& who) {
+    if (who.pid <= 0) return false;
+    if (first_line_of("/proc/sys/kernel/random/boot_id") != who.boot_id) return false;
+    auto ticks = start_ticks_of(who.pid);
+    return ticks && *ticks == who.start_ticks;
+}
 
 bool TeardownReport::clean() const {
     return problems.empty() && std::all_of(steps.begin(), steps.end(), [](const TeardownStep& s) { return s.ok; });
@@ -63,8 +125,18 @@ nlohmann::json to_json(const RunRecord& r) {
     auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(r.ended_at - r.started_at).count();
     std::optional<std::int64_t> timeout_ms;
     if (r.timeout) timeout_ms = r.timeout->count();
+    const bool running = r.state == "running";
+    json stop = nullptr;
+    if (r.stop)
+        stop = {{"cause", r.stop->cause},
+                {"signal", r.stop->signal ? json(std::string("SIG") + sigabbrev_np(*r.stop->signal)) : json(nullptr)},
+                {"grace_ms", r.stop->grace.count()},
+                {"killed", r.stop->killed}};
+    const char* from = status_from(r.outcome);
     json out{
         {"id", r.id},
+        {"state", r.state},
+        {"supervisor", {{"pid", r.supervisor.pid}, {"start_ticks", r.supervisor.start_ticks}, {"boot_id", r.supervisor.boot_id}}},
         {"argv", r.argv},
         {"uid", r.uid},
         {"gid", r.gid},
@@ -73,8 +145,8 @@ nlohmann::json to_json(const RunRecord& r) {
         {"workspace", or_null(r.workspace)},
         {"workspace_binding", r.workspace ? json{{"idmapped", r.idmapped_binds}, {"unmapped", r.unmapped_binds}} : json()},
         {"started_at", format_rfc3339_ms(r.started_at)},
-        {"ended_at", format_rfc3339_ms(r.ended_at)},
-        {"duration_ms", duration},
+        {"ended_at", running ? json(nullptr) : json(format_rfc3339_ms(r.ended_at))},
+        {"duration_ms", running ? json(nullptr) : json(duration)},
         {"exit_code", or_null(r.exit_code)},
         {"signal", or_null(r.signal)},
         {"deadline_hit", r.deadline_hit},
@@ -86,12 +158,17 @@ nlohmann::json to_json(const RunRecord& r) {
         {"peak_memory_bytes", or_null(r.peak_memory_bytes)},
         {"peak_pids", or_null(r.peak_pids)},
         {"oom_killed", r.oom_killed},
+        {"pids_limit_hits", r.pids_limit_hits},
+        {"cpu_usec", or_null(r.cpu_usec)},
+        {"stop", stop},
         {"output",
-         {{"stdout", {{"bytes", r.stdout_bytes}, {"logged", r.stdout_logged}}},
-          {"stderr", {{"bytes", r.stderr_bytes}, {"logged", r.stderr_logged}}},
+         {{"stdout", {{"bytes", r.stdout_bytes}, {"logged", r.stdout_logged}, {"reader_gone", r.stdout_reader_gone}}},
+          {"stderr", {{"bytes", r.stderr_bytes}, {"logged", r.stderr_logged}, {"reader_gone", r.stderr_reader_gone}}},
           {"log_limit_bytes", r.log_limit_bytes}}},
         {"teardown", {{"verdict", r.teardown.verdict()}, {"problems", r.teardown.problems}, {"steps", steps}}},
-        {"status", r.status},
+        {"status", running ? json(nullptr) : json(r.status)},
+        {"outcome", running ? json(nullptr) : json(r.outcome)},
+        {"status_from", from ? json(from) : json(nullptr)},
         {"messages", r.messages},
     };
     if (r.extra.is_object())
@@ -108,7 +185,7 @@ void write_run_record(const std::string& run_dir, const RunRecord& record, Recor
     {
         Fd fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!fd.valid()) throw SysError("open", tmp_path, errno);
-        write_all(fd.get(), text, tmp_path);
+        write_all(fd.get(), text.data(), text.size(), tmp_path);
         // Durability is opt-in (docs/architecture.md "run.json durability"):
         // the two journal commits cost more than the rest of a run together.
         if (sync == RecordSync::durable && ::fdatasync(fd.get()) != 0) throw SysError("fdatasync", tmp_path, errno);

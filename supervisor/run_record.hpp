@@ -30,8 +30,34 @@ struct TeardownReport {
     std::string verdict() const { return clean() ? "clean" : "failed"; }
 };
 
+// Who is writing the record: a run is live while this process is (the pid
+// alone could have been reused; its start time and the boot say it is the same).
+struct SupervisorIdentity {
+    pid_t pid = 0;
+    std::uint64_t start_ticks = 0;  // /proc/PID/stat field 22
+    std::string boot_id;            // /proc/sys/kernel/random/boot_id
+};
+// This process's identity. Throws SysError if /proc cannot be read.
+SupervisorIdentity this_supervisor();
+// Whether the process `who` names is still running.
+bool supervisor_alive(const SupervisorIdentity& who);
+
+// How a stop was asked for and what it took (graceful stops: SIGTERM to the
+// command, SIGKILL to the box after the grace).
+struct StopRecord {
+    std::string cause;          // "deadline" | "signal" | "corral stop"
+    std::optional<int> signal;  // the signal corral got (cause "signal" / "corral stop")
+    std::chrono::milliseconds grace{0};
+    bool killed = false;        // the grace ran out (or was 0): SIGKILL ended the box
+};
+
 struct RunRecord {
     std::string id;
+    // "running" from the moment the run dir exists (written at start), then
+    // "finished" once corral knows how the run ended. A "running" record whose
+    // supervisor is gone is a lost run (readers say so: run/run_index.hpp).
+    std::string state = "running";
+    SupervisorIdentity supervisor;
     std::vector<std::string> argv;
     uid_t uid = 0;
     gid_t gid = 0;
@@ -53,10 +79,20 @@ struct RunRecord {
     std::optional<std::uint64_t> peak_memory_bytes;
     std::optional<std::uint64_t> peak_pids;
     bool oom_killed = false;                     // extra field "oom_killed" (not in the contract's list)
+    std::uint64_t pids_limit_hits = 0;           // forks refused at the pids limit
+    std::optional<std::uint64_t> cpu_usec;       // user + system CPU time of the whole box
+    std::optional<StopRecord> stop;              // null unless the run was stopped
+    // Who decided corral's exit status ("command" or "corral") and how the run
+    // ended (docs/run-record.md "outcome"): a 125 from the command and
+    // corral's own 125 differ here.
+    std::string outcome;
     // run.json "output": {"stdout": {"bytes", "logged"}, "stderr": {...}, "log_limit_bytes"};
     // logged < bytes when --log-limit cut the log (the stream got everything).
     std::uint64_t stdout_bytes = 0, stdout_logged = 0, stderr_bytes = 0, stderr_logged = 0;
     std::uint64_t log_limit_bytes = 0;
+    // The reader of corral's stdout/stderr went away (a closed pipe): the box's
+    // side of that stream was closed too, so the command got EPIPE/SIGPIPE.
+    bool stdout_reader_gone = false, stderr_reader_gone = false;
     TeardownReport teardown;
     int status = 0;                              // corral's own exit status
     std::vector<std::string> messages;           // what corral said about the run on stderr (why it failed)
@@ -65,8 +101,9 @@ struct RunRecord {
     nlohmann::json extra = nlohmann::json::object();
 };
 
-// The contract's run.json shape; absent optionals are JSON null, duration_ms is
-// ended_at - started_at in whole milliseconds.
+// The contract's run.json shape (docs/run-record.md); absent optionals are
+// JSON null; ended_at and duration_ms (ended_at - started_at in whole
+// milliseconds) are null while the state is "running".
 nlohmann::json to_json(const RunRecord& record);
 
 // visible: atomic rename only; after a crash or power loss the record of a run

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -82,15 +83,18 @@ std::vector<std::string> command_environment(const SandboxSpec& spec) {
 }
 
 std::string make_run_id() {
-    std::time_t now = std::time(nullptr);
+    using namespace std::chrono;
+    const auto now = system_clock::now();
+    const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::time_t secs = system_clock::to_time_t(now);
     std::tm tm{};
-    gmtime_r(&now, &tm);
+    gmtime_r(&secs, &tm);
     char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
     unsigned char rnd[3];
     if (getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd)) throw SysError("getrandom", errno);
     char id[48];
-    std::snprintf(id, sizeof id, "%s-%02x%02x%02x", stamp, rnd[0], rnd[1], rnd[2]);
+    std::snprintf(id, sizeof id, "%s%03dZ-%02x%02x%02x", stamp, static_cast<int>(ms), rnd[0], rnd[1], rnd[2]);
     return id;
 }
 

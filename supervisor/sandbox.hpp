@@ -69,6 +69,9 @@ struct SandboxSpec {
     // (host_budget.hpp). Without limits.pids, RLIMIT_NPROC is default_task_limit().
     std::optional<std::uint64_t> open_files;
     std::optional<std::chrono::milliseconds> timeout;
+    // A stop (the deadline, a signal to corral, `corral stop`) sends the
+    // command SIGTERM and kills the box this long after; 0: SIGKILL at once.
+    std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
     // The command's stdout log in run_dir: an agent run names it stdout.jsonl
     // (the CLI's JSON lines), so its output is kept once, not twice.
     std::string stdout_log_name = "stdout.log";
@@ -106,8 +109,11 @@ struct OutputSinks {
     int stdout_fd = 1;   // -1: don't forward
     int stderr_fd = 2;
     // Optional signalfd (SIGINT/SIGTERM/SIGHUP blocked by the caller): a
-    // signal to the supervisor kills the sandbox, so that it is still torn
-    // down and verified instead of left to the parent-death signal.
+    // signal to the supervisor stops the sandbox (SIGTERM to the command,
+    // SIGKILL after the grace), so that it is still torn down and verified
+    // instead of left to the parent-death signal. A second signal during the
+    // grace kills at once. A signal queued with a value (`corral stop
+    // --grace D`: sigqueue, SI_QUEUE) carries its own grace in milliseconds.
     int interrupt_fd = -1;
 };
 
@@ -115,12 +121,21 @@ struct SuperviseResult {
     std::optional<int> wait_status;        // the invocation's, as reported by init
     bool deadline_hit = false;
     std::optional<int> interrupted_by;     // signal read from sinks.interrupt_fd
+    bool stopped_by_request = false;       // that signal came from `corral stop` (queued with a grace)
+    // A stop happened (deadline or signal): the grace it had, and whether the
+    // box had to be killed (the command was still running when it ran out).
+    std::optional<std::chrono::milliseconds> stop_grace;
+    bool stop_killed = false;
     std::optional<std::string> not_found;  // the command was not in the rootfs: the path(s) tried
     std::optional<SandboxSetupError> setup_failure;   // an invocation step failed before execve
     std::uint64_t stdout_bytes = 0;        // produced by the command
     std::uint64_t stderr_bytes = 0;
     std::uint64_t stdout_logged = 0;       // kept in the stdout log (at most spec.log_limit_bytes)
     std::uint64_t stderr_logged = 0;
+    // The reader of that sink went away (EPIPE): the box's pipe was closed so
+    // the command gets EPIPE/SIGPIPE on its next write.
+    bool stdout_reader_gone = false;
+    bool stderr_reader_gone = false;
 };
 
 class Sandbox {

@@ -98,6 +98,45 @@ int close_all_except(const int* keep, int count) noexcept {
 // first copied above every target, so no dup2 clobbers a later source.
 int high_copy(int fd) noexcept { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
 
+// ---- graceful stops: the supervisor's SIGTERM (through the init's pidfd)
+// goes on, init -> invocation -> the command's process group. A PID 1 gets
+// only the signals it has a handler for, so both the init and the invocation
+// (which inherits this handler) forward with this one. The box cannot send it:
+// both run as root, the box's processes as the agent.
+volatile sig_atomic_t g_forward_stop_to = 0;     // pid, or -pgid, to pass SIGTERM on to; 0 = not yet known
+volatile sig_atomic_t g_stop_pending = 0;        // came before the child existed
+
+void forward_stop_signal(int) noexcept {
+    const int saved = errno;
+    if (g_forward_stop_to != 0) kill(g_forward_stop_to, SIGTERM);
+    else g_stop_pending = 1;
+    errno = saved;
+}
+
+void install_stop_forwarding() noexcept {
+    struct sigaction sa {};
+    sa.sa_handler = forward_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, nullptr);
+    // The supervisor blocks its stop signals (it reads them from a signalfd);
+    // the init inherited that mask.
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_UNBLOCK, &term, nullptr);
+}
+
+// From now on a stop goes to `target` (a pid, or -pgid); one that came
+// before is passed on now.
+void forward_stops_to(pid_t target) noexcept {
+    g_forward_stop_to = target;  // one store of a sig_atomic_t: the handler sees 0 or target
+    if (g_stop_pending) {
+        g_stop_pending = 0;
+        kill(target, SIGTERM);
+    }
+}
+
 // ---- the command: PID 2 of the nested PID namespace; becomes CMD via execve.
 [[noreturn]] void run_command(const InitContext& ctx) noexcept {
     // Ignored signals and the signal mask survive execve: the command starts
@@ -182,6 +221,9 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     // init never mounted a /proc: this one, of the nested PID namespace, with
     // the plan's masks re-rooted at "/", is the box's only /proc.
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
+    // The init's handler came with the clone; its target did not: a stop
+    // before the command exists waits in g_stop_pending.
+    g_forward_stop_to = 0;
     if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) fail_mount(ctx, SetupStep::mount_invocation_proc, *f);
     InitMessage ready{};
     ready.kind = InitMessageKind::ready;
@@ -203,6 +245,9 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     pid_t cmd = clone(start_command_image, command_stack + sizeof command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
                       const_cast<InitContext*>(&ctx));
     if (cmd < 0) fail(ctx, SetupStep::spawn_invocation, errno, "clone(CLONE_VM|CLONE_VFORK)");
+    // The command leads its own session and process group (setsid before
+    // execve): the stop reaches it and whatever it runs in the foreground.
+    forward_stops_to(-cmd);
     // The command has its own memory now; its oom_score_adj write before
     // execve also raised the reaper's (shared mm): back to what it was (never
     // below the reaper's minimum, which the init's -1000 set, so no privilege
@@ -264,6 +309,7 @@ void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
 }  // namespace
 
 void run_sandbox_init(const InitContext& ctx) noexcept {
+    install_stop_forwarding();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         fail(ctx, SetupStep::set_parent_death_signal, errno, "prctl(PR_SET_PDEATHSIG)");
     // Memory that belongs to no process (tmpfs pages, kernel objects) can
@@ -317,6 +363,7 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     long inv = syscall(SYS_clone3, &args, sizeof args);
     if (inv < 0) fail(ctx, SetupStep::spawn_invocation, errno, "clone3(CLONE_NEWPID)");
     if (inv == 0) run_invocation(ctx);
+    forward_stops_to(static_cast<pid_t>(inv));
 
     close(ctx.stdout_fd);  // EOF for the supervisor once the command's side closes
     close(ctx.stderr_fd);

@@ -26,14 +26,18 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-void write_best_effort(int fd, const char* data, std::size_t len) {
+// False when the reader is gone (EPIPE). Other failures are ignored: a
+// terminal that errs must not stop the log or the run.
+bool write_to_sink(int fd, const char* data, std::size_t len) {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;  // a closed terminal must not stop the log or the run
+        if (n < 0 && errno == EPIPE) return false;
+        if (n <= 0) return true;
         data += n;
         len -= static_cast<std::size_t>(n);
     }
+    return true;
 }
 
 // The stdout log is a plain file of the run dir, and none of corral's own.
@@ -87,14 +91,15 @@ public:
         while (anything_left_to_watch()) {
             PollSet set = poll_set();
             const auto now = Clock::now();
-            if (kill_at_deadline(now)) continue;
+            if (stop_at_deadline(now) || kill_after_grace(now)) continue;
             if (drain_until_ && now >= *drain_until_) break;  // something holds a pipe open after the init died (D state)
             if (!wait_for_events(set, poll_timeout_ms(now))) continue;
             forward_output(set.has(set.out, kReadable), box_.stdout_, sinks_.stdout_fd, out_log_, out_cap_,
-                           spec_.stdout_log_name);
-            forward_output(set.has(set.err, kReadable), box_.stderr_, sinks_.stderr_fd, err_log_, err_cap_, "stderr.log");
+                           spec_.stdout_log_name, result_.stdout_reader_gone);
+            forward_output(set.has(set.err, kReadable), box_.stderr_, sinks_.stderr_fd, err_log_, err_cap_, "stderr.log",
+                           result_.stderr_reader_gone);
             if (set.has(set.report, kReadable)) take_report();
-            if (set.has(set.interrupt, POLLIN)) kill_on_interrupt();
+            if (set.has(set.interrupt, POLLIN)) stop_on_signal();
             if (set.has(set.pid, POLLIN)) {
                 init_exited_ = true;
                 drain_until_ = Clock::now() + 2s;
@@ -114,7 +119,7 @@ private:
 
     PollSet poll_set() const {
         PollSet set;
-        if (sinks_.interrupt_fd >= 0 && !result_.interrupted_by && !init_exited_) set.interrupt = set.add(sinks_.interrupt_fd);
+        if (sinks_.interrupt_fd >= 0 && !result_.stop_killed && !init_exited_) set.interrupt = set.add(sinks_.interrupt_fd);
         if (box_.stdout_.valid()) set.out = set.add(box_.stdout_.get());
         if (box_.stderr_.valid()) set.err = set.add(box_.stderr_.get());
         if (box_.report_.valid()) set.report = set.add(box_.report_.get());
@@ -122,25 +127,51 @@ private:
         return set;
     }
 
-    // The deadline covers the whole sandbox: its init is killed, and the
-    // kernel kills every process in the PID namespace with it. True when it
-    // was killed just now.
-    bool kill_at_deadline(Clock::time_point now) {
-        if (!deadline_ || result_.deadline_hit || now < *deadline_) return false;
+    // A stop: SIGTERM to the command now (through the init, which passes it
+    // on: sandbox_init.cpp), SIGKILL to the whole sandbox when the grace ends
+    // (killing the init makes the kernel kill every process in its PID
+    // namespace). A grace of 0 kills at once.
+    void begin_stop(std::chrono::milliseconds grace) {
+        result_.stop_grace = grace;
+        if (grace.count() <= 0) return kill_now();
+        signal_through_pidfd(box_.pidfd_.get(), SIGTERM);
+        kill_at_ = Clock::now() + grace;
+    }
+
+    void kill_now() {
         signal_through_pidfd(box_.pidfd_.get(), SIGKILL);
+        result_.stop_killed = true;
+        kill_at_.reset();
+    }
+
+    bool stopping() const { return result_.stop_grace.has_value(); }
+
+    // The deadline covers the whole sandbox. True when the stop began just now.
+    bool stop_at_deadline(Clock::time_point now) {
+        if (!deadline_ || result_.deadline_hit || stopping() || now < *deadline_) return false;
         result_.deadline_hit = true;
+        begin_stop(spec_.stop_grace);
         return true;
     }
 
-    // Until the deadline, and after the init's death at most until the drain
-    // ends; -1: no bound.
+    // The grace is over and the sandbox still runs. True when it was killed just now.
+    bool kill_after_grace(Clock::time_point now) {
+        if (!kill_at_ || init_exited_ || now < *kill_at_) return false;
+        kill_now();
+        return true;
+    }
+
+    // Until the deadline or the grace's end, and after the init's death at
+    // most until the drain ends; -1: no bound.
     int poll_timeout_ms(Clock::time_point now) const {
         int timeout_ms = -1;
-        if (deadline_ && !result_.deadline_hit) timeout_ms = ms_until(*deadline_, now);
-        if (drain_until_) {
-            const int left = ms_until(*drain_until_, now);
+        auto bound = [&](Clock::time_point when) {
+            const int left = ms_until(when, now);
             timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
-        }
+        };
+        if (deadline_ && !result_.deadline_hit && !stopping()) bound(*deadline_);
+        if (kill_at_ && !init_exited_) bound(*kill_at_);
+        if (drain_until_) bound(*drain_until_);
         return timeout_ms;
     }
 
@@ -153,8 +184,12 @@ private:
     }
 
     // The log keeps the first spec.log_limit_bytes; the sink gets everything.
-    // EOF (or a read error) closes the pipe: it is not watched again.
-    void forward_output(bool readable, Fd& pipe, int sink, const Fd& log, LogCap& cap, const std::string& name) {
+    // EOF (or a read error) closes the pipe: it is not watched again. A sink
+    // whose reader is gone (`corral run -- yes | head -2`) closes it too: the
+    // command then gets EPIPE/SIGPIPE on its next write, as it would outside
+    // corral, instead of writing on into a pipe nobody reads.
+    void forward_output(bool readable, Fd& pipe, int sink, const Fd& log, LogCap& cap, const std::string& name,
+                        bool& reader_gone) {
         if (!readable) return;
         ssize_t got = read(pipe.get(), buf_, sizeof buf_);
         if (got < 0 && errno == EINTR) return;
@@ -167,7 +202,10 @@ private:
         if (cap.cut_now)
             log::warn(name + " reached --log-limit (" + std::to_string(spec_.log_limit_bytes) +
                       " bytes); the rest of the command's output is not logged, only streamed");
-        if (sink >= 0) write_best_effort(sink, buf_, static_cast<std::size_t>(got));
+        if (sink >= 0 && !write_to_sink(sink, buf_, static_cast<std::size_t>(got))) {
+            reader_gone = true;
+            pipe.reset();
+        }
     }
 
     // The invocation's exit status (the reaper's report comes first, the
@@ -195,14 +233,24 @@ private:
         return tried;
     }
 
-    // A signal to the supervisor kills the sandbox, which is then still torn
+    // A signal to the supervisor stops the sandbox, which is then still torn
     // down and verified (instead of being left to the parent-death signal).
-    void kill_on_interrupt() {
+    // A signal queued with a value is `corral stop --grace D`'s (the value is
+    // D in milliseconds); a second signal during the grace kills at once.
+    void stop_on_signal() {
         signalfd_siginfo si{};
-        if (read(sinks_.interrupt_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-            signal_through_pidfd(box_.pidfd_.get(), SIGKILL);
-            result_.interrupted_by = static_cast<int>(si.ssi_signo);
+        if (read(sinks_.interrupt_fd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return;
+        if (stopping()) {
+            if (!result_.stop_killed) kill_now();
+            return;
         }
+        result_.interrupted_by = static_cast<int>(si.ssi_signo);
+        auto grace = spec_.stop_grace;
+        if (si.ssi_code == SI_QUEUE && si.ssi_int >= 0) {
+            result_.stopped_by_request = true;
+            grace = std::chrono::milliseconds(si.ssi_int);
+        }
+        begin_stop(grace);
     }
 
     Sandbox& box_;
@@ -214,6 +262,7 @@ private:
     Fd err_log_;
     std::optional<Clock::time_point> deadline_;
     std::optional<Clock::time_point> drain_until_;   // set once the init has exited
+    std::optional<Clock::time_point> kill_at_;       // a stop's grace ends here
     bool init_exited_ = false;
     SuperviseResult result_;
     char buf_[65536];

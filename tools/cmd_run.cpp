@@ -31,6 +31,7 @@
 #include "run/prepare.hpp"
 #include "run/request.hpp"
 #include "run/resolve.hpp"
+#include "run/run_index.hpp"
 #include "run/trust.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
@@ -151,19 +152,25 @@ int cmd_run(int argc, char** argv) {
 
     RunRecord record;
     g_run_messages = &record.messages;
-    record.id = make_run_id();
     record.started_at = std::chrono::system_clock::now();
 
+    // The run's id is reserved by its entry in STATE_DIR/runs (run/run_index.hpp):
+    // concurrent runs never share one.
     std::string state_dir, run_dir;
     try {
-        state_dir = request.state_dir ? *request.state_dir : run::default_state_dir();
-        run_dir = request.run_dir.value_or(state_dir + "/runs/" + record.id);
-        state_dir = make_private_dir("--state-dir", state_dir, DirRole::state);
-        run_dir = make_private_dir("--run-dir", run_dir, DirRole::run);
+        state_dir = make_private_dir("--state-dir", request.state_dir ? *request.state_dir : run::default_state_dir(),
+                                     DirRole::state);
+        std::optional<std::string> given_run_dir;
+        if (request.run_dir) given_run_dir = make_private_dir("--run-dir", *request.run_dir, DirRole::run);
+        run::ReservedRun reserved = run::reserve_run(state_dir, given_run_dir, make_run_id);
+        record.id = reserved.id;
+        run_dir = reserved.run_dir;
+        record.supervisor = this_supervisor();
     } catch (const std::exception& e) {
         say(e.what());
         return kExitSetup;
     }
+    const RecordSync record_sync = request.sync_record ? RecordSync::durable : RecordSync::visible;
 
     // What exists of the run so far: each is made once, in this order, and
     // run.json is written from whatever got made.
@@ -173,7 +180,12 @@ int cmd_run(int argc, char** argv) {
     std::optional<run::AgentRun> agent;   // with --prompt: the worker's agent CLI
 
     int status = 0;
-    auto finish = [&](int st) {
+    // run.json while the run is alive: what is known so far, "state": "running".
+    auto write_running_record = [&]() {
+        record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
+        write_run_record(run_dir, record, record_sync);
+    };
+    auto finish = [&](int st, const char* outcome) {
         if (egress) {
             egress->stop();
             for (const auto& m : egress->take_stop_messages()) say(m);
@@ -183,13 +195,16 @@ int cmd_run(int argc, char** argv) {
         }
         record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
         record.status = st;
+        record.outcome = outcome;
+        record.state = "finished";
         record.ended_at = std::chrono::system_clock::now();
         try {
-            write_run_record(run_dir, record, request.sync_record ? RecordSync::durable : RecordSync::visible);
+            write_run_record(run_dir, record, record_sync);
         } catch (const std::exception& e) {
             say(std::string("writing run.json: ") + e.what());
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
         }
+        if (!request.quiet) std::fprintf(stderr, "corral run: %s\n", run::run_summary_line(record, run_dir).c_str());
         return st;
     };
 
@@ -197,6 +212,13 @@ int cmd_run(int argc, char** argv) {
     // (a missing credential, a bad prompt, an agent CLI not in the rootfs)
     // fails here, before anything starts.
     run::record_requested(record, request, nullptr);
+    try {
+        write_running_record();
+    } catch (const std::exception& e) {
+        say(std::string("writing run.json: ") + e.what());
+        return kExitSetup;
+    }
+    if (!request.quiet) std::fprintf(stderr, "corral run: run %s, run dir %s\n", record.id.c_str(), run_dir.c_str());
     try {
         inputs = run::read_run_inputs(request, record.id, run_dir, state_dir);
         plan = run::resolve_run(request, inputs);
@@ -208,13 +230,13 @@ int cmd_run(int argc, char** argv) {
         run::add_trust_and_proxy(*plan, ca_pem);
     } catch (const run::AgentProgramNotFound& e) {
         say(e.what());
-        return finish(kExitNotFound);
+        return finish(kExitNotFound, "not_found");
     } catch (const run::PromptError& e) {
         say(e.what());
-        return finish(kExitUsage);
+        return finish(kExitUsage, "usage_error");
     } catch (const std::exception& e) {
         say(e.what());
-        return finish(kExitSetup);
+        return finish(kExitSetup, "setup_failed");
     }
     if (agent)
         for (const auto& m : agent->messages) say(m);
@@ -240,20 +262,25 @@ int cmd_run(int argc, char** argv) {
             record.teardown = *e.teardown();
             if (!record.teardown.clean()) {
                 for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
-                return finish(kExitTeardown);
+                return finish(kExitTeardown, "teardown_failed");
             }
         }
-        return finish(kExitSetup);
+        return finish(kExitSetup, "setup_failed");
     } catch (const std::exception& e) {
         // Failed before the clone: the owners undid what existed (cgroup
         // removed, UID lease released); nothing ran.
         say(e.what());
-        return finish(kExitSetup);
+        return finish(kExitSetup, "setup_failed");
     }
     record.uid = box->uid();
     record.gid = box->gid();
     record.idmapped_binds = box->idmapped_binds();
     record.unmapped_binds = box->unmapped_binds();
+    try {
+        write_running_record();  // now with the UID, hostname and limits the box has
+    } catch (const std::exception& e) {
+        say(std::string("writing run.json: ") + e.what() + " (tried again at the end)");
+    }
     log::debug("timing: sandbox ready (hook point) after " + ms_since(t0));
     auto t_cmd = steady::now();
 
@@ -268,9 +295,28 @@ int cmd_run(int argc, char** argv) {
         status = kExitSetup;
     }
     egress->stop();
-    if (result.deadline_hit) say("deadline of " + (record.timeout ? format_duration(*record.timeout) : std::string("?")) + " reached; sandbox killed");
-    if (result.interrupted_by)
-        say(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) + "; sandbox killed");
+    if (result.stop_grace) {
+        StopRecord stop;
+        stop.cause = result.deadline_hit && !result.interrupted_by ? "deadline"
+                     : result.stopped_by_request                    ? "corral stop"
+                                                                    : "signal";
+        stop.signal = result.interrupted_by;
+        stop.grace = *result.stop_grace;
+        stop.killed = result.stop_killed;
+        record.stop = stop;
+        std::string how = stop.grace.count() == 0 ? "sandbox killed"
+                          : stop.killed ? "CMD got SIGTERM and was still running after the " + format_duration(stop.grace) +
+                                              " grace; sandbox killed"
+                                        : "CMD got SIGTERM and ended within the " + format_duration(stop.grace) + " grace";
+        if (stop.cause == "deadline")
+            say("deadline of " + (record.timeout ? format_duration(*record.timeout) : std::string("?")) + " reached; " + how);
+        else if (stop.cause == "corral stop")
+            say("stopped by `corral stop`; " + how);
+        else
+            say(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) + "; " + how);
+    }
+    if (result.stdout_reader_gone) log::info("stdout was closed by its reader; CMD's stdout was closed too (EPIPE/SIGPIPE)");
+    if (result.stderr_reader_gone) log::info("stderr was closed by its reader; CMD's stderr was closed too (EPIPE/SIGPIPE)");
 
     log::debug("timing: command ran for " + ms_since(t_cmd));
     auto t_down = steady::now();
@@ -280,6 +326,10 @@ int cmd_run(int argc, char** argv) {
     record.peak_memory_bytes = usage.peak_memory_bytes;
     record.peak_pids = usage.peak_pids;
     record.oom_killed = usage.oom_killed;
+    record.pids_limit_hits = usage.pids_limit_hits;
+    record.cpu_usec = usage.cpu_usec;
+    record.stdout_reader_gone = result.stdout_reader_gone;
+    record.stderr_reader_gone = result.stderr_reader_gone;
     record.deadline_hit = result.deadline_hit;
     record.stdout_bytes = result.stdout_bytes;
     record.stdout_logged = result.stdout_logged;
@@ -291,35 +341,48 @@ int cmd_run(int argc, char** argv) {
         if (WIFSIGNALED(ws)) record.signal = WTERMSIG(ws);
     }
 
+    const char* outcome = "setup_failed";
     if (!record.teardown.clean()) {
         for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
         status = kExitTeardown;
+        outcome = "teardown_failed";
     } else if (status != 0) {
         // supervise() itself failed; already reported.
     } else if (result.interrupted_by) {
         status = 128 + *result.interrupted_by;
+        outcome = result.stopped_by_request ? "stopped" : "interrupted";
     } else if (result.deadline_hit) {
         status = kExitDeadline;
+        outcome = "deadline";
     } else if (result.not_found) {
         say("command not found in sandbox: " + *result.not_found);
         status = kExitNotFound;
+        outcome = "not_found";
     } else if (result.setup_failure) {
         say(result.setup_failure->what());
         status = kExitSetup;
     } else if (record.exit_code) {
         status = *record.exit_code;
+        outcome = "exited";
     } else if (record.signal) {
         status = 128 + *record.signal;
+        outcome = "killed";
     } else if (usage.oom_killed) {
         // The kernel's OOM kill took the report with it: the cgroup counted it.
         record.signal = SIGKILL;
         status = 128 + SIGKILL;
+        outcome = "killed";
     } else {
         say("the sandbox's init exited without reporting the command's status");
         status = kExitSetup;
     }
     if (usage.oom_killed) say("the sandbox reached its memory limit; the kernel killed a process (OOM)");
-    return finish(status);
+    if (usage.pids_limit_hits > 0)
+        say("the sandbox reached its process limit (" +
+            (record.limits.pids ? std::to_string(*record.limits.pids) + " pids" : std::string("pids")) + "): " +
+            std::to_string(usage.pids_limit_hits) + " fork" + (usage.pids_limit_hits == 1 ? "" : "s") +
+            " refused (EAGAIN); raise --pids if CMD needs more");
+    return finish(status, outcome);
 }
 
 }  // namespace corral::cli

@@ -6,6 +6,10 @@
 namespace corral::cli {
 
 int cmd_run(int argc, char** argv);       // tools/cmd_run.cpp
+int cmd_ps(int argc, char** argv);        // tools/cmd_runs.cpp
+int cmd_logs(int argc, char** argv);      // tools/cmd_runs.cpp
+int cmd_stop(int argc, char** argv);      // tools/cmd_runs.cpp
+int cmd_inspect(int argc, char** argv);   // tools/cmd_runs.cpp
 int cmd_doctor(int argc, char** argv);    // tools/cmd_doctor.cpp
 int cmd_gateway(int argc, char** argv);   // tools/cmd_gateway.cpp
 int cmd_ca(int argc, char** argv);        // tools/cmd_ca.cpp

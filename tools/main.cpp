@@ -20,6 +20,10 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"run", corral::cli::cmd_run, "run a command or an agent in a fresh sandbox"},
+    {"ps", corral::cli::cmd_ps, "list the runs (running ones; -a: all) of the state dir"},
+    {"logs", corral::cli::cmd_logs, "print (-f: follow) a run's stdout and stderr logs"},
+    {"stop", corral::cli::cmd_stop, "stop a run: SIGTERM to its command, SIGKILL after the grace, verified teardown"},
+    {"inspect", corral::cli::cmd_inspect, "print a run's run.json with its live state"},
     {"doctor", corral::cli::cmd_doctor, "check every kernel feature corral needs"},
     {"gateway", corral::cli::cmd_gateway, "run the egress gateway daemon"},
     {"ca", corral::cli::cmd_ca, "manage corral's certificate authority (ca init)"},
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, doctor, gateway, ca, validate, budget\n",
+    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, ps, logs, stop, inspect, doctor, gateway, ca, validate, budget\n",
                  argv[1]);
     return 2;
 }

@@ -136,3 +136,25 @@ TEST_CASE("daemon protocol: the counts answer carries the model totals, and a ba
     REQUIRE(old);
     CHECK_FALSE(old->model);
 }
+
+TEST_CASE("daemon protocol: the refused host:ports travel with the counts; a malformed list is refused") {
+    DaemonCounts sent{3, 2, 0, "ab", ""};
+    sent.refused.push_back(RefusalNotice{"example.com", 443, "CONNECT", "", "not_granted", 403, 2});
+    sent.refused.push_back(RefusalNotice{"api.example.com", 443, "POST", "inject", "model_policy", 400, 1});
+    std::string problem;
+    auto got = parse_counts_answer(counts_answer(sent), &problem);
+    REQUIRE_MESSAGE(got.has_value(), problem);
+    REQUIRE(got->refused.size() == 2);
+    CHECK(got->refused[0].host == "example.com");
+    CHECK(got->refused[0].count == 2);
+    CHECK(got->refused[1].reason == "model_policy");
+    CHECK(got->refused[1].status == 400);
+    CHECK(got->refused[1].mode == "inject");
+    // An older daemon sends none.
+    auto old = parse_counts_answer("{\"requests\":1,\"refusals\":1}\n", &problem);
+    REQUIRE(old.has_value());
+    CHECK(old->refused.empty());
+    CHECK_FALSE(parse_counts_answer("{\"requests\":1,\"refusals\":1,\"refused\":{}}\n", &problem).has_value());
+    CHECK(problem.find("refused must be a list") != std::string::npos);
+    CHECK_FALSE(parse_counts_answer("{\"requests\":1,\"refusals\":1,\"refused\":[{\"host\":1}]}\n", &problem).has_value());
+}

@@ -396,3 +396,38 @@ TEST_CASE("secret_reflected lines carry form and matches, and are counted apart 
     auto text = read_all((d.path / "ledger.jsonl").string());
     CHECK(std::count(text.begin(), text.end(), '\n') == 3);
 }
+
+TEST_CASE("Ledger keeps each identity's first refusal per host:port, bounded, counting the rest") {
+    TempDir d;
+    Ledger l((d.path / "ledger.jsonl").string(), 2);  // the line cap must not hide notices
+    auto e = sample();
+    e.decision = Decision::refuse;
+    e.reason = "not_granted";
+    e.status = 403;
+    e.host = "a.example";
+    e.port = 443;
+    for (int i = 0; i < 5; ++i) l.append(e);
+    e.host = "b.example";
+    e.port = 8443;
+    l.append(e);
+    e.decision = Decision::allow;  // allowed requests are no notices
+    e.reason.clear();
+    e.host = "c.example";
+    l.append(e);
+    auto n = l.refusal_notices("worker-a/run-1");
+    REQUIRE(n.size() == 2);
+    CHECK(n[0].host == "a.example");
+    CHECK(n[0].count == 5);
+    CHECK(n[0].reason == "not_granted");
+    CHECK(n[1].host == "b.example");
+    CHECK(n[1].port == 8443);
+    CHECK(l.refusal_notices("other/run").empty());
+    // At most kRefusalNoticesPerIdentity host:ports are kept.
+    e.decision = Decision::refuse;
+    e.reason = "not_granted";
+    for (std::size_t i = 0; i < kRefusalNoticesPerIdentity + 10; ++i) {
+        e.host = "h" + std::to_string(i) + ".example";
+        l.append(e);
+    }
+    CHECK(l.refusal_notices("worker-a/run-1").size() == kRefusalNoticesPerIdentity);
+}

@@ -1,5 +1,8 @@
 // run.json: the contract's shape, nulls, atomic replace.
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,6 +46,8 @@ RunRecord sample_record() {
     r.ended_at = system_clock::time_point(milliseconds(1700000001623));
     r.exit_code = 0;
     r.status = 0;
+    r.state = "finished";
+    r.outcome = "exited";
     r.teardown.steps = {{"kill_init", true, "pidfd_send_signal(SIGKILL)"}, {"uid_sweep", true, "no process left"}};
     return r;
 }
@@ -159,6 +164,37 @@ TEST_CASE("write_run_record writes run.json 0600 and replaces it atomically") {
     for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
     CHECK(names == std::vector<std::string>{"run.json"});
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a running record: its supervisor, no end, no status; outcome says whose status a finished one is") {
+    RunRecord r = sample_record();
+    r.state = "running";
+    r.outcome.clear();
+    r.supervisor = this_supervisor();
+    auto j = to_json(r);
+    CHECK(j["state"] == "running");
+    CHECK(j["ended_at"].is_null());
+    CHECK(j["duration_ms"].is_null());
+    CHECK(j["status"].is_null());
+    CHECK(j["outcome"].is_null());
+    CHECK(j["status_from"].is_null());
+    CHECK(j["supervisor"]["pid"] == getpid());
+    CHECK(j["supervisor"]["boot_id"].get<std::string>().size() == 36);
+    CHECK(supervisor_alive(r.supervisor));
+    SupervisorIdentity reused = r.supervisor;
+    reused.start_ticks += 1;
+    CHECK_FALSE(supervisor_alive(reused));
+    r.state = "finished";
+    for (const auto& [outcome, from] : std::vector<std::pair<std::string, std::string>>{
+             {"exited", "command"}, {"killed", "command"}, {"deadline", "corral"}, {"stopped", "corral"},
+             {"interrupted", "corral"}, {"not_found", "corral"}, {"setup_failed", "corral"},
+             {"teardown_failed", "corral"}, {"usage_error", "corral"}}) {
+        r.outcome = outcome;
+        CHECK(to_json(r)["status_from"] == from);
+    }
+    r.stop = StopRecord{"corral stop", SIGTERM, milliseconds(2500), true};
+    j = to_json(r);
+    CHECK(j["stop"] == nlohmann::json{{"cause", "corral stop"}, {"signal", "SIGTERM"}, {"grace_ms", 2500}, {"killed", true}});
 }
 
 TEST_CASE("argv that is not UTF-8 is still recorded") {

@@ -2,6 +2,9 @@
 // and the setup-step names the supervisor prints.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <set>
 #include <string>
 
@@ -34,12 +37,15 @@ TEST_CASE("every setup step has its own name") {
     CHECK(step_name(SetupStep::enter_rootfs) == "enter_rootfs");
 }
 
-TEST_CASE("run ids are sortable timestamps with a random suffix") {
+TEST_CASE("run ids are sortable timestamps (UTC, milliseconds) with a random suffix") {
     std::string a = make_run_id();
     std::string b = make_run_id();
-    CHECK(a.size() == std::string("20261130T055114Z-9ebbdd").size());
+    CHECK(a.size() == std::string("20261130T055114123Z-9ebbdd").size());
     CHECK(a[8] == 'T');
-    CHECK(a[15] == 'Z');
-    CHECK(a[16] == '-');
+    CHECK(a[18] == 'Z');
+    CHECK(a[19] == '-');
     CHECK(a != b);
+    // Ids made later sort after (the millisecond stamp is fixed-width).
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    CHECK(make_run_id().substr(0, 18) > a.substr(0, 18));
 }

@@ -557,6 +557,10 @@ void CorralProcess::kill_supervisor_only() {
     if (pid_ > 0 && !reaped_) kill(pid_, SIGKILL);
 }
 
+void CorralProcess::signal(int sig) {
+    if (pid_ > 0 && !reaped_) kill(pid_, sig);
+}
+
 // --- host observations ---
 
 std::vector<pid_t> processes_of_uid(uid_t uid) {

@@ -90,6 +90,7 @@ public:
     // Waits for corral to exit (bounded); returns exit code or 128+signal, -1 on timeout.
     int wait(std::chrono::milliseconds timeout = std::chrono::seconds(60));
     void kill_supervisor_only();  // SIGKILL to corral's pid alone, not its process group
+    void signal(int sig);         // `sig` to corral's pid alone
 
 private:
     pid_t pid_ = -1;

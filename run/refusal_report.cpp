@@ -1,0 +1,21 @@
+#include "run/refusal_report.hpp"
+
+#include "gateway/refusal.hpp"
+
+namespace corral::run {
+
+std::string refusal_line(const gateway::RefusalNotice& n) {
+    std::string line = "refused " + (n.method.empty() ? std::string("a request to") : n.method) + " " + n.host + ":" +
+                       std::to_string(n.port) + " (" + n.reason + (n.status ? ", " + std::to_string(n.status) : "") + ")";
+    if (std::string advice = gateway::what_would_allow(n.reason, n.host, n.port); !advice.empty()) line += ": " + advice;
+    return line;
+}
+
+std::vector<std::string> RefusalReport::new_lines(const std::vector<gateway::RefusalNotice>& notices) {
+    std::vector<std::string> lines;
+    for (const auto& n : notices)
+        if (reported_.emplace(n.host, n.port).second) lines.push_back(refusal_line(n));
+    return lines;
+}
+
+}  // namespace corral::run

@@ -1,0 +1,140 @@
+#include "run/run_index.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+#include "rootfs/host_paths.hpp"
+#include "supervisor/run_record.hpp"
+
+namespace corral::run {
+
+namespace {
+
+constexpr int kMaxIdDraws = 16;
+constexpr std::size_t kMinPrefix = 4;
+
+std::string runs_dir_of(const std::string& state_dir) { return state_dir + "/runs"; }
+
+// Names only corral could have made: an id (what make_run_id draws) never
+// has a '/', a leading '.', or anything outside [A-Za-z0-9._-].
+bool looks_like_run_id(const std::string& name) {
+    if (name.empty() || name[0] == '.') return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+               c == '.';
+    });
+}
+
+std::optional<nlohmann::json> read_record_file(const std::string& path, bool* exists) {
+    std::ifstream in(path);
+    *exists = static_cast<bool>(in);
+    if (!in) return std::nullopt;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = nlohmann::json::parse(text.str(), nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
+    return parsed;
+}
+
+RunEntry entry_for(const std::string& state_dir, const std::string& id) {
+    RunEntry e;
+    e.id = id;
+    const std::string link = runs_dir_of(state_dir) + "/" + id;
+    char target[4096];
+    ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    e.run_dir = n > 0 ? std::string(target, static_cast<std::size_t>(n)) : link;
+    bool exists = false;
+    e.record = read_record_file(e.run_dir + "/run.json", &exists);
+    struct stat st {};
+    if (e.record) e.state = live_state(*e.record);
+    else if (exists) e.state = "unreadable";
+    else e.state = ::stat(e.run_dir.c_str(), &st) == 0 ? "starting" : "removed";
+    return e;
+}
+
+std::vector<std::string> run_ids(const std::string& state_dir) {
+    std::vector<std::string> ids;
+    DIR* d = ::opendir(runs_dir_of(state_dir).c_str());
+    if (!d) {
+        if (errno == ENOENT) return ids;
+        throw SysError("opendir", runs_dir_of(state_dir), errno);
+    }
+    while (dirent* ent = ::readdir(d))
+        if (looks_like_run_id(ent->d_name)) ids.emplace_back(ent->d_name);
+    ::closedir(d);
+    std::sort(ids.begin(), ids.end(), std::greater<>());
+    return ids;
+}
+
+}  // namespace
+
+ReservedRun reserve_run(const std::string& state_dir, const std::optional<std::string>& given_run_dir,
+                        const std::function<std::string()>& make_id) {
+    rootfs::RootOnlyDir runs = rootfs::open_root_only_dir("--state-dir", runs_dir_of(state_dir), 0700);
+    for (int draw = 0; draw < kMaxIdDraws; ++draw) {
+        ReservedRun r;
+        r.id = make_id();
+        const int rc = given_run_dir ? ::symlinkat(given_run_dir->c_str(), runs.fd.get(), r.id.c_str())
+                                     : ::mkdirat(runs.fd.get(), r.id.c_str(), 0700);
+        if (rc == 0) {
+            r.run_dir = given_run_dir ? *given_run_dir : runs.real_path + "/" + r.id;
+            if (!given_run_dir && ::fchmodat(runs.fd.get(), r.id.c_str(), 0700, 0) != 0)
+                throw SysError("chmod", r.run_dir, errno);  // the umask must not loosen it
+            return r;
+        }
+        if (errno != EEXIST) throw SysError(given_run_dir ? "symlink" : "mkdir", runs.real_path + "/" + r.id, errno);
+    }
+    throw UsageError("--state-dir " + state_dir + ": no free run id after " + std::to_string(kMaxIdDraws) +
+                     " draws (is something creating entries in " + runs.real_path + "?)");
+}
+
+std::string live_state(const nlohmann::json& record) {
+    const std::string state = record.value("state", std::string());
+    if (state != "running") return state.empty() ? "finished" : state;  // records older than "state" are final
+    supervisor::SupervisorIdentity who;
+    if (const auto s = record.find("supervisor"); s != record.end() && s->is_object()) {
+        who.pid = s->value("pid", 0);
+        who.start_ticks = s->value("start_ticks", std::uint64_t{0});
+        who.boot_id = s->value("boot_id", std::string());
+    }
+    return supervisor::supervisor_alive(who) ? "running" : "lost";
+}
+
+std::vector<RunEntry> list_runs(const std::string& state_dir) {
+    std::vector<RunEntry> out;
+    for (const auto& id : run_ids(state_dir)) {
+        RunEntry e = entry_for(state_dir, id);
+        if (e.state != "removed") out.push_back(std::move(e));  // a --run-dir someone deleted since
+    }
+    return out;
+}
+
+RunEntry read_run(const std::string& state_dir, const std::string& id) { return entry_for(state_dir, id); }
+
+RunEntry find_run(const std::string& state_dir, const std::string& id) {
+    if (!looks_like_run_id(id))
+        throw UsageError("run id \"" + id + "\": expected an id as `corral ps` shows it (letters, digits, '-', '_', '.')");
+    std::vector<std::string> matches;
+    for (const auto& candidate : run_ids(state_dir)) {
+        if (candidate == id) return entry_for(state_dir, id);
+        if (id.size() >= kMinPrefix && candidate.compare(0, id.size(), id) == 0) matches.push_back(candidate);
+    }
+    if (matches.size() == 1) return entry_for(state_dir, matches.front());
+    if (matches.empty())
+        throw UsageError("no run \"" + id + "\" in " + runs_dir_of(state_dir) +
+                         " (`corral ps -a` lists them; --state-dir picks another state dir)");
+    throw UsageError("run id \"" + id + "\" is ambiguous in " + runs_dir_of(state_dir) + ": " +
+                     std::to_string(matches.size()) + " runs start with it (" + matches[0] + ", " + matches[1] +
+                     (matches.size() > 2 ? ", ..." : "") + "); give more of it");
+}
+
+}  // namespace corral::run

@@ -1,0 +1,60 @@
+// run/run_index.hpp — the state dir's runs: each run's id made its own at
+// start, and found again later by `corral ps`, `logs`, `stop` and `inspect`.
+//
+// STATE_DIR/runs/ID is every run's entry: the run dir itself, or, for a run
+// given --run-dir elsewhere, a symlink to that dir. Creating the entry
+// (mkdir or symlink, both fail if the name exists) is what reserves the id,
+// so two concurrent runs can never share one even if their ids were drawn
+// alike. Ids begin with their start time (UTC, milliseconds), so the names
+// sort by start.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace corral::run {
+
+struct ReservedRun {
+    std::string id;
+    std::string run_dir;  // its real path
+};
+
+// Draws ids from `make_id` until one is free and reserves it: with no
+// `given_run_dir`, STATE_DIR/runs/ID is made (root's, 0700) and is the run
+// dir; with one (a real path already checked by the caller), a symlink
+// STATE_DIR/runs/ID -> given_run_dir. Throws SysError / UsageError.
+ReservedRun reserve_run(const std::string& state_dir, const std::optional<std::string>& given_run_dir,
+                        const std::function<std::string()>& make_id);
+
+// A run as the state dir knows it.
+struct RunEntry {
+    std::string id;
+    std::string run_dir;
+    std::optional<nlohmann::json> record;  // run.json; nullopt while not yet written or unreadable
+    // "running" (its supervisor is alive), "finished", "lost" (the record
+    // says running but its supervisor is gone: killed, or the host rebooted),
+    // "starting" (no run.json yet; its supervisor may be about to write it),
+    // "unreadable" (run.json is not a JSON object), "removed" (a --run-dir
+    // deleted since: list_runs leaves those out).
+    std::string state;
+};
+
+// The state a record shows, its supervisor's liveness taken into account.
+std::string live_state(const nlohmann::json& record);
+
+// Every run of the state dir, newest first. A missing state dir or runs dir
+// is an empty list.
+std::vector<RunEntry> list_runs(const std::string& state_dir);
+
+// The run whose id is `id`, or the only one starting with it (at least 4
+// characters). Throws UsageError naming the state dir when none or several match.
+RunEntry find_run(const std::string& state_dir, const std::string& id);
+
+// The entry of run `id`, read again (state and record as now).
+RunEntry read_run(const std::string& state_dir, const std::string& id);
+
+}  // namespace corral::run

@@ -1,0 +1,102 @@
+// run/run_index.hpp (reserving an id, finding a run) and run/refusal_report.hpp.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/sys_error.hpp"
+#include "gateway/ledger.hpp"
+#include "run/refusal_report.hpp"
+#include "run/run_index.hpp"
+#include "supervisor/run_record.hpp"
+
+namespace corral::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A root-only state dir (reserve_run refuses anything else), removed after.
+struct StateDir {
+    fs::path path;
+    StateDir() {
+        char tmpl[] = "/run/corral-test-state-XXXXXX";
+        path = ::mkdtemp(tmpl);
+        ::chmod(path.c_str(), 0700);
+    }
+    ~StateDir() { fs::remove_all(path); }
+};
+
+bool running_as_root() { return ::geteuid() == 0; }
+
+TEST_CASE("reserve_run: a drawn id already taken is never shared; the next draw is used" *
+          doctest::skip(!running_as_root())) {
+    StateDir st;
+    int draws = 0;
+    auto same_then_other = [&] { return ++draws <= 2 ? std::string("20261202T000000000Z-aaaaaa") : std::string("20261202T000000000Z-bbbbbb"); };
+    auto first = reserve_run(st.path, std::nullopt, same_then_other);
+    CHECK(first.id == "20261202T000000000Z-aaaaaa");
+    CHECK(fs::is_directory(first.run_dir));
+    CHECK((fs::status(first.run_dir).permissions() & fs::perms::all) == fs::perms::owner_all);
+    auto second = reserve_run(st.path, std::nullopt, same_then_other);
+    CHECK(second.id == "20261202T000000000Z-bbbbbb");  // the taken one was skipped
+    CHECK(draws == 3);
+    // A --run-dir elsewhere: the entry is a symlink to it.
+    fs::path elsewhere = st.path / "elsewhere";
+    fs::create_directory(elsewhere);
+    auto third = reserve_run(st.path, elsewhere.string(), [] { return std::string("20261202T000000001Z-cccccc"); });
+    CHECK(fs::read_symlink(st.path / "runs" / third.id) == elsewhere);
+    CHECK(third.run_dir == elsewhere.string());
+    // Always the same id: refused after a bounded number of draws, with a reason.
+    CHECK_THROWS_WITH_AS(reserve_run(st.path, std::nullopt, [] { return std::string("20261202T000000000Z-aaaaaa"); }),
+                         doctest::Contains("no free run id"), UsageError);
+}
+
+TEST_CASE("find_run: exact id, unique prefix, ambiguous and unknown ones named" * doctest::skip(!running_as_root())) {
+    StateDir st;
+    for (const char* id : {"20261202T010000000Z-aaaaaa", "20261202T010000000Z-aabbbb", "20261202T020000000Z-cccccc"})
+        reserve_run(st.path, std::nullopt, [id] { return std::string(id); });
+    std::ofstream(st.path / "runs/20261202T020000000Z-cccccc/run.json") << R"({"state":"finished","id":"x"})";
+    CHECK(find_run(st.path, "20261202T02").id == "20261202T020000000Z-cccccc");
+    CHECK(find_run(st.path, "20261202T02").state == "finished");
+    CHECK(find_run(st.path, "20261202T010000000Z-aaaaaa").state == "starting");  // no run.json yet
+    CHECK_THROWS_WITH_AS(find_run(st.path, "20261202T01"), doctest::Contains("ambiguous"), UsageError);
+    CHECK_THROWS_WITH_AS(find_run(st.path, "2099"), doctest::Contains("no run \"2099\""), UsageError);
+    CHECK_THROWS_WITH_AS(find_run(st.path, "../x"), doctest::Contains("expected an id"), UsageError);
+    CHECK_THROWS_WITH_AS(find_run(st.path, "202"), doctest::Contains("no run"), UsageError);  // too short for a prefix
+    auto all = list_runs(st.path);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0].id == "20261202T020000000Z-cccccc");  // newest first
+}
+
+TEST_CASE("live_state: a running record whose supervisor is gone is lost; this process is running") {
+    nlohmann::json rec{{"state", "running"}, {"supervisor", {{"pid", 0}, {"start_ticks", 0}, {"boot_id", ""}}}};
+    CHECK(live_state(rec) == "lost");
+    auto me = supervisor::this_supervisor();
+    rec["supervisor"] = {{"pid", me.pid}, {"start_ticks", me.start_ticks}, {"boot_id", me.boot_id}};
+    CHECK(live_state(rec) == "running");
+    rec["supervisor"]["start_ticks"] = me.start_ticks + 1;  // the pid reused by another process
+    CHECK(live_state(rec) == "lost");
+    CHECK(live_state(nlohmann::json{{"state", "finished"}}) == "finished");
+    CHECK(live_state(nlohmann::json{{"id", "old"}}) == "finished");  // records from before "state" are final
+}
+
+TEST_CASE("refusal report: one line per host:port, with the reason and what would allow it") {
+    RefusalReport report;
+    std::vector<gateway::RefusalNotice> n{{"example.com", 443, "CONNECT", "", "not_granted", 403, 1}};
+    auto first = report.new_lines(n);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0] == "refused CONNECT example.com:443 (not_granted, 403): no grant covers example.com:443; to allow "
+                      "it, add a [[grants]] entry with host = \"example.com\", port = 443, mode = \"tunnel\" to "
+                      "worker.toml, or pass --allow example.com:443 for one run");
+    n[0].count = 9;  // the same host:port again: nothing new
+    CHECK(report.new_lines(n).empty());
+    n.push_back({"10.0.0.1", 80, "GET", "", "numeric_host", 403, 1});
+    auto second = report.new_lines(n);
+    REQUIRE(second.size() == 1);
+    CHECK(second[0].find("GET 10.0.0.1:80 (numeric_host, 403): requests must name a host") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace corral::run

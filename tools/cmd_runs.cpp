@@ -1,0 +1,339 @@
+// tools/cmd_runs.cpp — day-2 operations on the state dir's runs:
+//   corral ps [--json] [-a]            the runs (running ones unless -a)
+//   corral logs [-f] ID                a run's stdout and stderr logs
+//   corral stop ID [--grace D]         a graceful stop, then the verified teardown
+//   corral inspect ID                  run.json, with the run's live state
+// Every one takes --state-dir DIR (default: CORRAL_STATE_DIR, /var/lib/corral).
+// Runs are found by run/run_index.hpp; a stop goes to the run's supervisor,
+// which does what it does for SIGTERM (docs/operations.md "Stopping a run").
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fd.hpp"
+#include "base/parse.hpp"
+#include "base/sys_error.hpp"
+#include "run/request.hpp"
+#include "run/run_index.hpp"
+#include "supervisor/run_record.hpp"
+#include "tools/commands.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr int kExitUsage = 2;
+constexpr int kExitNotRunning = 1;
+
+struct Args {
+    std::string state_dir = run::default_state_dir();
+    std::vector<std::string> positional;
+    bool json_out = false, all = false, follow = false;
+    std::optional<std::chrono::milliseconds> grace;
+    bool help = false;
+};
+
+// The options one subcommand takes, parsed the same way for all four.
+Args parse_args(const char* cmd, int argc, char** argv, std::initializer_list<std::string_view> allowed) {
+    Args a;
+    auto allows = [&](std::string_view o) {
+        for (auto x : allowed)
+            if (x == o) return true;
+        return false;
+    };
+    for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw UsageError(std::string(arg) + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") a.help = true;
+        else if (arg == "--state-dir") a.state_dir = value();
+        else if ((arg == "--json") && allows("--json")) a.json_out = true;
+        else if ((arg == "-a" || arg == "--all") && allows("--all")) a.all = true;
+        else if ((arg == "-f" || arg == "--follow") && allows("--follow")) a.follow = true;
+        else if (arg == "--grace" && allows("--grace")) {
+            std::string v = value();
+            try {
+                a.grace = parse_duration(v);
+            } catch (const UsageError& e) {
+                throw UsageError(std::string("--grace: ") + e.what());
+            }
+        } else if (arg.starts_with("-")) {
+            std::string list = "--state-dir";
+            for (auto x : allowed) list += ", " + std::string(x);
+            throw UsageError("unknown option \"" + std::string(arg) + "\" for `corral " + cmd + "`; expected " + list);
+        } else {
+            a.positional.emplace_back(arg);
+        }
+    }
+    return a;
+}
+
+std::string one_id(const char* cmd, const Args& a) {
+    if (a.positional.size() != 1)
+        throw UsageError(std::string("expected one run id (`corral ") + cmd + " ID`), got " +
+                         std::to_string(a.positional.size()) + "; `corral ps` lists the running ones");
+    return a.positional.front();
+}
+
+// "2026-12-02T02:45:12.345Z" -> time point (nullopt if not that form).
+std::optional<std::chrono::system_clock::time_point> parse_time(const json& value) {
+    if (!value.is_string()) return std::nullopt;
+    std::tm tm{};
+    int ms = 0;
+    if (std::sscanf(value.get<std::string>().c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon,
+                    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+        return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return std::chrono::system_clock::from_time_t(timegm(&tm)) + std::chrono::milliseconds(ms);
+}
+
+// How long it has run (running) or ran (finished), in ms; nullopt if unknown.
+std::optional<std::int64_t> uptime_ms(const run::RunEntry& e) {
+    if (!e.record) return std::nullopt;
+    if (e.state != "running" && (*e.record)["duration_ms"].is_number()) return (*e.record)["duration_ms"].get<std::int64_t>();
+    auto start = parse_time((*e.record)["started_at"]);
+    if (!start || e.state != "running") return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now() - *start).count();
+}
+
+std::string human_duration(std::optional<std::int64_t> ms) {
+    if (!ms) return "-";
+    std::int64_t s = *ms / 1000;
+    char buf[32];
+    if (s < 60) std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+    else if (s < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+    else std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60));
+    return buf;
+}
+
+std::string text_or_dash(const json& record, const char* key) {
+    const auto& v = record[key];
+    return v.is_string() && !v.get<std::string>().empty() ? v.get<std::string>() : "-";
+}
+
+std::string command_line(const json& record) {
+    std::string out;
+    if (record["argv"].is_array())
+        for (const auto& a : record["argv"]) {
+            if (!out.empty()) out += ' ';
+            out += a.is_string() ? a.get<std::string>() : "?";
+        }
+    return out.empty() ? "-" : out;
+}
+
+json entry_json(const run::RunEntry& e) {
+    const json rec = e.record.value_or(json::object());
+    return {{"id", e.id},
+            {"run_dir", e.run_dir},
+            {"state", e.state},
+            {"worker", rec.value("worker", json(nullptr))},
+            {"agent", rec.value("agent", json(nullptr))},
+            {"started_at", rec.value("started_at", json(nullptr))},
+            {"uptime_ms", uptime_ms(e) ? json(*uptime_ms(e)) : json(nullptr)},
+            {"argv", rec.value("argv", json::array())},
+            {"status", rec.value("status", json(nullptr))},
+            {"outcome", rec.value("outcome", json(nullptr))}};
+}
+
+bool is_live(const std::string& state) { return state == "running" || state == "starting"; }
+
+// The stdout log's name: an agent run keeps stdout.jsonl, any other stdout.log.
+std::string stdout_log_of(const run::RunEntry& e) {
+    return ::access((e.run_dir + "/stdout.jsonl").c_str(), F_OK) == 0 ? e.run_dir + "/stdout.jsonl"
+                                                                       : e.run_dir + "/stdout.log";
+}
+
+// Copies what `fd` has beyond `offset` to `out`; true if it copied anything.
+bool copy_new_bytes(int fd, off_t& offset, int out) {
+    if (fd < 0) return false;
+    char buf[65536];
+    bool any = false;
+    for (;;) {
+        ssize_t n = ::pread(fd, buf, sizeof buf, offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return any;
+        write_all(out, buf, static_cast<std::size_t>(n), out == 1 ? "stdout" : "stderr");
+        offset += n;
+        any = true;
+    }
+}
+
+void print_help(const char* text) { std::fputs(text, stdout); }
+
+constexpr const char* kPsHelp = R"(usage: corral ps [--json] [-a|--all] [--state-dir DIR]
+
+Lists the runs of the state dir, newest first: running ones, or every run
+with -a. STATE is running, starting (no run.json yet), finished, or lost (run.json
+says running but its supervisor is gone: killed, or the host rebooted).
+)";
+constexpr const char* kLogsHelp = R"(usage: corral logs [-f|--follow] [--state-dir DIR] ID
+
+Prints run ID's stdout log (stdout.log, or an agent's stdout.jsonl) on stdout
+and its stderr.log on stderr. With -f, keeps printing what the run writes until
+it has ended. ID may be any unique prefix of at least 4 characters.
+)";
+constexpr const char* kStopHelp = R"(usage: corral stop [--grace D] [--state-dir DIR] ID
+
+Stops run ID as SIGTERM to its corral would: CMD's process group gets SIGTERM,
+the sandbox SIGKILL after the grace (the run's --grace, default 10s, or D),
+then the verified teardown. Waits until the run has ended and prints its
+summary. Exit 0 when it ended, 1 when it was not running, 2 for bad usage.
+)";
+constexpr const char* kInspectHelp = R"(usage: corral inspect [--state-dir DIR] ID
+
+Prints run ID's run.json (docs/run-record.md) with its live state: "state" is
+running, finished or lost, and "run_dir" says where it is.
+)";
+
+}  // namespace
+
+int cmd_ps(int argc, char** argv) {
+    Args a;
+    try {
+        a = parse_args("ps", argc, argv, {"--json", "--all"});
+        if (!a.positional.empty()) throw UsageError("takes no arguments, got \"" + a.positional.front() + "\"");
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral ps: %s\n", e.what());
+        return kExitUsage;
+    }
+    if (a.help) return print_help(kPsHelp), 0;
+    std::vector<run::RunEntry> runs;
+    for (auto& e : run::list_runs(a.state_dir))
+        if (a.all || is_live(e.state)) runs.push_back(std::move(e));
+    if (a.json_out) {
+        json out = json::array();
+        for (const auto& e : runs) out.push_back(entry_json(e));
+        std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+        return 0;
+    }
+    std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "UPTIME", "COMMAND");
+    for (const auto& e : runs) {
+        const json rec = e.record.value_or(json::object());
+        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), text_or_dash(rec, "worker").c_str(),
+                    text_or_dash(rec, "agent").c_str(), e.state.c_str(), human_duration(uptime_ms(e)).c_str(),
+                    command_line(rec).c_str());
+    }
+    return 0;
+}
+
+int cmd_logs(int argc, char** argv) {
+    Args a;
+    std::string id;
+    try {
+        a = parse_args("logs", argc, argv, {"--follow"});
+        if (a.help) return print_help(kLogsHelp), 0;
+        id = one_id("logs", a);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral logs: %s\n", e.what());
+        return kExitUsage;
+    }
+    run::RunEntry entry = run::find_run(a.state_dir, id);
+    Fd out(::open(stdout_log_of(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd err(::open((entry.run_dir + "/stderr.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    off_t out_at = 0, err_at = 0;
+    for (;;) {
+        // The logs appear when the command starts: open them once they exist.
+        if (!out.valid()) out = Fd(::open(stdout_log_of(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!err.valid()) err = Fd(::open((entry.run_dir + "/stderr.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        const bool live = is_live(run::read_run(a.state_dir, entry.id).state);
+        bool any = copy_new_bytes(out.get(), out_at, 1);
+        any = copy_new_bytes(err.get(), err_at, 2) || any;
+        if (!a.follow || (!live && !any)) break;
+        if (!any) std::this_thread::sleep_for(100ms);
+    }
+    return 0;
+}
+
+int cmd_inspect(int argc, char** argv) {
+    Args a;
+    std::string id;
+    try {
+        a = parse_args("inspect", argc, argv, {});
+        if (a.help) return print_help(kInspectHelp), 0;
+        id = one_id("inspect", a);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral inspect: %s\n", e.what());
+        return kExitUsage;
+    }
+    run::RunEntry entry = run::find_run(a.state_dir, id);
+    json out = entry.record.value_or(json::object());
+    out["state"] = entry.state;
+    out["run_dir"] = entry.run_dir;
+    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    return 0;
+}
+
+int cmd_stop(int argc, char** argv) {
+    Args a;
+    std::string id;
+    try {
+        a = parse_args("stop", argc, argv, {"--grace"});
+        if (a.help) return print_help(kStopHelp), 0;
+        id = one_id("stop", a);
+        if (a.grace && a.grace->count() > INT32_MAX) throw UsageError("--grace: at most 24 days");
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral stop: %s\n", e.what());
+        return kExitUsage;
+    }
+    run::RunEntry entry = run::find_run(a.state_dir, id);
+    if (entry.state != "running") {
+        std::fprintf(stderr, "corral stop: run %s is not running (state %s)\n", entry.id.c_str(), entry.state.c_str());
+        return kExitNotRunning;
+    }
+    const json& sup = (*entry.record)["supervisor"];
+    supervisor::SupervisorIdentity who{sup.value("pid", 0), sup.value("start_ticks", std::uint64_t{0}),
+                                       sup.value("boot_id", std::string())};
+    // The pidfd pins the process; checked again after it is open, the pid
+    // cannot have been reused for another process in between.
+    Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, who.pid, 0)));
+    if (!pidfd.valid() || !supervisor::supervisor_alive(who)) {
+        std::fprintf(stderr, "corral stop: run %s is not running (its supervisor is gone)\n", entry.id.c_str());
+        return kExitNotRunning;
+    }
+    siginfo_t info{};
+    info.si_signo = SIGTERM;
+    info.si_code = SI_QUEUE;  // carries the grace; a plain SIGTERM leaves the run's own
+    info.si_pid = ::getpid();
+    info.si_uid = ::getuid();
+    info.si_value.sival_int = a.grace ? static_cast<int>(a.grace->count()) : -1;
+    if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, &info, 0) != 0)
+        throw SysError("pidfd_send_signal", "supervisor of run " + entry.id, errno);
+    std::fprintf(stderr, "corral stop: stopping run %s (SIGTERM to CMD, SIGKILL after %s)\n", entry.id.c_str(),
+                 a.grace ? format_duration(*a.grace).c_str() : "the run's grace");
+    // Until its supervisor has written the final record (or is gone without).
+    for (;;) {
+        run::RunEntry now = run::read_run(a.state_dir, entry.id);
+        if (now.state != "running") {
+            if (now.state == "finished" && now.record) {
+                std::fprintf(stderr, "corral stop: run %s: %s, teardown %s\n", entry.id.c_str(),
+                             now.record->value("outcome", std::string("?")).c_str(),
+                             (*now.record)["teardown"].value("verdict", std::string("?")).c_str());
+                return 0;
+            }
+            std::fprintf(stderr, "corral stop: run %s: its supervisor ended without a final record (state %s)\n",
+                         entry.id.c_str(), now.state.c_str());
+            return 125;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+}
+
+}  // namespace corral::cli
