@@ -55,6 +55,12 @@ TEST_CASE("a command with no --config: embedded gateway without grants refuses w
     CHECK(lines[0]["reason"] == "not_granted");
     CHECK(lines[0]["identity"] == record["identity"]);
     CHECK(upstream_stats()["requests"] == 0);
+    // The operator is told on the host, with what would allow it, and the
+    // run's last line counts it.
+    CHECK(r.err.find("corral run: refused CONNECT api.anthropic.com:443 (not_granted, 403): no grant covers "
+                     "api.anthropic.com:443; to allow it") != std::string::npos);
+    CHECK(r.err.find(": exited 56 after ") != std::string::npos);  // curl's "CONNECT tunnel failed"
+    CHECK(r.err.find("; 1 request, 1 refused; record " + run_dir + "/run.json") != std::string::npos);
 }
 
 TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge and the embedded gateway") {
@@ -83,6 +89,10 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(b.record["gateway"]["refusals"] == 2);
     CHECK(b.record["gateway"]["secrets_reflected"] == 0);  // this upstream reflects nothing
     CHECK(b.record["identity"] == "w1/" + b.run_id);
+    // One line for the ungranted host (the forged identity's refusal is not this run's).
+    INFO("corral's stderr:\n" << b.corral_err);
+    CHECK(b.corral_err.find("corral run: refused CONNECT ungranted.test:443 (not_granted, 403)") != std::string::npos);
+    CHECK(b.corral_err.find("forged.test") == std::string::npos);
     check_no_secret_anywhere(b);
 }
 
@@ -117,6 +127,9 @@ TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {
             l.value("status", 0) == 200)
             injected_line = true;
     CHECK(injected_line);
+    // The daemon's refusals reach the run's stderr too (its counts answer).
+    INFO("corral's stderr:\n" << b.corral_err);
+    CHECK(b.corral_err.find("corral run: refused CONNECT ungranted.test:443 (not_granted, 403)") != std::string::npos);
     // No run-dir ledger in daemon mode: the daemon's is the one.
     CHECK(!fs::exists(b.run_dir + "/ledger.jsonl"));
     check_no_secret_anywhere(b);

@@ -268,6 +268,7 @@ BoxRun run_box(const std::string& label, const std::vector<std::string>& extra, 
                              std::to_string(w.control_port), with_node ? "node" : "no-node", marker});
     RunOptions o;
     o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    o.stderr_file = b.run_dir + ".corral-stderr";
     Background corral(argv, o);
     bool ready = corral.wait_for_stdout("== ready\n", std::chrono::seconds(90));
     if (ready) {
@@ -309,6 +310,7 @@ BoxRun run_box(const std::string& label, const std::vector<std::string>& extra, 
     b.record = json::parse(read_file(b.run_dir + "/run.json"), nullptr, false);
     if (b.record.is_object()) b.run_id = b.record.value("id", "");
     b.err = read_file(b.run_dir + "/stderr.log");
+    b.corral_err = read_file(b.run_dir + ".corral-stderr");
     return b;
 }
 

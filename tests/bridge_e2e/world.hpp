@@ -51,7 +51,8 @@ json upstream_stats();
 std::vector<json> ledger(const std::string& path);
 
 struct BoxRun {
-    std::string out, err, run_dir, run_id;
+    std::string out, err, run_dir, run_id;   // err: the box's stderr.log
+    std::string corral_err;                  // what corral itself wrote on its stderr
     int exit_code = -1;
     std::string environ_text;       // the box shell's /proc/PID/environ, read from the host
     std::string scan_hits;          // grep -rl of the real key over the box's tree (host side)

@@ -52,6 +52,10 @@ Child spawn(const std::vector<std::string>& argv, const RunOptions& options) {
         dup2(in[0], 0);
         dup2(out[1], 1);
         dup2(err[1], 2);
+        if (!options.stderr_file.empty()) {
+            int f = open(options.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            if (f < 0 || dup2(f, 2) < 0) _exit(126);
+        }
         if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
         execvpe(args[0], args.data(), envp.data());
         _exit(127);

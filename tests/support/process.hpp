@@ -26,6 +26,8 @@ struct RunOptions {
     std::string stdin_data;                     // written to the child's stdin, then closed
     std::map<std::string, std::string> env;     // added to (or overriding) the inherited environment
     std::string cwd;
+    // Background only: the process's stderr goes to this file (else it is dropped).
+    std::string stderr_file;
 };
 
 // Runs argv[0] (looked up in PATH) to completion; never throws for a

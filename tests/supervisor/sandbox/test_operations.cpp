@@ -245,6 +245,28 @@ TEST_CASE("a killed supervisor's run is shown as lost; concurrent runs get disti
         CHECK(all[i - 1]["id"].get<std::string>() > all[i]["id"].get<std::string>());
 }
 
+TEST_CASE("the pids limit reached is said like the OOM kill, and counted; CPU time and peaks are always recorded") {
+    StateDir st;
+    auto r = corral_sh("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 2 & done; wait; echo done",
+                       st.args({"--pids", "6"}));
+    INFO(transcript(r.result));
+    REQUIRE(r.record.has_value());
+    CHECK((*r.record)["pids_limit_hits"].get<int>() > 0);
+    CHECK(r.result.err.find("the sandbox reached its process limit (6 pids): ") != std::string::npos);
+    CHECK(r.result.err.find("raise --pids") != std::string::npos);
+    CHECK((*r.record)["peak_pids"].get<int>() <= 6);
+    check_nothing_left(r);
+
+    auto plain = corral_sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done", st.args());
+    REQUIRE(plain.record.has_value());
+    CHECK((*plain.record)["limits"]["pids"].is_null());
+    CHECK((*plain.record)["peak_pids"].get<int>() >= 1);   // without a limit too
+    CHECK((*plain.record)["peak_memory_bytes"].get<std::uint64_t>() > 0);
+    CHECK((*plain.record)["cpu_usec"].get<std::uint64_t>() > 0);
+    CHECK((*plain.record)["pids_limit_hits"] == 0);
+    CHECK(plain.result.err.find("process limit") == std::string::npos);
+}
+
 TEST_CASE("bad input to ps, logs, stop, inspect and --grace gets one clear line") {
     StateDir st;
     auto no_id = st.corral({"stop"});
