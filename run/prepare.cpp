@@ -1,10 +1,12 @@
 #include "run/prepare.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
 #include "rootfs/host_paths.hpp"
+#include "supervisor/terminal.hpp"
 
 namespace corral::run {
 
@@ -15,6 +17,7 @@ RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string r
     in.run_id = std::move(run_id);
     in.run_dir = std::move(run_dir);
     in.state_dir = std::move(state_dir);
+    if (r.tty) in.terminal_type = supervisor::box_terminal_type(std::getenv("TERM"));
     if (!r.config_dir) return in;
     in.org = config::load_org(r.config_dir->c_str());
     for (const auto& w : in.org->warnings) log::warn(w.text());

@@ -89,6 +89,8 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     resolve_limits(r, in.worker, spec);
     spec.uid_range = r.uid_range;
     spec.pass_stdin = r.pass_stdin;
+    spec.tty = r.tty;
+    if (r.tty) spec.terminal_type = in.terminal_type;
     spec.open_files = r.open_files;
     spec.log_limit_bytes = r.log_limit_bytes;
     if (in.worker)

@@ -40,6 +40,8 @@ struct RunInputs {
     // (config::credential_status): its model grants are in the run only when
     // it is available.
     config::CredentialStatus agent_credential;
+    // --tty: the box's TERM, from the caller's (supervisor::box_terminal_type).
+    std::string terminal_type = "xterm-256color";
 };
 
 struct RunPlan {

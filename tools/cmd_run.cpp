@@ -124,6 +124,12 @@ int cmd_run(int argc, char** argv) {
         std::fputs(run::run_help_text().c_str(), stdout);
         return 0;
     }
+    try {
+        if (request.tty) require_caller_terminal();
+    } catch (const UsageError& e) {
+        say(e.what());
+        return kExitUsage;
+    }
     if (geteuid() != 0) {
         say("must run as root (it creates namespaces and cgroups)");
         return kExitSetup;
