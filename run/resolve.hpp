@@ -79,6 +79,12 @@ RunPlan resolve_run(const RunRequest& request, const RunInputs& inputs);
 // sandbox applies them in order; later wins).
 EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env);
 
+// `--tty --config DIR --worker W -- CLI [ARGS...]` where CLI is the name of
+// the worker's agent (claude, codex, pi): the agent's own interactive
+// terminal UI, run with what an agent run gives it (its home, sentinel
+// credentials, environment and model grants) and ARGS instead of a prompt.
+bool interactive_agent_run(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
+
 // --hostname, else "corral-<the run id's last six characters>".
 std::string box_hostname(const RunRequest& request, const std::string& run_id);
 
