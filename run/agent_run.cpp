@@ -55,14 +55,26 @@ void require_argv_fits_exec(const agents::AgentProfile& p, config::AgentKind kin
                           "must stay under ARG_MAX (" + std::to_string(arg_max) + " bytes here)");
 }
 
+// The CLI itself (its binary, or node and its script: the profile's version
+// command without "--version"), the worker's model, then the caller's
+// arguments after the CLI's name; no prompt, no non-interactive switches.
+std::vector<std::string> interactive_argv(const agents::AgentProfile& p, const config::ResolvedWorker& w,
+                                          const std::vector<std::string>& command) {
+    std::vector<std::string> argv(p.version_argv.begin(), p.version_argv.end() - 1);
+    if (!w.model.empty()) argv.insert(argv.end(), {"--model", w.model});
+    argv.insert(argv.end(), command.begin() + 1, command.end());
+    return argv;
+}
+
 }  // namespace
 
 AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     const config::ResolvedWorker& w = *in.worker;
+    const bool interactive = !r.agent();  // interactive_agent_run: `--tty -- CLI ARGS...`
     agents::AgentInputs ai;
     ai.run_id = in.run_id;
     ai.worker = plan.worker;
-    ai.prompt = r.prompt ? *r.prompt : read_text_file("--prompt-file", *r.prompt_file);
+    if (!interactive) ai.prompt = r.prompt ? *r.prompt : read_text_file("--prompt-file", *r.prompt_file);
     if (r.system_prompt_file) ai.system_prompt = read_text_file("--system-prompt-file", *r.system_prompt_file);
     ai.model = w.model;
     ai.chatgpt_account_id = w.chatgpt_account_id;
@@ -88,7 +100,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
         fs::create_directory(home, ec);
         check_sys(::chmod(home.c_str(), 0700), "chmod", home);
     }
-    spec.argv = p.argv;
+    spec.argv = interactive ? interactive_argv(p, w, r.command) : p.argv;
     if (p.stdin_null) spec.pass_stdin = false;
     plan.agent_env = p.env;
     spec.env = compose_environment(plan, {});

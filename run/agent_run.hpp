@@ -33,8 +33,10 @@ struct AgentRun {
     std::vector<std::string> messages;       // what to tell the operator (e.g. why cli_version is null)
 };
 
-// Single-threaded, before launch_sandbox, for an agent run (request.agent()):
-// reads the prompt files, makes the agent's profile, checks its command line
+// Single-threaded, before launch_sandbox, for an agent run (request.agent(),
+// or interactive_agent_run: then no prompt, and the CLI gets the caller's
+// arguments instead of its non-interactive ones): reads the prompt files,
+// makes the agent's profile, checks its command line
 // fits execve and its CLI is in the plan's rootfs, writes its home (root's
 // until hand_agent_home) and puts its argv and environment into the plan.
 // Throws PromptError, AgentProgramNotFound, UsageError, SysError.

@@ -196,6 +196,16 @@ const RunOption kOptions[] = {
      "regular file (reopened read-only); anything else (a\n"
      "directory, a write-only fd, a device) is refused.",
      [](RunRequest& r, const std::string&) { r.pass_stdin = true; }},
+    {"--tty", "", G::sandbox,
+     "run CMD on a terminal of the box's own (a pty of its\n"
+     "devpts) joined to corral's terminal, which is raw\n"
+     "meanwhile and restored after: job control, full-screen\n"
+     "programs, Ctrl-C/Ctrl-Z go to CMD, window size follows.\n"
+     "corral's stdin and stdout must be a terminal. TERM is\n"
+     "corral's own. Output is logged to stdout.log as well.\n"
+     "An interactive agent: --tty --config ORG --worker W --\n"
+     "claude (not with --prompt, which is non-interactive).",
+     [](RunRequest& r, const std::string&) { r.tty = true; }},
     {"--log-limit", "SIZE", G::sandbox,
      "keep at most SIZE of CMD's stdout and of its stderr in\n"
      "the run dir's logs (default 256M): the box cannot fill\n"
@@ -303,6 +313,12 @@ void check_combination(const RunRequest& r) {
                 throw UsageError("--env " + kv.first +
                                  ": set by corral itself in an agent run (proxy, CA, agent home, credentials or "
                                  "telemetry); allowed: any other variable");
+    if (r.tty && r.pass_stdin)
+        throw UsageError("--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
+    if (r.tty && r.agent())
+        throw UsageError("--tty and --prompt: --prompt runs the agent non-interactively (its JSON lines to "
+                         "stdout.jsonl); for the agent's interactive terminal UI run `corral run --tty --config DIR "
+                         "--worker NAME -- CLI`");
     if (r.command.empty() && !r.help && !r.agent())
         throw UsageError("missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
     if (!r.command.empty() && r.command.front().empty())

@@ -1,5 +1,6 @@
 #include "run/prepare.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -7,6 +8,7 @@
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
 #include "rootfs/host_paths.hpp"
+#include "supervisor/terminal.hpp"
 
 namespace corral::run {
 
@@ -17,6 +19,7 @@ RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string r
     in.run_id = std::move(run_id);
     in.run_dir = std::move(run_dir);
     in.state_dir = std::move(state_dir);
+    if (r.tty) in.terminal_type = supervisor::box_terminal_type(std::getenv("TERM"));
     if (!r.config_dir) return in;
     in.org = config::load_org(r.config_dir->c_str());
     for (const auto& w : in.org->warnings) log::warn(w.text());
@@ -30,7 +33,7 @@ void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan
     // root-only tree, and no workspace may reach it (resolve_run protects it).
     rootfs::require_root_only_tree(r.config_dir ? "[gateway] state_dir" : "--state-dir",
                                    plan.gateway.gateway.state_dir + "/ca");
-    if (r.agent()) {
+    if (plan.agent) {
         auto kind = in.worker->agent;
         if (auto msg = agents::missing_credential_message(plan.worker, kind, in.agent_credential); !msg.empty())
             throw UsageError(msg);
@@ -40,6 +43,7 @@ void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan
 nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
                                  const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
                                  const AgentRun* agent) {
+    const bool agent_run = r.agent() || interactive_agent_run(r, worker);
     using nlohmann::json;
     std::string name = worker ? worker->name : r.worker.value_or("adhoc");
     json out{{"worker", name},
@@ -47,7 +51,7 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
              {"gateway", egress ? egress->record_fields() : unstarted_gateway_record(r)}};
     // An agent run names its agent once the worker is resolved, even when it
     // was refused before the CLI's profile was made.
-    out["agent"] = r.agent() && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
+    out["agent"] = agent_run && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
     out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
     return out;
 }

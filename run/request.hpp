@@ -44,6 +44,7 @@ struct RunRequest {
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
     std::optional<std::string> hostname;          // default "corral-<short id>"
     bool pass_stdin = false;                      // --stdin
+    bool tty = false;                             // --tty: CMD on a pty of the box's, joined to corral's terminal
     bool sync_record = false;                     // --sync-record: run.json survives power loss
     std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;   // --log-limit: per log file in the run dir
     supervisor::UidRange uid_range = supervisor::default_uid_range();  // --uid-range

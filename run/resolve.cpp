@@ -77,7 +77,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     plan.identity = plan.worker + "/" + in.run_id;
     if (!gateway::parse_identity(plan.identity))
         throw UsageError("identity " + plan.identity + ": worker and run id must be made of [A-Za-z0-9._-]");
-    if (r.agent() && in.worker) plan.agent = in.worker->agent;
+    if ((r.agent() || interactive_agent_run(r, in.worker)) && in.worker) plan.agent = in.worker->agent;
 
     auto& spec = plan.spec;
     spec.run_id = in.run_id;
@@ -89,16 +89,16 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     resolve_limits(r, in.worker, spec);
     spec.uid_range = r.uid_range;
     spec.pass_stdin = r.pass_stdin;
+    spec.tty = r.tty;
+    if (r.tty) spec.terminal_type = in.terminal_type;
     spec.open_files = r.open_files;
     spec.log_limit_bytes = r.log_limit_bytes;
     if (r.grace) spec.stop_grace = *r.grace;
     if (in.worker)
         for (const auto& kv : in.worker->env) plan.worker_env.emplace_back(kv.first, kv.second);
     plan.cli_env = r.env;
-    if (r.agent()) {
-        spec.rootfs.home_dir = in.run_dir + "/home";
-        spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
-    }
+    if (plan.agent) spec.rootfs.home_dir = in.run_dir + "/home";
+    if (r.agent()) spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
 
     resolve_gateway(r, in, plan);
     // The workspace may not be, contain or lie in these (checked again on the
@@ -111,6 +111,10 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     if (r.config_dir) spec.rootfs.protected_dirs.push_back(absolute(*r.config_dir));
     spec.env = compose_environment(plan, {});
     return plan;
+}
+
+bool interactive_agent_run(const RunRequest& r, const std::optional<config::ResolvedWorker>& worker) {
+    return r.tty && worker && !r.command.empty() && r.command.front() == config::to_string(worker->agent);
 }
 
 std::string box_hostname(const RunRequest& r, const std::string& run_id) {

@@ -40,6 +40,8 @@ struct RunInputs {
     // (config::credential_status): its model grants are in the run only when
     // it is available.
     config::CredentialStatus agent_credential;
+    // --tty: the box's TERM, from the caller's (supervisor::box_terminal_type).
+    std::string terminal_type = "xterm-256color";
 };
 
 struct RunPlan {
@@ -76,6 +78,12 @@ RunPlan resolve_run(const RunRequest& request, const RunInputs& inputs);
 // variables first, then the worker's [env], the agent's, and --env last (the
 // sandbox applies them in order; later wins).
 EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env);
+
+// `--tty --config DIR --worker W -- CLI [ARGS...]` where CLI is the name of
+// the worker's agent (claude, codex, pi): the agent's own interactive
+// terminal UI, run with what an agent run gives it (its home, sentinel
+// credentials, environment and model grants) and ARGS instead of a prompt.
+bool interactive_agent_run(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
 
 // --hostname, else "corral-<the run id's last six characters>".
 std::string box_hostname(const RunRequest& request, const std::string& run_id);

@@ -1,6 +1,7 @@
 #include "supervisor/init_channel.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,6 +32,34 @@ std::pair<Fd, Fd> make_pipe() {
     int fds[2];
     check_sys(pipe2(fds, O_CLOEXEC), "pipe2");
     return {Fd(fds[0]), Fd(fds[1])};
+}
+
+std::pair<Fd, Fd> make_fd_channel() {
+    int fds[2];
+    check_sys(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), "socketpair", "AF_UNIX, SOCK_SEQPACKET");
+    return {Fd(fds[0]), Fd(fds[1])};
+}
+
+Fd receive_fd(const Fd& channel, const char* what) {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    while ((n = recvmsg(channel.get(), &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    }
+    if (n < 0) throw SysError("recvmsg", what, errno);
+    const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    if (n == 0 || c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+        c->cmsg_len != CMSG_LEN(sizeof(int)))
+        throw SysError("recvmsg", std::string(what) + ": no descriptor came", EPROTO);
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return Fd(fd);
 }
 
 bool read_message(int fd, InitMessage& msg) {

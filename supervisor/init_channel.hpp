@@ -20,6 +20,14 @@ namespace corral::supervisor {
 // A pipe whose both ends are CLOEXEC; the child dup2s what it hands on.
 std::pair<Fd, Fd> make_pipe();
 
+// A connected pair of CLOEXEC Unix sockets for passing one fd (SCM_RIGHTS):
+// the init hands the box's pty master to the supervisor over it (--tty).
+std::pair<Fd, Fd> make_fd_channel();
+
+// The fd the other end sent (CLOEXEC here); throws SysError naming `what`
+// if the peer closed without sending one.
+Fd receive_fd(const Fd& channel, const char* what);
+
 // Reads one whole InitMessage; false on EOF before its first byte. Throws
 // SysError on a read error or a message cut short.
 bool read_message(int fd, InitMessage& msg);

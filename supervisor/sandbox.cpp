@@ -40,9 +40,11 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::bring_up_loopback: return "bring_up_loopback";
         case SetupStep::verify_only_loopback: return "verify_only_loopback";
         case SetupStep::set_hostname: return "set_hostname";
+        case SetupStep::open_box_pty: return "open_box_pty";
         case SetupStep::spawn_invocation: return "spawn_invocation";
         case SetupStep::mount_invocation_proc: return "mount_invocation_proc";
         case SetupStep::start_new_session: return "start_new_session";
+        case SetupStep::set_controlling_terminal: return "set_controlling_terminal";
         case SetupStep::redirect_stdio: return "redirect_stdio";
         case SetupStep::close_inherited_fds: return "close_inherited_fds";
         case SetupStep::disable_core_dumps: return "disable_core_dumps";
@@ -66,7 +68,7 @@ std::vector<std::string> command_environment(const SandboxSpec& spec) {
     const std::string& agent = spec.rootfs.agent_name;
     std::vector<std::pair<std::string, std::string>> env = {
         {"PATH", kSandboxPath}, {"HOME", "/home/" + agent}, {"USER", agent},
-        {"LOGNAME", agent},     {"LANG", "C.UTF-8"},        {"TERM", "dumb"},
+        {"LOGNAME", agent},     {"LANG", "C.UTF-8"},        {"TERM", spec.tty ? spec.terminal_type : "dumb"},
     };
     for (const auto& [k, v] : spec.env) {
         bool replaced = false;
@@ -123,6 +125,8 @@ Sandbox::~Sandbox() {
 }
 
 void start_command(Sandbox& box) {
+    // Raw mode from here on: the command's first keystroke is its own.
+    if (box.tty_) box.tty_->start();
     send_byte(box.control_, "sandbox control pipe (start)");
     box.control_.reset();
     box.started_ = true;

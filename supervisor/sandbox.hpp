@@ -37,6 +37,7 @@
 #include "supervisor/seccomp_policy.hpp"
 #include "supervisor/setup_step.hpp"
 #include "supervisor/stdin_handover.hpp"
+#include "supervisor/terminal.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::supervisor {
@@ -65,6 +66,11 @@ struct SandboxSpec {
     CgroupLimits limits;
     UidRange uid_range = default_uid_range();
     bool pass_stdin = false;                   // else /dev/null; checked by hand_over_stdin (stdin_handover.hpp)
+    // --tty: the command's fds 0/1/2 and controlling terminal are a pty of
+    // the box's devpts, relayed to the caller's terminal (terminal.hpp);
+    // TERM is terminal_type then. Not with pass_stdin.
+    bool tty = false;
+    std::string terminal_type = "xterm-256color";
     // RLIMIT_NOFILE soft = hard (--nofile); unset: default_open_files()
     // (host_budget.hpp). Without limits.pids, RLIMIT_NPROC is default_task_limit().
     std::optional<std::uint64_t> open_files;
@@ -82,7 +88,8 @@ struct SandboxSpec {
 };
 
 // The environment the command starts with: PATH, HOME=/home/<agent>,
-// USER and LOGNAME=<agent>, LANG=C.UTF-8, TERM=dumb, then spec.env (later wins).
+// USER and LOGNAME=<agent>, LANG=C.UTF-8, TERM=dumb (with spec.tty:
+// spec.terminal_type), then spec.env (later wins).
 std::vector<std::string> command_environment(const SandboxSpec& spec);
 
 // A setup step failed (in the parent or reported by the child). what() is
@@ -194,6 +201,7 @@ private:
     bool torn_down_ = false;
     std::optional<int> init_exit_status_;
     std::optional<TerminalState> terminal_;   // the caller's terminal (--stdin on a tty), restored in teardown
+    std::unique_ptr<TerminalRelay> tty_;      // --tty: the box's pty master and the caller's raw mode
 };
 
 // Work the caller gives the supervisor while the init builds the rootfs

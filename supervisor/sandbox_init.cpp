@@ -5,10 +5,13 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -146,14 +149,21 @@ void forward_stops_to(pid_t target) noexcept {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     if (setsid() < 0) fail(ctx, SetupStep::start_new_session, errno, "setsid");
+    // --tty: the new session's controlling terminal is the box's pty, so the
+    // command (a shell) has job control and the pty's line discipline turns
+    // Ctrl-C and Ctrl-Z into signals for its foreground process group.
+    const bool tty = ctx.tty_slave_fd >= 0;
+    if (tty && ioctl(ctx.tty_slave_fd, TIOCSCTTY, 0) != 0)
+        fail(ctx, SetupStep::set_controlling_terminal, errno, "ioctl(TIOCSCTTY)");
 
     const bool pass_stdin = ctx.stdin_fd >= 0;
-    int in = pass_stdin ? high_copy(ctx.stdin_fd) : open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int out = high_copy(ctx.stdout_fd);
-    int err = high_copy(ctx.stderr_fd);
+    int in = tty ? high_copy(ctx.tty_slave_fd)
+                 : pass_stdin ? high_copy(ctx.stdin_fd) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out = high_copy(tty ? ctx.tty_slave_fd : ctx.stdout_fd);
+    int err = high_copy(tty ? ctx.tty_slave_fd : ctx.stderr_fd);
     int rep = high_copy(ctx.report_fd);
     if (in < 0 || out < 0 || err < 0 || rep < 0)
-        fail(ctx, SetupStep::redirect_stdio, errno, pass_stdin ? "fcntl(F_DUPFD)" : "open(/dev/null)");
+        fail(ctx, SetupStep::redirect_stdio, errno, pass_stdin || tty ? "fcntl(F_DUPFD)" : "open(/dev/null)");
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup3(rep, 3, O_CLOEXEC) < 0)
         fail(ctx, SetupStep::redirect_stdio, errno, "dup2");
     InitContext local = ctx;   // from here on the report pipe is fd 3
@@ -260,6 +270,7 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     close(ctx.stderr_fd);
     close(ctx.control_fd);
     if (ctx.stdin_fd >= 0) close(ctx.stdin_fd);
+    if (ctx.tty_slave_fd >= 0) close(ctx.tty_slave_fd);  // the command's alone: its exit is the master's EOF
     // Keep nothing of the host's stdin (1 and 2 are already /dev/null).
     if (int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); null_fd >= 0) {
         dup2(null_fd, 0);
@@ -281,11 +292,13 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
 // (rootfs/idmapped_tree.hpp): the only inherited fds the init keeps.
 void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
     constexpr int kMaxTrees = 8;
-    int keep[8 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.stdin_fd};
-    int count = ctx.stdin_fd >= 0 ? 8 : 7;
+    int keep[9 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
+    int count = 7;
+    if (ctx.stdin_fd >= 0) keep[count++] = ctx.stdin_fd;
+    if (ctx.tty_channel_fd >= 0) keep[count++] = ctx.tty_channel_fd;
     for (const auto& op : ctx.plan->ops) {
         if (op.kind != rootfs::MountKind::AttachTree || op.tree_fd < 0) continue;
-        if (count == 8 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
+        if (count == 9 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
         keep[count++] = op.tree_fd;
     }
     // Insertion sort + dedupe (close_all_except wants ascending, distinct fds).
@@ -304,6 +317,48 @@ void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
     }
     count = distinct;
     check_step(ctx, close_all_except(keep, count), SetupStep::wait_for_supervisor, "close_range");
+}
+
+// SCM_RIGHTS of one fd with a one-byte message: 0 or -errno.
+int send_fd(int sock, int fd) noexcept {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
+        if (errno != EINTR) return -errno;
+    return 0;
+}
+
+// --tty: a pty of the box's own devpts (after pivot_root /dev/ptmx is
+// pts/ptmx of the instance the mount plan made), so the box never holds a
+// terminal of the host. The slave is the agent's (0600) and stays with the
+// init until the invocation has it; the master goes to the supervisor.
+// Returns the slave.
+int open_box_pty(const InitContext& ctx) noexcept {
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) fail(ctx, SetupStep::open_box_pty, errno, "open(/dev/ptmx)");
+    int unlock = 0;
+    if (ioctl(master, TIOCSPTLCK, &unlock) != 0) fail(ctx, SetupStep::open_box_pty, errno, "ioctl(TIOCSPTLCK)");
+    // The peer by the master itself, not by a path under /dev/pts.
+    int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave < 0) fail(ctx, SetupStep::open_box_pty, errno, "ioctl(TIOCGPTPEER)");
+    if (fchown(slave, ctx.uid, ctx.gid) != 0) fail(ctx, SetupStep::open_box_pty, errno, "fchown(pty slave)");
+    if (fchmod(slave, 0600) != 0) fail(ctx, SetupStep::open_box_pty, errno, "fchmod(pty slave)");
+    if (int rc = send_fd(ctx.tty_channel_fd, master); rc < 0)
+        fail(ctx, SetupStep::open_box_pty, -rc, "sendmsg(SCM_RIGHTS, pty master)");
+    close(master);
+    close(ctx.tty_channel_fd);
+    return slave;
 }
 
 }  // namespace
@@ -341,6 +396,9 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     check_step(ctx, shim::verify_only_loopback(), SetupStep::verify_only_loopback, "RTM_GETLINK");
     if (sethostname(ctx.hostname, std::strlen(ctx.hostname)) != 0)
         fail(ctx, SetupStep::set_hostname, errno, "sethostname");
+    // What the invocation inherits: the context plus, with --tty, the pty's slave.
+    InitContext inv_ctx = ctx;
+    if (ctx.tty_channel_fd >= 0) inv_ctx.tty_slave_fd = open_box_pty(ctx);
 
     // The init's own stdout/stderr are the host's terminal: never used again.
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -362,8 +420,9 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     args.exit_signal = SIGCHLD;
     long inv = syscall(SYS_clone3, &args, sizeof args);
     if (inv < 0) fail(ctx, SetupStep::spawn_invocation, errno, "clone3(CLONE_NEWPID)");
-    if (inv == 0) run_invocation(ctx);
+    if (inv == 0) run_invocation(inv_ctx);
     forward_stops_to(static_cast<pid_t>(inv));
+    if (inv_ctx.tty_slave_fd >= 0) close(inv_ctx.tty_slave_fd);  // the invocation has its own copy
 
     close(ctx.stdout_fd);  // EOF for the supervisor once the command's side closes
     close(ctx.stderr_fd);

@@ -42,6 +42,10 @@ struct InitContext {
     int stdout_fd;                       // write ends of the output pipes
     int stderr_fd;
     int stdin_fd;                        // the command's stdin (stdin_handover.hpp); -1: the box's /dev/null
+    // --tty: the init's end of a socket pair over which it hands the master
+    // of the box's pty to the supervisor (SCM_RIGHTS); -1 without --tty.
+    int tty_channel_fd;
+    int tty_slave_fd;                    // -1; set by the init itself once it opened the pty
     std::uint64_t task_limit;            // RLIMIT_NPROC of the command's (run-exclusive) UID
     std::uint64_t open_file_limit;       // RLIMIT_NOFILE of the command
     int command_oom_score_adj;           // the command's oom_score_adj (corral's own processes: -1000)

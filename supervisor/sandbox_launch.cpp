@@ -59,6 +59,7 @@ private:
 // What the box may get as stdin and the limits the host's pools allow.
 struct HostInputs {
     StdinHandover stdin_handover;
+    Fd window_signals;   // --tty: SIGWINCH, blocked while single-threaded (terminal.hpp)
     std::uint64_t task_limit = 0;
     std::uint64_t open_files = 0;
 };
@@ -68,6 +69,12 @@ struct HostInputs {
 // to `spec`.
 HostInputs take_stdin_and_host_limits(SandboxSpec& spec) {
     HostInputs in;
+    if (spec.tty && spec.pass_stdin)
+        throw UsageError("--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
+    if (spec.tty) {
+        require_caller_terminal();
+        in.window_signals = watch_window_size_changes();
+    }
     if (spec.pass_stdin) in.stdin_handover = hand_over_stdin(0);
     // The box holds a terminal of the host: no TIOCSCTTY on it.
     if (in.stdin_handover.terminal)
@@ -146,6 +153,10 @@ struct InitPipes {
     std::pair<Fd, Fd> control = make_pipe();
     std::pair<Fd, Fd> out = make_pipe();
     std::pair<Fd, Fd> err = make_pipe();
+    std::pair<Fd, Fd> tty;   // --tty: the pty master's way out (first: the supervisor's end)
+    explicit InitPipes(bool with_tty) {
+        if (with_tty) tty = make_fd_channel();
+    }
 };
 
 // Own address range of this process's argv strings (fields 48 and 49 of
@@ -231,6 +242,8 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
     ctx.stdout_fd = pipes.out.second.get();
     ctx.stderr_fd = pipes.err.second.get();
     ctx.stdin_fd = host.stdin_handover.fd.valid() ? host.stdin_handover.fd.get() : -1;
+    ctx.tty_channel_fd = pipes.tty.second.valid() ? pipes.tty.second.get() : -1;
+    ctx.tty_slave_fd = -1;
     // The UID is this run's alone, so its task count is the run's: a bound
     // even without --pids (whose cgroup limit also covers the init and reaper).
     ctx.task_limit = host.task_limit;
@@ -361,6 +374,9 @@ struct SandboxLauncher {
     static void verify_uid_unused(Sandbox& box, PhaseTimer& timer);
     // Step 5.12: the reaper's "ready", or the failed step it reports.
     static void wait_for_ready(Sandbox& box);
+    // Step 5.13 (--tty): the master of the box's pty, sent by the init before
+    // "ready", joined to the caller's terminal (not raw yet).
+    static void take_pty_master(Sandbox& box, InitPipes& pipes, HostInputs& host);
 };
 
 Sandbox SandboxLauncher::adopt_init(SandboxSpec spec, UidLease lease, RunCgroup cgroup, PlannedRootfs& rootfs,
@@ -378,6 +394,7 @@ Sandbox SandboxLauncher::adopt_init(SandboxSpec spec, UidLease lease, RunCgroup 
     pipes.control.first.reset();
     pipes.out.second.reset();
     pipes.err.second.reset();
+    pipes.tty.second.reset();
     box.report_ = std::move(pipes.report.first);
     box.control_ = std::move(pipes.control.second);
     box.stdout_ = std::move(pipes.out.first);
@@ -473,6 +490,13 @@ void SandboxLauncher::wait_for_ready(Sandbox& box) {
     for (auto& op : box.plan_.ops) op.tree_fd = -1;
 }
 
+void SandboxLauncher::take_pty_master(Sandbox& box, InitPipes& pipes, HostInputs& host) {
+    if (!pipes.tty.first.valid()) return;
+    Fd master = receive_fd(pipes.tty.first, "the box's pty master");
+    pipes.tty.first.reset();
+    box.tty_ = std::make_unique<TerminalRelay>(std::move(master), std::move(host.window_signals));
+}
+
 Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
                                      const WhileInitBuilds& while_init_builds, UidLease* previous_attempt) {
     PhaseTimer timer;
@@ -488,7 +512,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
     timer.lap("compile_seccomp");
     const CommandImage command(spec);
-    InitPipes pipes;
+    InitPipes pipes(spec.tty);
 
     require_single_thread();
     CgroupPlacement placement = placement_of(cgroup);
@@ -534,6 +558,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
         }
         wait_for_ready(box);
         timer.lap("init ready (mounts, pivot_root, lo, hostname)");
+        take_pty_master(box, pipes, host);
     } catch (SandboxSetupError& e) {
         e.attach_teardown(teardown(box));
         throw;

@@ -61,9 +61,10 @@ int ms_until(Clock::time_point when, Clock::time_point now) {
 
 // One round's poll set: -1 for what is not watched.
 struct PollSet {
-    pollfd fds[5];
+    pollfd fds[6 + TerminalRelay::kMaxPollFds];
     int n = 0;
     int interrupt = -1, out = -1, err = -1, report = -1, pid = -1;
+    int tty_out = -1, tty_first = 0, tty_count = 0;   // --tty: the pty master's output, the relay's own
 
     int add(int fd) {
         fds[n] = {fd, POLLIN, 0};
@@ -98,6 +99,11 @@ public:
                            spec_.stdout_log_name, result_.stdout_reader_gone);
             forward_output(set.has(set.err, kReadable), box_.stderr_, sinks_.stderr_fd, err_log_, err_cap_, "stderr.log",
                            result_.stderr_reader_gone);
+            if (box_.tty_) {
+                forward_output(set.has(set.tty_out, kReadable), box_.tty_->master(), sinks_.stdout_fd, out_log_,
+                               out_cap_, spec_.stdout_log_name, result_.stdout_reader_gone);
+                box_.tty_->step(set.fds + set.tty_first, set.tty_count);
+            }
             if (set.has(set.report, kReadable)) take_report();
             if (set.has(set.interrupt, POLLIN)) stop_on_signal();
             if (set.has(set.pid, POLLIN)) {
@@ -105,6 +111,7 @@ public:
                 drain_until_ = Clock::now() + 2s;
             }
         }
+        if (box_.tty_) restore_callers_terminal();
         result_.stdout_bytes = out_cap_.produced;
         result_.stdout_logged = out_cap_.logged;
         result_.stderr_bytes = err_cap_.produced;
@@ -114,7 +121,15 @@ public:
 
 private:
     bool anything_left_to_watch() const {
-        return box_.stdout_.valid() || box_.stderr_.valid() || box_.report_.valid() || !init_exited_;
+        return box_.stdout_.valid() || box_.stderr_.valid() || box_.report_.valid() || !init_exited_ ||
+               (box_.tty_ && box_.tty_->master().valid());
+    }
+
+    // Before corral says anything about the run's end, the caller's
+    // terminal is as it was (teardown restores it too, on every path).
+    void restore_callers_terminal() {
+        if (std::string problem = box_.tty_->restore_caller(); !problem.empty())
+            log::warn("restoring the terminal's settings after the run: " + problem);
     }
 
     PollSet poll_set() const {
@@ -124,6 +139,12 @@ private:
         if (box_.stderr_.valid()) set.err = set.add(box_.stderr_.get());
         if (box_.report_.valid()) set.report = set.add(box_.report_.get());
         if (!init_exited_) set.pid = set.add(box_.pidfd_.get());
+        if (box_.tty_) {
+            if (box_.tty_->master().valid()) set.tty_out = set.add(box_.tty_->master().get());
+            set.tty_first = set.n;
+            set.tty_count = box_.tty_->add_poll_fds(set.fds + set.n);
+            set.n += set.tty_count;
+        }
         return set;
     }
 
@@ -192,7 +213,7 @@ private:
                         bool& reader_gone) {
         if (!readable) return;
         ssize_t got = read(pipe.get(), buf_, sizeof buf_);
-        if (got < 0 && errno == EINTR) return;
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;  // EAGAIN: the --tty master is non-blocking
         if (got <= 0) {
             pipe.reset();
             return;

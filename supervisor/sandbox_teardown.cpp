@@ -119,6 +119,11 @@ void SandboxTeardown::kill_and_reap_init(Sandbox& box, StepLog& log) {
 }
 
 void SandboxTeardown::restore_callers_terminal(Sandbox& box) {
+    if (box.tty_) {
+        std::string problem = box.tty_->restore_caller();
+        if (!problem.empty()) log::warn("restoring the terminal's settings after the run: " + problem);
+        box.tty_.reset();
+    }
     if (!box.terminal_) return;
     std::string problem = restore_terminal(*box.terminal_);
     if (!problem.empty()) log::warn("restoring the terminal's settings after the run: " + problem);

@@ -30,10 +30,12 @@ enum class SetupStep : std::uint32_t {
     bring_up_loopback,
     verify_only_loopback,
     set_hostname,
+    open_box_pty,             // --tty: a pty of the box's own devpts, its master handed to the supervisor
     spawn_invocation,
     mount_invocation_proc,    // the invocation's own mount ns + a /proc of its PID namespace
     // --- inside the invocation (PID 1 of the nested PID namespace)
     start_new_session,
+    set_controlling_terminal, // --tty: the box's pty becomes the new session's controlling terminal
     redirect_stdio,
     close_inherited_fds,
     disable_core_dumps,

@@ -125,6 +125,12 @@ int cmd_run(int argc, char** argv) {
         std::fputs(run::run_help_text().c_str(), stdout);
         return 0;
     }
+    try {
+        if (request.tty) require_caller_terminal();
+    } catch (const UsageError& e) {
+        say(e.what());
+        return kExitUsage;
+    }
     if (geteuid() != 0) {
         say("must run as root (it creates namespaces and cgroups)");
         return kExitSetup;
@@ -226,7 +232,7 @@ int cmd_run(int argc, char** argv) {
         egress = run::make_egress(*plan);
         std::string ca_pem = egress->prepare();
         if (!plan->left_out.empty()) log::info(plan->left_out);
-        if (request.agent()) agent = run::prepare_agent_run(request, inputs, *plan);
+        if (plan->agent) agent = run::prepare_agent_run(request, inputs, *plan);
         run::add_trust_and_proxy(*plan, ca_pem);
     } catch (const run::AgentProgramNotFound& e) {
         say(e.what());

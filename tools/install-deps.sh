@@ -19,6 +19,8 @@ packages=(
   clang libclang-rt-14-dev llvm-14
   # tests: the busybox rootfs, real clients, netns tooling
   busybox-static curl openssl iproute2 util-linux procps python3
+  # tests: corral run --tty through a real terminal (tests/supervisor/tty/), vi in the host rootfs
+  tmux vim
   # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
   systemd
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)

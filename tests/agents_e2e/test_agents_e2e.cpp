@@ -10,7 +10,9 @@
 //  - "run": `corral run --config ORG --worker W --prompt …` — the CLI inside
 //    the sandbox, through the bridge and the embedded gateway;
 //  - "run via daemon": the same with --gateway unix:PATH of a
-//    `corral gateway --org ORG` daemon, for every credential shape of every kind.
+//    `corral gateway --org ORG` daemon, for every credential shape of every kind;
+//  - "run --tty": `corral run --tty ... -- claude` in a tmux session: the
+//    interactive TUI on the worker's sentinel home takes typed input.
 // Each asserts: the CLI's JSON output carries the answer DONE; the stand-in
 // received the real credential on every request and never a sentinel; the
 // run's ledger lines are all allowed (no refused telemetry); token refresh
@@ -498,6 +500,91 @@ TEST_CASE("run: --log-limit caps stdout.jsonl on the host's disk while the strea
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["output"]["stdout"].value("logged", 0) == 100);
     CHECK(record["output"]["stdout"].value("bytes", 0) == r.out.size());
+}
+
+bool tmux_installed() { return ::access("/usr/bin/tmux", X_OK) == 0 || ::access("/usr/local/bin/tmux", X_OK) == 0; }
+
+// A detached tmux session of the test's own server (its socket in the world's dir).
+struct TmuxSession {
+    std::string socket, name;
+    test::Result tmux(std::vector<std::string> args) const {
+        args.insert(args.begin(), {"tmux", "-S", socket});
+        return test::run(args);
+    }
+    std::string screen() const { return tmux({"capture-pane", "-p", "-J", "-t", name}).out; }
+    // Until the screen holds `text`, for at most `seconds`.
+    bool wait_for(const std::string& text, int seconds) const {
+        for (int i = 0; i < seconds * 10; ++i) {
+            if (screen().find(text) != std::string::npos) return true;
+            ::usleep(100'000);
+        }
+        return false;
+    }
+    ~TmuxSession() { tmux({"kill-server"}); }
+};
+
+// `corral run --tty --config ORG --worker claude -- claude`: the agent's own
+// terminal UI in the box, on the worker's sentinel home, in a real terminal
+// (tmux), through the embedded gateway to the stand-in.
+TEST_CASE("run --tty: interactive claude's first screen appears inside corral run and takes typed input" *
+          doctest::skip(!tmux_installed())) {
+    auto& w = world();
+    const std::string run_dir = w.dir + "/run-tty-claude";
+    TmuxSession t{w.dir + "/tmux.sock", "claude"};
+    const std::string command = "env CORRAL_STATE_DIR=" + w.dir + "/corral-state TERM=xterm-256color " +
+                                test::corral_bin() + " run --tty --config " + org_dir(w, Org::primary) +
+                                " --worker claude --run-dir " + run_dir + " -- claude; echo corral-exit=$?; sleep 60";
+    REQUIRE(t.tmux({"new-session", "-d", "-x", "120", "-y", "40", "-s", t.name, command}).exit_code == 0);
+    // claude's dialogs before its prompt box, each answered with a keystroke:
+    // the sentinel API key in the environment ("use this API key?", default
+    // No) and the workspace's trust.
+    // Each is answered once: the screen keeps a dialog's text after it closed.
+    bool prompt_box = false, key_answered = false, trust_answered = false;
+    for (int i = 0; i < 600 && !prompt_box; ++i) {
+        const std::string screen = t.screen();
+        if (!key_answered && screen.find("Do you want to use this API key?") != std::string::npos) {
+            key_answered = true;
+            ::usleep(1'000'000);  // drawn is not yet listening: keys typed before claude's raw mode would be a line
+            t.tmux({"send-keys", "-t", t.name, "Up"});
+            ::usleep(300'000);
+            t.tmux({"send-keys", "-t", t.name, "Enter"});
+            ::usleep(1'000'000);
+        } else if (!trust_answered && screen.find("Yes, I trust this folder") != std::string::npos) {
+            trust_answered = true;
+            ::usleep(1'000'000);
+            t.tmux({"send-keys", "-t", t.name, "Down"});  // the default is "No, exit"
+            ::usleep(300'000);
+            t.tmux({"send-keys", "-t", t.name, "Enter"});
+            ::usleep(1'000'000);
+        }
+        // Its banner and its input box (the prompt mark), no dialog left.
+        prompt_box = screen.find("Claude Code v") != std::string::npos && screen.find("\u276f") != std::string::npos &&
+                     screen.find("Enter to confirm") == std::string::npos;
+        if (screen.find("corral-exit=") != std::string::npos) break;
+        ::usleep(100'000);
+    }
+    INFO("screen:\n", t.screen());
+    REQUIRE(prompt_box);
+    CHECK(t.screen().find("not a terminal") == std::string::npos);
+    t.tmux({"send-keys", "-t", t.name, "-l", "typed through corral tty"});
+    CHECK(t.wait_for("typed through corral tty", 10));
+    // Ctrl-C clears the input, two more in a row end claude: keystrokes for
+    // claude, not signals to corral, which ends when claude does.
+    t.tmux({"send-keys", "-t", t.name, "C-c"});
+    ::usleep(1'000'000);
+    for (int i = 0; i < 3 && !t.wait_for("corral-exit=", 3); ++i) {
+        t.tmux({"send-keys", "-t", t.name, "C-c"});
+        ::usleep(200'000);
+        t.tmux({"send-keys", "-t", t.name, "C-c"});
+    }
+    REQUIRE(t.wait_for("corral-exit=0", 20));
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record.value("agent", "") == "claude");
+    CHECK(record.value("worker", "") == "claude");
+    CHECK(record["teardown"].value("verdict", "") == "clean");
+    // The terminal's output is logged like any stdout; the sentinel home was the CLI's.
+    CHECK(read_file(run_dir + "/stdout.log").find("Claude Code") != std::string::npos);
+    CHECK(fs::exists(run_dir + "/home/.claude/.claude.json"));
 }
 
 // GET on the stand-in's control port (hold / release model answers).

@@ -75,6 +75,12 @@ TEST_CASE("inconsistent combinations are one-line usage errors naming the option
     CHECK(usage_error({"--worker", "w", "--", "ls"}).find("--config") != std::string::npos);
     CHECK(usage_error({"--config", "/org", "--", "ls"}).find("--worker") != std::string::npos);
     CHECK(usage_error({"--system-prompt-file", "f", "--", "ls"}).find("--prompt") != std::string::npos);
+    CHECK(usage_error({"--tty", "--stdin", "--", "sh"}) ==
+          "--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
+    CHECK(usage_error({"--tty", "--config", "/org", "--worker", "w", "--prompt", "x"}).starts_with(
+        "--tty and --prompt: --prompt runs the agent non-interactively"));
+    CHECK(usage_error({"--tty", "--config", "/org", "--worker", "w", "--", "claude"}).empty());
+    CHECK(usage_error({"--tty=yes", "--", "sh"}).starts_with("--tty: takes no value"));
     CHECK(usage_error({"--config"}).find("missing value") != std::string::npos);
     CHECK(usage_error({}).find("missing command") != std::string::npos);
 }

@@ -83,7 +83,7 @@ TEST_CASE("--help needs no command") {
     CHECK(parse({"--help"}).help);
     std::string help = corral::run::run_help_text();
     for (const char* opt : {"--rootfs", "--workspace", "--run-dir", "--state-dir", "--memory", "--pids", "--cpus",
-                            "--timeout", "--env", "--hostname", "--stdin", "--uid-range", "--log-limit", "--help", "124", "125",
+                            "--timeout", "--env", "--hostname", "--stdin", "--tty", "--uid-range", "--log-limit", "--help", "124", "125",
                             "126", "127", "--config", "--worker", "--prompt", "--prompt-file", "--system-prompt-file",
                             "--gateway"})
         CHECK_MESSAGE(help.find(opt) != std::string::npos, opt);
@@ -173,7 +173,7 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
 TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
     CHECK(error_of({"--bogus", "--", "true"}) ==
           "unknown option \"--bogus\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, --nofile, "
-          "--cpus, --timeout, --grace, --quiet, --env, --hostname, --stdin, --log-limit, --sync-record, --uid-range, --config, --worker, "
+          "--cpus, --timeout, --grace, --quiet, --env, --hostname, --stdin, --tty, --log-limit, --sync-record, --uid-range, --config, --worker, "
           "--prompt, --prompt-file, --system-prompt-file, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
     CHECK(error_of({"--pids", "3"}).starts_with("missing command"));

@@ -98,6 +98,25 @@ TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, root
     }
 }
 
+TEST_CASE("--tty -- CLI, the worker's agent by name: an interactive agent run (its home, TERM, the CLI's args)") {
+    auto plan = run::resolve_run(parse({"--tty", "--config", "/etc/corral/org", "--worker", "w", "--", "claude", "-c"}),
+                                 worker_inputs());
+    CHECK(plan.agent == config::AgentKind::claude);
+    CHECK(plan.spec.tty);
+    CHECK(plan.spec.rootfs.home_dir == "/var/lib/corral/runs/x/home");
+    CHECK(plan.spec.stdout_log_name == "stdout.log");  // a terminal's output, not JSON lines
+    CHECK(plan.spec.argv == std::vector<std::string>{"claude", "-c"});  // prepare_agent_run puts the CLI's path first
+    // Another command, or the agent's name without --tty: a plain `-- CMD` run of the worker.
+    for (auto args : {std::vector<std::string>{"--tty", "--config", "/o", "--worker", "w", "--", "bash"},
+                      std::vector<std::string>{"--config", "/o", "--worker", "w", "--", "claude"},
+                      std::vector<std::string>{"--tty", "--config", "/o", "--worker", "w", "--", "/usr/bin/claude"}}) {
+        CAPTURE(args.back());
+        auto p = run::resolve_run(parse(args), worker_inputs());
+        CHECK_FALSE(p.agent);
+        CHECK_FALSE(p.spec.rootfs.home_dir);
+    }
+}
+
 TEST_CASE("the command line wins over the worker; without --config only the command line and defaults count") {
     auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--memory", "128M", "--pids", "5",
                                         "--cpus", "0.5", "--timeout", "30s", "--rootfs", "host", "--env", "SHARED=cli",

@@ -25,6 +25,23 @@ TEST_CASE("the command's environment is the documented few plus --env, later win
     CHECK(env.size() == 7);
 }
 
+TEST_CASE("--tty: TERM is the caller's terminal type when it is a plain terminfo name") {
+    SandboxSpec spec;
+    spec.tty = true;
+    spec.terminal_type = box_terminal_type("tmux-256color");
+    auto env = command_environment(spec);
+    CHECK(env.back() == "TERM=tmux-256color");
+    spec.env = {{"TERM", "vt100"}};  // --env still has the last word
+    CHECK(command_environment(spec).back() == "TERM=vt100");
+    CHECK(box_terminal_type("xterm+256.color_x") == "xterm+256.color_x");
+    // Unset, dumb (the caller is not a full-screen terminal), or not a name:
+    // a terminal type every terminfo database has.
+    const std::string too_long(65, 'x');
+    for (const char* odd : {static_cast<const char*>(nullptr), "", "dumb", "../../etc/x", "xterm\n", "a b",
+                            "xterm;rm", too_long.c_str()})
+        CHECK(box_terminal_type(odd) == "xterm-256color");
+}
+
 TEST_CASE("every setup step has its own name") {
     std::set<std::string> names;
     for (auto s = static_cast<std::uint32_t>(SetupStep::set_parent_death_signal);

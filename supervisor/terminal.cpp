@@ -1,0 +1,153 @@
+#include "supervisor/terminal.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/sys_error.hpp"
+
+namespace corral::supervisor {
+
+namespace {
+
+[[noreturn]] void refuse_not_a_terminal(const char* which) {
+    throw UsageError(std::string("--tty: corral's ") + which +
+                     " is not a terminal; --tty joins the caller's terminal to a pty in the box, so run it from a "
+                     "terminal (for piped input use --stdin without --tty)");
+}
+
+// Window-size changes and caller input are signals and bytes, never reasons
+// to stop the run: a failed ioctl leaves the size as it was.
+constexpr std::size_t kInputChunk = 4096;
+
+}  // namespace
+
+void require_caller_terminal(int in_fd, int out_fd) {
+    if (!isatty(in_fd)) refuse_not_a_terminal("stdin");
+    if (!isatty(out_fd)) refuse_not_a_terminal("stdout");
+}
+
+std::string box_terminal_type(const char* caller_term) {
+    constexpr const char* kFallback = "xterm-256color";
+    if (caller_term == nullptr) return kFallback;
+    std::string_view t(caller_term);
+    if (t.empty() || t.size() > 64 || t == "dumb") return kFallback;
+    for (char c : t) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == '+' || c == '-';
+        if (!ok) return kFallback;
+    }
+    return std::string(t);
+}
+
+Fd watch_window_size_changes() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGWINCH);
+    check_sys(sigprocmask(SIG_BLOCK, &set, nullptr), "sigprocmask", "SIG_BLOCK SIGWINCH");
+    Fd fd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd.valid()) throw SysError("signalfd", "SIGWINCH", errno);
+    return fd;
+}
+
+RawTerminal::RawTerminal(int fd) : fd_(fd) { check_sys(tcgetattr(fd_, &saved_), "tcgetattr", "the caller's terminal"); }
+
+RawTerminal::~RawTerminal() { restore(); }
+
+void RawTerminal::enter_raw() {
+    termios raw = saved_;
+    cfmakeraw(&raw);
+    // TCSAFLUSH: input typed before the command started is not replayed to it.
+    check_sys(tcsetattr(fd_, TCSAFLUSH, &raw), "tcsetattr", "the caller's terminal (raw mode)");
+    raw_ = true;
+}
+
+std::string RawTerminal::restore() noexcept {
+    if (!raw_) return {};
+    raw_ = false;
+    // TCSADRAIN: the program's last output is shown with the settings it was written for.
+    if (tcsetattr(fd_, TCSADRAIN, &saved_) != 0) return "tcsetattr: " + errno_text(errno);
+    return {};
+}
+
+TerminalRelay::TerminalRelay(Fd master, Fd window_signals, int caller_in, int caller_out)
+    : master_(std::move(master)), window_signals_(std::move(window_signals)), caller_in_(caller_in),
+      caller_out_(caller_out), raw_(caller_in) {
+    int flags = fcntl(master_.get(), F_GETFL);
+    if (flags < 0 || fcntl(master_.get(), F_SETFL, flags | O_NONBLOCK) != 0)
+        throw SysError("fcntl(F_SETFL, O_NONBLOCK)", "the box's pty master", errno);
+}
+
+void TerminalRelay::start() {
+    copy_window_size();
+    raw_.enter_raw();
+}
+
+void TerminalRelay::copy_window_size() noexcept {
+    if (!master_.valid()) return;
+    winsize ws{};
+    if (ioctl(caller_out_, TIOCGWINSZ, &ws) != 0 && ioctl(caller_in_, TIOCGWINSZ, &ws) != 0) return;
+    // The kernel sends SIGWINCH to the pty's foreground process group.
+    ioctl(master_.get(), TIOCSWINSZ, &ws);
+}
+
+int TerminalRelay::add_poll_fds(pollfd* out) const {
+    int n = 0;
+    if (master_.valid() && pending_.empty() && caller_input_open_) out[n++] = {caller_in_, POLLIN, 0};
+    if (master_.valid() && !pending_.empty()) out[n++] = {master_.get(), POLLOUT, 0};
+    out[n++] = {window_signals_.get(), POLLIN, 0};
+    return n;
+}
+
+void TerminalRelay::step(const pollfd* fds, int count) {
+    for (int i = 0; i < count; ++i) {
+        if (fds[i].revents == 0) continue;
+        if (fds[i].fd == window_signals_.get())
+            take_window_signal();
+        else if (fds[i].fd == caller_in_)
+            read_caller_input();
+        else if (master_.valid() && fds[i].fd == master_.get())
+            write_pending_input();
+    }
+}
+
+void TerminalRelay::read_caller_input() {
+    char buf[kInputChunk];
+    ssize_t n = read(caller_in_, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+        // The caller's terminal hung up: the program keeps running (it may
+        // still be writing to the log) but gets no more input.
+        caller_input_open_ = false;
+        return;
+    }
+    pending_.append(buf, static_cast<std::size_t>(n));
+    write_pending_input();
+}
+
+void TerminalRelay::write_pending_input() {
+    while (!pending_.empty() && master_.valid()) {
+        ssize_t n = write(master_.get(), pending_.data(), pending_.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;  // POLLOUT tells when the program took some
+        if (n <= 0) {
+            pending_.clear();  // the slave is gone: nobody to read it
+            return;
+        }
+        pending_.erase(0, static_cast<std::size_t>(n));
+    }
+}
+
+void TerminalRelay::take_window_signal() {
+    signalfd_siginfo si{};
+    while (read(window_signals_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    }
+    copy_window_size();
+}
+
+}  // namespace corral::supervisor

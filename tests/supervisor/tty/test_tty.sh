@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# tests/supervisor/tty/test_tty.sh — `corral run --tty` driven as a person
+# would, through a real terminal: each case starts corral in a detached tmux
+# session (a real pty pair on the host), types with send-keys and reads the
+# screen with capture-pane. Root only (corral builds real sandboxes); exits
+# 77 with the reason when root or tmux is missing.
+#
+# The cases: bash -i job control (Ctrl-Z, jobs, fg, Ctrl-C), Ctrl-C reaching
+# the program (a trap runs, corral keeps running), vi full-screen, TIOCSTI
+# and TIOCLINUX denied on the box's own pty, a resize seen by `stty size`,
+# the caller's terminal restored after a normal end, a deadline, a signal to
+# corral and a command that is not found; the output in stdout.log; the
+# usage errors when corral's stdin or stdout is not a terminal.
+set -uo pipefail
+
+CORRAL=${CORRAL_BIN:?CORRAL_BIN (the corral binary) must be set}
+UID_RANGE=1900100500-1900100549
+
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (corral run builds real sandboxes)" >&2; exit 77; fi
+if ! command -v tmux >/dev/null; then echo "SKIP: tmux is not installed (tools/install-deps.sh installs it)" >&2; exit 77; fi
+
+TMP=$(mktemp -d /tmp/corral-tty-test.XXXXXX)
+SOCK="$TMP/tmux.sock"          # a tmux server of this test's own
+tm() { tmux -S "$SOCK" "$@"; }
+cleanup() {
+  tm kill-server 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+failures=0
+passes=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; passes=$((passes + 1)); }
+
+screen() { tm capture-pane -t "$1" -p -J; }
+# wait_for SESSION REGEX [SECONDS]: until the screen matches (extended regex).
+wait_for() {
+  local s=$1 re=$2 limit=${3:-15} i
+  for ((i = 0; i < limit * 10; i++)); do
+    if screen "$s" | grep -Eq -- "$re"; then return 0; fi
+    sleep 0.1
+  done
+  echo "--- screen of $s while waiting for /$re/:" >&2
+  screen "$s" >&2
+  return 1
+}
+# count SESSION REGEX: lines of the screen that match.
+count() { screen "$1" | grep -Ec -- "$2"; }
+type_line() { tm send-keys -t "$1" -l -- "$2"; tm send-keys -t "$1" Enter; }
+
+# A host shell in a 120x40 tmux window; it records `stty -a` before and
+# after running corral, and corral's exit status. $2: corral's options
+# and command, as shell words.
+start_case() {
+  local s=$1 cmdline=$2
+  mkdir -p "$TMP/$s"
+  tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' bash --norc --noprofile -i"
+  wait_for "$s" 'host\$' 10 || return 1
+  type_line "$s" "stty -a > $TMP/$s/before; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $cmdline; echo corral-exit=\$?; stty -a > $TMP/$s/after; echo after-written"
+}
+# The host terminal's settings after corral exactly as before it.
+check_restored() {
+  local s=$1 what=$2
+  if ! wait_for "$s" '^after-written' 20; then fail "$what: corral did not return to the host shell"; return; fi
+  if cmp -s "$TMP/$s/before" "$TMP/$s/after"; then
+    pass "$what: the host terminal's settings (stty -a) are as before"
+  else
+    fail "$what: stty -a differs after corral:"; diff "$TMP/$s/before" "$TMP/$s/after" >&2
+  fi
+}
+exit_status_is() {
+  local s=$1 want=$2 what=$3
+  if screen "$s" | grep -q "^corral-exit=$want\$"; then pass "$what: corral exited $want"; else
+    fail "$what: corral's exit status is not $want:"; screen "$s" | grep corral-exit >&2; fi
+}
+
+BOX_SHELL="--env PS1=box\\\$\\  --workspace $TMP/ws -- /bin/bash --norc --noprofile -i"
+mkdir -p "$TMP/ws"
+cat > "$TMP/ws/ioctl_probe.py" <<'EOF'
+# Pushes a byte into its own terminal's input (TIOCSTI) and asks for the
+# console selection paste (TIOCLINUX): both must be refused by corral's
+# seccomp filter with EPERM, on the box's own pty.
+import errno, fcntl, termios
+for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C, b"\x02")):
+    try:
+        fcntl.ioctl(0, req, arg)
+        print(name + "-allowed")
+    except OSError as e:
+        print(name + "-errno-" + errno.errorcode.get(e.errno, str(e.errno)))
+EOF
+chmod 0644 "$TMP/ws/ioctl_probe.py"
+
+# ---- 1. an interactive shell: job control, Ctrl-C, vi, TIOCSTI; then exit.
+s=shell
+start_case $s "$BOX_SHELL"
+if wait_for $s '^box\$' 20; then
+  pass "bash -i starts on the box's pty"
+  type_line $s 'tty; stat -c "%U %a" $(tty); echo "TERM=$TERM"'
+  wait_for $s '^/dev/pts/[0-9]+$' && pass "the box's stdin is a pty of its own devpts" || fail "tty does not name the box's pty"
+  wait_for $s '^agent 600$' && pass "the pty's slave is the agent's, mode 600" || fail "the slave's owner/mode is not agent 600"
+  wait_for $s '^TERM=tmux-256color$' && pass "TERM is the caller's" || fail "TERM is not the caller's"
+
+  # Job control: Ctrl-Z stops the foreground job, jobs lists it, fg resumes, Ctrl-C ends it.
+  type_line $s 'sleep 100'
+  sleep 0.5
+  tm send-keys -t $s C-z
+  if wait_for $s 'Stopped +sleep 100'; then pass "Ctrl-Z stops the foreground job (Stopped)"; else fail "Ctrl-Z did not stop sleep"; fi
+  type_line $s 'jobs'
+  wait_for $s '^jobs$' 5
+  sleep 0.3
+  [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && pass "jobs lists the stopped job" || fail "jobs does not list the stopped sleep"
+  type_line $s 'fg'
+  wait_for $s '^sleep 100$' 5 || fail "fg did not resume sleep"
+  sleep 0.5
+  tm send-keys -t $s C-c
+  type_line $s 'echo "after fg: $? done-$((40+2))"'
+  wait_for $s '^after fg: 130 done-42$' && pass "fg then Ctrl-C ends the job with SIGINT (status 130), the shell lives on" ||
+    fail "fg + Ctrl-C did not end the job with 130"
+
+  # Ctrl-C reaches the program: its trap runs; corral keeps running.
+  type_line $s "bash -c 'trap \"echo trapped-SIGINT; exit 0\" INT; echo ready-for-C-c; while :; do sleep 0.2; done'"
+  wait_for $s '^ready-for-C-c$' 5
+  tm send-keys -t $s C-c
+  wait_for $s '^(\^C)?trapped-SIGINT$' && pass "Ctrl-C is the program's SIGINT (its trap ran)" || fail "the trap did not see Ctrl-C"
+  type_line $s 'echo still-$((6*7))'
+  wait_for $s '^still-42$' && pass "corral and the box survive Ctrl-C" || fail "the box did not survive Ctrl-C"
+
+  # TIOCSTI / TIOCLINUX on the box's own pty.
+  type_line $s 'python3 /workspace/ioctl_probe.py'
+  if wait_for $s '^TIOCLINUX-' 10; then
+    screen $s | grep -q '^TIOCSTI-errno-EPERM$' && pass "TIOCSTI on the box's pty: EPERM (seccomp)" || fail "TIOCSTI was not refused with EPERM: $(screen $s | grep TIOCSTI-)"
+    screen $s | grep -q '^TIOCLINUX-errno-EPERM$' && pass "TIOCLINUX on the box's pty: EPERM (seccomp)" || fail "TIOCLINUX was not refused with EPERM: $(screen $s | grep TIOCLINUX-)"
+  else
+    fail "the ioctl probe printed nothing"
+  fi
+
+  # vi full-screen: no "not a terminal", its empty-buffer tildes, :q! leaves it.
+  type_line $s 'clear'
+  if wait_for $s '^box\$ $' 5 && type_line $s 'command -v vi >/dev/null && echo vi-found || echo vi-missing' && wait_for $s '^vi-(found|missing)$' 5 &&
+     screen $s | grep -q '^vi-found$'; then
+    type_line $s 'clear; vi /tmp/new-file'
+    if wait_for $s '"/tmp/new-file"' 10 && [ "$(count $s '^~ *$')" -ge 30 ]; then
+      if screen $s | grep -qi 'not a terminal\|not to a terminal'; then fail "vi says it is not on a terminal"; else
+        pass "vi opens full-screen (its ~ lines fill the window)"; fi
+    else
+      fail "vi did not open full-screen"
+    fi
+    tm send-keys -t $s Escape
+    type_line $s ':q!'
+    type_line $s 'echo vi-exited'
+    wait_for $s '^vi-exited$' && pass "vi's :q! returns to the shell" || fail "vi did not exit on :q!"
+  else
+    echo "SKIP (counted): no vi in the host rootfs"
+  fi
+  type_line $s 'echo logged-$((2*3*7)); exit 3'
+  check_restored $s "normal end"
+  exit_status_is $s 3 "exit 3"
+  grep -q 'logged-42' "$TMP/$s/run/stdout.log" && pass "the pty's output is in the run dir's stdout.log" || fail "stdout.log lacks the output"
+else
+  fail "bash -i did not start in corral run --tty"
+fi
+
+# ---- 2. a resize of the caller's window reaches the box (SIGWINCH -> TIOCSWINSZ).
+s=resize
+start_case $s "$BOX_SHELL"
+if wait_for $s '^box\$' 20; then
+  type_line $s 'stty size'
+  wait_for $s '^40 120$' && pass "the window size is copied at start (40 120)" || fail "stty size is not 40 120 at start"
+  tm resize-window -t $s -x 100 -y 30
+  sleep 0.5
+  type_line $s 'clear; stty size'
+  wait_for $s '^30 100$' && pass "a resize reaches the box (30 100)" || fail "stty size did not follow the resize"
+  type_line $s 'exit'
+  wait_for $s '^after-written' 20 || fail "resize: corral did not return"
+else
+  fail "resize: bash -i did not start"
+fi
+
+# ---- 3. the terminal restored on the other exit paths.
+s=deadline
+start_case $s "--timeout 3s $BOX_SHELL"
+wait_for $s '^box\$' 20 && type_line $s 'stty -echo; sleep 60'
+check_restored $s "deadline (--timeout, the box changed its own settings)"
+exit_status_is $s 124 "deadline"
+
+s=signal
+start_case $s "$BOX_SHELL"
+if wait_for $s '^box\$' 20; then
+  pid=$(pgrep -f -- "--run-dir $TMP/$s/run" | head -1)
+  if [ -n "$pid" ]; then kill -TERM "$pid"; else fail "signal: no corral process found"; fi
+fi
+check_restored $s "SIGTERM to corral"
+exit_status_is $s 143 "SIGTERM"
+
+s=notfound
+start_case $s "-- /no/such/program"
+check_restored $s "command not found"
+exit_status_is $s 127 "command not found"
+
+# ---- 4. usage errors: --tty needs corral's stdin and stdout to be a terminal (exit 2).
+out=$("$CORRAL" run --tty -- true </dev/null 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [[ $out == *"--tty: corral's stdin is not a terminal"* ]] && pass "--tty with stdin not a terminal: exit 2, says so" ||
+  fail "--tty with /dev/null stdin: rc=$rc: $out"
+s=usage
+tm new-session -d -s $s -x 120 -y 40 "env -i PATH=/usr/bin:/bin PS1='host\$ ' bash --norc --noprofile -i"
+wait_for $s 'host\$' 10
+type_line $s "$CORRAL run --tty -- true | cat; echo rc=\${PIPESTATUS[0]}"
+wait_for $s '^rc=' 10
+screen $s | grep -q "^rc=2$" && screen $s | grep -q "corral's stdout is not a terminal" && pass "--tty with stdout a pipe: exit 2, says so" ||
+  fail "--tty with stdout a pipe: $(screen $s | grep -v '^$')"
+
+echo "$passes passed, $failures failed"
+[ $failures -eq 0 ]
