@@ -83,8 +83,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, ps, logs, stop, inspect, doctor, gateway, ca, validate, budget, image
-",
+    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, ps, logs, stop, inspect, doctor, gateway, ca, validate, budget, image\n",
                  argv[1]);
     return 2;
 }
