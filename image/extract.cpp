@@ -187,6 +187,9 @@ private:
                 const int err = errno;
                 if (err == ELOOP)
                     throw ImageError(entry_error(what_, entry, walked + " is a symlink; writing through it could land outside the layer"));
+                struct stat st {};
+                if (err == ENOTDIR && fstatat(cur.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                    throw ImageError(entry_error(what_, entry, walked + " is a symlink; writing through it could land outside the layer"));
                 if (err == ENOTDIR)
                     throw ImageError(entry_error(what_, entry, walked + " is not a directory in this archive"));
                 if (err == ENOENT)

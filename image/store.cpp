@@ -319,6 +319,21 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
 
     Fd layers_dir(open((root_ + "/layers/sha256").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
     if (!layers_dir.valid()) throw SysError("open", root_ + "/layers/sha256", errno);
+    // A later layer refused: the ones this import added are no image's, and go.
+    std::vector<std::string> added;
+    struct Undo {
+        int dir;
+        std::vector<std::string>& added;
+        bool armed = true;
+        ~Undo() {
+            if (!armed) return;
+            for (const auto& hex : added) try {
+                    remove_tree_at(dir, hex);
+                } catch (...) {
+                    // Left for the next import's sweep of unused layers.
+                }
+        }
+    } undo{layers_dir.get(), added};
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const LayerSource& ls = layers[i];
         ImportProgress ev{.layer = i + 1, .layers = layers.size(), .digest = ls.digest.value_or("")};
@@ -366,12 +381,14 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
             check_sys(renameat(AT_FDCWD, staging_path.c_str(), layers_dir.get(), r.sha256_hex.c_str()), "renameat",
                       staging_path + " -> " + layer_dir(got));
             ++result.layers_added;
+            added.push_back(r.sha256_hex);
         }
         if (observer) observer(ev);
     }
     fsync(layers_dir.get());
     image.imported_at = now_rfc3339();
     write_atomically(root_ + "/images", image.name + ".json", to_json_text(image));
+    undo.armed = false;
     for (const auto& n : image.config.ignored) result.notes.push_back(n);
 
     // A re-import under the same name may leave layers no image names.
