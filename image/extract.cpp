@@ -168,10 +168,15 @@ private:
     // `create`. The fd stays owned by the extractor's cache.
     int directory(const std::string& parent, const std::string& entry, bool create) {
         if (cached_.valid() && cached_path_ == parent) return cached_.get();
-        Fd cur(fcntl(root_, F_DUPFD_CLOEXEC, 3));
+        // From the cached directory when it is on the way (a tar lists a
+        // directory, then what is in it), else from the layer's root.
+        const bool below_cached = cached_.valid() && !cached_path_.empty() && parent.size() > cached_path_.size() &&
+                                  parent.compare(0, cached_path_.size(), cached_path_) == 0 &&
+                                  parent[cached_path_.size()] == '/';
+        Fd cur(fcntl(below_cached ? cached_.get() : root_, F_DUPFD_CLOEXEC, 3));
         if (!cur.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", what_, errno);
-        std::size_t pos = 0;
-        std::string walked;
+        std::size_t pos = below_cached ? cached_path_.size() + 1 : 0;
+        std::string walked = below_cached ? cached_path_ : std::string();
         while (pos < parent.size()) {
             std::size_t next = parent.find('/', pos);
             if (next == std::string::npos) next = parent.size();
@@ -206,8 +211,9 @@ private:
 
     // Makes room for a new entry: whatever the name held before goes (a later
     // entry of the same name wins, as with tar -x). The cached directory is
-    // the entry's parent, which this never removes; a directory replaced
-    // here by a symlink is met again only by a fresh walk, which refuses it.
+    // the entry's parent, which this never removes, and the walk starts from
+    // it only for paths below it: a directory replaced here by a symlink is
+    // met again only by a walk from above it, which refuses it.
     void clear_slot(int dir, const std::string& leaf) { remove_tree_at(dir, leaf); }
 
     void set_owner(int fd_or_dir, const char* name, struct archive_entry* e, const std::string& where) {
@@ -266,7 +272,8 @@ private:
             }
         }
         // A sparse file's trailing hole.
-        if (archive_entry_size_is_set(e) && ftruncate(out.get(), archive_entry_size(e)) != 0)
+        if (archive_entry_size_is_set(e) && archive_entry_size(e) > offset &&
+            ftruncate(out.get(), archive_entry_size(e)) != 0)
             throw SysError("ftruncate", what_ + ": " + name, errno);
         set_owner(out.get(), "", e, what_ + ": " + name);
         if (fchmod(out.get(), kept_mode(e, 0644)) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
@@ -288,6 +295,9 @@ private:
         set_owner(d.get(), "", e, what_ + ": " + name);
         if (fchmod(d.get(), kept_mode(e, 0755)) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
         set_xattrs(d.get(), e, what_ + ": " + name);
+        // What follows in a tar is usually this directory's content.
+        cached_ = std::move(d);
+        cached_path_ = name;
     }
 
     void symlink(struct archive_entry* e, const std::string& name, const std::string& parent, const std::string& leaf) {

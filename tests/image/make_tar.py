@@ -8,7 +8,7 @@ link), so every archive here is exactly the bytes the case describes.
   make_tar.py OUT CASE [OUTSIDE]
 
 CASE is one of the hostile cases (dotdot, absolute, symlink-write,
-symlink-dir-write, hardlink-outside, hardlink-absolute, device, blockdev,
+symlink-dir-write, dir-then-symlink, hardlink-outside, hardlink-absolute, device, blockdev,
 trusted-xattr) or "whiteouts" (a layer deleting /gone and making /opq
 opaque, with a new file in it). OUTSIDE is the directory the hostile entries
 aim at (the test checks it stays empty).
@@ -55,6 +55,11 @@ def main():
             add(t, "a", tarfile.DIRTYPE)
             add(t, "a/b", tarfile.SYMTYPE, linkname="../../../../../../.." + outside)
             add_file(t, "a/b/c/deep", b"escaped\n")
+        elif case == "dir-then-symlink":
+            add(t, "d", tarfile.DIRTYPE)
+            add_file(t, "d/f", b"in the layer\n")
+            add(t, "d", tarfile.SYMTYPE, linkname=outside)
+            add_file(t, "d/g", b"escaped\n")
         elif case == "hardlink-outside":
             add(t, "etc/shadow-link", tarfile.LNKTYPE, linkname="../../../../../.." + outside + "/target")
         elif case == "hardlink-absolute":

@@ -252,6 +252,7 @@ TEST_CASE("hostile archives are refused, with the reason, and nothing is written
         {"absolute", "an absolute name; every entry must stay inside its layer"},
         {"symlink-write", "escape is a symlink; writing through it could land outside the layer"},
         {"symlink-dir-write", "a/b is a symlink; writing through it could land outside the layer"},
+        {"dir-then-symlink", "d is a symlink; writing through it could land outside the layer"},
         {"hardlink-outside", "outside the archive's tree"},
         {"hardlink-absolute", "outside the archive's tree"},
         {"device", "a character device 1:3; images may not hold device nodes"},
