@@ -150,7 +150,11 @@ Result write_file(const MountOp& op, int root_fd) {
         // The image's file may be a link (Ubuntu's resolv.conf into /run):
         // removed in the overlay, never followed.
         ParentAndName pn;
-        if (!open_parent(op, root_fd, pn)) return fail(FailedCall::open);
+        if (!open_parent(op, root_fd, pn)) {
+            // The image's /etc is a link to nowhere in the image: nothing to replace.
+            if ((errno == ENOENT || errno == ENOTDIR) && op.optional) return std::nullopt;
+            return fail(FailedCall::open);
+        }
         if (unlinkat(pn.parent.fd, pn.name, 0) != 0 && errno != ENOENT) return fail(FailedCall::unlink);
         ScopedFd fd(openat(pn.parent.fd, pn.name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op.mode));
         if (fd.fd < 0) return fail(FailedCall::open);

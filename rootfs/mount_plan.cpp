@@ -221,10 +221,12 @@ public:
     void file(const std::string& box_path, const std::string& content, mode_t mode = 0644) {
         plan_.ops.push_back(MountOp{.kind = MountKind::WriteFile, .target = box_path, .data = content, .mode = mode});
     }
-    // The image's own file (or link) at box_path is replaced in the overlay.
+    // The image's own file (or link) at box_path is replaced in the overlay;
+    // skipped when its directory does not resolve inside the image (an
+    // image's /etc linked out of it).
     void replace_file(const std::string& box_path, const std::string& content, mode_t mode = 0644) {
         plan_.ops.push_back(MountOp{.kind = MountKind::WriteFile, .target = box_path, .data = content, .mode = mode,
-                                    .replace = true});
+                                    .optional = true, .replace = true});
     }
     void append(const std::string& box_path, const std::string& content) {
         plan_.ops.push_back(MountOp{.kind = MountKind::AppendFile, .target = box_path, .data = content, .optional = true});

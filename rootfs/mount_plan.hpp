@@ -104,7 +104,7 @@ struct MountOp {
     bool set_owner = false;  // MakeDir/WriteFile: chown to uid:gid and chmod mode even if it existed
     uid_t uid = 0;
     gid_t gid = 0;
-    bool optional = false;   // skip this op when its target (or a Bind's source) does not exist
+    bool optional = false;   // skip this op when its target (or a Bind's source, a replaced file's directory) does not exist
     uid_t disk_uid = 0;      // AttachTree: the on-disk owner shown as uid
     gid_t disk_gid = 0;      // AttachTree: the on-disk group shown as gid
     int tree_fd = -1;        // AttachTree: the detached mount (owned by PreparedTrees, not by the op)
