@@ -84,5 +84,10 @@ printf '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
 printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"os":"linux","architecture":"amd64"}}]}' \
   "$manifest_hex" "$(size_of "$manifest_hex")" >"$layout/index.json"
 
-"$corral" image import "$layout" --name "$name" --state-dir "$state_dir"
+if ! "$corral" image import "$layout" --name "$name" --state-dir "$state_dir"; then
+  # Minutes of work: kept for a second `corral image import` by hand.
+  trap - EXIT
+  echo "build-agent-image: the import failed; the OCI layout is kept in $layout" >&2
+  exit 1
+fi
 echo "build-agent-image: done; use it with --rootfs image:$name or rootfs = \"image:$name\""
