@@ -121,7 +121,8 @@ Descriptor pick_manifest(std::string_view index_json, const std::optional<std::s
     for (const auto& c : all)
         if (c.platform == "linux/amd64") return c.d;
     throw ImageError("index.json lists " + std::to_string(all.size()) +
-                     " manifests and none for linux/amd64: name one with SOURCE:REF");
+                     " manifests and none for linux/amd64: copy the one to import into a layout of its own "
+                     "(skopeo copy oci:DIR:REF oci:NEW)");
 }
 
 Manifest parse_manifest(std::string_view manifest_json) {
