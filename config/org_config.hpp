@@ -93,7 +93,7 @@ struct OrgConfig {
     std::string dir;
     std::string org_file;             // DIR/org.toml
     EngineSettings engine;
-    std::string rootfs = "host";      // "host" or an absolute directory path
+    std::string rootfs = "host";      // "host", "image:NAME" or an absolute directory path
     SandboxLimits limits;
     GatewayConfig gateway;            // [gateway], [credentials.NAME], [[grants]]
     BudgetConfig budget;              // [budget], [budget.worker]: every worker's defaults
@@ -132,7 +132,7 @@ struct ResolvedWorker {
     std::string agent_source;         // "workers/w/worker.toml:3", "org.toml:2 [engine]" or "built-in default"
     std::string model;                // "" = the CLI's default
     std::string chatgpt_account_id;
-    std::string rootfs;               // "host" or absolute path
+    std::string rootfs;               // "host", "image:NAME" or absolute path
     SandboxLimits limits;
     // The org grants that apply to this worker (identities empty or naming it)
     // followed by the worker's own. The grants the agent kind implies are added

@@ -129,12 +129,21 @@ std::optional<std::string> rootfs_value(Checker& c, const toml::value& v, const 
                                         const std::string& org_dir) {
     if (!v.is_string()) {
         c.bad(v, key, type_name(v),
-              "\"host\" | a directory path holding the image's root (absolute, or relative to the organisation "
-              "directory)");
+              "\"host\" | \"image:NAME\" | a directory path holding the image's root (absolute, or relative to the "
+              "organisation directory)");
         return std::nullopt;
     }
     const std::string& s = v.as_string().str;
     if (s == "host") return s;
+    // An image of the store (corral image import): looked up when a run starts.
+    if (s.starts_with("image:")) {
+        static const std::regex name("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+        if (!std::regex_match(s.substr(6), name)) {
+            c.bad(v, key, in_quotes(s), "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ - (starting with a letter or digit)");
+            return std::nullopt;
+        }
+        return s;
+    }
     if (s.empty()) {
         c.bad(v, key, "\"\"", "\"host\" or a directory holding the image's root");
         return std::nullopt;

@@ -146,6 +146,21 @@ Result make_symlink(const MountOp& op, int root_fd) {
 }
 
 Result write_file(const MountOp& op, int root_fd) {
+    if (op.replace) {
+        // The image's file may be a link (Ubuntu's resolv.conf into /run):
+        // removed in the overlay, never followed.
+        ParentAndName pn;
+        if (!open_parent(op, root_fd, pn)) {
+            // The image's /etc is a link to nowhere in the image: nothing to replace.
+            if ((errno == ENOENT || errno == ENOTDIR) && op.optional) return std::nullopt;
+            return fail(FailedCall::open);
+        }
+        if (unlinkat(pn.parent.fd, pn.name, 0) != 0 && errno != ENOENT) return fail(FailedCall::unlink);
+        ScopedFd fd(openat(pn.parent.fd, pn.name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op.mode));
+        if (fd.fd < 0) return fail(FailedCall::open);
+        if (!write_all(fd.fd, op.data.data(), op.data.size())) return fail(FailedCall::write);
+        return std::nullopt;
+    }
     const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW;
     ScopedFd fd(op.in_root ? open_in_root(root_fd, op.target.c_str(), flags, op.mode)
                            : open(op.target.c_str(), flags | O_CLOEXEC, op.mode));
@@ -240,6 +255,49 @@ Result attach_tree(const MountOp& op, int root_fd) {
     return std::nullopt;
 }
 
+// The overlay of an image's layers, built with the new mount API: one
+// "lowerdir+" per layer has no length limit (Linux 6.8+). An older kernel
+// refuses the key; then the layers go into one "lowerdir=" option, which
+// must fit in a page.
+Result mount_overlay(const MountOp& op) {
+    ScopedFd fs(fsopen("overlay", FSOPEN_CLOEXEC));
+    if (fs.fd < 0) return fail(FailedCall::fsopen);
+    if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "source", "corral-image", 0) != 0) return fail(FailedCall::fsconfig);
+    bool appended = true;
+    for (const auto& lower : op.lowers) {
+        if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "lowerdir+", lower.c_str(), 0) == 0) continue;
+        if (errno != EINVAL || &lower != &op.lowers.front()) return fail(FailedCall::fsconfig);
+        appended = false;
+        break;
+    }
+    if (!appended) {
+        char option[kMaxLowerdirOption + 1];
+        std::size_t used = 0;
+        for (const auto& lower : op.lowers) {
+            if (used + lower.size() + 1 > kMaxLowerdirOption) {
+                errno = E2BIG;
+                return fail(FailedCall::fsconfig);
+            }
+            if (used) option[used++] = ':';
+            std::memcpy(option + used, lower.data(), lower.size());
+            used += lower.size();
+        }
+        option[used] = '\0';
+        if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "lowerdir", option, 0) != 0) return fail(FailedCall::fsconfig);
+    }
+    if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "upperdir", op.source.c_str(), 0) != 0) return fail(FailedCall::fsconfig);
+    if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "workdir", op.data.c_str(), 0) != 0) return fail(FailedCall::fsconfig);
+    if (fsconfig(fs.fd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(FailedCall::fsconfig);
+    unsigned attrs = 0;
+    if (op.flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
+    if (op.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+    ScopedFd mnt(fsmount(fs.fd, FSMOUNT_CLOEXEC, attrs));
+    if (mnt.fd < 0) return fail(FailedCall::fsmount);
+    if (move_mount(mnt.fd, "", AT_FDCWD, op.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        return fail(FailedCall::move_mount);
+    return std::nullopt;
+}
+
 Result apply_op(const MountOp& op, int root_fd) {
     switch (op.kind) {
         case MountKind::MakeDir: return make_dir(op, root_fd);
@@ -252,6 +310,7 @@ Result apply_op(const MountOp& op, int root_fd) {
         case MountKind::Bind: return bind(op, root_fd);
         case MountKind::Remount: return remount(op, root_fd);
         case MountKind::AttachTree: return attach_tree(op, root_fd);
+        case MountKind::Overlay: return mount_overlay(op);
     }
     errno = EINVAL;
     return fail(FailedCall::mount);

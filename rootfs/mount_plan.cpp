@@ -163,6 +163,29 @@ void validate_extra_files(const RootfsSpec& spec) {
     }
 }
 
+// image:NAME: the layers the store gave, each a root-only directory.
+void validate_layers(const RootfsSpec& spec) {
+    if (spec.image_layers.empty())
+        throw UsageError("--rootfs " + spec.image + ": the image has no layers");
+    if (spec.image_layers.size() > kMaxImageLayers)
+        throw UsageError("--rootfs " + spec.image + ": " + std::to_string(spec.image_layers.size()) +
+                         " layers; at most " + std::to_string(kMaxImageLayers) + " are mounted (squash the image)");
+    for (const auto& l : spec.image_layers) {
+        if (!is_normalized_absolute(l) || l == "/")
+            throw UsageError("--rootfs " + spec.image + ": layer directory \"" + l + "\": expected a normalized absolute path");
+        require_directory("--rootfs " + spec.image, l);
+        // Mounted by path: nobody but root may be able to redirect it.
+        require_root_only_tree("--rootfs " + spec.image, l);
+        if (is_at_or_below(spec.scratch_dir, l))
+            throw UsageError("--rootfs " + spec.image + ": layer " + l + " contains corral's scratch directory");
+    }
+    const std::string& wd = spec.image_working_dir;
+    if (!wd.empty() && (!is_normalized_absolute(wd) || is_at_or_below(wd, "/proc") || is_at_or_below(wd, "/dev") ||
+                        is_at_or_below(wd, "/sys")))
+        throw UsageError("--rootfs " + spec.image + ": WorkingDir \"" + wd +
+                         "\": expected a normalized absolute path outside /proc, /dev and /sys");
+}
+
 // Builds the op list; each helper appends ops in the order they must run.
 class Planner {
 public:
@@ -197,6 +220,13 @@ public:
     }
     void file(const std::string& box_path, const std::string& content, mode_t mode = 0644) {
         plan_.ops.push_back(MountOp{.kind = MountKind::WriteFile, .target = box_path, .data = content, .mode = mode});
+    }
+    // The image's own file (or link) at box_path is replaced in the overlay;
+    // skipped when its directory does not resolve inside the image (an
+    // image's /etc linked out of it).
+    void replace_file(const std::string& box_path, const std::string& content, mode_t mode = 0644) {
+        plan_.ops.push_back(MountOp{.kind = MountKind::WriteFile, .target = box_path, .data = content, .mode = mode,
+                                    .optional = true, .replace = true});
     }
     void append(const std::string& box_path, const std::string& content) {
         plan_.ops.push_back(MountOp{.kind = MountKind::AppendFile, .target = box_path, .data = content, .optional = true});
@@ -319,6 +349,8 @@ void plan_host_root(Planner& p, const RootfsSpec& spec, const std::string& new_r
     p.dir("/sys", 0555);  // empty: no host /sys in the box
 }
 
+void plan_image_accounts_and_etc(Planner& p, const RootfsSpec& spec);
+
 void plan_image_root(Planner& p, const RootfsSpec& spec, const std::string& image_real, const std::string& new_root) {
     struct stat st {};
     if (stat(image_real.c_str(), &st) != 0) throw SysError("stat", image_real, errno);
@@ -327,6 +359,38 @@ void plan_image_root(Planner& p, const RootfsSpec& spec, const std::string& imag
     p.host_dir(spec.scratch_dir + "/work", 0700);
     p.host_mount("corral-image", new_root, "overlay", kSafe,
                  "lowerdir=" + image_real + ",upperdir=" + spec.scratch_dir + "/upper,workdir=" + spec.scratch_dir + "/work");
+    plan_image_accounts_and_etc(p, spec);
+}
+
+// image:NAME: its layers are the overlay's lower layers, as stored.
+void plan_layered_root(Planner& p, const RootfsSpec& spec, MountPlan& plan) {
+    // The merged root's owner and mode are the upper directory's: root's, 0755,
+    // whatever a layer says of its own root (an unpacked bundle's 0700 root
+    // would lock the agent out of /).
+    p.host_dir_owned(spec.scratch_dir + "/upper", 0755, 0, 0);
+    p.host_dir(spec.scratch_dir + "/work", 0700);
+    MountOp op{.kind = MountKind::Overlay, .source = spec.scratch_dir + "/upper", .target = plan.new_root,
+               .in_root = false, .fstype = "overlay", .flags = kSafe, .data = spec.scratch_dir + "/work"};
+    op.lowers.assign(spec.image_layers.rbegin(), spec.image_layers.rend());
+    plan.ops.push_back(std::move(op));
+    plan_image_accounts_and_etc(p, spec);
+    if (!spec.image_working_dir.empty()) {
+        std::vector<std::string> dirs;
+        for (std::string a = spec.image_working_dir; a != "/"; a = parent_of(a)) dirs.insert(dirs.begin(), a);
+        for (const auto& d : dirs) p.dir(d);
+    }
+}
+
+// Both image modes: the agent's account and the box's own network files.
+void plan_image_accounts_and_etc(Planner& p, const RootfsSpec& spec) {
+    // An image's /etc/hosts lacks the box's name (or localhost), its
+    // /etc/hostname names the machine the image was built on and its
+    // resolv.conf the build host's DNS: the box gets host mode's files,
+    // written in the overlay (the image is untouched).
+    p.dir("/etc");
+    p.replace_file("/etc/hosts", hosts_file(spec));
+    p.replace_file("/etc/hostname", hostname_file(spec));
+    p.replace_file("/etc/resolv.conf", resolv_conf());
     // The agent gets an account in the image's own files (copied up; the image is untouched).
     p.append("/etc/passwd", agent_passwd_line(spec));
     p.append("/etc/group", agent_group_line(spec));
@@ -423,8 +487,11 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     validate_extra_files(spec);
 
     const bool host_mode = spec.image == "host";
+    const bool layered = spec.image.starts_with("image:");
     std::string image_real;
-    if (!host_mode) {
+    if (layered) {
+        validate_layers(spec);
+    } else if (!host_mode) {
         if (spec.image.empty() || spec.image.front() != '/')
             throw UsageError("--rootfs " + spec.image + ": expected \"host\" or an absolute path to a directory");
         require_directory("--rootfs", spec.image);
@@ -461,7 +528,12 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
                                  " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
         }
         // A writable workspace overlapping the image would let the command write into DIR.
-        if (!host_mode) {
+        if (layered) {
+            for (const auto& l : spec.image_layers)
+                if (is_at_or_below(ws_real, l) || is_at_or_below(l, ws_real))
+                    throw UsageError("--workspace " + *spec.workspace + ": overlaps the image's layer " + l +
+                                     ", which must stay read-only; use a directory outside the image store");
+        } else if (!host_mode) {
             if (is_at_or_below(ws_real, image_real))
                 throw UsageError("--workspace " + *spec.workspace + ": is inside the image " + spec.image +
                                  ", which must stay read-only; use a directory outside it");
@@ -480,6 +552,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     plan.ops.push_back(MountOp{.kind = MountKind::Mount, .target = "/", .in_root = false, .flags = MS_REC | MS_PRIVATE});
     plan_scratch(p, spec);
     if (host_mode) plan_host_root(p, spec, plan.new_root);
+    else if (layered) plan_layered_root(p, spec, plan);
     else plan_image_root(p, spec, image_real, plan.new_root);
     plan_proc(p);
     plan_dev(p, spec);
@@ -509,6 +582,12 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     // go to the overlay's upper layer on scratch.)
     if (host_mode) p.remount("/", kReadOnly);
     return plan;
+}
+
+std::vector<std::string> image_lookup_dirs(const RootfsSpec& spec) {
+    if (spec.image == "host") return {};
+    if (!spec.image.starts_with("image:")) return {spec.image};
+    return {spec.image_layers.rbegin(), spec.image_layers.rend()};
 }
 
 // Moves the plan's /proc mounts (the proc mount and its masks) out of the
@@ -545,7 +624,12 @@ std::string describe(const MountOp& op) {
             return "mknod(" + where + ", char " + std::to_string(major(op.rdev)) + ":" + std::to_string(minor(op.rdev)) +
                    ", " + octal(op.mode) + ")";
         case MountKind::Symlink: return "symlink(" + where + " -> " + op.source + ")";
-        case MountKind::WriteFile: return "write file(" + where + ", " + octal(op.mode) + ")";
+        case MountKind::WriteFile:
+            return std::string(op.replace ? "replace file(" : "write file(") + where + ", " + octal(op.mode) + ")";
+        case MountKind::Overlay:
+            return "overlay(" + std::to_string(op.lowers.size()) + " lower layers" +
+                   (op.lowers.empty() ? std::string() : ", top " + op.lowers.front()) + ", upper " + op.source +
+                   " -> " + where + ")";
         case MountKind::AppendFile: return "append to file(" + where + ")";
         case MountKind::Mount:
             if (op.flags & MS_PRIVATE) return "mount(" + where + ", " + flag_names(op.flags) + ")";
@@ -577,6 +661,10 @@ const char* call_name(FailedCall call) noexcept {
         case FailedCall::umount: return "umount2";
         case FailedCall::chdir: return "chdir";
         case FailedCall::move_mount: return "move_mount";
+        case FailedCall::fsopen: return "fsopen";
+        case FailedCall::fsconfig: return "fsconfig";
+        case FailedCall::fsmount: return "fsmount";
+        case FailedCall::unlink: return "unlinkat";
     }
     return "?";
 }

@@ -46,7 +46,13 @@ inline constexpr std::uint64_t default_shm_size_bytes = 64ull << 20;
 inline constexpr unsigned kBoxPtyMax = 128;
 
 struct RootfsSpec {
-    std::string image = "host";             // "host" or an absolute directory (the --rootfs value)
+    std::string image = "host";             // "host", an absolute directory or "image:NAME" (the --rootfs value)
+    // image:NAME: the directories of its layers in the image store, bottom
+    // first (image/store.hpp), mounted as the overlay's lower layers.
+    std::vector<std::string> image_layers;
+    // image:NAME: its WorkingDir, made in the overlay (0755, like `docker
+    // run` does) when the layers lack it. "" = none.
+    std::string image_working_dir;
     std::optional<std::string> workspace;   // absolute directory, bound read-write at /workspace; without it
                                             // /workspace is an empty directory of the agent's on scratch
     // Host directories the workspace may not be, contain or lie in (corral's
@@ -80,6 +86,9 @@ enum class MountKind {
     Remount,     // mount(target, MS_BIND|MS_REMOUNT|flags): set per-mount flags (ro, nosuid, nodev, noexec)
     AttachTree,  // move_mount(tree_fd -> target): a bind of source whose on-disk owner disk_uid:disk_gid shows
                  // as uid:gid (rootfs/idmapped_tree.hpp); tree_fd is made by prepare_idmapped_trees()
+    Overlay,     // an overlay of lowers (top first) under source (upperdir) with data as workdir, on the host
+                 // path target: fsconfig "lowerdir+" per layer where the kernel has it (6.8+), else one
+                 // "lowerdir=a:b:..." option, which must fit in a page (kMaxLowerdirOption)
 };
 
 struct MountOp {
@@ -95,12 +104,28 @@ struct MountOp {
     bool set_owner = false;  // MakeDir/WriteFile: chown to uid:gid and chmod mode even if it existed
     uid_t uid = 0;
     gid_t gid = 0;
-    bool optional = false;   // skip this op when its target (or a Bind's source) does not exist
+    bool optional = false;   // skip this op when its target (or a Bind's source, a replaced file's directory) does not exist
     uid_t disk_uid = 0;      // AttachTree: the on-disk owner shown as uid
     gid_t disk_gid = 0;      // AttachTree: the on-disk group shown as gid
     int tree_fd = -1;        // AttachTree: the detached mount (owned by PreparedTrees, not by the op)
     bool idmapped = true;    // AttachTree: false once prepare_idmapped_trees() bound it as is
+    bool replace = false;    // WriteFile: remove what the name holds first (an image's link or file; in
+                             // the overlay, so the image is untouched), then create it
+    std::vector<std::string> lowers;  // Overlay: the lower layers' host directories, top first
 };
+
+// An image of more layers than this is refused: overlayfs stacks at most 500
+// lower layers, and corral keeps room below that limit.
+inline constexpr std::size_t kMaxImageLayers = 128;
+// mount(2)'s option string is one page: kernels without "lowerdir+" (before
+// 6.8) take an image's layers only while "lowerdir=..." fits in it.
+inline constexpr std::size_t kMaxLowerdirOption = 4000;
+
+// Where files of the box's image can be looked up on the host before the run
+// (CA bundles, an agent's CLI): {image} for a directory, the layers top first
+// for image:NAME (a whiteout in a higher layer is not seen here: the lookups
+// are advisory), {} in host mode.
+std::vector<std::string> image_lookup_dirs(const RootfsSpec& spec);
 
 struct MountPlan {
     std::string new_root;        // host path of the box's future "/" (a mount point after the plan is applied)
@@ -130,6 +155,7 @@ std::string describe(const MountOp& op);
 // The system call that failed (static names; safe to carry over a pipe as a number).
 enum class FailedCall : std::uint8_t {
     open, mkdir, mknod, symlink, write, chown, chmod, stat, mount, pivot_root, umount, chdir, move_mount,
+    fsopen, fsconfig, fsmount, unlink,
 };
 const char* call_name(FailedCall call) noexcept;
 

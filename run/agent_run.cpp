@@ -1,5 +1,7 @@
 #include "run/agent_run.hpp"
 
+#include "rootfs/mount_plan.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,8 +90,24 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
     auto& spec = plan.spec;
     // Checked before anything is written or started: found missing only after
     // the sandbox is built, the run would end as a bare "command not found".
-    if (auto missing = agents::cli_missing_in_rootfs(p, spec.rootfs.image, ai.agents_prefix))
-        throw AgentProgramNotFound(*missing);
+    // An image's layers are looked at top first: the CLI is there if a layer has it.
+    std::string cli_root = spec.rootfs.image == "host" ? "/" : spec.rootfs.image;
+    if (spec.rootfs.image == "host") {
+        if (auto missing = agents::cli_missing_in_rootfs(p, spec.rootfs.image, ai.agents_prefix))
+            throw AgentProgramNotFound(*missing);
+    } else {
+        std::optional<std::string> missing;
+        bool found = false;
+        for (const auto& dir : rootfs::image_lookup_dirs(spec.rootfs)) {
+            missing = agents::cli_missing_in_rootfs(p, dir, ai.agents_prefix);
+            if (!missing) {
+                cli_root = dir;
+                found = true;
+                break;
+            }
+        }
+        if (!found) throw AgentProgramNotFound(missing.value_or("no layers to look in: " + spec.rootfs.image));
+    }
 
     // The home is written now (owner: root) and handed to the agent's UID at
     // the hook point, once launch_sandbox has leased it.
@@ -106,7 +124,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
     spec.env = compose_environment(plan, {});
     // run.json says what ran: null, and why, when the version cannot be read
     // (never the pinned version in its place).
-    auto installed = agents::installed_cli_version(p, ai.agents_prefix, spec.rootfs.image == "host" ? "/" : spec.rootfs.image);
+    auto installed = agents::installed_cli_version(p, ai.agents_prefix, cli_root);
     out.cli_version = installed.version;
     if (auto note = agents::cli_version_note(p, installed); !note.empty()) out.messages.push_back(note);
     return out;

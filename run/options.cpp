@@ -102,12 +102,18 @@ auto prefixed(std::string_view name, F&& parse) {
 using G = OptionGroup;
 
 const RunOption kOptions[] = {
-    {"--rootfs", "host|DIR", G::sandbox,
+    {"--rootfs", "host|DIR|image:NAME", G::sandbox,
      "the sandbox's root file system. \"host\" (default): the\n"
      "host's /usr, /bin, /sbin, /lib* and a minimal /etc,\n"
      "read-only. DIR: an image directory used as the read-only\n"
      "lower layer of an overlay whose writable upper layer is\n"
-     "scratch space, so nothing CMD writes ever reaches DIR.",
+     "scratch space, so nothing CMD writes ever reaches DIR.\n"
+     "image:NAME: an image of `corral image import`, its layers\n"
+     "the overlay's lower layers; its Env is the base\n"
+     "environment, its WorkingDir the start directory (unless\n"
+     "--workspace), its Entrypoint+Cmd the command if none is\n"
+     "given. Both image forms get corral's /etc/hosts,\n"
+     "/etc/hostname and /etc/resolv.conf (docs/images.md).",
      [](RunRequest& r, const std::string& v) { r.rootfs = require_path("--rootfs", v); }},
     {"--workspace", "DIR", G::sandbox,
      "bind DIR read-write at /workspace and start CMD there.\n"
@@ -319,7 +325,9 @@ void check_combination(const RunRequest& r) {
         throw UsageError("--tty and --prompt: --prompt runs the agent non-interactively (its JSON lines to "
                          "stdout.jsonl); for the agent's interactive terminal UI run `corral run --tty --config DIR "
                          "--worker NAME -- CLI`");
-    if (r.command.empty() && !r.help && !r.agent())
+    // image:NAME without a command runs the image's Entrypoint + Cmd (resolve_run).
+    const bool image_command = r.rootfs && r.rootfs->starts_with("image:");
+    if (r.command.empty() && !r.help && !r.agent() && !image_command)
         throw UsageError("missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
     if (!r.command.empty() && r.command.front().empty())
         throw UsageError("empty command name: expected `corral run [OPTIONS] -- CMD [ARGS...]`");

@@ -1,5 +1,8 @@
 #include "run/prepare.hpp"
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -7,24 +10,69 @@
 
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
+#include "image/source.hpp"
 #include "rootfs/host_paths.hpp"
+#include "rootfs/mount_plan.hpp"
 #include "supervisor/terminal.hpp"
 
 namespace corral::run {
 
+namespace {
+
+// What a new user gives --rootfs that is not a root file system, said
+// precisely: an archive, an image layout, a root the agent cannot enter, a
+// tree under someone's home.
+void require_rootfs_directory(const std::string& option, const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        throw UsageError(option + " " + path + ": is a file, not a directory; an image archive or rootfs tarball is "
+                         "imported first: `corral image import " + path + " --name NAME`, then --rootfs image:NAME");
+    rootfs::require_directory(option, path);
+    if (auto hint = image::image_directory_hint(path)) throw UsageError(option + " " + path + ": " + *hint);
+    if ((st.st_mode & S_IXOTH) == 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+        throw UsageError(option + " " + path + ": mode " + mode +
+                         ": the agent (an unprivileged UID) cannot enter the image's root; chmod 0755 it "
+                         "(umoci unpack makes its rootfs 0700), or import the image (corral image import)");
+    }
+    std::error_code ec;
+    const std::string real = std::filesystem::weakly_canonical(path, ec).string();
+    if (real.starts_with("/home/"))
+        throw UsageError(option + " " + path + ": is under a user's home directory (" + real +
+                         "), which its user can change under a running box; images belong to root: import it "
+                         "(`corral image import`, kept in STATE_DIR/images) or keep the tree in a root-only "
+                         "directory such as /srv/corral/rootfs");
+}
+
+// image:NAME (from --rootfs or the worker): the image and its layers, from the store.
+void read_image(const RunRequest& r, RunInputs& in) {
+    const std::string rootfs = requested_rootfs(r, in.worker);
+    if (!rootfs.starts_with("image:")) return;
+    image::ImageStore store(in.state_dir);
+    in.image = store.get(rootfs.substr(6));
+    for (const auto& l : in.image->layers) in.image_layer_dirs.push_back(store.layer_dir(l));
+}
+
+}  // namespace
+
 RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string run_dir, std::string state_dir) {
-    if (r.rootfs && *r.rootfs != "host")
-        rootfs::require_directory("--rootfs", std::filesystem::absolute(*r.rootfs).lexically_normal().string());
+    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:"))
+        require_rootfs_directory("--rootfs", std::filesystem::absolute(*r.rootfs).lexically_normal().string());
     RunInputs in;
     in.run_id = std::move(run_id);
     in.run_dir = std::move(run_dir);
     in.state_dir = std::move(state_dir);
     if (r.tty) in.terminal_type = supervisor::box_terminal_type(std::getenv("TERM"));
-    if (!r.config_dir) return in;
+    if (!r.config_dir) {
+        read_image(r, in);
+        return in;
+    }
     in.org = config::load_org(r.config_dir->c_str());
     for (const auto& w : in.org->warnings) log::warn(w.text());
     in.worker = config::resolve_worker(*in.org, *r.worker);
     in.agent_credential = config::credential_status(in.org->gateway, agents::required_credential(in.worker->agent).name);
+    read_image(r, in);
     return in;
 }
 

@@ -11,8 +11,10 @@
 
 namespace corral::run {
 
-// Checks --rootfs names a directory (the same way with or without --config,
-// before the CA bundles or the agent's CLI are looked up in it), loads the
+// Checks --rootfs names a directory that is a root file system (not a file,
+// an image layout, a root the agent cannot enter or a tree under /home), the
+// same way with or without --config, before the CA bundles or the agent's CLI
+// are looked up in it; reads image:NAME from the store; loads the
 // organisation (its warnings are logged), resolves the worker and reads the
 // status of the credential its agent needs. Throws UsageError / ConfigError.
 RunInputs read_run_inputs(const RunRequest& request, std::string run_id, std::string run_dir, std::string state_dir);

@@ -30,7 +30,7 @@ inline constexpr std::uint64_t kDefaultLogLimitBytes = 256ull << 20;
 
 struct RunRequest {
     // The sandbox.
-    std::optional<std::string> rootfs;            // --rootfs host|DIR; unset: the worker's, else "host"
+    std::optional<std::string> rootfs;            // --rootfs host|DIR|image:NAME; unset: the worker's, else "host"
     std::optional<std::string> workspace;         // bound read-write at /workspace
     std::optional<std::string> run_dir;           // default <state-dir>/runs/<run-id>
     std::optional<std::string> state_dir;         // default: default_state_dir()

@@ -15,11 +15,40 @@ std::string absolute(const std::string& path) {
     return std::filesystem::absolute(path).lexically_normal().string();
 }
 
-// --rootfs, else the worker's (worker.toml, else org.toml), else the host's.
-std::string resolve_rootfs(const RunRequest& r, const std::optional<config::ResolvedWorker>& w) {
-    if (r.rootfs) return *r.rootfs == "host" ? "host" : absolute(*r.rootfs);
+}  // namespace
+
+std::string requested_rootfs(const RunRequest& r, const std::optional<config::ResolvedWorker>& w) {
+    if (r.rootfs) return *r.rootfs == "host" || r.rootfs->starts_with("image:") ? *r.rootfs : absolute(*r.rootfs);
     if (w && !w->rootfs.empty()) return w->rootfs;
     return "host";
+}
+
+namespace {
+
+// image:NAME: its layers under the overlay, its Env under corral's, its
+// WorkingDir as the start (the workspace wins), its Entrypoint + Cmd as the
+// command when none is given; what it asks and corral does not do is said.
+void apply_image(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
+    const image::StoredImage& im = *in.image;
+    auto& spec = plan.spec;
+    spec.rootfs.image_layers = in.image_layer_dirs;
+    for (const auto& e : im.config.env) {
+        auto eq = e.find('=');
+        spec.image_env.emplace_back(e.substr(0, eq), eq == std::string::npos ? std::string() : e.substr(eq + 1));
+    }
+    if (!r.workspace && !im.config.working_dir.empty()) {
+        spec.cwd = std::filesystem::path(im.config.working_dir).lexically_normal().string();
+        if (spec.cwd.size() > 1 && spec.cwd.back() == '/') spec.cwd.pop_back();
+        spec.rootfs.image_working_dir = spec.cwd == "/" ? std::string() : spec.cwd;
+    }
+    if (spec.argv.empty() && !r.agent()) {
+        spec.argv = im.config.entrypoint;
+        spec.argv.insert(spec.argv.end(), im.config.cmd.begin(), im.config.cmd.end());
+        if (spec.argv.empty())
+            throw UsageError("--rootfs image:" + im.name + ": the image has no Entrypoint or Cmd; give the command: "
+                             "`corral run --rootfs image:" + im.name + " -- CMD [ARGS...]`");
+    }
+    for (const auto& n : im.config.ignored) plan.notes.push_back("image " + im.name + ": " + n);
 }
 
 // Each limit: --memory/--pids/--cpus/--timeout, else the worker's [sandbox]
@@ -82,7 +111,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     auto& spec = plan.spec;
     spec.run_id = in.run_id;
     spec.run_dir = in.run_dir;
-    spec.rootfs.image = resolve_rootfs(r, in.worker);
+    spec.rootfs.image = requested_rootfs(r, in.worker);
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
     spec.argv = r.command;  // an agent run's: its CLI's, added by prepare_agent_run
     spec.hostname = box_hostname(r, in.run_id);
@@ -97,6 +126,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     if (in.worker)
         for (const auto& kv : in.worker->env) plan.worker_env.emplace_back(kv.first, kv.second);
     plan.cli_env = r.env;
+    if (in.image) apply_image(r, in, plan);
     if (plan.agent) spec.rootfs.home_dir = in.run_dir + "/home";
     if (r.agent()) spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
 

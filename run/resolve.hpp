@@ -21,6 +21,7 @@
 
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
+#include "image/store.hpp"
 #include "run/request.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
@@ -42,6 +43,10 @@ struct RunInputs {
     config::CredentialStatus agent_credential;
     // --tty: the box's TERM, from the caller's (supervisor::box_terminal_type).
     std::string terminal_type = "xterm-256color";
+    // --rootfs image:NAME (or the worker's rootfs): the image as stored, and
+    // its layers' directories, bottom first.
+    std::optional<image::StoredImage> image;
+    std::vector<std::string> image_layer_dirs;
 };
 
 struct RunPlan {
@@ -68,11 +73,19 @@ struct RunPlan {
     // Why the agent's model grants are not in this run ("" = they are, or
     // there is no worker).
     std::string left_out;
+    // What the operator is told before the run starts (an image's settings
+    // corral does not honour), one line each.
+    std::vector<std::string> notes;
 };
 
 // Throws UsageError for a bad combination found only with the organisation
-// (the identity WORKER/RUN-ID not made of [A-Za-z0-9._-]).
+// (the identity WORKER/RUN-ID not made of [A-Za-z0-9._-]), or no command for
+// an image without Entrypoint and Cmd.
 RunPlan resolve_run(const RunRequest& request, const RunInputs& inputs);
+
+// --rootfs (host, image:NAME, or a directory made absolute), else the
+// worker's (worker.toml, else org.toml), else "host".
+std::string requested_rootfs(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
 
 // The box's environment, one order for every run: corral's proxy (and CA)
 // variables first, then the worker's [env], the agent's, and --env last (the

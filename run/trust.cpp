@@ -1,10 +1,12 @@
 #include "run/trust.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "agents/agent_profile.hpp"
+#include "rootfs/mount_plan.hpp"
 #include "rootfs/trust_store.hpp"
 #include "shim/bridge.hpp"
 
@@ -30,7 +32,11 @@ void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
     // /etc/ssl/certs, so its bundle there is the one to overlay.
     std::vector<rootfs::CaBundle> bundles;
     bool image = spec.rootfs.image != "host";
-    if (image) bundles = rootfs::find_ca_bundles(spec.rootfs.image, 16u << 20);
+    // image:NAME: each layer, top first; a path a higher layer has wins.
+    for (const auto& dir : rootfs::image_lookup_dirs(spec.rootfs))
+        for (auto& b : rootfs::find_ca_bundles(dir, 16u << 20))
+            if (std::none_of(bundles.begin(), bundles.end(), [&](const rootfs::CaBundle& x) { return x.path == b.path; }))
+                bundles.push_back(std::move(b));
     if (bundles.empty() && std::filesystem::is_regular_file(kBundleInBox))
         bundles.push_back({kBundleInBox, read_optional_file(kBundleInBox)});
     if (bundles.empty() && image) bundles.push_back({kBundleInBox, ""});

@@ -70,7 +70,7 @@ std::vector<std::string> command_environment(const SandboxSpec& spec) {
         {"PATH", kSandboxPath}, {"HOME", "/home/" + agent}, {"USER", agent},
         {"LOGNAME", agent},     {"LANG", "C.UTF-8"},        {"TERM", spec.tty ? spec.terminal_type : "dumb"},
     };
-    for (const auto& [k, v] : spec.env) {
+    auto set = [&env](const std::string& k, const std::string& v) {
         bool replaced = false;
         for (auto& e : env)
             if (e.first == k) {
@@ -78,7 +78,11 @@ std::vector<std::string> command_environment(const SandboxSpec& spec) {
                 replaced = true;
             }
         if (!replaced) env.emplace_back(k, v);
-    }
+    };
+    // The agent's identity is corral's, whatever the image was built for.
+    for (const auto& kv : spec.image_env)
+        if (kv.first != "HOME" && kv.first != "USER" && kv.first != "LOGNAME") set(kv.first, kv.second);
+    for (const auto& kv : spec.env) set(kv.first, kv.second);
     std::vector<std::string> out;
     for (const auto& [k, v] : env) out.push_back(k + "=" + v);
     return out;

@@ -62,6 +62,9 @@ struct SandboxSpec {
     rootfs::RootfsSpec rootfs;
     std::vector<std::string> argv;             // the command; argv[0] is searched in PATH if it has no '/'
     std::vector<std::pair<std::string, std::string>> env;   // added to / overriding the defaults
+    // The image's own Env (image:NAME): under the defaults' PATH, LANG and
+    // TERM it wins, HOME, USER and LOGNAME stay corral's, and env wins over it.
+    std::vector<std::pair<std::string, std::string>> image_env;
     std::string hostname;                      // checked with check_hostname()
     CgroupLimits limits;
     UidRange uid_range = default_uid_range();
@@ -89,7 +92,8 @@ struct SandboxSpec {
 
 // The environment the command starts with: PATH, HOME=/home/<agent>,
 // USER and LOGNAME=<agent>, LANG=C.UTF-8, TERM=dumb (with spec.tty:
-// spec.terminal_type), then spec.env (later wins).
+// spec.terminal_type), then spec.image_env (except HOME, USER, LOGNAME), then
+// spec.env (later wins).
 std::vector<std::string> command_environment(const SandboxSpec& spec);
 
 // A setup step failed (in the parent or reported by the child). what() is

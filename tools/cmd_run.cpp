@@ -232,6 +232,7 @@ int cmd_run(int argc, char** argv) {
         egress = run::make_egress(*plan);
         std::string ca_pem = egress->prepare();
         if (!plan->left_out.empty()) log::info(plan->left_out);
+        for (const auto& note : plan->notes) say(note);
         if (plan->agent) agent = run::prepare_agent_run(request, inputs, *plan);
         run::add_trust_and_proxy(*plan, ca_pem);
     } catch (const run::AgentProgramNotFound& e) {

@@ -15,5 +15,6 @@ int cmd_gateway(int argc, char** argv);   // tools/cmd_gateway.cpp
 int cmd_ca(int argc, char** argv);        // tools/cmd_ca.cpp
 int cmd_validate(int argc, char** argv);  // tools/cmd_validate.cpp
 int cmd_budget(int argc, char** argv);    // tools/cmd_budget.cpp
+int cmd_image(int argc, char** argv);     // tools/cmd_image.cpp
 
 }  // namespace corral::cli

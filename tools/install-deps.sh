@@ -14,6 +14,8 @@ packages=(
   g++ meson ninja-build pkg-config cmake
   libseccomp-dev libcap-dev libmnl-dev libssl-dev
   nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
+  # images: reading tar archives of every compression (image/, corral image import)
+  libarchive-dev
   # the sanitizer and fuzzing build (tools/sanitize.sh, tools/fuzz.sh): clang 14
   # with libFuzzer and the ASan/UBSan runtimes, llvm-symbolizer for the reports
   clang libclang-rt-14-dev llvm-14
@@ -21,6 +23,8 @@ packages=(
   busybox-static curl openssl iproute2 util-linux procps python3
   # tests: corral run --tty through a real terminal (tests/supervisor/tty/), vi in the host rootfs
   tmux vim
+  # tests: real OCI image layouts (tests/image)
+  umoci
   # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
   systemd
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)

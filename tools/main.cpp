@@ -29,6 +29,7 @@ constexpr Subcommand kSubcommands[] = {
     {"ca", corral::cli::cmd_ca, "manage corral's certificate authority (ca init)"},
     {"validate", corral::cli::cmd_validate, "validate an organisation config and print the resolved workers"},
     {"budget", corral::cli::cmd_budget, "show or reset a worker's budget across runs (kept by the gateway daemon)"},
+    {"image", corral::cli::cmd_image, "import OCI / docker save images and tarballs; list, inspect, remove them"},
 };
 
 void usage(std::FILE* out) {
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, ps, logs, stop, inspect, doctor, gateway, ca, validate, budget\n",
+    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, ps, logs, stop, inspect, doctor, gateway, ca, validate, budget, image\n",
                  argv[1]);
     return 2;
 }

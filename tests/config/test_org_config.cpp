@@ -270,19 +270,32 @@ TEST_CASE("validation: limits, env, rootfs, model") {
         r.org("rootfs = \"/nonexistent/corral/image\"\n");
         CHECK(has_line(errors_of(r), r.file("org.toml") + ":1: key 'rootfs': got \"/nonexistent/corral/image\""));
     }
+    SUBCASE("rootfs = \"image:NAME\": kept as given (the store is read when a run starts); a bad NAME refused") {
+        OrgDir im;
+        im.org("rootfs = \"image:base-12\"\n");
+        im.worker("a", "");
+        im.worker("b", "rootfs = \"image:tools.v2\"\n");
+        auto loaded = config::load_org(im.str());
+        CHECK(config::resolve_worker(loaded, "a").rootfs == "image:base-12");
+        CHECK(config::resolve_worker(loaded, "b").rootfs == "image:tools.v2");
+        OrgDir bad;
+        bad.org("rootfs = \"image:../x\"\n");
+        CHECK(has_line(errors_of(bad), bad.file("org.toml") + ":1: key 'rootfs': got \"image:../x\", allowed: "
+                                                               "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ -"));
+    }
     SUBCASE("zero and wrong types name what is allowed, without contradiction") {
         OrgDir z;
         z.org("rootfs = 5\n[sandbox]\ntimeout = 0\ncpus = 0\npids = -3\nmemory = 0\n");
         z.worker("w", "rootfs = true\n[sandbox]\ntimeout = -5\ncpus = -0.5\n");
         auto ze = errors_of(z);
         const std::string o = z.file("org.toml"), w = z.file("workers/w/worker.toml");
-        CHECK(has_line(ze, o + ":1: key 'rootfs': got an integer, allowed: \"host\" | a directory path"));
+        CHECK(has_line(ze, o + ":1: key 'rootfs': got an integer, allowed: \"host\" | \"image:NAME\" | a directory path"));
         CHECK(has_line(ze, o + ":3: key 'sandbox.timeout': got 0, allowed: a positive duration like \"30m\" or a "
                            "positive integer of seconds"));
         CHECK(has_line(ze, o + ":4: key 'sandbox.cpus': got 0, allowed: a positive number of CPUs"));
         CHECK(has_line(ze, o + ":5: key 'sandbox.pids': got -3, allowed: a positive integer"));
         CHECK(has_line(ze, o + ":6: key 'sandbox.memory': got 0, allowed: a positive size"));
-        CHECK(has_line(ze, w + ":1: key 'rootfs': got a boolean, allowed: \"host\" | a directory path"));
+        CHECK(has_line(ze, w + ":1: key 'rootfs': got a boolean, allowed: \"host\" | \"image:NAME\" | a directory path"));
         CHECK(has_line(ze, w + ":3: key 'sandbox.timeout': got -5, allowed: a positive duration"));
         CHECK(has_line(ze, w + ":4: key 'sandbox.cpus': got -0.5, allowed: a positive number of CPUs"));
     }

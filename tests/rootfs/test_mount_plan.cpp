@@ -70,7 +70,9 @@ bool is_device_mount(const std::string& target) { return target == "/dev" || tar
 
 std::size_t index_of_root_mount(const MountPlan& plan) {
     for (std::size_t i = 0; i < plan.ops.size(); ++i)
-        if (plan.ops[i].kind == MountKind::Mount && !plan.ops[i].in_root && plan.ops[i].target == plan.new_root) return i;
+        if ((plan.ops[i].kind == MountKind::Mount || plan.ops[i].kind == MountKind::Overlay) && !plan.ops[i].in_root &&
+            plan.ops[i].target == plan.new_root)
+            return i;
     return plan.ops.size();
 }
 
@@ -138,6 +140,9 @@ void check_plan_invariants(const MountPlan& plan) {
                 break;
             case MountKind::Remount:
                 CHECK((mounted.count(op.target) || op.target == "/"));
+                break;
+            case MountKind::Overlay:
+                FAIL("an image's overlay is mounted on the host path of the new root, never in the box");
                 break;
         }
         // 6. Every bind is immediately followed by the remount that sets its flags.
@@ -392,6 +397,72 @@ TEST_CASE("image mode: the image is only ever an overlay's lower layer") {
     REQUIRE(ws);
     CHECK(ws->set_owner);
     CHECK(ws->uid == spec.agent_uid);
+}
+
+TEST_CASE("image:NAME: the layers are the overlay's lower layers, top first; the box's /etc files are corral's") {
+    TempDir store;
+    RootfsSpec spec = base_spec();
+    spec.image = "image:demo";
+    for (const char* l : {"aaa", "bbb", "ccc"}) {
+        fs::create_directories(store.path / l);
+        spec.image_layers.push_back((store.path / l).string());  // bottom first, as stored
+    }
+    spec.image_working_dir = "/srv/app";
+    MountPlan plan = plan_rootfs(spec);
+    check_plan_invariants(plan);
+    const MountOp& overlay = plan.ops[index_of_root_mount(plan)];
+    REQUIRE(overlay.kind == MountKind::Overlay);
+    CHECK(overlay.lowers == std::vector<std::string>{(store.path / "ccc").string(), (store.path / "bbb").string(),
+                                                     (store.path / "aaa").string()});
+    CHECK(overlay.source == spec.scratch_dir + "/upper");
+    CHECK(overlay.data == spec.scratch_dir + "/work");
+    CHECK((overlay.flags & (MS_NOSUID | MS_NODEV)) == (MS_NOSUID | MS_NODEV));
+    // The merged root is root's 0755 whatever a layer's own root says.
+    bool upper_found = false;
+    for (const auto& op : plan.ops)
+        if (!op.in_root && op.kind == MountKind::MakeDir && op.target == spec.scratch_dir + "/upper") {
+            upper_found = true;
+            CHECK(op.set_owner);
+            CHECK(op.mode == 0755);
+            CHECK(op.uid == 0);
+        }
+    CHECK(upper_found);
+    for (const char* f : {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}) {
+        const MountOp* w = find_op(plan, MountKind::WriteFile, f);
+        REQUIRE(w);
+        CHECK(w->replace);
+    }
+    CHECK(find_op(plan, MountKind::WriteFile, "/etc/hosts")->data == hosts_file(spec));
+    CHECK(find_op(plan, MountKind::WriteFile, "/etc/hostname")->data == "corral-abcdef\n");
+    CHECK(find_op(plan, MountKind::MakeDir, "/srv"));
+    CHECK(find_op(plan, MountKind::MakeDir, "/srv/app"));
+    CHECK(image_lookup_dirs(spec) == overlay.lowers);
+    CHECK(describe(overlay).find("3 lower layers") != std::string::npos);
+
+    // The same /etc files for an image directory.
+    RootfsSpec dir_spec = base_spec();
+    dir_spec.image = (store.path / "aaa").string();
+    MountPlan dir_plan = plan_rootfs(dir_spec);
+    const MountOp* resolv = find_op(dir_plan, MountKind::WriteFile, "/etc/resolv.conf");
+    REQUIRE(resolv);
+    CHECK(resolv->replace);
+    CHECK(resolv->data == resolv_conf());
+}
+
+TEST_CASE("image:NAME: bad layer lists are refused") {
+    TempDir store;
+    RootfsSpec spec = base_spec();
+    spec.image = "image:demo";
+    CHECK(usage_error_of(spec) == "--rootfs image:demo: the image has no layers");
+    spec.image_layers = {"layers/aaa"};
+    CHECK(usage_error_of(spec) == "--rootfs image:demo: layer directory \"layers/aaa\": expected a normalized absolute path");
+    spec.image_layers = {(store.path / "missing").string()};
+    CHECK(usage_error_of(spec) == "--rootfs image:demo " + (store.path / "missing").string() + ": no such directory");
+    spec.image_layers.assign(kMaxImageLayers + 1, store.path.string());
+    CHECK(usage_error_of(spec).find("at most 128 are mounted") != std::string::npos);
+    spec.image_layers = {store.path.string()};
+    spec.image_working_dir = "/proc/x";
+    CHECK(usage_error_of(spec).find("WorkingDir \"/proc/x\"") != std::string::npos);
 }
 
 TEST_CASE("extra files are staged on scratch and bound read-only") {

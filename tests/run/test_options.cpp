@@ -109,7 +109,7 @@ TEST_CASE("--help explains every option of the table, with its placeholder, once
 TEST_CASE("every option of the table parses in both forms; a switch refuses a value") {
     // A sample per placeholder: an option added to the table with a new
     // placeholder fails here until it gets one.
-    const std::map<std::string, std::string> sample{{"DIR", "/d"},  {"host|DIR", "/d"}, {"SIZE", "64M"},
+    const std::map<std::string, std::string> sample{{"DIR", "/d"},  {"host|DIR|image:NAME", "/d"}, {"SIZE", "64M"},
                                                     {"N", "5"},     {"FLOAT", "1"},     {"DURATION", "5s"},
                                                     {"K=V", "A=1"}, {"NAME", "h1"},     {"FIRST-LAST", "2000-2010"},
                                                     {"TEXT", "p"},  {"F", "/f"},        {"unix:PATH", "unix:/s.sock"}};

@@ -231,3 +231,45 @@ TEST_CASE("an identity that is not WORKER/RUN-ID of [A-Za-z0-9._-] is refused") 
     in.run_id = "bad id";
     CHECK_THROWS_AS(run::resolve_run(parse({"--config", "/o", "--worker", "w", "--", "true"}), in), UsageError);
 }
+
+TEST_CASE("image:NAME: the image's layers, Env, WorkingDir and Entrypoint+Cmd; the command and --workspace win") {
+    RunInputs in;
+    in.run_id = "20261201-140000-abcdef";
+    in.run_dir = "/var/lib/corral/runs/x";
+    in.state_dir = "/var/lib/corral";
+    image::StoredImage im;
+    im.name = "go";
+    im.layers = {"sha256:" + std::string(64, 'a'), "sha256:" + std::string(64, 'b')};
+    im.config.env = {"PATH=/usr/local/go/bin:/usr/bin:/bin", "GOPATH=/go", "EMPTY="};
+    im.config.working_dir = "/go/src/app/";
+    im.config.entrypoint = {"/usr/bin/tini", "--"};
+    im.config.cmd = {"go", "version"};
+    im.config.ignored = {"User \"1000\" is ignored: the command runs as corral's unprivileged agent"};
+    in.image = im;
+    in.image_layer_dirs = {"/var/lib/corral/images/layers/sha256/aaa", "/var/lib/corral/images/layers/sha256/bbb"};
+
+    auto plan = run::resolve_run(parse({"--rootfs", "image:go"}), in);
+    CHECK(plan.spec.rootfs.image == "image:go");
+    CHECK(plan.spec.rootfs.image_layers == in.image_layer_dirs);
+    CHECK(plan.spec.argv == std::vector<std::string>{"/usr/bin/tini", "--", "go", "version"});
+    CHECK(plan.spec.cwd == "/go/src/app");
+    CHECK(plan.spec.rootfs.image_working_dir == "/go/src/app");
+    CHECK(plan.spec.image_env == std::vector<std::pair<std::string, std::string>>{
+                                     {"PATH", "/usr/local/go/bin:/usr/bin:/bin"}, {"GOPATH", "/go"}, {"EMPTY", ""}});
+    CHECK(plan.notes == std::vector<std::string>{"image go: User \"1000\" is ignored: the command runs as corral's unprivileged agent"});
+
+    auto given = run::resolve_run(parse({"--rootfs", "image:go", "--workspace", "/srv/ws", "--", "sh", "-c", "x"}), in);
+    CHECK(given.spec.argv == std::vector<std::string>{"sh", "-c", "x"});  // no entrypoint prefix
+    CHECK(given.spec.cwd == "/workspace");
+    CHECK(given.spec.rootfs.image_working_dir.empty());
+
+    in.image->config.entrypoint.clear();
+    in.image->config.cmd.clear();
+    CHECK_THROWS_WITH_AS(run::resolve_run(parse({"--rootfs", "image:go"}), in),
+                         "--rootfs image:go: the image has no Entrypoint or Cmd; give the command: "
+                         "`corral run --rootfs image:go -- CMD [ARGS...]`",
+                         UsageError);
+    // Without image:, a missing command is still refused when parsing.
+    CHECK_THROWS_WITH_AS(parse({"--rootfs", "/srv/img"}), "missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`",
+                         UsageError);
+}

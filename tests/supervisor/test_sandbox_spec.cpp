@@ -42,6 +42,17 @@ TEST_CASE("--tty: TERM is the caller's terminal type when it is a plain terminfo
         CHECK(box_terminal_type(odd) == "xterm-256color");
 }
 
+TEST_CASE("an image's Env is the base: it sets PATH and its own names, never HOME/USER/LOGNAME; --env wins") {
+    SandboxSpec spec;
+    spec.rootfs.agent_name = "agent";
+    spec.image_env = {{"PATH", "/usr/local/go/bin:/usr/bin"}, {"HOME", "/root"}, {"USER", "root"},
+                      {"LOGNAME", "root"}, {"GOPATH", "/go"}, {"LANG", "de_DE.UTF-8"}};
+    spec.env = {{"GOPATH", "/workspace/go"}};
+    auto env = command_environment(spec);
+    CHECK(env == std::vector<std::string>{"PATH=/usr/local/go/bin:/usr/bin", "HOME=/home/agent", "USER=agent",
+                                          "LOGNAME=agent", "LANG=de_DE.UTF-8", "TERM=dumb", "GOPATH=/workspace/go"});
+}
+
 TEST_CASE("every setup step has its own name") {
     std::set<std::string> names;
     for (auto s = static_cast<std::uint32_t>(SetupStep::set_parent_death_signal);

@@ -1,0 +1,432 @@
+// image/extract.cpp — libarchive in, a tree written by fd out, nothing followed.
+#include "image/extract.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+#include "image/manifest.hpp"
+#include "image/whiteout.hpp"
+
+namespace corral::image {
+
+namespace {
+
+// The source as libarchive reads it: every byte also goes into the digest.
+struct HashingSource {
+    int fd = -1;
+    EVP_MD_CTX* md = nullptr;
+    std::uint64_t bytes = 0;
+    const Progress* progress = nullptr;
+    std::array<char, 1 << 17> buf{};
+    int read_errno = 0;
+
+    ssize_t read_some() {
+        for (;;) {
+            ssize_t n = ::read(fd, buf.data(), buf.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                read_errno = errno;
+                return -1;
+            }
+            if (n > 0) {
+                EVP_DigestUpdate(md, buf.data(), static_cast<std::size_t>(n));
+                bytes += static_cast<std::uint64_t>(n);
+                if (progress && *progress) (*progress)(bytes);
+            }
+            return n;
+        }
+    }
+};
+
+la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
+    auto* src = static_cast<HashingSource*>(ctx);
+    ssize_t n = src->read_some();
+    if (n < 0) {
+        archive_set_error(a, src->read_errno, "read: %s", std::strerror(src->read_errno));
+        return -1;
+    }
+    *out = src->buf.data();
+    return n;
+}
+
+struct ArchiveCloser {
+    void operator()(struct archive* a) const { archive_read_free(a); }
+};
+struct MdCloser {
+    void operator()(EVP_MD_CTX* m) const { EVP_MD_CTX_free(m); }
+};
+
+std::string hex(const unsigned char* p, unsigned n) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < n; ++i) {
+        out += digits[p[i] >> 4];
+        out += digits[p[i] & 15];
+    }
+    return out;
+}
+
+std::string entry_error(const std::string& what, const std::string& name, const std::string& why) {
+    return what + ": entry \"" + name + "\" refused: " + why;
+}
+
+struct Split {
+    std::string parent;  // "" = the root
+    std::string leaf;
+};
+Split split(const std::string& path) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos) return {"", path};
+    return {path.substr(0, slash), path.substr(slash + 1)};
+}
+
+class Extractor {
+public:
+    Extractor(int dest_fd, std::string what, ExtractMode mode) : root_(dest_fd), what_(std::move(what)), mode_(mode) {}
+
+    void entry(struct archive* a, struct archive_entry* e, ExtractResult& result) {
+        const char* raw = archive_entry_pathname(e);
+        if (raw == nullptr) throw ImageError(what_ + ": an entry without a name");
+        const std::string name = normalize_entry_name(raw, what_);
+        if (name.empty()) return;  // the archive's own root: the destination is it
+        ++result.entries;
+        auto [parent, leaf] = split(name);
+
+        if (mode_ == ExtractMode::layer) {
+            Whiteout w = classify_whiteout(leaf);
+            if (w.kind == WhiteoutKind::opaque) {
+                int dir = directory(parent, name, /*create=*/true);
+                make_opaque(dir, what_ + ": " + name);
+                return;
+            }
+            if (w.kind == WhiteoutKind::deletion) {
+                int dir = directory(parent, name, true);
+                remove_tree_at(dir, w.name);
+                make_deletion(dir, w.name, what_ + ": " + name);
+                return;
+            }
+        }
+
+        const char* hardlink = archive_entry_hardlink(e);
+        const mode_t type = archive_entry_filetype(e);
+        if (hardlink != nullptr) return link(name, parent, leaf, hardlink);
+        switch (type) {
+            case AE_IFREG: return regular(a, e, name, parent, leaf);
+            case AE_IFDIR: return directory_entry(e, name, parent, leaf);
+            case AE_IFLNK: return symlink(e, name, parent, leaf);
+            case AE_IFCHR:
+            case AE_IFBLK: {
+                const bool whiteout_device = type == AE_IFCHR && archive_entry_rdevmajor(e) == 0 &&
+                                             archive_entry_rdevminor(e) == 0;
+                if (whiteout_device && mode_ == ExtractMode::layer) {
+                    // Already overlayfs's form of a deletion (some exporters write it so).
+                    int dir = directory(parent, name, true);
+                        remove_tree_at(dir, leaf);
+                    make_deletion(dir, leaf, what_ + ": " + name);
+                    return;
+                }
+                throw ImageError(entry_error(what_, name, std::string(type == AE_IFCHR ? "a character" : "a block") +
+                                                              " device " + std::to_string(archive_entry_rdevmajor(e)) + ":" +
+                                                              std::to_string(archive_entry_rdevminor(e)) +
+                                                              "; images may not hold device nodes (the box gets its own /dev)"));
+            }
+            case AE_IFIFO:
+                result.notes.push_back(what_ + ": skipped FIFO " + name + ": programs make their FIFOs at run time");
+                return;
+            case AE_IFSOCK:
+                result.notes.push_back(what_ + ": skipped socket " + name + ": a socket is only meaningful while its server runs");
+                return;
+            default:
+                throw ImageError(entry_error(what_, name, "an entry of unknown type"));
+        }
+    }
+
+    void drop_notes(ExtractResult& result) {
+        for (const auto& x : dropped_xattrs_)
+            result.notes.push_back(what_ + ": dropped xattr " + x + " (only user.* and security.capability are kept)");
+    }
+
+private:
+    // The directory `parent` of the layer (each component a real directory of
+    // the layer, reached without following anything), created on the way when
+    // `create`. The fd stays owned by the extractor's cache.
+    int directory(const std::string& parent, const std::string& entry, bool create) {
+        if (cached_.valid() && cached_path_ == parent) return cached_.get();
+        // From the cached directory when it is on the way (a tar lists a
+        // directory, then what is in it), else from the layer's root.
+        const bool below_cached = cached_.valid() && !cached_path_.empty() && parent.size() > cached_path_.size() &&
+                                  parent.compare(0, cached_path_.size(), cached_path_) == 0 &&
+                                  parent[cached_path_.size()] == '/';
+        Fd cur(fcntl(below_cached ? cached_.get() : root_, F_DUPFD_CLOEXEC, 3));
+        if (!cur.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", what_, errno);
+        std::size_t pos = below_cached ? cached_path_.size() + 1 : 0;
+        std::string walked = below_cached ? cached_path_ : std::string();
+        while (pos < parent.size()) {
+            std::size_t next = parent.find('/', pos);
+            if (next == std::string::npos) next = parent.size();
+            const std::string part = parent.substr(pos, next - pos);
+            walked += (walked.empty() ? "" : "/") + part;
+            Fd sub(openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (!sub.valid() && errno == ENOENT && create) {
+                if (mkdirat(cur.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
+                    throw SysError("mkdirat", what_ + ": " + walked, errno);
+                sub.reset(openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            }
+            if (!sub.valid()) {
+                const int err = errno;
+                if (err == ELOOP)
+                    throw ImageError(entry_error(what_, entry, walked + " is a symlink; writing through it could land outside the layer"));
+                struct stat st {};
+                if (err == ENOTDIR && fstatat(cur.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                    throw ImageError(entry_error(what_, entry, walked + " is a symlink; writing through it could land outside the layer"));
+                if (err == ENOTDIR)
+                    throw ImageError(entry_error(what_, entry, walked + " is not a directory in this archive"));
+                if (err == ENOENT)
+                    throw ImageError(entry_error(what_, entry, walked + " does not exist in this archive"));
+                throw SysError("openat", what_ + ": " + walked, err);
+            }
+            cur = std::move(sub);
+            pos = next + 1;
+        }
+        cached_ = std::move(cur);
+        cached_path_ = parent;
+        return cached_.get();
+    }
+
+    // Makes room for a new entry: whatever the name held before goes (a later
+    // entry of the same name wins, as with tar -x). The cached directory is
+    // the entry's parent, which this never removes, and the walk starts from
+    // it only for paths below it: a directory replaced here by a symlink is
+    // met again only by a walk from above it, which refuses it.
+    void clear_slot(int dir, const std::string& leaf) { remove_tree_at(dir, leaf); }
+
+    void set_owner(int fd_or_dir, const char* name, struct archive_entry* e, const std::string& where) {
+        if (mode_ != ExtractMode::layer) return;
+        const int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
+        if (fchownat(fd_or_dir, name, static_cast<uid_t>(archive_entry_uid(e)), static_cast<gid_t>(archive_entry_gid(e)), flags) != 0)
+            throw SysError("fchownat", where, errno);
+    }
+    mode_t kept_mode(struct archive_entry* e, mode_t container_mode) const {
+        if (mode_ == ExtractMode::container) return container_mode;
+        return archive_entry_perm(e) & 07777;
+    }
+    void set_xattrs(int fd, struct archive_entry* e, const std::string& where) {
+        if (mode_ != ExtractMode::layer) return;
+        const char* xname = nullptr;
+        const void* value = nullptr;
+        std::size_t size = 0;
+        archive_entry_xattr_reset(e);
+        while (archive_entry_xattr_next(e, &xname, &value, &size) == ARCHIVE_OK) {
+            const std::string n = xname ? xname : "";
+            if (n.rfind("user.", 0) == 0 || n == "security.capability") {
+                if (fsetxattr(fd, n.c_str(), value, size, 0) != 0) throw SysError("fsetxattr(" + n + ")", where, errno);
+            } else {
+                dropped_xattrs_.insert(n);
+            }
+        }
+    }
+    void set_mtime(int dir, const char* leaf, struct archive_entry* e) {
+        if (!archive_entry_mtime_is_set(e)) return;
+        struct timespec t[2] = {{0, UTIME_OMIT}, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
+        (void)utimensat(dir, leaf, t, AT_SYMLINK_NOFOLLOW);  // a missing mtime changes nothing the box relies on
+    }
+
+    void regular(struct archive* a, struct archive_entry* e, const std::string& name, const std::string& parent,
+                 const std::string& leaf) {
+        int dir = directory(parent, name, true);
+        clear_slot(dir, leaf);
+        Fd out(openat(dir, leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!out.valid()) throw SysError("openat(O_CREAT|O_EXCL)", what_ + ": " + name, errno);
+        const void* buf = nullptr;
+        std::size_t size = 0;
+        la_int64_t offset = 0;
+        for (;;) {
+            int r = archive_read_data_block(a, &buf, &size, &offset);
+            if (r == ARCHIVE_EOF) break;
+            if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+                throw ImageError(what_ + ": reading " + name + ": " + archive_error_string(a));
+            const char* p = static_cast<const char*>(buf);
+            while (size > 0) {
+                ssize_t n = pwrite(out.get(), p, size, offset);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) throw SysError("pwrite", what_ + ": " + name, errno);
+                p += n;
+                size -= static_cast<std::size_t>(n);
+                offset += n;
+            }
+        }
+        // A sparse file's trailing hole.
+        if (archive_entry_size_is_set(e) && archive_entry_size(e) > offset &&
+            ftruncate(out.get(), archive_entry_size(e)) != 0)
+            throw SysError("ftruncate", what_ + ": " + name, errno);
+        set_owner(out.get(), "", e, what_ + ": " + name);
+        if (fchmod(out.get(), kept_mode(e, 0644)) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
+        set_xattrs(out.get(), e, what_ + ": " + name);
+        if (archive_entry_mtime_is_set(e)) {
+            struct timespec t[2] = {{0, UTIME_OMIT}, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
+            (void)futimens(out.get(), t);
+        }
+    }
+
+    void directory_entry(struct archive_entry* e, const std::string& name, const std::string& parent,
+                         const std::string& leaf) {
+        int dir = directory(parent, name, true);
+        struct stat st {};
+        if (fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) clear_slot(dir, leaf);
+        if (mkdirat(dir, leaf.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdirat", what_ + ": " + name, errno);
+        Fd d(openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!d.valid()) throw SysError("openat", what_ + ": " + name, errno);
+        set_owner(d.get(), "", e, what_ + ": " + name);
+        if (fchmod(d.get(), kept_mode(e, 0755)) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
+        set_xattrs(d.get(), e, what_ + ": " + name);
+        // What follows in a tar is usually this directory's content.
+        cached_ = std::move(d);
+        cached_path_ = name;
+    }
+
+    void symlink(struct archive_entry* e, const std::string& name, const std::string& parent, const std::string& leaf) {
+        const char* target = archive_entry_symlink(e);
+        if (target == nullptr || *target == '\0') throw ImageError(entry_error(what_, name, "a symlink without a target"));
+        int dir = directory(parent, name, true);
+        clear_slot(dir, leaf);
+        // The link text is kept as written: nothing here ever follows it, and
+        // in the box it resolves inside the box's own root.
+        if (symlinkat(target, dir, leaf.c_str()) != 0) throw SysError("symlinkat", what_ + ": " + name, errno);
+        set_owner(dir, leaf.c_str(), e, what_ + ": " + name);
+        set_mtime(dir, leaf.c_str(), e);
+    }
+
+    void link(const std::string& name, const std::string& parent, const std::string& leaf, const char* raw_target) {
+        std::string target;
+        try {
+            target = normalize_entry_name(raw_target, what_);
+        } catch (const ImageError&) {
+            throw ImageError(entry_error(what_, name, std::string("a hard link to \"") + raw_target +
+                                                          "\", outside the archive's tree"));
+        }
+        if (target.empty()) throw ImageError(entry_error(what_, name, "a hard link to the archive's root"));
+        auto [tparent, tleaf] = split(target);
+        // The target's directory must already be in this archive (no creation on the way).
+        Fd tdir(fcntl(directory(tparent, name, false), F_DUPFD_CLOEXEC, 3));
+        if (!tdir.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", what_, errno);
+        struct stat st {};
+        if (fstatat(tdir.get(), tleaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            throw ImageError(entry_error(what_, name, "a hard link to " + target + ", which this archive does not have (yet)"));
+        if (S_ISDIR(st.st_mode)) throw ImageError(entry_error(what_, name, "a hard link to the directory " + target));
+        int dir = directory(parent, name, true);
+        clear_slot(dir, leaf);
+        // linkat without AT_SYMLINK_FOLLOW: a link to a symlink links the symlink itself.
+        if (linkat(tdir.get(), tleaf.c_str(), dir, leaf.c_str(), 0) != 0) throw SysError("linkat", what_ + ": " + name, errno);
+    }
+
+    int root_;
+    std::string what_;
+    ExtractMode mode_;
+    Fd cached_;
+    std::string cached_path_;
+    std::set<std::string> dropped_xattrs_;
+};
+
+}  // namespace
+
+std::string normalize_entry_name(const std::string& name, const std::string& what) {
+    if (!name.empty() && name.front() == '/')
+        throw ImageError(entry_error(what, name, "an absolute name; every entry must stay inside its layer"));
+    std::string out;
+    std::size_t pos = 0;
+    while (pos <= name.size()) {
+        std::size_t next = name.find('/', pos);
+        if (next == std::string::npos) next = name.size();
+        const std::string part = name.substr(pos, next - pos);
+        pos = next + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == "..") throw ImageError(entry_error(what, name, "\"..\" in the name; every entry must stay inside its layer"));
+        out += (out.empty() ? "" : "/") + part;
+    }
+    return out;
+}
+
+void remove_tree_at(int dir_fd, const std::string& name) {
+    struct stat st {};
+    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) return;
+        throw SysError("fstatat", name, errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlinkat(dir_fd, name.c_str(), 0) != 0) throw SysError("unlinkat", name, errno);
+        return;
+    }
+    int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) throw SysError("openat", name, errno);
+    DIR* d = fdopendir(fd);
+    if (d == nullptr) {
+        close(fd);
+        throw SysError("fdopendir", name, errno);
+    }
+    std::unique_ptr<DIR, int (*)(DIR*)> guard(d, closedir);
+    std::vector<std::string> children;
+    while (dirent* ent = readdir(d))
+        if (std::strcmp(ent->d_name, ".") != 0 && std::strcmp(ent->d_name, "..") != 0) children.emplace_back(ent->d_name);
+    for (const auto& c : children) remove_tree_at(dirfd(d), c);
+    guard.reset();
+    if (unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) throw SysError("unlinkat(AT_REMOVEDIR)", name, errno);
+}
+
+ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
+                              const Progress& progress) {
+    std::unique_ptr<EVP_MD_CTX, MdCloser> md(EVP_MD_CTX_new());
+    if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) throw ImageError("SHA-256 unavailable (OpenSSL)");
+    auto src = std::make_unique<HashingSource>();
+    src->fd = source_fd;
+    src->md = md.get();
+    src->progress = &progress;
+
+    std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
+    if (!a) throw ImageError("archive_read_new failed");
+    archive_read_support_filter_all(a.get());
+    archive_read_support_format_tar(a.get());
+    archive_read_support_format_gnutar(a.get());
+    if (archive_read_open(a.get(), src.get(), nullptr, read_callback, nullptr) != ARCHIVE_OK)
+        throw ImageError(what + ": not a readable tar archive: " + archive_error_string(a.get()));
+
+    ExtractResult result;
+    Extractor x(dest_fd, what, mode);
+    for (;;) {
+        struct archive_entry* e = nullptr;
+        int r = archive_read_next_header(a.get(), &e);
+        if (r == ARCHIVE_EOF) break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+            throw ImageError(what + ": not a readable tar archive: " + archive_error_string(a.get()));
+        x.entry(a.get(), e, result);
+    }
+    x.drop_notes(result);
+    // The digest covers the whole source, also what the tar reader did not
+    // need (the end-of-archive blocks, padding, anything appended).
+    while (src->read_some() > 0) {
+    }
+    if (src->read_errno != 0) throw SysError("read", what, src->read_errno);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(md.get(), digest, &len);
+    result.sha256_hex = hex(digest, len);
+    result.source_bytes = src->bytes;
+    return result;
+}
+
+}  // namespace corral::image

@@ -1,0 +1,59 @@
+// image/extract.hpp — unpacking an archive into a directory, safely, as root.
+//
+// Every archive is treated as hostile. Entries are written relative to the
+// destination's fd, one path component at a time, never following a
+// symlink: an entry whose name is absolute or holds "..", that goes through
+// a symlink (or any non-directory) the archive made, or a hard link that
+// points outside the archive's own tree, is refused (ImageError naming the
+// entry and the reason) and nothing is written anywhere but below the
+// destination. Device nodes are refused (the box gets its own /dev); FIFOs
+// and sockets are skipped, each with a note. Owners, modes (set-ID bits
+// included: the box's mounts are nosuid), mtimes of non-directories and the
+// user.* and security.capability xattrs are kept; other xattrs (trusted.*
+// would steer overlayfs) are dropped with a note.
+//
+// Reading goes through libarchive (any tar flavour; gzip, xz, zstd, bzip2
+// detected from the bytes). The SHA-256 of the bytes read from the source is
+// computed while reading, to the source's end, so the caller can check the
+// digest the manifest promised before it keeps the tree.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace corral::image {
+
+enum class ExtractMode {
+    layer,      // an image layer: owners kept, OCI whiteouts turned into overlayfs's form
+    container,  // an image archive (OCI archive, docker save): files only, owned by root, no set-ID bits
+};
+
+struct ExtractResult {
+    std::string sha256_hex;           // of every byte of the source
+    std::uint64_t source_bytes = 0;   // bytes read from the source (compressed size)
+    std::uint64_t entries = 0;
+    std::vector<std::string> notes;   // "skipped FIFO run/x: a layer's FIFO is not needed ..."
+};
+
+// Called with the number of source bytes read so far (for a progress display).
+using Progress = std::function<void(std::uint64_t)>;
+
+// Extracts the archive read from `source_fd` (its current offset to its end)
+// into the existing empty directory `dest_fd`. `what` names the source in
+// messages ("layer sha256:ab12…"). Throws ImageError for a refused or
+// malformed archive, SysError for a failed system call; the caller removes
+// the partly written destination.
+ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
+                              const Progress& progress = {});
+
+// Removes `name` in `dir_fd` and, if it is a directory, everything below it,
+// never following a symlink. A missing name is fine. Throws SysError.
+void remove_tree_at(int dir_fd, const std::string& name);
+
+// Checks and normalizes an entry's name: "./usr//bin/" -> "usr/bin"; "" for
+// the archive's root. Throws ImageError for an absolute name or one with "..".
+std::string normalize_entry_name(const std::string& name, const std::string& what);
+
+}  // namespace corral::image

@@ -1,0 +1,116 @@
+#include "image/source.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "base/sys_error.hpp"
+#include "image/extract.hpp"
+#include "image/manifest.hpp"
+
+namespace corral::image {
+
+namespace {
+
+bool is_file(const std::string& p) {
+    struct stat st {};
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+struct ArchiveCloser {
+    void operator()(struct archive* a) const { archive_read_free(a); }
+};
+
+// Which of the image forms' top-level files the tar holds (headers only).
+SourceKind classify_archive(const std::string& path) {
+    std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
+    archive_read_support_filter_all(a.get());
+    archive_read_support_format_tar(a.get());
+    archive_read_support_format_gnutar(a.get());
+    if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
+        throw UsageError(path + ": cannot be read as a tar archive (" + archive_error_string(a.get()) +
+                         "); expected an OCI layout or archive, a docker save archive or directory, or a rootfs tarball");
+    bool oci = false, docker = false;
+    std::uint64_t entries = 0;
+    for (;;) {
+        struct archive_entry* e = nullptr;
+        int r = archive_read_next_header(a.get(), &e);
+        if (r == ARCHIVE_EOF) break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+            throw UsageError(path + ": not a readable tar archive (" + std::string(archive_error_string(a.get())) +
+                             "); expected an OCI layout or archive, a docker save archive or directory, or a rootfs tarball");
+        ++entries;
+        const char* raw = archive_entry_pathname(e);
+        if (raw == nullptr) continue;
+        std::string name;
+        try {
+            name = normalize_entry_name(raw, path);
+        } catch (const ImageError&) {
+            continue;  // judged (and refused) by the extractor
+        }
+        if (name == "oci-layout") oci = true;
+        if (name == "manifest.json") docker = true;
+    }
+    if (entries == 0) throw UsageError(path + ": an empty archive; nothing to import");
+    if (oci) return SourceKind::oci_archive;
+    if (docker) return SourceKind::docker_archive;
+    return SourceKind::rootfs_tarball;
+}
+
+}  // namespace
+
+std::string_view describe(SourceKind kind) {
+    switch (kind) {
+        case SourceKind::oci_layout: return "OCI image layout";
+        case SourceKind::docker_dir: return "docker save directory";
+        case SourceKind::oci_archive: return "OCI image archive";
+        case SourceKind::docker_archive: return "docker save archive";
+        case SourceKind::rootfs_tarball: return "rootfs tarball";
+    }
+    return "?";
+}
+
+std::string_view format_name(SourceKind kind) {
+    switch (kind) {
+        case SourceKind::oci_layout: return "oci-layout";
+        case SourceKind::docker_dir: return "docker-save-dir";
+        case SourceKind::oci_archive: return "oci-archive";
+        case SourceKind::docker_archive: return "docker-save";
+        case SourceKind::rootfs_tarball: return "rootfs-tarball";
+    }
+    return "?";
+}
+
+std::optional<std::string> image_directory_hint(const std::string& dir) {
+    if (is_file(dir + "/oci-layout") && is_file(dir + "/index.json"))
+        return "this is an OCI image layout, not a root file system: `corral image import " + dir +
+               " --name NAME`, then --rootfs image:NAME";
+    if (is_file(dir + "/manifest.json"))
+        return "this is a `docker save` directory, not a root file system: `corral image import " + dir +
+               " --name NAME`, then --rootfs image:NAME";
+    return std::nullopt;
+}
+
+Source detect_source(const std::string& source) {
+    if (source.empty()) throw UsageError("SOURCE: empty; expected an image layout, archive or tarball");
+    const std::string path = std::filesystem::absolute(source).lexically_normal().string();
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
+        throw UsageError(source + ": " + errno_text(errno) +
+                         "; expected an OCI layout or archive, a docker save archive or directory, or a rootfs tarball");
+    if (S_ISDIR(st.st_mode)) {
+        if (is_file(path + "/oci-layout") && is_file(path + "/index.json")) return {SourceKind::oci_layout, path};
+        if (is_file(path + "/manifest.json")) return {SourceKind::docker_dir, path};
+        throw UsageError(source + ": a directory without oci-layout + index.json (an OCI layout) or manifest.json "
+                                  "(docker save); an unpacked root file system is used as it is with --rootfs DIR, "
+                                  "or import it as a tarball (tar -C DIR -cf root.tar .)");
+    }
+    if (!S_ISREG(st.st_mode)) throw UsageError(source + ": neither a directory nor a regular file");
+    return {classify_archive(path), path};
+}
+
+}  // namespace corral::image

@@ -1,0 +1,38 @@
+// image/source.hpp — what `corral image import SOURCE` was given.
+//
+// Decided from the files themselves, never from a name's suffix: a directory
+// with oci-layout + index.json is an OCI image layout, one with manifest.json
+// a `docker save` directory; a file is read as a tar (libarchive detects any
+// compression): with oci-layout at its top an OCI archive (newer `docker
+// save` writes both files: the OCI form is used), with manifest.json a
+// `docker save` archive, otherwise a plain rootfs tarball (one layer).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace corral::image {
+
+enum class SourceKind { oci_layout, docker_dir, oci_archive, docker_archive, rootfs_tarball };
+
+// "OCI image layout", "docker save directory", ...
+std::string_view describe(SourceKind kind);
+// "oci-layout", "docker-save", ... as recorded in the image's JSON.
+std::string_view format_name(SourceKind kind);
+
+struct Source {
+    SourceKind kind{};
+    std::string path;  // absolute
+};
+
+// Throws UsageError naming SOURCE and what is accepted: missing, a directory
+// that is none of the image forms (a rootfs directory is used as it is with
+// --rootfs DIR), a file that is not a tar archive.
+Source detect_source(const std::string& source);
+
+// For `--rootfs DIR`: if DIR is an image rather than a root file system, the
+// line that says what it is and how to import it; nullopt otherwise.
+std::optional<std::string> image_directory_hint(const std::string& dir);
+
+}  // namespace corral::image

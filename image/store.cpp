@@ -1,0 +1,472 @@
+// image/store.cpp — importing into, listing and removing from the layer store.
+#include "image/store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+#include "image/extract.hpp"
+#include "image/source.hpp"
+#include "rootfs/host_paths.hpp"
+
+namespace corral::image {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kMaxMetadataBytes = 16u << 20;  // a manifest, index or config
+
+// A file of the image, reached inside the image's own directory: links in it
+// (old `docker save` links shared layers) resolve with that directory as "/".
+Fd open_in_image(int base_fd, const std::string& rel, const std::string& what) {
+    struct open_how how {};
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    int fd;
+    do {
+        fd = static_cast<int>(syscall(SYS_openat2, base_fd, rel.c_str(), &how, sizeof how));
+    } while (fd < 0 && (errno == EINTR || errno == EAGAIN));
+    if (fd < 0) {
+        if (errno == ENOENT) throw ImageError(what + ": " + rel + " is missing from the image");
+        throw SysError("openat2", what + ": " + rel, errno);
+    }
+    Fd out(fd);
+    struct stat st {};
+    check_sys(fstat(fd, &st), "fstat", rel);
+    if (!S_ISREG(st.st_mode)) throw ImageError(what + ": " + rel + " is not a regular file");
+    return out;
+}
+
+std::uint64_t file_size(int fd) {
+    struct stat st {};
+    check_sys(fstat(fd, &st), "fstat");
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+std::string read_small(int base_fd, const std::string& rel, const std::string& what) {
+    Fd fd = open_in_image(base_fd, rel, what);
+    if (file_size(fd.get()) > kMaxMetadataBytes)
+        throw ImageError(what + ": " + rel + " is larger than " + std::to_string(kMaxMetadataBytes >> 20) + " MiB");
+    return read_to_end(fd.get(), rel);
+}
+
+std::string sha256_of(const std::string& data);
+
+// A blob named by digest: read whole, its bytes checked against the digest.
+std::string read_blob(int base_fd, const Descriptor& d, const std::string& what) {
+    std::string text = read_small(base_fd, "blobs/sha256/" + digest_hex(d.digest), what);
+    std::string got = "sha256:" + sha256_of(text);
+    if (got != d.digest) throw ImageError(what + ": digest mismatch: the manifest says " + d.digest + ", the bytes are " + got);
+    return text;
+}
+
+std::string now_rfc3339() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string sanitize_name(std::string s) {
+    for (char& c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            c = '-';
+    while (!s.empty() && !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= '0' && s[0] <= '9')))
+        s.erase(0, 1);
+    if (s.size() > 128) s.resize(128);
+    return s;
+}
+
+std::string name_from_path(const std::string& path) {
+    std::string base = std::filesystem::path(path).filename().string();
+    for (std::string_view ext : {".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2", ".tgz", ".tar", ".oci"})
+        if (base.size() > ext.size() && base.compare(base.size() - ext.size(), ext.size(), ext) == 0) {
+            base.resize(base.size() - ext.size());
+            break;
+        }
+    return sanitize_name(base);
+}
+
+// Writes `content` to dir/name through a temp file: fsync, rename, fsync the directory.
+void write_atomically(const std::string& dir, const std::string& name, const std::string& content) {
+    const std::string tmp = dir + "/." + name + ".tmp";
+    Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) throw SysError("open", tmp, errno);
+    write_all(fd.get(), content.data(), content.size(), tmp);
+    check_sys(fsync(fd.get()), "fsync", tmp);
+    fd.reset();
+    check_sys(rename(tmp.c_str(), (dir + "/" + name).c_str()), "rename", tmp);
+    Fd d(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d.valid()) (void)fsync(d.get());
+}
+
+std::vector<std::string> entries_of(const std::string& dir) {
+    std::vector<std::string> out;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+    if (!d) {
+        if (errno == ENOENT) return out;
+        throw SysError("opendir", dir, errno);
+    }
+    while (dirent* e = readdir(d.get()))
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.emplace_back(e->d_name);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// The store's lock, held for one import or removal.
+class StoreLock {
+public:
+    explicit StoreLock(const std::string& root) : fd_(open((root + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
+        if (!fd_.valid()) throw SysError("open", root + "/lock", errno);
+        int r;
+        do r = flock(fd_.get(), LOCK_EX);
+        while (r != 0 && errno == EINTR);
+        check_sys(r, "flock(LOCK_EX)", root + "/lock");
+    }
+
+private:
+    Fd fd_;
+};
+
+// A directory below tmp/ removed when the import ends, however it ends.
+class WorkDir {
+public:
+    explicit WorkDir(const std::string& tmp_root) : parent_(open(tmp_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+        if (!parent_.valid()) throw SysError("open", tmp_root, errno);
+        std::string templ = tmp_root + "/import-XXXXXX";
+        if (mkdtemp(templ.data()) == nullptr) throw SysError("mkdtemp", templ, errno);
+        path_ = templ;
+        name_ = std::filesystem::path(path_).filename().string();
+    }
+    ~WorkDir() {
+        try {
+            remove_tree_at(parent_.get(), name_);
+        } catch (...) {
+            // The next import empties tmp/ again.
+        }
+    }
+    const std::string& path() const { return path_; }
+
+private:
+    Fd parent_;
+    std::string path_, name_;
+};
+
+}  // namespace
+
+bool is_valid_image_name(std::string_view n) {
+    if (n.empty() || n.size() > 128) return false;
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    if (!alnum(n[0])) return false;
+    return std::all_of(n.begin(), n.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+std::string to_json_text(const StoredImage& im) {
+    json j{{"name", im.name},
+           {"source", im.source},
+           {"format", im.format},
+           {"layers", im.layers},
+           {"size_bytes", im.size_bytes},
+           {"imported_at", im.imported_at},
+           {"config",
+            {{"Env", im.config.env},
+             {"WorkingDir", im.config.working_dir},
+             {"Entrypoint", im.config.entrypoint},
+             {"Cmd", im.config.cmd}}},
+           {"ignored", im.config.ignored}};
+    return j.dump(2) + "\n";
+}
+
+StoredImage from_json_text(const std::string& text, const std::string& where) {
+    try {
+        json j = json::parse(text);
+        StoredImage im;
+        im.name = j.at("name").get<std::string>();
+        im.source = j.value("source", "");
+        im.format = j.value("format", "");
+        im.layers = j.at("layers").get<std::vector<std::string>>();
+        im.size_bytes = j.value("size_bytes", std::uint64_t{0});
+        im.imported_at = j.value("imported_at", "");
+        const json& c = j.at("config");
+        im.config.env = c.value("Env", std::vector<std::string>{});
+        im.config.working_dir = c.value("WorkingDir", "");
+        im.config.entrypoint = c.value("Entrypoint", std::vector<std::string>{});
+        im.config.cmd = c.value("Cmd", std::vector<std::string>{});
+        im.config.ignored = j.value("ignored", std::vector<std::string>{});
+        for (const auto& l : im.layers)
+            if (!is_sha256_digest(l)) throw ImageError(where + ": layer \"" + l + "\" is not a sha256 digest");
+        if (!is_valid_image_name(im.name)) throw ImageError(where + ": name \"" + im.name + "\" is not a valid image name");
+        return im;
+    } catch (const json::exception& e) {
+        throw ImageError(where + ": not an image record (" + e.what() + ")");
+    }
+}
+
+ImageStore::ImageStore(std::string state_dir) : root_(std::move(state_dir) + "/images") {}
+
+std::string ImageStore::layer_dir(const std::string& digest) const {
+    return root_ + "/layers/sha256/" + digest_hex(digest);
+}
+
+ImportResult ImageStore::import(const std::string& source_arg, const std::optional<std::string>& name_arg,
+                                const ImportObserver& observer) {
+    if (name_arg && !is_valid_image_name(*name_arg))
+        throw UsageError("--name " + *name_arg + ": expected 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
+    const Source source = detect_source(source_arg);
+
+    // The store is root's alone, like the state dir it is in.
+    (void)rootfs::open_root_only_dir("image store", root_, 0700);
+    for (const char* sub : {"/layers", "/layers/sha256", "/images", "/tmp"})
+        if (mkdir((root_ + sub).c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", root_ + sub, errno);
+    StoreLock lock(root_);
+    // Under the lock no other import runs: whatever tmp/ holds was left by one that died.
+    {
+        Fd tmp(open((root_ + "/tmp").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+        if (!tmp.valid()) throw SysError("open", root_ + "/tmp", errno);
+        for (const auto& e : entries_of(root_ + "/tmp")) remove_tree_at(tmp.get(), e);
+    }
+    WorkDir work(root_ + "/tmp");
+    ImportResult result;
+
+    // The image's own directory: the source itself, or the archive unpacked into tmp/.
+    std::string base = source.path;
+    if (source.kind == SourceKind::oci_archive || source.kind == SourceKind::docker_archive) {
+        base = work.path() + "/archive";
+        check_sys(mkdir(base.c_str(), 0700), "mkdir", base);
+        Fd in(open(source.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+        if (!in.valid()) throw SysError("open", source.path, errno);
+        Fd dest(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!dest.valid()) throw SysError("open", base, errno);
+        auto r = extract_archive(in.get(), source.path, dest.get(), ExtractMode::container);
+        result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
+    }
+
+    // What to read: each layer's file, the digest it must have, its size.
+    struct LayerSource {
+        std::string rel;             // inside base; "" = the source file itself (a tarball)
+        std::optional<std::string> digest;
+        std::uint64_t size = 0;
+    };
+    std::vector<LayerSource> layers;
+    StoredImage image;
+    image.source = source.path;
+    image.format = std::string(format_name(source.kind));
+    std::string default_name = name_from_path(source.path);
+    Fd base_fd;
+    if (source.kind != SourceKind::rootfs_tarball) {
+        base_fd.reset(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!base_fd.valid()) throw SysError("open", base, errno);
+    }
+    if (source.kind == SourceKind::oci_layout || source.kind == SourceKind::oci_archive) {
+        const std::string what = std::string(describe(source.kind)) + " " + source.path;
+        json layout;
+        try {
+            layout = json::parse(read_small(base_fd.get(), "oci-layout", what));
+        } catch (const json::exception&) {
+            throw ImageError(what + ": oci-layout is not JSON");
+        }
+        if (!layout.is_object() || layout.value("imageLayoutVersion", "") != "1.0.0")
+            throw ImageError(what + ": oci-layout: expected {\"imageLayoutVersion\": \"1.0.0\"}");
+        Descriptor md = pick_manifest(read_small(base_fd.get(), "index.json", what), std::nullopt);
+        Manifest m = parse_manifest(read_blob(base_fd.get(), md, what + " manifest"));
+        image.config = parse_config(read_blob(base_fd.get(), m.config, what + " config"));
+        for (const auto& l : m.layers) {
+            (void)layer_compression(l);
+            layers.push_back({"blobs/sha256/" + digest_hex(l.digest), l.digest, l.size});
+        }
+    } else if (source.kind == SourceKind::docker_dir || source.kind == SourceKind::docker_archive) {
+        const std::string what = std::string(describe(source.kind)) + " " + source.path;
+        DockerImage d = parse_docker_manifest(read_small(base_fd.get(), "manifest.json", what));
+        std::string config_text = read_small(base_fd.get(), d.config_path, what);
+        // The config's file name is its digest ("<hex>.json" or "blobs/sha256/<hex>").
+        std::string stem = std::filesystem::path(d.config_path).filename().string();
+        if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);
+        if (is_sha256_digest("sha256:" + stem) && "sha256:" + sha256_of(config_text) != "sha256:" + stem)
+            throw ImageError(what + ": " + d.config_path + ": digest mismatch: the bytes are sha256:" + sha256_of(config_text));
+        image.config = parse_config(config_text);
+        if (image.config.diff_ids.size() != d.layer_paths.size())
+            throw ImageError(what + ": manifest.json names " + std::to_string(d.layer_paths.size()) +
+                             " layers, the config's rootfs.diff_ids " + std::to_string(image.config.diff_ids.size()));
+        for (std::size_t i = 0; i < d.layer_paths.size(); ++i) layers.push_back({d.layer_paths[i], image.config.diff_ids[i], 0});
+        if (!d.repo_tags.empty()) default_name = sanitize_name(d.repo_tags.front());
+    } else {
+        layers.push_back({"", std::nullopt, 0});
+    }
+    image.name = name_arg.value_or(default_name);
+    if (!is_valid_image_name(image.name))
+        throw UsageError(source_arg + ": no usable image name from \"" + image.name + "\"; give one with --name NAME");
+
+    Fd layers_dir(open((root_ + "/layers/sha256").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+    if (!layers_dir.valid()) throw SysError("open", root_ + "/layers/sha256", errno);
+    // A later layer refused: the ones this import added are no image's, and go.
+    std::vector<std::string> added;
+    struct Undo {
+        int dir;
+        std::vector<std::string>& added;
+        bool armed = true;
+        ~Undo() {
+            if (!armed) return;
+            for (const auto& hex : added) try {
+                    remove_tree_at(dir, hex);
+                } catch (...) {
+                    // Left for the next import's sweep of unused layers.
+                }
+        }
+    } undo{layers_dir.get(), added};
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const LayerSource& ls = layers[i];
+        ImportProgress ev{.layer = i + 1, .layers = layers.size(), .digest = ls.digest.value_or("")};
+        if (ls.digest && faccessat(layers_dir.get(), digest_hex(*ls.digest).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+            image.layers.push_back(*ls.digest);
+            ++result.layers_reused;
+            ev.done = ev.reused = true;
+            if (observer) observer(ev);
+            continue;
+        }
+        Fd in = ls.rel.empty() ? Fd(open(source.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY))
+                               : open_in_image(base_fd.get(), ls.rel, "layer " + std::to_string(i + 1));
+        if (!in.valid()) throw SysError("open", source.path, errno);
+        ev.total = ls.size ? ls.size : file_size(in.get());
+        const std::string staging = "layer-" + std::to_string(i);
+        const std::string staging_path = work.path() + "/" + staging;
+        check_sys(mkdir(staging_path.c_str(), 0755), "mkdir", staging_path);
+        Fd dest(open(staging_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!dest.valid()) throw SysError("open", staging_path, errno);
+        const std::string what = "layer " + std::to_string(i + 1) + "/" + std::to_string(layers.size()) +
+                                 (ls.digest ? " " + *ls.digest : std::string(" ") + source.path);
+        Progress progress = [&](std::uint64_t n) {
+            ev.bytes = n;
+            if (observer) observer(ev);
+        };
+        ExtractResult r = extract_archive(in.get(), what, dest.get(), ExtractMode::layer, progress);
+        result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
+        const std::string got = "sha256:" + r.sha256_hex;
+        if (ls.digest && got != *ls.digest)
+            throw ImageError(what + ": digest mismatch: the manifest says " + *ls.digest + ", the bytes read are " + got +
+                             "; the layer is refused");
+        if (ls.size && r.source_bytes != ls.size)
+            throw ImageError(what + ": size mismatch: the manifest says " + std::to_string(ls.size) + " bytes, read " +
+                             std::to_string(r.source_bytes));
+        image.size_bytes += r.source_bytes;
+        image.layers.push_back(got);
+        ev.bytes = r.source_bytes;
+        ev.digest = got;
+        ev.done = true;
+        if (faccessat(layers_dir.get(), r.sha256_hex.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+            ++result.layers_reused;  // a tarball whose digest was known only now
+            ev.reused = true;
+        } else {
+            check_sys(syncfs(dest.get()), "syncfs", staging_path);
+            check_sys(renameat(AT_FDCWD, staging_path.c_str(), layers_dir.get(), r.sha256_hex.c_str()), "renameat",
+                      staging_path + " -> " + layer_dir(got));
+            ++result.layers_added;
+            added.push_back(r.sha256_hex);
+        }
+        if (observer) observer(ev);
+    }
+    fsync(layers_dir.get());
+    image.imported_at = now_rfc3339();
+    write_atomically(root_ + "/images", image.name + ".json", to_json_text(image));
+    undo.armed = false;
+    for (const auto& n : image.config.ignored) result.notes.push_back(n);
+
+    // A re-import under the same name may leave layers no image names.
+    std::set<std::string> used;
+    for (const auto& im : list()) used.insert(im.layers.begin(), im.layers.end());
+    for (const auto& hex : entries_of(root_ + "/layers/sha256"))
+        if (!used.count("sha256:" + hex)) remove_tree_at(layers_dir.get(), hex);
+    result.image = std::move(image);
+    return result;
+}
+
+std::vector<StoredImage> ImageStore::list() const {
+    std::vector<StoredImage> out;
+    for (const auto& f : entries_of(root_ + "/images")) {
+        if (f.front() == '.' || !f.ends_with(".json")) continue;
+        const std::string path = root_ + "/images/" + f;
+        Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd.valid()) throw SysError("open", path, errno);
+        out.push_back(from_json_text(read_to_end(fd.get(), path), path));
+    }
+    return out;
+}
+
+StoredImage ImageStore::get(const std::string& name) const {
+    if (!is_valid_image_name(name))
+        throw UsageError("image " + name + ": not a valid image name (A-Z a-z 0-9 . _ -, starting with a letter or digit)");
+    const std::string path = root_ + "/images/" + name + ".json";
+    Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) {
+        if (errno == ENOENT)
+            throw UsageError("image " + name + ": not in the store " + root_ + "; `corral image ls` lists the images, "
+                             "`corral image import SOURCE --name " + name + "` adds one");
+        throw SysError("open", path, errno);
+    }
+    StoredImage im = from_json_text(read_to_end(fd.get(), path), path);
+    for (const auto& l : im.layers) {
+        struct stat st {};
+        if (lstat(layer_dir(l).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            throw UsageError("image " + name + ": its layer " + l + " is missing from " + root_ + "/layers; import it again");
+    }
+    return im;
+}
+
+RemoveResult ImageStore::remove(const std::string& name) {
+    StoredImage target = get(name);
+    StoreLock lock(root_);
+    check_sys(unlink((root_ + "/images/" + name + ".json").c_str()), "unlink", root_ + "/images/" + name + ".json");
+    std::set<std::string> used;
+    for (const auto& im : list()) used.insert(im.layers.begin(), im.layers.end());
+    Fd layers_dir(open((root_ + "/layers/sha256").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+    if (!layers_dir.valid()) throw SysError("open", root_ + "/layers/sha256", errno);
+    RemoveResult out;
+    std::set<std::string> seen;
+    for (const auto& l : target.layers) {
+        if (!seen.insert(l).second) continue;
+        if (used.count(l)) {
+            out.layers_kept.push_back(l);
+        } else {
+            remove_tree_at(layers_dir.get(), digest_hex(l));
+            out.layers_removed.push_back(l);
+        }
+    }
+    return out;
+}
+
+namespace {
+std::string sha256_of(const std::string& data) {
+    unsigned char md[32];
+    unsigned len = 0;
+    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) {
+        out += digits[md[i] >> 4];
+        out += digits[md[i] & 15];
+    }
+    return out;
+}
+}  // namespace
+
+}  // namespace corral::image

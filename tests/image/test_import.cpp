@@ -1,0 +1,355 @@
+// Integration tests of `corral image` and `corral run --rootfs image:NAME`
+// (root): real OCI layouts made by umoci, docker-save archives assembled by
+// GNU tar from files the test writes, hostile archives written byte for byte
+// by tests/image/make_tar.py, and real sandboxes running the imported images.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <openssl/evp.h>
+
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace corral::test;
+
+namespace {
+
+constexpr const char* kUidRange = "1900100500-1900100599";
+
+std::string sh(const std::string& script, const std::string& cwd = {}) {
+    Result r = run({"sh", "-ec", script}, RunOptions{.cwd = cwd});
+    if (r.exit_code != 0) throw std::runtime_error("fixture failed: " + script + "\n" + r.out + r.err);
+    return r.out;
+}
+
+std::string sha256_file(const std::string& path) {
+    std::string data = read_file(path);
+    unsigned char md[32];
+    unsigned len = 0;
+    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) {
+        out += digits[md[i] >> 4];
+        out += digits[md[i] & 15];
+    }
+    return out;
+}
+
+Result run_corral(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {corral_bin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, RunOptions{.timeout = std::chrono::milliseconds(120'000)});
+}
+
+Result image(const std::string& state, std::vector<std::string> args) {
+    args.insert(args.begin(), "image");
+    args.push_back("--state-dir");
+    args.push_back(state);
+    return run_corral(args);
+}
+
+Result run_box(const std::string& state, const std::string& rootfs, const std::vector<std::string>& cmd) {
+    std::vector<std::string> args = {"run", "--state-dir", state, "--uid-range", kUidRange, "--rootfs", rootfs};
+    if (!cmd.empty()) args.push_back("--");
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return run_corral(args);
+}
+
+std::size_t count_entries(const std::string& dir) {
+    if (!fs::exists(dir)) return 0;
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+// A busybox root with glibc's getent (libc has its files NSS module built in),
+// a /gone directory and an /opq directory for the upper layers to delete and
+// hide, and /keep.
+void make_base_rootfs(const std::string& root) {
+    sh("mkdir -p '" + root + "'/bin '" + root + "'/etc '" + root + "'/gone '" + root + "'/opq '" + root +
+       "'/usr/bin '" + root + "'/lib64 '" + root + "'/lib/x86_64-linux-gnu\n"
+       "cp /bin/busybox '" + root + "'/bin/\n"
+       "for a in sh cat ls echo env pwd test id; do ln -s busybox '" + root + "'/bin/$a; done\n"
+       "cp /usr/bin/getent '" + root + "'/usr/bin/\n"
+       "for l in $(ldd /usr/bin/getent | grep -o '/[^ ]*'); do mkdir -p '" + root + "'$(dirname $l); cp -L $l '" + root +
+       "'$l; done\n"
+       "echo a > '" + root + "'/gone/f; echo lower > '" + root + "'/opq/old; echo keep > '" + root + "'/keep\n"
+       "echo 'root:x:0:0::/root:/bin/sh' > '" + root + "'/etc/passwd; echo 'root:x:0:' > '" + root + "'/etc/group\n"
+       "echo stale-build-host > '" + root + "'/etc/hostname; echo 'nameserver 10.9.8.7' > '" + root + "'/etc/resolv.conf\n"
+       "echo fine > '" + root + "'/etc/ok\n");
+}
+
+// An OCI layout at DIR/oci, tag t: the base rootfs, then a layer deleting
+// /gone and adding /opt/bin/tool, and a config.
+void make_oci_layout(const TempDir& t) {
+    const std::string dir = t.path();
+    sh("umoci init --layout oci && umoci new --image oci:t && umoci unpack --image oci:t b >/dev/null", dir);
+    make_base_rootfs(dir + "/b/rootfs");
+    sh("umoci repack --image oci:t b && rm -rf b && umoci unpack --image oci:t b >/dev/null\n"
+       "rm -rf b/rootfs/gone && mkdir -p b/rootfs/opt/bin && printf '#!/bin/sh\\necho tool-ran\\n' > b/rootfs/opt/bin/tool\n"
+       "chmod 755 b/rootfs/opt/bin/tool && umoci repack --image oci:t b && rm -rf b\n"
+       "umoci config --image oci:t --config.env FOO=from-image --config.env PATH=/opt/bin:/usr/bin:/bin "
+       "--config.env HOME=/root --config.workingdir /srv/app --config.entrypoint /bin/echo "
+       "--config.cmd hello-from-cmd --config.user 1000 --config.exposedports 8080/tcp",
+       dir);
+}
+
+}  // namespace
+
+TEST_CASE("an OCI layout made by umoci: layers stacked, deletions applied, the config in effect, /etc generated") {
+    TempDir t("corral-image-oci");
+    make_oci_layout(t);
+    const std::string state = t / "state";
+    Result imp = image(state, {"import", t / "oci", "--name", "demo"});
+    INFO(imp.out, imp.err);
+    REQUIRE(imp.exit_code == 0);
+    CHECK(imp.out.find("imported demo: 2 layers (2 new, 0 already stored)") != std::string::npos);
+    CHECK(imp.err.find("User \"1000\" is ignored") != std::string::npos);
+    CHECK(imp.err.find("\r") == std::string::npos);  // no progress display without a terminal
+    CHECK(count_entries(state + "/images/layers/sha256") == 2);
+    CHECK(count_entries(state + "/images/tmp") == 0);
+
+    // No command: Entrypoint + Cmd; the ignored settings are said, one line each.
+    Result dflt = run_box(state, "image:demo", {});
+    INFO(dflt.out, dflt.err);
+    CHECK(dflt.exit_code == 0);
+    CHECK(dflt.out == "hello-from-cmd\n");
+    CHECK(dflt.err.find("image demo: User \"1000\" is ignored: the command runs as corral's unprivileged agent") !=
+          std::string::npos);
+    CHECK(dflt.err.find("image demo: ExposedPorts is ignored") != std::string::npos);
+
+    Result box = run_box(state, "image:demo",
+                         {"sh", "-c",
+                          "pwd; echo FOO=$FOO; echo PATH=$PATH; echo HOME=$HOME; tool; "
+                          "test -e /gone && echo gone-present || echo gone-deleted; cat /keep; "
+                          "getent hosts localhost; getent hosts $(cat /etc/hostname); cat /etc/hostname; cat /etc/resolv.conf; id -u"});
+    INFO(box.out, box.err);
+    CHECK(box.exit_code == 0);
+    CHECK(box.out.find("/srv/app\n") == 0);                       // WorkingDir, made in the overlay
+    CHECK(box.out.find("FOO=from-image\n") != std::string::npos);  // Env
+    CHECK(box.out.find("PATH=/opt/bin:/usr/bin:/bin\n") != std::string::npos);
+    CHECK(box.out.find("HOME=/home/agent\n") != std::string::npos);  // corral's own wins
+    CHECK(box.out.find("tool-ran\n") != std::string::npos);       // found in the image's PATH
+    CHECK(box.out.find("gone-deleted\n") != std::string::npos);
+    CHECK(box.out.find("keep\n") != std::string::npos);
+    CHECK(box.out.find("localhost ip6-localhost ip6-loopback") != std::string::npos);  // getent: /etc/hosts
+    CHECK(box.out.find("127.0.1.1       corral-") != std::string::npos);  // the box's own name
+    CHECK(box.out.find("stale-build-host") == std::string::npos);
+    CHECK(box.out.find("corral-") != std::string::npos);
+    CHECK(box.out.find("10.9.8.7") == std::string::npos);
+    CHECK(box.out.find("nameserver 127.0.0.1") != std::string::npos);
+    CHECK(box.out.find("\n0\n") == std::string::npos);            // not root
+
+    // --workspace wins over WorkingDir.
+    TempDir ws("corral-image-ws");
+    fs::permissions(ws.path(), fs::perms(0755));
+    Result in_ws = run_corral({"run", "--state-dir", state, "--uid-range", kUidRange, "--rootfs", "image:demo",
+                           "--workspace", ws.path(), "--", "pwd"});
+    INFO(in_ws.err);
+    CHECK(in_ws.out == "/workspace\n");
+
+    // The image's layers are untouched by the runs.
+    bool stale_kept = false;
+    for (const auto& l : fs::directory_iterator(state + "/images/layers/sha256"))
+        if (fs::exists(l.path() / "etc/hostname")) stale_kept = read_file(l.path() / "etc/hostname") == "stale-build-host\n";
+    CHECK(stale_kept);
+
+    Result ls = image(state, {"ls", "--json"});
+    CHECK(ls.exit_code == 0);
+    CHECK(ls.out.find("\"name\": \"demo\"") != std::string::npos);
+    Result inspect = image(state, {"inspect", "demo"});
+    CHECK(inspect.out.find("\"WorkingDir\": \"/srv/app\"") != std::string::npos);
+    Result missing = run_box(state, "image:nope", {"true"});
+    CHECK(missing.exit_code == 125);
+    CHECK(missing.err.find("image nope: not in the store") != std::string::npos);
+}
+
+TEST_CASE("a docker-save archive with an opaque directory, a whiteout, a hard link and xattrs") {
+    TempDir t("corral-image-docker");
+    const std::string d = t.path();
+    make_base_rootfs(d + "/root1");
+    sh("mkdir save && tar -C root1 -cf save/layer1.tar . && python3 '" + source_root() +
+       "/tests/image/make_tar.py' save/layer2.tar whiteouts", d);
+    const std::string l1 = sha256_file(d + "/save/layer1.tar"), l2 = sha256_file(d + "/save/layer2.tar");
+    const std::string config = R"({"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/bin:/bin","LEVEL=2"],)"
+                               R"("Cmd":["layer2"]},"rootfs":{"type":"layers","diff_ids":["sha256:)" + l1 + R"(","sha256:)" + l2 + R"("]}})";
+    write_file(d + "/save/cfg.json", config);
+    const std::string cfg_hex = sha256_file(d + "/save/cfg.json");
+    sh("mv save/cfg.json save/" + cfg_hex + ".json && mkdir save/a save/b && mv save/layer1.tar save/a/layer.tar && "
+       "mv save/layer2.tar save/b/layer.tar", d);
+    write_file(d + "/save/manifest.json", R"([{"Config":")" + cfg_hex + R"(.json","RepoTags":["corral/test:v1"],)"
+                                          R"("Layers":["a/layer.tar","b/layer.tar"]}])");
+    sh("tar -C save -cf saved.tar .", d);
+
+    const std::string state = t / "state";
+    Result imp = image(state, {"import", d + "/saved.tar"});
+    INFO(imp.out, imp.err);
+    REQUIRE(imp.exit_code == 0);
+    CHECK(imp.out.find("imported corral-test-v1: 2 layers") != std::string::npos);  // named after its tag
+    CHECK(imp.err.find("dropped xattr trusted.overlay.redirect") != std::string::npos);
+    const std::string layer2 = state + "/images/layers/sha256/" + l2;
+    char buf[8] = {};
+    CHECK(getxattr((layer2 + "/opq").c_str(), "trusted.overlay.opaque", buf, sizeof buf) == 1);
+    CHECK(buf[0] == 'y');
+    CHECK(getxattr((layer2 + "/etc/xattr-file").c_str(), "user.corral", buf, sizeof buf) == 4);
+    CHECK(getxattr((layer2 + "/etc/xattr-file").c_str(), "trusted.overlay.redirect", buf, sizeof buf) < 0);
+    struct stat st {};
+    REQUIRE(lstat((layer2 + "/gone").c_str(), &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK(st.st_rdev == 0);
+
+    Result box = run_box(state, "image:corral-test-v1",
+                         {"sh", "-c", "ls /opq; test -e /gone || echo gone-deleted; cat /etc/ok-link; echo L=$LEVEL; layer2"});
+    INFO(box.out, box.err);
+    CHECK(box.exit_code == 0);
+    CHECK(box.out == "new\ngone-deleted\nfine\nL=2\nfrom-layer-2\n");
+    // The same, unpacked: a docker save directory.
+    Result dir_imp = image(state, {"import", d + "/save", "--name", "saved-dir"});
+    CHECK(dir_imp.exit_code == 0);
+    CHECK(dir_imp.out.find("(0 new, 2 already stored)") != std::string::npos);
+}
+
+TEST_CASE("two images sharing layers store them once; rm removes only what no other image uses") {
+    TempDir t("corral-image-share");
+    make_oci_layout(t);
+    sh("cp -a oci oci2 && umoci unpack --image oci2:t b >/dev/null && echo third > b/rootfs/third && "
+       "umoci repack --image oci2:t b && rm -rf b", t.path());
+    const std::string state = t / "state";
+    REQUIRE(image(state, {"import", t / "oci", "--name", "one"}).exit_code == 0);
+    Result two = image(state, {"import", t / "oci2", "--name", "two"});
+    INFO(two.out, two.err);
+    REQUIRE(two.exit_code == 0);
+    CHECK(two.out.find("3 layers (1 new, 2 already stored)") != std::string::npos);
+    CHECK(count_entries(state + "/images/layers/sha256") == 3);
+    Result third = run_box(state, "image:two", {"cat", "/third", "/keep"});
+    CHECK(third.out == "third\nkeep\n");
+
+    Result rm_one = image(state, {"rm", "one"});
+    CHECK(rm_one.out == "removed one: 0 layers deleted, 2 kept (used by other images)\n");
+    CHECK(count_entries(state + "/images/layers/sha256") == 3);
+    Result rm_two = image(state, {"rm", "two"});
+    CHECK(rm_two.out == "removed two: 3 layers deleted, 0 kept (used by other images)\n");
+    CHECK(count_entries(state + "/images/layers/sha256") == 0);
+    CHECK(count_entries(state + "/images/images") == 0);
+    CHECK(image(state, {"rm", "two"}).exit_code == 2);
+}
+
+TEST_CASE("hostile archives are refused, with the reason, and nothing is written outside the store") {
+    struct Case {
+        const char* name;
+        const char* reason;
+    };
+    const Case cases[] = {
+        {"dotdot", "\"..\" in the name; every entry must stay inside its layer"},
+        {"absolute", "an absolute name; every entry must stay inside its layer"},
+        {"symlink-write", "escape is a symlink; writing through it could land outside the layer"},
+        {"symlink-dir-write", "a/b is a symlink; writing through it could land outside the layer"},
+        {"dir-then-symlink", "d is a symlink; writing through it could land outside the layer"},
+        {"hardlink-outside", "outside the archive's tree"},
+        {"hardlink-absolute", "outside the archive's tree"},
+        {"device", "a character device 1:3; images may not hold device nodes"},
+        {"blockdev", "a block device 8:0; images may not hold device nodes"},
+    };
+    TempDir t("corral-image-hostile");
+    const std::string outside = t / "outside";
+    fs::create_directories(outside);
+    write_file(outside + "/target", "secret\n", 0600);
+    const std::string state = t / "state";
+    for (const auto& c : cases) {
+        CAPTURE(c.name);
+        const std::string tar = t / (std::string(c.name) + ".tar");
+        sh("python3 '" + source_root() + "/tests/image/make_tar.py' '" + tar + "' " + c.name + " '" + outside + "'");
+        Result r = image(state, {"import", tar, "--name", "hostile"});
+        INFO(r.out, r.err);
+        CHECK(r.exit_code == 125);
+        CHECK(r.err.find(c.reason) != std::string::npos);
+        CHECK(count_entries(outside) == 1);
+        CHECK(read_file(outside + "/target") == "secret\n");
+        CHECK(count_entries(state + "/images/tmp") == 0);
+        CHECK(count_entries(state + "/images/layers/sha256") == 0);
+        CHECK(count_entries(state + "/images/images") == 0);
+    }
+}
+
+TEST_CASE("a layer whose bytes do not match the manifest's digest is refused, and the layers before it go too") {
+    TempDir t("corral-image-digest");
+    make_oci_layout(t);
+    // The top layer's blob, same name, other bytes (a valid gzip'd tar).
+    const std::string manifest_digest =
+        sh("python3 -c \"import json;print(json.load(open('oci/index.json'))['manifests'][0]['digest'][7:])\"", t.path());
+    const std::string top = sh("python3 -c \"import json;m=json.load(open('oci/blobs/sha256/" +
+                                   manifest_digest.substr(0, 64) + "'));print(m['layers'][-1]['digest'][7:])\"",
+                               t.path());
+    sh("mkdir evil && echo evil > evil/evil && tar -C evil -czf oci/blobs/sha256/" + top.substr(0, 64) + " .", t.path());
+    const std::string state = t / "state";
+    Result r = image(state, {"import", t / "oci", "--name", "tampered"});
+    INFO(r.out, r.err);
+    CHECK(r.exit_code == 125);
+    CHECK(r.err.find("digest mismatch: the manifest says sha256:" + top.substr(0, 64)) != std::string::npos);
+    CHECK(count_entries(state + "/images/layers/sha256") == 0);
+    CHECK(count_entries(state + "/images/tmp") == 0);
+    CHECK(count_entries(state + "/images/images") == 0);
+}
+
+TEST_CASE("--rootfs given what is not a root file system says what it is and what to do") {
+    TempDir t("corral-image-errors");
+    make_oci_layout(t);
+    const std::string state = t / "state";
+    Result layout = run_box(state, t / "oci", {"true"});
+    CHECK(layout.exit_code == 125);
+    CHECK(layout.err.find("this is an OCI image layout, not a root file system: `corral image import " + (t / "oci")) !=
+          std::string::npos);
+    sh("tar -C oci -cf oci.tar .", t.path());
+    Result file = run_box(state, t / "oci.tar", {"true"});
+    CHECK(file.err.find("is a file, not a directory; an image archive or rootfs tarball is imported first") !=
+          std::string::npos);
+    sh("umoci unpack --image oci:t bundle >/dev/null && chmod 0700 bundle/rootfs", t.path());
+    Result closed = run_box(state, t / "bundle/rootfs", {"true"});
+    INFO(closed.err);
+    CHECK(closed.err.find("mode 0700: the agent (an unprivileged UID) cannot enter the image's root") != std::string::npos);
+    // The OCI archive itself imports.
+    Result archive = image(state, {"import", t / "oci.tar", "--name", "from-archive"});
+    INFO(archive.err);
+    CHECK(archive.exit_code == 0);
+    CHECK(run_box(state, "image:from-archive", {"cat", "/keep"}).out == "keep\n");
+}
+
+TEST_CASE("--rootfs DIR gets the same generated /etc/hosts, /etc/hostname and /etc/resolv.conf; DIR is untouched") {
+    TempDir t("corral-image-dir");
+    const std::string root = t / "rootfs";
+    make_base_rootfs(root);
+    fs::permissions(root, fs::perms(0755));
+    fs::create_symlink("../run/systemd/resolve/stub-resolv.conf", root + "/etc/resolv.conf.link");
+    fs::remove(root + "/etc/resolv.conf");
+    fs::rename(root + "/etc/resolv.conf.link", root + "/etc/resolv.conf");  // Ubuntu's form: a link into /run
+    Result box = run_box(t / "state", root, {"sh", "-c", "getent hosts localhost; cat /etc/hostname /etc/resolv.conf"});
+    INFO(box.out, box.err);
+    CHECK(box.exit_code == 0);
+    CHECK(box.out.find("localhost ip6-localhost ip6-loopback") != std::string::npos);
+    CHECK(box.out.find("stale-build-host") == std::string::npos);
+    CHECK(box.out.find("nameserver 127.0.0.1") != std::string::npos);
+    CHECK(read_file(root + "/etc/hostname") == "stale-build-host\n");
+    CHECK(fs::is_symlink(root + "/etc/resolv.conf"));
+}
+
+int main(int argc, char** argv) {
+    if (!running_as_root()) {
+        std::cerr << "SKIP: image integration tests need root (layers keep their owners; corral run makes namespaces)\n";
+        return 77;
+    }
+    for (const char* p : {"umoci", "python3", "tar", "busybox"})
+        if (!have_program(p)) {
+            std::cerr << "SKIP: " << p << " is missing (tools/install-deps.sh installs it)\n";
+            return 77;
+        }
+    doctest::Context context(argc, argv);
+    return context.run();
+}

@@ -1,0 +1,174 @@
+// tools/cmd_image.cpp — `corral image import|ls|inspect|rm`: the image store (image/store.hpp).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/sys_error.hpp"
+#include "image/store.hpp"
+#include "run/request.hpp"
+#include "tools/commands.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: corral image import SOURCE [--name NAME] [--state-dir DIR]\n"
+    "       corral image ls [--json] [--state-dir DIR]\n"
+    "       corral image inspect NAME [--state-dir DIR]\n"
+    "       corral image rm NAME [--state-dir DIR]\n"
+    "\n"
+    "SOURCE is an OCI image layout (a directory with oci-layout and index.json),\n"
+    "an OCI archive (that directory as a tar), a `docker save` archive or its\n"
+    "unpacked directory (manifest.json), or a plain root file system tarball\n"
+    "(.tar, .tar.gz, .tar.xz, .tar.zst: one layer). Each layer's digest is checked\n"
+    "against the manifest while it is read; a layer is stored once, in\n"
+    "STATE_DIR/images, and shared by every image that has it. Run an image with\n"
+    "`corral run --rootfs image:NAME`. docs/images.md has the details.\n"
+    "\n"
+    "  --name NAME       the image's name (default: the archive's tag or file name)\n"
+    "  --json            ls: one JSON array instead of the table\n"
+    "  --state-dir DIR   corral's state directory (default /var/lib/corral, or\n"
+    "                    $CORRAL_STATE_DIR)\n";
+
+std::string human_bytes(std::uint64_t n) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(n);
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+    return buf;
+}
+
+std::string short_digest(const std::string& d) { return d.size() > 19 ? d.substr(0, 19) : d; }
+
+// One line per layer on a terminal, redrawn as bytes arrive; nothing otherwise.
+class ProgressLine {
+public:
+    ProgressLine() : tty_(isatty(STDERR_FILENO) == 1) {}
+    void operator()(const image::ImportProgress& p) {
+        if (!tty_) return;
+        std::string text = "layer " + std::to_string(p.layer) + "/" + std::to_string(p.layers) + " " +
+                           (p.digest.empty() ? std::string("(tarball)") : short_digest(p.digest)) + "  ";
+        if (p.reused && p.bytes == 0) text += "already stored";
+        else text += human_bytes(p.bytes) + (p.total ? " / " + human_bytes(p.total) : std::string());
+        if (!p.done && p.bytes - last_ < (1u << 20) && p.bytes != 0) return;  // redraw per MiB
+        last_ = p.bytes;
+        std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), p.done ? "\n" : "");
+        if (p.done) last_ = 0;
+    }
+
+private:
+    bool tty_;
+    std::uint64_t last_ = 0;
+};
+
+struct Args {
+    std::string verb;
+    std::vector<std::string> positional;
+    std::optional<std::string> name;
+    std::optional<std::string> state_dir;
+    bool json = false;
+};
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        auto value = [&](const char* opt) {
+            if (i + 1 >= argc) throw UsageError(std::string(opt) + ": missing value");
+            return std::string(argv[++i]);
+        };
+        if (arg == "--name") a.name = value("--name");
+        else if (arg == "--state-dir") a.state_dir = value("--state-dir");
+        else if (arg == "--json") a.json = true;
+        else if (arg == "--help" || arg == "-h") a.verb = "help";
+        else if (arg.size() > 1 && arg[0] == '-') throw UsageError("unknown option " + std::string(arg) + "; see `corral image --help`");
+        else if (a.verb.empty()) a.verb = arg;
+        else a.positional.emplace_back(arg);
+    }
+    return a;
+}
+
+std::string one_name(const Args& a) {
+    if (a.positional.size() != 1) throw UsageError(a.verb + ": expected exactly one image NAME");
+    return a.positional.front();
+}
+
+int import(const Args& a, image::ImageStore& store) {
+    if (a.positional.size() != 1) throw UsageError("import: expected exactly one SOURCE");
+    ProgressLine progress;
+    image::ImportResult r = store.import(a.positional.front(), a.name, std::ref(progress));
+    for (const auto& n : r.notes) std::fprintf(stderr, "corral image: %s\n", n.c_str());
+    std::printf("imported %s: %zu layers (%zu new, %zu already stored), %s read\n", r.image.name.c_str(),
+                r.image.layers.size(), r.layers_added, r.layers_reused, human_bytes(r.image.size_bytes).c_str());
+    return 0;
+}
+
+int list(const Args& a, const image::ImageStore& store) {
+    auto images = store.list();
+    if (a.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& im : images) out.push_back(nlohmann::json::parse(image::to_json_text(im)));
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("%-32s %-7s %-12s %-16s %s\n", "NAME", "LAYERS", "SIZE", "FORMAT", "IMPORTED");
+    for (const auto& im : images)
+        std::printf("%-32s %-7zu %-12s %-16s %s\n", im.name.c_str(), im.layers.size(), human_bytes(im.size_bytes).c_str(),
+                    im.format.c_str(), im.imported_at.c_str());
+    return 0;
+}
+
+}  // namespace
+
+int cmd_image(int argc, char** argv) {
+    Args a;
+    try {
+        a = parse(argc, argv);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral image: %s\n", e.what());
+        return 2;
+    }
+    if (a.verb == "help" || a.verb.empty()) {
+        std::fputs(kUsage, a.verb.empty() ? stderr : stdout);
+        return a.verb.empty() ? 2 : 0;
+    }
+    if (a.verb != "import" && a.verb != "ls" && a.verb != "inspect" && a.verb != "rm") {
+        std::fprintf(stderr, "corral image: unknown command \"%s\"; expected import, ls, inspect or rm\n", a.verb.c_str());
+        return 2;
+    }
+    if (geteuid() != 0) {
+        std::fprintf(stderr, "corral image: must run as root (the store keeps layers with their owners)\n");
+        return 125;
+    }
+    image::ImageStore store(a.state_dir.value_or(run::default_state_dir()));
+    try {
+        if (a.verb == "import") return import(a, store);
+        if (a.verb == "ls") return list(a, store);
+        if (a.verb == "inspect") {
+            std::fputs(image::to_json_text(store.get(one_name(a))).c_str(), stdout);
+            return 0;
+        }
+        const std::string name = one_name(a);
+        image::RemoveResult r = store.remove(name);
+        std::printf("removed %s: %zu layers deleted, %zu kept (used by other images)\n", name.c_str(),
+                    r.layers_removed.size(), r.layers_kept.size());
+        return 0;
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral image: %s\n", e.what());
+        return 2;
+    }
+}
+
+}  // namespace corral::cli
