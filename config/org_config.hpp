@@ -50,6 +50,12 @@ std::optional<AgentKind> parse_agent_kind(std::string_view text);  // exact lowe
 // The whole text of the warning for a non-pi worker with [channels].
 inline constexpr std::string_view channels_warning = "sessions run pi; agent applies to task runs";
 
+// The bounds of a tmpfs of the box (/tmp, the scratch): worker/org
+// tmp_size/scratch_size and `corral run --tmp-size/--scratch-size` alike. Its
+// pages are the host's memory until the run ends.
+inline constexpr std::uint64_t kMinBoxTmpfsBytes = 1ull << 20;   // 1 MiB
+inline constexpr std::uint64_t kMaxBoxTmpfsBytes = 64ull << 30;  // 64 GiB
+
 // [sandbox] in org.toml and in worker.toml. Unset = no limit / built-in default.
 struct SandboxLimits {
     std::optional<std::uint64_t> memory_bytes;          // memory = "2GiB"
@@ -57,6 +63,7 @@ struct SandboxLimits {
     std::optional<double> cpus;                         // cpus = 1.5
     std::optional<std::chrono::milliseconds> timeout;   // timeout = "30m"
     std::optional<std::uint64_t> tmp_bytes;             // tmp_size = "1GiB"
+    std::optional<std::uint64_t> scratch_bytes;         // scratch_size = "1GiB"
 };
 // Each field of `over` that is set replaces the one in `base`.
 SandboxLimits overlay_limits(const SandboxLimits& base, const SandboxLimits& over);

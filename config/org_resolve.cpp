@@ -34,6 +34,7 @@ SandboxLimits overlay_limits(const SandboxLimits& base, const SandboxLimits& ove
     if (over.cpus) r.cpus = over.cpus;
     if (over.timeout) r.timeout = over.timeout;
     if (over.tmp_bytes) r.tmp_bytes = over.tmp_bytes;
+    if (over.scratch_bytes) r.scratch_bytes = over.scratch_bytes;
     return r;
 }
 

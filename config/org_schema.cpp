@@ -68,16 +68,30 @@ std::optional<std::chrono::milliseconds> timeout_value(Checker& c, const toml::v
     return std::nullopt;
 }
 
+// A tmpfs of the box (tmp_size, scratch_size): the bounds `corral run`'s
+// --tmp-size and --scratch-size have.
+std::optional<std::uint64_t> tmpfs_size_value(Checker& c, const toml::value& v, const std::string& key) {
+    auto n = size_value(c, v, key);
+    if (n && (*n < kMinBoxTmpfsBytes || *n > kMaxBoxTmpfsBytes)) {
+        c.bad(v, key, format_size(*n), "a size from 1MiB to 64GiB");
+        return std::nullopt;
+    }
+    return n;
+}
+
 SandboxLimits sandbox_limits(Checker& c, const toml::value& table, const std::string& prefix) {
     SandboxLimits l;
-    c.unknown_keys(table, prefix, {"memory", "pids", "cpus", "timeout", "tmp_size"}, Diagnostic::Form::unlisted_key);
+    c.unknown_keys(table, prefix, {"memory", "pids", "cpus", "timeout", "tmp_size", "scratch_size"},
+                   Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(table)) {
         const toml::value& v = *vp;
         const std::string key = prefix + k;
         if (k == "memory") {
             l.memory_bytes = size_value(c, v, key);
         } else if (k == "tmp_size") {
-            l.tmp_bytes = size_value(c, v, key);
+            l.tmp_bytes = tmpfs_size_value(c, v, key);
+        } else if (k == "scratch_size") {
+            l.scratch_bytes = tmpfs_size_value(c, v, key);
         } else if (k == "pids") {
             if (v.is_integer() && v.as_integer() > 0)
                 l.pids = static_cast<std::uint64_t>(v.as_integer());

@@ -49,6 +49,15 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     // was refused before the CLI's profile was made.
     out["agent"] = r.agent() && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
     out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
+    // The grants the command line added (--allow), beside the organisation's.
+    json grants = json::array();
+    for (const auto& a : r.allow)
+        grants.push_back({{"host", a.host.text()}, {"port", a.port}, {"mode", "tunnel"}, {"where", "--allow " + a.text}});
+    out["grants"] = grants;
+    json binds = json::array();
+    for (const auto& b : r.binds)
+        binds.push_back({{"source", b.source}, {"target", b.target}, {"read_only", b.read_only}});
+    out["binds"] = binds;
     return out;
 }
 

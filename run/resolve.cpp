@@ -30,7 +30,32 @@ void resolve_limits(const RunRequest& r, const std::optional<config::ResolvedWor
     spec.limits.pids = r.pids ? r.pids : from_worker.pids;
     spec.limits.cpus = r.cpus ? r.cpus : from_worker.cpus;
     spec.timeout = r.timeout ? r.timeout : from_worker.timeout;
-    if (from_worker.tmp_bytes) spec.rootfs.tmp_size_bytes = *from_worker.tmp_bytes;
+    if (auto tmp = r.tmp_bytes ? r.tmp_bytes : from_worker.tmp_bytes) spec.rootfs.tmp_size_bytes = *tmp;
+    if (auto scratch = r.scratch_bytes ? r.scratch_bytes : from_worker.scratch_bytes)
+        spec.rootfs.scratch_size_bytes = *scratch;
+}
+
+// --allow HOST[:PORT]: a tunnel grant each, after the organisation's. A grant
+// the organisation already has for the same host and port is kept as it is
+// (it may inject, or be scoped): the command line only adds.
+void add_allowed_hosts(const RunRequest& r, config::GatewayConfig& gw) {
+    for (const auto& a : r.allow) {
+        bool known = std::any_of(gw.grants.begin(), gw.grants.end(),
+                                 [&](const config::Grant& g) { return g.host == a.host && g.port == a.port; });
+        if (known) continue;
+        config::Grant g;
+        g.host = a.host;
+        g.port = a.port;
+        g.mode = config::GrantMode::tunnel;
+        // An address typed on the command line is that address, by consent:
+        // the same as a grant's allow_private for it. A name must still
+        // resolve to public addresses only.
+        auto literal = a.host.is_wildcard() ? names::HostCheck{} : names::normalize_host(a.host.text());
+        g.allow_private = literal.host && literal.host->is_ip_literal();
+        g.index = gw.grants.size();
+        g.where = "--allow " + a.text;
+        gw.grants.push_back(std::move(g));
+    }
 }
 
 // The embedded gateway's grants: the worker's (org + worker.toml) and, when
@@ -49,6 +74,7 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     } else {
         plan.gateway.gateway.state_dir = in.state_dir;
     }
+    add_allowed_hosts(r, plan.gateway);
     if (r.gateway) {
         plan.daemon_socket = *r.gateway;
         plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts
@@ -84,6 +110,8 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     spec.run_dir = in.run_dir;
     spec.rootfs.image = resolve_rootfs(r, in.worker);
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
+    for (const auto& b : r.binds)
+        spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
     spec.argv = r.command;  // an agent run's: its CLI's, added by prepare_agent_run
     spec.hostname = box_hostname(r, in.run_id);
     resolve_limits(r, in.worker, spec);

@@ -38,6 +38,7 @@ std::string limits_text(const config::SandboxLimits& l) {
     }
     if (l.timeout) add("timeout", format_duration(*l.timeout));
     if (l.tmp_bytes) add("tmp_size", format_size(*l.tmp_bytes));
+    if (l.scratch_bytes) add("scratch_size", format_size(*l.scratch_bytes));
     return s.empty() ? "(none)" : s;
 }
 

@@ -445,3 +445,24 @@ TEST_CASE("diagnostics: every problem keeps its file, line, key, got and allowed
         CHECK(e.message.empty() == (e.form != config::Diagnostic::Form::message));
     }
 }
+
+TEST_CASE("scratch_size and tmp_size: org.toml, then worker.toml; 1MiB to 64GiB") {
+    OrgDir d;
+    d.org("[sandbox]\nscratch_size = \"1GiB\"\ntmp_size = \"64MiB\"\n");
+    d.worker("alpha", "[sandbox]\nscratch_size = \"2G\"\n");
+    d.worker("beta", "");
+    auto org = config::load_org(d.str());
+    CHECK(config::resolve_worker(org, "alpha").limits.scratch_bytes == 2ull << 30);
+    CHECK(config::resolve_worker(org, "alpha").limits.tmp_bytes == 64ull << 20);
+    CHECK(config::resolve_worker(org, "beta").limits.scratch_bytes == 1ull << 30);
+
+    OrgDir bad;
+    bad.org("[sandbox]\nscratch_size = \"512K\"\ntmp_size = \"65GiB\"\n");
+    bad.worker("alpha", "[sandbox]\nscratch_size = \"lots\"\ntmp_size = 0\n");
+    auto e = errors_of(bad);
+    const std::string org_file = bad.file("org.toml"), wk = bad.file("workers/alpha/worker.toml");
+    CHECK(has_line(e, org_file + ":2: key 'sandbox.scratch_size': got 512KiB, allowed: a size from 1MiB to 64GiB"));
+    CHECK(has_line(e, org_file + ":3: key 'sandbox.tmp_size': got 65GiB, allowed: a size from 1MiB to 64GiB"));
+    CHECK(has_line(e, wk + ":2: key 'sandbox.scratch_size': invalid size \"lots\""));
+    CHECK(has_line(e, wk + ":3: key 'sandbox.tmp_size': got 0"));
+}
