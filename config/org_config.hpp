@@ -44,6 +44,12 @@ inline constexpr std::string_view default_gateway_socket = "/run/corral/gateway.
 // free-form command would bypass the provisioning (sentinels, grants, env).
 enum class AgentKind { pi, claude, codex };
 inline constexpr std::string_view agent_kinds_allowed = "pi | claude | codex";
+// worker.toml's `agent` may also say "none": an egress-only worker, whose
+// runs are `-- CMD` runs under its grants and limits (no agent, no agent
+// credential, no model grants).
+inline constexpr std::string_view no_agent = "none";
+inline constexpr std::string_view worker_agent_allowed =
+    "pi | claude | codex | none (an egress-only worker: `corral run --worker NAME -- CMD` with its grants)";
 std::string_view to_string(AgentKind k);
 std::optional<AgentKind> parse_agent_kind(std::string_view text);  // exact lowercase names
 
@@ -83,6 +89,7 @@ struct WorkerConfig {
     std::string name;                 // directory name under workers/
     std::string file;                 // path of its worker.toml
     std::optional<AgentKind> agent;
+    bool egress_only = false;         // agent = "none"
     std::string agent_where;
     std::string model;                // "" = inherit
     std::string rootfs;               // "" = inherit
@@ -135,7 +142,8 @@ OrgConfig load_org(const std::string& dir);
 // A worker as a run sees it, every inherited value filled in.
 struct ResolvedWorker {
     std::string name;
-    AgentKind agent = AgentKind::pi;
+    AgentKind agent = AgentKind::pi;  // meaningless when egress_only
+    bool egress_only = false;         // worker.toml: agent = "none"; only `-- CMD` runs
     std::string agent_source;         // "workers/w/worker.toml:3", "org.toml:2 [engine]" or "built-in default"
     std::string model;                // "" = the CLI's default
     std::string chatgpt_account_id;

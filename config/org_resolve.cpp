@@ -56,7 +56,10 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name) {
     const WorkerConfig& w = it->second;
     ResolvedWorker r;
     r.name = name;
-    if (w.agent) {
+    if (w.egress_only) {
+        r.egress_only = true;
+        r.agent_source = w.agent_where;
+    } else if (w.agent) {
         r.agent = *w.agent;
         r.agent_source = w.agent_where;
     } else if (org.engine.agent) {

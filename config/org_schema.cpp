@@ -269,7 +269,13 @@ void check_worker_document(const std::string& file, const toml::value& root, con
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
         if (k == "agent") {
-            w.agent = agent_value(c, v, k);
+            if (v.is_string() && v.as_string().str == no_agent) {
+                w.egress_only = true;
+            } else if (v.is_string() && !parse_agent_kind(v.as_string().str)) {
+                c.bad(v, k, in_quotes(v.as_string().str), std::string(worker_agent_allowed));
+            } else {
+                w.agent = agent_value(c, v, k);
+            }
             w.agent_where = file + ":" + std::to_string(line_of(v));
         } else if (k == "model") {
             if (auto m = model_value(c, v, k)) w.model = *m;

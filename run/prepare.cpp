@@ -21,7 +21,10 @@ RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string r
     in.org = config::load_org(r.config_dir->c_str());
     for (const auto& w : in.org->warnings) log::warn(w.text());
     in.worker = config::resolve_worker(*in.org, *r.worker);
-    in.agent_credential = config::credential_status(in.org->gateway, agents::required_credential(in.worker->agent).name);
+    // An egress-only worker has no agent, so no agent credential to look for.
+    if (!in.worker->egress_only)
+        in.agent_credential =
+            config::credential_status(in.org->gateway, agents::required_credential(in.worker->agent).name);
     return in;
 }
 

@@ -65,7 +65,9 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
         const config::ResolvedWorker& w = *in.worker;
         const auto& cred = in.agent_credential;
         std::vector<config::Grant> implied;
-        if (cred.available)
+        if (w.egress_only)
+            ;  // no agent, no model grants: only the organisation's and the worker's own
+        else if (cred.available)
             implied = agents::implied_grants(w.agent, agents::credential_mode_for(cred.kind), w.name);
         else
             plan.left_out = "worker " + w.name + ": credential '" + agents::required_credential(w.agent).name +
@@ -103,6 +105,10 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     plan.identity = plan.worker + "/" + in.run_id;
     if (!gateway::parse_identity(plan.identity))
         throw UsageError("identity " + plan.identity + ": worker and run id must be made of [A-Za-z0-9._-]");
+    if (r.agent() && in.worker && in.worker->egress_only)
+        throw UsageError("worker " + in.worker->name + " has no agent (agent = \"none\" at " + in.worker->agent_source +
+                         "): run a command with `corral run --config DIR --worker " + in.worker->name +
+                         " -- CMD`, or give it an agent to use --prompt");
     if (r.agent() && in.worker) plan.agent = in.worker->agent;
 
     auto& spec = plan.spec;

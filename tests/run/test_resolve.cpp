@@ -258,3 +258,27 @@ TEST_CASE("scratch_size and tmp_size come from the worker without the command-li
     auto bare = run::resolve_run(parse({"--", "true"}), RunInputs{.run_id = "20261201-140000-abcdef", .run_dir = "/r", .state_dir = "/s"});
     CHECK(bare.spec.rootfs.scratch_size_bytes == 256ull << 20);
 }
+
+TEST_CASE("an egress-only worker: its grants and limits, no model grants, nothing left out; --prompt refused") {
+    auto in = worker_inputs(/*credential_available=*/false);
+    in.worker->egress_only = true;
+    in.worker->agent_source = "workers/w/worker.toml:1";
+    in.agent_credential = {};
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "curl", "x"}), in);
+    CHECK(plan.left_out.empty());
+    CHECK_FALSE(plan.agent);
+    REQUIRE(plan.gateway.grants.size() == 1);
+    CHECK(plan.gateway.grants[0].host == "example.com");
+    CHECK(plan.spec.limits.memory_bytes == 64ull << 20);
+    // With a pi/claude worker whose credential is missing the same run says what is left out.
+    CHECK_FALSE(run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}),
+                                 worker_inputs(false)).left_out.empty());
+    std::string e;
+    try {
+        run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--prompt", "hi"}), in);
+    } catch (const UsageError& x) {
+        e = x.what();
+    }
+    CHECK(e == "worker w has no agent (agent = \"none\" at workers/w/worker.toml:1): run a command with `corral run "
+               "--config DIR --worker w -- CMD`, or give it an agent to use --prompt");
+}
