@@ -490,16 +490,22 @@ std::string check_bind_target(std::string_view option, const std::string& target
         throw UsageError(opt + ": target \"" + target + "\": expected an absolute path in the box, e.g. /src");
     std::string norm = std::filesystem::path(target).lexically_normal().string();
     while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
-    static constexpr std::array<std::string_view, 8> kReserved = {"/proc", "/sys",       "/dev",  "/tmp",
-                                                                  "/etc",  "/workspace", "/root", "/home/agent"};
+    // The box's own mounts: a bind may not replace, hide or go into them
+    // (a mount point made in /workspace or the agent's home would be made in
+    // a host directory). /tmp is the box's private tmpfs: a bind below it is
+    // fine (a repository under /tmp keeps its path), over it is not.
+    static constexpr std::array<std::string_view, 7> kReserved = {"/proc", "/sys",  "/dev",       "/etc",
+                                                                  "/workspace", "/root", "/home/agent"};
+    const std::string allowed = ", one of the box's own mounts (/proc, /sys, /dev, /etc, /workspace, /root, /home/agent "
+                                "and below; /tmp itself); allowed: any other absolute path, e.g. /src, /opt/data or "
+                                "/tmp/x";
     if (norm == "/")
         throw UsageError(opt + ": target \"" + target + "\": the box's root cannot be replaced; use --rootfs DIR");
+    if (is_at_or_below("/tmp", norm)) throw UsageError(opt + ": target \"" + target + "\": is or contains /tmp" + allowed);
     for (auto r : kReserved)
         if (is_at_or_below(norm, r) || is_at_or_below(r, norm))
             throw UsageError(opt + ": target \"" + target + "\": " +
-                             (is_at_or_below(norm, r) ? "is at or below " : "contains ") + std::string(r) +
-                             ", one of the box's own mounts (/proc, /sys, /dev, /tmp, /etc, /workspace, /root, "
-                             "/home/agent); allowed: any other absolute path, e.g. /src or /opt/data");
+                             (is_at_or_below(norm, r) ? "is at or below " : "contains ") + std::string(r) + allowed);
     return norm;
 }
 

@@ -56,8 +56,9 @@ struct HostBind {
 
 // The box path a --bind/--ro-bind DST names, normalised (lexically: "/a/./b/"
 // is "/a/b"). Refused: a relative path; "/"; a path at, below or above /proc,
-// /sys, /dev, /tmp, /etc, /workspace, /root or /home/agent (the box's own
-// mounts: a bind there would hide or replace them). Throws UsageError naming
+// /sys, /dev, /etc, /workspace, /root or /home/agent, and /tmp itself (the
+// box's own mounts: a bind there would hide or replace them; below /tmp, the
+// box's private tmpfs, is allowed). Throws UsageError naming
 // the option, the text and what is allowed.
 std::string check_bind_target(std::string_view option, const std::string& target);
 

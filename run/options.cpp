@@ -252,8 +252,8 @@ const RunOption kOptions[] = {
      "bind the host directory SRC read-write at DST in the box\n"
      "(repeatable). ID-mapped as --workspace is (SRC's owner\n"
      "shows as the agent), with the same refusals for SRC.\n"
-     "DST: absolute (normalised), not /, and not at, below or\n"
-     "above /proc, /sys, /dev, /tmp, /etc, /workspace, /root\n"
+     "DST: absolute (normalised), not /, not /tmp, and not at,\n"
+     "below or above /proc, /sys, /dev, /etc, /workspace, /root\n"
      "or /home/agent; no two DSTs equal or nested. SRC may\n"
      "not contain ':'.",
      [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--bind", v, false)); }},

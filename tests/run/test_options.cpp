@@ -224,7 +224,8 @@ TEST_CASE("--bind and --ro-bind: SRC:DST, DST absolute, normalised and not one o
     CHECK(error_of({"--bind", "/a:b", "--", "true"}).starts_with("--bind: target \"b\": expected an absolute path"));
     CHECK(error_of({"--ro-bind", "/a:/", "--", "true"}).starts_with("--ro-bind: target \"/\": the box's root cannot be replaced"));
     CHECK(error_of({"--bind", "/a:/b/..", "--", "true"}).starts_with("--bind: target \"/b/..\": the box's root"));
-    for (std::string dst : {"/proc", "/proc/sys", "/sys", "/dev/shm", "/tmp", "/tmp/x", "/etc", "/etc/ssl", "/workspace",
+    CHECK(parse({"--bind", "/a:/tmp/repo/.git", "--", "true"}).binds[0].target == "/tmp/repo/.git");  // below the box's /tmp
+    for (std::string dst : {"/proc", "/proc/sys", "/sys", "/dev/shm", "/tmp", "/tmp/", "/etc", "/etc/ssl", "/workspace",
                             "/workspace/sub", "/root", "/home/agent", "/home/agent/.ssh", "/home", "/tmp/../etc"}) {
         CAPTURE(dst);
         CHECK(error_of({"--bind", "/a:" + dst, "--", "true"}).starts_with("--bind: target \"" + dst + "\": "));
