@@ -457,6 +457,12 @@ void check_binds(const RootfsSpec& spec, bool host_mode, const std::string& imag
         check_host_source(b.option, b.source, spec, host_mode, image_real);
         if (check_bind_target(b.option, b.target) != b.target)
             throw UsageError(b.option + " " + b.source + ":" + b.target + ": the target is not normalised");
+        // A file corral places in the box (the CA bundle) would get its
+        // mount point made in the bound host directory.
+        for (const auto& f : spec.extra_files)
+            if (is_at_or_below(f.path_in_box, b.target))
+                throw UsageError(b.option + " " + b.source + ":" + b.target + ": would hold " + f.path_in_box +
+                                 ", a file corral places in the box; allowed: a target outside it");
         for (std::size_t k = 0; k < i; ++k) {
             const HostBind& o = spec.binds[k];
             if (o.target == b.target)

@@ -610,6 +610,11 @@ TEST_CASE("--bind sources get the workspace's refusals; targets are never equal 
                                       " already goes to /x; allowed: one bind per target");
     spec.binds = {{(dir.path / "a").string(), "/x", false, "--bind"}, {(dir.path / "a" / "b").string(), "/x/y", false, "--bind"}};
     CHECK(usage_error_of(spec).find(": overlaps --bind " + (dir.path / "a").string() + ":/x") != std::string::npos);
+    spec.binds = {{(dir.path / "a").string(), "/usr/share/certs", false, "--bind"}};
+    spec.extra_files = {{"/usr/share/certs/bundle.pem", "pem", 0644}};
+    CHECK(usage_error_of(spec) == "--bind " + (dir.path / "a").string() + ":/usr/share/certs: would hold "
+                                  "/usr/share/certs/bundle.pem, a file corral places in the box; allowed: a target outside it");
+    spec.extra_files.clear();
     spec.binds = {{(dir.path / "a").string(), "/proc/x", false, "--bind"}};
     CHECK(usage_error_of(spec).starts_with("--bind: target \"/proc/x\": is at or below /proc"));
     // The image stays read-only: no bind into or around it.
