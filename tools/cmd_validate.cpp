@@ -159,7 +159,9 @@ int cmd_validate(int argc, char** argv) {
     // Text goes to stdout as today; with --json stdout carries only the object.
     std::FILE* out = as_json ? nullptr : stdout;
     auto say = [&](const char* fmt, auto... args) {
-        if (out) std::fprintf(out, fmt, args...);
+        if (!out) return;
+        if constexpr (sizeof...(args) == 0) std::fputs(fmt, out);
+        else std::fprintf(out, fmt, args...);
     };
     json report{{"config", dir}, {"diagnostics", json::array()}, {"workers", json::array()}, {"daemon", nullptr}};
     auto finish = [&](int status) {
