@@ -428,7 +428,9 @@ config::GatewayConfig run_gateway_config(const config::OrgConfig& org, const con
 std::map<std::string, config::CredentialStatus> agent_credential_status(const config::OrgConfig& org) {
     std::map<std::string, config::CredentialStatus> out;
     for (const auto& [name, wc] : org.workers) {
-        std::string cred = required_credential(config::resolve_worker(org, name).agent).name;
+        config::ResolvedWorker w = config::resolve_worker(org, name);
+        if (w.egress_only) continue;
+        std::string cred = required_credential(w.agent).name;
         if (!out.count(cred)) out.emplace(cred, config::credential_status(org.gateway, cred));
     }
     return out;
@@ -449,6 +451,14 @@ OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
     for (const auto& [name, wc] : org.workers) {
         config::ResolvedWorker w = config::resolve_worker(org, name);
         out.config.worker_metering[name] = w.metering;
+        if (w.egress_only) {
+            // No agent: its own grants only, no model grants, no credential to need.
+            for (auto g : wc.grants) {
+                g.identities = {name};
+                grants.push_back(std::move(g));
+            }
+            continue;
+        }
         const std::string cred = required_credential(w.agent).name;
         config::CredentialStatus status;
         if (auto it = credentials.find(cred); it != credentials.end()) {

@@ -44,11 +44,23 @@ inline constexpr std::string_view default_gateway_socket = "/run/corral/gateway.
 // free-form command would bypass the provisioning (sentinels, grants, env).
 enum class AgentKind { pi, claude, codex };
 inline constexpr std::string_view agent_kinds_allowed = "pi | claude | codex";
+// worker.toml's `agent` may also say "none": an egress-only worker, whose
+// runs are `-- CMD` runs under its grants and limits (no agent, no agent
+// credential, no model grants).
+inline constexpr std::string_view no_agent = "none";
+inline constexpr std::string_view worker_agent_allowed =
+    "pi | claude | codex | none (an egress-only worker: `corral run --worker NAME -- CMD` with its grants)";
 std::string_view to_string(AgentKind k);
 std::optional<AgentKind> parse_agent_kind(std::string_view text);  // exact lowercase names
 
 // The whole text of the warning for a non-pi worker with [channels].
 inline constexpr std::string_view channels_warning = "sessions run pi; agent applies to task runs";
+
+// The bounds of a tmpfs of the box (/tmp, the scratch): worker/org
+// tmp_size/scratch_size and `corral run --tmp-size/--scratch-size` alike. Its
+// pages are the host's memory until the run ends.
+inline constexpr std::uint64_t kMinBoxTmpfsBytes = 1ull << 20;   // 1 MiB
+inline constexpr std::uint64_t kMaxBoxTmpfsBytes = 64ull << 30;  // 64 GiB
 
 // [sandbox] in org.toml and in worker.toml. Unset = no limit / built-in default.
 struct SandboxLimits {
@@ -57,6 +69,7 @@ struct SandboxLimits {
     std::optional<double> cpus;                         // cpus = 1.5
     std::optional<std::chrono::milliseconds> timeout;   // timeout = "30m"
     std::optional<std::uint64_t> tmp_bytes;             // tmp_size = "1GiB"
+    std::optional<std::uint64_t> scratch_bytes;         // scratch_size = "1GiB"
 };
 // Each field of `over` that is set replaces the one in `base`.
 SandboxLimits overlay_limits(const SandboxLimits& base, const SandboxLimits& over);
@@ -76,6 +89,7 @@ struct WorkerConfig {
     std::string name;                 // directory name under workers/
     std::string file;                 // path of its worker.toml
     std::optional<AgentKind> agent;
+    bool egress_only = false;         // agent = "none"
     std::string agent_where;
     std::string model;                // "" = inherit
     std::string rootfs;               // "" = inherit
@@ -128,7 +142,8 @@ OrgConfig load_org(const std::string& dir);
 // A worker as a run sees it, every inherited value filled in.
 struct ResolvedWorker {
     std::string name;
-    AgentKind agent = AgentKind::pi;
+    AgentKind agent = AgentKind::pi;  // meaningless when egress_only
+    bool egress_only = false;         // worker.toml: agent = "none"; only `-- CMD` runs
     std::string agent_source;         // "workers/w/worker.toml:3", "org.toml:2 [engine]" or "built-in default"
     std::string model;                // "" = the CLI's default
     std::string chatgpt_account_id;

@@ -112,6 +112,7 @@ OrgCheck check_org(const std::string& dir) {
     // Warnings need the resolved agent, so they come after everything is read.
     for (const auto& [name, w] : org.workers) {
         AgentKind agent = w.agent.value_or(org.engine.agent.value_or(AgentKind::pi));
+        if (w.egress_only) continue;  // no agent: nothing below applies
         if (w.channels && agent != AgentKind::pi) {
             // Exactly the sentence operators were promised; the worker is in
             // the file name and in Diagnostic::worker, its agent in

@@ -34,6 +34,7 @@ SandboxLimits overlay_limits(const SandboxLimits& base, const SandboxLimits& ove
     if (over.cpus) r.cpus = over.cpus;
     if (over.timeout) r.timeout = over.timeout;
     if (over.tmp_bytes) r.tmp_bytes = over.tmp_bytes;
+    if (over.scratch_bytes) r.scratch_bytes = over.scratch_bytes;
     return r;
 }
 
@@ -55,7 +56,10 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name) {
     const WorkerConfig& w = it->second;
     ResolvedWorker r;
     r.name = name;
-    if (w.agent) {
+    if (w.egress_only) {
+        r.egress_only = true;
+        r.agent_source = w.agent_where;
+    } else if (w.agent) {
         r.agent = *w.agent;
         r.agent_source = w.agent_where;
     } else if (org.engine.agent) {

@@ -68,16 +68,30 @@ std::optional<std::chrono::milliseconds> timeout_value(Checker& c, const toml::v
     return std::nullopt;
 }
 
+// A tmpfs of the box (tmp_size, scratch_size): the bounds `corral run`'s
+// --tmp-size and --scratch-size have.
+std::optional<std::uint64_t> tmpfs_size_value(Checker& c, const toml::value& v, const std::string& key) {
+    auto n = size_value(c, v, key);
+    if (n && (*n < kMinBoxTmpfsBytes || *n > kMaxBoxTmpfsBytes)) {
+        c.bad(v, key, format_size(*n), "a size from 1MiB to 64GiB");
+        return std::nullopt;
+    }
+    return n;
+}
+
 SandboxLimits sandbox_limits(Checker& c, const toml::value& table, const std::string& prefix) {
     SandboxLimits l;
-    c.unknown_keys(table, prefix, {"memory", "pids", "cpus", "timeout", "tmp_size"}, Diagnostic::Form::unlisted_key);
+    c.unknown_keys(table, prefix, {"memory", "pids", "cpus", "timeout", "tmp_size", "scratch_size"},
+                   Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(table)) {
         const toml::value& v = *vp;
         const std::string key = prefix + k;
         if (k == "memory") {
             l.memory_bytes = size_value(c, v, key);
         } else if (k == "tmp_size") {
-            l.tmp_bytes = size_value(c, v, key);
+            l.tmp_bytes = tmpfs_size_value(c, v, key);
+        } else if (k == "scratch_size") {
+            l.scratch_bytes = tmpfs_size_value(c, v, key);
         } else if (k == "pids") {
             if (v.is_integer() && v.as_integer() > 0)
                 l.pids = static_cast<std::uint64_t>(v.as_integer());
@@ -264,7 +278,13 @@ void check_worker_document(const std::string& file, const toml::value& root, con
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
         if (k == "agent") {
-            w.agent = agent_value(c, v, k);
+            if (v.is_string() && v.as_string().str == no_agent) {
+                w.egress_only = true;
+            } else if (v.is_string() && !parse_agent_kind(v.as_string().str)) {
+                c.bad(v, k, in_quotes(v.as_string().str), std::string(worker_agent_allowed));
+            } else {
+                w.agent = agent_value(c, v, k);
+            }
             w.agent_where = file + ":" + std::to_string(line_of(v));
         } else if (k == "model") {
             if (auto m = model_value(c, v, k)) w.model = *m;

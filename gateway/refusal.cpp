@@ -88,6 +88,9 @@ std::string what_would_allow(std::string_view code, std::string_view host, std::
     if (code == reason::upstream_connect) return hp + " could not be reached from the host";
     if (code == reason::dns_failure) return std::string(host) + " did not resolve on the host";
     if (code == reason::client_tls) return "the box's TLS handshake failed: does the client trust corral's CA?";
+    if (code == reason::identity_connection_cap)
+        return "the run had as many connections open to the gateway as it may (max_connections_per_identity)";
+    if (code == reason::too_many_connections) return "the gateway had as many connections open as it may (max_connections)";
     if (code == reason::ledger_unwritable) return "the ledger cannot be written, so every request is refused";
     return {};
 }

@@ -151,9 +151,10 @@ const char* hazard_of(int dir_fd, const char* name, const struct stat& st, uid_t
 // than passed unchecked. One fd per level is held while descending.
 constexpr int kMaxDepth = 512;
 
-void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth, const std::string& source) {
+void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth, const std::string& source,
+                    const std::string& option) {
     if (depth > kMaxDepth)
-        throw UsageError("--workspace " + source + ": it is more than " + std::to_string(kMaxDepth) +
+        throw UsageError(option + " " + source + ": it is more than " + std::to_string(kMaxDepth) +
                          " directories deep; corral checks everything it hands the agent and refuses trees it cannot "
                          "check completely");
     std::vector<std::string> subdirs;
@@ -187,7 +188,7 @@ void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group
             if (S_ISDIR(st.st_mode)) {
                 subdirs.emplace_back(n);
             } else if (const char* hazard = hazard_of(dir_fd, n, st, owner, group)) {
-                throw UsageError("--workspace " + source + ": " + source + rel + "/" + n + " " + hazard);
+                throw UsageError(option + " " + source + ": " + source + rel + "/" + n + " " + hazard);
             }
         }
     }
@@ -197,7 +198,7 @@ void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group
             if (errno == ENOENT) continue;
             throw SysError("openat", source + rel + "/" + sub, errno);
         }
-        refuse_hazards(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1, source);
+        refuse_hazards(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1, source, option);
     }
 }
 
@@ -226,7 +227,7 @@ bool is_at_or_above(int start_fd, const struct stat& target) {
 // a symlink (one left by an earlier run's agent could point anywhere), it is
 // not a kernel pseudo file system, not "/", and neither inside nor around
 // a protected directory (compared by inode: aliases and renames cannot hide it).
-Fd open_workspace(const std::string& source, const std::vector<std::string>& protected_dirs) {
+Fd open_workspace(const std::string& option, const std::string& source, const std::vector<std::string>& protected_dirs) {
     struct open_how how {};
     how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
@@ -237,7 +238,7 @@ Fd open_workspace(const std::string& source, const std::vector<std::string>& pro
             char* real = realpath(source.c_str(), nullptr);
             std::string resolved = real ? real : "?";
             std::free(real);
-            throw UsageError("--workspace " + source + ": its path goes through a symbolic link (it resolves to " +
+            throw UsageError(option + " " + source + ": its path goes through a symbolic link (it resolves to " +
                              resolved + "); pass a path without symlinks, so no link planted by a sandbox can "
                              "redirect it");
         }
@@ -253,21 +254,21 @@ Fd open_workspace(const std::string& source, const std::vector<std::string>& pro
                                        0x65735543 /* fusectl */};
     for (long magic : kPseudo)
         if (static_cast<long>(sfs.f_type) == magic)
-            throw UsageError("--workspace " + source + ": is on a kernel pseudo file system (f_type 0x" +
+            throw UsageError(option + " " + source + ": is on a kernel pseudo file system (f_type 0x" +
                              [&] { char b[20]; std::snprintf(b, sizeof b, "%lx", magic); return std::string(b); }() +
                              "); use a directory of a real file system");
     struct stat st {};
     if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
     struct stat root {};
     if (stat("/", &root) == 0 && same_inode(st, root))
-        throw UsageError("--workspace " + source + ": is the host's root directory; use a project directory");
+        throw UsageError(option + " " + source + ": is the host's root directory; use a project directory");
     for (const auto& p : protected_dirs) {
         Fd pfd(open(p.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!pfd.valid()) continue;  // does not exist: nothing to protect
         struct stat pst {};
         if (fstat(pfd.get(), &pst) != 0) throw SysError("fstat", p, errno);
         if (is_at_or_above(pfd.get(), st) || is_at_or_above(dir.get(), pst))
-            throw UsageError("--workspace " + source + ": overlaps " + p +
+            throw UsageError(option + " " + source + ": overlaps " + p +
                              " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
     }
     return dir;
@@ -293,11 +294,11 @@ void make_private(int tree_fd, const std::string& source) {
 
 }  // namespace
 
-IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping,
+IdmappedTree idmapped_tree(const std::string& option, const std::string& source, OwnerMapping& mapping,
                            const std::vector<std::string>& protected_dirs) {
     // One open of DIR: the checks, the owner, the copy and the scan all come
     // from this fd, so nothing can be swapped between them.
-    Fd dir = open_workspace(source, protected_dirs);
+    Fd dir = open_workspace(option, source, protected_dirs);
     struct stat st {};
     if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
     mapping.disk_uid = st.st_uid;
@@ -307,14 +308,14 @@ IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping,
     if (!tree.valid()) throw SysError("open_tree", source + ", OPEN_TREE_CLONE", errno);
     if (st.st_uid == 0 || st.st_gid == 0) {
         // Attached as is: the agent is only "others" here.
-        refuse_hazards(tree.get(), "", static_cast<uid_t>(-1), static_cast<gid_t>(-1), 0, source);
+        refuse_hazards(tree.get(), "", static_cast<uid_t>(-1), static_cast<gid_t>(-1), 0, source, option);
         make_private(tree.get(), source);
         return refused(IdmapRefusal::owned_by_root,
                        "its owner or group is root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
                            "); mapping root to the agent would make the agent root over everything in it",
                        std::move(tree));
     }
-    refuse_hazards(tree.get(), "", st.st_uid, st.st_gid, 0, source);
+    refuse_hazards(tree.get(), "", st.st_uid, st.st_gid, 0, source, option);
     Fd userns;
     try {
         userns = user_namespace_mapping(mapping);
@@ -356,7 +357,8 @@ PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
         if (op.kind != MountKind::AttachTree) continue;
         const std::string what = op.target + " (" + op.source + ")";
         OwnerMapping mapping{.disk_uid = op.disk_uid, .disk_gid = op.disk_gid, .box_uid = op.uid, .box_gid = op.gid};
-        IdmappedTree t = idmapped_tree(op.source, mapping, plan.protected_dirs);
+        IdmappedTree t = idmapped_tree(op.option.empty() ? std::string("--workspace") : op.option, op.source, mapping,
+                                       plan.protected_dirs);
         op.disk_uid = mapping.disk_uid;
         op.disk_gid = mapping.disk_gid;
         // The remount after the attach keeps what the source's mount restricts

@@ -60,7 +60,8 @@ struct IdmappedTree {
 // Throws UsageError for a refused source, including a tree holding a set-ID
 // or file-capability file the agent could rewrite (a write through a shared
 // mmap keeps those bits) or one it cannot check completely; SysError else.
-IdmappedTree idmapped_tree(const std::string& source, OwnerMapping& mapping,
+// `option` ("--workspace", "--bind") starts every refusal's message.
+IdmappedTree idmapped_tree(const std::string& option, const std::string& source, OwnerMapping& mapping,
                            const std::vector<std::string>& protected_dirs);
 
 }  // namespace corral::rootfs

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 
 #include "base/sys_error.hpp"
@@ -254,11 +255,11 @@ public:
     }
     // Like bind(), but the source's on-disk owner and group show in the box as
     // the agent's (an ID-mapped mount made before the clone: prepare_idmapped_trees).
-    void bind_owned_by_agent(const std::string& host_source, const std::string& box_path, unsigned long flags,
-                             uid_t disk_uid, gid_t disk_gid, uid_t agent_uid, gid_t agent_gid) {
+    void bind_owned_by_agent(const std::string& option, const std::string& host_source, const std::string& box_path,
+                             unsigned long flags, uid_t disk_uid, gid_t disk_gid, uid_t agent_uid, gid_t agent_gid) {
         plan_.ops.push_back(MountOp{.kind = MountKind::AttachTree, .source = host_source, .target = box_path,
                                     .flags = flags, .uid = agent_uid, .gid = agent_gid, .disk_uid = disk_uid,
-                                    .disk_gid = disk_gid});
+                                    .disk_gid = disk_gid, .option = option});
         plan_.ops.push_back(MountOp{.kind = MountKind::Remount, .target = box_path, .flags = flags});
     }
     void mount_point_file(const std::string& box_path, mode_t mode = 0644) {
@@ -477,6 +478,113 @@ std::string octal(mode_t mode) {
     return buf;
 }
 
+// A host directory the box gets writable or readable access to (--workspace,
+// --bind, --ro-bind): a real directory, not "/", not overlapping corral's
+// records or the host's pseudo file systems, not overlapping the image (which
+// must stay read-only). The same source is checked again on its one fd by
+// inode when its tree is made (prepare_idmapped_trees).
+void check_host_source(std::string_view option, const std::string& source, const RootfsSpec& spec, bool host_mode,
+                       const std::string& image_real) {
+    const std::string opt(option);
+    require_directory(option, source);
+    char* src_c = realpath(source.c_str(), nullptr);
+    if (!src_c) throw UsageError(opt + " " + source + ": cannot resolve: " + errno_text(errno));
+    const std::string src_real = src_c;
+    std::free(src_c);
+    if (src_real == "/")
+        throw UsageError(opt + " " + source + ": the host's root directory cannot be shown to the box; use a project directory");
+    for (const auto& dir : spec.protected_dirs) {
+        char* c = realpath(dir.c_str(), nullptr);
+        const std::string real = c ? std::string(c) : dir;  // not created yet: compare as given
+        std::free(c);
+        if (is_at_or_below(real, src_real) || is_at_or_below(src_real, real))
+            throw UsageError(opt + " " + source + ": overlaps " + dir +
+                             " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
+    }
+    // A writable bind overlapping the image would let the command write into DIR.
+    if (spec.image.starts_with("image:")) {
+        for (const auto& l : spec.image_layers)
+            if (is_at_or_below(src_real, l) || is_at_or_below(l, src_real))
+                throw UsageError(opt + " " + source + ": overlaps the image's layer " + l +
+                                 ", which must stay read-only; use a directory outside the image store");
+    } else if (!host_mode) {
+        if (is_at_or_below(src_real, image_real))
+            throw UsageError(opt + " " + source + ": is inside the image " + spec.image +
+                             ", which must stay read-only; use a directory outside it");
+        if (is_at_or_below(image_real, src_real))
+            throw UsageError(opt + " " + source + ": contains the image " + spec.image +
+                             ", which must stay read-only; use a directory that does not contain it");
+    }
+}
+
+// Every --bind/--ro-bind: its source as the workspace's, its target one of
+// check_bind_target's, and no two targets equal or nested (a mount point made
+// inside another bind would be made in that host directory).
+void check_binds(const RootfsSpec& spec, bool host_mode, const std::string& image_real) {
+    for (std::size_t i = 0; i < spec.binds.size(); ++i) {
+        const HostBind& b = spec.binds[i];
+        check_host_source(b.option, b.source, spec, host_mode, image_real);
+        if (check_bind_target(b.option, b.target) != b.target)
+            throw UsageError(b.option + " " + b.source + ":" + b.target + ": the target is not normalised");
+        // A file corral places in the box (the CA bundle) would get its
+        // mount point made in the bound host directory.
+        for (const auto& f : spec.extra_files)
+            if (is_at_or_below(f.path_in_box, b.target))
+                throw UsageError(b.option + " " + b.source + ":" + b.target + ": would hold " + f.path_in_box +
+                                 ", a file corral places in the box; allowed: a target outside it");
+        for (std::size_t k = 0; k < i; ++k) {
+            const HostBind& o = spec.binds[k];
+            if (o.target == b.target)
+                throw UsageError(b.option + " " + b.source + ":" + b.target + ": " + o.option + " " + o.source +
+                                 " already goes to " + b.target + "; allowed: one bind per target");
+            if (is_at_or_below(o.target, b.target) || is_at_or_below(b.target, o.target))
+                throw UsageError(b.option + " " + b.source + ":" + b.target + ": overlaps " + o.option + " " +
+                                 o.source + ":" + o.target + "; allowed: targets neither equal to nor inside each other");
+        }
+    }
+}
+
+// Ancestors first: a bind target's parents may not exist in the box yet.
+void plan_binds(Planner& p, const RootfsSpec& spec) {
+    for (const auto& b : spec.binds) {
+        std::vector<std::string> chain;
+        for (std::string a = b.target; a != "/"; a = parent_of(a)) chain.insert(chain.begin(), a);
+        for (const auto& a : chain) p.dir(a);
+        struct stat st {};
+        if (stat(b.source.c_str(), &st) != 0) throw UsageError(b.option + " " + b.source + ": cannot access: " + errno_text(errno));
+        p.bind_owned_by_agent(b.option, b.source, b.target, kSafe | restrictions_of(b.source) | (b.read_only ? MS_RDONLY : 0),
+                              st.st_uid, st.st_gid, spec.agent_uid, spec.agent_gid);
+    }
+}
+
+}  // namespace
+
+std::string check_bind_target(std::string_view option, const std::string& target) {
+    const std::string opt(option);
+    if (target.empty() || target.front() != '/')
+        throw UsageError(opt + ": target \"" + target + "\": expected an absolute path in the box, e.g. /src");
+    std::string norm = std::filesystem::path(target).lexically_normal().string();
+    while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
+    // The box's own mounts: a bind may not replace, hide or go into them
+    // (a mount point made in /workspace or the agent's home would be made in
+    // a host directory). /tmp is the box's private tmpfs: a bind below it is
+    // fine (a repository under /tmp keeps its path), over it is not.
+    static constexpr std::array<std::string_view, 7> kReserved = {"/proc", "/sys",  "/dev",       "/etc",
+                                                                  "/workspace", "/root", "/home/agent"};
+    const std::string allowed = ", one of the box's own mounts (/proc, /sys, /dev, /etc, /workspace, /root, /home/agent "
+                                "and below; /tmp itself); allowed: any other absolute path, e.g. /src, /opt/data or "
+                                "/tmp/x";
+    if (norm == "/")
+        throw UsageError(opt + ": target \"" + target + "\": the box's root cannot be replaced; use --rootfs DIR");
+    if (is_at_or_below("/tmp", norm)) throw UsageError(opt + ": target \"" + target + "\": is or contains /tmp" + allowed);
+    for (auto r : kReserved)
+        if (is_at_or_below(norm, r) || is_at_or_below(r, norm))
+            throw UsageError(opt + ": target \"" + target + "\": " +
+                             (is_at_or_below(norm, r) ? "is at or below " : "contains ") + std::string(r) + allowed);
+    return norm;
+}
+
+namespace {
 }  // namespace
 
 MountPlan plan_rootfs(const RootfsSpec& spec) {
@@ -511,37 +619,8 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
             throw UsageError("--rootfs " + spec.image + ": contains corral's scratch directory " + spec.scratch_dir +
                              "; use an image directory outside it");
     }
-    if (spec.workspace) {
-        require_directory("--workspace", *spec.workspace);
-        char* ws_c = realpath(spec.workspace->c_str(), nullptr);
-        if (!ws_c) throw UsageError("--workspace " + *spec.workspace + ": cannot resolve: " + errno_text(errno));
-        const std::string ws_real = ws_c;
-        std::free(ws_c);
-        if (ws_real == "/")
-            throw UsageError("--workspace " + *spec.workspace + ": the host's root directory cannot be a workspace; use a project directory");
-        for (const auto& dir : spec.protected_dirs) {
-            char* c = realpath(dir.c_str(), nullptr);
-            const std::string real = c ? std::string(c) : dir;  // not created yet: compare as given
-            std::free(c);
-            if (is_at_or_below(real, ws_real) || is_at_or_below(ws_real, real))
-                throw UsageError("--workspace " + *spec.workspace + ": overlaps " + dir +
-                                 " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
-        }
-        // A writable workspace overlapping the image would let the command write into DIR.
-        if (layered) {
-            for (const auto& l : spec.image_layers)
-                if (is_at_or_below(ws_real, l) || is_at_or_below(l, ws_real))
-                    throw UsageError("--workspace " + *spec.workspace + ": overlaps the image's layer " + l +
-                                     ", which must stay read-only; use a directory outside the image store");
-        } else if (!host_mode) {
-            if (is_at_or_below(ws_real, image_real))
-                throw UsageError("--workspace " + *spec.workspace + ": is inside the image " + spec.image +
-                                 ", which must stay read-only; use a directory outside it");
-            if (is_at_or_below(image_real, ws_real))
-                throw UsageError("--workspace " + *spec.workspace + ": contains the image " + spec.image +
-                                 ", which must stay read-only; use a directory that does not contain it");
-        }
-    }
+    if (spec.workspace) check_host_source("--workspace", *spec.workspace, spec, host_mode, image_real);
+    check_binds(spec, host_mode, image_real);
 
     MountPlan plan;
     plan.protected_dirs = spec.protected_dirs;
@@ -564,7 +643,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
         struct stat st {};
         if (stat(spec.workspace->c_str(), &st) != 0) throw UsageError("--workspace " + *spec.workspace + ": cannot access: " + errno_text(errno));
         p.dir("/workspace");
-        p.bind_owned_by_agent(*spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace), st.st_uid,
+        p.bind_owned_by_agent("--workspace", *spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace), st.st_uid,
                               st.st_gid, spec.agent_uid, spec.agent_gid);
     } else if (host_mode) {
         // The command still starts in /workspace: an empty directory of the
@@ -576,6 +655,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
         // In the overlay: created in (or copied up to) the upper layer, owned by the agent.
         p.dir_owned("/workspace", 0755, spec.agent_uid, spec.agent_gid);
     }
+    plan_binds(p, spec);
     plan_extra_files(p, spec);
     // The generated root holds only mount points, links and /etc: nothing in it
     // needs to change once the box runs. (An image root stays writable: writes

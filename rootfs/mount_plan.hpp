@@ -45,6 +45,23 @@ inline constexpr std::uint64_t default_shm_size_bytes = 64ull << 20;
 // The box's private devpts holds at most this many ptys (docs/rootfs.md).
 inline constexpr unsigned kBoxPtyMax = 128;
 
+// A host directory shown at `target` in the box (--bind, --ro-bind): ID-mapped
+// as the workspace is, with the same refusals for the source.
+struct HostBind {
+    std::string source;      // host directory (absolute)
+    std::string target;      // box path, as check_bind_target returned it
+    bool read_only = false;
+    std::string option;      // "--bind" or "--ro-bind", for messages
+};
+
+// The box path a --bind/--ro-bind DST names, normalised (lexically: "/a/./b/"
+// is "/a/b"). Refused: a relative path; "/"; a path at, below or above /proc,
+// /sys, /dev, /etc, /workspace, /root or /home/agent, and /tmp itself (the
+// box's own mounts: a bind there would hide or replace them; below /tmp, the
+// box's private tmpfs, is allowed). Throws UsageError naming
+// the option, the text and what is allowed.
+std::string check_bind_target(std::string_view option, const std::string& target);
+
 struct RootfsSpec {
     std::string image = "host";             // "host", an absolute directory or "image:NAME" (the --rootfs value)
     // image:NAME: the directories of its layers in the image store, bottom
@@ -69,6 +86,9 @@ struct RootfsSpec {
     std::string agent_name = "agent";       // passwd name; home is /home/<agent_name>
     std::string hostname;                   // goes into /etc/hosts and /etc/hostname (host mode)
     std::vector<ExtraFile> extra_files;
+    // --bind/--ro-bind, after everything else (no two targets equal or one
+    // inside another: checked by plan_rootfs).
+    std::vector<HostBind> binds;
     // Absolute host directory bound read-write at the agent's home instead of
     // the scratch home (agent runs: the homes live in the run dir, host-visible).
     std::optional<std::string> home_dir;
@@ -112,6 +132,7 @@ struct MountOp {
     bool replace = false;    // WriteFile: remove what the name holds first (an image's link or file; in
                              // the overlay, so the image is untouched), then create it
     std::vector<std::string> lowers;  // Overlay: the lower layers' host directories, top first
+    std::string option;      // AttachTree: the option that asked for it ("--workspace", "--bind"), for messages
 };
 
 // An image of more layers than this is refused: overlayfs stacks at most 500

@@ -3,11 +3,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "base/parse.hpp"
+#include "base/suggest.hpp"
 #include "base/sys_error.hpp"
 #include "config/org_config.hpp"
 #include "names/box_environment.hpp"
+#include "names/host.hpp"
+#include "rootfs/mount_plan.hpp"
 #include "run/request.hpp"
 #include "supervisor/hostname.hpp"
 
@@ -99,6 +103,70 @@ auto prefixed(std::string_view name, F&& parse) {
     }
 }
 
+// SRC:DST, split at the first ':' (SRC may not hold one; DST may). Docker's
+// trailing ":ro" is answered with --ro-bind rather than read as a path.
+BindRequest parse_bind(std::string_view option, const std::string& text, bool read_only) {
+    const std::string opt(option);
+    const auto colon = text.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+        throw UsageError(opt + ": got \"" + text + "\", expected SRC:DST (a host directory and an absolute path in the box, "
+                         "e.g. /home/me/data:/data)");
+    BindRequest b;
+    b.source = text.substr(0, colon);
+    std::string target = text.substr(colon + 1);
+    for (std::string_view mode : {":ro", ":rw", ":z", ":Z"})
+        if (target.ends_with(mode))
+            throw UsageError(opt + ": got \"" + text + "\": corral takes no mount options after DST; use --ro-bind SRC:DST "
+                             "for a read-only bind, --bind SRC:DST for a writable one");
+    b.target = rootfs::check_bind_target(option, target);
+    b.read_only = read_only;
+    return b;
+}
+
+// HOST[:PORT], HOST as a config grant's `host` (a name, "*." + a name of two
+// labels or more, an IP address; IPv6 in brackets), PORT 1..65535, default 443.
+AllowRequest parse_allow(const std::string& text) {
+    const std::string form = ": expected HOST[:PORT]: a DNS name, \"*.\" followed by a name of at least two labels, or an "
+                             "IP address (IPv6 in brackets: [::1]:8443); PORT 1..65535, default 443";
+    std::string host = text, port;
+    if (text.starts_with('[')) {
+        const auto close = text.find(']');
+        if (close == std::string::npos) throw UsageError("--allow: invalid host \"" + text + "\"" + form);
+        host = text.substr(0, close + 1);
+        if (close + 1 < text.size()) {
+            if (text[close + 1] != ':') throw UsageError("--allow: invalid host \"" + text + "\"" + form);
+            port = text.substr(close + 2);
+            if (port.empty()) throw UsageError("--allow: empty port in \"" + text + "\"" + form);
+        }
+    } else if (auto colon = text.find(':'); colon != std::string::npos) {
+        if (text.find(':', colon + 1) != std::string::npos)
+            throw UsageError("--allow: invalid host \"" + text + "\": an IPv6 address goes in brackets" + form);
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty()) throw UsageError("--allow: empty port in \"" + text + "\"" + form);
+    }
+    AllowRequest a;
+    a.text = text;
+    auto pattern = names::parse_host_pattern(host);
+    if (!pattern) throw UsageError("--allow: invalid host \"" + host + "\"" + form);
+    a.host = std::move(*pattern);
+    if (!port.empty()) {
+        bool ok = port.size() <= 5 && port.front() != '0' && port.find_first_not_of("0123456789") == std::string::npos;
+        const unsigned long n = ok ? std::stoul(port) : 0;
+        if (!ok || n < 1 || n > 65535) throw UsageError("--allow: invalid port \"" + port + "\"" + form);
+        a.port = static_cast<std::uint16_t>(n);
+    }
+    return a;
+}
+
+// A tmpfs size of the box (--scratch-size, --tmp-size), in config::kMinBoxTmpfsBytes..kMaxBoxTmpfsBytes.
+std::uint64_t parse_tmpfs_size(std::string_view option, const std::string& text) {
+    const std::uint64_t v = prefixed(option, [&] { return parse_size(text); });
+    if (v < config::kMinBoxTmpfsBytes || v > config::kMaxBoxTmpfsBytes)
+        throw UsageError(std::string(option) + ": invalid size \"" + text + "\": expected 1M to 64G, e.g. 512M");
+    return v;
+}
+
 using G = OptionGroup;
 
 const RunOption kOptions[] = {
@@ -186,6 +254,28 @@ const RunOption kOptions[] = {
      "no start line (run id and run dir) and no summary line\n"
      "on stderr; problems are still reported.",
      [](RunRequest& r, const std::string&) { r.quiet = true; }},
+    {"--bind", "SRC:DST", G::sandbox,
+     "bind the host directory SRC read-write at DST in the box\n"
+     "(repeatable). ID-mapped as --workspace is (SRC's owner\n"
+     "shows as the agent), with the same refusals for SRC.\n"
+     "DST: absolute (normalised), not /, not /tmp, and not at,\n"
+     "below or above /proc, /sys, /dev, /etc, /workspace, /root\n"
+     "or /home/agent; no two DSTs equal or nested. SRC may\n"
+     "not contain ':'.",
+     [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--bind", v, false)); }},
+    {"--ro-bind", "SRC:DST", G::sandbox,
+     "the same, read-only (repeatable). E.g. a git worktree's\n"
+     "main repository: --ro-bind /repo/.git:/repo/.git.",
+     [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--ro-bind", v, true)); }},
+    {"--scratch-size", "SIZE", G::sandbox,
+     "cap of the box's scratch tmpfs (default 256M): an\n"
+     "image's writable layer, the agent's home, /workspace\n"
+     "without --workspace. 1M to 64G; memory of the host's\n"
+     "until the run ends.",
+     [](RunRequest& r, const std::string& v) { r.scratch_bytes = parse_tmpfs_size("--scratch-size", v); }},
+    {"--tmp-size", "SIZE", G::sandbox,
+     "cap of the box's /tmp tmpfs (default 256M). 1M to 64G.",
+     [](RunRequest& r, const std::string& v) { r.tmp_bytes = parse_tmpfs_size("--tmp-size", v); }},
     {"--env", "K=V", G::sandbox,
      "add K=V to CMD's environment (repeatable; later wins).\n"
      "CMD otherwise sees only PATH, HOME=/home/agent,\n"
@@ -255,6 +345,15 @@ const RunOption kOptions[] = {
      [](RunRequest& r, const std::string& v) { r.prompt_file = nonempty("--prompt-file", v); }},
     {"--system-prompt-file", "F", G::network, "system prompt for the agent (same rules as F)",
      [](RunRequest& r, const std::string& v) { r.system_prompt_file = nonempty("--system-prompt-file", v); }},
+    {"--allow", "HOST[:PORT]", G::network,
+     "a tunnel grant for this run only (repeatable): the box\n"
+     "may open TLS to HOST:PORT (default 443) through the\n"
+     "gateway, which sees no plaintext. HOST as a grant's\n"
+     "host in org.toml (a name, *.name.tld, an IP address;\n"
+     "IPv6 as [::1]:8443); an IP address given here may be a\n"
+     "private one (naming it is the consent allow_private\n"
+     "gives). Recorded in run.json's \"grants\".",
+     [](RunRequest& r, const std::string& v) { r.allow.push_back(parse_allow(v)); }},
     {"--gateway", "unix:PATH", G::network,
      "hand connections to a running `corral gateway` daemon\n"
      "(identity announced per connection) instead of the\n"
@@ -274,6 +373,36 @@ const RunOption* find_option(std::string_view name) {
         if (o.name == name) return &o;
     return nullptr;
 }
+
+// Docker's flags, answered with what corral has instead: a usage error, never
+// a silent translation (the semantics differ: corral's -v would not be Docker's).
+struct Habit {
+    std::string_view flag;
+    std::string_view answer;
+};
+constexpr Habit kDockerHabits[] = {
+    {"-e", "corral run has no -e; use --env K=V"},
+    {"-v", "corral run has no -v; use --bind SRC:DST (or --ro-bind SRC:DST; --workspace DIR for the project)"},
+    {"--volume", "corral run has no --volume; use --bind SRC:DST or --ro-bind SRC:DST"},
+    {"--mount", "corral run has no --mount; use --bind SRC:DST or --ro-bind SRC:DST"},
+    {"-it", "corral run has no -it; use --tty for a terminal (or --stdin to pass stdin without one)"},
+    {"-ti", "corral run has no -ti; use --tty for a terminal (or --stdin to pass stdin without one)"},
+    {"-i", "corral run has no -i; use --stdin to pass stdin (--tty for a terminal)"},
+    {"--interactive", "corral run has no --interactive; use --stdin to pass stdin (--tty for a terminal)"},
+    {"-t", "corral run has no -t; use --tty for a terminal"},
+    {"-w", "corral run has no -w: CMD starts in /workspace; --workspace DIR binds DIR there"},
+    {"--workdir", "corral run has no --workdir: CMD starts in /workspace; --workspace DIR binds DIR there"},
+    {"-m", "corral run has no -m; use --memory SIZE"},
+    {"--tmpfs", "corral run has no --tmpfs; /tmp is always a tmpfs: --tmp-size SIZE sets its cap"},
+    {"--rm", "corral run has no --rm: every sandbox is removed when CMD exits (the run dir keeps the logs)"},
+    {"-p", "corral run has no -p: nothing can connect into a box"},
+    {"--publish", "corral run has no --publish: nothing can connect into a box"},
+    {"--network", "corral run has no --network: the only way out is the gateway; --allow HOST[:PORT] grants a host"},
+    {"--net", "corral run has no --net: the only way out is the gateway; --allow HOST[:PORT] grants a host"},
+    {"-u", "corral run has no -u: CMD runs as the agent, a UID leased for the run"},
+    {"--user", "corral run has no --user: CMD runs as the agent, a UID leased for the run"},
+    {"--name", "corral run has no --name: each run gets a run id (--hostname NAME names the box)"},
+};
 
 // "--rootfs, --workspace, ..., --help": every option, --help last.
 std::string option_list() {
@@ -298,6 +427,22 @@ void append_option_help(std::string& out, const RunOption& o) {
     }
 }
 
+}  // namespace
+
+std::string unknown_option_message(std::string_view arg) {
+    // "-e=X" and "--volume=X" are the same habit as "-e X".
+    std::string_view flag = arg.substr(0, arg.find('='));
+    for (const auto& h : kDockerHabits)
+        if (flag == h.flag) return std::string(h.answer);
+    std::vector<std::string_view> names;
+    for (const auto& o : kOptions) names.push_back(o.name);
+    std::string out = "unknown option \"" + std::string(arg) + "\"";
+    if (auto near = closest_name(flag, names)) out += " (did you mean " + *near + "?)";
+    return out + "; options are " + option_list();
+}
+
+namespace {
+
 // The options that must, or must not, go together.
 void check_combination(const RunRequest& r) {
     if (r.prompt && r.prompt_file) throw UsageError("--prompt and --prompt-file: give one of them, not both");
@@ -319,6 +464,10 @@ void check_combination(const RunRequest& r) {
                 throw UsageError("--env " + kv.first +
                                  ": set by corral itself in an agent run (proxy, CA, agent home, credentials or "
                                  "telemetry); allowed: any other variable");
+    if (!r.allow.empty() && r.gateway)
+        throw UsageError("--allow " + r.allow.front().text +
+                         ": a `corral gateway` daemon (--gateway) serves its organisation's grants only; give --allow "
+                         "without --gateway, or add the grant to the daemon's org.toml");
     if (r.tty && r.pass_stdin)
         throw UsageError("--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
     if (r.tty && r.agent())
@@ -377,7 +526,7 @@ RunRequest parse_run_request(int argc, char** argv) {
         }
         const RunOption* o = find_option(name);
         if (o == nullptr)
-            throw UsageError("unknown option \"" + std::string(arg) + "\"; options are " + option_list());
+            throw UsageError(unknown_option_message(arg));
         std::string value;
         if (o->placeholder.empty()) {
             if (inline_value)

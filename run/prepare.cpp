@@ -71,7 +71,10 @@ RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string r
     in.org = config::load_org(r.config_dir->c_str());
     for (const auto& w : in.org->warnings) log::warn(w.text());
     in.worker = config::resolve_worker(*in.org, *r.worker);
-    in.agent_credential = config::credential_status(in.org->gateway, agents::required_credential(in.worker->agent).name);
+    // An egress-only worker has no agent, so no agent credential to look for.
+    if (!in.worker->egress_only)
+        in.agent_credential =
+            config::credential_status(in.org->gateway, agents::required_credential(in.worker->agent).name);
     read_image(r, in);
     return in;
 }
@@ -101,6 +104,15 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     // was refused before the CLI's profile was made.
     out["agent"] = agent_run && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
     out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
+    // The grants the command line added (--allow), beside the organisation's.
+    json grants = json::array();
+    for (const auto& a : r.allow)
+        grants.push_back({{"host", a.host.text()}, {"port", a.port}, {"mode", "tunnel"}, {"where", "--allow " + a.text}});
+    out["grants"] = grants;
+    json binds = json::array();
+    for (const auto& b : r.binds)
+        binds.push_back({{"source", b.source}, {"target", b.target}, {"read_only", b.read_only}});
+    out["binds"] = binds;
     return out;
 }
 

@@ -5,8 +5,11 @@
 namespace corral::run {
 
 std::string refusal_line(const gateway::RefusalNotice& n) {
-    std::string line = "refused " + (n.method.empty() ? std::string("a request to") : n.method) + " " + n.host + ":" +
-                       std::to_string(n.port) + " (" + n.reason + (n.status ? ", " + std::to_string(n.status) : "") + ")";
+    // A connection refused before its request was read names no host.
+    const std::string what = n.host.empty() ? "a connection"
+                                            : (n.method.empty() ? std::string("a request to") : n.method) + " " + n.host +
+                                                  ":" + std::to_string(n.port);
+    std::string line = "refused " + what + " (" + n.reason + (n.status ? ", " + std::to_string(n.status) : "") + ")";
     if (std::string advice = gateway::what_would_allow(n.reason, n.host, n.port); !advice.empty()) line += ": " + advice;
     return line;
 }

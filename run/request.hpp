@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "names/host.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::run {
@@ -27,6 +28,21 @@ namespace corral::run {
 // the box must not be able to fill it. Beyond it the output still streams to
 // corral's own stdout/stderr; run.json says how much was logged.
 inline constexpr std::uint64_t kDefaultLogLimitBytes = 256ull << 20;
+
+// --bind SRC:DST / --ro-bind SRC:DST, as given (SRC checked when the run is
+// planned, rootfs/mount_plan.hpp; DST by rootfs::check_bind_target when parsed).
+struct BindRequest {
+    std::string source;       // a host directory
+    std::string target;       // absolute, normalised path in the box
+    bool read_only = false;   // --ro-bind
+};
+
+// --allow HOST[:PORT]: a tunnel grant for this run only.
+struct AllowRequest {
+    names::HostPattern host;  // normalised as a config grant's host
+    std::uint16_t port = 443;
+    std::string text;         // as given, for messages
+};
 
 struct RunRequest {
     // The sandbox.
@@ -43,6 +59,9 @@ struct RunRequest {
     bool quiet = false;                           // --quiet: no start and summary lines
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
     std::optional<std::string> hostname;          // default "corral-<short id>"
+    std::vector<BindRequest> binds;               // --bind / --ro-bind, in order given
+    std::optional<std::uint64_t> scratch_bytes;   // --scratch-size
+    std::optional<std::uint64_t> tmp_bytes;       // --tmp-size
     bool pass_stdin = false;                      // --stdin
     bool tty = false;                             // --tty: CMD on a pty of the box's, joined to corral's terminal
     bool sync_record = false;                     // --sync-record: run.json survives power loss
@@ -53,6 +72,7 @@ struct RunRequest {
     std::optional<std::string> config_dir;          // --config DIR (organisation directory)
     std::optional<std::string> worker;              // --worker NAME
     std::optional<std::string> gateway;             // --gateway unix:PATH (the PATH)
+    std::vector<AllowRequest> allow;                // --allow HOST[:PORT], in order given
     std::optional<std::string> prompt;              // --prompt TEXT
     std::optional<std::string> prompt_file;         // --prompt-file F
     std::optional<std::string> system_prompt_file;  // --system-prompt-file F
@@ -84,6 +104,11 @@ std::span<const RunOption> run_option_table();
 // Also checks the options go together (an agent run has no CMD, --worker needs
 // --config, ...). Throws UsageError: "--memory: invalid size \"12XB\": expected ...".
 RunRequest parse_run_request(int argc, char** argv);
+
+// "did you mean" and the Docker habits: the usage error for an unknown
+// option `arg` of `corral run` (names the closest option, or what corral has
+// instead of a Docker flag such as -e, -v, -it, -w).
+std::string unknown_option_message(std::string_view arg);
 
 // The full `corral run --help` text, built from run_option_table().
 const std::string& run_help_text();

@@ -59,7 +59,32 @@ void resolve_limits(const RunRequest& r, const std::optional<config::ResolvedWor
     spec.limits.pids = r.pids ? r.pids : from_worker.pids;
     spec.limits.cpus = r.cpus ? r.cpus : from_worker.cpus;
     spec.timeout = r.timeout ? r.timeout : from_worker.timeout;
-    if (from_worker.tmp_bytes) spec.rootfs.tmp_size_bytes = *from_worker.tmp_bytes;
+    if (auto tmp = r.tmp_bytes ? r.tmp_bytes : from_worker.tmp_bytes) spec.rootfs.tmp_size_bytes = *tmp;
+    if (auto scratch = r.scratch_bytes ? r.scratch_bytes : from_worker.scratch_bytes)
+        spec.rootfs.scratch_size_bytes = *scratch;
+}
+
+// --allow HOST[:PORT]: a tunnel grant each, after the organisation's. A grant
+// the organisation already has for the same host and port is kept as it is
+// (it may inject, or be scoped): the command line only adds.
+void add_allowed_hosts(const RunRequest& r, config::GatewayConfig& gw) {
+    for (const auto& a : r.allow) {
+        bool known = std::any_of(gw.grants.begin(), gw.grants.end(),
+                                 [&](const config::Grant& g) { return g.host == a.host && g.port == a.port; });
+        if (known) continue;
+        config::Grant g;
+        g.host = a.host;
+        g.port = a.port;
+        g.mode = config::GrantMode::tunnel;
+        // An address typed on the command line is that address, by consent:
+        // the same as a grant's allow_private for it. A name must still
+        // resolve to public addresses only.
+        auto literal = a.host.is_wildcard() ? names::HostCheck{} : names::normalize_host(a.host.text());
+        g.allow_private = literal.host && literal.host->is_ip_literal();
+        g.index = gw.grants.size();
+        g.where = "--allow " + a.text;
+        gw.grants.push_back(std::move(g));
+    }
 }
 
 // The embedded gateway's grants: the worker's (org + worker.toml) and, when
@@ -69,7 +94,9 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
         const config::ResolvedWorker& w = *in.worker;
         const auto& cred = in.agent_credential;
         std::vector<config::Grant> implied;
-        if (cred.available)
+        if (w.egress_only)
+            ;  // no agent, no model grants: only the organisation's and the worker's own
+        else if (cred.available)
             implied = agents::implied_grants(w.agent, agents::credential_mode_for(cred.kind), w.name);
         else
             plan.left_out = "worker " + w.name + ": credential '" + agents::required_credential(w.agent).name +
@@ -78,6 +105,7 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     } else {
         plan.gateway.gateway.state_dir = in.state_dir;
     }
+    add_allowed_hosts(r, plan.gateway);
     if (r.gateway) {
         plan.daemon_socket = *r.gateway;
         plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts
@@ -106,6 +134,10 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     plan.identity = plan.worker + "/" + in.run_id;
     if (!gateway::parse_identity(plan.identity))
         throw UsageError("identity " + plan.identity + ": worker and run id must be made of [A-Za-z0-9._-]");
+    if (r.agent() && in.worker && in.worker->egress_only)
+        throw UsageError("worker " + in.worker->name + " has no agent (agent = \"none\" at " + in.worker->agent_source +
+                         "): run a command with `corral run --config DIR --worker " + in.worker->name +
+                         " -- CMD`, or give it an agent to use --prompt");
     if ((r.agent() || interactive_agent_run(r, in.worker)) && in.worker) plan.agent = in.worker->agent;
 
     auto& spec = plan.spec;
@@ -113,6 +145,8 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     spec.run_dir = in.run_dir;
     spec.rootfs.image = requested_rootfs(r, in.worker);
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
+    for (const auto& b : r.binds)
+        spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
     spec.argv = r.command;  // an agent run's: its CLI's, added by prepare_agent_run
     spec.hostname = box_hostname(r, in.run_id);
     resolve_limits(r, in.worker, spec);
@@ -144,7 +178,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
 }
 
 bool interactive_agent_run(const RunRequest& r, const std::optional<config::ResolvedWorker>& worker) {
-    return r.tty && worker && !r.command.empty() && r.command.front() == config::to_string(worker->agent);
+    return r.tty && worker && !worker->egress_only && !r.command.empty() && r.command.front() == config::to_string(worker->agent);
 }
 
 std::string box_hostname(const RunRequest& r, const std::string& run_id) {

@@ -25,6 +25,8 @@
 
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
+#include "rootfs/host_paths.hpp"
+#include "rootfs/idmapped_tree.hpp"
 #include "supervisor/cgroup.hpp"
 
 namespace corral::supervisor {
@@ -386,9 +388,75 @@ std::vector<Check> run_doctor_checks() {
     return checks;
 }
 
+const char* check_status(const Check& check) { return check.ok ? "ok" : check.required ? "fail" : "warn"; }
+
 std::string format_check(const Check& check) {
     if (check.ok) return "ok   " + check.feature + ": " + check.detail;
-    return "FAIL " + check.feature + ": " + check.detail + " — " + check.remedy;
+    return std::string(check.required ? "FAIL " : "warn ") + check.feature + ": " + check.detail + " — " + check.remedy;
+}
+
+Check check_idmapped_mounts(const std::string& where) {
+    std::string base = where;
+    struct stat st {};
+    if (::stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (::mkdir("/run/corral", 0700) != 0 && errno != EEXIST) {
+            Check c{"idmapped mounts", false, failure("mkdir(/run/corral)", errno), "run as root", false};
+            return c;
+        }
+        base = "/run/corral";
+    }
+    std::string tmpl = base + "/doctor-idmap-XXXXXX";
+    std::string problem, detail;
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        problem = failure(("mkdtemp(" + tmpl + ")").c_str(), errno);
+    } else {
+        // Any unprivileged owner will do: mapping root is refused by design.
+        constexpr uid_t kProbeOwner = 65533;
+        if (::chown(tmpl.c_str(), kProbeOwner, kProbeOwner) != 0) {
+            problem = failure(("chown(" + tmpl + ")").c_str(), errno);
+        } else {
+            try {
+                rootfs::OwnerMapping m{.disk_uid = kProbeOwner, .disk_gid = kProbeOwner, .box_uid = 65532, .box_gid = 65532};
+                rootfs::IdmappedTree t = rootfs::idmapped_tree("doctor", tmpl, m, {});
+                if (t.refusal != rootfs::IdmapRefusal::none) problem = t.detail;
+            } catch (const std::exception& e) {
+                problem = e.what();
+            }
+        }
+        ::rmdir(tmpl.c_str());
+    }
+    Check c = make_check("idmapped mounts", problem,
+                         "an ID-mapped copy of a directory in " + base + " works (--workspace, --bind show the owner as the agent)",
+                         "Linux 5.12+ and a file system that supports ID-mapped mounts (ext4, xfs, btrfs; tmpfs from 6.3); "
+                         "without them a workspace is bound as is and the agent writes only where its UID may");
+    c.required = false;
+    return c;
+}
+
+Check check_state_dir(const std::string& dir) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) {
+        if (errno == ENOENT)
+            return make_check("state dir", "", dir + " does not exist yet; the first `corral run` makes it (0700, root's)", "");
+        return make_check("state dir", failure(("lstat(" + dir + ")").c_str(), errno), "",
+                          "fix the path or give --state-dir DIR");
+    }
+    std::string problem;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    if (!S_ISDIR(st.st_mode)) problem = dir + " is not a directory";
+    else if (st.st_uid != 0) problem = dir + " is owned by UID " + std::to_string(st.st_uid) + ", not root";
+    else if (st.st_mode & 022) problem = dir + " has mode " + mode + ": writable by others than root";
+    if (problem.empty()) {
+        try {
+            rootfs::require_root_only_tree("state dir", dir);
+        } catch (const std::exception& e) {
+            problem = e.what();
+        }
+    }
+    return make_check("state dir", problem, dir + ": root's, mode " + std::string(mode) + ", on a root-only path",
+                      "chown root " + dir + " && chmod go-w " + dir + " (corral never changes an existing one), or "
+                      "give --state-dir DIR");
 }
 
 }  // namespace corral::supervisor

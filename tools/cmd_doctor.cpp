@@ -1,41 +1,188 @@
-// tools/cmd_doctor.cpp — `corral doctor`: probe every kernel feature corral needs.
+// tools/cmd_doctor.cpp — `corral doctor`: probe every kernel feature corral
+// needs (supervisor/doctor.hpp), then what this host holds for it: the state
+// dir, the agent CLIs, and a configured gateway daemon's socket.
+#include <chrono>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "agents/agent_profile.hpp"
+#include "config/org_config.hpp"
+#include "gateway/identity.hpp"
+#include "run/request.hpp"
+#include "shim/bridge.hpp"
 #include "supervisor/doctor.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
+namespace {
+
+const char* const doctor_help =
+    "usage: corral doctor [--json] [--state-dir DIR] [--config ORG] [--gateway unix:PATH]\n\n"
+    "Checks, by actually using each one, every kernel feature `corral run` needs:\n"
+    "running as root; the pid, mount, network, ipc, uts and cgroup namespaces (unshare in a\n"
+    "throwaway child); clone3 with CLONE_PIDFD; pidfd_open and pidfd_send_signal;\n"
+    "no_new_privs; a seccomp filter (libseccomp); an overlay mount in a throwaway mount\n"
+    "namespace; an rtnetlink socket in a new network namespace; where the memory, pids and\n"
+    "cpu cgroup controllers live (v2 or v1); and a real run cgroup with all three limits.\n"
+    "Then this host: ID-mapped mounts (a real detached ID-mapped copy of a directory in the\n"
+    "state dir), the state dir (missing, or root's and writable by root only), each agent CLI\n"
+    "(found under /usr/local/lib/corral-agents, its version against the pinned one), and a\n"
+    "gateway daemon's socket when one is configured (--gateway, or --config ORG's [gateway]\n"
+    "listen_unix): reachable, and answering a counts query.\n\n"
+    "  --json             one JSON object: {\"ok\", \"exit_status\", \"checks\": [{name, status,\n"
+    "                     detail, remedy, required}]} (status ok | fail | warn)\n"
+    "  --state-dir DIR    the state dir to check (default $CORRAL_STATE_DIR, else /var/lib/corral)\n"
+    "  --config ORG       check the daemon socket ORG/org.toml names\n"
+    "  --gateway unix:P   check the daemon socket P\n\n"
+    "Prints one line per check:\n"
+    "  ok   <feature>: <what was found>\n"
+    "  FAIL <feature>: <what is missing> — <what to do>\n"
+    "  warn <feature>: <what is missing> — <what to do>   (corral runs without it)\n\n"
+    "Exit status: 0 if every required check is ok (warnings do not count), 1 otherwise, 2 on bad usage.\n";
+
+int bad_usage(const std::string& problem) {
+    std::fprintf(stderr, "corral doctor: %s; see `corral doctor --help`\n", problem.c_str());
+    return 2;
+}
+
+// Each agent CLI corral can run, where `corral run --prompt` would look on
+// this host. Not required: `-- CMD` runs need none.
+std::vector<supervisor::Check> check_agent_clis() {
+    std::vector<supervisor::Check> out;
+    for (auto kind : {config::AgentKind::pi, config::AgentKind::claude, config::AgentKind::codex}) {
+        agents::AgentInputs in;
+        in.run_id = "doctor";
+        in.worker = "doctor";
+        auto profile = agents::make_agent_profile(kind, in);
+        supervisor::Check c;
+        c.feature = "agent CLI " + std::string(config::to_string(kind));
+        c.required = false;
+        if (auto missing = agents::cli_missing_in_rootfs(profile, "host", in.agents_prefix)) {
+            c.detail = *missing;
+            c.remedy = "sudo tools/install-npm-deps.sh (pinned " + std::string(agents::pinned_cli_version(kind)) +
+                       "); only agent runs (--prompt) of this agent need it";
+        } else {
+            auto installed = agents::installed_cli_version(profile, in.agents_prefix, "/");
+            const std::string note = agents::cli_version_note(profile, installed);
+            c.ok = note.empty();
+            c.detail = "found, version " + installed.version.value_or("unknown") + " (pinned " +
+                       agents::pinned_cli_version(kind) + ")" + (note.empty() ? "" : ": " + note);
+            if (!c.ok) c.remedy = "sudo tools/install-npm-deps.sh installs the pinned version";
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// The daemon's socket answers a counts query (any identity: the daemon
+// answers zeros for one it never saw).
+supervisor::Check check_daemon_socket(const std::string& socket, const std::string& where) {
+    supervisor::Check c;
+    c.feature = "gateway daemon";
+    std::string problem;
+    auto id = gateway::parse_identity("doctor/probe");
+    auto counts = shim::query_daemon_counts(socket, *id, std::chrono::milliseconds(2000), &problem);
+    c.ok = counts.has_value();
+    if (c.ok) {
+        c.detail = "unix:" + socket + " (" + where + ") answers" +
+                   (counts->ledger_failure.empty() ? ", its ledger ok" : ", but its ledger failed: " + counts->ledger_failure);
+        if (!counts->ledger_failure.empty()) {
+            c.ok = false;
+            c.remedy = "fix the ledger's file system and restart `corral gateway`";
+        }
+    } else {
+        c.detail = "unix:" + socket + " (" + where + "): " + problem;
+        c.remedy = "start it (systemctl start corral-gateway, or `corral gateway --org ORG`), or fix the path";
+    }
+    return c;
+}
+
+}  // namespace
+
 int cmd_doctor(int argc, char** argv) {
+    bool as_json = false;
+    std::optional<std::string> state_dir, config_dir, gateway_socket;
     for (int i = 1; i < argc; ++i) {
         std::string_view arg = argv[i];
+        auto value = [&](std::string_view name) -> std::optional<std::string> {
+            if (arg.starts_with(std::string(name) + "=")) return std::string(arg.substr(name.size() + 1));
+            if (arg != name) return std::nullopt;
+            if (i + 1 >= argc) return std::string();
+            return std::string(argv[++i]);
+        };
         if (arg == "--help" || arg == "-h") {
-            std::printf(
-                "usage: corral doctor\n\n"
-                "Checks, by actually using each one, every kernel feature `corral run` needs:\n"
-                "running as root; the pid, mount, network, ipc, uts and cgroup namespaces (unshare in a\n"
-                "throwaway child); clone3 with CLONE_PIDFD; pidfd_open and pidfd_send_signal;\n"
-                "no_new_privs; a seccomp filter (libseccomp); an overlay mount in a throwaway mount\n"
-                "namespace; an rtnetlink socket in a new network namespace; where the memory, pids and\n"
-                "cpu cgroup controllers live (v2 or v1); and a real run cgroup with all three limits.\n\n"
-                "Prints one line per feature:\n"
-                "  ok   <feature>: <what was found>\n"
-                "  FAIL <feature>: <what is missing> — <what to do>\n\n"
-                "Exit status: 0 if every check is ok, 1 otherwise, 2 on bad usage.\n");
+            std::fputs(doctor_help, stdout);
             return 0;
         }
-        std::fprintf(stderr, "corral doctor: unknown argument \"%s\"; `corral doctor` takes no arguments except --help\n",
-                     argv[i]);
-        return 2;
+        if (arg == "--json") {
+            as_json = true;
+        } else if (auto v = value("--state-dir")) {
+            if (v->empty()) return bad_usage("--state-dir: expected a directory");
+            state_dir = *v;
+        } else if (auto c = value("--config")) {
+            if (c->empty()) return bad_usage("--config: expected an organisation directory");
+            config_dir = *c;
+        } else if (auto g = value("--gateway")) {
+            if (!g->starts_with("unix:/")) return bad_usage("--gateway: got \"" + *g + "\", expected unix:/ABSOLUTE/PATH");
+            gateway_socket = g->substr(5);
+        } else {
+            return bad_usage("unknown argument \"" + std::string(arg) +
+                             "\"; allowed: --json, --state-dir DIR, --config ORG, --gateway unix:PATH, --help");
+        }
     }
+
+    std::vector<supervisor::Check> checks;
     bool all_ok = true;
-    for (const auto& check : supervisor::run_doctor_checks()) {
-        std::printf("%s\n", supervisor::format_check(check).c_str());
-        std::fflush(stdout);
-        all_ok = all_ok && check.ok;
+    auto add = [&](supervisor::Check c) {
+        if (!as_json) {
+            std::printf("%s\n", supervisor::format_check(c).c_str());
+            std::fflush(stdout);
+        }
+        all_ok = all_ok && (c.ok || !c.required);
+        checks.push_back(std::move(c));
+    };
+    for (auto& c : supervisor::run_doctor_checks()) add(std::move(c));
+
+    std::string dir;
+    try {
+        dir = state_dir ? *state_dir : run::default_state_dir();
+    } catch (const std::exception& e) {
+        add(supervisor::Check{"state dir", false, e.what(), "unset CORRAL_STATE_DIR or name a directory", true});
     }
-    return all_ok ? 0 : 1;
+    if (!dir.empty()) {
+        add(supervisor::check_idmapped_mounts(dir));
+        add(supervisor::check_state_dir(dir));
+    }
+    for (auto& c : check_agent_clis()) add(std::move(c));
+    if (gateway_socket) {
+        add(check_daemon_socket(*gateway_socket, "--gateway"));
+    } else if (config_dir) {
+        try {
+            config::OrgConfig org = config::load_org(*config_dir);
+            if (org.gateway.gateway.listen_unix.empty())
+                add(supervisor::Check{"gateway daemon", true, *config_dir + "/org.toml has no [gateway] listen_unix", "", true});
+            else
+                add(check_daemon_socket(org.gateway.gateway.listen_unix, *config_dir + "/org.toml [gateway] listen_unix"));
+        } catch (const std::exception& e) {
+            add(supervisor::Check{"gateway daemon", false, std::string("--config ") + *config_dir + ": " + e.what(),
+                                  "fix the organisation (corral validate --config ORG)", true});
+        }
+    }
+    const int status = all_ok ? 0 : 1;
+    if (as_json) {
+        nlohmann::json out{{"ok", all_ok}, {"exit_status", status}, {"checks", nlohmann::json::array()}};
+        for (const auto& c : checks)
+            out["checks"].push_back({{"name", c.feature}, {"status", supervisor::check_status(c)}, {"detail", c.detail},
+                                     {"remedy", c.remedy}, {"required", c.required}});
+        std::printf("%s\n", out.dump(2).c_str());
+    }
+    return status;
 }
 
 }  // namespace corral::cli

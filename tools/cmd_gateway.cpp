@@ -74,8 +74,9 @@ config::GatewayConfig org_config(const std::string& dir) {
             if (g.identities == std::vector<std::string>{name})
                 hosts += (hosts.empty() ? "" : ", ") + g.host.text() + ":" + std::to_string(g.port);
         }
-        log::info("gateway: worker " + name + " (" + std::string(config::to_string(config::resolve_worker(org, name).agent)) +
-                  "): " + (hosts.empty() ? std::string("no grants of its own") : hosts));
+        const config::ResolvedWorker w = config::resolve_worker(org, name);
+        const std::string agent = w.egress_only ? std::string("no agent") : std::string(config::to_string(w.agent));
+        log::info("gateway: worker " + name + " (" + agent + "): " + (hosts.empty() ? std::string("no grants of its own") : hosts));
     }
     return std::move(plan.config);
 }

@@ -5,11 +5,15 @@
 // (the ones the agent implies included), the credential it needs and whether
 // that credential is available — and the warnings. Exit 0 when every worker
 // could start; 2 with one "FILE:LINE: key '...': ..." line per problem otherwise.
+// With --json: the same findings as one JSON object on stdout (the exit status
+// unchanged): every diagnostic with its Diagnostic fields, every worker.
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/parse.hpp"
 #include "config/org_config.hpp"
@@ -21,10 +25,12 @@ namespace corral::cli {
 namespace {
 
 const char* const validate_usage =
-    "usage: corral validate --config DIR [--worker NAME] [--skip-secrets]\n"
+    "usage: corral validate --config DIR [--worker NAME] [--skip-secrets] [--json]\n"
     "  --config DIR     organisation directory: DIR/org.toml and DIR/workers/NAME/worker.toml\n"
     "  --worker NAME    show only this worker\n"
-    "  --skip-secrets   check that needed credentials are defined, not that their secrets are readable here\n";
+    "  --skip-secrets   check that needed credentials are defined, not that their secrets are readable here\n"
+    "  --json           print one JSON object (diagnostics, workers, daemon) instead of the text; same exit status\n"
+    "exit status: 0 every worker could start, 2 a problem (each named), bad usage\n";
 
 std::string limits_text(const config::SandboxLimits& l) {
     std::string s;
@@ -38,6 +44,7 @@ std::string limits_text(const config::SandboxLimits& l) {
     }
     if (l.timeout) add("timeout", format_duration(*l.timeout));
     if (l.tmp_bytes) add("tmp_size", format_size(*l.tmp_bytes));
+    if (l.scratch_bytes) add("scratch_size", format_size(*l.scratch_bytes));
     return s.empty() ? "(none)" : s;
 }
 
@@ -83,11 +90,46 @@ std::string grant_text(const config::Grant& g, const config::GatewayConfig& gw) 
     return s;
 }
 
+using nlohmann::json;
+
+// One config Diagnostic as --json shows it: its fields, and the line the text
+// output prints as "detail".
+json diagnostic_json(const config::Diagnostic& d, const char* status) {
+    return json{{"name", d.key.empty() ? std::string("file") : d.key},
+                {"status", status},
+                {"detail", d.text()},
+                {"file", d.file},
+                {"line", d.line},
+                {"key", d.key},
+                {"got", d.got},
+                {"allowed", d.allowed},
+                {"message", d.message},
+                {"worker", d.worker}};
+}
+
+// A problem found about a worker beyond the files (a missing credential, a
+// missing CLI): no file position.
+json problem_json(const std::string& name, const std::string& worker, const std::string& detail) {
+    return json{{"name", name}, {"status", "error"}, {"detail", detail}, {"file", ""}, {"line", 0}, {"key", ""},
+                {"got", ""}, {"allowed", ""}, {"message", detail}, {"worker", worker}};
+}
+
+json limits_json(const config::SandboxLimits& l) {
+    json j = json::object();
+    if (l.memory_bytes) j["memory_bytes"] = *l.memory_bytes;
+    if (l.pids) j["pids"] = *l.pids;
+    if (l.cpus) j["cpus"] = *l.cpus;
+    if (l.timeout) j["timeout_ms"] = l.timeout->count();
+    if (l.tmp_bytes) j["tmp_bytes"] = *l.tmp_bytes;
+    if (l.scratch_bytes) j["scratch_bytes"] = *l.scratch_bytes;
+    return j;
+}
+
 }  // namespace
 
 int cmd_validate(int argc, char** argv) {
     std::string dir, only;
-    bool skip_secrets = false;
+    bool skip_secrets = false, as_json = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         bool takes_value = a == "--config" || a == "--worker";
@@ -100,6 +142,7 @@ int cmd_validate(int argc, char** argv) {
         else if (a == "--worker") only = argv[++i];
         else if (a.rfind("--worker=", 0) == 0) only = a.substr(9);
         else if (a == "--skip-secrets") skip_secrets = true;
+        else if (a == "--json") as_json = true;
         else if (a == "--help" || a == "-h") {
             std::fputs(validate_usage, stdout);
             return 0;
@@ -113,11 +156,34 @@ int cmd_validate(int argc, char** argv) {
         return 2;
     }
 
+    // Text goes to stdout as today; with --json stdout carries only the object.
+    std::FILE* out = as_json ? nullptr : stdout;
+    auto say = [&](const char* fmt, auto... args) {
+        if (!out) return;
+        if constexpr (sizeof...(args) == 0) std::fputs(fmt, out);
+        else std::fprintf(out, fmt, args...);
+    };
+    json report{{"config", dir}, {"diagnostics", json::array()}, {"workers", json::array()}, {"daemon", nullptr}};
+    auto finish = [&](int status) {
+        if (as_json) {
+            report["ok"] = status == 0;
+            report["exit_status"] = status;
+            std::printf("%s\n", report.dump(2).c_str());
+        }
+        return status;
+    };
+
     config::OrgCheck check = config::check_org(dir);
-    for (const auto& w : check.warnings) std::fprintf(stderr, "warning: %s\n", w.text().c_str());
+    for (const auto& w : check.warnings) {
+        std::fprintf(stderr, "warning: %s\n", w.text().c_str());
+        report["diagnostics"].push_back(diagnostic_json(w, "warning"));
+    }
     if (!check.errors.empty()) {
-        for (const auto& e : check.errors) std::fprintf(stderr, "corral validate: %s\n", e.text().c_str());
-        return 2;
+        for (const auto& e : check.errors) {
+            std::fprintf(stderr, "corral validate: %s\n", e.text().c_str());
+            report["diagnostics"].push_back(diagnostic_json(e, "error"));
+        }
+        return finish(2);
     }
     const config::OrgConfig& org = check.org;
     if (!only.empty() && !org.workers.count(only)) {
@@ -126,80 +192,122 @@ int cmd_validate(int argc, char** argv) {
             config::resolve_worker(org, only);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "corral validate: %s\n", e.what());
+            report["diagnostics"].push_back(problem_json("worker", only, e.what()));
         }
-        return 2;
+        return finish(2);
     }
+    report["organisation"] = org.dir;
 
-    std::printf("organisation %s\n", org.dir.c_str());
-    std::printf("  gateway: %zu grant(s), %zu credential(s)\n", org.gateway.grants.size(),
-                org.gateway.credentials.size());
-    if (org.workers.empty()) std::printf("  no workers (add %s/workers/NAME/worker.toml)\n", org.dir.c_str());
+    say("organisation %s\n", org.dir.c_str());
+    say("  gateway: %zu grant(s), %zu credential(s)\n", org.gateway.grants.size(), org.gateway.credentials.size());
+    if (org.workers.empty()) say("  no workers (add %s/workers/NAME/worker.toml)\n", org.dir.c_str());
 
     std::vector<std::string> problems;
     for (const auto& [name, wc] : org.workers) {
         if (!only.empty() && name != only) continue;
         config::ResolvedWorker w = config::resolve_worker(org, name);
+        json wj{{"name", name}, {"egress_only", w.egress_only}, {"model", w.model}, {"rootfs", w.rootfs},
+                {"limits", limits_json(w.limits)}, {"env", json::array()}, {"grants", json::array()},
+                {"channels", w.has_channels}, {"agent", nullptr}, {"credential", nullptr}};
+        std::vector<std::string> own_problems;
+        say("\nworker %s\n", name.c_str());
+        if (w.egress_only) {
+            say("  agent:      none (%s): egress only, for `corral run --config %s --worker %s -- CMD`\n",
+                w.agent_source.c_str(), org.dir.c_str(), name.c_str());
+            wj["agent"] = json{{"kind", "none"}, {"source", w.agent_source}};
+        }
         auto required = agents::required_credential(w.agent);
-        config::CredentialStatus status = config::credential_status(org.gateway, required.name);
-        auto mode = status.defined ? agents::credential_mode_for(status.kind) : agents::CredentialMode::api_key;
+        config::CredentialStatus status;
+        auto mode = agents::CredentialMode::api_key;
+        std::vector<config::Grant> implied;
+        if (!w.egress_only) {
+            status = config::credential_status(org.gateway, required.name);
+            mode = status.defined ? agents::credential_mode_for(status.kind) : agents::CredentialMode::api_key;
 
-        // The CLI as a run of this worker would find it: in the worker's
-        // rootfs (the same check `corral run` makes before anything starts),
-        // and its installed version next to the pinned one.
-        agents::AgentInputs in;
-        in.run_id = "validate";
-        in.worker = name;
-        in.credential = mode;
-        auto profile = agents::make_agent_profile(w.agent, in);
-        auto cli_missing = agents::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
-        std::string installed_text, cli_note;
-        if (cli_missing) {
-            installed_text = "NOT FOUND";
-            problems.push_back("worker '" + name + "': " + *cli_missing);
-        } else {
-            auto installed =
-                agents::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
-            installed_text = installed.version ? *installed.version : "unknown";
-            cli_note = agents::cli_version_note(profile, installed);
+            // The CLI as a run of this worker would find it: in the worker's
+            // rootfs (the same check `corral run` makes before anything starts),
+            // and its installed version next to the pinned one.
+            agents::AgentInputs in;
+            in.run_id = "validate";
+            in.worker = name;
+            in.credential = mode;
+            auto profile = agents::make_agent_profile(w.agent, in);
+            auto cli_missing = agents::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
+            std::string installed_text, cli_note;
+            std::optional<std::string> installed_version;
+            if (cli_missing) {
+                installed_text = "NOT FOUND";
+                own_problems.push_back("worker '" + name + "': " + *cli_missing);
+            } else {
+                auto installed =
+                    agents::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
+                installed_version = installed.version;
+                installed_text = installed.version ? *installed.version : "unknown";
+                cli_note = agents::cli_version_note(profile, installed);
+            }
+            say("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n",
+                std::string(config::to_string(w.agent)).c_str(), w.agent_source.c_str(),
+                agents::pinned_cli_version(w.agent), installed_text.c_str(),
+                w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
+            wj["agent"] = json{{"kind", std::string(config::to_string(w.agent))}, {"source", w.agent_source},
+                               {"cli_pinned", agents::pinned_cli_version(w.agent)}, {"cli_found", !cli_missing},
+                               {"cli_installed", installed_version ? json(*installed_version) : json(nullptr)},
+                               {"cli_note", cli_note}};
+            if (!cli_note.empty()) {
+                say("  warning:    %s\n", cli_note.c_str());
+                std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
+                json d = problem_json("agent.cli_version", name, cli_note);
+                d["status"] = "warning";
+                report["diagnostics"].push_back(d);
+            }
+            if (w.agent == config::AgentKind::codex)
+                say("  auth mode:  %s\n", mode == agents::CredentialMode::oauth ? "chatgpt" : "apikey");
+            implied = agents::implied_grants(w.agent, mode, name);
         }
-        std::printf("\nworker %s\n", name.c_str());
-        std::printf("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n",
-                    std::string(config::to_string(w.agent)).c_str(), w.agent_source.c_str(),
-                    agents::pinned_cli_version(w.agent), installed_text.c_str(),
-                    w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
-        if (!cli_note.empty()) {
-            std::printf("  warning:    %s\n", cli_note.c_str());
-            std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
-        }
-        if (w.agent == config::AgentKind::codex)
-            std::printf("  auth mode:  %s\n", mode == agents::CredentialMode::oauth ? "chatgpt" : "apikey");
-        std::printf("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
-        std::printf("  rootfs:     %s\n", w.rootfs.c_str());
-        std::printf("  limits:     %s\n", limits_text(w.limits).c_str());
+        say("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
+        say("  rootfs:     %s\n", w.rootfs.c_str());
+        say("  limits:     %s\n", limits_text(w.limits).c_str());
         std::string env_names;
-        for (const auto& [k, v] : w.env) env_names += (env_names.empty() ? "" : " ") + k;
-        std::printf("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
-        std::printf("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
-        std::printf("  grants:\n");
-        auto implied = agents::implied_grants(w.agent, mode, name);
-        for (const auto& g : agents::worker_grants(w, implied)) std::printf("    %s\n", grant_text(g, org.gateway).c_str());
+        for (const auto& [k, v] : w.env) {
+            env_names += (env_names.empty() ? "" : " ") + k;
+            wj["env"].push_back(k);
+        }
+        say("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
+        say("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
+        say("  grants:\n");
+        for (const auto& g : agents::worker_grants(w, implied)) {
+            say("    %s\n", grant_text(g, org.gateway).c_str());
+            wj["grants"].push_back(json{{"host", g.host.text()}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
+                                        {"credential", g.credential}, {"where", g.where}, {"text", grant_text(g, org.gateway)}});
+        }
         for (const auto& g : implied) {
             for (const auto& c : w.grants)
                 if (c.host == g.host && c.port == g.port)
-                    std::printf("    (the grant implied by the agent for %s:%u is replaced by the one at %s)\n",
-                                g.host.text().c_str(), static_cast<unsigned>(g.port), c.where.c_str());
+                    say("    (the grant implied by the agent for %s:%u is replaced by the one at %s)\n",
+                        g.host.text().c_str(), static_cast<unsigned>(g.port), c.where.c_str());
         }
 
-        std::string state;
-        if (!status.defined) state = "NOT DEFINED";
-        else if (skip_secrets) state = "defined (secret not checked)";
-        else state = status.available ? "available" : "NOT AVAILABLE";
-        std::printf("  credential: %s (%s%s%s): %s\n", required.name.c_str(),
-                    status.defined ? std::string(config::to_string(status.kind)).c_str() : "-",
-                    status.defined ? ", " : "", status.source.c_str(), state.c_str());
-        bool missing = !status.defined || (!skip_secrets && !status.available);
-        if (missing) problems.push_back(agents::missing_credential_message(name, w.agent, status));
-        for (const auto& d : w.warnings) std::printf("  warning:    %s\n", d.text().c_str());
+        if (!w.egress_only) {
+            std::string state;
+            if (!status.defined) state = "NOT DEFINED";
+            else if (skip_secrets) state = "defined (secret not checked)";
+            else state = status.available ? "available" : "NOT AVAILABLE";
+            say("  credential: %s (%s%s%s): %s\n", required.name.c_str(),
+                status.defined ? std::string(config::to_string(status.kind)).c_str() : "-",
+                status.defined ? ", " : "", status.source.c_str(), state.c_str());
+            wj["credential"] = json{{"name", required.name}, {"defined", status.defined},
+                                    {"kind", status.defined ? json(std::string(config::to_string(status.kind))) : json(nullptr)},
+                                    {"source", status.source}, {"state", state}};
+            bool missing = !status.defined || (!skip_secrets && !status.available);
+            if (missing) own_problems.push_back(agents::missing_credential_message(name, w.agent, status));
+        }
+        for (const auto& d : w.warnings) say("  warning:    %s\n", d.text().c_str());
+        wj["status"] = own_problems.empty() ? "ok" : "error";
+        for (const auto& p : own_problems) {
+            report["diagnostics"].push_back(problem_json(p.find("credential") != std::string::npos ? "credential" : "agent.cli", name, p));
+            problems.push_back(p);
+        }
+        report["workers"].push_back(wj);
     }
     if (only.empty()) {
         // What the shared daemon would serve from this organisation.
@@ -207,16 +315,19 @@ int cmd_validate(int argc, char** argv) {
             auto plan = agents::org_gateway_config(
                 org, skip_secrets ? std::map<std::string, config::CredentialStatus>{}
                                   : agents::agent_credential_status(org));
-            std::printf("\ndaemon (corral gateway --org %s): unix:%s, %zu grant(s): org.toml's %zu, then each "
-                        "worker's own, for that worker's runs only\n",
-                        org.dir.c_str(), plan.config.gateway.listen_unix.c_str(), plan.config.grants.size(),
-                        org.gateway.grants.size());
+            say("\ndaemon (corral gateway --org %s): unix:%s, %zu grant(s): org.toml's %zu, then each "
+                "worker's own, for that worker's runs only\n",
+                org.dir.c_str(), plan.config.gateway.listen_unix.c_str(), plan.config.grants.size(),
+                org.gateway.grants.size());
+            report["daemon"] = json{{"status", "ok"}, {"listen_unix", plan.config.gateway.listen_unix},
+                                    {"grants", plan.config.grants.size()}, {"org_grants", org.gateway.grants.size()}};
         } catch (const config::ConfigError& e) {
-            std::printf("\ndaemon (corral gateway --org %s): cannot start: %s\n", org.dir.c_str(), e.what());
+            say("\ndaemon (corral gateway --org %s): cannot start: %s\n", org.dir.c_str(), e.what());
+            report["daemon"] = json{{"status", "cannot start"}, {"detail", e.what()}};
         }
     }
     for (const auto& p : problems) std::fprintf(stderr, "corral validate: %s\n", p.c_str());
-    return problems.empty() ? 0 : 2;
+    return finish(problems.empty() ? 0 : 2);
 }
 
 }  // namespace corral::cli

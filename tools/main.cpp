@@ -7,35 +7,70 @@
 #include <exception>
 #include <string_view>
 
+#include <string>
+#include <vector>
+
+#include "base/suggest.hpp"
 #include "supervisor/identity.hpp"
 #include "tools/commands.hpp"
+#include "tools/subcommands.hpp"
 
 namespace {
 
+using corral::cli::kSubcommandInfo;
+
+// Each subcommand of kSubcommandInfo but "help", by name.
 struct Subcommand {
-    const char* name;
+    std::string_view name;
     int (*run)(int, char**);
-    const char* summary;
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"run", corral::cli::cmd_run, "run a command or an agent in a fresh sandbox"},
-    {"ps", corral::cli::cmd_ps, "list the runs (running ones; -a: all) of the state dir"},
-    {"logs", corral::cli::cmd_logs, "print (-f: follow) a run's stdout and stderr logs"},
-    {"stop", corral::cli::cmd_stop, "stop a run: SIGTERM to its command, SIGKILL after the grace, verified teardown"},
-    {"inspect", corral::cli::cmd_inspect, "print a run's run.json with its live state"},
-    {"doctor", corral::cli::cmd_doctor, "check every kernel feature corral needs"},
-    {"gateway", corral::cli::cmd_gateway, "run the egress gateway daemon"},
-    {"ca", corral::cli::cmd_ca, "manage corral's certificate authority (ca init)"},
-    {"validate", corral::cli::cmd_validate, "validate an organisation config and print the resolved workers"},
-    {"budget", corral::cli::cmd_budget, "show or reset a worker's budget across runs (kept by the gateway daemon)"},
-    {"image", corral::cli::cmd_image, "import OCI / docker save images and tarballs; list, inspect, remove them"},
+    {"run", corral::cli::cmd_run},           {"ps", corral::cli::cmd_ps},
+    {"logs", corral::cli::cmd_logs},         {"stop", corral::cli::cmd_stop},
+    {"inspect", corral::cli::cmd_inspect},   {"doctor", corral::cli::cmd_doctor},
+    {"gateway", corral::cli::cmd_gateway},   {"ca", corral::cli::cmd_ca},
+    {"validate", corral::cli::cmd_validate}, {"budget", corral::cli::cmd_budget},
+    {"image", corral::cli::cmd_image},
 };
+
+// The dispatcher and the list `corral help`, the man page and the completion
+// read must name the same subcommands, in the same order.
+constexpr bool same_subcommands() {
+    if (std::size(kSubcommands) + 1 != std::size(kSubcommandInfo)) return false;
+    for (std::size_t i = 0; i < std::size(kSubcommands); ++i)
+        if (kSubcommands[i].name != kSubcommandInfo[i].name) return false;
+    return kSubcommandInfo[std::size(kSubcommands)].name == "help";
+}
+static_assert(same_subcommands());
 
 void usage(std::FILE* out) {
     std::fprintf(out, "usage: corral SUBCOMMAND [OPTIONS]\n\nsubcommands:\n");
-    for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
-    std::fprintf(out, "\n`corral SUBCOMMAND --help` explains each one.\n");
+    for (const auto& s : kSubcommandInfo)
+        std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(s.name.size()), s.name.data(),
+                     static_cast<int>(s.summary.size()), s.summary.data());
+    std::fprintf(out, "\n`corral help SUBCOMMAND` (or `corral SUBCOMMAND --help`) explains each one;\n"
+                      "`man corral` has them all.\n");
+}
+
+const Subcommand* find_subcommand(std::string_view name) {
+    for (const auto& s : kSubcommands)
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+// "unknown subcommand "rnu" (did you mean run?); expected one of: run, doctor, ..."
+void unknown_subcommand(std::string_view name) {
+    std::vector<std::string_view> names;
+    std::string list;
+    for (const auto& s : kSubcommandInfo) {
+        names.push_back(s.name);
+        list += (list.empty() ? "" : ", ") + std::string(s.name);
+    }
+    std::string near;
+    if (auto n = corral::closest_name(name, names)) near = " (did you mean " + *n + "?)";
+    std::fprintf(stderr, "corral: unknown subcommand \"%.*s\"%s; expected one of: %s\n", static_cast<int>(name.size()),
+                 name.data(), near.c_str(), list.c_str());
 }
 
 // corral holds credentials, the CA key and the box's secrets-free but
@@ -49,6 +84,24 @@ void keep_memory_out_of_core_dumps() {
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
+int run_subcommand(const Subcommand& s, int argc, char** argv) {
+    try {
+        return s.run(argc, argv);
+    } catch (const std::exception& e) {
+        // One prefixed line per problem: a message may hold several.
+        std::string_view text = e.what();
+        do {
+            auto eol = text.find('\n');
+            std::string_view line = text.substr(0, eol);
+            if (!line.empty())
+                std::fprintf(stderr, "corral %.*s: %.*s\n", static_cast<int>(s.name.size()), s.name.data(),
+                             static_cast<int>(line.size()), line.data());
+            text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+        } while (!text.empty());
+        return 125;  // containment/setup failure; see docs/architecture.md "Exit status"
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,32 +111,35 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string_view name = argv[1];
-    if (name == "--help" || name == "-h" || name == "help") {
-        usage(stdout);
-        return 0;
-    }
     if (name == "--version") {
         std::printf("corral %s\n", CORRAL_VERSION);
         return 0;
     }
-    for (const auto& s : kSubcommands) {
-        if (name == s.name) {
-            try {
-                return s.run(argc - 1, argv + 1);
-            } catch (const std::exception& e) {
-                // One prefixed line per problem: a message may hold several.
-                std::string_view text = e.what();
-                do {
-                    auto eol = text.find('\n');
-                    std::string_view line = text.substr(0, eol);
-                    if (!line.empty()) std::fprintf(stderr, "corral %s: %.*s\n", s.name, static_cast<int>(line.size()), line.data());
-                    text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
-                } while (!text.empty());
-                return 125;  // containment/setup failure; see docs/architecture.md "Exit status"
-            }
-        }
+    if (name == "--help" || name == "-h" || (name == "help" && argc == 2)) {
+        usage(stdout);
+        return 0;
     }
-    std::fprintf(stderr, "corral: unknown subcommand \"%s\"; expected one of: run, ps, logs, stop, inspect, doctor, gateway, ca, validate, budget, image\n",
-                 argv[1]);
+    if (name == "help") {
+        // `corral help run` is `corral run --help`.
+        std::string_view topic = argv[2];
+        if (argc > 3) {
+            std::fprintf(stderr, "corral help: takes one subcommand, got %d arguments\n", argc - 2);
+            return 2;
+        }
+        if (topic == "help") {
+            usage(stdout);
+            return 0;
+        }
+        const Subcommand* s = find_subcommand(topic);
+        if (s == nullptr) {
+            unknown_subcommand(topic);
+            return 2;
+        }
+        char help_flag[] = "--help";
+        char* help_argv[] = {argv[2], help_flag, nullptr};
+        return run_subcommand(*s, 2, help_argv);
+    }
+    if (const Subcommand* s = find_subcommand(name)) return run_subcommand(*s, argc - 1, argv + 1);
+    unknown_subcommand(name);
     return 2;
 }

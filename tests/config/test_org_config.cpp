@@ -458,3 +458,48 @@ TEST_CASE("diagnostics: every problem keeps its file, line, key, got and allowed
         CHECK(e.message.empty() == (e.form != config::Diagnostic::Form::message));
     }
 }
+
+TEST_CASE("scratch_size and tmp_size: org.toml, then worker.toml; 1MiB to 64GiB") {
+    OrgDir d;
+    d.org("[sandbox]\nscratch_size = \"1GiB\"\ntmp_size = \"64MiB\"\n");
+    d.worker("alpha", "[sandbox]\nscratch_size = \"2G\"\n");
+    d.worker("beta", "");
+    auto org = config::load_org(d.str());
+    CHECK(config::resolve_worker(org, "alpha").limits.scratch_bytes == 2ull << 30);
+    CHECK(config::resolve_worker(org, "alpha").limits.tmp_bytes == 64ull << 20);
+    CHECK(config::resolve_worker(org, "beta").limits.scratch_bytes == 1ull << 30);
+
+    OrgDir bad;
+    bad.org("[sandbox]\nscratch_size = \"512K\"\ntmp_size = \"65GiB\"\n");
+    bad.worker("alpha", "[sandbox]\nscratch_size = \"lots\"\ntmp_size = 0\n");
+    auto e = errors_of(bad);
+    const std::string org_file = bad.file("org.toml"), wk = bad.file("workers/alpha/worker.toml");
+    CHECK(has_line(e, org_file + ":2: key 'sandbox.scratch_size': got 512KiB, allowed: a size from 1MiB to 64GiB"));
+    CHECK(has_line(e, org_file + ":3: key 'sandbox.tmp_size': got 65GiB, allowed: a size from 1MiB to 64GiB"));
+    CHECK(has_line(e, wk + ":2: key 'sandbox.scratch_size': invalid size \"lots\""));
+    CHECK(has_line(e, wk + ":3: key 'sandbox.tmp_size': got 0"));
+}
+
+TEST_CASE("agent = \"none\": an egress-only worker, no agent warnings; other unknown agents still refused") {
+    OrgDir d;
+    d.org("[engine]\nagent = \"codex\"\n[credentials.openai]\nkind = \"oauth_token\"\nenv = \"CORRAL_TEST_X\"\n");
+    d.worker("fetch", "agent = \"none\"\n[channels]\nx = 1\n[[grants]]\nhost = \"pypi.org\"\nmode = \"tunnel\"\n");
+    auto c = config::check_org(d.str());
+    REQUIRE(c.errors.empty());
+    // Neither the channels warning nor the ChatGPT account one: it runs no agent.
+    CHECK(c.warnings.empty());
+    auto w = config::resolve_worker(c.org, "fetch");
+    CHECK(w.egress_only);
+    CHECK(w.agent_source == d.file("workers/fetch/worker.toml") + ":1");
+    REQUIRE(w.grants.size() == 1);
+    CHECK(w.grants[0].host == "pypi.org");
+
+    OrgDir bad;
+    bad.org("");
+    bad.worker("w", "agent = \"nobody\"\n");
+    CHECK(has_line(errors_of(bad), bad.file("workers/w/worker.toml") +
+                                       ":1: key 'agent': got \"nobody\", allowed: pi | claude | codex | none"));
+    OrgDir engine;
+    engine.org("[engine]\nagent = \"none\"\n");
+    CHECK(has_line(errors_of(engine), engine.file("org.toml") + ":2: key 'engine.agent': got \"none\", allowed: pi | claude | codex"));
+}

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/config/org_fixture.hpp"
 #include "tests/support/process.hpp"
 
@@ -227,4 +229,65 @@ TEST_CASE("corral validate: the CLI in each worker's rootfs — missing is an er
     CHECK(has(x.out, "installed unknown (in the image"));
     CHECK(has(x.err, "\"version\" is not a version"));
     CHECK_FALSE(has(x.out + x.err, "\x1b"));
+}
+
+TEST_CASE("corral validate: an egress-only worker passes with no credential and no CLI; --json has the same findings") {
+    OrgDir d;
+    d.org("[[grants]]\nhost = \"github.com\"\nmode = \"tunnel\"\n");
+    d.worker("fetch", "agent = \"none\"\n[sandbox]\nscratch_size = \"1GiB\"\n[[grants]]\nhost = \"pypi.org\"\nmode = \"tunnel\"\n");
+    auto r = validate(d);
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK(has(r.out, "agent:      none (" + d.file("workers/fetch/worker.toml") + ":1): egress only"));
+    CHECK(has(r.out, "pypi.org:443 tunnel"));
+    CHECK(has(r.out, "limits:     scratch_size=1GiB"));
+    CHECK_FALSE(has(r.out, "credential:"));
+    CHECK(r.err.empty());
+
+    auto j = validate(d, {"--json"});
+    CHECK(j.exit_code == 0);
+    auto doc = nlohmann::json::parse(j.out);
+    CHECK(doc["ok"] == true);
+    CHECK(doc["exit_status"] == 0);
+    REQUIRE(doc["workers"].size() == 1);
+    CHECK(doc["workers"][0]["name"] == "fetch");
+    CHECK(doc["workers"][0]["egress_only"] == true);
+    CHECK(doc["workers"][0]["status"] == "ok");
+    CHECK(doc["workers"][0]["limits"]["scratch_bytes"] == 1ull << 30);
+    CHECK(doc["workers"][0]["grants"].size() == 2);
+    CHECK(doc["diagnostics"].empty());
+}
+
+TEST_CASE("corral validate --json: every diagnostic with its fields, the exit status unchanged") {
+    OrgDir d;
+    d.org("[sandbox]\nmemroy = \"1G\"\n");
+    d.worker("w", "agent = \"nobody\"\n");
+    auto text = validate(d);
+    auto j = validate(d, {"--json"});
+    CHECK(text.exit_code == 2);
+    CHECK(j.exit_code == 2);
+    auto doc = nlohmann::json::parse(j.out);  // stdout holds only the object
+    CHECK(doc["ok"] == false);
+    CHECK(doc["exit_status"] == 2);
+    REQUIRE(doc["diagnostics"].size() == 2);
+    bool saw_key = false, saw_agent = false;
+    for (const auto& x : doc["diagnostics"]) {
+        for (const char* field : {"name", "status", "detail", "file", "line", "key", "got", "allowed", "message", "worker"})
+            CHECK_MESSAGE(x.contains(field), field);
+        CHECK(x["status"] == "error");
+        // The text output's line is the JSON's detail.
+        CHECK(has(text.err, x["detail"].get<std::string>()));
+        if (x["key"] == "sandbox.memroy") {
+            saw_key = true;
+            CHECK(x["file"] == d.file("org.toml"));
+            CHECK(x["line"] == 2);
+            CHECK(has(x["allowed"].get<std::string>(), "scratch_size"));
+        }
+        if (x["key"] == "agent") {
+            saw_agent = true;
+            CHECK(x["got"] == "\"nobody\"");
+            CHECK(x["line"] == 1);
+        }
+    }
+    CHECK(saw_key);
+    CHECK(saw_agent);
 }

@@ -524,6 +524,15 @@ TEST_CASE("shared daemon: per-identity connection cap and bounded refusal lines,
         c->erase("ledger");
         c->erase("model");
     }
+    // The refused host:ports, each once with its count: what a run prints live.
+    CHECK(count_b["refused"].empty());
+    REQUIRE(count_a["refused"].size() == 2);
+    CHECK(count_a["refused"][0]["reason"] == "identity_connection_cap");
+    CHECK(count_a["refused"][0]["count"] == 3);
+    CHECK(count_a["refused"][1]["host"] == "127.0.0.1");
+    CHECK(count_a["refused"][1]["reason"] == "not_granted");
+    CHECK(count_a["refused"][1]["count"] == 30);
+    for (json* c : {&count_a, &count_b}) c->erase("refused");
     CHECK(count_b == json{{"requests", 1}, {"refusals", 0}, {"secrets_reflected", 0}});
     CHECK(count_a == json{{"requests", 33}, {"refusals", 33}, {"secrets_reflected", 0}});
 

@@ -108,7 +108,7 @@ std::string attach_and_look(const rootfs::IdmappedTree& t, const std::string& ta
 std::string refusal_of(const std::string& source, const std::vector<std::string>& protected_dirs = {}) {
     OwnerMapping m = agent_mapping();
     try {
-        rootfs::idmapped_tree(source, m, protected_dirs);
+        rootfs::idmapped_tree("--workspace", source, m, protected_dirs);
     } catch (const UsageError& e) {
         return e.what();
     }
@@ -153,7 +153,7 @@ TEST_CASE("user_namespace_mapping: a namespace mapping exactly the disk IDs to t
 TEST_CASE("the workspace's owner shows as the agent, a stranger as nobody, and what the agent makes is the owner's on disk") {
     Workspace ws;
     OwnerMapping m = agent_mapping();
-    rootfs::IdmappedTree t = rootfs::idmapped_tree(ws.dir, m, {"/proc", "/sys"});
+    rootfs::IdmappedTree t = rootfs::idmapped_tree("--workspace", ws.dir, m, {"/proc", "/sys"});
     REQUIRE(t.tree.valid());
     REQUIRE_MESSAGE(t.refusal == IdmapRefusal::none, t.detail);
     CHECK(m.disk_uid == kDiskUid);  // written back from the directory itself
@@ -182,7 +182,7 @@ TEST_CASE("the copy is not recursive: a mount below the source is not in it") {
         if (FILE* f = std::fopen((ws.dir + "/sub/on-submount").c_str(), "w")) std::fclose(f);
         else return errno_line("fopen");
         OwnerMapping m = agent_mapping();
-        rootfs::IdmappedTree t = rootfs::idmapped_tree(ws.dir, m, {});
+        rootfs::IdmappedTree t = rootfs::idmapped_tree("--workspace", ws.dir, m, {});
         if (move_mount(t.tree.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
             return errno_line("move_mount");
         return access((target + "/sub/on-submount").c_str(), F_OK) == 0 ? "submount visible" : "submount absent";
@@ -194,7 +194,7 @@ TEST_CASE("a root-owned source is copied as is, with the refusal and why") {
     test::TempDir base("corral-idmap-root");
     REQUIRE(chmod(base.path().c_str(), 0755) == 0);
     OwnerMapping m = agent_mapping();
-    rootfs::IdmappedTree t = rootfs::idmapped_tree(base.path(), m, {});
+    rootfs::IdmappedTree t = rootfs::idmapped_tree("--workspace", base.path(), m, {});
     CHECK(t.tree.valid());
     CHECK(t.refusal == IdmapRefusal::owned_by_root);
     CHECK(contains(t.detail, "its owner or group is root"));

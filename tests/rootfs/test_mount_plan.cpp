@@ -522,7 +522,7 @@ TEST_CASE("bad --rootfs and --workspace values name the option, the value and th
     spec.workspace = "ws";
     CHECK(usage_error_of(spec) == "--workspace ws: expected an absolute path to a directory");
     spec.workspace = "/";
-    CHECK(usage_error_of(spec) == "--workspace /: the host's root directory cannot be a workspace; use a project directory");
+    CHECK(usage_error_of(spec) == "--workspace /: the host's root directory cannot be shown to the box; use a project directory");
     // Never where the supervisor keeps its records: not the dir, not above it, not inside it.
     fs::create_directories(dir.path / "state" / "runs" / "r1");
     spec.protected_dirs = {(dir.path / "state").string(), "/run/corral"};
@@ -623,4 +623,78 @@ TEST_CASE("remove_scratch: a missing directory is fine, an unmounted tree is rem
     CHECK_FALSE(fs::exists(dir.path / "scratch"));
     CHECK(fs::exists(dir.path));
     CHECK_THROWS_AS(remove_scratch("relative/dir"), corral::UsageError);
+}
+
+TEST_CASE("--bind and --ro-bind: an ID-mapped tree at the target, its parents made, read-only for --ro-bind") {
+    TempDir dir;
+    fs::create_directories(dir.path / "data");
+    fs::create_directories(dir.path / "repo" / ".git");
+    RootfsSpec spec = base_spec();
+    spec.binds = {{(dir.path / "data").string(), "/opt/data", false, "--bind"},
+                  {(dir.path / "repo" / ".git").string(), "/srv/repo/.git", true, "--ro-bind"}};
+    MountPlan plan = plan_rootfs(spec);
+    const MountOp* rw = find_op(plan, MountKind::AttachTree, "/opt/data");
+    REQUIRE(rw);
+    CHECK(rw->source == (dir.path / "data").string());
+    CHECK(rw->option == "--bind");
+    CHECK(rw->uid == spec.agent_uid);
+    CHECK((rw->flags & MS_RDONLY) == 0);
+    const MountOp* ro = find_op(plan, MountKind::AttachTree, "/srv/repo/.git");
+    REQUIRE(ro);
+    CHECK(ro->option == "--ro-bind");
+    CHECK((ro->flags & MS_RDONLY) != 0);
+    for (const char* parent : {"/opt", "/srv", "/srv/repo", "/srv/repo/.git"}) {
+        CAPTURE(parent);
+        CHECK(find_op(plan, MountKind::MakeDir, parent));
+    }
+    // Its remount keeps read-only, nosuid and nodev; the root is made read-only after it.
+    auto at = [&](MountKind k, const std::string& t) {
+        for (std::size_t i = 0; i < plan.ops.size(); ++i)
+            if (plan.ops[i].kind == k && plan.ops[i].target == t) return i;
+        return plan.ops.size();
+    };
+    const std::size_t attach = at(MountKind::AttachTree, "/srv/repo/.git");
+    REQUIRE(attach + 1 < plan.ops.size());
+    CHECK(plan.ops[attach + 1].kind == MountKind::Remount);
+    CHECK((plan.ops[attach + 1].flags & (MS_RDONLY | MS_NOSUID | MS_NODEV)) == (MS_RDONLY | MS_NOSUID | MS_NODEV));
+    std::size_t root_ro = plan.ops.size();
+    for (std::size_t i = 0; i < plan.ops.size(); ++i)
+        if (plan.ops[i].kind == MountKind::Remount && plan.ops[i].target == "/") root_ro = i;
+    CHECK(attach < root_ro);
+}
+
+TEST_CASE("--bind sources get the workspace's refusals; targets are never equal or nested") {
+    TempDir dir;
+    fs::create_directories(dir.path / "a" / "b");
+    fs::create_directories(dir.path / "state");
+    RootfsSpec spec = base_spec();
+    spec.binds = {{"/nonexistent/src", "/x", false, "--bind"}};
+    CHECK(usage_error_of(spec) == "--bind /nonexistent/src: no such directory");
+    spec.binds = {{"/", "/x", false, "--bind"}};
+    CHECK(usage_error_of(spec) == "--bind /: the host's root directory cannot be shown to the box; use a project directory");
+    spec.protected_dirs = {(dir.path / "state").string()};
+    spec.binds = {{dir.path.string(), "/x", true, "--ro-bind"}};
+    CHECK(usage_error_of(spec).starts_with("--ro-bind " + dir.path.string() + ": overlaps " + (dir.path / "state").string()));
+    spec.protected_dirs.clear();
+    spec.binds = {{(dir.path / "a").string(), "/x", false, "--bind"}, {(dir.path / "a" / "b").string(), "/x", true, "--ro-bind"}};
+    CHECK(usage_error_of(spec) == "--ro-bind " + (dir.path / "a" / "b").string() + ":/x: --bind " + (dir.path / "a").string() +
+                                      " already goes to /x; allowed: one bind per target");
+    spec.binds = {{(dir.path / "a").string(), "/x", false, "--bind"}, {(dir.path / "a" / "b").string(), "/x/y", false, "--bind"}};
+    CHECK(usage_error_of(spec).find(": overlaps --bind " + (dir.path / "a").string() + ":/x") != std::string::npos);
+    spec.binds = {{(dir.path / "a").string(), "/usr/share/certs", false, "--bind"}};
+    spec.extra_files = {{"/usr/share/certs/bundle.pem", "pem", 0644}};
+    CHECK(usage_error_of(spec) == "--bind " + (dir.path / "a").string() + ":/usr/share/certs: would hold "
+                                  "/usr/share/certs/bundle.pem, a file corral places in the box; allowed: a target outside it");
+    spec.extra_files.clear();
+    spec.binds = {{(dir.path / "a").string(), "/proc/x", false, "--bind"}};
+    CHECK(usage_error_of(spec).starts_with("--bind: target \"/proc/x\": is at or below /proc"));
+    // The image stays read-only: no bind into or around it.
+    fs::create_directories(dir.path / "image");
+    spec = base_spec();
+    spec.image = (dir.path / "image").string();
+    spec.binds = {{dir.path.string(), "/x", false, "--bind"}};
+    std::string e = usage_error_of(spec);
+    CAPTURE(e);
+    const bool named = e.find(": contains the image") != std::string::npos || e.starts_with("--rootfs");
+    CHECK(named);
 }

@@ -43,7 +43,7 @@ TEST_CASE("an agent run has no CMD and takes its options anywhere before it") {
 
 TEST_CASE("an unknown option's message lists the agent options too") {
     std::string e = usage_error({"--memroy", "1G", "--", "true"});
-    CHECK(e.starts_with("unknown option \"--memroy\"; options are --rootfs,"));
+    CHECK(e.starts_with("unknown option \"--memroy\" (did you mean --memory?); options are --rootfs,"));
     for (const char* opt : {"--memory", "--config", "--worker", "--prompt", "--prompt-file", "--system-prompt-file",
                             "--gateway", "--help"})
         CHECK_MESSAGE(e.find(opt) != std::string::npos, opt);

@@ -112,7 +112,8 @@ TEST_CASE("every option of the table parses in both forms; a switch refuses a va
     const std::map<std::string, std::string> sample{{"DIR", "/d"},  {"host|DIR|image:NAME", "/d"}, {"SIZE", "64M"},
                                                     {"N", "5"},     {"FLOAT", "1"},     {"DURATION", "5s"},
                                                     {"K=V", "A=1"}, {"NAME", "h1"},     {"FIRST-LAST", "2000-2010"},
-                                                    {"TEXT", "p"},  {"F", "/f"},        {"unix:PATH", "unix:/s.sock"}};
+                                                    {"TEXT", "p"},  {"F", "/f"},        {"unix:PATH", "unix:/s.sock"},
+                                                    {"SRC:DST", "/s:/d"}, {"HOST[:PORT]", "example.com"}};
     // What the option needs beside it to be a valid command line.
     auto context = [](std::string_view name) -> std::vector<std::string> {
         if (name == "--prompt" || name == "--prompt-file") return {"--config", "/org", "--worker", "w1"};
@@ -173,11 +174,93 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
 TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
     CHECK(error_of({"--bogus", "--", "true"}) ==
           "unknown option \"--bogus\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, --nofile, "
-          "--cpus, --timeout, --grace, --quiet, --env, --hostname, --stdin, --tty, --log-limit, --sync-record, --uid-range, --config, --worker, "
-          "--prompt, --prompt-file, --system-prompt-file, --gateway, --help");
+          "--cpus, --timeout, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
+          "--tty, --log-limit, --sync-record, --uid-range, --config, --worker, --prompt, --prompt-file, --system-prompt-file, "
+          "--allow, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
     CHECK(error_of({"--pids", "3"}).starts_with("missing command"));
     CHECK(error_of({"--"}).starts_with("missing command"));
     CHECK(error_of({"--stdin=yes", "--", "true"}).starts_with("--stdin: takes no value"));
     CHECK(error_of({"--rootfs=", "--", "true"}).starts_with("--rootfs: empty path"));
+}
+
+TEST_CASE("a mistyped option gets one suggestion when one is close, none otherwise") {
+    CHECK(error_of({"--memroy", "1G", "--", "true"}).starts_with("unknown option \"--memroy\" (did you mean --memory?); "));
+    CHECK(error_of({"--workspce", "/w", "--", "true"}).starts_with("unknown option \"--workspce\" (did you mean --workspace?); "));
+    CHECK(error_of({"--ro-bnd=/a:/b", "--", "true"}).starts_with("unknown option \"--ro-bnd=/a:/b\" (did you mean --ro-bind?); "));
+    CHECK(error_of({"--bogus", "--", "true"}).starts_with("unknown option \"--bogus\"; options are "));
+}
+
+TEST_CASE("Docker's flags are answered with corral's equivalent, never accepted") {
+    CHECK(error_of({"-e", "A=1", "--", "true"}) == "corral run has no -e; use --env K=V");
+    CHECK(error_of({"-v", "/a:/b", "--", "true"}).starts_with("corral run has no -v; use --bind SRC:DST"));
+    CHECK(error_of({"--volume=/a:/b", "--", "true"}).starts_with("corral run has no --volume; use --bind SRC:DST"));
+    CHECK(error_of({"-it", "--", "sh"}).starts_with("corral run has no -it; use --tty"));
+    CHECK(error_of({"-w", "/src", "--", "true"}).find("--workspace DIR") != std::string::npos);
+    CHECK(error_of({"--rm", "--", "true"}).starts_with("corral run has no --rm"));
+    CHECK(error_of({"--network", "host", "--", "true"}).find("--allow HOST[:PORT]") != std::string::npos);
+    // Each answer names an option corral has (--tty comes with the terminal mode).
+    for (std::string flag : {"-e", "-v", "-w", "-m", "--tmpfs", "--mount"}) {
+        std::string e = error_of({flag, "x", "--", "true"});
+        CAPTURE(e);
+        bool names_one = false;
+        for (const auto& o : corral::run::run_option_table()) names_one = names_one || e.find(std::string(o.name)) != std::string::npos;
+        CHECK(names_one);
+    }
+}
+
+TEST_CASE("--bind and --ro-bind: SRC:DST, DST absolute, normalised and not one of the box's own mounts") {
+    auto r = parse({"--bind", "/h/a:/data/./a/", "--ro-bind=/h/.git:/h/.git", "--", "true"});
+    REQUIRE(r.binds.size() == 2);
+    CHECK(r.binds[0].source == "/h/a");
+    CHECK(r.binds[0].target == "/data/a");
+    CHECK_FALSE(r.binds[0].read_only);
+    CHECK(r.binds[1].target == "/h/.git");
+    CHECK(r.binds[1].read_only);
+    CHECK(parse({"--bind", "/a:/b:c", "--", "true"}).binds[0].target == "/b:c");  // DST may hold ':'
+    CHECK(error_of({"--bind", "/a", "--", "true"}).starts_with("--bind: got \"/a\", expected SRC:DST"));
+    CHECK(error_of({"--bind", ":/b", "--", "true"}).starts_with("--bind: got \":/b\", expected SRC:DST"));
+    CHECK(error_of({"--bind", "/a:", "--", "true"}).starts_with("--bind: got \"/a:\", expected SRC:DST"));
+    CHECK(error_of({"--bind", "/a:b", "--", "true"}).starts_with("--bind: target \"b\": expected an absolute path"));
+    CHECK(error_of({"--ro-bind", "/a:/", "--", "true"}).starts_with("--ro-bind: target \"/\": the box's root cannot be replaced"));
+    CHECK(error_of({"--bind", "/a:/b/..", "--", "true"}).starts_with("--bind: target \"/b/..\": the box's root"));
+    CHECK(parse({"--bind", "/a:/tmp/repo/.git", "--", "true"}).binds[0].target == "/tmp/repo/.git");  // below the box's /tmp
+    for (std::string dst : {"/proc", "/proc/sys", "/sys", "/dev/shm", "/tmp", "/tmp/", "/etc", "/etc/ssl", "/workspace",
+                            "/workspace/sub", "/root", "/home/agent", "/home/agent/.ssh", "/home", "/tmp/../etc"}) {
+        CAPTURE(dst);
+        CHECK(error_of({"--bind", "/a:" + dst, "--", "true"}).starts_with("--bind: target \"" + dst + "\": "));
+    }
+    CHECK(error_of({"--bind", "/a:/b:ro", "--", "true"}).find("use --ro-bind SRC:DST") != std::string::npos);
+}
+
+TEST_CASE("--allow HOST[:PORT]: the host as a grant's, the port 1..65535, default 443") {
+    auto r = parse({"--allow", "API.Example.com.", "--allow=127.0.0.1:8443", "--allow", "[::1]:9", "--allow", "*.github.com",
+                    "--", "true"});
+    REQUIRE(r.allow.size() == 4);
+    CHECK(r.allow[0].host.text() == "api.example.com");
+    CHECK(r.allow[0].port == 443);
+    CHECK(r.allow[1].host.text() == "127.0.0.1");
+    CHECK(r.allow[1].port == 8443);
+    CHECK(r.allow[2].host.text() == "::1");
+    CHECK(r.allow[2].port == 9);
+    CHECK(r.allow[3].host.is_wildcard());
+    for (std::string bad : {"", "a..b", "*.com", "0x7f.1", "127.1", "::1", "[::1", "[::1]x", "a b", "x.com:", "x.com:0",
+                            "x.com:65536", "x.com:08", "x.com:-1", "x.com:http", "[::1]:"}) {
+        CAPTURE(bad);
+        CHECK(error_of({"--allow", bad, "--", "true"}).starts_with("--allow: "));
+    }
+    CHECK(error_of({"--allow", "x.com", "--gateway", "unix:/s", "--", "true"}).starts_with("--allow x.com: a `corral gateway` daemon"));
+}
+
+TEST_CASE("--scratch-size and --tmp-size: sizes from 1M to 64G") {
+    auto r = parse({"--scratch-size", "512M", "--tmp-size=1G", "--", "true"});
+    CHECK(*r.scratch_bytes == 512ull << 20);
+    CHECK(*r.tmp_bytes == 1ull << 30);
+    CHECK(*parse({"--tmp-size", "64G", "--", "true"}).tmp_bytes == 64ull << 30);
+    CHECK(*parse({"--tmp-size", "1M", "--", "true"}).tmp_bytes == 1ull << 20);
+    for (std::string bad : {"0", "1023K", "65G", "1T", "lots", "-1M", ""}) {
+        CAPTURE(bad);
+        CHECK(error_of({"--scratch-size", bad, "--", "true"}).starts_with("--scratch-size: invalid size \"" + bad + "\""));
+        CHECK(error_of({"--tmp-size", bad, "--", "true"}).starts_with("--tmp-size: invalid size \"" + bad + "\""));
+    }
 }

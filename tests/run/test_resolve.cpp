@@ -273,3 +273,73 @@ TEST_CASE("image:NAME: the image's layers, Env, WorkingDir and Entrypoint+Cmd; t
     CHECK_THROWS_WITH_AS(parse({"--rootfs", "/srv/img"}), "missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`",
                          UsageError);
 }
+
+TEST_CASE("--allow adds a tunnel grant after the organisation's; an address is allowed even if private; sizes from the CLI win") {
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--allow", "api.example.org",
+                                        "--allow", "127.0.0.1:8443", "--allow", "example.com", "--tmp-size", "16M",
+                                        "--scratch-size", "512M", "--", "true"}),
+                                 worker_inputs());
+    const auto& grants = plan.gateway.grants;
+    auto find = [&](const std::string& host, std::uint16_t port) -> const config::Grant* {
+        for (const auto& g : grants)
+            if (g.host == host && g.port == port) return &g;
+        return nullptr;
+    };
+    const config::Grant* name = find("api.example.org", 443);
+    REQUIRE(name);
+    CHECK(name->mode == config::GrantMode::tunnel);
+    CHECK_FALSE(name->allow_private);
+    CHECK(name->where == "--allow api.example.org");
+    CHECK(name->identities.empty());
+    const config::Grant* addr = find("127.0.0.1", 8443);
+    REQUIRE(addr);
+    CHECK(addr->allow_private);
+    // The organisation's own grant for example.com:443 is kept, not doubled.
+    CHECK(std::count_if(grants.begin(), grants.end(), [](const config::Grant& g) { return g.host == "example.com"; }) == 1);
+    CHECK(find("example.com", 443)->where == "org.toml:1");
+    CHECK(plan.spec.rootfs.tmp_size_bytes == 16ull << 20);
+    CHECK(plan.spec.rootfs.scratch_size_bytes == 512ull << 20);
+    // Without --config the run has only the command line's grants.
+    RunInputs bare;
+    bare.run_id = "20261201-140000-abcdef";
+    bare.run_dir = "/r";
+    bare.state_dir = "/s";
+    auto adhoc = run::resolve_run(parse({"--allow", "x.example.net:8080", "--", "true"}), bare);
+    REQUIRE(adhoc.gateway.grants.size() == 1);
+    CHECK(adhoc.gateway.grants[0].port == 8080);
+    CHECK_FALSE(adhoc.intercepts);  // a tunnel: the box keeps its own trust store
+}
+
+TEST_CASE("scratch_size and tmp_size come from the worker without the command-line options") {
+    auto in = worker_inputs();
+    in.worker->limits.scratch_bytes = 1ull << 30;
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), in);
+    CHECK(plan.spec.rootfs.scratch_size_bytes == 1ull << 30);
+    CHECK(plan.spec.rootfs.tmp_size_bytes == 8ull << 20);
+    auto bare = run::resolve_run(parse({"--", "true"}), RunInputs{.run_id = "20261201-140000-abcdef", .run_dir = "/r", .state_dir = "/s"});
+    CHECK(bare.spec.rootfs.scratch_size_bytes == 256ull << 20);
+}
+
+TEST_CASE("an egress-only worker: its grants and limits, no model grants, nothing left out; --prompt refused") {
+    auto in = worker_inputs(/*credential_available=*/false);
+    in.worker->egress_only = true;
+    in.worker->agent_source = "workers/w/worker.toml:1";
+    in.agent_credential = {};
+    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "curl", "x"}), in);
+    CHECK(plan.left_out.empty());
+    CHECK_FALSE(plan.agent);
+    REQUIRE(plan.gateway.grants.size() == 1);
+    CHECK(plan.gateway.grants[0].host == "example.com");
+    CHECK(plan.spec.limits.memory_bytes == 64ull << 20);
+    // With a pi/claude worker whose credential is missing the same run says what is left out.
+    CHECK_FALSE(run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}),
+                                 worker_inputs(false)).left_out.empty());
+    std::string e;
+    try {
+        run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--prompt", "hi"}), in);
+    } catch (const UsageError& x) {
+        e = x.what();
+    }
+    CHECK(e == "worker w has no agent (agent = \"none\" at workers/w/worker.toml:1): run a command with `corral run "
+               "--config DIR --worker w -- CMD`, or give it an agent to use --prompt");
+}

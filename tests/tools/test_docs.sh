@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The generated man page and bash completion (tools/gen_docs.cpp), as
+# `meson install` puts them: installed under share/man/man1 and
+# share/bash-completion/completions; every option of `corral run`'s table and
+# every subcommand in both; the completion completes `corral run --wor<TAB>`
+# in a real bash; the man page renders with `man -l` (or groff). Exit 77 when
+# neither man nor groff is there to render it.
+set -euo pipefail
+build=${CORRAL_BUILD_ROOT:?run through meson test}
+gen=$build/tools/gen_docs
+fail() { echo "FAIL: $*" >&2; exit 1; }
+dest=$(mktemp -d /tmp/corral-docs-XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
+man_page=$(find "$dest" -path '*/share/man/man1/corral.1' -type f)
+completion=$(find "$dest" -path '*/share/bash-completion/completions/corral' -type f)
+[ -n "$man_page" ] || fail "no share/man/man1/corral.1 installed: $(find "$dest" -type f)"
+[ -n "$completion" ] || fail "no share/bash-completion/completions/corral installed"
+
+# Every option and subcommand in both (the man page spells '-' as '\-').
+count=0
+while read -r a b; do
+  if [ "$a" = subcommand ]; then name=$b; else name=$a; fi
+  roff=${name//-/\\-}
+  grep -qF -- ".B $roff" "$man_page" || fail "$name is not in the man page"
+  grep -qw -- "$name" "$completion" || fail "$name is not in the bash completion"
+  count=$((count + 1))
+done < <("$gen" options)
+[ "$count" -ge 30 ] || fail "only $count names from gen_docs options"
+
+# The completion, loaded into a fresh bash: registered for corral, and
+# completing what a user types.
+complete_words() {  # the words of a command line; the last one is being completed
+  bash --norc --noprofile -c '
+    source "$1"; shift
+    complete -p corral | grep -q -- "-F _corral corral" || { echo "not registered: $(complete -p corral)"; exit 1; }
+    COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+    _corral
+    printf "%s\n" "${COMPREPLY[@]}"' _ "$completion" "$@"
+}
+[ "$(complete_words corral run --wor | sort | tr '\n' ' ')" = "--worker --workspace " ] ||
+  fail "corral run --wor completes to: $(complete_words corral run --wor | tr '\n' ' ')"
+[ "$(complete_words corral run --ro- | tr '\n' ' ')" = "--ro-bind " ] || fail "--ro- did not complete to --ro-bind"
+[ "$(complete_words corral va)" = validate ] || fail "corral va did not complete to validate"
+[ "$(complete_words corral help do)" = doctor ] || fail "corral help do did not complete to doctor"
+# A value is never completed as an option; after -- come commands.
+[ -z "$(complete_words corral run --memory --)" ] || fail "the value of --memory was completed as an option"
+complete_words corral run -- ech | grep -qx echo || fail "after --, commands are not completed"
+# A directory option completes directories.
+mkdir -p "$dest/somedir"
+complete_words corral run --workspace "$dest/some" | grep -qx "$dest/somedir" || fail "--workspace did not complete a directory"
+
+# The page renders, with its sections, and every option shows as typed.
+if command -v man >/dev/null; then
+  text=$(MANWIDTH=100 man -l "$man_page" 2>&1) || fail "man -l failed: $text"
+elif command -v groff >/dev/null; then
+  text=$(groff -man -Tutf8 "$man_page" 2>&1) || fail "groff failed: $text"
+else
+  echo "SKIP: neither man nor groff is installed to render the page"; exit 77
+fi
+text=$(printf '%s' "$text" | sed 's/.\x08//g')  # no overstrike
+for section in NAME SYNOPSIS SUBCOMMANDS "RUN OPTIONS" "EXIT STATUS"; do
+  grep -q "^$section" <<<"$text" || fail "the rendered page has no $section section"
+done
+while read -r a b; do
+  [ "$a" = subcommand ] && continue
+  grep -qF -- "$a" <<<"$text" || fail "$a does not show in the rendered page"
+done < <("$gen" options)
+echo "ok: $count names in the man page and the completion"
