@@ -266,7 +266,7 @@ void Egress::start(const supervisor::Sandbox& box) {
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
     threads_.emplace_back([this, guard] { run_loop(); });
-    refusal_watcher_ = std::thread([this] { watch_refusals(); });
+    if (live_refusals_) refusal_watcher_ = std::thread([this] { watch_refusals(); });
 }
 
 void Egress::report_refusals() {

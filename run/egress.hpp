@@ -51,6 +51,11 @@ public:
     // starts the event-loop thread.
     void start(const supervisor::Sandbox& box);
 
+    // Refusal lines only at stop(), none while the box runs: with --tty the
+    // box's program owns the terminal, and a line in the middle of its screen
+    // would garble it. Call before start().
+    void hold_refusal_lines_until_stop() { live_refusals_ = false; }
+
     // After supervise(): closes the listeners, lets open exchanges finish
     // (bounded), stops the thread, takes the counts. Idempotent.
     void stop();
@@ -100,6 +105,7 @@ private:
     std::mutex watch_mutex_;
     std::condition_variable watch_wake_;
     bool watch_stop_ = false;
+    bool live_refusals_ = true;
 };
 
 // The embedded gateway (plan.gateway) or, with --gateway, the daemon.

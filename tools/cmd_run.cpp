@@ -230,6 +230,7 @@ int cmd_run(int argc, char** argv) {
         plan = run::resolve_run(request, inputs);
         run::check_run_can_start(request, inputs, *plan);
         egress = run::make_egress(*plan);
+        if (request.tty) egress->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
         std::string ca_pem = egress->prepare();
         if (!plan->left_out.empty()) log::info(plan->left_out);
         for (const auto& note : plan->notes) say(note);
