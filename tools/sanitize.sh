@@ -23,4 +23,7 @@ ninja -C "$builddir"
 # detect_leaks: LSan at every process exit.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
-exec meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@"
+meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || {
+  tools/test-failures.sh "$builddir"
+  exit 1
+}

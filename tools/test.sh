@@ -27,7 +27,10 @@ if [ ! -f "$builddir/build.ninja" ]; then
 fi
 ninja -C "$builddir"
 phase "suites in $builddir"
-meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@"
+meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || {
+  tools/test-failures.sh "$builddir"
+  exit 1
+}
 
 [ "${CORRAL_TEST_SANITIZE:-1}" = 0 ] && exit 0
 # The e2e suites are not run again under the sanitizers, for the CI's time

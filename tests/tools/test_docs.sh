@@ -43,12 +43,21 @@ complete_words() {  # the words of a command line; the last one is being complet
 [ "$(complete_words corral run --ro- | tr '\n' ' ')" = "--ro-bind " ] || fail "--ro- did not complete to --ro-bind"
 [ "$(complete_words corral va)" = validate ] || fail "corral va did not complete to validate"
 [ "$(complete_words corral help do)" = doctor ] || fail "corral help do did not complete to doctor"
+# completes WORD CMDLINE...: WORD is among the completions. Held in a variable
+# first: with pipefail, `complete_words | grep -q` fails whenever grep quits
+# before a long list (every command on PATH) is written, as SIGPIPE.
+completes() {
+  local want=$1 out
+  shift
+  out=$(complete_words "$@")
+  grep -qx -- "$want" <<<"$out"
+}
 # A value is never completed as an option; after -- come commands.
 [ -z "$(complete_words corral run --memory --)" ] || fail "the value of --memory was completed as an option"
-complete_words corral run -- ech | grep -qx echo || fail "after --, commands are not completed"
+completes echo corral run -- ech || fail "after --, commands are not completed"
 # A directory option completes directories.
 mkdir -p "$dest/somedir"
-complete_words corral run --workspace "$dest/some" | grep -qx "$dest/somedir" || fail "--workspace did not complete a directory"
+completes "$dest/somedir" corral run --workspace "$dest/some" || fail "--workspace did not complete a directory"
 
 # The page renders, with its sections, and every option shows as typed.
 if command -v man >/dev/null; then

@@ -24,7 +24,8 @@ bin=${exec_line#ExecStart=}
 bin=${bin%% *}
 [ -x "$dest$bin" ] || fail "ExecStart names $bin, which was not installed"
 [ "$exec_line" = "ExecStart=$bin gateway --org /etc/corral" ] || fail "unexpected $exec_line"
-"$dest$bin" gateway --help | grep -q -- '--grace D' || fail "the installed binary has no --grace"
+help=$("$dest$bin" gateway --help)  # not piped into grep -q: with pipefail that races SIGPIPE
+grep -q -- '--grace D' <<<"$help" || fail "the installed binary has no --grace"
 
 # verify checks that every command exists: point ExecStart at the installed copy.
 sed "s#^ExecStart=$bin#ExecStart=$dest$bin#" "$unit" > "$dest/corral-gateway.service"
