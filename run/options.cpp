@@ -1,4 +1,5 @@
 // run/options.cpp — the option table of `corral run`, its parser and its --help.
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -476,7 +477,7 @@ void check_combination(const RunRequest& r) {
                          "--worker NAME -- CLI`");
     // image:NAME without a command runs the image's Entrypoint + Cmd (resolve_run).
     const bool image_command = r.rootfs && r.rootfs->starts_with("image:");
-    if (r.command.empty() && !r.help && !r.agent() && !image_command)
+    if (r.command.empty() && !r.help && !r.agent() && !image_command && !r.session)
         throw UsageError("missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
     if (!r.command.empty() && r.command.front().empty())
         throw UsageError("empty command name: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
@@ -508,8 +509,11 @@ std::string default_state_dir() {
     return env;
 }
 
-RunRequest parse_run_request(int argc, char** argv) {
-    RunRequest r;
+namespace {
+
+// The option loop both parsers share; the command (after `--` or the first
+// non-option) goes to r.command.
+void parse_options(int argc, char** argv, RunRequest& r) {
     int i = 1;
     for (; i < argc; ++i) {
         std::string_view arg = argv[i];
@@ -540,6 +544,56 @@ RunRequest parse_run_request(int argc, char** argv) {
         o->apply(r, value);
     }
     for (; i < argc; ++i) r.command.emplace_back(argv[i]);
+}
+
+bool valid_session_name(const std::string& n) {
+    if (n.empty() || n.size() > 40 || !(std::islower(static_cast<unsigned char>(n[0])) || std::isdigit(static_cast<unsigned char>(n[0]))))
+        return false;
+    for (char c : n)
+        if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+RunRequest parse_run_request(int argc, char** argv) {
+    RunRequest r;
+    parse_options(argc, argv, r);
+    check_combination(r);
+    return r;
+}
+
+RunRequest parse_session_request(int argc, char** argv) {
+    // --name is the session's own option, taken out before the run options.
+    std::vector<char*> rest{argv[0]};
+    std::optional<std::string> name;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--") {
+            for (; i < argc; ++i) rest.push_back(argv[i]);
+            break;
+        }
+        if (a == "--name" || a.starts_with("--name=")) {
+            if (a == "--name" && i + 1 >= argc) throw UsageError("--name: missing value; expected NAME ([a-z0-9-], at most 40)");
+            std::string v = a == "--name" ? argv[++i] : std::string(a.substr(7));
+            if (!valid_session_name(v))
+                throw UsageError("--name \"" + v + "\": expected a lower-case letter or digit, then up to 39 of [a-z0-9-]");
+            name = v;
+            continue;
+        }
+        rest.push_back(argv[i]);
+    }
+    RunRequest r;
+    r.session = true;
+    r.session_name = name;
+    parse_options(static_cast<int>(rest.size()), rest.data(), r);
+    if (!r.command.empty())
+        throw UsageError("a session takes no command (\"" + r.command.front() +
+                         "\"): start it, then run commands in it with `corral exec ID -- CMD`");
+    if (r.agent()) throw UsageError("--prompt: give the prompt to an exec of the session, not to `session start`");
+    if (r.pass_stdin) throw UsageError("--stdin: a session has no stdin of its own");
+    if (r.tty) throw UsageError("--tty: a session has no terminal of its own");
     check_combination(r);
     return r;
 }

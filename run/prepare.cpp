@@ -97,7 +97,8 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     const bool agent_run = r.agent() || interactive_agent_run(r, worker);
     using nlohmann::json;
     std::string name = worker ? worker->name : r.worker.value_or("adhoc");
-    json out{{"worker", name},
+    json out{{"kind", r.session ? "session" : "run"},
+             {"worker", name},
              {"identity", name + "/" + run_id},
              {"gateway", egress ? egress->record_fields() : unstarted_gateway_record(r)}};
     // An agent run names its agent once the worker is resolved, even when it
@@ -113,6 +114,7 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     for (const auto& b : r.binds)
         binds.push_back({{"source", b.source}, {"target", b.target}, {"read_only", b.read_only}});
     out["binds"] = binds;
+    if (r.session) out["session"] = {{"name", r.session_name ? json(*r.session_name) : json(nullptr)}};
     return out;
 }
 

@@ -79,6 +79,10 @@ struct RunRequest {
     // CMD ARGS...: empty only with --help or for an agent run (whose command
     // is the worker's agent CLI).
     std::vector<std::string> command;
+    // `corral session start`: the sandbox serves execs (no CMD, --prompt,
+    // --stdin or --tty of its own); its optional --name.
+    bool session = false;
+    std::optional<std::string> session_name;
 
     bool agent() const { return prompt.has_value() || prompt_file.has_value(); }
 };
@@ -104,6 +108,11 @@ std::span<const RunOption> run_option_table();
 // Also checks the options go together (an agent run has no CMD, --worker needs
 // --config, ...). Throws UsageError: "--memory: invalid size \"12XB\": expected ...".
 RunRequest parse_run_request(int argc, char** argv);
+
+// `corral session start [OPTIONS]`: the same options but for the command
+// and what only a command has (--prompt, --stdin, --tty), plus --name NAME
+// ([a-z0-9][a-z0-9-]{0,39}). Throws UsageError.
+RunRequest parse_session_request(int argc, char** argv);
 
 // "did you mean" and the Docker habits: the usage error for an unknown
 // option `arg` of `corral run` (names the closest option, or what corral has

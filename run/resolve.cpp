@@ -41,7 +41,7 @@ void apply_image(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
         if (spec.cwd.size() > 1 && spec.cwd.back() == '/') spec.cwd.pop_back();
         spec.rootfs.image_working_dir = spec.cwd == "/" ? std::string() : spec.cwd;
     }
-    if (spec.argv.empty() && !r.agent()) {
+    if (spec.argv.empty() && !r.agent() && !r.session) {
         spec.argv = im.config.entrypoint;
         spec.argv.insert(spec.argv.end(), im.config.cmd.begin(), im.config.cmd.end());
         if (spec.argv.empty())
@@ -148,6 +148,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     for (const auto& b : r.binds)
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
     spec.argv = r.command;  // an agent run's: its CLI's, added by prepare_agent_run
+    spec.session = r.session;
     spec.hostname = box_hostname(r, in.run_id);
     resolve_limits(r, in.worker, spec);
     spec.uid_range = r.uid_range;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/sys_error.hpp"
+#include "supervisor/fd_passing.hpp"
 
 namespace corral::supervisor {
 
@@ -42,23 +43,13 @@ std::pair<Fd, Fd> make_fd_channel() {
 
 Fd receive_fd(const Fd& channel, const char* what) {
     char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    while ((n = recvmsg(channel.get(), &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    int fd = -1, nfds = 0;
+    ssize_t n = receive_with_fds(channel.get(), &byte, 1, &fd, 1, nfds);
+    if (n < 0) {
+        if (nfds == 1) close(fd);
+        throw SysError("recvmsg", what, static_cast<int>(-n));
     }
-    if (n < 0) throw SysError("recvmsg", what, errno);
-    const cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    if (n == 0 || c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-        c->cmsg_len != CMSG_LEN(sizeof(int)))
-        throw SysError("recvmsg", std::string(what) + ": no descriptor came", EPROTO);
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    if (n == 0 || nfds != 1) throw SysError("recvmsg", std::string(what) + ": no descriptor came", EPROTO);
     return Fd(fd);
 }
 

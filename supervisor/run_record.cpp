@@ -177,11 +177,11 @@ nlohmann::json to_json(const RunRecord& r) {
     return out;
 }
 
-void write_run_record(const std::string& run_dir, const RunRecord& record, RecordSync sync) {
+void write_record_file(const std::string& dir, const std::string& name, const nlohmann::json& value, RecordSync sync) {
     // Invalid UTF-8 in argv must not abort the record: replace it rather than throw.
-    std::string text = to_json(record).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::string final_path = run_dir + "/run.json";
-    std::string tmp_path = run_dir + "/.run.json.tmp";
+    std::string text = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string final_path = dir + "/" + name;
+    std::string tmp_path = dir + "/." + name + ".tmp";
     {
         Fd fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!fd.valid()) throw SysError("open", tmp_path, errno);
@@ -190,7 +190,7 @@ void write_run_record(const std::string& run_dir, const RunRecord& record, Recor
         // the two journal commits cost more than the rest of a run together.
         if (sync == RecordSync::durable && ::fdatasync(fd.get()) != 0) throw SysError("fdatasync", tmp_path, errno);
     }
-    // Atomic either way: a reader sees no run.json or a complete one.
+    // Atomic either way: a reader sees no file or a complete one.
     if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
         int err = errno;
         ::unlink(tmp_path.c_str());
@@ -198,9 +198,13 @@ void write_run_record(const std::string& run_dir, const RunRecord& record, Recor
     }
     if (sync != RecordSync::durable) return;
     // The rename is durable only once the directory entry is.
-    Fd dir(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir.valid()) throw SysError("open", run_dir, errno);
-    if (::fsync(dir.get()) != 0) throw SysError("fsync", run_dir, errno);
+    Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!d.valid()) throw SysError("open", dir, errno);
+    if (::fsync(d.get()) != 0) throw SysError("fsync", dir, errno);
+}
+
+void write_run_record(const std::string& run_dir, const RunRecord& record, RecordSync sync) {
+    write_record_file(run_dir, "run.json", to_json(record), sync);
 }
 
 }  // namespace corral::supervisor

@@ -115,6 +115,9 @@ enum class RecordSync { visible, durable };
 // Writes <run_dir>/run.json atomically: a temporary file in run_dir (mode 0600),
 // rename over run.json (+ the syncs of RecordSync::durable). Throws SysError.
 void write_run_record(const std::string& run_dir, const RunRecord& record, RecordSync sync = RecordSync::visible);
+// The same for any record of the run dir (a session's execs/N/exec.json): DIR/NAME, atomically.
+void write_record_file(const std::string& dir, const std::string& name, const nlohmann::json& value,
+                       RecordSync sync = RecordSync::visible);
 
 // "2026-11-30T05:31:07.123Z"
 std::string format_rfc3339_ms(std::chrono::system_clock::time_point t);

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -88,6 +89,10 @@ struct SandboxSpec {
     std::uint64_t log_limit_bytes = UINT64_MAX;
     std::string cwd = "/workspace";
     std::vector<SeccompRule> seccomp_rules = sandbox_seccomp_rules();
+    // A session (session.hpp): the init starts no command of its own (argv
+    // may be empty) but one invocation per exec request, and the sandbox
+    // leases two more UIDs, for the service and verifier roles.
+    bool session = false;
 };
 
 // The environment the command starts with: PATH, HOME=/home/<agent>,
@@ -126,6 +131,9 @@ struct OutputSinks {
     // grace kills at once. A signal queued with a value (`corral stop
     // --grace D`: sigqueue, SI_QUEUE) carries its own grace in milliseconds.
     int interrupt_fd = -1;
+    // Optional: a connection whose hang-up (EOF) is a stop with the spec's
+    // grace (`corral exec`'s caller went away).
+    int hangup_fd = -1;
 };
 
 struct SuperviseResult {
@@ -147,6 +155,7 @@ struct SuperviseResult {
     // the command gets EPIPE/SIGPIPE on its next write.
     bool stdout_reader_gone = false;
     bool stderr_reader_gone = false;
+    bool caller_gone = false;              // sinks.hangup_fd hung up: that was the stop
 };
 
 class Sandbox {
@@ -175,6 +184,9 @@ public:
     const std::vector<std::string>& unmapped_binds() const { return unmapped_binds_; }
     // Opens the sandbox's network namespace (for setns from a helper thread).
     Fd open_network_namespace() const;
+    // A session's other identities (session.hpp): the service role's and the
+    // verifier's UID (GID of the same number); empty for a run.
+    const std::vector<UidLease>& role_leases() const { return role_leases_; }
 
 private:
     // The phases' steps, one file each (sandbox_launch.cpp,
@@ -183,6 +195,7 @@ private:
     friend class Supervision;
     friend struct SandboxTeardown;
     friend void start_command(Sandbox& box);
+    friend struct SessionChannel;
     Sandbox(SandboxSpec spec, UidLease lease, RunCgroup cgroup)
         : spec_(std::move(spec)), lease_(std::move(lease)), cgroup_(std::move(cgroup)) {}
 
@@ -206,6 +219,13 @@ private:
     std::optional<int> init_exit_status_;
     std::optional<TerminalState> terminal_;   // the caller's terminal (--stdin on a tty), restored in teardown
     std::unique_ptr<TerminalRelay> tty_;      // --tty: the box's pty master and the caller's raw mode
+    // A session: the channel the init takes exec requests on (one request
+    // at a time: session_lock_), and the service and verifier leases.
+    Fd session_;
+    std::unique_ptr<std::mutex> session_lock_;
+    std::vector<UidLease> role_leases_;
+    std::uint64_t task_limit_ = 0;        // RLIMIT_NPROC and RLIMIT_NOFILE the command got (each exec's too)
+    std::uint64_t open_file_limit_ = 0;
 };
 
 // Work the caller gives the supervisor while the init builds the rootfs

@@ -19,7 +19,9 @@
 #include <cstring>
 
 #include "shim/loopback.hpp"
+#include "supervisor/fd_passing.hpp"
 #include "supervisor/identity.hpp"
+#include "supervisor/session_wire.hpp"
 #include "supervisor/setup_step.hpp"
 
 namespace corral::supervisor {
@@ -218,28 +220,12 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     send(ctx.report_fd, done);
 }
 
-// ---- the invocation: PID 1 of the nested PID namespace. The command runs as
-// its child so that the command has ordinary signal semantics (a PID 1 ignores
-// signals it has no handler for, even SIGTERM sent to itself); this reaper
-// adopts the command's orphans and, when the command exits, reports its status
-// and exits, and the kernel then kills whatever the command left behind.
-// It is spawned during setup, so that after "start" only the command's own
-// fork and exec remain on the critical path.
-[[noreturn]] void run_invocation(const InitContext& ctx) noexcept {
-    // getpid() answers in this nested namespace; /proc must too, or every
-    // tool reading /proc/<own pid> (ps, runtimes) reads another process. The
-    // init never mounted a /proc: this one, of the nested PID namespace, with
-    // the plan's masks re-rooted at "/", is the box's only /proc.
-    prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
-    // The init's handler came with the clone; its target did not: a stop
-    // before the command exists waits in g_stop_pending.
-    g_forward_stop_to = 0;
-    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) fail_mount(ctx, SetupStep::mount_invocation_proc, *f);
-    InitMessage ready{};
-    ready.kind = InitMessageKind::ready;
-    send(ctx.report_fd, ready);
-    wait_for_byte(ctx);  // "start": the supervisor's hook ran
-
+// Starts the command and reaps: when the command exits its status is
+// reported; a run's reaper then exits at once (the kernel kills what the
+// command left in the namespace), a session's invocation (`outlive_command`)
+// stays the namespace's PID 1 while anything the command started still runs
+// (background jobs live on between execs) and exits when nothing is left.
+[[noreturn]] void start_command_and_reap(const InitContext& ctx, bool outlive_command) noexcept {
     // The command's raise of its OOM score applies to this reaper too (they
     // share memory until its execve): the reaper's own is put back after.
     const int reaper_oom_score_adj = oom_score_adj_of_self();
@@ -268,7 +254,7 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     }
     close(ctx.stdout_fd);
     close(ctx.stderr_fd);
-    close(ctx.control_fd);
+    if (ctx.control_fd >= 0) close(ctx.control_fd);
     if (ctx.stdin_fd >= 0) close(ctx.stdin_fd);
     if (ctx.tty_slave_fd >= 0) close(ctx.tty_slave_fd);  // the command's alone: its exit is the master's EOF
     // Keep nothing of the host's stdin (1 and 2 are already /dev/null).
@@ -280,25 +266,68 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
         int status = 0;
         pid_t pid = waitpid(-1, &status, __WALL);
         if (pid < 0 && errno == EINTR) continue;
-        if (pid < 0) _exit(125);  // cannot happen: the command is our child
+        if (pid < 0) _exit(outlive_command ? 0 : 125);  // ECHILD: a run's command is our child until reported
         if (pid == cmd) {
             send_exit_status(ctx, status);
-            _exit(0);
+            if (!outlive_command) _exit(0);
+            // Nothing more to report: the supervisor's exec ends with the
+            // status; background jobs keep this namespace alive.
+            // (A later stop still goes to the command's process group: its
+            // background jobs there get SIGTERM before the kill.)
+            close(ctx.report_fd);
         }
     }
+}
+
+// ---- the invocation: PID 1 of the nested PID namespace. The command runs as
+// its child so that the command has ordinary signal semantics (a PID 1 ignores
+// signals it has no handler for, even SIGTERM sent to itself); this reaper
+// adopts the command's orphans and, when the command exits, reports its status
+// and exits, and the kernel then kills whatever the command left behind.
+// It is spawned during setup, so that after "start" only the command's own
+// fork and exec remain on the critical path.
+[[noreturn]] void run_invocation(const InitContext& ctx) noexcept {
+    // getpid() answers in this nested namespace; /proc must too, or every
+    // tool reading /proc/<own pid> (ps, runtimes) reads another process. The
+    // init never mounted a /proc: this one, of the nested PID namespace, with
+    // the plan's masks re-rooted at "/", is the box's only /proc.
+    prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
+    // The init's handler came with the clone; its target did not: a stop
+    // before the command exists waits in g_stop_pending.
+    g_forward_stop_to = 0;
+    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) fail_mount(ctx, SetupStep::mount_invocation_proc, *f);
+    InitMessage ready{};
+    ready.kind = InitMessageKind::ready;
+    send(ctx.report_fd, ready);
+    wait_for_byte(ctx);  // "start": the supervisor's hook ran
+    start_command_and_reap(ctx, false);
+}
+
+// ---- a session's invocation: as run_invocation, in a mount namespace of
+// its own (CLONE_NEWNS) so that its /proc is of its own PID namespace (an
+// exec sees its own processes, never another role's), started at once (the
+// request is the "start"), and outliving its command while background jobs run.
+[[noreturn]] void run_session_invocation(const InitContext& ctx) noexcept {
+    signal(SIGCHLD, SIG_DFL);  // the init ignores it (its invocations are reaped by the kernel); this reaper waits
+    prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
+    g_forward_stop_to = 0;
+    g_stop_pending = 0;
+    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) fail_mount(ctx, SetupStep::mount_invocation_proc, *f);
+    start_command_and_reap(ctx, true);
 }
 
 // Our pipes, and the detached ID-mapped trees the mount plan attaches
 // (rootfs/idmapped_tree.hpp): the only inherited fds the init keeps.
 void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
     constexpr int kMaxTrees = 8;
-    int keep[9 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
+    int keep[10 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
     int count = 7;
     if (ctx.stdin_fd >= 0) keep[count++] = ctx.stdin_fd;
     if (ctx.tty_channel_fd >= 0) keep[count++] = ctx.tty_channel_fd;
+    if (ctx.session_fd >= 0) keep[count++] = ctx.session_fd;
     for (const auto& op : ctx.plan->ops) {
         if (op.kind != rootfs::MountKind::AttachTree || op.tree_fd < 0) continue;
-        if (count == 9 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
+        if (count == 10 + kMaxTrees) fail(ctx, SetupStep::wait_for_supervisor, EMFILE, "more ID-mapped binds than the init keeps");
         keep[count++] = op.tree_fd;
     }
     // Insertion sort + dedupe (close_all_except wants ascending, distinct fds).
@@ -319,24 +348,10 @@ void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
     check_step(ctx, close_all_except(keep, count), SetupStep::wait_for_supervisor, "close_range");
 }
 
-// SCM_RIGHTS of one fd with a one-byte message: 0 or -errno.
+// One fd with a one-byte message (the pty master): 0 or -errno.
 int send_fd(int sock, int fd) noexcept {
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
-        if (errno != EINTR) return -errno;
-    return 0;
+    const char byte = 0;
+    return send_with_fds(sock, &byte, 1, &fd, 1);
 }
 
 // --tty: a pty of the box's own devpts (after pivot_root /dev/ptmx is
@@ -359,6 +374,73 @@ int open_box_pty(const InitContext& ctx) noexcept {
     close(master);
     close(ctx.tty_channel_fd);
     return slave;
+}
+
+// The answer to one request: {err}, with the invocation's pidfd when err is 0.
+void answer_exec_request(int sock, int err, int pidfd) noexcept {
+    ExecReply reply{err};
+    send_with_fds(sock, &reply, sizeof reply, &pidfd, pidfd >= 0 ? 1 : 0);
+}
+
+// ---- a session's init: after "ready", one invocation per request of its
+// supervisor, each PID 1 of a new nested PID namespace (and mount namespace,
+// for its own /proc), with the request's identity, command, environment and
+// pipes. The supervisor holds each invocation's pidfd (sent back here) to
+// stop it, kill it and see it end; the init needs no waitpid for them:
+// SIGCHLD ignored lets the kernel reap them. The init itself starts nothing
+// else and exits when its supervisor closes the channel (or dies: the
+// parent-death signal).
+[[noreturn]] void serve_session(const InitContext& ctx) noexcept {
+    signal(SIGCHLD, SIG_IGN);
+    InitMessage ready{};
+    ready.kind = InitMessageKind::ready;
+    send(ctx.report_fd, ready);
+    static char request[kMaxExecRequestBytes];
+    static char* slots[kMaxExecStrings];
+    for (;;) {
+        int fds[kExecRequestFds] = {-1, -1, -1};
+        int nfds = 0;
+        ssize_t n = receive_with_fds(ctx.session_fd, request, sizeof request, fds, kExecRequestFds, nfds);
+        if (n == 0) _exit(0);
+        DecodedExec exec{};
+        int err = n < 0 ? static_cast<int>(-n)
+                        : decode_exec_request(request, static_cast<std::size_t>(n), slots, kMaxExecStrings, exec);
+        if (err == 0 && nfds != kExecRequestFds) err = EPROTO;
+        int pidfd = -1;
+        if (err == 0) {
+            InitContext inv = ctx;
+            inv.uid = exec.uid;
+            inv.gid = exec.gid;
+            inv.task_limit = exec.task_limit;
+            inv.open_file_limit = exec.open_file_limit;
+            inv.cwd = exec.cwd;
+            inv.argv = exec.argv;
+            inv.envp = exec.envp;
+            inv.exec_candidates = exec.candidates;
+            inv.report_fd = fds[0];
+            inv.stdout_fd = fds[1];
+            inv.stderr_fd = fds[2];
+            inv.stdin_fd = -1;
+            inv.control_fd = -1;
+            inv.tty_channel_fd = -1;
+            inv.tty_slave_fd = -1;
+            inv.session_fd = -1;
+            clone_args args{};
+            args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD;
+            args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+            args.exit_signal = SIGCHLD;
+            long pid = syscall(SYS_clone3, &args, sizeof args);
+            if (pid == 0) {
+                close(ctx.session_fd);  // only the init takes requests
+                close(ctx.report_fd);
+                run_session_invocation(inv);
+            }
+            if (pid < 0) err = errno;
+        }
+        for (int i = 0; i < nfds; ++i) close(fds[i]);
+        answer_exec_request(ctx.session_fd, err, pidfd);
+        if (pidfd >= 0) close(pidfd);
+    }
 }
 
 }  // namespace
@@ -410,6 +492,15 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     if (ctx.wait_for_go == InitContext::Go::before_invocation) {
         wait_for_byte(ctx);
         if (unshare(CLONE_NEWCGROUP) != 0) fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
+    }
+
+    if (ctx.session_fd >= 0) {
+        close(ctx.stdout_fd);  // a session's output is per exec: these pipes are unused
+        close(ctx.stderr_fd);
+        close(ctx.control_fd);
+        if (dup2(null_fd, 0) < 0) close(0);
+        close(null_fd);
+        serve_session(ctx);
     }
 
     // The invocation gets its own PID namespace: when it exits, the kernel

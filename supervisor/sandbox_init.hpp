@@ -46,6 +46,11 @@ struct InitContext {
     // of the box's pty to the supervisor (SCM_RIGHTS); -1 without --tty.
     int tty_channel_fd;
     int tty_slave_fd;                    // -1; set by the init itself once it opened the pty
+    // A session (`corral session start`): the init's end of the SOCK_SEQPACKET
+    // pair its supervisor sends exec requests over (session_wire.hpp); the
+    // init then starts no command of its own but one invocation per request.
+    // -1 for a run.
+    int session_fd;
     std::uint64_t task_limit;            // RLIMIT_NPROC of the command's (run-exclusive) UID
     std::uint64_t open_file_limit;       // RLIMIT_NOFILE of the command
     int command_oom_score_adj;           // the command's oom_score_adj (corral's own processes: -1000)
@@ -54,7 +59,8 @@ struct InitContext {
 };
 
 // Never returns. Exit status of the init: 0 after reporting the command's
-// status; 125 after reporting a failed step (or if the supervisor vanished).
+// status (a session's: once its supervisor closed the channel); 125 after
+// reporting a failed step (or if the supervisor vanished).
 [[noreturn]] void run_sandbox_init(const InitContext& ctx) noexcept;
 
 }  // namespace corral::supervisor

@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <linux/magic.h>
 #include <linux/sched.h>
+#include <sys/socket.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +32,7 @@
 #include "supervisor/hostname.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/sandbox_init.hpp"
+#include "supervisor/session_wire.hpp"
 #include "supervisor/stale_cleanup.hpp"
 #include "supervisor/sweep.hpp"
 #include "supervisor/threads.hpp"
@@ -154,8 +156,17 @@ struct InitPipes {
     std::pair<Fd, Fd> out = make_pipe();
     std::pair<Fd, Fd> err = make_pipe();
     std::pair<Fd, Fd> tty;   // --tty: the pty master's way out (first: the supervisor's end)
-    explicit InitPipes(bool with_tty) {
+    std::pair<Fd, Fd> session;   // a session: exec requests (first: the supervisor's end)
+    InitPipes(bool with_tty, bool with_session) {
         if (with_tty) tty = make_fd_channel();
+        if (with_session) {
+            session = make_fd_channel();
+            // One request is one datagram, up to kMaxExecRequestBytes: the
+            // default send buffer (~208 KiB) would refuse a large one.
+            const int bytes = static_cast<int>(kMaxExecRequestBytes + 64 * 1024);
+            if (setsockopt(session.first.get(), SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+                setsockopt(session.first.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+        }
     }
 };
 
@@ -244,6 +255,7 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
     ctx.stdin_fd = host.stdin_handover.fd.valid() ? host.stdin_handover.fd.get() : -1;
     ctx.tty_channel_fd = pipes.tty.second.valid() ? pipes.tty.second.get() : -1;
     ctx.tty_slave_fd = -1;
+    ctx.session_fd = pipes.session.second.valid() ? pipes.session.second.get() : -1;
     // The UID is this run's alone, so its task count is the run's: a bound
     // even without --pids (whose cgroup limit also covers the init and reaper).
     ctx.task_limit = host.task_limit;
@@ -340,6 +352,31 @@ private:
     std::shared_ptr<UidLease> lease_;
 };
 
+// A session's service and verifier UIDs: two more leases from the range,
+// each recording the run id (so stale cleanup knows them), each checked
+// like the agent's (no user, group or process has it; a taken one is
+// skipped). Unlike the agent's, their check runs before the clone: sessions
+// start rarely, execs often.
+std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, std::set<uid_t> skip) {
+    skip.insert(agent_uid);
+    std::vector<UidLease> leases;
+    while (leases.size() < 2) {
+        UidLease lease = acquire_uid(spec.uid_range, spec.lock_dir, skip);
+        lease.record_run_id(spec.run_id);
+        skip.insert(lease.uid());
+        const std::string claim = user_database_claim(lease.uid());
+        const auto owners = processes_of_identity(lease.uid(), lease.gid(), KernelThreads::skip);
+        if (!claim.empty() || !owners.empty()) {
+            log::warn("uid " + std::to_string(lease.uid()) + " " +
+                      (claim.empty() ? std::string("is used by processes outside corral") : claim) +
+                      "; skipping it (take it out of --uid-range)");
+            continue;
+        }
+        leases.push_back(std::move(lease));
+    }
+    return leases;
+}
+
 // A std::thread that is joined whichever way the scope is left (a joinable
 // std::thread destroyed by an exception would terminate the process).
 struct JoinOnExit {
@@ -395,7 +432,14 @@ Sandbox SandboxLauncher::adopt_init(SandboxSpec spec, UidLease lease, RunCgroup 
     pipes.out.second.reset();
     pipes.err.second.reset();
     pipes.tty.second.reset();
+    pipes.session.second.reset();
     box.report_ = std::move(pipes.report.first);
+    if (pipes.session.first.valid()) {
+        box.session_ = std::move(pipes.session.first);
+        box.session_lock_ = std::make_unique<std::mutex>();
+    }
+    box.task_limit_ = host.task_limit;
+    box.open_file_limit_ = host.open_files;
     box.control_ = std::move(pipes.control.second);
     box.stdout_ = std::move(pipes.out.first);
     box.stderr_ = std::move(pipes.err.first);
@@ -504,6 +548,8 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     timer.lap("hand_over_stdin, read_host_budget");
     UidLease lease = lease_uid_for_run(spec, skip_uids, previous_attempt);
     timer.lap("acquire_uid");
+    std::vector<UidLease> role_leases;
+    if (spec.session) role_leases = lease_role_uids(spec, lease.uid(), skip_uids);
     RunCgroup cgroup = RunCgroup::create(spec.run_id, spec.limits);
     timer.lap("RunCgroup::create");
     PlannedRootfs rootfs = plan_rootfs_for_lease(spec, lease, timer);
@@ -512,7 +558,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     SeccompProgram seccomp = compile_seccomp(spec.seccomp_rules);
     timer.lap("compile_seccomp");
     const CommandImage command(spec);
-    InitPipes pipes(spec.tty);
+    InitPipes pipes(spec.tty, spec.session);
 
     require_single_thread();
     CgroupPlacement placement = placement_of(cgroup);
@@ -523,6 +569,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     timer.lap("clone3");
 
     Sandbox box = adopt_init(std::move(spec), std::move(lease), std::move(cgroup), rootfs, host, pipes, pid, pidfd);
+    box.role_leases_ = std::move(role_leases);
     try {
         pin_pid_namespace(box);
         if (ctx.wait_for_go == InitContext::Go::before_setup) {
@@ -571,7 +618,12 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
 }
 
 Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds) {
+    // A session's init starts no command of its own; the image it is given
+    // (never executed) only keeps the init's context whole.
+    if (spec.session && spec.argv.empty()) spec.argv = {"/"};
     if (spec.argv.empty()) throw UsageError("missing command");
+    if (spec.session && (spec.tty || spec.pass_stdin))
+        throw UsageError("a session has no terminal or stdin of its own; give --tty or --stdin to an exec");
     check_hostname(spec.hostname);
     // A UID owned by a foreign process is skipped (as a leased one is), with
     // a warning: an operator should take it out of the range.

@@ -8,9 +8,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 
 #include "base/log.hpp"
@@ -18,6 +20,7 @@
 #include "supervisor/command_path.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/log_cap.hpp"
+#include "supervisor/session.hpp"
 
 namespace corral::supervisor {
 
@@ -41,15 +44,14 @@ bool write_to_sink(int fd, const char* data, std::size_t len) {
 }
 
 // The stdout log is a plain file of the run dir, and none of corral's own.
-void check_stdout_log_name(const SandboxSpec& spec) {
-    if (spec.stdout_log_name.empty() || spec.stdout_log_name.find('/') != std::string::npos ||
-        spec.stdout_log_name == "stderr.log" || spec.stdout_log_name == "run.json")
-        throw UsageError("stdout log name \"" + spec.stdout_log_name + "\": expected a plain file name in the run dir");
+void check_stdout_log_name(const std::string& name) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "stderr.log" || name == "run.json")
+        throw UsageError("stdout log name \"" + name + "\": expected a plain file name in the run dir");
 }
 
 // A new, truncated log in the run dir (0600, never through a symlink).
-Fd open_run_log(const SandboxSpec& spec, const std::string& name) {
-    std::string path = spec.run_dir + "/" + name;
+Fd open_run_log(const std::string& dir, const std::string& name) {
+    std::string path = dir + "/" + name;
     Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd.valid()) throw SysError("open", path, errno);
     return fd;
@@ -61,9 +63,9 @@ int ms_until(Clock::time_point when, Clock::time_point now) {
 
 // One round's poll set: -1 for what is not watched.
 struct PollSet {
-    pollfd fds[6 + TerminalRelay::kMaxPollFds];
+    pollfd fds[7 + TerminalRelay::kMaxPollFds];
     int n = 0;
-    int interrupt = -1, out = -1, err = -1, report = -1, pid = -1;
+    int interrupt = -1, hangup = -1, out = -1, err = -1, report = -1, pid = -1;
     int tty_out = -1, tty_first = 0, tty_count = 0;   // --tty: the pty master's output, the relay's own
 
     int add(int fd) {
@@ -75,17 +77,61 @@ struct PollSet {
 
 constexpr short kReadable = POLLIN | POLLHUP | POLLERR;
 
+// What one supervise() watches: a run's sandbox (its init) or one
+// invocation of a session (its reaper).
+struct Watched {
+    Fd& out;                     // read ends of the command's stdout/stderr
+    Fd& err;
+    Fd& report;                  // InitMessages
+    int pidfd;                   // the init's, or the invocation reaper's
+    TerminalRelay* tty;          // --tty (runs only)
+    std::string log_dir;
+    std::string stdout_log_name;
+    std::uint64_t log_limit;
+    std::optional<std::chrono::milliseconds> timeout;
+    std::chrono::milliseconds grace;
+    std::function<std::string()> paths_tried;   // "CMD (searched PATH=...)" for a command not found
+    const rootfs::MountPlan& plan;
+    const rootfs::MountPlan& proc_plan;
+    // A session's invocation outlives its command while background jobs
+    // run: its end is the command's status, not the reaper's exit.
+    bool done_at_status;
+};
+
+// "CMD (searched PATH=...)", or the path itself when it has a '/'.
+std::string describe_paths_tried(const std::string& cmd, const std::vector<std::string>& env) {
+    std::string tried = cmd;
+    if (tried.find('/') == std::string::npos) tried += " (searched PATH=" + env_value(env, "PATH") + ")";
+    return tried;
+}
+
 }  // namespace
 
 // One supervise() call: its state and its steps.
 class Supervision {
 public:
-    Supervision(Sandbox& box, const OutputSinks& sinks)
-        : box_(box), spec_(box.spec_), sinks_(sinks), out_cap_{spec_.log_limit_bytes}, err_cap_{spec_.log_limit_bytes} {
-        check_stdout_log_name(spec_);
-        out_log_ = open_run_log(spec_, spec_.stdout_log_name);
-        err_log_ = open_run_log(spec_, "stderr.log");
-        if (spec_.timeout) deadline_ = Clock::now() + *spec_.timeout;
+    Supervision(Watched w, const OutputSinks& sinks)
+        : w_(std::move(w)), sinks_(sinks), out_cap_{w_.log_limit}, err_cap_{w_.log_limit} {
+        check_stdout_log_name(w_.stdout_log_name);
+        out_log_ = open_run_log(w_.log_dir, w_.stdout_log_name);
+        err_log_ = open_run_log(w_.log_dir, "stderr.log");
+        if (w_.timeout) deadline_ = Clock::now() + *w_.timeout;
+    }
+
+    static Watched of(Sandbox& box) {
+        const SandboxSpec& spec = box.spec_;
+        return Watched{box.stdout_, box.stderr_, box.report_, box.pidfd_.get(), box.tty_.get(), spec.run_dir,
+                       spec.stdout_log_name, spec.log_limit_bytes, spec.timeout, spec.stop_grace,
+                       [&spec] { return describe_paths_tried(spec.argv.front(), command_environment(spec)); },
+                       box.plan_, box.proc_plan_, false};
+    }
+
+    static Watched of(Invocation& inv, const Sandbox& box) {
+        const InvocationSpec& spec = inv.spec_;
+        return Watched{inv.stdout_, inv.stderr_, inv.report_, inv.pidfd_.get(), nullptr, spec.log_dir, "stdout.log",
+                       spec.log_limit_bytes, spec.timeout, spec.stop_grace,
+                       [&inv] { return describe_paths_tried(inv.spec_.argv.front(), inv.env_); },
+                       box.plan_, box.proc_plan_, true};
     }
 
     SuperviseResult run() {
@@ -95,23 +141,30 @@ public:
             if (stop_at_deadline(now) || kill_after_grace(now)) continue;
             if (drain_until_ && now >= *drain_until_) break;  // something holds a pipe open after the init died (D state)
             if (!wait_for_events(set, poll_timeout_ms(now))) continue;
-            forward_output(set.has(set.out, kReadable), box_.stdout_, sinks_.stdout_fd, out_log_, out_cap_,
-                           spec_.stdout_log_name, result_.stdout_reader_gone);
-            forward_output(set.has(set.err, kReadable), box_.stderr_, sinks_.stderr_fd, err_log_, err_cap_, "stderr.log",
+            forward_output(set.has(set.out, kReadable), w_.out, sinks_.stdout_fd, out_log_, out_cap_,
+                           w_.stdout_log_name, result_.stdout_reader_gone);
+            forward_output(set.has(set.err, kReadable), w_.err, sinks_.stderr_fd, err_log_, err_cap_, "stderr.log",
                            result_.stderr_reader_gone);
-            if (box_.tty_) {
-                forward_output(set.has(set.tty_out, kReadable), box_.tty_->master(), sinks_.stdout_fd, out_log_,
-                               out_cap_, spec_.stdout_log_name, result_.stdout_reader_gone);
-                box_.tty_->step(set.fds + set.tty_first, set.tty_count);
+            if (w_.tty) {
+                forward_output(set.has(set.tty_out, kReadable), w_.tty->master(), sinks_.stdout_fd, out_log_,
+                               out_cap_, w_.stdout_log_name, result_.stdout_reader_gone);
+                w_.tty->step(set.fds + set.tty_first, set.tty_count);
             }
             if (set.has(set.report, kReadable)) take_report();
             if (set.has(set.interrupt, POLLIN)) stop_on_signal();
+            if (set.has(set.hangup, kReadable)) stop_if_caller_gone();
             if (set.has(set.pid, POLLIN)) {
                 init_exited_ = true;
                 drain_until_ = Clock::now() + 2s;
             }
+            if (w_.done_at_status && !init_exited_ && command_ended()) {
+                // Background jobs may keep the reaper (and the pipes) alive:
+                // what they write after 1 s is no longer this exec's.
+                init_exited_ = true;
+                drain_until_ = Clock::now() + 1s;
+            }
         }
-        if (box_.tty_) restore_callers_terminal();
+        if (w_.tty) restore_callers_terminal();
         result_.stdout_bytes = out_cap_.produced;
         result_.stdout_logged = out_cap_.logged;
         result_.stderr_bytes = err_cap_.produced;
@@ -121,28 +174,29 @@ public:
 
 private:
     bool anything_left_to_watch() const {
-        return box_.stdout_.valid() || box_.stderr_.valid() || box_.report_.valid() || !init_exited_ ||
-               (box_.tty_ && box_.tty_->master().valid());
+        return w_.out.valid() || w_.err.valid() || w_.report.valid() || !init_exited_ ||
+               (w_.tty && w_.tty->master().valid());
     }
 
     // Before corral says anything about the run's end, the caller's
     // terminal is as it was (teardown restores it too, on every path).
     void restore_callers_terminal() {
-        if (std::string problem = box_.tty_->restore_caller(); !problem.empty())
+        if (std::string problem = w_.tty->restore_caller(); !problem.empty())
             log::warn("restoring the terminal's settings after the run: " + problem);
     }
 
     PollSet poll_set() const {
         PollSet set;
         if (sinks_.interrupt_fd >= 0 && !result_.stop_killed && !init_exited_) set.interrupt = set.add(sinks_.interrupt_fd);
-        if (box_.stdout_.valid()) set.out = set.add(box_.stdout_.get());
-        if (box_.stderr_.valid()) set.err = set.add(box_.stderr_.get());
-        if (box_.report_.valid()) set.report = set.add(box_.report_.get());
-        if (!init_exited_) set.pid = set.add(box_.pidfd_.get());
-        if (box_.tty_) {
-            if (box_.tty_->master().valid()) set.tty_out = set.add(box_.tty_->master().get());
+        if (sinks_.hangup_fd >= 0 && !result_.caller_gone && !init_exited_) set.hangup = set.add(sinks_.hangup_fd);
+        if (w_.out.valid()) set.out = set.add(w_.out.get());
+        if (w_.err.valid()) set.err = set.add(w_.err.get());
+        if (w_.report.valid()) set.report = set.add(w_.report.get());
+        if (!init_exited_) set.pid = set.add(w_.pidfd);
+        if (w_.tty) {
+            if (w_.tty->master().valid()) set.tty_out = set.add(w_.tty->master().get());
             set.tty_first = set.n;
-            set.tty_count = box_.tty_->add_poll_fds(set.fds + set.n);
+            set.tty_count = w_.tty->add_poll_fds(set.fds + set.n);
             set.n += set.tty_count;
         }
         return set;
@@ -155,23 +209,35 @@ private:
     void begin_stop(std::chrono::milliseconds grace) {
         result_.stop_grace = grace;
         if (grace.count() <= 0) return kill_now();
-        signal_through_pidfd(box_.pidfd_.get(), SIGTERM);
+        signal_through_pidfd(w_.pidfd, SIGTERM);
         kill_at_ = Clock::now() + grace;
     }
 
     void kill_now() {
-        signal_through_pidfd(box_.pidfd_.get(), SIGKILL);
+        signal_through_pidfd(w_.pidfd, SIGKILL);
         result_.stop_killed = true;
         kill_at_.reset();
     }
 
     bool stopping() const { return result_.stop_grace.has_value(); }
 
+    bool command_ended() const { return result_.wait_status || result_.not_found || result_.setup_failure; }
+
+    // The caller's connection reached EOF (anything it sends is read and
+    // dropped): the exec stops, with the spec's grace.
+    void stop_if_caller_gone() {
+        char scratch[256];
+        ssize_t n = recv(sinks_.hangup_fd, scratch, sizeof scratch, MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
+        result_.caller_gone = true;
+        if (!stopping()) begin_stop(w_.grace);
+    }
+
     // The deadline covers the whole sandbox. True when the stop began just now.
     bool stop_at_deadline(Clock::time_point now) {
         if (!deadline_ || result_.deadline_hit || stopping() || now < *deadline_) return false;
         result_.deadline_hit = true;
-        begin_stop(spec_.stop_grace);
+        begin_stop(w_.grace);
         return true;
     }
 
@@ -219,9 +285,9 @@ private:
             return;
         }
         const std::size_t keep = cap.admit(static_cast<std::size_t>(got));
-        if (keep > 0) write_all(log.get(), buf_, keep, spec_.run_dir + "/" + name);
+        if (keep > 0) write_all(log.get(), buf_, keep, w_.log_dir + "/" + name);
         if (cap.cut_now)
-            log::warn(name + " reached --log-limit (" + std::to_string(spec_.log_limit_bytes) +
+            log::warn(name + " reached --log-limit (" + std::to_string(w_.log_limit) +
                       " bytes); the rest of the command's output is not logged, only streamed");
         if (sink >= 0 && !write_to_sink(sink, buf_, static_cast<std::size_t>(got))) {
             reader_gone = true;
@@ -234,24 +300,16 @@ private:
     // invocation that failed before execve. EOF: nothing more will come.
     void take_report() {
         InitMessage msg{};
-        if (!read_message(box_.report_.get(), msg)) {
-            box_.report_.reset();
+        if (!read_message(w_.report.get(), msg)) {
+            w_.report.reset();
         } else if (msg.kind == InitMessageKind::command_exited) {
             if (!result_.wait_status) result_.wait_status = msg.wait_status;
         } else if (msg.kind == InitMessageKind::setup_failed) {
             if (msg.step == SetupStep::exec_command && msg.err == ENOENT)
-                result_.not_found = paths_tried();
+                result_.not_found = w_.paths_tried();
             else
-                result_.setup_failure = setup_error(msg, box_.plan_, box_.proc_plan_);
+                result_.setup_failure = setup_error(msg, w_.plan, w_.proc_plan);
         }
-    }
-
-    // "CMD (searched PATH=...)", or the path itself when it has a '/'.
-    std::string paths_tried() const {
-        std::string tried = spec_.argv.front();
-        if (tried.find('/') == std::string::npos)
-            tried += " (searched PATH=" + env_value(command_environment(spec_), "PATH") + ")";
-        return tried;
     }
 
     // A signal to the supervisor stops the sandbox, which is then still torn
@@ -266,7 +324,7 @@ private:
             return;
         }
         result_.interrupted_by = static_cast<int>(si.ssi_signo);
-        auto grace = spec_.stop_grace;
+        auto grace = w_.grace;
         if (si.ssi_code == SI_QUEUE && si.ssi_int >= 0) {
             result_.stopped_by_request = true;
             grace = std::chrono::milliseconds(si.ssi_int);
@@ -274,8 +332,7 @@ private:
         begin_stop(grace);
     }
 
-    Sandbox& box_;
-    const SandboxSpec& spec_;
+    Watched w_;
     const OutputSinks& sinks_;
     LogCap out_cap_;
     LogCap err_cap_;
@@ -289,6 +346,10 @@ private:
     char buf_[65536];
 };
 
-SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) { return Supervision(box, sinks).run(); }
+SuperviseResult supervise(Sandbox& box, const OutputSinks& sinks) { return Supervision(Supervision::of(box), sinks).run(); }
+
+SuperviseResult supervise(Invocation& inv, const Sandbox& box, const OutputSinks& sinks) {
+    return Supervision(Supervision::of(inv, box), sinks).run();
+}
 
 }  // namespace corral::supervisor

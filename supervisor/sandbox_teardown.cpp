@@ -192,20 +192,39 @@ void SandboxTeardown::sweep_uid(Sandbox& box, StepLog& log, HostScan& scan, bool
                        (escaped.empty() ? std::string()
                                         : "; " + std::to_string(escaped.size()) + " processes of uid " +
                                               std::to_string(uid) + " outside this run left alone: " + pid_list(escaped)));
-    } else if (escaped.empty()) {
-        log.record("uid_sweep", true, "no process of uid " + std::to_string(uid) + " on the host");
-    } else {
-        for (pid_t p : escaped) kill_if_identity(p, uid, box.lease_.gid());
-        log.record("uid_sweep", false,
-                   std::to_string(escaped.size()) + " processes of uid " + std::to_string(uid) +
-                       " survived teardown (SIGKILLed now): " + pid_list(escaped));
+        return;
     }
+    // A session's roles each have a UID of their own: each is swept the
+    // same way (the pass above saw only the agent's).
+    std::string survivors;
+    std::string uids = std::to_string(uid);
+    auto sweep = [&](uid_t u, gid_t g, std::vector<pid_t> found) {
+        if (found.empty()) return;
+        for (pid_t p : found) kill_if_identity(p, u, g);
+        survivors += (survivors.empty() ? "" : "; ") + std::to_string(found.size()) + " processes of uid " +
+                     std::to_string(u) + " survived teardown (SIGKILLed now): " + pid_list(found);
+    };
+    sweep(uid, box.lease_.gid(), std::move(escaped));
+    for (const auto& role : box.role_leases_) {
+        uids += ", " + std::to_string(role.uid());
+        sweep(role.uid(), role.gid(), processes_of_identity(role.uid(), role.gid()));
+    }
+    if (survivors.empty())
+        log.record("uid_sweep", true,
+                   "no process of uid " + uids + " on the host");
+    else
+        log.record("uid_sweep", false, survivors);
 }
 
 void SandboxTeardown::release_uid_lease(Sandbox& box, StepLog& log) {
     if (box.lease_.held()) {
         std::string lock = box.lease_.lock_path();
         box.lease_.release();
+        for (auto& role : box.role_leases_)
+            if (role.held()) {
+                lock += " " + role.lock_path();
+                role.release();
+            }
         log.record("release_uid_lease", true, "released " + lock);
     } else {
         log.record("release_uid_lease", true,

@@ -28,6 +28,7 @@
 #include "rootfs/host_paths.hpp"
 #include "run/agent_run.hpp"
 #include "run/egress.hpp"
+#include "run/outcome.hpp"
 #include "run/prepare.hpp"
 #include "run/request.hpp"
 #include "run/resolve.hpp"
@@ -43,18 +44,18 @@ namespace {
 
 using namespace corral::supervisor;
 
-constexpr int kExitDeadline = 124;
-constexpr int kExitSetup = 125;
-constexpr int kExitTeardown = 126;
-constexpr int kExitNotFound = 127;
-constexpr int kExitUsage = 2;
+using run::kExitNotFound;
+using run::kExitSetup;
+using run::kExitTeardown;
+using run::kExitUsage;
 
 // What corral tells the operator about a run also goes into its run.json
 // ("messages"), so a record of a refused or failed run says why.
 std::vector<std::string>* g_run_messages = nullptr;
+const char* g_prefix = "corral run";   // "corral session" for a session's supervisor
 
 void say(const std::string& line) {
-    std::fprintf(stderr, "corral run: %s\n", line.c_str());
+    std::fprintf(stderr, "%s: %s\n", g_prefix, line.c_str());
     if (g_run_messages != nullptr) g_run_messages->push_back(line);
 }
 
@@ -131,6 +132,11 @@ int cmd_run(int argc, char** argv) {
         say(e.what());
         return kExitUsage;
     }
+    return run_in_sandbox(request, SandboxBody{});
+}
+
+int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
+    if (body.prefix != nullptr) g_prefix = body.prefix;
     if (geteuid() != 0) {
         say("must run as root (it creates namespaces and cgroups)");
         return kExitSetup;
@@ -197,7 +203,7 @@ int cmd_run(int argc, char** argv) {
             for (const auto& m : egress->take_stop_messages()) say(m);
             // The run's model traffic in one line (run.json has the numbers).
             if (auto t = egress->model_totals(); t && (t->requests || t->budget_refusals || t->policy_refusals))
-                std::fprintf(stderr, "corral run: %s\n", gateway::metering::totals_summary(*t).c_str());
+                std::fprintf(stderr, "%s: %s\n", g_prefix, gateway::metering::totals_summary(*t).c_str());
         }
         record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
         record.status = st;
@@ -210,7 +216,7 @@ int cmd_run(int argc, char** argv) {
             say(std::string("writing run.json: ") + e.what());
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
         }
-        if (!request.quiet) std::fprintf(stderr, "corral run: %s\n", run::run_summary_line(record, run_dir).c_str());
+        if (!request.quiet) std::fprintf(stderr, "%s: %s\n", g_prefix, run::run_summary_line(record, run_dir).c_str());
         return st;
     };
 
@@ -224,7 +230,9 @@ int cmd_run(int argc, char** argv) {
         say(std::string("writing run.json: ") + e.what());
         return kExitSetup;
     }
-    if (!request.quiet) std::fprintf(stderr, "corral run: run %s, run dir %s\n", record.id.c_str(), run_dir.c_str());
+    if (!request.quiet)
+        std::fprintf(stderr, "%s: %s %s, run dir %s\n", g_prefix, request.session ? "session" : "run", record.id.c_str(),
+                     run_dir.c_str());
     try {
         inputs = run::read_run_inputs(request, record.id, run_dir, state_dir);
         plan = run::resolve_run(request, inputs);
@@ -295,8 +303,12 @@ int cmd_run(int argc, char** argv) {
     // ── hook point: the sandbox exists, lo is up, the bridge listens, the command has not started.
     SuperviseResult result;
     try {
-        start_command(*box);
-        result = supervise(*box, OutputSinks{1, 2, interrupts.get()});
+        if (body.serve) {
+            result = body.serve(*box, interrupts.get(), [&] { write_running_record(); });
+        } else {
+            start_command(*box);
+            result = supervise(*box, OutputSinks{1, 2, interrupts.get()});
+        }
         log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {
         say(e.what());
@@ -349,40 +361,19 @@ int cmd_run(int argc, char** argv) {
         if (WIFSIGNALED(ws)) record.signal = WTERMSIG(ws);
     }
 
-    const char* outcome = "setup_failed";
+    std::string outcome = "setup_failed";
     if (!record.teardown.clean()) {
         for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
         status = kExitTeardown;
         outcome = "teardown_failed";
     } else if (status != 0) {
         // supervise() itself failed; already reported.
-    } else if (result.interrupted_by) {
-        status = 128 + *result.interrupted_by;
-        outcome = result.stopped_by_request ? "stopped" : "interrupted";
-    } else if (result.deadline_hit) {
-        status = kExitDeadline;
-        outcome = "deadline";
-    } else if (result.not_found) {
-        say("command not found in sandbox: " + *result.not_found);
-        status = kExitNotFound;
-        outcome = "not_found";
-    } else if (result.setup_failure) {
-        say(result.setup_failure->what());
-        status = kExitSetup;
-    } else if (record.exit_code) {
-        status = *record.exit_code;
-        outcome = "exited";
-    } else if (record.signal) {
-        status = 128 + *record.signal;
-        outcome = "killed";
-    } else if (usage.oom_killed) {
-        // The kernel's OOM kill took the report with it: the cgroup counted it.
-        record.signal = SIGKILL;
-        status = 128 + SIGKILL;
-        outcome = "killed";
     } else {
-        say("the sandbox's init exited without reporting the command's status");
-        status = kExitSetup;
+        run::CommandOutcome o = run::command_outcome(result, usage.oom_killed);
+        if (o.message) say(*o.message);
+        status = o.status;
+        outcome = o.outcome;
+        if (o.outcome == "killed" && !record.signal) record.signal = SIGKILL;  // the OOM kill the cgroup counted
     }
     if (usage.oom_killed) say("the sandbox reached its memory limit; the kernel killed a process (OOM)");
     if (usage.pids_limit_hits > 0)
@@ -390,7 +381,7 @@ int cmd_run(int argc, char** argv) {
             (record.limits.pids ? std::to_string(*record.limits.pids) + " pids" : std::string("pids")) + "): " +
             std::to_string(usage.pids_limit_hits) + " fork" + (usage.pids_limit_hits == 1 ? "" : "s") +
             " refused (EAGAIN); raise --pids if CMD needs more");
-    return finish(status, outcome);
+    return finish(status, outcome.c_str());
 }
 
 }  // namespace corral::cli

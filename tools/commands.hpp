@@ -3,6 +3,11 @@
 // subcommand itself) and returns the process exit status.
 #pragma once
 
+#include <functional>
+
+#include "run/request.hpp"
+#include "supervisor/sandbox.hpp"
+
 namespace corral::cli {
 
 int cmd_run(int argc, char** argv);       // tools/cmd_run.cpp
@@ -16,5 +21,21 @@ int cmd_ca(int argc, char** argv);        // tools/cmd_ca.cpp
 int cmd_validate(int argc, char** argv);  // tools/cmd_validate.cpp
 int cmd_budget(int argc, char** argv);    // tools/cmd_budget.cpp
 int cmd_image(int argc, char** argv);     // tools/cmd_image.cpp
+int cmd_session(int argc, char** argv);   // tools/cmd_session.cpp
+int cmd_exec(int argc, char** argv);      // tools/cmd_exec.cpp
+
+// What runs at the hook point of run_in_sandbox: by default the request's
+// command (start_command + supervise); a session serves its execs instead
+// until it is stopped, and may rewrite run.json through `record_now`.
+struct SandboxBody {
+    const char* prefix = nullptr;   // the lines' "corral run: " ("corral session")
+    std::function<supervisor::SuperviseResult(supervisor::Sandbox& box, int interrupt_fd,
+                                              const std::function<void()>& record_now)>
+        serve;
+};
+
+// `corral run`'s whole life after parsing: run dir, run.json, plan, egress,
+// launch, the body, teardown, exit status (tools/cmd_run.cpp).
+int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body);
 
 }  // namespace corral::cli

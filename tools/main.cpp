@@ -31,7 +31,8 @@ constexpr Subcommand kSubcommands[] = {
     {"inspect", corral::cli::cmd_inspect},   {"doctor", corral::cli::cmd_doctor},
     {"gateway", corral::cli::cmd_gateway},   {"ca", corral::cli::cmd_ca},
     {"validate", corral::cli::cmd_validate}, {"budget", corral::cli::cmd_budget},
-    {"image", corral::cli::cmd_image},
+    {"image", corral::cli::cmd_image},       {"session", corral::cli::cmd_session},
+    {"exec", corral::cli::cmd_exec},
 };
 
 // The dispatcher and the list `corral help`, the man page and the completion

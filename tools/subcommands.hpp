@@ -24,6 +24,8 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"validate", "validate an organisation config and print the resolved workers"},
     {"budget", "show or reset a worker's budget across runs (kept by the gateway daemon)"},
     {"image", "import OCI / docker save images and tarballs; list, inspect, remove them"},
+    {"session", "start a sandbox that outlives one command (session start|stop|ls)"},
+    {"exec", "run a command in a session, as its agent, a service or its verifier"},
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 

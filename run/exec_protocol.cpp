@@ -1,0 +1,95 @@
+#include "run/exec_protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "base/parse.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral::run {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<std::chrono::milliseconds> positive_ms(const json& j, const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    if (!j[key].is_number_integer() || j[key].get<long long>() < 0)
+        throw UsageError(std::string(key) + ": expected a whole number of milliseconds, 0 or more");
+    return std::chrono::milliseconds(j[key].get<long long>());
+}
+
+}  // namespace
+
+std::string exec_request_line(const ExecRequest& r) {
+    json env = json::array();
+    for (const auto& [k, v] : r.env) env.push_back(json::array({k, v}));
+    json j{{"argv", r.argv},
+           {"role", std::string(supervisor::role_name(r.role))},
+           {"env", env},
+           {"cwd", r.cwd ? json(*r.cwd) : json(nullptr)},
+           {"timeout_ms", r.timeout ? json(r.timeout->count()) : json(nullptr)},
+           {"grace_ms", r.grace ? json(r.grace->count()) : json(nullptr)}};
+    return j.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
+}
+
+ExecRequest parse_exec_request_line(std::string_view line) {
+    if (line.size() > kMaxExecLineBytes)
+        throw UsageError("exec request: more than " + std::to_string(kMaxExecLineBytes / 1024) + " KiB");
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object()) throw UsageError("exec request: not a JSON object");
+    ExecRequest r;
+    if (!j.contains("argv") || !j["argv"].is_array() || j["argv"].empty())
+        throw UsageError("exec request: argv: expected a non-empty array of strings (the command)");
+    for (const auto& a : j["argv"]) {
+        if (!a.is_string()) throw UsageError("exec request: argv: expected strings only");
+        r.argv.push_back(a.get<std::string>());
+    }
+    if (r.argv.front().empty()) throw UsageError("exec request: argv[0]: empty command name");
+    if (j.contains("role") && !j["role"].is_string()) throw UsageError("--role: expected agent, service or verifier");
+    const std::string role = j.value("role", std::string("agent"));
+    auto parsed = supervisor::parse_role(role);
+    if (!parsed) throw UsageError("--role " + role + ": expected agent, service or verifier");
+    r.role = *parsed;
+    if (j.contains("env") && !j["env"].is_null()) {
+        if (!j["env"].is_array()) throw UsageError("exec request: env: expected an array of [K, V] pairs");
+        for (const auto& kv : j["env"]) {
+            if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string())
+                throw UsageError("exec request: env: expected [K, V] pairs of strings");
+            // The same rule as --env K=V.
+            r.env.push_back(parse_env_pair(kv[0].get<std::string>() + "=" + kv[1].get<std::string>()));
+        }
+    }
+    if (j.contains("cwd") && !j["cwd"].is_null()) {
+        if (!j["cwd"].is_string() || j["cwd"].get<std::string>().empty() || j["cwd"].get<std::string>().front() != '/')
+            throw UsageError("--cwd: expected an absolute path in the sandbox");
+        r.cwd = j["cwd"].get<std::string>();
+    }
+    r.timeout = positive_ms(j, "timeout_ms");
+    if (r.timeout && r.timeout->count() == 0) throw UsageError("--timeout: must be more than 0");
+    r.grace = positive_ms(j, "grace_ms");
+    return r;
+}
+
+std::string exec_answer_line(const ExecAnswer& a) {
+    json j{{"exec", a.exec ? json(*a.exec) : json(nullptr)},
+           {"status", a.status},
+           {"outcome", a.outcome},
+           {"messages", a.messages}};
+    return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+ExecAnswer parse_exec_answer_line(std::string_view line) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("status") || !j["status"].is_number_integer())
+        throw UsageError("the session's answer is not an exec answer");
+    ExecAnswer a;
+    if (j.contains("exec") && j["exec"].is_number_integer()) a.exec = j["exec"].get<int>();
+    a.status = j["status"].get<int>();
+    a.outcome = j.value("outcome", std::string());
+    if (j.contains("messages") && j["messages"].is_array())
+        for (const auto& m : j["messages"])
+            if (m.is_string()) a.messages.push_back(m.get<std::string>());
+    return a;
+}
+
+}  // namespace corral::run

@@ -1,0 +1,51 @@
+// run/exec_protocol.hpp — what `corral exec` and a session's supervisor say
+// on the session's socket (pure: both ends and the tests use these).
+//
+// The caller sends one line of JSON, in the same sendmsg as its stdout and
+// stderr (SCM_RIGHTS: the supervisor writes the command's output straight
+// to them); the supervisor answers with one line of JSON when the command
+// has ended, and closes. docs/sessions.md "Protocol".
+//
+//   > {"argv":["make","test"],"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null}
+//   < {"exec":3,"status":0,"outcome":"exited","messages":[]}
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "supervisor/session.hpp"
+
+namespace corral::run {
+
+inline constexpr std::size_t kMaxExecLineBytes = 1u << 20;
+
+struct ExecRequest {
+    supervisor::Role role = supervisor::Role::agent;
+    std::vector<std::string> argv;
+    std::vector<std::pair<std::string, std::string>> env;
+    std::optional<std::string> cwd;                       // absolute; unset: the role's default
+    std::optional<std::chrono::milliseconds> timeout;
+    std::optional<std::chrono::milliseconds> grace;
+};
+
+// One line, '\n'-terminated.
+std::string exec_request_line(const ExecRequest& request);
+// Throws UsageError naming the field and what is allowed.
+ExecRequest parse_exec_request_line(std::string_view line);
+
+struct ExecAnswer {
+    std::optional<int> exec;                // the exec's number in the session (execs/N); none if refused
+    int status = 125;                       // corral exec's exit status
+    std::string outcome;                    // as run.json's, or "refused"
+    std::vector<std::string> messages;      // lines for the caller's stderr
+};
+
+std::string exec_answer_line(const ExecAnswer& answer);
+// Throws UsageError for a line that is not an answer.
+ExecAnswer parse_exec_answer_line(std::string_view line);
+
+}  // namespace corral::run

@@ -1,0 +1,31 @@
+// run/outcome.hpp — what a supervised command's end means: corral's exit
+// status and the record's "outcome", one rule for `corral run` and for each
+// `corral exec` of a session (docs/architecture.md "Exit status").
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "supervisor/sandbox.hpp"
+
+namespace corral::run {
+
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitDeadline = 124;
+inline constexpr int kExitSetup = 125;
+inline constexpr int kExitTeardown = 126;
+inline constexpr int kExitNotFound = 127;
+
+struct CommandOutcome {
+    int status = kExitSetup;
+    std::string outcome;                  // exited, killed, deadline, stopped, interrupted, not_found, setup_failed
+    std::optional<std::string> message;   // what to tell the operator ("command not found in sandbox: ...")
+};
+
+// In this order: a stop by signal (128+N; `corral stop`: "stopped"), the
+// deadline (124), a command not found (127), a step before execve (125), the
+// command's exit code, its signal (128+N), an OOM kill the cgroup counted
+// (137), else 125 "without reporting the command's status".
+CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool oom_killed);
+
+}  // namespace corral::run

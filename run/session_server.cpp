@@ -1,0 +1,424 @@
+#include "run/session_server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fd.hpp"
+#include "base/log.hpp"
+#include "base/sys_error.hpp"
+#include "run/exec_protocol.hpp"
+#include "run/outcome.hpp"
+#include "supervisor/fd_passing.hpp"
+#include "supervisor/init_channel.hpp"
+#include "supervisor/run_record.hpp"
+#include "supervisor/session.hpp"
+#include "supervisor/sweep.hpp"
+
+namespace corral::run {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using supervisor::Role;
+
+std::string session_socket_path(const std::string& run_dir) { return run_dir + "/session.sock"; }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A listening AF_UNIX stream socket at `path` (a stale one from a crashed
+// supervisor of this run dir cannot exist: the run dir is new).
+Fd listen_at(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path)
+        throw UsageError("session socket " + path + ": longer than " + std::to_string(sizeof addr.sun_path - 1) +
+                         " bytes; give a shorter --state-dir or --run-dir");
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
+    // Root's alone twice over: the run dir is 0700 and the socket 0600.
+    const mode_t old = umask(0177);
+    const int rc = bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    const int err = errno;
+    umask(old);
+    if (rc != 0) throw SysError("bind", path, err);
+    check_sys(listen(fd.get(), 64), "listen", path);
+    return fd;
+}
+
+// uid of the connected peer, or -1.
+long peer_uid(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    return static_cast<long>(cred.uid);
+}
+
+// The answer line; a caller already gone is no error of the session's.
+void send_answer(int fd, const ExecAnswer& a) {
+    const std::string line = exec_answer_line(a);
+    std::size_t off = 0;
+    while (off < line.size()) {
+        ssize_t n = send(fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        off += static_cast<std::size_t>(n);
+    }
+}
+
+ExecAnswer refusal(int status, const std::string& message) {
+    ExecAnswer a;
+    a.status = status;
+    a.outcome = "refused";
+    a.messages.push_back(message);
+    return a;
+}
+
+// The request line and the caller's stdout and stderr (SCM_RIGHTS with its
+// first bytes). Throws UsageError for what is not a request.
+struct ReceivedRequest {
+    std::string line;
+    Fd out, err;
+};
+
+ReceivedRequest receive_request(int conn) {
+    ReceivedRequest r;
+    std::vector<char> buf(64 * 1024);
+    int fds[2] = {-1, -1};
+    int nfds = 0;
+    ssize_t n = supervisor::receive_with_fds(conn, buf.data(), buf.size(), fds, 2, nfds);
+    if (nfds >= 1) r.out = Fd(fds[0]);
+    if (nfds >= 2) r.err = Fd(fds[1]);
+    if (n < 0) throw SysError("recvmsg", "exec request", static_cast<int>(-n));
+    r.line.assign(buf.data(), static_cast<std::size_t>(n));
+    while (r.line.find('\n') == std::string::npos) {
+        if (n == 0) throw UsageError("exec request: the caller closed before a whole line");
+        if (r.line.size() > kMaxExecLineBytes)
+            throw UsageError("exec request: more than " + std::to_string(kMaxExecLineBytes / 1024) + " KiB");
+        n = recv(conn, buf.data(), buf.size(), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("recv", "exec request", errno);
+        r.line.append(buf.data(), static_cast<std::size_t>(n));
+    }
+    r.line.resize(r.line.find('\n'));
+    if (!r.out.valid() || !r.err.valid())
+        throw UsageError("exec request: the caller's stdout and stderr did not come with it (SCM_RIGHTS)");
+    return r;
+}
+
+void make_private_subdir(const std::string& path) {
+    if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", path, errno);
+}
+
+class SessionServer {
+public:
+    SessionServer(supervisor::Sandbox& box, int interrupt_fd, const SessionServerOptions& o)
+        : box_(box), interrupt_fd_(interrupt_fd), o_(o) {}
+
+    supervisor::SuperviseResult run() {
+        const std::string path = session_socket_path(o_.run_dir);
+        Fd listener = listen_at(path);
+        make_private_subdir(o_.run_dir + "/execs");
+        if (o_.on_ready) o_.on_ready();
+        std::optional<Clock::time_point> deadline;
+        if (o_.timeout) deadline = Clock::now() + *o_.timeout;
+        std::chrono::milliseconds grace = o_.grace;
+        for (;;) {
+            pollfd fds[3] = {{listener.get(), POLLIN, 0}, {interrupt_fd_, POLLIN, 0}, {box_.pidfd(), POLLIN, 0}};
+            int timeout_ms = -1;
+            if (deadline) {
+                auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+                timeout_ms = static_cast<int>(std::max<long long>(0, left));
+            }
+            int rc = poll(fds, interrupt_fd_ >= 0 ? 3 : 1, timeout_ms);
+            if (rc < 0 && errno == EINTR) continue;
+            if (rc < 0) throw SysError("poll", "session socket", errno);
+            if (deadline && Clock::now() >= *deadline) {
+                result_.deadline_hit = true;
+                break;
+            }
+            if (fds[2].revents & POLLIN) {
+                log::warn("the session's init exited; the session ends");
+                init_died_ = true;
+                break;
+            }
+            if (fds[1].revents & POLLIN) {
+                signalfd_siginfo si{};
+                if (read(interrupt_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+                    result_.interrupted_by = static_cast<int>(si.ssi_signo);
+                    // `corral stop` queues its SIGTERM (SI_QUEUE), with its --grace in ms or -1.
+                    if (si.ssi_code == SI_QUEUE) {
+                        result_.stopped_by_request = true;
+                        if (si.ssi_int >= 0) grace = std::chrono::milliseconds(si.ssi_int);
+                    }
+                    break;
+                }
+            }
+            if (fds[0].revents & POLLIN) accept_one(listener.get());
+        }
+        listener.reset();
+        ::unlink(path.c_str());  // a late `corral exec` is told the session ended, not left waiting
+        stop_everything(grace);
+        return result_;
+    }
+
+private:
+    void accept_one(int listener) {
+        Fd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+        if (!conn.valid()) return;  // the caller went away meanwhile
+        std::lock_guard<std::mutex> lock(mu_);
+        ++active_;
+        threads_.emplace_back([this, fd = std::make_shared<Fd>(std::move(conn))] {
+            serve_connection(*fd);
+            std::lock_guard<std::mutex> done(mu_);
+            --active_;
+            idle_.notify_all();
+        });
+    }
+
+    void serve_connection(Fd& conn) {
+        const long uid = peer_uid(conn.get());
+        if (uid != 0) {
+            // Only root may run commands in a sandbox (as corral run needs root).
+            send_answer(conn.get(), refusal(kExitSetup, "refused: the session serves root only (the peer is uid " +
+                                                            std::to_string(uid) + ")"));
+            return;
+        }
+        ReceivedRequest received;
+        ExecRequest request;
+        try {
+            received = receive_request(conn.get());
+            request = parse_exec_request_line(received.line);
+        } catch (const UsageError& e) {
+            send_answer(conn.get(), refusal(kExitUsage, e.what()));
+            return;
+        } catch (const std::exception& e) {
+            send_answer(conn.get(), refusal(kExitSetup, e.what()));
+            return;
+        }
+        send_answer(conn.get(), run_exec(conn.get(), request, received.out.get(), received.err.get()));
+    }
+
+    ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd) {
+        json record{{"role", std::string(supervisor::role_name(request.role))}, {"argv", request.argv}};
+        json env_names = json::array();
+        for (const auto& kv : request.env) env_names.push_back(kv.first);
+        record["env_names"] = env_names;
+        const auto started = std::chrono::system_clock::now();
+        record["started_at"] = supervisor::format_rfc3339_ms(started);
+        if (request.role == Role::verifier) {
+            try {
+                record["agent_stopped"] = stop_agent_processes();
+            } catch (const std::exception& e) {
+                return refusal(kExitSetup, std::string("the verifier did not start: ") + e.what());
+            }
+        }
+        int n = 0;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopping_) return refusal(kExitSetup, "the session is stopping; no new exec starts");
+            n = ++next_exec_;
+        }
+        const std::string dir = o_.run_dir + "/execs/" + std::to_string(n);
+        supervisor::InvocationSpec spec;
+        spec.role = request.role;
+        spec.argv = request.argv;
+        spec.env = request.env;
+        spec.cwd = request.cwd.value_or("");
+        spec.log_dir = dir;
+        spec.timeout = request.timeout;
+        spec.stop_grace = request.grace.value_or(o_.grace);
+        spec.log_limit_bytes = o_.log_limit_bytes;
+        ExecAnswer answer;
+        answer.exec = n;
+        record["exec"] = n;
+        supervisor::SuperviseResult result;
+        try {
+            make_private_subdir(dir);
+            supervisor::Invocation inv = supervisor::spawn_invocation(box_, spec);
+            record["uid"] = inv.uid();
+            track(n, request.role, inv.pidfd());
+            result = supervisor::supervise(inv, box_, supervisor::OutputSinks{out_fd, err_fd, -1, conn});
+        } catch (const UsageError& e) {
+            return refusal(kExitUsage, e.what());
+        } catch (const std::exception& e) {
+            answer.status = kExitSetup;
+            answer.outcome = "setup_failed";
+            answer.messages.push_back(e.what());
+            record["status"] = answer.status;
+            record["outcome"] = answer.outcome;
+            write_exec_record(dir, record);
+            return answer;
+        }
+        CommandOutcome o = command_outcome(result, false);
+        if (result.caller_gone) o.outcome = "caller_gone";
+        answer.status = o.status;
+        answer.outcome = o.outcome;
+        if (o.message) answer.messages.push_back(*o.message);
+        if (result.deadline_hit)
+            answer.messages.push_back("deadline of " + std::to_string(spec.timeout->count()) + " ms reached; " +
+                                      (result.stop_killed ? "killed after the grace" : "ended within the grace"));
+        record["ended_at"] = supervisor::format_rfc3339_ms(std::chrono::system_clock::now());
+        record["status"] = answer.status;
+        record["outcome"] = answer.outcome;
+        record["exit_code"] = json(nullptr);
+        record["signal"] = json(nullptr);
+        if (result.wait_status) {
+            if (WIFEXITED(*result.wait_status)) record["exit_code"] = WEXITSTATUS(*result.wait_status);
+            if (WIFSIGNALED(*result.wait_status)) record["signal"] = WTERMSIG(*result.wait_status);
+        }
+        record["deadline_hit"] = result.deadline_hit;
+        record["caller_gone"] = result.caller_gone;
+        record["stop"] = result.stop_grace ? json{{"grace_ms", result.stop_grace->count()}, {"killed", result.stop_killed}}
+                                           : json(nullptr);
+        record["output"] = {{"stdout", {{"bytes", result.stdout_bytes}, {"logged", result.stdout_logged},
+                                        {"reader_gone", result.stdout_reader_gone}}},
+                            {"stderr", {{"bytes", result.stderr_bytes}, {"logged", result.stderr_logged},
+                                        {"reader_gone", result.stderr_reader_gone}}}};
+        write_exec_record(dir, record);
+        return answer;
+    }
+
+    static void write_exec_record(const std::string& dir, const json& record) {
+        try {
+            supervisor::write_record_file(dir, "exec.json", record);
+        } catch (const std::exception& e) {
+            log::warn(std::string("writing ") + dir + "/exec.json: " + e.what());
+        }
+    }
+
+    // Every invocation's reaper, until it is seen gone: a session's
+    // invocation outlives its command while its background jobs run.
+    struct Reaper {
+        int exec;
+        Role role;
+        Fd pidfd;
+    };
+
+    void track(int n, Role role, int pidfd) {
+        Fd copy(fcntl(pidfd, F_DUPFD_CLOEXEC, 3));
+        if (!copy.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "invocation pidfd", errno);
+        std::lock_guard<std::mutex> lock(mu_);
+        reapers_.push_back({n, role, std::move(copy)});
+    }
+
+    static bool gone(int pidfd) {
+        pollfd p{pidfd, POLLIN, 0};
+        return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+    }
+
+    // Before a verifier: every invocation of the agent is killed (SIGKILL to
+    // its reaper: the kernel kills its whole PID namespace) and seen gone;
+    // then a pass over /proc confirms that no process of the agent's UID is
+    // left anywhere on the host (the agent can have processes nowhere else:
+    // no other role runs as its UID). Throws if one is.
+    json stop_agent_processes() {
+        std::vector<Fd> agent;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            for (auto it = reapers_.begin(); it != reapers_.end();) {
+                if (it->role == Role::agent) {
+                    agent.push_back(std::move(it->pidfd));
+                    it = reapers_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        int killed = 0;
+        for (auto& fd : agent)
+            if (!gone(fd.get()) && supervisor::signal_through_pidfd(fd.get(), SIGKILL) == 0) ++killed;
+        const auto until = Clock::now() + 10s;
+        for (auto& fd : agent) {
+            pollfd p{fd.get(), POLLIN, 0};
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+            if (poll(&p, 1, static_cast<int>(std::max<long long>(0, left))) != 1)
+                throw std::runtime_error("an agent invocation was still alive 10 s after SIGKILL");
+        }
+        const auto [uid, gid] = supervisor::role_identity(box_, Role::agent);
+        std::vector<pid_t> left;
+        for (int i = 0; i < 50; ++i) {
+            left = supervisor::processes_of_identity(uid, gid, supervisor::KernelThreads::skip);
+            if (left.empty()) break;
+            std::this_thread::sleep_for(10ms);
+        }
+        if (!left.empty()) {
+            std::string pids;
+            for (pid_t p : left) pids += (pids.empty() ? "" : " ") + std::to_string(p);
+            throw std::runtime_error("processes of the agent's uid " + std::to_string(uid) + " survived: " + pids);
+        }
+        return json{{"invocations_killed", killed}, {"uid", uid}, {"uid_sweep", "no process of uid " + std::to_string(uid)}};
+    }
+
+    // The session's end: SIGTERM to every live invocation (its reaper passes
+    // it on to the command's process group), the grace, then the init killed
+    // (the kernel kills every invocation with it) and the exec threads joined.
+    void stop_everything(std::chrono::milliseconds grace) {
+        std::unique_lock<std::mutex> lock(mu_);
+        stopping_ = true;
+        bool any_alive = false;
+        for (auto& r : reapers_)
+            if (!gone(r.pidfd.get())) {
+                any_alive = true;
+                if (grace.count() > 0) supervisor::signal_through_pidfd(r.pidfd.get(), SIGTERM);
+            }
+        result_.stop_grace = grace;
+        const auto until = Clock::now() + grace;
+        auto all_gone = [&] {
+            if (active_ > 0) return false;
+            for (auto& r : reapers_)
+                if (!gone(r.pidfd.get())) return false;
+            return true;
+        };
+        while (any_alive && grace.count() > 0 && Clock::now() < until && !all_gone())
+            idle_.wait_for(lock, 50ms);
+        result_.stop_killed = any_alive && !all_gone();
+        lock.unlock();
+        supervisor::signal_through_pidfd(box_.pidfd(), SIGKILL);
+        // The exec threads end as their invocations die (or their callers go).
+        std::vector<std::thread> threads;
+        {
+            std::lock_guard<std::mutex> l(mu_);
+            threads.swap(threads_);
+        }
+        for (auto& t : threads) t.join();
+        if (init_died_ && !result_.interrupted_by && !result_.deadline_hit) result_.wait_status.reset();
+    }
+
+    supervisor::Sandbox& box_;
+    int interrupt_fd_;
+    const SessionServerOptions& o_;
+    std::mutex mu_;
+    std::condition_variable idle_;
+    std::vector<std::thread> threads_;
+    std::vector<Reaper> reapers_;
+    int next_exec_ = 0;
+    int active_ = 0;
+    bool stopping_ = false;
+    bool init_died_ = false;
+    supervisor::SuperviseResult result_;
+};
+
+}  // namespace
+
+supervisor::SuperviseResult serve_session(supervisor::Sandbox& box, int interrupt_fd, const SessionServerOptions& options) {
+    return SessionServer(box, interrupt_fd, options).run();
+}
+
+}  // namespace corral::run

@@ -1,0 +1,123 @@
+// supervisor/session.cpp — the supervisor's side of a session's invocations:
+// the role's identity and environment, the request to the init (session_wire.hpp)
+// and the pidfd it answers with.
+#include "supervisor/session.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+#include "base/sys_error.hpp"
+#include "supervisor/command_path.hpp"
+#include "supervisor/fd_passing.hpp"
+#include "supervisor/init_channel.hpp"
+#include "supervisor/session_wire.hpp"
+
+namespace corral::supervisor {
+
+std::string_view role_name(Role role) {
+    switch (role) {
+        case Role::agent: return "agent";
+        case Role::service: return "service";
+        case Role::verifier: return "verifier";
+    }
+    return "agent";
+}
+
+std::optional<Role> parse_role(std::string_view text) {
+    for (Role r : {Role::agent, Role::service, Role::verifier})
+        if (text == role_name(r)) return r;
+    return std::nullopt;
+}
+
+std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role) {
+    if (role == Role::agent) return {box.uid(), box.gid()};
+    const std::size_t index = role == Role::service ? 0 : 1;
+    if (box.role_leases().size() <= index) throw UsageError("this sandbox is not a session: it has no " + std::string(role_name(role)) + " role");
+    const UidLease& lease = box.role_leases()[index];
+    return {lease.uid(), lease.gid()};
+}
+
+std::vector<std::string> role_environment(const SandboxSpec& spec, Role role,
+                                          const std::vector<std::pair<std::string, std::string>>& extra) {
+    SandboxSpec view = spec;
+    view.env = extra;
+    std::vector<std::string> env = command_environment(view);
+    if (role == Role::agent) return env;
+    const std::string name(role_name(role));
+    for (auto& kv : env) {
+        const std::string key = kv.substr(0, kv.find('='));
+        bool given = false;
+        for (const auto& e : extra) given = given || e.first == key;
+        if (given) continue;
+        if (key == "HOME") kv = "HOME=/tmp";
+        if (key == "USER") kv = "USER=" + name;
+        if (key == "LOGNAME") kv = "LOGNAME=" + name;
+    }
+    return env;
+}
+
+// The steps that reach into the Sandbox (its channel and lock).
+struct SessionChannel {
+    static Invocation spawn(Sandbox& box, InvocationSpec spec);
+};
+
+Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
+    if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
+    if (spec.argv.empty()) throw UsageError("missing command");
+    if (spec.cwd.empty()) spec.cwd = spec.role == Role::agent ? box.spec_.cwd : "/tmp";
+    Invocation inv;
+    const auto [uid, gid] = role_identity(box, spec.role);
+    inv.uid_ = uid;
+    inv.env_ = role_environment(box.spec_, spec.role, spec.env);
+
+    ExecImage image;
+    image.uid = uid;
+    image.gid = gid;
+    // Each role's UID is the session's alone: the cap bounds that role's tasks.
+    image.task_limit = box.task_limit_;
+    image.open_file_limit = box.open_file_limit_;
+    image.cwd = spec.cwd;
+    image.argv = spec.argv;
+    image.env = inv.env_;
+    image.candidates = exec_candidates(spec.argv.front(), inv.env_);
+    std::vector<char> request;
+    try {
+        request = encode_exec_request(image);
+    } catch (const std::length_error& e) {
+        throw UsageError(std::string("exec: ") + e.what() + "; pass large input in a file of the workspace");
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("exec: ") + e.what());
+    }
+
+    auto report = make_pipe();
+    auto out = make_pipe();
+    auto err = make_pipe();
+    const int fds[kExecRequestFds] = {report.second.get(), out.second.get(), err.second.get()};
+    ExecReply reply{};
+    int pidfd = -1, nfds = 0;
+    {
+        std::lock_guard<std::mutex> one_request_at_a_time(*box.session_lock_);
+        box.started_ = true;  // from here on a process of a role's UID may exist: teardown sweeps them
+        if (int rc = send_with_fds(box.session_.get(), request.data(), request.size(), fds, kExecRequestFds); rc < 0)
+            throw SysError("sendmsg", "session init channel (exec request)", -rc);
+        ssize_t n = receive_with_fds(box.session_.get(), &reply, sizeof reply, &pidfd, 1, nfds);
+        if (n < 0) throw SysError("recvmsg", "session init channel (exec reply)", static_cast<int>(-n));
+        if (n == 0) throw SysError("recvmsg", "session init channel: the init is gone", EPIPE);
+    }
+    Fd owned_pidfd(nfds == 1 ? pidfd : -1);
+    if (reply.err != 0) throw SysError("clone3", "the session's init could not start the invocation", reply.err);
+    if (!owned_pidfd.valid()) throw SysError("recvmsg", "session init channel: no pidfd came", EPROTO);
+    inv.pidfd_ = std::move(owned_pidfd);
+    inv.report_ = std::move(report.first);
+    inv.stdout_ = std::move(out.first);
+    inv.stderr_ = std::move(err.first);
+    inv.spec_ = std::move(spec);
+    return inv;
+}
+
+Invocation spawn_invocation(Sandbox& box, InvocationSpec spec) { return SessionChannel::spawn(box, std::move(spec)); }
+
+}  // namespace corral::supervisor

@@ -1,0 +1,97 @@
+// supervisor/session.hpp — a sandbox that outlives one command: invocations
+// started on request inside a session's sandbox, each with a role.
+//
+//   SandboxSpec spec; spec.session = true;
+//   Sandbox box = launch_sandbox(spec);               // as a run's, plus two role UIDs
+//   Invocation inv = spawn_invocation(box, request);  // the init clones it: PID 1 of a
+//                                                     // new PID (and mount) namespace
+//   SuperviseResult r = supervise(inv, sinks);        // its output, deadline, stop
+//   ...
+//   TeardownReport t = teardown(box);                 // every role's UID swept
+//
+// Each invocation runs as its role's UID: the agent's (the workspace's
+// owner), the service's or the verifier's, each a leased UID of its own, so
+// no role can signal, ptrace or read the private files of another, and none
+// has a capability. An invocation sees only its own PID namespace in /proc.
+// spawn_invocation may be called from several threads at once.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/fd.hpp"
+#include "supervisor/sandbox.hpp"
+
+namespace corral::supervisor {
+
+enum class Role { agent, service, verifier };
+
+std::string_view role_name(Role role);
+// "agent", "service", "verifier"; nullopt for anything else.
+std::optional<Role> parse_role(std::string_view text);
+
+struct InvocationSpec {
+    Role role = Role::agent;
+    std::vector<std::string> argv;
+    std::vector<std::pair<std::string, std::string>> env;   // over the role's defaults (role_environment)
+    std::string cwd;                                         // "": /workspace for the agent, /tmp for the others
+    std::string log_dir;                                     // exists, 0700 root's: stdout.log, stderr.log
+    std::optional<std::chrono::milliseconds> timeout;
+    std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
+    std::uint64_t log_limit_bytes = UINT64_MAX;
+};
+
+// The role's UID and GID in this session's sandbox.
+std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role);
+
+// The environment an invocation starts with: the agent's is the run's
+// (command_environment); the service and the verifier get HOME=/tmp and
+// USER/LOGNAME of their role's name (/home/<agent> is the agent's). Then
+// `extra`, later wins.
+std::vector<std::string> role_environment(const SandboxSpec& spec, Role role,
+                                          const std::vector<std::pair<std::string, std::string>>& extra);
+
+class Invocation {
+public:
+    Invocation(Invocation&&) noexcept = default;
+    Invocation& operator=(Invocation&&) noexcept = default;
+    // The reaper (PID 1 of the invocation's namespace): signal it, poll it
+    // (readable once it has exited, which the kernel makes wait for every
+    // process of its namespace).
+    int pidfd() const { return pidfd_.get(); }
+    const InvocationSpec& spec() const { return spec_; }
+    uid_t uid() const { return uid_; }
+
+private:
+    friend struct SessionChannel;
+    friend class Supervision;
+    Invocation() = default;
+    InvocationSpec spec_;
+    std::vector<std::string> env_;
+    uid_t uid_ = 0;
+    Fd pidfd_;
+    Fd report_;
+    Fd stdout_;
+    Fd stderr_;
+};
+
+// Asks the session's init for a new invocation. Throws UsageError for a
+// request the init cannot take (too large, a NUL in a string, not a
+// session) and SysError when the channel or the clone failed.
+Invocation spawn_invocation(Sandbox& box, InvocationSpec spec);
+
+// As supervise(Sandbox&), for one invocation: its output to `sinks` and to
+// spec.log_dir's stdout.log/stderr.log, its deadline and stop (SIGTERM to
+// the command through the reaper's pidfd, SIGKILL to the reaper after the
+// grace), a hang-up of sinks.hangup_fd as a stop. Returns once the command's
+// status is known and its pipes reached EOF (at most 1 s later: a background
+// job that keeps them open loses them), or once the reaper is gone.
+SuperviseResult supervise(Invocation& inv, const Sandbox& box, const OutputSinks& sinks);
+
+}  // namespace corral::supervisor

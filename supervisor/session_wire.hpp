@@ -1,0 +1,82 @@
+// supervisor/session_wire.hpp — the one message a session's supervisor sends
+// its init to start an invocation, and the init's answer.
+//
+// The init of a session (sandbox_init.cpp, serve_session) reads requests in a
+// loop over a SOCK_SEQPACKET pair made before the clone: one datagram is one
+// request, with three fds (SCM_RIGHTS: the invocation's report, stdout and
+// stderr pipes' write ends). The init allocates nothing: it decodes into a
+// static buffer and a static pointer array (decode_exec_request never
+// allocates and is the init's only parser of supervisor bytes). The answer is
+// an ExecReply, with the new invocation's pidfd attached when err is 0.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corral::supervisor {
+
+inline constexpr std::uint32_t kExecRequestMagic = 0x58524f43;   // "CORX"
+// One request's bytes at most: the argv, environment and execve candidates of
+// an exec. Bigger input belongs in a file in the workspace.
+inline constexpr std::size_t kMaxExecRequestBytes = 1u << 20;
+// Strings (argv + env + candidates + cwd) in one request at most.
+inline constexpr std::size_t kMaxExecStrings = 8192;
+inline constexpr int kExecRequestFds = 3;   // report, stdout, stderr (write ends)
+
+struct ExecRequestHeader {
+    std::uint32_t magic;
+    std::uint32_t uid;
+    std::uint32_t gid;
+    std::uint32_t argc;
+    std::uint32_t envc;
+    std::uint32_t candc;
+    std::uint64_t task_limit;
+    std::uint64_t open_file_limit;
+    std::uint32_t strings_bytes;   // what follows: cwd, argv..., env..., candidates..., each NUL-terminated
+    std::uint32_t reserved;
+};
+
+struct ExecReply {
+    std::int32_t err;   // 0: started (a pidfd is attached); else the errno of what failed
+};
+
+// What the supervisor sends (encode_exec_request).
+struct ExecImage {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::uint64_t task_limit = 0;
+    std::uint64_t open_file_limit = 0;
+    std::string cwd;
+    std::vector<std::string> argv;
+    std::vector<std::string> env;          // "K=V"
+    std::vector<std::string> candidates;   // execve paths for argv[0], in order
+};
+
+// The request's bytes. Throws std::length_error past kMaxExecRequestBytes or
+// kMaxExecStrings (the caller says what was too big), std::invalid_argument
+// for an empty argv or a string holding a NUL.
+std::vector<char> encode_exec_request(const ExecImage& image);
+
+// A request as the init sees it: pointers into the caller's buffer, each of
+// the three arrays NULL-terminated inside `slots`.
+struct DecodedExec {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::uint64_t task_limit = 0;
+    std::uint64_t open_file_limit = 0;
+    const char* cwd = nullptr;
+    char* const* argv = nullptr;
+    char* const* envp = nullptr;
+    char* const* candidates = nullptr;
+};
+
+// Parses `buf` (len bytes, modified in place: nothing), filling `slots`
+// (slot_count entries) with the string pointers. 0, or EINVAL / EMSGSIZE for
+// a malformed or oversized request, EPERM for UID or GID 0. Never allocates (the init calls it).
+int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t slot_count, DecodedExec& out) noexcept;
+
+}  // namespace corral::supervisor

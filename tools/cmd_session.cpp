@@ -1,0 +1,403 @@
+// tools/cmd_session.cpp — `corral session start|stop|ls` and `corral exec`.
+//
+// `session start` forks the session's supervisor before anything else (no
+// thread exists yet), which runs run_in_sandbox with a body that serves
+// execs (run/session_server.hpp) and goes on in the background once the
+// session's socket listens; the caller waits for that moment, prints the id
+// and exits 0, or prints why the session did not start and exits with the
+// status a run would have. docs/sessions.md.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fd.hpp"
+#include "base/parse.hpp"
+#include "base/sys_error.hpp"
+#include "run/exec_protocol.hpp"
+#include "run/outcome.hpp"
+#include "run/request.hpp"
+#include "run/run_index.hpp"
+#include "run/session_server.hpp"
+#include "supervisor/fd_passing.hpp"
+#include "tools/commands.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSessionHelp = R"(usage: corral session start [--name NAME] [RUN OPTIONS]
+       corral session stop [--grace D] [--state-dir DIR] ID
+       corral session ls [--json] [-a|--all] [--state-dir DIR]
+
+start  builds a sandbox (namespaces, rootfs, bridge and gateway, cgroup) and
+       keeps it: prints the session's id on stdout (one line) and returns; the
+       session's supervisor goes on in the background. RUN OPTIONS are
+       `corral run`'s (--config/--worker, --rootfs, --workspace, limits,
+       --timeout for the session's life, --grace), without a command,
+       --prompt, --stdin or --tty. NAME: [a-z0-9][a-z0-9-]{0,39}, usable
+       instead of the id while the session runs.
+stop   as `corral stop`: every exec gets SIGTERM, the sandbox is killed after
+       the grace and torn down with the same verified steps as a run.
+ls     the sessions (running ones; -a: all).
+
+Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
+)";
+
+constexpr const char* kExecHelp = R"(usage: corral exec [--role agent|service|verifier] [--timeout D] [--grace D]
+                   [--env K=V]... [--cwd DIR] [--state-dir DIR] ID -- CMD [ARGS...]
+
+Runs CMD in session ID (its id, a unique prefix of at least 4 characters, or
+its --name) as PID 1 of a new PID namespace, with the role's own UID:
+  agent     the session's agent (the workspace's owner); the default
+  service   a UID of its own, for trusted services (a database, a server)
+  verifier  a third UID; before it starts, every process of the agent is
+            killed and the kill confirmed by a pass over /proc
+CMD's stdout and stderr stream to corral's and to the session's
+execs/N/stdout.log and stderr.log. Background jobs live on until the
+session ends (or, for the agent, until a verifier starts).
+
+Exit status: CMD's, as `corral run`'s: 124 the --timeout, 125 corral's own
+failure (also: no such session, a session that ended or was lost), 127 CMD
+not found, 128+N a signal, 2 bad usage. A closed connection (corral exec
+killed) stops CMD with the grace.
+)";
+
+int usage_error(const char* prefix, const std::string& what) {
+    std::fprintf(stderr, "%s: %s\n", prefix, what.c_str());
+    return run::kExitUsage;
+}
+
+// ---- session start
+
+// The background supervisor's stderr reaches the caller until the session
+// listens; then it goes to RUN_DIR/session.log.
+void redirect_output_to_log(const std::string& run_dir) {
+    const std::string path = run_dir + "/session.log";
+    Fd log(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!log.valid()) return;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    dup2(log.get(), 1);
+    dup2(log.get(), 2);
+}
+
+int session_start(int argc, char** argv) {
+    run::RunRequest request;
+    try {
+        request = run::parse_session_request(argc, argv);
+    } catch (const UsageError& e) {
+        return usage_error("corral session start", e.what());
+    }
+    if (request.help) {
+        std::fputs(kSessionHelp, stdout);
+        return 0;
+    }
+    if (geteuid() != 0) {
+        std::fprintf(stderr, "corral session start: must run as root (it creates namespaces and cgroups)\n");
+        return run::kExitSetup;
+    }
+    int ready_pipe[2], err_pipe[2];
+    if (pipe2(ready_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+        throw SysError("pipe2", "session start", errno);
+    std::fflush(nullptr);
+    pid_t child = fork();
+    if (child < 0) throw SysError("fork", "session supervisor", errno);
+    if (child == 0) {
+        // The session's supervisor: its own session (no terminal's signals),
+        // stdin /dev/null, its stdout and stderr to the caller until ready.
+        close(ready_pipe[0]);
+        close(err_pipe[0]);
+        setsid();
+        int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd >= 0) dup2(null_fd, 0);
+        dup2(err_pipe[1], 1);
+        dup2(err_pipe[1], 2);
+        close(err_pipe[1]);
+        Fd ready(ready_pipe[1]);
+        SandboxBody body;
+        body.prefix = "corral session";
+        body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const std::function<void()>& record_now) {
+            run::SessionServerOptions o;
+            o.run_dir = box.spec().run_dir;
+            o.grace = box.spec().stop_grace;
+            o.log_limit_bytes = box.spec().log_limit_bytes;
+            o.timeout = box.spec().timeout;
+            o.on_ready = [&] {
+                record_now();
+                const std::string line = box.run_id() + "\n";
+                write_all(ready.get(), line.data(), line.size(), "session start's ready pipe");
+                ready.reset();
+                redirect_output_to_log(box.spec().run_dir);
+            };
+            return run::serve_session(box, interrupt_fd, o);
+        };
+        std::fflush(nullptr);
+        _exit(run_in_sandbox(request, body));
+    }
+    close(ready_pipe[1]);
+    close(err_pipe[1]);
+    Fd ready(ready_pipe[0]), errs(err_pipe[0]);
+    // What the supervisor says before the session is ready is the caller's.
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(errs.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        write_all(2, buf, static_cast<std::size_t>(n), "stderr");
+    }
+    std::string id;
+    for (;;) {
+        ssize_t n = read(ready.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        id.append(buf, static_cast<std::size_t>(n));
+    }
+    if (!id.empty() && id.back() == '\n') {
+        std::fputs(id.c_str(), stdout);
+        return 0;
+    }
+    // It ended before it was ready: its status is the run's would be.
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? run::kExitSetup : WEXITSTATUS(status);
+    std::fprintf(stderr, "corral session start: the session's supervisor died (%s)\n",
+                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "?");
+    return run::kExitSetup;
+}
+
+// ---- finding a session
+
+std::string session_name_of(const json& rec) {
+    if (rec.contains("session") && rec["session"].is_object() && rec["session"]["name"].is_string())
+        return rec["session"]["name"].get<std::string>();
+    return {};
+}
+
+bool is_session(const run::RunEntry& e) { return e.record && e.record->value("kind", std::string()) == "session"; }
+
+// The running session named `name`, else the run `key` names (id or prefix).
+run::RunEntry find_session(const std::string& state_dir, const std::string& key) {
+    for (auto& e : run::list_runs(state_dir))
+        if (is_session(e) && e.state == "running" && session_name_of(*e.record) == key) return e;
+    run::RunEntry e;
+    try {
+        e = run::find_run(state_dir, key);
+    } catch (const UsageError& err) {
+        throw std::runtime_error(std::string(err.what()) + "; `corral session ls` lists the sessions");
+    }
+    if (e.record && !is_session(e))
+        throw std::runtime_error(e.id + " is a run, not a session; `corral session ls` lists the sessions");
+    if (e.state == "finished")
+        throw std::runtime_error("session " + e.id + " has ended (" + e.record->value("outcome", std::string("?")) +
+                                 "); start a new one with `corral session start`");
+    if (e.state == "lost")
+        throw std::runtime_error("session " + e.id +
+                                 " is lost: its supervisor died, and the sandbox with it; start a new one");
+    if (e.state != "running") throw std::runtime_error("session " + e.id + " is not running (state " + e.state + ")");
+    return e;
+}
+
+// ---- session stop: `corral stop`, with a session's name as good as its id
+
+int session_stop(int argc, char** argv) {
+    std::string state_dir = run::default_state_dir();
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::string_view(argv[i]) == "--state-dir") state_dir = argv[i + 1];
+    std::vector<std::string> args(argv, argv + argc);
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--state-dir" || args[i] == "--grace") {
+            ++i;
+            continue;
+        }
+        if (args[i].starts_with("-")) continue;
+        for (auto& e : run::list_runs(state_dir))
+            if (is_session(e) && e.state == "running" && session_name_of(*e.record) == args[i]) args[i] = e.id;
+    }
+    std::vector<char*> c;
+    for (auto& a : args) c.push_back(a.data());
+    c.push_back(nullptr);
+    return cmd_stop(static_cast<int>(args.size()), c.data());
+}
+
+// ---- session ls
+
+int session_ls(int argc, char** argv) {
+    bool as_json = false, all = false;
+    std::string state_dir = run::default_state_dir();
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--json") as_json = true;
+        else if (a == "-a" || a == "--all") all = true;
+        else if (a == "--state-dir" && i + 1 < argc) state_dir = argv[++i];
+        else if (a == "--help" || a == "-h") return std::fputs(kSessionHelp, stdout), 0;
+        else return usage_error("corral session ls", "unknown argument \"" + std::string(a) + "\"; expected --json, -a, --state-dir DIR");
+    }
+    json out = json::array();
+    for (const auto& e : run::list_runs(state_dir)) {
+        if (!is_session(e) || (!all && e.state != "running")) continue;
+        int execs = 0;
+        if (const std::string dir = e.run_dir + "/execs"; ::access(dir.c_str(), F_OK) == 0)
+            for (int n = 1; ::access((dir + "/" + std::to_string(n)).c_str(), F_OK) == 0; ++n) execs = n;
+        const std::string name = session_name_of(*e.record);
+        out.push_back({{"id", e.id}, {"name", name.empty() ? json(nullptr) : json(name)}, {"state", e.state},
+                       {"worker", e.record->value("worker", json(nullptr))}, {"run_dir", e.run_dir},
+                       {"started_at", e.record->value("started_at", json(nullptr))}, {"execs", execs}});
+    }
+    if (as_json) {
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("%-27s %-16s %-16s %-9s %s\n", "ID", "NAME", "WORKER", "STATE", "EXECS");
+    for (const auto& s : out)
+        std::printf("%-27s %-16s %-16s %-9s %d\n", s["id"].get<std::string>().c_str(),
+                    s["name"].is_string() ? s["name"].get<std::string>().c_str() : "-",
+                    s["worker"].is_string() ? s["worker"].get<std::string>().c_str() : "-",
+                    s["state"].get<std::string>().c_str(), s["execs"].get<int>());
+    return 0;
+}
+
+// ---- exec
+
+Fd connect_to(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("session socket path too long: " + path);
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
+    if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
+        if (err == ENOENT || err == ECONNREFUSED)
+            throw std::runtime_error("the session takes no more execs (it is stopping): " + path);
+        throw SysError("connect", path, err);
+    }
+    return fd;
+}
+
+}  // namespace
+
+int cmd_session(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h" ||
+        std::string_view(argv[1]) == "help") {
+        std::fputs(kSessionHelp, argc < 2 ? stderr : stdout);
+        return argc < 2 ? run::kExitUsage : 0;
+    }
+    const std::string_view sub = argv[1];
+    if (sub == "start") return session_start(argc - 1, argv + 1);
+    if (sub == "stop") return session_stop(argc - 1, argv + 1);
+    if (sub == "ls") return session_ls(argc - 1, argv + 1);
+    return usage_error("corral session", "unknown subcommand \"" + std::string(sub) + "\"; expected start, stop or ls");
+}
+
+int cmd_exec(int argc, char** argv) {
+    run::ExecRequest request;
+    std::string state_dir = run::default_state_dir();
+    std::string key;
+    try {
+        int i = 1;
+        for (; i < argc; ++i) {
+            std::string_view a = argv[i];
+            auto value = [&]() -> std::string {
+                if (i + 1 >= argc) throw UsageError(std::string(a) + ": missing value; see `corral exec --help`");
+                return argv[++i];
+            };
+            if (a == "--") {
+                ++i;
+                break;
+            }
+            if (a == "--help" || a == "-h") return std::fputs(kExecHelp, stdout), 0;
+            if (a == "--role") {
+                std::string v = value();
+                auto r = supervisor::parse_role(v);
+                if (!r) throw UsageError("--role " + v + ": expected agent, service or verifier");
+                request.role = *r;
+            } else if (a == "--timeout" || a == "--grace") {
+                std::string v = value();
+                std::chrono::milliseconds d;
+                try {
+                    d = parse_duration(v);
+                } catch (const UsageError& e) {
+                    throw UsageError(std::string(a) + ": " + e.what());
+                }
+                if (a == "--timeout") {
+                    if (d.count() == 0) throw UsageError("--timeout: must be more than 0");
+                    request.timeout = d;
+                } else {
+                    request.grace = d;
+                }
+            } else if (a == "--env") {
+                std::string v = value();
+                try {
+                    request.env.push_back(parse_env_pair(v));
+                } catch (const UsageError& e) {
+                    throw UsageError(std::string("--env: ") + e.what());
+                }
+            } else if (a == "--cwd") {
+                std::string v = value();
+                if (v.empty() || v.front() != '/') throw UsageError("--cwd " + v + ": expected an absolute path in the sandbox");
+                request.cwd = v;
+            } else if (a == "--state-dir") {
+                state_dir = value();
+            } else if (a.starts_with("-")) {
+                throw UsageError("unknown option \"" + std::string(a) +
+                                 "\"; expected --role, --timeout, --grace, --env, --cwd, --state-dir");
+            } else if (key.empty()) {
+                key = std::string(a);
+            } else {
+                break;  // the command starts here
+            }
+        }
+        for (; i < argc; ++i) request.argv.emplace_back(argv[i]);
+        if (key.empty()) throw UsageError("missing session: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]`");
+        if (request.argv.empty()) throw UsageError("missing command: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]`");
+        if (request.argv.front().empty()) throw UsageError("empty command name");
+    } catch (const UsageError& e) {
+        return usage_error("corral exec", e.what());
+    }
+    if (geteuid() != 0) {
+        std::fprintf(stderr, "corral exec: must run as root (the session's socket serves root only)\n");
+        return run::kExitSetup;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    try {
+        run::RunEntry session = find_session(state_dir, key);
+        Fd conn = connect_to(run::session_socket_path(session.run_dir));
+        const std::string line = run::exec_request_line(request);
+        const int fds[2] = {1, 2};
+        if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, 2); rc < 0)
+            throw SysError("sendmsg", "exec request to session " + session.id, -rc);
+        std::string answer;
+        char buf[4096];
+        for (;;) {
+            ssize_t n = read(conn.get(), buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            answer.append(buf, static_cast<std::size_t>(n));
+        }
+        if (answer.find('\n') == std::string::npos)
+            throw std::runtime_error("session " + session.id + " closed without an answer (its supervisor died?)");
+        run::ExecAnswer a = run::parse_exec_answer_line(answer.substr(0, answer.find('\n')));
+        for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", m.c_str());
+        return a.status;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "corral exec: %s\n", e.what());
+        return run::kExitSetup;
+    }
+}
+
+}  // namespace corral::cli
