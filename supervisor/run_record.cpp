@@ -91,6 +91,12 @@ SupervisorIdentity this_supervisor() {
 bool supervisor_alive(const SupervisorIdentity& who) {
     if (who.pid <= 0) return false;
     if (first_line_of("/proc/sys/kernel/random/boot_id") != who.boot_id) return false;
+    // A killed supervisor whose parent has not reaped it yet (a session's
+    // supervisor is an orphan, and not every PID 1 reaps) is a zombie: dead.
+    const std::string stat = read_small_file("/proc/" + std::to_string(who.pid) + "/stat");
+    if (auto close = stat.rfind(')'); close != std::string::npos && close + 2 < stat.size() &&
+                                      (stat[close + 2] == 'Z' || stat[close + 2] == 'X'))
+        return false;
     auto ticks = start_ticks_of(who.pid);
     return ticks && *ticks == who.start_ticks;
 }

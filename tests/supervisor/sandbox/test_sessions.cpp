@@ -1,0 +1,398 @@
+// Sessions: a sandbox that outlives one command. The lifecycle in the shape
+// of an RL-environment harness (a service first, an agent that leaves a
+// detached daemon, a verifier that sees the agent's files while no agent-UID
+// process exists, then the verified teardown), each role isolated from the
+// others, exec refused into what is not a live session (unknown, ended,
+// a run, a non-root peer), a killed session supervisor, concurrent execs, an
+// exec's deadline and its caller going away, and bad input for every option.
+#include <doctest/doctest.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
+
+namespace corral::test::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// A state dir of the test's own; every command gets it.
+struct Sessions {
+    std::string state = fresh_dir("state", 0700);
+
+    Result corral(std::vector<std::string> argv, std::chrono::milliseconds timeout = 60s) const {
+        std::vector<std::string> full{corral_bin()};
+        full.insert(full.end(), argv.begin(), argv.end());
+        // --state-dir goes before `--` (exec) or at the end (the rest).
+        auto dash = std::find(full.begin(), full.end(), "--");
+        full.insert(dash, {"--state-dir", state});
+        return run(full, RunOptions{timeout});
+    }
+
+    // `corral session start` on the shared rootfs; returns the id (REQUIREd).
+    std::string start(std::vector<std::string> flags = {}) const {
+        std::vector<std::string> argv{"session", "start", "--rootfs", rootfs(), "--uid-range", uid_range()};
+        argv.insert(argv.end(), flags.begin(), flags.end());
+        Result r = corral(argv);
+        INFO(transcript(r));
+        REQUIRE(r.exit_code == 0);
+        std::string id = r.out;
+        while (!id.empty() && id.back() == '\n') id.pop_back();
+        REQUIRE_MESSAGE(id.find('\n') == std::string::npos, "more than one line on stdout: " << r.out);
+        REQUIRE(!id.empty());
+        return id;
+    }
+
+    Result exec(const std::string& id, std::vector<std::string> options, std::vector<std::string> command,
+                std::chrono::milliseconds timeout = 60s) const {
+        std::vector<std::string> argv{"exec"};
+        argv.insert(argv.end(), options.begin(), options.end());
+        argv.push_back(id);
+        argv.push_back("--");
+        argv.insert(argv.end(), command.begin(), command.end());
+        return corral(argv, timeout);
+    }
+    Result sh(const std::string& id, const std::string& role, const std::string& script) const {
+        return exec(id, {"--role", role}, {"/bin/sh", "-c", script});
+    }
+
+    std::string run_dir(const std::string& id) const { return state + "/runs/" + id; }
+    json record(const std::string& id) const { return json::parse(read_file(run_dir(id) + "/run.json")); }
+    json exec_record(const std::string& id, int n) const {
+        return json::parse(read_file(run_dir(id) + "/execs/" + std::to_string(n) + "/exec.json"));
+    }
+
+    // `corral session stop`, then what a run's tests check: nothing of any
+    // role's UID, cgroup, mount, lock or scratch is left.
+    void stop_and_check(const std::string& id, const std::set<uid_t>& role_uids) const {
+        Result r = corral({"session", "stop", id});
+        INFO(transcript(r));
+        CHECK(r.exit_code == 0);
+        json rec = record(id);
+        INFO(rec.dump(2));
+        CHECK(rec["state"] == "finished");
+        CHECK(rec["outcome"] == "stopped");
+        CHECK(rec["status"] == 143);
+        CHECK(rec["teardown"]["verdict"] == "clean");
+        for (uid_t uid : role_uids) {
+            check_nothing_left(id, uid);
+            CHECK_MESSAGE(processes_of_uid(uid).empty(), "a process of role uid " << uid << " survived");
+            CHECK_MESSAGE(access(lock_path(uid).c_str(), F_OK) != 0, "lock of role uid " << uid << " left");
+        }
+    }
+};
+
+uid_t uid_of_exec(const json& exec) { return exec["uid"].get<uid_t>(); }
+
+TEST_CASE("a session in the shape of an RL harness: service first, agent with a daemon, verifier after the agent is gone") {
+    Sessions s;
+    const std::string ws = fresh_dir("ws", 01777);
+    const std::string id = s.start({"--name", "harness", "--workspace", ws});
+
+    // A trusted service, first: a web server on the box's loopback that keeps
+    // a private file. httpd daemonizes: the exec returns, the server lives on.
+    Result svc = s.sh(id, "service",
+                      "mkdir -m 700 /tmp/svc && echo service-secret > /tmp/svc/key && mkdir -p /tmp/www && "
+                      "echo served-by-service > /tmp/www/index.html && httpd -p 127.0.0.1:8080 -h /tmp/www && "
+                      "echo svc-uid=$(id -u)");
+    INFO(transcript(svc));
+    REQUIRE(svc.exit_code == 0);
+    const uid_t service_uid = uid_of_exec(s.exec_record(id, 1));
+    CHECK(field(svc.out, "svc-uid") == std::to_string(service_uid));
+
+    // The agent reaches the service over loopback, cannot read its private
+    // file, cannot signal it (kill -9 -1 reaches only its own UID), and
+    // leaves a detached daemon behind.
+    Result agent = s.sh(id, "agent",
+                        "echo agent-uid=$(id -u); wget -qO- http://127.0.0.1:8080/index.html; "
+                        "cat /tmp/svc/key 2>/dev/null && echo read-service-key=yes || echo read-service-key=no; "
+                        "echo work-result > /workspace/result.txt; "
+                        "( setsid sh -c 'exec 0</dev/null 1>/dev/null 2>&1; while :; do sleep 1; done' & ); "
+                        "procs=$(ls -d /proc/[0-9]* | wc -l); echo procs-seen=$procs; echo done");
+    INFO(transcript(agent));
+    REQUIRE(agent.exit_code == 0);
+    CHECK(agent.out.find("served-by-service") != std::string::npos);
+    CHECK(field(agent.out, "read-service-key") == "no");
+    const uid_t agent_uid = uid_of_exec(s.exec_record(id, 2));
+    CHECK(field(agent.out, "agent-uid") == std::to_string(agent_uid));
+    CHECK(agent_uid != service_uid);
+    // The agent's daemon outlives its exec.
+    CHECK_MESSAGE(!processes_of_uid(agent_uid).empty(), "the agent's detached daemon did not survive its exec");
+
+    Result kill_all = s.sh(id, "agent", "kill -9 -1; echo tried");
+    CHECK(kill_all.out.find("tried") != std::string::npos);
+    Result still_served = s.sh(id, "agent", "wget -qO- http://127.0.0.1:8080/index.html");
+    CHECK_MESSAGE(still_served.out.find("served-by-service") != std::string::npos,
+                  "the agent's kill -9 -1 reached the service: " << transcript(still_served));
+
+    // The verifier: the agent's files are there, no agent-UID process is.
+    Result verifier = s.sh(id, "verifier", "echo verifier-uid=$(id -u); cat /workspace/result.txt; "
+                                           "wget -qO- http://127.0.0.1:8080/index.html");
+    INFO(transcript(verifier));
+    REQUIRE(verifier.exit_code == 0);
+    CHECK(verifier.out.find("work-result") != std::string::npos);
+    CHECK(verifier.out.find("served-by-service") != std::string::npos);  // the service survived the agent's stop
+    const json vrec = s.exec_record(id, 5);
+    INFO(vrec.dump(2));
+    CHECK(vrec["role"] == "verifier");
+    CHECK(vrec["agent_stopped"]["invocations_killed"].get<int>() >= 1);  // the daemon's invocation at least
+    CHECK(uid_of_exec(vrec) != agent_uid);
+    CHECK(uid_of_exec(vrec) != service_uid);
+    CHECK_MESSAGE(processes_of_uid(agent_uid).empty(), "agent processes exist after the verifier's start");
+
+    // ls and ps know it, by name too.
+    Result ls = s.corral({"session", "ls", "--json"});
+    json sessions = json::parse(ls.out);
+    REQUIRE(sessions.size() == 1);
+    CHECK(sessions[0]["id"] == id);
+    CHECK(sessions[0]["name"] == "harness");
+    CHECK(sessions[0]["execs"] == 5);
+    Result by_name = s.exec("harness", {}, {"/bin/true"});
+    CHECK(by_name.exit_code == 0);
+
+    s.stop_and_check(id, {agent_uid, service_uid, uid_of_exec(vrec)});
+}
+
+TEST_CASE("each role is isolated: /proc shows only the exec's own processes, files, no capabilities") {
+    Sessions s;
+    const std::string id = s.start();
+    // A service process that runs on; the agent's /proc never shows it.
+    REQUIRE(s.sh(id, "service", "( setsid sh -c 'exec 0</dev/null 1>/dev/null 2>&1; exec sleep 1000' & ); "
+                                "mkdir -m 700 /tmp/private; echo x > /tmp/private/f")
+                .exit_code == 0);
+    Result look = s.sh(id, "agent",
+                       "for p in /proc/[0-9]*; do cat $p/comm; done | sort | tr '\\n' ' '; echo; "
+                       "ls /tmp/private 2>/dev/null && echo private=readable || echo private=denied; "
+                       "grep CapEff /proc/self/status; grep CapPrm /proc/self/status");
+    INFO(transcript(look));
+    CHECK(look.out.find("sleep") == std::string::npos);
+    CHECK(field(look.out, "private") == "denied");
+    CHECK(look.out.find("CapEff:\t0000000000000000") != std::string::npos);
+    CHECK(look.out.find("CapPrm:\t0000000000000000") != std::string::npos);
+    // A verifier has no capabilities either, and cannot write the service's file.
+    Result v = s.sh(id, "verifier", "grep CapEff /proc/self/status; echo y > /tmp/private/f 2>/dev/null && echo w=yes || echo w=no");
+    CHECK(v.out.find("CapEff:\t0000000000000000") != std::string::npos);
+    CHECK(field(v.out, "w") == "no");
+    // Three distinct UIDs, none root.
+    std::set<uid_t> uids;
+    for (int n = 1; n <= 3; ++n) uids.insert(uid_of_exec(s.exec_record(id, n)));
+    CHECK(uids.size() == 3);
+    CHECK(uids.count(0) == 0);
+    s.stop_and_check(id, uids);
+}
+
+TEST_CASE("exec is refused with one clear line into what is not a live session") {
+    Sessions s;
+    Result unknown = s.exec("20991231T000000000Z-abcdef", {}, {"/bin/true"});
+    CHECK(unknown.exit_code == 125);
+    CHECK(unknown.err.find("no run") != std::string::npos);
+
+    // A plain run is not a session.
+    CorralArgs run_args;
+    run_args.flags = {"--state-dir", s.state};
+    run_args.own_run_dir = false;
+    CorralRun plain = corral_run({"/bin/true"}, run_args);
+    REQUIRE(plain.result.exit_code == 0);
+    std::string run_id;
+    for (const auto& l : lines(plain.result.err))
+        if (auto at = l.find("run 2"); at != std::string::npos) run_id = l.substr(at + 4, 26);
+    REQUIRE(!run_id.empty());
+    Result not_session = s.exec(run_id, {}, {"/bin/true"});
+    CHECK(not_session.exit_code == 125);
+    CHECK(not_session.err.find("is a run, not a session") != std::string::npos);
+
+    // An ended session.
+    const std::string id = s.start();
+    const uid_t agent_uid = [&] {
+        REQUIRE(s.exec(id, {}, {"/bin/true"}).exit_code == 0);
+        return uid_of_exec(s.exec_record(id, 1));
+    }();
+    REQUIRE(s.corral({"session", "stop", id}).exit_code == 0);
+    Result ended = s.exec(id, {}, {"/bin/true"});
+    CHECK(ended.exit_code == 125);
+    CHECK(ended.err.find("has ended") != std::string::npos);
+    check_nothing_left(id, agent_uid);
+
+    // Not root: the command refuses, and the session's socket refuses a
+    // non-root peer even one that can reach it (CAP_DAC_OVERRIDE kept).
+    const std::string live = s.start();
+    const std::string sock = s.run_dir(live) + "/session.sock";
+    int answer_pipe[2];
+    REQUIRE(pipe(answer_pipe) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(answer_pipe[0]);
+        prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0);
+        if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(90);
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2] = {};
+        data[0].effective = data[0].permitted = 1u << CAP_DAC_OVERRIDE;
+        if (syscall(SYS_capset, &hdr, data) != 0) _exit(91);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
+        if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) _exit(92);
+        char buf[512];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0) (void)!write(answer_pipe[1], buf, static_cast<size_t>(n));
+        _exit(0);
+    }
+    close(answer_pipe[1]);
+    std::string answer;
+    char buf[512];
+    for (ssize_t n; (n = read(answer_pipe[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+    close(answer_pipe[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    REQUIRE_MESSAGE(WIFEXITED(status), "the non-root peer died");
+    CHECK_MESSAGE(WEXITSTATUS(status) == 0, "the non-root peer could not connect (exit " << WEXITSTATUS(status) << ")");
+    CHECK_MESSAGE(answer.find("serves root only") != std::string::npos, "answer: " << answer);
+    CHECK(answer.find("uid 65534") != std::string::npos);
+    Result nonroot = run({"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", corral_bin(), "exec",
+                          "--state-dir", s.state, live, "--", "/bin/true"});
+    CHECK(nonroot.exit_code == 125);
+    CHECK(nonroot.err.find("must run as root") != std::string::npos);
+    s.stop_and_check(live, {});
+}
+
+TEST_CASE("a session whose supervisor is killed dies with it, shows as lost, and is cleaned at the next start") {
+    Sessions s;
+    const std::string id = s.start();
+    REQUIRE(s.sh(id, "agent", "( setsid sh -c 'exec 0</dev/null 1>/dev/null 2>&1; exec sleep 1000' & )").exit_code == 0);
+    const uid_t agent_uid = uid_of_exec(s.exec_record(id, 1));
+    REQUIRE(!processes_of_uid(agent_uid).empty());
+    const pid_t supervisor = s.record(id)["supervisor"]["pid"].get<pid_t>();
+    REQUIRE(kill(supervisor, SIGKILL) == 0);
+    auto left = wait_until_no_process_of_uid(agent_uid, 10s);
+    CHECK_MESSAGE(left.empty(), "the sandbox outlived its session's supervisor:\n" << describe_processes(left));
+    Result lost = s.exec(id, {}, {"/bin/true"});
+    CHECK(lost.exit_code == 125);
+    CHECK(lost.err.find("is lost") != std::string::npos);
+    Result ls = s.corral({"session", "ls", "-a", "--json"});
+    CHECK(json::parse(ls.out)[0]["state"] == "lost");
+    // The next start removes what the killed supervisor left (cgroup, locks, scratch).
+    const std::string next = s.start();
+    CHECK(cgroup_dirs_of_run(id).empty());
+    CHECK(access(scratch_path(id).c_str(), F_OK) != 0);
+    // Its locks are gone; the next session may lease the same UID again (the
+    // lowest free one), and then the lock names that session.
+    if (access(lock_path(agent_uid).c_str(), F_OK) == 0)
+        CHECK(read_file(lock_path(agent_uid)).find(id) == std::string::npos);
+    s.stop_and_check(next, {});
+}
+
+TEST_CASE("concurrent execs into one session each get their own output, number and status") {
+    Sessions s;
+    const std::string id = s.start();
+    constexpr int kExecs = 4;
+    std::vector<Result> results(kExecs);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kExecs; ++i)
+        threads.emplace_back([&, i] {
+            results[i] = s.sh(id, "agent", "echo exec-" + std::to_string(i) + "; sleep 0.5; exit " + std::to_string(10 + i));
+        });
+    for (auto& t : threads) t.join();
+    std::set<int> numbers;
+    for (int i = 0; i < kExecs; ++i) {
+        INFO(transcript(results[i]));
+        CHECK(results[i].exit_code == 10 + i);
+        CHECK(lines(results[i].out) == std::vector<std::string>{"exec-" + std::to_string(i)});
+    }
+    for (int n = 1; n <= kExecs; ++n) {
+        json e = s.exec_record(id, n);
+        numbers.insert(e["exec"].get<int>());
+        CHECK(e["exit_code"].get<int>() >= 10);
+        CHECK(read_file(s.run_dir(id) + "/execs/" + std::to_string(n) + "/stdout.log").rfind("exec-", 0) == 0);
+    }
+    CHECK(numbers.size() == kExecs);
+    s.stop_and_check(id, {uid_of_exec(s.exec_record(id, 1))});
+}
+
+TEST_CASE("an exec's deadline and its caller going away stop its command with the grace") {
+    Sessions s;
+    const std::string id = s.start();
+    Result late = s.exec(id, {"--timeout", "1s", "--grace", "200ms"}, {"/bin/sh", "-c", "trap 'echo got-term; exit 3' TERM; sleep 30 & wait"});
+    INFO(transcript(late));
+    CHECK(late.exit_code == 124);
+    CHECK(late.out.find("got-term") != std::string::npos);
+    CHECK(s.exec_record(id, 1)["outcome"] == "deadline");
+
+    // The caller killed: the command gets SIGTERM (its trap writes a file).
+    const std::string ws_probe = "/tmp/caller-gone";
+    Background caller({corral_bin(), "exec", "--state-dir", s.state, "--grace", "2s", id, "--", "/bin/sh", "-c",
+                       "trap 'echo stopped > " + ws_probe + "; exit 0' TERM; echo up; sleep 30 & wait"});
+    for (int i = 0; i < 100 && access((s.run_dir(id) + "/execs/2/stdout.log").c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(300ms);
+    caller.signal(SIGKILL);
+    caller.wait_exit(5s);
+    json rec;
+    for (int i = 0; i < 100; ++i) {
+        std::this_thread::sleep_for(100ms);
+        if (access((s.run_dir(id) + "/execs/2/exec.json").c_str(), F_OK) == 0) break;
+    }
+    rec = s.exec_record(id, 2);
+    INFO(rec.dump(2));
+    CHECK(rec["caller_gone"] == true);
+    CHECK(rec["outcome"] == "caller_gone");
+    CHECK(rec["exit_code"] == 0);  // its TERM trap ran
+    Result probe = s.sh(id, "agent", "cat " + ws_probe);
+    CHECK(probe.out.find("stopped") != std::string::npos);
+    s.stop_and_check(id, {uid_of_exec(rec)});
+}
+
+TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option named") {
+    Sessions s;
+    struct Case {
+        std::vector<std::string> argv;
+        std::string says;
+    };
+    const std::vector<Case> cases = {
+        {{"session", "start", "--", "/bin/true"}, "a session takes no command"},
+        {{"session", "start", "--name", "Bad_Name"}, "--name"},
+        {{"session", "start", "--name"}, "--name"},
+        {{"session", "start", "--tty"}, "--tty"},
+        {{"session", "start", "--stdin"}, "--stdin"},
+        {{"session", "start", "--prompt", "hi"}, "--prompt"},
+        {{"session", "start", "--memory", "lots"}, "--memory"},
+        {{"session", "bogus"}, "unknown subcommand"},
+        {{"session", "ls", "--bogus"}, "unknown argument"},
+        {{"session", "stop"}, "expected one run id"},
+        {{"exec"}, "missing session"},
+        {{"exec", "someid"}, "missing command"},
+        {{"exec", "--role", "admin", "someid", "--", "true"}, "--role admin"},
+        {{"exec", "--timeout", "0", "someid", "--", "true"}, "--timeout"},
+        {{"exec", "--timeout", "soon", "someid", "--", "true"}, "--timeout"},
+        {{"exec", "--grace", "x", "someid", "--", "true"}, "--grace"},
+        {{"exec", "--env", "=v", "someid", "--", "true"}, "--env"},
+        {{"exec", "--cwd", "relative", "someid", "--", "true"}, "--cwd"},
+        {{"exec", "--bogus", "someid", "--", "true"}, "unknown option"},
+        {{"exec", "someid", "--", ""}, "empty command name"},
+    };
+    for (const auto& c : cases) {
+        Result r = s.corral(c.argv);
+        std::string shown;
+        for (const auto& a : c.argv) shown += a + " ";
+        INFO(shown << "\n" << transcript(r));
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find(c.says) != std::string::npos);
+        CHECK(lines(r.err).size() == 1);
+    }
+}
+
+}  // namespace
+}  // namespace corral::test::sandbox
