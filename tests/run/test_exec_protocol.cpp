@@ -1,0 +1,71 @@
+// What `corral exec` and a session's supervisor say on the socket
+// (run/exec_protocol.hpp): a request and an answer survive the line, and
+// every bad field is refused with its name.
+#include <doctest/doctest.h>
+
+#include "base/sys_error.hpp"
+#include "run/exec_protocol.hpp"
+
+using namespace corral::run;
+using corral::UsageError;
+
+TEST_CASE("an exec request and its answer survive their line") {
+    ExecRequest r;
+    r.role = corral::supervisor::Role::verifier;
+    r.argv = {"sh", "-c", "echo \"quoted\"\n"};
+    r.env = {{"A", "1"}, {"B", "x=y"}};
+    r.cwd = "/tmp";
+    r.timeout = std::chrono::milliseconds(1500);
+    r.grace = std::chrono::milliseconds(0);
+    const std::string line = exec_request_line(r);
+    CHECK(line.back() == '\n');
+    CHECK(line.find('\n') == line.size() - 1);  // one line, whatever argv holds
+    ExecRequest back = parse_exec_request_line(line.substr(0, line.size() - 1));
+    CHECK(back.role == corral::supervisor::Role::verifier);
+    CHECK(back.argv == r.argv);
+    CHECK(back.env == r.env);
+    CHECK(back.cwd == r.cwd);
+    CHECK(back.timeout == r.timeout);
+    CHECK(back.grace == r.grace);
+
+    ExecAnswer a;
+    a.exec = 3;
+    a.status = 124;
+    a.outcome = "deadline";
+    a.messages = {"deadline of 1500 ms reached"};
+    ExecAnswer ab = parse_exec_answer_line(exec_answer_line(a));
+    CHECK(ab.exec == 3);
+    CHECK(ab.status == 124);
+    CHECK(ab.outcome == "deadline");
+    CHECK(ab.messages == a.messages);
+}
+
+TEST_CASE("a bad exec request is refused with the field named") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"not json", "not a JSON object"},
+        {"[]", "not a JSON object"},
+        {R"({})", "argv"},
+        {R"({"argv":[]})", "argv"},
+        {R"({"argv":[1]})", "argv"},
+        {R"({"argv":[""]})", "argv[0]"},
+        {R"({"argv":["x"],"role":"root"})", "--role root"},
+        {R"({"argv":["x"],"role":7})", "--role"},
+        {R"({"argv":["x"],"env":{"A":"1"}})", "env"},
+        {R"({"argv":["x"],"env":[["A"]]})", "env"},
+        {R"({"argv":["x"],"env":[["1A","v"]]})", ""},
+        {R"({"argv":["x"],"cwd":"rel"})", "--cwd"},
+        {R"({"argv":["x"],"timeout_ms":0})", "--timeout"},
+        {R"({"argv":["x"],"timeout_ms":-5})", "timeout_ms"},
+        {R"({"argv":["x"],"grace_ms":"1s"})", "grace_ms"},
+    };
+    for (const auto& [line, says] : cases) {
+        INFO(line);
+        try {
+            parse_exec_request_line(line);
+            FAIL_CHECK("accepted");
+        } catch (const UsageError& e) {
+            CHECK(std::string(e.what()).find(says) != std::string::npos);
+        }
+    }
+    CHECK_THROWS_AS(parse_exec_answer_line("{\"exec\":1}"), UsageError);
+}

@@ -1,0 +1,110 @@
+// The exec request the session's init decodes (session_wire.hpp): what the
+// supervisor encodes comes out whole, and every malformed, oversized or
+// root-identity request is refused with its errno (the init never starts it).
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "supervisor/session_wire.hpp"
+
+using namespace corral::supervisor;
+
+namespace {
+
+ExecImage sample() {
+    ExecImage im;
+    im.uid = 1900000003;
+    im.gid = 1900000003;
+    im.task_limit = 4096;
+    im.open_file_limit = 1024;
+    im.cwd = "/workspace";
+    im.argv = {"/bin/sh", "-c", "echo hi"};
+    im.env = {"PATH=/bin", "HOME=/home/agent"};
+    im.candidates = {"/bin/sh"};
+    return im;
+}
+
+std::vector<char*> slots(std::size_t n) { return std::vector<char*>(n, nullptr); }
+
+}  // namespace
+
+TEST_CASE("an encoded exec request decodes to the same command, environment, identity and limits") {
+    std::vector<char> buf = encode_exec_request(sample());
+    auto s = slots(kMaxExecStrings);
+    DecodedExec d;
+    REQUIRE(decode_exec_request(buf.data(), buf.size(), s.data(), s.size(), d) == 0);
+    CHECK(d.uid == 1900000003u);
+    CHECK(d.gid == 1900000003u);
+    CHECK(d.task_limit == 4096);
+    CHECK(d.open_file_limit == 1024);
+    CHECK(std::strcmp(d.cwd, "/workspace") == 0);
+    CHECK(std::strcmp(d.argv[0], "/bin/sh") == 0);
+    CHECK(std::strcmp(d.argv[2], "echo hi") == 0);
+    CHECK(d.argv[3] == nullptr);
+    CHECK(std::strcmp(d.envp[1], "HOME=/home/agent") == 0);
+    CHECK(d.envp[2] == nullptr);
+    CHECK(std::strcmp(d.candidates[0], "/bin/sh") == 0);
+    CHECK(d.candidates[1] == nullptr);
+}
+
+TEST_CASE("the init refuses a malformed, truncated, oversized or root request") {
+    std::vector<char> good = encode_exec_request(sample());
+    auto s = slots(kMaxExecStrings);
+    DecodedExec d;
+    SUBCASE("truncated anywhere") {
+        for (std::size_t cut = 0; cut < good.size(); ++cut) {
+            std::vector<char> b(good.begin(), good.begin() + static_cast<long>(cut));
+            CHECK_MESSAGE(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) != 0, "cut at " << cut);
+        }
+    }
+    SUBCASE("trailing bytes") {
+        good.push_back('x');
+        CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) != 0);
+    }
+    SUBCASE("a wrong magic") {
+        good[0] ^= 1;
+        CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
+    }
+    SUBCASE("UID or GID 0: no role runs as root") {
+        ExecImage root = sample();
+        root.uid = 0;
+        auto b = encode_exec_request(root);
+        CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EPERM);
+        root = sample();
+        root.gid = 0;
+        b = encode_exec_request(root);
+        CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EPERM);
+    }
+    SUBCASE("a relative cwd") {
+        ExecImage im = sample();
+        im.cwd = "workspace";
+        auto b = encode_exec_request(im);
+        CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EINVAL);
+    }
+    SUBCASE("more strings than the init's slots") {
+        auto few = slots(4);
+        CHECK(decode_exec_request(good.data(), good.size(), few.data(), few.size(), d) == EMSGSIZE);
+    }
+    SUBCASE("counts that claim more strings than the bytes hold") {
+        good[12] = 9;  // argc
+        CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
+    }
+}
+
+TEST_CASE("the supervisor refuses to encode what the init would refuse") {
+    ExecImage im = sample();
+    im.argv.clear();
+    CHECK_THROWS_AS(encode_exec_request(im), std::invalid_argument);
+    im = sample();
+    im.argv.push_back(std::string("a\0b", 3));
+    CHECK_THROWS_AS(encode_exec_request(im), std::invalid_argument);
+    im = sample();
+    im.env.assign(1, std::string(kMaxExecRequestBytes, 'x'));
+    CHECK_THROWS_AS(encode_exec_request(im), std::length_error);
+    im = sample();
+    im.env.assign(kMaxExecStrings, "K=V");
+    CHECK_THROWS_AS(encode_exec_request(im), std::length_error);
+}
