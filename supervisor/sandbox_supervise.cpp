@@ -304,6 +304,9 @@ private:
             w_.report.reset();
         } else if (msg.kind == InitMessageKind::command_exited) {
             if (!result_.wait_status) result_.wait_status = msg.wait_status;
+            // A session's reaper reports nothing more: its exec is over
+            // without waiting for the reaper to close the pipe.
+            if (w_.done_at_status) w_.report.reset();
         } else if (msg.kind == InitMessageKind::setup_failed) {
             if (msg.step == SetupStep::exec_command && msg.err == ENOENT)
                 result_.not_found = w_.paths_tried();

@@ -190,14 +190,15 @@ std::string session_name_of(const json& rec) {
 
 bool is_session(const run::RunEntry& e) { return e.record && e.record->value("kind", std::string()) == "session"; }
 
-// The running session named `name`, else the run `key` names (id or prefix).
+// The run `key` names (its id or a unique prefix), else the running session
+// named `key`. By id first: that reads one run.json, a name reads them all.
 run::RunEntry find_session(const std::string& state_dir, const std::string& key) {
-    for (auto& e : run::list_runs(state_dir))
-        if (is_session(e) && e.state == "running" && session_name_of(*e.record) == key) return e;
     run::RunEntry e;
     try {
         e = run::find_run(state_dir, key);
     } catch (const UsageError& err) {
+        for (auto& named : run::list_runs(state_dir))
+            if (is_session(named) && named.state == "running" && session_name_of(*named.record) == key) return named;
         throw std::runtime_error(std::string(err.what()) + "; `corral session ls` lists the sessions");
     }
     if (e.record && !is_session(e))
