@@ -130,6 +130,10 @@ std::string text_or_dash(const json& record, const char* key) {
 }
 
 std::string command_line(const json& record) {
+    if (record.value("kind", std::string()) == "session") {
+        const json& name = record.contains("session") ? record["session"].value("name", json(nullptr)) : json(nullptr);
+        return name.is_string() ? "(session " + name.get<std::string>() + ")" : "(session)";
+    }
     std::string out;
     if (record["argv"].is_array())
         for (const auto& a : record["argv"]) {
@@ -142,6 +146,7 @@ std::string command_line(const json& record) {
 json entry_json(const run::RunEntry& e) {
     const json rec = e.record.value_or(json::object());
     return {{"id", e.id},
+            {"kind", rec.value("kind", std::string("run"))},
             {"run_dir", e.run_dir},
             {"state", e.state},
             {"worker", rec.value("worker", json(nullptr))},
