@@ -305,15 +305,60 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
 
 // ---- a session's invocation: as run_invocation, in a mount namespace of
 // its own (CLONE_NEWNS) so that its /proc is of its own PID namespace (an
-// exec sees its own processes, never another role's), started at once (the
-// request is the "start"), and outliving its command while background jobs run.
-[[noreturn]] void run_session_invocation(const InitContext& ctx) noexcept {
+// exec sees its own processes, never another role's), outliving its command
+// while background jobs run. It is made *before* its request (a warm
+// invocation, see serve_session): it mounts its /proc, then waits on its own
+// channel for the request the init passes on, and starts the command at once.
+ssize_t receive_exec_request(int sock, char* buf, std::size_t size, int* fds, int& nfds) noexcept {
+    return receive_with_fds(sock, buf, size, fds, kExecRequestFds, nfds);
+}
+
+// The request's identity, command and pipes into the invocation's context;
+// 0 or the errno that refuses it.
+int context_for_request(InitContext& inv, char* request, std::size_t len, const int* fds, int nfds) noexcept {
+    static char* slots[kMaxExecStrings];
+    DecodedExec exec{};
+    if (int err = decode_exec_request(request, len, slots, kMaxExecStrings, exec); err != 0) return err;
+    if (nfds != kExecRequestFds) return EPROTO;
+    inv.uid = exec.uid;
+    inv.gid = exec.gid;
+    inv.task_limit = exec.task_limit;
+    inv.open_file_limit = exec.open_file_limit;
+    inv.cwd = exec.cwd;
+    inv.argv = exec.argv;
+    inv.envp = exec.envp;
+    inv.exec_candidates = exec.candidates;
+    inv.report_fd = fds[0];
+    inv.stdout_fd = fds[1];
+    inv.stderr_fd = fds[2];
+    return 0;
+}
+
+[[noreturn]] void run_session_invocation(const InitContext& session, int channel) noexcept {
     signal(SIGCHLD, SIG_DFL);  // the init ignores it (its invocations are reaped by the kernel); this reaper waits
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
     g_forward_stop_to = 0;
     g_stop_pending = 0;
-    if (auto f = rootfs::apply_mount_plan(*ctx.proc_plan)) fail_mount(ctx, SetupStep::mount_invocation_proc, *f);
-    start_command_and_reap(ctx, true);
+    InitContext inv = session;
+    inv.report_fd = -1;  // none yet: a failed /proc is reported once the request brings its pipe
+    inv.stdin_fd = -1;
+    inv.control_fd = -1;
+    inv.tty_channel_fd = -1;
+    inv.tty_slave_fd = -1;
+    inv.session_fd = -1;
+    const auto proc_failed = rootfs::apply_mount_plan(*inv.proc_plan);
+    static char request[kMaxExecRequestBytes];
+    int fds[kExecRequestFds] = {-1, -1, -1};
+    int nfds = 0;
+    ssize_t n;
+    while ((n = receive_exec_request(channel, request, sizeof request, fds, nfds)) < 0 && n == -EINTR) {
+    }
+    close(channel);
+    // The init checked the request before passing it on; checked again here,
+    // where it is used.
+    if (n <= 0 || context_for_request(inv, request, static_cast<std::size_t>(n), fds, nfds) != 0) _exit(125);
+    if (proc_failed) fail_mount(inv, SetupStep::mount_invocation_proc, *proc_failed);
+    start_command_and_reap(inv, true);
 }
 
 // Our pipes, and the detached ID-mapped trees the mount plan attaches
@@ -382,64 +427,99 @@ void answer_exec_request(int sock, int err, int pidfd) noexcept {
     send_with_fds(sock, &reply, sizeof reply, &pidfd, pidfd >= 0 ? 1 : 0);
 }
 
+// An invocation made ahead of its request: its pidfd and the init's end of
+// the channel its request will come on. {-1, -1} if it could not be made.
+struct WarmInvocation {
+    int pidfd = -1;
+    int channel = -1;
+};
+
+WarmInvocation make_warm_invocation(const InitContext& ctx) noexcept {
+    WarmInvocation w;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return w;
+    const int bytes = static_cast<int>(kMaxExecRequestBytes + 64 * 1024);
+    setsockopt(pair[0], SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes);
+    clone_args args{};
+    args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD;
+    args.pidfd = reinterpret_cast<std::uint64_t>(&w.pidfd);
+    args.exit_signal = SIGCHLD;
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    if (pid == 0) {
+        close(pair[0]);
+        close(ctx.session_fd);  // only the init takes requests
+        close(ctx.report_fd);
+        run_session_invocation(ctx, pair[1]);
+    }
+    close(pair[1]);
+    if (pid < 0) {
+        close(pair[0]);
+        return WarmInvocation{};
+    }
+    w.channel = pair[0];
+    return w;
+}
+
+void discard(WarmInvocation& w) noexcept {
+    if (w.pidfd >= 0) {
+        syscall(SYS_pidfd_send_signal, w.pidfd, SIGKILL, nullptr, 0);
+        close(w.pidfd);
+    }
+    if (w.channel >= 0) close(w.channel);
+    w = WarmInvocation{};
+}
+
 // ---- a session's init: after "ready", one invocation per request of its
 // supervisor, each PID 1 of a new nested PID namespace (and mount namespace,
 // for its own /proc), with the request's identity, command, environment and
-// pipes. The supervisor holds each invocation's pidfd (sent back here) to
-// stop it, kill it and see it end; the init needs no waitpid for them:
+// pipes. One invocation is always made ahead (warm: its namespaces and /proc
+// exist), so a request costs only passing it on; the next one is made after
+// the answer. The supervisor holds each invocation's pidfd (sent back here)
+// to stop it, kill it and see it end; the init needs no waitpid for them:
 // SIGCHLD ignored lets the kernel reap them. The init itself starts nothing
 // else and exits when its supervisor closes the channel (or dies: the
 // parent-death signal).
 [[noreturn]] void serve_session(const InitContext& ctx) noexcept {
     signal(SIGCHLD, SIG_IGN);
+    WarmInvocation warm = make_warm_invocation(ctx);
     InitMessage ready{};
     ready.kind = InitMessageKind::ready;
     send(ctx.report_fd, ready);
     static char request[kMaxExecRequestBytes];
-    static char* slots[kMaxExecStrings];
     for (;;) {
         int fds[kExecRequestFds] = {-1, -1, -1};
         int nfds = 0;
-        ssize_t n = receive_with_fds(ctx.session_fd, request, sizeof request, fds, kExecRequestFds, nfds);
+        ssize_t n = receive_exec_request(ctx.session_fd, request, sizeof request, fds, nfds);
         if (n == 0) _exit(0);
-        DecodedExec exec{};
-        int err = n < 0 ? static_cast<int>(-n)
-                        : decode_exec_request(request, static_cast<std::size_t>(n), slots, kMaxExecStrings, exec);
-        if (err == 0 && nfds != kExecRequestFds) err = EPROTO;
-        int pidfd = -1;
+        int err = n < 0 ? static_cast<int>(-n) : 0;
         if (err == 0) {
-            InitContext inv = ctx;
-            inv.uid = exec.uid;
-            inv.gid = exec.gid;
-            inv.task_limit = exec.task_limit;
-            inv.open_file_limit = exec.open_file_limit;
-            inv.cwd = exec.cwd;
-            inv.argv = exec.argv;
-            inv.envp = exec.envp;
-            inv.exec_candidates = exec.candidates;
-            inv.report_fd = fds[0];
-            inv.stdout_fd = fds[1];
-            inv.stderr_fd = fds[2];
-            inv.stdin_fd = -1;
-            inv.control_fd = -1;
-            inv.tty_channel_fd = -1;
-            inv.tty_slave_fd = -1;
-            inv.session_fd = -1;
-            clone_args args{};
-            args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD;
-            args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
-            args.exit_signal = SIGCHLD;
-            long pid = syscall(SYS_clone3, &args, sizeof args);
-            if (pid == 0) {
-                close(ctx.session_fd);  // only the init takes requests
-                close(ctx.report_fd);
-                run_session_invocation(inv);
+            // Checked here, so a refusal is answered, not just an exit of the invocation.
+            InitContext probe = ctx;
+            err = context_for_request(probe, request, static_cast<std::size_t>(n), fds, nfds);
+        }
+        int pidfd = -1;
+        for (int attempt = 0; err == 0 && pidfd < 0 && attempt < 2; ++attempt) {
+            if (warm.pidfd < 0) warm = make_warm_invocation(ctx);
+            if (warm.pidfd < 0) {
+                err = errno != 0 ? errno : EAGAIN;
+                break;
             }
-            if (pid < 0) err = errno;
+            // A warm invocation that died (its /proc could not be mounted)
+            // refuses the request: a fresh one is made and tried once.
+            if (send_with_fds(warm.channel, request, static_cast<std::size_t>(n), fds, nfds) == 0) {
+                pidfd = warm.pidfd;
+                warm.pidfd = -1;
+                close(warm.channel);
+                warm.channel = -1;
+            } else {
+                discard(warm);
+                if (attempt == 1) err = EPIPE;
+            }
         }
         for (int i = 0; i < nfds; ++i) close(fds[i]);
         answer_exec_request(ctx.session_fd, err, pidfd);
         if (pidfd >= 0) close(pidfd);
+        if (warm.pidfd < 0) warm = make_warm_invocation(ctx);
     }
 }
 
