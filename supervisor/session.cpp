@@ -42,8 +42,10 @@ std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role) {
 
 std::vector<std::string> role_environment(const SandboxSpec& spec, Role role,
                                           const std::vector<std::pair<std::string, std::string>>& extra) {
+    // The run's own variables (the proxy, the CA, the worker's [env], --env)
+    // hold for every role; the exec's come after them.
     SandboxSpec view = spec;
-    view.env = extra;
+    view.env.insert(view.env.end(), extra.begin(), extra.end());
     std::vector<std::string> env = command_environment(view);
     if (role == Role::agent) return env;
     const std::string name(role_name(role));

@@ -50,10 +50,11 @@ struct InvocationSpec {
 // The role's UID and GID in this session's sandbox.
 std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role);
 
-// The environment an invocation starts with: the agent's is the run's
-// (command_environment); the service and the verifier get HOME=/tmp and
-// USER/LOGNAME of their role's name (/home/<agent> is the agent's). Then
-// `extra`, later wins.
+// The environment an invocation starts with: the session's, as a run's
+// command gets it (command_environment: the defaults, the image's Env, the
+// proxy and CA variables, the worker's [env], --env), then `extra`, later
+// wins; the service and the verifier get HOME=/tmp and USER/LOGNAME of
+// their role's name (/home/<agent> is the agent's) unless `extra` sets them.
 std::vector<std::string> role_environment(const SandboxSpec& spec, Role role,
                                           const std::vector<std::pair<std::string, std::string>>& extra);
 

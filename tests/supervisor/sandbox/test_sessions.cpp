@@ -116,7 +116,7 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
     // file, cannot signal it (kill -9 -1 reaches only its own UID), and
     // leaves a detached daemon behind.
     Result agent = s.sh(id, "agent",
-                        "echo agent-uid=$(id -u); wget -qO- http://127.0.0.1:8080/index.html; "
+                        "echo agent-uid=$(id -u); wget -Y off -qO- http://127.0.0.1:8080/index.html; "
                         "cat /tmp/svc/key 2>/dev/null && echo read-service-key=yes || echo read-service-key=no; "
                         "echo work-result > /workspace/result.txt; "
                         "( setsid sh -c 'exec 0</dev/null 1>/dev/null 2>&1; while :; do sleep 1; done' & ); "
@@ -131,20 +131,33 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
     // The agent's daemon outlives its exec.
     CHECK_MESSAGE(!processes_of_uid(agent_uid).empty(), "the agent's detached daemon did not survive its exec");
 
+    // Every role's traffic leaves through the session's bridge and gateway:
+    // the proxy variables are the session's, and a host without a grant is
+    // refused by the gateway (before any connection) and in its ledger.
+    for (const char* role : {"agent", "service"}) {
+        Result egress = s.sh(id, role, "echo proxy=$HTTPS_PROXY; wget -q -O- http://no-grant-" + std::string(role) +
+                                           ".invalid/ 2>&1; echo wget-rc=$?");
+        INFO(transcript(egress));
+        CHECK(field(egress.out, "proxy") == "http://127.0.0.1:3128");
+        CHECK(field(egress.out, "wget-rc") != "0");
+        CHECK(read_file(s.run_dir(id) + "/ledger.jsonl").find("no-grant-" + std::string(role) + ".invalid") !=
+              std::string::npos);
+    }
+
     Result kill_all = s.sh(id, "agent", "kill -9 -1; echo tried");
     CHECK(kill_all.out.find("tried") != std::string::npos);
-    Result still_served = s.sh(id, "agent", "wget -qO- http://127.0.0.1:8080/index.html");
+    Result still_served = s.sh(id, "agent", "wget -Y off -qO- http://127.0.0.1:8080/index.html");
     CHECK_MESSAGE(still_served.out.find("served-by-service") != std::string::npos,
                   "the agent's kill -9 -1 reached the service: " << transcript(still_served));
 
     // The verifier: the agent's files are there, no agent-UID process is.
     Result verifier = s.sh(id, "verifier", "echo verifier-uid=$(id -u); cat /workspace/result.txt; "
-                                           "wget -qO- http://127.0.0.1:8080/index.html");
+                                           "wget -Y off -qO- http://127.0.0.1:8080/index.html");
     INFO(transcript(verifier));
     REQUIRE(verifier.exit_code == 0);
     CHECK(verifier.out.find("work-result") != std::string::npos);
     CHECK(verifier.out.find("served-by-service") != std::string::npos);  // the service survived the agent's stop
-    const json vrec = s.exec_record(id, 5);
+    const json vrec = s.exec_record(id, 7);
     INFO(vrec.dump(2));
     CHECK(vrec["role"] == "verifier");
     CHECK(vrec["agent_stopped"]["invocations_killed"].get<int>() >= 1);  // the daemon's invocation at least
@@ -158,7 +171,7 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
     REQUIRE(sessions.size() == 1);
     CHECK(sessions[0]["id"] == id);
     CHECK(sessions[0]["name"] == "harness");
-    CHECK(sessions[0]["execs"] == 5);
+    CHECK(sessions[0]["execs"] == 7);
     Result by_name = s.exec("harness", {}, {"/bin/true"});
     CHECK(by_name.exit_code == 0);
 
