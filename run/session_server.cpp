@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -122,6 +123,19 @@ ReceivedRequest receive_request(int conn) {
     return r;
 }
 
+// The caller's stdout or stderr as a description of our own, non-blocking,
+// when it is a pipe, FIFO or terminal (reopened through /proc/self/fd: its
+// O_NONBLOCK is then ours, not the caller's): a caller that stops reading
+// cannot hold the session's stop. A regular file never blocks and keeps the
+// caller's description (and offset, shared with its own messages); a socket
+// cannot be reopened and is used as is.
+Fd own_nonblocking_copy(Fd fd) {
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return fd;
+    Fd reopened(::open(("/proc/self/fd/" + std::to_string(fd.get())).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    return reopened.valid() ? std::move(reopened) : std::move(fd);
+}
+
 void make_private_subdir(const std::string& path) {
     if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", path, errno);
 }
@@ -212,7 +226,9 @@ private:
             send_answer(conn.get(), refusal(kExitSetup, e.what()));
             return;
         }
-        send_answer(conn.get(), run_exec(conn.get(), request, received.out.get(), received.err.get()));
+        Fd out = own_nonblocking_copy(std::move(received.out));
+        Fd err = own_nonblocking_copy(std::move(received.err));
+        send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get()));
     }
 
     ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd) {
@@ -254,7 +270,7 @@ private:
             supervisor::Invocation inv = supervisor::spawn_invocation(box_, spec);
             record["uid"] = inv.uid();
             track(n, request.role, inv.pidfd());
-            result = supervisor::supervise(inv, box_, supervisor::OutputSinks{out_fd, err_fd, -1, conn});
+            result = supervisor::supervise(inv, box_, supervisor::OutputSinks{out_fd, err_fd, -1, conn, &abandon_sinks_});
         } catch (const UsageError& e) {
             return refusal(kExitUsage, e.what());
         } catch (const std::exception& e) {
@@ -391,6 +407,7 @@ private:
         result_.stop_killed = any_alive && !all_gone();
         lock.unlock();
         supervisor::signal_through_pidfd(box_.pidfd(), SIGKILL);
+        abandon_sinks_ = true;
         // The exec threads end as their invocations die (or their callers go).
         std::vector<std::thread> threads;
         {
@@ -412,6 +429,7 @@ private:
     int active_ = 0;
     bool stopping_ = false;
     bool init_died_ = false;
+    std::atomic<bool> abandon_sinks_{false};
     supervisor::SuperviseResult result_;
 };
 

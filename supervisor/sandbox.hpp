@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -134,6 +135,10 @@ struct OutputSinks {
     // Optional: a connection whose hang-up (EOF) is a stop with the spec's
     // grace (`corral exec`'s caller went away).
     int hangup_fd = -1;
+    // Optional: a non-blocking sink that stays full is given up (as a reader
+    // gone) once this is true: a session's stop never waits on a caller that
+    // reads nothing.
+    const std::atomic<bool>* abandon = nullptr;
 };
 
 struct SuperviseResult {

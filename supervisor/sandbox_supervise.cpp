@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <cerrno>
 
@@ -29,13 +30,21 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// False when the reader is gone (EPIPE). Other failures are ignored: a
-// terminal that errs must not stop the log or the run.
-bool write_to_sink(int fd, const char* data, std::size_t len) {
+// False when the reader is gone (EPIPE), or, for a non-blocking sink that
+// stays full, once `abandon` is set (a session ending while an exec's caller
+// reads nothing). Other failures are ignored: a terminal that errs must not
+// stop the log or the run.
+bool write_to_sink(int fd, const char* data, std::size_t len, const std::atomic<bool>* abandon) {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EPIPE) return false;
+        if (n < 0 && errno == EAGAIN) {
+            if (abandon != nullptr && abandon->load()) return false;
+            pollfd p{fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+            continue;
+        }
         if (n <= 0) return true;
         data += n;
         len -= static_cast<std::size_t>(n);
@@ -289,7 +298,7 @@ private:
         if (cap.cut_now)
             log::warn(name + " reached --log-limit (" + std::to_string(w_.log_limit) +
                       " bytes); the rest of the command's output is not logged, only streamed");
-        if (sink >= 0 && !write_to_sink(sink, buf_, static_cast<std::size_t>(got))) {
+        if (sink >= 0 && !write_to_sink(sink, buf_, static_cast<std::size_t>(got), sinks_.abandon)) {
             reader_gone = true;
             pipe.reset();
         }

@@ -28,9 +28,20 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-// A state dir of the test's own; every command gets it.
+// A state dir of the test's own; every command gets it. Whatever session a
+// failed check left running is stopped (no grace) when the test ends.
 struct Sessions {
     std::string state = fresh_dir("state", 0700);
+    mutable std::vector<std::string> started;
+
+    Sessions() = default;
+    Sessions(const Sessions&) = delete;
+    Sessions& operator=(const Sessions&) = delete;
+    ~Sessions() {
+        for (const auto& id : started)
+            if (read_file(run_dir(id) + "/run.json").find("\"running\"") != std::string::npos)
+                run({corral_bin(), "session", "stop", "--grace", "0", "--state-dir", state, id}, RunOptions{30s});
+    }
 
     Result corral(std::vector<std::string> argv, std::chrono::milliseconds timeout = 60s) const {
         std::vector<std::string> full{corral_bin()};
@@ -52,6 +63,7 @@ struct Sessions {
         while (!id.empty() && id.back() == '\n') id.pop_back();
         REQUIRE_MESSAGE(id.find('\n') == std::string::npos, "more than one line on stdout: " << r.out);
         REQUIRE(!id.empty());
+        started.push_back(id);
         return id;
     }
 
@@ -366,6 +378,36 @@ TEST_CASE("an exec's deadline and its caller going away stop its command with th
     Result probe = s.sh(id, "agent", "cat " + ws_probe);
     CHECK(probe.out.find("stopped") != std::string::npos);
     s.stop_and_check(id, {uid_of_exec(rec)});
+}
+
+TEST_CASE("a session's stop never waits on an exec whose caller reads nothing") {
+    Sessions s;
+    const std::string id = s.start({"--grace", "500ms"});
+    // The caller's stdout is a pipe nobody reads: the exec's output fills it.
+    int never_read[2];
+    REQUIRE(pipe(never_read) == 0);
+    pid_t caller = fork();
+    REQUIRE(caller >= 0);
+    if (caller == 0) {
+        dup2(never_read[1], 1);
+        close(never_read[0]);
+        close(never_read[1]);
+        execl(corral_bin().c_str(), corral_bin().c_str(), "exec", "--state-dir", s.state.c_str(), id.c_str(), "--",
+              "/bin/sh", "-c", "trap '' TERM; while :; do echo filling-the-pipe-filling-the-pipe; done", nullptr);
+        _exit(127);
+    }
+    close(never_read[1]);
+    for (int i = 0; i < 100 && access((s.run_dir(id) + "/execs/1/stdout.log").c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(500ms);  // the pipe is full by now
+    Result stop = s.corral({"session", "stop", id}, 30s);
+    INFO(transcript(stop));
+    CHECK_MESSAGE(!stop.timed_out, "session stop hung on an exec whose caller reads nothing");
+    CHECK(stop.exit_code == 0);
+    CHECK(s.record(id)["teardown"]["verdict"] == "clean");
+    close(never_read[0]);
+    int status = 0;
+    waitpid(caller, &status, 0);
 }
 
 TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option named") {
