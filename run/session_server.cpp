@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -53,12 +54,10 @@ Fd listen_at(const std::string& path) {
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
-    // Root's alone twice over: the run dir is 0700 and the socket 0600.
-    const mode_t old = umask(0177);
-    const int rc = bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-    const int err = errno;
-    umask(old);
-    if (rc != 0) throw SysError("bind", path, err);
+    // Root's alone twice over: the run dir is 0700 and the socket 0600 (a
+    // chmod, not the umask: the process's umask is shared with the gateway's threads).
+    check_sys(bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), "bind", path);
+    check_sys(::chmod(path.c_str(), 0600), "chmod", path);
     check_sys(listen(fd.get(), 64), "listen", path);
     return fd;
 }
@@ -99,6 +98,10 @@ struct ReceivedRequest {
 };
 
 ReceivedRequest receive_request(int conn) {
+    // A caller that connects and sends no whole line within 10 s is dropped:
+    // it must not hold an exec thread (or the session's stop) forever.
+    const timeval limit{10, 0};
+    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     ReceivedRequest r;
     std::vector<char> buf(64 * 1024);
     int fds[2] = {-1, -1};
@@ -114,6 +117,8 @@ ReceivedRequest receive_request(int conn) {
             throw UsageError("exec request: more than " + std::to_string(kMaxExecLineBytes / 1024) + " KiB");
         n = recv(conn, buf.data(), buf.size(), 0);
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            throw UsageError("exec request: no whole line within 10 s");
         if (n < 0) throw SysError("recv", "exec request", errno);
         r.line.append(buf.data(), static_cast<std::size_t>(n));
     }
@@ -148,6 +153,20 @@ public:
     supervisor::SuperviseResult run() {
         const std::string path = session_socket_path(o_.run_dir);
         Fd listener = listen_at(path);
+        try {
+            serve(listener, path);
+        } catch (...) {
+            // Whatever failed, no exec thread is left running into the teardown.
+            listener.reset();
+            ::unlink(path.c_str());
+            stop_everything(0ms);
+            throw;
+        }
+        return result_;
+    }
+
+private:
+    void serve(Fd& listener, const std::string& path) {
         make_private_subdir(o_.run_dir + "/execs");
         if (o_.on_ready) o_.on_ready();
         std::optional<Clock::time_point> deadline;
@@ -160,7 +179,7 @@ public:
                 auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
                 timeout_ms = static_cast<int>(std::max<long long>(0, left));
             }
-            int rc = poll(fds, interrupt_fd_ >= 0 ? 3 : 1, timeout_ms);
+            int rc = poll(fds, 3, timeout_ms);  // a negative fd (no interrupt fd) is ignored
             if (rc < 0 && errno == EINTR) continue;
             if (rc < 0) throw SysError("poll", "session socket", errno);
             if (deadline && Clock::now() >= *deadline) {
@@ -189,21 +208,49 @@ public:
         listener.reset();
         ::unlink(path.c_str());  // a late `corral exec` is told the session ended, not left waiting
         stop_everything(grace);
-        return result_;
     }
 
-private:
+    // One thread per connection; finished ones are joined here, and reapers
+    // seen gone dropped, so a long session holds only what is live.
     void accept_one(int listener) {
         Fd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
-        if (!conn.valid()) return;  // the caller went away meanwhile
+        if (!conn.valid()) {
+            // Out of fds: wait instead of spinning on a listener that stays readable.
+            if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(100ms);
+            return;
+        }
         std::lock_guard<std::mutex> lock(mu_);
-        ++active_;
-        threads_.emplace_back([this, fd = std::make_shared<Fd>(std::move(conn))] {
-            serve_connection(*fd);
-            std::lock_guard<std::mutex> done(mu_);
+        reap_finished_locked();
+        auto slot = std::make_shared<Connection>();
+        slot->fd = std::move(conn);
+        try {
+            ++active_;
+            slot->thread = std::thread([this, slot] {
+                serve_connection(slot->fd);
+                std::lock_guard<std::mutex> done(mu_);
+                slot->fd.reset();  // EOF after the answer: the caller reads until it
+                slot->done = true;
+                --active_;
+                idle_.notify_all();
+            });
+            connections_.push_back(slot);
+        } catch (const std::exception& e) {
             --active_;
-            idle_.notify_all();
-        });
+            send_answer(slot->fd.get(), refusal(kExitSetup, std::string("the session cannot start a thread for this exec: ") + e.what()));
+        }
+    }
+
+    void reap_finished_locked() {
+        for (auto it = connections_.begin(); it != connections_.end();) {
+            if ((*it)->done) {
+                if ((*it)->thread.joinable()) (*it)->thread.join();
+                it = connections_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (auto it = reapers_.begin(); it != reapers_.end();)
+            it = gone(it->pidfd.get()) ? reapers_.erase(it) : it + 1;
     }
 
     void serve_connection(Fd& conn) {
@@ -238,12 +285,20 @@ private:
         record["env_names"] = env_names;
         const auto started = std::chrono::system_clock::now();
         record["started_at"] = supervisor::format_rfc3339_ms(started);
+        // The agent's execs start under the gate shared, a verifier's under it
+        // alone: no agent exec can be between its spawn and its tracking
+        // while a verifier kills the agent's invocations, sweeps and starts.
+        std::shared_lock<std::shared_mutex> agent_gate(role_gate_, std::defer_lock);
+        std::unique_lock<std::shared_mutex> verifier_gate(role_gate_, std::defer_lock);
         if (request.role == Role::verifier) {
+            verifier_gate.lock();
             try {
                 record["agent_stopped"] = stop_agent_processes();
             } catch (const std::exception& e) {
                 return refusal(kExitSetup, std::string("the verifier did not start: ") + e.what());
             }
+        } else if (request.role == Role::agent) {
+            agent_gate.lock();
         }
         int n = 0;
         {
@@ -269,8 +324,20 @@ private:
             make_private_subdir(dir);
             supervisor::Invocation inv = supervisor::spawn_invocation(box_, spec);
             record["uid"] = inv.uid();
-            track(n, request.role, inv.pidfd());
-            result = supervisor::supervise(inv, box_, supervisor::OutputSinks{out_fd, err_fd, -1, conn, &abandon_sinks_});
+            try {
+                track(n, request.role, inv.pidfd());
+            } catch (...) {
+                kill_and_wait(inv.pidfd());  // never a command nobody supervises
+                throw;
+            }
+            if (agent_gate.owns_lock()) agent_gate.unlock();
+            if (verifier_gate.owns_lock()) verifier_gate.unlock();
+            try {
+                result = supervisor::supervise(inv, box_, supervisor::OutputSinks{out_fd, err_fd, -1, conn, &abandon_sinks_});
+            } catch (...) {
+                kill_and_wait(inv.pidfd());
+                throw;
+            }
         } catch (const UsageError& e) {
             return refusal(kExitUsage, e.what());
         } catch (const std::exception& e) {
@@ -332,6 +399,12 @@ private:
         if (!copy.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "invocation pidfd", errno);
         std::lock_guard<std::mutex> lock(mu_);
         reapers_.push_back({n, role, std::move(copy)});
+    }
+
+    static void kill_and_wait(int pidfd) {
+        supervisor::signal_through_pidfd(pidfd, SIGKILL);
+        pollfd p{pidfd, POLLIN, 0};
+        poll(&p, 1, 10000);
     }
 
     static bool gone(int pidfd) {
@@ -408,22 +481,33 @@ private:
         lock.unlock();
         supervisor::signal_through_pidfd(box_.pidfd(), SIGKILL);
         abandon_sinks_ = true;
-        // The exec threads end as their invocations die (or their callers go).
-        std::vector<std::thread> threads;
+        // The exec threads end as their invocations die; a caller that never
+        // sent its request, or holds a full socket as its stdout, is cut off.
+        std::vector<std::shared_ptr<Connection>> connections;
         {
             std::lock_guard<std::mutex> l(mu_);
-            threads.swap(threads_);
+            connections.swap(connections_);
+            for (auto& c : connections)
+                if (!c->done) ::shutdown(c->fd.get(), SHUT_RDWR);
         }
-        for (auto& t : threads) t.join();
+        for (auto& c : connections)
+            if (c->thread.joinable()) c->thread.join();
         if (init_died_ && !result_.interrupted_by && !result_.deadline_hit) result_.wait_status.reset();
     }
 
     supervisor::Sandbox& box_;
     int interrupt_fd_;
     const SessionServerOptions& o_;
+    struct Connection {
+        Fd fd;
+        std::thread thread;
+        bool done = false;   // under mu_
+    };
+
     std::mutex mu_;
     std::condition_variable idle_;
-    std::vector<std::thread> threads_;
+    std::shared_mutex role_gate_;
+    std::vector<std::shared_ptr<Connection>> connections_;
     std::vector<Reaper> reapers_;
     int next_exec_ = 0;
     int active_ = 0;

@@ -43,6 +43,7 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::open_box_pty: return "open_box_pty";
         case SetupStep::spawn_invocation: return "spawn_invocation";
         case SetupStep::mount_invocation_proc: return "mount_invocation_proc";
+        case SetupStep::make_role_homes: return "make_role_homes";
         case SetupStep::start_new_session: return "start_new_session";
         case SetupStep::set_controlling_terminal: return "set_controlling_terminal";
         case SetupStep::redirect_stdio: return "redirect_stdio";

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "shim/loopback.hpp"
@@ -446,9 +447,10 @@ WarmInvocation make_warm_invocation(const InitContext& ctx) noexcept {
     args.exit_signal = SIGCHLD;
     long pid = syscall(SYS_clone3, &args, sizeof args);
     if (pid == 0) {
-        close(pair[0]);
-        close(ctx.session_fd);  // only the init takes requests
-        close(ctx.report_fd);
+        // Nothing of the init's but its channel: not the session's channel,
+        // the report pipe, nor a request's pipes the init still holds.
+        const int keep[] = {0, 1, 2, pair[1]};
+        if (close_all_except(keep, 4) != 0) _exit(125);
         run_session_invocation(ctx, pair[1]);
     }
     close(pair[1]);
@@ -479,8 +481,23 @@ void discard(WarmInvocation& w) noexcept {
 // SIGCHLD ignored lets the kernel reap them. The init itself starts nothing
 // else and exits when its supervisor closes the channel (or dies: the
 // parent-death signal).
+// kRoleHomesDir/service and /verifier: made before any exec exists, so no
+// process of the agent's can have put anything there first.
+void make_role_homes(const InitContext& ctx) noexcept {
+    static const char* const kNames[2] = {"service", "verifier"};
+    char path[128];
+    if (mkdir(kRoleHomesDir, 0755) != 0) fail(ctx, SetupStep::make_role_homes, errno, kRoleHomesDir);
+    if (chmod(kRoleHomesDir, 0755) != 0) fail(ctx, SetupStep::make_role_homes, errno, kRoleHomesDir);  // past the umask
+    for (int i = 0; i < 2; ++i) {
+        std::snprintf(path, sizeof path, "%s/%s", kRoleHomesDir, kNames[i]);
+        if (mkdir(path, 0700) != 0) fail(ctx, SetupStep::make_role_homes, errno, path);
+        if (chown(path, ctx.role_uids[i], ctx.role_uids[i]) != 0) fail(ctx, SetupStep::make_role_homes, errno, path);
+    }
+}
+
 [[noreturn]] void serve_session(const InitContext& ctx) noexcept {
     signal(SIGCHLD, SIG_IGN);
+    make_role_homes(ctx);
     WarmInvocation warm = make_warm_invocation(ctx);
     InitMessage ready{};
     ready.kind = InitMessageKind::ready;
@@ -504,8 +521,8 @@ void discard(WarmInvocation& w) noexcept {
                 err = errno != 0 ? errno : EAGAIN;
                 break;
             }
-            // A warm invocation that died (its /proc could not be mounted)
-            // refuses the request: a fresh one is made and tried once.
+            // A warm invocation that cannot take the request (it died) is
+            // replaced by a fresh one, tried once.
             if (send_with_fds(warm.channel, request, static_cast<std::size_t>(n), fds, nfds) == 0) {
                 pidfd = warm.pidfd;
                 warm.pidfd = -1;
@@ -519,6 +536,9 @@ void discard(WarmInvocation& w) noexcept {
         for (int i = 0; i < nfds; ++i) close(fds[i]);
         answer_exec_request(ctx.session_fd, err, pidfd);
         if (pidfd >= 0) close(pidfd);
+        // The next invocations are cloned from this memory: no exec's
+        // argv or environment stays in it.
+        if (n > 0) std::memset(request, 0, static_cast<std::size_t>(n));
         if (warm.pidfd < 0) warm = make_warm_invocation(ctx);
     }
 }

@@ -51,6 +51,7 @@ struct InitContext {
     // init then starts no command of its own but one invocation per request.
     // -1 for a run.
     int session_fd;
+    uid_t role_uids[2];                  // a session's service and verifier UIDs (GID alike); 0 for a run
     std::uint64_t task_limit;            // RLIMIT_NPROC of the command's (run-exclusive) UID
     std::uint64_t open_file_limit;       // RLIMIT_NOFILE of the command
     int command_oom_score_adj;           // the command's oom_score_adj (corral's own processes: -1000)

@@ -256,6 +256,7 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
     ctx.tty_channel_fd = pipes.tty.second.valid() ? pipes.tty.second.get() : -1;
     ctx.tty_slave_fd = -1;
     ctx.session_fd = pipes.session.second.valid() ? pipes.session.second.get() : -1;
+    ctx.role_uids[0] = ctx.role_uids[1] = 0;
     // The UID is this run's alone, so its task count is the run's: a bound
     // even without --pids (whose cgroup limit also covers the init and reaper).
     ctx.task_limit = host.task_limit;
@@ -562,8 +563,9 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
 
     require_single_thread();
     CgroupPlacement placement = placement_of(cgroup);
-    const InitContext ctx = init_context(spec, lease, rootfs, command, seccomp, pipes, host,
-                                         when_init_waits_for_go(placement));
+    InitContext ctx = init_context(spec, lease, rootfs, command, seccomp, pipes, host,
+                                   when_init_waits_for_go(placement));
+    for (std::size_t i = 0; i < role_leases.size() && i < 2; ++i) ctx.role_uids[i] = role_leases[i].uid();
     int pidfd = -1;
     pid_t pid = clone_init(ctx, placement, pidfd);
     timer.lap("clone3");

@@ -30,17 +30,26 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// False when the reader is gone (EPIPE), or, for a non-blocking sink that
-// stays full, once `abandon` is set (a session ending while an exec's caller
-// reads nothing). Other failures are ignored: a terminal that errs must not
-// stop the log or the run.
+// False when the reader is gone (EPIPE). A sink that is full (EAGAIN: a
+// non-blocking description, or a socket, written with MSG_DONTWAIT when
+// `abandon` is given) is waited on while `abandon` stays false, and given up
+// (false) once it is true: a session's stop never waits on a caller that
+// reads nothing. Without `abandon` (a run) a full non-blocking sink drops
+// the chunk, as it always did. Other failures are ignored: a terminal that
+// errs must not stop the log or the run.
 bool write_to_sink(int fd, const char* data, std::size_t len, const std::atomic<bool>* abandon) {
+    bool socket = abandon != nullptr;   // tried as a socket first; ENOTSOCK: a plain write from then on
     while (len > 0) {
-        ssize_t n = write(fd, data, len);
+        ssize_t n = socket ? send(fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) : write(fd, data, len);
+        if (n < 0 && errno == ENOTSOCK) {
+            socket = false;
+            continue;
+        }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EPIPE) return false;
-        if (n < 0 && errno == EAGAIN) {
-            if (abandon != nullptr && abandon->load()) return false;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (abandon == nullptr) return true;
+            if (abandon->load()) return false;
             pollfd p{fd, POLLOUT, 0};
             poll(&p, 1, 100);
             continue;

@@ -54,7 +54,7 @@ std::vector<std::string> role_environment(const SandboxSpec& spec, Role role,
         bool given = false;
         for (const auto& e : extra) given = given || e.first == key;
         if (given) continue;
-        if (key == "HOME") kv = "HOME=/tmp";
+        if (key == "HOME") kv = "HOME=" + std::string(kRoleHomesDir) + "/" + name;
         if (key == "USER") kv = "USER=" + name;
         if (key == "LOGNAME") kv = "LOGNAME=" + name;
     }
@@ -69,7 +69,8 @@ struct SessionChannel {
 Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
     if (spec.argv.empty()) throw UsageError("missing command");
-    if (spec.cwd.empty()) spec.cwd = spec.role == Role::agent ? box.spec_.cwd : "/tmp";
+    if (spec.cwd.empty())
+        spec.cwd = spec.role == Role::agent ? box.spec_.cwd : std::string(kRoleHomesDir) + "/" + std::string(role_name(spec.role));
     Invocation inv;
     const auto [uid, gid] = role_identity(box, spec.role);
     inv.uid_ = uid;
@@ -106,7 +107,10 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
         if (int rc = send_with_fds(box.session_.get(), request.data(), request.size(), fds, kExecRequestFds); rc < 0)
             throw SysError("sendmsg", "session init channel (exec request)", -rc);
         ssize_t n = receive_with_fds(box.session_.get(), &reply, sizeof reply, &pidfd, 1, nfds);
-        if (n < 0) throw SysError("recvmsg", "session init channel (exec reply)", static_cast<int>(-n));
+        if (n < 0) {
+            if (nfds == 1) close(pidfd);
+            throw SysError("recvmsg", "session init channel (exec reply)", static_cast<int>(-n));
+        }
         if (n == 0) throw SysError("recvmsg", "session init channel: the init is gone", EPIPE);
     }
     Fd owned_pidfd(nfds == 1 ? pidfd : -1);

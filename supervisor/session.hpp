@@ -40,7 +40,7 @@ struct InvocationSpec {
     Role role = Role::agent;
     std::vector<std::string> argv;
     std::vector<std::pair<std::string, std::string>> env;   // over the role's defaults (role_environment)
-    std::string cwd;                                         // "": /workspace for the agent, /tmp for the others
+    std::string cwd;                                         // "": /workspace for the agent, the role's home for the others
     std::string log_dir;                                     // exists, 0700 root's: stdout.log, stderr.log
     std::optional<std::chrono::milliseconds> timeout;
     std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
@@ -53,7 +53,8 @@ std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role);
 // The environment an invocation starts with: the session's, as a run's
 // command gets it (command_environment: the defaults, the image's Env, the
 // proxy and CA variables, the worker's [env], --env), then `extra`, later
-// wins; the service and the verifier get HOME=/tmp and USER/LOGNAME of
+// wins; the service and the verifier get HOME=/tmp/corral-roles/<role>
+// (kRoleHomesDir: theirs alone, made before any exec) and USER/LOGNAME of
 // their role's name (/home/<agent> is the agent's) unless `extra` sets them.
 std::vector<std::string> role_environment(const SandboxSpec& spec, Role role,
                                           const std::vector<std::pair<std::string, std::string>>& extra);

@@ -43,10 +43,12 @@ int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t sl
     std::memcpy(&h, buf, sizeof h);
     if (h.magic != kExecRequestMagic || h.argc == 0) return EINVAL;
     // No role runs as root, whatever the supervisor's bytes say.
-    if (h.uid == 0 || h.gid == 0) return EPERM;
+    if (h.uid == 0 || h.gid == 0 || h.uid == static_cast<std::uint32_t>(-1) || h.gid == static_cast<std::uint32_t>(-1))
+        return EPERM;
     if (len > kMaxExecRequestBytes || h.strings_bytes != len - sizeof h) return EMSGSIZE;
     // cwd + three NULL-terminated arrays.
     const std::uint64_t need = 1ULL + h.argc + 1 + h.envc + 1 + h.candc + 1;
+    if (h.reserved != 0 || h.task_limit == 0 || h.open_file_limit == 0) return EINVAL;
     if (need > slot_count) return EMSGSIZE;
     char* p = buf + sizeof h;
     char* const end = buf + len;

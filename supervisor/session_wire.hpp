@@ -26,6 +26,10 @@ inline constexpr std::size_t kMaxExecRequestBytes = 1u << 20;
 // Strings (argv + env + candidates + cwd) in one request at most.
 inline constexpr std::size_t kMaxExecStrings = 8192;
 inline constexpr int kExecRequestFds = 3;   // report, stdout, stderr (write ends)
+// Where a session's service and verifier live: HOME and the default cwd,
+// made by the init before any exec, root's parent (0755) and each role's own
+// child (0700), so the agent (who can write /tmp itself) can plant nothing there.
+inline constexpr const char* kRoleHomesDir = "/tmp/corral-roles";
 
 struct ExecRequestHeader {
     std::uint32_t magic;
@@ -76,7 +80,8 @@ struct DecodedExec {
 
 // Parses `buf` (len bytes, modified in place: nothing), filling `slots`
 // (slot_count entries) with the string pointers. 0, or EINVAL / EMSGSIZE for
-// a malformed or oversized request, EPERM for UID or GID 0. Never allocates (the init calls it).
+// a malformed or oversized request, EPERM for UID or GID 0 or -1 (setresuid(-1)
+// would keep root). Never allocates (the init calls it).
 int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t slot_count, DecodedExec& out) noexcept;
 
 }  // namespace corral::supervisor

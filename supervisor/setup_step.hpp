@@ -33,6 +33,7 @@ enum class SetupStep : std::uint32_t {
     open_box_pty,             // --tty: a pty of the box's own devpts, its master handed to the supervisor
     spawn_invocation,
     mount_invocation_proc,    // the invocation's own mount ns + a /proc of its PID namespace
+    make_role_homes,          // a session: /tmp/corral-roles/{service,verifier}, each its role's alone
     // --- inside the invocation (PID 1 of the nested PID namespace)
     start_new_session,
     set_controlling_terminal, // --tty: the box's pty becomes the new session's controlling terminal

@@ -77,6 +77,21 @@ TEST_CASE("the init refuses a malformed, truncated, oversized or root request") 
         root.gid = 0;
         b = encode_exec_request(root);
         CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EPERM);
+        // -1 makes setresuid/setresgid keep what the process has: root.
+        root = sample();
+        root.uid = static_cast<uid_t>(-1);
+        b = encode_exec_request(root);
+        CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EPERM);
+        root = sample();
+        root.gid = static_cast<gid_t>(-1);
+        b = encode_exec_request(root);
+        CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EPERM);
+    }
+    SUBCASE("no limits") {
+        ExecImage im = sample();
+        im.task_limit = 0;
+        auto b = encode_exec_request(im);
+        CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EINVAL);
     }
     SUBCASE("a relative cwd") {
         ExecImage im = sample();

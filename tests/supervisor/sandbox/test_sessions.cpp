@@ -210,6 +210,22 @@ TEST_CASE("each role is isolated: /proc shows only the exec's own processes, fil
     Result v = s.sh(id, "verifier", "grep CapEff /proc/self/status; echo y > /tmp/private/f 2>/dev/null && echo w=yes || echo w=no");
     CHECK(v.out.find("CapEff:\t0000000000000000") != std::string::npos);
     CHECK(field(v.out, "w") == "no");
+    // The service's and verifier's homes (and default cwd) are theirs alone:
+    // the agent, who can write /tmp, can plant nothing there (a .pth, a
+    // .gitconfig, a pytest.py the verifier would run).
+    Result homes = s.sh(id, "verifier", "echo home=$HOME; echo cwd=$(pwd); ls -ld /tmp/corral-roles/verifier");
+    INFO(transcript(homes));
+    CHECK(field(homes.out, "home") == "/tmp/corral-roles/verifier");
+    CHECK(field(homes.out, "cwd") == "/tmp/corral-roles/verifier");
+    CHECK(homes.out.find("drwx------") != std::string::npos);
+    Result plant = s.sh(id, "agent",
+                        "echo x > /tmp/corral-roles/verifier/usercustomize.py 2>/dev/null && echo in-home=yes || echo in-home=no; "
+                        "mkdir /tmp/corral-roles/evil 2>/dev/null && echo beside=yes || echo beside=no; "
+                        "mv /tmp/corral-roles /tmp/moved 2>/dev/null && echo moved=yes || echo moved=no");
+    INFO(transcript(plant));
+    CHECK(field(plant.out, "in-home") == "no");
+    CHECK(field(plant.out, "beside") == "no");
+    CHECK(field(plant.out, "moved") == "no");
     // Three distinct UIDs, none root.
     std::set<uid_t> uids;
     for (int n = 1; n <= 3; ++n) uids.insert(uid_of_exec(s.exec_record(id, n)));
