@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <openssl/evp.h>
 
+#include "base/sha256.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -29,20 +29,6 @@ std::string sh(const std::string& script, const std::string& cwd = {}) {
     Result r = run({"sh", "-ec", script}, RunOptions{.cwd = cwd});
     if (r.exit_code != 0) throw std::runtime_error("fixture failed: " + script + "\n" + r.out + r.err);
     return r.out;
-}
-
-std::string sha256_file(const std::string& path) {
-    std::string data = read_file(path);
-    unsigned char md[32];
-    unsigned len = 0;
-    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out += digits[md[i] >> 4];
-        out += digits[md[i] & 15];
-    }
-    return out;
 }
 
 Result run_corral(const std::vector<std::string>& args) {
@@ -178,11 +164,12 @@ TEST_CASE("a docker-save archive with an opaque directory, a whiteout, a hard li
     make_base_rootfs(d + "/root1");
     sh("mkdir save && tar -C root1 -cf save/layer1.tar . && python3 '" + source_root() +
        "/tests/image/make_tar.py' save/layer2.tar whiteouts", d);
-    const std::string l1 = sha256_file(d + "/save/layer1.tar"), l2 = sha256_file(d + "/save/layer2.tar");
+    const std::string l1 = corral::sha256_hex(read_file(d + "/save/layer1.tar"));
+    const std::string l2 = corral::sha256_hex(read_file(d + "/save/layer2.tar"));
     const std::string config = R"({"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/bin:/bin","LEVEL=2"],)"
                                R"("Cmd":["layer2"]},"rootfs":{"type":"layers","diff_ids":["sha256:)" + l1 + R"(","sha256:)" + l2 + R"("]}})";
     write_file(d + "/save/cfg.json", config);
-    const std::string cfg_hex = sha256_file(d + "/save/cfg.json");
+    const std::string cfg_hex = corral::sha256_hex(read_file(d + "/save/cfg.json"));
     sh("mv save/cfg.json save/" + cfg_hex + ".json && mkdir save/a save/b && mv save/layer1.tar save/a/layer.tar && "
        "mv save/layer2.tar save/b/layer.tar", d);
     write_file(d + "/save/manifest.json", R"([{"Config":")" + cfg_hex + R"(.json","RepoTags":["corral/test:v1"],)"
