@@ -430,9 +430,40 @@ StoredImage ImageStore::get(const std::string& name) const {
     return im;
 }
 
+namespace {
+
+// images/use/<name>, opened (made if missing) for flock.
+Fd open_use_lock(const std::string& root, const std::string& name) {
+    const std::string dir = root + "/use";
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir, errno);
+    const std::string path = dir + "/" + name;
+    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    return fd;
+}
+
+}  // namespace
+
+ImageHold ImageStore::hold(const std::string& name) const {
+    (void)get(name);  // its clear error for a name not in the store, before any lock file is made
+    Fd fd = open_use_lock(root_, name);
+    int r;
+    do r = flock(fd.get(), LOCK_SH);
+    while (r != 0 && errno == EINTR);
+    check_sys(r, "flock(LOCK_SH)", root_ + "/use/" + name);
+    return ImageHold(std::move(fd));
+}
+
 RemoveResult ImageStore::remove(const std::string& name) {
     StoredImage target = get(name);
     StoreLock lock(root_);
+    // Exclusive until the removal is done: a run asking for a hold now waits,
+    // then finds the image gone.
+    Fd use = open_use_lock(root_, name);
+    if (flock(use.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) throw ImageInUse("image " + name + ": a running box uses it");
+        throw SysError("flock(LOCK_EX)", root_ + "/use/" + name, errno);
+    }
     check_sys(unlink((root_ + "/images/" + name + ".json").c_str()), "unlink", root_ + "/images/" + name + ".json");
     std::set<std::string> used;
     for (const auto& im : list()) used.insert(im.layers.begin(), im.layers.end());

@@ -109,6 +109,17 @@ std::vector<RunEntry> list_runs(const std::string& state_dir) {
     return out;
 }
 
+std::vector<std::string> running_runs_on_image(const std::string& state_dir, const std::string& image_name) {
+    std::vector<std::string> ids;
+    for (const auto& e : list_runs(state_dir)) {
+        if (e.state != "running") continue;
+        const auto rootfs = e.record->find("rootfs");
+        if (rootfs != e.record->end() && rootfs->is_string() && rootfs->get<std::string>() == "image:" + image_name)
+            ids.push_back(e.id);
+    }
+    return ids;
+}
+
 RunEntry read_run(const std::string& state_dir, const std::string& id) { return entry_for(state_dir, id); }
 
 RunEntry find_run(const std::string& state_dir, const std::string& id) {
