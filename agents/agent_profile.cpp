@@ -14,6 +14,7 @@
 #include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
 #include "names/box_environment.hpp"
+#include "names/run_id.hpp"
 
 namespace corral::agents {
 
@@ -81,16 +82,6 @@ std::string base64url(const std::string& bytes) {
         else if (c == '/') c = '_';
     }
     return out;
-}
-
-void check_run_id(const std::string& run_id) {
-    if (run_id.empty()) throw UsageError("agent profile: empty run id");
-    for (char c : run_id) {
-        auto u = static_cast<unsigned char>(c);
-        if (!(std::isalnum(u) || c == '-' || c == '_'))
-            throw UsageError("agent profile: run id \"" + run_id + "\" contains '" + std::string(1, c) +
-                             "', allowed: letters, digits, '-', '_'");
-    }
 }
 
 std::string pretty(const json& j) { return j.dump(2) + "\n"; }
@@ -490,7 +481,7 @@ OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
 }
 
 AgentProfile make_agent_profile(AgentKind kind, const AgentInputs& in) {
-    check_run_id(in.run_id);
+    names::require_run_id(in.run_id, "agent profile");
     AgentProfile p;
     p.kind = kind;
     p.cli_version = pinned_cli_version(kind);

@@ -10,8 +10,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include <set>
 
 #include "base/fd.hpp"
+#include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "image/manifest.hpp"
 #include "image/whiteout.hpp"
@@ -30,7 +29,7 @@ namespace {
 // The source as libarchive reads it: every byte also goes into the digest.
 struct HashingSource {
     int fd = -1;
-    EVP_MD_CTX* md = nullptr;
+    Sha256* digest = nullptr;
     std::uint64_t bytes = 0;
     const Progress* progress = nullptr;
     std::array<char, 1 << 17> buf{};
@@ -45,7 +44,7 @@ struct HashingSource {
                 return -1;
             }
             if (n > 0) {
-                EVP_DigestUpdate(md, buf.data(), static_cast<std::size_t>(n));
+                digest->update(buf.data(), static_cast<std::size_t>(n));
                 bytes += static_cast<std::uint64_t>(n);
                 if (progress && *progress) (*progress)(bytes);
             }
@@ -68,19 +67,6 @@ la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
 struct ArchiveCloser {
     void operator()(struct archive* a) const { archive_read_free(a); }
 };
-struct MdCloser {
-    void operator()(EVP_MD_CTX* m) const { EVP_MD_CTX_free(m); }
-};
-
-std::string hex(const unsigned char* p, unsigned n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < n; ++i) {
-        out += digits[p[i] >> 4];
-        out += digits[p[i] & 15];
-    }
-    return out;
-}
 
 std::string entry_error(const std::string& what, const std::string& name, const std::string& why) {
     return what + ": entry \"" + name + "\" refused: " + why;
@@ -390,11 +376,10 @@ void remove_tree_at(int dir_fd, const std::string& name) {
 
 ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
                               const Progress& progress) {
-    std::unique_ptr<EVP_MD_CTX, MdCloser> md(EVP_MD_CTX_new());
-    if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) throw ImageError("SHA-256 unavailable (OpenSSL)");
+    Sha256 digest;
     auto src = std::make_unique<HashingSource>();
     src->fd = source_fd;
-    src->md = md.get();
+    src->digest = &digest;
     src->progress = &progress;
 
     std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
@@ -421,10 +406,7 @@ ExtractResult extract_archive(int source_fd, const std::string& what, int dest_f
     while (src->read_some() > 0) {
     }
     if (src->read_errno != 0) throw SysError("read", what, src->read_errno);
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(md.get(), digest, &len);
-    result.sha256_hex = hex(digest, len);
+    result.sha256_hex = digest.finish_hex();
     result.source_bytes = src->bytes;
     return result;
 }

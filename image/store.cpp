@@ -19,9 +19,9 @@
 #include <set>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include "base/fd.hpp"
+#include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "image/extract.hpp"
 #include "image/source.hpp"
@@ -69,12 +69,10 @@ std::string read_small(int base_fd, const std::string& rel, const std::string& w
     return read_to_end(fd.get(), rel);
 }
 
-std::string sha256_of(const std::string& data);
-
 // A blob named by digest: read whole, its bytes checked against the digest.
 std::string read_blob(int base_fd, const Descriptor& d, const std::string& what) {
     std::string text = read_small(base_fd, "blobs/sha256/" + digest_hex(d.digest), what);
-    std::string got = "sha256:" + sha256_of(text);
+    std::string got = "sha256:" + sha256_hex(text);
     if (got != d.digest) throw ImageError(what + ": digest mismatch: the manifest says " + d.digest + ", the bytes are " + got);
     return text;
 }
@@ -302,8 +300,8 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
         // The config's file name is its digest ("<hex>.json" or "blobs/sha256/<hex>").
         std::string stem = std::filesystem::path(d.config_path).filename().string();
         if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);
-        if (is_sha256_digest("sha256:" + stem) && "sha256:" + sha256_of(config_text) != "sha256:" + stem)
-            throw ImageError(what + ": " + d.config_path + ": digest mismatch: the bytes are sha256:" + sha256_of(config_text));
+        if (is_sha256_digest("sha256:" + stem) && "sha256:" + sha256_hex(config_text) != "sha256:" + stem)
+            throw ImageError(what + ": " + d.config_path + ": digest mismatch: the bytes are sha256:" + sha256_hex(config_text));
         image.config = parse_config(config_text);
         if (image.config.diff_ids.size() != d.layer_paths.size())
             throw ImageError(what + ": manifest.json names " + std::to_string(d.layer_paths.size()) +
@@ -432,9 +430,40 @@ StoredImage ImageStore::get(const std::string& name) const {
     return im;
 }
 
+namespace {
+
+// images/use/<name>, opened (made if missing) for flock.
+Fd open_use_lock(const std::string& root, const std::string& name) {
+    const std::string dir = root + "/use";
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir, errno);
+    const std::string path = dir + "/" + name;
+    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    return fd;
+}
+
+}  // namespace
+
+ImageHold ImageStore::hold(const std::string& name) const {
+    (void)get(name);  // its clear error for a name not in the store, before any lock file is made
+    Fd fd = open_use_lock(root_, name);
+    int r;
+    do r = flock(fd.get(), LOCK_SH);
+    while (r != 0 && errno == EINTR);
+    check_sys(r, "flock(LOCK_SH)", root_ + "/use/" + name);
+    return ImageHold(std::move(fd));
+}
+
 RemoveResult ImageStore::remove(const std::string& name) {
     StoredImage target = get(name);
     StoreLock lock(root_);
+    // Exclusive until the removal is done: a run asking for a hold now waits,
+    // then finds the image gone.
+    Fd use = open_use_lock(root_, name);
+    if (flock(use.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) throw ImageInUse("image " + name + ": a running box uses it");
+        throw SysError("flock(LOCK_EX)", root_ + "/use/" + name, errno);
+    }
     check_sys(unlink((root_ + "/images/" + name + ".json").c_str()), "unlink", root_ + "/images/" + name + ".json");
     std::set<std::string> used;
     for (const auto& im : list()) used.insert(im.layers.begin(), im.layers.end());
@@ -453,20 +482,5 @@ RemoveResult ImageStore::remove(const std::string& name) {
     }
     return out;
 }
-
-namespace {
-std::string sha256_of(const std::string& data) {
-    unsigned char md[32];
-    unsigned len = 0;
-    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out += digits[md[i] >> 4];
-        out += digits[md[i] & 15];
-    }
-    return out;
-}
-}  // namespace
 
 }  // namespace corral::image

@@ -1,6 +1,7 @@
 // image/store.hpp — the content-addressed image store in STATE_DIR/images.
 //
 //   images/lock                         flock: one import or removal at a time
+//   images/use/<name>                   flock: shared by each run on the image, for as long as it runs
 //   images/layers/sha256/<hex>/         one extracted layer (overlayfs form), named by its digest
 //   images/images/<name>.json           an image: its layers (bottom first) and its config
 //   images/tmp/                         imports in progress; emptied by the next import
@@ -9,7 +10,8 @@
 // while it is read, synced and renamed into layers/ only when all is well, so
 // a layer directory that exists is complete. A layer any image already has
 // is not read again. An image's JSON is written to a temp file, fsynced and
-// renamed. Removing an image removes the layers no other image names.
+// renamed. Removing an image removes the layers no other image names; an
+// image a run holds (hold()) is not removed.
 // Everything below images/ is root's; the box never sees the store's paths.
 #pragma once
 
@@ -17,8 +19,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "image/manifest.hpp"
 
 namespace corral::image {
@@ -55,6 +59,24 @@ struct ImportResult {
     std::vector<std::string> notes;   // what the extractor skipped, what the config says is ignored
 };
 
+// remove() of an image a run holds: nothing was removed.
+class ImageInUse : public ImageError {
+public:
+    using ImageError::ImageError;
+};
+
+// A run's hold on an image (a shared flock on images/use/<name>), from
+// hold() until it is destroyed: the image and its layers stay while it is
+// held. The lock file's fd is close-on-exec, and the sandbox's init closes
+// what it inherited, so the box never has it.
+class ImageHold {
+public:
+    explicit ImageHold(Fd fd) : fd_(std::move(fd)) {}
+
+private:
+    Fd fd_;
+};
+
 struct RemoveResult {
     std::vector<std::string> layers_removed;  // digests
     std::vector<std::string> layers_kept;     // still used by another image
@@ -77,6 +99,12 @@ public:
     std::vector<StoredImage> list() const;
     // Throws UsageError "image NAME: not in the store (STORE); `corral image ls` lists ..."
     StoredImage get(const std::string& name) const;
+    // Holds image `name` for a run: get() it after, so that a removal that
+    // ran first is seen, and one that comes later is refused. Waits while a
+    // removal of it is under way. Throws what get() throws for a missing image.
+    ImageHold hold(const std::string& name) const;
+    // Throws ImageInUse when a run holds the image (checked under the store's
+    // lock, so no run can take a hold between the check and the removal).
     RemoveResult remove(const std::string& name);
 
 private:

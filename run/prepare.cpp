@@ -50,6 +50,7 @@ void read_image(const RunRequest& r, RunInputs& in) {
     const std::string rootfs = requested_rootfs(r, in.worker);
     if (!rootfs.starts_with("image:")) return;
     image::ImageStore store(in.state_dir);
+    in.image_hold = store.hold(rootfs.substr(6));  // before get(): a removal is refused or already done
     in.image = store.get(rootfs.substr(6));
     for (const auto& l : in.image->layers) in.image_layer_dirs.push_back(store.layer_dir(l));
 }

@@ -47,6 +47,9 @@ struct RunInputs {
     // its layers' directories, bottom first.
     std::optional<image::StoredImage> image;
     std::vector<std::string> image_layer_dirs;
+    // The run's hold on that image, kept as long as the inputs live (the
+    // whole run): `corral image rm` refuses a held image.
+    std::optional<image::ImageHold> image_hold;
 };
 
 struct RunPlan {

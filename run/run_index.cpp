@@ -12,6 +12,7 @@
 
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
+#include "names/run_id.hpp"
 #include "rootfs/host_paths.hpp"
 #include "supervisor/run_record.hpp"
 
@@ -23,16 +24,6 @@ constexpr int kMaxIdDraws = 16;
 constexpr std::size_t kMinPrefix = 4;
 
 std::string runs_dir_of(const std::string& state_dir) { return state_dir + "/runs"; }
-
-// Names only corral could have made: an id (what make_run_id draws) never
-// has a '/', a leading '.', or anything outside [A-Za-z0-9._-].
-bool looks_like_run_id(const std::string& name) {
-    if (name.empty() || name[0] == '.') return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-               c == '.';
-    });
-}
 
 std::optional<nlohmann::json> read_record_file(const std::string& path, bool* exists) {
     std::ifstream in(path);
@@ -69,7 +60,7 @@ std::vector<std::string> run_ids(const std::string& state_dir) {
         throw SysError("opendir", runs_dir_of(state_dir), errno);
     }
     while (dirent* ent = ::readdir(d))
-        if (looks_like_run_id(ent->d_name)) ids.emplace_back(ent->d_name);
+        if (names::is_run_id(ent->d_name)) ids.emplace_back(ent->d_name);
     ::closedir(d);
     std::sort(ids.begin(), ids.end(), std::greater<>());
     return ids;
@@ -118,11 +109,21 @@ std::vector<RunEntry> list_runs(const std::string& state_dir) {
     return out;
 }
 
+std::vector<std::string> running_runs_on_image(const std::string& state_dir, const std::string& image_name) {
+    std::vector<std::string> ids;
+    for (const auto& e : list_runs(state_dir)) {
+        if (e.state != "running") continue;
+        const auto rootfs = e.record->find("rootfs");
+        if (rootfs != e.record->end() && rootfs->is_string() && rootfs->get<std::string>() == "image:" + image_name)
+            ids.push_back(e.id);
+    }
+    return ids;
+}
+
 RunEntry read_run(const std::string& state_dir, const std::string& id) { return entry_for(state_dir, id); }
 
 RunEntry find_run(const std::string& state_dir, const std::string& id) {
-    if (!looks_like_run_id(id))
-        throw UsageError("run id \"" + id + "\": expected an id as `corral ps` shows it (letters, digits, '-', '_', '.')");
+    names::require_run_id(id, "");
     std::vector<std::string> matches;
     for (const auto& candidate : run_ids(state_dir)) {
         if (candidate == id) return entry_for(state_dir, id);

@@ -50,6 +50,10 @@ std::string live_state(const nlohmann::json& record);
 // is an empty list.
 std::vector<RunEntry> list_runs(const std::string& state_dir);
 
+// The ids of the running runs (live_state "running") whose run.json says
+// they run on image `image_name` ("rootfs": "image:NAME"), newest first.
+std::vector<std::string> running_runs_on_image(const std::string& state_dir, const std::string& image_name);
+
 // The run whose id is `id`, or the only one starting with it (at least 4
 // characters). Throws UsageError naming the state dir when none or several match.
 RunEntry find_run(const std::string& state_dir, const std::string& id);

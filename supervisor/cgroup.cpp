@@ -21,6 +21,7 @@
 #include "base/log.hpp"
 #include "base/mountinfo.hpp"
 #include "base/sys_error.hpp"
+#include "names/run_id.hpp"
 
 namespace corral::supervisor {
 namespace {
@@ -82,14 +83,6 @@ std::vector<std::string> split_words(const std::string& text) {
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
     return std::find(list.begin(), list.end(), item) != list.end();
-}
-
-bool valid_run_id(const std::string& id) {
-    if (id.empty() || id == "." || id == ".." || id.size() > 200) return false;
-    return std::all_of(id.begin(), id.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-               c == '.';
-    });
 }
 
 // Subdirectories of dir (cgroups nested by whatever ran inside), deepest first, then dir.
@@ -245,8 +238,7 @@ CgroupPlan plan_run_cgroups(const CgroupHierarchies& h, const CgroupLimits& limi
 }
 
 RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limits) {
-    if (!valid_run_id(run_id))
-        throw UsageError("invalid run id \"" + run_id + "\" for a cgroup name: expected letters, digits, '-', '_', '.'");
+    names::require_run_id(run_id, "cgroup name");
     if (limits.memory_bytes && *limits.memory_bytes == 0)
         throw UsageError("invalid --memory 0: the memory limit must be at least 1 byte (e.g. 512M)");
     if (limits.pids && *limits.pids == 0)
@@ -466,7 +458,7 @@ std::vector<std::string> list_run_cgroups() {
         if (!d) continue;
         while (dirent* e = ::readdir(d)) {
             std::string name = e->d_name;
-            if (e->d_type == DT_DIR && name != "." && name != ".." && valid_run_id(name)) ids.insert(name);
+            if (e->d_type == DT_DIR && names::is_run_id(name)) ids.insert(name);
         }
         ::closedir(d);
     }
@@ -474,7 +466,7 @@ std::vector<std::string> list_run_cgroups() {
 }
 
 std::vector<std::string> remove_run_cgroups(const std::string& run_id) {
-    if (!valid_run_id(run_id)) throw UsageError("invalid run id \"" + run_id + "\"");
+    names::require_run_id(run_id, "cgroup name");
     RunCgroup cg;
     cg.run_id_ = run_id;
     for (const auto& [mount, v2] : hierarchy_mounts(discover_cgroup_hierarchies())) {

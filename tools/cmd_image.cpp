@@ -12,6 +12,7 @@
 #include "base/sys_error.hpp"
 #include "image/store.hpp"
 #include "run/request.hpp"
+#include "run/run_index.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -30,12 +31,15 @@ constexpr const char* kUsage =
     "(.tar, .tar.gz, .tar.xz, .tar.zst: one layer). Each layer's digest is checked\n"
     "against the manifest while it is read; a layer is stored once, in\n"
     "STATE_DIR/images, and shared by every image that has it. Run an image with\n"
-    "`corral run --rootfs image:NAME`. docs/images.md has the details.\n"
+    "`corral run --rootfs image:NAME`. rm refuses (exit 1) while a running box\n"
+    "uses the image, and names its runs. docs/images.md has the details.\n"
     "\n"
     "  --name NAME       the image's name (default: the archive's tag or file name)\n"
     "  --json            ls: one JSON array instead of the table\n"
     "  --state-dir DIR   corral's state directory (default /var/lib/corral, or\n"
     "                    $CORRAL_STATE_DIR)\n";
+
+constexpr int kExitInUse = 1;  // rm of an image a running box uses
 
 std::string human_bytes(std::uint64_t n) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -130,6 +134,34 @@ int list(const Args& a, const image::ImageStore& store) {
     return 0;
 }
 
+// Refused while a running box uses the image: its layers are that box's
+// root file system. The runs are named from their run.json; the store's own
+// check (a run's hold, taken before it reads the image) also catches a run
+// too young to have said which image it uses.
+int remove_image(const Args& a, image::ImageStore& store) {
+    const std::string name = one_name(a);
+    const std::string refusal = "corral image: rm " + name + ": refused: ";
+    const auto users = run::running_runs_on_image(a.state_dir.value_or(run::default_state_dir()), name);
+    if (!users.empty()) {
+        std::string ids;
+        for (const auto& id : users) ids += (ids.empty() ? "" : ", ") + id;
+        std::fprintf(stderr, "%simage %s is in use by running run%s %s; stop %s first (`corral stop %s`)\n",
+                     refusal.c_str(), name.c_str(), users.size() > 1 ? "s" : "", ids.c_str(),
+                     users.size() > 1 ? "them" : "it", users.front().c_str());
+        return kExitInUse;
+    }
+    try {
+        image::RemoveResult r = store.remove(name);
+        std::printf("removed %s: %zu layers deleted, %zu kept (used by other images)\n", name.c_str(),
+                    r.layers_removed.size(), r.layers_kept.size());
+        return 0;
+    } catch (const image::ImageInUse& e) {
+        std::fprintf(stderr, "%s%s (a run that is starting; `corral ps` lists the runs); stop it first\n",
+                     refusal.c_str(), e.what());
+        return kExitInUse;
+    }
+}
+
 }  // namespace
 
 int cmd_image(int argc, char** argv) {
@@ -160,11 +192,7 @@ int cmd_image(int argc, char** argv) {
             std::fputs(image::to_json_text(store.get(one_name(a))).c_str(), stdout);
             return 0;
         }
-        const std::string name = one_name(a);
-        image::RemoveResult r = store.remove(name);
-        std::printf("removed %s: %zu layers deleted, %zu kept (used by other images)\n", name.c_str(),
-                    r.layers_removed.size(), r.layers_kept.size());
-        return 0;
+        return remove_image(a, store);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "corral image: %s\n", e.what());
         return 2;

@@ -74,6 +74,8 @@ Args parse_args(const char* cmd, int argc, char** argv, std::initializer_list<st
             } catch (const UsageError& e) {
                 throw UsageError(std::string("--grace: ") + e.what());
             }
+            // It travels to the supervisor as a signal's int payload.
+            if (a.grace->count() > INT32_MAX) throw UsageError("--grace: at most 24 days");
         } else if (arg.starts_with("-")) {
             std::string list = "--state-dir";
             for (auto x : allowed) list += ", " + std::string(x);
@@ -85,11 +87,26 @@ Args parse_args(const char* cmd, int argc, char** argv, std::initializer_list<st
     return a;
 }
 
-std::string one_id(const char* cmd, const Args& a) {
-    if (a.positional.size() != 1)
-        throw UsageError(std::string("expected one run id (`corral ") + cmd + " ID`), got " +
-                         std::to_string(a.positional.size()) + "; `corral ps` lists the running ones");
-    return a.positional.front();
+void print_help(const char* text) { std::fputs(text, stdout); }
+
+// The front of every command on one run (logs, stop, inspect): its options,
+// --help, exactly one ID, the run that ID names; then `body`. Bad usage ends
+// the command with one "corral CMD: ..." line and exit 2; an ID that names no
+// run (or several) throws UsageError from find_run, which main reports (125).
+int on_one_run(const char* cmd, int argc, char** argv, std::initializer_list<std::string_view> allowed,
+               const char* help, int (*body)(const Args&, const run::RunEntry&)) {
+    Args a;
+    try {
+        a = parse_args(cmd, argc, argv, allowed);
+        if (a.help) return print_help(help), 0;
+        if (a.positional.size() != 1)
+            throw UsageError(std::string("expected one run id (`corral ") + cmd + " ID`), got " +
+                             std::to_string(a.positional.size()) + "; `corral ps` lists the running ones");
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
+        return kExitUsage;
+    }
+    return body(a, run::find_run(a.state_dir, a.positional.front()));
 }
 
 // "2026-12-02T02:45:12.345Z" -> time point (nullopt if not that form).
@@ -181,8 +198,6 @@ bool copy_new_bytes(int fd, off_t& offset, int out) {
     }
 }
 
-void print_help(const char* text) { std::fputs(text, stdout); }
-
 constexpr const char* kPsHelp = R"(usage: corral ps [--json] [-a|--all] [--state-dir DIR]
 
 Lists the runs of the state dir, newest first: running ones, or every run
@@ -208,49 +223,8 @@ Prints run ID's run.json (docs/run-record.md) with its live state: "state" is
 running, finished or lost, and "run_dir" says where it is.
 )";
 
-}  // namespace
-
-int cmd_ps(int argc, char** argv) {
-    Args a;
-    try {
-        a = parse_args("ps", argc, argv, {"--json", "--all"});
-        if (!a.positional.empty()) throw UsageError("takes no arguments, got \"" + a.positional.front() + "\"");
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral ps: %s\n", e.what());
-        return kExitUsage;
-    }
-    if (a.help) return print_help(kPsHelp), 0;
-    std::vector<run::RunEntry> runs;
-    for (auto& e : run::list_runs(a.state_dir))
-        if (a.all || is_live(e.state)) runs.push_back(std::move(e));
-    if (a.json_out) {
-        json out = json::array();
-        for (const auto& e : runs) out.push_back(entry_json(e));
-        std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-        return 0;
-    }
-    std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "UPTIME", "COMMAND");
-    for (const auto& e : runs) {
-        const json rec = e.record.value_or(json::object());
-        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), text_or_dash(rec, "worker").c_str(),
-                    text_or_dash(rec, "agent").c_str(), e.state.c_str(), human_duration(uptime_ms(e)).c_str(),
-                    command_line(rec).c_str());
-    }
-    return 0;
-}
-
-int cmd_logs(int argc, char** argv) {
-    Args a;
-    std::string id;
-    try {
-        a = parse_args("logs", argc, argv, {"--follow"});
-        if (a.help) return print_help(kLogsHelp), 0;
-        id = one_id("logs", a);
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral logs: %s\n", e.what());
-        return kExitUsage;
-    }
-    run::RunEntry entry = run::find_run(a.state_dir, id);
+// `corral logs`: the logs so far; with -f, until the run has ended.
+int print_logs(const Args& a, const run::RunEntry& entry) {
     Fd out(::open(stdout_log_of(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     Fd err(::open((entry.run_dir + "/stderr.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     off_t out_at = 0, err_at = 0;
@@ -267,18 +241,8 @@ int cmd_logs(int argc, char** argv) {
     return 0;
 }
 
-int cmd_inspect(int argc, char** argv) {
-    Args a;
-    std::string id;
-    try {
-        a = parse_args("inspect", argc, argv, {});
-        if (a.help) return print_help(kInspectHelp), 0;
-        id = one_id("inspect", a);
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral inspect: %s\n", e.what());
-        return kExitUsage;
-    }
-    run::RunEntry entry = run::find_run(a.state_dir, id);
+// `corral inspect`: run.json with the live state.
+int print_inspect(const Args&, const run::RunEntry& entry) {
     json out = entry.record.value_or(json::object());
     out["state"] = entry.state;
     out["run_dir"] = entry.run_dir;
@@ -286,19 +250,8 @@ int cmd_inspect(int argc, char** argv) {
     return 0;
 }
 
-int cmd_stop(int argc, char** argv) {
-    Args a;
-    std::string id;
-    try {
-        a = parse_args("stop", argc, argv, {"--grace"});
-        if (a.help) return print_help(kStopHelp), 0;
-        id = one_id("stop", a);
-        if (a.grace && a.grace->count() > INT32_MAX) throw UsageError("--grace: at most 24 days");
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral stop: %s\n", e.what());
-        return kExitUsage;
-    }
-    run::RunEntry entry = run::find_run(a.state_dir, id);
+// `corral stop`: SIGTERM (with the grace) to the supervisor, then its final record.
+int stop_run(const Args& a, const run::RunEntry& entry) {
     if (entry.state != "running") {
         std::fprintf(stderr, "corral stop: run %s is not running (state %s)\n", entry.id.c_str(), entry.state.c_str());
         return kExitNotRunning;
@@ -340,5 +293,42 @@ int cmd_stop(int argc, char** argv) {
         std::this_thread::sleep_for(50ms);
     }
 }
+
+}  // namespace
+
+int cmd_ps(int argc, char** argv) {
+    Args a;
+    try {
+        a = parse_args("ps", argc, argv, {"--json", "--all"});
+        if (!a.positional.empty()) throw UsageError("takes no arguments, got \"" + a.positional.front() + "\"");
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral ps: %s\n", e.what());
+        return kExitUsage;
+    }
+    if (a.help) return print_help(kPsHelp), 0;
+    std::vector<run::RunEntry> runs;
+    for (auto& e : run::list_runs(a.state_dir))
+        if (a.all || is_live(e.state)) runs.push_back(std::move(e));
+    if (a.json_out) {
+        json out = json::array();
+        for (const auto& e : runs) out.push_back(entry_json(e));
+        std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+        return 0;
+    }
+    std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "UPTIME", "COMMAND");
+    for (const auto& e : runs) {
+        const json rec = e.record.value_or(json::object());
+        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), text_or_dash(rec, "worker").c_str(),
+                    text_or_dash(rec, "agent").c_str(), e.state.c_str(), human_duration(uptime_ms(e)).c_str(),
+                    command_line(rec).c_str());
+    }
+    return 0;
+}
+
+int cmd_logs(int argc, char** argv) { return on_one_run("logs", argc, argv, {"--follow"}, kLogsHelp, print_logs); }
+
+int cmd_inspect(int argc, char** argv) { return on_one_run("inspect", argc, argv, {}, kInspectHelp, print_inspect); }
+
+int cmd_stop(int argc, char** argv) { return on_one_run("stop", argc, argv, {"--grace"}, kStopHelp, stop_run); }
 
 }  // namespace corral::cli

@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -55,18 +54,6 @@ std::string missing_prerequisite() {
 
 
 
-
-std::string sha256_hex(const std::string& s) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out += "0123456789abcdef"[md[i] >> 4];
-        out += "0123456789abcdef"[md[i] & 15];
-    }
-    return out;
-}
 
 // Lines between "== NAME" and the next "== " marker.
 std::string section(const std::string& out, const std::string& name) {

@@ -16,9 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sha256.hpp"
 #include "tests/support/process.hpp"
 
 namespace corral::test::bridge {
+
+using corral::sha256_hex;
 
 using nlohmann::json;
 
@@ -42,7 +45,6 @@ struct World {
 // The world, made on first use and removed at exit.
 World& world();
 
-std::string sha256_hex(const std::string& s);
 // Lines between "== NAME" and the next "== " marker.
 std::string section(const std::string& out, const std::string& name);
 // The stand-in upstream's /stats: requests and what each one carried.

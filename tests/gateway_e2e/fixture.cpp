@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -358,19 +357,6 @@ bool ledger_has(const std::string& host, const std::string& reason) {
         ::usleep(50'000);
     } while (std::chrono::steady_clock::now() < deadline);
     return false;
-}
-
-std::string sha256_hex(const std::string& s) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
-    std::string out;
-    char b[3];
-    for (unsigned i = 0; i < len; ++i) {
-        std::snprintf(b, sizeof b, "%02x", md[i]);
-        out += b;
-    }
-    return out;
 }
 
 OwnDaemon::OwnDaemon(const std::string& name, const std::string& ledger_path, const std::string& grace,

@@ -12,9 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sha256.hpp"
 #include "tests/support/process.hpp"
 
 namespace corral::test::gw {
+
+using corral::sha256_hex;
 
 struct World {
     std::string dir;            // temp dir with everything
@@ -67,7 +70,6 @@ std::vector<nlohmann::json> ledger_lines();
 // True once a ledger line has host == `host` and reason == `reason` (waits up to 5 s:
 // a line is written when the exchange ends).
 bool ledger_has(const std::string& host, const std::string& reason);
-std::string sha256_hex(const std::string& s);
 
 // A `corral gateway` daemon of a test's own, with its own state dir (CA),
 // ledger, Unix socket and stderr, listening on a free loopback TCP port

@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include <openssl/evp.h>
+#include <nlohmann/json.hpp>
 
+#include "base/sha256.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -29,20 +30,6 @@ std::string sh(const std::string& script, const std::string& cwd = {}) {
     Result r = run({"sh", "-ec", script}, RunOptions{.cwd = cwd});
     if (r.exit_code != 0) throw std::runtime_error("fixture failed: " + script + "\n" + r.out + r.err);
     return r.out;
-}
-
-std::string sha256_file(const std::string& path) {
-    std::string data = read_file(path);
-    unsigned char md[32];
-    unsigned len = 0;
-    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out += digits[md[i] >> 4];
-        out += digits[md[i] & 15];
-    }
-    return out;
 }
 
 Result run_corral(const std::vector<std::string>& args) {
@@ -178,11 +165,12 @@ TEST_CASE("a docker-save archive with an opaque directory, a whiteout, a hard li
     make_base_rootfs(d + "/root1");
     sh("mkdir save && tar -C root1 -cf save/layer1.tar . && python3 '" + source_root() +
        "/tests/image/make_tar.py' save/layer2.tar whiteouts", d);
-    const std::string l1 = sha256_file(d + "/save/layer1.tar"), l2 = sha256_file(d + "/save/layer2.tar");
+    const std::string l1 = corral::sha256_hex(read_file(d + "/save/layer1.tar"));
+    const std::string l2 = corral::sha256_hex(read_file(d + "/save/layer2.tar"));
     const std::string config = R"({"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/bin:/bin","LEVEL=2"],)"
                                R"("Cmd":["layer2"]},"rootfs":{"type":"layers","diff_ids":["sha256:)" + l1 + R"(","sha256:)" + l2 + R"("]}})";
     write_file(d + "/save/cfg.json", config);
-    const std::string cfg_hex = sha256_file(d + "/save/cfg.json");
+    const std::string cfg_hex = corral::sha256_hex(read_file(d + "/save/cfg.json"));
     sh("mv save/cfg.json save/" + cfg_hex + ".json && mkdir save/a save/b && mv save/layer1.tar save/a/layer.tar && "
        "mv save/layer2.tar save/b/layer.tar", d);
     write_file(d + "/save/manifest.json", R"([{"Config":")" + cfg_hex + R"(.json","RepoTags":["corral/test:v1"],)"
@@ -240,6 +228,83 @@ TEST_CASE("two images sharing layers store them once; rm removes only what no ot
     CHECK(count_entries(state + "/images/layers/sha256") == 0);
     CHECK(count_entries(state + "/images/images") == 0);
     CHECK(image(state, {"rm", "two"}).exit_code == 2);
+}
+
+namespace {
+
+// The ids `corral ps` shows running.
+std::vector<std::string> running_ids(const std::string& state) {
+    Result ps = run_corral({"ps", "--json", "--state-dir", state});
+    REQUIRE_MESSAGE(ps.exit_code == 0, ps.err);
+    std::vector<std::string> ids;
+    for (const auto& r : nlohmann::json::parse(ps.out))
+        if (r["state"] == "running") ids.push_back(r["id"].get<std::string>());
+    return ids;
+}
+
+// make_base_rootfs as a plain tarball, imported into t/state as each of
+// `names` (one layer, which they share); returns the state dir.
+std::string import_base_tarball(const TempDir& t, std::initializer_list<const char*> names) {
+    make_base_rootfs(t / "root");
+    sh("tar -C root -cf root.tar .", t.path());
+    const std::string state = t / "state";
+    for (const char* name : names) REQUIRE(image(state, {"import", t / "root.tar", "--name", name}).exit_code == 0);
+    return state;
+}
+
+}  // namespace
+
+TEST_CASE("image rm of an image a running box uses is refused, naming the run; after the stop it goes") {
+    TempDir t("corral-image-busy");
+    const std::string state = import_base_tarball(t, {"busy", "idle"});
+
+    Background box({corral_bin(), "run", "--state-dir", state, "--uid-range", kUidRange, "--rootfs", "image:busy", "--",
+                    "sh", "-c", "echo ready; exec busybox sleep 120"});
+    REQUIRE_MESSAGE(box.wait_for_stdout("ready", std::chrono::seconds(60)), box.drain_stdout());
+    const std::vector<std::string> ids = running_ids(state);
+    REQUIRE(ids.size() == 1);
+    const std::string id = ids.front();
+
+    Result refused = image(state, {"rm", "busy"});
+    INFO(refused.out, refused.err);
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.err == "corral image: rm busy: refused: image busy is in use by running run " + id +
+                             "; stop it first (`corral stop " + id + "`)\n");
+    CHECK(refused.out.empty());
+    CHECK(image(state, {"inspect", "busy"}).exit_code == 0);
+    CHECK(count_entries(state + "/images/layers/sha256") == 1);  // one layer, both images'
+    // Another image of the same layers is not in use: it goes, the shared layer stays.
+    Result idle = image(state, {"rm", "idle"});
+    CHECK(idle.out == "removed idle: 0 layers deleted, 1 kept (used by other images)\n");
+
+    Result stop = run_corral({"stop", "--state-dir", state, id});
+    INFO(stop.err);
+    CHECK(stop.exit_code == 0);
+    CHECK(box.wait_exit(std::chrono::seconds(30)) >= 0);
+    Result rm = image(state, {"rm", "busy"});
+    INFO(rm.err);
+    CHECK(rm.exit_code == 0);
+    CHECK(rm.out == "removed busy: 1 layers deleted, 0 kept (used by other images)\n");
+    CHECK(count_entries(state + "/images/layers/sha256") == 0);
+}
+
+TEST_CASE("image rm is refused while a run holds the image, before its run.json names it") {
+    TempDir t("corral-image-held");
+    const std::string state = import_base_tarball(t, {"held"});
+    // What a run takes before it reads the image: a shared flock on images/use/NAME
+    // (made here by flock(1), as a run that has not written run.json yet holds it).
+    sh("mkdir -p '" + state + "/images/use'");
+    Background holder({"flock", "-s", state + "/images/use/held", "sh", "-c", "echo held; exec sleep 120"});
+    REQUIRE(holder.wait_for_stdout("held", std::chrono::seconds(10)));
+    Result refused = image(state, {"rm", "held"});
+    INFO(refused.out, refused.err);
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.err.find("corral image: rm held: refused: image held: a running box uses it") != std::string::npos);
+    CHECK(image(state, {"inspect", "held"}).exit_code == 0);
+    CHECK(count_entries(state + "/images/layers/sha256") == 1);
+    holder.kill_now();
+    CHECK(image(state, {"rm", "held"}).exit_code == 0);
+    CHECK(count_entries(state + "/images/layers/sha256") == 0);
 }
 
 TEST_CASE("hostile archives are refused, with the reason, and nothing is written outside the store") {

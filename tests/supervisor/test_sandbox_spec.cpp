@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "names/run_id.hpp"
 #include "supervisor/sandbox.hpp"
 
 using namespace corral::supervisor;
@@ -72,6 +73,9 @@ TEST_CASE("run ids are sortable timestamps (UTC, milliseconds) with a random suf
     CHECK(a[8] == 'T');
     CHECK(a[18] == 'Z');
     CHECK(a[19] == '-');
+    // What the run index, the cgroups and the agent profiles accept as an id.
+    CHECK(corral::names::is_drawn_run_id(a));
+    CHECK(corral::names::is_run_id(a));
     CHECK(a != b);
     // Ids made later sort after (the millisecond stamp is fixed-width).
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

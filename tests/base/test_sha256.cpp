@@ -1,0 +1,29 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "base/sha256.hpp"
+
+using corral::Sha256;
+using corral::sha256_hex;
+
+// FIPS 180-2's examples: the digests any SHA-256 must give.
+TEST_CASE("sha256_hex gives the standard digests in lowercase hex") {
+    CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(sha256_hex(std::string("a\0b", 3)) != sha256_hex("ab"));  // every byte counts, NULs too
+}
+
+TEST_CASE("Sha256 fed in pieces gives the digest of the whole") {
+    const std::string million(1'000'000, 'a');
+    Sha256 d;
+    for (std::size_t at = 0; at < million.size(); at += 4099)
+        d.update(million.data() + at, std::min<std::size_t>(4099, million.size() - at));
+    const std::string piecewise = d.finish_hex();
+    CHECK(piecewise == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    CHECK(piecewise == sha256_hex(million));
+    Sha256 none;
+    CHECK(none.finish_hex() == sha256_hex(""));
+}
