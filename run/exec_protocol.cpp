@@ -11,10 +11,13 @@ using nlohmann::json;
 
 namespace {
 
+// At most 30 days: a deadline far beyond would overflow the steady clock.
+constexpr long long kMaxMs = 30LL * 24 * 3600 * 1000;
+
 std::optional<std::chrono::milliseconds> positive_ms(const json& j, const char* key) {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    if (!j[key].is_number_integer() || j[key].get<long long>() < 0)
-        throw UsageError(std::string(key) + ": expected a whole number of milliseconds, 0 or more");
+    if (!j[key].is_number_integer() || j[key].get<long long>() < 0 || j[key].get<long long>() > kMaxMs)
+        throw UsageError(std::string(key) + ": expected a whole number of milliseconds, 0 to 30 days");
     return std::chrono::milliseconds(j[key].get<long long>());
 }
 
@@ -29,7 +32,12 @@ std::string exec_request_line(const ExecRequest& r) {
            {"cwd", r.cwd ? json(*r.cwd) : json(nullptr)},
            {"timeout_ms", r.timeout ? json(r.timeout->count()) : json(nullptr)},
            {"grace_ms", r.grace ? json(r.grace->count()) : json(nullptr)}};
-    return j.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
+    try {
+        return j.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
+    } catch (const json::type_error&) {
+        throw UsageError("an argument or --env value is not valid UTF-8; the session's protocol carries UTF-8 "
+                         "text only (pass such names through a file or a script in the workspace)");
+    }
 }
 
 ExecRequest parse_exec_request_line(std::string_view line) {

@@ -7,6 +7,7 @@
 // and exits 0, or prints why the session did not start and exits with the
 // status a run would have. docs/sessions.md.
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -83,11 +84,16 @@ int usage_error(const char* prefix, const std::string& what) {
 
 // ---- session start
 
+std::string session_name_of(const nlohmann::json& rec);
+bool is_session(const run::RunEntry& e);
+
 // The background supervisor's stderr reaches the caller until the session
 // listens; then it goes to RUN_DIR/session.log.
 void redirect_output_to_log(const std::string& run_dir) {
     const std::string path = run_dir + "/session.log";
     Fd log(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    // Never left on the caller's pipe (`session start` waits for its EOF).
+    if (!log.valid()) log = Fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
     if (!log.valid()) return;
     std::fflush(stdout);
     std::fflush(stderr);
@@ -110,6 +116,16 @@ int session_start(int argc, char** argv) {
         std::fprintf(stderr, "corral session start: must run as root (it creates namespaces and cgroups)\n");
         return run::kExitSetup;
     }
+    // A name stands for one running session (two starts racing for one name
+    // are not caught: give each harness worker its own).
+    if (request.session_name) {
+        const std::string state_dir = request.state_dir ? *request.state_dir : run::default_state_dir();
+        for (const auto& e : run::list_runs(state_dir))
+            if (is_session(e) && e.state == "running" && session_name_of(*e.record) == *request.session_name)
+                return usage_error("corral session start", "--name " + *request.session_name +
+                                                               ": taken by running session " + e.id +
+                                                               "; stop it or pick another name");
+    }
     int ready_pipe[2], err_pipe[2];
     if (pipe2(ready_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
         throw SysError("pipe2", "session start", errno);
@@ -122,12 +138,18 @@ int session_start(int argc, char** argv) {
         close(ready_pipe[0]);
         close(err_pipe[0]);
         setsid();
+        if (chdir("/") != 0) _exit(run::kExitSetup);  // holds no directory of the caller's for the session's life
         int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (null_fd >= 0) dup2(null_fd, 0);
         dup2(err_pipe[1], 1);
         dup2(err_pipe[1], 2);
-        close(err_pipe[1]);
-        Fd ready(ready_pipe[1]);
+        // Nothing else the caller had open stays open for the session's life
+        // (a harness waiting for EOF on a pipe of its own would hang).
+        const int ready_fd = fcntl(ready_pipe[1], F_DUPFD_CLOEXEC, 3);
+        if (ready_fd < 3 || (ready_fd > 3 && close_range(3, static_cast<unsigned>(ready_fd) - 1, 0) != 0) ||
+            close_range(static_cast<unsigned>(ready_fd) + 1, ~0U, 0) != 0)
+            _exit(run::kExitSetup);
+        Fd ready(ready_fd);
         SandboxBody body;
         body.prefix = "corral session";
         body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const std::function<void()>& record_now) {
@@ -180,13 +202,13 @@ int session_start(int argc, char** argv) {
     return run::kExitSetup;
 }
 
-// ---- finding a session
-
 std::string session_name_of(const json& rec) {
     if (rec.contains("session") && rec["session"].is_object() && rec["session"]["name"].is_string())
         return rec["session"]["name"].get<std::string>();
     return {};
 }
+
+// ---- finding a session
 
 bool is_session(const run::RunEntry& e) { return e.record && e.record->value("kind", std::string()) == "session"; }
 
@@ -335,6 +357,7 @@ int cmd_exec(int argc, char** argv) {
                 } catch (const UsageError& e) {
                     throw UsageError(std::string(a) + ": " + e.what());
                 }
+                if (d > std::chrono::hours(24 * 30)) throw UsageError(std::string(a) + ": at most 30 days, got " + v);
                 if (a == "--timeout") {
                     if (d.count() == 0) throw UsageError("--timeout: must be more than 0");
                     request.timeout = d;
@@ -375,10 +398,15 @@ int cmd_exec(int argc, char** argv) {
         return run::kExitSetup;
     }
     signal(SIGPIPE, SIG_IGN);
+    std::string line;
+    try {
+        line = run::exec_request_line(request);
+    } catch (const UsageError& e) {
+        return usage_error("corral exec", e.what());
+    }
     try {
         run::RunEntry session = find_session(state_dir, key);
         Fd conn = connect_to(run::session_socket_path(session.run_dir));
-        const std::string line = run::exec_request_line(request);
         const int fds[2] = {1, 2};
         if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, 2); rc < 0)
             throw SysError("sendmsg", "exec request to session " + session.id, -rc);

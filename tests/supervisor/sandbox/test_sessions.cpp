@@ -186,6 +186,9 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
     CHECK(sessions[0]["execs"] == 7);
     Result by_name = s.exec("harness", {}, {"/bin/true"});
     CHECK(by_name.exit_code == 0);
+    Result same_name = s.corral({"session", "start", "--rootfs", rootfs(), "--uid-range", uid_range(), "--name", "harness"});
+    CHECK(same_name.exit_code == 2);
+    CHECK(same_name.err.find("taken by running session " + id) != std::string::npos);
 
     s.stop_and_check(id, {agent_uid, service_uid, uid_of_exec(vrec)});
 }
@@ -449,6 +452,8 @@ TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option
         {{"exec", "--timeout", "0", "someid", "--", "true"}, "--timeout"},
         {{"exec", "--timeout", "soon", "someid", "--", "true"}, "--timeout"},
         {{"exec", "--grace", "x", "someid", "--", "true"}, "--grace"},
+        {{"exec", "--timeout", "400d", "someid", "--", "true"}, "at most 30 days"},
+        {{"exec", "someid", "--", "printf", "\xff\xfe"}, "not valid UTF-8"},
         {{"exec", "--env", "=v", "someid", "--", "true"}, "--env"},
         {{"exec", "--cwd", "relative", "someid", "--", "true"}, "--cwd"},
         {{"exec", "--bogus", "someid", "--", "true"}, "unknown option"},
