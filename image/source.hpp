@@ -5,7 +5,8 @@
 // a `docker save` directory; a file is read as a tar (libarchive detects any
 // compression): with oci-layout at its top an OCI archive (newer `docker
 // save` writes both files: the OCI form is used), with manifest.json a
-// `docker save` archive, otherwise a plain rootfs tarball (one layer).
+// `docker save` archive, otherwise a plain rootfs tarball (one layer). The
+// headers are read only until the first entry no image archive holds.
 #pragma once
 
 #include <optional>
@@ -30,6 +31,11 @@ struct Source {
 // that is none of the image forms (a rootfs directory is used as it is with
 // --rootfs DIR), a file that is not a tar archive.
 Source detect_source(const std::string& source);
+
+// Whether an archive entry (a normalized name) is one an OCI archive or a
+// `docker save` archive can hold at its top: oci-layout, index.json,
+// manifest.json, repositories, blobs/..., <sha256 hex>[.json|.tar][/...].
+bool could_be_in_image_archive(std::string_view name);
 
 // For `--rootfs DIR`: if DIR is an image rather than a root file system, the
 // line that says what it is and how to import it; nullopt otherwise.
