@@ -12,9 +12,12 @@
 
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "base/fd.hpp"
 #include "base/sha256.hpp"
@@ -26,31 +29,102 @@ namespace corral::image {
 
 namespace {
 
-// The source as libarchive reads it: every byte also goes into the digest.
-struct HashingSource {
-    int fd = -1;
-    Sha256* digest = nullptr;
-    std::uint64_t bytes = 0;
-    const Progress* progress = nullptr;
-    std::array<char, 1 << 17> buf{};
-    int read_errno = 0;
+// The source as libarchive reads it: every byte also goes into the digest,
+// computed on a thread of its own so that hashing overlaps extraction. The
+// blocks go round a ring of kBlocks buffers: a block is read into its buffer
+// only once the hasher is done with the block that held it before, so the
+// queue is bounded (kBlocks x kBlockSize) and the reader waits when the
+// hasher lags. libarchive keeps only the last block it was given, which the
+// ring never reuses before the next read.
+class HashingSource {
+public:
+    static constexpr std::size_t kBlocks = 8;
+    static constexpr std::size_t kBlockSize = 1 << 17;
 
+    HashingSource(int fd, Sha256* digest, const Progress* progress) : fd_(fd), digest_(digest), progress_(progress) {
+        hasher_ = std::thread([this] { hash_blocks(); });
+    }
+    ~HashingSource() { stop(); }
+    HashingSource(const HashingSource&) = delete;
+    HashingSource& operator=(const HashingSource&) = delete;
+
+    // Reads the next block; its bytes stay at data() until the next call.
     ssize_t read_some() {
+        const std::size_t slot = read_ % kBlocks;
+        {
+            std::unique_lock lk(mu_);
+            cv_.wait(lk, [&] { return hashed_ + kBlocks > read_; });
+        }
         for (;;) {
-            ssize_t n = ::read(fd, buf.data(), buf.size());
+            ssize_t n = ::read(fd_, bufs_[slot].data(), kBlockSize);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
                 read_errno = errno;
                 return -1;
             }
             if (n > 0) {
-                digest->update(buf.data(), static_cast<std::size_t>(n));
+                {
+                    std::lock_guard lk(mu_);
+                    sizes_[slot] = static_cast<std::size_t>(n);
+                    ++read_;
+                }
+                cv_.notify_all();
                 bytes += static_cast<std::uint64_t>(n);
-                if (progress && *progress) (*progress)(bytes);
+                if (progress_ && *progress_) (*progress_)(bytes);
             }
+            last_ = slot;
             return n;
         }
     }
+    const char* data() const { return bufs_[last_].data(); }
+
+    // Waits for the hasher to take in every block read, and ends it.
+    void finish() { stop(); }
+
+    std::uint64_t bytes = 0;
+    int read_errno = 0;
+
+private:
+    void hash_blocks() {
+        for (;;) {
+            std::size_t slot = 0, size = 0;
+            {
+                std::unique_lock lk(mu_);
+                cv_.wait(lk, [&] { return hashed_ < read_ || stopping_; });
+                if (hashed_ == read_) return;  // stopping, and nothing left
+                slot = hashed_ % kBlocks;
+                size = sizes_[slot];
+            }
+            digest_->update(bufs_[slot].data(), size);
+            {
+                std::lock_guard lk(mu_);
+                ++hashed_;
+            }
+            cv_.notify_all();
+        }
+    }
+    void stop() {
+        if (!hasher_.joinable()) return;
+        {
+            std::lock_guard lk(mu_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        hasher_.join();
+    }
+
+    int fd_;
+    Sha256* digest_;
+    const Progress* progress_;
+    std::array<std::array<char, kBlockSize>, kBlocks> bufs_{};
+    std::array<std::size_t, kBlocks> sizes_{};
+    std::size_t last_ = 0;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::uint64_t read_ = 0;    // blocks read (guarded by mu_)
+    std::uint64_t hashed_ = 0;  // blocks hashed (guarded by mu_)
+    bool stopping_ = false;
+    std::thread hasher_;
 };
 
 la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
@@ -60,7 +134,7 @@ la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
         archive_set_error(a, src->read_errno, "read: %s", std::strerror(src->read_errno));
         return -1;
     }
-    *out = src->buf.data();
+    *out = src->data();
     return n;
 }
 
@@ -84,7 +158,17 @@ Split split(const std::string& path) {
 
 class Extractor {
 public:
-    Extractor(int dest_fd, std::string what, ExtractMode mode) : root_(dest_fd), what_(std::move(what)), mode_(mode) {}
+    Extractor(int dest_fd, std::string what, ExtractMode mode)
+        : root_(dest_fd), what_(std::move(what)), mode_(mode), euid_(geteuid()), egid_(getegid()) {
+        // What a create call leaves of a mode: umask() is the only way to
+        // read the mask (set and put back at once). A default ACL on the
+        // destination would replace the umask below it: then every mode is
+        // set explicitly. Nothing this extractor writes sets an ACL.
+        umask_ = umask(0);
+        umask(umask_);
+        char probe;
+        acl_default_ = fgetxattr(dest_fd, "system.posix_acl_default", &probe, 0) >= 0 || (errno != ENODATA && errno != ENOTSUP);
+    }
 
     void entry(struct archive* a, struct archive_entry* e, ExtractResult& result) {
         const char* raw = archive_entry_pathname(e);
@@ -190,9 +274,31 @@ private:
             cur = std::move(sub);
             pos = next + 1;
         }
-        cached_ = std::move(cur);
-        cached_path_ = parent;
+        cache(std::move(cur), parent);
         return cached_.get();
+    }
+
+    // The directory later entries are most likely in, and what a file created
+    // in it gets: a set-GID directory hands its group (and, to a
+    // subdirectory, its set-GID bit) to what is made in it.
+    void cache(Fd dir, const std::string& path) {
+        struct stat st {};
+        if (fstat(dir.get(), &st) != 0) throw SysError("fstat", what_ + ": " + path, errno);
+        cached_ = std::move(dir);
+        cached_path_ = path;
+        cached_setgid_ = (st.st_mode & S_ISGID) != 0;
+    }
+
+    // Whether what was just created in the cached directory (as euid and
+    // egid, with `created` given to the create call) already has the
+    // archive's owner, and its mode: the fchown or fchmod is then skipped.
+    bool owner_is_creators(struct archive_entry* e) const {
+        if (mode_ != ExtractMode::layer) return true;  // an image archive's files stay the creator's
+        if (cached_setgid_) return false;
+        return static_cast<uid_t>(archive_entry_uid(e)) == euid_ && static_cast<gid_t>(archive_entry_gid(e)) == egid_;
+    }
+    bool create_gave_mode(mode_t created, mode_t wanted) const {
+        return !acl_default_ && !cached_setgid_ && (created & ~umask_) == wanted;
     }
 
     // Makes room for a new entry: whatever the name held before goes (a later
@@ -237,7 +343,9 @@ private:
                  const std::string& leaf) {
         int dir = directory(parent, name, true);
         clear_slot(dir, leaf);
-        Fd out(openat(dir, leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        const mode_t wanted = kept_mode(e, 0644);
+        const mode_t created = wanted & 0777;  // set-ID bits only after the chown (which clears them)
+        Fd out(openat(dir, leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, created));
         if (!out.valid()) throw SysError("openat(O_CREAT|O_EXCL)", what_ + ": " + name, errno);
         const void* buf = nullptr;
         std::size_t size = 0;
@@ -261,8 +369,10 @@ private:
         if (archive_entry_size_is_set(e) && archive_entry_size(e) > offset &&
             ftruncate(out.get(), archive_entry_size(e)) != 0)
             throw SysError("ftruncate", what_ + ": " + name, errno);
-        set_owner(out.get(), "", e, what_ + ": " + name);
-        if (fchmod(out.get(), kept_mode(e, 0644)) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
+        const bool chowned = !owner_is_creators(e);
+        if (chowned) set_owner(out.get(), "", e, what_ + ": " + name);
+        if ((chowned && (wanted & 07000)) || !create_gave_mode(created, wanted))
+            if (fchmod(out.get(), wanted) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
         set_xattrs(out.get(), e, what_ + ": " + name);
         if (archive_entry_mtime_is_set(e)) {
             struct timespec t[2] = {{0, UTIME_OMIT}, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
@@ -275,15 +385,22 @@ private:
         int dir = directory(parent, name, true);
         struct stat st {};
         if (fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) clear_slot(dir, leaf);
-        if (mkdirat(dir, leaf.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdirat", what_ + ": " + name, errno);
+        const mode_t wanted = kept_mode(e, 0755);
+        const mode_t created = wanted & 01777;  // mkdir keeps the sticky bit, never set-ID bits
+        bool fresh = true;
+        if (mkdirat(dir, leaf.c_str(), created) != 0) {
+            if (errno != EEXIST) throw SysError("mkdirat", what_ + ": " + name, errno);
+            fresh = false;  // made on the way by an earlier entry, or listed twice: set it all
+        }
         Fd d(openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!d.valid()) throw SysError("openat", what_ + ": " + name, errno);
-        set_owner(d.get(), "", e, what_ + ": " + name);
-        if (fchmod(d.get(), kept_mode(e, 0755)) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
+        const bool chowned = !fresh || !owner_is_creators(e);
+        if (chowned) set_owner(d.get(), "", e, what_ + ": " + name);
+        if (!fresh || (chowned && (wanted & 07000)) || !create_gave_mode(created, wanted))
+            if (fchmod(d.get(), wanted) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
         set_xattrs(d.get(), e, what_ + ": " + name);
         // What follows in a tar is usually this directory's content.
-        cached_ = std::move(d);
-        cached_path_ = name;
+        cache(std::move(d), name);
     }
 
     void symlink(struct archive_entry* e, const std::string& name, const std::string& parent, const std::string& leaf) {
@@ -324,8 +441,13 @@ private:
     int root_;
     std::string what_;
     ExtractMode mode_;
+    uid_t euid_;
+    gid_t egid_;
+    mode_t umask_ = 022;
+    bool acl_default_ = true;
     Fd cached_;
     std::string cached_path_;
+    bool cached_setgid_ = false;  // the cached directory's set-GID bit
     std::set<std::string> dropped_xattrs_;
 };
 
@@ -377,10 +499,7 @@ void remove_tree_at(int dir_fd, const std::string& name) {
 ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
                               const Progress& progress) {
     Sha256 digest;
-    auto src = std::make_unique<HashingSource>();
-    src->fd = source_fd;
-    src->digest = &digest;
-    src->progress = &progress;
+    auto src = std::make_unique<HashingSource>(source_fd, &digest, &progress);
 
     std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
     if (!a) throw ImageError("archive_read_new failed");
@@ -406,6 +525,7 @@ ExtractResult extract_archive(int source_fd, const std::string& what, int dest_f
     while (src->read_some() > 0) {
     }
     if (src->read_errno != 0) throw SysError("read", what, src->read_errno);
+    src->finish();
     result.sha256_hex = digest.finish_hex();
     result.source_bytes = src->bytes;
     return result;
