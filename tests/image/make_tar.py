@@ -9,8 +9,10 @@ link), so every archive here is exactly the bytes the case describes.
 
 CASE is one of the hostile cases (dotdot, absolute, symlink-write,
 symlink-dir-write, dir-then-symlink, hardlink-outside, hardlink-absolute, device, blockdev,
-trusted-xattr) or "whiteouts" (a layer deleting /gone and making /opq
-opaque, with a new file in it). OUTSIDE is the directory the hostile entries
+trusted-xattr), "whiteouts" (a layer deleting /gone and making /opq
+opaque, with a new file in it) or "modes" (owners and modes a create call
+alone would not give: a set-GID directory's group and bit not inherited,
+set-ID files, group-writable and sticky modes, a directory listed again). OUTSIDE is the directory the hostile entries
 aim at (the test checks it stays empty).
 """
 import io
@@ -77,6 +79,24 @@ def main():
             add(t, "etc/ok-link", tarfile.LNKTYPE, linkname="etc/ok")
             add_file(t, "etc/xattr-file", b"x\n", pax={"SCHILY.xattr.user.corral": "kept",
                                                           "SCHILY.xattr.trusted.overlay.redirect": "/etc"})
+        elif case == "modes":
+            def entry(name, kind, mode, uid=0, gid=0, data=b""):
+                info = tarfile.TarInfo(name)
+                info.type, info.mode, info.uid, info.gid = kind, mode, uid, gid
+                info.size = len(data) if kind == tarfile.REGTYPE else 0
+                t.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+            entry("g", tarfile.DIRTYPE, 0o2775, gid=50)
+            entry("g/f", tarfile.REGTYPE, 0o644, data=b"f\n")
+            entry("g/sub", tarfile.DIRTYPE, 0o755)
+            entry("g/own", tarfile.REGTYPE, 0o640, uid=1000, gid=1000, data=b"own\n")
+            entry("suid", tarfile.REGTYPE, 0o4755, data=b"s\n")
+            entry("sgid-owned", tarfile.REGTYPE, 0o2755, uid=1000, gid=1000, data=b"s\n")
+            entry("gw", tarfile.REGTYPE, 0o664, data=b"w\n")
+            entry("tmp", tarfile.DIRTYPE, 0o1777)
+            entry("locked", tarfile.DIRTYPE, 0o700, uid=1000, gid=1000)
+            entry("locked/x", tarfile.REGTYPE, 0o600, uid=1000, gid=1000, data=b"x\n")
+            entry("implied/deep/file", tarfile.REGTYPE, 0o644, data=b"d\n")
+            entry("etc", tarfile.DIRTYPE, 0o750, gid=42)
         else:
             sys.exit("unknown case " + case)
 

@@ -205,6 +205,47 @@ TEST_CASE("a docker-save archive with an opaque directory, a whiteout, a hard li
     CHECK(dir_imp.out.find("(0 new, 2 already stored)") != std::string::npos);
 }
 
+TEST_CASE("owners and modes are the archive's, also where a create call alone would give others") {
+    TempDir t("corral-image-modes");
+    const std::string tar = t / "modes.tar";
+    sh("python3 '" + source_root() + "/tests/image/make_tar.py' '" + tar + "' modes");
+    const std::string state = t / "state";
+    Result imp = image(state, {"import", tar, "--name", "modes"});
+    INFO(imp.out, imp.err);
+    REQUIRE(imp.exit_code == 0);
+    const std::string layer = state + "/images/layers/sha256/" + corral::sha256_hex(read_file(tar));
+    struct Want {
+        const char* path;
+        mode_t mode;
+        uid_t uid;
+        gid_t gid;
+    };
+    const Want wants[] = {
+        {"g", S_IFDIR | 02775, 0, 50},
+        {"g/f", S_IFREG | 0644, 0, 0},      // not the set-GID directory's group
+        {"g/sub", S_IFDIR | 0755, 0, 0},    // neither its group nor its set-GID bit
+        {"g/own", S_IFREG | 0640, 1000, 1000},
+        {"suid", S_IFREG | 04755, 0, 0},
+        {"sgid-owned", S_IFREG | 02755, 1000, 1000},  // the bit set after the chown that would clear it
+        {"gw", S_IFREG | 0664, 0, 0},       // not cut by the umask
+        {"tmp", S_IFDIR | 01777, 0, 0},
+        {"locked", S_IFDIR | 0700, 1000, 1000},
+        {"locked/x", S_IFREG | 0600, 1000, 1000},
+        {"implied", S_IFDIR | 0755, 0, 0},  // made on the way
+        {"implied/deep/file", S_IFREG | 0644, 0, 0},
+        {"etc", S_IFDIR | 0750, 0, 42},     // listed again: the last entry wins
+    };
+    for (const auto& w : wants) {
+        const std::string path = w.path;
+        CAPTURE(path);
+        struct stat st {};
+        REQUIRE(lstat((layer + "/" + path).c_str(), &st) == 0);
+        CHECK(st.st_mode == w.mode);
+        CHECK(st.st_uid == w.uid);
+        CHECK(st.st_gid == w.gid);
+    }
+}
+
 TEST_CASE("two images sharing layers store them once; rm removes only what no other image uses") {
     TempDir t("corral-image-share");
     make_oci_layout(t);
