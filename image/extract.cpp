@@ -308,6 +308,20 @@ private:
     // met again only by a walk from above it, which refuses it.
     void clear_slot(int dir, const std::string& leaf) { remove_tree_at(dir, leaf); }
 
+    // Runs `create` (a call that fails with EEXIST rather than follow or
+    // replace what is there: O_CREAT|O_EXCL, symlinkat, linkat), and when the
+    // name is taken clears the slot and runs it again: a name met for the
+    // first time, the usual case, costs no lookup before the create.
+    template <class Create>
+    int create_in_slot(int dir, const std::string& leaf, Create create) {
+        int r = create();
+        if (r < 0 && errno == EEXIST) {
+            clear_slot(dir, leaf);
+            r = create();
+        }
+        return r;
+    }
+
     void set_owner(int fd_or_dir, const char* name, struct archive_entry* e, const std::string& where) {
         if (mode_ != ExtractMode::layer) return;
         const int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
@@ -342,10 +356,11 @@ private:
     void regular(struct archive* a, struct archive_entry* e, const std::string& name, const std::string& parent,
                  const std::string& leaf) {
         int dir = directory(parent, name, true);
-        clear_slot(dir, leaf);
         const mode_t wanted = kept_mode(e, 0644);
         const mode_t created = wanted & 0777;  // set-ID bits only after the chown (which clears them)
-        Fd out(openat(dir, leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, created));
+        Fd out(create_in_slot(dir, leaf, [&] {
+            return openat(dir, leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, created);
+        }));
         if (!out.valid()) throw SysError("openat(O_CREAT|O_EXCL)", what_ + ": " + name, errno);
         const void* buf = nullptr;
         std::size_t size = 0;
@@ -407,10 +422,10 @@ private:
         const char* target = archive_entry_symlink(e);
         if (target == nullptr || *target == '\0') throw ImageError(entry_error(what_, name, "a symlink without a target"));
         int dir = directory(parent, name, true);
-        clear_slot(dir, leaf);
         // The link text is kept as written: nothing here ever follows it, and
         // in the box it resolves inside the box's own root.
-        if (symlinkat(target, dir, leaf.c_str()) != 0) throw SysError("symlinkat", what_ + ": " + name, errno);
+        if (create_in_slot(dir, leaf, [&] { return symlinkat(target, dir, leaf.c_str()); }) != 0)
+            throw SysError("symlinkat", what_ + ": " + name, errno);
         set_owner(dir, leaf.c_str(), e, what_ + ": " + name);
         set_mtime(dir, leaf.c_str(), e);
     }
@@ -433,9 +448,10 @@ private:
             throw ImageError(entry_error(what_, name, "a hard link to " + target + ", which this archive does not have (yet)"));
         if (S_ISDIR(st.st_mode)) throw ImageError(entry_error(what_, name, "a hard link to the directory " + target));
         int dir = directory(parent, name, true);
-        clear_slot(dir, leaf);
         // linkat without AT_SYMLINK_FOLLOW: a link to a symlink links the symlink itself.
-        if (linkat(tdir.get(), tleaf.c_str(), dir, leaf.c_str(), 0) != 0) throw SysError("linkat", what_ + ": " + name, errno);
+        const char* from = tleaf.c_str();  // clang 14 does not capture a structured binding
+        if (create_in_slot(dir, leaf, [&] { return linkat(tdir.get(), from, dir, leaf.c_str(), 0); }) != 0)
+            throw SysError("linkat", what_ + ": " + name, errno);
     }
 
     int root_;

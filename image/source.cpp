@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -26,29 +25,23 @@ struct ArchiveCloser {
     void operator()(struct archive* a) const { archive_read_free(a); }
 };
 
-bool is_sha256_hex(std::string_view s) {
-    return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 }  // namespace
 
-bool could_be_in_image_archive(std::string_view name) {
-    const std::string_view top = name.substr(0, name.find('/'));
-    if (top == "oci-layout" || top == "index.json" || top == "manifest.json" || top == "repositories" || top == "blobs")
-        return true;
-    // docker save's "<hex>/layer.tar", "<hex>.json"; podman's "<hex>.tar".
-    for (std::string_view ext : {".json", ".tar"})
-        if (top.size() > ext.size() && top.ends_with(ext)) return is_sha256_hex(top.substr(0, top.size() - ext.size()));
-    return is_sha256_hex(top);
+bool settles_rootfs_tarball(std::string_view name) {
+    // docker save writes "<id>/layer.tar" or "blobs/sha256/<hex>", podman
+    // "<hex>.tar", an OCI archive "blobs/<alg>/<hex>": only blobs/ goes
+    // deeper than two names.
+    const auto first = name.find('/');
+    if (first == std::string_view::npos || name.substr(0, first) == "blobs") return false;
+    return name.find('/', first + 1) != std::string_view::npos;
 }
 
 namespace {
 
 // Which of the image forms' top-level files the tar holds, from its headers.
-// An image archive holds nothing but its own files, so the first entry that
-// no image archive has (a rootfs's "usr/", "etc/passwd") settles it as a
-// rootfs tarball: a layer of 60 000 files is decided from its first entries,
-// not by reading every header (the extractor reads and judges them all).
+// Read only until an entry settles it as a rootfs tarball: a layer of 60 000
+// files is decided from its first entries, not by reading every header (the
+// extractor reads and judges them all).
 SourceKind classify_archive(const std::string& path) {
     std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
     archive_read_support_filter_all(a.get());
@@ -77,7 +70,7 @@ SourceKind classify_archive(const std::string& path) {
         }
         if (name == "oci-layout") oci = true;
         if (name == "manifest.json") docker = true;
-        if (!oci && !docker && !name.empty() && !could_be_in_image_archive(name)) return SourceKind::rootfs_tarball;
+        if (!oci && !docker && settles_rootfs_tarball(name)) return SourceKind::rootfs_tarball;
     }
     if (entries == 0) throw UsageError(path + ": an empty archive; nothing to import");
     if (oci) return SourceKind::oci_archive;

@@ -6,7 +6,7 @@
 // compression): with oci-layout at its top an OCI archive (newer `docker
 // save` writes both files: the OCI form is used), with manifest.json a
 // `docker save` archive, otherwise a plain rootfs tarball (one layer). The
-// headers are read only until the first entry no image archive holds.
+// headers are read only until an entry no image archive holds.
 #pragma once
 
 #include <optional>
@@ -32,10 +32,11 @@ struct Source {
 // --rootfs DIR), a file that is not a tar archive.
 Source detect_source(const std::string& source);
 
-// Whether an archive entry (a normalized name) is one an OCI archive or a
-// `docker save` archive can hold at its top: oci-layout, index.json,
-// manifest.json, repositories, blobs/..., <sha256 hex>[.json|.tar][/...].
-bool could_be_in_image_archive(std::string_view name);
+// Whether an archive entry (a normalized name) is one no image archive
+// holds, so that the archive is a rootfs tarball: three names or more
+// ("usr/share/doc") outside blobs/. (Image archives hold their layers as
+// "<id>/layer.tar", "<hex>.tar" or "blobs/sha256/<hex>".)
+bool settles_rootfs_tarball(std::string_view name);
 
 // For `--rootfs DIR`: if DIR is an image rather than a root file system, the
 // line that says what it is and how to import it; nullopt otherwise.

@@ -66,24 +66,20 @@ const std::string kHex = std::string(64, 'e');
 
 }  // namespace
 
-TEST_CASE("the names an image archive can hold at its top") {
-    for (const char* n : {"oci-layout", "index.json", "manifest.json", "repositories", "blobs", "blobs/sha256/abc"})
-        CHECK(could_be_in_image_archive(n));
-    CHECK(could_be_in_image_archive(kHex));
-    CHECK(could_be_in_image_archive(kHex + "/layer.tar"));
-    CHECK(could_be_in_image_archive(kHex + ".json"));
-    CHECK(could_be_in_image_archive(kHex + ".tar"));
-    for (std::string n : {"etc", "etc/passwd", "usr/bin/sh", "manifest.json.bak", "blobsx", "layer.tar", ".json"})
-        CHECK_FALSE(could_be_in_image_archive(n));
-    CHECK_FALSE(could_be_in_image_archive(std::string(63, 'e') + ".json"));
-    CHECK_FALSE(could_be_in_image_archive(std::string(64, 'E')));  // digests are lower-case hex
+TEST_CASE("the names that settle an archive as a rootfs tarball: three or more, outside blobs/") {
+    for (std::string n : {"usr/share/doc", "etc/apt/sources.list", "a/b/c/d", "bin/x/y", "blobsx/a/b"})
+        CHECK(settles_rootfs_tarball(n));
+    // What image archives hold: docker save (old and 25+), podman, OCI archives, hand-made ones.
+    for (const std::string& n : std::vector<std::string>{"manifest.json", "oci-layout", kHex + "/layer.tar", kHex + ".json",
+                          kHex + ".tar", "blobs/sha256/" + kHex, "blobs/sha512/x", "a/layer.tar", "etc/passwd", "usr", ""})
+        CHECK_FALSE(settles_rootfs_tarball(n));
 }
 
 TEST_CASE("each archive kind is recognised from its entries") {
     corral::test::TempDir t("corral-image-source");
     const std::string p = t.path();
 
-    write_tar(p + "/root.tar", {{"./", ""}, {"etc/", ""}, {"etc/passwd", "root:x:0:0::/:/bin/sh\n"}});
+    write_tar(p + "/root.tar", {{"./", ""}, {"etc/", ""}, {"etc/passwd", "root:x:0:0::/:/bin/sh\n"}, {"etc/apt/", ""}});
     CHECK(detect_source(p + "/root.tar").kind == SourceKind::rootfs_tarball);
 
     write_tar(p + "/root.tgz", {{"usr/", ""}, {"usr/f", "x"}}, ARCHIVE_FILTER_GZIP);
@@ -93,6 +89,10 @@ TEST_CASE("each archive kind is recognised from its entries") {
     write_tar(p + "/docker.tar", {{kHex + "/", ""}, {kHex + "/layer.tar", "not read here"}, {kHex + ".json", "{}"},
                                   {"manifest.json", "[]"}, {"repositories", "{}"}});
     CHECK(detect_source(p + "/docker.tar").kind == SourceKind::docker_archive);
+    // Layers wherever manifest.json says (here as `tar -C DIR -cf F .` of a hand-made one writes them).
+    write_tar(p + "/docker-named.tar", {{"./", ""}, {"./a/", ""}, {"./a/layer.tar", "x"}, {"./b/layer.tar", "y"},
+                                        {"./" + kHex + ".json", "{}"}, {"./manifest.json", "[]"}});
+    CHECK(detect_source(p + "/docker-named.tar").kind == SourceKind::docker_archive);
 
     // An OCI archive: blobs first, oci-layout last; with manifest.json too (newer docker save) the OCI form wins.
     write_tar(p + "/oci.tar", {{"blobs/", ""}, {"blobs/sha256/" + kHex, "{}"}, {"index.json", "{}"}, {"oci-layout", "{}"}});
@@ -100,9 +100,9 @@ TEST_CASE("each archive kind is recognised from its entries") {
     write_tar(p + "/both.tar", {{"blobs/sha256/" + kHex, "{}"}, {"manifest.json", "[]"}, {"index.json", "{}"}, {"oci-layout", "{}"}});
     CHECK(detect_source(p + "/both.tar").kind == SourceKind::oci_archive);
 
-    // A rootfs that merely starts with a name an image archive has is read on until a name decides it.
-    write_tar(p + "/blobs-first.tar", {{"blobs/", ""}, {"blobs/x", "x"}, {"bin/", ""}, {"bin/sh", "x"}});
-    CHECK(detect_source(p + "/blobs-first.tar").kind == SourceKind::rootfs_tarball);
+    // A flat rootfs is read to its end: no name settles it, and no image file is at its top.
+    write_tar(p + "/flat.tar", {{"blobs/", ""}, {"blobs/x", "x"}, {"bin/", ""}, {"bin/sh", "x"}, {"hello", "x"}});
+    CHECK(detect_source(p + "/flat.tar").kind == SourceKind::rootfs_tarball);
 }
 
 TEST_CASE("the refusals: empty, not a tar, a broken header before the kind is known") {
@@ -129,9 +129,9 @@ TEST_CASE("a rootfs tarball is decided from its first entries, not by reading ev
     const std::string p = t.path();
     // A header far into the archive is broken: the sniff never reads it (the
     // extractor does, and refuses the archive then).
-    std::vector<Entry> entries = {{"etc/", ""}, {"etc/hostname", "box\n"}};
-    for (int i = 0; i < 200; ++i) entries.push_back({"etc/f" + std::to_string(i), std::string(600, 'x')});
+    std::vector<Entry> entries = {{"etc/", ""}, {"etc/d/", ""}};
+    for (int i = 0; i < 200; ++i) entries.push_back({"etc/d/f" + std::to_string(i), std::string(600, 'x')});
     write_tar(p + "/root.tar", entries);
-    corrupt_block(p + "/root.tar", 1536 * 151);  // the header of etc/f150
+    corrupt_block(p + "/root.tar", 1024 + 1536 * 150);  // the header of etc/d/f150
     CHECK(detect_source(p + "/root.tar").kind == SourceKind::rootfs_tarball);
 }
