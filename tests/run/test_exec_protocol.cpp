@@ -58,7 +58,9 @@ TEST_CASE("a bad exec request is refused with the field named") {
         {R"({"argv":["x"],"timeout_ms":-5})", "timeout_ms"},
         {R"({"argv":["x"],"grace_ms":"1s"})", "grace_ms"},
     };
-    for (const auto& [line, says] : cases) {
+    for (const auto& c : cases) {
+        const char* line = c.first;
+        const char* says = c.second;
         INFO(line);
         try {
             parse_exec_request_line(line);
