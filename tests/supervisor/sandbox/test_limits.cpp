@@ -36,13 +36,20 @@ TEST_CASE("a fork bomb is stopped by --pids 64 and the host stays fine") {
     // (busybox sh then exits), so the bomb grows to whatever ceiling the kernel
     // enforces and collapses there. The main shell waits 4 s using only
     // builtins (a fifo read with a timeout), because while the bomb holds every
-    // pid the shell itself cannot fork either, then counts the box's processes
-    // by globbing /proc. The cgroup's peak shows how high the bomb got.
+    // pid the shell itself cannot fork either. It then stops every other process
+    // of the box (kill -1 skips the caller and init; a fork racing the signal is
+    // aborted by the kernel, so the set is frozen) and counts the box's
+    // processes by globbing /proc. Counting a live bomb would not be a snapshot:
+    // readdir walks /proc while the bomb's processes die and are replaced, so one
+    // glob can list a dead pid and its successor both (CI once saw 66 with the
+    // cgroup's peak at 64). The cgroup's peak shows how high the bomb got.
     auto run = corral_sh(R"SH(echo START
 mkfifo /tmp/clock; exec 3<>/tmp/clock
 ( b() { while :; do b & done; }; b ) 2>/tmp/bomb.err &
 read -t 4 x <&3
+kill -STOP -1
 set -- /proc/[0-9]*; echo "procs=$#"
+kill -KILL -1
 read -t 1 x <&3
 while read -r l; do case "$l" in *fork*) echo "fork-refused=yes"; break;; esac; done < /tmp/bomb.err
 echo DONE
