@@ -162,6 +162,7 @@ template awaitable<void> refuse(Conn&, ClientTls&, LedgerEntry, const Refusal&, 
 // connection's strand): the flush locks the ledger, any thread may run it.
 void record(Conn& c, LedgerEntry e) {
     e.identity = c.id_text;
+    e.role = c.id.role;
     if (!c.gw.ledger.append_batched(e)) return;
     asio::post(c.client_socket().get_executor(), [&ledger = c.gw.ledger] {
         if (ledger.flush()) log::error("ledger unwritable, refusing every new request: " + ledger.failure());

@@ -10,6 +10,7 @@ namespace corral::gateway {
 namespace {
 constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
 constexpr std::string_view kCountsRequest = "CORRAL-COUNTS ";
+constexpr std::string_view kRoleField = " role=";
 constexpr std::string_view kBudgetRequest = "CORRAL-BUDGET ";
 constexpr std::string_view kBudgetReset = "CORRAL-BUDGET-RESET ";
 
@@ -27,7 +28,7 @@ std::string budget_request(const std::string& worker, bool reset) {
 }
 
 std::string identity_announcement(const Identity& id) {
-    return std::string(kAnnouncement) + id.str() + "\n";
+    return std::string(kAnnouncement) + id.str() + (id.role.empty() ? "" : std::string(kRoleField) + id.role) + "\n";
 }
 
 std::string counts_request(const Identity& id) { return std::string(kCountsRequest) + id.str() + "\n"; }
@@ -49,9 +50,18 @@ std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
     } else {
         return std::nullopt;
     }
+    std::string_view role;
+    if (!first.counts) {
+        if (auto at = line.find(kRoleField); at != std::string_view::npos) {
+            role = line.substr(at + kRoleField.size());
+            line = line.substr(0, at);
+            if (!is_identity_part(role)) return std::nullopt;
+        }
+    }
     auto id = parse_identity(line);
     if (!id) return std::nullopt;
     first.id = std::move(*id);
+    first.id.role = std::string(role);
     return first;
 }
 

@@ -5,6 +5,10 @@
 // A connection starts with one line (at most kMaxFirstLine bytes, '\n'-ended):
 //   CORRAL-IDENTITY worker/run   a connection of that run follows: the box's
 //                                bytes come right after the line
+//   CORRAL-IDENTITY worker/run role=ROLE
+//                                the same for a session's connection, from
+//                                the UID of ROLE (Identity::role; ROLE has
+//                                an identity part's characters)
 //   CORRAL-COUNTS worker/run     the daemon answers one JSON line (below)
 //                                and closes
 // The counts answer:

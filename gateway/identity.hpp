@@ -10,6 +10,7 @@
 namespace corral::gateway {
 
 using names::Identity;
+using names::is_identity_part;
 using names::parse_identity;
 
 }  // namespace corral::gateway

@@ -97,7 +97,7 @@ void append_number_field(std::string& out, std::string_view key, std::uint64_t v
 // allocation per key) for entries whose string fields are all verbatim and
 // hold no secret; std::nullopt otherwise, and the caller takes the general path.
 std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<std::string>& secrets) {
-    const std::string_view strings[] = {e.identity, e.mode, e.method, e.host, e.path, e.reason, e.credential, e.form};
+    const std::string_view strings[] = {e.identity, e.role, e.mode, e.method, e.host, e.path, e.reason, e.credential, e.form};
     std::size_t size = 200;
     for (auto s : strings) {
         if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
@@ -111,6 +111,7 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
     append_rfc3339_ms(line, e.time);
     line += '"';
     append_string_field(line, "identity", e.identity);
+    if (!e.role.empty()) append_string_field(line, "role", e.role);
     append_string_field(line, "mode", e.mode);
     append_string_field(line, "method", e.method);
     append_string_field(line, "host", e.host);
@@ -179,6 +180,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
         nlohmann::ordered_json j;
         j["time"] = rfc3339_ms(e.time);
         j["identity"] = redact(e.identity, secrets);
+        if (!e.role.empty()) j["role"] = redact(e.role, secrets);
         j["mode"] = redact(e.mode, secrets);
         j["method"] = redact(e.method, secrets);
         j["host"] = redact(e.host, secrets);

@@ -48,6 +48,7 @@ struct MeteredLine {
 struct LedgerEntry {
     std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
     std::string identity;        // "worker/run"
+    std::string role;            // a session's role whose UID sent it (Identity::role); "" for a run
     std::string mode;            // "tunnel" | "inject" | "" (refused before a grant was found)
     std::string method;          // "CONNECT", "GET", ...
     std::string host;            // as normalised (or as sent, if it could not be normalised)
@@ -86,7 +87,7 @@ inline constexpr std::size_t kRefusalNoticesPerIdentity = 32;
 
 // One JSON object on one line, terminated by '\n'. Keys, in this order:
 // time (RFC 3339 UTC with milliseconds, "2026-11-30T05:29:39.123Z"), identity,
-// mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
+// role (a session's lines only: e.role non-empty), mode, method, host, port, path, decision ("allow"|"refuse"), reason, status,
 // bytes_up, bytes_down, duration_ms, credential, and `refusals` last on the
 // ledger's refusal-cap lines only (e.refusals != 0), `form` and `matches` last
 // on secret_reflected lines only (e.matches != 0), and `metering` last on a

@@ -25,6 +25,7 @@ constexpr RefusalRow kRows[] = {
     {reason::host_mismatch, 403, Phase::request},
     {reason::cleartext_inject, 403, Phase::request},
     {reason::tcp_peer_not_root, 403, Phase::request},
+    {reason::session_role_unknown, 403, Phase::request},
     {reason::body_too_large, 413, Phase::request},
     {reason::headers_too_large, 431, Phase::request},
     {reason::budget_exhausted, 429, Phase::request},

@@ -35,6 +35,9 @@ inline constexpr std::string_view cleartext_inject = "cleartext_inject";
 // The daemon's listen_tcp serves root's connections only; the peer's socket
 // is not root's, or its owner could not be read (fail closed).
 inline constexpr std::string_view tcp_peer_not_root = "tcp_peer_not_root";
+// A session's connection whose socket is no role's UID, or whose owner could
+// not be read (fail closed: its ledger line could not name its role).
+inline constexpr std::string_view session_role_unknown = "session_role_unknown";
 inline constexpr std::string_view body_too_large = "body_too_large";
 inline constexpr std::string_view headers_too_large = "headers_too_large";
 inline constexpr std::string_view budget_exhausted = "budget_exhausted";

@@ -1,6 +1,7 @@
 #include "gateway/socket_owner.hpp"
 
 #include <libmnl/libmnl.h>
+#include <linux/netlink.h>
 #include <linux/inet_diag.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
@@ -112,23 +113,6 @@ int answer_cb(const nlmsghdr* nlh, void* data) {
     return MNL_CB_STOP;
 }
 
-class DiagSocket {
-public:
-    // Non-blocking: the kernel queues its answer (or error) before sendto
-    // returns, so nothing waiting to be read means no answer is coming, and
-    // the event loop that asks must never block on it.
-    DiagSocket() : nl_(mnl_socket_open2(NETLINK_SOCK_DIAG, SOCK_CLOEXEC | SOCK_NONBLOCK)) {}
-    ~DiagSocket() {
-        if (nl_ != nullptr) mnl_socket_close(nl_);
-    }
-    DiagSocket(const DiagSocket&) = delete;
-    DiagSocket& operator=(const DiagSocket&) = delete;
-    mnl_socket* get() const { return nl_; }
-
-private:
-    mnl_socket* nl_;
-};
-
 }  // namespace
 
 nlmsghdr* put_tcp_owner_query(void* buf, const ip::tcp::endpoint& local, const ip::tcp::endpoint& remote,
@@ -166,22 +150,41 @@ int read_tcp_owner_answer(const nlmsghdr* query, const void* answer, std::size_t
     return 0;
 }
 
-uid_t tcp_socket_owner(const ip::tcp::endpoint& local, const ip::tcp::endpoint& remote) {
+Fd open_sock_diag_socket() {
+    Fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG));
+    if (!fd.valid()) throw SysError("socket(NETLINK_SOCK_DIAG)", errno);
+    sockaddr_nl self{};
+    self.nl_family = AF_NETLINK;  // nl_pid 0: the kernel picks this socket's port id
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&self), sizeof self) != 0)
+        throw SysError("bind(NETLINK_SOCK_DIAG)", errno);
+    return fd;
+}
+
+uid_t tcp_socket_owner(int diag_socket, const ip::tcp::endpoint& local, const ip::tcp::endpoint& remote) {
     // Sequence numbers only tell this socket's answers apart; any distinct value will do.
     static std::atomic<unsigned> next_seq{1};
-    DiagSocket nl;
-    if (nl.get() == nullptr) throw SysError("socket(NETLINK_SOCK_DIAG)", errno);
-    if (mnl_socket_bind(nl.get(), 0, MNL_SOCKET_AUTOPID) < 0) throw SysError("bind(NETLINK_SOCK_DIAG)", errno);
+    sockaddr_nl self{};
+    socklen_t self_len = sizeof self;
+    if (::getsockname(diag_socket, reinterpret_cast<sockaddr*>(&self), &self_len) != 0)
+        throw SysError("getsockname(NETLINK_SOCK_DIAG)", errno);
     alignas(nlmsghdr) char query[kTcpOwnerQueryBytes];
     nlmsghdr* nlh = put_tcp_owner_query(query, local, remote, next_seq.fetch_add(1, std::memory_order_relaxed));
-    if (mnl_socket_sendto(nl.get(), nlh, nlh->nlmsg_len) < 0) throw SysError("sock_diag", describe(local, remote), errno);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(diag_socket, nlh, nlh->nlmsg_len, 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel) < 0)
+        throw SysError("sock_diag", describe(local, remote), errno);
     alignas(nlmsghdr) char answer[kAnswerBytes];
-    ssize_t n = mnl_socket_recvfrom(nl.get(), answer, sizeof answer);
+    ssize_t n = ::recv(diag_socket, answer, sizeof answer, 0);
     if (n < 0) throw SysError("sock_diag", describe(local, remote), errno);
     uid_t uid = 0;
-    int rc = read_tcp_owner_answer(nlh, answer, static_cast<std::size_t>(n), mnl_socket_get_portid(nl.get()), &uid);
+    int rc = read_tcp_owner_answer(nlh, answer, static_cast<std::size_t>(n), self.nl_pid, &uid);
     if (rc < 0) throw SysError("sock_diag", describe(local, remote), -rc);
     return uid;
+}
+
+uid_t tcp_socket_owner(const ip::tcp::endpoint& local, const ip::tcp::endpoint& remote) {
+    Fd diag = open_sock_diag_socket();
+    return tcp_socket_owner(diag.get(), local, remote);
 }
 
 }  // namespace corral::gateway

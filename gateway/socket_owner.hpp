@@ -16,6 +16,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include "base/fd.hpp"
+
 struct nlmsghdr;
 
 namespace corral::gateway {
@@ -31,6 +33,19 @@ namespace corral::gateway {
 // the errno of the failed socket call. Fails closed: no uid without a live
 // socket that has exactly these ends.
 uid_t tcp_socket_owner(const boost::asio::ip::tcp::endpoint& local, const boost::asio::ip::tcp::endpoint& remote);
+
+// The same question on `diag_socket` (open_sock_diag_socket), which answers
+// for the network namespace it was made in, whichever the caller is in now:
+// a session's bridge asks about the box's sockets from the host's namespace.
+// Not for concurrent use of one socket (the caller serialises).
+uid_t tcp_socket_owner(int diag_socket, const boost::asio::ip::tcp::endpoint& local,
+                       const boost::asio::ip::tcp::endpoint& remote);
+
+// A non-blocking NETLINK_SOCK_DIAG socket in the caller's network namespace
+// (the kernel queues its answer before sendto returns: nothing to read means
+// no answer is coming, so an event loop that asks never blocks on it).
+// Throws SysError("socket(NETLINK_SOCK_DIAG)", errno).
+Fd open_sock_diag_socket();
 
 // The parts of tcp_socket_owner that need no kernel, for tests.
 

@@ -14,6 +14,11 @@ namespace corral::names {
 struct Identity {
     std::string worker;
     std::string run_id;
+    // Who in the box, for a session: the role ("agent", "service",
+    // "verifier") whose UID owns the connecting socket, as the bridge found
+    // it; "" for a run (one UID). Said on every ledger line; not part of
+    // str(): grants, budgets and counts stay the session's.
+    std::string role;
     // "worker/run" — the form used in the ledger, counters and grant scopes.
     std::string str() const { return worker + "/" + run_id; }
 };

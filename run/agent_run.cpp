@@ -72,11 +72,12 @@ std::vector<std::string> interactive_argv(const agents::AgentProfile& p, const c
 
 AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     const config::ResolvedWorker& w = *in.worker;
-    const bool interactive = !r.agent();  // interactive_agent_run: `--tty -- CLI ARGS...`
+    const bool session = r.session;          // each exec --prompt brings its own prompt
+    const bool interactive = !r.agent() && !session;  // interactive_agent_run: `--tty -- CLI ARGS...`
     agents::AgentInputs ai;
     ai.run_id = in.run_id;
     ai.worker = plan.worker;
-    if (!interactive) ai.prompt = r.prompt ? *r.prompt : read_text_file("--prompt-file", *r.prompt_file);
+    if (r.agent()) ai.prompt = r.prompt ? *r.prompt : read_text_file("--prompt-file", *r.prompt_file);
     if (r.system_prompt_file) ai.system_prompt = read_text_file("--system-prompt-file", *r.system_prompt_file);
     ai.model = w.model;
     ai.chatgpt_account_id = w.chatgpt_account_id;
@@ -85,8 +86,9 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
     ai.home_in_box = "/home/agent";
     AgentRun out;
     out.profile = agents::make_agent_profile(w.agent, ai);
+    out.inputs = ai;
     const agents::AgentProfile& p = out.profile;
-    require_argv_fits_exec(p, w.agent, ai.prompt.size(), ai.system_prompt.size());
+    if (!session) require_argv_fits_exec(p, w.agent, ai.prompt.size(), ai.system_prompt.size());
     auto& spec = plan.spec;
     // Checked before anything is written or started: found missing only after
     // the sandbox is built, the run would end as a bare "command not found".
@@ -118,7 +120,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
         fs::create_directory(home, ec);
         check_sys(::chmod(home.c_str(), 0700), "chmod", home);
     }
-    spec.argv = interactive ? interactive_argv(p, w, r.command) : p.argv;
+    if (!session) spec.argv = interactive ? interactive_argv(p, w, r.command) : p.argv;
     if (p.stdin_null) spec.pass_stdin = false;
     plan.agent_env = p.env;
     spec.env = compose_environment(plan, {});
@@ -129,6 +131,19 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
     if (auto note = agents::cli_version_note(p, installed); !note.empty()) out.messages.push_back(note);
     return out;
 }
+
+std::vector<std::string> agent_prompt_argv(const AgentRun& agent, const std::string& prompt) {
+    if (prompt.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw PromptError("--prompt: empty (or only white space); the agent needs a task");
+    if (prompt.find('\0') != std::string::npos) throw PromptError("--prompt: a NUL byte; allowed: text without NUL bytes");
+    agents::AgentInputs ai = agent.inputs;
+    ai.prompt = prompt;
+    agents::AgentProfile p = agents::make_agent_profile(agent.profile.kind, ai);
+    require_argv_fits_exec(p, agent.profile.kind, ai.prompt.size(), ai.system_prompt.size());
+    return p.argv;
+}
+
+std::string read_prompt_file(const std::string& option, const std::string& path) { return read_text_file(option, path); }
 
 void hand_agent_home(const std::string& root, uid_t uid, gid_t gid) {
     check_sys(::lchown(root.c_str(), uid, gid), "lchown", root);

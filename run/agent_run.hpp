@@ -29,18 +29,30 @@ struct PromptError : UsageError {
 
 struct AgentRun {
     agents::AgentProfile profile;
+    agents::AgentInputs inputs;              // what the profile was made from (a session's: no prompt)
     std::optional<std::string> cli_version;  // the installed CLI's; unset = unknown (run.json: null)
     std::vector<std::string> messages;       // what to tell the operator (e.g. why cli_version is null)
 };
 
 // Single-threaded, before launch_sandbox, for an agent run (request.agent(),
 // or interactive_agent_run: then no prompt, and the CLI gets the caller's
-// arguments instead of its non-interactive ones): reads the prompt files,
+// arguments instead of its non-interactive ones; or a session of a worker
+// with an agent: no prompt and no command, agent_prompt_argv makes each
+// `corral exec --prompt`'s): reads the prompt files,
 // makes the agent's profile, checks its command line
 // fits execve and its CLI is in the plan's rootfs, writes its home (root's
 // until hand_agent_home) and puts its argv and environment into the plan.
 // Throws PromptError, AgentProgramNotFound, UsageError, SysError.
 AgentRun prepare_agent_run(const RunRequest& request, const RunInputs& inputs, RunPlan& plan);
+
+// A session's agent on `prompt`: the CLI's non-interactive command line, as
+// `corral run --prompt` would run it (the session's home, credentials and
+// system prompt). Throws PromptError for a prompt its CLI cannot take.
+std::vector<std::string> agent_prompt_argv(const AgentRun& agent, const std::string& prompt);
+
+// A prompt file as --prompt-file reads it (no symlinks, no FIFO, at most
+// 4 MiB, no NUL, not blank). Throws UsageError / PromptError naming `option`.
+std::string read_prompt_file(const std::string& option, const std::string& path);
 
 // At the hook point: the agent's home (the plan's spec.rootfs.home_dir)
 // becomes the leased UID's. Never follows a symlink.

@@ -14,12 +14,16 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "base/log.hpp"
 #include "base/sys_error.hpp"
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
+#include "gateway/refusal.hpp"
+#include "gateway/socket_owner.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/trust.hpp"
+#include "supervisor/session.hpp"
 
 namespace corral::run {
 
@@ -38,6 +42,20 @@ void wait_bounded(F&& done, std::chrono::milliseconds poll) {
 
 // The gateway in this process: the run's grants and credentials, its ledger
 // in the run dir.
+// A session's connection, served as its role (Identity::role, on each of
+// its ledger lines); refused, unread, when it is no role's.
+boost::asio::awaitable<void> serve_with_role(boost::asio::ip::tcp::socket s, gateway::Gateway* gw, gateway::Identity id,
+                                             std::shared_ptr<const ConnectionRoles> roles) {
+    std::string problem;
+    auto role = roles->role_of(s, &problem);
+    if (!role) {
+        co_await gw->refuse(std::move(s), std::move(id), std::string(gateway::reason::session_role_unknown), problem);
+        co_return;
+    }
+    id.role = *role;
+    co_await gw->serve(std::move(s), std::move(id));
+}
+
 class EmbeddedEgress final : public Egress {
 public:
     EmbeddedEgress(config::GatewayConfig config, bool intercepts, gateway::Identity id)
@@ -88,7 +106,9 @@ protected:
     shim::ConnectionHandler connection_handler() override {
         gateway::Gateway* gw = gateway_.get();
         gateway::Identity id = id_;
-        return [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
+        if (!roles_) return [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
+        auto roles = roles_;
+        return [gw, id, roles](boost::asio::ip::tcp::socket s) { return serve_with_role(std::move(s), gw, id, roles); };
     }
     void before_loop() override { gateway_->install_secrets(config::load_credential_secrets(config_)); }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
@@ -129,9 +149,20 @@ private:
 
 // A relay to the daemon, counted while it runs so that the daemon is asked
 // for the run's counts only after the relays ended. A plain coroutine (not a
-// capturing lambda): its parameters live in its own frame.
+// capturing lambda): its parameters live in its own frame. A session's
+// connection of no role's UID is closed unserved (the daemon then never hears of it).
 boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::string path, gateway::Identity id,
-                                           std::shared_ptr<std::atomic<int>> active) {
+                                           std::shared_ptr<std::atomic<int>> active,
+                                           std::shared_ptr<const ConnectionRoles> roles) {
+    if (roles) {
+        std::string problem;
+        auto role = roles->role_of(s, &problem);
+        if (!role) {
+            log::warn("bridge: closed a connection of " + id.str() + " unserved: " + problem);
+            co_return;
+        }
+        id.role = *role;
+    }
     active->fetch_add(1);
     co_await shim::relay_to_daemon(std::move(s), std::move(path), std::move(id));
     active->fetch_sub(1);
@@ -194,8 +225,9 @@ protected:
         std::string path = socket_;
         gateway::Identity id = id_;
         auto active = active_relays_;
-        return [path, id, active](boost::asio::ip::tcp::socket s) {
-            return counted_relay(std::move(s), path, id, active);
+        auto roles = roles_;
+        return [path, id, active, roles](boost::asio::ip::tcp::socket s) {
+            return counted_relay(std::move(s), path, id, active, roles);
         };
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", nullptr); }
@@ -249,12 +281,41 @@ private:
 
 }  // namespace
 
+std::optional<std::string> ConnectionRoles::role_of(const boost::asio::ip::tcp::socket& s, std::string* problem) const {
+    boost::system::error_code ec1, ec2;
+    auto ours = s.local_endpoint(ec1);
+    auto theirs = s.remote_endpoint(ec2);
+    if (ec1 || ec2) {
+        *problem = "the connection's addresses cannot be read: " + (ec1 ? ec1 : ec2).message();
+        return std::nullopt;
+    }
+    uid_t owner = 0;
+    try {
+        std::lock_guard lock(mutex_);
+        owner = gateway::tcp_socket_owner(sock_diag_.get(), theirs, ours);
+    } catch (const std::exception& e) {
+        *problem = std::string("the owner of the connecting socket cannot be read (") + e.what() + ")";
+        return std::nullopt;
+    }
+    for (const auto& [uid, role] : roles_)
+        if (uid == owner) return role;
+    *problem = "the connecting socket belongs to uid " + std::to_string(owner) + ", which is none of the session's roles";
+    return std::nullopt;
+}
+
 Egress::~Egress() = default;
 
 void Egress::start(const supervisor::Sandbox& box) {
     started_ = true;
     Fd netns = box.open_network_namespace();
-    shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get());
+    const bool session = !box.role_leases().empty();
+    shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get(), shim::bridge_port, session);
+    if (session) {
+        std::vector<std::pair<uid_t, std::string>> roles;
+        for (auto role : {supervisor::Role::agent, supervisor::Role::service, supervisor::Role::verifier})
+            roles.emplace_back(supervisor::role_identity(box, role).first, std::string(supervisor::role_name(role)));
+        roles_ = std::make_shared<const ConnectionRoles>(std::move(listeners.sock_diag), std::move(roles));
+    }
     // One event-loop thread: a run's box is one client, its exchanges are
     // asynchronous, and every thread is a clone and a wakeup on each start
     // and stop of a run (the daemon runs one loop per CPU instead).

@@ -17,11 +17,13 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gateway/metering/totals.hpp"
@@ -34,6 +36,26 @@
 namespace boost::asio { class io_context; }
 
 namespace corral::run {
+
+// A session's box holds three roles' UIDs (supervisor/session.hpp). Its
+// connections are told apart by who owns the connecting socket, as the
+// kernel answers over sock_diag in the box's namespace, never by anything the
+// box sends. The owner is the UID that made the socket: a socket one role
+// hands to another still speaks for its maker.
+class ConnectionRoles {
+public:
+    ConnectionRoles(Fd sock_diag, std::vector<std::pair<uid_t, std::string>> roles)
+        : sock_diag_(std::move(sock_diag)), roles_(std::move(roles)) {}
+    // The role of the UID owning the peer's socket; nullopt, with why in
+    // *problem, when the owner cannot be read or is no role's UID (the
+    // connection is then refused: fail closed). Thread-safe.
+    std::optional<std::string> role_of(const boost::asio::ip::tcp::socket& s, std::string* problem) const;
+
+private:
+    mutable std::mutex mutex_;  // one question at a time on the one sock_diag socket
+    Fd sock_diag_;
+    std::vector<std::pair<uid_t, std::string>> roles_;
+};
 
 class Egress {
 public:
@@ -89,6 +111,8 @@ protected:
     virtual std::vector<gateway::RefusalNotice> refusals_so_far() = 0;
 
     bool started_ = false;
+    // A session's: which role a connection comes from (null for a run).
+    std::shared_ptr<const ConnectionRoles> roles_;
     std::unique_ptr<boost::asio::io_context> ioc_;
     std::vector<std::string> stop_messages_;
 

@@ -27,6 +27,7 @@ std::string exec_request_line(const ExecRequest& r) {
     json env = json::array();
     for (const auto& [k, v] : r.env) env.push_back(json::array({k, v}));
     json j{{"argv", r.argv},
+           {"prompt", r.prompt ? json(*r.prompt) : json(nullptr)},
            {"role", std::string(supervisor::role_name(r.role))},
            {"env", env},
            {"cwd", r.cwd ? json(*r.cwd) : json(nullptr)},
@@ -46,18 +47,30 @@ ExecRequest parse_exec_request_line(std::string_view line) {
     json j = json::parse(line, nullptr, false);
     if (!j.is_object()) throw UsageError("exec request: not a JSON object");
     ExecRequest r;
-    if (!j.contains("argv") || !j["argv"].is_array() || j["argv"].empty())
+    if (j.contains("prompt") && !j["prompt"].is_null()) {
+        if (!j["prompt"].is_string()) throw UsageError("exec request: prompt: expected a string (the agent's task)");
+        r.prompt = j["prompt"].get<std::string>();
+        if (r.prompt->find_first_not_of(" \t\r\n") == std::string::npos)
+            throw UsageError("--prompt: empty (or only white space); the agent needs a task");
+        if (r.prompt->find('\0') != std::string::npos)
+            throw UsageError("--prompt: a NUL byte; allowed: text without NUL bytes");
+    }
+    if (!j.contains("argv") || !j["argv"].is_array() || (j["argv"].empty() && !r.prompt))
         throw UsageError("exec request: argv: expected a non-empty array of strings (the command)");
+    if (r.prompt && !j["argv"].empty())
+        throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
     for (const auto& a : j["argv"]) {
         if (!a.is_string()) throw UsageError("exec request: argv: expected strings only");
         r.argv.push_back(a.get<std::string>());
     }
-    if (r.argv.front().empty()) throw UsageError("exec request: argv[0]: empty command name");
+    if (!r.argv.empty() && r.argv.front().empty()) throw UsageError("exec request: argv[0]: empty command name");
     if (j.contains("role") && !j["role"].is_string()) throw UsageError("--role: expected agent, service or verifier");
     const std::string role = j.value("role", std::string("agent"));
     auto parsed = supervisor::parse_role(role);
     if (!parsed) throw UsageError("--role " + role + ": expected agent, service or verifier");
     r.role = *parsed;
+    if (r.prompt && r.role != supervisor::Role::agent)
+        throw UsageError("--prompt runs the worker's agent CLI as the agent role; --role " + role + " cannot take it");
     if (j.contains("env") && !j["env"].is_null()) {
         if (!j["env"].is_array()) throw UsageError("exec request: env: expected an array of [K, V] pairs");
         for (const auto& kv : j["env"]) {

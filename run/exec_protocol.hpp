@@ -6,7 +6,7 @@
 // to them); the supervisor answers with one line of JSON when the command
 // has ended, and closes. docs/sessions.md "Protocol".
 //
-//   > {"argv":["make","test"],"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null}
+//   > {"argv":["make","test"],"prompt":null,"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null}
 //   < {"exec":3,"status":0,"outcome":"exited","messages":[]}
 #pragma once
 
@@ -25,7 +25,10 @@ inline constexpr std::size_t kMaxExecLineBytes = 1u << 20;
 
 struct ExecRequest {
     supervisor::Role role = supervisor::Role::agent;
-    std::vector<std::string> argv;
+    std::vector<std::string> argv;                        // empty with a prompt
+    // `corral exec --prompt`: the worker's agent CLI on this task (the
+    // session builds its command line, as `corral run --prompt` does).
+    std::optional<std::string> prompt;
     std::vector<std::pair<std::string, std::string>> env;
     std::optional<std::string> cwd;                       // absolute; unset: the role's default
     std::optional<std::chrono::milliseconds> timeout;

@@ -139,6 +139,22 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
                          "): run a command with `corral run --config DIR --worker " + in.worker->name +
                          " -- CMD`, or give it an agent to use --prompt");
     if ((r.agent() || interactive_agent_run(r, in.worker)) && in.worker) plan.agent = in.worker->agent;
+    // A session of a worker with an agent runs it on each `corral exec
+    // --prompt` when the agent's credential is there; without it the session
+    // still runs commands, and says once why a prompt would be refused.
+    if (r.session) {
+        if (!in.worker) {
+            plan.no_session_agent = "the session has no worker (start it with --config DIR --worker NAME)";
+        } else if (in.worker->egress_only) {
+            plan.no_session_agent = "worker " + in.worker->name + " has no agent";
+        } else if (auto msg = agents::missing_credential_message(plan.worker, in.worker->agent, in.agent_credential);
+                   !msg.empty()) {
+            plan.no_session_agent = msg;
+            plan.notes.push_back("corral exec --prompt is refused in this session: " + msg);
+        } else {
+            plan.agent = in.worker->agent;
+        }
+    }
 
     auto& spec = plan.spec;
     spec.run_id = in.run_id;

@@ -57,7 +57,9 @@ struct RunPlan {
     std::string worker = "adhoc";  // run.json's "worker"; identity WORKER/RUN-ID
     std::string identity;
     std::optional<config::ResolvedWorker> resolved;  // with --config
-    std::optional<config::AgentKind> agent;          // an agent run's agent
+    std::optional<config::AgentKind> agent;          // an agent run's agent; a session's, for exec --prompt
+    // A session without an agent: why `corral exec --prompt` is refused in it.
+    std::string no_session_agent;
     // The environment's layers, in the order they are applied (later wins):
     // the worker's [env], then (an agent run) the agent's, then --env.
     EnvList worker_env, cli_env;

@@ -280,6 +280,19 @@ private:
 
     ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd) {
         json record{{"role", std::string(supervisor::role_name(request.role))}, {"argv", request.argv}};
+        // A prompt: the worker's agent CLI, its command line made as `corral
+        // run --prompt` makes it; exec.json keeps the prompt's size, not its text.
+        std::vector<std::string> argv = request.argv;
+        if (request.prompt) {
+            if (!o_.prompt_argv) return refusal(kExitUsage, "--prompt: " + o_.no_agent);
+            try {
+                argv = o_.prompt_argv(*request.prompt);
+            } catch (const UsageError& e) {
+                return refusal(kExitUsage, e.what());
+            }
+            record["prompt_bytes"] = request.prompt->size();
+            record["argv"] = json(nullptr);
+        }
         json env_names = json::array();
         for (const auto& kv : request.env) env_names.push_back(kv.first);
         record["env_names"] = env_names;
@@ -309,7 +322,7 @@ private:
         const std::string dir = o_.run_dir + "/execs/" + std::to_string(n);
         supervisor::InvocationSpec spec;
         spec.role = request.role;
-        spec.argv = request.argv;
+        spec.argv = std::move(argv);
         spec.env = request.env;
         spec.cwd = request.cwd.value_or("");
         spec.log_dir = dir;

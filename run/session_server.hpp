@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "supervisor/sandbox.hpp"
 
@@ -23,6 +24,11 @@ struct SessionServerOptions {
     std::uint64_t log_limit_bytes = UINT64_MAX;                   // per exec log
     std::optional<std::chrono::milliseconds> timeout;             // the session's life
     std::function<void()> on_ready;                               // the socket listens: tell whoever waits
+    // `corral exec --prompt`: the session's agent CLI's command line for a
+    // prompt (throws PromptError); empty when the session has no agent, and
+    // then `no_agent` says why a prompt is refused.
+    std::function<std::vector<std::string>(const std::string& prompt)> prompt_argv;
+    std::string no_agent;
 };
 
 // RUN_DIR/session.sock.

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -29,6 +30,7 @@
 
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
+#include "gateway/socket_owner.hpp"
 
 namespace corral::shim {
 
@@ -96,10 +98,11 @@ Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
 
 }  // namespace
 
-BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port) {
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool with_socket_owners) {
     BridgeListeners out;
     std::string call4, call6;
     int err4 = 0, err6 = 0;
+    std::string diag_problem;
     // setns affects only the calling thread, and the sockets keep the
     // namespace they were made in. Done on this thread and switched back,
     // rather than on a helper thread: a new thread waits for a CPU slot, which
@@ -110,6 +113,13 @@ BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port) {
         throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", errno);
     out.ipv4 = listen_on(AF_INET, port, call4, err4);
     out.ipv6 = listen_on(AF_INET6, port, call6, err6);
+    if (with_socket_owners) {
+        try {
+            out.sock_diag = gateway::open_sock_diag_socket();
+        } catch (const std::exception& e) {
+            diag_problem = e.what();
+        }
+    }
     // Back before anything else runs: threads started later (the gateway's)
     // inherit this thread's namespace. Failing that, nothing may go on here.
     if (::setns(home.get(), CLONE_NEWNET) != 0) {
@@ -117,6 +127,7 @@ BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port) {
         std::abort();
     }
     if (!out.ipv4.valid()) throw SysError(call4, "in the sandbox's network namespace", err4);
+    if (!diag_problem.empty()) throw std::runtime_error(diag_problem + " (in the sandbox's network namespace)");
     if (!out.ipv6.valid()) {
         // Only a namespace without IPv6 is acceptable: then no [::1] exists to reach.
         if (err6 != EADDRNOTAVAIL && err6 != EAFNOSUPPORT)

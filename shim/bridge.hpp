@@ -45,6 +45,9 @@ struct BridgeListeners {
     Fd ipv6;   // [::1]:port, IPV6_V6ONLY, listening; invalid when the box's
                // namespace has no IPv6 (disabled on the host): then nothing
                // can reach [::1] in the box either
+    Fd sock_diag;  // with_socket_owners: a NETLINK_SOCK_DIAG socket of the
+                   // box's namespace, to ask who owns a connecting socket
+                   // (gateway/socket_owner.hpp); else invalid
 };
 
 // Enters the network namespace `netns_fd` with setns on the calling thread
@@ -53,8 +56,10 @@ struct BridgeListeners {
 // (aborts if it cannot: nothing may run on in the box's namespace). The
 // sockets keep the namespace they were made in. Call it before starting the
 // threads that should stay in the host's namespace. Throws SysError naming
-// the failed call ("setns", "bind 127.0.0.1:3128", ...).
-BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port);
+// the failed call ("setns", "bind 127.0.0.1:3128", ...). With
+// `with_socket_owners` (a session, whose box holds several roles' UIDs) it
+// also makes the sock_diag socket the bridge names each connection's role with.
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port, bool with_socket_owners = false);
 
 // What to do with one accepted connection (the embedded gateway's serve() or
 // relay_to_daemon). It owns the socket from then on.

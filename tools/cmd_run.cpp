@@ -242,7 +242,18 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         std::string ca_pem = egress->prepare();
         if (!plan->left_out.empty()) log::info(plan->left_out);
         for (const auto& note : plan->notes) say(note);
-        if (plan->agent) agent = run::prepare_agent_run(request, inputs, *plan);
+        if (plan->agent) {
+            try {
+                agent = run::prepare_agent_run(request, inputs, *plan);
+            } catch (const run::AgentProgramNotFound& e) {
+                if (!request.session) throw;
+                // A session runs commands without its agent's CLI; only a prompt needs it.
+                plan->no_session_agent = e.what();
+                say(std::string("corral exec --prompt is refused in this session: ") + e.what());
+                plan->agent.reset();
+                plan->spec.rootfs.home_dir.reset();
+            }
+        }
         run::add_trust_and_proxy(*plan, ca_pem);
     } catch (const run::AgentProgramNotFound& e) {
         say(e.what());
@@ -304,7 +315,11 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     SuperviseResult result;
     try {
         if (body.serve) {
-            result = body.serve(*box, interrupts.get(), [&] { write_running_record(); });
+            BodyContext context;
+            context.record_now = [&] { write_running_record(); };
+            context.agent = agent ? &*agent : nullptr;
+            context.no_agent = plan->no_session_agent;
+            result = body.serve(*box, interrupts.get(), context);
         } else {
             start_command(*box);
             result = supervise(*box, OutputSinks{1, 2, interrupts.get()});

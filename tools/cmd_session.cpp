@@ -26,6 +26,7 @@
 #include "base/fd.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
+#include "run/agent_run.hpp"
 #include "run/exec_protocol.hpp"
 #include "run/outcome.hpp"
 #include "run/request.hpp"
@@ -60,6 +61,8 @@ Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
 
 constexpr const char* kExecHelp = R"(usage: corral exec [--role agent|service|verifier] [--timeout D] [--grace D]
                    [--env K=V]... [--cwd DIR] [--state-dir DIR] ID -- CMD [ARGS...]
+       corral exec [--timeout D] [--grace D] [--env K=V]... [--cwd DIR]
+                   [--state-dir DIR] (--prompt TEXT | --prompt-file F) ID
 
 Runs CMD in session ID (its id, a unique prefix of at least 4 characters, or
 its --name) as PID 1 of a new PID namespace, with the role's own UID:
@@ -70,6 +73,13 @@ its --name) as PID 1 of a new PID namespace, with the role's own UID:
 CMD's stdout and stderr stream to corral's and to the session's
 execs/N/stdout.log and stderr.log. Background jobs live on until the
 session ends (or, for the agent, until a verifier starts).
+
+--prompt TEXT (or --prompt-file F, read as `corral run --prompt-file` reads
+it) runs the session's worker's agent CLI on TEXT as the agent role, with
+the command line, home and sentinel credentials `corral run --prompt` gives
+it; its JSON lines stream to stdout. The session must have been started with
+--config DIR --worker NAME of a worker with an agent whose credential is
+available.
 
 Exit status: CMD's, as `corral run`'s: 124 the --timeout, 125 corral's own
 failure (also: no such session, a session that ended or was lost), 127 CMD
@@ -152,8 +162,14 @@ int session_start(int argc, char** argv) {
         Fd ready(ready_fd);
         SandboxBody body;
         body.prefix = "corral session";
-        body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const std::function<void()>& record_now) {
+        body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const BodyContext& context) {
+            const auto& record_now = context.record_now;
             run::SessionServerOptions o;
+            if (context.agent) {
+                const run::AgentRun* agent = context.agent;
+                o.prompt_argv = [agent](const std::string& prompt) { return run::agent_prompt_argv(*agent, prompt); };
+            }
+            o.no_agent = context.no_agent;
             o.run_dir = box.spec().run_dir;
             o.grace = box.spec().stop_grace;
             o.log_limit_bytes = box.spec().log_limit_bytes;
@@ -375,11 +391,25 @@ int cmd_exec(int argc, char** argv) {
                 std::string v = value();
                 if (v.empty() || v.front() != '/') throw UsageError("--cwd " + v + ": expected an absolute path in the sandbox");
                 request.cwd = v;
+            } else if (a == "--prompt" || a == "--prompt-file") {
+                if (request.prompt) throw UsageError("--prompt and --prompt-file: give one of them, once");
+                std::string v = value();
+                if (a == "--prompt-file") {
+                    try {
+                        v = run::read_prompt_file("--prompt-file", v);
+                    } catch (const UsageError&) {
+                        throw;
+                    } catch (const std::exception& e) {  // a SysError naming the failed call
+                        throw UsageError("--prompt-file " + v + ": " + e.what());
+                    }
+                } else if (v.find_first_not_of(" \t\r\n") == std::string::npos)
+                    throw UsageError("--prompt: empty (or only white space); the agent needs a task");
+                request.prompt = std::move(v);
             } else if (a == "--state-dir") {
                 state_dir = value();
             } else if (a.starts_with("-")) {
                 throw UsageError("unknown option \"" + std::string(a) +
-                                 "\"; expected --role, --timeout, --grace, --env, --cwd, --state-dir");
+                                 "\"; expected --role, --timeout, --grace, --env, --cwd, --prompt, --prompt-file, --state-dir");
             } else if (key.empty()) {
                 key = std::string(a);
             } else {
@@ -388,8 +418,17 @@ int cmd_exec(int argc, char** argv) {
         }
         for (; i < argc; ++i) request.argv.emplace_back(argv[i]);
         if (key.empty()) throw UsageError("missing session: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]`");
-        if (request.argv.empty()) throw UsageError("missing command: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]`");
-        if (request.argv.front().empty()) throw UsageError("empty command name");
+        if (request.prompt) {
+            if (!request.argv.empty())
+                throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
+            if (request.role != supervisor::Role::agent)
+                throw UsageError("--prompt runs the worker's agent CLI as the agent role; --role " +
+                                 std::string(supervisor::role_name(request.role)) + " cannot take it");
+        } else {
+            if (request.argv.empty())
+                throw UsageError("missing command: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]` or `--prompt TEXT`");
+            if (request.argv.front().empty()) throw UsageError("empty command name");
+        }
     } catch (const UsageError& e) {
         return usage_error("corral exec", e.what());
     }

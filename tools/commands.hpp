@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "run/agent_run.hpp"
 #include "run/request.hpp"
 #include "supervisor/sandbox.hpp"
 
@@ -27,10 +28,14 @@ int cmd_exec(int argc, char** argv);      // tools/cmd_exec.cpp
 // What runs at the hook point of run_in_sandbox: by default the request's
 // command (start_command + supervise); a session serves its execs instead
 // until it is stopped, and may rewrite run.json through `record_now`.
+struct BodyContext {
+    std::function<void()> record_now;      // run.json again, with what is known now
+    const run::AgentRun* agent = nullptr;  // a session's agent (exec --prompt), when it has one
+    std::string no_agent;                  // else why not
+};
 struct SandboxBody {
     const char* prefix = nullptr;   // the lines' "corral run: " ("corral session")
-    std::function<supervisor::SuperviseResult(supervisor::Sandbox& box, int interrupt_fd,
-                                              const std::function<void()>& record_now)>
+    std::function<supervisor::SuperviseResult(supervisor::Sandbox& box, int interrupt_fd, const BodyContext& context)>
         serve;
 };
 

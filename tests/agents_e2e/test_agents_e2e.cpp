@@ -445,6 +445,70 @@ void budget_spent_layer(const WorkerSpec& spec) {
     CHECK(r.err.find("corral run: model traffic: 0 requests") != std::string::npos);
 }
 
+// A session of the worker: two `corral exec --prompt` turns in one sandbox,
+// each a finished agent run with its own exec record; every ledger line of
+// the session (the embedded gateway's, or the daemon's through the
+// announcement) names the agent role; a prompt for another role is refused.
+void session_layer(const WorkerSpec& spec, bool via_daemon) {
+    auto& w = world();
+    const std::string tag = spec.name + "-session" + (via_daemon ? "-daemon" : "");
+    const std::string state = w.dir + "/state-" + tag;
+    std::unique_ptr<GatewayDaemon> daemon;
+    if (via_daemon) daemon = std::make_unique<GatewayDaemon>(w, Org::primary, tag, "");
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(240);
+    std::vector<std::string> start = {test::corral_bin(), "session", "start", "--state-dir", state, "--config",
+                                      daemon ? daemon->org : org_dir(w, Org::primary), "--worker", spec.name};
+    if (daemon) start.insert(start.begin() + 3, "--gateway=unix:" + daemon->socket);
+    auto started = test::run(start, o);
+    INFO("session start: exit ", started.exit_code, "\nstdout:\n", started.out, "\nstderr:\n", started.err);
+    REQUIRE(started.exit_code == 0);
+    const std::string id = started.out.substr(0, started.out.find('\n'));
+    const std::string run_dir = state + "/runs/" + id;
+    auto exec = [&](std::vector<std::string> options) {
+        std::vector<std::string> argv = {test::corral_bin(), "exec", "--state-dir", state};
+        argv.insert(argv.end(), options.begin(), options.end());
+        argv.push_back(id);
+        return test::run(argv, o);
+    };
+    for (int turn = 1; turn <= 2; ++turn) {
+        CAPTURE(turn);
+        auto r = exec({"--prompt", kPrompt});
+        INFO("exec --prompt: exit ", r.exit_code, "\nstdout:\n", r.out, "\nstderr:\n", r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(finished_with_done(spec.kind, r.out));
+        const std::string exec_dir = run_dir + "/execs/" + std::to_string(turn);
+        auto rec = json::parse(read_file(exec_dir + "/exec.json"));
+        INFO(rec.dump(2));
+        CHECK(rec["role"] == "agent");
+        CHECK(rec["status"] == 0);
+        CHECK(rec["prompt_bytes"] == std::string(kPrompt).size());
+        CHECK(read_file(exec_dir + "/stdout.log") == r.out);
+    }
+    auto other_role = exec({"--role", "service", "--prompt", kPrompt});
+    CHECK(other_role.exit_code == 2);
+    CHECK(other_role.err.find("--role service cannot take it") != std::string::npos);
+    auto stop = test::run({test::corral_bin(), "session", "stop", "--state-dir", state, id}, o);
+    INFO("session stop: ", stop.out, stop.err);
+    CHECK(stop.exit_code == 0);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["teardown"]["verdict"] == "clean");
+    const std::string identity = spec.name + "/" + id;
+    if (daemon) ::usleep(300'000);
+    std::size_t mine = 0;
+    for (const auto& l : ledger_lines(daemon ? daemon->ledger : run_dir + "/ledger.jsonl")) {
+        if (l.value("identity", "") != identity) continue;
+        ++mine;
+        CHECK(l.value("role", "") == "agent");
+    }
+    CHECK(mine > 0);
+    CHECK(record["gateway"]["refusals"] == 0);
+    check_stayed_on_loopback();
+    auto scan = test::run({"grep", "-rlF", "-e", w.anthropic_key, "-e", w.anthropic_oauth, "-e", w.openai_token, "-e",
+                           w.openai_key, run_dir});
+    CHECK_MESSAGE(scan.out.empty(), scan.out);
+}
+
 const WorkerSpec& spec_named(const std::string& name) {
     for (const auto& s : workers())
         if (s.name == name) return s;
@@ -668,6 +732,13 @@ void options_and_live_layer(const WorkerSpec& spec) {
     CHECK(system_seen);
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["gateway"].value("refusals", -1) == 0);
+}
+
+TEST_CASE("session: claude finishes two prompts in one session via corral exec --prompt, as the agent role") {
+    session_layer(spec_named("claude"), false);
+}
+TEST_CASE("session: pi finishes two prompts in one session via corral exec --prompt through corral gateway") {
+    session_layer(spec_named("pi"), true);
 }
 
 TEST_CASE("run: claude with --prompt-file, --system-prompt-file, --workspace; its JSON lines stream live") {

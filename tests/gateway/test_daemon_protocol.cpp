@@ -106,6 +106,25 @@ TEST_CASE("first lines: an announcement or a counts request, nothing else") {
         CHECK_FALSE(parse_daemon_first_line(bad).has_value());
 }
 
+TEST_CASE("a session's announcement carries the connection's role; the counts request never does") {
+    Identity id{"w1", "run-1", "verifier"};
+    auto a = identity_announcement(id);
+    CHECK(a == "CORRAL-IDENTITY w1/run-1 role=verifier\n");
+    auto first = parse_daemon_first_line(std::string_view(a).substr(0, a.size() - 1));
+    REQUIRE(first.has_value());
+    CHECK(first->id.str() == "w1/run-1");  // the role is no part of the identity's name
+    CHECK(first->id.role == "verifier");
+    CHECK(counts_request(id) == "CORRAL-COUNTS w1/run-1\n");
+    CHECK(parse_daemon_first_line("CORRAL-IDENTITY w1/run-1")->id.role.empty());
+    for (const char* bad : {"CORRAL-IDENTITY w1/run-1 role=", "CORRAL-IDENTITY w1/run-1 role=a b",
+                            "CORRAL-IDENTITY w1/run-1 role=a/b", "CORRAL-IDENTITY w1/run-1 role=x role=y",
+                            "CORRAL-COUNTS w1/run-1 role=agent", "CORRAL-IDENTITY w1/run-1 rol=agent"}) {
+        std::string text = bad;
+        CAPTURE(text);
+        CHECK_FALSE(parse_daemon_first_line(bad).has_value());
+    }
+}
+
 TEST_CASE("daemon protocol: the budget lines name a worker, never an identity or a path") {
     auto show = parse_daemon_first_line("CORRAL-BUDGET dev-1");
     REQUIRE(show);

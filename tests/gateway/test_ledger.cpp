@@ -70,6 +70,21 @@ TEST_CASE("a ledger line is one JSON object with every field, in order") {
     CHECK(j["decision"] == "allow");
 }
 
+TEST_CASE("a session's line names its role right after the identity, on both formatting paths") {
+    auto e = sample();
+    e.role = "service";
+    auto line = format_ledger_line(e);
+    CHECK(line.find("\"identity\":\"worker-a/run-1\",\"role\":\"service\",\"mode\":") != std::string::npos);
+    CHECK(nlohmann::json::parse(line).size() == 15);
+    // A string that needs escaping takes the general (JSON tree) path: the same key order.
+    e.path = "/v1/messages?q=\"x\"";
+    auto general = format_ledger_line(e);
+    CHECK(general.find("\"identity\":\"worker-a/run-1\",\"role\":\"service\",\"mode\":") != std::string::npos);
+    CHECK(nlohmann::json::parse(general)["role"] == "service");
+    // A run's line has no role key at all.
+    CHECK(format_ledger_line(sample()).find("\"role\"") == std::string::npos);
+}
+
 TEST_CASE("refusals and hostile strings stay one valid JSON line") {
     auto e = sample();
     e.decision = Decision::refuse;
@@ -113,6 +128,7 @@ TEST_CASE("status_for_reason covers every code") {
     CHECK(status_for_reason("") == 200);
     CHECK(status_for_reason(reason::not_granted) == 403);
     CHECK(status_for_reason(reason::tcp_peer_not_root) == 403);
+    CHECK(status_for_reason(reason::session_role_unknown) == 403);
     CHECK(status_for_reason(reason::smuggling) == 400);
     CHECK(status_for_reason(reason::body_too_large) == 413);
     CHECK(status_for_reason(reason::headers_too_large) == 431);

@@ -55,6 +55,10 @@ TEST_CASE("the owner of both ends of a loopback connection is this process's uid
         // As the gateway asks: the peer's own address first, then ours.
         CHECK(tcp_socket_owner(accepted.remote_endpoint(), accepted.local_endpoint()) == ::geteuid());
         CHECK(tcp_socket_owner(accepted.local_endpoint(), accepted.remote_endpoint()) == ::geteuid());
+        // The same on one sock_diag socket kept open, asked twice.
+        corral::Fd diag = corral::gateway::open_sock_diag_socket();
+        CHECK(tcp_socket_owner(diag.get(), accepted.remote_endpoint(), accepted.local_endpoint()) == ::geteuid());
+        CHECK(tcp_socket_owner(diag.get(), accepted.local_endpoint(), accepted.remote_endpoint()) == ::geteuid());
     }
 }
 

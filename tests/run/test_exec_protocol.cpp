@@ -40,6 +40,19 @@ TEST_CASE("an exec request and its answer survive their line") {
     CHECK(ab.messages == a.messages);
 }
 
+TEST_CASE("a prompt exec carries the task and no command") {
+    ExecRequest r;
+    r.prompt = "fix the \"failing\" test\nthen stop";
+    const std::string line = exec_request_line(r);
+    CHECK(line.find('\n') == line.size() - 1);
+    ExecRequest back = parse_exec_request_line(line.substr(0, line.size() - 1));
+    CHECK(back.prompt == r.prompt);
+    CHECK(back.argv.empty());
+    CHECK(back.role == corral::supervisor::Role::agent);
+    CHECK_FALSE(parse_exec_request_line(R"({"argv":["x"]})").prompt.has_value());
+    CHECK_FALSE(parse_exec_request_line(R"({"argv":["x"],"prompt":null})").prompt.has_value());
+}
+
 TEST_CASE("a bad exec request is refused with the field named") {
     const std::pair<const char*, const char*> cases[] = {
         {"not json", "not a JSON object"},
@@ -57,6 +70,12 @@ TEST_CASE("a bad exec request is refused with the field named") {
         {R"({"argv":["x"],"timeout_ms":0})", "--timeout"},
         {R"({"argv":["x"],"timeout_ms":-5})", "timeout_ms"},
         {R"({"argv":["x"],"grace_ms":"1s"})", "grace_ms"},
+        {R"({"argv":[],"prompt":" \n"})", "--prompt: empty"},
+        {R"({"argv":[],"prompt":7})", "prompt: expected a string"},
+        {R"({"argv":["x"],"prompt":"task"})", "not both"},
+        {R"({"argv":[],"prompt":"task","role":"verifier"})", "--role verifier cannot take it"},
+        {R"({"argv":[],"prompt":"a\u0000b"})", "NUL"},
+        {R"({"prompt":"task"})", "argv"},
     };
     for (const auto& c : cases) {
         const char* line = c.first;

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/supervisor/sandbox/sandbox_support.hpp"
@@ -82,6 +83,15 @@ struct Sessions {
 
     std::string run_dir(const std::string& id) const { return state + "/runs/" + id; }
     json record(const std::string& id) const { return json::parse(read_file(run_dir(id) + "/run.json")); }
+    // The session's ledger line for `host` (null when it has none).
+    json ledger_line(const std::string& id, const std::string& host) const {
+        std::istringstream lines(read_file(run_dir(id) + "/ledger.jsonl"));
+        for (std::string l; std::getline(lines, l);) {
+            json j = json::parse(l, nullptr, false);
+            if (j.is_object() && j.value("host", "") == host) return j;
+        }
+        return json(nullptr);
+    }
     json exec_record(const std::string& id, int n) const {
         return json::parse(read_file(run_dir(id) + "/execs/" + std::to_string(n) + "/exec.json"));
     }
@@ -145,15 +155,19 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
 
     // Every role's traffic leaves through the session's bridge and gateway:
     // the proxy variables are the session's, and a host without a grant is
-    // refused by the gateway (before any connection) and in its ledger.
+    // refused by the gateway (before any connection) and in its ledger, on a
+    // line that names the role (the owner of the connecting socket).
     for (const char* role : {"agent", "service"}) {
         Result egress = s.sh(id, role, "echo proxy=$HTTPS_PROXY; wget -q -O- http://no-grant-" + std::string(role) +
                                            ".invalid/ 2>&1; echo wget-rc=$?");
         INFO(transcript(egress));
         CHECK(field(egress.out, "proxy") == "http://127.0.0.1:3128");
         CHECK(field(egress.out, "wget-rc") != "0");
-        CHECK(read_file(s.run_dir(id) + "/ledger.jsonl").find("no-grant-" + std::string(role) + ".invalid") !=
-              std::string::npos);
+        const json line = s.ledger_line(id, "no-grant-" + std::string(role) + ".invalid");
+        INFO(line.dump());
+        CHECK(line["identity"].get<std::string>().find('/') != std::string::npos);
+        CHECK(line["role"] == role);
+        CHECK(line["decision"] == "refuse");
     }
 
     Result kill_all = s.sh(id, "agent", "kill -9 -1; echo tried");
@@ -164,7 +178,8 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
 
     // The verifier: the agent's files are there, no agent-UID process is.
     Result verifier = s.sh(id, "verifier", "echo verifier-uid=$(id -u); cat /workspace/result.txt; "
-                                           "wget -Y off -qO- http://127.0.0.1:8080/index.html");
+                                           "wget -Y off -qO- http://127.0.0.1:8080/index.html; "
+                                           "wget -q -O- http://no-grant-verifier.invalid/ >/dev/null 2>&1; true");
     INFO(transcript(verifier));
     REQUIRE(verifier.exit_code == 0);
     CHECK(verifier.out.find("work-result") != std::string::npos);
@@ -176,6 +191,7 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
     CHECK(uid_of_exec(vrec) != agent_uid);
     CHECK(uid_of_exec(vrec) != service_uid);
     CHECK_MESSAGE(processes_of_uid(agent_uid).empty(), "agent processes exist after the verifier's start");
+    CHECK(s.ledger_line(id, "no-grant-verifier.invalid")["role"] == "verifier");
 
     // ls and ps know it, by name too.
     Result ls = s.corral({"session", "ls", "--json"});
@@ -458,6 +474,11 @@ TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option
         {{"exec", "--cwd", "relative", "someid", "--", "true"}, "--cwd"},
         {{"exec", "--bogus", "someid", "--", "true"}, "unknown option"},
         {{"exec", "someid", "--", ""}, "empty command name"},
+        {{"exec", "--prompt", " ", "someid"}, "--prompt: empty"},
+        {{"exec", "--prompt", "task", "someid", "--", "true"}, "not both"},
+        {{"exec", "--prompt", "task", "--prompt-file", "/dev/null", "someid"}, "give one of them"},
+        {{"exec", "--role", "verifier", "--prompt", "task", "someid"}, "--role verifier cannot take it"},
+        {{"exec", "--prompt-file", "/nonexistent/prompt.txt", "someid"}, "--prompt-file /nonexistent/prompt.txt"},
     };
     for (const auto& c : cases) {
         Result r = s.corral(c.argv);
@@ -468,6 +489,16 @@ TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option
         CHECK(r.err.find(c.says) != std::string::npos);
         CHECK(lines(r.err).size() == 1);
     }
+    // A session started without a worker has no agent: a prompt is refused
+    // by the session (exit 2, why), and the session goes on serving commands.
+    const std::string id = s.start();
+    Result prompt = s.corral({"exec", "--prompt", "do the task", id});
+    INFO(transcript(prompt));
+    CHECK(prompt.exit_code == 2);
+    CHECK(prompt.err.find("--prompt: the session has no worker (start it with --config DIR --worker NAME)") !=
+          std::string::npos);
+    CHECK(s.exec(id, {}, {"/bin/true"}).exit_code == 0);
+    s.stop_and_check(id, {});
 }
 
 }  // namespace
