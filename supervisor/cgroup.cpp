@@ -300,9 +300,6 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
     for (const auto& [mount, controllers] : plan.v1_dirs) {
         std::string dir = make_dir(mount, false);
         for (const auto& c : controllers) {
-            const bool accounting_only = (c == "memory" && plan.v1_memory_for_sockets_only) ||
-                                         (c == "pids" && plan.v1_pids_for_accounting_only);
-            if (!accounting_only) cg.v1_limits_setup_ = true;
             if (c == "memory") {
                 // Socket buffers first: sockets take their cgroup's limit when
                 // they are made, and nothing of the box runs yet.
@@ -329,8 +326,7 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
 }
 
 RunCgroup::RunCgroup(RunCgroup&& other) noexcept
-    : run_id_(std::move(other.run_id_)), dirs_(std::move(other.dirs_)), removed_(other.removed_),
-      v1_limits_setup_(other.v1_limits_setup_) {
+    : run_id_(std::move(other.run_id_)), dirs_(std::move(other.dirs_)), removed_(other.removed_) {
     other.dirs_.clear();
     other.removed_ = true;
 }
@@ -341,7 +337,6 @@ RunCgroup& RunCgroup::operator=(RunCgroup&& other) noexcept {
         run_id_ = std::move(other.run_id_);
         dirs_ = std::move(other.dirs_);
         removed_ = other.removed_;
-        v1_limits_setup_ = other.v1_limits_setup_;
         other.dirs_.clear();
         other.removed_ = true;
     }

@@ -116,10 +116,6 @@ public:
     void remove();
     // The run's cgroup directories, one per hierarchy used.
     std::vector<std::string> paths() const;
-    // True if a v1 directory carries a limit of --memory/--pids/--cpus (the
-    // init must be in it before any of its setup); false if the v1 dirs only
-    // track, count or bound socket buffers.
-    bool v1_limits_setup() const { return v1_limits_setup_; }
     const std::string& run_id() const { return run_id_; }
 
 private:
@@ -133,7 +129,6 @@ private:
     std::string run_id_;
     std::vector<Dir> dirs_;  // one per hierarchy used
     bool removed_ = false;
-    bool v1_limits_setup_ = false;
 };
 
 // Run ids that have a cgroup directory under corral/ in any mounted hierarchy

@@ -364,6 +364,18 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
 
 // Our pipes, and the detached ID-mapped trees the mount plan attaches
 // (rootfs/idmapped_tree.hpp): the only inherited fds the init keeps.
+// Into the run's v1 cgroups before any other work (so all of it is
+// accounted and limited there) and before the cgroup namespace is made. "0"
+// to `tasks` moves the writing thread, the init's only one, so the whole
+// process; the kernel then skips the threadgroup lock (and its RCU wait).
+void join_v1_cgroups_self(const InitContext& ctx) noexcept {
+    for (int i = 0; i < ctx.v1_tasks_count; ++i) {
+        if (write(ctx.v1_tasks_fds[i], "0", 1) != 1)
+            fail(ctx, SetupStep::join_run_cgroup, errno, "write(\"0\", the run's v1 cgroup's tasks file)");
+        close(ctx.v1_tasks_fds[i]);
+    }
+}
+
 void keep_only_the_inits_fds(const InitContext& ctx) noexcept {
     constexpr int kMaxTrees = 8;
     int keep[10 + kMaxTrees] = {0, 1, 2, ctx.report_fd, ctx.control_fd, ctx.stdout_fd, ctx.stderr_fd};
@@ -549,6 +561,7 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     install_stop_forwarding();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
         fail(ctx, SetupStep::set_parent_death_signal, errno, "prctl(PR_SET_PDEATHSIG)");
+    join_v1_cgroups_self(ctx);
     // Memory that belongs to no process (tmpfs pages, kernel objects) can
     // leave the OOM killer only corral's processes to choose from: the init
     // and, by inheritance, the reaper are exempt where root may lower the
@@ -560,17 +573,11 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     prctl(PR_SET_NAME, "corral-init", 0, 0, 0);
     hide_host_command_line(ctx);
     keep_only_the_inits_fds(ctx);
-    // "go": we are in the run's v1 cgroups now. Without v1 cgroups there is
-    // nothing to wait for (CLONE_INTO_CGROUP put us in the v2 one at birth);
-    // a supervisor that died before PR_SET_PDEATHSIG was armed is still
-    // noticed: "start" below then reads EOF and we exit.
-    if (ctx.wait_for_go == InitContext::Go::before_setup) wait_for_byte(ctx);
 
     // The cgroup namespace is rooted where the process is when it is created:
-    // created now, inside the run's cgroup, the box sees that cgroup as "/".
-    // (With a late "go" it is created after that, below.)
-    if (ctx.wait_for_go != InitContext::Go::before_invocation && unshare(CLONE_NEWCGROUP) != 0)
-        fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
+    // created now, inside the run's cgroups (v2 from birth, v1 since
+    // join_v1_cgroups_self), the box sees that cgroup as "/".
+    if (unshare(CLONE_NEWCGROUP) != 0) fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
 
     if (auto f = rootfs::apply_mount_plan(*ctx.plan)) fail_mount(ctx, SetupStep::apply_mount_plan, *f);
     if (auto f = rootfs::enter_rootfs(*ctx.plan)) fail_mount(ctx, SetupStep::enter_rootfs, *f);
@@ -586,13 +593,6 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd < 0 || dup2(null_fd, 1) < 0 || dup2(null_fd, 2) < 0)
         fail(ctx, SetupStep::redirect_stdio, errno, "open(/dev/null)");
-
-    // In the run's v1 memory cgroup before the reaper exists, so that the
-    // reaper and the command are born in it (see InitContext::wait_for_go).
-    if (ctx.wait_for_go == InitContext::Go::before_invocation) {
-        wait_for_byte(ctx);
-        if (unshare(CLONE_NEWCGROUP) != 0) fail(ctx, SetupStep::join_cgroup_namespace, errno, "unshare(CLONE_NEWCGROUP)");
-    }
 
     if (ctx.session_fd >= 0) {
         close(ctx.stdout_fd);  // a session's output is per exec: these pipes are unused

@@ -30,15 +30,16 @@ struct InitContext {
     char* const* exec_candidates;        // NULL-terminated: argv[0] resolved against PATH, in order
     const SeccompProgram* seccomp;
     int report_fd;                       // write end, CLOEXEC
-    int control_fd;                      // read end: "go" (if wait_for_go), then "start"
-    // When the supervisor still has to put the init in v1 cgroups, the init
-    // waits for "go": before its setup when a v1 cgroup carries a limit (all
-    // of the sandbox's work is then accounted and limited), or only before it
-    // spawns the invocation when the v1 cgroup is there for the command's
-    // socket buffers alone (memory.kmem.tcp without --memory): the join's RCU
-    // wait then runs beside the init's setup.
-    enum class Go { none, before_setup, before_invocation };
-    Go wait_for_go;
+    int control_fd;                      // read end: "start"
+    // The run's v1 cgroups (hybrid hosts; on v2 CLONE_INTO_CGROUP put the
+    // init in its cgroup at birth): each one's `tasks` file, opened by the
+    // supervisor. The init's first step writes "0" to each, moving itself in
+    // before any of its work. A thread that moves itself needs no cgroup
+    // threadgroup lock; a join by cgroup.procs takes it for writing, which
+    // waits for an RCU grace period (7-15 ms here, most of a run's start).
+    static constexpr int kMaxV1Cgroups = 8;
+    int v1_tasks_fds[kMaxV1Cgroups];
+    int v1_tasks_count;
     int stdout_fd;                       // write ends of the output pipes
     int stderr_fd;
     int stdin_fd;                        // the command's stdin (stdin_handover.hpp); -1: the box's /dev/null

@@ -201,14 +201,14 @@ bool is_cgroup2(const std::string& dir) {
 }
 
 // Joining a cgroup by writing cgroup.procs takes the kernel's cgroup
-// threadgroup lock for writing, which waits for an RCU grace period (~10 ms
-// here, the largest single cost of a run). clone3(CLONE_INTO_CGROUP) starts the
-// init directly in the run's v2 cgroup instead; only v1 hierarchies (hybrid
-// hosts, limits on v1 controllers) still need the write.
+// threadgroup lock for writing, which waits for an RCU grace period (7-15 ms
+// here, once the largest single cost of a run). clone3(CLONE_INTO_CGROUP)
+// starts the init directly in the run's v2 cgroup; into v1 hierarchies
+// (hybrid hosts) the init moves itself through the `tasks` files opened
+// here (join_v1_cgroups_self, sandbox_init.cpp), which needs no such lock.
 struct CgroupPlacement {
     Fd v2_dir;                             // for clone_args.cgroup
-    std::vector<std::string> v1_dirs;      // written after the clone
-    bool v1_limits_setup = false;          // the init must be in them before its setup
+    std::vector<Fd> v1_tasks;              // each v1 dir's `tasks`, written by the init
 };
 
 CgroupPlacement placement_of(const RunCgroup& cgroup) {
@@ -218,25 +218,23 @@ CgroupPlacement placement_of(const RunCgroup& cgroup) {
             p.v2_dir.reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
             if (!p.v2_dir.valid()) throw SysError("open", dir, errno);
         } else {
-            p.v1_dirs.push_back(dir);
+            const std::string tasks = dir + "/tasks";
+            Fd fd(open(tasks.c_str(), O_WRONLY | O_CLOEXEC));
+            if (!fd.valid()) throw SysError("open", tasks, errno);
+            p.v1_tasks.push_back(std::move(fd));
         }
     }
-    p.v1_limits_setup = cgroup.v1_limits_setup();
+    if (p.v1_tasks.size() > static_cast<std::size_t>(InitContext::kMaxV1Cgroups))
+        throw SysError("launch_sandbox", std::to_string(p.v1_tasks.size()) + " v1 cgroup hierarchies; the init joins at most " +
+                                             std::to_string(InitContext::kMaxV1Cgroups), E2BIG);
     return p;
-}
-
-// Without v1 cgroups to join the init needs no "go" and starts its setup at
-// once, in parallel with the supervisor (one pipe round trip less).
-InitContext::Go when_init_waits_for_go(const CgroupPlacement& placement) {
-    if (placement.v1_dirs.empty()) return InitContext::Go::none;
-    return placement.v1_limits_setup ? InitContext::Go::before_setup : InitContext::Go::before_invocation;
 }
 
 // Everything the init reads, prepared now: after the clone it only makes
 // system calls on this memory (sandbox_init.hpp).
 InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const PlannedRootfs& rootfs,
                          const CommandImage& command, const SeccompProgram& seccomp, const InitPipes& pipes,
-                         const HostInputs& host, InitContext::Go go) {
+                         const HostInputs& host, const CgroupPlacement& placement) {
     InitContext ctx{};
     ctx.plan = &rootfs.plan;
     ctx.proc_plan = &rootfs.proc_plan;
@@ -263,7 +261,8 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
     ctx.open_file_limit = host.open_files;
     ctx.command_oom_score_adj = kCommandOomScoreAdj;
     std::tie(ctx.cmdline_start, ctx.cmdline_len) = own_command_line_area();
-    ctx.wait_for_go = go;
+    ctx.v1_tasks_count = 0;
+    for (const auto& fd : placement.v1_tasks) ctx.v1_tasks_fds[ctx.v1_tasks_count++] = fd.get();
     return ctx;
 }
 
@@ -295,16 +294,6 @@ pid_t clone_init(const InitContext& ctx, const CgroupPlacement& placement, int& 
                                      (placement.v2_dir.valid() ? "|INTO_CGROUP" : ""), errno);
     if (pid == 0) run_sandbox_init(ctx);
     return static_cast<pid_t>(pid);
-}
-
-void join_v1_cgroups(const std::vector<std::string>& dirs, pid_t pid) {
-    std::string text = std::to_string(pid);
-    for (const auto& dir : dirs) {
-        std::string path = dir + "/cgroup.procs";
-        Fd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-        if (!fd.valid()) throw SysError("open", path, errno);
-        write_all(fd.get(), text.data(), text.size(), path);
-    }
 }
 
 // Why NSS (files, systemd, LDAP, ...) says the UID is taken, "" if it is free.
@@ -402,7 +391,6 @@ struct SandboxLauncher {
     // empty. An init that already died says why in its report.
     static void pin_pid_namespace(Sandbox& box);
     // Step 5.11: the init into the run's v1 cgroups, then "go".
-    static void join_run_cgroup(Sandbox& box, const CgroupPlacement& placement);
     // Step 5.10's remove_stale_runs: only with the host-wide lock dir (with a
     // private one every other run would look stale, stale_cleanup.hpp).
     // True if something was removed.
@@ -459,16 +447,6 @@ void SandboxLauncher::pin_pid_namespace(Sandbox& box) {
                                 "setup step wait_for_supervisor failed: the sandbox init died at birth");
     }
     box.pid_ns_inode_ = *ns;
-}
-
-void SandboxLauncher::join_run_cgroup(Sandbox& box, const CgroupPlacement& placement) {
-    try {
-        join_v1_cgroups(placement.v1_dirs, box.init_pid_);  // v2: already there (CLONE_INTO_CGROUP)
-    } catch (const std::exception& e) {
-        throw SandboxSetupError(SetupStep::join_run_cgroup, EIO,
-                                std::string("setup step join_run_cgroup failed: ") + e.what());
-    }
-    send_byte(box.control_, "sandbox control pipe (go)");
 }
 
 bool SandboxLauncher::remove_stale_runs_if_host_wide(const Sandbox& box, PhaseTimer& timer) {
@@ -563,35 +541,17 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
 
     require_single_thread();
     CgroupPlacement placement = placement_of(cgroup);
-    InitContext ctx = init_context(spec, lease, rootfs, command, seccomp, pipes, host,
-                                   when_init_waits_for_go(placement));
+    InitContext ctx = init_context(spec, lease, rootfs, command, seccomp, pipes, host, placement);
     for (std::size_t i = 0; i < role_leases.size() && i < 2; ++i) ctx.role_uids[i] = role_leases[i].uid();
     int pidfd = -1;
     pid_t pid = clone_init(ctx, placement, pidfd);
+    placement.v1_tasks.clear();  // the init's copies are the ones it writes
     timer.lap("clone3");
 
     Sandbox box = adopt_init(std::move(spec), std::move(lease), std::move(cgroup), rootfs, host, pipes, pid, pidfd);
     box.role_leases_ = std::move(role_leases);
     try {
         pin_pid_namespace(box);
-        if (ctx.wait_for_go == InitContext::Go::before_setup) {
-            join_run_cgroup(box, placement);
-            timer.lap("join_run_cgroup");
-        }
-        // Only socket buffers (or tracking) on v1: the init builds the rootfs
-        // meanwhile and waits before it spawns the invocation, so the join's
-        // RCU grace period (~10-20 ms here) runs beside the rest of the setup.
-        std::exception_ptr join_error;
-        std::thread late_join;
-        if (ctx.wait_for_go == InitContext::Go::before_invocation)
-            late_join = start_beside([&] {
-                try {
-                    join_run_cgroup(box, placement);
-                } catch (...) {
-                    join_error = std::current_exception();
-                }
-            });
-        JoinOnExit join_late{late_join};
 
         // While the init builds the rootfs (on the other CPU), the
         // supervisor's own setup work, off the critical path.
@@ -599,11 +559,6 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
         if (while_init_builds) {
             while_init_builds(box);
             timer.lap("while_init_builds");
-        }
-        if (ctx.wait_for_go == InitContext::Go::before_invocation) {
-            if (late_join.joinable()) late_join.join();
-            if (join_error) std::rethrow_exception(join_error);
-            timer.lap("join_run_cgroup (beside the init's setup)");
         }
         wait_for_ready(box);
         timer.lap("init ready (mounts, pivot_root, lo, hostname)");

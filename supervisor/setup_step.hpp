@@ -22,7 +22,7 @@ enum class SetupStep : std::uint32_t {
     set_parent_death_signal,
     exempt_from_oom_killer,   // corral-init: oom_score_adj -1000 (the reaper inherits it)
     wait_for_supervisor,
-    join_run_cgroup,          // supervisor side: the init into the run's v1 cgroups (v2: CLONE_INTO_CGROUP)
+    join_run_cgroup,          // the init into the run's v1 cgroups (join_v1_cgroups_self; v2: CLONE_INTO_CGROUP)
     verify_uid_unused,        // supervisor side, while the init builds the rootfs
     join_cgroup_namespace,
     apply_mount_plan,
