@@ -1,8 +1,6 @@
 // image/extract.cpp — libarchive in, a tree written by fd out, nothing followed.
 #include "image/extract.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,6 +20,7 @@
 #include "base/fd.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
+#include "image/libarchive.hpp"
 #include "image/manifest.hpp"
 #include "image/whiteout.hpp"
 
@@ -131,7 +130,7 @@ la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
     auto* src = static_cast<HashingSource*>(ctx);
     ssize_t n = src->read_some();
     if (n < 0) {
-        archive_set_error(a, src->read_errno, "read: %s", std::strerror(src->read_errno));
+        libarchive().archive_set_error(a, src->read_errno, "read: %s", std::strerror(src->read_errno));
         return -1;
     }
     *out = src->data();
@@ -139,7 +138,7 @@ la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
 }
 
 struct ArchiveCloser {
-    void operator()(struct archive* a) const { archive_read_free(a); }
+    void operator()(struct archive* a) const { libarchive().archive_read_free(a); }
 };
 
 std::string entry_error(const std::string& what, const std::string& name, const std::string& why) {
@@ -171,7 +170,7 @@ public:
     }
 
     void entry(struct archive* a, struct archive_entry* e, ExtractResult& result) {
-        const char* raw = archive_entry_pathname(e);
+        const char* raw = libarchive().archive_entry_pathname(e);
         if (raw == nullptr) throw ImageError(what_ + ": an entry without a name");
         const std::string name = normalize_entry_name(raw, what_);
         if (name.empty()) return;  // the archive's own root: the destination is it
@@ -193,8 +192,8 @@ public:
             }
         }
 
-        const char* hardlink = archive_entry_hardlink(e);
-        const mode_t type = archive_entry_filetype(e);
+        const char* hardlink = libarchive().archive_entry_hardlink(e);
+        const mode_t type = libarchive().archive_entry_filetype(e);
         if (hardlink != nullptr) return link(name, parent, leaf, hardlink);
         switch (type) {
             case AE_IFREG: return regular(a, e, name, parent, leaf);
@@ -202,8 +201,8 @@ public:
             case AE_IFLNK: return symlink(e, name, parent, leaf);
             case AE_IFCHR:
             case AE_IFBLK: {
-                const bool whiteout_device = type == AE_IFCHR && archive_entry_rdevmajor(e) == 0 &&
-                                             archive_entry_rdevminor(e) == 0;
+                const bool whiteout_device = type == AE_IFCHR && libarchive().archive_entry_rdevmajor(e) == 0 &&
+                                             libarchive().archive_entry_rdevminor(e) == 0;
                 if (whiteout_device && mode_ == ExtractMode::layer) {
                     // Already overlayfs's form of a deletion (some exporters write it so).
                     int dir = directory(parent, name, true);
@@ -212,8 +211,8 @@ public:
                     return;
                 }
                 throw ImageError(entry_error(what_, name, std::string(type == AE_IFCHR ? "a character" : "a block") +
-                                                              " device " + std::to_string(archive_entry_rdevmajor(e)) + ":" +
-                                                              std::to_string(archive_entry_rdevminor(e)) +
+                                                              " device " + std::to_string(libarchive().archive_entry_rdevmajor(e)) + ":" +
+                                                              std::to_string(libarchive().archive_entry_rdevminor(e)) +
                                                               "; images may not hold device nodes (the box gets its own /dev)"));
             }
             case AE_IFIFO:
@@ -295,7 +294,7 @@ private:
     bool owner_is_creators(struct archive_entry* e) const {
         if (mode_ != ExtractMode::layer) return true;  // an image archive's files stay the creator's
         if (cached_setgid_) return false;
-        return static_cast<uid_t>(archive_entry_uid(e)) == euid_ && static_cast<gid_t>(archive_entry_gid(e)) == egid_;
+        return static_cast<uid_t>(libarchive().archive_entry_uid(e)) == euid_ && static_cast<gid_t>(libarchive().archive_entry_gid(e)) == egid_;
     }
     bool create_gave_mode(mode_t created, mode_t wanted) const {
         return !acl_default_ && !cached_setgid_ && (created & ~umask_) == wanted;
@@ -325,20 +324,20 @@ private:
     void set_owner(int fd_or_dir, const char* name, struct archive_entry* e, const std::string& where) {
         if (mode_ != ExtractMode::layer) return;
         const int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
-        if (fchownat(fd_or_dir, name, static_cast<uid_t>(archive_entry_uid(e)), static_cast<gid_t>(archive_entry_gid(e)), flags) != 0)
+        if (fchownat(fd_or_dir, name, static_cast<uid_t>(libarchive().archive_entry_uid(e)), static_cast<gid_t>(libarchive().archive_entry_gid(e)), flags) != 0)
             throw SysError("fchownat", where, errno);
     }
     mode_t kept_mode(struct archive_entry* e, mode_t container_mode) const {
         if (mode_ == ExtractMode::container) return container_mode;
-        return archive_entry_perm(e) & 07777;
+        return libarchive().archive_entry_perm(e) & 07777;
     }
     void set_xattrs(int fd, struct archive_entry* e, const std::string& where) {
         if (mode_ != ExtractMode::layer) return;
         const char* xname = nullptr;
         const void* value = nullptr;
         std::size_t size = 0;
-        archive_entry_xattr_reset(e);
-        while (archive_entry_xattr_next(e, &xname, &value, &size) == ARCHIVE_OK) {
+        libarchive().archive_entry_xattr_reset(e);
+        while (libarchive().archive_entry_xattr_next(e, &xname, &value, &size) == ARCHIVE_OK) {
             const std::string n = xname ? xname : "";
             if (n.rfind("user.", 0) == 0 || n == "security.capability") {
                 if (fsetxattr(fd, n.c_str(), value, size, 0) != 0) throw SysError("fsetxattr(" + n + ")", where, errno);
@@ -348,8 +347,8 @@ private:
         }
     }
     void set_mtime(int dir, const char* leaf, struct archive_entry* e) {
-        if (!archive_entry_mtime_is_set(e)) return;
-        struct timespec t[2] = {{0, UTIME_OMIT}, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
+        if (!libarchive().archive_entry_mtime_is_set(e)) return;
+        struct timespec t[2] = {{0, UTIME_OMIT}, {libarchive().archive_entry_mtime(e), libarchive().archive_entry_mtime_nsec(e)}};
         (void)utimensat(dir, leaf, t, AT_SYMLINK_NOFOLLOW);  // a missing mtime changes nothing the box relies on
     }
 
@@ -366,10 +365,10 @@ private:
         std::size_t size = 0;
         la_int64_t offset = 0;
         for (;;) {
-            int r = archive_read_data_block(a, &buf, &size, &offset);
+            int r = libarchive().archive_read_data_block(a, &buf, &size, &offset);
             if (r == ARCHIVE_EOF) break;
             if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-                throw ImageError(what_ + ": reading " + name + ": " + archive_error_string(a));
+                throw ImageError(what_ + ": reading " + name + ": " + libarchive().archive_error_string(a));
             const char* p = static_cast<const char*>(buf);
             while (size > 0) {
                 ssize_t n = pwrite(out.get(), p, size, offset);
@@ -381,16 +380,16 @@ private:
             }
         }
         // A sparse file's trailing hole.
-        if (archive_entry_size_is_set(e) && archive_entry_size(e) > offset &&
-            ftruncate(out.get(), archive_entry_size(e)) != 0)
+        if (libarchive().archive_entry_size_is_set(e) && libarchive().archive_entry_size(e) > offset &&
+            ftruncate(out.get(), libarchive().archive_entry_size(e)) != 0)
             throw SysError("ftruncate", what_ + ": " + name, errno);
         const bool chowned = !owner_is_creators(e);
         if (chowned) set_owner(out.get(), "", e, what_ + ": " + name);
         if ((chowned && (wanted & 07000)) || !create_gave_mode(created, wanted))
             if (fchmod(out.get(), wanted) != 0) throw SysError("fchmod", what_ + ": " + name, errno);
         set_xattrs(out.get(), e, what_ + ": " + name);
-        if (archive_entry_mtime_is_set(e)) {
-            struct timespec t[2] = {{0, UTIME_OMIT}, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
+        if (libarchive().archive_entry_mtime_is_set(e)) {
+            struct timespec t[2] = {{0, UTIME_OMIT}, {libarchive().archive_entry_mtime(e), libarchive().archive_entry_mtime_nsec(e)}};
             (void)futimens(out.get(), t);
         }
     }
@@ -419,7 +418,7 @@ private:
     }
 
     void symlink(struct archive_entry* e, const std::string& name, const std::string& parent, const std::string& leaf) {
-        const char* target = archive_entry_symlink(e);
+        const char* target = libarchive().archive_entry_symlink(e);
         if (target == nullptr || *target == '\0') throw ImageError(entry_error(what_, name, "a symlink without a target"));
         int dir = directory(parent, name, true);
         // The link text is kept as written: nothing here ever follows it, and
@@ -517,22 +516,22 @@ ExtractResult extract_archive(int source_fd, const std::string& what, int dest_f
     Sha256 digest;
     auto src = std::make_unique<HashingSource>(source_fd, &digest, &progress);
 
-    std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
+    std::unique_ptr<struct archive, ArchiveCloser> a(libarchive().archive_read_new());
     if (!a) throw ImageError("archive_read_new failed");
-    archive_read_support_filter_all(a.get());
-    archive_read_support_format_tar(a.get());
-    archive_read_support_format_gnutar(a.get());
-    if (archive_read_open(a.get(), src.get(), nullptr, read_callback, nullptr) != ARCHIVE_OK)
-        throw ImageError(what + ": not a readable tar archive: " + archive_error_string(a.get()));
+    libarchive().archive_read_support_filter_all(a.get());
+    libarchive().archive_read_support_format_tar(a.get());
+    libarchive().archive_read_support_format_gnutar(a.get());
+    if (libarchive().archive_read_open(a.get(), src.get(), nullptr, read_callback, nullptr) != ARCHIVE_OK)
+        throw ImageError(what + ": not a readable tar archive: " + libarchive().archive_error_string(a.get()));
 
     ExtractResult result;
     Extractor x(dest_fd, what, mode);
     for (;;) {
         struct archive_entry* e = nullptr;
-        int r = archive_read_next_header(a.get(), &e);
+        int r = libarchive().archive_read_next_header(a.get(), &e);
         if (r == ARCHIVE_EOF) break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-            throw ImageError(what + ": not a readable tar archive: " + archive_error_string(a.get()));
+            throw ImageError(what + ": not a readable tar archive: " + libarchive().archive_error_string(a.get()));
         x.entry(a.get(), e, result);
     }
     x.drop_notes(result);

@@ -1,7 +1,5 @@
 #include "image/source.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +8,7 @@
 
 #include "base/sys_error.hpp"
 #include "image/extract.hpp"
+#include "image/libarchive.hpp"
 #include "image/manifest.hpp"
 
 namespace corral::image {
@@ -22,7 +21,7 @@ bool is_file(const std::string& p) {
 }
 
 struct ArchiveCloser {
-    void operator()(struct archive* a) const { archive_read_free(a); }
+    void operator()(struct archive* a) const { libarchive().archive_read_free(a); }
 };
 
 }  // namespace
@@ -43,24 +42,24 @@ namespace {
 // files is decided from its first entries, not by reading every header (the
 // extractor reads and judges them all).
 SourceKind classify_archive(const std::string& path) {
-    std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
-    archive_read_support_filter_all(a.get());
-    archive_read_support_format_tar(a.get());
-    archive_read_support_format_gnutar(a.get());
-    if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
-        throw UsageError(path + ": cannot be read as a tar archive (" + archive_error_string(a.get()) +
+    std::unique_ptr<struct archive, ArchiveCloser> a(libarchive().archive_read_new());
+    libarchive().archive_read_support_filter_all(a.get());
+    libarchive().archive_read_support_format_tar(a.get());
+    libarchive().archive_read_support_format_gnutar(a.get());
+    if (libarchive().archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
+        throw UsageError(path + ": cannot be read as a tar archive (" + libarchive().archive_error_string(a.get()) +
                          "); expected an OCI layout or archive, a docker save archive or directory, or a rootfs tarball");
     bool oci = false, docker = false;
     std::uint64_t entries = 0;
     for (;;) {
         struct archive_entry* e = nullptr;
-        int r = archive_read_next_header(a.get(), &e);
+        int r = libarchive().archive_read_next_header(a.get(), &e);
         if (r == ARCHIVE_EOF) break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-            throw UsageError(path + ": not a readable tar archive (" + std::string(archive_error_string(a.get())) +
+            throw UsageError(path + ": not a readable tar archive (" + std::string(libarchive().archive_error_string(a.get())) +
                              "); expected an OCI layout or archive, a docker save archive or directory, or a rootfs tarball");
         ++entries;
-        const char* raw = archive_entry_pathname(e);
+        const char* raw = libarchive().archive_entry_pathname(e);
         if (raw == nullptr) continue;
         std::string name;
         try {

@@ -459,3 +459,26 @@ int main(int argc, char** argv) {
     doctest::Context context(argc, argv);
     return context.run();
 }
+
+TEST_CASE("without a loadable libarchive an import is refused with the package to install, and corral run still works") {
+    // corral opens libarchive only to import (image/libarchive.hpp). In a
+    // mount namespace of the test's own, the library is /dev/null.
+    TempDir t("corral-image-nolib");
+    make_oci_layout(t);
+    sh("tar -C oci -cf oci.tar .", t.path());
+    const std::string state = t / "state";
+    const std::string lib = sh("readlink -f \"$(ldconfig -p | awk '/libarchive\\.so\\.13 .*x86-64/ {print $NF; exit}')\"", t.path());
+    REQUIRE_MESSAGE(!lib.empty(), "no libarchive.so.13 in ldconfig's cache");
+    const std::string path = lib.substr(0, lib.find('\n'));
+    const std::string script = "mount --bind /dev/null '" + path + "' && exec \"$@\"";
+    Result refused = run({"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", corral_bin(), "image",
+                          "import", t / "oci.tar", "--name", "x", "--state-dir", state},
+                         RunOptions{.timeout = std::chrono::milliseconds(60'000)});
+    INFO(refused.out << refused.err);
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find("reading archives needs libarchive (Debian: apt-get install libarchive13): dlopen(libarchive.so.13)") !=
+          std::string::npos);
+    CHECK(count_entries(state + "/images/images") == 0);
+    Result version = run({"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", corral_bin(), "--version"});
+    CHECK(version.exit_code == 0);
+}
