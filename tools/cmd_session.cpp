@@ -10,7 +10,9 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +113,18 @@ void redirect_output_to_log(const std::string& run_dir) {
     dup2(log.get(), 2);
 }
 
+// STATE/session-names.lock, held exclusively (the state dir made 0700 if it
+// does not exist yet: the session's supervisor checks it as a run would).
+Fd lock_session_names(const std::string& state_dir) {
+    if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", state_dir, errno);
+    const std::string path = state_dir + "/session-names.lock";
+    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    while (::flock(fd.get(), LOCK_EX) != 0)
+        if (errno != EINTR) throw SysError("flock", path, errno);
+    return fd;
+}
+
 int session_start(int argc, char** argv) {
     run::RunRequest request;
     try {
@@ -126,10 +140,19 @@ int session_start(int argc, char** argv) {
         std::fprintf(stderr, "corral session start: must run as root (it creates namespaces and cgroups)\n");
         return run::kExitSetup;
     }
-    // A name stands for one running session (two starts racing for one name
-    // are not caught: give each harness worker its own).
+    // A name stands for one running session. Named starts hold the state
+    // dir's session-names.lock from this check until their session is ready
+    // (its run.json then says running, with the name) or has failed, so two
+    // starts racing for one name cannot both pass it.
+    Fd names_lock;
     if (request.session_name) {
         const std::string state_dir = request.state_dir ? *request.state_dir : run::default_state_dir();
+        try {
+            names_lock = lock_session_names(state_dir);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "corral session start: %s\n", e.what());
+            return run::kExitSetup;
+        }
         for (const auto& e : run::list_runs(state_dir))
             if (is_session(e) && e.state == "running" && session_name_of(*e.record) == *request.session_name)
                 return usage_error("corral session start", "--name " + *request.session_name +

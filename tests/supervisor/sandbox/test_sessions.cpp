@@ -6,8 +6,10 @@
 // a run, a non-root peer), a killed session supervisor, concurrent execs, an
 // exec's deadline and its caller going away, and bad input for every option.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -15,12 +17,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "base/fd.hpp"
 #include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 namespace corral::test::sandbox {
@@ -380,6 +384,52 @@ TEST_CASE("concurrent execs into one session each get their own output, number a
     }
     CHECK(numbers.size() == kExecs);
     s.stop_and_check(id, {uid_of_exec(s.exec_record(id, 1))});
+}
+
+TEST_CASE("two starts racing for one --name: one session gets it, the other is refused") {
+    Sessions s;
+    // The shared rootfs is made on first use: before the threads.
+    const std::vector<std::string> start = {"session", "start", "--rootfs", rootfs(), "--uid-range", uid_range(),
+                                            "--name", "race"};
+    Result results[2];
+    std::thread racers[2];
+    for (int i = 0; i < 2; ++i) racers[i] = std::thread([&, i] { results[i] = s.corral(start); });
+    for (auto& t : racers) t.join();
+    INFO(transcript(results[0]) << "\n" << transcript(results[1]));
+    // (Two starts rarely meet in the window between the name check and the
+    // winner's run.json; the lock that closes it is checked below.)
+    const int winner = results[0].exit_code == 0 ? 0 : 1;
+    const Result& won = results[winner];
+    const Result& lost = results[1 - winner];
+    REQUIRE(won.exit_code == 0);
+    std::string id = won.out.substr(0, won.out.find('\n'));
+    s.started.push_back(id);
+    CHECK(lost.exit_code == 2);
+    CHECK(lost.err.find("--name race: taken by running session " + id) != std::string::npos);
+    Result ls = s.corral({"session", "ls", "--json"});
+    CHECK(json::parse(ls.out).size() == 1);
+    s.stop_and_check(id, {});
+
+    // A named start waits for session-names.lock before its check: while the
+    // test holds the lock, the start does not get past it.
+    corral::Fd lock(::open((s.state + "/session-names.lock").c_str(), O_RDWR | O_CLOEXEC));
+    REQUIRE(lock.valid());
+    REQUIRE(::flock(lock.get(), LOCK_EX) == 0);
+    std::atomic<bool> done{false};
+    Result held;
+    std::thread waiter([&] {
+        held = s.corral({"session", "start", "--rootfs", rootfs(), "--uid-range", uid_range(), "--name", "held"});
+        done = true;
+    });
+    std::this_thread::sleep_for(1500ms);  // a start takes ~30 ms; it must still be waiting
+    CHECK_FALSE(done.load());
+    ::flock(lock.get(), LOCK_UN);
+    waiter.join();
+    INFO(transcript(held));
+    REQUIRE(held.exit_code == 0);
+    std::string held_id = held.out.substr(0, held.out.find('\n'));
+    s.started.push_back(held_id);
+    s.stop_and_check(held_id, {});
 }
 
 TEST_CASE("an exec's deadline and its caller going away stop its command with the grace") {
