@@ -207,8 +207,9 @@ says running but its supervisor is gone: killed, or the host rebooted).
 constexpr const char* kLogsHelp = R"(usage: corral logs [-f|--follow] [--state-dir DIR] ID
 
 Prints run ID's stdout log (stdout.log, or an agent's stdout.jsonl) on stdout
-and its stderr.log on stderr. With -f, keeps printing what the run writes until
-it has ended. ID may be any unique prefix of at least 4 characters.
+and its stderr.log on stderr; for a session, each exec's logs in exec order.
+With -f, keeps printing what the run (or each exec of the session) writes
+until it has ended. ID may be any unique prefix of at least 4 characters.
 )";
 constexpr const char* kStopHelp = R"(usage: corral stop [--grace D] [--state-dir DIR] ID
 
@@ -223,18 +224,50 @@ Prints run ID's run.json (docs/run-record.md) with its live state: "state" is
 running, finished or lost, and "run_dir" says where it is.
 )";
 
-// `corral logs`: the logs so far; with -f, until the run has ended.
-int print_logs(const Args& a, const run::RunEntry& entry) {
-    Fd out(::open(stdout_log_of(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    Fd err(::open((entry.run_dir + "/stderr.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+// One command's two logs, read from where the last look ended. They appear
+// when the command starts: opened once they exist.
+struct LogFiles {
+    std::string out_path, err_path;
+    Fd out, err;
     off_t out_at = 0, err_at = 0;
-    for (;;) {
-        // The logs appear when the command starts: open them once they exist.
-        if (!out.valid()) out = Fd(::open(stdout_log_of(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-        if (!err.valid()) err = Fd(::open((entry.run_dir + "/stderr.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-        const bool live = is_live(run::read_run(a.state_dir, entry.id).state);
+
+    // Copies what is new to stdout and stderr; true if there was any.
+    bool copy_new() {
+        if (!out.valid()) out = Fd(::open(out_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!err.valid()) err = Fd(::open(err_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
         bool any = copy_new_bytes(out.get(), out_at, 1);
-        any = copy_new_bytes(err.get(), err_at, 2) || any;
+        return copy_new_bytes(err.get(), err_at, 2) || any;
+    }
+};
+
+bool is_session_entry(const run::RunEntry& e) {
+    return e.record && e.record->value("kind", std::string()) == "session";
+}
+
+// A run's logs, or each exec's of a session (execs/1, execs/2, ...: the ones
+// that exist now are added to `logs`).
+void add_log_files(const run::RunEntry& entry, std::vector<LogFiles>& logs) {
+    if (!is_session_entry(entry)) {
+        if (logs.empty()) logs.push_back({stdout_log_of(entry), entry.run_dir + "/stderr.log"});
+        return;
+    }
+    for (;;) {
+        const std::string dir = entry.run_dir + "/execs/" + std::to_string(logs.size() + 1);
+        if (::access(dir.c_str(), F_OK) != 0) return;
+        logs.push_back({dir + "/stdout.log", dir + "/stderr.log"});
+    }
+}
+
+// `corral logs`: the logs so far; with -f, until the run has ended. A
+// session's are its execs', in exec order (with -f, each exec's new output
+// as it comes, execs started later included).
+int print_logs(const Args& a, const run::RunEntry& entry) {
+    std::vector<LogFiles> logs;
+    for (;;) {
+        const bool live = is_live(run::read_run(a.state_dir, entry.id).state);
+        add_log_files(entry, logs);
+        bool any = false;
+        for (auto& l : logs) any = l.copy_new() || any;
         if (!a.follow || (!live && !any)) break;
         if (!any) std::this_thread::sleep_for(100ms);
     }
