@@ -227,6 +227,45 @@ std::string ImageStore::layer_dir(const std::string& digest) const {
     return root_ + "/layers/sha256/" + digest_hex(digest);
 }
 
+namespace {
+
+// ROOT/SUBDIR/<name>, opened (made if missing) for flock.
+Fd open_lock_file(const std::string& root, const char* subdir, const std::string& name) {
+    const std::string dir = root + "/" + subdir;
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir, errno);
+    const std::string path = dir + "/" + name;
+    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    return fd;
+}
+
+Fd open_use_lock(const std::string& root, const std::string& name) { return open_lock_file(root, "use", name); }
+
+Fd shared_lock(Fd fd, const std::string& what) {
+    int r;
+    do r = flock(fd.get(), LOCK_SH);
+    while (r != 0 && errno == EINTR);
+    check_sys(r, "flock(LOCK_SH)", what);
+    return fd;
+}
+
+// Removes layer `hex` (under `layers_dir`) unless a run holds it (its
+// use-layers lock taken shared): false when it was kept. The lock is taken
+// exclusively, without waiting, for the removal: a run that asks for the
+// hold meanwhile finds the layer gone and looks again (hold()).
+bool remove_layer_unless_held(const std::string& root, int layers_dir, const std::string& hex) {
+    Fd lock = open_lock_file(root, "use-layers", hex);
+    if (flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) return false;
+        throw SysError("flock(LOCK_EX)", root + "/use-layers/" + hex, errno);
+    }
+    remove_tree_at(layers_dir, hex);
+    unlink((root + "/use-layers/" + hex).c_str());  // a later hold makes it again
+    return true;
+}
+
+}  // namespace
+
 ImportResult ImageStore::import(const std::string& source_arg, const std::optional<std::string>& name_arg,
                                 const ImportObserver& observer) {
     if (name_arg && !is_valid_image_name(*name_arg))
@@ -393,7 +432,9 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     std::set<std::string> used;
     for (const auto& im : list()) used.insert(im.layers.begin(), im.layers.end());
     for (const auto& hex : entries_of(root_ + "/layers/sha256"))
-        if (!used.count("sha256:" + hex)) remove_tree_at(layers_dir.get(), hex);
+        if (!used.count("sha256:" + hex) && !remove_layer_unless_held(root_, layers_dir.get(), hex))
+            result.notes.push_back("layer sha256:" + hex + " of the image this import replaced is kept: a running box "
+                                   "stands on it (the next import or rm after that box removes it)");
     result.image = std::move(image);
     return result;
 }
@@ -430,28 +471,27 @@ StoredImage ImageStore::get(const std::string& name) const {
     return im;
 }
 
-namespace {
-
-// images/use/<name>, opened (made if missing) for flock.
-Fd open_use_lock(const std::string& root, const std::string& name) {
-    const std::string dir = root + "/use";
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir, errno);
-    const std::string path = dir + "/" + name;
-    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd.valid()) throw SysError("open", path, errno);
-    return fd;
-}
-
-}  // namespace
-
 ImageHold ImageStore::hold(const std::string& name) const {
     (void)get(name);  // its clear error for a name not in the store, before any lock file is made
-    Fd fd = open_use_lock(root_, name);
-    int r;
-    do r = flock(fd.get(), LOCK_SH);
-    while (r != 0 && errno == EINTR);
-    check_sys(r, "flock(LOCK_SH)", root_ + "/use/" + name);
-    return ImageHold(std::move(fd));
+    std::vector<Fd> locks;
+    locks.push_back(shared_lock(open_use_lock(root_, name), root_ + "/use/" + name));
+    // The layers the name stands for now, each held; a layer the sweep of a
+    // re-import removed between get() and its lock is missing afterwards:
+    // the name then stands for the new import's layers, looked up again.
+    for (int attempt = 0;; ++attempt) {
+        std::vector<Fd> layer_locks;
+        bool all_there = true;
+        for (const auto& l : get(name).layers) {
+            const std::string hex = digest_hex(l);
+            layer_locks.push_back(shared_lock(open_lock_file(root_, "use-layers", hex), root_ + "/use-layers/" + hex));
+            struct stat st {};
+            all_there = all_there && lstat(layer_dir(l).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        }
+        if (all_there || attempt == 2) {
+            for (auto& fd : layer_locks) locks.push_back(std::move(fd));
+            return ImageHold(std::move(locks));  // missing after three looks: get() says which, at the run's get()
+        }
+    }
 }
 
 RemoveResult ImageStore::remove(const std::string& name) {
@@ -473,10 +513,9 @@ RemoveResult ImageStore::remove(const std::string& name) {
     std::set<std::string> seen;
     for (const auto& l : target.layers) {
         if (!seen.insert(l).second) continue;
-        if (used.count(l)) {
+        if (used.count(l) || !remove_layer_unless_held(root_, layers_dir.get(), digest_hex(l))) {
             out.layers_kept.push_back(l);
         } else {
-            remove_tree_at(layers_dir.get(), digest_hex(l));
             out.layers_removed.push_back(l);
         }
     }

@@ -65,21 +65,24 @@ public:
     using ImageError::ImageError;
 };
 
-// A run's hold on an image (a shared flock on images/use/<name>), from
-// hold() until it is destroyed: the image and its layers stay while it is
-// held. The lock file's fd is close-on-exec, and the sandbox's init closes
-// what it inherited, so the box never has it.
+// A run's hold on an image, from hold() until it is destroyed: a shared
+// flock on images/use/<name> (`image rm NAME` is refused while it is held)
+// and one on images/use-layers/<hex> for each of its layers (no removal of a
+// layer, by `image rm` of another image or by the sweep after a re-import
+// under the same name, takes a layer a running box stands on). The lock
+// files' fds are close-on-exec, and the sandbox's init closes what it
+// inherited, so the box never has them.
 class ImageHold {
 public:
-    explicit ImageHold(Fd fd) : fd_(std::move(fd)) {}
+    explicit ImageHold(std::vector<Fd> locks) : locks_(std::move(locks)) {}
 
 private:
-    Fd fd_;
+    std::vector<Fd> locks_;
 };
 
 struct RemoveResult {
     std::vector<std::string> layers_removed;  // digests
-    std::vector<std::string> layers_kept;     // still used by another image
+    std::vector<std::string> layers_kept;     // still used by another image, or by a running box
 };
 
 class ImageStore {

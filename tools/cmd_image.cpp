@@ -152,7 +152,7 @@ int remove_image(const Args& a, image::ImageStore& store) {
     }
     try {
         image::RemoveResult r = store.remove(name);
-        std::printf("removed %s: %zu layers deleted, %zu kept (used by other images)\n", name.c_str(),
+        std::printf("removed %s: %zu layers deleted, %zu kept (used by other images or by a running box)\n", name.c_str(),
                     r.layers_removed.size(), r.layers_kept.size());
         return 0;
     } catch (const image::ImageInUse& e) {

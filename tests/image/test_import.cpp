@@ -8,9 +8,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -262,10 +264,10 @@ TEST_CASE("two images sharing layers store them once; rm removes only what no ot
     CHECK(third.out == "third\nkeep\n");
 
     Result rm_one = image(state, {"rm", "one"});
-    CHECK(rm_one.out == "removed one: 0 layers deleted, 2 kept (used by other images)\n");
+    CHECK(rm_one.out == "removed one: 0 layers deleted, 2 kept (used by other images or by a running box)\n");
     CHECK(count_entries(state + "/images/layers/sha256") == 3);
     Result rm_two = image(state, {"rm", "two"});
-    CHECK(rm_two.out == "removed two: 3 layers deleted, 0 kept (used by other images)\n");
+    CHECK(rm_two.out == "removed two: 3 layers deleted, 0 kept (used by other images or by a running box)\n");
     CHECK(count_entries(state + "/images/layers/sha256") == 0);
     CHECK(count_entries(state + "/images/images") == 0);
     CHECK(image(state, {"rm", "two"}).exit_code == 2);
@@ -316,7 +318,7 @@ TEST_CASE("image rm of an image a running box uses is refused, naming the run; a
     CHECK(count_entries(state + "/images/layers/sha256") == 1);  // one layer, both images'
     // Another image of the same layers is not in use: it goes, the shared layer stays.
     Result idle = image(state, {"rm", "idle"});
-    CHECK(idle.out == "removed idle: 0 layers deleted, 1 kept (used by other images)\n");
+    CHECK(idle.out == "removed idle: 0 layers deleted, 1 kept (used by other images or by a running box)\n");
 
     Result stop = run_corral({"stop", "--state-dir", state, id});
     INFO(stop.err);
@@ -325,7 +327,7 @@ TEST_CASE("image rm of an image a running box uses is refused, naming the run; a
     Result rm = image(state, {"rm", "busy"});
     INFO(rm.err);
     CHECK(rm.exit_code == 0);
-    CHECK(rm.out == "removed busy: 1 layers deleted, 0 kept (used by other images)\n");
+    CHECK(rm.out == "removed busy: 1 layers deleted, 0 kept (used by other images or by a running box)\n");
     CHECK(count_entries(state + "/images/layers/sha256") == 0);
 }
 
@@ -481,4 +483,38 @@ TEST_CASE("without a loadable libarchive an import is refused with the package t
     CHECK(count_entries(state + "/images/images") == 0);
     Result version = run({"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", corral_bin(), "--version"});
     CHECK(version.exit_code == 0);
+}
+
+TEST_CASE("a re-import under a running box's image name keeps the layers the box stands on until it has ended") {
+    TempDir t("corral-image-reimport");
+    make_oci_layout(t);  // 2 layers; the second has /keep
+    const std::string state = t / "state";
+    REQUIRE(image(state, {"import", t / "oci", "--name", "busy"}).exit_code == 0);
+    REQUIRE(count_entries(state + "/images/layers/sha256") == 2);
+    // Another tree under the same name: one layer, none of the old ones.
+    sh("mkdir -p other && umoci unpack --image oci:t u >/dev/null && cp -a u/rootfs/. other/ && rm -rf u && "
+       "echo replaced > other/keep && tar -C other -cf other.tar .",
+       t.path());
+    // A box on the image as it is now, reading it again after the re-import.
+    Result box;
+    std::thread running([&] { box = run_box(state, "image:busy", {"sh", "-c", "cat /keep; sleep 3; cat /keep"}); });
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        up = run_corral({"ps", "--json", "--state-dir", state}).out.find("\"running\"") != std::string::npos;
+    }
+    CHECK(up);
+    Result again = image(state, {"import", t / "other.tar", "--name", "busy"});
+    INFO(again.out << again.err);
+    CHECK(again.exit_code == 0);
+    CHECK(again.err.find("of the image this import replaced is kept: a running box stands on it") != std::string::npos);
+    CHECK(count_entries(state + "/images/layers/sha256") == 3);  // the box's two and the new one
+    running.join();
+    INFO(box.out << box.err);
+    CHECK(box.exit_code == 0);
+    CHECK(box.out == "keep\nkeep\n");  // the box's root stayed whole
+    CHECK(run_box(state, "image:busy", {"cat", "/keep"}).out == "replaced\n");
+    // Once the box has ended, the next sweep takes the old layers.
+    REQUIRE(image(state, {"import", t / "other.tar", "--name", "busy"}).exit_code == 0);
+    CHECK(count_entries(state + "/images/layers/sha256") == 1);
 }
