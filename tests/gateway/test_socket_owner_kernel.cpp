@@ -101,30 +101,8 @@ TEST_CASE("a socket made by uid 65534 is 65534's, whoever accepts it") {
     asio::io_context ioc;
     tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     auto port = acceptor.local_endpoint().port();
-    int hold[2];
-    REQUIRE(::pipe(hold) == 0);
-    pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        // Only system calls between fork and _exit.
-        ::close(hold[1]);
-        if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(2);
-        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in sa{};
-        sa.sin_family = AF_INET;
-        sa.sin_port = htons(port);
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) ::_exit(3);
-        char b;
-        (void)::read(hold[0], &b, 1);  // keep the connection until the parent has looked
-        ::_exit(0);
-    }
-    ::close(hold[0]);
+    corral::test::ConnectionAs peer(65534, port);
     tcp::socket accepted = acceptor.accept();
     CHECK(tcp_socket_owner(accepted.remote_endpoint(), accepted.local_endpoint()) == 65534);
-    ::close(hold[1]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(peer.release() == 0);
 }

@@ -1,8 +1,10 @@
 #include "tests/support/process.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -217,6 +219,42 @@ std::string source_root() {
 }
 
 bool running_as_root() { return geteuid() == 0; }
+
+ConnectionAs::ConnectionAs(uid_t uid, unsigned short port) {
+    int hold[2];
+    if (::pipe2(hold, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+        // Only system calls between fork and _exit.
+        ::close(hold[1]);
+        if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(2);
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) ::_exit(3);
+        char b;
+        (void)::read(hold[0], &b, 1);  // the connection lives until the parent lets go
+        ::_exit(0);
+    }
+    ::close(hold[0]);
+    hold_ = hold[1];
+}
+
+int ConnectionAs::release() {
+    if (hold_ >= 0) ::close(hold_);
+    hold_ = -1;
+    if (pid_ > 0) {
+        while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+    }
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128;
+}
+
+ConnectionAs::~ConnectionAs() { release(); }
 
 bool have_program(const std::string& program) {
     return run({"sh", "-c", "command -v " + program + " >/dev/null 2>&1"}).exit_code == 0;

@@ -78,6 +78,24 @@ std::string corral_bin();
 // Absolute path of the source tree root: $CORRAL_SOURCE_ROOT, set by meson.
 std::string source_root();
 bool running_as_root();
+
+// A loopback TCP connection to 127.0.0.1:`port` whose socket a child process
+// made as `uid` (root only: setresuid), held open until release(). For
+// tests of who the kernel says owns a connecting socket.
+class ConnectionAs {
+public:
+    ConnectionAs(uid_t uid, unsigned short port);   // throws std::runtime_error if the child cannot start
+    ConnectionAs(const ConnectionAs&) = delete;
+    ConnectionAs& operator=(const ConnectionAs&) = delete;
+    ~ConnectionAs();
+    // Lets the child close and exit; its exit status (0: it connected and held).
+    int release();
+
+private:
+    pid_t pid_ = -1;
+    int hold_ = -1;
+    int status_ = -1;
+};
 // True if `program` is found in PATH.
 bool have_program(const std::string& program);
 
