@@ -363,7 +363,8 @@ private:
             return answer;
         }
         CommandOutcome o = command_outcome(result, false);
-        if (result.caller_gone) o.outcome = "caller_gone";
+        // The first cause names the end: a caller that left after its deadline was reached does not.
+        if (result.caller_gone && !result.deadline_hit) o.outcome = "caller_gone";
         answer.status = o.status;
         answer.outcome = o.outcome;
         if (o.message) answer.messages.push_back(*o.message);

@@ -36,8 +36,11 @@ using Clock = std::chrono::steady_clock;
 // (false) once it is true: a session's stop never waits on a caller that
 // reads nothing. Without `abandon` (a run) a full non-blocking sink drops
 // the chunk, as it always did. Other failures are ignored: a terminal that
-// errs must not stop the log or the run.
-bool write_to_sink(int fd, const char* data, std::size_t len, const std::atomic<bool>* abandon) {
+// errs must not stop the log or the run. `while_blocked` runs every 100 ms
+// of such a wait: the command's deadline and grace keep their times while
+// its caller reads nothing.
+bool write_to_sink(int fd, const char* data, std::size_t len, const std::atomic<bool>* abandon,
+                   const std::function<void()>& while_blocked) {
     bool socket = abandon != nullptr;   // tried as a socket first; ENOTSOCK: a plain write from then on
     while (len > 0) {
         ssize_t n = socket ? send(fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) : write(fd, data, len);
@@ -51,7 +54,7 @@ bool write_to_sink(int fd, const char* data, std::size_t len, const std::atomic<
             if (abandon == nullptr) return true;
             if (abandon->load()) return false;
             pollfd p{fd, POLLOUT, 0};
-            poll(&p, 1, 100);
+            if (poll(&p, 1, 100) == 0 && while_blocked) while_blocked();
             continue;
         }
         if (n <= 0) return true;
@@ -307,7 +310,11 @@ private:
         if (cap.cut_now)
             log::warn(name + " reached --log-limit (" + std::to_string(w_.log_limit) +
                       " bytes); the rest of the command's output is not logged, only streamed");
-        if (sink >= 0 && !write_to_sink(sink, buf_, static_cast<std::size_t>(got), sinks_.abandon)) {
+        const auto keep_time = [this] {
+            const auto now = Clock::now();
+            if (!stop_at_deadline(now)) kill_after_grace(now);
+        };
+        if (sink >= 0 && !write_to_sink(sink, buf_, static_cast<std::size_t>(got), sinks_.abandon, keep_time)) {
             reader_gone = true;
             pipe.reset();
         }

@@ -502,6 +502,47 @@ TEST_CASE("a session's stop never waits on an exec whose caller reads nothing") 
     waitpid(caller, &status, 0);
 }
 
+TEST_CASE("an exec's --timeout stops its command even while its caller reads nothing") {
+    Sessions s;
+    const std::string id = s.start();
+    const uid_t agent = s.record(id)["uid"].get<uid_t>();
+    int never_read[2];
+    REQUIRE(pipe(never_read) == 0);
+    pid_t caller = fork();
+    REQUIRE(caller >= 0);
+    if (caller == 0) {
+        dup2(never_read[1], 1);
+        close(never_read[0]);
+        close(never_read[1]);
+        execl(corral_bin().c_str(), corral_bin().c_str(), "exec", "--state-dir", s.state.c_str(), "--timeout", "1s",
+              "--grace", "200ms", id.c_str(), "--", "/bin/sh", "-c",
+              "trap '' TERM; while :; do echo filling-the-pipe-filling-the-pipe; done", nullptr);
+        _exit(127);
+    }
+    close(never_read[1]);
+    // The deadline (1 s) and the grace (0.2 s) pass while the exec waits on
+    // the full pipe: the command is killed all the same (bounded wait).
+    for (int i = 0; i < 100 && access((s.run_dir(id) + "/execs/1/stdout.log").c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(50ms);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+        std::this_thread::sleep_for(50ms);
+        gone = processes_of_uid(agent).empty();
+    }
+    CHECK_MESSAGE(gone, "the exec's command outlived its --timeout while its caller read nothing");
+    s.stop_and_check(id, {agent});
+    close(never_read[0]);
+    int status = 0;
+    waitpid(caller, &status, 0);
+    // Its record says the deadline ended it (the caller, which read
+    // nothing, was cut off by the session's stop).
+    const json rec = s.exec_record(id, 1);
+    INFO(rec.dump(2));
+    CHECK(rec["deadline_hit"] == true);
+    CHECK(rec["outcome"] == "deadline");
+    CHECK(rec["stop"]["killed"] == true);
+}
+
 TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option named") {
     Sessions s;
     struct Case {
