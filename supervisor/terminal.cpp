@@ -2,10 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/close_range.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -65,14 +69,62 @@ void RawTerminal::enter_raw() {
     // TCSAFLUSH: input typed before the command started is not replayed to it.
     check_sys(tcsetattr(fd_, TCSAFLUSH, &raw), "tcsetattr", "the caller's terminal (raw mode)");
     raw_ = true;
+    start_guardian();
+}
+
+// The guardian is forked from a process that may have threads (the
+// gateway's): it makes system calls only (close_range, read, tcsetattr,
+// _exit). It keeps the supervisor's blocked signal mask, so the caller's
+// SIGINT, SIGTERM or SIGHUP to the process group cannot take it first. If
+// it cannot be started, the run goes on without it (restore() still runs on
+// every path but SIGKILL).
+void RawTerminal::start_guardian() noexcept {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        const int keep_low = std::min(fd_, p[0]), keep_high = std::max(fd_, p[0]);
+        if (keep_low > 0) close_range(0, static_cast<unsigned>(keep_low) - 1, 0);
+        if (keep_high > keep_low + 1) close_range(static_cast<unsigned>(keep_low) + 1, static_cast<unsigned>(keep_high) - 1, 0);
+        close_range(static_cast<unsigned>(keep_high) + 1, ~0U, 0);
+        prctl(PR_SET_NAME, "corral-ttyguard", 0, 0, 0);
+        char said = 0;
+        ssize_t n;
+        do n = read(p[0], &said, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1 || said != 'R') tcsetattr(fd_, TCSADRAIN, &saved_);
+        _exit(0);
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return;
+    }
+    guardian_pipe_ = p[1];
+    guardian_ = pid;
+}
+
+void RawTerminal::release_guardian() noexcept {
+    if (guardian_pipe_ >= 0) {
+        (void)!write(guardian_pipe_, "R", 1);
+        close(guardian_pipe_);
+        guardian_pipe_ = -1;
+    }
+    if (guardian_ > 0) {
+        while (waitpid(guardian_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        guardian_ = -1;
+    }
 }
 
 std::string RawTerminal::restore() noexcept {
     if (!raw_) return {};
     raw_ = false;
     // TCSADRAIN: the program's last output is shown with the settings it was written for.
-    if (tcsetattr(fd_, TCSADRAIN, &saved_) != 0) return "tcsetattr: " + errno_text(errno);
-    return {};
+    std::string problem;
+    if (tcsetattr(fd_, TCSADRAIN, &saved_) != 0) problem = "tcsetattr: " + errno_text(errno);
+    release_guardian();  // after ours: it must not restore once more, over what came after
+    return problem;
 }
 
 TerminalRelay::TerminalRelay(Fd master, Fd window_signals, int caller_in, int caller_out)

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/types.h>
 #include <termios.h>
 
 #include <optional>
@@ -42,6 +43,10 @@ Fd watch_window_size_changes();
 
 // The caller's terminal settings, saved at construction; raw mode on
 // enter_raw(); put back by restore() and by the destructor, each at most once.
+// enter_raw() also forks a guardian (corral-ttyguard) that holds the saved
+// settings and a pipe from this process: if the pipe reaches EOF without
+// restore() having said so (corral was killed by SIGKILL, which no handler
+// sees), the guardian puts the settings back itself, then exits.
 class RawTerminal {
 public:
     explicit RawTerminal(int fd);   // tcgetattr; throws SysError
@@ -55,9 +60,15 @@ public:
     bool raw() const { return raw_; }
 
 private:
+    // The guardian's pipe (written "R" and closed by restore()) and pid.
+    void start_guardian() noexcept;
+    void release_guardian() noexcept;
+
     int fd_;
     termios saved_{};
     bool raw_ = false;
+    int guardian_pipe_ = -1;
+    pid_t guardian_ = -1;
 };
 
 // The relay between the caller's terminal and the box's pty master. The
