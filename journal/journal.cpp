@@ -2,6 +2,7 @@
 #include "journal/journal.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,6 +134,9 @@ bool append_recovered(const std::string& path, const SigningKey& key, const std:
                       const nlohmann::json& details) {
     Fd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid()) throw SysError("open", path, errno);
+    // Two corral starts may find the same lost run: one of them ends it.
+    while (::flock(fd.get(), LOCK_EX) < 0)
+        if (errno != EINTR) throw SysError("flock", path, errno);
     Verdict v = verify_journal(read_to_end(fd.get(), path), key.public_key());
     if (v.status == Status::valid) return false;
     if (v.status == Status::invalid)

@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -162,6 +163,13 @@ SigningKey SigningKey::generate() {
 SigningKey SigningKey::load_or_create(const std::string& state_dir, bool* created) {
     if (state_dir.empty()) throw UsageError("journal key: the state dir is empty");
     KeyFiles files = key_files(state_dir);
+    // The state dir as the CA makes it (0755 on the way); the key's own dir 0700.
+    for (std::size_t pos = 1; pos < state_dir.size();) {
+        pos = std::min(state_dir.find('/', pos), state_dir.size());
+        std::string prefix = state_dir.substr(0, pos);
+        if (::mkdir(prefix.c_str(), 0755) < 0 && errno != EEXIST) throw SysError("mkdir", prefix, errno);
+        ++pos;
+    }
     if (::mkdir(files.dir.c_str(), 0700) < 0 && errno != EEXIST) throw SysError("mkdir", files.dir, errno);
     struct stat dst {};
     check_sys(::lstat(files.dir.c_str(), &dst), "lstat", files.dir);

@@ -134,7 +134,8 @@ std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann
         if (want != have)
             out.push_back("run.json teardown verdict is " + have.dump() + "; the terminal record says " + want.dump());
     }
-    if (verdict.terminal.is_object() && verdict.terminal["type"] == std::string(kTypeRecovered) && run_json.value("outcome", "") == "ok")
+    if (verdict.terminal.is_object() && verdict.terminal["type"] == std::string(kTypeRecovered) && run_json.contains("outcome") &&
+        run_json["outcome"] == "ok")
         out.push_back("run.json says outcome \"ok\" but the journal's run was lost (recovered record)");
     return out;
 }

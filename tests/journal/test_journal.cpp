@@ -207,6 +207,8 @@ TEST_CASE("a truncated tail at a line boundary is incomplete, and a recovered re
     CHECK(v.terminal["payload"]["reason"] == "supervisor lost");
     CHECK_FALSE(append_recovered(path, key, "supervisor lost"));  // already ended: nothing added
     CHECK(verify_journal(read_file(path), key.public_key()).good_records == 4);
+    // A lost run's run.json ("running", outcome null) agrees; one that claims success never does.
+    CHECK(compare_run_json(v, json{{"id", "r1"}, {"argv", {"/bin/true"}}, {"outcome", nullptr}}).empty());
     // A recovered run never agrees with a run.json that claims success.
     auto diff = compare_run_json(v, json{{"id", "r1"}, {"argv", {"/bin/true"}}, {"outcome", "ok"}});
     REQUIRE(diff.size() == 1);
