@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -74,6 +75,19 @@ int main(int argc, char** argv) {
         auto w = fresh(WriterOptions{});
         appended_durable = median_us(5, 100, [&](int i) { w.append("decision", decision(i), Commit::durable); });
     }
+    // What a run pays: load the state dir's key, create its journal, the
+    // admission and terminal records each fdatasynced (corral run's path).
+    std::string state = dir + "/journal-bench-state-" + std::to_string(::getpid());
+    (void)SigningKey::load_or_create(state);
+    double run_journal = median_us(5, 20, [&](int i) {
+        SigningKey k = SigningKey::load_or_create(state);
+        std::string path = state + "/run-" + std::to_string(file++) + "-" + std::to_string(i) + ".jsonl";
+        auto w = JournalWriter::create(path, k);
+        w.append(kTypeAdmission, decision(i), Commit::durable);
+        w.append(kTypeTerminal, decision(i), Commit::durable);
+        ::unlink(path.c_str());
+    });
+    std::system(("rm -rf '" + state + "'").c_str());
     std::printf("per record, median of 5 rounds (us):\n");
     std::printf("  canonical JSON only          %8.2f\n", canon);
     std::printf("  + SHA-256 (the chain)        %8.2f\n", hash);
@@ -81,5 +95,6 @@ int main(int argc, char** argv) {
     std::printf("  Ed25519 verify               %8.2f\n", verify);
     std::printf("  append, group commit (64)    %8.2f\n", appended_group);
     std::printf("  append, fdatasync each       %8.2f\n", appended_durable);
+    std::printf("a run's journal (key load, create, admission + terminal durable): %.0f us\n", run_journal);
     return sink.empty();
 }
