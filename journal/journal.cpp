@@ -76,7 +76,7 @@ std::string JournalWriter::append(std::string_view type, const nlohmann::json& p
         // Fail closed: what this record would have authorised must not happen
         // unrecorded; the reserve keeps room for the terminal record.
         fail(std::make_exception_ptr(UsageError(
-            path_ + ": journal full: record " + std::to_string(at_.next_seq) + " (" + type.data() + ", " +
+            path_ + ": journal full: record " + std::to_string(at_.next_seq) + " (" + std::string(type) + ", " +
             std::to_string(line.size() + 1) + " bytes) would pass the bound of " + std::to_string(bound) +
             " bytes" + (terminal ? "" : " (" + std::to_string(options_.max_bytes) + " less the terminal record's reserve)") +
             "; stopping")));

@@ -286,7 +286,13 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     run::record_requested(record, request, &plan->spec);
 
     log::debug("timing: run dir and run preparation " + ms_since(t_prep));
-    nlohmann::json admission = run::admission_payload(record, plan->spec);
+    nlohmann::json admission;
+    try {
+        admission = run::admission_payload(record, plan->spec);
+    } catch (const std::exception& e) {
+        say(std::string("journal: the admission record cannot be made: ") + e.what());
+        return finish(kExitSetup, "setup_failed");
+    }
     stdout_log_name = plan->spec.stdout_log_name;
     std::optional<Sandbox> box;
     try {
