@@ -1,6 +1,7 @@
 // tools/cmd_doctor.cpp — `corral doctor`: probe every kernel feature corral
 // needs (supervisor/doctor.hpp), then what this host holds for it: the state
 // dir, the agent CLIs, and a configured gateway daemon's socket.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "agents/agent_profile.hpp"
 #include "config/org_config.hpp"
 #include "gateway/identity.hpp"
+#include "journal/key.hpp"
 #include "run/request.hpp"
 #include "shim/bridge.hpp"
 #include "supervisor/doctor.hpp"
@@ -103,6 +105,32 @@ supervisor::Check check_daemon_socket(const std::string& socket, const std::stri
     return c;
 }
 
+// The journal key's public half (journal/key.hpp), for the operator to keep
+// off the host: a warning when there is none yet (the first `corral key init`
+// makes it). Doctor only reads: it never creates a key. Returns the PEM.
+template <typename Add>
+std::string add_journal_key_check(const std::string& state_dir, Add&& add) {
+    journal::KeyFiles files = journal::key_files(state_dir);
+    try {
+        journal::PublicKey key = journal::PublicKey::from_file(files.pub_path);
+        // One line per check: the PEM's one base64 line (an Ed25519 key's
+        // SubjectPublicKeyInfo fits in one), whole in --json.
+        std::string pem = key.pem(), body;
+        for (std::size_t pos = 0; pos < pem.size();) {
+            std::size_t eol = std::min(pem.find('\n', pos), pem.size());
+            if (pem.compare(pos, 5, "-----") != 0) body += pem.substr(pos, eol - pos);
+            pos = eol + 1;
+        }
+        add(supervisor::Check{"journal key", true,
+                              key.fingerprint() + " " + body + " in " + files.pub_path + " (PEM: corral key show)", "",
+                              false});
+        return pem;
+    } catch (const std::exception& e) {
+        add(supervisor::Check{"journal key", false, e.what(), "corral key init --state-dir " + state_dir, false});
+        return {};
+    }
+}
+
 }  // namespace
 
 int cmd_doctor(int argc, char** argv) {
@@ -138,6 +166,7 @@ int cmd_doctor(int argc, char** argv) {
     }
 
     std::vector<supervisor::Check> checks;
+    std::string journal_key_pem;
     bool all_ok = true;
     auto add = [&](supervisor::Check c) {
         if (!as_json) {
@@ -158,6 +187,7 @@ int cmd_doctor(int argc, char** argv) {
     if (!dir.empty()) {
         add(supervisor::check_idmapped_mounts(dir));
         add(supervisor::check_state_dir(dir));
+        journal_key_pem = add_journal_key_check(dir, add);
     }
     for (auto& c : check_agent_clis()) add(std::move(c));
     if (gateway_socket) {
@@ -177,6 +207,7 @@ int cmd_doctor(int argc, char** argv) {
     const int status = all_ok ? 0 : 1;
     if (as_json) {
         nlohmann::json out{{"ok", all_ok}, {"exit_status", status}, {"checks", nlohmann::json::array()}};
+        out["journal_public_key"] = journal_key_pem.empty() ? nlohmann::json() : nlohmann::json(journal_key_pem);
         for (const auto& c : checks)
             out["checks"].push_back({{"name", c.feature}, {"status", supervisor::check_status(c)}, {"detail", c.detail},
                                      {"remedy", c.remedy}, {"required", c.required}});

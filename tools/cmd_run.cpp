@@ -33,6 +33,7 @@
 #include "run/request.hpp"
 #include "run/resolve.hpp"
 #include "run/run_index.hpp"
+#include "run/run_journal.hpp"
 #include "run/trust.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
@@ -191,6 +192,12 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     std::unique_ptr<run::Egress> egress;  // the box's bridge + gateway (embedded or a daemon)
     std::optional<run::AgentRun> agent;   // with --prompt: the worker's agent CLI
 
+    // RUN_DIR/journal.jsonl (docs/journal.md): opened once run.json exists;
+    // its admission record is durable before the command starts, its
+    // terminal record before corral exits.
+    std::optional<journal::JournalWriter> run_journal;
+    std::string stdout_log_name = "stdout.log";
+
     int status = 0;
     // run.json while the run is alive: what is known so far, "state": "running".
     auto write_running_record = [&]() {
@@ -210,6 +217,17 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         record.outcome = outcome;
         record.state = "finished";
         record.ended_at = std::chrono::system_clock::now();
+        if (run_journal && !run_journal->terminated()) {
+            try {
+                run_journal->append(journal::kTypeTerminal, run::terminal_payload(record, run_dir, stdout_log_name),
+                                    journal::Commit::durable);
+            } catch (const std::exception& e) {
+                // No signed ending: the run cannot count as a success.
+                say(std::string("journal: the terminal record was not written: ") + e.what());
+                if (st == 0) st = kExitSetup;
+                record.status = st;
+            }
+        }
         try {
             write_run_record(run_dir, record, record_sync);
         } catch (const std::exception& e) {
@@ -229,6 +247,13 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     } catch (const std::exception& e) {
         say(std::string("writing run.json: ") + e.what());
         return kExitSetup;
+    }
+    for (const auto& line : run::recover_lost_runs(state_dir)) log::info(line);
+    try {
+        run_journal.emplace(run::open_run_journal(state_dir, run_dir));
+    } catch (const std::exception& e) {
+        say(std::string("journal: ") + e.what());
+        return finish(kExitSetup, "setup_failed");
     }
     if (!request.quiet)
         std::fprintf(stderr, "%s: %s %s, run dir %s\n", g_prefix, request.session ? "session" : "run", record.id.c_str(),
@@ -272,6 +297,14 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     run::record_requested(record, request, &plan->spec);
 
     log::debug("timing: run dir and run preparation " + ms_since(t_prep));
+    nlohmann::json admission;
+    try {
+        admission = run::admission_payload(record, plan->spec);
+    } catch (const std::exception& e) {
+        say(std::string("journal: the admission record cannot be made: ") + e.what());
+        return finish(kExitSetup, "setup_failed");
+    }
+    stdout_log_name = plan->spec.stdout_log_name;
     std::optional<Sandbox> box;
     try {
         // The bridge listeners (in the box's netns) and the gateway threads
@@ -312,8 +345,18 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     auto t_cmd = steady::now();
 
     // ── hook point: the sandbox exists, lo is up, the bridge listens, the command has not started.
-    SuperviseResult result;
+    admission["uid"] = record.uid;
+    admission["gid"] = record.gid;
+    admission["hostname"] = record.hostname;
     try {
+        // Durable before the command's first process exists (fail closed).
+        run_journal->append(journal::kTypeAdmission, admission, journal::Commit::durable);
+    } catch (const std::exception& e) {
+        say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
+        status = kExitSetup;
+    }
+    SuperviseResult result;
+    if (status == 0) try {
         if (body.serve) {
             BodyContext context;
             context.record_now = [&] { write_running_record(); };

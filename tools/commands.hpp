@@ -24,6 +24,8 @@ int cmd_budget(int argc, char** argv);    // tools/cmd_budget.cpp
 int cmd_image(int argc, char** argv);     // tools/cmd_image.cpp
 int cmd_session(int argc, char** argv);   // tools/cmd_session.cpp
 int cmd_exec(int argc, char** argv);      // tools/cmd_exec.cpp
+int cmd_key(int argc, char** argv);       // tools/cmd_key.cpp
+int cmd_journal(int argc, char** argv);   // tools/cmd_journal.cpp
 
 // What runs at the hook point of run_in_sandbox: by default the request's
 // command (start_command + supervise); a session serves its execs instead

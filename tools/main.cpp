@@ -32,7 +32,8 @@ constexpr Subcommand kSubcommands[] = {
     {"gateway", corral::cli::cmd_gateway},   {"ca", corral::cli::cmd_ca},
     {"validate", corral::cli::cmd_validate}, {"budget", corral::cli::cmd_budget},
     {"image", corral::cli::cmd_image},       {"session", corral::cli::cmd_session},
-    {"exec", corral::cli::cmd_exec},
+    {"exec", corral::cli::cmd_exec},         {"key", corral::cli::cmd_key},
+    {"journal", corral::cli::cmd_journal},
 };
 
 // The dispatcher and the list `corral help`, the man page and the completion

@@ -26,6 +26,8 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"image", "import OCI / docker save images and tarballs; list, inspect, remove them"},
     {"session", "start a sandbox that outlives one command (session start|stop|ls)"},
     {"exec", "run a command in a session, as its agent, a service or its verifier"},
+    {"key", "the journal's signing key: key init creates it, key show prints the public key"},
+    {"journal", "verify a run's signed journal (journal verify FILE [--key PUBKEY])"},
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 

@@ -246,6 +246,11 @@ TEST_CASE("a malformed command line of any subcommand exits 2 with one line nami
         {{"gateway", "--org"}, "--org needs a value"},
         {{"gateway", "--config", "x.toml", "--threads", "0"}, "--threads \"0\""},
         {{"doctor", "--x"}, "\"--x\""},
+        {{"key", "--bogus"}, "\"--bogus\""},
+        {{"key", "show", "--frob"}, "\"--frob\""},
+        {{"journal", "verify"}, "missing FILE"},
+        {{"journal", "verify", "j.jsonl", "--frob"}, "\"--frob\""},
+        {{"journal", "verify", "/nonexistent/j.jsonl", "--key", "/nonexistent/k.pub"}, "/nonexistent/k.pub"},
         {{"frobnicate"}, "\"frobnicate\""},
     };
     for (const auto& c : cases) {

@@ -1,0 +1,154 @@
+// journal/journal.cpp — the writer (see journal.hpp for the format).
+#include "journal/journal.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "base/sha256.hpp"
+#include "base/sys_error.hpp"
+#include "journal/canonical.hpp"
+#include "journal/verify.hpp"
+
+namespace corral::journal {
+
+bool is_terminal_type(std::string_view type) { return type == kTypeTerminal || type == kTypeRecovered; }
+
+std::string utc_time(std::chrono::system_clock::time_point t) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm {};
+    ::gmtime_r(&secs, &tm);
+    char buf[96];  // room for any int the compiler can imagine, not only four-digit years
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+    return buf;
+}
+
+JournalWriter::JournalWriter(Fd fd, std::string path, SigningKey key, JournalPosition at, WriterOptions options)
+    : fd_(std::move(fd)), path_(std::move(path)), key_(std::move(key)), at_(std::move(at)), options_(options) {}
+
+JournalWriter JournalWriter::create(const std::string& path, const SigningKey& key, WriterOptions options) {
+    Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    check_sys(::fchmod(fd.get(), 0600), "fchmod", path);  // the umask must not change it
+    return JournalWriter(std::move(fd), path, key, JournalPosition{}, options);
+}
+
+JournalWriter JournalWriter::reopen(const std::string& path, const SigningKey& key, WriterOptions options) {
+    Fd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    Verdict v = verify_journal(read_to_end(fd.get(), path), key.public_key());
+    if (v.status == Status::invalid)
+        throw UsageError(path + ": line " + std::to_string(v.line.value_or(0)) + " is bad (" + v.reason +
+                         "); not appending to an invalid journal");
+    if (v.status == Status::valid) throw UsageError(path + ": the journal already has its terminal record");
+    return JournalWriter(std::move(fd), path, key, v.end, options);
+}
+
+void JournalWriter::check_usable() const {
+    if (failed_) std::rethrow_exception(failed_);
+    if (terminated_) throw UsageError(path_ + ": the journal has its terminal record; nothing may follow it");
+}
+
+void JournalWriter::fail(const std::exception_ptr& error) {
+    failed_ = error;
+    std::rethrow_exception(error);
+}
+
+std::string JournalWriter::append(std::string_view type, const nlohmann::json& payload, Commit commit) {
+    check_usable();
+    nlohmann::json record = {{"seq", at_.next_seq},
+                             {"prev", at_.prev_hash},
+                             {"time", utc_time(std::chrono::system_clock::now())},
+                             {"type", std::string(type)},
+                             {"payload", payload}};
+    std::string signed_bytes = canonical_json(record);  // a float in the payload is refused here, nothing written
+    record["sig"] = base64_encode(key_.sign(signed_bytes));
+    std::string line = canonical_json(record);
+    bool terminal = is_terminal_type(type);
+    std::uint64_t bound = terminal ? options_.max_bytes : options_.max_bytes - options_.terminal_reserve;
+    if (at_.size + line.size() + 1 > bound) {
+        // Fail closed: what this record would have authorised must not happen
+        // unrecorded; the reserve keeps room for the terminal record.
+        fail(std::make_exception_ptr(UsageError(
+            path_ + ": journal full: record " + std::to_string(at_.next_seq) + " (" + std::string(type) + ", " +
+            std::to_string(line.size() + 1) + " bytes) would pass the bound of " + std::to_string(bound) +
+            " bytes" + (terminal ? "" : " (" + std::to_string(options_.max_bytes) + " less the terminal record's reserve)") +
+            "; stopping")));
+    }
+    line.push_back('\n');
+    // One write(2) with O_APPEND: the line lands whole after the last one or
+    // (short write, error) the journal is cut back to its last whole line.
+    ssize_t n;
+    do n = ::write(fd_.get(), line.data(), line.size());
+    while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(line.size())) {
+        int err = n < 0 ? errno : ENOSPC;  // a short write on a regular file: the file system is full
+        if (n > 0) (void)::ftruncate(fd_.get(), static_cast<off_t>(at_.size));
+        fail(std::make_exception_ptr(SysError(
+            "write", path_ + " (record " + std::to_string(at_.next_seq) + ", " + std::string(type) + ")", err)));
+    }
+    line.pop_back();
+    at_.size += line.size() + 1;
+    at_.prev_hash = sha256_hex(line);
+    ++at_.next_seq;
+    if (terminal) terminated_ = true;
+    if (waiting_ == 0) oldest_waiting_ = std::chrono::steady_clock::now();
+    ++waiting_;
+    if (commit == Commit::durable || terminal || waiting_ >= options_.group_records ||
+        std::chrono::steady_clock::now() - oldest_waiting_ >= options_.group_delay)
+        sync();
+    return line;
+}
+
+void JournalWriter::sync() {
+    if (waiting_ == 0) return;
+    while (::fdatasync(fd_.get()) < 0) {
+        if (errno == EINTR) continue;
+        // After a failed fdatasync the kernel may have dropped the dirty
+        // pages and cleared the error: a retry could "succeed" with the
+        // records lost. Nothing more is written.
+        fail(std::make_exception_ptr(SysError("fdatasync", path_, errno)));
+    }
+    waiting_ = 0;
+}
+
+void JournalWriter::flush() {
+    if (failed_) std::rethrow_exception(failed_);
+    sync();
+}
+
+bool JournalWriter::sync_if_due() {
+    if (failed_) std::rethrow_exception(failed_);
+    if (waiting_ == 0 || std::chrono::steady_clock::now() - oldest_waiting_ < options_.group_delay) return false;
+    sync();
+    return true;
+}
+
+bool append_recovered(const std::string& path, const SigningKey& key, const std::string& reason,
+                      const nlohmann::json& details) {
+    Fd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    // Two corral starts may find the same lost run: one of them ends it.
+    while (::flock(fd.get(), LOCK_EX) < 0)
+        if (errno != EINTR) throw SysError("flock", path, errno);
+    Verdict v = verify_journal(read_to_end(fd.get(), path), key.public_key());
+    if (v.status == Status::valid) return false;
+    if (v.status == Status::invalid)
+        throw UsageError(path + ": line " + std::to_string(v.line.value_or(0)) + " is bad (" + v.reason +
+                         "); not appending a recovered record to an invalid journal");
+    JournalWriter writer(std::move(fd), path, key, v.end, WriterOptions{});
+    nlohmann::json payload = details;
+    // Never a success: corral did not see how the run ended.
+    payload["outcome"] = "lost";
+    payload["reason"] = reason;
+    writer.append(kTypeRecovered, payload, Commit::durable);
+    return true;
+}
+
+}  // namespace corral::journal

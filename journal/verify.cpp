@@ -1,0 +1,143 @@
+// journal/verify.cpp — the checks of verify.hpp, in the order a forger would
+// have to pass them: the line's bytes, its fields, its place, its signature.
+#include "journal/verify.hpp"
+
+#include <set>
+
+#include "base/sha256.hpp"
+#include "journal/canonical.hpp"
+
+namespace corral::journal {
+
+std::string_view status_name(Status status) {
+    switch (status) {
+    case Status::valid: return "valid";
+    case Status::incomplete: return "incomplete";
+    case Status::invalid: return "invalid";
+    }
+    return "invalid";
+}
+
+namespace {
+
+// Why `line` cannot be record `at.next_seq`, or "" if it is that record.
+std::string check_record(std::string_view line, const JournalPosition& at, const PublicKey& key,
+                         nlohmann::json& record) {
+    std::string why;
+    if (!parse_canonical(line, record, why)) return why;
+    if (!record.is_object()) return "not a JSON object";
+    static const std::set<std::string> kFields = {"payload", "prev", "seq", "sig", "time", "type"};
+    for (const auto& item : record.items())
+        if (!kFields.count(item.key())) return "unexpected field \"" + item.key() + "\"";
+    for (const auto& f : kFields)
+        if (!record.contains(f)) return "field \"" + f + "\" is missing";
+    if (!record["seq"].is_number_unsigned()) return "seq is not a positive integer";
+    if (!record["prev"].is_string() || !record["time"].is_string() || !record["type"].is_string() ||
+        !record["sig"].is_string())
+        return "prev, time, type and sig must be strings";
+    if (!record["payload"].is_object()) return "payload is not an object";
+    std::uint64_t seq = record["seq"].get<std::uint64_t>();
+    // A deleted, duplicated or moved line breaks the numbering or the chain.
+    if (seq != at.next_seq)
+        return "seq is " + std::to_string(seq) + ", expected " + std::to_string(at.next_seq) +
+               " (a record deleted, duplicated or moved)";
+    if (record["prev"].get<std::string>() != at.prev_hash)
+        return "prev does not match the SHA-256 of the line before (the chain is broken)";
+    std::string sig;
+    try {
+        sig = base64_decode(record["sig"].get<std::string>());
+    } catch (const std::exception& e) {
+        return std::string("sig: ") + e.what();
+    }
+    nlohmann::json body = record;
+    body.erase("sig");
+    // body came from canonical text, so re-dumping it gives back the exact
+    // bytes the writer signed.
+    if (!key.verify(canonical_json(body), sig))
+        return "the signature does not verify with key " + key.fingerprint() +
+               " (the record was changed, or signed with another key)";
+    return {};
+}
+
+}  // namespace
+
+Verdict verify_journal(std::string_view text, const PublicKey& key) {
+    Verdict v;
+    std::uint64_t line_no = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        ++line_no;
+        std::size_t eol = text.find('\n', pos);
+        if (!v.terminal.is_null()) {
+            v.status = Status::invalid;
+            v.line = line_no;
+            v.reason = "a record after the terminal record (seq " + std::to_string(v.terminal["seq"].get<std::uint64_t>()) + ")";
+            return v;
+        }
+        if (eol == std::string_view::npos) {
+            v.status = Status::invalid;
+            v.line = line_no;
+            v.reason = "the last line has no newline (a truncated or torn write)";
+            return v;
+        }
+        std::string_view line = text.substr(pos, eol - pos);
+        nlohmann::json record;
+        std::string why = check_record(line, v.end, key, record);
+        if (!why.empty()) {
+            v.status = Status::invalid;
+            v.line = line_no;
+            v.reason = "record " + std::to_string(v.end.next_seq) + ": " + why;
+            return v;
+        }
+        ++v.good_records;
+        v.end.next_seq++;
+        v.end.prev_hash = sha256_hex(line);
+        v.end.size += line.size() + 1;
+        if (v.first.is_null()) v.first = record;
+        if (is_terminal_type(record["type"].get<std::string>())) v.terminal = record;
+        pos = eol + 1;
+    }
+    if (v.terminal.is_null()) {
+        v.status = Status::incomplete;
+        v.reason = v.good_records == 0 ? "no records" :
+                   "no terminal record after record " + std::to_string(v.good_records) +
+                   " (the run has not ended, or its supervisor was lost and no corral has started since)";
+        return v;
+    }
+    v.status = Status::valid;
+    return v;
+}
+
+std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann::json& run_json) {
+    std::vector<std::string> out;
+    auto compare = [&](const nlohmann::json& record, const char* field) {
+        if (!record.is_object() || !record["payload"].contains(field)) return;
+        const nlohmann::json& want = record["payload"][field];
+        const nlohmann::json& have = run_json.contains(field) ? run_json[field] : nlohmann::json();
+        if (want != have)
+            out.push_back(std::string("run.json \"") + field + "\" is " + have.dump() + "; record " +
+                          std::to_string(record["seq"].get<std::uint64_t>()) + " (" +
+                          record["type"].get<std::string>() + ") says " + want.dump());
+    };
+    if (!run_json.is_object()) {
+        out.push_back("run.json is not a JSON object");
+        return out;
+    }
+    for (const char* f : {"id", "argv", "worker"}) compare(verdict.first, f);
+    if (verdict.terminal.is_object() && verdict.terminal["type"] == std::string(kTypeTerminal))
+        for (const char* f : {"id", "exit_code", "signal", "outcome", "status", "deadline_hit"})
+            compare(verdict.terminal, f);
+    if (verdict.terminal.is_object() && verdict.terminal["payload"].contains("teardown") &&
+        run_json.contains("teardown") && run_json["teardown"].is_object()) {
+        const auto& want = verdict.terminal["payload"]["teardown"];
+        const auto& have = run_json["teardown"].value("verdict", nlohmann::json());
+        if (want != have)
+            out.push_back("run.json teardown verdict is " + have.dump() + "; the terminal record says " + want.dump());
+    }
+    if (verdict.terminal.is_object() && verdict.terminal["type"] == std::string(kTypeRecovered) && run_json.contains("outcome") &&
+        run_json["outcome"] == "ok")
+        out.push_back("run.json says outcome \"ok\" but the journal's run was lost (recovered record)");
+    return out;
+}
+
+}  // namespace corral::journal

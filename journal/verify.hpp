@@ -1,0 +1,45 @@
+// journal/verify.hpp — checking a journal: every line canonical, signed by
+// the given key, chained to the one before, numbered without a gap, and
+// ended by exactly one terminal record.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "journal/journal.hpp"
+#include "journal/key.hpp"
+
+namespace corral::journal {
+
+enum class Status {
+    valid,       // every record good and the last one terminal
+    incomplete,  // every record good, no terminal record: evidence up to a point, not of an ending
+    invalid,     // a record is bad (named in the verdict)
+};
+std::string_view status_name(Status status);
+
+struct Verdict {
+    Status status = Status::invalid;
+    std::uint64_t good_records = 0;     // records that passed every check, from the first
+    std::optional<std::uint64_t> line;  // invalid: the 1-based line of the first bad record
+    std::string reason;                 // invalid: why that line is bad; incomplete: what is missing
+    nlohmann::json first;               // the first good record (null if none)
+    nlohmann::json terminal;            // the terminal record (null if none)
+    JournalPosition end;                // after the last good record
+};
+
+// Verifies `text`, a whole journal file. Never throws for bad content.
+Verdict verify_journal(std::string_view text, const PublicKey& key);
+
+// Where run.json disagrees with the journal's admission and terminal records
+// (run id, argv, exit code, signal, outcome, status, teardown verdict): one
+// line each, empty when they agree. Fields the journal does not hold are not
+// compared.
+std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann::json& run_json);
+
+}  // namespace corral::journal

@@ -1,0 +1,130 @@
+// run/run_journal.cpp — see run_journal.hpp.
+#include "run/run_journal.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/fd.hpp"
+#include "base/sha256.hpp"
+#include "base/sys_error.hpp"
+#include "run/run_index.hpp"
+
+namespace corral::run {
+
+namespace {
+
+// The SHA-256 of a log of the run dir, or null when there is none.
+nlohmann::json log_digest(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) return nullptr;
+    Sha256 sha;
+    char buf[64 * 1024];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        check_sys(n, "read", path);
+        if (n == 0) break;
+        sha.update(buf, static_cast<std::size_t>(n));
+    }
+    return "sha256:" + sha.finish_hex();
+}
+
+// Whether the journal's last line says it is of a terminal type: unverified,
+// only to skip the full verification of journals already ended (each start
+// would otherwise check every signature of every lost run again).
+bool ends_with_terminal_type(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) return false;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || st.st_size < 2) return false;
+    const off_t tail = std::min<off_t>(st.st_size, 64 * 1024);
+    std::string buf(static_cast<std::size_t>(tail), '\0');
+    ssize_t n = ::pread(fd.get(), buf.data(), buf.size(), st.st_size - tail);
+    if (n != tail || buf.back() != '\n') return false;
+    buf.pop_back();
+    auto nl = buf.rfind('\n');
+    auto last = nlohmann::json::parse(nl == std::string::npos ? buf : buf.substr(nl + 1), nullptr, false);
+    return last.is_object() && last.contains("type") && last["type"].is_string() &&
+           journal::is_terminal_type(last["type"].get<std::string>());
+}
+
+}  // namespace
+
+nlohmann::json admission_payload(const supervisor::RunRecord& record, const supervisor::SandboxSpec& spec) {
+    using nlohmann::json;
+    json run = supervisor::to_json(record);
+    json env_names = json::array();
+    for (const auto& kv : spec.image_env) env_names.push_back(kv.first);
+    for (const auto& kv : spec.env) env_names.push_back(kv.first);
+    json limits = run["limits"];
+    limits.erase("cpus");
+    limits["cpus_milli"] = record.limits.cpus ? json(static_cast<std::int64_t>(std::llround(*record.limits.cpus * 1000)))
+                                              : json(nullptr);
+    json out{{"id", record.id},       {"argv", record.argv},         {"uid", record.uid},
+             {"gid", record.gid},     {"hostname", record.hostname}, {"rootfs", record.rootfs},
+             {"limits", limits},      {"env_names", env_names},      {"workspace", run["workspace"]},
+             {"started_at", run["started_at"]}};
+    for (const char* f : {"kind", "worker", "identity", "agent", "cli_version", "grants", "binds", "image", "session"})
+        if (run.contains(f)) out[f] = run[f];
+    return out;
+}
+
+nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::string& run_dir,
+                                const std::string& stdout_log_name) {
+    using nlohmann::json;
+    json run = supervisor::to_json(record);
+    json steps = json::array();
+    for (const auto& s : record.teardown.steps) steps.push_back({{"step", s.step}, {"ok", s.ok}});
+    return {{"id", record.id},
+            {"exit_code", run["exit_code"]},
+            {"signal", run["signal"]},
+            {"deadline_hit", record.deadline_hit},
+            {"outcome", record.outcome},
+            {"status", record.status},
+            {"teardown", record.teardown.verdict()},
+            {"teardown_steps", steps},
+            {"output",
+             {{"stdout", {{"bytes", record.stdout_bytes}, {"logged", record.stdout_logged},
+                          {"log_sha256", log_digest(run_dir + "/" + stdout_log_name)}}},
+              {"stderr", {{"bytes", record.stderr_bytes}, {"logged", record.stderr_logged},
+                          {"log_sha256", log_digest(run_dir + "/stderr.log")}}}}},
+            {"peak_memory_bytes", run["peak_memory_bytes"]},
+            {"peak_pids", run["peak_pids"]},
+            {"oom_killed", record.oom_killed},
+            {"pids_limit_hits", record.pids_limit_hits},
+            {"cpu_usec", run["cpu_usec"]},
+            {"ended_at", run["ended_at"]}};
+}
+
+journal::JournalWriter open_run_journal(const std::string& state_dir, const std::string& run_dir) {
+    journal::SigningKey key = journal::SigningKey::load_or_create(state_dir);
+    return journal::JournalWriter::create(run_dir + "/" + kJournalFile, key);
+}
+
+std::vector<std::string> recover_lost_runs(const std::string& state_dir) {
+    std::vector<std::string> out;
+    std::optional<journal::SigningKey> key;
+    for (const auto& e : list_runs(state_dir)) {
+        if (e.state != "lost") continue;
+        std::string path = e.run_dir + "/" + kJournalFile;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) continue;  // a run from before journals, or one that never opened it
+        if (ends_with_terminal_type(path)) continue;  // recovered by an earlier start: no need to verify it again
+        try {
+            if (!key) key = journal::SigningKey::load_or_create(state_dir);
+            if (journal::append_recovered(path, *key, "supervisor lost",
+                                          {{"id", e.id}, {"found_by", "corral run"}}))
+                out.push_back("run " + e.id + " was lost (its supervisor is gone): recovered record added to " + path);
+        } catch (const std::exception& ex) {
+            out.push_back("run " + e.id + " was lost; its journal " + path + " could not be ended: " + ex.what());
+        }
+    }
+    return out;
+}
+
+}  // namespace corral::run

@@ -1,0 +1,337 @@
+// The writer and the verifier: a journal as corral run writes it verifies;
+// each tampering of issue 16 is found with the bad record named; a journal
+// without its terminal record is incomplete until a recovered record ends it;
+// the writer fails closed at its bound and on a full disk (/dev/full).
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/fd.hpp"
+#include "base/sha256.hpp"
+#include "base/sys_error.hpp"
+#include "journal/journal.hpp"
+#include "journal/verify.hpp"
+
+using namespace corral::journal;
+using corral::Fd;
+using nlohmann::json;
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/corral-journal-test-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        path = tmpl;
+    }
+    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t eol = text.find('\n', pos);
+        out.push_back(text.substr(pos, eol - pos));
+        pos = eol + 1;
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+}
+
+// admission, two decisions, terminal: the shape of a run's journal.
+std::string write_run_journal(const std::string& path, const SigningKey& key) {
+    JournalWriter w = JournalWriter::create(path, key);
+    w.append(kTypeAdmission, {{"id", "r1"}, {"argv", {"/bin/true"}}, {"limits", {{"memory_bytes", 268435456}}}},
+             Commit::durable);
+    w.append("decision", {{"host", "example.com"}, {"port", 443}, {"allowed", true}}, Commit::group);
+    w.append("decision", {{"host", "evil.example"}, {"port", 443}, {"allowed", false}}, Commit::group);
+    w.append(kTypeTerminal, {{"id", "r1"}, {"exit_code", 0}, {"outcome", "ok"}, {"status", 0}, {"teardown", "clean"}},
+             Commit::durable);
+    return read_file(path);
+}
+
+}  // namespace
+
+TEST_CASE("a journal as written verifies, is 0600, and each line is canonical and chained") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    std::string text = write_run_journal(dir.path + "/journal.jsonl", key);
+    struct stat st {};
+    REQUIRE(::stat((dir.path + "/journal.jsonl").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    Verdict v = verify_journal(text, key.public_key());
+    CHECK(status_name(v.status) == "valid");
+    CHECK(v.good_records == 4);
+    CHECK(v.terminal["payload"]["outcome"] == "ok");
+    CHECK(v.first["type"] == "admission");
+    auto lines = lines_of(text);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[0].find("\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\"") !=
+          std::string::npos);
+    CHECK(lines[0].rfind("{\"payload\":", 0) == 0);  // keys in byte order: payload, prev, seq, sig, time, type
+}
+
+TEST_CASE("each tampering is invalid, with the first bad record named") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    auto lines = lines_of(write_run_journal(dir.path + "/journal.jsonl", key));
+    auto expect_invalid = [&](const std::string& text, std::uint64_t line, const char* why) {
+        Verdict v = verify_journal(text, key.public_key());
+        CHECK(v.status == Status::invalid);
+        CHECK(v.line == line);
+        CHECK_MESSAGE(v.reason.find(why) != std::string::npos, v.reason);
+    };
+
+    SUBCASE("a flipped byte in a payload") {
+        auto t = lines;
+        auto at = t[1].find("example.com");
+        t[1][at] = 'E';
+        expect_invalid(join(t), 2, "the signature does not verify");
+    }
+    SUBCASE("a changed number formatting") {
+        auto t = lines;
+        auto at = t[1].find("\"port\":443");
+        t[1].replace(at, 10, "\"port\":443.0");
+        expect_invalid(join(t), 2, "is a floating-point number");
+        t = lines;
+        t[1].replace(at, 10, "\"port\":4.43e2");
+        expect_invalid(join(t), 2, "is a floating-point number");
+        t = lines;
+        t[1].replace(at, 10, "\"port\":0443");
+        expect_invalid(join(t), 2, "not JSON");
+        t = lines;
+        t[1].replace(at, 10, "\"port\": 443");
+        expect_invalid(join(t), 2, "not in canonical form");
+    }
+    SUBCASE("a deleted line") {
+        auto t = lines;
+        t.erase(t.begin() + 1);
+        expect_invalid(join(t), 2, "seq is 3, expected 2");
+    }
+    SUBCASE("a duplicated line") {
+        auto t = lines;
+        t.insert(t.begin() + 2, t[1]);
+        expect_invalid(join(t), 3, "seq is 2, expected 3");
+    }
+    SUBCASE("reordered lines") {
+        auto t = lines;
+        std::swap(t[1], t[2]);
+        expect_invalid(join(t), 2, "seq is 3, expected 2");
+    }
+    SUBCASE("a truncated tail: a torn last line") {
+        std::string text = join(lines);
+        expect_invalid(text.substr(0, text.size() - 20), 4, "no newline");
+    }
+    SUBCASE("a record appended after the terminal one, validly signed") {
+        TempDir other;
+        std::string path = other.path + "/j";
+        {
+            std::ofstream(path) << join(lines);
+        }
+        // The writer refuses; a forger with the key writes it by hand.
+        CHECK_THROWS_WITH(JournalWriter::reopen(path, key), doctest::Contains("already has its terminal record"));
+        JournalPosition at{5, corral::sha256_hex(lines[3]), 0};
+        Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND));
+        JournalWriter forger(std::move(fd), path, key, at, WriterOptions{});
+        forger.append("decision", {{"allowed", true}}, Commit::durable);
+        expect_invalid(read_file(path), 5, "after the terminal record");
+    }
+    SUBCASE("an appended forged record, signed with another key and chained correctly") {
+        auto t = lines;
+        t.pop_back();  // in place of the terminal record
+        TempDir other;
+        std::string path = other.path + "/j";
+        {
+            std::ofstream(path) << join(t);
+        }
+        JournalPosition at{4, corral::sha256_hex(t[2]), 0};
+        Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND));
+        JournalWriter forger(std::move(fd), path, SigningKey::generate(), at, WriterOptions{});
+        forger.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
+        expect_invalid(read_file(path), 4, "the signature does not verify");
+    }
+    SUBCASE("a whole journal signed with another key") {
+        TempDir other;
+        std::string text = write_run_journal(other.path + "/j", SigningKey::generate());
+        expect_invalid(text, 1, "signed with another key");
+    }
+    SUBCASE("a changed prev") {
+        auto t = lines;
+        auto at = t[2].find("\"prev\":\"") + 8;
+        t[2][at] = t[2][at] == 'a' ? 'b' : 'a';
+        expect_invalid(join(t), 3, "the chain is broken");
+    }
+}
+
+TEST_CASE("a truncated tail at a line boundary is incomplete, and a recovered record ends it as lost") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    auto lines = lines_of(write_run_journal(dir.path + "/journal.jsonl", key));
+    lines.pop_back();
+    std::string path = dir.path + "/cut.jsonl";
+    {
+        std::ofstream(path) << join(lines);
+    }
+    Verdict v = verify_journal(read_file(path), key.public_key());
+    CHECK(v.status == Status::incomplete);
+    CHECK(v.good_records == 3);
+    CHECK(v.reason.find("no terminal record after record 3") != std::string::npos);
+
+    CHECK(append_recovered(path, key, "supervisor lost"));
+    v = verify_journal(read_file(path), key.public_key());
+    CHECK(v.status == Status::valid);
+    CHECK(v.terminal["type"] == "recovered");
+    CHECK(v.terminal["payload"]["outcome"] == "lost");
+    CHECK(v.terminal["payload"]["reason"] == "supervisor lost");
+    CHECK_FALSE(append_recovered(path, key, "supervisor lost"));  // already ended: nothing added
+    CHECK(verify_journal(read_file(path), key.public_key()).good_records == 4);
+    // A lost run's run.json ("running", outcome null) agrees; one that claims success never does.
+    CHECK(compare_run_json(v, json{{"id", "r1"}, {"argv", {"/bin/true"}}, {"outcome", nullptr}}).empty());
+    // A recovered run never agrees with a run.json that claims success.
+    auto diff = compare_run_json(v, json{{"id", "r1"}, {"argv", {"/bin/true"}}, {"outcome", "ok"}});
+    REQUIRE(diff.size() == 1);
+    CHECK(diff[0].find("lost") != std::string::npos);
+}
+
+TEST_CASE("run.json edited after the fact disagrees with the journal") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    Verdict v = verify_journal(write_run_journal(dir.path + "/journal.jsonl", key), key.public_key());
+    json run = {{"id", "r1"}, {"argv", {"/bin/true"}}, {"exit_code", 0}, {"outcome", "ok"}, {"status", 0},
+                {"teardown", {{"verdict", "clean"}}}};
+    CHECK(compare_run_json(v, run).empty());
+    run["exit_code"] = 1;
+    run["teardown"]["verdict"] = "failed";
+    auto diff = compare_run_json(v, run);
+    REQUIRE(diff.size() == 2);
+    CHECK(diff[0] == "run.json \"exit_code\" is 1; record 4 (terminal) says 0");
+    CHECK(diff[1].find("teardown verdict is \"failed\"") != std::string::npos);
+}
+
+TEST_CASE("the writer refuses floats and keeps nothing of the refused record") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key);
+    CHECK_THROWS_AS(w.append("decision", {{"cost", 0.5}}, Commit::durable), corral::UsageError);
+    CHECK(w.size() == 0);
+}
+
+TEST_CASE("past its bound the journal refuses records but keeps room for the terminal one, then stays closed") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    WriterOptions small;
+    small.max_bytes = 4096;
+    small.terminal_reserve = 1024;
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
+    std::string what;
+    try {
+        for (int i = 0; i < 100; ++i) w.append("decision", {{"n", i}}, Commit::group);
+    } catch (const corral::UsageError& e) {
+        what = e.what();
+    }
+    CHECK(what.find("journal full") != std::string::npos);
+    CHECK(what.find("would pass the bound of 3072 bytes") != std::string::npos);
+    CHECK(w.size() <= 3072);
+    // The failure sticks: no later record either (fail closed), and the file is a valid prefix.
+    CHECK_THROWS_WITH(w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable), doctest::Contains("journal full"));
+    CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::incomplete);
+}
+
+TEST_CASE("a terminal record fits in the reserve") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    WriterOptions small;
+    small.max_bytes = 4096;
+    small.terminal_reserve = 1024;
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
+    while (w.size() + 400 < 3072) w.append("decision", {{"n", 1}}, Commit::group);
+    w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
+    CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
+}
+
+TEST_CASE("a full disk: the write error names the call, the record and errno, and the writer stays failed") {
+    Fd fd(::open("/dev/full", O_WRONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    JournalWriter w(std::move(fd), "/dev/full", SigningKey::generate(), JournalPosition{}, WriterOptions{});
+    CHECK_THROWS_WITH_AS(w.append(kTypeAdmission, {{"id", "r"}}, Commit::durable),
+                         "write(/dev/full (record 1, admission)): No space left on device", corral::SysError);
+    CHECK_THROWS_WITH_AS(w.append(kTypeTerminal, {{"id", "r"}}, Commit::durable),
+                         doctest::Contains("No space left on device"), corral::SysError);
+}
+
+TEST_CASE("a group-committed record is synced by the next durable one, by the count bound, or when due") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    WriterOptions opts;
+    opts.group_records = 3;
+    opts.group_delay = std::chrono::hours(1);  // only the count and explicit syncs here: no timing in a test
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
+    w.append("decision", {{"n", 1}}, Commit::group);
+    CHECK_FALSE(w.sync_if_due());  // one waiting, not yet due
+    w.append("decision", {{"n", 2}}, Commit::group);
+    w.append("decision", {{"n", 3}}, Commit::group);  // the third: synced by the count bound
+    CHECK_FALSE(w.sync_if_due());                     // nothing waits any more
+    opts.group_delay = std::chrono::milliseconds(0);
+    JournalWriter due = JournalWriter::create(dir.path + "/k", key, opts);
+    due.append("decision", {{"n", 1}}, Commit::group);  // a zero delay: synced at once
+    CHECK_FALSE(due.sync_if_due());
+}
+
+TEST_CASE("the signing key: created 0600 in a 0700 dir, loaded again the same, refused when opened up") {
+    TempDir dir;
+    bool created = false;
+    SigningKey k1 = SigningKey::load_or_create(dir.path, &created);
+    CHECK(created);
+    KeyFiles files = key_files(dir.path);
+    struct stat st {};
+    REQUIRE(::stat(files.dir.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    REQUIRE(::stat(files.key_path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    SigningKey k2 = SigningKey::load_or_create(dir.path, &created);
+    CHECK_FALSE(created);
+    CHECK(k1.public_key().pem() == k2.public_key().pem());
+    CHECK(k1.public_key().fingerprint().rfind("ed25519:", 0) == 0);
+    CHECK(PublicKey::from_file(files.pub_path).pem() == k1.public_key().pem());
+    std::string sig = k2.sign("m");
+    CHECK(sig.size() == 64);
+    CHECK(k1.public_key().verify("m", sig));
+    CHECK_FALSE(k1.public_key().verify("n", sig));
+
+    REQUIRE(::chmod(files.key_path.c_str(), 0640) == 0);
+    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path), doctest::Contains("closed to group and other"));
+    REQUIRE(::chmod(files.key_path.c_str(), 0600) == 0);
+    REQUIRE(::unlink(files.pub_path.c_str()) == 0);
+    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path), doctest::Contains("is incomplete"));
+    CHECK_THROWS_WITH(PublicKey::from_file(files.key_path), doctest::Contains("not a PEM public key"));
+}
+
+TEST_CASE("base64 round-trips and refuses non-canonical text") {
+    CHECK(base64_encode("ab") == "YWI=");
+    CHECK(base64_decode("YWI=") == "ab");
+    CHECK(base64_decode(base64_encode(std::string(64, '\xff'))) == std::string(64, '\xff'));
+    CHECK_THROWS(base64_decode("YWJ="));  // the same bytes would encode as YWI=
+    CHECK_THROWS(base64_decode("YW"));
+}

@@ -1,0 +1,133 @@
+// RUN_DIR/journal.jsonl with a real sandbox (docs/journal.md): the admission
+// record is durable while the command runs and verifies as "incomplete"; a
+// killed supervisor leaves it incomplete until the next corral run appends
+// the recovered record; a finished run's journal verifies with its run.json;
+// a full run dir (a small tmpfs) stops the run with a line naming the write.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/supervisor/sandbox/sandbox_support.hpp"
+
+using namespace corral::test;
+using namespace corral::test::sandbox;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+struct StateDir {
+    std::string path = fresh_dir("state", 0700);
+    CorralArgs args() const {
+        CorralArgs a;
+        a.flags = {"--state-dir", path};
+        return a;
+    }
+    std::string pub() const { return path + "/journal/signing.pub"; }
+};
+
+Result verify(const std::string& journal, const std::string& key) {
+    return run({corral_bin(), "journal", "verify", journal, "--key", key}, RunOptions{60s});
+}
+
+json line_of(const std::string& text, std::size_t n) {
+    auto ls = lines(text);
+    REQUIRE(ls.size() > n);
+    return json::parse(ls[n]);
+}
+
+}  // namespace
+
+TEST_CASE("a run's journal: admission on disk while the command runs; terminal at the end; run.json agrees") {
+    StateDir st;
+    CorralProcess p({"/bin/sh", "-c", "echo ready; read x < /dev/null; sleep 600"}, st.args());
+    REQUIRE(p.wait_for_out("ready", 30s));
+    const std::string journal = p.run_dir() + "/journal.jsonl";
+    // The command printed: its first process ran; the admission record was there before it.
+    std::string text = sandbox::read_file(journal);
+    REQUIRE(lines(text).size() == 1);
+    json admission = line_of(text, 0);
+    CHECK(admission["type"] == "admission");
+    CHECK(admission["seq"] == 1);
+    CHECK(admission["payload"]["argv"][0] == "/bin/sh");
+    CHECK(admission["payload"]["env_names"].is_array());
+    auto during = verify(journal, st.pub());
+    INFO(transcript(during));
+    CHECK(during.exit_code == 1);  // incomplete: the run has not ended
+    CHECK(during.out.find("incomplete: 1 good records") != std::string::npos);
+
+    p.signal(SIGTERM);
+    p.wait();
+    text = sandbox::read_file(journal);
+    REQUIRE(lines(text).size() == 2);
+    json terminal = line_of(text, 1);
+    CHECK(terminal["type"] == "terminal");
+    CHECK(terminal["payload"]["teardown"] == "clean");
+    CHECK(terminal["payload"]["output"]["stdout"]["log_sha256"].get<std::string>().rfind("sha256:", 0) == 0);
+    auto after = verify(journal, st.pub());
+    INFO(transcript(after));
+    CHECK(after.exit_code == 0);
+    CHECK(after.out.find("run.json agrees") != std::string::npos);
+
+    // run.json edited after the fact: invalid, naming the field.
+    auto rec = read_record(p.run_dir());
+    REQUIRE(rec.has_value());
+    (*rec)["status"] = 0;
+    (*rec)["outcome"] = "exited";
+    sandbox::write_file(p.run_dir() + "/run.json", rec->dump());
+    auto edited = verify(journal, st.pub());
+    INFO(transcript(edited));
+    CHECK(edited.exit_code == 3);
+    CHECK(edited.out.find("run.json \"outcome\" is \"exited\"") != std::string::npos);
+}
+
+TEST_CASE("a killed supervisor: the journal is incomplete, then the next corral run appends \"recovered\" (lost)") {
+    StateDir st;
+    std::string journal;
+    {
+        CorralProcess p({"/bin/sh", "-c", "echo ready; sleep 600"}, st.args());
+        REQUIRE(p.wait_for_out("ready", 30s));
+        journal = p.run_dir() + "/journal.jsonl";
+        p.kill_supervisor_only();
+        p.wait();
+    }
+    auto lost = verify(journal, st.pub());
+    INFO(transcript(lost));
+    CHECK(lost.exit_code == 1);
+
+    auto next = corral_run({"/bin/true"}, st.args());
+    INFO(transcript(next.result));
+    CHECK(next.result.exit_code == 0);
+    auto recovered = verify(journal, st.pub());
+    INFO(transcript(recovered));
+    CHECK(recovered.exit_code == 0);
+    CHECK(recovered.out.find("ended by recovered (outcome lost)") != std::string::npos);
+    json last = line_of(sandbox::read_file(journal), 1);
+    CHECK(last["payload"]["reason"] == "supervisor lost");
+    // And the run that found it has its own valid journal.
+    CHECK(verify(next.run_dir + "/journal.jsonl", st.pub()).exit_code == 0);
+}
+
+TEST_CASE("a full run dir (a small tmpfs): the run stops with a line naming the failed write, never a success") {
+    StateDir st;
+    const std::string mnt = fresh_dir("full-tmpfs", 0700);
+    REQUIRE(::mount("tmpfs", mnt.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700") == 0);
+    struct Unmount {
+        std::string path;
+        ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+    } unmount{mnt};
+    CorralArgs args = st.args();
+    args.own_run_dir = false;
+    args.flags.insert(args.flags.end(), {"--run-dir", mnt + "/run"});
+    // The command's output fills the run dir's file system; the terminal record finds it full.
+    auto r = corral_sh("head -c 1000000 /dev/zero", args);
+    INFO(transcript(r.result));
+    CHECK(r.result.exit_code != 0);
+    CHECK(r.result.err.find("No space left on device") != std::string::npos);
+}

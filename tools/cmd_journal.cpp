@@ -1,0 +1,141 @@
+// tools/cmd_journal.cpp — `corral journal verify FILE [--key PUBKEY] [--run-json FILE]`.
+//
+// Exit status (docs/journal.md "Verification"): 0 valid, 1 incomplete (every
+// record good, no terminal record), 3 invalid (a bad record, or run.json
+// disagrees), 2 bad usage or a file that cannot be read.
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/regular_file.hpp"
+#include "base/sys_error.hpp"
+#include "journal/key.hpp"
+#include "journal/verify.hpp"
+#include "run/request.hpp"
+#include "tools/commands.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+constexpr int kValid = 0, kIncomplete = 1, kUsage = 2, kInvalid = 3;
+
+void usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: corral journal verify FILE [--key PUBKEY] [--run-json RUNJSON] [--state-dir DIR]\n"
+                 "\n"
+                 "Checks a run's journal.jsonl: every line canonical JSON, signed (Ed25519) by the key,\n"
+                 "chained (prev = SHA-256 of the line before), numbered 1, 2, ... without a gap, and ended\n"
+                 "by one terminal record; then that run.json (RUNJSON, default: run.json beside FILE, if\n"
+                 "there is one) agrees with the journal. The first bad record is named, with why.\n"
+                 "  --key PUBKEY      the public key (PEM; `corral key show`); default DIR/journal/signing.pub,\n"
+                 "                    which proves less: whoever can rewrite the journal there can rewrite it\n"
+                 "  --run-json FILE   the run.json to compare\n"
+                 "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral\n"
+                 "exit status: 0 valid, 1 incomplete (no terminal record yet), 3 invalid, 2 bad usage\n");
+}
+
+int bad_usage(const std::string& problem) {
+    std::fprintf(stderr, "corral journal: %s (see corral journal --help)\n", problem.c_str());
+    return kUsage;
+}
+
+std::optional<std::string> read_file(const std::string& what, const std::string& path) {
+    // The bound is the journal's own, with room for a terminal record's line.
+    return read_regular_file(RegularFileRead{.what = what, .path = path, .max_bytes = journal::kDefaultMaxBytes + 4096});
+}
+
+int verify(const std::string& file, const std::string& key_path, std::optional<std::string> run_json_path) {
+    journal::PublicKey key = journal::PublicKey::from_file(key_path);
+    auto text = read_file("journal", file);
+    if (!text) return bad_usage(file + ": no such file");
+    journal::Verdict v = journal::verify_journal(*text, key);
+    std::string at = file + ": ";
+    if (v.status == journal::Status::invalid) {
+        std::printf("%sinvalid: line %llu: %s (%llu good records before it)\n", at.c_str(),
+                    static_cast<unsigned long long>(v.line.value_or(0)), v.reason.c_str(),
+                    static_cast<unsigned long long>(v.good_records));
+        return kInvalid;
+    }
+    bool explicit_run_json = run_json_path.has_value();
+    if (!run_json_path) {
+        auto slash = file.rfind('/');
+        run_json_path = (slash == std::string::npos ? std::string() : file.substr(0, slash + 1)) + "run.json";
+    }
+    auto run_text = read_file("run.json", *run_json_path);
+    if (!run_text && explicit_run_json) return bad_usage(*run_json_path + ": no such file");
+    if (run_text) {
+        nlohmann::json run;
+        try {
+            run = nlohmann::json::parse(*run_text);
+        } catch (const nlohmann::json::exception& e) {
+            std::printf("%sinvalid: %s is not JSON (%s)\n", at.c_str(), run_json_path->c_str(), e.what());
+            return kInvalid;
+        }
+        auto diff = journal::compare_run_json(v, run);
+        if (!diff.empty()) {
+            for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), d.c_str());
+            return kInvalid;
+        }
+    }
+    std::string checked = run_text ? ", " + *run_json_path + " agrees" : "";
+    if (v.status == journal::Status::incomplete) {
+        std::printf("%sincomplete: %llu good records, key %s; %s%s\n", at.c_str(),
+                    static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), v.reason.c_str(),
+                    checked.c_str());
+        return kIncomplete;
+    }
+    std::printf("%svalid: %llu records, key %s, ended by %s (outcome %s)%s\n", at.c_str(),
+                static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(),
+                v.terminal["type"].get<std::string>().c_str(), v.terminal["payload"].value("outcome", "?").c_str(),
+                checked.c_str());
+    return kValid;
+}
+
+}  // namespace
+
+int cmd_journal(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? kUsage : 0;
+    }
+    if (std::string_view(argv[1]) != "verify")
+        return bad_usage("unknown journal action \"" + std::string(argv[1]) + "\"; expected: verify");
+    std::optional<std::string> file, key, run_json, state_dir;
+    for (int i = 2; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            return 0;
+        }
+        auto value = [&](std::optional<std::string>& into) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0') return false;
+            into = argv[++i];
+            return true;
+        };
+        if (a == "--key") {
+            if (!value(key)) return bad_usage("--key: expected a PEM public key file");
+        } else if (a == "--run-json") {
+            if (!value(run_json)) return bad_usage("--run-json: expected a run.json file");
+        } else if (a == "--state-dir") {
+            if (!value(state_dir)) return bad_usage("--state-dir: expected a directory");
+        } else if (!a.empty() && a[0] == '-') {
+            return bad_usage("unknown option \"" + std::string(a) + "\"; allowed: --key, --run-json, --state-dir");
+        } else if (file) {
+            return bad_usage("one FILE only; got \"" + *file + "\" and \"" + std::string(a) + "\"");
+        } else {
+            file = std::string(a);
+        }
+    }
+    if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
+    std::string key_path = key ? *key : journal::key_files(state_dir ? *state_dir : run::default_state_dir()).pub_path;
+    try {
+        return verify(*file, key_path, run_json);
+    } catch (const std::exception& e) {
+        // An unreadable key or file: not a verdict on the journal.
+        return bad_usage(e.what());
+    }
+}
+
+}  // namespace corral::cli

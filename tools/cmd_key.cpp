@@ -1,0 +1,80 @@
+// tools/cmd_key.cpp — `corral key init|show [--state-dir DIR]`: the journal's
+// signing key (journal/key.hpp). `show` prints the public key the operator
+// keeps off the host to verify journals with (`corral journal verify --key`).
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "base/sys_error.hpp"
+#include "journal/key.hpp"
+#include "rootfs/host_paths.hpp"
+#include "run/request.hpp"
+#include "tools/commands.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+void usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: corral key init|show [--state-dir DIR]\n"
+                 "\n"
+                 "The Ed25519 key corral signs run journals with (docs/journal.md).\n"
+                 "  init   create DIR/journal/signing.key (0600, in a 0700 dir) and signing.pub unless they\n"
+                 "         exist; prints the public key (PEM)\n"
+                 "  show   print the public key (PEM) and, on stderr, its fingerprint; creates nothing\n"
+                 "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral\n"
+                 "Keep a copy of the public key where this host cannot rewrite it: a journal checked\n"
+                 "against a key read from the same host proves only that its root signed it.\n");
+}
+
+int bad_usage(const std::string& problem) {
+    std::fprintf(stderr, "corral key: %s (see corral key --help)\n", problem.c_str());
+    return 2;
+}
+
+}  // namespace
+
+int cmd_key(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    std::string_view action = argv[1];
+    if (action != "init" && action != "show")
+        return bad_usage("unknown key action \"" + std::string(action) + "\"; expected: init, show");
+    std::optional<std::string> state_dir;
+    for (int i = 2; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            return 0;
+        }
+        if (a == "--state-dir") {
+            if (i + 1 >= argc) return bad_usage("--state-dir: missing value; expected --state-dir DIR");
+            state_dir = argv[++i];
+            if (state_dir->empty()) return bad_usage("--state-dir: empty path; expected a directory");
+            continue;
+        }
+        return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --state-dir DIR");
+    }
+    std::string dir = state_dir ? *state_dir : run::default_state_dir();
+    journal::KeyFiles files = journal::key_files(dir);
+    if (action == "show") {
+        journal::PublicKey key = journal::PublicKey::from_file(files.pub_path);
+        std::fputs(key.pem().c_str(), stdout);
+        std::fprintf(stderr, "corral key: %s (%s)\n", key.fingerprint().c_str(), files.pub_path.c_str());
+        return 0;
+    }
+    // Root writes the private key under it: only a path no one but root can
+    // redirect (as `corral ca init`).
+    rootfs::require_root_only_tree("--state-dir", dir);
+    bool created = false;
+    journal::SigningKey key = journal::SigningKey::load_or_create(dir, &created);
+    std::fputs(key.public_key().pem().c_str(), stdout);
+    std::fprintf(stderr, "corral key: %s journal key %s in %s\n", created ? "created" : "kept the existing",
+                 key.public_key().fingerprint().c_str(), files.dir.c_str());
+    return 0;
+}
+
+}  // namespace corral::cli
