@@ -24,6 +24,7 @@ constexpr int kMaxIdDraws = 16;
 constexpr std::size_t kMinPrefix = 4;
 
 std::string runs_dir_of(const std::string& state_dir) { return state_dir + "/runs"; }
+std::string live_dir_of(const std::string& state_dir) { return state_dir + "/live"; }
 
 std::optional<nlohmann::json> read_record_file(const std::string& path, bool* exists) {
     std::ifstream in(path);
@@ -80,6 +81,9 @@ ReservedRun reserve_run(const std::string& state_dir, const std::optional<std::s
             r.run_dir = given_run_dir ? *given_run_dir : runs.real_path + "/" + r.id;
             if (!given_run_dir && ::fchmodat(runs.fd.get(), r.id.c_str(), 0700, 0) != 0)
                 throw SysError("chmod", r.run_dir, errno);  // the umask must not loosen it
+            rootfs::RootOnlyDir live = rootfs::open_root_only_dir("--state-dir", live_dir_of(state_dir), 0700);
+            Fd mark(::openat(live.fd.get(), r.id.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+            if (!mark.valid()) throw SysError("open", live.real_path + "/" + r.id, errno);
             return r;
         }
         if (errno != EEXIST) throw SysError(given_run_dir ? "symlink" : "mkdir", runs.real_path + "/" + r.id, errno);
@@ -98,6 +102,30 @@ std::string live_state(const nlohmann::json& record) {
         who.boot_id = s->value("boot_id", std::string());
     }
     return supervisor::supervisor_alive(who) ? "running" : "lost";
+}
+
+void mark_run_ended(const std::string& state_dir, const std::string& id) noexcept {
+    ::unlink((live_dir_of(state_dir) + "/" + id).c_str());
+}
+
+std::vector<RunEntry> unended_runs(const std::string& state_dir) {
+    std::vector<std::string> ids;
+    DIR* d = ::opendir(live_dir_of(state_dir).c_str());
+    if (!d) {
+        if (errno == ENOENT) return {};
+        throw SysError("opendir", live_dir_of(state_dir), errno);
+    }
+    while (dirent* ent = ::readdir(d))
+        if (names::is_run_id(ent->d_name)) ids.emplace_back(ent->d_name);
+    ::closedir(d);
+    std::sort(ids.begin(), ids.end(), std::greater<>());
+    std::vector<RunEntry> out;
+    for (const auto& id : ids) {
+        RunEntry e = entry_for(state_dir, id);
+        if (e.state == "running" || e.state == "starting" || e.state == "lost") out.push_back(std::move(e));
+        else mark_run_ended(state_dir, id);  // finished (its supervisor died after run.json), removed, unreadable
+    }
+    return out;
 }
 
 std::vector<RunEntry> list_runs(const std::string& state_dir) {

@@ -43,6 +43,15 @@ struct RunEntry {
     std::string state;
 };
 
+// STATE_DIR/live/ID marks a run that has not ended: reserve_run makes it,
+// mark_run_ended removes it once the run's final run.json is written. The
+// start-time recovery of lost runs reads these few entries, not every run
+// the state dir ever had.
+void mark_run_ended(const std::string& state_dir, const std::string& id) noexcept;
+// The runs still marked live, newest first, each as read now. A marked run
+// that is finished or gone has its mark removed here.
+std::vector<RunEntry> unended_runs(const std::string& state_dir);
+
 // The state a record shows, its supervisor's liveness taken into account.
 std::string live_state(const nlohmann::json& record);
 

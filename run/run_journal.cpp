@@ -109,17 +109,21 @@ journal::JournalWriter open_run_journal(const std::string& state_dir, const std:
 std::vector<std::string> recover_lost_runs(const std::string& state_dir) {
     std::vector<std::string> out;
     std::optional<journal::SigningKey> key;
-    for (const auto& e : list_runs(state_dir)) {
+    for (const auto& e : unended_runs(state_dir)) {
         if (e.state != "lost") continue;
         std::string path = e.run_dir + "/" + kJournalFile;
         struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0) continue;  // a run from before journals, or one that never opened it
-        if (ends_with_terminal_type(path)) continue;  // recovered by an earlier start: no need to verify it again
+        if (::lstat(path.c_str(), &st) != 0 || ends_with_terminal_type(path)) {
+            // Never opened (lost before), or ended by an earlier start.
+            mark_run_ended(state_dir, e.id);
+            continue;
+        }
         try {
             if (!key) key = journal::SigningKey::load_or_create(state_dir);
             if (journal::append_recovered(path, *key, "supervisor lost",
                                           {{"id", e.id}, {"found_by", "corral run"}}))
                 out.push_back("run " + e.id + " was lost (its supervisor is gone): recovered record added to " + path);
+            mark_run_ended(state_dir, e.id);
         } catch (const std::exception& ex) {
             out.push_back("run " + e.id + " was lost; its journal " + path + " could not be ended: " + ex.what());
         }

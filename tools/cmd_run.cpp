@@ -234,6 +234,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             say(std::string("writing run.json: ") + e.what());
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
         }
+        run::mark_run_ended(state_dir, record.id);  // no later start need look at it again
         if (!request.quiet) std::fprintf(stderr, "%s: %s\n", g_prefix, run::run_summary_line(record, run_dir).c_str());
         return st;
     };
