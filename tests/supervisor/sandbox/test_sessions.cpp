@@ -122,6 +122,48 @@ struct Sessions {
 
 uid_t uid_of_exec(const json& exec) { return exec["uid"].get<uid_t>(); }
 
+// `corral exec OPTIONS ID -- sh` whose command writes without end to a
+// stdout that is a pipe nobody reads (the caller's output fills it and
+// stays full); the caller is reaped by end() or the destructor.
+class UnreadCaller {
+public:
+    UnreadCaller(const Sessions& s, const std::string& id, const std::vector<std::string>& options) {
+        std::vector<std::string> argv{corral_bin(), "exec", "--state-dir", s.state};
+        argv.insert(argv.end(), options.begin(), options.end());
+        argv.insert(argv.end(), {id, "--", "/bin/sh", "-c",
+                                 "trap '' TERM; while :; do echo filling-the-pipe-filling-the-pipe; done"});
+        std::vector<char*> cargv;
+        for (auto& a : argv) cargv.push_back(a.data());
+        cargv.push_back(nullptr);
+        int never_read[2];
+        REQUIRE(pipe(never_read) == 0);
+        pid_ = fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            dup2(never_read[1], 1);
+            close(never_read[0]);
+            close(never_read[1]);
+            execv(cargv[0], cargv.data());
+            _exit(127);
+        }
+        close(never_read[1]);
+        read_end_ = never_read[0];
+    }
+    UnreadCaller(const UnreadCaller&) = delete;
+    UnreadCaller& operator=(const UnreadCaller&) = delete;
+    ~UnreadCaller() { end(); }
+    void end() {
+        if (read_end_ >= 0) close(read_end_);
+        read_end_ = -1;
+        if (pid_ > 0) waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+
+private:
+    pid_t pid_ = -1;
+    int read_end_ = -1;
+};
+
 TEST_CASE("a session in the shape of an RL harness: service first, agent with a daemon, verifier after the agent is gone") {
     Sessions s;
     const std::string ws = fresh_dir("ws", 01777);
@@ -476,19 +518,7 @@ TEST_CASE("a session's stop never waits on an exec whose caller reads nothing") 
     Sessions s;
     const std::string id = s.start({"--grace", "500ms"});
     // The caller's stdout is a pipe nobody reads: the exec's output fills it.
-    int never_read[2];
-    REQUIRE(pipe(never_read) == 0);
-    pid_t caller = fork();
-    REQUIRE(caller >= 0);
-    if (caller == 0) {
-        dup2(never_read[1], 1);
-        close(never_read[0]);
-        close(never_read[1]);
-        execl(corral_bin().c_str(), corral_bin().c_str(), "exec", "--state-dir", s.state.c_str(), id.c_str(), "--",
-              "/bin/sh", "-c", "trap '' TERM; while :; do echo filling-the-pipe-filling-the-pipe; done", nullptr);
-        _exit(127);
-    }
-    close(never_read[1]);
+    UnreadCaller caller(s, id, {});
     for (int i = 0; i < 100 && access((s.run_dir(id) + "/execs/1/stdout.log").c_str(), F_OK) != 0; ++i)
         std::this_thread::sleep_for(50ms);
     std::this_thread::sleep_for(500ms);  // the pipe is full by now
@@ -497,29 +527,13 @@ TEST_CASE("a session's stop never waits on an exec whose caller reads nothing") 
     CHECK_MESSAGE(!stop.timed_out, "session stop hung on an exec whose caller reads nothing");
     CHECK(stop.exit_code == 0);
     CHECK(s.record(id)["teardown"]["verdict"] == "clean");
-    close(never_read[0]);
-    int status = 0;
-    waitpid(caller, &status, 0);
 }
 
 TEST_CASE("an exec's --timeout stops its command even while its caller reads nothing") {
     Sessions s;
     const std::string id = s.start();
     const uid_t agent = s.record(id)["uid"].get<uid_t>();
-    int never_read[2];
-    REQUIRE(pipe(never_read) == 0);
-    pid_t caller = fork();
-    REQUIRE(caller >= 0);
-    if (caller == 0) {
-        dup2(never_read[1], 1);
-        close(never_read[0]);
-        close(never_read[1]);
-        execl(corral_bin().c_str(), corral_bin().c_str(), "exec", "--state-dir", s.state.c_str(), "--timeout", "1s",
-              "--grace", "200ms", id.c_str(), "--", "/bin/sh", "-c",
-              "trap '' TERM; while :; do echo filling-the-pipe-filling-the-pipe; done", nullptr);
-        _exit(127);
-    }
-    close(never_read[1]);
+    UnreadCaller caller(s, id, {"--timeout", "1s", "--grace", "200ms"});
     // The deadline (1 s) and the grace (0.2 s) pass while the exec waits on
     // the full pipe: the command is killed all the same (bounded wait).
     for (int i = 0; i < 100 && access((s.run_dir(id) + "/execs/1/stdout.log").c_str(), F_OK) != 0; ++i)
@@ -531,9 +545,7 @@ TEST_CASE("an exec's --timeout stops its command even while its caller reads not
     }
     CHECK_MESSAGE(gone, "the exec's command outlived its --timeout while its caller read nothing");
     s.stop_and_check(id, {agent});
-    close(never_read[0]);
-    int status = 0;
-    waitpid(caller, &status, 0);
+    caller.end();
     // Its record says the deadline ended it (the caller, which read
     // nothing, was cut off by the session's stop).
     const json rec = s.exec_record(id, 1);
