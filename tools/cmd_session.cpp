@@ -368,6 +368,7 @@ int cmd_session(int argc, char** argv) {
 
 int cmd_exec(int argc, char** argv) {
     run::ExecRequest request;
+    std::string line;  // the request, once checked
     std::string state_dir = run::default_state_dir();
     std::string key;
     try {
@@ -425,8 +426,7 @@ int cmd_exec(int argc, char** argv) {
                     } catch (const std::exception& e) {  // a SysError naming the failed call
                         throw UsageError("--prompt-file " + v + ": " + e.what());
                     }
-                } else if (v.find_first_not_of(" \t\r\n") == std::string::npos)
-                    throw UsageError("--prompt: empty (or only white space); the agent needs a task");
+                }
                 request.prompt = std::move(v);
             } else if (a == "--state-dir") {
                 state_dir = value();
@@ -441,17 +441,16 @@ int cmd_exec(int argc, char** argv) {
         }
         for (; i < argc; ++i) request.argv.emplace_back(argv[i]);
         if (key.empty()) throw UsageError("missing session: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]`");
-        if (request.prompt) {
-            if (!request.argv.empty())
-                throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
-            if (request.role != supervisor::Role::agent)
-                throw UsageError("--prompt runs the worker's agent CLI as the agent role; --role " +
-                                 std::string(supervisor::role_name(request.role)) + " cannot take it");
-        } else {
+        if (!request.prompt) {
             if (request.argv.empty())
                 throw UsageError("missing command: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]` or `--prompt TEXT`");
             if (request.argv.front().empty()) throw UsageError("empty command name");
         }
+        // The request as the session will read it: the protocol's rules
+        // (UTF-8 only; a prompt is not blank, the agent's, without a command)
+        // refuse it here, once, with the session's own words.
+        line = run::exec_request_line(request);
+        (void)run::parse_exec_request_line(std::string_view(line).substr(0, line.size() - 1));
     } catch (const UsageError& e) {
         return usage_error("corral exec", e.what());
     }
@@ -460,12 +459,6 @@ int cmd_exec(int argc, char** argv) {
         return run::kExitSetup;
     }
     signal(SIGPIPE, SIG_IGN);
-    std::string line;
-    try {
-        line = run::exec_request_line(request);
-    } catch (const UsageError& e) {
-        return usage_error("corral exec", e.what());
-    }
     try {
         run::RunEntry session = find_session(state_dir, key);
         Fd conn = connect_to(run::session_socket_path(session.run_dir));
