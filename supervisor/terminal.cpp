@@ -88,6 +88,14 @@ void RawTerminal::start_guardian() noexcept {
         if (keep_high > keep_low + 1) close_range(static_cast<unsigned>(keep_low) + 1, static_cast<unsigned>(keep_high) - 1, 0);
         close_range(static_cast<unsigned>(keep_high) + 1, ~0U, 0);
         prctl(PR_SET_NAME, "corral-ttyguard", 0, 0, 0);
+        // By the time corral is gone its caller's shell has usually taken the
+        // terminal back: tcsetattr from a background process group is then
+        // EIO (an orphaned group) or a stop by SIGTTOU, unless SIGTTOU is
+        // blocked, which lets it through.
+        sigset_t ttou;
+        sigemptyset(&ttou);
+        sigaddset(&ttou, SIGTTOU);
+        sigprocmask(SIG_BLOCK, &ttou, nullptr);
         char said = 0;
         ssize_t n;
         do n = read(p[0], &said, 1);
@@ -152,14 +160,14 @@ int TerminalRelay::add_poll_fds(pollfd* out) const {
     int n = 0;
     if (master_.valid() && pending_.empty() && caller_input_open_) out[n++] = {caller_in_, POLLIN, 0};
     if (master_.valid() && !pending_.empty()) out[n++] = {master_.get(), POLLOUT, 0};
-    out[n++] = {window_signals_.get(), POLLIN, 0};
+    if (window_signals_.valid()) out[n++] = {window_signals_.get(), POLLIN, 0};
     return n;
 }
 
 void TerminalRelay::step(const pollfd* fds, int count) {
     for (int i = 0; i < count; ++i) {
         if (fds[i].revents == 0) continue;
-        if (fds[i].fd == window_signals_.get())
+        if (window_signals_.valid() && fds[i].fd == window_signals_.get())
             take_window_signal();
         else if (fds[i].fd == caller_in_)
             read_caller_input();
@@ -195,9 +203,16 @@ void TerminalRelay::write_pending_input() {
     }
 }
 
+// A signalfd (a run's SIGWINCH) or a pipe of one byte per change (an
+// exec's caller writes them): either way, drained, then the size copied
+// once. The pipe's EOF (the caller left) ends the watch, not the relay.
 void TerminalRelay::take_window_signal() {
-    signalfd_siginfo si{};
-    while (read(window_signals_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    char drained[8 * sizeof(signalfd_siginfo)];
+    for (;;) {
+        ssize_t n = read(window_signals_.get(), drained, sizeof drained);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) window_signals_.reset();
+        if (n <= 0) break;
     }
     copy_window_size();
 }
