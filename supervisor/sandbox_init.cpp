@@ -310,17 +310,25 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
 // while background jobs run. It is made *before* its request (a warm
 // invocation, see serve_session): it mounts its /proc, then waits on its own
 // channel for the request the init passes on, and starts the command at once.
+// `fds` has room for kExecTtyFds.
 ssize_t receive_exec_request(int sock, char* buf, std::size_t size, int* fds, int& nfds) noexcept {
-    return receive_with_fds(sock, buf, size, fds, kExecRequestFds, nfds);
+    return receive_with_fds(sock, buf, size, fds, kExecTtyFds, nfds);
 }
 
-// The request's identity, command and pipes into the invocation's context;
-// 0 or the errno that refuses it.
-int context_for_request(InitContext& inv, char* request, std::size_t len, const int* fds, int nfds) noexcept {
+// The request's identity, command and pipes (and with kExecTty, once the
+// init attached it, the pty's slave) into the invocation's context; 0 or the
+// errno that refuses it. The supervisor's request never carries a slave.
+struct PtyWanted {
+    bool tty = false;
+    std::uint16_t rows = 0, cols = 0;
+};
+
+int context_for_request(InitContext& inv, char* request, std::size_t len, const int* fds, int nfds,
+                        bool slave_attached, PtyWanted* wanted = nullptr) noexcept {
     static char* slots[kMaxExecStrings];
     DecodedExec exec{};
     if (int err = decode_exec_request(request, len, slots, kMaxExecStrings, exec); err != 0) return err;
-    if (nfds != kExecRequestFds) return EPROTO;
+    if (nfds != (slave_attached && exec.tty ? kExecTtyFds : kExecRequestFds)) return EPROTO;
     inv.uid = exec.uid;
     inv.gid = exec.gid;
     inv.task_limit = exec.task_limit;
@@ -332,6 +340,8 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     inv.report_fd = fds[0];
     inv.stdout_fd = fds[1];
     inv.stderr_fd = fds[2];
+    inv.tty_slave_fd = slave_attached && exec.tty ? fds[3] : -1;
+    if (wanted != nullptr) *wanted = PtyWanted{exec.tty, exec.rows, exec.cols};
     return 0;
 }
 
@@ -349,7 +359,7 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     inv.session_fd = -1;
     const auto proc_failed = rootfs::apply_mount_plan(*inv.proc_plan);
     static char request[kMaxExecRequestBytes];
-    int fds[kExecRequestFds] = {-1, -1, -1};
+    int fds[kExecTtyFds] = {-1, -1, -1, -1};
     int nfds = 0;
     ssize_t n;
     while ((n = receive_exec_request(channel, request, sizeof request, fds, nfds)) < 0 && n == -EINTR) {
@@ -357,7 +367,7 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     close(channel);
     // The init checked the request before passing it on; checked again here,
     // where it is used.
-    if (n <= 0 || context_for_request(inv, request, static_cast<std::size_t>(n), fds, nfds) != 0) _exit(125);
+    if (n <= 0 || context_for_request(inv, request, static_cast<std::size_t>(n), fds, nfds, true) != 0) _exit(125);
     if (proc_failed) fail_mount(inv, SetupStep::mount_invocation_proc, *proc_failed);
     start_command_and_reap(inv, true);
 }
@@ -412,32 +422,66 @@ int send_fd(int sock, int fd) noexcept {
     return send_with_fds(sock, &byte, 1, &fd, 1);
 }
 
-// --tty: a pty of the box's own devpts (after pivot_root /dev/ptmx is
-// pts/ptmx of the instance the mount plan made), so the box never holds a
-// terminal of the host. The slave is the agent's (0600) and stays with the
-// init until the invocation has it; the master goes to the supervisor.
-// Returns the slave.
-int open_box_pty(const InitContext& ctx) noexcept {
-    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (master < 0) fail(ctx, SetupStep::open_box_pty, errno, "open(/dev/ptmx)");
+// A pty of the box's own devpts (after pivot_root /dev/ptmx is pts/ptmx of
+// the instance the mount plan made), so the box never holds a terminal of
+// the host. The slave is `uid`'s (0600), opened through the master itself,
+// not by a path under /dev/pts; a nonzero rows/cols is its window size
+// before any program reads it. 0, or the errno with the failed call in
+// `failed` (nothing is left open).
+struct PtyPair {
+    int master = -1;
+    int slave = -1;
+};
+
+int open_pty_pair(uid_t uid, gid_t gid, std::uint16_t rows, std::uint16_t cols, PtyPair& out,
+                  const char*& failed) noexcept {
+    PtyPair p;
+    auto give_up = [&](const char* call) {
+        const int err = errno;
+        failed = call;
+        if (p.slave >= 0) close(p.slave);
+        if (p.master >= 0) close(p.master);
+        return err;
+    };
+    p.master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (p.master < 0) return give_up("open(/dev/ptmx)");
     int unlock = 0;
-    if (ioctl(master, TIOCSPTLCK, &unlock) != 0) fail(ctx, SetupStep::open_box_pty, errno, "ioctl(TIOCSPTLCK)");
-    // The peer by the master itself, not by a path under /dev/pts.
-    int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (slave < 0) fail(ctx, SetupStep::open_box_pty, errno, "ioctl(TIOCGPTPEER)");
-    if (fchown(slave, ctx.uid, ctx.gid) != 0) fail(ctx, SetupStep::open_box_pty, errno, "fchown(pty slave)");
-    if (fchmod(slave, 0600) != 0) fail(ctx, SetupStep::open_box_pty, errno, "fchmod(pty slave)");
-    if (int rc = send_fd(ctx.tty_channel_fd, master); rc < 0)
-        fail(ctx, SetupStep::open_box_pty, -rc, "sendmsg(SCM_RIGHTS, pty master)");
-    close(master);
-    close(ctx.tty_channel_fd);
-    return slave;
+    if (ioctl(p.master, TIOCSPTLCK, &unlock) != 0) return give_up("ioctl(TIOCSPTLCK)");
+    p.slave = ioctl(p.master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (p.slave < 0) return give_up("ioctl(TIOCGPTPEER)");
+    if (fchown(p.slave, uid, gid) != 0) return give_up("fchown(pty slave)");
+    if (fchmod(p.slave, 0600) != 0) return give_up("fchmod(pty slave)");
+    if (rows != 0 && cols != 0) {
+        winsize ws{};
+        ws.ws_row = rows;
+        ws.ws_col = cols;
+        if (ioctl(p.master, TIOCSWINSZ, &ws) != 0) return give_up("ioctl(TIOCSWINSZ)");
+    }
+    out = p;
+    return 0;
 }
 
-// The answer to one request: {err}, with the invocation's pidfd when err is 0.
-void answer_exec_request(int sock, int err, int pidfd) noexcept {
+// --tty: the run's pty. The slave stays with the init until the invocation
+// has it; the master goes to the supervisor (which sets the window size
+// before "start"). Returns the slave.
+int open_box_pty(const InitContext& ctx) noexcept {
+    PtyPair pty;
+    const char* failed = "";
+    if (int err = open_pty_pair(ctx.uid, ctx.gid, 0, 0, pty, failed); err != 0)
+        fail(ctx, SetupStep::open_box_pty, err, failed);
+    if (int rc = send_fd(ctx.tty_channel_fd, pty.master); rc < 0)
+        fail(ctx, SetupStep::open_box_pty, -rc, "sendmsg(SCM_RIGHTS, pty master)");
+    close(pty.master);
+    close(ctx.tty_channel_fd);
+    return pty.slave;
+}
+
+// The answer to one request: {err}, with the invocation's pidfd (and a
+// terminal request's pty master) when err is 0.
+void answer_exec_request(int sock, int err, int pidfd, int pty_master) noexcept {
     ExecReply reply{err};
-    send_with_fds(sock, &reply, sizeof reply, &pidfd, pidfd >= 0 ? 1 : 0);
+    const int fds[2] = {pidfd, pty_master};
+    send_with_fds(sock, &reply, sizeof reply, fds, pidfd < 0 ? 0 : pty_master < 0 ? 1 : 2);
 }
 
 // An invocation made ahead of its request: its pidfd and the init's end of
@@ -516,15 +560,24 @@ void make_role_homes(const InitContext& ctx) noexcept {
     send(ctx.report_fd, ready);
     static char request[kMaxExecRequestBytes];
     for (;;) {
-        int fds[kExecRequestFds] = {-1, -1, -1};
+        int fds[kExecTtyFds] = {-1, -1, -1, -1};
         int nfds = 0;
         ssize_t n = receive_exec_request(ctx.session_fd, request, sizeof request, fds, nfds);
         if (n == 0) _exit(0);
         int err = n < 0 ? static_cast<int>(-n) : 0;
+        InitContext probe = ctx;
+        PtyWanted wanted;
         if (err == 0) {
             // Checked here, so a refusal is answered, not just an exit of the invocation.
-            InitContext probe = ctx;
-            err = context_for_request(probe, request, static_cast<std::size_t>(n), fds, nfds);
+            err = context_for_request(probe, request, static_cast<std::size_t>(n), fds, nfds, false, &wanted);
+        }
+        // A terminal request: the pty is the init's to open (the box's
+        // devpts, the role's slave), passed on with the request.
+        PtyPair pty;
+        if (err == 0 && wanted.tty) {
+            const char* failed = "";
+            err = open_pty_pair(probe.uid, probe.gid, wanted.rows, wanted.cols, pty, failed);
+            if (err == 0) fds[nfds++] = pty.slave;
         }
         int pidfd = -1;
         for (int attempt = 0; err == 0 && pidfd < 0 && attempt < 2; ++attempt) {
@@ -545,9 +598,10 @@ void make_role_homes(const InitContext& ctx) noexcept {
                 if (attempt == 1) err = EPIPE;
             }
         }
-        for (int i = 0; i < nfds; ++i) close(fds[i]);
-        answer_exec_request(ctx.session_fd, err, pidfd);
+        for (int i = 0; i < nfds; ++i) close(fds[i]);  // the slave too: the invocation has its own copy
+        answer_exec_request(ctx.session_fd, err, pidfd, pidfd >= 0 ? pty.master : -1);
         if (pidfd >= 0) close(pidfd);
+        if (pty.master >= 0) close(pty.master);
         // The next invocations are cloned from this memory: no exec's
         // argv or environment stays in it.
         if (n > 0) std::memset(request, 0, static_cast<std::size_t>(n));

@@ -105,7 +105,7 @@ struct Watched {
     Fd& err;
     Fd& report;                  // InitMessages
     int pidfd;                   // the init's, or the invocation reaper's
-    TerminalRelay* tty;          // --tty (runs only)
+    TerminalRelay* tty;          // --tty: a run's, or an exec's (corral exec --tty)
     std::string log_dir;
     std::string stdout_log_name;
     std::uint64_t log_limit;
@@ -149,7 +149,7 @@ public:
 
     static Watched of(Invocation& inv, const Sandbox& box) {
         const InvocationSpec& spec = inv.spec_;
-        return Watched{inv.stdout_, inv.stderr_, inv.report_, inv.pidfd_.get(), nullptr, spec.log_dir, "stdout.log",
+        return Watched{inv.stdout_, inv.stderr_, inv.report_, inv.pidfd_.get(), inv.tty_.get(), spec.log_dir, "stdout.log",
                        spec.log_limit_bytes, spec.timeout, spec.stop_grace,
                        [&inv] { return describe_paths_tried(inv.spec_.argv.front(), inv.env_); },
                        box.plan_, box.proc_plan_, true};

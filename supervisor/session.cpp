@@ -3,6 +3,9 @@
 // and the pidfd it answers with.
 #include "supervisor/session.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -74,7 +77,16 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     Invocation inv;
     const auto [uid, gid] = role_identity(box, spec.role);
     inv.uid_ = uid;
-    inv.env_ = role_environment(box.spec_, spec.role, spec.env);
+    winsize window{};
+    auto extra = spec.env;
+    if (spec.terminal) {
+        require_caller_terminal(spec.terminal->in, spec.terminal->out);
+        if (ioctl(spec.terminal->out, TIOCGWINSZ, &window) != 0) ioctl(spec.terminal->in, TIOCGWINSZ, &window);
+        bool term_given = false;
+        for (const auto& kv : spec.env) term_given = term_given || kv.first == "TERM";
+        if (!term_given) extra.emplace_back("TERM", spec.terminal->term);
+    }
+    inv.env_ = role_environment(box.spec_, spec.role, extra);
 
     ExecImage image;
     image.uid = uid;
@@ -86,6 +98,9 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     image.argv = spec.argv;
     image.env = inv.env_;
     image.candidates = exec_candidates(spec.argv.front(), inv.env_);
+    image.tty = spec.terminal.has_value();
+    image.rows = window.ws_row;
+    image.cols = window.ws_col;
     std::vector<char> request;
     try {
         request = encode_exec_request(image);
@@ -100,22 +115,41 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     auto err = make_pipe();
     const int fds[kExecRequestFds] = {report.second.get(), out.second.get(), err.second.get()};
     ExecReply reply{};
-    int pidfd = -1, nfds = 0;
+    int answered[2] = {-1, -1};
+    int nfds = 0;
     {
         std::lock_guard<std::mutex> one_request_at_a_time(*box.session_lock_);
         box.started_ = true;  // from here on a process of a role's UID may exist: teardown sweeps them
         if (int rc = send_with_fds(box.session_.get(), request.data(), request.size(), fds, kExecRequestFds); rc < 0)
             throw SysError("sendmsg", "session init channel (exec request)", -rc);
-        ssize_t n = receive_with_fds(box.session_.get(), &reply, sizeof reply, &pidfd, 1, nfds);
+        ssize_t n = receive_with_fds(box.session_.get(), &reply, sizeof reply, answered, 2, nfds);
         if (n < 0) {
-            if (nfds == 1) close(pidfd);
+            for (int i = 0; i < nfds; ++i) close(answered[i]);
             throw SysError("recvmsg", "session init channel (exec reply)", static_cast<int>(-n));
         }
         if (n == 0) throw SysError("recvmsg", "session init channel: the init is gone", EPIPE);
     }
-    Fd owned_pidfd(nfds == 1 ? pidfd : -1);
+    Fd owned_pidfd(nfds >= 1 ? answered[0] : -1);
+    Fd master(nfds >= 2 ? answered[1] : -1);
     if (reply.err != 0) throw SysError("clone3", "the session's init could not start the invocation", reply.err);
     if (!owned_pidfd.valid()) throw SysError("recvmsg", "session init channel: no pidfd came", EPROTO);
+    if (spec.terminal) {
+        // The command runs already: whatever fails from here on kills it
+        // (its reaper, and with it the invocation's PID namespace).
+        try {
+            if (!master.valid()) throw SysError("recvmsg", "session init channel: no pty master came", EPROTO);
+            Fd changes(fcntl(spec.terminal->window_changes, F_DUPFD_CLOEXEC, 3));
+            if (!changes.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "the caller's window-change pipe", errno);
+            if (fcntl(changes.get(), F_SETFL, O_NONBLOCK) != 0)
+                throw SysError("fcntl(F_SETFL, O_NONBLOCK)", "the caller's window-change pipe", errno);
+            inv.tty_ = std::make_unique<TerminalRelay>(std::move(master), std::move(changes), spec.terminal->in,
+                                                       spec.terminal->out);
+            inv.tty_->start();
+        } catch (...) {
+            signal_through_pidfd(owned_pidfd.get(), SIGKILL);
+            throw;
+        }
+    }
     inv.pidfd_ = std::move(owned_pidfd);
     inv.report_ = std::move(report.first);
     inv.stdout_ = std::move(out.first);

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 
 #include "base/fd.hpp"
 #include "supervisor/sandbox.hpp"
+#include "supervisor/terminal.hpp"
 
 namespace corral::supervisor {
 
@@ -35,6 +37,20 @@ enum class Role { agent, service, verifier };
 std::string_view role_name(Role role);
 // "agent", "service", "verifier"; nullopt for anything else.
 std::optional<Role> parse_role(std::string_view text);
+
+// `corral exec --tty`: the caller's terminal, as fds the session's
+// supervisor was given (borrowed: the caller of spawn_invocation keeps them
+// open until supervise returns). The invocation's 0/1/2 and controlling
+// terminal are a pty of the box's devpts, the role's; the supervisor relays
+// it to `in`/`out` with `in` in raw mode meanwhile (terminal.hpp), and every
+// byte readable on `window_changes` (a pipe the caller writes a byte to on
+// each SIGWINCH) copies the caller's window size to the pty.
+struct CallerTerminal {
+    int in = -1;
+    int out = -1;
+    int window_changes = -1;
+    std::string term;   // the box's TERM (box_terminal_type), unless the exec's env sets one
+};
 
 struct InvocationSpec {
     Role role = Role::agent;
@@ -45,6 +61,7 @@ struct InvocationSpec {
     std::optional<std::chrono::milliseconds> timeout;
     std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
     std::uint64_t log_limit_bytes = UINT64_MAX;
+    std::optional<CallerTerminal> terminal;                  // --tty
 };
 
 // The role's UID and GID in this session's sandbox.
@@ -81,11 +98,15 @@ private:
     Fd report_;
     Fd stdout_;
     Fd stderr_;
+    std::unique_ptr<TerminalRelay> tty_;   // --tty: the pty's master and the caller's raw mode
 };
 
 // Asks the session's init for a new invocation. Throws UsageError for a
 // request the init cannot take (too large, a NUL in a string, not a
-// session) and SysError when the channel or the clone failed.
+// session, a terminal that is not one) and SysError when the channel, the
+// pty or the clone failed. With spec.terminal the caller's terminal is in
+// raw mode when this returns; supervise (or the Invocation's destructor)
+// puts it back.
 Invocation spawn_invocation(Sandbox& box, InvocationSpec spec);
 
 // As supervise(Sandbox&), for one invocation: its output to `sinks` and to

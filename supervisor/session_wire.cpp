@@ -33,6 +33,9 @@ std::vector<char> encode_exec_request(const ExecImage& image) {
     h.task_limit = image.task_limit;
     h.open_file_limit = image.open_file_limit;
     h.strings_bytes = static_cast<std::uint32_t>(out.size() - sizeof h);
+    h.flags = image.tty ? kExecTty : 0;
+    h.rows = image.tty ? image.rows : 0;
+    h.cols = image.tty ? image.cols : 0;
     std::memcpy(out.data(), &h, sizeof h);
     return out;
 }
@@ -48,7 +51,7 @@ int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t sl
     if (len > kMaxExecRequestBytes || h.strings_bytes != len - sizeof h) return EMSGSIZE;
     // cwd + three NULL-terminated arrays.
     const std::uint64_t need = 1ULL + h.argc + 1 + h.envc + 1 + h.candc + 1;
-    if (h.reserved != 0 || h.task_limit == 0 || h.open_file_limit == 0) return EINVAL;
+    if (h.reserved != 0 || (h.flags & ~kExecTty) != 0 || h.task_limit == 0 || h.open_file_limit == 0) return EINVAL;
     if (need > slot_count) return EMSGSIZE;
     char* p = buf + sizeof h;
     char* const end = buf + len;
@@ -86,6 +89,9 @@ int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t sl
     out.argv = argv;
     out.envp = envp;
     out.candidates = cands;
+    out.tty = (h.flags & kExecTty) != 0;
+    out.rows = h.rows;
+    out.cols = h.cols;
     return 0;
 }
 

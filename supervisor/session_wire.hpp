@@ -4,7 +4,10 @@
 // The init of a session (sandbox_init.cpp, serve_session) reads requests in a
 // loop over a SOCK_SEQPACKET pair made before the clone: one datagram is one
 // request, with three fds (SCM_RIGHTS: the invocation's report, stdout and
-// stderr pipes' write ends). The init allocates nothing: it decodes into a
+// stderr pipes' write ends). A terminal request (kExecTty) gets a pty of the
+// box's devpts instead of stdin/stdout/stderr pipes for its command: the
+// init opens it, passes the slave on as a fourth fd to the invocation, and
+// answers with the pidfd and the master. The init allocates nothing: it decodes into a
 // static buffer and a static pointer array (decode_exec_request never
 // allocates and is the init's only parser of supervisor bytes). The answer is
 // an ExecReply, with the new invocation's pidfd attached when err is 0.
@@ -26,6 +29,8 @@ inline constexpr std::size_t kMaxExecRequestBytes = 1u << 20;
 // Strings (argv + env + candidates + cwd) in one request at most.
 inline constexpr std::size_t kMaxExecStrings = 8192;
 inline constexpr int kExecRequestFds = 3;   // report, stdout, stderr (write ends)
+inline constexpr int kExecTtyFds = 4;       // the init to the invocation, with kExecTty: + the pty's slave
+inline constexpr std::uint32_t kExecTty = 1u << 0;   // ExecRequestHeader.flags: the command's 0/1/2 are a pty
 // Where a session's service and verifier live: HOME and the default cwd,
 // made by the init before any exec, root's parent (0755) and each role's own
 // child (0700), so the agent (who can write /tmp itself) can plant nothing there.
@@ -41,11 +46,16 @@ struct ExecRequestHeader {
     std::uint64_t task_limit;
     std::uint64_t open_file_limit;
     std::uint32_t strings_bytes;   // what follows: cwd, argv..., env..., candidates..., each NUL-terminated
-    std::uint32_t reserved;
+    std::uint32_t flags;           // kExecTty or 0; any other bit refuses the request
+    std::uint16_t rows;            // kExecTty: the pty's window size before the command starts
+    std::uint16_t cols;
+    std::uint32_t reserved;        // 0
 };
 
 struct ExecReply {
-    std::int32_t err;   // 0: started (a pidfd is attached); else the errno of what failed
+    // 0: started (a pidfd is attached, and with kExecTty the pty's master
+    // after it); else the errno of what failed.
+    std::int32_t err;
 };
 
 // What the supervisor sends (encode_exec_request).
@@ -58,6 +68,8 @@ struct ExecImage {
     std::vector<std::string> argv;
     std::vector<std::string> env;          // "K=V"
     std::vector<std::string> candidates;   // execve paths for argv[0], in order
+    bool tty = false;                      // kExecTty
+    std::uint16_t rows = 0, cols = 0;
 };
 
 // The request's bytes. Throws std::length_error past kMaxExecRequestBytes or
@@ -76,11 +88,14 @@ struct DecodedExec {
     char* const* argv = nullptr;
     char* const* envp = nullptr;
     char* const* candidates = nullptr;
+    bool tty = false;
+    std::uint16_t rows = 0, cols = 0;
 };
 
 // Parses `buf` (len bytes, modified in place: nothing), filling `slots`
 // (slot_count entries) with the string pointers. 0, or EINVAL / EMSGSIZE for
-// a malformed or oversized request, EPERM for UID or GID 0 or -1 (setresuid(-1)
+// a malformed or oversized request (an unknown flag, a nonzero reserved
+// field), EPERM for UID or GID 0 or -1 (setresuid(-1)
 // would keep root). Never allocates (the init calls it).
 int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t slot_count, DecodedExec& out) noexcept;
 

@@ -1,5 +1,5 @@
-// supervisor/terminal.hpp — `corral run --tty`: the caller's terminal joined
-// to a pty of the box's own devpts.
+// supervisor/terminal.hpp — `corral run --tty` and `corral exec --tty`: the
+// caller's terminal joined to a pty of the box's own devpts.
 //
 // The box never holds the caller's terminal. Its init opens a pty on the
 // box's private devpts (/dev/ptmx -> pts/ptmx), gives the slave to the
@@ -10,6 +10,8 @@
 //   master          -> caller's stdout and the run dir's stdout log (the
 //                                         log cap applies; sandbox_supervise.cpp)
 //   SIGWINCH        -> TIOCGWINSZ on the caller, TIOCSWINSZ on the master
+//                      (an exec's caller gets the signal: it writes a byte to
+//                       a pipe the session's supervisor watches instead)
 // with the caller's terminal in raw mode meanwhile. RawTerminal owns that
 // mode: whoever leaves (normal end, deadline, signal, setup failure,
 // exception) puts the saved settings back, at the latest in its destructor.
@@ -76,6 +78,8 @@ private:
 // stalls the supervisor (pending input waits for POLLOUT).
 class TerminalRelay {
 public:
+    // `window_signals`: a non-blocking signalfd for SIGWINCH or the read end
+    // of a non-blocking pipe (each byte a change; its EOF ends the watch).
     TerminalRelay(Fd master, Fd window_signals, int caller_in = 0, int caller_out = 1);
 
     // Raw mode on the caller's terminal and its window size on the pty:

@@ -50,6 +50,24 @@ TEST_CASE("an encoded exec request decodes to the same command, environment, ide
     CHECK(d.candidates[1] == nullptr);
 }
 
+TEST_CASE("a terminal request carries its flag and window size; a plain one has neither") {
+    auto s = slots(kMaxExecStrings);
+    DecodedExec d;
+    ExecImage im = sample();
+    auto plain = encode_exec_request(im);
+    REQUIRE(decode_exec_request(plain.data(), plain.size(), s.data(), s.size(), d) == 0);
+    CHECK_FALSE(d.tty);
+    CHECK(d.rows == 0);
+    im.tty = true;
+    im.rows = 50;
+    im.cols = 132;
+    auto tty = encode_exec_request(im);
+    REQUIRE(decode_exec_request(tty.data(), tty.size(), s.data(), s.size(), d) == 0);
+    CHECK(d.tty);
+    CHECK(d.rows == 50);
+    CHECK(d.cols == 132);
+}
+
 TEST_CASE("the init refuses a malformed, truncated, oversized or root request") {
     std::vector<char> good = encode_exec_request(sample());
     auto s = slots(kMaxExecStrings);
@@ -98,6 +116,17 @@ TEST_CASE("the init refuses a malformed, truncated, oversized or root request") 
         im.cwd = "workspace";
         auto b = encode_exec_request(im);
         CHECK(decode_exec_request(b.data(), b.size(), s.data(), s.size(), d) == EINVAL);
+    }
+    SUBCASE("a flag the init does not know, or a reserved field set") {
+        ExecRequestHeader h{};
+        std::memcpy(&h, good.data(), sizeof h);
+        h.flags = 1u << 7;
+        std::memcpy(good.data(), &h, sizeof h);
+        CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
+        h.flags = 0;
+        h.reserved = 1;
+        std::memcpy(good.data(), &h, sizeof h);
+        CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
     }
     SUBCASE("more strings than the init's slots") {
         auto few = slots(4);
