@@ -32,7 +32,8 @@ std::string exec_request_line(const ExecRequest& r) {
            {"env", env},
            {"cwd", r.cwd ? json(*r.cwd) : json(nullptr)},
            {"timeout_ms", r.timeout ? json(r.timeout->count()) : json(nullptr)},
-           {"grace_ms", r.grace ? json(r.grace->count()) : json(nullptr)}};
+           {"grace_ms", r.grace ? json(r.grace->count()) : json(nullptr)},
+           {"tty", r.tty ? json{{"term", r.term}} : json(nullptr)}};
     try {
         return j.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
     } catch (const json::type_error&) {
@@ -88,6 +89,16 @@ ExecRequest parse_exec_request_line(std::string_view line) {
     r.timeout = positive_ms(j, "timeout_ms");
     if (r.timeout && r.timeout->count() == 0) throw UsageError("--timeout: must be more than 0");
     r.grace = positive_ms(j, "grace_ms");
+    if (j.contains("tty") && !j["tty"].is_null()) {
+        if (!j["tty"].is_object() || (j["tty"].contains("term") && !j["tty"]["term"].is_string()))
+            throw UsageError("exec request: tty: expected null or {\"term\": \"NAME\"}");
+        if (r.prompt)
+            throw UsageError("--tty with --prompt: the agent's one-shot task takes no terminal; "
+                             "run `corral exec --tty ID -- CLAUDE-OR-CODEX` for an interactive agent");
+        r.tty = true;
+        r.term = j["tty"].value("term", std::string());
+        if (r.term.size() > 256) throw UsageError("exec request: tty.term: longer than 256 bytes");
+    }
     return r;
 }
 

@@ -3,10 +3,11 @@
 //
 // The caller sends one line of JSON, in the same sendmsg as its stdout and
 // stderr (SCM_RIGHTS: the supervisor writes the command's output straight
-// to them); the supervisor answers with one line of JSON when the command
+// to them; with "tty" also its stdin, a terminal, and the read end of a pipe
+// it writes a byte to on each SIGWINCH); the supervisor answers with one line of JSON when the command
 // has ended, and closes. docs/sessions.md "Protocol".
 //
-//   > {"argv":["make","test"],"prompt":null,"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null}
+//   > {"argv":["make","test"],"prompt":null,"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null,"tty":null}
 //   < {"exec":3,"status":0,"outcome":"exited","messages":[]}
 #pragma once
 
@@ -33,6 +34,11 @@ struct ExecRequest {
     std::optional<std::string> cwd;                       // absolute; unset: the role's default
     std::optional<std::chrono::milliseconds> timeout;
     std::optional<std::chrono::milliseconds> grace;
+    // `corral exec --tty`: the command on a pty of the box's, relayed to the
+    // caller's terminal; the caller's TERM (the supervisor keeps it only if
+    // box_terminal_type does). Not with a prompt.
+    bool tty = false;
+    std::string term;
 };
 
 // One line, '\n'-terminated.

@@ -91,10 +91,11 @@ ExecAnswer refusal(int status, const std::string& message) {
 }
 
 // The request line and the caller's stdout and stderr (SCM_RIGHTS with its
-// first bytes). Throws UsageError for what is not a request.
+// first bytes; a terminal request's also its stdin and the read end of its
+// window-change pipe). Throws UsageError for what is not a request.
 struct ReceivedRequest {
     std::string line;
-    Fd out, err;
+    Fd out, err, in, window_changes;
 };
 
 ReceivedRequest receive_request(int conn) {
@@ -104,11 +105,11 @@ ReceivedRequest receive_request(int conn) {
     setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     ReceivedRequest r;
     std::vector<char> buf(64 * 1024);
-    int fds[2] = {-1, -1};
+    int fds[4] = {-1, -1, -1, -1};
     int nfds = 0;
-    ssize_t n = supervisor::receive_with_fds(conn, buf.data(), buf.size(), fds, 2, nfds);
-    if (nfds >= 1) r.out = Fd(fds[0]);
-    if (nfds >= 2) r.err = Fd(fds[1]);
+    ssize_t n = supervisor::receive_with_fds(conn, buf.data(), buf.size(), fds, 4, nfds);
+    Fd* slots[4] = {&r.out, &r.err, &r.in, &r.window_changes};
+    for (int i = 0; i < nfds; ++i) *slots[i] = Fd(fds[i]);
     if (n < 0) throw SysError("recvmsg", "exec request", static_cast<int>(-n));
     r.line.assign(buf.data(), static_cast<std::size_t>(n));
     while (r.line.find('\n') == std::string::npos) {
@@ -273,13 +274,25 @@ private:
             send_answer(conn.get(), refusal(kExitSetup, e.what()));
             return;
         }
+        if (request.tty != (received.in.valid() && received.window_changes.valid())) {
+            send_answer(conn.get(), refusal(kExitUsage, request.tty ? "exec request: tty: the caller's stdin and window-change pipe did not come with it (SCM_RIGHTS)"
+                                                                   : "exec request: more fds than stdout and stderr without tty"));
+            return;
+        }
         Fd out = own_nonblocking_copy(std::move(received.out));
         Fd err = own_nonblocking_copy(std::move(received.err));
-        send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get()));
+        std::optional<supervisor::CallerTerminal> terminal;
+        // The caller's stdin stays as it came (the relay polls it; raw mode
+        // is set on it), its stdout is our non-blocking copy.
+        if (request.tty)
+            terminal = supervisor::CallerTerminal{received.in.get(), out.get(), received.window_changes.get(),
+                                                  supervisor::box_terminal_type(request.term.c_str())};
+        send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get(), terminal));
     }
 
-    ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd) {
-        json record{{"role", std::string(supervisor::role_name(request.role))}, {"argv", request.argv}};
+    ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd,
+                        const std::optional<supervisor::CallerTerminal>& terminal) {
+        json record{{"role", std::string(supervisor::role_name(request.role))}, {"argv", request.argv}, {"tty", request.tty}};
         // A prompt: the worker's agent CLI, its command line made as `corral
         // run --prompt` makes it; exec.json keeps the prompt's size, not its text.
         std::vector<std::string> argv = request.argv;
@@ -329,6 +342,7 @@ private:
         spec.timeout = request.timeout;
         spec.stop_grace = request.grace.value_or(o_.grace);
         spec.log_limit_bytes = o_.log_limit_bytes;
+        spec.terminal = terminal;
         ExecAnswer answer;
         answer.exec = n;
         record["exec"] = n;

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -27,6 +29,7 @@
 
 #include "base/fd.hpp"
 #include "base/parse.hpp"
+#include "base/suggest.hpp"
 #include "base/sys_error.hpp"
 #include "run/agent_run.hpp"
 #include "run/exec_protocol.hpp"
@@ -35,6 +38,8 @@
 #include "run/run_index.hpp"
 #include "run/session_server.hpp"
 #include "supervisor/fd_passing.hpp"
+#include "supervisor/init_channel.hpp"
+#include "supervisor/terminal.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -62,7 +67,7 @@ Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
 )";
 
 constexpr const char* kExecHelp = R"(usage: corral exec [--role agent|service|verifier] [--timeout D] [--grace D]
-                   [--env K=V]... [--cwd DIR] [--state-dir DIR] ID -- CMD [ARGS...]
+                   [--env K=V]... [--cwd DIR] [--tty] [--state-dir DIR] ID -- CMD [ARGS...]
        corral exec [--timeout D] [--grace D] [--env K=V]... [--cwd DIR]
                    [--state-dir DIR] (--prompt TEXT | --prompt-file F) ID
 
@@ -75,6 +80,13 @@ its --name) as PID 1 of a new PID namespace, with the role's own UID:
 CMD's stdout and stderr stream to corral's and to the session's
 execs/N/stdout.log and stderr.log. Background jobs live on until the
 session ends (or, for the agent, until a verifier starts).
+
+--tty runs CMD on a pty of the session's own devpts (the role's), as its
+session leader with the pty as controlling terminal, relayed to corral
+exec's terminal (in raw mode meanwhile, restored on every exit): job
+control in `bash -i`, full-screen programs, window-size changes passed on,
+Ctrl-C and Ctrl-Z for CMD. stdin and stdout must be a terminal; the output
+is logged to execs/N/stdout.log. Not with --prompt.
 
 --prompt TEXT (or --prompt-file F, read as `corral run --prompt-file` reads
 it) runs the session's worker's agent CLI on TEXT as the agent role, with
@@ -428,11 +440,20 @@ int cmd_exec(int argc, char** argv) {
                     }
                 }
                 request.prompt = std::move(v);
+            } else if (a == "--tty") {
+                request.tty = true;
             } else if (a == "--state-dir") {
                 state_dir = value();
+            } else if (a == "-it" || a == "-t" || a == "-i") {
+                throw UsageError("corral exec has no " + std::string(a) + "; use --tty for a terminal");
             } else if (a.starts_with("-")) {
-                throw UsageError("unknown option \"" + std::string(a) +
-                                 "\"; expected --role, --timeout, --grace, --env, --cwd, --prompt, --prompt-file, --state-dir");
+                static constexpr std::string_view kOptions[] = {"--role", "--timeout", "--grace", "--env", "--cwd",
+                                                                "--tty", "--prompt", "--prompt-file", "--state-dir"};
+                std::string near;
+                if (auto n = closest_name(a, kOptions)) near = " (did you mean " + *n + "?)";
+                throw UsageError("unknown option \"" + std::string(a) + "\"" + near +
+                                 "; expected --role, --timeout, --grace, --env, --cwd, --tty, --prompt, --prompt-file, "
+                                 "--state-dir");
             } else if (key.empty()) {
                 key = std::string(a);
             } else {
@@ -445,6 +466,13 @@ int cmd_exec(int argc, char** argv) {
             if (request.argv.empty())
                 throw UsageError("missing command: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]` or `--prompt TEXT`");
             if (request.argv.front().empty()) throw UsageError("empty command name");
+        }
+        if (request.tty) {
+            if (request.prompt)
+                throw UsageError("--tty with --prompt: the agent's one-shot task takes no terminal; run "
+                                 "`corral exec --tty ID -- CLAUDE-OR-CODEX` for an interactive agent");
+            supervisor::require_caller_terminal(0, 1);
+            request.term = supervisor::box_terminal_type(std::getenv("TERM"));
         }
         // The request as the session will read it: the protocol's rules
         // (UTF-8 only; a prompt is not blank, the agent's, without a command)
@@ -462,12 +490,37 @@ int cmd_exec(int argc, char** argv) {
     try {
         run::RunEntry session = find_session(state_dir, key);
         Fd conn = connect_to(run::session_socket_path(session.run_dir));
-        const int fds[2] = {1, 2};
-        if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, 2); rc < 0)
+        // --tty: the session's supervisor cannot get our SIGWINCH; it reads a
+        // byte per change from this pipe and asks our terminal for its size.
+        Fd window_signals, changes_read, changes_write;
+        if (request.tty) {
+            window_signals = supervisor::watch_window_size_changes();
+            auto [r, w] = supervisor::make_pipe();
+            changes_read = std::move(r);
+            changes_write = std::move(w);
+            check_sys(fcntl(changes_write.get(), F_SETFL, O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)",
+                      "the window-change pipe");
+        }
+        const int fds[4] = {1, 2, 0, changes_read.get()};
+        if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, request.tty ? 4 : 2); rc < 0)
             throw SysError("sendmsg", "exec request to session " + session.id, -rc);
+        changes_read.reset();
         std::string answer;
         char buf[4096];
         for (;;) {
+            pollfd p[2] = {{conn.get(), POLLIN, 0}, {window_signals.get(), POLLIN, 0}};
+            if (poll(p, window_signals.valid() ? 2 : 1, -1) < 0) {
+                if (errno == EINTR) continue;
+                throw SysError("poll", "session " + session.id, errno);
+            }
+            if (window_signals.valid() && (p[1].revents & POLLIN)) {
+                signalfd_siginfo si[8];
+                while (read(window_signals.get(), si, sizeof si) > 0) {
+                }
+                // Full pipe: a change is pending already, the size is read when it is taken.
+                (void)!write(changes_write.get(), "w", 1);
+            }
+            if (p[0].revents == 0) continue;
             ssize_t n = read(conn.get(), buf, sizeof buf);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;

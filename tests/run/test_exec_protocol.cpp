@@ -27,6 +27,14 @@ TEST_CASE("an exec request and its answer survive their line") {
     CHECK(back.cwd == r.cwd);
     CHECK(back.timeout == r.timeout);
     CHECK(back.grace == r.grace);
+    CHECK_FALSE(back.tty);
+
+    r.tty = true;
+    r.term = "screen-256color";
+    const std::string tty_line = exec_request_line(r);
+    ExecRequest tty_back = parse_exec_request_line(tty_line.substr(0, tty_line.size() - 1));
+    CHECK(tty_back.tty);
+    CHECK(tty_back.term == "screen-256color");
 
     ExecAnswer a;
     a.exec = 3;
@@ -76,6 +84,9 @@ TEST_CASE("a bad exec request is refused with the field named") {
         {R"({"argv":[],"prompt":"task","role":"verifier"})", "--role verifier cannot take it"},
         {R"({"argv":[],"prompt":"a\u0000b"})", "NUL"},
         {R"({"prompt":"task"})", "argv"},
+        {R"({"argv":["x"],"tty":true})", "tty: expected null or"},
+        {R"({"argv":["x"],"tty":{"term":7}})", "tty: expected null or"},
+        {R"({"argv":[],"prompt":"task","tty":{"term":"xterm"}})", "--tty with --prompt"},
     };
     for (const auto& c : cases) {
         const char* line = c.first;
