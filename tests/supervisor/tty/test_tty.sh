@@ -10,7 +10,9 @@
 # and TIOCLINUX denied on the box's own pty, a resize seen by `stty size`,
 # the caller's terminal restored after a normal end, a deadline, a signal to
 # corral and a command that is not found; the output in stdout.log; the
-# usage errors when corral's stdin or stdout is not a terminal.
+# usage errors when corral's stdin or stdout is not a terminal. Then the
+# same for `corral exec --tty` in a session, and the caller's terminal put
+# back by the session when corral exec is killed.
 set -uo pipefail
 
 CORRAL=${CORRAL_BIN:?CORRAL_BIN (the corral binary) must be set}
@@ -228,6 +230,106 @@ type_line $s "$CORRAL run --tty -- true | cat; echo rc=\${PIPESTATUS[0]}"
 wait_for $s '^rc=' 10
 screen $s | grep -q "^rc=2$" && screen $s | grep -q "corral's stdout is not a terminal" && pass "--tty with stdout a pipe: exit 2, says so" ||
   fail "--tty with stdout a pipe: $(screen $s | grep -v '^$')"
+
+# ---- 5. corral exec --tty in a session: the same pty, from the session's init.
+STATE="$TMP/state"
+mkdir -p "$TMP/sws"
+cp "$TMP/ws/ioctl_probe.py" "$TMP/sws/"
+session=$("$CORRAL" session start --state-dir "$STATE" --uid-range $UID_RANGE --workspace "$TMP/sws" 2>"$TMP/session.err")
+if [ -z "$session" ]; then
+  fail "session start failed: $(cat "$TMP/session.err")"
+else
+  EXEC_SHELL="--env PS1=box\\\$\\  $session -- /bin/bash --norc --noprofile -i"
+  # start_exec_case SESSION [CALLER-SHELL [WAIT]]: as start_case, with corral
+  # exec --tty; WAIT runs before the caller's shell writes anything.
+  start_exec_case() {
+    local s=$1 shell=${2:-bash --norc --noprofile -i} wait=${3:-true}
+    mkdir -p "$TMP/$s"
+    tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' $shell"
+    wait_for "$s" 'host\$' 10 || return 1
+    type_line "$s" "stty -a > $TMP/$s/before; $CORRAL exec --tty --state-dir $STATE $EXEC_SHELL; rc=\$?; $wait; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
+  }
+  s=exec-shell
+  start_exec_case $s
+  if wait_for $s '^box\$' 20; then
+    pass "exec --tty: bash -i starts on a pty of the session's"
+    type_line $s 'tty; stat -c "%U %a" $(tty); echo "TERM=$TERM"; stty size'
+    wait_for $s '^/dev/pts/[0-9]+$' && pass "exec --tty: stdin is a pty of the box's devpts" || fail "exec --tty: tty does not name the box's pty"
+    wait_for $s '^agent 600$' && pass "exec --tty: the slave is the agent role's, mode 600" || fail "exec --tty: the slave is not agent 600"
+    wait_for $s '^TERM=tmux-256color$' && pass "exec --tty: TERM is the caller's" || fail "exec --tty: TERM is not the caller's"
+    wait_for $s '^40 120$' && pass "exec --tty: the window size is set before the command starts (40 120)" || fail "exec --tty: stty size is not 40 120"
+    type_line $s 'sleep 100'
+    sleep 0.5
+    tm send-keys -t $s C-z
+    wait_for $s 'Stopped +sleep 100' && pass "exec --tty: Ctrl-Z stops the foreground job" || fail "exec --tty: Ctrl-Z did not stop sleep"
+    type_line $s 'fg'
+    wait_for $s '^sleep 100$' 5 || fail "exec --tty: fg did not resume sleep"
+    sleep 0.5
+    tm send-keys -t $s C-c
+    type_line $s 'echo "after fg: $? done-$((40+2))"'
+    wait_for $s '^after fg: 130 done-42$' && pass "exec --tty: fg then Ctrl-C ends the job (130), the shell lives on" ||
+      fail "exec --tty: fg + Ctrl-C did not end the job with 130"
+    type_line $s "bash -c 'trap \"echo trapped-SIGINT; exit 0\" INT; echo ready-for-C-c; while :; do sleep 0.2; done'"
+    wait_for $s '^ready-for-C-c$' 5
+    tm send-keys -t $s C-c
+    wait_for $s '^(\^C)?trapped-SIGINT$' && pass "exec --tty: Ctrl-C is the program's SIGINT (its trap ran)" || fail "exec --tty: the trap did not see Ctrl-C"
+    tm resize-window -t $s -x 100 -y 30
+    sleep 0.5
+    type_line $s 'clear; stty size'
+    wait_for $s '^30 100$' && pass "exec --tty: a resize of the caller's window reaches the box (30 100)" || fail "exec --tty: stty size did not follow the resize"
+    type_line $s 'python3 /workspace/ioctl_probe.py'
+    if wait_for $s '^TIOCLINUX-' 10; then
+      screen $s | grep -q '^TIOCSTI-errno-EPERM$' && pass "exec --tty: TIOCSTI on the session's pty: EPERM" || fail "exec --tty: TIOCSTI was not refused"
+    else
+      fail "exec --tty: the ioctl probe printed nothing"
+    fi
+    type_line $s 'echo exec-logged-$((2*3*7)); exit 4'
+    if wait_for $s '^after-written' 20; then
+      # The resize is the one difference the caller made itself.
+      if diff <(sed 's/rows [0-9]*; columns [0-9]*;//' "$TMP/$s/before") <(sed 's/rows [0-9]*; columns [0-9]*;//' "$TMP/$s/after") >/dev/null; then
+        pass "exec --tty: the caller's terminal settings are as before"
+      else
+        fail "exec --tty: stty -a differs:"; diff "$TMP/$s/before" "$TMP/$s/after" >&2
+      fi
+    else
+      fail "exec --tty: corral exec did not return"
+    fi
+    exit_status_is $s 4 "exec --tty, exit 4"
+    log=$(ls -d "$STATE"/runs/"$session"/execs/* | tail -1)
+    grep -q 'exec-logged-42' "$log/stdout.log" && pass "exec --tty: the pty's output is in execs/N/stdout.log" || fail "exec --tty: stdout.log lacks the output"
+    grep -q '"tty": true' "$log/exec.json" && pass "exec --tty: exec.json says tty" || fail "exec --tty: exec.json lacks tty: true"
+  else
+    fail "exec --tty: bash -i did not start"
+  fi
+
+  # corral exec killed with SIGKILL: the session's supervisor sees the caller
+  # gone, stops the command and puts the caller's terminal back (it holds it).
+  # The caller is dash, which would not hide a raw terminal; it waits for
+  # the exec's exec.json (written once the supervisor let the terminal go).
+  # bash -i ignores SIGTERM: the grace (10 s) runs out, then SIGKILL.
+  s=exec-killed
+  n=$(($(ls "$STATE/runs/$session/execs" | wc -l) + 1))
+  start_exec_case $s "dash -i" "while [ ! -e $STATE/runs/$session/execs/$n/exec.json ]; do sleep 0.1; done"
+  if wait_for $s '^box\$' 20; then
+    type_line $s 'stty -echo; sleep 600'
+    sleep 0.5
+    pid=$(pgrep -f -- "exec --tty --state-dir $STATE" | head -1)
+    if [ -n "$pid" ]; then kill -KILL "$pid"; else fail "exec-killed: no corral exec process found"; fi
+  fi
+  check_restored $s "SIGKILL to corral exec (the session restores the terminal)"
+  grep -q '"outcome": "caller_gone"' "$STATE/runs/$session/execs/$n/exec.json" && pass "exec-killed: exec.json says caller_gone" ||
+    fail "exec-killed: exec.json: $(cat "$STATE/runs/$session/execs/$n/exec.json")"
+
+  out=$("$CORRAL" exec --tty --state-dir "$STATE" "$session" -- true </dev/null 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [[ $out == *"stdin is not a terminal"* ]] && pass "exec --tty with stdin not a terminal: exit 2, says so" ||
+    fail "exec --tty with /dev/null stdin: rc=$rc: $out"
+  out=$("$CORRAL" exec --tty --prompt task --state-dir "$STATE" "$session" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [[ $out == *"--tty with --prompt"* ]] && pass "exec --tty --prompt: exit 2, says why" ||
+    fail "exec --tty --prompt: rc=$rc: $out"
+  out=$("$CORRAL" exec -it --state-dir "$STATE" "$session" -- true 2>&1); rc=$?
+  [ $rc -eq 2 ] && [[ $out == *"use --tty"* ]] && pass "exec -it: exit 2, names --tty" || fail "exec -it: rc=$rc: $out"
+  "$CORRAL" session stop --state-dir "$STATE" --grace 1s "$session" >/dev/null 2>&1 || fail "session stop failed"
+fi
 
 echo "$passes passed, $failures failed"
 [ $failures -eq 0 ]
