@@ -198,13 +198,15 @@ exit_status_is $s 143 "SIGTERM"
 # SIGKILL: no handler of corral's runs; its guardian (corral-ttyguard) puts
 # the settings back once corral is gone. The caller is dash here: bash puts
 # back the settings it saved when a job dies of a signal, which would hide
-# a raw terminal. The shell waits for the guardian to have exited before it
-# writes anything (until then the terminal is still raw).
+# a raw terminal. The shell waits (at most 10 s) for the guardian to have
+# exited and the settings to be back before it writes anything: the
+# guardian runs once the kernel has closed corral's files, which under load
+# can be after the shell saw corral die.
 s=sigkill
 mkdir -p "$TMP/$s"
 tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' dash -i"
 if wait_for "$s" 'host\$' 10; then
-  type_line "$s" "stty -a > $TMP/$s/before; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $BOX_SHELL; rc=\$?; while pgrep -x corral-ttyguard >/dev/null; do sleep 0.1; done; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
+  type_line "$s" "stty -a > $TMP/$s/before; stty -g > $TMP/$s/before.g; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $BOX_SHELL; rc=\$?; i=0; while { pgrep -x corral-ttyguard >/dev/null || [ \"\$(stty -g)\" != \"\$(cat $TMP/$s/before.g)\" ]; } && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
   if wait_for $s '^box\$' 20; then
     pgrep -x corral-ttyguard >/dev/null && pass "SIGKILL: the terminal's guardian runs beside corral" || fail "SIGKILL: no corral-ttyguard process"
     pid=$(pgrep -f -- "--run-dir $TMP/$s/run" | head -1)
