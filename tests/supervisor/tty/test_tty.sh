@@ -201,12 +201,13 @@ exit_status_is $s 143 "SIGTERM"
 # a raw terminal. The shell waits (at most 10 s) for the guardian to have
 # exited and the settings to be back before it writes anything: the
 # guardian runs once the kernel has closed corral's files, which under load
-# can be after the shell saw corral die.
+# can be after the shell saw corral die (its "Killed" line is written to
+# the raw terminal: an empty line after the restore starts a fresh one).
 s=sigkill
 mkdir -p "$TMP/$s"
 tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' dash -i"
 if wait_for "$s" 'host\$' 10; then
-  type_line "$s" "stty -a > $TMP/$s/before; stty -g > $TMP/$s/before.g; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $BOX_SHELL; rc=\$?; i=0; while { pgrep -x corral-ttyguard >/dev/null || [ \"\$(stty -g)\" != \"\$(cat $TMP/$s/before.g)\" ]; } && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
+  type_line "$s" "stty -a > $TMP/$s/before; stty -g > $TMP/$s/before.g; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $BOX_SHELL; rc=\$?; i=0; while { pgrep -x corral-ttyguard >/dev/null || [ \"\$(stty -g)\" != \"\$(cat $TMP/$s/before.g)\" ]; } && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done; echo; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
   if wait_for $s '^box\$' 20; then
     pgrep -x corral-ttyguard >/dev/null && pass "SIGKILL: the terminal's guardian runs beside corral" || fail "SIGKILL: no corral-ttyguard process"
     pid=$(pgrep -f -- "--run-dir $TMP/$s/run" | head -1)
