@@ -93,6 +93,36 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 EOF
 chmod 0644 "$TMP/ws/ioctl_probe.py"
 
+# check_job_control SESSION LABEL: in the box's bash -i, Ctrl-Z stops the
+# foreground job, jobs lists it, fg resumes it, Ctrl-C ends it (130); a
+# program's INT trap runs on Ctrl-C; the box survives.
+check_job_control() {
+  local s=$1 L=${2:+$2: }
+  type_line $s 'sleep 100'
+  sleep 0.5
+  tm send-keys -t $s C-z
+  if wait_for $s 'Stopped +sleep 100'; then pass "${L}Ctrl-Z stops the foreground job (Stopped)"; else fail "${L}Ctrl-Z did not stop sleep"; fi
+  type_line $s 'jobs'
+  wait_for $s '^jobs$' 5
+  sleep 0.3
+  [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && pass "${L}jobs lists the stopped job" || fail "${L}jobs does not list the stopped sleep"
+  type_line $s 'fg'
+  wait_for $s '^sleep 100$' 5 || fail "${L}fg did not resume sleep"
+  sleep 0.5
+  tm send-keys -t $s C-c
+  type_line $s 'echo "after fg: $? done-$((40+2))"'
+  wait_for $s '^after fg: 130 done-42$' && pass "${L}fg then Ctrl-C ends the job with SIGINT (status 130), the shell lives on" ||
+    fail "${L}fg + Ctrl-C did not end the job with 130"
+
+  # Ctrl-C reaches the program: its trap runs; corral keeps running.
+  type_line $s "bash -c 'trap \"echo trapped-SIGINT; exit 0\" INT; echo ready-for-C-c; while :; do sleep 0.2; done'"
+  wait_for $s '^ready-for-C-c$' 5
+  tm send-keys -t $s C-c
+  wait_for $s '^(\^C)?trapped-SIGINT$' && pass "${L}Ctrl-C is the program's SIGINT (its trap ran)" || fail "${L}the trap did not see Ctrl-C"
+  type_line $s 'echo still-$((6*7))'
+  wait_for $s '^still-42$' && pass "${L}corral and the box survive Ctrl-C" || fail "${L}the box did not survive Ctrl-C"
+}
+
 # ---- 1. an interactive shell: job control, Ctrl-C, vi, TIOCSTI; then exit.
 s=shell
 start_case $s "$BOX_SHELL"
@@ -104,29 +134,7 @@ if wait_for $s '^box\$' 20; then
   wait_for $s '^TERM=tmux-256color$' && pass "TERM is the caller's" || fail "TERM is not the caller's"
 
   # Job control: Ctrl-Z stops the foreground job, jobs lists it, fg resumes, Ctrl-C ends it.
-  type_line $s 'sleep 100'
-  sleep 0.5
-  tm send-keys -t $s C-z
-  if wait_for $s 'Stopped +sleep 100'; then pass "Ctrl-Z stops the foreground job (Stopped)"; else fail "Ctrl-Z did not stop sleep"; fi
-  type_line $s 'jobs'
-  wait_for $s '^jobs$' 5
-  sleep 0.3
-  [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && pass "jobs lists the stopped job" || fail "jobs does not list the stopped sleep"
-  type_line $s 'fg'
-  wait_for $s '^sleep 100$' 5 || fail "fg did not resume sleep"
-  sleep 0.5
-  tm send-keys -t $s C-c
-  type_line $s 'echo "after fg: $? done-$((40+2))"'
-  wait_for $s '^after fg: 130 done-42$' && pass "fg then Ctrl-C ends the job with SIGINT (status 130), the shell lives on" ||
-    fail "fg + Ctrl-C did not end the job with 130"
-
-  # Ctrl-C reaches the program: its trap runs; corral keeps running.
-  type_line $s "bash -c 'trap \"echo trapped-SIGINT; exit 0\" INT; echo ready-for-C-c; while :; do sleep 0.2; done'"
-  wait_for $s '^ready-for-C-c$' 5
-  tm send-keys -t $s C-c
-  wait_for $s '^(\^C)?trapped-SIGINT$' && pass "Ctrl-C is the program's SIGINT (its trap ran)" || fail "the trap did not see Ctrl-C"
-  type_line $s 'echo still-$((6*7))'
-  wait_for $s '^still-42$' && pass "corral and the box survive Ctrl-C" || fail "the box did not survive Ctrl-C"
+  check_job_control $s ""
 
   # TIOCSTI / TIOCLINUX on the box's own pty.
   type_line $s 'python3 /workspace/ioctl_probe.py'
@@ -261,21 +269,7 @@ else
     wait_for $s '^agent 600$' && pass "exec --tty: the slave is the agent role's, mode 600" || fail "exec --tty: the slave is not agent 600"
     wait_for $s '^TERM=tmux-256color$' && pass "exec --tty: TERM is the caller's" || fail "exec --tty: TERM is not the caller's"
     wait_for $s '^40 120$' && pass "exec --tty: the window size is set before the command starts (40 120)" || fail "exec --tty: stty size is not 40 120"
-    type_line $s 'sleep 100'
-    sleep 0.5
-    tm send-keys -t $s C-z
-    wait_for $s 'Stopped +sleep 100' && pass "exec --tty: Ctrl-Z stops the foreground job" || fail "exec --tty: Ctrl-Z did not stop sleep"
-    type_line $s 'fg'
-    wait_for $s '^sleep 100$' 5 || fail "exec --tty: fg did not resume sleep"
-    sleep 0.5
-    tm send-keys -t $s C-c
-    type_line $s 'echo "after fg: $? done-$((40+2))"'
-    wait_for $s '^after fg: 130 done-42$' && pass "exec --tty: fg then Ctrl-C ends the job (130), the shell lives on" ||
-      fail "exec --tty: fg + Ctrl-C did not end the job with 130"
-    type_line $s "bash -c 'trap \"echo trapped-SIGINT; exit 0\" INT; echo ready-for-C-c; while :; do sleep 0.2; done'"
-    wait_for $s '^ready-for-C-c$' 5
-    tm send-keys -t $s C-c
-    wait_for $s '^(\^C)?trapped-SIGINT$' && pass "exec --tty: Ctrl-C is the program's SIGINT (its trap ran)" || fail "exec --tty: the trap did not see Ctrl-C"
+    check_job_control $s "exec --tty"
     tm resize-window -t $s -x 100 -y 30
     sleep 0.5
     type_line $s 'clear; stty size'
