@@ -349,6 +349,19 @@ std::vector<nlohmann::json> ledger_lines() {
     return out;
 }
 
+std::vector<nlohmann::json> ledger_lines_with_reason(const std::string& reason, std::size_t at_least) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::vector<nlohmann::json> found;
+    do {
+        found.clear();
+        for (auto& l : ledger_lines())
+            if (l.value("reason", "") == reason) found.push_back(std::move(l));
+        if (found.size() >= at_least) break;
+        ::usleep(50'000);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return found;
+}
+
 bool ledger_has(const std::string& host, const std::string& reason) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     do {

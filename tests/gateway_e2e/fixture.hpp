@@ -70,6 +70,9 @@ std::vector<nlohmann::json> ledger_lines();
 // True once a ledger line has host == `host` and reason == `reason` (waits up to 5 s:
 // a line is written when the exchange ends).
 bool ledger_has(const std::string& host, const std::string& reason);
+// The ledger lines whose reason is `reason`, once there are `at_least` of them
+// (or whatever there is after 5 s: the caller checks the count).
+std::vector<nlohmann::json> ledger_lines_with_reason(const std::string& reason, std::size_t at_least);
 
 // A `corral gateway` daemon of a test's own, with its own state dir (CA),
 // ledger, Unix socket and stderr, listening on a free loopback TCP port
