@@ -10,6 +10,7 @@
 
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
+#include "base/sha256.hpp"
 #include "image/source.hpp"
 #include "rootfs/host_paths.hpp"
 #include "rootfs/mount_plan.hpp"
@@ -94,7 +95,7 @@ void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan
 
 nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
                                  const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
-                                 const AgentRun* agent) {
+                                 const AgentRun* agent, const image::StoredImage* image) {
     const bool agent_run = r.agent() || interactive_agent_run(r, worker);
     using nlohmann::json;
     std::string name = worker ? worker->name : r.worker.value_or("adhoc");
@@ -116,6 +117,19 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
         binds.push_back({{"source", b.source}, {"target", b.target}, {"read_only", b.read_only}});
     out["binds"] = binds;
     if (r.session) out["session"] = {{"name", r.session_name ? json(*r.session_name) : json(nullptr)}};
+    // What the box's tree was made of: its layers are content-addressed, so
+    // their digests (and one digest over them) name it whatever its NAME
+    // later points at. layers_sha256: SHA-256 of the layer digests, one per
+    // line, each line ending in '\n'.
+    if (image) {
+        std::string joined;
+        for (const auto& l : image->layers) joined += l + "\n";
+        out["image"] = {{"name", image->name},
+                        {"layers", image->layers},
+                        {"layers_sha256", "sha256:" + sha256_hex(joined)},
+                        {"source", image->source},
+                        {"imported_at", image->imported_at}};
+    }
     return out;
 }
 

@@ -26,10 +26,11 @@ void check_run_can_start(const RunRequest& request, const RunInputs& inputs, con
 
 // run.json's fields of the layers above the sandbox, from whatever exists of
 // the run (a run refused early has no worker, egress or agent yet): worker,
-// identity, gateway {mode, ledger, requests, refusals, secrets_reflected}, agent, cli_version.
+// identity, gateway {mode, ledger, requests, refusals, secrets_reflected}, agent, cli_version,
+// and image {name, layers, layers_sha256, source, imported_at} for --rootfs image:NAME.
 nlohmann::json run_record_fields(const RunRequest& request, const std::string& run_id,
                                  const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
-                                 const AgentRun* agent);
+                                 const AgentRun* agent, const image::StoredImage* image);
 
 // The one line every run ends with on stderr (unless --quiet):
 //   "RUN-ID: exited 0 after 1.2s; 3 requests, 1 refused; record DIR/run.json"

@@ -145,6 +145,29 @@ TEST_CASE("an OCI layout made by umoci: layers stacked, deletions applied, the c
     INFO(in_ws.err);
     CHECK(in_ws.out == "/workspace\n");
 
+    // run.json and the journal's admission name the image by its layers'
+    // digests (what NAME pointed at then, whatever it points at later).
+    const std::string rd = t / "run-named";
+    Result named = run_corral({"run", "--state-dir", state, "--uid-range", kUidRange, "--rootfs", "image:demo",
+                               "--run-dir", rd, "--", "echo", "named"});
+    INFO(named.err);
+    REQUIRE(named.exit_code == 0);
+    auto rec = nlohmann::json::parse(read_file(rd + "/run.json"));
+    REQUIRE(rec["image"].is_object());
+    CHECK(rec["image"]["name"] == "demo");
+    REQUIRE(rec["image"]["layers"].size() == 2);
+    std::string joined;
+    for (const auto& l : rec["image"]["layers"]) {
+        const std::string d = l.get<std::string>();
+        REQUIRE(d.rfind("sha256:", 0) == 0);
+        CHECK(fs::is_directory(state + "/images/layers/sha256/" + d.substr(7)));
+        joined += d + "\n";
+    }
+    CHECK(rec["image"]["layers_sha256"] == "sha256:" + corral::sha256_hex(joined));
+    auto admission = nlohmann::json::parse(lines(read_file(rd + "/journal.jsonl")).at(0));
+    CHECK(admission["type"] == "admission");
+    CHECK(admission["payload"]["image"] == rec["image"]);
+
     // The image's layers are untouched by the runs.
     bool stale_kept = false;
     for (const auto& l : fs::directory_iterator(state + "/images/layers/sha256"))
