@@ -291,6 +291,7 @@ void Ledger::fail_locked(std::string what) {
     healthy_.store(false, std::memory_order_release);
     lines_lost_ += static_cast<std::uint64_t>(std::count(pending_.begin(), pending_.end(), '\n'));
     pending_.clear();
+    mirrored_ = 0;
 }
 
 std::string Ledger::format(const LedgerEntry& e) const {
@@ -380,8 +381,25 @@ bool Ledger::flush() {
     return flush_locked();
 }
 
+void Ledger::mirror_to(LedgerMirror mirror) {
+    std::lock_guard lock(mutex_);
+    mirror_ = std::move(mirror);
+}
+
 bool Ledger::flush_locked() {
     if (pending_.empty() || !failure_.empty()) return false;
+    if (mirror_ && mirrored_ < pending_.size()) {
+        // The journal first: a line the signed trail lacks never reaches the
+        // file. Lines mirrored once are not mirrored again if the file's
+        // write fails and reopen() retries them.
+        try {
+            mirror_(std::string_view(pending_).substr(mirrored_));
+        } catch (const std::exception& e) {
+            fail_locked(std::string("journal: ") + e.what());
+            return true;
+        }
+        mirrored_ = pending_.size();
+    }
     std::size_t lines = static_cast<std::size_t>(std::count(pending_.begin(), pending_.end(), '\n'));
     ssize_t n;
     do {
@@ -398,6 +416,7 @@ bool Ledger::flush_locked() {
         return true;
     }
     pending_.clear();
+    mirrored_ = 0;
     return false;
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -120,6 +121,13 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
 // N + 1 + ~64 refusal lines ever. Every refusal is still counted (refusals(),
 // requests() stay exact) and still refused by the caller; allowed entries are
 // always written.
+// Where each batch of ledger lines also goes, before the ledger file: a
+// run's signed journal (run/run_journal.hpp). Called under the ledger's lock
+// with whole '\n'-terminated lines, so in the file's order. A mirror that
+// throws makes the ledger unhealthy with "journal: <what>" (fail closed:
+// every later request is refused 503 ledger_unwritable).
+using LedgerMirror = std::function<void(std::string_view lines)>;
+
 class Ledger {
 public:
     // Never throws for I/O: an unopenable path leaves the ledger unhealthy
@@ -138,6 +146,10 @@ public:
     // Secrets scrubbed from every later line (defence in depth: callers should
     // never pass them, but a secret echoed into a path or reason still never lands).
     void register_secret(const std::string& secret);
+
+    // Every later batch goes to `mirror` first (see LedgerMirror). Set it
+    // before the first request.
+    void mirror_to(LedgerMirror mirror);
 
     // Counts the entry (requests/refusals per identity, even when unhealthy),
     // then writes its line; a failed or short write marks the ledger unhealthy
@@ -203,6 +215,8 @@ private:
     std::string failure_;
     std::atomic<bool> healthy_{true};
     std::string pending_;          // formatted lines not yet written
+    LedgerMirror mirror_;
+    std::size_t mirrored_ = 0;     // bytes of pending_ the mirror already has
     std::uint64_t unsynced_ = 0;   // lines written since the last sync()
     // Read by format() without the lock: replaced (never changed in place) under it.
     std::atomic<std::shared_ptr<const std::vector<std::string>>> secrets_;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -17,6 +18,29 @@
 namespace corral::journal {
 
 bool is_terminal_type(std::string_view type) { return type == kTypeTerminal || type == kTypeRecovered; }
+
+std::optional<std::string> last_whole_line(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || st.st_size < 2) return std::nullopt;
+    const off_t tail = std::min<off_t>(st.st_size, 64 * 1024);
+    std::string buf(static_cast<std::size_t>(tail), '\0');
+    ssize_t n = ::pread(fd.get(), buf.data(), buf.size(), st.st_size - tail);
+    if (n != tail || buf.back() != '\n') return std::nullopt;
+    buf.pop_back();
+    auto nl = buf.rfind('\n');
+    if (nl == std::string::npos && tail < st.st_size) return std::nullopt;  // a line longer than the tail read
+    return nl == std::string::npos ? buf : buf.substr(nl + 1);
+}
+
+bool ends_with_terminal_record(const std::string& path) {
+    auto line = last_whole_line(path);
+    if (!line) return false;
+    auto last = nlohmann::json::parse(*line, nullptr, false);
+    return last.is_object() && last.contains("type") && last["type"].is_string() &&
+           is_terminal_type(last["type"].get<std::string>());
+}
 
 std::string utc_time(std::chrono::system_clock::time_point t) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -98,16 +122,18 @@ std::string JournalWriter::append(std::string_view type, const nlohmann::json& p
     at_.prev_hash = sha256_hex(line);
     ++at_.next_seq;
     if (terminal) terminated_ = true;
-    if (waiting_ == 0) oldest_waiting_ = std::chrono::steady_clock::now();
-    ++waiting_;
-    if (commit == Commit::durable || terminal || waiting_ >= options_.group_records ||
-        std::chrono::steady_clock::now() - oldest_waiting_ >= options_.group_delay)
+    if (waiting() == 0) oldest_waiting_ = std::chrono::steady_clock::now();
+    ++appended_;
+    if (commit == Commit::durable || terminal ||
+        (options_.sync_group_in_append &&
+         (waiting() >= options_.group_records ||
+          std::chrono::steady_clock::now() - oldest_waiting_ >= options_.group_delay)))
         sync();
     return line;
 }
 
 void JournalWriter::sync() {
-    if (waiting_ == 0) return;
+    if (waiting() == 0) return;
     while (::fdatasync(fd_.get()) < 0) {
         if (errno == EINTR) continue;
         // After a failed fdatasync the kernel may have dropped the dirty
@@ -115,7 +141,20 @@ void JournalWriter::sync() {
         // records lost. Nothing more is written.
         fail(std::make_exception_ptr(SysError("fdatasync", path_, errno)));
     }
-    waiting_ = 0;
+    synced_ = appended_;
+}
+
+JournalWriter::SyncTicket JournalWriter::begin_sync() const {
+    if (failed_) std::rethrow_exception(failed_);
+    return SyncTicket{.upto = appended_, .records = waiting(), .fd = fd_.get(), .began = std::chrono::steady_clock::now()};
+}
+
+void JournalWriter::end_sync(const SyncTicket& ticket, int error) {
+    if (failed_) std::rethrow_exception(failed_);
+    if (error != 0) fail(std::make_exception_ptr(SysError("fdatasync", path_, error)));
+    if (ticket.upto > synced_) synced_ = ticket.upto;
+    // Records written during the sync are younger than its start.
+    if (waiting() > 0) oldest_waiting_ = ticket.began;
 }
 
 void JournalWriter::flush() {
@@ -125,7 +164,7 @@ void JournalWriter::flush() {
 
 bool JournalWriter::sync_if_due() {
     if (failed_) std::rethrow_exception(failed_);
-    if (waiting_ == 0 || std::chrono::steady_clock::now() - oldest_waiting_ < options_.group_delay) return false;
+    if (waiting() == 0 || std::chrono::steady_clock::now() - oldest_waiting_ < options_.group_delay) return false;
     sync();
     return true;
 }
@@ -137,13 +176,26 @@ bool append_recovered(const std::string& path, const SigningKey& key, const std:
     // Two corral starts may find the same lost run: one of them ends it.
     while (::flock(fd.get(), LOCK_EX) < 0)
         if (errno != EINTR) throw SysError("flock", path, errno);
-    Verdict v = verify_journal(read_to_end(fd.get(), path), key.public_key());
+    const std::string text = read_to_end(fd.get(), path);
+    Verdict v = verify_journal(text, key.public_key());
     if (v.status == Status::valid) return false;
+    nlohmann::json payload = details;
+    // A supervisor killed inside a write(2) can leave a torn last line: no
+    // newline, after records that all verify. Nothing signed is lost by
+    // cutting it (a record without its newline was never complete); its
+    // bytes are kept as a digest in the signed recovered record instead.
+    const bool torn_tail = v.status == Status::invalid && v.end.size < text.size() &&
+                           text.find('\n', v.end.size) == std::string::npos;
+    if (torn_tail) {
+        const std::string_view tail = std::string_view(text).substr(v.end.size);
+        payload["torn_tail"] = {{"bytes", tail.size()}, {"sha256", sha256_hex(tail)}};
+        check_sys(::ftruncate(fd.get(), static_cast<off_t>(v.end.size)), "ftruncate", path);
+        v.status = Status::incomplete;
+    }
     if (v.status == Status::invalid)
         throw UsageError(path + ": line " + std::to_string(v.line.value_or(0)) + " is bad (" + v.reason +
                          "); not appending a recovered record to an invalid journal");
     JournalWriter writer(std::move(fd), path, key, v.end, WriterOptions{});
-    nlohmann::json payload = details;
     // Never a success: corral did not see how the run ended.
     payload["outcome"] = "lost";
     payload["reason"] = reason;

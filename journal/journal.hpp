@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,8 +32,18 @@ namespace corral::journal {
 inline constexpr std::string_view kTypeAdmission = "admission";
 inline constexpr std::string_view kTypeTerminal = "terminal";    // corral saw the run end
 inline constexpr std::string_view kTypeRecovered = "recovered";  // a later corral found it lost
+// One gateway decision: {"ledger_line": "<the ledger line, its newline excluded>"}
+// (the ledger is derived from these: docs/journal.md "Gateway decisions").
+inline constexpr std::string_view kTypeDecision = "decision";
 // Whether `type` ends a journal.
 bool is_terminal_type(std::string_view type);
+// Whether the journal at `path` ends in a whole line of a terminal type,
+// read from its tail only (no verification: a cheap test of which journals
+// a start must look at). False if it cannot be read.
+bool ends_with_terminal_record(const std::string& path);
+// The journal's last line if it ends in a newline (without it), from its
+// 64 KiB tail; nothing if it cannot be read, is empty or ends torn.
+std::optional<std::string> last_whole_line(const std::string& path);
 
 inline constexpr std::uint64_t kDefaultMaxBytes = 64ull << 20;
 // Held back from every record but a terminal one, so a journal that reached
@@ -49,6 +60,10 @@ struct WriterOptions {
     // longer than `group_delay`, or at flush()/a durable record.
     std::chrono::milliseconds group_delay{100};
     std::size_t group_records = 64;
+    // false: append() never fdatasyncs for group records; an owner's thread
+    // does, with begin_sync()/end_sync(), outside the owner's lock (so the
+    // threads that append never wait for the disk).
+    bool sync_group_in_append = true;
 };
 
 enum class Commit {
@@ -86,6 +101,20 @@ public:
     // owner's timer. Returns true if it synced.
     bool sync_if_due();
 
+    // Group commit by an owner's thread: begin_sync() (under the owner's
+    // lock) names the records written so far; the owner fdatasyncs
+    // ticket.fd with its lock released, then calls end_sync() under it with
+    // 0 or the fdatasync's errno (a failure fails the writer closed and
+    // throws). records == 0: nothing waits.
+    struct SyncTicket {
+        std::uint64_t upto = 0;  // records appended when the sync began
+        std::uint64_t records = 0;
+        int fd = -1;
+        std::chrono::steady_clock::time_point began{};
+    };
+    SyncTicket begin_sync() const;
+    void end_sync(const SyncTicket& ticket, int error);
+
     const std::string& path() const { return path_; }
     std::uint64_t size() const { return at_.size; }
     std::uint64_t next_seq() const { return at_.next_seq; }
@@ -101,8 +130,11 @@ private:
     SigningKey key_;
     JournalPosition at_;
     WriterOptions options_;
+    std::size_t waiting() const { return static_cast<std::size_t>(appended_ - synced_); }
+
     bool terminated_ = false;
-    std::size_t waiting_ = 0;
+    std::uint64_t appended_ = 0;  // records this writer wrote
+    std::uint64_t synced_ = 0;    // of those, the ones an fdatasync covered
     std::chrono::steady_clock::time_point oldest_waiting_{};
     std::exception_ptr failed_;
 };
@@ -112,7 +144,10 @@ std::string utc_time(std::chrono::system_clock::time_point t);
 
 // Appends the "recovered" terminal record to the journal at `path` (if it has
 // no terminal record yet): {"outcome":"lost","reason":reason,...}. Returns
-// false if the journal already ended. Throws for an invalid journal.
+// false if the journal already ended. A torn last line (no newline, after
+// good records: a writer killed inside its write) is cut, its size and
+// SHA-256 kept in the record as "torn_tail". Throws for an otherwise
+// invalid journal.
 bool append_recovered(const std::string& path, const SigningKey& key, const std::string& reason,
                       const nlohmann::json& details = nlohmann::json::object());
 

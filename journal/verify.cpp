@@ -94,6 +94,16 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
         v.end.prev_hash = sha256_hex(line);
         v.end.size += line.size() + 1;
         if (v.first.is_null()) v.first = record;
+        if (record["type"].get<std::string>() == kTypeDecision) {
+            const auto& l = record["payload"].contains("ledger_line") ? record["payload"]["ledger_line"] : nlohmann::json();
+            if (!l.is_string()) {
+                v.status = Status::invalid;
+                v.line = line_no;
+                v.reason = "record " + std::to_string(v.end.next_seq - 1) + ": a decision without a ledger_line string";
+                return v;
+            }
+            v.decisions.push_back({v.end.next_seq - 1, l.get<std::string>()});
+        }
         if (is_terminal_type(record["type"].get<std::string>())) v.terminal = record;
         pos = eol + 1;
     }
@@ -138,6 +148,32 @@ std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann
         run_json["outcome"] == "ok")
         out.push_back("run.json says outcome \"ok\" but the journal's run was lost (recovered record)");
     return out;
+}
+
+std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_view ledger_text) {
+    std::size_t n = 0;  // ledger lines read
+    std::size_t pos = 0;
+    while (pos < ledger_text.size()) {
+        std::size_t eol = ledger_text.find('\n', pos);
+        std::string_view line = ledger_text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+        ++n;
+        const std::string at = "ledger line " + std::to_string(n);
+        if (n > verdict.decisions.size())
+            return at + " has no decision record in the journal (" + std::to_string(verdict.decisions.size()) +
+                   " decisions): it was added to the ledger, not written by the gateway";
+        const auto& d = verdict.decisions[n - 1];
+        if (line != d.ledger_line)
+            return at + " differs from record " + std::to_string(d.seq) +
+                   " (decision " + std::to_string(n) + "): the ledger was edited, or a line removed or moved";
+        if (eol == std::string_view::npos) return at + " has no newline (a torn write)";
+        pos = eol + 1;
+    }
+    if (n < verdict.decisions.size() && verdict.status == Status::valid)
+        return "the ledger has " + std::to_string(n) + " lines, the journal " +
+               std::to_string(verdict.decisions.size()) + " decisions: record " +
+               std::to_string(verdict.decisions[n].seq) + " (decision " + std::to_string(n + 1) +
+               ") is missing from the ledger (removed, or the ledger was cut short)";
+    return std::nullopt;
 }
 
 }  // namespace corral::journal

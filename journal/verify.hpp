@@ -31,6 +31,12 @@ struct Verdict {
     nlohmann::json first;               // the first good record (null if none)
     nlohmann::json terminal;            // the terminal record (null if none)
     JournalPosition end;                // after the last good record
+    // The decision records, in order: each one's seq and ledger line.
+    struct Decision {
+        std::uint64_t seq = 0;
+        std::string ledger_line;
+    };
+    std::vector<Decision> decisions;
 };
 
 // Verifies `text`, a whole journal file. Never throws for bad content.
@@ -41,5 +47,13 @@ Verdict verify_journal(std::string_view text, const PublicKey& key);
 // line each, empty when they agree. Fields the journal does not hold are not
 // compared.
 std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann::json& run_json);
+
+// Where a ledger file (one line per gateway decision) disagrees with the
+// journal's decision records, the ledger being derived from them: line N of
+// the ledger must be decision N's ledger_line, byte for byte. A journal that
+// has ended has every ledger line; one still going (incomplete) may be ahead
+// of its ledger, never behind it. The first disagreement, named; empty when
+// they agree.
+std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_view ledger_text);
 
 }  // namespace corral::journal

@@ -91,6 +91,11 @@ public:
         return intercepts_ ? gateway_->ca_certificate_pem() : std::string();
     }
 
+    bool journal_decisions(gateway::LedgerMirror mirror) override {
+        gateway_->ledger().mirror_to(std::move(mirror));
+        return true;
+    }
+
     json record_fields() const override {
         return {{"mode", "embedded"},
                 {"ledger", gateway_ ? json(config_.gateway.ledger) : json(nullptr)},
@@ -207,6 +212,8 @@ public:
     // counts, asked for at stop(); null if it could not be asked, or if the
     // daemon that answers is not the one the run started with (a restarted
     // daemon knows nothing of the run's earlier requests).
+    bool journal_decisions(gateway::LedgerMirror) override { return false; }
+
     json record_fields() const override {
         return {{"mode", "unix:" + socket_},
                 {"ledger", nullptr},

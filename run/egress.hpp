@@ -69,6 +69,11 @@ public:
     // Throws UsageError / ConfigError / SysError.
     virtual std::string prepare() = 0;
 
+    // After prepare(), before start(): the gateway's decisions (its ledger
+    // lines) also go to `mirror`, the run's journal. False when this egress
+    // keeps no ledger of its own (a daemon's decisions are in its journal).
+    virtual bool journal_decisions(gateway::LedgerMirror mirror) = 0;
+
     // At the hook point: opens the bridge's listeners in the box's netns and
     // starts the event-loop thread.
     void start(const supervisor::Sandbox& box);

@@ -37,22 +37,6 @@ nlohmann::json log_digest(const std::string& path) {
 // Whether the journal's last line says it is of a terminal type: unverified,
 // only to skip the full verification of journals already ended (each start
 // would otherwise check every signature of every lost run again).
-bool ends_with_terminal_type(const std::string& path) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd.valid()) return false;
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || st.st_size < 2) return false;
-    const off_t tail = std::min<off_t>(st.st_size, 64 * 1024);
-    std::string buf(static_cast<std::size_t>(tail), '\0');
-    ssize_t n = ::pread(fd.get(), buf.data(), buf.size(), st.st_size - tail);
-    if (n != tail || buf.back() != '\n') return false;
-    buf.pop_back();
-    auto nl = buf.rfind('\n');
-    auto last = nlohmann::json::parse(nl == std::string::npos ? buf : buf.substr(nl + 1), nullptr, false);
-    return last.is_object() && last.contains("type") && last["type"].is_string() &&
-           journal::is_terminal_type(last["type"].get<std::string>());
-}
-
 }  // namespace
 
 nlohmann::json admission_payload(const supervisor::RunRecord& record, const supervisor::SandboxSpec& spec) {
@@ -101,9 +85,10 @@ nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::
             {"ended_at", run["ended_at"]}};
 }
 
-journal::JournalWriter open_run_journal(const std::string& state_dir, const std::string& run_dir) {
+std::unique_ptr<journal::SharedJournal> open_run_journal(const std::string& state_dir, const std::string& run_dir) {
     journal::SigningKey key = journal::SigningKey::load_or_create(state_dir);
-    return journal::JournalWriter::create(run_dir + "/" + kJournalFile, key);
+    return std::make_unique<journal::SharedJournal>(
+        journal::JournalWriter::create(run_dir + "/" + kJournalFile, key, journal::shared_writer_options()));
 }
 
 std::vector<std::string> recover_lost_runs(const std::string& state_dir) {
@@ -113,7 +98,7 @@ std::vector<std::string> recover_lost_runs(const std::string& state_dir) {
         if (e.state != "lost") continue;
         std::string path = e.run_dir + "/" + kJournalFile;
         struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0 || ends_with_terminal_type(path)) {
+        if (::lstat(path.c_str(), &st) != 0 || journal::ends_with_terminal_record(path)) {
             // Never opened (lost before), or ended by an earlier start.
             mark_run_ended(state_dir, e.id);
             continue;

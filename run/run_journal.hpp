@@ -1,14 +1,17 @@
 // run/run_journal.hpp — a run's journal.jsonl (journal/journal.hpp): which
-// facts of the run go in its admission and terminal records, and the
-// recovered record for runs whose supervisor was lost (docs/journal.md).
+// facts of the run go in its admission and terminal records, its gateway's
+// decisions, and the recovered record for runs whose supervisor was lost
+// (docs/journal.md).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "journal/journal.hpp"
+#include "journal/shared_journal.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
 
@@ -27,8 +30,10 @@ nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::
                                 const std::string& stdout_log_name);
 
 // RUN_DIR/journal.jsonl, created 0600, signed with the state dir's key
-// (created on first use like the CA's). Throws SysError/UsageError.
-journal::JournalWriter open_run_journal(const std::string& state_dir, const std::string& run_dir);
+// (created on first use like the CA's), written by the run's thread
+// (admission, terminal) and the embedded gateway's (decisions: its
+// decision_sink() is the ledger's mirror). Throws SysError/UsageError.
+std::unique_ptr<journal::SharedJournal> open_run_journal(const std::string& state_dir, const std::string& run_dir);
 
 // Every lost run of the state dir (run.json "running", supervisor gone) whose
 // journal has no terminal record gets a signed "recovered" record

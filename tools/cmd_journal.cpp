@@ -1,8 +1,8 @@
-// tools/cmd_journal.cpp — `corral journal verify FILE [--key PUBKEY] [--run-json FILE]`.
+// tools/cmd_journal.cpp — `corral journal verify FILE [--key PUBKEY] [--run-json FILE] [--ledger FILE]`.
 //
 // Exit status (docs/journal.md "Verification"): 0 valid, 1 incomplete (every
-// record good, no terminal record), 3 invalid (a bad record, or run.json
-// disagrees), 2 bad usage or a file that cannot be read.
+// record good, no terminal record), 3 invalid (a bad record, or run.json or
+// the ledger disagrees), 2 bad usage or a file that cannot be read.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -23,15 +23,19 @@ constexpr int kValid = 0, kIncomplete = 1, kUsage = 2, kInvalid = 3;
 
 void usage(std::FILE* out) {
     std::fprintf(out,
-                 "usage: corral journal verify FILE [--key PUBKEY] [--run-json RUNJSON] [--state-dir DIR]\n"
+                 "usage: corral journal verify FILE [--key PUBKEY] [--run-json RUNJSON] [--ledger LEDGER]\n"
+                 "                             [--state-dir DIR]\n"
                  "\n"
                  "Checks a run's journal.jsonl: every line canonical JSON, signed (Ed25519) by the key,\n"
                  "chained (prev = SHA-256 of the line before), numbered 1, 2, ... without a gap, and ended\n"
                  "by one terminal record; then that run.json (RUNJSON, default: run.json beside FILE, if\n"
-                 "there is one) agrees with the journal. The first bad record is named, with why.\n"
+                 "there is one) and the ledger (LEDGER, default: ledger.jsonl beside FILE when the run's\n"
+                 "gateway journalled its decisions there) agree with the journal. The first bad record is\n"
+                 "named, with why.\n"
                  "  --key PUBKEY      the public key (PEM; `corral key show`); default DIR/journal/signing.pub,\n"
                  "                    which proves less: whoever can rewrite the journal there can rewrite it\n"
                  "  --run-json FILE   the run.json to compare\n"
+                 "  --ledger FILE     the ledger to compare with the journal's decision records\n"
                  "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral\n"
                  "exit status: 0 valid, 1 incomplete (no terminal record yet), 3 invalid, 2 bad usage\n");
 }
@@ -46,7 +50,14 @@ std::optional<std::string> read_file(const std::string& what, const std::string&
     return read_regular_file(RegularFileRead{.what = what, .path = path, .max_bytes = journal::kDefaultMaxBytes + 4096});
 }
 
-int verify(const std::string& file, const std::string& key_path, std::optional<std::string> run_json_path) {
+// "DIR/" of "DIR/FILE", "" for a bare FILE.
+std::string dir_of(const std::string& file) {
+    auto slash = file.rfind('/');
+    return slash == std::string::npos ? std::string() : file.substr(0, slash + 1);
+}
+
+int verify(const std::string& file, const std::string& key_path, std::optional<std::string> run_json_path,
+           std::optional<std::string> ledger_path) {
     journal::PublicKey key = journal::PublicKey::from_file(key_path);
     auto text = read_file("journal", file);
     if (!text) return bad_usage(file + ": no such file");
@@ -59,10 +70,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
         return kInvalid;
     }
     bool explicit_run_json = run_json_path.has_value();
-    if (!run_json_path) {
-        auto slash = file.rfind('/');
-        run_json_path = (slash == std::string::npos ? std::string() : file.substr(0, slash + 1)) + "run.json";
-    }
+    if (!run_json_path) run_json_path = dir_of(file) + "run.json";
     auto run_text = read_file("run.json", *run_json_path);
     if (!run_text && explicit_run_json) return bad_usage(*run_json_path + ": no such file");
     if (run_text) {
@@ -80,6 +88,26 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
         }
     }
     std::string checked = run_text ? ", " + *run_json_path + " agrees" : "";
+    // The ledger is derived from the decision records: it must be them, line for line.
+    const bool decisions_here = v.first.is_object() && v.first["payload"].value("decisions", "") == "this_journal";
+    if (ledger_path || decisions_here) {
+        bool explicit_ledger = ledger_path.has_value();
+        if (!ledger_path) ledger_path = dir_of(file) + "ledger.jsonl";
+        auto ledger_text = read_file("ledger", *ledger_path);
+        if (!ledger_text && explicit_ledger) return bad_usage(*ledger_path + ": no such file");
+        if (!ledger_text && !v.decisions.empty()) {
+            std::printf("%sinvalid: %s: missing, and the journal has %zu decisions\n", at.c_str(), ledger_path->c_str(),
+                        v.decisions.size());
+            return kInvalid;
+        }
+        if (ledger_text) {
+            if (auto diff = journal::compare_ledger(v, *ledger_text)) {
+                std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), diff->c_str());
+                return kInvalid;
+            }
+            checked += ", " + *ledger_path + " agrees (" + std::to_string(v.decisions.size()) + " decisions)";
+        }
+    }
     if (v.status == journal::Status::incomplete) {
         std::printf("%sincomplete: %llu good records, key %s; %s%s\n", at.c_str(),
                     static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), v.reason.c_str(),
@@ -102,7 +130,7 @@ int cmd_journal(int argc, char** argv) {
     }
     if (std::string_view(argv[1]) != "verify")
         return bad_usage("unknown journal action \"" + std::string(argv[1]) + "\"; expected: verify");
-    std::optional<std::string> file, key, run_json, state_dir;
+    std::optional<std::string> file, key, run_json, ledger, state_dir;
     for (int i = 2; i < argc; ++i) {
         std::string_view a = argv[i];
         if (a == "--help" || a == "-h") {
@@ -118,10 +146,12 @@ int cmd_journal(int argc, char** argv) {
             if (!value(key)) return bad_usage("--key: expected a PEM public key file");
         } else if (a == "--run-json") {
             if (!value(run_json)) return bad_usage("--run-json: expected a run.json file");
+        } else if (a == "--ledger") {
+            if (!value(ledger)) return bad_usage("--ledger: expected a ledger file");
         } else if (a == "--state-dir") {
             if (!value(state_dir)) return bad_usage("--state-dir: expected a directory");
         } else if (!a.empty() && a[0] == '-') {
-            return bad_usage("unknown option \"" + std::string(a) + "\"; allowed: --key, --run-json, --state-dir");
+            return bad_usage("unknown option \"" + std::string(a) + "\"; allowed: --key, --run-json, --ledger, --state-dir");
         } else if (file) {
             return bad_usage("one FILE only; got \"" + *file + "\" and \"" + std::string(a) + "\"");
         } else {
@@ -131,7 +161,7 @@ int cmd_journal(int argc, char** argv) {
     if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
     std::string key_path = key ? *key : journal::key_files(state_dir ? *state_dir : run::default_state_dir()).pub_path;
     try {
-        return verify(*file, key_path, run_json);
+        return verify(*file, key_path, run_json, ledger);
     } catch (const std::exception& e) {
         // An unreadable key or file: not a verdict on the journal.
         return bad_usage(e.what());

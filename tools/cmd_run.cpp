@@ -195,24 +195,31 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     // RUN_DIR/journal.jsonl (docs/journal.md): opened once run.json exists;
     // its admission record is durable before the command starts, its
     // terminal record before corral exits.
-    std::optional<journal::JournalWriter> run_journal;
+    std::unique_ptr<journal::SharedJournal> run_journal;
     std::string stdout_log_name = "stdout.log";
+    bool decisions_journalled = false;  // the embedded gateway's ledger lines are decision records here
 
     int status = 0;
     // run.json while the run is alive: what is known so far, "state": "running".
+    // run.json's fields of the layers above the sandbox, from what exists now.
+    auto update_record_fields = [&]() {
+        record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr,
+                                              inputs.image ? &*inputs.image : nullptr);
+    };
     auto write_running_record = [&]() {
-        record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
+        update_record_fields();
         write_run_record(run_dir, record, record_sync);
     };
     auto finish = [&](int st, const char* outcome) {
         if (egress) {
-            egress->stop();
+            egress->stop();  // no decision is journalled after this
+            if (run_journal) run_journal->stop_group_commits();
             for (const auto& m : egress->take_stop_messages()) say(m);
             // The run's model traffic in one line (run.json has the numbers).
             if (auto t = egress->model_totals(); t && (t->requests || t->budget_refusals || t->policy_refusals))
                 std::fprintf(stderr, "%s: %s\n", g_prefix, gateway::metering::totals_summary(*t).c_str());
         }
-        record.extra = run::run_record_fields(request, record.id, inputs.worker, egress.get(), agent ? &*agent : nullptr);
+        update_record_fields();
         record.status = st;
         record.outcome = outcome;
         record.state = "finished";
@@ -251,7 +258,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     }
     for (const auto& line : run::recover_lost_runs(state_dir)) log::info(line);
     try {
-        run_journal.emplace(run::open_run_journal(state_dir, run_dir));
+        run_journal = run::open_run_journal(state_dir, run_dir);
     } catch (const std::exception& e) {
         say(std::string("journal: ") + e.what());
         return finish(kExitSetup, "setup_failed");
@@ -266,6 +273,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         egress = run::make_egress(*plan);
         if (request.tty) egress->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
         std::string ca_pem = egress->prepare();
+        decisions_journalled = egress->journal_decisions(run_journal->decision_sink());
         if (!plan->left_out.empty()) log::info(plan->left_out);
         for (const auto& note : plan->notes) say(note);
         if (plan->agent) {
@@ -296,6 +304,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     // The record states what is enforced: the command line's, the worker's or
     // the organisation's limits, rootfs and timeout.
     run::record_requested(record, request, &plan->spec);
+    update_record_fields();  // the worker, agent and image are known now: the admission names them
 
     log::debug("timing: run dir and run preparation " + ms_since(t_prep));
     nlohmann::json admission;
@@ -349,6 +358,9 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     admission["uid"] = record.uid;
     admission["gid"] = record.gid;
     admission["hostname"] = record.hostname;
+    // Where the gateway's decisions are: in this journal (its ledger lines),
+    // or in the `corral gateway` daemon's journal.
+    admission["decisions"] = decisions_journalled ? "this_journal" : "gateway_daemon";
     try {
         // Durable before the command's first process exists (fail closed).
         run_journal->append(journal::kTypeAdmission, admission, journal::Commit::durable);

@@ -63,6 +63,48 @@ TEST_CASE("a command with no --config: embedded gateway without grants refuses w
     CHECK(r.err.find("; 1 request, 1 refused; record " + run_dir + "/run.json") != std::string::npos);
 }
 
+// The embedded gateway's decisions are in the run's signed journal, and its
+// ledger is derived from them: a decision record per ledger line, in order,
+// before the terminal record; `corral journal verify` says the ledger agrees,
+// and names the line once the ledger is edited (docs/journal.md "Gateway decisions").
+void check_decisions_journalled(const BoxRun& b) {
+    World& w = world();
+    const std::string journal = b.run_dir + "/journal.jsonl";
+    const std::string ledger_path = b.run_dir + "/ledger.jsonl";
+    std::vector<json> records;
+    for (const auto& l : lines(read_file(journal))) records.push_back(json::parse(l));
+    REQUIRE(records.size() >= 3);
+    CHECK(records.front()["type"] == "admission");
+    CHECK(records.front()["payload"]["decisions"] == "this_journal");
+    CHECK(records.back()["type"] == "terminal");
+    std::vector<std::string> decided;
+    for (const auto& r : records)
+        if (r["type"] == "decision") decided.push_back(r["payload"]["ledger_line"].get<std::string>());
+    auto ledger_text = read_file(ledger_path);
+    CHECK(decided == lines(ledger_text));
+    CHECK(decided.size() == 5);  // the run's five requests, as in run.json
+    CHECK(ledger_text.find(w.real_key) == std::string::npos);
+    CHECK(read_file(journal).find(w.real_key) == std::string::npos);
+    const std::vector<std::string> verify = {corral_bin(), "journal", "verify", journal, "--key",
+                                             w.dir + "/runs-state/journal/signing.pub"};
+    auto ok = run(verify);
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK(ok.out.find("ledger.jsonl agrees (5 decisions)") != std::string::npos);
+    // An allowed request turned into a refusal after the fact.
+    std::string edited = ledger_text;
+    auto at = edited.find("\"decision\":\"allow\"");
+    REQUIRE(at != std::string::npos);
+    edited.replace(at, 18, "\"decision\":\"refuse\"");
+    write_file(ledger_path, edited);
+    auto bad = run(verify);
+    INFO(bad.out << bad.err);
+    CHECK(bad.exit_code == 3);
+    CHECK(bad.out.find("ledger.jsonl: ledger line ") != std::string::npos);
+    CHECK(bad.out.find("the ledger was edited") != std::string::npos);
+    write_file(ledger_path, ledger_text);
+}
+
 TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge and the embedded gateway") {
     World& w = world();
     auto before = upstream_stats()["requests"].get<int>();
@@ -94,6 +136,7 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(b.corral_err.find("corral run: refused CONNECT ungranted.test:443 (not_granted, 403)") != std::string::npos);
     CHECK(b.corral_err.find("forged.test") == std::string::npos);
     check_no_secret_anywhere(b);
+    check_decisions_journalled(b);
 }
 
 TEST_CASE("the same through a `corral gateway` daemon (--gateway unix:PATH)") {

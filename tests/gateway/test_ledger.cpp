@@ -301,6 +301,34 @@ TEST_CASE("batched appends fail closed: the flush that fails says so once, later
     CHECK(l.requests("worker-a/run-1") == 2);  // still counted
 }
 
+TEST_CASE("a mirrored ledger: each batch goes to the mirror first, whole lines in order; a throwing mirror fails it closed") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    Ledger l(path);
+    std::string mirrored;
+    std::size_t file_size_at_mirror = 0;
+    l.mirror_to([&](std::string_view lines) {
+        file_size_at_mirror = read_all(path).size();
+        mirrored += lines;
+    });
+    l.append_batched(sample());
+    l.append_batched(sample());
+    l.flush();
+    CHECK(file_size_at_mirror == 0);  // the mirror had the batch before the file
+    CHECK(mirrored == read_all(path));
+    CHECK(std::count(mirrored.begin(), mirrored.end(), '\n') == 2);
+    l.append(sample());
+    CHECK(mirrored == read_all(path));  // unbatched appends go through it too
+
+    Ledger failing((d.path / "failing.jsonl").string());
+    failing.mirror_to([](std::string_view) { throw std::runtime_error("write(journal.jsonl): No space left on device"); });
+    failing.append_batched(sample());
+    CHECK(failing.flush());
+    CHECK_FALSE(failing.healthy());
+    CHECK(failing.failure() == "journal: write(journal.jsonl): No space left on device");
+    CHECK(read_all((d.path / "failing.jsonl").string()).empty());  // nothing the journal lacks
+}
+
 TEST_CASE("Ledger refuses a file planted for it: a hard link to another file, or someone else's file") {
     TempDir d;
     const std::string other = (d.path / "other").string();

@@ -60,13 +60,22 @@ std::string join(const std::vector<std::string>& lines) {
     return out;
 }
 
+// The two decisions' ledger lines of write_run_journal.
+const std::vector<std::string> kLedgerLines = {
+    R"({"time":"2026-12-03T12:00:00.000Z","identity":"w/r1","host":"example.com","port":443,"decision":"allow"})",
+    R"({"time":"2026-12-03T12:00:01.000Z","identity":"w/r1","host":"evil.example","port":443,"decision":"refuse"})"};
+
 // admission, two decisions, terminal: the shape of a run's journal.
 std::string write_run_journal(const std::string& path, const SigningKey& key) {
     JournalWriter w = JournalWriter::create(path, key);
-    w.append(kTypeAdmission, {{"id", "r1"}, {"argv", {"/bin/true"}}, {"limits", {{"memory_bytes", 268435456}}}},
+    w.append(kTypeAdmission,
+             {{"id", "r1"},
+              {"argv", {"/bin/true"}},
+              {"grants", {{{"host", "example.com"}, {"port", 443}}}},
+              {"limits", {{"memory_bytes", 268435456}}}},
              Commit::durable);
-    w.append("decision", {{"host", "example.com"}, {"port", 443}, {"allowed", true}}, Commit::group);
-    w.append("decision", {{"host", "evil.example"}, {"port", 443}, {"allowed", false}}, Commit::group);
+    w.append(kTypeDecision, {{"ledger_line", kLedgerLines[0]}}, Commit::group);
+    w.append(kTypeDecision, {{"ledger_line", kLedgerLines[1]}}, Commit::group);
     w.append(kTypeTerminal, {{"id", "r1"}, {"exit_code", 0}, {"outcome", "ok"}, {"status", 0}, {"teardown", "clean"}},
              Commit::durable);
     return read_file(path);
@@ -112,18 +121,18 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
     }
     SUBCASE("a changed number formatting") {
         auto t = lines;
-        auto at = t[1].find("\"port\":443");
-        t[1].replace(at, 10, "\"port\":443.0");
-        expect_invalid(join(t), 2, "is a floating-point number");
+        auto at = t[0].find("\"port\":443");
+        t[0].replace(at, 10, "\"port\":443.0");
+        expect_invalid(join(t), 1, "is a floating-point number");
         t = lines;
-        t[1].replace(at, 10, "\"port\":4.43e2");
-        expect_invalid(join(t), 2, "is a floating-point number");
+        t[0].replace(at, 10, "\"port\":4.43e2");
+        expect_invalid(join(t), 1, "is a floating-point number");
         t = lines;
-        t[1].replace(at, 10, "\"port\":0443");
-        expect_invalid(join(t), 2, "not JSON");
+        t[0].replace(at, 10, "\"port\":0443");
+        expect_invalid(join(t), 1, "not JSON");
         t = lines;
-        t[1].replace(at, 10, "\"port\": 443");
-        expect_invalid(join(t), 2, "not in canonical form");
+        t[0].replace(at, 10, "\"port\": 443");
+        expect_invalid(join(t), 1, "not in canonical form");
     }
     SUBCASE("a deleted line") {
         auto t = lines;
@@ -155,7 +164,7 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
         JournalPosition at{5, corral::sha256_hex(lines[3]), 0};
         Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND));
         JournalWriter forger(std::move(fd), path, key, at, WriterOptions{});
-        forger.append("decision", {{"allowed", true}}, Commit::durable);
+        forger.append(kTypeDecision, {{"ledger_line", kLedgerLines[0]}}, Commit::durable);
         expect_invalid(read_file(path), 5, "after the terminal record");
     }
     SUBCASE("an appended forged record, signed with another key and chained correctly") {
@@ -215,6 +224,75 @@ TEST_CASE("a truncated tail at a line boundary is incomplete, and a recovered re
     CHECK(diff[0].find("lost") != std::string::npos);
 }
 
+TEST_CASE("a torn last line (a writer killed inside its write): recovered cuts it and keeps its digest") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    const std::string path = dir.path + "/journal.jsonl";
+    auto lines = lines_of(write_run_journal(path, key));
+    const std::string torn = lines[2].substr(0, 40);
+    { std::ofstream(path, std::ios::binary | std::ios::trunc) << join({lines[0], lines[1]}) << torn; }
+    CHECK(verify_journal(read_file(path), key.public_key()).status == Status::invalid);
+    REQUIRE(append_recovered(path, key, "supervisor lost", {{"id", "r1"}}));
+    Verdict v = verify_journal(read_file(path), key.public_key());
+    REQUIRE(v.status == Status::valid);
+    CHECK(v.good_records == 3);
+    CHECK(v.terminal["type"] == "recovered");
+    CHECK(v.terminal["payload"]["outcome"] == "lost");
+    CHECK(v.terminal["payload"]["torn_tail"]["bytes"] == 40);
+    CHECK(v.terminal["payload"]["torn_tail"]["sha256"] == corral::sha256_hex(torn));
+
+    // A bad line that is not the last is not "torn": nothing is cut.
+    auto edited = lines;
+    edited[1][edited[1].find("ledger_line") + 20] ^= 1;
+    { std::ofstream(path, std::ios::binary | std::ios::trunc) << join({edited[0], edited[1]}) << torn; }
+    CHECK_THROWS_WITH(append_recovered(path, key, "supervisor lost"), doctest::Contains("not appending a recovered record"));
+    CHECK(read_file(path) == join({edited[0], edited[1]}) + torn);
+}
+
+TEST_CASE("the ledger is the journal's decisions, line for line: each edit of it is named") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    std::string text = write_run_journal(dir.path + "/journal.jsonl", key);
+    Verdict v = verify_journal(text, key.public_key());
+    REQUIRE(v.status == Status::valid);
+    REQUIRE(v.decisions.size() == 2);
+    CHECK(v.decisions[0].seq == 2);
+    CHECK(v.decisions[1].ledger_line == kLedgerLines[1]);
+    CHECK_FALSE(compare_ledger(v, join(kLedgerLines)).has_value());
+    auto expect = [&](const std::vector<std::string>& ledger, const char* why) {
+        auto diff = compare_ledger(v, join(ledger));
+        REQUIRE_MESSAGE(diff.has_value(), "not found: " << why);
+        CHECK_MESSAGE(diff->find(why) != std::string::npos, *diff);
+    };
+    auto edited = kLedgerLines;
+    edited[1].replace(edited[1].find("refuse"), 6, "allow");
+    expect(edited, "ledger line 2 differs from record 3 (decision 2)");
+    expect({kLedgerLines[1], kLedgerLines[0]}, "ledger line 1 differs from record 2");
+    expect({kLedgerLines[1]}, "ledger line 1 differs from record 2");
+    expect({kLedgerLines[0]}, "record 3 (decision 2) is missing from the ledger");
+    expect({kLedgerLines[0], kLedgerLines[1], kLedgerLines[1]}, "ledger line 3 has no decision record");
+    CHECK(compare_ledger(v, kLedgerLines[0] + "\n" + kLedgerLines[1]).value_or("").find("no newline") != std::string::npos);
+    // A run still going may have journalled a decision its ledger file has
+    // not got yet (the journal is written first), never the other way round.
+    auto lines = lines_of(text);
+    Verdict going = verify_journal(join({lines[0], lines[1], lines[2]}), key.public_key());
+    REQUIRE(going.status == Status::incomplete);
+    CHECK_FALSE(compare_ledger(going, join({kLedgerLines[0]})).has_value());
+    CHECK(compare_ledger(going, join({kLedgerLines[0], kLedgerLines[1], kLedgerLines[1]})).has_value());
+}
+
+TEST_CASE("a decision record without its ledger line string is invalid") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key);
+    w.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
+    w.append(kTypeDecision, {{"ledger_line", 7}}, Commit::group);
+    Verdict v = verify_journal(read_file(dir.path + "/j"), key.public_key());
+    CHECK(v.status == Status::invalid);
+    CHECK(v.line == 2);
+    CHECK(v.reason.find("a decision without a ledger_line string") != std::string::npos);
+}
+
 TEST_CASE("run.json edited after the fact disagrees with the journal") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
@@ -247,7 +325,7 @@ TEST_CASE("past its bound the journal refuses records but keeps room for the ter
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
     std::string what;
     try {
-        for (int i = 0; i < 100; ++i) w.append("decision", {{"n", i}}, Commit::group);
+        for (int i = 0; i < 100; ++i) w.append(kTypeDecision, {{"ledger_line", std::to_string(i)}}, Commit::group);
     } catch (const corral::UsageError& e) {
         what = e.what();
     }
@@ -266,7 +344,7 @@ TEST_CASE("a terminal record fits in the reserve") {
     small.max_bytes = 4096;
     small.terminal_reserve = 1024;
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
-    while (w.size() + 400 < 3072) w.append("decision", {{"n", 1}}, Commit::group);
+    while (w.size() + 400 < 3072) w.append(kTypeDecision, {{"ledger_line", std::to_string(1)}}, Commit::group);
     w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
     CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
 }
@@ -288,15 +366,43 @@ TEST_CASE("a group-committed record is synced by the next durable one, by the co
     opts.group_records = 3;
     opts.group_delay = std::chrono::hours(1);  // only the count and explicit syncs here: no timing in a test
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
-    w.append("decision", {{"n", 1}}, Commit::group);
+    w.append(kTypeDecision, {{"ledger_line", std::to_string(1)}}, Commit::group);
     CHECK_FALSE(w.sync_if_due());  // one waiting, not yet due
-    w.append("decision", {{"n", 2}}, Commit::group);
-    w.append("decision", {{"n", 3}}, Commit::group);  // the third: synced by the count bound
+    w.append(kTypeDecision, {{"ledger_line", std::to_string(2)}}, Commit::group);
+    w.append(kTypeDecision, {{"ledger_line", std::to_string(3)}}, Commit::group);  // the third: synced by the count bound
     CHECK_FALSE(w.sync_if_due());                     // nothing waits any more
     opts.group_delay = std::chrono::milliseconds(0);
     JournalWriter due = JournalWriter::create(dir.path + "/k", key, opts);
-    due.append("decision", {{"n", 1}}, Commit::group);  // a zero delay: synced at once
+    due.append(kTypeDecision, {{"ledger_line", std::to_string(1)}}, Commit::group);  // a zero delay: synced at once
     CHECK_FALSE(due.sync_if_due());
+}
+
+TEST_CASE("group commit by an owner's thread: append leaves the sync to begin_sync/end_sync, a failed one closes the writer") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    WriterOptions opts;
+    opts.sync_group_in_append = false;
+    opts.group_records = 1;
+    opts.group_delay = std::chrono::milliseconds(0);
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
+    w.append(kTypeDecision, {{"ledger_line", "a"}}, Commit::group);
+    w.append(kTypeDecision, {{"ledger_line", "b"}}, Commit::group);
+    auto t = w.begin_sync();  // neither bound made append sync
+    CHECK(t.records == 2);
+    CHECK(t.fd >= 0);
+    w.append(kTypeDecision, {{"ledger_line", "c"}}, Commit::group);  // written while the owner syncs
+    REQUIRE(::fdatasync(t.fd) == 0);
+    w.end_sync(t, 0);
+    CHECK(w.begin_sync().records == 1);  // c still waits: the sync began before it
+    w.append(kTypeTerminal, {{"id", "r"}}, Commit::durable);  // a durable record covers everything
+    CHECK(w.begin_sync().records == 0);
+
+    JournalWriter failing = JournalWriter::create(dir.path + "/k", key, opts);
+    failing.append(kTypeDecision, {{"ledger_line", "a"}}, Commit::group);
+    auto ft = failing.begin_sync();
+    CHECK_THROWS_WITH_AS(failing.end_sync(ft, EIO), doctest::Contains("fdatasync"), corral::SysError);
+    CHECK_THROWS_WITH_AS(failing.append(kTypeDecision, {{"ledger_line", "b"}}, Commit::group),
+                         doctest::Contains("Input/output error"), corral::SysError);
 }
 
 TEST_CASE("the signing key: created 0600 in a 0700 dir, loaded again the same, refused when opened up") {

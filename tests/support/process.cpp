@@ -277,4 +277,12 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(line);
+    return out;
+}
+
 }  // namespace corral::test

@@ -72,6 +72,8 @@ void write_file(const std::string& path, const std::string& text, unsigned mode 
 
 // The whole file ("" if it cannot be read).
 std::string read_file(const std::string& path);
+// `text` split at its newlines (none kept; a last line without one kept too).
+std::vector<std::string> lines(const std::string& text);
 
 // Absolute path of the corral binary under test: $CORRAL_BIN, set by meson.
 std::string corral_bin();

@@ -697,14 +697,6 @@ void check_nothing_left(const CorralRun& run) {
     check_nothing_left(rec["id"].get<std::string>(), rec["uid"].get<uid_t>());
 }
 
-std::vector<std::string> lines(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(line);
-    return out;
-}
-
 std::string field(const std::string& text, const std::string& key) {
     for (const auto& line : lines(text))
         if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);

@@ -118,8 +118,6 @@ std::vector<pid_t> wait_until_no_process_of_uid(uid_t uid, std::chrono::millisec
 void check_nothing_left(const CorralRun& run);
 void check_nothing_left(const std::string& run_id, uid_t uid);
 
-// Lines of text, without the trailing newline.
-std::vector<std::string> lines(const std::string& text);
 // Value after "key=" on the line that starts with it ("" if absent).
 std::string field(const std::string& text, const std::string& key);
 // Both streams, for failure messages.

@@ -1,0 +1,91 @@
+// journal/shared_journal.cpp — see shared_journal.hpp.
+#include "journal/shared_journal.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace corral::journal {
+
+WriterOptions shared_writer_options() {
+    WriterOptions options;
+    options.sync_group_in_append = false;
+    return options;
+}
+
+SharedJournal::SharedJournal(JournalWriter writer, Rotation rotation)
+    : writer_(std::move(writer)), rotation_(std::move(rotation)) {}
+
+SharedJournal::~SharedJournal() { stop_group_commits(); }
+
+std::string SharedJournal::append(std::string_view type, const nlohmann::json& payload, Commit commit) {
+    std::lock_guard lock(mutex_);
+    return writer_.append(type, payload, commit);
+}
+
+bool SharedJournal::terminated() const {
+    std::lock_guard lock(mutex_);
+    return writer_.terminated();
+}
+
+std::string SharedJournal::path() const {
+    std::lock_guard lock(mutex_);
+    return writer_.path();
+}
+
+LineSink SharedJournal::decision_sink() {
+    return [this](std::string_view lines) {
+        std::lock_guard lock(mutex_);
+        // Started here, on a gateway thread: a supervisor is single-threaded
+        // until its sandbox's clone, which is over before any request.
+        if (!group_commits_.joinable() && !stopping_) group_commits_ = std::thread([this] { group_commit_loop(); });
+        if (rotation_) {
+            if (auto next = rotation_(writer_)) {
+                writer_ = std::move(*next);
+                ++generation_;
+            }
+        }
+        while (!lines.empty()) {
+            const auto nl = lines.find('\n');
+            writer_.append(kTypeDecision, nlohmann::json{{"ledger_line", std::string(lines.substr(0, nl))}},
+                           Commit::group);
+            lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+        }
+    };
+}
+
+void SharedJournal::group_commit_loop() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        wake_.wait_for(lock, kGroupCommitTick);
+        try {
+            auto ticket = writer_.begin_sync();
+            if (ticket.records == 0) continue;
+            const auto generation = generation_;
+            // The disk's wait without the lock: the gateway's threads keep
+            // appending decisions meanwhile. The writer (and so the fd) stays
+            // alive: only rotation replaces it, and it ends the old one with
+            // a durable record first.
+            lock.unlock();
+            int error = 0;
+            while (::fdatasync(ticket.fd) < 0 && (error = errno) == EINTR) error = 0;
+            lock.lock();
+            if (generation == generation_) writer_.end_sync(ticket, error);
+        } catch (const std::exception&) {
+            // Failed closed: the next append throws the same error, and the
+            // ledger refuses every later request with it.
+            return;
+        }
+    }
+}
+
+void SharedJournal::stop_group_commits() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (group_commits_.joinable()) group_commits_.join();
+}
+
+}  // namespace corral::journal

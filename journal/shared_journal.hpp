@@ -1,0 +1,73 @@
+// journal/shared_journal.hpp — one journal written by several threads: the
+// run's (or the daemon's) own records and the gateway's decisions.
+//
+// One JournalWriter behind one lock. Decisions (one record per ledger line,
+// journal.hpp kTypeDecision) are group-committed by a thread of its own,
+// started with the first decision: every kGroupCommitTick it fdatasyncs what
+// waits, outside the lock, so a decision is durable at most one tick plus
+// one fdatasync after it was written and no gateway thread waits for the
+// disk. A writer that failed (write, fdatasync, bound) fails every later
+// append with the same error: the ledger then refuses every request.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "journal/journal.hpp"
+
+namespace corral::journal {
+
+inline constexpr std::chrono::milliseconds kGroupCommitTick{50};
+
+// Receives whole '\n'-terminated ledger lines, in the ledger's order; throws
+// when they cannot be journalled (gateway::LedgerMirror has this shape).
+using LineSink = std::function<void(std::string_view lines)>;
+
+class SharedJournal {
+public:
+    // Called under the lock before each batch of decisions, with the current
+    // writer: returns the writer to go on with when the journal is to be
+    // continued in another file (the hook ends the current one itself), or
+    // nothing. For DayJournal's rotation.
+    using Rotation = std::function<std::optional<JournalWriter>(JournalWriter& current)>;
+
+    explicit SharedJournal(JournalWriter writer, Rotation rotation = {});
+    ~SharedJournal();
+    SharedJournal(const SharedJournal&) = delete;
+    SharedJournal& operator=(const SharedJournal&) = delete;
+
+    std::string append(std::string_view type, const nlohmann::json& payload, Commit commit);
+    bool terminated() const;
+    std::string path() const;
+    // Each line of a batch becomes a decision record {"ledger_line": LINE}.
+    LineSink decision_sink();
+    // Ends the group-commit thread (once nothing journals decisions any
+    // more; the terminal record's fdatasync covers what it had not synced).
+    void stop_group_commits();
+
+private:
+    void group_commit_loop();
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    JournalWriter writer_;
+    Rotation rotation_;
+    std::uint64_t generation_ = 0;  // bumped when rotation replaces writer_
+    std::thread group_commits_;
+    bool stopping_ = false;
+};
+
+// WriterOptions for a SharedJournal's writer: its thread syncs group records.
+WriterOptions shared_writer_options();
+
+}  // namespace corral::journal

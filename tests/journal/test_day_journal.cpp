@@ -1,0 +1,134 @@
+// The gateway daemon's journal (journal/day_journal.hpp): one file per UTC
+// day and per start, each verifying on its own, chained to the one before
+// by its admission; a day change rotates at the next decision; a file a
+// killed daemon left open is ended "recovered" by the next start. The clock
+// is the test's: no waiting for midnight.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/sha256.hpp"
+#include "journal/day_journal.hpp"
+#include "journal/verify.hpp"
+
+using namespace corral::journal;
+using nlohmann::json;
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/corral-dayjournal-test-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        path = tmpl;
+    }
+    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::vector<json> records(const std::string& path) {
+    std::vector<json> out;
+    std::istringstream in(read_file(path));
+    std::string line;
+    while (std::getline(in, line)) out.push_back(json::parse(line));
+    return out;
+}
+
+std::string last_line(const std::string& path) {
+    std::istringstream in(read_file(path));
+    std::string line, last;
+    while (std::getline(in, line)) last = line;
+    return last;
+}
+
+// 2026-12-03T23:59:59Z and one second later.
+const auto kBeforeMidnight = std::chrono::system_clock::time_point(std::chrono::seconds(1796342399));
+const auto kAfterMidnight = kBeforeMidnight + std::chrono::seconds(1);
+
+}  // namespace
+
+TEST_CASE("the daemon's journal: per day and per start, chained, rotated at a day change, recovered after a kill") {
+    TempDir tmp;
+    const std::string dir = tmp.path + "/gateway";
+    SigningKey key = SigningKey::generate();
+    auto now = kBeforeMidnight;
+    auto clock = [&] { return now; };
+    std::vector<std::string> notes;
+
+    // First start: one file, its admission durable before anything else.
+    auto j = DayJournal::open(dir, key, {{"kind", "gateway_daemon"}}, notes, shared_writer_options(), clock);
+    CHECK(notes.empty());
+    CHECK(j->path() == dir + "/2026-12-03.1.jsonl");
+    struct stat st {};
+    REQUIRE(::stat(dir.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    auto sink = j->decision_sink();
+    sink("{\"n\":1}\n{\"n\":2}\n");
+    now = kAfterMidnight;  // the next decision lands in the next day's file
+    sink("{\"n\":3}\n");
+    CHECK(j->path() == dir + "/2026-12-04.1.jsonl");
+    j->end("stopped", {{"exit_status", 0}});
+    j.reset();
+
+    auto day1 = records(dir + "/2026-12-03.1.jsonl");
+    REQUIRE(day1.size() == 4);  // admission, two decisions, rotated
+    CHECK(day1[0]["payload"]["journal"]["previous"].is_null());
+    CHECK(day1[1]["payload"]["ledger_line"] == "{\"n\":1}");
+    CHECK(day1[3]["type"] == "terminal");
+    CHECK(day1[3]["payload"]["outcome"] == "rotated");
+    CHECK(day1[3]["payload"]["next"] == "2026-12-04.1.jsonl");
+    auto day2 = records(dir + "/2026-12-04.1.jsonl");
+    REQUIRE(day2.size() == 3);  // admission, decision 3, stopped
+    CHECK(day2[0]["payload"]["kind"] == "gateway_daemon");
+    CHECK(day2[0]["payload"]["journal"]["previous"] == "2026-12-03.1.jsonl");
+    CHECK(day2[0]["payload"]["journal"]["previous_last_sha256"] ==
+          corral::sha256_hex(last_line(dir + "/2026-12-03.1.jsonl")));
+    CHECK(day2[2]["payload"]["outcome"] == "stopped");
+    for (const char* f : {"/2026-12-03.1.jsonl", "/2026-12-04.1.jsonl"}) {
+        Verdict v = verify_journal(read_file(dir + f), key.public_key());
+        CHECK_MESSAGE(v.status == Status::valid, f << ": " << v.reason);
+    }
+
+    // Second start the same day, then "killed": no terminal record.
+    auto k = DayJournal::open(dir, key, {{"kind", "gateway_daemon"}}, notes, shared_writer_options(), clock);
+    CHECK(k->path() == dir + "/2026-12-04.2.jsonl");
+    k->decision_sink()("{\"n\":4}\n");
+    k.reset();  // the destructor writes no terminal record: as good as SIGKILL for the file
+    CHECK(verify_journal(read_file(dir + "/2026-12-04.2.jsonl"), key.public_key()).status == Status::incomplete);
+
+    // The next start ends it as lost, says so, and chains to it.
+    auto l = DayJournal::open(dir, key, {{"kind", "gateway_daemon"}}, notes, shared_writer_options(), clock);
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("2026-12-04.2.jsonl had no terminal record") != std::string::npos);
+    Verdict lost = verify_journal(read_file(dir + "/2026-12-04.2.jsonl"), key.public_key());
+    CHECK(lost.status == Status::valid);
+    CHECK(lost.terminal["type"] == "recovered");
+    CHECK(lost.terminal["payload"]["outcome"] == "lost");
+    CHECK(lost.decisions.size() == 1);
+    CHECK(l->path() == dir + "/2026-12-04.3.jsonl");
+    CHECK(records(l->path())[0]["payload"]["journal"]["previous"] == "2026-12-04.2.jsonl");
+    l->end("stopped");
+}
+
+TEST_CASE("the daemon's journal directory must be the daemon's own, 0700") {
+    TempDir tmp;
+    const std::string dir = tmp.path + "/open";
+    REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+    std::vector<std::string> notes;
+    CHECK_THROWS_WITH(DayJournal::open(dir, SigningKey::generate(), json::object(), notes),
+                      doctest::Contains("must be a directory of the effective user, mode 0700"));
+}
