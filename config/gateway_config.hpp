@@ -128,6 +128,10 @@ struct GatewaySettings {
     std::string state_dir = "/var/lib/corral";  // CA in <state_dir>/ca/{ca.crt,ca.key}
     std::string upstream_ca_file;       // "" = system trust store
     std::string hosts_file;             // "" = none; else /etc/hosts-format file consulted before DNS
+    // The daemon's signed journal (docs/journal.md "The daemon's journal").
+    // false: decisions are in the ledger only, unsigned; said at every start.
+    // Only `corral gateway` reads it: a run's journal cannot be turned off.
+    bool journal = true;
     // "FILE:LINE: key '...'" of the two files above: the parser does not read
     // them, so the gateway names where they were set when reading one fails.
     std::string upstream_ca_file_where;

@@ -78,7 +78,7 @@ GatewaySettings parse_settings(Checker& c, const toml::value& v) {
     const std::size_t before = c.count();
     Table s(c, v, "gateway",
             {"listen_unix", "listen_tcp", "tcp_identity", "ledger", "state_dir", "upstream_ca_file", "hosts_file",
-             "limits"});
+             "journal", "limits"});
     auto path = [&](const char* k, std::string& out, bool optional) {
         const char* allowed = optional ? optional_path_allowed : path_allowed;
         if (auto x = s.string(k, allowed)) {
@@ -111,6 +111,7 @@ GatewaySettings parse_settings(Checker& c, const toml::value& v) {
         else
             g.tcp_identity = *x;
     }
+    if (auto x = s.boolean("journal")) g.journal = *x;
     if (const auto* l = s.find("limits")) g.limits = parse_limits(c, *l);
     // Only when the listeners themselves parsed: a bad one is already reported.
     if (c.count() == before && g.listen_unix.empty() && g.listen_tcp.empty())

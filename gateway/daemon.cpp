@@ -297,6 +297,7 @@ int serve_daemon(DaemonOptions options) {
     // buffers back to it); its pooled upstream sockets are closed before the
     // loops go (ClosePooledFirst).
     Gateway gw(cfg, std::move(secrets));
+    if (options.ledger_mirror) gw.ledger().mirror_to(std::move(options.ledger_mirror));
     EventLoops loops(options.threads);
     const std::string instance = new_instance_id();
     struct ClosePooledFirst {  // destroyed before `loops`, however this function ends

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "config/gateway_config.hpp"
+#include "gateway/ledger.hpp"
 
 namespace corral::gateway {
 
@@ -44,10 +45,13 @@ struct DaemonOptions {
     std::string source;             // the file it came from, for messages
     unsigned threads = 1;
     std::chrono::milliseconds shutdown_grace{10000};
+    // Where every ledger batch also goes, before the ledger file (the
+    // daemon's signed journal: tools/cmd_gateway.cpp); empty for none.
+    LedgerMirror ledger_mirror;
 };
 
 // Runs the daemon until SIGTERM/SIGINT; returns its exit status (0 after a
-// clean stop). Throws UsageError/SysError/ConfigError for what stops it from
+// clean stop, once no decision can reach ledger_mirror any more). Throws UsageError/SysError/ConfigError for what stops it from
 // starting (a listener that cannot be bound, unreadable credentials).
 int serve_daemon(DaemonOptions options);
 

@@ -11,6 +11,7 @@
 // gateway/daemon.hpp; this file is its command line: the configuration, the
 // checks of the paths root will write, and --threads / --grace.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,8 @@
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
 #include "gateway/daemon.hpp"
+#include "journal/day_journal.hpp"
+#include "journal/key.hpp"
 #include "rootfs/host_paths.hpp"
 #include "tools/commands.hpp"
 
@@ -107,6 +110,32 @@ int bad_usage(const std::string& problem) {
     std::fprintf(stderr, "corral gateway: %s (see corral gateway --help)\n", problem.c_str());
     return 2;
 }
+// The daemon journal's admission: what this daemon serves, never a secret
+// (credentials by name only).
+nlohmann::json daemon_admission(const config::GatewayConfig& cfg, const std::string& source, unsigned threads) {
+    nlohmann::json grants = nlohmann::json::array();
+    for (const auto& g : cfg.grants) {
+        nlohmann::json routes = nlohmann::json::array();
+        for (const auto& r : g.routes) routes.push_back(r.text);
+        grants.push_back({{"host", g.host.text()},
+                          {"port", g.port},
+                          {"mode", std::string(config::to_string(g.mode))},
+                          {"credential", g.credential},
+                          {"routes", routes},
+                          {"identities", g.identities},
+                          {"connect_to", g.connect_to}});
+    }
+    return {{"kind", "gateway_daemon"},
+            {"config", source},
+            {"pid", static_cast<long long>(::getpid())},
+            {"threads", threads},
+            {"listen_unix", cfg.gateway.listen_unix},
+            {"listen_tcp", cfg.gateway.listen_tcp},
+            {"ledger", cfg.gateway.ledger},
+            {"grants", grants},
+            {"started_at", journal::utc_time(std::chrono::system_clock::now())}};
+}
+
 }  // namespace
 
 int cmd_gateway(int argc, char** argv) {
@@ -172,7 +201,29 @@ int cmd_gateway(int argc, char** argv) {
         (void)rootfs::open_root_only_dir("[gateway] listen_unix",
                                          std::filesystem::path(cfg.gateway.listen_unix).parent_path().string(), 0755);
     }
-    return gateway::serve_daemon({std::move(cfg), source, threads, grace});
+    // The daemon's signed journal (docs/journal.md "The daemon's journal"):
+    // what it serves, then every decision, then how it stopped.
+    if (!cfg.gateway.journal) {
+        log::warn("gateway: " + source + ": journal = false: decisions go to the ledger only, unsigned; "
+                  "nothing will prove they were not edited (docs/journal.md)");
+        return gateway::serve_daemon({std::move(cfg), source, threads, grace, {}});
+    }
+    std::vector<std::string> notes;
+    auto day_journal = journal::DayJournal::open(cfg.gateway.state_dir + "/journal/gateway",
+                                                 journal::SigningKey::load_or_create(cfg.gateway.state_dir),
+                                                 daemon_admission(cfg, source, threads), notes);
+    for (const auto& n : notes) log::info("gateway: " + n);
+    log::info("gateway: journal " + day_journal->path());
+    gateway::DaemonOptions options{std::move(cfg), source, threads, grace, day_journal->decision_sink()};
+    int status;
+    try {
+        status = gateway::serve_daemon(std::move(options));
+    } catch (const std::exception& e) {
+        day_journal->end("failed_to_start", {{"error", e.what()}});
+        throw;
+    }
+    day_journal->end("stopped", {{"exit_status", status}});
+    return status;
 }
 
 }  // namespace corral::cli

@@ -232,7 +232,7 @@ TEST_CASE("errors name file:line, the key, what was given and what is allowed") 
                        "mode = \"tunnel\"\nport = 70000\n") ==
           "F:10: key 'grants[1].port': got 70000, allowed: an integer 1..65535");
     CHECK(error_of(g + "bogus = 1\n") ==
-          "F:4: unknown key 'gateway.bogus', allowed: hosts_file | ledger | limits | listen_tcp | listen_unix | "
+          "F:4: unknown key 'gateway.bogus', allowed: hosts_file | journal | ledger | limits | listen_tcp | listen_unix | "
           "state_dir | tcp_identity | upstream_ca_file");
     CHECK(error_of(g + "[gateway.limits]\nmax_body_bytes = \"12XB\"\n").find(
               "F:5: key 'gateway.limits.max_body_bytes': got \"12XB\", allowed: a size") == 0);

@@ -5,10 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -189,4 +191,97 @@ TEST_CASE("daemon faults: a run is refused before its box exists when the daemon
     // Neither got as far as a box: no sandbox was started (its line would say so).
     CHECK(stopped.err.find("sandbox") == std::string::npos);
     CHECK(killed.err.find("sandbox") == std::string::npos);
+}
+
+namespace {
+
+// The daemon's journal files, oldest first (YYYY-MM-DD.N.jsonl: by day, then N).
+std::vector<std::string> daemon_journals(const std::string& dir) {
+    std::vector<std::pair<std::pair<std::string, int>, std::string>> found;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (name.size() < 18 || name.substr(name.size() - 6) != ".jsonl") continue;
+        found.push_back({{name.substr(0, 10), std::stoi(name.substr(11))}, e.path().string()});
+    }
+    std::sort(found.begin(), found.end());
+    std::vector<std::string> out;
+    for (const auto& f : found) out.push_back(f.second);
+    return out;
+}
+
+std::vector<nlohmann::json> journal_records(const std::string& path) {
+    std::vector<nlohmann::json> out;
+    for (const auto& l : lines(read_file(path))) out.push_back(nlohmann::json::parse(l));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the daemon's journal across restarts: a clean stop, a SIGKILL recovered by the next start, the ledger its decisions") {
+    std::string journal_dir, key, ledger;
+    {
+        OwnDaemon d("journal", "", "5s");
+        journal_dir = d.dir + "/state/journal/gateway";
+        key = d.dir + "/state/journal/signing.pub";
+        ledger = d.ledger;
+        CHECK(ends_with_status(d.curl("/journal-1"), "200"));
+        d.proc->signal(SIGTERM);
+        CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
+    }
+    {
+        OwnDaemon d("journal", "", "5s");
+        CHECK(ends_with_status(d.curl("/journal-2"), "200"));
+        // The ledger line is written after its decision record: once it is
+        // there, the journal has it too.
+        for (int i = 0; i < 250 && read_file(ledger).find("/journal-2") == std::string::npos; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        REQUIRE(read_file(ledger).find("/journal-2") != std::string::npos);
+        d.proc->signal(SIGKILL);
+        d.proc->wait_exit(std::chrono::seconds(10));
+    }
+    auto files = daemon_journals(journal_dir);
+    REQUIRE(files.size() == 2);
+    auto killed = run({corral_bin(), "journal", "verify", files[1], "--key", key});
+    INFO(killed.out << killed.err);
+    CHECK(killed.exit_code == 1);  // incomplete until a daemon starts again
+
+    OwnDaemon d("journal", "", "5s");
+    CHECK(d.stderr_says("had no terminal record (its daemon was killed): recovered record added"));
+    files = daemon_journals(journal_dir);
+    REQUIRE(files.size() == 3);
+    struct stat st {};
+    REQUIRE(::stat(files[0].c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+
+    std::vector<std::string> decided;
+    for (std::size_t i = 0; i < 2; ++i) {
+        auto v = run({corral_bin(), "journal", "verify", files[i], "--key", key});
+        INFO(files[i] << ": " << v.out << v.err);
+        CHECK(v.exit_code == 0);
+        auto recs = journal_records(files[i]);
+        REQUIRE(recs.size() >= 3);
+        CHECK(recs.front()["type"] == "admission");
+        CHECK(recs.front()["payload"]["kind"] == "gateway_daemon");
+        CHECK(recs.front()["payload"]["grants"][0]["host"] == "upstream.test");
+        for (const auto& r : recs)
+            if (r["type"] == "decision") decided.push_back(r["payload"]["ledger_line"].get<std::string>());
+        if (i == 0) {
+            CHECK(recs.back()["type"] == "terminal");
+            CHECK(recs.back()["payload"]["outcome"] == "stopped");
+        } else {
+            CHECK(recs.back()["type"] == "recovered");
+            CHECK(recs.back()["payload"]["outcome"] == "lost");
+            CHECK(recs.front()["payload"]["journal"]["previous"] == fs::path(files[0]).filename().string());
+        }
+    }
+    // One trail: the ledger is the decisions of the daemon's journals, in order.
+    CHECK(decided == lines(read_file(ledger)));
+    REQUIRE(decided.size() == 2);
+    CHECK(decided[0].find("/journal-1") != std::string::npos);
+    CHECK(decided[1].find("/journal-2") != std::string::npos);
+    auto running = run({corral_bin(), "journal", "verify", files[2], "--key", key});
+    CHECK(running.exit_code == 1);
+    d.proc->signal(SIGTERM);
+    CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
+    CHECK(run({corral_bin(), "journal", "verify", files[2], "--key", key}).exit_code == 0);
 }
