@@ -29,6 +29,9 @@
 #      (e3) RSS per open stream: --held-streams model streams held open (first
 #           event read), gateway RSS minus idle RSS over their count, metered vs not
 #           (each on a fresh gateway of the same config).
+#  (f) the signed journal: corral as shipped (every decision a signed, chained
+#      journal record before its ledger line, group-committed) vs the same binary
+#      with [gateway] journal = false, for (b)'s req/s.        target: on/off ≥ 0.9×
 # The upstream and the load generator are tools/bench/gateway-load.cpp (Boost.Beast,
 # thread per connection), built here with g++.
 #
@@ -134,6 +137,7 @@ start_gateway() {  # name binary [VAR=value...]: config, ledger, state and CA un
 listen_tcp = "127.0.0.1:$port"
 tcp_identity = "bench/run-0"
 ledger = "$dir/ledger.jsonl"
+${gateway_extra:-}
 state_dir = "$dir/state"
 upstream_ca_file = "$work/ca.crt"
 [gateway.limits]
@@ -166,6 +170,10 @@ gateways=(corral)
 if [ -n "$baseline" ]; then start_gateway baseline "$baseline"; gateways+=(baseline); fi
 # (d): the same binary with response scrubbing off.
 start_gateway noscrub "$corral" CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1
+# (f): the same binary without its journal.
+gateway_extra='journal = false'
+start_gateway nojournal "$corral"
+unset gateway_extra
 # (e): a model policy that reads the body of every model request.
 grant_extra='[grants.policy]
 models = ["claude-bench-*"]
@@ -224,12 +232,12 @@ a_direct=$(median < "$work/a.direct"); a_corral=$(median < "$work/a.corral"); a_
 
 # ---- (b) inject mode --------------------------------------------------------------
 echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
-b_cfgs=(direct "${gateways[@]}" noscrub mitmproxy)
+b_cfgs=(direct "${gateways[@]}" noscrub nojournal mitmproxy)
 for f in rps lat; do for c in "${b_cfgs[@]}"; do : > "$work/b.$f.$c"; done; done
 run_b() {  # cfg conns
   case $1 in
     direct) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
-    corral|baseline|noscrub) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
+    corral|baseline|noscrub|nojournal) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
     mitmproxy) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/mitm/mitmproxy-ca-cert.pem" --proxy "$mp_port" --conns "$2" --seconds "$seconds" ;;
   esac
 }
@@ -327,6 +335,7 @@ label() {
     corral) echo "corral" ;;
     baseline) echo "corral baseline ($baseline)" ;;
     noscrub) echo "corral, scrubbing off" ;;
+    nojournal) echo "corral, journal off" ;;
   esac
 }
 a_rows() { for g in "${gateways[@]}"; do v=$(median < "$work/a.$g"); echo "| $(label "$g") (tunnel grant) | $v | $(ratio "$v" "$a_direct") |"; done; }
@@ -335,6 +344,7 @@ b_rows() {
     echo "| $(label "$g") inject | $(b_rps "$g") | $(b_p50 "$g") | $(b_p99 "$g") | $(added "$(b_p50 "$g")" "$(b_p50 direct)") |"
   done
   echo "| $(label noscrub) inject | $(b_rps noscrub) | $(b_p50 noscrub) | $(b_p99 noscrub) | $(added "$(b_p50 noscrub)" "$(b_p50 direct)") |"
+  echo "| $(label nojournal) inject | $(b_rps nojournal) | $(b_p50 nojournal) | $(b_p99 nojournal) | $(added "$(b_p50 nojournal)" "$(b_p50 direct)") |"
 }
 per_round() {  # prefix cfg...
   local p=$1; shift
@@ -385,6 +395,9 @@ on / off: req/s $(ratio "$(b_rps corral)" "$(b_rps noscrub)"), SSE MB/s $(ratio 
 Per round, SSE MB/s: $(per_round d "${d_cfgs[@]}")
 
 $(rss_line)
+
+(f) the signed journal on vs off ([gateway] journal = false), same binary: inject req/s on / off = $(ratio "$(b_rps corral)" "$(b_rps nojournal)") (target ≥ 0.9); p50 added by the journal $(added "$(b_p50 corral)" "$(b_p50 nojournal)") ms.
+Journal records written by corral's gateway: $(cat "$work"/corral/state/journal/gateway/*.jsonl 2>/dev/null | grep -c '"type":"decision"') decisions; its ledger: $(wc -l < "$work/corral/ledger.jsonl") lines.
 
 (e) metering and the model policy, one gateway, one inject grant with [grants.policy] (models, server_tools = false, url_sources = false):
 POST /v1/messages (metered, body checked) vs POST /v1/unmetered (neither), the same body and the same answer.
