@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -201,6 +202,9 @@ int cmd_gateway(int argc, char** argv) {
         (void)rootfs::open_root_only_dir("[gateway] listen_unix",
                                          std::filesystem::path(cfg.gateway.listen_unix).parent_path().string(), 0755);
     }
+    // A closed stderr must not kill the daemon at its first log line (the
+    // daemon ignores SIGPIPE for its sockets anyway).
+    ::signal(SIGPIPE, SIG_IGN);
     // The daemon's signed journal (docs/journal.md "The daemon's journal"):
     // what it serves, then every decision, then how it stopped.
     if (!cfg.gateway.journal) {
