@@ -74,8 +74,10 @@ JournalWriter JournalWriter::reopen(const std::string& path, const SigningKey& k
     return JournalWriter(std::move(fd), path, key, v.end, options);
 }
 
-void JournalWriter::check_usable() const {
+void JournalWriter::check_usable(std::string_view type) const {
     if (failed_) std::rethrow_exception(failed_);
+    // Full: only the terminal record may still come, into the reserve.
+    if (full_ && !is_terminal_type(type)) std::rethrow_exception(full_);
     if (terminated_) throw UsageError(path_ + ": the journal has its terminal record; nothing may follow it");
 }
 
@@ -85,7 +87,7 @@ void JournalWriter::fail(const std::exception_ptr& error) {
 }
 
 std::string JournalWriter::append(std::string_view type, const nlohmann::json& payload, Commit commit) {
-    check_usable();
+    check_usable(type);
     nlohmann::json record = {{"seq", at_.next_seq},
                              {"prev", at_.prev_hash},
                              {"time", utc_time(std::chrono::system_clock::now())},
@@ -99,11 +101,14 @@ std::string JournalWriter::append(std::string_view type, const nlohmann::json& p
     if (at_.size + line.size() + 1 > bound) {
         // Fail closed: what this record would have authorised must not happen
         // unrecorded; the reserve keeps room for the terminal record.
-        fail(std::make_exception_ptr(UsageError(
+        auto full = std::make_exception_ptr(UsageError(
             path_ + ": journal full: record " + std::to_string(at_.next_seq) + " (" + std::string(type) + ", " +
             std::to_string(line.size() + 1) + " bytes) would pass the bound of " + std::to_string(bound) +
             " bytes" + (terminal ? "" : " (" + std::to_string(options_.max_bytes) + " less the terminal record's reserve)") +
-            "; stopping")));
+            "; stopping"));
+        if (terminal) fail(full);
+        full_ = full;  // sticks for every record but the terminal one
+        std::rethrow_exception(full);
     }
     line.push_back('\n');
     // One write(2) with O_APPEND: the line lands whole after the last one or

@@ -78,9 +78,10 @@ struct JournalPosition {
     std::uint64_t size = 0;
 };
 
-// The journal's writer. Fails closed: after any write, fdatasync or bound
-// failure every later append throws the same error, so no record is ever
-// silently dropped or written after a gap.
+// The journal's writer. Fails closed: after any write or fdatasync failure
+// every later append throws the same error, so no record is ever silently
+// dropped or written after a gap. Past its bound it refuses every record but
+// the terminal one, which the reserve keeps room for.
 class JournalWriter {
 public:
     // A new journal at `path`: O_CREAT|O_EXCL, mode 0600, O_APPEND. Throws SysError.
@@ -122,7 +123,7 @@ public:
 
 private:
     [[noreturn]] void fail(const std::exception_ptr& error);
-    void check_usable() const;
+    void check_usable(std::string_view type) const;
     void sync();
 
     Fd fd_;
@@ -137,6 +138,7 @@ private:
     std::uint64_t synced_ = 0;    // of those, the ones an fdatasync covered
     std::chrono::steady_clock::time_point oldest_waiting_{};
     std::exception_ptr failed_;
+    std::exception_ptr full_;  // past the bound: set, every later record but a terminal one is refused
 };
 
 // "YYYY-MM-DDTHH:MM:SS.mmmZ" of `t`.

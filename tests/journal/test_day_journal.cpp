@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/sha256.hpp"
+#include "base/sys_error.hpp"
 #include "journal/day_journal.hpp"
 #include "journal/verify.hpp"
 
@@ -131,4 +132,30 @@ TEST_CASE("the daemon's journal directory must be the daemon's own, 0700") {
     std::vector<std::string> notes;
     CHECK_THROWS_WITH(DayJournal::open(dir, SigningKey::generate(), json::object(), notes),
                       doctest::Contains("must be a directory of the effective user, mode 0700"));
+}
+
+TEST_CASE("a shared journal past its bound refuses the next batch of decisions (the ledger then refuses requests)") {
+    TempDir tmp;
+    SigningKey key = SigningKey::generate();
+    WriterOptions opts = shared_writer_options();
+    opts.max_bytes = 4096;
+    opts.terminal_reserve = 1024;
+    SharedJournal j(JournalWriter::create(tmp.path + "/j", key, opts));
+    j.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
+    auto sink = j.decision_sink();
+    bool refused = false;
+    for (int i = 0; i < 100 && !refused; ++i) {
+        try {
+            sink("{\"n\":" + std::to_string(i) + "}\n");
+        } catch (const corral::UsageError& e) {
+            refused = true;
+            CHECK(std::string(e.what()).find("journal full") != std::string::npos);
+        }
+    }
+    CHECK(refused);
+    // Closed for good: every later batch is refused the same way.
+    CHECK_THROWS_WITH(sink("{\"n\":-1}\n"), doctest::Contains("journal full"));
+    j.stop_group_commits();
+    Verdict v = verify_journal(read_file(tmp.path + "/j"), key.public_key());
+    CHECK(v.status == Status::incomplete);  // every record written is good; none after the refusal
 }

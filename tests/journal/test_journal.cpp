@@ -332,9 +332,13 @@ TEST_CASE("past its bound the journal refuses records but keeps room for the ter
     CHECK(what.find("journal full") != std::string::npos);
     CHECK(what.find("would pass the bound of 3072 bytes") != std::string::npos);
     CHECK(w.size() <= 3072);
-    // The failure sticks: no later record either (fail closed), and the file is a valid prefix.
-    CHECK_THROWS_WITH(w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable), doctest::Contains("journal full"));
+    // The refusal sticks for every other record (fail closed), and the file is a valid prefix.
+    CHECK_THROWS_WITH(w.append(kTypeDecision, {{"ledger_line", "late"}}, Commit::group), doctest::Contains("journal full"));
     CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::incomplete);
+    // The run can still say how it ended: the terminal record goes into the reserve.
+    w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
+    CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
+    CHECK_THROWS(w.append(kTypeDecision, {{"ledger_line", "after"}}, Commit::group));
 }
 
 TEST_CASE("a terminal record fits in the reserve") {
