@@ -32,8 +32,9 @@ namespace corral::journal {
 inline constexpr std::string_view kTypeAdmission = "admission";
 inline constexpr std::string_view kTypeTerminal = "terminal";    // corral saw the run end
 inline constexpr std::string_view kTypeRecovered = "recovered";  // a later corral found it lost
-// One gateway decision: {"ledger_line": "<the ledger line, its newline excluded>"}
-// (the ledger is derived from these: docs/journal.md "Gateway decisions").
+// Gateway decisions, one batch of the ledger: {"ledger_lines": ["<a ledger
+// line, its newline excluded>", ...]}, in the ledger's order (the ledger is
+// derived from these: docs/journal.md "Gateway decisions").
 inline constexpr std::string_view kTypeDecision = "decision";
 // Whether `type` ends a journal.
 bool is_terminal_type(std::string_view type);

@@ -45,11 +45,17 @@ LineSink SharedJournal::decision_sink() {
                 ++generation_;
             }
         }
+        // One signed record per batch (at most kDecisionLinesPerRecord
+        // lines): the signature is most of a record's cost, and a busy
+        // gateway's batches grow with its load.
         while (!lines.empty()) {
-            const auto nl = lines.find('\n');
-            writer_.append(kTypeDecision, nlohmann::json{{"ledger_line", std::string(lines.substr(0, nl))}},
-                           Commit::group);
-            lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+            nlohmann::json batch = nlohmann::json::array();
+            while (!lines.empty() && batch.size() < kDecisionLinesPerRecord) {
+                const auto nl = lines.find('\n');
+                batch.push_back(std::string(lines.substr(0, nl)));
+                lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+            }
+            writer_.append(kTypeDecision, nlohmann::json{{"ledger_lines", std::move(batch)}}, Commit::group);
         }
     };
 }

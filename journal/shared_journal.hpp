@@ -28,6 +28,7 @@
 namespace corral::journal {
 
 inline constexpr std::chrono::milliseconds kGroupCommitTick{50};
+inline constexpr std::size_t kDecisionLinesPerRecord = 256;
 
 // Receives whole '\n'-terminated ledger lines, in the ledger's order; throws
 // when they cannot be journalled (gateway::LedgerMirror has this shape).
@@ -49,7 +50,8 @@ public:
     std::string append(std::string_view type, const nlohmann::json& payload, Commit commit);
     bool terminated() const;
     std::string path() const;
-    // Each line of a batch becomes a decision record {"ledger_line": LINE}.
+    // Each batch becomes a decision record {"ledger_lines": [LINE, ...]}
+    // (at most kDecisionLinesPerRecord lines each).
     LineSink decision_sink();
     // Ends the group-commit thread (once nothing journals decisions any
     // more; the terminal record's fdatasync covers what it had not synced).

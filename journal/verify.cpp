@@ -95,14 +95,17 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
         v.end.size += line.size() + 1;
         if (v.first.is_null()) v.first = record;
         if (record["type"].get<std::string>() == kTypeDecision) {
-            const auto& l = record["payload"].contains("ledger_line") ? record["payload"]["ledger_line"] : nlohmann::json();
-            if (!l.is_string()) {
+            const auto& ls = record["payload"].contains("ledger_lines") ? record["payload"]["ledger_lines"] : nlohmann::json();
+            bool good = ls.is_array() && !ls.empty();
+            for (const auto& l : ls) good = good && l.is_string() && l.get<std::string>().find('\n') == std::string::npos;
+            if (!good) {
                 v.status = Status::invalid;
                 v.line = line_no;
-                v.reason = "record " + std::to_string(v.end.next_seq - 1) + ": a decision without a ledger_line string";
+                v.reason = "record " + std::to_string(v.end.next_seq - 1) +
+                           ": a decision without ledger_lines (a non-empty array of one-line strings)";
                 return v;
             }
-            v.decisions.push_back({v.end.next_seq - 1, l.get<std::string>()});
+            for (const auto& l : ls) v.decisions.push_back({v.end.next_seq - 1, l.get<std::string>()});
         }
         if (is_terminal_type(record["type"].get<std::string>())) v.terminal = record;
         pos = eol + 1;

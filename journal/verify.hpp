@@ -31,7 +31,7 @@ struct Verdict {
     nlohmann::json first;               // the first good record (null if none)
     nlohmann::json terminal;            // the terminal record (null if none)
     JournalPosition end;                // after the last good record
-    // The decision records, in order: each one's seq and ledger line.
+    // The decision records' ledger lines, in order, each with its record's seq.
     struct Decision {
         std::uint64_t seq = 0;
         std::string ledger_line;
@@ -50,7 +50,7 @@ std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann
 
 // Where a ledger file (one line per gateway decision) disagrees with the
 // journal's decision records, the ledger being derived from them: line N of
-// the ledger must be decision N's ledger_line, byte for byte. A journal that
+// the ledger must be the journal's Nth ledger line, byte for byte. A journal that
 // has ended has every ledger line; one still going (incomplete) may be ahead
 // of its ledger, never behind it. The first disagreement, named; empty when
 // they agree.

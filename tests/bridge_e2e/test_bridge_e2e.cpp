@@ -79,7 +79,8 @@ void check_decisions_journalled(const BoxRun& b) {
     CHECK(records.back()["type"] == "terminal");
     std::vector<std::string> decided;
     for (const auto& r : records)
-        if (r["type"] == "decision") decided.push_back(r["payload"]["ledger_line"].get<std::string>());
+        if (r["type"] == "decision")
+            for (const auto& l : r["payload"]["ledger_lines"]) decided.push_back(l.get<std::string>());
     auto ledger_text = read_file(ledger_path);
     CHECK(decided == lines(ledger_text));
     CHECK(decided.size() == 5);  // the run's five requests, as in run.json

@@ -264,7 +264,8 @@ TEST_CASE("the daemon's journal across restarts: a clean stop, a SIGKILL recover
         CHECK(recs.front()["payload"]["kind"] == "gateway_daemon");
         CHECK(recs.front()["payload"]["grants"][0]["host"] == "upstream.test");
         for (const auto& r : recs)
-            if (r["type"] == "decision") decided.push_back(r["payload"]["ledger_line"].get<std::string>());
+            if (r["type"] == "decision")
+                for (const auto& l : r["payload"]["ledger_lines"]) decided.push_back(l.get<std::string>());
         if (i == 0) {
             CHECK(recs.back()["type"] == "terminal");
             CHECK(recs.back()["payload"]["outcome"] == "stopped");

@@ -86,12 +86,12 @@ TEST_CASE("the daemon's journal: per day and per start, chained, rotated at a da
     j.reset();
 
     auto day1 = records(dir + "/2026-12-03.1.jsonl");
-    REQUIRE(day1.size() == 4);  // admission, two decisions, rotated
+    REQUIRE(day1.size() == 3);  // admission, one decision record for the batch of two, rotated
     CHECK(day1[0]["payload"]["journal"]["previous"].is_null());
-    CHECK(day1[1]["payload"]["ledger_line"] == "{\"n\":1}");
-    CHECK(day1[3]["type"] == "terminal");
-    CHECK(day1[3]["payload"]["outcome"] == "rotated");
-    CHECK(day1[3]["payload"]["next"] == "2026-12-04.1.jsonl");
+    CHECK(day1[1]["payload"]["ledger_lines"] == json::array({"{\"n\":1}", "{\"n\":2}"}));
+    CHECK(day1[2]["type"] == "terminal");
+    CHECK(day1[2]["payload"]["outcome"] == "rotated");
+    CHECK(day1[2]["payload"]["next"] == "2026-12-04.1.jsonl");
     auto day2 = records(dir + "/2026-12-04.1.jsonl");
     REQUIRE(day2.size() == 3);  // admission, decision 3, stopped
     CHECK(day2[0]["payload"]["kind"] == "gateway_daemon");

@@ -60,6 +60,9 @@ std::string join(const std::vector<std::string>& lines) {
     return out;
 }
 
+// A decision record's payload of one ledger line.
+json decision(const std::string& line) { return {{"ledger_lines", json::array({line})}}; }
+
 // The two decisions' ledger lines of write_run_journal.
 const std::vector<std::string> kLedgerLines = {
     R"({"time":"2026-12-03T12:00:00.000Z","identity":"w/r1","host":"example.com","port":443,"decision":"allow"})",
@@ -74,8 +77,8 @@ std::string write_run_journal(const std::string& path, const SigningKey& key) {
               {"grants", {{{"host", "example.com"}, {"port", 443}}}},
               {"limits", {{"memory_bytes", 268435456}}}},
              Commit::durable);
-    w.append(kTypeDecision, {{"ledger_line", kLedgerLines[0]}}, Commit::group);
-    w.append(kTypeDecision, {{"ledger_line", kLedgerLines[1]}}, Commit::group);
+    w.append(kTypeDecision, decision(kLedgerLines[0]), Commit::group);
+    w.append(kTypeDecision, decision(kLedgerLines[1]), Commit::group);
     w.append(kTypeTerminal, {{"id", "r1"}, {"exit_code", 0}, {"outcome", "ok"}, {"status", 0}, {"teardown", "clean"}},
              Commit::durable);
     return read_file(path);
@@ -164,7 +167,7 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
         JournalPosition at{5, corral::sha256_hex(lines[3]), 0};
         Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND));
         JournalWriter forger(std::move(fd), path, key, at, WriterOptions{});
-        forger.append(kTypeDecision, {{"ledger_line", kLedgerLines[0]}}, Commit::durable);
+        forger.append(kTypeDecision, decision(kLedgerLines[0]), Commit::durable);
         expect_invalid(read_file(path), 5, "after the terminal record");
     }
     SUBCASE("an appended forged record, signed with another key and chained correctly") {
@@ -243,7 +246,7 @@ TEST_CASE("a torn last line (a writer killed inside its write): recovered cuts i
 
     // A bad line that is not the last is not "torn": nothing is cut.
     auto edited = lines;
-    edited[1][edited[1].find("ledger_line") + 20] ^= 1;
+    edited[1][edited[1].find("ledger_lines") + 20] ^= 1;
     { std::ofstream(path, std::ios::binary | std::ios::trunc) << join({edited[0], edited[1]}) << torn; }
     CHECK_THROWS_WITH(append_recovered(path, key, "supervisor lost"), doctest::Contains("not appending a recovered record"));
     CHECK(read_file(path) == join({edited[0], edited[1]}) + torn);
@@ -281,16 +284,34 @@ TEST_CASE("the ledger is the journal's decisions, line for line: each edit of it
     CHECK(compare_ledger(going, join({kLedgerLines[0], kLedgerLines[1], kLedgerLines[1]})).has_value());
 }
 
-TEST_CASE("a decision record without its ledger line string is invalid") {
+TEST_CASE("one decision record may hold a batch of ledger lines; the ledger compares line by line across records") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
     JournalWriter w = JournalWriter::create(dir.path + "/j", key);
     w.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
-    w.append(kTypeDecision, {{"ledger_line", 7}}, Commit::group);
+    w.append(kTypeDecision, {{"ledger_lines", json::array({kLedgerLines[0], kLedgerLines[1]})}}, Commit::group);
+    w.append(kTypeDecision, decision(kLedgerLines[0]), Commit::group);
+    w.append(kTypeTerminal, {{"id", "r"}}, Commit::durable);
+    Verdict v = verify_journal(read_file(dir.path + "/j"), key.public_key());
+    REQUIRE(v.status == Status::valid);
+    REQUIRE(v.decisions.size() == 3);
+    CHECK(v.decisions[1].seq == 2);
+    CHECK(v.decisions[2].seq == 3);
+    CHECK_FALSE(compare_ledger(v, join({kLedgerLines[0], kLedgerLines[1], kLedgerLines[0]})).has_value());
+    CHECK(compare_ledger(v, join({kLedgerLines[0], kLedgerLines[1], kLedgerLines[1]})).value_or("").find(
+              "ledger line 3 differs from record 3 (decision 3)") != std::string::npos);
+}
+
+TEST_CASE("a decision record without its ledger lines as one-line strings is invalid") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    JournalWriter w = JournalWriter::create(dir.path + "/j", key);
+    w.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
+    w.append(kTypeDecision, {{"ledger_lines", json::array({7})}}, Commit::group);
     Verdict v = verify_journal(read_file(dir.path + "/j"), key.public_key());
     CHECK(v.status == Status::invalid);
     CHECK(v.line == 2);
-    CHECK(v.reason.find("a decision without a ledger_line string") != std::string::npos);
+    CHECK(v.reason.find("a decision without ledger_lines") != std::string::npos);
 }
 
 TEST_CASE("run.json edited after the fact disagrees with the journal") {
@@ -325,7 +346,7 @@ TEST_CASE("past its bound the journal refuses records but keeps room for the ter
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
     std::string what;
     try {
-        for (int i = 0; i < 100; ++i) w.append(kTypeDecision, {{"ledger_line", std::to_string(i)}}, Commit::group);
+        for (int i = 0; i < 100; ++i) w.append(kTypeDecision, decision(std::to_string(i)), Commit::group);
     } catch (const corral::UsageError& e) {
         what = e.what();
     }
@@ -333,12 +354,12 @@ TEST_CASE("past its bound the journal refuses records but keeps room for the ter
     CHECK(what.find("would pass the bound of 3072 bytes") != std::string::npos);
     CHECK(w.size() <= 3072);
     // The refusal sticks for every other record (fail closed), and the file is a valid prefix.
-    CHECK_THROWS_WITH(w.append(kTypeDecision, {{"ledger_line", "late"}}, Commit::group), doctest::Contains("journal full"));
+    CHECK_THROWS_WITH(w.append(kTypeDecision, decision("late"), Commit::group), doctest::Contains("journal full"));
     CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::incomplete);
     // The run can still say how it ended: the terminal record goes into the reserve.
     w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
     CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
-    CHECK_THROWS(w.append(kTypeDecision, {{"ledger_line", "after"}}, Commit::group));
+    CHECK_THROWS(w.append(kTypeDecision, decision("after"), Commit::group));
 }
 
 TEST_CASE("a terminal record fits in the reserve") {
@@ -348,7 +369,7 @@ TEST_CASE("a terminal record fits in the reserve") {
     small.max_bytes = 4096;
     small.terminal_reserve = 1024;
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
-    while (w.size() + 400 < 3072) w.append(kTypeDecision, {{"ledger_line", std::to_string(1)}}, Commit::group);
+    while (w.size() + 400 < 3072) w.append(kTypeDecision, decision(std::to_string(1)), Commit::group);
     w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
     CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
 }
@@ -370,14 +391,14 @@ TEST_CASE("a group-committed record is synced by the next durable one, by the co
     opts.group_records = 3;
     opts.group_delay = std::chrono::hours(1);  // only the count and explicit syncs here: no timing in a test
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
-    w.append(kTypeDecision, {{"ledger_line", std::to_string(1)}}, Commit::group);
+    w.append(kTypeDecision, decision(std::to_string(1)), Commit::group);
     CHECK_FALSE(w.sync_if_due());  // one waiting, not yet due
-    w.append(kTypeDecision, {{"ledger_line", std::to_string(2)}}, Commit::group);
-    w.append(kTypeDecision, {{"ledger_line", std::to_string(3)}}, Commit::group);  // the third: synced by the count bound
+    w.append(kTypeDecision, decision(std::to_string(2)), Commit::group);
+    w.append(kTypeDecision, decision(std::to_string(3)), Commit::group);  // the third: synced by the count bound
     CHECK_FALSE(w.sync_if_due());                     // nothing waits any more
     opts.group_delay = std::chrono::milliseconds(0);
     JournalWriter due = JournalWriter::create(dir.path + "/k", key, opts);
-    due.append(kTypeDecision, {{"ledger_line", std::to_string(1)}}, Commit::group);  // a zero delay: synced at once
+    due.append(kTypeDecision, decision(std::to_string(1)), Commit::group);  // a zero delay: synced at once
     CHECK_FALSE(due.sync_if_due());
 }
 
@@ -389,12 +410,12 @@ TEST_CASE("group commit by an owner's thread: append leaves the sync to begin_sy
     opts.group_records = 1;
     opts.group_delay = std::chrono::milliseconds(0);
     JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
-    w.append(kTypeDecision, {{"ledger_line", "a"}}, Commit::group);
-    w.append(kTypeDecision, {{"ledger_line", "b"}}, Commit::group);
+    w.append(kTypeDecision, decision("a"), Commit::group);
+    w.append(kTypeDecision, decision("b"), Commit::group);
     auto t = w.begin_sync();  // neither bound made append sync
     CHECK(t.records == 2);
     CHECK(t.fd >= 0);
-    w.append(kTypeDecision, {{"ledger_line", "c"}}, Commit::group);  // written while the owner syncs
+    w.append(kTypeDecision, decision("c"), Commit::group);  // written while the owner syncs
     REQUIRE(::fdatasync(t.fd) == 0);
     w.end_sync(t, 0);
     CHECK(w.begin_sync().records == 1);  // c still waits: the sync began before it
@@ -402,10 +423,10 @@ TEST_CASE("group commit by an owner's thread: append leaves the sync to begin_sy
     CHECK(w.begin_sync().records == 0);
 
     JournalWriter failing = JournalWriter::create(dir.path + "/k", key, opts);
-    failing.append(kTypeDecision, {{"ledger_line", "a"}}, Commit::group);
+    failing.append(kTypeDecision, decision("a"), Commit::group);
     auto ft = failing.begin_sync();
     CHECK_THROWS_WITH_AS(failing.end_sync(ft, EIO), doctest::Contains("fdatasync"), corral::SysError);
-    CHECK_THROWS_WITH_AS(failing.append(kTypeDecision, {{"ledger_line", "b"}}, Commit::group),
+    CHECK_THROWS_WITH_AS(failing.append(kTypeDecision, decision("b"), Commit::group),
                          doctest::Contains("Input/output error"), corral::SysError);
 }
 
