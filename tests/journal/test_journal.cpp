@@ -19,29 +19,15 @@
 #include "base/sys_error.hpp"
 #include "journal/journal.hpp"
 #include "journal/verify.hpp"
+#include "tests/journal/journal_files.hpp"
 
 using namespace corral::journal;
 using corral::Fd;
 using nlohmann::json;
+using corral::journal::test::read_file;
+using corral::journal::test::TempDir;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/corral-journal-test-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> out;
