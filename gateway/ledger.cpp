@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <optional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -270,7 +271,15 @@ std::uint64_t Ledger::lines_lost() const {
     return lines_lost_;
 }
 
-Ledger::~Ledger() { flush(); }
+Ledger::~Ledger() {
+    flush();
+    {
+        std::lock_guard lock(mutex_);
+        journal_stopping_ = true;
+    }
+    journal_wake_.notify_all();
+    if (journal_thread_.joinable()) journal_thread_.join();  // it mirrors and writes what queued first
+}
 
 std::string Ledger::failure() const {
     std::lock_guard lock(mutex_);
@@ -291,7 +300,6 @@ void Ledger::fail_locked(std::string what) {
     healthy_.store(false, std::memory_order_release);
     lines_lost_ += static_cast<std::uint64_t>(std::count(pending_.begin(), pending_.end(), '\n'));
     pending_.clear();
-    mirrored_ = 0;
 }
 
 std::string Ledger::format(const LedgerEntry& e) const {
@@ -388,35 +396,70 @@ void Ledger::mirror_to(LedgerMirror mirror) {
 
 bool Ledger::flush_locked() {
     if (pending_.empty() || !failure_.empty()) return false;
-    if (mirror_ && mirrored_ < pending_.size()) {
-        // The journal first: a line the signed trail lacks never reaches the
-        // file. Lines mirrored once are not mirrored again if the file's
-        // write fails and reopen() retries them.
+    if (!mirror_) return write_locked(std::exchange(pending_, {}));
+    // The journal first: the batch waits for the journal thread, which
+    // writes it to the file once the mirror has it. Started here, on a
+    // gateway thread: a supervisor is single-threaded until its sandbox's
+    // clone, which is over before any request.
+    if (!journal_thread_.joinable()) journal_thread_ = std::thread([this] { journal_loop(); });
+    journalling_ += pending_;
+    pending_.clear();
+    journal_wake_.notify_one();
+    return false;
+}
+
+void Ledger::journal_loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        journal_wake_.wait(lock, [&] { return journal_stopping_ || !journalling_.empty(); });
+        if (journalling_.empty()) return;
+        // Lines of the next few milliseconds share the batch (and so the
+        // journal's records): one signature for many requests.
+        if (!journal_stopping_ && journal_waiters_ == 0)
+            journal_wake_.wait_for(lock, kJournalBatchDelay, [&] { return journal_stopping_ || journal_waiters_ != 0; });
+        std::string batch = std::exchange(journalling_, {});
+        journal_busy_ = true;
+        lock.unlock();
+        std::string error;
         try {
-            mirror_(std::string_view(pending_).substr(mirrored_));
+            mirror_(batch);
         } catch (const std::exception& e) {
-            fail_locked(std::string("journal: ") + e.what());
-            return true;
+            error = std::string("journal: ") + e.what();
         }
-        mirrored_ = pending_.size();
+        lock.lock();
+        journal_busy_ = false;
+        const auto lines = static_cast<std::uint64_t>(std::count(batch.begin(), batch.end(), '\n'));
+        if (!error.empty()) {
+            fail_locked(std::move(error));
+            lines_lost_ += lines;
+        } else if (!failure_.empty()) {
+            lines_lost_ += lines;  // journalled, but the file failed meanwhile
+        } else {
+            write_locked(batch);
+        }
+        journal_idle_.notify_all();
     }
-    std::size_t lines = static_cast<std::size_t>(std::count(pending_.begin(), pending_.end(), '\n'));
+}
+
+bool Ledger::write_locked(std::string_view lines) {
+    const auto count = static_cast<std::uint64_t>(std::count(lines.begin(), lines.end(), '\n'));
     ssize_t n;
     do {
-        n = ::write(fd_->get(), pending_.data(), pending_.size());
+        n = ::write(fd_->get(), lines.data(), lines.size());
     } while (n < 0 && errno == EINTR);
-    if (n > 0) unsynced_ += lines;
+    if (n > 0) unsynced_ += count;
     if (n < 0) {
-        fail_locked("write(" + path_ + "): " + errno_text(errno));
+        const int err = errno;
+        lines_lost_ += count;
+        fail_locked("write(" + path_ + "): " + errno_text(err));
         return true;
     }
-    if (static_cast<std::size_t>(n) != pending_.size()) {
+    if (static_cast<std::size_t>(n) != lines.size()) {
+        lines_lost_ += count;
         fail_locked("write(" + path_ + "): short write (" + std::to_string(n) + " of " +
-                    std::to_string(pending_.size()) + " bytes)");
+                    std::to_string(lines.size()) + " bytes)");
         return true;
     }
-    pending_.clear();
-    mirrored_ = 0;
     return false;
 }
 
@@ -426,8 +469,14 @@ void Ledger::sync() {
     // replaces it meanwhile.
     std::shared_ptr<const Fd> fd;
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         flush_locked();
+        if (journal_thread_.joinable()) {
+            ++journal_waiters_;
+            journal_wake_.notify_all();
+            journal_idle_.wait(lock, [&] { return journalling_.empty() && !journal_busy_; });
+            --journal_waiters_;
+        }
         fd = fd_;
         if (unsynced_ == 0) return;
         unsynced_ = 0;

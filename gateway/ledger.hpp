@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,6 +18,7 @@
 #include <string>
 #include <utility>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "base/fd.hpp"
@@ -121,12 +123,19 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
 // N + 1 + ~64 refusal lines ever. Every refusal is still counted (refusals(),
 // requests() stay exact) and still refused by the caller; allowed entries are
 // always written.
-// Where each batch of ledger lines also goes, before the ledger file: a
-// run's signed journal (run/run_journal.hpp). Called under the ledger's lock
-// with whole '\n'-terminated lines, so in the file's order. A mirror that
-// throws makes the ledger unhealthy with "journal: <what>" (fail closed:
-// every later request is refused 503 ledger_unwritable).
+// The signed journal the ledger file is derived from (a run's, or the
+// daemon's: docs/journal.md "Gateway decisions"). With a mirror, no line
+// reaches the file before the mirror has it: flush() only queues the batch,
+// and the ledger's journal thread (started with the first batch, so a
+// supervisor stays single-threaded until its clone) hands what queued to
+// the mirror at most kJournalBatchDelay later, then writes those lines to
+// the file. The signature is off the request path, and lines that come
+// together share a record. A mirror that throws makes the ledger unhealthy
+// with "journal: <what>" (fail closed: every later request is refused 503
+// ledger_unwritable, at most one batch delay after the failure); the lines
+// it held are counted in lines_lost().
 using LedgerMirror = std::function<void(std::string_view lines)>;
+inline constexpr std::chrono::milliseconds kJournalBatchDelay{10};
 
 class Ledger {
 public:
@@ -147,8 +156,9 @@ public:
     // never pass them, but a secret echoed into a path or reason still never lands).
     void register_secret(const std::string& secret);
 
-    // Every later batch goes to `mirror` first (see LedgerMirror). Set it
-    // before the first request.
+    // Every later batch goes to `mirror` first, from the ledger's journal
+    // thread (see LedgerMirror). Set it before the first request; the
+    // mirror must outlive the ledger, or its last sync().
     void mirror_to(LedgerMirror mirror);
 
     // Counts the entry (requests/refusals per identity, even when unhealthy),
@@ -161,14 +171,16 @@ public:
     // flush() runs soon (the gateway posts it to the connection's event loop).
     bool append_batched(const LedgerEntry& e);
 
-    // Writes the pending batch in one write(2). True if this call is the one
-    // that made the ledger unhealthy (so the caller can log the failure once).
+    // Writes the pending batch in one write(2) (with a mirror: queues it for
+    // the journal thread). True if this call is the one that made the ledger
+    // unhealthy (so the caller can log the failure once).
     bool flush();
 
-    // Flushes, then fdatasync(2) without holding the append lock; a failure
-    // marks the ledger unhealthy. No fdatasync when nothing was written since
-    // the last sync (a run without requests must not pay a journal commit for
-    // an empty file).
+    // Flushes, waits until the journal thread has mirrored and written
+    // everything queued (with a mirror), then fdatasync(2) without holding
+    // the append lock; a failure marks the ledger unhealthy. No fdatasync
+    // when nothing was written since the last sync (a run without requests
+    // must not pay a journal commit for an empty file).
     void sync();
 
     // Writes what is pending to the file open now, then opens the path again
@@ -204,6 +216,8 @@ private:
     void note_refusal_locked(const LedgerEntry& e);
     std::string format(const LedgerEntry& e) const;
     bool flush_locked();
+    bool write_locked(std::string_view lines);
+    void journal_loop();
 
     std::string path_;
     std::uint64_t refusal_lines_per_identity_;
@@ -216,7 +230,15 @@ private:
     std::atomic<bool> healthy_{true};
     std::string pending_;          // formatted lines not yet written
     LedgerMirror mirror_;
-    std::size_t mirrored_ = 0;     // bytes of pending_ the mirror already has
+    // With a mirror: lines flushed, waiting for the journal thread, which
+    // alone writes the file then.
+    std::string journalling_;
+    bool journal_busy_ = false;         // the thread holds a batch outside the lock
+    unsigned journal_waiters_ = 0;      // sync() calls waiting: no batch delay then
+    bool journal_stopping_ = false;
+    std::condition_variable journal_wake_;
+    std::condition_variable journal_idle_;
+    std::thread journal_thread_;
     std::uint64_t unsynced_ = 0;   // lines written since the last sync()
     // Read by format() without the lock: replaced (never changed in place) under it.
     std::atomic<std::shared_ptr<const std::vector<std::string>>> secrets_;

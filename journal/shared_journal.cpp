@@ -36,8 +36,9 @@ std::string SharedJournal::path() const {
 LineSink SharedJournal::decision_sink() {
     return [this](std::string_view lines) {
         std::lock_guard lock(mutex_);
-        // Started here, on a gateway thread: a supervisor is single-threaded
-        // until its sandbox's clone, which is over before any request.
+        // Started here, on the ledger's journal thread: a supervisor is
+        // single-threaded until its sandbox's clone, which is over before
+        // any request.
         if (!group_commits_.joinable() && !stopping_) group_commits_ = std::thread([this] { group_commit_loop(); });
         if (rotation_) {
             if (auto next = rotation_(writer_)) {
@@ -46,8 +47,8 @@ LineSink SharedJournal::decision_sink() {
             }
         }
         // One signed record per batch (at most kDecisionLinesPerRecord
-        // lines): the signature is most of a record's cost, and a busy
-        // gateway's batches grow with its load.
+        // lines): the signature is most of a record's cost, and the ledger
+        // gathers kJournalBatchDelay of lines into one batch.
         while (!lines.empty()) {
             nlohmann::json batch = nlohmann::json::array();
             while (!lines.empty() && batch.size() < kDecisionLinesPerRecord) {

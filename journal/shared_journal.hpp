@@ -1,8 +1,9 @@
 // journal/shared_journal.hpp — one journal written by several threads: the
 // run's (or the daemon's) own records and the gateway's decisions.
 //
-// One JournalWriter behind one lock. Decisions (one record per ledger line,
-// journal.hpp kTypeDecision) are group-committed by a thread of its own,
+// One JournalWriter behind one lock. Decisions (journal.hpp kTypeDecision:
+// one record per batch the ledger's journal thread hands over, at most
+// kDecisionLinesPerRecord lines each) are group-committed by a thread of its own,
 // started with the first decision: every kGroupCommitTick it fdatasyncs what
 // waits, outside the lock, so a decision is durable at most one tick plus
 // one fdatasync after it was written and no gateway thread waits for the

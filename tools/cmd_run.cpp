@@ -187,15 +187,16 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
 
     // What exists of the run so far: each is made once, in this order, and
     // run.json is written from whatever got made.
+    // RUN_DIR/journal.jsonl (docs/journal.md): opened once run.json exists;
+    // its admission record is durable before the command starts, its
+    // terminal record before corral exits. Declared before
+    // `egress`: its ledger's journal thread writes here until it is gone.
+    std::unique_ptr<journal::SharedJournal> run_journal;
     run::RunInputs inputs;
     std::optional<run::RunPlan> plan;
     std::unique_ptr<run::Egress> egress;  // the box's bridge + gateway (embedded or a daemon)
     std::optional<run::AgentRun> agent;   // with --prompt: the worker's agent CLI
 
-    // RUN_DIR/journal.jsonl (docs/journal.md): opened once run.json exists;
-    // its admission record is durable before the command starts, its
-    // terminal record before corral exits.
-    std::unique_ptr<journal::SharedJournal> run_journal;
     std::string stdout_log_name = "stdout.log";
     bool decisions_journalled = false;  // the embedded gateway's ledger lines are decision records here
 

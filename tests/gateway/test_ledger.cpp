@@ -301,32 +301,63 @@ TEST_CASE("batched appends fail closed: the flush that fails says so once, later
     CHECK(l.requests("worker-a/run-1") == 2);  // still counted
 }
 
-TEST_CASE("a mirrored ledger: each batch goes to the mirror first, whole lines in order; a throwing mirror fails it closed") {
+TEST_CASE("a mirrored ledger: each batch goes to the mirror first, from the journal thread, whole lines in order; a throwing mirror fails it closed") {
     TempDir d;
     auto path = (d.path / "ledger.jsonl").string();
     Ledger l(path);
     std::string mirrored;
     std::size_t file_size_at_mirror = 0;
+    std::thread::id mirror_thread;
+    int batches = 0;
     l.mirror_to([&](std::string_view lines) {
         file_size_at_mirror = read_all(path).size();
         mirrored += lines;
+        mirror_thread = std::this_thread::get_id();
+        ++batches;
     });
     l.append_batched(sample());
     l.append_batched(sample());
     l.flush();
-    CHECK(file_size_at_mirror == 0);  // the mirror had the batch before the file
+    l.append(sample());  // unbatched appends go through it too
+    l.sync();            // waits for the journal thread
+    CHECK(file_size_at_mirror == 0);  // the mirror had the lines before the file
     CHECK(mirrored == read_all(path));
-    CHECK(std::count(mirrored.begin(), mirrored.end(), '\n') == 2);
+    CHECK(std::count(mirrored.begin(), mirrored.end(), '\n') == 3);
+    CHECK(mirror_thread != std::this_thread::get_id());  // not on the request path
+    CHECK(batches == 1);  // the flushes of one batch delay share one mirror call
     l.append(sample());
-    CHECK(mirrored == read_all(path));  // unbatched appends go through it too
+    l.sync();
+    CHECK(mirrored == read_all(path));
+    CHECK(batches == 2);
 
-    Ledger failing((d.path / "failing.jsonl").string());
+    const auto failing_path = (d.path / "failing.jsonl").string();
+    Ledger failing(failing_path);
     failing.mirror_to([](std::string_view) { throw std::runtime_error("write(journal.jsonl): No space left on device"); });
     failing.append_batched(sample());
-    CHECK(failing.flush());
+    failing.append_batched(sample());
+    CHECK_FALSE(failing.flush());  // queued: the failure comes from the journal thread
+    failing.sync();
     CHECK_FALSE(failing.healthy());
     CHECK(failing.failure() == "journal: write(journal.jsonl): No space left on device");
-    CHECK(read_all((d.path / "failing.jsonl").string()).empty());  // nothing the journal lacks
+    CHECK(failing.lines_lost() == 2);
+    CHECK(read_all(failing_path).empty());  // nothing the journal lacks
+    failing.append(sample());               // refused by the caller (unhealthy), counted lost
+    CHECK(failing.lines_lost() == 3);
+}
+
+TEST_CASE("a mirrored ledger's destructor hands every queued line to the mirror, then to the file") {
+    TempDir d;
+    auto path = (d.path / "ledger.jsonl").string();
+    std::string mirrored;
+    {
+        Ledger l(path);
+        l.mirror_to([&](std::string_view lines) { mirrored += lines; });
+        for (int i = 0; i < 5; ++i) l.append_batched(sample());
+        l.flush();
+        l.append_batched(sample());  // pending, not flushed
+    }
+    CHECK(std::count(mirrored.begin(), mirrored.end(), '\n') == 6);
+    CHECK(mirrored == read_all(path));
 }
 
 TEST_CASE("Ledger refuses a file planted for it: a hard link to another file, or someone else's file") {
