@@ -165,7 +165,7 @@ void record(Conn& c, LedgerEntry e) {
     e.role = c.id.role;
     if (!c.gw.ledger.append_batched(e)) return;
     asio::post(c.client_socket().get_executor(), [&ledger = c.gw.ledger] {
-        if (ledger.flush()) log::error("ledger unwritable, refusing every new request: " + ledger.failure());
+        if (ledger.flush()) log_ledger_unwritable(ledger.failure());
     });
 }
 

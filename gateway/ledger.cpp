@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::gateway {
@@ -230,6 +231,10 @@ Fd open_ledger_file(const std::string& path, std::string* problem) {
 
 }  // namespace
 
+void log_ledger_unwritable(std::string_view failure) {
+    log::error("ledger unwritable, refusing every new request: " + std::string(failure));
+}
+
 Ledger::Ledger(const std::string& path, std::uint64_t refusal_lines_per_identity)
     : path_(path),
       refusal_lines_per_identity_(refusal_lines_per_identity),
@@ -429,15 +434,22 @@ void Ledger::journal_loop() {
         lock.lock();
         journal_busy_ = false;
         const auto lines = static_cast<std::uint64_t>(std::count(batch.begin(), batch.end(), '\n'));
+        const bool was_healthy = failure_.empty();
         if (!error.empty()) {
             fail_locked(std::move(error));
             lines_lost_ += lines;
-        } else if (!failure_.empty()) {
+        } else if (!was_healthy) {
             lines_lost_ += lines;  // journalled, but the file failed meanwhile
         } else {
             write_locked(batch);
         }
         journal_idle_.notify_all();
+        if (was_healthy && !failure_.empty()) {
+            const std::string failure = failure_;
+            lock.unlock();
+            log_ledger_unwritable(failure);
+            lock.lock();
+        }
     }
 }
 

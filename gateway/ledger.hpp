@@ -137,6 +137,10 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
 using LedgerMirror = std::function<void(std::string_view lines)>;
 inline constexpr std::chrono::milliseconds kJournalBatchDelay{10};
 
+// The one error line for a ledger that has just become unhealthy (logged
+// once, by the thread whose write or journal failed).
+void log_ledger_unwritable(std::string_view failure);
+
 class Ledger {
 public:
     // Never throws for I/O: an unopenable path leaves the ledger unhealthy

@@ -30,6 +30,9 @@
 namespace corral::journal {
 
 inline constexpr std::string_view kTypeAdmission = "admission";
+// The box exists and its command starts now: {"uid", "gid"} (a run's, after
+// its admission; group-committed: it authorises nothing).
+inline constexpr std::string_view kTypeStarted = "started";
 inline constexpr std::string_view kTypeTerminal = "terminal";    // corral saw the run end
 inline constexpr std::string_view kTypeRecovered = "recovered";  // a later corral found it lost
 // Gateway decisions, one batch of the ledger: {"ledger_lines": ["<a ledger

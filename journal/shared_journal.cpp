@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <stdexcept>
 
 namespace corral::journal {
 
@@ -21,6 +22,26 @@ SharedJournal::~SharedJournal() { stop_group_commits(); }
 std::string SharedJournal::append(std::string_view type, const nlohmann::json& payload, Commit commit) {
     std::lock_guard lock(mutex_);
     return writer_.append(type, payload, commit);
+}
+
+std::string SharedJournal::append_syncing_in_background(std::string_view type, const nlohmann::json& payload) {
+    std::lock_guard lock(mutex_);
+    if (background_) throw std::logic_error("append_syncing_in_background: the previous one was not waited for");
+    std::string line = writer_.append(type, payload, Commit::group);
+    auto ticket = writer_.begin_sync();
+    background_.emplace(BackgroundSync{ticket, BackgroundFdatasync::start(ticket.fd)});
+    return line;
+}
+
+void SharedJournal::wait_durable() {
+    std::unique_lock lock(mutex_);
+    if (!background_) return;
+    BackgroundSync pending = std::move(*background_);
+    background_.reset();
+    lock.unlock();
+    const int error = pending.sync.wait();
+    lock.lock();
+    writer_.end_sync(pending.ticket, error);
 }
 
 bool SharedJournal::terminated() const {

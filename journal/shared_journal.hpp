@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/background_fdatasync.hpp"
 #include "journal/journal.hpp"
 
 namespace corral::journal {
@@ -49,6 +50,16 @@ public:
     SharedJournal& operator=(const SharedJournal&) = delete;
 
     std::string append(std::string_view type, const nlohmann::json& payload, Commit commit);
+    // Writes a record at once and starts its fdatasync in the background
+    // with no thread of this process (base/background_fdatasync.hpp): for
+    // the admission, written before the sandbox is built (launch_sandbox
+    // needs a single-threaded process) and durable before its command
+    // starts. wait_durable() must come before what the record authorises.
+    std::string append_syncing_in_background(std::string_view type, const nlohmann::json& payload);
+    // Waits for that fdatasync (no-op without one). Throws the writer's
+    // SysError("fdatasync", path, errno) if it failed; the writer then
+    // refuses every later record (fail closed).
+    void wait_durable();
     bool terminated() const;
     std::string path() const;
     // Each batch becomes a decision record {"ledger_lines": [LINE, ...]}
@@ -68,6 +79,11 @@ private:
     std::uint64_t generation_ = 0;  // bumped when rotation replaces writer_
     std::thread group_commits_;
     bool stopping_ = false;
+    struct BackgroundSync {
+        JournalWriter::SyncTicket ticket;
+        BackgroundFdatasync sync;
+    };
+    std::optional<BackgroundSync> background_;
 };
 
 // WriterOptions for a SharedJournal's writer: its thread syncs group records.

@@ -34,9 +34,6 @@ nlohmann::json log_digest(const std::string& path) {
     return "sha256:" + sha.finish_hex();
 }
 
-// Whether the journal's last line says it is of a terminal type: unverified,
-// only to skip the full verification of journals already ended (each start
-// would otherwise check every signature of every lost run again).
 }  // namespace
 
 nlohmann::json admission_payload(const supervisor::RunRecord& record, const supervisor::SandboxSpec& spec) {
@@ -49,10 +46,11 @@ nlohmann::json admission_payload(const supervisor::RunRecord& record, const supe
     limits.erase("cpus");
     limits["cpus_milli"] = record.limits.cpus ? json(static_cast<std::int64_t>(std::llround(*record.limits.cpus * 1000)))
                                               : json(nullptr);
-    json out{{"id", record.id},       {"argv", record.argv},         {"uid", record.uid},
-             {"gid", record.gid},     {"hostname", record.hostname}, {"rootfs", record.rootfs},
-             {"limits", limits},      {"env_names", env_names},      {"workspace", run["workspace"]},
-             {"started_at", run["started_at"]}};
+    // Not the UID/GID: the sandbox leases them after this record is written
+    // (the "started" record has them).
+    json out{{"id", record.id},         {"argv", record.argv},        {"hostname", record.hostname},
+             {"rootfs", record.rootfs}, {"limits", limits},           {"env_names", env_names},
+             {"workspace", run["workspace"]}, {"started_at", run["started_at"]}};
     for (const char* f : {"kind", "worker", "identity", "agent", "cli_version", "grants", "binds", "image", "session"})
         if (run.contains(f)) out[f] = run[f];
     return out;

@@ -315,6 +315,17 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         say(std::string("journal: the admission record cannot be made: ") + e.what());
         return finish(kExitSetup, "setup_failed");
     }
+    // Where the gateway's decisions are: in this journal (its ledger lines),
+    // or in the `corral gateway` daemon's journal.
+    admission["decisions"] = decisions_journalled ? "this_journal" : "gateway_daemon";
+    try {
+        // Written now; its fdatasync overlaps the sandbox's construction
+        // and is waited for before the command's first process exists.
+        run_journal->append_syncing_in_background(journal::kTypeAdmission, admission);
+    } catch (const std::exception& e) {
+        say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
+        return finish(kExitSetup, "setup_failed");
+    }
     stdout_log_name = plan->spec.stdout_log_name;
     std::optional<Sandbox> box;
     try {
@@ -356,15 +367,10 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     auto t_cmd = steady::now();
 
     // ── hook point: the sandbox exists, lo is up, the bridge listens, the command has not started.
-    admission["uid"] = record.uid;
-    admission["gid"] = record.gid;
-    admission["hostname"] = record.hostname;
-    // Where the gateway's decisions are: in this journal (its ledger lines),
-    // or in the `corral gateway` daemon's journal.
-    admission["decisions"] = decisions_journalled ? "this_journal" : "gateway_daemon";
     try {
         // Durable before the command's first process exists (fail closed).
-        run_journal->append(journal::kTypeAdmission, admission, journal::Commit::durable);
+        run_journal->wait_durable();
+        run_journal->append(journal::kTypeStarted, {{"uid", record.uid}, {"gid", record.gid}}, journal::Commit::group);
     } catch (const std::exception& e) {
         say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
         status = kExitSetup;

@@ -289,7 +289,7 @@ TEST_CASE("an oversize body gets 413 and the upstream never sees the excess") {
     CHECK(ledger_has("api.anthropic.test", "body_too_large"));
     // Both refusals (declared length and chunked) name what was refused.
     int refused_lines = 0;
-    for (const auto& l : ledger_lines())
+    for (const auto& l : ledger_lines_with_reason("body_too_large", 2))
         if (l.value("reason", "") == "body_too_large") {
             ++refused_lines;
             CHECK(l.value("path", "") == "/upload");

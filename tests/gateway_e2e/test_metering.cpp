@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <chrono>
+#include <functional>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -100,14 +102,20 @@ json anthropic_body(bool stream, const std::string& variant = "", int max_tokens
 }
 
 // The ledger lines that carry metering, in order.
-std::vector<json> metered_lines(const OwnDaemon& d) {
-    std::vector<json> out;
-    std::istringstream in(read_file(d.ledger));
-    for (std::string l; std::getline(in, l);) {
-        auto j = json::parse(l, nullptr, false);
-        if (j.is_object() && j.contains("metering")) out.push_back(j);
+// The ledger's metered lines once `ready` holds for them (or after 5 s): a
+// line reaches the ledger a moment after its exchange ends.
+std::vector<json> metered_lines(const OwnDaemon& d, const std::function<bool(const std::vector<json>&)>& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+        std::vector<json> out;
+        std::istringstream in(read_file(d.ledger));
+        for (std::string l; std::getline(in, l);) {
+            auto j = json::parse(l, nullptr, false);
+            if (j.is_object() && j.contains("metering")) out.push_back(j);
+        }
+        if (ready(out) || std::chrono::steady_clock::now() > deadline) return out;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return out;
 }
 
 // The daemon's model totals once at least `settled` requests are settled.
@@ -169,7 +177,7 @@ TEST_CASE("metering: every API's usage, counted exactly, priced with its source"
     //   gpt-test Chat: (30-4)×1.25 + 4×0.125 + 9×10 = 123 → 123
     CHECK(t["usd_micros"] == 254 * 2 + 171 * 3 + 123);
 
-    auto lines = metered_lines(d);
+    auto lines = metered_lines(d, [](const std::vector<json>& v) { return v.size() >= 7; });
     REQUIRE(lines.size() >= 7);
     const json& first = lines.front()["metering"];
     CHECK(first["api"] == "anthropic_messages");
@@ -232,7 +240,9 @@ TEST_CASE("metering: budgets refuse before forwarding, in each provider's error 
                                {"messages", json::array({"{}"})}});
     CHECK(ws["status"] == 426);
     CHECK(m.stats()["requests"] == 2);
-    auto lines = metered_lines(d);
+    auto lines = metered_lines(d, [](const std::vector<json>& v) {
+        return !v.empty() && v.back()["reason"] == "model_websocket";
+    });
     REQUIRE(!lines.empty());
     CHECK(lines.back()["reason"] == "model_websocket");
     CHECK(lines.back()["metering"]["limit"] == "websocket");
@@ -368,8 +378,13 @@ TEST_CASE("policy: each refused form answers 400 in the provider's shape before 
     json t = model_counts(d, 2);
     CHECK(t["policy_refusals"] == cases.size());
     CHECK(t["requests"] == 2);
-    std::size_t refusal_lines = 0;
-    for (const auto& l : metered_lines(d)) refusal_lines += l["reason"] == "model_policy";
+    auto count_refusals = [](const std::vector<json>& v) {
+        std::size_t n = 0;
+        for (const auto& l : v) n += l["reason"] == "model_policy";
+        return n;
+    };
+    const std::size_t refusal_lines = count_refusals(
+        metered_lines(d, [&](const std::vector<json>& v) { return count_refusals(v) >= cases.size(); }));
     CHECK(refusal_lines == cases.size());
 }
 

@@ -51,22 +51,30 @@ TEST_CASE("a run's journal: admission on disk while the command runs; terminal a
     const std::string journal = p.run_dir() + "/journal.jsonl";
     // The command printed: its first process ran; the admission record was there before it.
     std::string text = sandbox::read_file(journal);
-    REQUIRE(lines(text).size() == 1);
+    REQUIRE(lines(text).size() == 2);
     json admission = line_of(text, 0);
     CHECK(admission["type"] == "admission");
     CHECK(admission["seq"] == 1);
     CHECK(admission["payload"]["argv"][0] == "/bin/sh");
     CHECK(admission["payload"]["env_names"].is_array());
+    // The box's UID and GID, leased after the admission was written, come
+    // in the record of the command's start.
+    json started = line_of(text, 1);
+    CHECK(started["type"] == "started");
+    auto rec_running = read_record(p.run_dir());
+    REQUIRE(rec_running.has_value());
+    CHECK(started["payload"]["uid"] == (*rec_running)["uid"]);
+    CHECK(started["payload"]["gid"] == (*rec_running)["gid"]);
     auto during = verify(journal, st.pub());
     INFO(transcript(during));
     CHECK(during.exit_code == 1);  // incomplete: the run has not ended
-    CHECK(during.out.find("incomplete: 1 good records") != std::string::npos);
+    CHECK(during.out.find("incomplete: 2 good records") != std::string::npos);
 
     p.signal(SIGTERM);
     p.wait();
     text = sandbox::read_file(journal);
-    REQUIRE(lines(text).size() == 2);
-    json terminal = line_of(text, 1);
+    REQUIRE(lines(text).size() == 3);
+    json terminal = line_of(text, 2);
     CHECK(terminal["type"] == "terminal");
     CHECK(terminal["payload"]["teardown"] == "clean");
     CHECK(terminal["payload"]["output"]["stdout"]["log_sha256"].get<std::string>().rfind("sha256:", 0) == 0);
@@ -108,7 +116,7 @@ TEST_CASE("a killed supervisor: the journal is incomplete, then the next corral 
     INFO(transcript(recovered));
     CHECK(recovered.exit_code == 0);
     CHECK(recovered.out.find("ended by recovered (outcome lost)") != std::string::npos);
-    json last = line_of(sandbox::read_file(journal), 1);
+    json last = line_of(sandbox::read_file(journal), 2);
     CHECK(last["payload"]["reason"] == "supervisor lost");
     // And the run that found it has its own valid journal.
     CHECK(verify(next.run_dir + "/journal.jsonl", st.pub()).exit_code == 0);
