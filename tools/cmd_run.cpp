@@ -258,8 +258,10 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         return kExitSetup;
     }
     for (const auto& line : run::recover_lost_runs(state_dir)) log::info(line);
+    const auto t_journal = steady::now();
     try {
         run_journal = run::open_run_journal(state_dir, run_dir);
+        log::debug("timing: journal: key loaded, journal created " + ms_since(t_journal));
     } catch (const std::exception& e) {
         say(std::string("journal: ") + e.what());
         return finish(kExitSetup, "setup_failed");
@@ -321,7 +323,9 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     try {
         // Written now; its fdatasync overlaps the sandbox's construction
         // and is waited for before the command's first process exists.
+        const auto t_admission = steady::now();
         run_journal->append_syncing_in_background(journal::kTypeAdmission, admission);
+        log::debug("timing: journal: admission signed and written " + ms_since(t_admission));
     } catch (const std::exception& e) {
         say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
         return finish(kExitSetup, "setup_failed");
@@ -369,8 +373,12 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     // ── hook point: the sandbox exists, lo is up, the bridge listens, the command has not started.
     try {
         // Durable before the command's first process exists (fail closed).
+        const auto t_durable = steady::now();
         run_journal->wait_durable();
+        log::debug("timing: journal: waited for the admission's fdatasync " + ms_since(t_durable));
+        const auto t_started = steady::now();
         run_journal->append(journal::kTypeStarted, {{"uid", record.uid}, {"gid", record.gid}}, journal::Commit::group);
+        log::debug("timing: journal: started record " + ms_since(t_started));
     } catch (const std::exception& e) {
         say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
         status = kExitSetup;
