@@ -445,6 +445,26 @@ TEST_CASE("the signing key: created 0600 in a 0700 dir, loaded again the same, r
     CHECK_THROWS_WITH(PublicKey::from_file(files.key_path), doctest::Contains("not a PEM public key"));
 }
 
+TEST_CASE("a key file that is not an Ed25519 key is refused, naming it; an Ed25519 public key of OpenSSL's own is read") {
+    TempDir dir;
+    SigningKey k = SigningKey::load_or_create(dir.path);
+    const KeyFiles files = key_files(dir.path);
+    // An EC private key where the Ed25519 one belongs (made by OpenSSL's own tool).
+    const std::string ec = dir.path + "/ec.pem";
+    REQUIRE(std::system(("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out " + ec + " 2>/dev/null").c_str()) == 0);
+    const std::string original = read_file(files.key_path);
+    { std::ofstream(files.key_path, std::ios::trunc) << read_file(ec); }
+    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path), doctest::Contains("not a PEM Ed25519 private key"));
+    { std::ofstream(files.key_path, std::ios::trunc) << original; }
+    CHECK(SigningKey::load_or_create(dir.path).public_key().pem() == k.public_key().pem());
+    // `openssl pkey -pubout` of the key: the same public key as corral's.
+    const std::string pub = dir.path + "/openssl.pub";
+    REQUIRE(std::system(("openssl pkey -in " + files.key_path + " -pubout -out " + pub).c_str()) == 0);
+    CHECK(PublicKey::from_file(pub).fingerprint() == k.public_key().fingerprint());
+    REQUIRE(std::system(("openssl pkey -in " + ec + " -pubout -out " + pub).c_str()) == 0);
+    CHECK_THROWS_WITH(PublicKey::from_file(pub), doctest::Contains("not an Ed25519 public key"));
+}
+
 TEST_CASE("base64 round-trips and refuses non-canonical text") {
     CHECK(base64_encode("ab") == "YWI=");
     CHECK(base64_decode("YWI=") == "ab");
