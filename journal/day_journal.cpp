@@ -45,6 +45,12 @@ std::string file_name(const std::string& day, unsigned n) { return day + "." + s
 
 }  // namespace
 
+std::vector<std::string> day_journal_files(const std::string& dir) {
+    std::vector<std::string> out;
+    for (auto& f : day_files(dir)) out.push_back(std::move(f.name));
+    return out;
+}
+
 std::string utc_day(std::chrono::system_clock::time_point t) { return utc_time(t).substr(0, 10); }
 
 std::unique_ptr<DayJournal> DayJournal::open(const std::string& dir, const SigningKey& key, nlohmann::json admission,

@@ -69,6 +69,10 @@ private:
     std::unique_ptr<SharedJournal> shared_;
 };
 
+// The names of the day journals in `dir` (YYYY-MM-DD.N.jsonl), oldest
+// first: by day, then N ("10" after "9"). Throws SysError.
+std::vector<std::string> day_journal_files(const std::string& dir);
+
 // "YYYY-MM-DD" (UTC) of `t`.
 std::string utc_day(std::chrono::system_clock::time_point t);
 

@@ -33,6 +33,9 @@ inline constexpr std::string_view kTypeAdmission = "admission";
 // The box exists and its command starts now: {"uid", "gid"} (a run's, after
 // its admission; group-committed: it authorises nothing).
 inline constexpr std::string_view kTypeStarted = "started";
+// A session's exec (run/session_server.hpp), at its start and at its end.
+inline constexpr std::string_view kTypeExec = "exec";
+inline constexpr std::string_view kTypeExecEnd = "exec_end";
 inline constexpr std::string_view kTypeTerminal = "terminal";    // corral saw the run end
 inline constexpr std::string_view kTypeRecovered = "recovered";  // a later corral found it lost
 // Gateway decisions, one batch of the ledger: {"ledger_lines": ["<a ledger

@@ -21,7 +21,15 @@ SharedJournal::~SharedJournal() { stop_group_commits(); }
 
 std::string SharedJournal::append(std::string_view type, const nlohmann::json& payload, Commit commit) {
     std::lock_guard lock(mutex_);
+    // A group record (a run's "started", a session's execs) is synced by the
+    // group-commit thread, started here if no decision started it yet:
+    // these come after the sandbox's clone, when threads are allowed.
+    if (commit == Commit::group) start_group_commits_locked();
     return writer_.append(type, payload, commit);
+}
+
+void SharedJournal::start_group_commits_locked() {
+    if (!group_commits_.joinable() && !stopping_) group_commits_ = std::thread([this] { group_commit_loop(); });
 }
 
 std::string SharedJournal::append_syncing_in_background(std::string_view type, const nlohmann::json& payload) {
@@ -60,7 +68,7 @@ LineSink SharedJournal::decision_sink() {
         // Started here, on the ledger's journal thread: a supervisor is
         // single-threaded until its sandbox's clone, which is over before
         // any request.
-        if (!group_commits_.joinable() && !stopping_) group_commits_ = std::thread([this] { group_commit_loop(); });
+        start_group_commits_locked();
         if (rotation_) {
             if (auto next = rotation_(writer_)) {
                 writer_ = std::move(*next);

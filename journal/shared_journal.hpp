@@ -71,6 +71,7 @@ public:
 
 private:
     void group_commit_loop();
+    void start_group_commits_locked();
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

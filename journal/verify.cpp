@@ -179,4 +179,35 @@ std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_vi
     return std::nullopt;
 }
 
+std::optional<std::string> check_day_chain(const std::vector<ChainFile>& files, std::string* note) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const ChainFile& f = files[i];
+        if (f.verdict.status == Status::invalid)
+            return f.name + ": invalid: line " + std::to_string(f.verdict.line.value_or(0)) + ": " + f.verdict.reason;
+        if (f.verdict.status == Status::incomplete && i + 1 < files.size())
+            return f.name + ": has no terminal record, yet " + files[i + 1].name +
+                   " follows it (a daemon's file ends before the next begins; recovered at the next start)";
+        const nlohmann::json& first = f.verdict.first;
+        if (!first.is_object() || first.value("type", "") != kTypeAdmission || !first["payload"].contains("journal") ||
+            !first["payload"]["journal"].is_object())
+            return f.name + ": its first record is not a daemon's admission with a \"journal\" object";
+        const nlohmann::json& link = first["payload"]["journal"];
+        const nlohmann::json previous = link.value("previous", nlohmann::json());
+        const nlohmann::json previous_sha = link.value("previous_last_sha256", nlohmann::json());
+        if (i == 0) {
+            if (!previous.is_null() && note)
+                *note = f.name + " follows " + previous.dump() + ", which is not here (removed or archived)";
+            continue;
+        }
+        const ChainFile& before = files[i - 1];
+        if (previous != before.name)
+            return f.name + ": its admission names " + previous.dump() + " as the file before it, not \"" +
+                   before.name + "\" (a file was removed, added or renamed between them)";
+        if (previous_sha != sha256_hex(before.last_line))
+            return f.name + ": its admission's previous_last_sha256 " + previous_sha.dump() + " is not the SHA-256 of " +
+                   before.name + "'s last line (" + before.name + " was changed or cut after " + f.name + " began)";
+    }
+    return std::nullopt;
+}
+
 }  // namespace corral::journal

@@ -56,4 +56,19 @@ std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann
 // they agree.
 std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_view ledger_text);
 
+// One file of a daemon's journal directory (journal/day_journal.hpp), as
+// verified, and its last line (without the newline; "" if none).
+struct ChainFile {
+    std::string name;
+    Verdict verdict;
+    std::string last_line;
+};
+// Whether the files, oldest first, form one chain: each file's admission
+// names the file before it ("previous") and the SHA-256 of that file's last
+// line ("previous_last_sha256"), and every file but the newest has ended
+// (a terminal record: rotated, stopped, failed_to_start or recovered). The
+// first break, named; empty when they chain. The oldest file may follow one
+// that is not there (removed or archived): that is said in *note.
+std::optional<std::string> check_day_chain(const std::vector<ChainFile>& files, std::string* note);
+
 }  // namespace corral::journal

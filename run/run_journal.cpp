@@ -16,10 +16,7 @@
 
 namespace corral::run {
 
-namespace {
-
-// The SHA-256 of a log of the run dir, or null when there is none.
-nlohmann::json log_digest(const std::string& path) {
+nlohmann::json log_sha256(const std::string& path) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid()) return nullptr;
     Sha256 sha;
@@ -33,8 +30,6 @@ nlohmann::json log_digest(const std::string& path) {
     }
     return "sha256:" + sha.finish_hex();
 }
-
-}  // namespace
 
 nlohmann::json admission_payload(const supervisor::RunRecord& record, const supervisor::SandboxSpec& spec) {
     using nlohmann::json;
@@ -72,9 +67,9 @@ nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::
             {"teardown_steps", steps},
             {"output",
              {{"stdout", {{"bytes", record.stdout_bytes}, {"logged", record.stdout_logged},
-                          {"log_sha256", log_digest(run_dir + "/" + stdout_log_name)}}},
+                          {"log_sha256", log_sha256(run_dir + "/" + stdout_log_name)}}},
               {"stderr", {{"bytes", record.stderr_bytes}, {"logged", record.stderr_logged},
-                          {"log_sha256", log_digest(run_dir + "/stderr.log")}}}}},
+                          {"log_sha256", log_sha256(run_dir + "/stderr.log")}}}}},
             {"peak_memory_bytes", run["peak_memory_bytes"]},
             {"peak_pids", run["peak_pids"]},
             {"oom_killed", record.oom_killed},

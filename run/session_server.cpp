@@ -25,6 +25,7 @@
 #include "base/sys_error.hpp"
 #include "run/exec_protocol.hpp"
 #include "run/outcome.hpp"
+#include "run/run_journal.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/run_record.hpp"
@@ -346,6 +347,18 @@ private:
         ExecAnswer answer;
         answer.exec = n;
         record["exec"] = n;
+        if (o_.journal) {
+            try {
+                // Group-committed, like the gateway's decisions: the session's
+                // admission (durable) authorised the box; an exec is an act
+                // within it, visible at once and durable within the group
+                // commit's bound (docs/journal.md "What a session records").
+                o_.journal->append(journal::kTypeExec, exec_start_payload(record, spec), journal::Commit::group);
+            } catch (const std::exception& e) {
+                return refusal(kExitSetup, std::string("journal: the exec record was not written, the command does not start: ") +
+                                               e.what());
+            }
+        }
         supervisor::SuperviseResult result;
         try {
             make_private_subdir(dir);
@@ -374,6 +387,7 @@ private:
             record["status"] = answer.status;
             record["outcome"] = answer.outcome;
             write_exec_record(dir, record);
+            journal_exec_end(dir, record, answer);
             return answer;
         }
         CommandOutcome o = command_outcome(result, false);
@@ -403,7 +417,40 @@ private:
                             {"stderr", {{"bytes", result.stderr_bytes}, {"logged", result.stderr_logged},
                                         {"reader_gone", result.stderr_reader_gone}}}};
         write_exec_record(dir, record);
+        journal_exec_end(dir, record, answer);
         return answer;
+    }
+
+    // The exec record's payload: what exec.json says at the start (argv or
+    // the prompt's size, never its text; env names, never values).
+    static json exec_start_payload(const json& record, const supervisor::InvocationSpec& spec) {
+        json payload{{"exec", record["exec"]}, {"role", record["role"]}, {"argv", record["argv"]},
+                     {"tty", record["tty"]},   {"env_names", record["env_names"]},
+                     {"cwd", spec.cwd.empty() ? json(nullptr) : json(spec.cwd)},
+                     {"timeout_ms", spec.timeout ? json(spec.timeout->count()) : json(nullptr)}};
+        if (record.contains("prompt_bytes")) payload["prompt_bytes"] = record["prompt_bytes"];
+        return payload;
+    }
+
+    // The exec_end record: how it ended and its logs' SHA-256. A journal
+    // that cannot take it says so in the answer: the exec's end is then
+    // unsigned, and every later exec is refused (the writer failed closed).
+    void journal_exec_end(const std::string& dir, const json& record, ExecAnswer& answer) {
+        if (!o_.journal) return;
+        json payload{{"exec", record["exec"]}, {"status", record["status"]}, {"outcome", record["outcome"]}};
+        for (const char* f : {"uid", "exit_code", "signal", "deadline_hit", "caller_gone", "ended_at"})
+            if (record.contains(f)) payload[f] = record[f];
+        if (record.contains("output")) {
+            payload["output"] = record["output"];
+            for (const char* stream : {"stdout", "stderr"})
+                payload["output"][stream]["log_sha256"] = log_sha256(dir + "/" + stream + ".log");
+        }
+        try {
+            o_.journal->append(journal::kTypeExecEnd, payload, journal::Commit::group);
+        } catch (const std::exception& e) {
+            answer.messages.push_back(std::string("journal: the exec's end was not recorded: ") + e.what());
+            if (answer.status == 0) answer.status = kExitSetup;
+        }
     }
 
     static void write_exec_record(const std::string& dir, const json& record) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "journal/shared_journal.hpp"
 #include "supervisor/sandbox.hpp"
 
 namespace corral::run {
@@ -29,6 +30,11 @@ struct SessionServerOptions {
     // then `no_agent` says why a prompt is refused.
     std::function<std::vector<std::string>(const std::string& prompt)> prompt_argv;
     std::string no_agent;
+    // The session's journal (run/run_journal.hpp): each exec gets an "exec"
+    // record before its command starts and an "exec_end" record when it
+    // ends (docs/journal.md). An exec whose record cannot be written does
+    // not start. Null: no records (tests of the server alone).
+    journal::SharedJournal* journal = nullptr;
 };
 
 // RUN_DIR/session.sock.

@@ -1,15 +1,20 @@
-// tools/cmd_journal.cpp — `corral journal verify FILE [--key PUBKEY] [--run-json FILE] [--ledger FILE]`.
+// tools/cmd_journal.cpp — `corral journal verify FILE|DIR [--key PUBKEY] [--run-json FILE] [--ledger FILE]`.
 //
 // Exit status (docs/journal.md "Verification"): 0 valid, 1 incomplete (every
 // record good, no terminal record), 3 invalid (a bad record, or run.json or
 // the ledger disagrees), 2 bad usage or a file that cannot be read.
+#include <sys/stat.h>
+
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
+#include "journal/day_journal.hpp"
 #include "journal/key.hpp"
 #include "journal/verify.hpp"
 #include "run/request.hpp"
@@ -25,6 +30,7 @@ void usage(std::FILE* out) {
     std::fprintf(out,
                  "usage: corral journal verify FILE [--key PUBKEY] [--run-json RUNJSON] [--ledger LEDGER]\n"
                  "                             [--state-dir DIR]\n"
+                 "       corral journal verify JOURNAL_DIR [--key PUBKEY] [--state-dir DIR]\n"
                  "\n"
                  "Checks a run's journal.jsonl: every line canonical JSON, signed (Ed25519) by the key,\n"
                  "chained (prev = SHA-256 of the line before), numbered 1, 2, ... without a gap, and ended\n"
@@ -32,6 +38,9 @@ void usage(std::FILE* out) {
                  "there is one) and the ledger (LEDGER, default: ledger.jsonl beside FILE when the run's\n"
                  "gateway journalled its decisions there) agree with the journal. The first bad record is\n"
                  "named, with why.\n"
+                 "A directory (the daemon's STATE_DIR/journal/gateway) is checked as one chain: each\n"
+                 "YYYY-MM-DD.N.jsonl, oldest first, must verify, have ended (all but the newest), and\n"
+                 "name the file before it and the SHA-256 of that file's last line in its admission.\n"
                  "  --key PUBKEY      the public key (PEM; `corral key show`); default DIR/journal/signing.pub,\n"
                  "                    which proves less: whoever can rewrite the journal there can rewrite it\n"
                  "  --run-json FILE   the run.json to compare\n"
@@ -121,6 +130,41 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
     return kValid;
 }
 
+// A daemon's journal directory: every file verified, and the files one chain.
+int verify_directory(const std::string& dir, const std::string& key_path) {
+    journal::PublicKey key = journal::PublicKey::from_file(key_path);
+    std::vector<journal::ChainFile> files;
+    for (const auto& name : journal::day_journal_files(dir)) {
+        const std::string path = dir + "/" + name;
+        auto text = read_file("journal", path);
+        if (!text) return bad_usage(path + ": no such file");
+        journal::ChainFile f{name, journal::verify_journal(*text, key), journal::last_whole_line(path).value_or("")};
+        files.push_back(std::move(f));
+    }
+    const std::string at = dir + ": ";
+    if (files.empty()) {
+        std::printf("%sincomplete: no YYYY-MM-DD.N.jsonl files\n", at.c_str());
+        return kIncomplete;
+    }
+    std::string note;
+    if (auto broken = journal::check_day_chain(files, &note)) {
+        std::printf("%sinvalid: %s\n", at.c_str(), broken->c_str());
+        return kInvalid;
+    }
+    std::uint64_t records = 0, decisions = 0;
+    for (const auto& f : files) {
+        records += f.verdict.good_records;
+        decisions += f.verdict.decisions.size();
+    }
+    const bool running = files.back().verdict.status == journal::Status::incomplete;
+    std::printf("%s%s: %zu files (%s .. %s) in one chain, %llu records, %llu decisions, key %s%s%s\n", at.c_str(),
+                running ? "incomplete" : "valid", files.size(), files.front().name.c_str(), files.back().name.c_str(),
+                static_cast<unsigned long long>(records), static_cast<unsigned long long>(decisions),
+                key.fingerprint().c_str(), running ? "; the newest has no terminal record yet (the daemon is running, or was lost)" : "",
+                note.empty() ? "" : ("; " + note).c_str());
+    return running ? kIncomplete : kValid;
+}
+
 }  // namespace
 
 int cmd_journal(int argc, char** argv) {
@@ -161,6 +205,11 @@ int cmd_journal(int argc, char** argv) {
     if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
     std::string key_path = key ? *key : journal::key_files(state_dir ? *state_dir : run::default_state_dir()).pub_path;
     try {
+        struct stat st {};
+        if (::stat(file->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (run_json || ledger) return bad_usage("--run-json and --ledger are for one run's journal, not a directory");
+            return verify_directory(*file, key_path);
+        }
         return verify(*file, key_path, run_json, ledger);
     } catch (const std::exception& e) {
         // An unreadable key or file: not a verdict on the journal.

@@ -390,6 +390,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             context.record_now = [&] { write_running_record(); };
             context.agent = agent ? &*agent : nullptr;
             context.no_agent = plan->no_session_agent;
+            context.journal = run_journal.get();
             result = body.serve(*box, interrupts.get(), context);
         } else {
             start_command(*box);

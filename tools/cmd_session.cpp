@@ -205,6 +205,7 @@ int session_start(int argc, char** argv) {
                 o.prompt_argv = [agent](const std::string& prompt) { return run::agent_prompt_argv(*agent, prompt); };
             }
             o.no_agent = context.no_agent;
+            o.journal = context.journal;
             o.run_dir = box.spec().run_dir;
             o.grace = box.spec().stop_grace;
             o.log_limit_bytes = box.spec().log_limit_bytes;

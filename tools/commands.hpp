@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "journal/shared_journal.hpp"
 #include "run/agent_run.hpp"
 #include "run/request.hpp"
 #include "supervisor/sandbox.hpp"
@@ -34,6 +35,7 @@ struct BodyContext {
     std::function<void()> record_now;      // run.json again, with what is known now
     const run::AgentRun* agent = nullptr;  // a session's agent (exec --prompt), when it has one
     std::string no_agent;                  // else why not
+    journal::SharedJournal* journal = nullptr;  // the run's journal: a session's execs are recorded in it
 };
 struct SandboxBody {
     const char* prefix = nullptr;   // the lines' "corral run: " ("corral session")

@@ -282,7 +282,27 @@ TEST_CASE("the daemon's journal across restarts: a clean stop, a SIGKILL recover
     CHECK(decided[1].find("/journal-2") != std::string::npos);
     auto running = run({corral_bin(), "journal", "verify", files[2], "--key", key});
     CHECK(running.exit_code == 1);
+    // The directory as one chain: incomplete while the daemon runs.
+    auto chain = run({corral_bin(), "journal", "verify", journal_dir, "--key", key});
+    INFO(chain.out << chain.err);
+    CHECK(chain.exit_code == 1);
+    CHECK(chain.out.find("incomplete: 3 files") != std::string::npos);
+    CHECK(chain.out.find("in one chain") != std::string::npos);
     d.proc->signal(SIGTERM);
     CHECK(d.proc->wait_exit(std::chrono::seconds(10)) == 0);
     CHECK(run({corral_bin(), "journal", "verify", files[2], "--key", key}).exit_code == 0);
+    chain = run({corral_bin(), "journal", "verify", journal_dir, "--key", key});
+    INFO(chain.out << chain.err);
+    CHECK(chain.exit_code == 0);
+    CHECK(chain.out.find("valid: 3 files") != std::string::npos);
+    // The killed daemon's file taken out of the chain: named.
+    const std::string copy = d.dir + "/journal-copy";
+    fs::create_directory(copy);
+    fs::copy_file(files[0], copy + "/" + fs::path(files[0]).filename().string());
+    fs::copy_file(files[2], copy + "/" + fs::path(files[2]).filename().string());
+    auto gap = run({corral_bin(), "journal", "verify", copy, "--key", key});
+    INFO(gap.out << gap.err);
+    CHECK(gap.exit_code == 3);
+    CHECK(gap.out.find("as the file before it, not \"" + fs::path(files[0]).filename().string() + "\"") !=
+          std::string::npos);
 }

@@ -109,6 +109,51 @@ TEST_CASE("the daemon's journal: per day and per start, chained, rotated at a da
     CHECK(l->path() == dir + "/2026-12-04.3.jsonl");
     CHECK(records(l->path())[0]["payload"]["journal"]["previous"] == "2026-12-04.2.jsonl");
     l->end("stopped");
+
+    // The four files are one chain; each tampering with it is named.
+    auto load = [&] {
+        std::vector<ChainFile> files;
+        for (const auto& name : day_journal_files(dir))
+            files.push_back({name, verify_journal(read_file(dir + "/" + name), key.public_key()), last_line(dir + "/" + name)});
+        return files;
+    };
+    auto files = load();
+    REQUIRE(files.size() == 4);
+    CHECK(files[0].name == "2026-12-03.1.jsonl");
+    CHECK(files[3].name == "2026-12-04.3.jsonl");
+    std::string note;
+    CHECK(check_day_chain(files, &note) == std::nullopt);
+    CHECK(note.empty());
+    // The oldest file removed (retention): still one chain, with a note.
+    auto without_oldest = std::vector<ChainFile>(files.begin() + 1, files.end());
+    CHECK(check_day_chain(without_oldest, &note) == std::nullopt);
+    CHECK(note == "2026-12-04.1.jsonl follows \"2026-12-03.1.jsonl\", which is not here (removed or archived)");
+    // A file in the middle removed.
+    auto gap = files;
+    gap.erase(gap.begin() + 2);
+    auto broken = check_day_chain(gap, &note);
+    REQUIRE(broken.has_value());
+    CHECK(*broken == "2026-12-04.3.jsonl: its admission names \"2026-12-04.2.jsonl\" as the file before it, not "
+                     "\"2026-12-04.1.jsonl\" (a file was removed, added or renamed between them)");
+    // A file whose last line is not the one its successor saw (replaced by
+    // another file that verifies on its own).
+    auto swapped = files;
+    swapped[1].last_line += " ";
+    broken = check_day_chain(swapped, &note);
+    REQUIRE(broken.has_value());
+    CHECK(broken->find("2026-12-04.2.jsonl: its admission's previous_last_sha256") == 0);
+    CHECK(broken->find("2026-12-04.1.jsonl was changed or cut after 2026-12-04.2.jsonl began") != std::string::npos);
+    // A file without its terminal record followed by another one.
+    auto open_middle = files;
+    open_middle[1].verdict.status = Status::incomplete;
+    broken = check_day_chain(open_middle, &note);
+    REQUIRE(broken.has_value());
+    CHECK(broken->find("2026-12-04.1.jsonl: has no terminal record, yet 2026-12-04.2.jsonl follows it") == 0);
+    // An invalid file is named with its line.
+    { std::ofstream(dir + "/2026-12-04.1.jsonl", std::ios::app) << "{}\n"; }
+    broken = check_day_chain(load(), &note);
+    REQUIRE(broken.has_value());
+    CHECK(broken->find("2026-12-04.1.jsonl: invalid: line 4") == 0);
 }
 
 TEST_CASE("the daemon's journal directory must be the daemon's own, 0700") {

@@ -20,11 +20,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "base/fd.hpp"
+#include "base/sha256.hpp"
 #include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 namespace corral::test::sandbox {
@@ -88,12 +90,18 @@ struct Sessions {
     std::string run_dir(const std::string& id) const { return state + "/runs/" + id; }
     json record(const std::string& id) const { return json::parse(read_file(run_dir(id) + "/run.json")); }
     // The session's ledger line for `host` (null when it has none).
+    // The session's ledger line for `host`, waiting up to 5 s for it: a line
+    // reaches the file a moment after its exchange ends (the journal first).
     json ledger_line(const std::string& id, const std::string& host) const {
-        std::istringstream lines(read_file(run_dir(id) + "/ledger.jsonl"));
-        for (std::string l; std::getline(lines, l);) {
-            json j = json::parse(l, nullptr, false);
-            if (j.is_object() && j.value("host", "") == host) return j;
-        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        do {
+            std::istringstream lines(read_file(run_dir(id) + "/ledger.jsonl"));
+            for (std::string l; std::getline(lines, l);) {
+                json j = json::parse(l, nullptr, false);
+                if (j.is_object() && j.value("host", "") == host) return j;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        } while (std::chrono::steady_clock::now() < deadline);
         return json(nullptr);
     }
     json exec_record(const std::string& id, int n) const {
@@ -433,6 +441,38 @@ TEST_CASE("concurrent execs into one session each get their own output, number a
     for (int n = 1; n <= kExecs; ++n) expected.push_back(lines(read_file(s.run_dir(id) + "/execs/" + std::to_string(n) + "/stdout.log")).at(0));
     CHECK(lines(logs.out) == expected);
     s.stop_and_check(id, {uid_of_exec(s.exec_record(id, 1))});
+
+    // The session's journal: an exec and an exec_end record per exec, signed
+    // in the chain between the admission and the terminal record.
+    const std::string journal = s.run_dir(id) + "/journal.jsonl";
+    std::map<int, json> starts, ends;
+    std::vector<std::string> order;
+    for (const auto& l : lines(read_file(journal))) {
+        json r = json::parse(l);
+        order.push_back(r["type"].get<std::string>());
+        if (r["type"] == "exec") starts[r["payload"]["exec"].get<int>()] = r;
+        if (r["type"] == "exec_end") ends[r["payload"]["exec"].get<int>()] = r;
+    }
+    REQUIRE(order.size() >= 2 + 2 * kExecs + 1);
+    CHECK(order[0] == "admission");
+    CHECK(order[1] == "started");
+    CHECK(order.back() == "terminal");
+    REQUIRE(starts.size() == kExecs);
+    REQUIRE(ends.size() == kExecs);
+    for (int n = 1; n <= kExecs; ++n) {
+        CAPTURE(n);
+        const json e = s.exec_record(id, n);
+        CHECK(starts[n]["seq"].get<int>() < ends[n]["seq"].get<int>());  // the start before the command ran
+        CHECK(starts[n]["payload"]["role"] == "agent");
+        CHECK(starts[n]["payload"]["argv"] == e["argv"]);
+        CHECK(ends[n]["payload"]["exit_code"] == e["exit_code"]);
+        CHECK(ends[n]["payload"]["uid"] == e["uid"]);
+        CHECK(ends[n]["payload"]["output"]["stdout"]["log_sha256"] ==
+              "sha256:" + corral::sha256_hex(read_file(s.run_dir(id) + "/execs/" + std::to_string(n) + "/stdout.log")));
+    }
+    Result verified = s.corral({"journal", "verify", journal, "--key", s.state + "/journal/signing.pub"});
+    INFO(transcript(verified));
+    CHECK(verified.exit_code == 0);
 }
 
 TEST_CASE("two starts racing for one --name: one session gets it, the other is refused") {
