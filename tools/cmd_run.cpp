@@ -376,11 +376,17 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         const auto t_durable = steady::now();
         run_journal->wait_durable();
         log::debug("timing: journal: waited for the admission's fdatasync " + ms_since(t_durable));
+    } catch (const std::exception& e) {
+        say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
+        status = kExitSetup;
+    }
+    if (status == 0) try {
         const auto t_started = steady::now();
         run_journal->append(journal::kTypeStarted, {{"uid", record.uid}, {"gid", record.gid}}, journal::Commit::group);
         log::debug("timing: journal: started record " + ms_since(t_started));
     } catch (const std::exception& e) {
-        say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
+        // The journal failed closed: nothing after this could be signed.
+        say(std::string("journal: the started record was not written, the command does not start: ") + e.what());
         status = kExitSetup;
     }
     SuperviseResult result;
