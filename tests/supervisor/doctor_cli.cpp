@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -160,5 +161,34 @@ TEST_CASE("corral doctor --gateway: a live `corral gateway` answers; a socket no
     }
     auto bad = run({corral_bin(), "doctor", "--gateway", "tcp:1"});
     CHECK(bad.exit_code == 2);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the journal key: `corral key init` makes it, `key show` and `corral doctor` print the same public key") {
+    const std::string dir = temp_dir(0700);
+    auto none = run({corral_bin(), "doctor", "--json", "--state-dir", dir});
+    auto before = nlohmann::json::parse(none.out);
+    CHECK(before["journal_public_key"].is_null());  // doctor only reads: no key made
+    CHECK_FALSE(std::filesystem::exists(dir + "/journal/signing.pub"));
+
+    auto init = run({corral_bin(), "key", "init", "--state-dir", dir});
+    INFO(init.out << init.err);
+    REQUIRE(init.exit_code == 0);
+    CHECK(init.out.rfind("-----BEGIN PUBLIC KEY-----\n", 0) == 0);
+    auto show = run({corral_bin(), "key", "show", "--state-dir", dir});
+    CHECK(show.exit_code == 0);
+    CHECK(show.out == init.out);
+    CHECK(show.err.find("ed25519:") != std::string::npos);  // the fingerprint, on stderr
+    std::ifstream pub(dir + "/journal/signing.pub");
+    std::stringstream pub_text;
+    pub_text << pub.rdbuf();
+    CHECK(pub_text.str() == show.out);
+
+    auto doc = nlohmann::json::parse(run({corral_bin(), "doctor", "--json", "--state-dir", dir}).out);
+    CHECK(doc["journal_public_key"] == show.out);
+    bool line = false;
+    for (const auto& c : doc["checks"])
+        line |= c["name"] == "journal key" && c["status"] == "ok";
+    CHECK(line);
     std::filesystem::remove_all(dir);
 }
