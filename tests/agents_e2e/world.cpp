@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -242,6 +243,16 @@ std::vector<nlohmann::json> ledger_lines(const std::string& path) {
     while (std::getline(f, line))
         if (!line.empty()) out.push_back(nlohmann::json::parse(line));
     return out;
+}
+
+bool ledger_has_line(const std::string& path, const std::function<bool(const nlohmann::json&)>& wanted) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    do {
+        for (const auto& l : ledger_lines(path))
+            if (wanted(l)) return true;
+        ::usleep(20'000);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return false;
 }
 
 int free_port() {

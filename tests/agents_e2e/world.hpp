@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -79,6 +80,9 @@ nlohmann::json standin_seen();
 
 // Every line of a ledger file, parsed.
 std::vector<nlohmann::json> ledger_lines(const std::string& path);
+// Whether a line of the ledger at `path` satisfies `wanted`, waiting up to
+// 5 s for it: a line reaches the ledger a moment after its exchange ends.
+bool ledger_has_line(const std::string& path, const std::function<bool(const nlohmann::json&)>& wanted);
 
 // The org.toml gateway sections ([gateway] with `gateway_table` as its body,
 // the credentials) of `org`.
