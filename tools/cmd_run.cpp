@@ -186,11 +186,11 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     const RecordSync record_sync = request.sync_record ? RecordSync::durable : RecordSync::visible;
 
     // What exists of the run so far: each is made once, in this order, and
-    // run.json is written from whatever got made.
-    // RUN_DIR/journal.jsonl (docs/journal.md): opened once run.json exists;
-    // its admission record is durable before the command starts, its
-    // terminal record before corral exits. Declared before
-    // `egress`: its ledger's journal thread writes here until it is gone.
+    // run.json is written from whatever got made. First the journal
+    // (RUN_DIR/journal.jsonl, docs/journal.md), opened once run.json exists:
+    // its admission is durable before the command starts, its terminal
+    // record before corral exits. It is declared before `egress` because
+    // the ledger's journal thread writes to it until the egress is gone.
     std::unique_ptr<journal::SharedJournal> run_journal;
     run::RunInputs inputs;
     std::optional<run::RunPlan> plan;
