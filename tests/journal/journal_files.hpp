@@ -1,29 +1,17 @@
 // tests/journal/journal_files.hpp — what the journal tests need of the file
-// system: a private temporary directory, and a file read whole.
+// system: the tests' scratch directory, and a file read whole.
 #pragma once
 
-#include <doctest/doctest.h>
-
-#include <stdlib.h>
-
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace corral::journal::test {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/corral-journal-test-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
+// The scratch directory of every corral test (removed with its contents).
+using corral::test::TempDir;
 
 inline std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -50,7 +50,7 @@ const auto kAfterMidnight = kBeforeMidnight + std::chrono::seconds(1);
 
 TEST_CASE("the daemon's journal: per day and per start, chained, rotated at a day change, recovered after a kill") {
     TempDir tmp;
-    const std::string dir = tmp.path + "/gateway";
+    const std::string dir = tmp.path() + "/gateway";
     SigningKey key = SigningKey::generate();
     auto now = kBeforeMidnight;
     auto clock = [&] { return now; };
@@ -158,7 +158,7 @@ TEST_CASE("the daemon's journal: per day and per start, chained, rotated at a da
 
 TEST_CASE("the daemon's journal directory must be the daemon's own, 0700") {
     TempDir tmp;
-    const std::string dir = tmp.path + "/open";
+    const std::string dir = tmp.path() + "/open";
     REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
     std::vector<std::string> notes;
     CHECK_THROWS_WITH(DayJournal::open(dir, SigningKey::generate(), json::object(), notes),
@@ -171,7 +171,7 @@ TEST_CASE("a shared journal past its bound refuses the next batch of decisions (
     WriterOptions opts = shared_writer_options();
     opts.max_bytes = 4096;
     opts.terminal_reserve = 1024;
-    SharedJournal j(JournalWriter::create(tmp.path + "/j", key, opts));
+    SharedJournal j(JournalWriter::create(tmp.path() + "/j", key, opts));
     j.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
     auto sink = j.decision_sink();
     bool refused = false;
@@ -187,6 +187,6 @@ TEST_CASE("a shared journal past its bound refuses the next batch of decisions (
     // Closed for good: every later batch is refused the same way.
     CHECK_THROWS_WITH(sink("{\"n\":-1}\n"), doctest::Contains("journal full"));
     j.stop_group_commits();
-    Verdict v = verify_journal(read_file(tmp.path + "/j"), key.public_key());
+    Verdict v = verify_journal(read_file(tmp.path() + "/j"), key.public_key());
     CHECK(v.status == Status::incomplete);  // every record written is good; none after the refusal
 }

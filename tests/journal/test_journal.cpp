@@ -75,9 +75,9 @@ std::string write_run_journal(const std::string& path, const SigningKey& key) {
 TEST_CASE("a journal as written verifies, is 0600, and each line is canonical and chained") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    std::string text = write_run_journal(dir.path + "/journal.jsonl", key);
+    std::string text = write_run_journal(dir.path() + "/journal.jsonl", key);
     struct stat st {};
-    REQUIRE(::stat((dir.path + "/journal.jsonl").c_str(), &st) == 0);
+    REQUIRE(::stat((dir.path() + "/journal.jsonl").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     Verdict v = verify_journal(text, key.public_key());
     CHECK(status_name(v.status) == "valid");
@@ -94,7 +94,7 @@ TEST_CASE("a journal as written verifies, is 0600, and each line is canonical an
 TEST_CASE("each tampering is invalid, with the first bad record named") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    auto lines = lines_of(write_run_journal(dir.path + "/journal.jsonl", key));
+    auto lines = lines_of(write_run_journal(dir.path() + "/journal.jsonl", key));
     auto expect_invalid = [&](const std::string& text, std::uint64_t line, const char* why) {
         Verdict v = verify_journal(text, key.public_key());
         CHECK(v.status == Status::invalid);
@@ -144,7 +144,7 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
     }
     SUBCASE("a record appended after the terminal one, validly signed") {
         TempDir other;
-        std::string path = other.path + "/j";
+        std::string path = other.path() + "/j";
         {
             std::ofstream(path) << join(lines);
         }
@@ -160,7 +160,7 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
         auto t = lines;
         t.pop_back();  // in place of the terminal record
         TempDir other;
-        std::string path = other.path + "/j";
+        std::string path = other.path() + "/j";
         {
             std::ofstream(path) << join(t);
         }
@@ -172,7 +172,7 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
     }
     SUBCASE("a whole journal signed with another key") {
         TempDir other;
-        std::string text = write_run_journal(other.path + "/j", SigningKey::generate());
+        std::string text = write_run_journal(other.path() + "/j", SigningKey::generate());
         expect_invalid(text, 1, "signed with another key");
     }
     SUBCASE("a changed prev") {
@@ -186,9 +186,9 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
 TEST_CASE("a truncated tail at a line boundary is incomplete, and a recovered record ends it as lost") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    auto lines = lines_of(write_run_journal(dir.path + "/journal.jsonl", key));
+    auto lines = lines_of(write_run_journal(dir.path() + "/journal.jsonl", key));
     lines.pop_back();
-    std::string path = dir.path + "/cut.jsonl";
+    std::string path = dir.path() + "/cut.jsonl";
     {
         std::ofstream(path) << join(lines);
     }
@@ -216,7 +216,7 @@ TEST_CASE("a truncated tail at a line boundary is incomplete, and a recovered re
 TEST_CASE("a torn last line (a writer killed inside its write): recovered cuts it and keeps its digest") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    const std::string path = dir.path + "/journal.jsonl";
+    const std::string path = dir.path() + "/journal.jsonl";
     auto lines = lines_of(write_run_journal(path, key));
     const std::string torn = lines[2].substr(0, 40);
     { std::ofstream(path, std::ios::binary | std::ios::trunc) << join({lines[0], lines[1]}) << torn; }
@@ -241,7 +241,7 @@ TEST_CASE("a torn last line (a writer killed inside its write): recovered cuts i
 TEST_CASE("the ledger is the journal's decisions, line for line: each edit of it is named") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    std::string text = write_run_journal(dir.path + "/journal.jsonl", key);
+    std::string text = write_run_journal(dir.path() + "/journal.jsonl", key);
     Verdict v = verify_journal(text, key.public_key());
     REQUIRE(v.status == Status::valid);
     REQUIRE(v.decisions.size() == 2);
@@ -273,12 +273,12 @@ TEST_CASE("the ledger is the journal's decisions, line for line: each edit of it
 TEST_CASE("one decision record may hold a batch of ledger lines; the ledger compares line by line across records") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key);
     w.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
     w.append(kTypeDecision, {{"ledger_lines", json::array({kLedgerLines[0], kLedgerLines[1]})}}, Commit::group);
     w.append(kTypeDecision, decision(kLedgerLines[0]), Commit::group);
     w.append(kTypeTerminal, {{"id", "r"}}, Commit::durable);
-    Verdict v = verify_journal(read_file(dir.path + "/j"), key.public_key());
+    Verdict v = verify_journal(read_file(dir.path() + "/j"), key.public_key());
     REQUIRE(v.status == Status::valid);
     REQUIRE(v.decisions.size() == 3);
     CHECK(v.decisions[1].seq == 2);
@@ -291,10 +291,10 @@ TEST_CASE("one decision record may hold a batch of ledger lines; the ledger comp
 TEST_CASE("a decision record without its ledger lines as one-line strings is invalid") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key);
     w.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
     w.append(kTypeDecision, {{"ledger_lines", json::array({7})}}, Commit::group);
-    Verdict v = verify_journal(read_file(dir.path + "/j"), key.public_key());
+    Verdict v = verify_journal(read_file(dir.path() + "/j"), key.public_key());
     CHECK(v.status == Status::invalid);
     CHECK(v.line == 2);
     CHECK(v.reason.find("a decision without ledger_lines") != std::string::npos);
@@ -303,7 +303,7 @@ TEST_CASE("a decision record without its ledger lines as one-line strings is inv
 TEST_CASE("run.json edited after the fact disagrees with the journal") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    Verdict v = verify_journal(write_run_journal(dir.path + "/journal.jsonl", key), key.public_key());
+    Verdict v = verify_journal(write_run_journal(dir.path() + "/journal.jsonl", key), key.public_key());
     json run = {{"id", "r1"}, {"argv", {"/bin/true"}}, {"exit_code", 0}, {"outcome", "ok"}, {"status", 0},
                 {"teardown", {{"verdict", "clean"}}}};
     CHECK(compare_run_json(v, run).empty());
@@ -318,7 +318,7 @@ TEST_CASE("run.json edited after the fact disagrees with the journal") {
 TEST_CASE("the writer refuses floats and keeps nothing of the refused record") {
     TempDir dir;
     SigningKey key = SigningKey::generate();
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key);
     CHECK_THROWS_AS(w.append("decision", {{"cost", 0.5}}, Commit::durable), corral::UsageError);
     CHECK(w.size() == 0);
 }
@@ -329,7 +329,7 @@ TEST_CASE("past its bound the journal refuses records but keeps room for the ter
     WriterOptions small;
     small.max_bytes = 4096;
     small.terminal_reserve = 1024;
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key, small);
     std::string what;
     try {
         for (int i = 0; i < 100; ++i) w.append(kTypeDecision, decision(std::to_string(i)), Commit::group);
@@ -341,10 +341,10 @@ TEST_CASE("past its bound the journal refuses records but keeps room for the ter
     CHECK(w.size() <= 3072);
     // The refusal sticks for every other record (fail closed), and the file is a valid prefix.
     CHECK_THROWS_WITH(w.append(kTypeDecision, decision("late"), Commit::group), doctest::Contains("journal full"));
-    CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::incomplete);
+    CHECK(verify_journal(read_file(dir.path() + "/j"), key.public_key()).status == Status::incomplete);
     // The run can still say how it ended: the terminal record goes into the reserve.
     w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
-    CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
+    CHECK(verify_journal(read_file(dir.path() + "/j"), key.public_key()).status == Status::valid);
     CHECK_THROWS(w.append(kTypeDecision, decision("after"), Commit::group));
 }
 
@@ -354,10 +354,10 @@ TEST_CASE("a terminal record fits in the reserve") {
     WriterOptions small;
     small.max_bytes = 4096;
     small.terminal_reserve = 1024;
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key, small);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key, small);
     while (w.size() + 400 < 3072) w.append(kTypeDecision, decision(std::to_string(1)), Commit::group);
     w.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
-    CHECK(verify_journal(read_file(dir.path + "/j"), key.public_key()).status == Status::valid);
+    CHECK(verify_journal(read_file(dir.path() + "/j"), key.public_key()).status == Status::valid);
 }
 
 TEST_CASE("a full disk: the write error names the call, the record and errno, and the writer stays failed") {
@@ -376,14 +376,14 @@ TEST_CASE("a group-committed record is synced by the next durable one, by the co
     WriterOptions opts;
     opts.group_records = 3;
     opts.group_delay = std::chrono::hours(1);  // only the count and explicit syncs here: no timing in a test
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key, opts);
     w.append(kTypeDecision, decision(std::to_string(1)), Commit::group);
     CHECK_FALSE(w.sync_if_due());  // one waiting, not yet due
     w.append(kTypeDecision, decision(std::to_string(2)), Commit::group);
     w.append(kTypeDecision, decision(std::to_string(3)), Commit::group);  // the third: synced by the count bound
     CHECK_FALSE(w.sync_if_due());                     // nothing waits any more
     opts.group_delay = std::chrono::milliseconds(0);
-    JournalWriter due = JournalWriter::create(dir.path + "/k", key, opts);
+    JournalWriter due = JournalWriter::create(dir.path() + "/k", key, opts);
     due.append(kTypeDecision, decision(std::to_string(1)), Commit::group);  // a zero delay: synced at once
     CHECK_FALSE(due.sync_if_due());
 }
@@ -395,7 +395,7 @@ TEST_CASE("group commit by an owner's thread: append leaves the sync to begin_sy
     opts.sync_group_in_append = false;
     opts.group_records = 1;
     opts.group_delay = std::chrono::milliseconds(0);
-    JournalWriter w = JournalWriter::create(dir.path + "/j", key, opts);
+    JournalWriter w = JournalWriter::create(dir.path() + "/j", key, opts);
     w.append(kTypeDecision, decision("a"), Commit::group);
     w.append(kTypeDecision, decision("b"), Commit::group);
     auto t = w.begin_sync();  // neither bound made append sync
@@ -408,7 +408,7 @@ TEST_CASE("group commit by an owner's thread: append leaves the sync to begin_sy
     w.append(kTypeTerminal, {{"id", "r"}}, Commit::durable);  // a durable record covers everything
     CHECK(w.begin_sync().records == 0);
 
-    JournalWriter failing = JournalWriter::create(dir.path + "/k", key, opts);
+    JournalWriter failing = JournalWriter::create(dir.path() + "/k", key, opts);
     failing.append(kTypeDecision, decision("a"), Commit::group);
     auto ft = failing.begin_sync();
     CHECK_THROWS_WITH_AS(failing.end_sync(ft, EIO), doctest::Contains("fdatasync"), corral::SysError);
@@ -419,15 +419,15 @@ TEST_CASE("group commit by an owner's thread: append leaves the sync to begin_sy
 TEST_CASE("the signing key: created 0600 in a 0700 dir, loaded again the same, refused when opened up") {
     TempDir dir;
     bool created = false;
-    SigningKey k1 = SigningKey::load_or_create(dir.path, &created);
+    SigningKey k1 = SigningKey::load_or_create(dir.path(), &created);
     CHECK(created);
-    KeyFiles files = key_files(dir.path);
+    KeyFiles files = key_files(dir.path());
     struct stat st {};
     REQUIRE(::stat(files.dir.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0700);
     REQUIRE(::stat(files.key_path.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
-    SigningKey k2 = SigningKey::load_or_create(dir.path, &created);
+    SigningKey k2 = SigningKey::load_or_create(dir.path(), &created);
     CHECK_FALSE(created);
     CHECK(k1.public_key().pem() == k2.public_key().pem());
     CHECK(k1.public_key().fingerprint().rfind("ed25519:", 0) == 0);
@@ -438,27 +438,27 @@ TEST_CASE("the signing key: created 0600 in a 0700 dir, loaded again the same, r
     CHECK_FALSE(k1.public_key().verify("n", sig));
 
     REQUIRE(::chmod(files.key_path.c_str(), 0640) == 0);
-    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path), doctest::Contains("closed to group and other"));
+    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path()), doctest::Contains("closed to group and other"));
     REQUIRE(::chmod(files.key_path.c_str(), 0600) == 0);
     REQUIRE(::unlink(files.pub_path.c_str()) == 0);
-    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path), doctest::Contains("is incomplete"));
+    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path()), doctest::Contains("is incomplete"));
     CHECK_THROWS_WITH(PublicKey::from_file(files.key_path), doctest::Contains("not a PEM public key"));
 }
 
 TEST_CASE("a key file that is not an Ed25519 key is refused, naming it; an Ed25519 public key of OpenSSL's own is read") {
     TempDir dir;
-    SigningKey k = SigningKey::load_or_create(dir.path);
-    const KeyFiles files = key_files(dir.path);
+    SigningKey k = SigningKey::load_or_create(dir.path());
+    const KeyFiles files = key_files(dir.path());
     // An EC private key where the Ed25519 one belongs (made by OpenSSL's own tool).
-    const std::string ec = dir.path + "/ec.pem";
+    const std::string ec = dir.path() + "/ec.pem";
     REQUIRE(std::system(("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out " + ec + " 2>/dev/null").c_str()) == 0);
     const std::string original = read_file(files.key_path);
     { std::ofstream(files.key_path, std::ios::trunc) << read_file(ec); }
-    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path), doctest::Contains("not a PEM Ed25519 private key"));
+    CHECK_THROWS_WITH(SigningKey::load_or_create(dir.path()), doctest::Contains("not a PEM Ed25519 private key"));
     { std::ofstream(files.key_path, std::ios::trunc) << original; }
-    CHECK(SigningKey::load_or_create(dir.path).public_key().pem() == k.public_key().pem());
+    CHECK(SigningKey::load_or_create(dir.path()).public_key().pem() == k.public_key().pem());
     // `openssl pkey -pubout` of the key: the same public key as corral's.
-    const std::string pub = dir.path + "/openssl.pub";
+    const std::string pub = dir.path() + "/openssl.pub";
     REQUIRE(std::system(("openssl pkey -in " + files.key_path + " -pubout -out " + pub).c_str()) == 0);
     CHECK(PublicKey::from_file(pub).fingerprint() == k.public_key().fingerprint());
     REQUIRE(std::system(("openssl pkey -in " + ec + " -pubout -out " + pub).c_str()) == 0);
