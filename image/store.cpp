@@ -26,6 +26,7 @@
 #include "image/extract.hpp"
 #include "image/source.hpp"
 #include "rootfs/host_paths.hpp"
+#include "rootfs/mount_plan.hpp"
 
 namespace corral::image {
 
@@ -350,6 +351,12 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     } else {
         layers.push_back({"", std::nullopt, 0});
     }
+    // Refused here, not at the first run: a box stands on every layer as an
+    // overlay lower layer, and corral mounts at most kMaxImageLayers.
+    if (layers.size() > rootfs::kMaxImageLayers)
+        throw ImageError(std::string(describe(source.kind)) + " " + source.path + ": " + std::to_string(layers.size()) +
+                         " layers; a box mounts at most " + std::to_string(rootfs::kMaxImageLayers) +
+                         " (squash the image: import the tarball of `docker export`, or rebuild it with fewer layers)");
     image.name = name_arg.value_or(default_name);
     if (!is_valid_image_name(image.name))
         throw UsageError(source_arg + ": no usable image name from \"" + image.name + "\"; give one with --name NAME");

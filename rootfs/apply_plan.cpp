@@ -255,39 +255,27 @@ Result attach_tree(const MountOp& op, int root_fd) {
     return std::nullopt;
 }
 
-// The overlay of an image's layers, built with the new mount API: one
-// "lowerdir+" per layer has no length limit (Linux 6.8+). An older kernel
-// refuses the key; then the layers go into one "lowerdir=" option, which
-// must fit in a page.
-Result mount_overlay(const MountOp& op) {
+// One "lowerdir+" per layer, with the new mount API: no length limit
+// (Linux 6.8+). `lacks_append` says the kernel has no "lowerdir+": 6.5-6.7
+// refuse the key at its fsconfig; before 6.5 overlayfs takes its options as
+// one page of text, so the key is accepted (until the page is full: EINVAL
+// at a later layer) and the create fails with EINVAL.
+Result mount_overlay_appending(const MountOp& op, bool& lacks_append) {
+    lacks_append = false;
     ScopedFd fs(fsopen("overlay", FSOPEN_CLOEXEC));
     if (fs.fd < 0) return fail(FailedCall::fsopen);
     if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "source", "corral-image", 0) != 0) return fail(FailedCall::fsconfig);
-    bool appended = true;
     for (const auto& lower : op.lowers) {
         if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "lowerdir+", lower.c_str(), 0) == 0) continue;
-        if (errno != EINVAL || &lower != &op.lowers.front()) return fail(FailedCall::fsconfig);
-        appended = false;
-        break;
-    }
-    if (!appended) {
-        char option[kMaxLowerdirOption + 1];
-        std::size_t used = 0;
-        for (const auto& lower : op.lowers) {
-            if (used + lower.size() + 1 > kMaxLowerdirOption) {
-                errno = E2BIG;
-                return fail(FailedCall::fsconfig);
-            }
-            if (used) option[used++] = ':';
-            std::memcpy(option + used, lower.data(), lower.size());
-            used += lower.size();
-        }
-        option[used] = '\0';
-        if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "lowerdir", option, 0) != 0) return fail(FailedCall::fsconfig);
+        lacks_append = errno == EINVAL;
+        return fail(FailedCall::fsconfig);
     }
     if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "upperdir", op.source.c_str(), 0) != 0) return fail(FailedCall::fsconfig);
     if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "workdir", op.data.c_str(), 0) != 0) return fail(FailedCall::fsconfig);
-    if (fsconfig(fs.fd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(FailedCall::fsconfig);
+    if (fsconfig(fs.fd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+        lacks_append = errno == EINVAL;
+        return fail(FailedCall::fsconfig);
+    }
     unsigned attrs = 0;
     if (op.flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
     if (op.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
@@ -296,6 +284,60 @@ Result mount_overlay(const MountOp& op) {
     if (move_mount(mnt.fd, "", AT_FDCWD, op.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
         return fail(FailedCall::move_mount);
     return std::nullopt;
+}
+
+// For kernels without "lowerdir+": mount(2) with one "lowerdir=" option,
+// which must fit in a page (fsconfig's strings stop at 256 bytes: two
+// layers). Each layer is named by an fd opened on it, /proc/self/fd/N
+// (~17 bytes instead of its ~100-byte path), so kMaxImageLayers fit; the
+// overlay resolves the names at the mount, and the fds are closed after it.
+Result mount_overlay_by_option(const MountOp& op) {
+    struct Fds {
+        int fd[kMaxImageLayers];
+        std::size_t n = 0;
+        ~Fds() {
+            while (n) close(fd[--n]);
+        }
+    } fds;
+    if (op.lowers.size() > kMaxImageLayers) {
+        errno = E2BIG;
+        return fail(FailedCall::mount);
+    }
+    char option[kMaxLowerdirOption + 1];
+    std::size_t used = 0;
+    auto put = [&](const char* text, std::size_t len) {
+        if (used + len > kMaxLowerdirOption) return false;
+        std::memcpy(option + used, text, len);
+        used += len;
+        return true;
+    };
+    bool fits = put("lowerdir=", 9);
+    for (const auto& lower : op.lowers) {
+        const int fd = open(lower.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return fail(FailedCall::open);
+        fds.fd[fds.n++] = fd;
+        char name[32];
+        const int len = std::snprintf(name, sizeof name, "%s/proc/self/fd/%d", fds.n > 1 ? ":" : "", fd);
+        fits = fits && put(name, static_cast<std::size_t>(len));
+    }
+    fits = fits && put(",upperdir=", 10) && put(op.source.data(), op.source.size()) && put(",workdir=", 9) &&
+           put(op.data.data(), op.data.size());
+    if (!fits) {
+        errno = E2BIG;
+        return fail(FailedCall::mount);
+    }
+    option[used] = '\0';
+    if (mount("corral-image", op.target.c_str(), "overlay", op.flags, option) != 0) return fail(FailedCall::mount);
+    return std::nullopt;
+}
+
+// The overlay of an image's layers: appended one by one where the kernel
+// can, else in one option (both give the same mount).
+Result mount_overlay(const MountOp& op) {
+    bool lacks_append = false;
+    Result r = mount_overlay_appending(op, lacks_append);
+    if (!r || !lacks_append) return r;
+    return mount_overlay_by_option(op);
 }
 
 Result apply_op(const MountOp& op, int root_fd) {

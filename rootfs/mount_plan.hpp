@@ -107,8 +107,8 @@ enum class MountKind {
     AttachTree,  // move_mount(tree_fd -> target): a bind of source whose on-disk owner disk_uid:disk_gid shows
                  // as uid:gid (rootfs/idmapped_tree.hpp); tree_fd is made by prepare_idmapped_trees()
     Overlay,     // an overlay of lowers (top first) under source (upperdir) with data as workdir, on the host
-                 // path target: fsconfig "lowerdir+" per layer where the kernel has it (6.8+), else one
-                 // "lowerdir=a:b:..." option, which must fit in a page (kMaxLowerdirOption)
+                 // path target: fsconfig "lowerdir+" per layer where the kernel has it (6.8+), else mount(2)
+                 // with one "lowerdir=" option naming each layer by an fd (fits kMaxLowerdirOption)
 };
 
 struct MountOp {
@@ -139,7 +139,7 @@ struct MountOp {
 // lower layers, and corral keeps room below that limit.
 inline constexpr std::size_t kMaxImageLayers = 128;
 // mount(2)'s option string is one page: kernels without "lowerdir+" (before
-// 6.8) take an image's layers only while "lowerdir=..." fits in it.
+// 6.8) get the layers as /proc/self/fd/N names in it, so kMaxImageLayers fit.
 inline constexpr std::size_t kMaxLowerdirOption = 4000;
 
 // Where files of the box's image can be looked up on the host before the run

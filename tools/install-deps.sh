@@ -23,8 +23,9 @@ packages=(
   busybox-static curl openssl iproute2 util-linux procps python3
   # tests: corral run --tty through a real terminal (tests/supervisor/tty/), vi in the host rootfs
   tmux vim
-  # tests: real OCI image layouts (tests/image)
-  umoci
+  # tests: real OCI image layouts (tests/image); the reference agent image's
+  # Debian base (tools/build-agent-image.sh, tests/agents_e2e)
+  umoci debootstrap
   # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
   systemd
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)

@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then
   tools/install-deps.sh
   [ -x tools/install-npm-deps.sh ] && tools/install-npm-deps.sh
+  # The reference agent image's OCI layout, for the agents_image_e2e suite:
+  # built once (about two minutes), again only when its pins change.
+  tools/build-agent-image.sh --layout /var/cache/corral-test/agent-image
 fi
 
 phase() { echo "=== tools/test.sh: $1 ($(date -u +%H:%M:%S))"; }

@@ -18,7 +18,12 @@
 // run's ledger lines are all allowed (no refused telemetry); token refresh
 // endpoints are refused 403 before any lookup.
 //
-// Exits 77 (skip) with the reason when not root or the CLIs are not installed.
+//  - "image": the "run" layer on the reference agent image
+//    (tools/build-agent-image.sh), imported into corral's store: its own
+//    Debian, Node.js and CLIs, not the host's (meson test agents_image_e2e).
+//
+// Exits 77 (skip) with the reason when not root or the CLIs are not installed,
+// or, for the "image" cases, when the image's layout was not built.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -48,48 +53,6 @@ namespace {
 
 constexpr uid_t kNobody = 65534;
 const char* kPrompt = "Reply with exactly DONE";
-
-std::vector<json> json_lines(const std::string& text) {
-    std::vector<json> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] != '{') continue;
-        try {
-            out.push_back(json::parse(line));
-        } catch (const std::exception&) {
-        }
-    }
-    return out;
-}
-
-// The CLI's own "I finished, and the answer is DONE" record in its JSON output.
-bool finished_with_done(AgentKind kind, const std::string& out) {
-    for (const auto& j : json_lines(out)) {
-        switch (kind) {
-        case AgentKind::claude:
-            if (j.value("type", "") == "result" && j.value("subtype", "") == "success" &&
-                j.value("is_error", true) == false && j.value("result", "") == "DONE")
-                return true;
-            break;
-        case AgentKind::codex:
-            if (j.value("type", "") == "item.completed" && j.contains("item") &&
-                j["item"].value("type", "") == "agent_message" && j["item"].value("text", "") == "DONE")
-                return true;
-            break;
-        case AgentKind::pi:
-            if (j.value("type", "") == "agent_end" && j.contains("messages")) {
-                for (const auto& m : j["messages"]) {
-                    if (m.value("role", "") != "assistant" || !m.contains("content")) continue;
-                    for (const auto& c : m["content"])
-                        if (c.value("type", "") == "text" && c.value("text", "") == "DONE") return true;
-                }
-            }
-            break;
-        }
-    }
-    return false;
-}
 
 // Every stand-in record from index `from` on, for `host`.
 std::vector<json> seen_since(std::size_t from, const std::string& host, bool websocket_messages = false) {
@@ -324,9 +287,9 @@ void check_model_totals(const json& model, const std::vector<json>& seen) {
 
 // `corral run --config ORG --worker W --prompt P`: the CLI inside the sandbox
 // (default host rootfs), through the bridge and the embedded gateway.
-void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
+void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false, const std::string& rootfs = "host") {
     auto& w = world();
-    const std::string tag = spec.name + "-" + org_name(org) + (via_daemon ? "-daemon" : "");
+    const std::string tag = spec.name + "-" + org_name(org) + (via_daemon ? "-daemon" : "") + (rootfs != "host" ? "-image" : "");
     auto run_dir = w.dir + "/run-" + tag;
     const auto host = model_host(spec.kind, org);
     std::unique_ptr<GatewayDaemon> daemon;
@@ -339,6 +302,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     std::vector<std::string> argv = {test::corral_bin(), "run", "--config", daemon ? daemon->org : org_dir(w, org),
                                      "--worker", spec.name, "--run-dir", run_dir, "--prompt", kPrompt};
     if (daemon) argv.insert(argv.begin() + 2, "--gateway=unix:" + daemon->socket);
+    if (rootfs != "host") argv.insert(argv.begin() + 2, {"--rootfs", rootfs});
     auto r = test::run(argv, o);
     auto record_text = read_file(run_dir + "/run.json");
     INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
@@ -353,7 +317,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false) {
     CHECK(record.value("status", -1) == 0);
     CHECK(record.value("exit_code", -1) == 0);
     CHECK(record["teardown"].value("verdict", "") == "clean");
-    CHECK(record.value("rootfs", "") == "host");
+    CHECK(record.value("rootfs", "") == rootfs);
     // org.toml's [sandbox] timeout reaches the run (resolved worker limits).
     CHECK(record["limits"].value("timeout_ms", json()) == 300'000);
     CHECK(record.value("worker", "") == spec.name);
@@ -780,11 +744,60 @@ TEST_CASE("run via daemon: pi (OAuth) finishes a prompt through corral gateway -
     run_layer(spec_named("pi"), Org::alternate, true);
 }
 
+// The reference agent image (tools/build-agent-image.sh), imported once into
+// the runs' state dir from the OCI layout tools/test.sh builds.
+std::string agent_image_layout() {
+    const char* dir = std::getenv("CORRAL_AGENT_IMAGE_LAYOUT");
+    return dir && *dir ? dir : "/var/cache/corral-test/agent-image";
+}
+
+const std::string& agent_image() {
+    static const std::string rootfs = [] {
+        auto& w = world();
+        auto r = test::run({test::corral_bin(), "image", "import", agent_image_layout(), "--name", "corral-agent",
+                            "--state-dir", w.dir + "/corral-state"},
+                           test::RunOptions{.timeout = std::chrono::seconds(600)});
+        INFO(r.out, r.err);
+        REQUIRE(r.exit_code == 0);
+        return std::string("image:corral-agent");
+    }();
+    return rootfs;
+}
+
+TEST_CASE("image: the box runs the reference image's own Debian and Node.js 22, not the host's") {
+    auto& w = world();
+    auto r = test::run({test::corral_bin(), "run", "--state-dir", w.dir + "/corral-state", "--rootfs", agent_image(), "--",
+                        "sh", "-c", "node --version; head -n 1 /etc/debian_version; command -v git"});
+    INFO(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("v22.", 0) == 0);
+    CHECK(r.out.find("\n12.") != std::string::npos);
+    CHECK(r.out.find("/usr/bin/git\n") != std::string::npos);
+}
+TEST_CASE("image: claude (API key) finishes a prompt inside corral run on the reference agent image") {
+    run_layer(spec_named("claude"), Org::primary, false, agent_image());
+}
+TEST_CASE("image: codex (ChatGPT) finishes a prompt inside corral run on the reference agent image") {
+    run_layer(spec_named("codex"), Org::primary, false, agent_image());
+}
+TEST_CASE("image: pi (API key) finishes a prompt inside corral run on the reference agent image") {
+    run_layer(spec_named("pi"), Org::primary, false, agent_image());
+}
+
 int main(int argc, char** argv) {
     if (!test::running_as_root()) {
         std::puts("SKIP: needs root (the CLIs run as an unprivileged UID; corral run builds sandboxes)");
         return 77;
     }
+    // The "image:" cases (meson test agents_image_e2e) need the reference
+    // image's layout, which only tools/test.sh builds (minutes, and the mirror).
+    for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]).rfind("--test-case=image:", 0) == 0 &&
+            !fs::exists(agent_image_layout() + "/index.json")) {
+            std::printf("SKIP: no reference agent image layout in %s (tools/build-agent-image.sh --layout %s)\n",
+                        agent_image_layout().c_str(), agent_image_layout().c_str());
+            return 77;
+        }
     auto why = missing_prerequisite();
     if (!why.empty()) {
         std::printf("SKIP: %s\n", why.c_str());

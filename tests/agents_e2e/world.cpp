@@ -270,4 +270,46 @@ int free_port() {
 
 
 
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] != '{') continue;
+        try {
+            out.push_back(nlohmann::json::parse(line));
+        } catch (const std::exception&) {
+        }
+    }
+    return out;
+}
+
+// The CLI's own "I finished, and the answer is DONE" record in its JSON output.
+bool finished_with_done(config::AgentKind kind, const std::string& out) {
+    for (const auto& j : json_lines(out)) {
+        switch (kind) {
+        case config::AgentKind::claude:
+            if (j.value("type", "") == "result" && j.value("subtype", "") == "success" &&
+                j.value("is_error", true) == false && j.value("result", "") == "DONE")
+                return true;
+            break;
+        case config::AgentKind::codex:
+            if (j.value("type", "") == "item.completed" && j.contains("item") &&
+                j["item"].value("type", "") == "agent_message" && j["item"].value("text", "") == "DONE")
+                return true;
+            break;
+        case config::AgentKind::pi:
+            if (j.value("type", "") == "agent_end" && j.contains("messages")) {
+                for (const auto& m : j["messages"]) {
+                    if (m.value("role", "") != "assistant" || !m.contains("content")) continue;
+                    for (const auto& c : m["content"])
+                        if (c.value("type", "") == "text" && c.value("text", "") == "DONE") return true;
+                }
+            }
+            break;
+        }
+    }
+    return false;
+}
+
 }  // namespace corral::test::agents

@@ -100,4 +100,9 @@ std::string real_secret(const World& w, config::AgentKind kind, Org org);
 int free_port();
 
 
+// The JSON objects among a CLI's output lines (other lines skipped).
+std::vector<nlohmann::json> json_lines(const std::string& text);
+// The CLI's own "I finished, and the answer is DONE" record in its JSON output.
+bool finished_with_done(config::AgentKind kind, const std::string& out);
+
 }  // namespace corral::test::agents

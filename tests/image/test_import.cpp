@@ -430,6 +430,31 @@ TEST_CASE("a layer whose bytes do not match the manifest's digest is refused, an
     CHECK(count_entries(state + "/images/images") == 0);
 }
 
+TEST_CASE("an image of 100 layers runs with every layer in order; one of 129 is refused at import") {
+    TempDir t("corral-image-deep");
+    const std::string state = t / "state";
+    const std::string maker = "python3 '" + source_root() + "/tests/image/make_deep_layout.py' ";
+    sh(maker + "'" + (t / "deep") + "' 100");
+    Result imp = image(state, {"import", t / "deep", "--name", "deep"});
+    INFO(imp.out, imp.err);
+    REQUIRE(imp.exit_code == 0);
+    CHECK(imp.out.find("imported deep: 100 layers (100 new, 0 already stored)") != std::string::npos);
+    // Layer 1 is busybox, layer K holds /l/K, the top one also deletes /l/2.
+    Result box = run_box(state, "image:deep",
+                         {"sh", "-c", "cat /l/3 /l/100; test -e /l/2 && echo l2-present || echo l2-gone; ls /l | wc -l"});
+    INFO(box.out, box.err);
+    CHECK(box.exit_code == 0);
+    CHECK(box.out == "3\n100\nl2-gone\n98\n");
+
+    sh(maker + "'" + (t / "deeper") + "' 129");
+    Result too_deep = image(state, {"import", t / "deeper", "--name", "deeper"});
+    INFO(too_deep.err);
+    CHECK(too_deep.exit_code == 125);
+    CHECK(too_deep.err.find("129 layers; a box mounts at most 128 (squash the image") != std::string::npos);
+    CHECK(count_entries(state + "/images/layers/sha256") == 100);  // nothing of it kept
+    CHECK(count_entries(state + "/images/tmp") == 0);
+}
+
 TEST_CASE("--rootfs given what is not a root file system says what it is and what to do") {
     TempDir t("corral-image-errors");
     make_oci_layout(t);

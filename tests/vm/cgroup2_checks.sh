@@ -3,8 +3,10 @@
 # tests/vm/cgroup2_vm.sh boots (the host's root, read-only over 9p; /run is a
 # tmpfs; cgroup2 alone at /sys/fs/cgroup). Prints one
 # "CHECK PASS|FAIL <name> <detail>" line per check and "VM-DONE" at the end,
-# then powers the VM off. Argument: the corral binary.
+# then powers the VM off. Arguments: the corral binary, and an OCI layout of
+# 60 layers.
 corral=$1
+deep_layout=${2:-}  # an OCI layout of 60 layers (tests/image/make_deep_layout.py)
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/run TMPDIR=/run
 state=/run/corral-state
@@ -141,7 +143,20 @@ unmapped=$(field /run/r-ws workspace_binding.unmapped)
 expect workspace-fallback "(exit $rc; unmapped=$unmapped)" \
   bash -c "[ $rc -eq 0 ] && grep -q '^/workspace' /run/r-ws.out && grep -q 'cannot be ID-mapped' /run/r-ws.out"
 
-# 6. Nothing of any run is left in the hierarchy.
+# 6. An image of more layers than this kernel's one-option overlay mount held
+#    by their paths (no "lowerdir+" before Linux 6.8): imported into the VM's
+#    tmpfs, run; every layer is seen, in order, the top one's whiteout too.
+if [ -n "$deep_layout" ]; then
+  "$corral" image import "$deep_layout" --name deep --state-dir "$state" > /run/deep-import.out 2>&1
+  rc=$?
+  expect deep-image-import "(exit $rc, $(tail -n 1 /run/deep-import.out))" test "$rc" = 0
+  "$corral" run --rootfs image:deep --state-dir "$state" --run-dir /run/r-deep -- sh -c 'cat /l/60; test -e /l/2 && echo l2-present || echo l2-gone; ls /l | wc -l' > /run/r-deep.out 2> /run/r-deep.err
+  rc=$?
+  expect deep-image-run "(exit $rc: $(cat /run/r-deep.out /run/r-deep.err | tr '\n' ' '))" \
+    bash -c "[ $rc -eq 0 ] && [ \"\$(cat /run/r-deep.out)\" = \"\$(printf '60\\nl2-gone\\n58')\" ]"
+fi
+
+# 7. Nothing of any run is left in the hierarchy.
 left=$(find "$cg/corral" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
 expect no-cgroups-left "($left run cgroups under $cg/corral)" test "$left" = 0
 

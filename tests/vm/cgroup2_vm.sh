@@ -6,7 +6,8 @@
 # cgroup_no_v1=all, so the v2 hierarchy owns every controller, and runs
 # tests/vm/cgroup2_checks.sh there: real `corral run`s with --memory, --pids and
 # --cpus against the VM's v2 hierarchy (limits written, enforced, peaks read,
-# cgroups removed).
+# cgroups removed). Debian 12's kernel also lacks overlayfs "lowerdir+" (6.8+),
+# so the checks run an image of 60 layers there too.
 #
 # The VM's root file system is this host's, shared read-only over 9p (the
 # corral binary, /usr for --rootfs host); /run is the VM's own tmpfs (not /tmp:
@@ -58,6 +59,9 @@ for m in "${modules[@]}"; do
   esac
 done
 checks="$CORRAL_SOURCE_ROOT/tests/vm/cgroup2_checks.sh"
+# An image of 60 layers for the checks: this kernel has no overlayfs
+# "lowerdir+", so corral mounts them with one option (rootfs/apply_plan.cpp).
+python3 "$CORRAL_SOURCE_ROOT/tests/image/make_deep_layout.py" "$work/deep-oci" 60
 cat > "$root/init" <<INIT
 #!/bin/sh
 export PATH=/bin
@@ -76,7 +80,7 @@ busybox mount --move /sys /host/sys
 busybox mount --move /dev /host/dev
 busybox mount -t tmpfs -o mode=0755 run /host/run
 busybox mount -t cgroup2 cgroup2 /host/sys/fs/cgroup
-exec busybox switch_root /host /bin/bash "$checks" "$CORRAL_BIN"
+exec busybox switch_root /host /bin/bash "$checks" "$CORRAL_BIN" "$work/deep-oci"
 INIT
 chmod +x "$root/init"
 (cd "$root" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$work/initrd.gz"
