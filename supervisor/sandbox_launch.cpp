@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <linux/magic.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <pwd.h>
 #include <sched.h>
@@ -390,6 +391,9 @@ struct SandboxLauncher {
     // Step 5.9: the PID namespace's identity, for teardown's check that it is
     // empty. An init that already died says why in its report.
     static void pin_pid_namespace(Sandbox& box);
+    // An init that has already exited after a failed setup step: that step's
+    // report. Nothing while it lives (never blocks on a live init).
+    static std::optional<SandboxSetupError> exited_init_failure(Sandbox& box);
     // Step 5.11: the init into the run's v1 cgroups, then "go".
     // Step 5.10's remove_stale_runs: only with the host-wide lock dir (with a
     // private one every other run would look stale, stale_cleanup.hpp).
@@ -447,6 +451,15 @@ void SandboxLauncher::pin_pid_namespace(Sandbox& box) {
                                 "setup step wait_for_supervisor failed: the sandbox init died at birth");
     }
     box.pid_ns_inode_ = *ns;
+}
+
+std::optional<SandboxSetupError> SandboxLauncher::exited_init_failure(Sandbox& box) {
+    struct pollfd p {box.pidfd_.get(), POLLIN, 0};
+    if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return std::nullopt;
+    InitMessage m{};
+    if (read_message(box.report_.get(), m) && m.kind == InitMessageKind::setup_failed)
+        return setup_error(m, box.plan_, box.proc_plan_);
+    return std::nullopt;
 }
 
 bool SandboxLauncher::remove_stale_runs_if_host_wide(const Sandbox& box, PhaseTimer& timer) {
@@ -567,6 +580,13 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
         e.attach_teardown(teardown(box));
         throw;
     } catch (const std::exception& e) {
+        // A step of the supervisor's that needs the init (the egress opens its
+        // network namespace) fails once the init has died of a setup step of
+        // its own: that step is the cause to report, not the missing /proc entry.
+        if (auto reported = exited_init_failure(box)) {
+            reported->attach_teardown(teardown(box));
+            throw *reported;
+        }
         SandboxSetupError wrapped(SetupStep::wait_for_supervisor, EIO, std::string("setting up the sandbox: ") + e.what());
         wrapped.attach_teardown(teardown(box));
         throw wrapped;
