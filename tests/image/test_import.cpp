@@ -430,6 +430,67 @@ TEST_CASE("a layer whose bytes do not match the manifest's digest is refused, an
     CHECK(count_entries(state + "/images/images") == 0);
 }
 
+TEST_CASE("a rootfs tarball in every compression is imported and runs; the compression is read from the bytes") {
+    TempDir t("corral-image-tarballs");
+    make_base_rootfs(t / "root");
+    sh("tar -C root -cf base.tar . && gzip -k base.tar && xz -k base.tar && zstd -q base.tar && bzip2 -k base.tar\n"
+       "cp base.tar.zst zstd-named-img.img",  // no suffix to go by
+       t.path());
+    const std::string state = t / "state";
+    for (const char* file : {"base.tar", "base.tar.gz", "base.tar.xz", "base.tar.zst", "base.tar.bz2", "zstd-named-img.img"}) {
+        CAPTURE(file);
+        Result imp = image(state, {"import", t / file, "--name", "tb"});
+        INFO(imp.out, imp.err);
+        REQUIRE(imp.exit_code == 0);
+        CHECK(imp.out.find("imported tb: 1 layers") != std::string::npos);
+        Result box = run_box(state, "image:tb", {"sh", "-c", "cat /keep /etc/ok"});
+        INFO(box.err);
+        CHECK(box.exit_code == 0);
+        CHECK(box.out == "keep\nfine\n");
+    }
+    // Each re-import under "tb" replaced the one before, and its layer went with it.
+    CHECK(count_entries(state + "/images/layers/sha256") == 1);
+}
+
+TEST_CASE("on a terminal the import shows each layer's progress; a worker's rootfs = \"image:NAME\" and a session stand on the image") {
+    TempDir t("corral-image-use");
+    make_oci_layout(t);
+    const std::string state = t / "state";
+    // script(1) gives the import a pseudo-terminal for stdout and stderr.
+    Result tty = run({"script", "-qfec",
+                      corral_bin() + " image import '" + (t / "oci") + "' --name demo --state-dir '" + state + "'", "/dev/null"});
+    INFO(tty.out, tty.err);
+    REQUIRE(tty.exit_code == 0);
+    CHECK(tty.out.find("\r\033[Klayer 1/2 sha256:") != std::string::npos);  // redrawn in place
+    CHECK(tty.out.find("layer 2/2 sha256:") != std::string::npos);
+    CHECK(tty.out.find(" / ") != std::string::npos);  // bytes read / the layer's size
+    CHECK(tty.out.find("imported demo: 2 layers (2 new, 0 already stored)") != std::string::npos);
+
+    const std::string org = t / "org";
+    fs::create_directories(org + "/workers/tool");
+    write_file(org + "/org.toml", "");
+    write_file(org + "/workers/tool/worker.toml", "agent = \"none\"\nrootfs = \"image:demo\"\n");
+    Result worker = run_corral({"run", "--state-dir", state, "--uid-range", kUidRange, "--config", org, "--worker", "tool",
+                                "--", "sh", "-c", "pwd; cat /keep; echo FOO=$FOO"});
+    INFO(worker.out, worker.err);
+    CHECK(worker.exit_code == 0);
+    CHECK(worker.out == "/srv/app\nkeep\nFOO=from-image\n");
+
+    Result start = run_corral({"session", "start", "--state-dir", state, "--uid-range", kUidRange, "--rootfs", "image:demo"});
+    INFO(start.out, start.err);
+    REQUIRE(start.exit_code == 0);
+    std::string id = start.out.substr(0, start.out.find('\n'));
+    Result ex = run_corral({"exec", "--state-dir", state, id, "--", "sh", "-c", "tool; cat /keep; echo FOO=$FOO"});
+    INFO(ex.out, ex.err);
+    CHECK(ex.exit_code == 0);
+    CHECK(ex.out == "tool-ran\nkeep\nFOO=from-image\n");
+    Result busy = image(state, {"rm", "demo"});
+    CHECK(busy.exit_code == 1);  // the session stands on it
+    Result stop = run_corral({"session", "stop", "--grace", "0", "--state-dir", state, id});
+    CHECK(stop.exit_code == 0);
+    CHECK(image(state, {"rm", "demo"}).exit_code == 0);
+}
+
 TEST_CASE("an image of 100 layers runs with every layer in order; one of 129 is refused at import") {
     TempDir t("corral-image-deep");
     const std::string state = t / "state";
