@@ -12,6 +12,7 @@
 #include "names/identity.hpp"
 #include "gateway/daemon_protocol.hpp"
 #include "shim/bridge.hpp"
+#include "tools/action_front.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -31,44 +32,36 @@ void usage(std::FILE* out) {
                  std::string(config::default_gateway_socket).c_str());
 }
 
-int bad_usage(const std::string& problem) {
-    std::fprintf(stderr, "corral budget: %s (see corral budget --help)\n", problem.c_str());
-    return 2;
-}
-
 }  // namespace
 
 int cmd_budget(int argc, char** argv) {
-    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const std::string action = argv[1];
-    if (action != "show" && action != "reset")
-        return bad_usage("unknown budget action \"" + action + "\"; expected: show | reset");
+    ActionFront front("budget", usage);
+    if (auto exit = front.take_action(argc, argv, {"show", "reset"})) return *exit;
+    const std::string& action = front.action();
     std::string worker;
     std::string socket(config::default_gateway_socket);
     for (int i = 2; i < argc; ++i) {
         std::string_view a = argv[i];
+        if (ActionFront::is_help(a)) return front.help();
         if (a == "--gateway" || a.rfind("--gateway=", 0) == 0) {
             std::string v;
             if (a == "--gateway") {
-                if (i + 1 >= argc) return bad_usage("--gateway: missing value; expected --gateway unix:PATH");
+                if (i + 1 >= argc) return front.bad_usage("--gateway: missing value; expected --gateway unix:PATH");
                 v = argv[++i];
             } else {
                 v = std::string(a.substr(10));
             }
-            if (v.rfind("unix:/", 0) != 0) return bad_usage("--gateway: got \"" + v + "\", expected unix:/ABSOLUTE/PATH");
+            if (v.rfind("unix:/", 0) != 0) return front.bad_usage("--gateway: got \"" + v + "\", expected unix:/ABSOLUTE/PATH");
             socket = v.substr(5);
             continue;
         }
         if (!worker.empty() || a.empty() || a.front() == '-')
-            return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: WORKER [--gateway unix:PATH]");
+            return front.bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: WORKER [--gateway unix:PATH]");
         worker = std::string(a);
     }
-    if (worker.empty()) return bad_usage("missing WORKER");
+    if (worker.empty()) return front.bad_usage("missing WORKER");
     if (auto why = names::worker_name_problem(worker); !why.empty())
-        return bad_usage("invalid worker name \"" + worker + "\": " + why);
+        return front.bad_usage("invalid worker name \"" + worker + "\": " + why);
     std::string problem;
     auto answer = shim::ask_daemon(socket, gateway::budget_request(worker, action == "reset"),
                                    std::chrono::seconds(5), &problem);

@@ -9,6 +9,7 @@
 #include "journal/key.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/request.hpp"
+#include "tools/action_front.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -28,36 +29,14 @@ void usage(std::FILE* out) {
                  "against a key read from the same host proves only that its root signed it.\n");
 }
 
-int bad_usage(const std::string& problem) {
-    std::fprintf(stderr, "corral key: %s (see corral key --help)\n", problem.c_str());
-    return 2;
-}
-
 }  // namespace
 
 int cmd_key(int argc, char** argv) {
-    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    std::string_view action = argv[1];
-    if (action != "init" && action != "show")
-        return bad_usage("unknown key action \"" + std::string(action) + "\"; expected: init, show");
+    ActionFront front("key", usage);
+    if (auto exit = front.take_action(argc, argv, {"init", "show"})) return *exit;
     std::optional<std::string> state_dir;
-    for (int i = 2; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            return 0;
-        }
-        if (a == "--state-dir") {
-            if (i + 1 >= argc) return bad_usage("--state-dir: missing value; expected --state-dir DIR");
-            state_dir = argv[++i];
-            if (state_dir->empty()) return bad_usage("--state-dir: empty path; expected a directory");
-            continue;
-        }
-        return bad_usage("unexpected argument \"" + std::string(a) + "\"; expected: --state-dir DIR");
-    }
+    if (auto exit = front.take_state_dir_only(argc, argv, state_dir)) return *exit;
+    const std::string& action = front.action();
     std::string dir = state_dir ? *state_dir : run::default_state_dir();
     journal::KeyFiles files = journal::key_files(dir);
     if (action == "show") {
