@@ -532,6 +532,21 @@ TEST_CASE("--rootfs given what is not a root file system says what it is and wha
     Result closed = run_box(state, t / "bundle/rootfs", {"true"});
     INFO(closed.err);
     CHECK(closed.err.find("mode 0700: the agent (an unprivileged UID) cannot enter the image's root") != std::string::npos);
+    // A tree under a user's home: its user could change it under a running box.
+    REQUIRE(fs::is_directory("/home"));
+    char home_tree[] = "/home/corral-test-rootfs-XXXXXX";
+    REQUIRE(mkdtemp(home_tree) != nullptr);
+    struct RemoveAtEnd {
+        std::string dir;
+        ~RemoveAtEnd() { fs::remove_all(dir); }
+    } remove_home_tree{home_tree};
+    sh("cp -a bundle/rootfs/. '" + std::string(home_tree) + "/'", t.path());
+    fs::permissions(home_tree, fs::perms(0755));
+    Result in_home = run_box(state, home_tree, {"true"});
+    INFO(in_home.err);
+    CHECK(in_home.exit_code == 125);
+    CHECK(in_home.err.find("is under a user's home directory") != std::string::npos);
+    CHECK(in_home.err.find("images belong to root: import it (`corral image import`") != std::string::npos);
     // The OCI archive itself imports.
     Result archive = image(state, {"import", t / "oci.tar", "--name", "from-archive"});
     INFO(archive.err);
