@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "agents/agent_profile.hpp"
+#include "tests/support/ledger.hpp"
 #include "tests/support/test_pki.hpp"
 
 namespace corral::test::agents {
@@ -236,23 +237,10 @@ nlohmann::json standin_seen() {
     return nlohmann::json::parse(r.out).at("seen");
 }
 
-std::vector<nlohmann::json> ledger_lines(const std::string& path) {
-    std::vector<nlohmann::json> out;
-    std::ifstream f(path);
-    std::string line;
-    while (std::getline(f, line))
-        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-    return out;
-}
+std::vector<nlohmann::json> ledger_lines(const std::string& path) { return read_ledger(path); }
 
 bool ledger_has_line(const std::string& path, const std::function<bool(const nlohmann::json&)>& wanted) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    do {
-        for (const auto& l : ledger_lines(path))
-            if (wanted(l)) return true;
-        ::usleep(20'000);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return false;
+    return !wait_for_ledger_lines(path, wanted).empty();
 }
 
 int free_port() {

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/ledger.hpp"
 #include "tests/support/test_pki.hpp"
 
 namespace corral::test::gw {
@@ -340,36 +341,18 @@ nlohmann::json upstream_stats() {
     return nlohmann::json::parse(r.out);
 }
 
-std::vector<nlohmann::json> ledger_lines() {
-    std::vector<nlohmann::json> out;
-    std::ifstream f(world().ledger);
-    std::string line;
-    while (std::getline(f, line))
-        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-    return out;
-}
+std::vector<nlohmann::json> ledger_lines() { return read_ledger(world().ledger); }
 
 std::vector<nlohmann::json> ledger_lines_with_reason(const std::string& reason, std::size_t at_least) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    std::vector<nlohmann::json> found;
-    do {
-        found.clear();
-        for (auto& l : ledger_lines())
-            if (l.value("reason", "") == reason) found.push_back(std::move(l));
-        if (found.size() >= at_least) break;
-        ::usleep(50'000);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return found;
+    return wait_for_ledger_lines(
+        world().ledger, [&](const nlohmann::json& l) { return l.value("reason", "") == reason; },
+        corral::test::at_least(at_least));
 }
 
 bool ledger_has(const std::string& host, const std::string& reason) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    do {
-        for (const auto& l : ledger_lines())
-            if (l.value("host", "") == host && l.value("reason", "") == reason) return true;
-        ::usleep(50'000);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return false;
+    return !wait_for_ledger_lines(world().ledger, [&](const nlohmann::json& l) {
+                return l.value("host", "") == host && l.value("reason", "") == reason;
+            }).empty();
 }
 
 OwnDaemon::OwnDaemon(const std::string& name, const std::string& ledger_path, const std::string& grace,

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/gateway_e2e/fixture.hpp"
+#include "tests/support/ledger.hpp"
 #include "tests/support/process.hpp"
 
 using namespace corral::test;
@@ -104,18 +105,8 @@ json anthropic_body(bool stream, const std::string& variant = "", int max_tokens
 // The ledger lines that carry metering, in order.
 // The ledger's metered lines once `ready` holds for them (or after 5 s): a
 // line reaches the ledger a moment after its exchange ends.
-std::vector<json> metered_lines(const OwnDaemon& d, const std::function<bool(const std::vector<json>&)>& ready) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    for (;;) {
-        std::vector<json> out;
-        std::istringstream in(read_file(d.ledger));
-        for (std::string l; std::getline(in, l);) {
-            auto j = json::parse(l, nullptr, false);
-            if (j.is_object() && j.contains("metering")) out.push_back(j);
-        }
-        if (ready(out) || std::chrono::steady_clock::now() > deadline) return out;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+std::vector<json> metered_lines(const OwnDaemon& d, const LedgerLinesReady& ready) {
+    return wait_for_ledger_lines(d.ledger, [](const json& l) { return l.contains("metering"); }, ready);
 }
 
 // The daemon's model totals once at least `settled` requests are settled.

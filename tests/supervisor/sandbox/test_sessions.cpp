@@ -27,6 +27,7 @@
 
 #include "base/fd.hpp"
 #include "base/sha256.hpp"
+#include "tests/support/ledger.hpp"
 #include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 namespace corral::test::sandbox {
@@ -89,20 +90,12 @@ struct Sessions {
 
     std::string run_dir(const std::string& id) const { return state + "/runs/" + id; }
     json record(const std::string& id) const { return json::parse(read_file(run_dir(id) + "/run.json")); }
-    // The session's ledger line for `host` (null when it has none).
-    // The session's ledger line for `host`, waiting up to 5 s for it: a line
-    // reaches the file a moment after its exchange ends (the journal first).
+    // The session's ledger line for `host`, waiting up to 5 s for it (null
+    // when none comes): a line reaches the file a moment after its exchange.
     json ledger_line(const std::string& id, const std::string& host) const {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        do {
-            std::istringstream lines(read_file(run_dir(id) + "/ledger.jsonl"));
-            for (std::string l; std::getline(lines, l);) {
-                json j = json::parse(l, nullptr, false);
-                if (j.is_object() && j.value("host", "") == host) return j;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        } while (std::chrono::steady_clock::now() < deadline);
-        return json(nullptr);
+        auto found = wait_for_ledger_lines(run_dir(id) + "/ledger.jsonl",
+                                           [&](const json& l) { return l.value("host", "") == host; });
+        return found.empty() ? json(nullptr) : found.front();
     }
     json exec_record(const std::string& id, int n) const {
         return json::parse(read_file(run_dir(id) + "/execs/" + std::to_string(n) + "/exec.json"));
