@@ -6,6 +6,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
 
+#include <poll.h>
+
 #include <array>
 
 #include "base/log.hpp"
@@ -36,6 +38,65 @@ void Conn::close_io() {
     boost::system::error_code ec;
     client_socket().close(ec);
     if (upstream) upstream->close(ec);
+}
+
+struct ClientDepartureWatch::State {
+    Conn* c;
+    bool stopped = false;
+    int looks_left = 3;
+    std::unique_ptr<asio::steady_timer> again;  // made on the first bytes without a FIN
+};
+
+namespace {
+
+// Has the box closed its side? Asked of the kernel without reading.
+bool peer_closed(int fd) {
+    struct pollfd p {fd, POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+void watch_departure(const std::shared_ptr<ClientDepartureWatch::State>& s);
+
+void look_at_client(const std::shared_ptr<ClientDepartureWatch::State>& s) {
+    if (s->stopped) return;
+    if (peer_closed(s->c->client_socket().native_handle())) {
+        s->c->client_departed = true;
+        s->stopped = true;
+        s->c->cancel_io();
+        return;
+    }
+    // Readable without a FIN: the box sent bytes (waiting in the socket).
+    // Waiting for readability again would return at once; look again later.
+    if (s->looks_left-- <= 0) return;
+    if (!s->again) s->again = std::make_unique<asio::steady_timer>(s->c->client_socket().get_executor());
+    s->again->expires_after(std::chrono::milliseconds(50));
+    s->again->async_wait([s](boost::system::error_code ec) {
+        if (!ec) look_at_client(s);
+    });
+}
+
+void watch_departure(const std::shared_ptr<ClientDepartureWatch::State>& s) {
+    s->c->client_socket().async_wait(asio::socket_base::wait_read, [s](boost::system::error_code ec) {
+        if (!ec) look_at_client(s);
+    });
+}
+
+}  // namespace
+
+ClientDepartureWatch::ClientDepartureWatch(Conn& c) : s_(std::make_shared<State>(State{&c})) {
+    if (c.lingered || c.client_gone) {
+        s_->stopped = true;
+        return;
+    }
+    watch_departure(s_);
+}
+
+void ClientDepartureWatch::stop() {
+    if (!s_ || s_->stopped) return;
+    s_->stopped = true;
+    boost::system::error_code ec;
+    s_->c->client_socket().cancel(ec);
+    if (s_->again) s_->again->cancel();
 }
 
 std::uint64_t ms_since(Clock::time_point t) {

@@ -64,6 +64,7 @@ struct Conn {
     bool body_pending = false;                // a request body was announced and not read whole
     bool lingered = false;                    // refused, half-closed and drained: only close is left
     bool client_gone = false;                 // the box's TLS ended without close_notify: none can follow
+    bool client_departed = false;             // the box closed while an exchange waited on the upstream
     std::uint64_t identity_open = 0;          // connections the identity held when this one arrived, itself included
     boost::beast::flat_buffer buf;            // bytes read from the client, not yet consumed (bounded)
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
@@ -78,6 +79,30 @@ struct Conn {
     void arm(std::chrono::milliseconds d);
     void cancel_io();
     void close_io();
+};
+
+// Watches the box's side of a connection while an exchange waits on the
+// upstream (a model thinking before its first byte, an idle stream): a box
+// that has closed its socket (FIN seen: POLLRDHUP) cancels the exchange's
+// I/O at once and sets Conn::client_departed, so the upstream request ends,
+// its ledger line is written and a budget's reservation settles now, not at
+// idle_timeout. One async_wait on the socket per exchange, no read: bytes
+// the box sends meanwhile (a pipelined request) stay where they are; when
+// they come without a FIN it looks again a few times (a TLS close_notify
+// arrives just before its FIN), then stops watching. stop() (and the
+// destructor) cancel the wait: only while no other operation of the
+// exchange is pending on the box's socket.
+class ClientDepartureWatch {
+public:
+    explicit ClientDepartureWatch(Conn& c);
+    ~ClientDepartureWatch() { stop(); }
+    ClientDepartureWatch(const ClientDepartureWatch&) = delete;
+    ClientDepartureWatch& operator=(const ClientDepartureWatch&) = delete;
+    void stop();
+    struct State;  // shared with the pending wait's handler (connection.cpp)
+
+private:
+    std::shared_ptr<State> s_;
 };
 
 // The ledger line joins the ledger's pending batch, flushed from the

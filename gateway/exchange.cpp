@@ -119,6 +119,16 @@ awaitable<bool> send_request(Conn& c, Up& up, const OutgoingRequest& req, Exchan
     co_return true;
 }
 
+// The box went away while the exchange waited on the upstream
+// (ClientDepartureWatch cancelled the upstream read): said as such, not as
+// the upstream's fault or a timeout.
+bool departed(const Conn& c, Exchange& x) {
+    if (!c.client_departed) return false;
+    x.reason = reason::client_gone;
+    x.detail = "the client went away while the response was awaited";
+    return true;
+}
+
 // Step 2: reads response heads until the final one, relaying interim (1xx)
 // ones (103 Early Hints) as they come. They count as response bytes (an
 // endless stream of them must hit max_response_bytes like any body) and only
@@ -135,6 +145,7 @@ awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buf
         c.arm(c.limits().idle_timeout);
         auto [ec, n] = co_await http::async_read_header(up, upbuf, rp, nothrow);
         if (ec) {
+            if (departed(c, x)) co_return false;
             x.nothing_received = interim_count == 0 &&
                                  (ec == http::error::end_of_stream || ec == asio::error::eof ||
                                   ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated) &&
@@ -161,7 +172,7 @@ awaitable<bool> read_final_head(Conn& c, Client& client, Up& up, beast::flat_buf
             co_return false;
         }
         if (!co_await write_to_client(client, interim)) {
-            x.reason = reason::bad_request, x.detail = "client went away", x.status = status;
+            x.reason = reason::client_gone, x.detail = "client went away", x.status = status;
             co_return false;
         }
         x.bytes_down += interim.size();
@@ -212,7 +223,7 @@ awaitable<bool> start_response(Client& client, beast::flat_buffer& upbuf, const 
     if (scrub) scrub->scrub_head(r.head);
     if (r.upgraded || rp.is_done() || upbuf.size() == 0) {
         if (!co_await write_to_client(client, r.head)) {
-            x.reason = reason::bad_request, x.detail = "client went away";
+            x.reason = reason::client_gone, x.detail = "client went away";
             co_return false;
         }
         r.head.clear();
@@ -301,7 +312,7 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
             append_body_piece(out, piece, r.chunked);
             if (!out.empty()) {  // empty: the scrubber holds the whole piece back for now
                 if (!co_await write_to_client(client, out)) {
-                    x.reason = reason::bad_request, x.detail = "client went away during the response";
+                    x.reason = reason::client_gone, x.detail = "client went away during the response";
                     co_return false;
                 }
             }
@@ -309,6 +320,10 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
         }
         if (ec == http::error::end_of_stream && r.until_eof) break;
         if (ec) {
+            if (departed(c, x)) {
+                c.close_io();
+                co_return false;
+            }
             // A cut, not a refusal: the head (and maybe some body) is already out.
             x.reason = c.timed_out ? reason::timeout : reason::upstream_protocol;
             x.detail = c.timed_out                          ? "upstream stalled for idle_timeout"
@@ -338,7 +353,7 @@ awaitable<void> finish_response(Conn& c, Client& client, beast::flat_buffer& upb
         // Not `a && co_await b`: GCC 12 miscompiles co_await in a short-circuit operand.
         bool written = co_await write_to_client(client, r.head);
         if (!written) {
-            x.reason = reason::bad_request, x.detail = "client went away";
+            x.reason = reason::client_gone, x.detail = "client went away";
             co_return;
         }
     }
@@ -355,13 +370,18 @@ awaitable<Exchange> exchange(Conn& c, Client& client, Up& up, beast::flat_buffer
     Exchange x;
     Response r;
     if (!co_await send_request(c, up, req, x)) co_return x;
+    // From here until the body is relayed the exchange waits on the upstream:
+    // a box that leaves meanwhile ends it now (departed()).
+    ClientDepartureWatch watch(c);
     if (!co_await read_final_head(c, client, up, upbuf, req.head_request, req.scrub, r, x)) co_return x;
     if (!co_await start_response(client, upbuf, req, r, x)) co_return x;
     if (r.upgraded) {
+        watch.stop();  // the upgraded relay reads the box itself
         co_await relay_upgrade(c, client, up, upbuf, req.scrub, req.observer, x);
         co_return x;
     }
     if (!co_await relay_body(c, client, up, upbuf, req.scrub, req.observer, r, x)) co_return x;
+    watch.stop();
     co_await finish_response(c, client, upbuf, req.scrub, r, x);
     co_return x;
 }

@@ -36,6 +36,14 @@ struct Exchange {
 // What the box is told when nothing of the response reached it yet.
 inline Refusal refusal_of(const Exchange& x) { return {x.reason, x.detail, Phase::upstream}; }
 
+// The exchange failed before anything of the response reached the box, and
+// the box is still there to be told (refusal_of). A box that went away
+// (client_gone) is told nothing: its request was allowed and forwarded, and
+// the exchange's own line says how it ended.
+inline bool box_gets_refusal(const Exchange& x) {
+    return !x.reason.empty() && x.status == 0 && x.reason != reason::client_gone;
+}
+
 // Sees a response as it is relayed, without holding it back or changing a
 // byte (a model request's meter): the final head's status and Content-Type,
 // then each piece of the decoded body (de-chunked, before any scrubbing) in

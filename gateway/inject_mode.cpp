@@ -241,7 +241,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
         e.duration_ms = ms_since(started);
         if (model) model->finish(x, e);
-        if (!x.reason.empty() && x.status == 0) {
+        if (box_gets_refusal(x)) {
             // Nothing was forwarded to the client yet: answer with the refusal.
             const Refusal cut = refusal_of(x);
             co_await refuse(c, tls, e, cut, started);

@@ -45,6 +45,7 @@ constexpr RefusalRow kRows[] = {
     {reason::timeout, 504, Phase::upstream},
     {reason::client_tls, 0, Phase::record},
     {reason::response_too_large, 0, Phase::record},
+    {reason::client_gone, 0, Phase::record},
     {reason::ledger_refusal_cap_reached, 0, Phase::record},
     {reason::ledger_refusals_suppressed, 0, Phase::record},
 };

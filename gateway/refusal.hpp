@@ -72,6 +72,9 @@ inline constexpr std::string_view timeout = "timeout";
 // went out.
 inline constexpr std::string_view client_tls = "client_tls";
 inline constexpr std::string_view response_too_large = "response_too_large";
+// The box closed its connection before the exchange ended: while the answer
+// was awaited (ClientDepartureWatch) or while it was being written.
+inline constexpr std::string_view client_gone = "client_gone";
 // The ledger's own lines, never an answer to a client (status 0): an
 // identity's refusals passed ledger_refusals_per_identity and are no longer
 // written one by one; and the running count of them since, at 2×, 4×, 8×… the cap.

@@ -67,7 +67,7 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     const OutgoingRequest out{head, req.body(), req.method() == http::verb::head, websocket};
     Exchange x = co_await exchange(c, c.client, up, upbuf, out);
     e.status = x.status, e.bytes_up = x.bytes_up, e.bytes_down = x.bytes_down;
-    if (!x.reason.empty() && x.status == 0) {
+    if (box_gets_refusal(x)) {
         const Refusal r = refusal_of(x);
         co_await refuse(c, c.client, e, r, started);
         co_return;

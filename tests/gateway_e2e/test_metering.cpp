@@ -302,6 +302,42 @@ TEST_CASE("metering: eight concurrent streams never spend past the budget" * doc
     CHECK(m.stats()["byPath"]["/v1/messages"] == 5);
 }
 
+TEST_CASE("a box that goes away while its model request is held: the exchange ends and settles then, said client_gone" *
+          doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-gone", "", "5s", "meter/run-7", grant_for(m, kPrices));
+    RunOptions o;
+    o.env["NO_PROXY"] = "";
+    o.env["no_proxy"] = "";
+    Background client({"curl", "-sS", "--max-time", "60", "--proxy", "http://127.0.0.1:" + std::to_string(d.port),
+                       "--cacert", d.ca, "-H", "content-type: application/json", "--data-binary",
+                       anthropic_body(false, "hold").dump(), url(m, "/v1/messages")},
+                      o);
+    // The stand-in holds its answer (no head yet): the model is thinking.
+    json s = json::object();
+    for (int i = 0; i < 250 && s.value("held", 0) < 1; ++i) {
+        s = m.stats();
+        if (!s.is_object()) s = json::object();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    REQUIRE(s["held"] == 1);
+    client.kill_now();  // its socket closes: a FIN reaches the gateway
+    // Seconds, not idle_timeout (120 s): the line, and the request settled.
+    auto gone = wait_for_ledger_lines(d.ledger, [](const json& l) { return l.value("reason", "") == "client_gone"; });
+    REQUIRE(gone.size() == 1);
+    CHECK(gone[0]["path"] == "/v1/messages");
+    CHECK(gone[0]["decision"] == "allow");  // allowed and forwarded; nobody was left to answer
+    CHECK(gone[0]["status"] == 0);
+    CHECK(gone[0]["metering"]["usage"]["state"] == "unavailable");
+    CHECK(gone[0].value("duration_ms", 0) < 30'000);
+    CHECK(model_counts(d, 1)["requests"] == 1);
+    m.stats("/release");
+}
+
 TEST_CASE("policy: each refused form answers 400 in the provider's shape before anything is forwarded" *
           doctest::timeout(120)) {
     if (auto why = missing_prerequisite(); !why.empty()) {
