@@ -10,6 +10,7 @@
 #include "base/sys_error.hpp"
 #include "gateway/ca.hpp"
 #include "rootfs/host_paths.hpp"
+#include "run/request.hpp"
 #include "tools/action_front.hpp"
 #include "tools/commands.hpp"
 
@@ -23,7 +24,8 @@ void usage(std::FILE* out) {
                  "\n"
                  "Creates corral's certificate authority in DIR/ca/ (ECDSA P-256; ca.key mode 0600,\n"
                  "ca.crt mode 0644) unless it already exists, and prints the certificate's path.\n"
-                 "  --state-dir DIR   default /var/lib/corral (the gateway's state_dir)\n");
+                 "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral (as corral run; for a\n"
+                 "                    `corral gateway` daemon, its config's [gateway] state_dir)\n");
 }
 
 }  // namespace
@@ -33,7 +35,9 @@ int cmd_ca(int argc, char** argv) {
     if (auto exit = front.take_action(argc, argv, {"init"})) return *exit;
     std::optional<std::string> given;
     if (auto exit = front.take_state_dir_only(argc, argv, given)) return *exit;
-    const std::string state_dir = given.value_or("/var/lib/corral");
+    // The state dir every corral command uses: a run's embedded gateway keeps
+    // its CA there too, so this is the CA the runs' boxes will see.
+    const std::string state_dir = given.value_or(run::default_state_dir());
     // Root writes the CA key under it: only a path no one but root can
     // redirect (the same rule as `corral run` and `corral gateway`).
     rootfs::require_root_only_tree("--state-dir", state_dir + "/ca");

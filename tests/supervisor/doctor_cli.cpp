@@ -192,3 +192,18 @@ TEST_CASE("the journal key: `corral key init` makes it, `key show` and `corral d
     CHECK(line);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("corral ca init without --state-dir uses $CORRAL_STATE_DIR, the state dir a run's gateway keeps its CA in") {
+    const std::string dir = temp_dir(0700);
+    corral::test::RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = dir;
+    auto init = run({corral_bin(), "ca", "init"}, o);
+    INFO(init.out << init.err);
+    REQUIRE(init.exit_code == 0);
+    CHECK(init.out == dir + "/ca/ca.crt\n");
+    CHECK(std::filesystem::exists(dir + "/ca/ca.key"));
+    auto again = run({corral_bin(), "ca", "init", "--state-dir", dir}, o);
+    CHECK(again.out == init.out);
+    CHECK(again.err.find("kept the existing CA") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
