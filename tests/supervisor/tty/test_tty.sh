@@ -93,6 +93,18 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 EOF
 chmod 0644 "$TMP/ws/ioctl_probe.py"
 
+# The box's terminal as its command sees it: a pty of the box's own devpts
+# whose slave is the agent's with mode 600, and the caller's TERM; `stty
+# size` is printed for the caller to check. $2: what the messages start
+# with ("" for corral run).
+check_pty_identity() {
+  local s=$1 what=${2:+$2: }
+  type_line $s 'tty; stat -c "%U %a" $(tty); echo "TERM=$TERM"; stty size'
+  wait_for $s '^/dev/pts/[0-9]+$' && pass "${what}stdin is a pty of the box's own devpts" || fail "${what}tty does not name the box's pty"
+  wait_for $s '^agent 600$' && pass "${what}the pty's slave is the agent's, mode 600" || fail "${what}the slave's owner/mode is not agent 600"
+  wait_for $s '^TERM=tmux-256color$' && pass "${what}TERM is the caller's" || fail "${what}TERM is not the caller's"
+}
+
 # check_job_control SESSION LABEL: in the box's bash -i, Ctrl-Z stops the
 # foreground job, jobs lists it, fg resumes it, Ctrl-C ends it (130); a
 # program's INT trap runs on Ctrl-C; the box survives.
@@ -128,10 +140,7 @@ s=shell
 start_case $s "$BOX_SHELL"
 if wait_for $s '^box\$' 20; then
   pass "bash -i starts on the box's pty"
-  type_line $s 'tty; stat -c "%U %a" $(tty); echo "TERM=$TERM"'
-  wait_for $s '^/dev/pts/[0-9]+$' && pass "the box's stdin is a pty of its own devpts" || fail "tty does not name the box's pty"
-  wait_for $s '^agent 600$' && pass "the pty's slave is the agent's, mode 600" || fail "the slave's owner/mode is not agent 600"
-  wait_for $s '^TERM=tmux-256color$' && pass "TERM is the caller's" || fail "TERM is not the caller's"
+  check_pty_identity $s ""
 
   # Job control: Ctrl-Z stops the foreground job, jobs lists it, fg resumes, Ctrl-C ends it.
   check_job_control $s ""
@@ -264,10 +273,7 @@ else
   start_exec_case $s
   if wait_for $s '^box\$' 20; then
     pass "exec --tty: bash -i starts on a pty of the session's"
-    type_line $s 'tty; stat -c "%U %a" $(tty); echo "TERM=$TERM"; stty size'
-    wait_for $s '^/dev/pts/[0-9]+$' && pass "exec --tty: stdin is a pty of the box's devpts" || fail "exec --tty: tty does not name the box's pty"
-    wait_for $s '^agent 600$' && pass "exec --tty: the slave is the agent role's, mode 600" || fail "exec --tty: the slave is not agent 600"
-    wait_for $s '^TERM=tmux-256color$' && pass "exec --tty: TERM is the caller's" || fail "exec --tty: TERM is not the caller's"
+    check_pty_identity $s "exec --tty"
     wait_for $s '^40 120$' && pass "exec --tty: the window size is set before the command starts (40 120)" || fail "exec --tty: stty size is not 40 120"
     check_job_control $s "exec --tty"
     tm resize-window -t $s -x 100 -y 30
