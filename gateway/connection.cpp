@@ -55,8 +55,6 @@ bool peer_closed(int fd) {
     return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-void watch_departure(const std::shared_ptr<ClientDepartureWatch::State>& s);
-
 void look_at_client(const std::shared_ptr<ClientDepartureWatch::State>& s) {
     if (s->stopped) return;
     if (peer_closed(s->c->client_socket().native_handle())) {
