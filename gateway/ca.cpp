@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "base/atomic_file.hpp"
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
 #include "names/host.hpp"
@@ -102,25 +103,6 @@ std::string read_file(const std::string& path, struct stat* st_out) {
     return out;
 }
 
-// Writes `data` to `path` atomically (temp file + fsync + rename) with `mode`.
-void write_file_atomically(const std::string& path, const std::string& data, mode_t mode) {
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    ::unlink(tmp.c_str());
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-    if (!fd.valid()) throw SysError("open", tmp, errno);
-    check_sys(::fchmod(fd.get(), mode), "fchmod", tmp);  // umask must not widen or narrow it
-    std::size_t off = 0;
-    while (off < data.size()) {
-        ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        check_sys(n, "write", tmp);
-        off += static_cast<std::size_t>(n);
-    }
-    check_sys(::fsync(fd.get()), "fsync", tmp);
-    fd.reset();
-    check_sys(::rename(tmp.c_str(), path.c_str()), "rename", tmp + " -> " + path);
-}
-
 void make_dir(const std::string& path, mode_t mode) {
     if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return;
     throw SysError("mkdir", path, errno);
@@ -173,8 +155,8 @@ void create_ca_files(const CaFiles& files) {
     if (!X509_sign(cert.get(), key.get(), EVP_sha256())) throw_openssl("X509_sign(CA)");
     // Key first: a crash between the two renames leaves "key without cert",
     // which load refuses loudly instead of silently pairing mismatched halves.
-    write_file_atomically(files.key_path, pem_of(key.get()), 0600);
-    write_file_atomically(files.cert_path, pem_of(cert.get()), 0644);
+    write_file_atomically(atomic_target(files.key_path, 0600, Durability::durable), pem_of(key.get()));
+    write_file_atomically(atomic_target(files.cert_path, 0644, Durability::durable), pem_of(cert.get()));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.hpp"
 #include "base/fd.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
@@ -105,19 +106,6 @@ std::string name_from_path(const std::string& path) {
             break;
         }
     return sanitize_name(base);
-}
-
-// Writes `content` to dir/name through a temp file: fsync, rename, fsync the directory.
-void write_atomically(const std::string& dir, const std::string& name, const std::string& content) {
-    const std::string tmp = dir + "/." + name + ".tmp";
-    Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) throw SysError("open", tmp, errno);
-    write_all(fd.get(), content.data(), content.size(), tmp);
-    check_sys(fsync(fd.get()), "fsync", tmp);
-    fd.reset();
-    check_sys(rename(tmp.c_str(), (dir + "/" + name).c_str()), "rename", tmp);
-    Fd d(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (d.valid()) (void)fsync(d.get());
 }
 
 std::vector<std::string> entries_of(const std::string& dir) {
@@ -431,7 +419,7 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     }
     fsync(layers_dir.get());
     image.imported_at = now_rfc3339();
-    write_atomically(root_ + "/images", image.name + ".json", to_json_text(image));
+    write_file_atomically({root_ + "/images", image.name + ".json", 0600, Durability::durable}, to_json_text(image));
     undo.armed = false;
     for (const auto& n : image.config.ignored) result.notes.push_back(n);
 

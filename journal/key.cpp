@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "base/atomic_file.hpp"
 #include "base/fd.hpp"
 #include "base/regular_file.hpp"
 #include "base/sha256.hpp"
@@ -74,18 +75,6 @@ void require_private(const std::string& path, const struct stat& st, const char*
         throw UsageError(path + ": " + what + " must be owned by uid " + std::to_string(::geteuid()) +
                          " and closed to group and other; found uid " + std::to_string(st.st_uid) + " mode " +
                          mode_text(st.st_mode));
-}
-
-void write_file_atomically(const std::string& path, const std::string& data, mode_t mode) {
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    ::unlink(tmp.c_str());
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-    if (!fd.valid()) throw SysError("open", tmp, errno);
-    check_sys(::fchmod(fd.get(), mode), "fchmod", tmp);  // the umask must not change it
-    write_all(fd.get(), data.data(), data.size(), tmp);
-    check_sys(::fsync(fd.get()), "fsync", tmp);
-    fd.reset();
-    check_sys(::rename(tmp.c_str(), path.c_str()), "rename", tmp + " -> " + path);
 }
 
 std::optional<std::string> read_small(const std::string& path) {
@@ -230,8 +219,8 @@ SigningKey SigningKey::load_or_create(const std::string& state_dir, bool* create
         SigningKey fresh = generate();
         // Private first: a crash between the two leaves "key without .pub",
         // refused below, never a public file naming a key that is not there.
-        write_file_atomically(files.key_path, pem_of(fresh.key_.get(), true), 0600);
-        write_file_atomically(files.pub_path, fresh.public_.pem(), 0644);
+        write_file_atomically(atomic_target(files.key_path, 0600, Durability::durable), pem_of(fresh.key_.get(), true));
+        write_file_atomically(atomic_target(files.pub_path, 0644, Durability::durable), fresh.public_.pem());
         if (created) *created = true;
         return fresh;
     }

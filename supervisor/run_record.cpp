@@ -12,6 +12,7 @@
 #include <ctime>
 #include <string>
 
+#include "base/atomic_file.hpp"
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
 
@@ -39,10 +40,9 @@ std::string read_small_file(const std::string& path) {
 }
 
 // Whose status corral exited with, per outcome (docs/run-record.md).
-const char* status_from(const std::string& outcome) {
-    if (outcome == "exited" || outcome == "killed") return "command";
-    if (outcome.empty()) return nullptr;  // still running
-    return "corral";
+const char* status_from(const std::optional<Outcome>& outcome) {
+    if (!outcome) return nullptr;  // still running
+    return outcome_row(*outcome).status_is_commands ? "command" : "corral";
 }
 
 std::string first_line_of(const std::string& path) {
@@ -173,7 +173,7 @@ nlohmann::json to_json(const RunRecord& r) {
           {"log_limit_bytes", r.log_limit_bytes}}},
         {"teardown", {{"verdict", r.teardown.verdict()}, {"problems", r.teardown.problems}, {"steps", steps}}},
         {"status", running ? json(nullptr) : json(r.status)},
-        {"outcome", running ? json(nullptr) : json(r.outcome)},
+        {"outcome", running ? json(nullptr) : json(r.outcome ? std::string(outcome_name(*r.outcome)) : std::string())},
         {"status_from", from ? json(from) : json(nullptr)},
         {"messages", r.messages},
     };
@@ -186,27 +186,11 @@ nlohmann::json to_json(const RunRecord& r) {
 void write_record_file(const std::string& dir, const std::string& name, const nlohmann::json& value, RecordSync sync) {
     // Invalid UTF-8 in argv must not abort the record: replace it rather than throw.
     std::string text = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::string final_path = dir + "/" + name;
-    std::string tmp_path = dir + "/." + name + ".tmp";
-    {
-        Fd fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!fd.valid()) throw SysError("open", tmp_path, errno);
-        write_all(fd.get(), text.data(), text.size(), tmp_path);
-        // Durability is opt-in (docs/architecture.md "run.json durability"):
-        // the two journal commits cost more than the rest of a run together.
-        if (sync == RecordSync::durable && ::fdatasync(fd.get()) != 0) throw SysError("fdatasync", tmp_path, errno);
-    }
-    // Atomic either way: a reader sees no file or a complete one.
-    if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
-        int err = errno;
-        ::unlink(tmp_path.c_str());
-        throw SysError("rename", tmp_path + " -> " + final_path, err);
-    }
-    if (sync != RecordSync::durable) return;
-    // The rename is durable only once the directory entry is.
-    Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!d.valid()) throw SysError("open", dir, errno);
-    if (::fsync(d.get()) != 0) throw SysError("fsync", dir, errno);
+    // Durability is opt-in (docs/architecture.md "run.json durability"): the
+    // two journal commits cost more than the rest of a run together. Atomic
+    // either way: a reader sees no file or a complete one.
+    write_file_atomically({dir, name, 0600, sync == RecordSync::durable ? Durability::durable : Durability::visible},
+                          text);
 }
 
 void write_run_record(const std::string& run_dir, const RunRecord& record, RecordSync sync) {

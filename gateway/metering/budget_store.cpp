@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.hpp"
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
 
@@ -45,16 +46,6 @@ std::string now_utc() {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
-}
-
-void write_all(int fd, const std::string& text, const std::string& path) {
-    std::size_t done = 0;
-    while (done < text.size()) {
-        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw SysError("write", path, errno);
-        done += static_cast<std::size_t>(n);
-    }
 }
 
 }  // namespace
@@ -104,13 +95,11 @@ StoredBudget BudgetStore::load(const std::string& worker) const {
 void BudgetStore::save(const std::string& worker, const AccountState& state) {
     std::lock_guard lock(mu_);
     if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", dir_, errno);
-    const std::string path = path_of(worker);
-    const std::string tmp = path + ".tmp";
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd.valid()) throw SysError("open", tmp, errno);
-    write_all(fd.get(), stored_budget_json(worker, state, {}) + "\n", tmp);
-    if (::fsync(fd.get()) != 0) throw SysError("fsync", tmp, errno);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) throw SysError("rename", tmp + " -> " + path, errno);
+    // content_synced, not durable: this runs once per settled request, and a
+    // directory fsync each time would double its cost; a crash can at worst
+    // lose the last rename, never leave a torn file.
+    write_file_atomically(atomic_target(path_of(worker), 0600, Durability::content_synced),
+                          stored_budget_json(worker, state, {}) + "\n");
 }
 
 }  // namespace corral::gateway::metering
