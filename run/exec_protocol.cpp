@@ -105,7 +105,7 @@ ExecRequest parse_exec_request_line(std::string_view line) {
 std::string exec_answer_line(const ExecAnswer& a) {
     json j{{"exec", a.exec ? json(*a.exec) : json(nullptr)},
            {"status", a.status},
-           {"outcome", a.outcome},
+           {"outcome", supervisor::outcome_name(a.outcome)},
            {"messages", a.messages}};
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -117,7 +117,9 @@ ExecAnswer parse_exec_answer_line(std::string_view line) {
     ExecAnswer a;
     if (j.contains("exec") && j["exec"].is_number_integer()) a.exec = j["exec"].get<int>();
     a.status = j["status"].get<int>();
-    a.outcome = j.value("outcome", std::string());
+    const auto outcome = supervisor::parse_outcome(j.value("outcome", std::string()));
+    if (!outcome) throw UsageError("the session's answer is not an exec answer: unknown outcome");
+    a.outcome = *outcome;
     if (j.contains("messages") && j["messages"].is_array())
         for (const auto& m : j["messages"])
             if (m.is_string()) a.messages.push_back(m.get<std::string>());

@@ -11,6 +11,7 @@
 //   < {"exec":3,"status":0,"outcome":"exited","messages":[]}
 #pragma once
 
+#include "supervisor/outcome.hpp"
 #include <chrono>
 #include <optional>
 #include <string>
@@ -49,7 +50,7 @@ ExecRequest parse_exec_request_line(std::string_view line);
 struct ExecAnswer {
     std::optional<int> exec;                // the exec's number in the session (execs/N); none if refused
     int status = 125;                       // corral exec's exit status
-    std::string outcome;                    // as run.json's, or "refused"
+    supervisor::Outcome outcome = supervisor::Outcome::setup_failed;  // as run.json's, or refused
     std::vector<std::string> messages;      // lines for the caller's stderr
 };
 

@@ -5,6 +5,8 @@
 
 namespace corral::run {
 
+using supervisor::Outcome;
+
 CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool oom_killed) {
     CommandOutcome o;
     std::optional<int> exit_code, signal;
@@ -15,31 +17,31 @@ CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool o
     }
     if (result.interrupted_by) {
         o.status = 128 + *result.interrupted_by;
-        o.outcome = result.stopped_by_request ? "stopped" : "interrupted";
+        o.outcome = result.stopped_by_request ? Outcome::stopped : Outcome::interrupted;
     } else if (result.deadline_hit) {
         o.status = kExitDeadline;
-        o.outcome = "deadline";
+        o.outcome = Outcome::deadline;
     } else if (result.not_found) {
         o.status = kExitNotFound;
-        o.outcome = "not_found";
+        o.outcome = Outcome::not_found;
         o.message = "command not found in sandbox: " + *result.not_found;
     } else if (result.setup_failure) {
         o.status = kExitSetup;
-        o.outcome = "setup_failed";
+        o.outcome = Outcome::setup_failed;
         o.message = result.setup_failure->what();
     } else if (exit_code) {
         o.status = *exit_code;
-        o.outcome = "exited";
+        o.outcome = Outcome::exited;
     } else if (signal) {
         o.status = 128 + *signal;
-        o.outcome = "killed";
+        o.outcome = Outcome::killed;
     } else if (oom_killed) {
         // The kernel's OOM kill took the report with it: the cgroup counted it.
         o.status = 128 + SIGKILL;
-        o.outcome = "killed";
+        o.outcome = Outcome::killed;
     } else {
         o.status = kExitSetup;
-        o.outcome = "setup_failed";
+        o.outcome = Outcome::setup_failed;
         o.message = "the sandbox's init exited without reporting the command's status";
     }
     return o;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "supervisor/outcome.hpp"
 #include "supervisor/sandbox.hpp"
 
 namespace corral::run {
@@ -18,7 +19,7 @@ inline constexpr int kExitNotFound = 127;
 
 struct CommandOutcome {
     int status = kExitSetup;
-    std::string outcome;                  // exited, killed, deadline, stopped, interrupted, not_found, setup_failed
+    supervisor::Outcome outcome = supervisor::Outcome::setup_failed;  // exited, killed, deadline, stopped, interrupted, not_found, setup_failed
     std::optional<std::string> message;   // what to tell the operator ("command not found in sandbox: ...")
 };
 

@@ -142,15 +142,21 @@ std::string signal_name(int sig) {
 
 std::string how_it_ended(const supervisor::RunRecord& r) {
     const std::string st = " (" + std::to_string(r.status) + ")";
-    if (r.outcome == "exited") return "exited " + std::to_string(r.status);
-    if (r.outcome == "killed") return "CMD killed by " + (r.signal ? signal_name(*r.signal) : std::string("a signal")) + st;
-    if (r.outcome == "stopped") return "stopped by `corral stop`" + st;
-    if (r.outcome == "interrupted")
+    using supervisor::Outcome;
+    switch (r.outcome.value_or(Outcome::setup_failed)) {
+    case Outcome::exited: return "exited " + std::to_string(r.status);
+    case Outcome::killed: return "CMD killed by " + (r.signal ? signal_name(*r.signal) : std::string("a signal")) + st;
+    case Outcome::stopped: return "stopped by `corral stop`" + st;
+    case Outcome::interrupted:
         return "interrupted by " + (r.stop && r.stop->signal ? signal_name(*r.stop->signal) : std::string("a signal")) + st;
-    if (r.outcome == "deadline") return "deadline reached" + st;
-    if (r.outcome == "not_found") return "command not found" + st;
-    if (r.outcome == "usage_error") return "refused: bad usage" + st;
-    if (r.outcome == "teardown_failed") return "TEARDOWN FAILED" + st;
+    case Outcome::deadline: return "deadline reached" + st;
+    case Outcome::not_found: return "command not found" + st;
+    case Outcome::usage_error: return "refused: bad usage" + st;
+    case Outcome::teardown_failed: return "TEARDOWN FAILED" + st;
+    case Outcome::setup_failed:
+    case Outcome::refused:
+    case Outcome::caller_gone: break;
+    }
     return "setup failed" + st;
 }
 

@@ -61,7 +61,7 @@ nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::
             {"exit_code", run["exit_code"]},
             {"signal", run["signal"]},
             {"deadline_hit", record.deadline_hit},
-            {"outcome", record.outcome},
+            {"outcome", record.outcome ? std::string(supervisor::outcome_name(*record.outcome)) : std::string()},
             {"status", record.status},
             {"teardown", record.teardown.verdict()},
             {"teardown_steps", steps},

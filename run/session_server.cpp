@@ -86,7 +86,7 @@ void send_answer(int fd, const ExecAnswer& a) {
 ExecAnswer refusal(int status, const std::string& message) {
     ExecAnswer a;
     a.status = status;
-    a.outcome = "refused";
+    a.outcome = supervisor::Outcome::refused;
     a.messages.push_back(message);
     return a;
 }
@@ -382,17 +382,17 @@ private:
             return refusal(kExitUsage, e.what());
         } catch (const std::exception& e) {
             answer.status = kExitSetup;
-            answer.outcome = "setup_failed";
+            answer.outcome = supervisor::Outcome::setup_failed;
             answer.messages.push_back(e.what());
             record["status"] = answer.status;
-            record["outcome"] = answer.outcome;
+            record["outcome"] = supervisor::outcome_name(answer.outcome);
             write_exec_record(dir, record);
             journal_exec_end(dir, record, answer);
             return answer;
         }
         CommandOutcome o = command_outcome(result, false);
         // The first cause names the end: a caller that left after its deadline was reached does not.
-        if (result.caller_gone && !result.deadline_hit) o.outcome = "caller_gone";
+        if (result.caller_gone && !result.deadline_hit) o.outcome = supervisor::Outcome::caller_gone;
         answer.status = o.status;
         answer.outcome = o.outcome;
         if (o.message) answer.messages.push_back(*o.message);
@@ -401,7 +401,7 @@ private:
                                       (result.stop_killed ? "killed after the grace" : "ended within the grace"));
         record["ended_at"] = supervisor::format_rfc3339_ms(std::chrono::system_clock::now());
         record["status"] = answer.status;
-        record["outcome"] = answer.outcome;
+        record["outcome"] = supervisor::outcome_name(answer.outcome);
         record["exit_code"] = json(nullptr);
         record["signal"] = json(nullptr);
         if (result.wait_status) {

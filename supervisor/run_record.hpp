@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervisor/outcome.hpp"
+
 #include "supervisor/cgroup.hpp"
 
 namespace corral::supervisor {
@@ -85,7 +87,7 @@ struct RunRecord {
     // Who decided corral's exit status ("command" or "corral") and how the run
     // ended (docs/run-record.md "outcome"): a 125 from the command and
     // corral's own 125 differ here.
-    std::string outcome;
+    std::optional<Outcome> outcome;  // none while running
     // run.json "output": {"stdout": {"bytes", "logged"}, "stderr": {...}, "log_limit_bytes"};
     // logged < bytes when --log-limit cut the log (the stream got everything).
     std::uint64_t stdout_bytes = 0, stdout_logged = 0, stderr_bytes = 0, stderr_logged = 0;

@@ -211,7 +211,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         update_record_fields();
         write_run_record(run_dir, record, record_sync);
     };
-    auto finish = [&](int st, const char* outcome) {
+    auto finish = [&](int st, supervisor::Outcome outcome) {
         if (egress) {
             egress->stop();  // no decision is journalled after this
             if (run_journal) run_journal->stop_group_commits();
@@ -264,7 +264,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         log::debug("timing: journal: key loaded, journal created " + ms_since(t_journal));
     } catch (const std::exception& e) {
         say(std::string("journal: ") + e.what());
-        return finish(kExitSetup, "setup_failed");
+        return finish(kExitSetup, supervisor::Outcome::setup_failed);
     }
     if (!request.quiet)
         std::fprintf(stderr, "%s: %s %s, run dir %s\n", g_prefix, request.session ? "session" : "run", record.id.c_str(),
@@ -294,13 +294,13 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         run::add_trust_and_proxy(*plan, ca_pem);
     } catch (const run::AgentProgramNotFound& e) {
         say(e.what());
-        return finish(kExitNotFound, "not_found");
+        return finish(kExitNotFound, supervisor::Outcome::not_found);
     } catch (const run::PromptError& e) {
         say(e.what());
-        return finish(kExitUsage, "usage_error");
+        return finish(kExitUsage, supervisor::Outcome::usage_error);
     } catch (const std::exception& e) {
         say(e.what());
-        return finish(kExitSetup, "setup_failed");
+        return finish(kExitSetup, supervisor::Outcome::setup_failed);
     }
     if (agent)
         for (const auto& m : agent->messages) say(m);
@@ -315,7 +315,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         admission = run::admission_payload(record, plan->spec);
     } catch (const std::exception& e) {
         say(std::string("journal: the admission record cannot be made: ") + e.what());
-        return finish(kExitSetup, "setup_failed");
+        return finish(kExitSetup, supervisor::Outcome::setup_failed);
     }
     // Where the gateway's decisions are: in this journal (its ledger lines),
     // or in the `corral gateway` daemon's journal.
@@ -328,7 +328,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         log::debug("timing: journal: admission signed and written " + ms_since(t_admission));
     } catch (const std::exception& e) {
         say(std::string("journal: the admission record was not written, the command does not start: ") + e.what());
-        return finish(kExitSetup, "setup_failed");
+        return finish(kExitSetup, supervisor::Outcome::setup_failed);
     }
     stdout_log_name = plan->spec.stdout_log_name;
     std::optional<Sandbox> box;
@@ -348,15 +348,15 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             record.teardown = *e.teardown();
             if (!record.teardown.clean()) {
                 for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
-                return finish(kExitTeardown, "teardown_failed");
+                return finish(kExitTeardown, supervisor::Outcome::teardown_failed);
             }
         }
-        return finish(kExitSetup, "setup_failed");
+        return finish(kExitSetup, supervisor::Outcome::setup_failed);
     } catch (const std::exception& e) {
         // Failed before the clone: the owners undid what existed (cgroup
         // removed, UID lease released); nothing ran.
         say(e.what());
-        return finish(kExitSetup, "setup_failed");
+        return finish(kExitSetup, supervisor::Outcome::setup_failed);
     }
     record.uid = box->uid();
     record.gid = box->gid();
@@ -454,11 +454,11 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         if (WIFSIGNALED(ws)) record.signal = WTERMSIG(ws);
     }
 
-    std::string outcome = "setup_failed";
+    supervisor::Outcome outcome = supervisor::Outcome::setup_failed;
     if (!record.teardown.clean()) {
         for (const auto& p : record.teardown.problems) say("teardown failed: " + p);
         status = kExitTeardown;
-        outcome = "teardown_failed";
+        outcome = supervisor::Outcome::teardown_failed;
     } else if (status != 0) {
         // supervise() itself failed; already reported.
     } else {
@@ -466,7 +466,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
         if (o.message) say(*o.message);
         status = o.status;
         outcome = o.outcome;
-        if (o.outcome == "killed" && !record.signal) record.signal = SIGKILL;  // the OOM kill the cgroup counted
+        if (o.outcome == supervisor::Outcome::killed && !record.signal) record.signal = SIGKILL;  // the OOM kill the cgroup counted
     }
     if (usage.oom_killed) say("the sandbox reached its memory limit; the kernel killed a process (OOM)");
     if (usage.pids_limit_hits > 0)
@@ -474,7 +474,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             (record.limits.pids ? std::to_string(*record.limits.pids) + " pids" : std::string("pids")) + "): " +
             std::to_string(usage.pids_limit_hits) + " fork" + (usage.pids_limit_hits == 1 ? "" : "s") +
             " refused (EAGAIN); raise --pids if CMD needs more");
-    return finish(status, outcome.c_str());
+    return finish(status, outcome);
 }
 
 }  // namespace corral::cli

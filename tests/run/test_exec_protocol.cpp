@@ -39,12 +39,14 @@ TEST_CASE("an exec request and its answer survive their line") {
     ExecAnswer a;
     a.exec = 3;
     a.status = 124;
-    a.outcome = "deadline";
+    a.outcome = corral::supervisor::Outcome::deadline;
     a.messages = {"deadline of 1500 ms reached"};
     ExecAnswer ab = parse_exec_answer_line(exec_answer_line(a));
     CHECK(ab.exec == 3);
     CHECK(ab.status == 124);
-    CHECK(ab.outcome == "deadline");
+    CHECK(ab.outcome == corral::supervisor::Outcome::deadline);
+    CHECK(exec_answer_line(a).find(R"("outcome":"deadline")") != std::string::npos);
+    CHECK_THROWS_AS(parse_exec_answer_line(R"({"exec":1,"status":0,"outcome":"exploded"})"), corral::UsageError);
     CHECK(ab.messages == a.messages);
 }
 
@@ -99,5 +101,5 @@ TEST_CASE("a bad exec request is refused with the field named") {
             CHECK(std::string(e.what()).find(says) != std::string::npos);
         }
     }
-    CHECK_THROWS_AS(parse_exec_answer_line("{\"exec\":1}"), UsageError);
+    CHECK_THROWS_AS(parse_exec_answer_line("{\"exec\":1}"), corral::UsageError);
 }

@@ -47,7 +47,7 @@ RunRecord sample_record() {
     r.exit_code = 0;
     r.status = 0;
     r.state = "finished";
-    r.outcome = "exited";
+    r.outcome = Outcome::exited;
     r.teardown.steps = {{"kill_init", true, "pidfd_send_signal(SIGKILL)"}, {"uid_sweep", true, "no process left"}};
     return r;
 }
@@ -169,7 +169,7 @@ TEST_CASE("write_run_record writes run.json 0600 and replaces it atomically") {
 TEST_CASE("a running record: its supervisor, no end, no status; outcome says whose status a finished one is") {
     RunRecord r = sample_record();
     r.state = "running";
-    r.outcome.clear();
+    r.outcome.reset();
     r.supervisor = this_supervisor();
     auto j = to_json(r);
     CHECK(j["state"] == "running");
@@ -188,8 +188,12 @@ TEST_CASE("a running record: its supervisor, no end, no status; outcome says who
     for (const auto& [outcome, from] : std::vector<std::pair<std::string, std::string>>{
              {"exited", "command"}, {"killed", "command"}, {"deadline", "corral"}, {"stopped", "corral"},
              {"interrupted", "corral"}, {"not_found", "corral"}, {"setup_failed", "corral"},
-             {"teardown_failed", "corral"}, {"usage_error", "corral"}}) {
-        r.outcome = outcome;
+             {"teardown_failed", "corral"}, {"usage_error", "corral"}, {"refused", "corral"},
+             {"caller_gone", "corral"}}) {
+        r.outcome = parse_outcome(outcome);
+        REQUIRE(r.outcome);
+        CHECK(outcome_name(*r.outcome) == outcome);
+        CHECK(to_json(r)["outcome"] == outcome);
         CHECK(to_json(r)["status_from"] == from);
     }
     r.stop = StopRecord{"corral stop", SIGTERM, milliseconds(2500), true};
