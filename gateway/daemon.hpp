@@ -4,7 +4,7 @@
 //
 // Listeners:
 //  - listen_unix: a Unix stream socket, mode 0600, for the sandbox bridge
-//    (shim/bridge). Only root peers are accepted (SO_PEERCRED). Each
+//    (run/bridge). Only root peers are accepted (SO_PEERCRED). Each
 //    connection starts with one line of gateway/daemon_protocol.hpp: an
 //    announcement naming who the bridge vouches for (the box's bytes follow
 //    it), or a run's supervisor asking for its counts. A connection without a

@@ -1,6 +1,6 @@
 // gateway/daemon_protocol.hpp — the lines a run's supervisor and a
 // `corral gateway` daemon exchange on the daemon's Unix socket, both sides in
-// one place (the daemon: gateway/daemon.cpp; the run: shim/bridge.cpp).
+// one place (the daemon: gateway/daemon.cpp; the run: run/bridge.cpp).
 //
 // A connection starts with one line (at most kMaxFirstLine bytes, '\n'-ended):
 //   CORRAL-IDENTITY worker/run   a connection of that run follows: the box's

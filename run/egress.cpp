@@ -108,7 +108,7 @@ public:
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
 
 protected:
-    shim::ConnectionHandler connection_handler() override {
+    run::ConnectionHandler connection_handler() override {
         gateway::Gateway* gw = gateway_.get();
         gateway::Identity id = id_;
         if (!roles_) return [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
@@ -169,7 +169,7 @@ boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::
         id.role = *role;
     }
     active->fetch_add(1);
-    co_await shim::relay_to_daemon(std::move(s), std::move(path), std::move(id));
+    co_await run::relay_to_daemon(std::move(s), std::move(path), std::move(id));
     active->fetch_sub(1);
 }
 
@@ -199,7 +199,7 @@ public:
         // box exists, so a run never starts without its gateway. Its answer
         // also names the daemon instance the run's counts will come from.
         std::string problem;
-        auto counts = shim::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
         if (!counts) throw UsageError(named + ": the daemon does not answer (" + problem + "); " + start_it);
         if (!counts->ledger_failure.empty())
             throw UsageError(named + ": the daemon refuses every request: its ledger cannot be written (" +
@@ -228,7 +228,7 @@ public:
     }
 
 protected:
-    shim::ConnectionHandler connection_handler() override {
+    run::ConnectionHandler connection_handler() override {
         std::string path = socket_;
         gateway::Identity id = id_;
         auto active = active_relays_;
@@ -247,7 +247,7 @@ protected:
         if (!started_) return;
         const std::string unknown = "; requests, refusals and secrets_reflected recorded as null";
         std::string problem;
-        auto counts = shim::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
         if (!counts) {
             stop_messages_.push_back(problem + unknown);
             return;
@@ -271,7 +271,7 @@ protected:
     std::vector<gateway::RefusalNotice> refusals_so_far() override {
         if (counts_) return counts_->refused;
         std::string problem;
-        auto counts = shim::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
         return counts ? counts->refused : std::vector<gateway::RefusalNotice>{};
     }
 
@@ -316,7 +316,7 @@ void Egress::start(const supervisor::Sandbox& box) {
     started_ = true;
     Fd netns = box.open_network_namespace();
     const bool session = !box.role_leases().empty();
-    shim::BridgeListeners listeners = shim::open_bridge_listeners(netns.get(), shim::bridge_port, session);
+    run::BridgeListeners listeners = run::open_bridge_listeners(netns.get(), run::bridge_port, session);
     if (session) {
         std::vector<std::pair<uid_t, std::string>> roles;
         for (auto role : {supervisor::Role::agent, supervisor::Role::service, supervisor::Role::verifier})
@@ -328,7 +328,7 @@ void Egress::start(const supervisor::Sandbox& box) {
     // and stop of a run (the daemon runs one loop per CPU instead).
     ioc_ = std::make_unique<boost::asio::io_context>(1);
     before_loop();
-    bridge_ = std::make_unique<shim::Bridge>(*ioc_, std::move(listeners), connection_handler());
+    bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(listeners), connection_handler());
     bridge_->start();
     // The guard lives as long as the thread holds it; stop() ends the loop explicitly.
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(

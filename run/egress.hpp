@@ -30,7 +30,7 @@
 #include "gateway/ledger.hpp"
 #include "run/refusal_report.hpp"
 #include "run/resolve.hpp"
-#include "shim/bridge.hpp"
+#include "run/bridge.hpp"
 #include "supervisor/sandbox.hpp"
 
 namespace boost::asio { class io_context; }
@@ -101,7 +101,7 @@ public:
 protected:
     Egress() = default;
     // What serves each connection the bridge accepts (on the loop's thread).
-    virtual shim::ConnectionHandler connection_handler() = 0;
+    virtual run::ConnectionHandler connection_handler() = 0;
     // Before the loop starts (after the clone: the secrets may be loaded now).
     virtual void before_loop() {}
     // The listeners are closed: wait (bounded) for the open exchanges to end.
@@ -126,7 +126,7 @@ private:
     void report_refusals();
     void watch_refusals();
 
-    std::unique_ptr<shim::Bridge> bridge_;
+    std::unique_ptr<run::Bridge> bridge_;
     std::vector<std::thread> threads_;
     bool stopped_ = false;
     RefusalReport refusal_report_;

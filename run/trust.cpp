@@ -8,7 +8,7 @@
 #include "agents/agent_profile.hpp"
 #include "rootfs/mount_plan.hpp"
 #include "rootfs/trust_store.hpp"
-#include "shim/bridge.hpp"
+#include "run/bridge.hpp"
 
 namespace corral::run {
 
@@ -19,7 +19,7 @@ namespace {
 void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
     auto& spec = plan.spec;
     if (ca_pem.empty()) {
-        spec.env = compose_environment(plan, agents::proxy_environment("", shim::bridge_port));
+        spec.env = compose_environment(plan, agents::proxy_environment("", run::bridge_port));
         return;
     }
     spec.rootfs.extra_files.push_back({kCaInBox, ca_pem, 0644});
@@ -42,7 +42,7 @@ void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
     if (bundles.empty() && image) bundles.push_back({kBundleInBox, ""});
     for (const auto& b : bundles) spec.rootfs.extra_files.push_back({b.path, rootfs::append_ca(b.pem, ca_pem), 0644});
     // Host mode without a host bundle: the CA alone is the store.
-    auto env = agents::proxy_environment(bundles.empty() ? kCaInBox : bundles.front().path, shim::bridge_port);
+    auto env = agents::proxy_environment(bundles.empty() ? kCaInBox : bundles.front().path, run::bridge_port);
     env.emplace_back("NODE_EXTRA_CA_CERTS", kCaInBox);  // later wins: only the extra cert
     // corral's variables first so a worker's env cannot silently override
     // them (config refuses reserved names; --env still wins on purpose).

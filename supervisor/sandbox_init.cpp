@@ -19,7 +19,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "shim/loopback.hpp"
+#include "supervisor/loopback.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/identity.hpp"
 #include "supervisor/session_wire.hpp"
@@ -635,8 +635,8 @@ void run_sandbox_init(const InitContext& ctx) noexcept {
 
     if (auto f = rootfs::apply_mount_plan(*ctx.plan)) fail_mount(ctx, SetupStep::apply_mount_plan, *f);
     if (auto f = rootfs::enter_rootfs(*ctx.plan)) fail_mount(ctx, SetupStep::enter_rootfs, *f);
-    check_step(ctx, shim::bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
-    check_step(ctx, shim::verify_only_loopback(), SetupStep::verify_only_loopback, "RTM_GETLINK");
+    check_step(ctx, bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
+    check_step(ctx, verify_only_loopback(), SetupStep::verify_only_loopback, "RTM_GETLINK");
     if (sethostname(ctx.hostname, std::strlen(ctx.hostname)) != 0)
         fail(ctx, SetupStep::set_hostname, errno, "sethostname");
     // What the invocation inherits: the context plus, with --tty, the pty's slave.

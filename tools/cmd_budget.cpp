@@ -11,7 +11,7 @@
 #include "config/org_config.hpp"
 #include "names/identity.hpp"
 #include "gateway/daemon_protocol.hpp"
-#include "shim/bridge.hpp"
+#include "run/bridge.hpp"
 #include "tools/action_front.hpp"
 #include "tools/commands.hpp"
 
@@ -63,7 +63,7 @@ int cmd_budget(int argc, char** argv) {
     if (auto why = names::worker_name_problem(worker); !why.empty())
         return front.bad_usage("invalid worker name \"" + worker + "\": " + why);
     std::string problem;
-    auto answer = shim::ask_daemon(socket, gateway::budget_request(worker, action == "reset"),
+    auto answer = run::ask_daemon(socket, gateway::budget_request(worker, action == "reset"),
                                    std::chrono::seconds(5), &problem);
     if (!answer || answer->empty()) {
         std::fprintf(stderr,

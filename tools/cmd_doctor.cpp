@@ -16,7 +16,7 @@
 #include "gateway/identity.hpp"
 #include "journal/key.hpp"
 #include "run/request.hpp"
-#include "shim/bridge.hpp"
+#include "run/bridge.hpp"
 #include "supervisor/doctor.hpp"
 #include "tools/commands.hpp"
 
@@ -89,7 +89,7 @@ supervisor::Check check_daemon_socket(const std::string& socket, const std::stri
     c.feature = "gateway daemon";
     std::string problem;
     auto id = gateway::parse_identity("doctor/probe");
-    auto counts = shim::query_daemon_counts(socket, *id, std::chrono::milliseconds(2000), &problem);
+    auto counts = run::query_daemon_counts(socket, *id, std::chrono::milliseconds(2000), &problem);
     c.ok = counts.has_value();
     if (c.ok) {
         c.detail = "unix:" + socket + " (" + where + ") answers" +

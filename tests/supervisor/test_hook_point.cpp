@@ -1,5 +1,5 @@
 // Integration test (root) of the library API's hook point, the way the bridge
-// (shim/bridge) uses it: after launch_sandbox() and before start_command(), a
+// (run/bridge) uses it: after launch_sandbox() and before start_command(), a
 // helper thread enters the sandbox's network namespace through the init's
 // pidfd and creates a listening socket there; the command inside connects to
 // 127.0.0.1 in its own namespace and reaches that socket, which the host side

@@ -353,7 +353,7 @@ TEST_CASE("a box cannot hold more than its share of gateway connections (256); t
     auto run = corral_sh("echo START; /bin/conn-hold 300; echo DONE");
     INFO(transcript(run.result));
     require_ran(run);
-    CHECK(field(run.result.out, "open") == "256");  // shim::kMaxConnectionsPerBox
+    CHECK(field(run.result.out, "open") == "256");  // run::kMaxConnectionsPerBox
     CHECK(field(run.result.out, "closed") == "44");
     CHECK(run.result.err.find("the box holds 256 open connections") != std::string::npos);
     check_nothing_left(run);

@@ -1,4 +1,4 @@
-// shim/loopback against the kernel: each test case moves this (single-
+// supervisor/loopback against the kernel: each test case moves this (single-
 // threaded) test process into a network namespace of its own with
 // unshare(CLONE_NEWNET), so what the functions see and change is that fresh
 // namespace's links, never the host's. Root only (exit 77 otherwise).
@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "base/fd.hpp"
-#include "shim/loopback.hpp"
+#include "supervisor/loopback.hpp"
 #include "tests/support/process.hpp"
 
 using namespace corral;
@@ -48,43 +48,43 @@ int connect_to_own_listener() {
 
 TEST_CASE("a new network namespace has only lo, down: list_links sees it, verify_only_loopback says -ENETDOWN") {
     enter_fresh_network_namespace();
-    shim::LinkInfo links[4];
-    REQUIRE(shim::list_links(links, 4) == 1);
+    supervisor::LinkInfo links[4];
+    REQUIRE(supervisor::list_links(links, 4) == 1);
     CHECK(std::string(links[0].name) == "lo");
     CHECK(links[0].index > 0);
     CHECK((links[0].flags & IFF_UP) == 0);
-    CHECK(shim::verify_only_loopback() == -ENETDOWN);
+    CHECK(supervisor::verify_only_loopback() == -ENETDOWN);
     CHECK(connect_to_own_listener() != 0);  // 127.0.0.1 is unreachable while lo is down
 }
 
 TEST_CASE("bring_up_loopback sets IFF_UP on lo: 127.0.0.1 works and verify_only_loopback passes") {
     enter_fresh_network_namespace();
-    REQUIRE(shim::bring_up_loopback() == 0);
-    shim::LinkInfo links[4];
-    REQUIRE(shim::list_links(links, 4) == 1);
+    REQUIRE(supervisor::bring_up_loopback() == 0);
+    supervisor::LinkInfo links[4];
+    REQUIRE(supervisor::list_links(links, 4) == 1);
     CHECK((links[0].flags & IFF_UP) != 0);
-    CHECK(shim::verify_only_loopback() == 0);
+    CHECK(supervisor::verify_only_loopback() == 0);
     CHECK(connect_to_own_listener() == 0);
-    CHECK(shim::bring_up_loopback() == 0);  // idempotent: a second call is acknowledged too
+    CHECK(supervisor::bring_up_loopback() == 0);  // idempotent: a second call is acknowledged too
 }
 
 // Skipped (and counted so by doctest) without iproute2's ip to add the link.
 TEST_CASE("any link beside lo fails verify_only_loopback closed (-EEXIST); list_links counts past its max" *
           doctest::skip(!test::have_program("ip"))) {
     enter_fresh_network_namespace();
-    REQUIRE(shim::bring_up_loopback() == 0);
+    REQUIRE(supervisor::bring_up_loopback() == 0);
     // A veth pair, both ends in this test's own namespace: no traffic leaves it.
     test::Result added = test::run({"ip", "link", "add", "corral-t0", "type", "veth", "peer", "name", "corral-t1"});
     REQUIRE_MESSAGE(added.exit_code == 0, added.err);
-    shim::LinkInfo one[1];
-    CHECK(shim::list_links(one, 1) == 3);  // lo + both ends, only one stored
-    shim::LinkInfo links[4];
-    REQUIRE(shim::list_links(links, 4) == 3);
+    supervisor::LinkInfo one[1];
+    CHECK(supervisor::list_links(one, 1) == 3);  // lo + both ends, only one stored
+    supervisor::LinkInfo links[4];
+    REQUIRE(supervisor::list_links(links, 4) == 3);
     bool saw_t0 = false;
     for (const auto& l : links)
         if (std::string(l.name) == "corral-t0") saw_t0 = true;
     CHECK(saw_t0);
-    CHECK(shim::verify_only_loopback() == -EEXIST);  // even with lo up and the others down
+    CHECK(supervisor::verify_only_loopback() == -EEXIST);  // even with lo up and the others down
 }
 
 int main(int argc, char** argv) {

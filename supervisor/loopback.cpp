@@ -1,4 +1,4 @@
-#include "shim/loopback.hpp"
+#include "supervisor/loopback.hpp"
 
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace corral::shim {
+namespace corral::supervisor {
 
 namespace {
 
@@ -124,4 +124,4 @@ int verify_only_loopback() noexcept {
     return 0;
 }
 
-}  // namespace corral::shim
+}  // namespace corral::supervisor

@@ -1,4 +1,4 @@
-#include "shim/bridge.hpp"
+#include "run/bridge.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +32,7 @@
 #include "base/sys_error.hpp"
 #include "gateway/socket_owner.hpp"
 
-namespace corral::shim {
+namespace corral::run {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -323,4 +323,4 @@ std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& sock
     return fail(why);
 }
 
-}  // namespace corral::shim
+}  // namespace corral::run

@@ -1,4 +1,4 @@
-// shim/loopback.hpp — the sandbox's only network interface, over rtnetlink (libmnl).
+// supervisor/loopback.hpp — the sandbox's only network interface, over rtnetlink (libmnl).
 //
 // These run inside the sandbox's fresh network namespace, in corral's init
 // between clone3 and the command's execve: they never throw and never log;
@@ -7,7 +7,7 @@
 
 #include <net/if.h>
 
-namespace corral::shim {
+namespace corral::supervisor {
 
 struct LinkInfo {
     int index = 0;
@@ -27,4 +27,4 @@ int list_links(LinkInfo* out, int max) noexcept;
 // -EEXIST if another link exists, -ENETDOWN if lo is down, or -errno.
 int verify_only_loopback() noexcept;
 
-}  // namespace corral::shim
+}  // namespace corral::supervisor

@@ -19,7 +19,7 @@
 #include <cstring>
 #include <string>
 
-#include "shim/bridge.hpp"
+#include "run/bridge.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -78,13 +78,13 @@ TEST_CASE("a daemon socket that is not root's gets no identity and no bytes; no 
     tcp::socket box_side = acceptor.accept();
     asio::write(box_client, asio::buffer(std::string("CONNECT api.example:443 HTTP/1.1\r\nHost: x\r\n\r\n")));
     bool relay_ended = false;
-    asio::co_spawn(ioc, corral::shim::relay_to_daemon(std::move(box_side), path, corral::gateway::Identity{"w1", "run-1"}),
+    asio::co_spawn(ioc, corral::run::relay_to_daemon(std::move(box_side), path, corral::gateway::Identity{"w1", "run-1"}),
                    [&](std::exception_ptr) { relay_ended = true; });
     ioc.run_for(std::chrono::seconds(5));
     CHECK(relay_ended);
 
     // 2. The supervisor's count query for run.json.
-    CHECK(!corral::shim::query_daemon_counts(path, corral::gateway::Identity{"w1", "run-1"}, std::chrono::milliseconds(1000)).has_value());
+    CHECK(!corral::run::query_daemon_counts(path, corral::gateway::Identity{"w1", "run-1"}, std::chrono::milliseconds(1000)).has_value());
 
     std::string received;
     char buf[64];

@@ -1,4 +1,4 @@
-// shim/bridge.hpp — the box's only way out: listening sockets on 127.0.0.1:3128
+// run/bridge.hpp — the box's only way out: listening sockets on 127.0.0.1:3128
 // and [::1]:3128 that live INSIDE the sandbox's network namespace but are
 // created, owned and accepted by the root side.
 //
@@ -11,7 +11,7 @@
 // Nothing of corral runs in the box for this: the box's processes connect to
 // a socket whose other end is in our process. The identity of a connection is
 // which Bridge accepted it (one per run), never anything the box sends, so a
-// box cannot claim another run's identity. The shim knows nothing of policy:
+// box cannot claim another run's identity. The bridge knows nothing of policy:
 // the handler decides what happens to each accepted connection.
 #pragma once
 
@@ -32,7 +32,7 @@
 #include "base/fd.hpp"
 #include "gateway/daemon_protocol.hpp"
 
-namespace corral::shim {
+namespace corral::run {
 
 inline constexpr std::uint16_t bridge_port = 3128;
 // A box may hold at most this many connections through its bridge at once;
@@ -110,4 +110,4 @@ std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& sock
                                                          std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
                                                          std::string* problem = nullptr);
 
-}  // namespace corral::shim
+}  // namespace corral::run
