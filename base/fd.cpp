@@ -1,14 +1,17 @@
 #include "base/fd.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
 
 #include "base/sys_error.hpp"
 
 namespace corral {
 
-std::string read_to_end(int fd, const std::string& what) {
+std::string read_to_end(int fd, const std::string& what, std::size_t max_bytes) {
     std::string out;
     char buf[4096];
     for (;;) {
@@ -17,7 +20,26 @@ std::string read_to_end(int fd, const std::string& what) {
         if (n < 0) throw SysError("read", what, errno);
         if (n == 0) return out;
         out.append(buf, static_cast<std::size_t>(n));
+        if (out.size() > max_bytes)
+            throw UsageError(what + ": larger than " + std::to_string(max_bytes) + " bytes");
     }
+}
+
+std::optional<std::string> read_whole_file(const WholeFileRead& request) {
+    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (request.no_follow ? O_NOFOLLOW : 0);
+    Fd fd(::openat(request.dir_fd, request.path.c_str(), flags));
+    if (!fd.valid()) {
+        if (errno == ENOENT) return std::nullopt;
+        throw SysError("open", request.path, errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw SysError("fstat", request.path, errno);
+    if (!S_ISREG(st.st_mode)) throw UsageError(request.path + ": not a regular file");
+    return read_to_end(fd.get(), request.path, request.max_bytes);
+}
+
+std::string read_to_end(int fd, const std::string& what) {
+    return read_to_end(fd, what, std::numeric_limits<std::size_t>::max());
 }
 
 void Fd::reset(int fd) noexcept {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -39,6 +40,26 @@ private:
 // Everything `fd` yields from its current offset to EOF (retrying EINTR).
 // Throws SysError("read", what, errno) on a read error.
 std::string read_to_end(int fd, const std::string& what);
+
+// The same, refusing more than `max_bytes`: throws UsageError
+// "WHAT: larger than N bytes" before it holds more than max_bytes + 1 of them.
+std::string read_to_end(int fd, const std::string& what, std::size_t max_bytes);
+
+// The one whole-file reader for files corral reads as a unit (a config, a
+// record, a CA bundle, a cgroup or /proc file): the file at `path` (relative
+// to `dir_fd`), or nullopt if it does not exist. Opened non-blocking, so a
+// FIFO or device put where a file belongs never hangs the reader, and read to
+// at most max_bytes; anything but a regular file is refused. Symlinks are followed unless no_follow (the last
+// component only; base/regular_file.hpp walks whole paths for files that
+// others could have prepared). Throws SysError naming the call and the path,
+// UsageError when it is not a regular file or is larger than max_bytes.
+struct WholeFileRead {
+    std::string path;
+    std::size_t max_bytes;
+    int dir_fd = -100;        // AT_FDCWD
+    bool no_follow = false;
+};
+std::optional<std::string> read_whole_file(const WholeFileRead& request);
 
 // Writes all `len` bytes of `data` to `fd` (retrying EINTR and short writes).
 // Throws SysError("write", what, errno) on a write error.

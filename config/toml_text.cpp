@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "base/fd.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::config {
@@ -46,6 +46,10 @@ std::size_t first_invalid_utf8(std::string_view text) {
 }
 
 namespace {
+
+// An org's or gateway's TOML is a few KiB; a bound keeps a mistaken path
+// (a log, an image) from being read whole into memory.
+constexpr std::size_t kMaxTomlFileBytes = 4u << 20;
 
 // toml11's first message line without its "[error] toml::function_name: " prefix.
 std::string first_message_line(const std::string& what) {
@@ -102,12 +106,16 @@ std::string toml_file_problem(const std::string& path) {
 
 TomlDocument parse_toml_file(const std::string& path) {
     if (std::string problem = toml_file_problem(path); !problem.empty()) return {std::nullopt, 0, problem};
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return {std::nullopt, 0, "cannot read: " + errno_text(errno)};
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return {std::nullopt, 0, "cannot read: " + errno_text(errno)};
-    return parse_toml_text(text.str(), path);
+    std::optional<std::string> text;
+    try {
+        text = read_whole_file({path, kMaxTomlFileBytes});
+    } catch (const SysError& e) {
+        return {std::nullopt, 0, "cannot read: " + errno_text(e.error())};
+    } catch (const UsageError&) {
+        return {std::nullopt, 0, "is larger than 4 MiB, allowed: a TOML file of at most 4 MiB"};
+    }
+    if (!text) return {std::nullopt, 0, "does not exist, allowed: a regular TOML file"};
+    return parse_toml_text(*text, path);
 }
 
 }  // namespace corral::config

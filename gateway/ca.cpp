@@ -90,17 +90,11 @@ std::string read_file(const std::string& path, struct stat* st_out) {
     struct stat st {};
     check_sys(::fstat(fd.get(), &st), "fstat", path);
     if (st_out) *st_out = st;
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        check_sys(n, "read", path);
-        if (n == 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-        if (out.size() > (1u << 20)) throw UsageError(path + ": larger than 1 MiB; not a PEM certificate or key");
+    try {
+        return read_to_end(fd.get(), path, 1u << 20);
+    } catch (const UsageError&) {
+        throw UsageError(path + ": larger than 1 MiB; not a PEM certificate or key");
     }
-    return out;
 }
 
 void make_dir(const std::string& path, mode_t mode) {

@@ -27,12 +27,17 @@ std::string runs_dir_of(const std::string& state_dir) { return state_dir + "/run
 std::string live_dir_of(const std::string& state_dir) { return state_dir + "/live"; }
 
 std::optional<nlohmann::json> read_record_file(const std::string& path, bool* exists) {
-    std::ifstream in(path);
-    *exists = static_cast<bool>(in);
-    if (!in) return std::nullopt;
-    std::stringstream text;
-    text << in.rdbuf();
-    auto parsed = nlohmann::json::parse(text.str(), nullptr, false);
+    std::optional<std::string> text;
+    try {
+        // run.json holds the argv and messages: a few KiB; past 16 MiB it is not corral's.
+        text = read_whole_file({path, 16u << 20});
+    } catch (const std::exception&) {
+        *exists = true;  // there, but unreadable: reported as a run without a record
+        return std::nullopt;
+    }
+    *exists = text.has_value();
+    if (!text) return std::nullopt;
+    auto parsed = nlohmann::json::parse(*text, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
     return parsed;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "agents/agent_profile.hpp"
+#include "base/fd.hpp"
 #include "rootfs/mount_plan.hpp"
 #include "rootfs/trust_store.hpp"
 #include "run/bridge.hpp"
@@ -50,11 +51,8 @@ void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
 }
 
 std::string read_optional_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return {};
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    // A CA bundle (the host's is ~200 KiB): 16 MiB is far past any real one.
+    return read_whole_file({path, 16u << 20}).value_or(std::string());
 }
 
 }  // namespace corral::run

@@ -34,12 +34,8 @@ bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) 
 
 // Reads a whole (small) cgroup file; nullopt if it does not exist.
 std::optional<std::string> read_cgroup_file(const std::string& path) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) {
-        if (errno == ENOENT) return std::nullopt;
-        throw SysError("open", path, errno);
-    }
-    return read_to_end(fd.get(), path);
+    // cgroup.procs of a box at its pids cap is the largest: 4 MiB holds 500k pids.
+    return read_whole_file({path, 4u << 20});
 }
 
 // One write() of the whole value: cgroup files act on each write call.

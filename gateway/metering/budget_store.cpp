@@ -67,14 +67,17 @@ std::string BudgetStore::path_of(const std::string& worker) const { return dir_ 
 
 StoredBudget BudgetStore::load(const std::string& worker) const {
     const std::string path = path_of(worker);
-    std::ifstream in(path);
-    if (!in) {
-        if (errno == ENOENT) return {};
-        throw UsageError("budget of worker " + worker + ": cannot read " + path + ": " + errno_text(errno));
+    std::optional<std::string> text;
+    try {
+        text = read_whole_file({path, 1u << 20});
+    } catch (const SysError& e) {
+        throw UsageError("budget of worker " + worker + ": cannot read " + path + ": " + errno_text(e.error()));
+    } catch (const UsageError& e) {
+        throw UsageError("budget of worker " + worker + ": " + e.what() + ", allowed: the file corral wrote (fix or "
+                         "remove it with `corral budget reset`)");
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (!text) return {};
+    auto j = nlohmann::json::parse(*text, nullptr, false);
     auto count = [&](const char* k) -> std::uint64_t {
         const auto* spent = j.is_object() && j.contains("spent") ? &j["spent"] : nullptr;
         if (!spent || !spent->is_object() || !spent->contains(k) || !(*spent)[k].is_number_unsigned())
