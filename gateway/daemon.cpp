@@ -32,6 +32,7 @@
 #include "base/log.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
+#include "gateway/daemon_claim.hpp"
 #include "gateway/daemon_protocol.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/socket_owner.hpp"
@@ -194,8 +195,9 @@ asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& accept
 }
 
 // Binds the Unix socket with mode 0600 from the start (umask), replacing a
-// stale socket file but never any other kind of file.
-void bind_unix(asio::local::stream_protocol::acceptor& acceptor, const std::string& path) {
+// stale socket file but never any other kind of file (no other daemon serves
+// it: the caller holds the socket's DaemonClaim). Returns which file it bound.
+SocketFileId bind_unix(asio::local::stream_protocol::acceptor& acceptor, const std::string& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
@@ -211,6 +213,9 @@ void bind_unix(asio::local::stream_protocol::acceptor& acceptor, const std::stri
     if (ec) throw SysError("bind", path, ec.value());
     check_sys(::chmod(path.c_str(), 0600), "chmod", path);
     acceptor.listen(asio::socket_base::max_listen_connections);
+    const auto bound = socket_file_id(path);
+    if (!bound) throw SysError("lstat", path + " (just bound)", errno ? errno : ENOENT);
+    return *bound;
 }
 
 asio::awaitable<void> sync_ledger_periodically(Gateway& gw) {
@@ -310,11 +315,12 @@ int serve_daemon(DaemonOptions options) {
     asio::io_context& ioc = loops.first();
 
     std::optional<asio::local::stream_protocol::acceptor> unix_acceptor;
+    std::optional<SocketFileId> bound_socket;
     std::optional<asio::ip::tcp::acceptor> tcp_acceptor;
     std::vector<std::string> ready_lines;
     if (!cfg.gateway.listen_unix.empty()) {
         unix_acceptor.emplace(ioc);
-        bind_unix(*unix_acceptor, cfg.gateway.listen_unix);
+        bound_socket = bind_unix(*unix_acceptor, cfg.gateway.listen_unix);
         ready_lines.push_back("listening unix:" + cfg.gateway.listen_unix);
     }
     if (!cfg.gateway.listen_tcp.empty()) {
@@ -361,7 +367,8 @@ int serve_daemon(DaemonOptions options) {
     for (auto& l : loops.loops) l->stop();
     for (auto& t : pool) t.join();
     gw.ledger().sync();
-    if (!cfg.gateway.listen_unix.empty()) ::unlink(cfg.gateway.listen_unix.c_str());
+    // Only the socket this daemon bound: one put there since is someone else's.
+    if (bound_socket) (void)remove_socket_if_ours(cfg.gateway.listen_unix, *bound_socket);
     log::info("gateway: stopped");
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
 #include "gateway/daemon.hpp"
+#include "gateway/daemon_claim.hpp"
 #include "journal/day_journal.hpp"
 #include "journal/key.hpp"
 #include "rootfs/host_paths.hpp"
@@ -202,6 +203,11 @@ int cmd_gateway(int argc, char** argv) {
         (void)rootfs::open_root_only_dir("[gateway] listen_unix",
                                          std::filesystem::path(cfg.gateway.listen_unix).parent_path().string(), 0755);
     }
+    // One daemon per state dir and socket, claimed before either is touched:
+    // a second one must not recover the first's live journal as lost nor,
+    // stopping, remove the socket the first serves (gateway/daemon_claim.hpp).
+    (void)rootfs::open_root_only_dir("[gateway] state_dir", cfg.gateway.state_dir, 0700);
+    const auto claim = gateway::DaemonClaim::take(cfg.gateway.state_dir, cfg.gateway.listen_unix);
     // A closed stderr must not kill the daemon at its first log line (the
     // daemon ignores SIGPIPE for its sockets anyway).
     ::signal(SIGPIPE, SIG_IGN);

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gateway/daemon_claim.hpp"
 #include "tests/gateway/loopback_fixture.hpp"
 #include "tests/support/process.hpp"
 
@@ -312,4 +313,67 @@ TEST_CASE("corral gateway --config ORG/org.toml: every error line is prefixed, w
     std::ofstream(org + "/org.toml", std::ios::trunc) << "[credentials.a]\nkind = \"api_key\"\nenv = \"X\"\n";
     auto r2 = test::run({test::corral_bin(), "gateway", "--config", org + "/org.toml"});
     CHECK(r2.err.find("use corral gateway --org " + org) != std::string::npos);
+}
+
+namespace {
+
+// A minimal daemon config: a Unix socket, a state dir, no grants.
+std::string daemon_config(const std::string& dir, const std::string& name, const std::string& sock,
+                          const std::string& state_dir) {
+    const std::string path = dir + "/" + name + ".toml";
+    std::ofstream(path) << "[gateway]\nlisten_unix = \"" << sock << "\"\nledger = \"" << dir << "/" << name
+                        << "-ledger.jsonl\"\nstate_dir = \"" << state_dir << "\"\n";
+    return path;
+}
+
+// Every line of every file of the daemon's journal directory.
+std::string journal_text(const std::string& state_dir) {
+    std::string all;
+    for (const auto& e : fs::directory_iterator(state_dir + "/journal/gateway")) all += slurp(e.path().string());
+    return all;
+}
+
+}  // namespace
+
+// Root: the daemon's files are root's; skipped without root (doctest counts it).
+TEST_CASE("a second corral gateway on a running one's state dir or socket is refused before it touches either" *
+          doctest::skip(!test::running_as_root())) {
+    World w;
+    const std::string sock = w.dir.path + "/gw.sock";
+    const std::string state = w.dir.path + "/state";
+    test::Background first({test::corral_bin(), "gateway", "--config", daemon_config(w.dir.path, "first", sock, state)});
+    REQUIRE(first.wait_for_stdout("listening unix:" + sock, std::chrono::seconds(10)));
+    const auto first_socket = socket_file_id(sock);
+    REQUIRE(first_socket);
+
+    // The same state dir (and socket): refused, the live journal not recovered as lost.
+    test::Result same = test::run({test::corral_bin(), "gateway", "--config", daemon_config(w.dir.path, "same", sock, state)});
+    CHECK(same.exit_code != 0);
+    CHECK_MESSAGE(same.err.find("another corral gateway (pid " + std::to_string(first.pid()) + ") is running with it") !=
+                      std::string::npos, same.err);
+    // Another state dir, the same socket: refused too.
+    test::Result other = test::run(
+        {test::corral_bin(), "gateway", "--config", daemon_config(w.dir.path, "other", sock, w.dir.path + "/state2")});
+    CHECK(other.exit_code != 0);
+    CHECK_MESSAGE(other.err.find("another corral gateway (pid " + std::to_string(first.pid()) + ") serves this socket") !=
+                      std::string::npos, other.err);
+    const auto still = socket_file_id(sock);
+    REQUIRE(still);
+    CHECK(still->ino == first_socket->ino);  // the second ones never replaced it
+    CHECK(journal_text(state).find("gateway daemon lost") == std::string::npos);
+
+    // A socket put at the path since is not the first daemon's to remove.
+    REQUIRE(::unlink(sock.c_str()) == 0);
+    asio::io_context ioc;
+    asio::local::stream_protocol::acceptor newcomer(ioc, asio::local::stream_protocol::endpoint(sock));
+    first.signal(SIGTERM);
+    CHECK(first.wait_exit(std::chrono::seconds(15)) == 0);
+    CHECK(socket_file_id(sock).has_value());
+    CHECK(journal_text(state).find("gateway daemon lost") == std::string::npos);
+
+    // Once the first has stopped, its state dir and socket path are free again.
+    newcomer.close();
+    ::unlink(sock.c_str());
+    test::Background again({test::corral_bin(), "gateway", "--config", daemon_config(w.dir.path, "again", sock, state)});
+    CHECK(again.wait_for_stdout("listening unix:" + sock, std::chrono::seconds(10)));
 }
