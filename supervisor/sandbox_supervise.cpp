@@ -342,8 +342,8 @@ private:
 
     // A signal to the supervisor stops the sandbox, which is then still torn
     // down and verified (instead of being left to the parent-death signal).
-    // A signal queued with a value is `corral stop --grace D`'s (the value is
-    // D in milliseconds); a second signal during the grace kills at once.
+    // A signal queued with a value is `corral stop`'s (the value is --grace D
+    // in milliseconds, or -1); a second signal during the grace kills at once.
     void stop_on_signal() {
         signalfd_siginfo si{};
         if (read(sinks_.interrupt_fd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return;
@@ -353,9 +353,11 @@ private:
         }
         result_.interrupted_by = static_cast<int>(si.ssi_signo);
         auto grace = w_.grace;
-        if (si.ssi_code == SI_QUEUE && si.ssi_int >= 0) {
+        // SI_QUEUE is `corral stop`'s, with or without --grace (-1: the run's
+        // own grace); a plain kill(1) or Ctrl-C is SI_USER / SI_KERNEL.
+        if (si.ssi_code == SI_QUEUE) {
             result_.stopped_by_request = true;
-            grace = std::chrono::milliseconds(si.ssi_int);
+            if (si.ssi_int >= 0) grace = std::chrono::milliseconds(si.ssi_int);
         }
         begin_stop(grace);
     }

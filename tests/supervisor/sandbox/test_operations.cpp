@@ -132,6 +132,25 @@ TEST_CASE("a live run: id and run dir printed, run.json running, ps/logs/inspect
     CHECK(again.err.find("not running (state finished)") != std::string::npos);
 }
 
+TEST_CASE("a plain `corral stop ID` (no --grace) is recorded as stopped by corral stop, with the run's own grace") {
+    StateDir st;
+    auto args = st.args();
+    args.flags.insert(args.flags.end(), {"--grace", "3s"});
+    CorralProcess p({"/bin/sh", "-c", "echo ready; sleep 600"}, args);
+    REQUIRE(p.wait_for_out("ready", 30s));
+    const std::string id = printed_run_id(p.err());
+    auto stop = st.corral({"stop", id});
+    INFO("stop: " << transcript(stop));
+    CHECK(stop.exit_code == 0);
+    CHECK(p.wait() == 128 + SIGTERM);
+    auto rec = read_record(p.run_dir());
+    REQUIRE(rec.has_value());
+    CHECK((*rec)["outcome"] == "stopped");
+    CHECK((*rec)["stop"]["cause"] == "corral stop");
+    CHECK((*rec)["stop"]["grace_ms"] == 3000);
+    CHECK(p.err().find(id + ": stopped by `corral stop` (143)") != std::string::npos);
+}
+
 TEST_CASE("the deadline stops gracefully: the trap runs within the grace; a command ignoring TERM is killed after it") {
     StateDir st;
     auto graceful = corral_sh(kTrapScript, st.args({"--timeout", "1s", "--grace", "20s"}));
