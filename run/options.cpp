@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
@@ -557,6 +558,26 @@ bool valid_session_name(const std::string& n) {
 
 }  // namespace
 
+// The caller's directory joined to a relative host path (not normalised: the
+// kernel would walk "a/../b" through a's target, and so does the result).
+void anchor_to_cwd(std::string& path) {
+    if (!path.empty() && path.front() != '/') path = std::filesystem::current_path().string() + "/" + path;
+}
+void anchor_to_cwd(std::optional<std::string>& path) {
+    if (path) anchor_to_cwd(*path);
+}
+
+// A session's supervisor leaves the caller's directory (chdir "/") before it
+// reads any path, so the host paths are anchored to the caller's directory
+// while the caller's process still has it: they mean what they mean to
+// `corral run` started there.
+void anchor_host_paths(RunRequest& r) {
+    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:")) anchor_to_cwd(r.rootfs);
+    for (auto* p : {&r.workspace, &r.run_dir, &r.state_dir, &r.config_dir, &r.prompt_file, &r.system_prompt_file})
+        anchor_to_cwd(*p);
+    for (auto& b : r.binds) anchor_to_cwd(b.source);
+}
+
 RunRequest parse_run_request(int argc, char** argv) {
     RunRequest r;
     parse_options(argc, argv, r);
@@ -595,6 +616,7 @@ RunRequest parse_session_request(int argc, char** argv) {
     if (r.pass_stdin) throw UsageError("--stdin: a session has no stdin of its own");
     if (r.tty) throw UsageError("--tty: a session has no terminal of its own");
     check_combination(r);
+    anchor_host_paths(r);
     return r;
 }
 

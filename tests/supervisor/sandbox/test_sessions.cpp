@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -586,6 +587,28 @@ TEST_CASE("an exec's --timeout stops its command even while its caller reads not
     CHECK(rec["deadline_hit"] == true);
     CHECK(rec["outcome"] == "deadline");
     CHECK(rec["stop"]["killed"] == true);
+}
+
+TEST_CASE("session start takes relative --workspace and --state-dir against the caller's directory, as corral run does") {
+    const std::string here = fresh_dir("caller", 0755);
+    const std::string ws = here + "/proj";
+    REQUIRE(::mkdir(ws.c_str(), 0755) == 0);
+    write_file(ws + "/marker", "relative-workspace\n");
+    RunOptions from_here{60s};
+    from_here.cwd = here;
+    // The state dir given relative too.
+    const std::string state = here + "/state";
+    REQUIRE(::mkdir(state.c_str(), 0700) == 0);
+    Result r = run({corral_bin(), "session", "start", "--rootfs", rootfs(), "--uid-range", uid_range(), "--workspace",
+                    "proj", "--state-dir", "state"},
+                   from_here);
+    INFO(transcript(r));
+    REQUIRE(r.exit_code == 0);
+    std::string id = r.out.substr(0, r.out.find('\n'));
+    Result cat = run({corral_bin(), "exec", "--state-dir", state, id, "--", "/bin/cat", "/workspace/marker"}, RunOptions{60s});
+    CHECK(cat.out == "relative-workspace\n");
+    Result stop = run({corral_bin(), "session", "stop", "--grace", "0", "--state-dir", state, id}, RunOptions{60s});
+    CHECK(stop.exit_code == 0);
 }
 
 TEST_CASE("bad input to session start, stop, ls and exec: exit 2 with the option named") {
