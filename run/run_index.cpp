@@ -155,20 +155,46 @@ std::vector<std::string> running_runs_on_image(const std::string& state_dir, con
 
 RunEntry read_run(const std::string& state_dir, const std::string& id) { return entry_for(state_dir, id); }
 
+std::string session_name_of(const nlohmann::json& record) {
+    if (record.contains("session") && record["session"].is_object() && record["session"]["name"].is_string())
+        return record["session"]["name"].get<std::string>();
+    return {};
+}
+
+namespace {
+
+[[noreturn]] void throw_ambiguous(const std::string& state_dir, const std::string& id,
+                                  const std::vector<std::string>& matches, const char* how) {
+    throw UsageError("run id \"" + id + "\" is ambiguous in " + runs_dir_of(state_dir) + ": " +
+                     std::to_string(matches.size()) + " runs " + how + " it (" + matches[0] + ", " + matches[1] +
+                     (matches.size() > 2 ? ", ..." : "") + "); give more of it");
+}
+
+std::optional<RunEntry> running_session_named(const std::string& state_dir, const std::string& name) {
+    for (auto& e : list_runs(state_dir))
+        if (e.record && e.state == "running" && session_name_of(*e.record) == name) return std::move(e);
+    return std::nullopt;
+}
+
+}  // namespace
+
 RunEntry find_run(const std::string& state_dir, const std::string& id) {
     names::require_run_id(id, "");
-    std::vector<std::string> matches;
+    // "corral-3f9a1c" is what the box's hostname shows of the id.
+    const std::string part = id.starts_with("corral-") ? id.substr(7) : id;
+    std::vector<std::string> prefixed, containing;
     for (const auto& candidate : run_ids(state_dir)) {
         if (candidate == id) return entry_for(state_dir, id);
-        if (id.size() >= kMinPrefix && candidate.compare(0, id.size(), id) == 0) matches.push_back(candidate);
+        if (id.size() >= kMinPrefix && candidate.compare(0, id.size(), id) == 0) prefixed.push_back(candidate);
+        else if (part.size() >= kMinPrefix && candidate.find(part) != std::string::npos) containing.push_back(candidate);
     }
-    if (matches.size() == 1) return entry_for(state_dir, matches.front());
-    if (matches.empty())
-        throw UsageError("no run \"" + id + "\" in " + runs_dir_of(state_dir) +
-                         " (`corral ps -a` lists them; --state-dir picks another state dir)");
-    throw UsageError("run id \"" + id + "\" is ambiguous in " + runs_dir_of(state_dir) + ": " +
-                     std::to_string(matches.size()) + " runs start with it (" + matches[0] + ", " + matches[1] +
-                     (matches.size() > 2 ? ", ..." : "") + "); give more of it");
+    if (prefixed.size() == 1) return entry_for(state_dir, prefixed.front());
+    if (prefixed.size() > 1) throw_ambiguous(state_dir, id, prefixed, "start with");
+    if (containing.size() == 1) return entry_for(state_dir, containing.front());
+    if (containing.size() > 1) throw_ambiguous(state_dir, id, containing, "contain");
+    if (auto session = running_session_named(state_dir, id)) return std::move(*session);
+    throw UsageError("no run \"" + id + "\" in " + runs_dir_of(state_dir) +
+                     " (`corral ps -a` lists them; --state-dir picks another state dir)");
 }
 
 }  // namespace corral::run

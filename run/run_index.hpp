@@ -63,9 +63,16 @@ std::vector<RunEntry> list_runs(const std::string& state_dir);
 // they run on image `image_name` ("rootfs": "image:NAME"), newest first.
 std::vector<std::string> running_runs_on_image(const std::string& state_dir, const std::string& image_name);
 
-// The run whose id is `id`, or the only one starting with it (at least 4
-// characters). Throws UsageError naming the state dir when none or several match.
+// The run a handle names, in this order: the run whose id it is; the only
+// one whose id starts with it (at least 4 characters); the only one whose id
+// contains it (at least 4 characters; "corral-" before it is dropped, so the
+// box's hostname `corral-3f9a1c` and its random part `3f9a1c` both work); the
+// running session of that name. Throws UsageError naming the state dir when
+// none or several match.
 RunEntry find_run(const std::string& state_dir, const std::string& id);
+
+// A session's --name from its run.json ("" for a run or an unnamed session).
+std::string session_name_of(const nlohmann::json& record);
 
 // The entry of run `id`, read again (state and record as now).
 RunEntry read_run(const std::string& state_dir, const std::string& id);

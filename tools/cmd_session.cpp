@@ -108,7 +108,7 @@ int usage_error(const char* prefix, const std::string& what) {
 
 // ---- session start
 
-std::string session_name_of(const nlohmann::json& rec);
+using run::session_name_of;
 bool is_session(const run::RunEntry& e);
 
 // The background supervisor's stderr reaches the caller until the session
@@ -252,12 +252,6 @@ int session_start(int argc, char** argv) {
     std::fprintf(stderr, "corral session start: the session's supervisor died (%s)\n",
                  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "?");
     return run::kExitSetup;
-}
-
-std::string session_name_of(const json& rec) {
-    if (rec.contains("session") && rec["session"].is_object() && rec["session"]["name"].is_string())
-        return rec["session"]["name"].get<std::string>();
-    return {};
 }
 
 // ---- finding a session

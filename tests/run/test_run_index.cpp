@@ -70,6 +70,33 @@ TEST_CASE("find_run: exact id, unique prefix, ambiguous and unknown ones named" 
     CHECK(all[0].id == "20261202T020000000Z-cccccc");  // newest first
 }
 
+TEST_CASE("find_run: the box's hostname, any unique part of an id, and a running session's name select a run" *
+          doctest::skip(!running_as_root())) {
+    StateDir st;
+    for (const char* id : {"20261202T010000000Z-3f9a1c", "20261202T010000000Z-77aa01", "20261202T020000000Z-77bb02"})
+        reserve_run(st.path, std::nullopt, [id] { return std::string(id); });
+    CHECK(find_run(st.path, "corral-3f9a1c").id == "20261202T010000000Z-3f9a1c");  // the hostname as the box shows it
+    CHECK(find_run(st.path, "3f9a1c").id == "20261202T010000000Z-3f9a1c");
+    CHECK(find_run(st.path, "9a1c").id == "20261202T010000000Z-3f9a1c");
+    CHECK(find_run(st.path, "bb02").id == "20261202T020000000Z-77bb02");
+    CHECK_THROWS_WITH_AS(find_run(st.path, "corral-77"), doctest::Contains("no run"), UsageError);  // 2 chars: too short
+    CHECK_THROWS_WITH_AS(find_run(st.path, "Z-77"), doctest::Contains("2 runs contain it"), UsageError);
+    // A prefix still wins over a part found elsewhere.
+    CHECK(find_run(st.path, "20261202T02").id == "20261202T020000000Z-77bb02");
+
+    // A running session's name: its record names it and its supervisor (this process) lives.
+    auto me = supervisor::this_supervisor();
+    nlohmann::json rec{{"state", "running"},
+                       {"kind", "session"},
+                       {"session", {{"name", "harness"}}},
+                       {"supervisor", {{"pid", me.pid}, {"start_ticks", me.start_ticks}, {"boot_id", me.boot_id}}}};
+    std::ofstream(st.path / "runs/20261202T010000000Z-77aa01/run.json") << rec.dump();
+    CHECK(find_run(st.path, "harness").id == "20261202T010000000Z-77aa01");
+    rec["state"] = "finished";  // an ended session's name is free again: no longer a handle
+    std::ofstream(st.path / "runs/20261202T010000000Z-77aa01/run.json") << rec.dump();
+    CHECK_THROWS_WITH_AS(find_run(st.path, "harness"), doctest::Contains("no run \"harness\""), UsageError);
+}
+
 TEST_CASE("live_state: a running record whose supervisor is gone is lost; this process is running") {
     nlohmann::json rec{{"state", "running"}, {"supervisor", {{"pid", 0}, {"start_ticks", 0}, {"boot_id", ""}}}};
     CHECK(live_state(rec) == "lost");
