@@ -81,7 +81,7 @@ std::optional<std::string> check_place(const journal::RunIdentity& who, const st
     const std::string runs = state_dir + "/runs";
     std::optional<std::string> owner;
     try {
-        owner = run::run_id_of_dir(state_dir, dir);
+        owner = run::run_id_of_dir(state_dir, dir, who.id);
     } catch (const std::exception& e) {
         *where = "; where it is was not checked: " + std::string(e.what());
         return std::nullopt;

@@ -80,6 +80,8 @@ TEST_CASE("run_id_of_dir: the run whose dir it is, however the path is written; 
     CHECK(run_id_of_dir(st.path.string(), own.run_dir) == own.id);
     CHECK(run_id_of_dir(st.path.string(), own.run_dir + "/../" + own.id + "/.") == own.id);
     CHECK(run_id_of_dir(st.path.string(), elsewhere.string()) == linked.id);  // --run-dir: through its link
+    CHECK(run_id_of_dir(st.path.string(), elsewhere.string(), own.id) == linked.id);  // a wrong guess: still found
+    CHECK(run_id_of_dir(st.path.string(), own.run_dir, "../runs") == own.id);          // a guess that is no id: ignored
     CHECK(run_id_of_dir(st.path.string(), st.path.string()) == std::nullopt);
     CHECK(run_id_of_dir((st.path / "none").string(), own.run_dir) == std::nullopt);  // a state dir without runs
     CHECK_THROWS_AS(run_id_of_dir(st.path.string(), (st.path / "gone").string()), SysError);

@@ -1,8 +1,10 @@
 // RUN_DIR/journal.jsonl with a real sandbox (docs/journal.md): the admission
 // record is durable while the command runs and verifies as "incomplete"; a
 // killed supervisor leaves it incomplete until the next corral run appends
-// the recovered record; a finished run's journal verifies with its run.json;
-// a full run dir (a small tmpfs) stops the run with a line naming the write.
+// the recovered record; a finished run's journal verifies with its run.json
+// and names its run; one run's journal copied into another's dir, and an
+// edited stdout.log (a run's, a session exec's), are invalid, named; a full
+// run dir (a small tmpfs) stops the run with a line naming the write.
 #include <doctest/doctest.h>
 
 #include <signal.h>
