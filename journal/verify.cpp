@@ -6,6 +6,7 @@
 
 #include "base/sha256.hpp"
 #include "journal/canonical.hpp"
+#include "journal/covered_files.hpp"
 
 namespace corral::journal {
 
@@ -59,6 +60,22 @@ std::string check_record(std::string_view line, const JournalPosition& at, const
     return {};
 }
 
+// What the verdict keeps of a good record: a decision's ledger lines, the
+// files a record holds the digest of. Why it cannot, or "".
+std::string take_contents(const nlohmann::json& record, Verdict& v) {
+    const std::uint64_t seq = record["seq"].get<std::uint64_t>();
+    if (record["type"].get<std::string>() == kTypeDecision) {
+        const auto& ls = record["payload"].contains("ledger_lines") ? record["payload"]["ledger_lines"] : nlohmann::json();
+        bool good = ls.is_array() && !ls.empty();
+        for (const auto& l : ls) good = good && l.is_string() && l.get<std::string>().find('\n') == std::string::npos;
+        if (!good) return "a decision without ledger_lines (a non-empty array of one-line strings)";
+        for (const auto& l : ls) v.decisions.push_back({seq, l.get<std::string>()});
+    }
+    std::string why;
+    if (!collect_covered_files(record, v.files, &why)) return why;
+    return {};
+}
+
 }  // namespace
 
 Verdict verify_journal(std::string_view text, const PublicKey& key) {
@@ -94,18 +111,12 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
         v.end.prev_hash = sha256_hex(line);
         v.end.size += line.size() + 1;
         if (v.first.is_null()) v.first = record;
-        if (record["type"].get<std::string>() == kTypeDecision) {
-            const auto& ls = record["payload"].contains("ledger_lines") ? record["payload"]["ledger_lines"] : nlohmann::json();
-            bool good = ls.is_array() && !ls.empty();
-            for (const auto& l : ls) good = good && l.is_string() && l.get<std::string>().find('\n') == std::string::npos;
-            if (!good) {
-                v.status = Status::invalid;
-                v.line = line_no;
-                v.reason = "record " + std::to_string(v.end.next_seq - 1) +
-                           ": a decision without ledger_lines (a non-empty array of one-line strings)";
-                return v;
-            }
-            for (const auto& l : ls) v.decisions.push_back({v.end.next_seq - 1, l.get<std::string>()});
+        why = take_contents(record, v);
+        if (!why.empty()) {
+            v.status = Status::invalid;
+            v.line = line_no;
+            v.reason = "record " + std::to_string(v.end.next_seq - 1) + ": " + why;
+            return v;
         }
         if (is_terminal_type(record["type"].get<std::string>())) v.terminal = record;
         pos = eol + 1;
@@ -119,6 +130,14 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
     }
     v.status = Status::valid;
     return v;
+}
+
+std::optional<RunIdentity> run_identity(const Verdict& verdict) {
+    const nlohmann::json& first = verdict.first;
+    if (!first.is_object() || !first["payload"].contains("id") || !first["payload"]["id"].is_string()) return std::nullopt;
+    RunIdentity who{first["payload"]["id"].get<std::string>(), std::nullopt};
+    if (first["type"] == std::string(kTypeAdmission)) who.admitted = first["time"].get<std::string>();
+    return who;
 }
 
 std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann::json& run_json) {

@@ -1,6 +1,7 @@
 // journal/verify.hpp — checking a journal: every line canonical, signed by
 // the given key, chained to the one before, numbered without a gap, and
-// ended by exactly one terminal record.
+// ended by exactly one terminal record; which run it is, and the files its
+// records hold the SHA-256 of (journal/covered_files.hpp).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "journal/covered_files.hpp"
 #include "journal/journal.hpp"
 #include "journal/key.hpp"
 
@@ -37,10 +39,22 @@ struct Verdict {
         std::string ledger_line;
     };
     std::vector<Decision> decisions;
+    // The files the good records hold the SHA-256 of (journal/covered_files.hpp).
+    std::vector<CoveredFile> files;
 };
 
 // Verifies `text`, a whole journal file. Never throws for bad content.
 Verdict verify_journal(std::string_view text, const PublicKey& key);
+
+// Which run a journal is: the id its first record names (the admission's,
+// or the terminal record's of a run refused before its box) and the
+// admission's time (nullopt without one). nullopt for a journal that names no
+// run (a gateway daemon's).
+struct RunIdentity {
+    std::string id;
+    std::optional<std::string> admitted;
+};
+std::optional<RunIdentity> run_identity(const Verdict& verdict);
 
 // Where run.json disagrees with the journal's admission and terminal records
 // (run id, argv, exit code, signal, outcome, status, teardown verdict): one

@@ -155,6 +155,23 @@ std::vector<std::string> running_runs_on_image(const std::string& state_dir, con
 
 RunEntry read_run(const std::string& state_dir, const std::string& id) { return entry_for(state_dir, id); }
 
+std::optional<std::string> run_id_of_dir(const std::string& state_dir, const std::string& dir,
+                                         const std::string& likely) {
+    struct stat want {};
+    check_sys(::stat(dir.c_str(), &want), "stat", dir);
+    // The same directory by device and inode: a path written another way
+    // (relative, through a link, a bind mount) is still that dir.
+    auto is_dir_of = [&](const std::string& id) {
+        struct stat st {};
+        return ::stat((runs_dir_of(state_dir) + "/" + id).c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+               st.st_dev == want.st_dev && st.st_ino == want.st_ino;
+    };
+    if (names::is_run_id(likely) && is_dir_of(likely)) return likely;  // one stat, not one per run
+    for (const auto& id : run_ids(state_dir))
+        if (is_dir_of(id)) return id;
+    return std::nullopt;
+}
+
 std::string session_name_of(const nlohmann::json& record) {
     if (record.contains("session") && record["session"].is_object() && record["session"]["name"].is_string())
         return record["session"]["name"].get<std::string>();

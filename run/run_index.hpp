@@ -77,4 +77,12 @@ std::string session_name_of(const nlohmann::json& record);
 // The entry of run `id`, read again (state and record as now).
 RunEntry read_run(const std::string& state_dir, const std::string& id);
 
+// The run whose dir `dir` is: the id ID of STATE_DIR/runs/ID when that entry
+// is `dir` or links to it (a --run-dir elsewhere), nullopt when no entry is;
+// the entry `likely` is looked at first. What `corral journal verify` holds a
+// journal's run id against, so a journal copied into another run's dir is
+// named. Throws SysError when `dir` or the runs dir cannot be read.
+std::optional<std::string> run_id_of_dir(const std::string& state_dir, const std::string& dir,
+                                         const std::string& likely = "");
+
 }  // namespace corral::run

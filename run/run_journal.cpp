@@ -1,35 +1,16 @@
 // run/run_journal.cpp — see run_journal.hpp.
 #include "run/run_journal.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "base/fd.hpp"
-#include "base/sha256.hpp"
-#include "base/sys_error.hpp"
+#include "journal/covered_files.hpp"
 #include "run/run_index.hpp"
 
 namespace corral::run {
-
-nlohmann::json log_sha256(const std::string& path) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd.valid()) return nullptr;
-    Sha256 sha;
-    char buf[64 * 1024];
-    for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        check_sys(n, "read", path);
-        if (n == 0) break;
-        sha.update(buf, static_cast<std::size_t>(n));
-    }
-    return "sha256:" + sha.finish_hex();
-}
 
 nlohmann::json admission_payload(const supervisor::RunRecord& record, const supervisor::SandboxSpec& spec) {
     using nlohmann::json;
@@ -66,10 +47,10 @@ nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::
             {"teardown", record.teardown.verdict()},
             {"teardown_steps", steps},
             {"output",
-             {{"stdout", {{"bytes", record.stdout_bytes}, {"logged", record.stdout_logged},
-                          {"log_sha256", log_sha256(run_dir + "/" + stdout_log_name)}}},
-              {"stderr", {{"bytes", record.stderr_bytes}, {"logged", record.stderr_logged},
-                          {"log_sha256", log_sha256(run_dir + "/stderr.log")}}}}},
+             {{"stdout", {{"bytes", record.stdout_bytes}, {"logged", record.stdout_logged}, {"log", stdout_log_name},
+                          {"log_sha256", journal::file_sha256(run_dir + "/" + stdout_log_name)}}},
+              {"stderr", {{"bytes", record.stderr_bytes}, {"logged", record.stderr_logged}, {"log", "stderr.log"},
+                          {"log_sha256", journal::file_sha256(run_dir + "/stderr.log")}}}}},
             {"peak_memory_bytes", run["peak_memory_bytes"]},
             {"peak_pids", run["peak_pids"]},
             {"oom_killed", record.oom_killed},

@@ -24,11 +24,9 @@ inline constexpr const char* kJournalFile = "journal.jsonl";
 // Integers only (journal/canonical.hpp): --cpus as thousandths.
 nlohmann::json admission_payload(const supervisor::RunRecord& record, const supervisor::SandboxSpec& spec);
 
-// "sha256:<hex>" of the log file at `path`, or null when there is none.
-nlohmann::json log_sha256(const std::string& path);
-
-// The terminal payload: how the run ended, its output (byte counts and the
-// SHA-256 of each log file in run_dir), teardown steps and verdict, counts.
+// The terminal payload: how the run ended, its output (byte counts, and each
+// log file of run_dir by name and SHA-256: journal::file_sha256, which
+// `corral journal verify` compares), teardown steps and verdict, counts.
 nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::string& run_dir,
                                 const std::string& stdout_log_name);
 

@@ -23,6 +23,7 @@
 #include "base/fd.hpp"
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
+#include "journal/covered_files.hpp"
 #include "run/exec_protocol.hpp"
 #include "run/outcome.hpp"
 #include "run/run_journal.hpp"
@@ -443,7 +444,7 @@ private:
         if (record.contains("output")) {
             payload["output"] = record["output"];
             for (const char* stream : {"stdout", "stderr"})
-                payload["output"][stream]["log_sha256"] = log_sha256(dir + "/" + stream + ".log");
+                payload["output"][stream]["log_sha256"] = journal::file_sha256(dir + "/" + stream + ".log");
         }
         try {
             o_.journal->append(journal::kTypeExecEnd, payload, journal::Commit::group);

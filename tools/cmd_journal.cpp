@@ -1,8 +1,9 @@
 // tools/cmd_journal.cpp — `corral journal verify FILE|DIR [--key PUBKEY] [--run-json FILE] [--ledger FILE]`.
 //
 // Exit status (docs/journal.md "Verification"): 0 valid, 1 incomplete (every
-// record good, no terminal record), 3 invalid (a bad record, or run.json or
-// the ledger disagrees), 2 bad usage or a file that cannot be read.
+// record good, no terminal record), 3 invalid (a bad record; run.json or the
+// ledger disagrees; a log is not what its record says; the journal sits in
+// another run's dir), 2 bad usage or a file that cannot be read.
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "journal/key.hpp"
 #include "journal/verify.hpp"
 #include "run/request.hpp"
+#include "run/run_index.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -36,8 +38,10 @@ void usage(std::FILE* out) {
                  "chained (prev = SHA-256 of the line before), numbered 1, 2, ... without a gap, and ended\n"
                  "by one terminal record; then that run.json (RUNJSON, default: run.json beside FILE, if\n"
                  "there is one) and the ledger (LEDGER, default: ledger.jsonl beside FILE when the run's\n"
-                 "gateway journalled its decisions there) agree with the journal. The first bad record is\n"
-                 "named, with why.\n"
+                 "gateway journalled its decisions there) agree with the journal, that every log whose\n"
+                 "SHA-256 a record holds (the run's, each exec's) is still that file, and that the state\n"
+                 "dir gives FILE's directory to the run the journal names. The first bad record or file is\n"
+                 "named, with why; a good journal's run is named (id, admission time).\n"
                  "A directory (the daemon's STATE_DIR/journal/gateway) is checked as one chain: each\n"
                  "YYYY-MM-DD.N.jsonl, oldest first, must verify, have ended (all but the newest), and\n"
                  "name the file before it and the SHA-256 of that file's last line in its admission.\n"
@@ -45,7 +49,7 @@ void usage(std::FILE* out) {
                  "                    which proves less: whoever can rewrite the journal there can rewrite it\n"
                  "  --run-json FILE   the run.json to compare\n"
                  "  --ledger FILE     the ledger to compare with the journal's decision records\n"
-                 "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral\n"
+                 "  --state-dir DIR   where the key and the runs are; default $CORRAL_STATE_DIR, else /var/lib/corral\n"
                  "exit status: 0 valid, 1 incomplete (no terminal record yet), 3 invalid, 2 bad usage\n");
 }
 
@@ -65,8 +69,90 @@ std::string dir_of(const std::string& file) {
     return slash == std::string::npos ? std::string() : file.substr(0, slash + 1);
 }
 
+// Where the journal sits, held against the run it names: the state dir
+// gives its dir to that run (*where says so), to another run (the refusal,
+// returned: a journal copied or moved there, with its run.json and ledger,
+// agrees with itself, not with the place), or to none (a copy kept elsewhere:
+// said in *where, not refused).
+std::optional<std::string> check_place(const journal::RunIdentity& who, const std::string& file,
+                                       const std::string& state_dir, std::string* where) {
+    std::string dir = dir_of(file).empty() ? "." : dir_of(file);
+    if (dir.size() > 1) dir.pop_back();  // "DIR/" -> "DIR", "/" stays
+    const std::string runs = state_dir + "/runs";
+    std::optional<std::string> owner;
+    try {
+        owner = run::run_id_of_dir(state_dir, dir, who.id);
+    } catch (const std::exception& e) {
+        *where = "; where it is was not checked: " + std::string(e.what());
+        return std::nullopt;
+    }
+    if (!owner) {
+        *where = "; " + dir + " is no run's dir in " + runs + ", so where it is was not checked";
+        return std::nullopt;
+    }
+    if (*owner == who.id) {
+        *where = ", in its run dir (" + runs + "/" + who.id + ")";
+        return std::nullopt;
+    }
+    return "the journal is run " + who.id + "'s (admitted " + who.admitted.value_or("never") + "), but " + dir +
+           " is the run dir of run " + *owner + " (" + runs + "/" + *owner +
+           "): the journal was copied or moved from another run's dir";
+}
+
+// run.json (beside the journal unless given) against the admission and
+// terminal records; -1 when it agrees or is not there, else the exit status.
+int check_run_json(const journal::Verdict& v, const std::string& file, std::optional<std::string> run_json_path,
+                   std::string* checked) {
+    const std::string at = file + ": ";
+    bool explicit_run_json = run_json_path.has_value();
+    if (!run_json_path) run_json_path = dir_of(file) + "run.json";
+    auto run_text = read_file("run.json", *run_json_path);
+    if (!run_text && explicit_run_json) return bad_usage(*run_json_path + ": no such file");
+    if (!run_text) return -1;
+    nlohmann::json run;
+    try {
+        run = nlohmann::json::parse(*run_text);
+    } catch (const nlohmann::json::exception& e) {
+        std::printf("%sinvalid: %s is not JSON (%s)\n", at.c_str(), run_json_path->c_str(), e.what());
+        return kInvalid;
+    }
+    auto diff = journal::compare_run_json(v, run);
+    if (!diff.empty()) {
+        for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), d.c_str());
+        return kInvalid;
+    }
+    *checked += ", " + *run_json_path + " agrees";
+    return -1;
+}
+
+// The ledger (beside the journal when the run's gateway journalled its
+// decisions there, or given): the decision records' lines, line for line.
+// -1 when it agrees or need not be there, else the exit status.
+int check_ledger(const journal::Verdict& v, const std::string& file, std::optional<std::string> ledger_path,
+                 std::string* checked) {
+    const std::string at = file + ": ";
+    const bool decisions_here = v.first.is_object() && v.first["payload"].value("decisions", "") == "this_journal";
+    if (!ledger_path && !decisions_here) return -1;
+    bool explicit_ledger = ledger_path.has_value();
+    if (!ledger_path) ledger_path = dir_of(file) + "ledger.jsonl";
+    auto ledger_text = read_file("ledger", *ledger_path);
+    if (!ledger_text && explicit_ledger) return bad_usage(*ledger_path + ": no such file");
+    if (!ledger_text && !v.decisions.empty()) {
+        std::printf("%sinvalid: %s: missing, and the journal has %zu decisions\n", at.c_str(), ledger_path->c_str(),
+                    v.decisions.size());
+        return kInvalid;
+    }
+    if (!ledger_text) return -1;
+    if (auto diff = journal::compare_ledger(v, *ledger_text)) {
+        std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), diff->c_str());
+        return kInvalid;
+    }
+    *checked += ", " + *ledger_path + " agrees (" + std::to_string(v.decisions.size()) + " decisions)";
+    return -1;
+}
+
 int verify(const std::string& file, const std::string& key_path, std::optional<std::string> run_json_path,
-           std::optional<std::string> ledger_path) {
+           std::optional<std::string> ledger_path, const std::string& state_dir) {
     journal::PublicKey key = journal::PublicKey::from_file(key_path);
     auto text = read_file("journal", file);
     if (!text) return bad_usage(file + ": no such file");
@@ -78,55 +164,38 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
                     static_cast<unsigned long long>(v.good_records));
         return kInvalid;
     }
-    bool explicit_run_json = run_json_path.has_value();
-    if (!run_json_path) run_json_path = dir_of(file) + "run.json";
-    auto run_text = read_file("run.json", *run_json_path);
-    if (!run_text && explicit_run_json) return bad_usage(*run_json_path + ": no such file");
-    if (run_text) {
-        nlohmann::json run;
-        try {
-            run = nlohmann::json::parse(*run_text);
-        } catch (const nlohmann::json::exception& e) {
-            std::printf("%sinvalid: %s is not JSON (%s)\n", at.c_str(), run_json_path->c_str(), e.what());
-            return kInvalid;
-        }
-        auto diff = journal::compare_run_json(v, run);
-        if (!diff.empty()) {
-            for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), d.c_str());
+    // Which run first: a journal in another run's dir is refused as that,
+    // not by whichever of its files happens to differ.
+    const std::optional<journal::RunIdentity> who = journal::run_identity(v);
+    std::string where;
+    if (who) {
+        if (auto wrong = check_place(*who, file, state_dir, &where)) {
+            std::printf("%sinvalid: %s\n", at.c_str(), wrong->c_str());
             return kInvalid;
         }
     }
-    std::string checked = run_text ? ", " + *run_json_path + " agrees" : "";
-    // The ledger is derived from the decision records: it must be them, line for line.
-    const bool decisions_here = v.first.is_object() && v.first["payload"].value("decisions", "") == "this_journal";
-    if (ledger_path || decisions_here) {
-        bool explicit_ledger = ledger_path.has_value();
-        if (!ledger_path) ledger_path = dir_of(file) + "ledger.jsonl";
-        auto ledger_text = read_file("ledger", *ledger_path);
-        if (!ledger_text && explicit_ledger) return bad_usage(*ledger_path + ": no such file");
-        if (!ledger_text && !v.decisions.empty()) {
-            std::printf("%sinvalid: %s: missing, and the journal has %zu decisions\n", at.c_str(), ledger_path->c_str(),
-                        v.decisions.size());
-            return kInvalid;
-        }
-        if (ledger_text) {
-            if (auto diff = journal::compare_ledger(v, *ledger_text)) {
-                std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), diff->c_str());
-                return kInvalid;
-            }
-            checked += ", " + *ledger_path + " agrees (" + std::to_string(v.decisions.size()) + " decisions)";
-        }
+    std::string checked;
+    if (int rc = check_run_json(v, file, run_json_path, &checked); rc >= 0) return rc;
+    if (int rc = check_ledger(v, file, ledger_path, &checked); rc >= 0) return rc;
+    // Every file whose SHA-256 a record holds (the logs) must still be it.
+    std::size_t files = 0;
+    if (auto diff = journal::check_covered_files(v.files, dir_of(file), &files)) {
+        std::printf("%sinvalid: %s\n", at.c_str(), diff->c_str());
+        return kInvalid;
     }
+    const std::string which = !who ? ""
+        : at + "run " + who->id + ", " + (who->admitted ? "admitted " + *who->admitted : std::string("not admitted (refused before its box)")) +
+          where + (files ? "; " + std::to_string(files) + " logs as their records say" : "") + "\n";
     if (v.status == journal::Status::incomplete) {
-        std::printf("%sincomplete: %llu good records, key %s; %s%s\n", at.c_str(),
+        std::printf("%sincomplete: %llu good records, key %s; %s%s\n%s", at.c_str(),
                     static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), v.reason.c_str(),
-                    checked.c_str());
+                    checked.c_str(), which.c_str());
         return kIncomplete;
     }
-    std::printf("%svalid: %llu records, key %s, ended by %s (outcome %s)%s\n", at.c_str(),
+    std::printf("%svalid: %llu records, key %s, ended by %s (outcome %s)%s\n%s", at.c_str(),
                 static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(),
                 v.terminal["type"].get<std::string>().c_str(), v.terminal["payload"].value("outcome", "?").c_str(),
-                checked.c_str());
+                checked.c_str(), which.c_str());
     return kValid;
 }
 
@@ -203,14 +272,15 @@ int cmd_journal(int argc, char** argv) {
         }
     }
     if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
-    std::string key_path = key ? *key : journal::key_files(state_dir ? *state_dir : run::default_state_dir()).pub_path;
+    const std::string state = state_dir ? *state_dir : run::default_state_dir();
+    std::string key_path = key ? *key : journal::key_files(state).pub_path;
     try {
         struct stat st {};
         if (::stat(file->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
             if (run_json || ledger) return bad_usage("--run-json and --ledger are for one run's journal, not a directory");
             return verify_directory(*file, key_path);
         }
-        return verify(*file, key_path, run_json, ledger);
+        return verify(*file, key_path, run_json, ledger, state);
     } catch (const std::exception& e) {
         // An unreadable key or file: not a verdict on the journal.
         return bad_usage(e.what());

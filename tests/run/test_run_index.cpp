@@ -97,6 +97,23 @@ TEST_CASE("find_run: the box's hostname, any unique part of an id, and a running
     CHECK_THROWS_WITH_AS(find_run(st.path, "harness"), doctest::Contains("no run \"harness\""), UsageError);
 }
 
+TEST_CASE("run_id_of_dir: the run whose dir it is, however the path is written; none for another dir" *
+          doctest::skip(!running_as_root())) {
+    StateDir st;
+    auto own = reserve_run(st.path, std::nullopt, [] { return std::string("20261205T000000000Z-aaaaaa"); });
+    fs::path elsewhere = st.path / "elsewhere";
+    fs::create_directory(elsewhere);
+    auto linked = reserve_run(st.path, elsewhere.string(), [] { return std::string("20261205T000000001Z-bbbbbb"); });
+    CHECK(run_id_of_dir(st.path.string(), own.run_dir) == own.id);
+    CHECK(run_id_of_dir(st.path.string(), own.run_dir + "/../" + own.id + "/.") == own.id);
+    CHECK(run_id_of_dir(st.path.string(), elsewhere.string()) == linked.id);  // --run-dir: through its link
+    CHECK(run_id_of_dir(st.path.string(), elsewhere.string(), own.id) == linked.id);  // a wrong guess: still found
+    CHECK(run_id_of_dir(st.path.string(), own.run_dir, "../runs") == own.id);          // a guess that is no id: ignored
+    CHECK(run_id_of_dir(st.path.string(), st.path.string()) == std::nullopt);
+    CHECK(run_id_of_dir((st.path / "none").string(), own.run_dir) == std::nullopt);  // a state dir without runs
+    CHECK_THROWS_AS(run_id_of_dir(st.path.string(), (st.path / "gone").string()), SysError);
+}
+
 TEST_CASE("live_state: a running record whose supervisor is gone is lost; this process is running") {
     nlohmann::json rec{{"state", "running"}, {"supervisor", {{"pid", 0}, {"start_ticks", 0}, {"boot_id", ""}}}};
     CHECK(live_state(rec) == "lost");

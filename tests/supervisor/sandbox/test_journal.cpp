@@ -1,8 +1,10 @@
 // RUN_DIR/journal.jsonl with a real sandbox (docs/journal.md): the admission
 // record is durable while the command runs and verifies as "incomplete"; a
 // killed supervisor leaves it incomplete until the next corral run appends
-// the recovered record; a finished run's journal verifies with its run.json;
-// a full run dir (a small tmpfs) stops the run with a line naming the write.
+// the recovered record; a finished run's journal verifies with its run.json
+// and names its run; one run's journal copied into another's dir, and an
+// edited stdout.log (a run's, a session exec's), are invalid, named; a full
+// run dir (a small tmpfs) stops the run with a line naming the write.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "base/sha256.hpp"
 #include "tests/supervisor/sandbox/sandbox_support.hpp"
 
 using namespace corral::test;
@@ -34,6 +37,11 @@ struct StateDir {
 
 Result verify(const std::string& journal, const std::string& key) {
     return run({corral_bin(), "journal", "verify", journal, "--key", key}, RunOptions{60s});
+}
+
+// verify, holding the journal's run against the state dir's runs.
+Result verify_in(const std::string& journal, const StateDir& st) {
+    return run({corral_bin(), "journal", "verify", journal, "--key", st.pub(), "--state-dir", st.path}, RunOptions{60s});
 }
 
 json line_of(const std::string& text, std::size_t n) {
@@ -93,6 +101,82 @@ TEST_CASE("a run's journal: admission on disk while the command runs; terminal a
     INFO(transcript(edited));
     CHECK(edited.exit_code == 3);
     CHECK(edited.out.find("run.json \"outcome\" is \"exited\"") != std::string::npos);
+}
+
+TEST_CASE("verify names the run and holds it against its dir; an edited log is named with both digests") {
+    StateDir st;
+    // The same command twice: two runs whose logs and run.json differ only in the id.
+    auto a = corral_sh("echo same", st.args());
+    auto b = corral_sh("echo same", st.args());
+    INFO(transcript(a.result) << transcript(b.result));
+    REQUIRE(a.result.exit_code == 0);
+    REQUIRE(b.result.exit_code == 0);
+    REQUIRE(a.record.has_value());
+    REQUIRE(b.record.has_value());
+    const std::string id_a = (*a.record)["id"], id_b = (*b.record)["id"];
+    const std::string ja = a.run_dir + "/journal.jsonl", jb = b.run_dir + "/journal.jsonl";
+    auto good = verify_in(ja, st);
+    INFO(transcript(good));
+    CHECK(good.exit_code == 0);
+    CHECK(good.out.find(ja + ": run " + id_a + ", admitted 20") != std::string::npos);
+    CHECK(good.out.find(", in its run dir (" + st.path + "/runs/" + id_a + "); 2 logs as their records say\n") !=
+          std::string::npos);
+
+    // A's journal, run.json and ledger copied over B's: they agree with one
+    // another, and the logs are alike; the dir is B's.
+    for (const char* f : {"journal.jsonl", "run.json", "ledger.jsonl"})
+        if (::access((a.run_dir + "/" + f).c_str(), F_OK) == 0)
+            sandbox::write_file(b.run_dir + "/" + f, sandbox::read_file(a.run_dir + "/" + f));
+    auto copied = verify_in(jb, st);
+    INFO(transcript(copied));
+    CHECK(copied.exit_code == 3);
+    CHECK(copied.out.find(jb + ": invalid: the journal is run " + id_a + "'s (admitted 20") != std::string::npos);
+    CHECK(copied.out.find(" is the run dir of run " + id_b + " (" + st.path + "/runs/" + id_b +
+                          "): the journal was copied or moved from another run's dir\n") != std::string::npos);
+
+    // A's stdout.log edited after its terminal record.
+    sandbox::write_file(a.run_dir + "/stdout.log", "edited\n");
+    auto edited = verify_in(ja, st);
+    INFO(transcript(edited));
+    CHECK(edited.exit_code == 3);
+    CHECK(edited.out.find(ja + ": invalid: " + a.run_dir + "/stdout.log: its SHA-256 is sha256:" +
+                          corral::sha256_hex("edited\n") + "; record ") != std::string::npos);
+    CHECK(edited.out.find("(terminal) says sha256:" + corral::sha256_hex("same\n") +
+                          ": it was changed after the record was written") != std::string::npos);
+}
+
+TEST_CASE("a session's exec log edited after its exec_end record: verify names it, with both digests") {
+    StateDir st;
+    auto corral = [&](std::vector<std::string> argv) {
+        argv.insert(argv.begin() + (argv[0] == "exec" ? 1 : 2), {"--state-dir", st.path});
+        argv.insert(argv.begin(), corral_bin());
+        return run(argv, RunOptions{60s});
+    };
+    Result started = corral({"session", "start", "--rootfs", rootfs(), "--uid-range", uid_range()});
+    INFO(transcript(started));
+    REQUIRE(started.exit_code == 0);
+    const std::string id = started.out.substr(0, started.out.find('\n'));
+    Result exec = corral({"exec", id, "--", "/bin/sh", "-c", "echo exec-out"});
+    INFO(transcript(exec));
+    CHECK(exec.exit_code == 0);
+    Result stopped = corral({"session", "stop", id});
+    INFO(transcript(stopped));
+    REQUIRE(stopped.exit_code == 0);
+    const std::string dir = st.path + "/runs/" + id, journal = dir + "/journal.jsonl";
+    auto good = verify_in(journal, st);
+    INFO(transcript(good));
+    CHECK(good.exit_code == 0);
+    CHECK(good.out.find(journal + ": run " + id + ", admitted 20") != std::string::npos);
+    CHECK(good.out.find(", in its run dir (" + dir + "); 4 logs as their records say\n") != std::string::npos);
+
+    sandbox::write_file(dir + "/execs/1/stdout.log", "edited\n");
+    auto edited = verify_in(journal, st);
+    INFO(transcript(edited));
+    CHECK(edited.exit_code == 3);
+    CHECK(edited.out.find(journal + ": invalid: " + dir + "/execs/1/stdout.log: its SHA-256 is sha256:" +
+                          corral::sha256_hex("edited\n") + "; record ") != std::string::npos);
+    CHECK(edited.out.find(" (exec_end of exec 1) says sha256:" + corral::sha256_hex("exec-out\n") + ": it was changed") !=
+          std::string::npos);
 }
 
 TEST_CASE("a killed supervisor: the journal is incomplete, then the next corral run appends \"recovered\" (lost)") {
