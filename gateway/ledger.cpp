@@ -167,6 +167,9 @@ nlohmann::ordered_json metered_json(const MeteredLine& m, const std::vector<std:
     };
     if (!m.remaining.empty()) j["remaining"] = limits(m.remaining);
     if (!m.worker_remaining.empty()) j["worker_remaining"] = limits(m.worker_remaining);
+    if (m.over_reservation) j["over_reservation"] = true;
+    if (!m.overspent.empty()) j["overspent"] = limits(m.overspent);
+    if (!m.worker_overspent.empty()) j["worker_overspent"] = limits(m.worker_overspent);
     if (!m.limit.empty()) j["limit"] = m.limit;
     return j;
 }

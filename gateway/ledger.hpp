@@ -45,6 +45,11 @@ struct MeteredLine {
     // with one, the worker's across runs.
     std::vector<std::pair<std::string, std::uint64_t>> remaining;
     std::vector<std::pair<std::string, std::uint64_t>> worker_remaining;
+    // A response that used more than its reserved worst case, and by how
+    // much each limit it went past was overspent (run's, worker's).
+    bool over_reservation = false;
+    std::vector<std::pair<std::string, std::uint64_t>> overspent;
+    std::vector<std::pair<std::string, std::uint64_t>> worker_overspent;
     std::string limit;         // a refusal: the budget limit or policy rule that refused
 };
 

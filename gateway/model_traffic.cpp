@@ -157,6 +157,9 @@ MeteredLine ModelTraffic::line_for(const Charge& ch) const {
     m.price_date = ch.cost.date;
     m.remaining = limits_left(ch.run_state.remaining);
     if (ch.worker_state) m.worker_remaining = limits_left(ch.worker_state->remaining);
+    m.over_reservation = ch.over_reservation;
+    m.overspent = limits_left(ch.run_state.overspent);
+    if (ch.worker_state) m.worker_overspent = limits_left(ch.worker_state->overspent);
     return m;
 }
 

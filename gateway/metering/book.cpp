@@ -94,8 +94,9 @@ Charge MeteringBook::settle(const std::string& identity, Admission& a, const Usa
         c.cost = cost_of(usage, worker_locked(a.worker).prices, request_model);
     }
     if (a.run && a.run->open()) c.settlement = run->settle(*a.run, usage, c.cost);
+    c.over_reservation = c.settlement.over_reservation;
     if (a.across_runs && a.across_runs->open()) {
-        across->settle(*a.across_runs, usage, c.cost);
+        c.over_reservation |= across->settle(*a.across_runs, usage, c.cost).over_reservation;
         persist(a.worker, *across);
     }
     if (run) c.run_state = run->state();
@@ -114,6 +115,7 @@ Charge MeteringBook::settle(const std::string& identity, Admission& a, const Usa
     add(t.reasoning_tokens, usage.reasoning_tokens);
     if (usage.state == UsageState::unavailable) ++t.usage_unavailable;
     if (usage.state == UsageState::provider_error) ++t.provider_errors;
+    if (c.over_reservation) ++t.over_reservations;
     if (c.cost.state == Cost::State::computed) t.usd_micros = add_saturating(t.usd_micros, c.cost.usd_micros);
     else ++t.cost_unavailable;
     return c;

@@ -45,6 +45,7 @@ struct Charge {
     Usage usage;
     Cost cost;
     Settlement settlement;          // on the run's account
+    bool over_reservation = false;  // the response used more than it reserved, on either account
     AccountState run_state;         // after it
     std::optional<AccountState> worker_state;
 };

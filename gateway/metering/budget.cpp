@@ -8,6 +8,11 @@ namespace {
 
 std::uint64_t sub_floor(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
 
+std::uint64_t mul_saturating(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t out = 0;
+    return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+
 Amount plus(const Amount& a, const Amount& b) {
     return {add_saturating(a.requests, b.requests), add_saturating(a.input_tokens, b.input_tokens),
             add_saturating(a.output_tokens, b.output_tokens), add_saturating(a.usd_micros, b.usd_micros)};
@@ -29,7 +34,8 @@ Claim worst_case(const RequestFacts& facts, const WorstCasePolicy& policy, const
     } else {
         c.amount.input_tokens = policy.unbounded_input_tokens;
     }
-    c.amount.output_tokens = facts.max_output_tokens.value_or(policy.default_max_output_tokens);
+    const std::uint64_t per_completion = facts.max_output_tokens.value_or(policy.default_max_output_tokens);
+    c.amount.output_tokens = mul_saturating(per_completion, facts.completions);
     if (!facts.model || facts.model->empty()) {
         c.unpriced = "the request names no model";
     } else if (const Price* p = prices.find(*facts.model)) {
@@ -182,6 +188,17 @@ AccountState BudgetAccount::state() const {
     st.remaining.output_tokens = left(limits_.output_tokens, used.output_tokens);
     st.remaining.total_tokens = left(limits_.total_tokens, used.total_tokens());
     st.remaining.usd_micros = left(limits_.usd_micros, used.usd_micros);
+    // Only a response that used more than it reserved spends past a limit:
+    // shown, so that `remaining` stopping at 0 does not hide by how much.
+    auto over = [](const std::optional<std::uint64_t>& limit, std::uint64_t spent) -> std::optional<std::uint64_t> {
+        if (!limit || spent <= *limit) return std::nullopt;
+        return spent - *limit;
+    };
+    st.overspent.requests = over(limits_.requests, spent_.requests);
+    st.overspent.input_tokens = over(limits_.input_tokens, spent_.input_tokens);
+    st.overspent.output_tokens = over(limits_.output_tokens, spent_.output_tokens);
+    st.overspent.total_tokens = over(limits_.total_tokens, spent_.total_tokens());
+    st.overspent.usd_micros = over(limits_.usd_micros, spent_.usd_micros);
     return st;
 }
 

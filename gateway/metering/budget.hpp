@@ -132,6 +132,7 @@ struct AccountState {
     Amount reserved;
     Budget remaining;       // per limit set: limit - spent - reserved, at least 0
     std::string exhausted;  // why every reserve is refused ("" = it is not)
+    Budget overspent;       // per limit spending went past (a response over its reservation): spent - limit
 };
 
 class BudgetAccount {

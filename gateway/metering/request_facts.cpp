@@ -25,6 +25,18 @@ std::optional<std::uint64_t> count(const json& obj, const char* key, std::string
     return std::nullopt;
 }
 
+// Chat Completions `n`: each of the n choices may use the whole output cap.
+std::uint64_t completions_asked(const json& body, std::string& problem) {
+    const json* n = member(body, "n");
+    if (!n || n->is_null()) return 1;
+    if (n->is_number_unsigned() && n->get<std::uint64_t>() >= 1 && n->get<std::uint64_t>() <= kMaxCompletionsPerRequest)
+        return n->get<std::uint64_t>();
+    if (problem.empty())
+        problem = "n is not a whole number from 1 to " + std::to_string(kMaxCompletionsPerRequest) +
+                  "; reserved as " + std::to_string(kMaxCompletionsPerRequest) + " completions";
+    return kMaxCompletionsPerRequest;
+}
+
 // The first content block whose tokens its bytes do not bound, as
 // "document block" / "input_file block"; "" when there is none. Iterative
 // (a request nests as deep as it likes) and bounded by the body's size.
@@ -92,6 +104,7 @@ RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_
         else if (member(d, "conversation"))
             f.unbounded_input = "conversation";
     }
+    if (api == ModelApi::openai_chat) f.completions = completions_asked(d, f.problem);
     if (api == ModelApi::openai_chat)
         if (const json* so = member(d, "stream_options"); so && so->is_object())
             if (const json* iu = member(*so, "include_usage"); iu && iu->is_boolean()) f.include_usage = iu->get<bool>();

@@ -18,6 +18,8 @@ namespace corral::gateway::metering {
 // Request bodies above this are not parsed (the gateway's max_body_bytes
 // default is 1 MiB; a larger configured cap still gets facts "unknown").
 inline constexpr std::size_t kMaxRequestFactsBytes = 8 * 1024 * 1024;
+// OpenAI's documented upper bound of Chat Completions `n`.
+inline constexpr std::uint64_t kMaxCompletionsPerRequest = 128;
 
 struct RequestFacts {
     // False: the body was not read (not JSON, not an object, too large);
@@ -32,6 +34,12 @@ struct RequestFacts {
     // Responses max_output_tokens; Chat Completions max_completion_tokens
     // or the older max_tokens (the larger when both are given).
     std::optional<std::uint64_t> max_output_tokens;
+    // How many completions one request asks for, each up to the cap: Chat
+    // Completions `n` (1 when absent). An `n` that is not a whole number from
+    // 1 to kMaxCompletionsPerRequest counts as that maximum (`problem` says
+    // why), so a server that reads it leniently never spends past the worst
+    // case reserved.
+    std::uint64_t completions = 1;
     std::optional<bool> stream;
     // Chat Completions: stream_options.include_usage (without it a stream
     // carries no usage at all).

@@ -27,6 +27,7 @@ constexpr Member kMembers[] = {
     {"provider_errors", &MeterTotals::provider_errors},
     {"budget_refusals", &MeterTotals::budget_refusals},
     {"policy_refusals", &MeterTotals::policy_refusals},
+    {"over_reservations", &MeterTotals::over_reservations},
 };
 
 }  // namespace
@@ -67,6 +68,8 @@ std::string totals_summary(const MeterTotals& t) {
     if (t.policy_refusals) refused += (refused.empty() ? "" : ", ") + std::to_string(t.policy_refusals) + " by policy";
     if (!refused.empty()) s += ", refused: " + refused;
     if (t.usage_unavailable) s += ", " + std::to_string(t.usage_unavailable) + " without usage";
+    if (t.over_reservations)
+        s += ", " + std::to_string(t.over_reservations) + " over their reservation";
     return s;
 }
 

@@ -26,6 +26,7 @@ struct MeterTotals {
     std::uint64_t provider_errors = 0;     // answered with a provider error before any output
     std::uint64_t budget_refusals = 0;
     std::uint64_t policy_refusals = 0;
+    std::uint64_t over_reservations = 0;   // responses that used more than their reserved worst case
     bool operator==(const MeterTotals&) const = default;
 };
 

@@ -83,18 +83,20 @@ function responseEvents(model, variant) {
 
 function chat(res, body, variant) {
   const model = body.model || 'gpt-test';
+  // n choices, each of them 9 completion tokens (as a provider bills them).
+  const completionTokens = 9 * (Number.isInteger(body.n) && body.n > 0 ? body.n : 1);
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
     return res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', model,
       choices: [{ index: 0, message: { role: 'assistant', content: 'DONE' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, prompt_tokens_details: { cached_tokens: 4 } } }));
+      usage: { prompt_tokens: 30, completion_tokens: completionTokens, total_tokens: 30 + completionTokens, prompt_tokens_details: { cached_tokens: 4 } } }));
   }
   const send = sse(res);
   send('', { id: 'c1', object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: { content: 'DONE' } }], usage: null });
   send('', { id: 'c1', object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null });
   if (variant !== 'nousage')
     send('', { id: 'c1', object: 'chat.completion.chunk', model, choices: [],
-               usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, prompt_tokens_details: { cached_tokens: 4 } } });
+               usage: { prompt_tokens: 30, completion_tokens: completionTokens, total_tokens: 30 + completionTokens, prompt_tokens_details: { cached_tokens: 4 } } });
   res.write('data: [DONE]\n\n');
   res.end();
 }

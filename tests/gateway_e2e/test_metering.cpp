@@ -302,6 +302,77 @@ TEST_CASE("metering: eight concurrent streams never spend past the budget" * doc
     CHECK(m.stats()["byPath"]["/v1/messages"] == 5);
 }
 
+TEST_CASE("metering: Chat Completions n reserves n completions, so concurrent requests never spend past the budget" *
+          doctest::timeout(180)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    // Each request may use 4 × 100 output tokens: two fit in 1000 (one would
+    // have been counted before, and all eight let through).
+    OwnDaemon d("meter-n", "", "5s", "meter/run-7",
+                grant_for(m, std::string(kPrices) + "[budget]\noutput_tokens = 1000\n"));
+    const json body = {{"model", "gpt-test"}, {"max_tokens", 100}, {"n", 4}, {"stream", true},
+                       {"stream_options", {{"include_usage", true}}}, {"metadata", {{"standin", "hold"}}},
+                       {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+    std::vector<std::unique_ptr<Background>> clients;
+    for (int i = 0; i < 8; ++i) {
+        RunOptions o;
+        o.env["NO_PROXY"] = "";
+        o.env["no_proxy"] = "";
+        clients.push_back(std::make_unique<Background>(
+            std::vector<std::string>{"sh", "-c",
+                                     "curl -sS --max-time 60 --proxy http://127.0.0.1:" + std::to_string(d.port) +
+                                         " --cacert " + d.ca + " -H 'content-type: application/json' --data-binary '" +
+                                         body.dump() + "' -w '\\nstatus=%{http_code}\\n' " +
+                                         url(m, "/v1/chat/completions") + "; echo END"},
+            o));
+    }
+    json s;
+    for (int i = 0; i < 250; ++i) {
+        s = m.stats();
+        if (s.value("held", 0) >= 2 && model_counts(d).value("budget_refusals", 0) >= 6) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(s["held"] == 2);
+    m.stats("/release");
+    int ok = 0, refused = 0;
+    for (auto& c : clients) {
+        REQUIRE(c->wait_for_stdout("END", std::chrono::seconds(60)));
+        auto out = c->drain_stdout();
+        ok += out.find("status=200") != std::string::npos;
+        refused += out.find("status=400") != std::string::npos;
+    }
+    CHECK(ok == 2);
+    CHECK(refused == 6);
+    json t = model_counts(d, 2);
+    CHECK(t["output_tokens"] == 2 * 36);  // 4 choices of 9 each, twice
+    CHECK(t["over_reservations"] == 0);
+}
+
+TEST_CASE("metering: a response that spends past its reservation is ledgered over_reservation, with the overshoot" *
+          doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    // max_tokens 5 reserves 5 output tokens; the stand-in answers with 11.
+    OwnDaemon d("meter-over", "", "5s", "meter/run-8",
+                grant_for(m, std::string(kPrices) + "[budget]\noutput_tokens = 8\n"));
+    CHECK(post(d, m, "/v1/messages", anthropic_body(false, "", 5)).status == 200);
+    auto lines = metered_lines(d, [](const std::vector<json>& l) { return !l.empty(); });
+    REQUIRE(lines.size() == 1);
+    const json metering = lines[0]["metering"];
+    INFO(metering.dump());
+    CHECK(metering.value("over_reservation", false));
+    CHECK(metering.value("/remaining/output_tokens"_json_pointer, -1) == 0);
+    CHECK(metering.value("/overspent/output_tokens"_json_pointer, -1) == 3);  // 11 spent against a limit of 8
+    json t = model_counts(d, 1);
+    CHECK(t["over_reservations"] == 1);
+}
+
 TEST_CASE("a box that goes away while its model request is held: the exchange ends and settles then, said client_gone" *
           doctest::timeout(120)) {
     if (auto why = missing_prerequisite(); !why.empty()) {

@@ -183,6 +183,8 @@ TEST_CASE("budget: usage over the reservation is charged in full and said so") {
     CHECK(s.over_reservation);
     CHECK(a.state().spent.input_tokens == 1200u);
     CHECK(a.state().remaining.input_tokens == 0u);
+    CHECK(a.state().overspent.input_tokens == 200u);  // remaining stops at 0; the overshoot is still told
+    CHECK_FALSE(a.state().overspent.output_tokens.has_value());  // no output limit: nothing to overspend
     CHECK(must_refuse(a, claim(1, 1)).limit == "input_tokens");
 }
 
@@ -227,6 +229,14 @@ TEST_CASE("worst case: body bytes plus overhead as input, the request's cap or t
     policy.input_bytes_per_token = 4;
     f.body_bytes = 10'001;
     CHECK(worst_case(f, policy, prices).amount.input_tokens == 2501u + policy.input_overhead_tokens);
+    // Chat Completions n: each completion may use the whole cap.
+    f.api = ModelApi::openai_chat;
+    f.max_output_tokens = 1000;
+    f.completions = 4;
+    CHECK(worst_case(f, policy, prices).amount.output_tokens == 4000u);
+    f.max_output_tokens = UINT64_MAX / 2;
+    CHECK(worst_case(f, policy, prices).amount.output_tokens == UINT64_MAX);  // saturates, never wraps
+    f.completions = 1;
     f.api = ModelApi::anthropic_count_tokens;
     Claim count = worst_case(f, policy, prices);
     CHECK(count.amount.total_tokens() == 0u);

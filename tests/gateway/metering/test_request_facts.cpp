@@ -49,6 +49,20 @@ TEST_CASE("request facts: Chat Completions takes the larger of the two caps, and
     CHECK_FALSE(g.include_usage);
 }
 
+TEST_CASE("request facts: Chat Completions n multiplies the output; an n it cannot read counts as the most allowed") {
+    CHECK(request_facts(ModelApi::openai_chat, R"({"model":"gpt-4o","max_tokens":100})").completions == 1u);
+    CHECK(request_facts(ModelApi::openai_chat, R"({"model":"gpt-4o","max_tokens":100,"n":4})").completions == 4u);
+    CHECK(request_facts(ModelApi::openai_chat, R"({"model":"gpt-4o","n":null})").completions == 1u);
+    for (const char* bad : {R"({"n":"4"})", R"({"n":0})", R"({"n":-1})", R"({"n":4.5})", R"({"n":129})", R"({"n":[4]})"}) {
+        CAPTURE(bad);
+        RequestFacts f = request_facts(ModelApi::openai_chat, bad);
+        CHECK(f.completions == kMaxCompletionsPerRequest);
+        CHECK(f.problem.find("n is not a whole number from 1 to 128") == 0);
+    }
+    // Only Chat Completions has n: elsewhere it is not read.
+    CHECK(request_facts(ModelApi::anthropic_messages, R"({"max_tokens":100,"n":4})").completions == 1u);
+}
+
 TEST_CASE("request facts: documents and files are unbounded input, found at any depth") {
     RequestFacts f = request_facts(
         ModelApi::anthropic_messages,
