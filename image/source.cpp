@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <regex>
 
 #include "base/sys_error.hpp"
 #include "image/extract.hpp"
@@ -111,10 +112,61 @@ std::optional<std::string> image_directory_hint(const std::string& dir) {
     return std::nullopt;
 }
 
+namespace {
+
+// The transports skopeo and podman name images with; none of them is a path.
+constexpr std::string_view kTransports[] = {"docker://", "docker-daemon:", "containers-storage:"};
+
+// NAME:TAG or NAME@sha256:HEX, NAME as a registry spells it (lower case,
+// components joined by '/', an optional host[:port] first). A tag or digest
+// is required: a bare "alpine" is as likely a directory that is not there.
+bool reads_as_reference(std::string_view text) {
+    static const std::regex reference(
+        R"(^([a-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*)"
+        R"((:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$)");
+    return std::regex_match(text.begin(), text.end(), reference);
+}
+
+// "debian-12" of "docker.io/library/debian:12": a name `corral image import --name` takes.
+std::string suggested_name(std::string_view reference) {
+    std::string_view last = reference.substr(reference.rfind('/') + 1);
+    std::string name;
+    for (char c : last.substr(0, last.find('@'))) name += (c == ':' ? '-' : c);
+    return name;
+}
+
+}  // namespace
+
+std::optional<std::string> registry_reference_hint(std::string_view text) {
+    // skopeo's transports that name a local path (oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE).
+    for (std::string_view local : {"oci:", "oci-archive:", "docker-archive:"})
+        if (text.starts_with(local)) {
+            std::string_view path = text.substr(local.size());
+            if (local == "oci:" && path.find(':') != std::string_view::npos) path = path.substr(0, path.find(':'));
+            return "a transport of skopeo's; corral reads the path itself: `corral image import " + std::string(path) +
+                   " --name NAME`";
+        }
+    std::string_view reference = text;
+    bool transport = false;
+    for (std::string_view t : kTransports)
+        if (reference.starts_with(t)) {
+            reference.remove_prefix(t.size());
+            transport = true;
+        }
+    if (!transport && !reads_as_reference(reference)) return std::nullopt;
+    const std::string ref(reference), name = suggested_name(reference);
+    return "corral does not pull images from registries; fetch it with another tool, then import it: `skopeo copy "
+           "docker://" + ref + " oci:/var/tmp/" + name + ":latest && corral image import /var/tmp/" + name +
+           " --name " + name + "` (or `docker save " + ref + " -o " + name + ".tar && corral image import " + name +
+           ".tar --name " + name + "`), then --rootfs image:" + name;
+}
+
 Source detect_source(const std::string& source) {
     if (source.empty()) throw UsageError("SOURCE: empty; expected an image layout, archive or tarball");
     const std::string path = std::filesystem::absolute(source).lexically_normal().string();
     struct stat st {};
+    if (stat(path.c_str(), &st) != 0 && errno == ENOENT)
+        if (auto hint = registry_reference_hint(source)) throw UsageError(source + ": " + *hint);
     if (stat(path.c_str(), &st) != 0)
         throw UsageError(source + ": " + errno_text(errno) +
                          "; expected an OCI layout or archive, a docker save archive or directory, or a rootfs tarball");

@@ -38,6 +38,13 @@ Source detect_source(const std::string& source);
 // "<id>/layer.tar", "<hex>.tar" or "blobs/sha256/<hex>".)
 bool settles_rootfs_tarball(std::string_view name);
 
+// When `text` (a --rootfs value or an import SOURCE that is not on disk)
+// reads as a registry reference rather than a path (docker://debian:12,
+// debian:12, ghcr.io/org/app@sha256:..., an oci:/docker-archive: transport),
+// the answer that corral does not pull, with the recipes that fetch it and
+// the import that follows; nullopt for anything else.
+std::optional<std::string> registry_reference_hint(std::string_view text);
+
 // For `--rootfs DIR`: if DIR is an image rather than a root file system, the
 // line that says what it is and how to import it; nullopt otherwise.
 std::optional<std::string> image_directory_hint(const std::string& dir);

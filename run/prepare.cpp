@@ -59,8 +59,12 @@ void read_image(const RunRequest& r, RunInputs& in) {
 }  // namespace
 
 RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string run_dir, std::string state_dir) {
-    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:"))
-        require_rootfs_directory("--rootfs", std::filesystem::absolute(*r.rootfs).lexically_normal().string());
+    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:")) {
+        const std::string path = std::filesystem::absolute(*r.rootfs).lexically_normal().string();
+        if (!std::filesystem::exists(path))
+            if (auto hint = image::registry_reference_hint(*r.rootfs)) throw UsageError("--rootfs " + *r.rootfs + ": " + *hint);
+        require_rootfs_directory("--rootfs", path);
+    }
     RunInputs in;
     in.run_id = std::move(run_id);
     in.run_dir = std::move(run_dir);

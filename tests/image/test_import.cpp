@@ -528,6 +528,13 @@ TEST_CASE("--rootfs given what is not a root file system says what it is and wha
     Result file = run_box(state, t / "oci.tar", {"true"});
     CHECK(file.err.find("is a file, not a directory; an image archive or rootfs tarball is imported first") !=
           std::string::npos);
+    // A registry reference: corral does not pull; it says how to fetch and import.
+    Result pulled = run_box(state, "debian:12", {"true"});
+    CHECK(pulled.exit_code == 125);
+    CHECK(pulled.err.find("--rootfs debian:12: corral does not pull images from registries") != std::string::npos);
+    Result imported = image(state, {"import", "docker://debian:12"});
+    CHECK(imported.exit_code == 2);
+    CHECK(imported.err.find("docker://debian:12: corral does not pull images from registries") != std::string::npos);
     sh("umoci unpack --image oci:t bundle >/dev/null && chmod 0700 bundle/rootfs", t.path());
     Result closed = run_box(state, t / "bundle/rootfs", {"true"});
     INFO(closed.err);

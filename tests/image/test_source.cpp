@@ -135,3 +135,24 @@ TEST_CASE("a rootfs tarball is decided from its first entries, not by reading ev
     corrupt_block(p + "/root.tar", 1024 + 1536 * 150);  // the header of etc/d/f150
     CHECK(detect_source(p + "/root.tar").kind == SourceKind::rootfs_tarball);
 }
+
+TEST_CASE("a registry reference where a path belongs: corral says it does not pull, and how to fetch and import it") {
+    for (const char* ref : {"debian:12", "docker://debian:12", "docker.io/library/debian:12", "localhost:5000/team/app:v1.2",
+                            "ghcr.io/org/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                            "containers-storage:fedora:40"}) {
+        CAPTURE(ref);
+        auto hint = registry_reference_hint(ref);
+        REQUIRE(hint.has_value());
+        CHECK(hint->find("corral does not pull images from registries") == 0);
+        CHECK(hint->find("skopeo copy docker://") != std::string::npos);
+    }
+    CHECK(registry_reference_hint("debian:12")->find("--name debian-12`") != std::string::npos);
+    CHECK(registry_reference_hint("debian:12")->find("then --rootfs image:debian-12") != std::string::npos);
+    // skopeo's local transports name a path: the path is what corral takes.
+    CHECK(*registry_reference_hint("oci:/var/tmp/debian:latest") ==
+          "a transport of skopeo's; corral reads the path itself: `corral image import /var/tmp/debian --name NAME`");
+    CHECK(registry_reference_hint("docker-archive:/tmp/x.tar")->find("corral image import /tmp/x.tar ") != std::string::npos);
+    // Paths and bare names are not references (a tag or digest is required).
+    for (const char* path : {"rootfs", "./debian", "/srv/rootfs", "alpine", "images/app.tar", "Debian:12", "a b:1"})
+        CHECK_FALSE(registry_reference_hint(path).has_value());
+}
