@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -39,9 +41,11 @@ constexpr std::uint64_t kMaxMetadataBytes = 16u << 20;  // a manifest, index or 
 
 // A file of the image, reached inside the image's own directory: links in it
 // (old `docker save` links shared layers) resolve with that directory as "/".
+// Opened non-blocking: a FIFO or device put where a layer or manifest belongs
+// is refused by its type at once, never waited on (the store's lock is held).
 Fd open_in_image(int base_fd, const std::string& rel, const std::string& what) {
     struct open_how how {};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     int fd;
     do {
@@ -121,15 +125,24 @@ std::vector<std::string> entries_of(const std::string& dir) {
     return out;
 }
 
-// The store's lock, held for one import or removal.
+// The store's lock, held for one import or removal. Waited for at most
+// kStoreLockWait: an import stuck elsewhere must not hang every later one.
+constexpr std::chrono::seconds kStoreLockWait{120};
+
 class StoreLock {
 public:
     explicit StoreLock(const std::string& root) : fd_(open((root + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
         if (!fd_.valid()) throw SysError("open", root + "/lock", errno);
-        int r;
-        do r = flock(fd_.get(), LOCK_EX);
-        while (r != 0 && errno == EINTR);
-        check_sys(r, "flock(LOCK_EX)", root + "/lock");
+        const auto deadline = std::chrono::steady_clock::now() + kStoreLockWait;
+        while (flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+            if (errno == EINTR) continue;
+            if (errno != EWOULDBLOCK) throw SysError("flock(LOCK_EX)", root + "/lock", errno);
+            if (std::chrono::steady_clock::now() >= deadline)
+                throw UsageError("the image store " + root + " is busy: another import or removal has held " + root +
+                                 "/lock for " + std::to_string(kStoreLockWait.count()) +
+                                 " s; try again once it has ended (`ps -C corral` shows it)");
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
     }
 
 private:

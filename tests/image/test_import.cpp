@@ -516,6 +516,28 @@ TEST_CASE("an image of 100 layers runs with every layer in order; one of 129 is 
     CHECK(count_entries(state + "/images/tmp") == 0);
 }
 
+TEST_CASE("a FIFO where a layer belongs is refused at once, not waited on with the store locked; nothing is left") {
+    TempDir t("corral-image-fifo");
+    make_oci_layout(t);
+    const std::string state = t / "state";
+    // The first gzip blob is a layer: a FIFO with no writer stands in its place.
+    sh("for f in oci/blobs/sha256/*; do if gzip -t \"$f\" 2>/dev/null; then rm \"$f\"; mkfifo \"$f\"; break; fi; done; "
+       "test -n \"$(find oci/blobs -type p)\"",
+       t.path());
+    // A bound on the wait only so that the old behaviour (a hang) ends the test.
+    Result fifo = run({corral_bin(), "image", "import", t / "oci", "--name", "fifo", "--state-dir", state},
+                      RunOptions{.timeout = std::chrono::milliseconds(30'000)});
+    INFO(fifo.err);
+    CHECK_FALSE(fifo.timed_out);
+    CHECK(fifo.exit_code != 0);
+    CHECK(fifo.err.find("is not a regular file") != std::string::npos);
+    CHECK(count_entries(state + "/images/tmp") == 0);
+    // The store is not left locked: the next import goes ahead.
+    TempDir u("corral-image-fifo-next");
+    make_oci_layout(u);
+    CHECK(image(state, {"import", u / "oci", "--name", "next"}).exit_code == 0);
+}
+
 TEST_CASE("--rootfs given what is not a root file system says what it is and what to do") {
     TempDir t("corral-image-errors");
     make_oci_layout(t);
