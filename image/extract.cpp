@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "base/fd.hpp"
+#include "base/remove_tree.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "image/libarchive.hpp"
@@ -472,7 +473,7 @@ std::string normalize_entry_name(const std::string& name, const std::string& wha
     if (!name.empty() && name.front() == '/')
         throw ImageError(entry_error(what, name, "an absolute name; every entry must stay inside its layer"));
     std::string out;
-    std::size_t pos = 0;
+    std::size_t pos = 0, depth = 0;
     while (pos <= name.size()) {
         std::size_t next = name.find('/', pos);
         if (next == std::string::npos) next = name.size();
@@ -480,35 +481,13 @@ std::string normalize_entry_name(const std::string& name, const std::string& wha
         pos = next + 1;
         if (part.empty() || part == ".") continue;
         if (part == "..") throw ImageError(entry_error(what, name, "\"..\" in the name; every entry must stay inside its layer"));
+        if (++depth > kMaxEntryDepth)
+            throw ImageError(entry_error(what, name.substr(0, 64) + "...",
+                                         "more than " + std::to_string(kMaxEntryDepth) +
+                                             " directories deep; no real image nests that far"));
         out += (out.empty() ? "" : "/") + part;
     }
     return out;
-}
-
-void remove_tree_at(int dir_fd, const std::string& name) {
-    struct stat st {};
-    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT) return;
-        throw SysError("fstatat", name, errno);
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        if (unlinkat(dir_fd, name.c_str(), 0) != 0) throw SysError("unlinkat", name, errno);
-        return;
-    }
-    int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) throw SysError("openat", name, errno);
-    DIR* d = fdopendir(fd);
-    if (d == nullptr) {
-        close(fd);
-        throw SysError("fdopendir", name, errno);
-    }
-    std::unique_ptr<DIR, int (*)(DIR*)> guard(d, closedir);
-    std::vector<std::string> children;
-    while (dirent* ent = readdir(d))
-        if (std::strcmp(ent->d_name, ".") != 0 && std::strcmp(ent->d_name, "..") != 0) children.emplace_back(ent->d_name);
-    for (const auto& c : children) remove_tree_at(dirfd(d), c);
-    guard.reset();
-    if (unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) throw SysError("unlinkat(AT_REMOVEDIR)", name, errno);
 }
 
 ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,

@@ -48,12 +48,15 @@ using Progress = std::function<void(std::uint64_t)>;
 ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
                               const Progress& progress = {});
 
-// Removes `name` in `dir_fd` and, if it is a directory, everything below it,
-// never following a symlink. A missing name is fine. Throws SysError.
-void remove_tree_at(int dir_fd, const std::string& name);
+
+// How many components an entry's name may have: far past any real image
+// (node_modules nests a few dozen deep), far below what would make the
+// layer's tree costly to walk or remove.
+inline constexpr std::size_t kMaxEntryDepth = 512;
 
 // Checks and normalizes an entry's name: "./usr//bin/" -> "usr/bin"; "" for
-// the archive's root. Throws ImageError for an absolute name or one with "..".
+// the archive's root. Throws ImageError for an absolute name, one with "..",
+// or one more than kMaxEntryDepth components deep.
 std::string normalize_entry_name(const std::string& name, const std::string& what);
 
 }  // namespace corral::image

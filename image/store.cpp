@@ -24,6 +24,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/fd.hpp"
+#include "base/remove_tree.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "image/extract.hpp"

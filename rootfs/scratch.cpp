@@ -5,6 +5,7 @@
 // Anything still mounted here (a crashed run whose namespace was shared, a
 // manual mount) is unmounted first, and nothing is deleted while a mount
 // remains: a bind of the user's workspace must never be emptied by cleanup.
+#include <fcntl.h>
 #include <sys/mount.h>
 
 #include <algorithm>
@@ -16,8 +17,9 @@
 #include <system_error>
 #include <vector>
 
-#include "base/sys_error.hpp"
 #include "base/mountinfo.hpp"
+#include "base/remove_tree.hpp"
+#include "base/sys_error.hpp"
 #include "rootfs/mount_plan.hpp"
 
 namespace corral::rootfs {
@@ -59,8 +61,9 @@ void remove_scratch(const std::string& scratch_dir) {
     if (auto left = mounts_at_or_below(scratch_dir); !left.empty())
         throw SysError("umount2", left.front() + " (still mounted; scratch not removed)", EBUSY);
 
-    std::filesystem::remove_all(scratch_dir, ec);
-    if (ec) throw SysError("remove", scratch_dir, ec.value());
+    // What the box wrote there can nest as deep as it liked: removed without
+    // an fd or a path per level (base/remove_tree.hpp).
+    remove_tree_at(AT_FDCWD, scratch_dir);
 }
 
 }  // namespace corral::rootfs

@@ -516,6 +516,35 @@ TEST_CASE("an image of 100 layers runs with every layer in order; one of 129 is 
     CHECK(count_entries(state + "/images/tmp") == 0);
 }
 
+TEST_CASE("an entry 25 000 directories deep is refused, a deep tree a dead import left is removed, and imports go on") {
+    TempDir t("corral-image-deep");
+    const std::string state = t / "state";
+    // A rootfs tarball: three ordinary entries, then one 25 000 directories deep (pax names).
+    sh("python3 -c 'import tarfile, io\n"
+       "with tarfile.open(\"deep.tar\", \"w\", format=tarfile.PAX_FORMAT) as t:\n"
+       "    for n in (\"bin/\", \"etc/\", \"usr/\"):\n"
+       "        i = tarfile.TarInfo(n); i.type = tarfile.DIRTYPE; t.addfile(i)\n"
+       "    i = tarfile.TarInfo(\"a/\" * 25000 + \"f\"); i.size = 1; t.addfile(i, io.BytesIO(b\"x\"))\n'",
+       t.path());
+    Result deep = image(state, {"import", t / "deep.tar", "--name", "deep"});
+    INFO(deep.err);
+    CHECK(deep.exit_code != 0);
+    CHECK(deep.err.find("more than 512 directories deep") != std::string::npos);
+    CHECK(count_entries(state + "/images/tmp") == 0);
+
+    // What an import killed mid-way would leave: a tree as deep in tmp/. The
+    // next import removes it (one directory fd at a time) and goes on.
+    sh("mkdir -p images/tmp/import-dead && cd images/tmp/import-dead && "
+       "python3 -c 'import os\nfor _ in range(25000):\n    os.mkdir(\"d\"); os.chdir(\"d\")\n'",
+       state);
+    TempDir u("corral-image-deep-next");
+    make_oci_layout(u);
+    Result next = image(state, {"import", u / "oci", "--name", "next"});
+    INFO(next.err);
+    CHECK(next.exit_code == 0);
+    CHECK(count_entries(state + "/images/tmp") == 0);
+}
+
 TEST_CASE("a FIFO where a layer belongs is refused at once, not waited on with the store locked; nothing is left") {
     TempDir t("corral-image-fifo");
     make_oci_layout(t);
