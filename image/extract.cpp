@@ -227,6 +227,9 @@ public:
         }
     }
 
+    // Every byte about to be written goes through `charge` first (it throws to refuse).
+    void charge_writes(std::function<void(std::uint64_t)> charge) { charge_ = std::move(charge); }
+
     void drop_notes(ExtractResult& result) {
         for (const auto& x : dropped_xattrs_)
             result.notes.push_back(what_ + ": dropped xattr " + x + " (only user.* and security.capability are kept)");
@@ -370,6 +373,7 @@ private:
             if (r == ARCHIVE_EOF) break;
             if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
                 throw ImageError(what_ + ": reading " + name + ": " + libarchive().archive_error_string(a));
+            if (charge_) charge_(size);
             const char* p = static_cast<const char*>(buf);
             while (size > 0) {
                 ssize_t n = pwrite(out.get(), p, size, offset);
@@ -380,10 +384,12 @@ private:
                 offset += n;
             }
         }
-        // A sparse file's trailing hole.
-        if (libarchive().archive_entry_size_is_set(e) && libarchive().archive_entry_size(e) > offset &&
-            ftruncate(out.get(), libarchive().archive_entry_size(e)) != 0)
-            throw SysError("ftruncate", what_ + ": " + name, errno);
+        // A sparse file's trailing hole (counted: the file's size is what a reader of it sees).
+        if (libarchive().archive_entry_size_is_set(e) && libarchive().archive_entry_size(e) > offset) {
+            if (charge_) charge_(static_cast<std::uint64_t>(libarchive().archive_entry_size(e) - offset));
+            if (ftruncate(out.get(), libarchive().archive_entry_size(e)) != 0)
+                throw SysError("ftruncate", what_ + ": " + name, errno);
+        }
         const bool chowned = !owner_is_creators(e);
         if (chowned) set_owner(out.get(), "", e, what_ + ": " + name);
         if ((chowned && (wanted & 07000)) || !create_gave_mode(created, wanted))
@@ -465,6 +471,7 @@ private:
     std::string cached_path_;
     bool cached_setgid_ = false;  // the cached directory's set-GID bit
     std::set<std::string> dropped_xattrs_;
+    std::function<void(std::uint64_t)> charge_;
 };
 
 }  // namespace
@@ -490,8 +497,23 @@ std::string normalize_entry_name(const std::string& name, const std::string& wha
     return out;
 }
 
+void ExpansionBudget::charge(std::uint64_t n, std::uint64_t source_now, const std::string& what) {
+    constexpr std::uint64_t kRatioSlack = 64u << 20;  // small archives of zeros (an empty disk image) stay fine
+    const std::uint64_t after = written_ + n;
+    const std::uint64_t read = source_done_ + source_now;
+    if (limits_.max_bytes && after > limits_.max_bytes)
+        throw ImageError(what + ": expands past " + std::to_string(limits_.max_bytes) +
+                         " bytes; refused (`corral image import --max-expanded SIZE` raises the bound)");
+    if (limits_.max_ratio && after > kRatioSlack && after / limits_.max_ratio > read)
+        throw ImageError(what + ": expands " + std::to_string(after) + " bytes from " + std::to_string(read) +
+                         " read, more than " + std::to_string(limits_.max_ratio) +
+                         " times; refused as a decompression bomb (`corral image import --max-ratio N` raises the "
+                         "bound, 0 lifts it)");
+    written_ = after;
+}
+
 ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
-                              const Progress& progress) {
+                              const Progress& progress, ExpansionBudget* budget) {
     Sha256 digest;
     auto src = std::make_unique<HashingSource>(source_fd, &digest, &progress);
 
@@ -505,6 +527,7 @@ ExtractResult extract_archive(int source_fd, const std::string& what, int dest_f
 
     ExtractResult result;
     Extractor x(dest_fd, what, mode);
+    if (budget) x.charge_writes([budget, &what, source = src.get()](std::uint64_t n) { budget->charge(n, source->bytes, what); });
     for (;;) {
         struct archive_entry* e = nullptr;
         int r = libarchive().archive_read_next_header(a.get(), &e);
@@ -522,6 +545,7 @@ ExtractResult extract_archive(int source_fd, const std::string& what, int dest_f
     src->finish();
     result.sha256_hex = digest.finish_hex();
     result.source_bytes = src->bytes;
+    if (budget) budget->archive_done(src->bytes);
     return result;
 }
 

@@ -40,13 +40,39 @@ struct ExtractResult {
 // Called with the number of source bytes read so far (for a progress display).
 using Progress = std::function<void(std::uint64_t)>;
 
+// How far one import may expand: a few KiB of compressed zeros can claim
+// GiBs of the store's disk. Both bounds hold across every archive an import
+// extracts (an image archive and each of its layers).
+struct ExpansionLimits {
+    std::uint64_t max_bytes = 32ull << 30;  // bytes written in all, sparse holes counted (0: no bound)
+    std::uint64_t max_ratio = 200;          // bytes written per byte read, past the first 64 MiB (0: no bound)
+};
+
+// The running count an import keeps against its ExpansionLimits.
+class ExpansionBudget {
+public:
+    explicit ExpansionBudget(ExpansionLimits limits) : limits_(limits) {}
+    // `n` more bytes are about to be written while `source_now` bytes of the
+    // current archive have been read. Throws ImageError naming `what` and the
+    // bound when that would pass either.
+    void charge(std::uint64_t n, std::uint64_t source_now, const std::string& what);
+    // The current archive is done: `source_bytes` of it were read.
+    void archive_done(std::uint64_t source_bytes) { source_done_ += source_bytes; }
+    std::uint64_t written() const { return written_; }
+
+private:
+    ExpansionLimits limits_;
+    std::uint64_t written_ = 0;
+    std::uint64_t source_done_ = 0;
+};
+
 // Extracts the archive read from `source_fd` (its current offset to its end)
 // into the existing empty directory `dest_fd`. `what` names the source in
 // messages ("layer sha256:ab12…"). Throws ImageError for a refused or
 // malformed archive, SysError for a failed system call; the caller removes
 // the partly written destination.
 ExtractResult extract_archive(int source_fd, const std::string& what, int dest_fd, ExtractMode mode,
-                              const Progress& progress = {});
+                              const Progress& progress = {}, ExpansionBudget* budget = nullptr);
 
 
 // How many components an entry's name may have: far past any real image

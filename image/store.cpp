@@ -270,7 +270,7 @@ bool remove_layer_unless_held(const std::string& root, int layers_dir, const std
 }  // namespace
 
 ImportResult ImageStore::import(const std::string& source_arg, const std::optional<std::string>& name_arg,
-                                const ImportObserver& observer) {
+                                const ImportObserver& observer, const ImportOptions& options) {
     if (name_arg && !is_valid_image_name(*name_arg))
         throw UsageError("--name " + *name_arg + ": expected 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
     const Source source = detect_source(source_arg);
@@ -288,6 +288,7 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     }
     WorkDir work(root_ + "/tmp");
     ImportResult result;
+    ExpansionBudget budget(options.limits);
 
     // The image's own directory: the source itself, or the archive unpacked into tmp/.
     std::string base = source.path;
@@ -298,7 +299,7 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
         if (!in.valid()) throw SysError("open", source.path, errno);
         Fd dest(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (!dest.valid()) throw SysError("open", base, errno);
-        auto r = extract_archive(in.get(), source.path, dest.get(), ExtractMode::container);
+        auto r = extract_archive(in.get(), source.path, dest.get(), ExtractMode::container, {}, &budget);
         result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
     }
 
@@ -362,6 +363,12 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     image.name = name_arg.value_or(default_name);
     if (!is_valid_image_name(image.name))
         throw UsageError(source_arg + ": no usable image name from \"" + image.name + "\"; give one with --name NAME");
+    // A name the archive chose never replaces an image silently: boxes on
+    // that name would run the archive's content from then on.
+    if (!name_arg && !options.replace && faccessat(AT_FDCWD, (root_ + "/images/" + image.name + ".json").c_str(), F_OK,
+                                                   AT_SYMLINK_NOFOLLOW) == 0)
+        throw UsageError(source_arg + ": names itself \"" + image.name + "\", and an image of that name is in the store; "
+                         "--name " + image.name + " or --replace replaces it, --name OTHER imports it beside it");
 
     Fd layers_dir(open((root_ + "/layers/sha256").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
     if (!layers_dir.valid()) throw SysError("open", root_ + "/layers/sha256", errno);
@@ -405,7 +412,7 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
             ev.bytes = n;
             if (observer) observer(ev);
         };
-        ExtractResult r = extract_archive(in.get(), what, dest.get(), ExtractMode::layer, progress);
+        ExtractResult r = extract_archive(in.get(), what, dest.get(), ExtractMode::layer, progress, &budget);
         result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
         const std::string got = "sha256:" + r.sha256_hex;
         if (ls.digest && got != *ls.digest)

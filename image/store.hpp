@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/fd.hpp"
+#include "image/extract.hpp"
 #include "image/manifest.hpp"
 
 namespace corral::image {
@@ -51,6 +52,11 @@ struct ImportProgress {
     bool reused = false;         // already in the store: not read again
 };
 using ImportObserver = std::function<void(const ImportProgress&)>;
+
+struct ImportOptions {
+    bool replace = false;      // --replace: the default name may replace an image of that name
+    ExpansionLimits limits;    // --max-expanded, --max-ratio
+};
 
 struct ImportResult {
     StoredImage image;
@@ -94,10 +100,12 @@ public:
     std::string layer_dir(const std::string& digest) const;
 
     // Imports SOURCE (image/source.hpp) as `name` (default: the source's own
-    // name for it, else its file name), replacing an image of that name.
+    // name for it, else its file name). An image of that name is replaced
+    // only when the name was given or options.replace says so: an archive
+    // that tags itself with an existing image's name is refused otherwise.
     // Throws UsageError / ImageError / SysError; nothing of a failed import is left.
     ImportResult import(const std::string& source, const std::optional<std::string>& name,
-                        const ImportObserver& observer = {});
+                        const ImportObserver& observer = {}, const ImportOptions& options = {});
 
     std::vector<StoredImage> list() const;
     // Throws UsageError "image NAME: not in the store (STORE); `corral image ls` lists ..."

@@ -1,7 +1,9 @@
 // tools/cmd_image.cpp — `corral image import|ls|inspect|rm`: the image store (image/store.hpp).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "image/store.hpp"
 #include "run/request.hpp"
@@ -20,7 +23,8 @@ namespace corral::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: corral image import SOURCE [--name NAME] [--state-dir DIR]\n"
+    "usage: corral image import SOURCE [--name NAME | --replace] [--max-expanded SIZE] [--max-ratio N]\n"
+    "                           [--state-dir DIR]\n"
     "       corral image ls [--json] [--state-dir DIR]\n"
     "       corral image inspect NAME [--state-dir DIR]\n"
     "       corral image rm NAME [--state-dir DIR]\n"
@@ -34,7 +38,14 @@ constexpr const char* kUsage =
     "`corral run --rootfs image:NAME`. rm refuses (exit 1) while a running box\n"
     "uses the image, and names its runs. docs/images.md has the details.\n"
     "\n"
-    "  --name NAME       the image's name (default: the archive's tag or file name)\n"
+    "  --name NAME       the image's name (default: the archive's tag or file name);\n"
+    "                    replaces an image of that name\n"
+    "  --replace         let the default name replace an image of that name (without\n"
+    "                    it or --name, an archive naming itself after an image in\n"
+    "                    the store is refused)\n"
+    "  --max-expanded SIZE  refuse an import that writes more (default 32G; 0: no bound)\n"
+    "  --max-ratio N     refuse an import that writes more than N bytes per byte\n"
+    "                    read, past its first 64 MiB (default 200; 0: no bound)\n"
     "  --json            ls: one JSON array instead of the table\n"
     "  --state-dir DIR   corral's state directory (default /var/lib/corral, or\n"
     "                    $CORRAL_STATE_DIR)\n";
@@ -83,7 +94,25 @@ struct Args {
     std::optional<std::string> name;
     std::optional<std::string> state_dir;
     bool json = false;
+    image::ImportOptions import;
 };
+
+std::uint64_t prefixed_size(const char* option, const std::string& text) {
+    try {
+        return parse_size(text);
+    } catch (const std::exception& e) {
+        throw UsageError(std::string(option) + " \"" + text + "\": " + e.what());
+    }
+}
+
+std::uint64_t prefixed_count(const char* option, const std::string& text) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || text.front() == '-')
+        throw UsageError(std::string(option) + " \"" + text + "\": expected a whole number (0: no bound)");
+    return n;
+}
 
 Args parse(int argc, char** argv) {
     Args a;
@@ -96,6 +125,9 @@ Args parse(int argc, char** argv) {
         if (arg == "--name") a.name = value("--name");
         else if (arg == "--state-dir") a.state_dir = value("--state-dir");
         else if (arg == "--json") a.json = true;
+        else if (arg == "--replace") a.import.replace = true;
+        else if (arg == "--max-expanded") a.import.limits.max_bytes = prefixed_size("--max-expanded", value("--max-expanded"));
+        else if (arg == "--max-ratio") a.import.limits.max_ratio = prefixed_count("--max-ratio", value("--max-ratio"));
         else if (arg == "--help" || arg == "-h") a.verb = "help";
         else if (arg.size() > 1 && arg[0] == '-') throw UsageError("unknown option " + std::string(arg) + "; see `corral image --help`");
         else if (a.verb.empty()) a.verb = arg;
@@ -112,7 +144,8 @@ std::string one_name(const Args& a) {
 int import(const Args& a, image::ImageStore& store) {
     if (a.positional.size() != 1) throw UsageError("import: expected exactly one SOURCE");
     ProgressLine progress;
-    image::ImportResult r = store.import(a.positional.front(), a.name, std::ref(progress));
+    if (a.name && a.import.replace) throw UsageError("import: --name NAME and --replace: give one (--name replaces an image of that name)");
+    image::ImportResult r = store.import(a.positional.front(), a.name, std::ref(progress), a.import);
     for (const auto& n : r.notes) std::fprintf(stderr, "corral image: %s\n", n.c_str());
     std::printf("imported %s: %zu layers (%zu new, %zu already stored), %s read\n", r.image.name.c_str(),
                 r.image.layers.size(), r.layers_added, r.layers_reused, human_bytes(r.image.size_bytes).c_str());

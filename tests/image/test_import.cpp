@@ -545,6 +545,47 @@ TEST_CASE("an entry 25 000 directories deep is refused, a deep tree a dead impor
     CHECK(count_entries(state + "/images/tmp") == 0);
 }
 
+TEST_CASE("an archive naming itself after an image in the store does not replace it without --name or --replace") {
+    TempDir t("corral-image-replace");
+    const std::string state = t / "state";
+    // Two different rootfs tarballs, both app.tar: both name themselves "app".
+    sh("mkdir -p one/r/bin one/r/etc one/r/usr two/r/bin two/r/etc two/r/usr && echo one > one/r/etc/which && "
+       "echo two > two/r/etc/which && tar -C one/r -cf one/app.tar . && tar -C two/r -cf two/app.tar .",
+       t.path());
+    REQUIRE(image(state, {"import", t / "one/app.tar"}).exit_code == 0);
+    const std::string before = read_file(state + "/images/images/app.json");
+    Result again = image(state, {"import", t / "two/app.tar"});
+    CHECK(again.exit_code == 2);
+    CHECK(again.err.find("names itself \"app\", and an image of that name is in the store; --name app or --replace "
+                         "replaces it") != std::string::npos);
+    CHECK(read_file(state + "/images/images/app.json") == before);  // untouched
+    CHECK(count_entries(state + "/images/tmp") == 0);
+    CHECK(image(state, {"import", t / "two/app.tar", "--replace"}).exit_code == 0);
+    CHECK(read_file(state + "/images/images/app.json") != before);
+    CHECK(image(state, {"import", t / "one/app.tar", "--name", "app"}).exit_code == 0);  // an explicit name replaces
+    CHECK(image(state, {"import", t / "one/app.tar", "--name", "app", "--replace"}).exit_code == 2);
+}
+
+TEST_CASE("a decompression bomb is refused by the expansion bounds while it is extracted; nothing is kept") {
+    TempDir t("corral-image-bomb");
+    const std::string state = t / "state";
+    // 128 MiB of zeros in a rootfs tarball: about 130 KiB gzipped.
+    sh("mkdir -p r/bin r/etc r/usr && truncate -s 128M r/usr/zeros && tar -C r -cf - . | gzip -1 > bomb.tar.gz", t.path());
+    Result ratio = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb"});
+    INFO(ratio.err);
+    CHECK(ratio.exit_code != 0);
+    CHECK(ratio.err.find("times; refused as a decompression bomb") != std::string::npos);
+    CHECK(count_entries(state + "/images/tmp") == 0);
+    CHECK(count_entries(state + "/images/layers/sha256") == 0);
+    Result size = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb", "--max-ratio", "0", "--max-expanded", "100M"});
+    CHECK(size.exit_code != 0);
+    CHECK(size.err.find("expands past 104857600 bytes; refused") != std::string::npos);
+    CHECK(count_entries(state + "/images/layers/sha256") == 0);
+    // Both bounds lifted: the same archive is an image like any other.
+    CHECK(image(state, {"import", t / "bomb.tar.gz", "--name", "bomb", "--max-ratio", "0"}).exit_code == 0);
+    CHECK(image(state, {"import", t / "bomb.tar.gz", "--max-ratio", "ten"}).exit_code == 2);
+}
+
 TEST_CASE("a FIFO where a layer belongs is refused at once, not waited on with the store locked; nothing is left") {
     TempDir t("corral-image-fifo");
     make_oci_layout(t);
