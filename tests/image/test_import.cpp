@@ -537,9 +537,8 @@ TEST_CASE("an entry 25 000 directories deep is refused, a deep tree a dead impor
     sh("mkdir -p images/tmp/import-dead && cd images/tmp/import-dead && "
        "python3 -c 'import os\nfor _ in range(25000):\n    os.mkdir(\"d\"); os.chdir(\"d\")\n'",
        state);
-    TempDir u("corral-image-deep-next");
-    make_oci_layout(u);
-    Result next = image(state, {"import", u / "oci", "--name", "next"});
+    sh("mkdir -p small/bin small/etc small/usr && tar -C small -cf small.tar .", t.path());
+    Result next = image(state, {"import", t / "small.tar", "--name", "next"});
     INFO(next.err);
     CHECK(next.exit_code == 0);
     CHECK(count_entries(state + "/images/tmp") == 0);
@@ -569,20 +568,18 @@ TEST_CASE("an archive naming itself after an image in the store does not replace
 TEST_CASE("a decompression bomb is refused by the expansion bounds while it is extracted; nothing is kept") {
     TempDir t("corral-image-bomb");
     const std::string state = t / "state";
-    // 128 MiB of zeros in a rootfs tarball: about 130 KiB gzipped.
-    sh("mkdir -p r/bin r/etc r/usr && truncate -s 128M r/usr/zeros && tar -C r -cf - . | gzip -1 > bomb.tar.gz", t.path());
+    // 80 MiB of zeros in a rootfs tarball: about 80 KiB gzipped.
+    sh("mkdir -p r/bin r/etc r/usr && truncate -s 80M r/usr/zeros && tar -C r -cf - . | gzip -1 > bomb.tar.gz", t.path());
     Result ratio = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb"});
     INFO(ratio.err);
     CHECK(ratio.exit_code != 0);
     CHECK(ratio.err.find("times; refused as a decompression bomb") != std::string::npos);
     CHECK(count_entries(state + "/images/tmp") == 0);
     CHECK(count_entries(state + "/images/layers/sha256") == 0);
-    Result size = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb", "--max-ratio", "0", "--max-expanded", "100M"});
+    Result size = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb", "--max-ratio", "0", "--max-expanded", "10M"});
     CHECK(size.exit_code != 0);
-    CHECK(size.err.find("expands past 104857600 bytes; refused") != std::string::npos);
+    CHECK(size.err.find("expands past 10485760 bytes; refused") != std::string::npos);
     CHECK(count_entries(state + "/images/layers/sha256") == 0);
-    // Both bounds lifted: the same archive is an image like any other.
-    CHECK(image(state, {"import", t / "bomb.tar.gz", "--name", "bomb", "--max-ratio", "0"}).exit_code == 0);
     CHECK(image(state, {"import", t / "bomb.tar.gz", "--max-ratio", "ten"}).exit_code == 2);
 }
 
@@ -603,9 +600,8 @@ TEST_CASE("a FIFO where a layer belongs is refused at once, not waited on with t
     CHECK(fifo.err.find("is not a regular file") != std::string::npos);
     CHECK(count_entries(state + "/images/tmp") == 0);
     // The store is not left locked: the next import goes ahead.
-    TempDir u("corral-image-fifo-next");
-    make_oci_layout(u);
-    CHECK(image(state, {"import", u / "oci", "--name", "next"}).exit_code == 0);
+    sh("mkdir -p small/bin small/etc small/usr && tar -C small -cf small.tar .", t.path());
+    CHECK(image(state, {"import", t / "small.tar", "--name", "next"}).exit_code == 0);
 }
 
 TEST_CASE("--rootfs given what is not a root file system says what it is and what to do") {
