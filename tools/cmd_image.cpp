@@ -13,6 +13,7 @@
 #include "image/store.hpp"
 #include "run/request.hpp"
 #include "run/run_index.hpp"
+#include "run/state_dir.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -184,7 +185,15 @@ int cmd_image(int argc, char** argv) {
         std::fprintf(stderr, "corral image: must run as root (the store keeps layers with their owners)\n");
         return 125;
     }
-    image::ImageStore store(a.state_dir.value_or(run::default_state_dir()));
+    try {
+        // Checked (or made) before the store opens, creates or locks anything in it.
+        a.state_dir = run::make_private_dir("--state-dir", a.state_dir.value_or(run::default_state_dir()),
+                                            run::DirRole::state);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "corral image: %s\n", e.what());
+        return 125;
+    }
+    image::ImageStore store(*a.state_dir);
     try {
         if (a.verb == "import") return import(a, store);
         if (a.verb == "ls") return list(a, store);

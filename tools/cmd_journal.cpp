@@ -18,6 +18,7 @@
 #include "journal/key.hpp"
 #include "journal/verify.hpp"
 #include "run/request.hpp"
+#include "run/state_dir.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -203,8 +204,12 @@ int cmd_journal(int argc, char** argv) {
         }
     }
     if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
-    std::string key_path = key ? *key : journal::key_files(state_dir ? *state_dir : run::default_state_dir()).pub_path;
+    std::string key_path;
     try {
+        key_path = key ? *key
+                       : journal::key_files(run::require_private_state_dir(
+                                                "--state-dir", state_dir.value_or(run::default_state_dir())))
+                             .pub_path;
         struct stat st {};
         if (::stat(file->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
             if (run_json || ledger) return bad_usage("--run-json and --ledger are for one run's journal, not a directory");

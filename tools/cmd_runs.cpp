@@ -27,6 +27,7 @@
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
 #include "run/run_index.hpp"
+#include "run/state_dir.hpp"
 #include "supervisor/run_record.hpp"
 #include "tools/commands.hpp"
 
@@ -106,6 +107,7 @@ int on_one_run(const char* cmd, int argc, char** argv, std::initializer_list<std
         std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
         return kExitUsage;
     }
+    a.state_dir = run::require_private_state_dir("--state-dir", a.state_dir);
     return body(a, run::find_run(a.state_dir, a.positional.front()));
 }
 
@@ -339,6 +341,7 @@ int cmd_ps(int argc, char** argv) {
         return kExitUsage;
     }
     if (a.help) return print_help(kPsHelp), 0;
+    a.state_dir = run::require_private_state_dir("--state-dir", a.state_dir);
     std::vector<run::RunEntry> runs;
     for (auto& e : run::list_runs(a.state_dir))
         if (a.all || is_live(e.state)) runs.push_back(std::move(e));

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_lock.hpp"
 #include "base/fd.hpp"
 #include "base/parse.hpp"
 #include "base/suggest.hpp"
@@ -37,6 +38,7 @@
 #include "run/request.hpp"
 #include "run/run_index.hpp"
 #include "run/session_server.hpp"
+#include "run/state_dir.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/terminal.hpp"
@@ -125,15 +127,14 @@ void redirect_output_to_log(const std::string& run_dir) {
     dup2(log.get(), 2);
 }
 
-// STATE/session-names.lock, held exclusively (the state dir made 0700 if it
-// does not exist yet: the session's supervisor checks it as a run would).
+// STATE/session-names.lock, held exclusively (the state dir is the one
+// make_private_dir returned). Another start holds it only until its session
+// is ready: the wait is bounded all the same.
 Fd lock_session_names(const std::string& state_dir) {
-    if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", state_dir, errno);
     const std::string path = state_dir + "/session-names.lock";
     Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd.valid()) throw SysError("open", path, errno);
-    while (::flock(fd.get(), LOCK_EX) != 0)
-        if (errno != EINTR) throw SysError("flock", path, errno);
+    lock_within(fd.get(), path, LockKind::exclusive);
     return fd;
 }
 
@@ -158,8 +159,12 @@ int session_start(int argc, char** argv) {
     // starts racing for one name cannot both pass it.
     Fd names_lock;
     if (request.session_name) {
-        const std::string state_dir = request.state_dir ? *request.state_dir : run::default_state_dir();
+        std::string state_dir;
         try {
+            // Checked (or made) first: nothing is created or locked in a
+            // directory anyone but root could change.
+            state_dir = run::make_private_dir("--state-dir", request.state_dir.value_or(run::default_state_dir()),
+                                              run::DirRole::state);
             names_lock = lock_session_names(state_dir);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "corral session start: %s\n", e.what());
@@ -293,6 +298,7 @@ int session_stop(int argc, char** argv) {
     std::string state_dir = run::default_state_dir();
     for (int i = 1; i + 1 < argc; ++i)
         if (std::string_view(argv[i]) == "--state-dir") state_dir = argv[i + 1];
+    state_dir = run::require_private_state_dir("--state-dir", state_dir);
     std::vector<std::string> args(argv, argv + argc);
     for (std::size_t i = 1; i < args.size(); ++i) {
         if (args[i] == "--state-dir" || args[i] == "--grace") {
@@ -322,6 +328,7 @@ int session_ls(int argc, char** argv) {
         else if (a == "--help" || a == "-h") return std::fputs(kSessionHelp, stdout), 0;
         else return usage_error("corral session ls", "unknown argument \"" + std::string(a) + "\"; expected --json, -a, --state-dir DIR");
     }
+    state_dir = run::require_private_state_dir("--state-dir", state_dir);
     json out = json::array();
     for (const auto& e : run::list_runs(state_dir)) {
         if (!is_session(e) || (!all && e.state != "running")) continue;
@@ -489,7 +496,7 @@ int cmd_exec(int argc, char** argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     try {
-        run::RunEntry session = find_session(state_dir, key);
+        run::RunEntry session = find_session(run::require_private_state_dir("--state-dir", state_dir), key);
         Fd conn = connect_to(run::session_socket_path(session.run_dir));
         // --tty: the session's supervisor cannot get our SIGWINCH; it reads a
         // byte per change from this pipe and asks our terminal for its size.
