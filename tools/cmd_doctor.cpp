@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/terminal_text.hpp"
 #include "agents/agent_profile.hpp"
 #include "config/org_config.hpp"
 #include "gateway/identity.hpp"
@@ -170,7 +171,7 @@ int cmd_doctor(int argc, char** argv) {
     bool all_ok = true;
     auto add = [&](supervisor::Check c) {
         if (!as_json) {
-            std::printf("%s\n", supervisor::format_check(c).c_str());
+            std::printf("%s\n", terminal_text(supervisor::format_check(c)).c_str());
             std::fflush(stdout);
         }
         all_ok = all_ok && (c.ok || !c.required);
@@ -211,7 +212,7 @@ int cmd_doctor(int argc, char** argv) {
         for (const auto& c : checks)
             out["checks"].push_back({{"name", c.feature}, {"status", supervisor::check_status(c)}, {"detail", c.detail},
                                      {"remedy", c.remedy}, {"required", c.required}});
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)).c_str());
     }
     return status;
 }

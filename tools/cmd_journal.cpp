@@ -14,6 +14,7 @@
 
 #include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
+#include "base/terminal_text.hpp"
 #include "journal/day_journal.hpp"
 #include "journal/key.hpp"
 #include "journal/verify.hpp"
@@ -75,7 +76,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
     std::string at = file + ": ";
     if (v.status == journal::Status::invalid) {
         std::printf("%sinvalid: line %llu: %s (%llu good records before it)\n", at.c_str(),
-                    static_cast<unsigned long long>(v.line.value_or(0)), v.reason.c_str(),
+                    static_cast<unsigned long long>(v.line.value_or(0)), terminal_text(v.reason).c_str(),
                     static_cast<unsigned long long>(v.good_records));
         return kInvalid;
     }
@@ -93,7 +94,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
         }
         auto diff = journal::compare_run_json(v, run);
         if (!diff.empty()) {
-            for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), d.c_str());
+            for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), terminal_text(d).c_str());
             return kInvalid;
         }
     }
@@ -112,7 +113,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
         }
         if (ledger_text) {
             if (auto diff = journal::compare_ledger(v, *ledger_text)) {
-                std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), diff->c_str());
+                std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), terminal_text(*diff).c_str());
                 return kInvalid;
             }
             checked += ", " + *ledger_path + " agrees (" + std::to_string(v.decisions.size()) + " decisions)";
@@ -120,7 +121,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
     }
     if (v.status == journal::Status::incomplete) {
         std::printf("%sincomplete: %llu good records, key %s; %s%s\n", at.c_str(),
-                    static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), v.reason.c_str(),
+                    static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), terminal_text(v.reason).c_str(),
                     checked.c_str());
         return kIncomplete;
     }

@@ -24,6 +24,7 @@
 #include "base/fd.hpp"
 #include "base/log.hpp"
 #include "base/parse.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/agent_run.hpp"
@@ -57,7 +58,7 @@ std::vector<std::string>* g_run_messages = nullptr;
 const char* g_prefix = "corral run";   // "corral session" for a session's supervisor
 
 void say(const std::string& line) {
-    std::fprintf(stderr, "%s: %s\n", g_prefix, line.c_str());
+    std::fprintf(stderr, "%s: %s\n", g_prefix, terminal_text(line).c_str());
     if (g_run_messages != nullptr) g_run_messages->push_back(line);
 }
 

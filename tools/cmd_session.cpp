@@ -31,6 +31,7 @@
 #include "base/fd.hpp"
 #include "base/parse.hpp"
 #include "base/suggest.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "run/agent_run.hpp"
 #include "run/exec_protocol.hpp"
@@ -104,7 +105,7 @@ killed) stops CMD with the grace.
 )";
 
 int usage_error(const char* prefix, const std::string& what) {
-    std::fprintf(stderr, "%s: %s\n", prefix, what.c_str());
+    std::fprintf(stderr, "%s: %s\n", prefix, terminal_text(what).c_str());
     return run::kExitUsage;
 }
 
@@ -167,7 +168,7 @@ int session_start(int argc, char** argv) {
                                               run::DirRole::state);
             names_lock = lock_session_names(state_dir);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "corral session start: %s\n", e.what());
+            std::fprintf(stderr, "corral session start: %s\n", terminal_text(e.what()).c_str());
             return run::kExitSetup;
         }
         for (const auto& e : run::list_runs(state_dir))
@@ -341,14 +342,14 @@ int session_ls(int argc, char** argv) {
                        {"started_at", e.record->value("started_at", json(nullptr))}, {"execs", execs}});
     }
     if (as_json) {
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, json::error_handler_t::replace)).c_str());
         return 0;
     }
     std::printf("%-27s %-16s %-16s %-9s %s\n", "ID", "NAME", "WORKER", "STATE", "EXECS");
     for (const auto& s : out)
         std::printf("%-27s %-16s %-16s %-9s %d\n", s["id"].get<std::string>().c_str(),
-                    s["name"].is_string() ? s["name"].get<std::string>().c_str() : "-",
-                    s["worker"].is_string() ? s["worker"].get<std::string>().c_str() : "-",
+                    s["name"].is_string() ? terminal_text(s["name"].get<std::string>()).c_str() : "-",
+                    s["worker"].is_string() ? terminal_text(s["worker"].get<std::string>()).c_str() : "-",
                     s["state"].get<std::string>().c_str(), s["execs"].get<int>());
     return 0;
 }
@@ -537,10 +538,10 @@ int cmd_exec(int argc, char** argv) {
         if (answer.find('\n') == std::string::npos)
             throw std::runtime_error("session " + session.id + " closed without an answer (its supervisor died?)");
         run::ExecAnswer a = run::parse_exec_answer_line(answer.substr(0, answer.find('\n')));
-        for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", m.c_str());
+        for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", terminal_text(m).c_str());
         return a.status;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "corral exec: %s\n", e.what());
+        std::fprintf(stderr, "corral exec: %s\n", terminal_text(e.what()).c_str());
         return run::kExitSetup;
     }
 }
