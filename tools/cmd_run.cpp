@@ -179,7 +179,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             for (const auto& m : egress->take_stop_messages()) say(m);
             // The run's model traffic in one line (run.json has the numbers).
             if (auto t = egress->model_totals(); t && (t->requests || t->budget_refusals || t->policy_refusals))
-                std::fprintf(stderr, "%s: %s\n", g_prefix, gateway::metering::totals_summary(*t).c_str());
+                std::fprintf(stderr, "%s: %s\n", g_prefix, terminal_text(gateway::metering::totals_summary(*t)).c_str());
         }
         update_record_fields();
         record.status = st;
@@ -204,7 +204,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
         }
         run::mark_run_ended(state_dir, record.id);  // no later start need look at it again
-        if (!request.quiet) std::fprintf(stderr, "%s: %s\n", g_prefix, run::run_summary_line(record, run_dir).c_str());
+        if (!request.quiet) std::fprintf(stderr, "%s: %s\n", g_prefix, terminal_text(run::run_summary_line(record, run_dir)).c_str());
         return st;
     };
 
