@@ -186,8 +186,12 @@ int cmd_doctor(int argc, char** argv) {
         add(supervisor::Check{"state dir", false, e.what(), "unset CORRAL_STATE_DIR or name a directory", true});
     }
     if (!dir.empty()) {
-        add(supervisor::check_idmapped_mounts(dir));
-        add(supervisor::check_state_dir(dir));
+        // The ID-mapping probe makes, chowns and mounts a directory where it
+        // is pointed: in the state dir only once that is known to be root's
+        // alone (else in /run/corral), so the state dir is checked first.
+        supervisor::Check state = supervisor::check_state_dir(dir);
+        add(supervisor::check_idmapped_mounts(state.ok ? dir : "/run/corral"));
+        add(std::move(state));
         journal_key_pem = add_journal_key_check(dir, add);
     }
     for (auto& c : check_agent_clis()) add(std::move(c));
