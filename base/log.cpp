@@ -5,6 +5,8 @@
 #include <atomic>
 #include <string>
 
+#include "base/terminal_text.hpp"
+
 namespace corral::log {
 
 namespace {
@@ -17,9 +19,18 @@ Level level() { return g_level.load(); }
 void write(Level l, std::string_view message) {
     if (l < g_level.load()) return;
     static constexpr const char* kPrefix[] = {"corral: debug: ", "corral: ", "corral: warning: ", "corral: error: "};
-    std::string line = kPrefix[static_cast<int>(l)];
-    line += message;
-    line += '\n';
+    // One prefixed line per line of the message, each escaped: a message
+    // may carry a box's bytes (a host, a path), which must not drive the
+    // terminal or pass for a line of corral's own.
+    std::string line;
+    for (std::size_t at = 0;;) {
+        const std::size_t eol = message.find('\n', at);
+        line += kPrefix[static_cast<int>(l)];
+        line += terminal_text(message.substr(at, eol == std::string_view::npos ? eol : eol - at));
+        line += '\n';
+        if (eol == std::string_view::npos) break;
+        at = eol + 1;
+    }
     // One write() per line so concurrent writers don't interleave mid-line.
     const char* p = line.data();
     std::size_t left = line.size();

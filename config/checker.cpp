@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/terminal_text.hpp"
+
 namespace corral::config {
 
 std::string Diagnostic::text() const {
@@ -38,13 +40,12 @@ std::string where_of(const std::string& file, const toml::value& v) {
 }
 
 std::string quote(std::string_view s) {
+    // terminal_text escapes what a terminal acts on (and '\\'); '"' too, so
+    // the quotes end where the value does.
     std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20)
-            out += '?';
-        else
-            out += c;
+    for (char c : terminal_text(s)) {
+        if (c == '"') out += '\\';
+        out += c;
     }
     return out + "\"";
 }

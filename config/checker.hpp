@@ -64,7 +64,7 @@ void throw_if_any(const std::vector<Diagnostic>& ds);
 std::size_t line_of(const toml::value& v);
 // "FILE:LINE" of a value ("FILE" when toml11 has no line for it).
 std::string where_of(const std::string& file, const toml::value& v);
-// A string as a message shows it: quoted, control characters as '?'.
+// A string as a message shows it: quoted, escaped as base/terminal_text.hpp says.
 std::string quote(std::string_view s);
 // A value as a message shows it ("3", "\"x\"", "a table").
 std::string describe(const toml::value& v);

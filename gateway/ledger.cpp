@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::gateway {
@@ -204,7 +205,11 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
             j["matches"] = e.matches;
         }
         if (e.metered) j["metering"] = metered_json(*e.metered, secrets);
-        line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        // Valid UTF-8 JSON (a byte that is not UTF-8 becomes U+FFFD), and
+        // nothing a terminal acts on when the ledger is read with cat or
+        // tail: C1 controls, DEL and bidi characters from a request become
+        // \uXXXX escapes of the same value (base/terminal_text.hpp).
+        line = terminal_json(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     }
     // Defence in depth: a secret split across fields or reintroduced by escaping cannot
     // be rebuilt from the line because each field was scrubbed; scrub the whole line too.

@@ -1,16 +1,21 @@
 #include "run/refusal_report.hpp"
 
+#include "base/terminal_text.hpp"
 #include "gateway/refusal.hpp"
 
 namespace corral::run {
 
 std::string refusal_line(const gateway::RefusalNotice& n) {
+    // The host and method are the box's bytes (a refused target is kept as
+    // it came): shown escaped, here and in the advice that repeats the host.
+    const std::string host = terminal_text(n.host), method = terminal_text(n.method);
     // A connection refused before its request was read names no host.
-    const std::string what = n.host.empty() ? "a connection"
-                                            : (n.method.empty() ? std::string("a request to") : n.method) + " " + n.host +
-                                                  ":" + std::to_string(n.port);
-    std::string line = "refused " + what + " (" + n.reason + (n.status ? ", " + std::to_string(n.status) : "") + ")";
-    if (std::string advice = gateway::what_would_allow(n.reason, n.host, n.port); !advice.empty()) line += ": " + advice;
+    const std::string what = host.empty() ? "a connection"
+                                          : (method.empty() ? std::string("a request to") : method) + " " + host + ":" +
+                                                std::to_string(n.port);
+    std::string line = "refused " + what + " (" + terminal_text(n.reason) +
+                       (n.status ? ", " + std::to_string(n.status) : "") + ")";
+    if (std::string advice = gateway::what_would_allow(n.reason, host, n.port); !advice.empty()) line += ": " + advice;
     return line;
 }
 

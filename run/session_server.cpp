@@ -25,6 +25,7 @@
 #include "base/sys_error.hpp"
 #include "journal/covered_files.hpp"
 #include "run/exec_protocol.hpp"
+#include "run/exec_wire.hpp"
 #include "run/outcome.hpp"
 #include "run/run_journal.hpp"
 #include "supervisor/fd_passing.hpp"
@@ -45,45 +46,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A listening AF_UNIX stream socket at `path` (a stale one from a crashed
-// supervisor of this run dir cannot exist: the run dir is new).
-Fd listen_at(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path)
-        throw UsageError("session socket " + path + ": longer than " + std::to_string(sizeof addr.sun_path - 1) +
-                         " bytes; give a shorter --state-dir or --run-dir");
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
-    // Root's alone twice over: the run dir is 0700 and the socket 0600 (a
-    // chmod, not the umask: the process's umask is shared with the gateway's threads).
-    check_sys(bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), "bind", path);
-    check_sys(::chmod(path.c_str(), 0600), "chmod", path);
-    check_sys(listen(fd.get(), 64), "listen", path);
-    return fd;
-}
-
-// uid of the connected peer, or -1.
-long peer_uid(int fd) {
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
-    return static_cast<long>(cred.uid);
-}
-
-// The answer line; a caller already gone is no error of the session's.
-void send_answer(int fd, const ExecAnswer& a) {
-    const std::string line = exec_answer_line(a);
-    std::size_t off = 0;
-    while (off < line.size()) {
-        ssize_t n = send(fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        off += static_cast<std::size_t>(n);
-    }
-}
-
 ExecAnswer refusal(int status, const std::string& message) {
     ExecAnswer a;
     a.status = status;
@@ -92,63 +54,18 @@ ExecAnswer refusal(int status, const std::string& message) {
     return a;
 }
 
-// The request line and the caller's stdout and stderr (SCM_RIGHTS with its
-// first bytes; a terminal request's also its stdin and the read end of its
-// window-change pipe). Throws UsageError for what is not a request.
-struct ReceivedRequest {
-    std::string line;
-    Fd out, err, in, window_changes;
-};
-
-ReceivedRequest receive_request(int conn) {
-    // A caller that connects and sends no whole line within 10 s is dropped:
-    // it must not hold an exec thread (or the session's stop) forever.
-    const timeval limit{10, 0};
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    ReceivedRequest r;
-    std::vector<char> buf(64 * 1024);
-    int fds[4] = {-1, -1, -1, -1};
-    int nfds = 0;
-    ssize_t n = supervisor::receive_with_fds(conn, buf.data(), buf.size(), fds, 4, nfds);
-    Fd* slots[4] = {&r.out, &r.err, &r.in, &r.window_changes};
-    for (int i = 0; i < nfds; ++i) *slots[i] = Fd(fds[i]);
-    if (n < 0) throw SysError("recvmsg", "exec request", static_cast<int>(-n));
-    r.line.assign(buf.data(), static_cast<std::size_t>(n));
-    while (r.line.find('\n') == std::string::npos) {
-        if (n == 0) throw UsageError("exec request: the caller closed before a whole line");
-        if (r.line.size() > kMaxExecLineBytes)
-            throw UsageError("exec request: more than " + std::to_string(kMaxExecLineBytes / 1024) + " KiB");
-        n = recv(conn, buf.data(), buf.size(), 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            throw UsageError("exec request: no whole line within 10 s");
-        if (n < 0) throw SysError("recv", "exec request", errno);
-        r.line.append(buf.data(), static_cast<std::size_t>(n));
-    }
-    r.line.resize(r.line.find('\n'));
-    if (!r.out.valid() || !r.err.valid())
-        throw UsageError("exec request: the caller's stdout and stderr did not come with it (SCM_RIGHTS)");
-    return r;
-}
-
-// The caller's stdout or stderr as a description of our own, non-blocking,
-// when it is a pipe, FIFO or terminal (reopened through /proc/self/fd: its
-// O_NONBLOCK is then ours, not the caller's): a caller that stops reading
-// cannot hold the session's stop. A regular file never blocks and keeps the
-// caller's description (and offset, shared with its own messages); a socket
-// cannot be reopened and is used as is.
-Fd own_nonblocking_copy(Fd fd) {
-    struct stat st {};
-    if (fstat(fd.get(), &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return fd;
-    Fd reopened(::open(("/proc/self/fd/" + std::to_string(fd.get())).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    return reopened.valid() ? std::move(reopened) : std::move(fd);
-}
-
 void make_private_subdir(const std::string& path) {
     if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", path, errno);
 }
 
 class SessionServer {
+    struct Connection {
+        Fd fd;
+        std::thread thread;
+        bool done = false;       // under mu_
+        bool answering = false;  // under mu_: its request was read, an answer is owed
+    };
+
 public:
     SessionServer(supervisor::Sandbox& box, int interrupt_fd, const SessionServerOptions& o)
         : box_(box), interrupt_fd_(interrupt_fd), o_(o) {}
@@ -229,7 +146,7 @@ private:
         try {
             ++active_;
             slot->thread = std::thread([this, slot] {
-                serve_connection(slot->fd);
+                serve_connection(*slot);
                 std::lock_guard<std::mutex> done(mu_);
                 slot->fd.reset();  // EOF after the answer: the caller reads until it
                 slot->done = true;
@@ -256,7 +173,8 @@ private:
             it = gone(it->pidfd.get()) ? reapers_.erase(it) : it + 1;
     }
 
-    void serve_connection(Fd& conn) {
+    void serve_connection(Connection& slot) {
+        Fd& conn = slot.fd;
         const long uid = peer_uid(conn.get());
         if (uid != 0) {
             // Only root may run commands in a sandbox (as corral run needs root).
@@ -275,6 +193,10 @@ private:
         } catch (const std::exception& e) {
             send_answer(conn.get(), refusal(kExitSetup, e.what()));
             return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            slot.answering = true;
         }
         if (request.tty != (received.in.valid() && received.window_changes.valid())) {
             send_answer(conn.get(), refusal(kExitUsage, request.tty ? "exec request: tty: the caller's stdin and window-change pipe did not come with it (SCM_RIGHTS)"
@@ -557,14 +479,16 @@ private:
         lock.unlock();
         supervisor::signal_through_pidfd(box_.pidfd(), SIGKILL);
         abandon_sinks_ = true;
-        // The exec threads end as their invocations die; a caller that never
-        // sent its request, or holds a full socket as its stdout, is cut off.
+        // The exec threads end as their invocations die (a sink the caller
+        // leaves full is given up: abandon_sinks_) and answer their callers,
+        // who get their command's status (143 for the SIGTERM). Only a caller
+        // that has not sent its whole request yet is cut off: it is owed no answer.
         std::vector<std::shared_ptr<Connection>> connections;
         {
             std::lock_guard<std::mutex> l(mu_);
             connections.swap(connections_);
             for (auto& c : connections)
-                if (!c->done) ::shutdown(c->fd.get(), SHUT_RDWR);
+                if (!c->done && !c->answering) ::shutdown(c->fd.get(), SHUT_RDWR);
         }
         for (auto& c : connections)
             if (c->thread.joinable()) c->thread.join();
@@ -574,11 +498,6 @@ private:
     supervisor::Sandbox& box_;
     int interrupt_fd_;
     const SessionServerOptions& o_;
-    struct Connection {
-        Fd fd;
-        std::thread thread;
-        bool done = false;   // under mu_
-    };
 
     std::mutex mu_;
     std::condition_variable idle_;

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "base/bounded_lock.hpp"
 #include "base/fd.hpp"
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
@@ -51,17 +52,22 @@ std::vector<std::string> remove_stale_runs(const std::string& lock_dir, const st
     std::vector<std::string> report;
     // Cleaners take turns: a concurrent cleaner's brief flock on a stale lock
     // (step 2) would otherwise make that dead run look alive to this one.
-    ::mkdir(lock_dir.c_str(), 0700);
-    Fd turn(::open((lock_dir + "/.cleanup").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (turn.valid()) {
-        while (::flock(turn.get(), LOCK_EX) != 0 && errno == EINTR) {
-        }
-    }
     auto failed = [&](const std::string& what, const std::exception& e) {
         std::string line = "failed: " + what + ": " + e.what();
         log::warn("stale cleanup " + line);
         report.push_back(line);
     };
+    ::mkdir(lock_dir.c_str(), 0700);
+    Fd turn(::open((lock_dir + "/.cleanup").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (turn.valid()) {
+        try {
+            lock_within(turn.get(), lock_dir + "/.cleanup", LockKind::exclusive);
+        } catch (const SysError& e) {
+            // Without the turn a live run could look dead: nothing is cleaned this time.
+            failed("waiting for the cleanup turn", e);
+            return report;
+        }
+    }
 
     // 1. What exists now. Listed BEFORE reading the live locks: a run records its id in
     //    its lock before it creates any of these, so anything listed here whose id is

@@ -1,8 +1,9 @@
 #include "supervisor/terminal.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -10,7 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "base/sys_error.hpp"
@@ -100,7 +103,7 @@ void RawTerminal::start_guardian() noexcept {
         ssize_t n;
         do n = read(p[0], &said, 1);
         while (n < 0 && errno == EINTR);
-        if (n != 1 || said != 'R') tcsetattr(fd_, TCSADRAIN, &saved_);
+        if (n != 1 || said != 'R') tcsetattr(fd_, TCSAFLUSH, &saved_);  // the box's unread answers discarded too
         _exit(0);
     }
     close(p[0]);
@@ -125,12 +128,54 @@ void RawTerminal::release_guardian() noexcept {
     }
 }
 
+// A terminal answers the queries a box wrote to it (cursor position, device
+// attributes, window title, clipboard contents) by typing the answer into
+// its input, often after the box is gone; left there, the caller's next
+// program (its shell) would read the answer as typed. Terminals answer in
+// order, so a query of corral's own (DSR, "where is the cursor") written
+// last is answered after every query the box wrote: the input is read and
+// discarded until a cursor-position answer (ESC [ digits ; digits R) has
+// come and kAnswersQuiet passed without more, or kAnswersBound in all (a
+// terminal that answers nothing). A terminal that cannot be written to
+// gets no query; TCSAFLUSH then discards what has come so far.
+void RawTerminal::discard_answers() noexcept {
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kAnswersBound = std::chrono::milliseconds(1000), kAnswersQuiet = std::chrono::milliseconds(30);
+    if (write(fd_, "\033[6n", 4) != 4) return;
+    const auto give_up = Clock::now() + kAnswersBound;
+    enum { plain, escape, parameters } at = plain;
+    bool answered = false;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+        if (left.count() <= 0) return;
+        pollfd p{fd_, POLLIN, 0};
+        const int rc = poll(&p, 1, static_cast<int>(answered ? std::min(left, kAnswersQuiet).count() : left.count()));
+        if (rc < 0 && errno == EINTR) continue;
+        char buf[256];
+        const ssize_t n = rc > 0 ? read(fd_, buf, sizeof buf) : -1;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // quiet after the answer, or a terminal hung up
+        for (ssize_t i = 0; i < n; ++i) {
+            const char c = buf[i];
+            if (at == parameters && c == 'R') answered = true;
+            at = c == '\033' ? escape
+                 : (at == escape && c == '[') || (at == parameters && (std::isdigit(static_cast<unsigned char>(c)) || c == ';'))
+                     ? parameters
+                     : plain;
+        }
+    }
+}
+
 std::string RawTerminal::restore() noexcept {
     if (!raw_) return {};
     raw_ = false;
-    // TCSADRAIN: the program's last output is shown with the settings it was written for.
     std::string problem;
-    if (tcsetattr(fd_, TCSADRAIN, &saved_) != 0) problem = "tcsetattr: " + errno_text(errno);
+    // The program's last output is shown with the settings it was written for
+    // (tcdrain), the terminal's answers to its queries are not left behind,
+    // and TCSAFLUSH drops whatever input is still pending with them.
+    (void)tcdrain(fd_);
+    discard_answers();
+    if (tcsetattr(fd_, TCSAFLUSH, &saved_) != 0) problem = "tcsetattr: " + errno_text(errno);
     release_guardian();  // after ours: it must not restore once more, over what came after
     return problem;
 }

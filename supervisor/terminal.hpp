@@ -65,6 +65,8 @@ private:
     // The guardian's pipe (written "R" and closed by restore()) and pid.
     void start_guardian() noexcept;
     void release_guardian() noexcept;
+    // Reads and drops the terminal's answers to the box's queries (bounded).
+    void discard_answers() noexcept;
 
     int fd_;
     termios saved_{};

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/terminal_text.hpp"
 #include "agents/agent_profile.hpp"
 #include "config/org_config.hpp"
 #include "gateway/identity.hpp"
@@ -170,7 +171,7 @@ int cmd_doctor(int argc, char** argv) {
     bool all_ok = true;
     auto add = [&](supervisor::Check c) {
         if (!as_json) {
-            std::printf("%s\n", supervisor::format_check(c).c_str());
+            std::printf("%s\n", terminal_text(supervisor::format_check(c)).c_str());
             std::fflush(stdout);
         }
         all_ok = all_ok && (c.ok || !c.required);
@@ -185,8 +186,12 @@ int cmd_doctor(int argc, char** argv) {
         add(supervisor::Check{"state dir", false, e.what(), "unset CORRAL_STATE_DIR or name a directory", true});
     }
     if (!dir.empty()) {
-        add(supervisor::check_idmapped_mounts(dir));
-        add(supervisor::check_state_dir(dir));
+        // The ID-mapping probe makes, chowns and mounts a directory where it
+        // is pointed: in the state dir only once that is known to be root's
+        // alone (else in /run/corral), so the state dir is checked first.
+        supervisor::Check state = supervisor::check_state_dir(dir);
+        add(supervisor::check_idmapped_mounts(state.ok ? dir : "/run/corral"));
+        add(std::move(state));
         journal_key_pem = add_journal_key_check(dir, add);
     }
     for (auto& c : check_agent_clis()) add(std::move(c));
@@ -211,7 +216,7 @@ int cmd_doctor(int argc, char** argv) {
         for (const auto& c : checks)
             out["checks"].push_back({{"name", c.feature}, {"status", supervisor::check_status(c)}, {"detail", c.detail},
                                      {"remedy", c.remedy}, {"required", c.required}});
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)).c_str());
     }
     return status;
 }

@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/parse.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "image/store.hpp"
 #include "run/request.hpp"
 #include "run/run_index.hpp"
+#include "run/state_dir.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -146,8 +148,8 @@ int import(const Args& a, image::ImageStore& store) {
     ProgressLine progress;
     if (a.name && a.import.replace) throw UsageError("import: --name NAME and --replace: give one (--name replaces an image of that name)");
     image::ImportResult r = store.import(a.positional.front(), a.name, std::ref(progress), a.import);
-    for (const auto& n : r.notes) std::fprintf(stderr, "corral image: %s\n", n.c_str());
-    std::printf("imported %s: %zu layers (%zu new, %zu already stored), %s read\n", r.image.name.c_str(),
+    for (const auto& n : r.notes) std::fprintf(stderr, "corral image: %s\n", terminal_text(n).c_str());
+    std::printf("imported %s: %zu layers (%zu new, %zu already stored), %s read\n", terminal_text(r.image.name).c_str(),
                 r.image.layers.size(), r.layers_added, r.layers_reused, human_bytes(r.image.size_bytes).c_str());
     return 0;
 }
@@ -157,12 +159,12 @@ int list(const Args& a, const image::ImageStore& store) {
     if (a.json) {
         nlohmann::json out = nlohmann::json::array();
         for (const auto& im : images) out.push_back(nlohmann::json::parse(image::to_json_text(im)));
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)).c_str());
         return 0;
     }
     std::printf("%-32s %-7s %-12s %-16s %s\n", "NAME", "LAYERS", "SIZE", "FORMAT", "IMPORTED");
     for (const auto& im : images)
-        std::printf("%-32s %-7zu %-12s %-16s %s\n", im.name.c_str(), im.layers.size(), human_bytes(im.size_bytes).c_str(),
+        std::printf("%-32s %-7zu %-12s %-16s %s\n", terminal_text(im.name).c_str(), im.layers.size(), human_bytes(im.size_bytes).c_str(),
                     im.format.c_str(), im.imported_at.c_str());
     return 0;
 }
@@ -202,7 +204,7 @@ int cmd_image(int argc, char** argv) {
     try {
         a = parse(argc, argv);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral image: %s\n", e.what());
+        std::fprintf(stderr, "corral image: %s\n", terminal_text(e.what()).c_str());
         return 2;
     }
     if (a.verb == "help" || a.verb.empty()) {
@@ -217,17 +219,25 @@ int cmd_image(int argc, char** argv) {
         std::fprintf(stderr, "corral image: must run as root (the store keeps layers with their owners)\n");
         return 125;
     }
-    image::ImageStore store(a.state_dir.value_or(run::default_state_dir()));
+    try {
+        // Checked (or made) before the store opens, creates or locks anything in it.
+        a.state_dir = run::make_private_dir("--state-dir", a.state_dir.value_or(run::default_state_dir()),
+                                            run::DirRole::state);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "corral image: %s\n", terminal_text(e.what()).c_str());
+        return 125;
+    }
+    image::ImageStore store(*a.state_dir);
     try {
         if (a.verb == "import") return import(a, store);
         if (a.verb == "ls") return list(a, store);
         if (a.verb == "inspect") {
-            std::fputs(image::to_json_text(store.get(one_name(a))).c_str(), stdout);
+            std::fputs(terminal_json(image::to_json_text(store.get(one_name(a)))).c_str(), stdout);
             return 0;
         }
         return remove_image(a, store);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral image: %s\n", e.what());
+        std::fprintf(stderr, "corral image: %s\n", terminal_text(e.what()).c_str());
         return 2;
     }
 }

@@ -15,11 +15,13 @@
 
 #include "base/regular_file.hpp"
 #include "base/sys_error.hpp"
+#include "base/terminal_text.hpp"
 #include "journal/day_journal.hpp"
 #include "journal/key.hpp"
 #include "journal/verify.hpp"
 #include "run/request.hpp"
 #include "run/run_index.hpp"
+#include "run/state_dir.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -118,7 +120,7 @@ int check_run_json(const journal::Verdict& v, const std::string& file, std::opti
     }
     auto diff = journal::compare_run_json(v, run);
     if (!diff.empty()) {
-        for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), d.c_str());
+        for (const auto& d : diff) std::printf("%sinvalid: %s: %s\n", at.c_str(), run_json_path->c_str(), terminal_text(d).c_str());
         return kInvalid;
     }
     *checked += ", " + *run_json_path + " agrees";
@@ -144,7 +146,7 @@ int check_ledger(const journal::Verdict& v, const std::string& file, std::option
     }
     if (!ledger_text) return -1;
     if (auto diff = journal::compare_ledger(v, *ledger_text)) {
-        std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), diff->c_str());
+        std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), terminal_text(*diff).c_str());
         return kInvalid;
     }
     *checked += ", " + *ledger_path + " agrees (" + std::to_string(v.decisions.size()) + " decisions)";
@@ -160,7 +162,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
     std::string at = file + ": ";
     if (v.status == journal::Status::invalid) {
         std::printf("%sinvalid: line %llu: %s (%llu good records before it)\n", at.c_str(),
-                    static_cast<unsigned long long>(v.line.value_or(0)), v.reason.c_str(),
+                    static_cast<unsigned long long>(v.line.value_or(0)), terminal_text(v.reason).c_str(),
                     static_cast<unsigned long long>(v.good_records));
         return kInvalid;
     }
@@ -180,7 +182,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
     // Every file whose SHA-256 a record holds (the logs) must still be it.
     std::size_t files = 0;
     if (auto diff = journal::check_covered_files(v.files, dir_of(file), &files)) {
-        std::printf("%sinvalid: %s\n", at.c_str(), diff->c_str());
+        std::printf("%sinvalid: %s\n", at.c_str(), terminal_text(*diff).c_str());
         return kInvalid;
     }
     const std::string which = !who ? ""
@@ -188,7 +190,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
           where + (files ? "; " + std::to_string(files) + " logs as their records say" : "") + "\n";
     if (v.status == journal::Status::incomplete) {
         std::printf("%sincomplete: %llu good records, key %s; %s%s\n%s", at.c_str(),
-                    static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), v.reason.c_str(),
+                    static_cast<unsigned long long>(v.good_records), key.fingerprint().c_str(), terminal_text(v.reason).c_str(),
                     checked.c_str(), which.c_str());
         return kIncomplete;
     }
@@ -273,8 +275,9 @@ int cmd_journal(int argc, char** argv) {
     }
     if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
     const std::string state = state_dir ? *state_dir : run::default_state_dir();
-    std::string key_path = key ? *key : journal::key_files(state).pub_path;
+    std::string key_path;
     try {
+        key_path = key ? *key : journal::key_files(run::require_private_state_dir("--state-dir", state)).pub_path;
         struct stat st {};
         if (::stat(file->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
             if (run_json || ledger) return bad_usage("--run-json and --ledger are for one run's journal, not a directory");

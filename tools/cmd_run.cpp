@@ -24,6 +24,7 @@
 #include "base/fd.hpp"
 #include "base/log.hpp"
 #include "base/parse.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/agent_run.hpp"
@@ -34,6 +35,7 @@
 #include "run/resolve.hpp"
 #include "run/run_index.hpp"
 #include "run/run_journal.hpp"
+#include "run/state_dir.hpp"
 #include "run/trust.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
@@ -56,7 +58,7 @@ std::vector<std::string>* g_run_messages = nullptr;
 const char* g_prefix = "corral run";   // "corral session" for a session's supervisor
 
 void say(const std::string& line) {
-    std::fprintf(stderr, "%s: %s\n", g_prefix, line.c_str());
+    std::fprintf(stderr, "%s: %s\n", g_prefix, terminal_text(line).c_str());
     if (g_run_messages != nullptr) g_run_messages->push_back(line);
 }
 
@@ -70,47 +72,6 @@ void ensure_stdio_open() {
                 close(n);
             }
         }
-}
-
-// mkdir -p, then require a root-owned real directory and force 0700: the run
-// dir holds the logs and run.json, which the agent must not reach.
-// Creates `path` (0700, root's) only inside a tree only root can change,
-// checked before anything is created: a symlink planted on the way must not
-// make root create or chmod directories elsewhere. An existing directory is
-// never chmodded (--state-dir /var/lib must not close /var/lib). An existing
-// state dir must be root's and writable by no one else (what it holds is
-// private by its own modes: run dirs 0700, the CA key 0600); an existing run
-// dir must be root's, 0700 and empty: a reused one would hand the previous
-// agent's files to the next.
-enum class DirRole { state, run };
-
-// Returns the directory's real path, which the caller uses from then on.
-std::string make_private_dir(const std::string& option, const std::string& path, DirRole role) {
-    // The directory by fd, reached and (if new) made without following links.
-    rootfs::RootOnlyDir dir = rootfs::open_root_only_dir(option, path, 0700);
-    if (dir.created) return dir.real_path;  // made just now: root's, 0700
-    struct stat st{};
-    check_sys(fstat(dir.fd.get(), &st), "fstat", path);
-    const unsigned long not_allowed = role == DirRole::run ? 077 : 022;
-    if (st.st_mode & not_allowed)
-        throw UsageError(option + " " + path + ": exists with mode " +
-                         [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() +
-                         (role == DirRole::run ? "; a run dir must be root's alone (0700)"
-                                               : "; the state dir must be writable by no one but root") +
-                         " (corral never changes an existing directory's mode): fix it or give a new path");
-    if (role == DirRole::run) {
-        Fd probe(dup(dir.fd.get()));
-        DIR* d = probe.valid() ? fdopendir(probe.get()) : nullptr;
-        if (!d) throw SysError("opendir", path, errno);
-        (void)probe.release();  // owned by d now
-        bool empty = true;
-        while (dirent* e = readdir(d))
-            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
-        closedir(d);
-        if (!empty)
-            throw UsageError(option + " " + path + ": is not empty; corral writes a fresh run there (give a new directory)");
-    }
-    return dir.real_path;
 }
 
 }  // namespace
@@ -171,10 +132,10 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
     // concurrent runs never share one.
     std::string state_dir, run_dir;
     try {
-        state_dir = make_private_dir("--state-dir", request.state_dir ? *request.state_dir : run::default_state_dir(),
-                                     DirRole::state);
+        state_dir = run::make_private_dir("--state-dir", request.state_dir ? *request.state_dir : run::default_state_dir(),
+                                          run::DirRole::state);
         std::optional<std::string> given_run_dir;
-        if (request.run_dir) given_run_dir = make_private_dir("--run-dir", *request.run_dir, DirRole::run);
+        if (request.run_dir) given_run_dir = run::make_private_dir("--run-dir", *request.run_dir, run::DirRole::run);
         run::ReservedRun reserved = run::reserve_run(state_dir, given_run_dir, make_run_id);
         record.id = reserved.id;
         run_dir = reserved.run_dir;
@@ -218,7 +179,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             for (const auto& m : egress->take_stop_messages()) say(m);
             // The run's model traffic in one line (run.json has the numbers).
             if (auto t = egress->model_totals(); t && (t->requests || t->budget_refusals || t->policy_refusals))
-                std::fprintf(stderr, "%s: %s\n", g_prefix, gateway::metering::totals_summary(*t).c_str());
+                std::fprintf(stderr, "%s: %s\n", g_prefix, terminal_text(gateway::metering::totals_summary(*t)).c_str());
         }
         update_record_fields();
         record.status = st;
@@ -243,7 +204,7 @@ int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body) {
             if (st == 0) st = kExitSetup;  // a run without its record is not a success
         }
         run::mark_run_ended(state_dir, record.id);  // no later start need look at it again
-        if (!request.quiet) std::fprintf(stderr, "%s: %s\n", g_prefix, run::run_summary_line(record, run_dir).c_str());
+        if (!request.quiet) std::fprintf(stderr, "%s: %s\n", g_prefix, terminal_text(run::run_summary_line(record, run_dir)).c_str());
         return st;
     };
 

@@ -24,9 +24,11 @@
 
 #include "base/fd.hpp"
 #include "base/parse.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
 #include "run/run_index.hpp"
+#include "run/state_dir.hpp"
 #include "supervisor/run_record.hpp"
 #include "tools/commands.hpp"
 
@@ -106,6 +108,7 @@ int on_one_run(const char* cmd, int argc, char** argv, std::initializer_list<std
         std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
         return kExitUsage;
     }
+    a.state_dir = run::require_private_state_dir("--state-dir", a.state_dir);
     return body(a, run::find_run(a.state_dir, a.positional.front()));
 }
 
@@ -279,7 +282,7 @@ int print_inspect(const Args&, const run::RunEntry& entry) {
     json out = entry.record.value_or(json::object());
     out["state"] = entry.state;
     out["run_dir"] = entry.run_dir;
-    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    std::printf("%s\n", terminal_json(out.dump(2, ' ', false, json::error_handler_t::replace)).c_str());
     return 0;
 }
 
@@ -339,21 +342,22 @@ int cmd_ps(int argc, char** argv) {
         return kExitUsage;
     }
     if (a.help) return print_help(kPsHelp), 0;
+    a.state_dir = run::require_private_state_dir("--state-dir", a.state_dir);
     std::vector<run::RunEntry> runs;
     for (auto& e : run::list_runs(a.state_dir))
         if (a.all || is_live(e.state)) runs.push_back(std::move(e));
     if (a.json_out) {
         json out = json::array();
         for (const auto& e : runs) out.push_back(entry_json(e));
-        std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, json::error_handler_t::replace)).c_str());
         return 0;
     }
     std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "UPTIME", "COMMAND");
     for (const auto& e : runs) {
         const json rec = e.record.value_or(json::object());
-        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), text_or_dash(rec, "worker").c_str(),
-                    text_or_dash(rec, "agent").c_str(), e.state.c_str(), human_duration(uptime_ms(e)).c_str(),
-                    command_line(rec).c_str());
+        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), terminal_text(text_or_dash(rec, "worker")).c_str(),
+                    terminal_text(text_or_dash(rec, "agent")).c_str(), e.state.c_str(),
+                    human_duration(uptime_ms(e)).c_str(), terminal_text(command_line(rec)).c_str());
     }
     return 0;
 }

@@ -27,9 +27,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_lock.hpp"
 #include "base/fd.hpp"
 #include "base/parse.hpp"
 #include "base/suggest.hpp"
+#include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "run/agent_run.hpp"
 #include "run/exec_protocol.hpp"
@@ -37,6 +39,7 @@
 #include "run/request.hpp"
 #include "run/run_index.hpp"
 #include "run/session_server.hpp"
+#include "run/state_dir.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/terminal.hpp"
@@ -102,7 +105,7 @@ killed) stops CMD with the grace.
 )";
 
 int usage_error(const char* prefix, const std::string& what) {
-    std::fprintf(stderr, "%s: %s\n", prefix, what.c_str());
+    std::fprintf(stderr, "%s: %s\n", prefix, terminal_text(what).c_str());
     return run::kExitUsage;
 }
 
@@ -125,15 +128,14 @@ void redirect_output_to_log(const std::string& run_dir) {
     dup2(log.get(), 2);
 }
 
-// STATE/session-names.lock, held exclusively (the state dir made 0700 if it
-// does not exist yet: the session's supervisor checks it as a run would).
+// STATE/session-names.lock, held exclusively (the state dir is the one
+// make_private_dir returned). Another start holds it only until its session
+// is ready: the wait is bounded all the same.
 Fd lock_session_names(const std::string& state_dir) {
-    if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", state_dir, errno);
     const std::string path = state_dir + "/session-names.lock";
     Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd.valid()) throw SysError("open", path, errno);
-    while (::flock(fd.get(), LOCK_EX) != 0)
-        if (errno != EINTR) throw SysError("flock", path, errno);
+    lock_within(fd.get(), path, LockKind::exclusive);
     return fd;
 }
 
@@ -158,11 +160,15 @@ int session_start(int argc, char** argv) {
     // starts racing for one name cannot both pass it.
     Fd names_lock;
     if (request.session_name) {
-        const std::string state_dir = request.state_dir ? *request.state_dir : run::default_state_dir();
+        std::string state_dir;
         try {
+            // Checked (or made) first: nothing is created or locked in a
+            // directory anyone but root could change.
+            state_dir = run::make_private_dir("--state-dir", request.state_dir.value_or(run::default_state_dir()),
+                                              run::DirRole::state);
             names_lock = lock_session_names(state_dir);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "corral session start: %s\n", e.what());
+            std::fprintf(stderr, "corral session start: %s\n", terminal_text(e.what()).c_str());
             return run::kExitSetup;
         }
         for (const auto& e : run::list_runs(state_dir))
@@ -287,6 +293,7 @@ int session_stop(int argc, char** argv) {
     std::string state_dir = run::default_state_dir();
     for (int i = 1; i + 1 < argc; ++i)
         if (std::string_view(argv[i]) == "--state-dir") state_dir = argv[i + 1];
+    state_dir = run::require_private_state_dir("--state-dir", state_dir);
     std::vector<std::string> args(argv, argv + argc);
     for (std::size_t i = 1; i < args.size(); ++i) {
         if (args[i] == "--state-dir" || args[i] == "--grace") {
@@ -316,6 +323,7 @@ int session_ls(int argc, char** argv) {
         else if (a == "--help" || a == "-h") return std::fputs(kSessionHelp, stdout), 0;
         else return usage_error("corral session ls", "unknown argument \"" + std::string(a) + "\"; expected --json, -a, --state-dir DIR");
     }
+    state_dir = run::require_private_state_dir("--state-dir", state_dir);
     json out = json::array();
     for (const auto& e : run::list_runs(state_dir)) {
         if (!is_session(e) || (!all && e.state != "running")) continue;
@@ -328,14 +336,14 @@ int session_ls(int argc, char** argv) {
                        {"started_at", e.record->value("started_at", json(nullptr))}, {"execs", execs}});
     }
     if (as_json) {
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, json::error_handler_t::replace)).c_str());
         return 0;
     }
     std::printf("%-27s %-16s %-16s %-9s %s\n", "ID", "NAME", "WORKER", "STATE", "EXECS");
     for (const auto& s : out)
         std::printf("%-27s %-16s %-16s %-9s %d\n", s["id"].get<std::string>().c_str(),
-                    s["name"].is_string() ? s["name"].get<std::string>().c_str() : "-",
-                    s["worker"].is_string() ? s["worker"].get<std::string>().c_str() : "-",
+                    s["name"].is_string() ? terminal_text(s["name"].get<std::string>()).c_str() : "-",
+                    s["worker"].is_string() ? terminal_text(s["worker"].get<std::string>()).c_str() : "-",
                     s["state"].get<std::string>().c_str(), s["execs"].get<int>());
     return 0;
 }
@@ -483,7 +491,7 @@ int cmd_exec(int argc, char** argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     try {
-        run::RunEntry session = find_session(state_dir, key);
+        run::RunEntry session = find_session(run::require_private_state_dir("--state-dir", state_dir), key);
         Fd conn = connect_to(run::session_socket_path(session.run_dir));
         // --tty: the session's supervisor cannot get our SIGWINCH; it reads a
         // byte per change from this pipe and asks our terminal for its size.
@@ -524,10 +532,10 @@ int cmd_exec(int argc, char** argv) {
         if (answer.find('\n') == std::string::npos)
             throw std::runtime_error("session " + session.id + " closed without an answer (its supervisor died?)");
         run::ExecAnswer a = run::parse_exec_answer_line(answer.substr(0, answer.find('\n')));
-        for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", m.c_str());
+        for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", terminal_text(m).c_str());
         return a.status;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "corral exec: %s\n", e.what());
+        std::fprintf(stderr, "corral exec: %s\n", terminal_text(e.what()).c_str());
         return run::kExitSetup;
     }
 }

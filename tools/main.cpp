@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/suggest.hpp"
+#include "base/terminal_text.hpp"
 #include "supervisor/identity.hpp"
 #include "tools/commands.hpp"
 #include "tools/subcommands.hpp"
@@ -90,11 +91,12 @@ int run_subcommand(const Subcommand& s, int argc, char** argv) {
     try {
         return s.run(argc, argv);
     } catch (const std::exception& e) {
-        // One prefixed line per problem: a message may hold several.
+        // One prefixed line per problem: a message may hold several; each
+        // escaped, since a message may carry a box's bytes (a path, a name).
         std::string_view text = e.what();
         do {
             auto eol = text.find('\n');
-            std::string_view line = text.substr(0, eol);
+            const std::string line = corral::terminal_text(text.substr(0, eol));
             if (!line.empty())
                 std::fprintf(stderr, "corral %.*s: %.*s\n", static_cast<int>(s.name.size()), s.name.data(),
                              static_cast<int>(line.size()), line.data());

@@ -63,6 +63,32 @@ TEST_CASE("a command with no --config: embedded gateway without grants refuses w
     CHECK(r.err.find("; 1 request, 1 refused; record " + run_dir + "/run.json") != std::string::npos);
 }
 
+// A box's bytes reach the operator's terminal only escaped: a CONNECT target
+// holding C1 controls (U+009B CSI and U+009D OSC in UTF-8, raw 0x9d and 0x9c
+// bytes) is refused, and both the live refusal line on corral's stderr and
+// the ledger (valid UTF-8 JSON) show it as escapes, never as the bytes.
+TEST_CASE("a refused target's control sequences reach neither the operator's terminal nor the ledger raw") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-c1";
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
+    const std::string send =
+        "import socket; s = socket.create_connection(('127.0.0.1', 3128)); "
+        "s.sendall(b'CONNECT \\xc2\\x9b2J\\x9d0;owned\\x9c:443 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); "
+        "print(s.recv(64).split(b' ')[1].decode())";
+    auto r = run({corral_bin(), "run", "--rootfs", "host", "--run-dir", run_dir, "--", "python3", "-c", send}, o);
+    INFO(r.out << r.err);
+    CHECK(r.out.find("400") != std::string::npos);
+    for (char raw : {'\x9b', '\x9d', '\x9c'}) CHECK(r.err.find(raw) == std::string::npos);
+    CHECK(r.err.find("corral run: refused CONNECT \\u009b2J\\x9d0;owned\\x9c") != std::string::npos);
+    const std::string ledger_text = read_file(run_dir + "/ledger.jsonl");
+    for (char raw : {'\x9b', '\x9d', '\x9c'}) CHECK(ledger_text.find(raw) == std::string::npos);
+    CHECK(ledger_text.find("\\u009b2J") != std::string::npos);
+    auto lines = ledger(run_dir + "/ledger.jsonl");  // parses: valid JSON, valid UTF-8
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0]["host"].get<std::string>().starts_with("\xc2\x9b" "2J"));
+}
+
 // The embedded gateway's decisions are in the run's signed journal, and its
 // ledger is derived from them: a decision record per ledger line, in order,
 // before the terminal record; `corral journal verify` says the ledger agrees,

@@ -101,6 +101,19 @@ TEST_CASE("refusals and hostile strings stay one valid JSON line") {
     CHECK(j["host"] == "evil\"host\n{\"decision\":\"allow\"}");
 }
 
+TEST_CASE("a line holds nothing a terminal acts on: C1, DEL and bidi characters become JSON escapes") {
+    auto e = sample();
+    e.host = "h\xc2\x9b" "2J\x9d";                     // U+009B (CSI) and a raw 0x9d
+    e.path = "/\x7f\xe2\x80\xae" "caf\xc3\xa9";        // DEL, U+202E (RLO), and a letter kept as it is
+    auto line = format_ledger_line(e);
+    for (char raw : {'\x7f', '\x9b', '\x9d'}) CHECK(line.find(raw) == std::string::npos);
+    CHECK(line.find("\xe2\x80\xae") == std::string::npos);
+    CHECK(line.find("\"host\":\"h\\u009b2J\xef\xbf\xbd\"") != std::string::npos);  // 0x9d: U+FFFD
+    auto j = nlohmann::json::parse(line);  // valid JSON and UTF-8, the same values
+    CHECK(j["host"] == "h\xc2\x9b" "2J\xef\xbf\xbd");
+    CHECK(j["path"] == e.path);
+}
+
 TEST_CASE("registered secrets are redacted from every string field") {
     const std::string secret = "sk-ant-api03-TOPSECRET";
     auto e = sample();

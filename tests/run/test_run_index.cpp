@@ -142,5 +142,15 @@ TEST_CASE("refusal report: one line per host:port, with the reason and what woul
     CHECK(second[0].find("GET 10.0.0.1:80 (numeric_host, 403): requests must name a host") != std::string::npos);
 }
 
+TEST_CASE("refusal report: the box's host and method are shown escaped, in the line and in its advice") {
+    RefusalReport report;
+    std::vector<gateway::RefusalNotice> n{{"a\xc2\x9b" "2J\x9d" "0;t\x1b", 443, "GET\x9b", "", "not_granted", 403, 1}};
+    auto lines = report.new_lines(n);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].starts_with("refused GET\\x9b a\\u009b2J\\x9d0;t\\x1b:443 (not_granted, 403): no grant covers "
+                               "a\\u009b2J\\x9d0;t\\x1b:443;"));
+    for (char raw : {'\x1b', '\x9b', '\x9d'}) CHECK(lines[0].find(raw) == std::string::npos);
+}
+
 }  // namespace
 }  // namespace corral::run

@@ -2,6 +2,7 @@
 // start to end, `corral ps/logs/inspect/stop`, graceful stops (a TERM trap
 // runs, SIGKILL after the grace, a second signal kills at once), a closed
 // stdout ending the run, and a killed supervisor's run shown as lost.
+#include <dirent.h>
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -306,6 +307,48 @@ TEST_CASE("bad input to ps, logs, stop, inspect and --grace gets one clear line"
     auto run_grace = corral_run({"/bin/true"}, st.args({"--grace", "-1s"}));
     CHECK(run_grace.result.exit_code == 2);
     CHECK(run_grace.result.err.find("--grace") != std::string::npos);
+}
+
+// Root must not create, open or lock anything in a state dir someone else
+// could change (through a symlink root would write where they chose; a lock
+// file they opened first would hang root): every command checks it first.
+TEST_CASE("every command refuses a state dir someone else could change, before creating anything in it") {
+    const std::string users = fresh_dir("users-state", 0700);
+    REQUIRE(chown(users.c_str(), 4321, 4321) == 0);
+    const std::string group = fresh_dir("group-state", 0770);
+    const std::string link = fresh_path("state-link");
+    REQUIRE(symlink(users.c_str(), link.c_str()) == 0);
+    using Argv = std::vector<std::string>;
+    auto commands = [](const std::string& d) -> std::vector<Argv> {
+        const Argv sd{"--state-dir", d};
+        auto with = [&](Argv a) { return a.insert(a.end(), sd.begin(), sd.end()), a; };
+        return {with({"session", "start", "--name", "x", "--rootfs", rootfs(), "--uid-range", uid_range()}),
+                with({"run", "--rootfs", rootfs(), "--uid-range", uid_range()}), with({"ps"}), with({"inspect", "abcd"}),
+                with({"logs", "abcd"}), with({"stop", "abcd"}), with({"session", "ls"}), with({"session", "stop", "x"}),
+                with({"image", "ls"}), with({"journal", "verify", "/dev/null"}),
+                {"exec", "--state-dir", d, "x", "--", "/bin/true"}};
+    };
+    for (const auto& [dir, says] : {std::pair{users, std::string(" is owned by uid 4321")},
+                                    std::pair{group, std::string(" is writable by group or others")},
+                                    std::pair{link, std::string(" is owned by uid 4321")}})
+        for (Argv argv : commands(dir)) {
+            if (argv.front() == "run") argv.insert(argv.end(), {"--", "/bin/true"});
+            argv.insert(argv.begin(), corral_bin());
+            Result r = run(argv, RunOptions{std::chrono::seconds(30)});
+            INFO(transcript(r));
+            CHECK(r.exit_code != 0);
+            CHECK(r.err.find(dir) != std::string::npos);
+            CHECK(r.err.find(says) != std::string::npos);
+            for (const auto& d : {users, group}) {
+                DIR* listing = opendir(d.c_str());
+                REQUIRE(listing != nullptr);
+                int entries = 0;
+                while (dirent* e = readdir(listing))
+                    entries += std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..";
+                closedir(listing);
+                CHECK_MESSAGE(entries == 0, "root created something in " << d);
+            }
+        }
 }
 
 }  // namespace

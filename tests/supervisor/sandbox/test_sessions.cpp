@@ -129,11 +129,12 @@ uid_t uid_of_exec(const json& exec) { return exec["uid"].get<uid_t>(); }
 // stays full); the caller is reaped by end() or the destructor.
 class UnreadCaller {
 public:
-    UnreadCaller(const Sessions& s, const std::string& id, const std::vector<std::string>& options) {
+    UnreadCaller(const Sessions& s, const std::string& id, const std::vector<std::string>& options,
+                 const std::string& traps = "trap '' TERM; ") {
         std::vector<std::string> argv{corral_bin(), "exec", "--state-dir", s.state};
         argv.insert(argv.end(), options.begin(), options.end());
         argv.insert(argv.end(), {id, "--", "/bin/sh", "-c",
-                                 "trap '' TERM; while :; do echo filling-the-pipe-filling-the-pipe; done"});
+                                 traps + "while :; do echo filling-the-pipe-filling-the-pipe; done"});
         std::vector<char*> cargv;
         for (auto& a : argv) cargv.push_back(a.data());
         cargv.push_back(nullptr);
@@ -154,11 +155,14 @@ public:
     UnreadCaller(const UnreadCaller&) = delete;
     UnreadCaller& operator=(const UnreadCaller&) = delete;
     ~UnreadCaller() { end(); }
-    void end() {
+    // The caller's exit status (-1 if it was reaped already or did not exit).
+    int end() {
         if (read_end_ >= 0) close(read_end_);
         read_end_ = -1;
-        if (pid_ > 0) waitpid(pid_, nullptr, 0);
+        int status = 0;
+        const bool exited = pid_ > 0 && waitpid(pid_, &status, 0) == pid_ && WIFEXITED(status);
         pid_ = -1;
+        return exited ? WEXITSTATUS(status) : -1;
     }
 
 private:
@@ -552,7 +556,8 @@ TEST_CASE("a session's stop never waits on an exec whose caller reads nothing") 
     Sessions s;
     const std::string id = s.start({"--grace", "500ms"});
     // The caller's stdout is a pipe nobody reads: the exec's output fills it.
-    UnreadCaller caller(s, id, {});
+    // Its command dies of the stop's SIGTERM (no trap).
+    UnreadCaller caller(s, id, {}, "");
     for (int i = 0; i < 100 && access((s.run_dir(id) + "/execs/1/stdout.log").c_str(), F_OK) != 0; ++i)
         std::this_thread::sleep_for(50ms);
     std::this_thread::sleep_for(500ms);  // the pipe is full by now
@@ -561,6 +566,9 @@ TEST_CASE("a session's stop never waits on an exec whose caller reads nothing") 
     CHECK_MESSAGE(!stop.timed_out, "session stop hung on an exec whose caller reads nothing");
     CHECK(stop.exit_code == 0);
     CHECK(s.record(id)["teardown"]["verdict"] == "clean");
+    // The caller still gets its command's status, as docs/sessions.md promises.
+    CHECK(caller.end() == 143);
+    CHECK(s.exec_record(id, 1)["status"] == 143);
 }
 
 TEST_CASE("an exec's --timeout stops its command even while its caller reads nothing") {

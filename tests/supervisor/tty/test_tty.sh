@@ -10,7 +10,8 @@
 # and TIOCLINUX denied on the box's own pty, a resize seen by `stty size`,
 # the caller's terminal restored after a normal end, a deadline, a signal to
 # corral and a command that is not found; the output in stdout.log; the
-# usage errors when corral's stdin or stdout is not a terminal. Then the
+# usage errors when corral's stdin or stdout is not a terminal; the
+# terminal's answers to the box's queries not left in the caller's input. Then the
 # same for `corral exec --tty` in a session, and the caller's terminal put
 # back by the session when corral exec is killed.
 set -uo pipefail
@@ -238,6 +239,25 @@ s=notfound
 start_case $s "-- /no/such/program"
 check_restored $s "command not found"
 exit_status_is $s 127 "command not found"
+
+# The box asks the terminal for its cursor position and attributes (DSR,
+# DA) and exits at once, after output that keeps tmux busy so the answers
+# may come after the box is gone: they must not be left in the caller's
+# input, where the host shell would read them as typed (`read` right after
+# corral shows what is pending). Whether an answer is late here is up to
+# tmux's timing (three runs give it more chances); the deterministic check
+# of the same rule is tests/supervisor/test_terminal.cpp, on a pty pair.
+s=answers
+mkdir -p "$TMP/$s"
+tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' bash --norc --noprofile -i"
+if wait_for "$s" 'host\$' 10; then
+  for i in 1 2 3; do
+    type_line "$s" "clear; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run$i -- /bin/sh -c 'head -c 300000 /dev/zero | tr \\\\0 x; printf \"\\033[6n\\033[c\"'; read -r -s -t 1 -n 64 left; printf 'left=%q\\n' \"\$left\"; echo left-written-$i"
+    if ! wait_for "$s" "^left-written-$i\$" 20; then fail "answers: corral did not return (run $i)"; break; fi
+    if screen "$s" | grep -q "^left=''\$"; then pass "answers: the terminal's answers to the box's queries are not left in the caller's input (run $i)"
+    else fail "answers: the caller's input holds $(screen "$s" | grep -a '^left=') after run $i"; fi
+  done
+fi
 
 # ---- 4. usage errors: --tty needs corral's stdin and stdout to be a terminal (exit 2).
 out=$("$CORRAL" run --tty -- true </dev/null 2>&1 >/dev/null); rc=$?
