@@ -31,6 +31,7 @@
 #include "supervisor/init_channel.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/session.hpp"
+#include "supervisor/socket_sweep.hpp"
 #include "supervisor/sweep.hpp"
 
 namespace corral::run {
@@ -492,7 +493,8 @@ private:
     // its reaper: the kernel kills its whole PID namespace) and seen gone;
     // then a pass over /proc confirms that no process of the agent's UID is
     // left anywhere on the host (the agent can have processes nowhere else:
-    // no other role runs as its UID). Throws if one is.
+    // no other role runs as its UID); then no socket of its UID is left
+    // (close_agent_sockets). Throws if a process or a socket is.
     json stop_agent_processes() {
         std::vector<Fd> agent;
         {
@@ -528,7 +530,29 @@ private:
             for (pid_t p : left) pids += (pids.empty() ? "" : " ") + std::to_string(p);
             throw std::runtime_error("processes of the agent's uid " + std::to_string(uid) + " survived: " + pids);
         }
-        return json{{"invocations_killed", killed}, {"uid", uid}, {"uid_sweep", "no process of uid " + std::to_string(uid)}};
+        const int sockets_destroyed = close_agent_sockets(uid);
+        return json{{"invocations_killed", killed},
+                    {"uid", uid},
+                    {"uid_sweep", "no process of uid " + std::to_string(uid)},
+                    {"sockets_destroyed", sockets_destroyed}};
+    }
+
+    // After its processes: no socket the agent created is left in the box's
+    // network namespace (the only one it can have sockets in: seccomp denies
+    // it namespaces). Sockets it passed over SCM_RIGHTS into a message that
+    // nobody reads outlive it; a listener among them would accept the
+    // verifier's connections. TCP and UDP ones are destroyed; a Unix socket
+    // cannot be, so one left keeps the verifier from starting (docs/sessions.md).
+    // Returns how many were destroyed; throws naming each socket left.
+    int close_agent_sockets(uid_t uid) {
+        Fd diag = supervisor::open_sock_diag_socket_in(box_.open_network_namespace().get());
+        try {
+            return supervisor::leave_no_socket_of_uid(diag.get(), uid);
+        } catch (const SysError&) {
+            throw;
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(std::string("the agent is not gone: ") + e.what());
+        }
     }
 
     // The session's end: SIGTERM to every live invocation (its reaper passes

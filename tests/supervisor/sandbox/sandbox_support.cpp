@@ -142,6 +142,10 @@ int main(void) {
 //   kernel-probe tty                 on fd 0: setsid + TIOCSCTTY, then echo/canonical
 //       mode off, speed 50, exclusive mode and output stopped (the state the
 //       caller's terminal must get back)
+//   kernel-probe hold-unix NAME      a Unix listener on @NAME that never accepts,
+//       left running detached (listening before this returns)
+//   kernel-probe park NAME PORT [UNIX]  a TCP listener on 127.0.0.1:PORT (and an
+//       abstract Unix listener @UNIX) passed over SCM_RIGHTS to @NAME; exits
 constexpr const char* kKernelProbeSource = R"(#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -155,6 +159,8 @@ constexpr const char* kKernelProbeSource = R"(#define _GNU_SOURCE
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <stddef.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 #ifndef AF_VSOCK
@@ -223,8 +229,57 @@ static int tty_probe(void) {
     printf("tcooff=%s\n", outcome(tcflow(0, TCOOFF)));
     return 0;
 }
+static socklen_t abstract(struct sockaddr_un* a, const char* name) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    strncpy(a->sun_path + 1, name, sizeof a->sun_path - 2);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+}
+static int unix_listener(const char* name) {
+    struct sockaddr_un a;
+    socklen_t len = abstract(&a, name);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0 || bind(s, (struct sockaddr*)&a, len) || listen(s, 8)) { perror("unix listener"); exit(1); }
+    return s;
+}
+static int hold_unix(const char* name) {
+    unix_listener(name);
+    if (fork() != 0) return 0;
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0); dup2(null, 1); dup2(null, 2);
+    for (;;) pause();
+}
+static int park(const char* service, int port, const char* unix_name) {
+    int fds[2], n = 0;
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0 || bind(l, (struct sockaddr*)&a, sizeof a) || listen(l, 8)) { perror("tcp listener"); return 1; }
+    fds[n++] = l;
+    if (unix_name) fds[n++] = unix_listener(unix_name);
+    struct sockaddr_un sa;
+    socklen_t len = abstract(&sa, service);
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr*)&sa, len)) { perror("connect to the holder"); return 1; }
+    char byte = 'x', control[CMSG_SPACE(sizeof fds)];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {&byte, 1};
+    struct msghdr m = {0};
+    m.msg_iov = &iov; m.msg_iovlen = 1; m.msg_control = control; m.msg_controllen = CMSG_SPACE(n * sizeof(int));
+    struct cmsghdr* h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET; h->cmsg_type = SCM_RIGHTS; h->cmsg_len = CMSG_LEN(n * sizeof(int));
+    memcpy(CMSG_DATA(h), fds, n * sizeof(int));
+    if (sendmsg(c, &m, 0) != 1) { perror("sendmsg"); return 1; }
+    printf("parked=%d\n", n);
+    return 0;
+}
 int main(int argc, char** argv) {
     if (argc == 4 && strcmp(argv[1], "sockets") == 0) return fill_sockets(argv[2], atoi(argv[3]));
+    if (argc == 3 && strcmp(argv[1], "hold-unix") == 0) return hold_unix(argv[2]);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "park") == 0) return park(argv[2], atoi(argv[3]), argc == 5 ? argv[4] : NULL);
     if (argc == 2 && strcmp(argv[1], "tty") == 0) return tty_probe();
     printf("socket-vsock-stream=%s\n", outcome(socket(AF_VSOCK, SOCK_STREAM, 0)));
     printf("socket-vsock-seqpacket=%s\n", outcome(socket(AF_VSOCK, SOCK_SEQPACKET, 0)));
