@@ -84,12 +84,14 @@ int make_inet_listener(int family, std::uint16_t& port) {
 struct Parked {
     std::uint16_t port4 = 0;
     std::uint16_t port6 = 0;
+    std::uint16_t port_udp = 0;
 };
 
 // Forks a child that becomes kUid, makes a TCP listener on 127.0.0.1 and one
 // on [::1] (and with `unix_name`, an abstract Unix listener), passes them all
-// to the service and exits. Returns the TCP ports once the child is gone.
-Parked park_sockets_as_other_uid(const std::string& service, const std::string& unix_name) {
+// to the service and exits; with `udp`, a UDP socket bound to 127.0.0.1 too.
+// Returns the TCP ports once the child is gone.
+Parked park_sockets_as_other_uid(const std::string& service, const std::string& unix_name, bool udp = false) {
     int report[2];
     REQUIRE(pipe(report) == 0);
     pid_t pid = fork();
@@ -106,6 +108,18 @@ Parked park_sockets_as_other_uid(const std::string& service, const std::string& 
             sockaddr_un a = abstract_address(unix_name, len);
             if (u < 0 || bind(u, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(u, 8) != 0) _exit(12);
             fds.push_back(u);
+        }
+        if (udp) {
+            int d = socket(AF_INET, SOCK_DGRAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            socklen_t alen = sizeof a;
+            if (d < 0 || bind(d, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+                getsockname(d, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
+                _exit(16);
+            p.port_udp = ntohs(a.sin_port);
+            fds.push_back(d);
         }
         int c = socket(AF_UNIX, SOCK_STREAM, 0);
         socklen_t len = 0;
@@ -184,6 +198,27 @@ TEST_CASE("a parked Unix listener of the uid is an error naming its address and 
     CHECK(error.find("TCP") == std::string::npos);
     CHECK(connect_to(AF_INET, p.port4) == ECONNREFUSED);
     CHECK(connect_to(AF_INET6, p.port6) == ECONNREFUSED);
+}
+
+// 0 when a UDP socket can be bound to 127.0.0.1:port, else bind's errno.
+int bind_udp(std::uint16_t port) {
+    Fd d(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    REQUIRE(d.valid());
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    return bind(d.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+}
+
+TEST_CASE("a parked UDP socket bound to a port is destroyed: the port is free again, nothing receives on it") {
+    enter_fresh_network_namespace();
+    Fd service = service_listener("corral-sweep-service");
+    Parked p = park_sockets_as_other_uid("corral-sweep-service", "", true);
+    REQUIRE(bind_udp(p.port_udp) == EADDRINUSE);  // the parked socket holds it
+    Fd diag = open_sock_diag_socket();
+    CHECK(supervisor::leave_no_socket_of_uid(diag.get(), kUid) == 3);
+    CHECK(bind_udp(p.port_udp) == 0);
 }
 
 TEST_CASE("sockets of other uids are left alone") {
