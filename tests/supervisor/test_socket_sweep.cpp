@@ -58,22 +58,28 @@ Fd service_listener(const std::string& name) {
     return s;
 }
 
-// 0, or the step and errno that failed, for the child's exit status.
-int make_inet_listener(int family, std::uint16_t& port) {
-    int s = socket(family, SOCK_STREAM, 0);
-    sockaddr_storage ss{};
-    socklen_t len = 0;
+// 127.0.0.1:port or [::1]:port in `ss`; returns its length.
+socklen_t loopback_address(int family, std::uint16_t port, sockaddr_storage& ss) {
+    ss = {};
     if (family == AF_INET) {
         auto* a = reinterpret_cast<sockaddr_in*>(&ss);
         a->sin_family = AF_INET;
         a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    } else {
-        auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
+        a->sin_port = htons(port);
+        return sizeof *a;
     }
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_loopback;
+    a->sin6_port = htons(port);
+    return sizeof *a;
+}
+
+// A TCP listener on the loopback address of `family`, any port (in `port`); -1 on failure.
+int make_inet_listener(int family, std::uint16_t& port) {
+    int s = socket(family, SOCK_STREAM, 0);
+    sockaddr_storage ss{};
+    socklen_t len = loopback_address(family, 0, ss);
     if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s, 8) != 0) return -1;
     if (getsockname(s, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return -1;
     port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
@@ -111,14 +117,12 @@ Parked park_sockets_as_other_uid(const std::string& service, const std::string& 
         }
         if (udp) {
             int d = socket(AF_INET, SOCK_DGRAM, 0);
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            socklen_t alen = sizeof a;
-            if (d < 0 || bind(d, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-                getsockname(d, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
+            sockaddr_storage ss{};
+            socklen_t alen = loopback_address(AF_INET, 0, ss);
+            if (d < 0 || bind(d, reinterpret_cast<sockaddr*>(&ss), alen) != 0 ||
+                getsockname(d, reinterpret_cast<sockaddr*>(&ss), &alen) != 0)
                 _exit(16);
-            p.port_udp = ntohs(a.sin_port);
+            p.port_udp = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
             fds.push_back(d);
         }
         int c = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -145,20 +149,7 @@ int connect_to(int family, std::uint16_t port) {
     Fd c(socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     REQUIRE(c.valid());
     sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (family == AF_INET) {
-        auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a->sin_port = htons(port);
-        len = sizeof *a;
-    } else {
-        auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        a->sin6_port = htons(port);
-        len = sizeof *a;
-    }
+    socklen_t len = loopback_address(family, port, ss);
     return connect(c.get(), reinterpret_cast<sockaddr*>(&ss), len) == 0 ? 0 : errno;
 }
 
@@ -204,11 +195,9 @@ TEST_CASE("a parked Unix listener of the uid is an error naming its address and 
 int bind_udp(std::uint16_t port) {
     Fd d(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     REQUIRE(d.valid());
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    return bind(d.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+    sockaddr_storage ss{};
+    socklen_t len = loopback_address(AF_INET, port, ss);
+    return bind(d.get(), reinterpret_cast<sockaddr*>(&ss), len) == 0 ? 0 : errno;
 }
 
 TEST_CASE("a parked UDP socket bound to a port is destroyed: the port is free again, nothing receives on it") {
