@@ -37,6 +37,25 @@ constexpr std::size_t kDumpBytes = 32768;
 // that stops answering is an error, not a wait without end.
 constexpr int kDumpWaitMs = 5000;
 
+// A request is one header and one inet_diag_req_v2 or unix_diag_req.
+constexpr std::size_t kRequestBytes = 128;
+static_assert(MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(inet_diag_req_v2)) <= kRequestBytes);
+static_assert(MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(unix_diag_req)) <= kRequestBytes);
+
+struct Request {
+    Request() = default;
+    Request(const Request&) = delete;  // `header` points into this one's bytes
+    Request& operator=(const Request&) = delete;
+    alignas(nlmsghdr) char bytes[kRequestBytes] = {};
+    nlmsghdr* header = mnl_nlmsg_put_header(bytes);
+};
+
+// The zeroed request body of type T after `r`'s header.
+template <class T>
+T* put_body(Request& r) {
+    return static_cast<T*>(mnl_nlmsg_put_extra_header(r.header, sizeof(T)));
+}
+
 unsigned next_seq() {
     static std::atomic<unsigned> seq{1};
     return seq.fetch_add(1, std::memory_order_relaxed);
@@ -58,9 +77,9 @@ void send_to_kernel(int diag_fd, const nlmsghdr* nlh, const std::string& what) {
 }
 
 // One datagram of the kernel's answer, waiting a bounded time for it.
-std::size_t receive(int diag_fd, char* buf, const std::string& what) {
+std::size_t receive(int diag_fd, char* buf, std::size_t size, const std::string& what) {
     for (;;) {
-        ssize_t n = ::recv(diag_fd, buf, kDumpBytes, 0);
+        ssize_t n = ::recv(diag_fd, buf, size, 0);
         if (n >= 0) {
             if (!netlink_messages_fit(buf, static_cast<std::size_t>(n))) throw SysError("sock_diag", what, EPROTO);
             return static_cast<std::size_t>(n);
@@ -90,7 +109,7 @@ void dump(int diag_fd, nlmsghdr* nlh, const std::string& what, const OnSocket& e
     send_to_kernel(diag_fd, nlh, what);
     alignas(nlmsghdr) static thread_local char buf[kDumpBytes];
     for (;;) {
-        std::size_t n = receive(diag_fd, buf, what);
+        std::size_t n = receive(diag_fd, buf, sizeof buf, what);
         errno = 0;
         // libmnl turns NLMSG_ERROR into -1 and errno, NLMSG_DONE into MNL_CB_STOP.
         int rc = mnl_cb_run(buf, n, nlh->nlmsg_seq, portid, call_on_socket, const_cast<OnSocket*>(&each));
@@ -131,10 +150,9 @@ std::string describe(const InetSocket& s) {
 
 // Every socket of (family, protocol) that `uid` created and a file holds.
 std::vector<InetSocket> inet_sockets_of_uid(int diag_fd, std::uint8_t family, std::uint8_t protocol, uid_t uid) {
-    alignas(nlmsghdr) char request[MNL_SOCKET_BUFFER_SIZE / 32];
-    std::memset(request, 0, sizeof request);
-    nlmsghdr* nlh = mnl_nlmsg_put_header(request);
-    auto* req = static_cast<inet_diag_req_v2*>(mnl_nlmsg_put_extra_header(nlh, sizeof(inet_diag_req_v2)));
+    Request request;
+    nlmsghdr* nlh = request.header;
+    auto* req = put_body<inet_diag_req_v2>(request);
     req->sdiag_family = family;
     req->sdiag_protocol = protocol;
     req->idiag_states = ~0u;  // every state, bound-only sockets included
@@ -152,20 +170,19 @@ std::vector<InetSocket> inet_sockets_of_uid(int diag_fd, std::uint8_t family, st
 
 // 0 when the kernel destroyed the socket or no longer has it, else its errno.
 int destroy(int diag_fd, const InetSocket& s) {
-    alignas(nlmsghdr) char request[MNL_SOCKET_BUFFER_SIZE / 32];
-    std::memset(request, 0, sizeof request);
-    nlmsghdr* nlh = mnl_nlmsg_put_header(request);
+    Request request;
+    nlmsghdr* nlh = request.header;
     nlh->nlmsg_type = SOCK_DESTROY;
     nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
     nlh->nlmsg_seq = next_seq();
-    auto* req = static_cast<inet_diag_req_v2*>(mnl_nlmsg_put_extra_header(nlh, sizeof(inet_diag_req_v2)));
+    auto* req = put_body<inet_diag_req_v2>(request);
     req->sdiag_family = s.family;
     req->sdiag_protocol = s.protocol;
     req->idiag_states = ~0u;
     req->id = s.id;  // the cookie included: that very socket, not another on its ports
     send_to_kernel(diag_fd, nlh, "destroy " + describe(s));
     alignas(nlmsghdr) char answer[1024];
-    std::size_t n = receive(diag_fd, answer, "destroy " + describe(s));
+    std::size_t n = receive(diag_fd, answer, sizeof answer, "destroy " + describe(s));
     errno = 0;
     if (mnl_cb_run(answer, n, nlh->nlmsg_seq, port_id_of(diag_fd), nullptr, nullptr) >= 0) return 0;
     return errno == ENOENT ? 0 : (errno != 0 ? errno : EPROTO);
@@ -203,10 +220,9 @@ int unix_attr(const nlattr* a, void* data) {
 
 // Every Unix socket of the namespace that `uid` created.
 std::vector<UnixSocket> unix_sockets_of_uid(int diag_fd, uid_t uid) {
-    alignas(nlmsghdr) char request[MNL_SOCKET_BUFFER_SIZE / 32];
-    std::memset(request, 0, sizeof request);
-    nlmsghdr* nlh = mnl_nlmsg_put_header(request);
-    auto* req = static_cast<unix_diag_req*>(mnl_nlmsg_put_extra_header(nlh, sizeof(unix_diag_req)));
+    Request request;
+    nlmsghdr* nlh = request.header;
+    auto* req = put_body<unix_diag_req>(request);
     req->sdiag_family = AF_UNIX;
     req->udiag_states = ~0u;
     req->udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_UID;
