@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/sock_diag.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::gateway {
@@ -65,23 +66,6 @@ bool is_live_connection(unsigned state) {
         default:
             return false;
     }
-}
-
-// Every message of the datagram lies inside it. libmnl's mnl_nlmsg_ok
-// compares (int)nlmsg_len with the bytes left, so a length of 2^31 or more
-// passes as negative and its callbacks then read past the datagram.
-bool messages_fit(const void* answer, std::size_t len) {
-    const auto* p = static_cast<const char*>(answer);
-    while (len >= sizeof(nlmsghdr)) {
-        nlmsghdr h;
-        std::memcpy(&h, p, sizeof h);
-        if (h.nlmsg_len < sizeof(nlmsghdr) || h.nlmsg_len > len) return false;
-        std::size_t step = MNL_ALIGN(h.nlmsg_len);
-        if (step >= len) break;
-        p += step;
-        len -= step;
-    }
-    return true;
 }
 
 struct AnswerState {
@@ -141,23 +125,13 @@ nlmsghdr* put_tcp_owner_query(void* buf, const ip::tcp::endpoint& local, const i
 
 int read_tcp_owner_answer(const nlmsghdr* query, const void* answer, std::size_t len, unsigned portid, uid_t* uid) {
     AnswerState st{static_cast<const inet_diag_req_v2*>(mnl_nlmsg_get_payload(query))};
-    if (!messages_fit(answer, len)) return -EPROTO;
+    if (!netlink_messages_fit(answer, len)) return -EPROTO;
     errno = 0;
     // libmnl handles NLMSG_ERROR (errno = the kernel's error) and the sequence/port checks.
     if (mnl_cb_run(answer, len, query->nlmsg_seq, portid, answer_cb, &st) < 0) return errno != 0 ? -errno : -EPROTO;
     if (st.error != 0) return -st.error;
     *uid = st.uid;
     return 0;
-}
-
-Fd open_sock_diag_socket() {
-    Fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG));
-    if (!fd.valid()) throw SysError("socket(NETLINK_SOCK_DIAG)", errno);
-    sockaddr_nl self{};
-    self.nl_family = AF_NETLINK;  // nl_pid 0: the kernel picks this socket's port id
-    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&self), sizeof self) != 0)
-        throw SysError("bind(NETLINK_SOCK_DIAG)", errno);
-    return fd;
 }
 
 uid_t tcp_socket_owner(int diag_socket, const ip::tcp::endpoint& local, const ip::tcp::endpoint& remote) {

@@ -17,6 +17,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "base/fd.hpp"
+#include "base/sock_diag.hpp"
 
 struct nlmsghdr;
 
@@ -41,11 +42,8 @@ uid_t tcp_socket_owner(const boost::asio::ip::tcp::endpoint& local, const boost:
 uid_t tcp_socket_owner(int diag_socket, const boost::asio::ip::tcp::endpoint& local,
                        const boost::asio::ip::tcp::endpoint& remote);
 
-// A non-blocking NETLINK_SOCK_DIAG socket in the caller's network namespace
-// (the kernel queues its answer before sendto returns: nothing to read means
-// no answer is coming, so an event loop that asks never blocks on it).
-// Throws SysError("socket(NETLINK_SOCK_DIAG)", errno).
-Fd open_sock_diag_socket();
+// open_sock_diag_socket lives with the rest of the transport in base/sock_diag.hpp.
+using corral::open_sock_diag_socket;
 
 // The parts of tcp_socket_owner that need no kernel, for tests.
 

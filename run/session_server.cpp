@@ -32,7 +32,7 @@
 #include "supervisor/init_channel.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/session.hpp"
-#include "supervisor/sweep.hpp"
+#include "supervisor/agent_gone.hpp"
 
 namespace corral::run {
 
@@ -170,7 +170,7 @@ private:
             }
         }
         for (auto it = reapers_.begin(); it != reapers_.end();)
-            it = gone(it->pidfd.get()) ? reapers_.erase(it) : it + 1;
+            it = supervisor::pidfd_exited(it->pidfd.get()) ? reapers_.erase(it) : it + 1;
     }
 
     void serve_connection(Connection& slot) {
@@ -405,16 +405,9 @@ private:
         poll(&p, 1, 10000);
     }
 
-    static bool gone(int pidfd) {
-        pollfd p{pidfd, POLLIN, 0};
-        return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
-    }
-
-    // Before a verifier: every invocation of the agent is killed (SIGKILL to
-    // its reaper: the kernel kills its whole PID namespace) and seen gone;
-    // then a pass over /proc confirms that no process of the agent's UID is
-    // left anywhere on the host (the agent can have processes nowhere else:
-    // no other role runs as its UID). Throws if one is.
+    // Before a verifier: every invocation of the agent is handed to
+    // supervisor::leave_nothing_of_the_agent (killed, no process and no
+    // socket of its UID left). Throws if something is.
     json stop_agent_processes() {
         std::vector<Fd> agent;
         {
@@ -428,29 +421,7 @@ private:
                 }
             }
         }
-        int killed = 0;
-        for (auto& fd : agent)
-            if (!gone(fd.get()) && supervisor::signal_through_pidfd(fd.get(), SIGKILL) == 0) ++killed;
-        const auto until = Clock::now() + 10s;
-        for (auto& fd : agent) {
-            pollfd p{fd.get(), POLLIN, 0};
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
-            if (poll(&p, 1, static_cast<int>(std::max<long long>(0, left))) != 1)
-                throw std::runtime_error("an agent invocation was still alive 10 s after SIGKILL");
-        }
-        const auto [uid, gid] = supervisor::role_identity(box_, Role::agent);
-        std::vector<pid_t> left;
-        for (int i = 0; i < 50; ++i) {
-            left = supervisor::processes_of_identity(uid, gid, supervisor::KernelThreads::skip);
-            if (left.empty()) break;
-            std::this_thread::sleep_for(10ms);
-        }
-        if (!left.empty()) {
-            std::string pids;
-            for (pid_t p : left) pids += (pids.empty() ? "" : " ") + std::to_string(p);
-            throw std::runtime_error("processes of the agent's uid " + std::to_string(uid) + " survived: " + pids);
-        }
-        return json{{"invocations_killed", killed}, {"uid", uid}, {"uid_sweep", "no process of uid " + std::to_string(uid)}};
+        return supervisor::leave_nothing_of_the_agent(box_, std::move(agent));
     }
 
     // The session's end: SIGTERM to every live invocation (its reaper passes
@@ -461,7 +432,7 @@ private:
         stopping_ = true;
         bool any_alive = false;
         for (auto& r : reapers_)
-            if (!gone(r.pidfd.get())) {
+            if (!supervisor::pidfd_exited(r.pidfd.get())) {
                 any_alive = true;
                 if (grace.count() > 0) supervisor::signal_through_pidfd(r.pidfd.get(), SIGTERM);
             }
@@ -470,7 +441,7 @@ private:
         auto all_gone = [&] {
             if (active_ > 0) return false;
             for (auto& r : reapers_)
-                if (!gone(r.pidfd.get())) return false;
+                if (!supervisor::pidfd_exited(r.pidfd.get())) return false;
             return true;
         };
         while (any_alive && grace.count() > 0 && Clock::now() < until && !all_gone())

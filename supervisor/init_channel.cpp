@@ -1,5 +1,7 @@
 #include "supervisor/init_channel.hpp"
 
+#include <poll.h>
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -81,6 +83,11 @@ void send_byte(const Fd& fd, const char* what) {
 
 int signal_through_pidfd(int pidfd, int sig) {
     return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+bool pidfd_exited(int pidfd) {
+    pollfd p{pidfd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 SandboxSetupError setup_error(const InitMessage& msg, const rootfs::MountPlan& plan,

@@ -38,6 +38,9 @@ void send_byte(const Fd& fd, const char* what);
 // pidfd_send_signal(2) without siginfo: 0, or -1 with errno.
 int signal_through_pidfd(int pidfd, int sig);
 
+// Whether the process behind `pidfd` has exited (the pidfd polls readable), now.
+bool pidfd_exited(int pidfd);
+
 // The error a failed step's message means: the mount op that failed (by
 // `plan` or, for the invocation's /proc, `proc_plan`), or the failed call and
 // errno; "cannot execute PATH in the sandbox" for the command's own execve.

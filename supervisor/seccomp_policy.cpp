@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <fcntl.h>
@@ -27,6 +28,64 @@ namespace {
 constexpr std::uint64_t kLastAllowedSocketFamily = AF_NETLINK;
 bool allowed_socket_family(std::uint64_t family) {
     return family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK;
+}
+
+// The values lo..hi (within `width`, a mask of low bits) as aligned blocks
+// of a power-of-two size, each one (mask, value) test: (arg & mask) == value.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> aligned_blocks(std::uint64_t lo, std::uint64_t hi,
+                                                                    std::uint64_t width) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+    while (lo <= hi) {
+        std::uint64_t size = 1;
+        while ((lo & (size * 2 - 1)) == 0 && lo + size * 2 - 1 <= hi) size *= 2;
+        out.push_back({width & ~(size - 1), lo});
+        lo += size;
+    }
+    return out;
+}
+
+// What the box may ask of AF_INET and AF_INET6: exactly what the socket sweep
+// before a session's verifier can list and destroy (supervisor/socket_sweep.hpp):
+// TCP, UDP, UDP-Lite, and protocol 0, the type's default (TCP for
+// SOCK_STREAM, UDP for SOCK_DGRAM). SCTP (SOCK_SEQPACKET's default), MPTCP,
+// SMC, L2TP and the rest are not listed by sock_diag's TCP/UDP dumps; SOCK_RAW
+// needs CAP_NET_RAW, which the box never has.
+constexpr std::uint64_t kAllowedIpProtocols[] = {0, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE};
+constexpr std::uint64_t kAllowedIpTypes[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW,
+                                             SOCK_PACKET /* its own rule, EAFNOSUPPORT */};
+
+// Deny rules for every value of argument `index` under `width` that is not in
+// `allowed` (sorted), for socket(family, ...); above the last allowed value
+// with `at_least` when `open_ended` (all 64 bits: garbage only makes it larger).
+template <std::size_t N>
+void deny_all_but(std::vector<SeccompRule>& r, std::uint64_t family, unsigned index, const std::uint64_t (&allowed)[N],
+                  std::uint64_t width, bool open_ended, const std::string& why) {
+    std::uint64_t next = 0;
+    auto deny_range = [&](std::uint64_t lo, std::uint64_t hi) {
+        for (auto [mask, value] : aligned_blocks(lo, hi, width))
+            r.push_back({"socket", SeccompAction::deny_eprotonosupport, {{0, 0xffffffffULL, family}, {index, mask, value}}, why});
+    };
+    for (std::uint64_t a : allowed) {
+        if (a > next) deny_range(next, a - 1);
+        next = a + 1;
+    }
+    if (open_ended)
+        r.push_back({"socket", SeccompAction::deny_eprotonosupport,
+                     {{0, 0xffffffffULL, family}, {index, 0, next, SeccompCompare::at_least}}, why});
+    else if (next <= width)
+        deny_range(next, width);
+}
+
+void deny_ip_protocols_outside_the_sweep(std::vector<SeccompRule>& r) {
+    const std::string why =
+        "IP sockets only of types stream, datagram (and raw, which needs CAP_NET_RAW) and protocols TCP, UDP and "
+        "UDP-Lite: the ones a session's socket sweep lists and destroys before its verifier starts; SCTP, MPTCP "
+        "and the rest would outlive the agent unseen";
+    for (std::uint64_t family : {AF_INET, AF_INET6}) {
+        // The type's low nibble is the type (SOCK_NONBLOCK/SOCK_CLOEXEC sit above).
+        deny_all_but(r, family, 1, kAllowedIpTypes, 0xf, false, why);
+        deny_all_but(r, family, 2, kAllowedIpProtocols, 0xffffffffULL, true, why);
+    }
 }
 
 SeccompRule deny(std::string name, std::string reason) {
@@ -196,6 +255,7 @@ std::vector<SeccompRule> sandbox_seccomp_rules() {
             r.push_back({name, SeccompAction::deny_eafnosupport, {{0, 0xffffffffULL, AF_INET}, {1, 0xfULL, SOCK_PACKET}},
                          "(AF_INET, SOCK_PACKET) is a packet socket under another name: the kernel gives it to "
                          "af_packet, which reaches past the network namespace's IP stack"});
+        if (std::string_view(name) == "socket") deny_ip_protocols_outside_the_sweep(r);
         // Every family above AF_NETLINK, now and in future kernels. All 64 bits
         // compared: garbage in the upper half can only make the value larger.
         r.push_back({name, SeccompAction::deny_eafnosupport,

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -129,6 +130,7 @@ TEST_CASE("the refined socket rules: (AF_INET, SOCK_PACKET) and netlink protocol
     for (const auto& r : sandbox_seccomp_rules()) {
         if (r.syscall != "socket" || r.conditions.size() != 2) continue;
         CHECK(r.conditions[0].index == 0);
+        if (r.reason.find("socket sweep") != std::string::npos) continue;  // the IP protocol rules: next test case
         if (r.conditions[0].value == AF_INET) {
             CHECK(r.action == SeccompAction::deny_eafnosupport);
             CHECK(r.conditions[1].index == 1);
@@ -158,6 +160,43 @@ TEST_CASE("the refined socket rules: (AF_INET, SOCK_PACKET) and netlink protocol
     REQUIRE(tty.size() == 1);
     CHECK(tty[0].syscall == "ioctl");
     CHECK(tty[0].conditions[0].value == TIOCSCTTY);
+}
+
+TEST_CASE("IP sockets: only the types and protocols the session's socket sweep lists (TCP, UDP, UDP-Lite)") {
+    // SCTP (also as SOCK_SEQPACKET's default), MPTCP, L2TP: refused by the filter, whatever the kernel has.
+    for (int family : {AF_INET, AF_INET6}) {
+        CHECK(under_filter([family] { return expect_errno(socket(family, SOCK_STREAM, IPPROTO_MPTCP), EPROTONOSUPPORT); }) == 0);
+        CHECK(under_filter([family] { return expect_errno(socket(family, SOCK_STREAM, IPPROTO_SCTP), EPROTONOSUPPORT); }) == 0);
+        CHECK(under_filter([family] { return expect_errno(socket(family, SOCK_SEQPACKET, 0), EPROTONOSUPPORT); }) == 0);
+        CHECK(under_filter([family] { return expect_errno(socket(family, SOCK_DGRAM, 115 /* IPPROTO_L2TP */), EPROTONOSUPPORT); }) == 0);
+        CHECK(under_filter([family] { return expect_errno(socket(family, SOCK_DGRAM, 1000), EPROTONOSUPPORT); }) == 0);
+        CHECK(under_filter([family] {
+                  int a = socket(family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP), b = socket(family, SOCK_DGRAM, IPPROTO_UDP);
+                  int c = socket(family, SOCK_STREAM | SOCK_NONBLOCK, 0), d = socket(family, SOCK_DGRAM, 0);
+                  return (a >= 0 && b >= 0 && c >= 0 && d >= 0) ? 0 : 1;
+              }) == 0);
+    }
+    // The packet socket's own rule still answers first.
+    CHECK(under_filter([] { return expect_errno(socket(AF_INET, SOCK_PACKET, 0), EAFNOSUPPORT); }) == 0);
+    // Exactly these protocols and types pass the rules, seen from the data.
+    std::set<std::uint64_t> denied_protocols, denied_types;
+    for (const auto& r : sandbox_seccomp_rules()) {
+        if (r.syscall != "socket" || r.reason.find("socket sweep") == std::string::npos) continue;
+        REQUIRE(r.conditions.size() == 2);
+        const auto& c = r.conditions[1];
+        auto& into = c.index == 2 ? denied_protocols : denied_types;
+        const std::uint64_t top = c.index == 2 ? 300 : 15;
+        for (std::uint64_t v = 0; v <= top; ++v)
+            if (c.compare == SeccompCompare::at_least ? v >= c.value : (v & c.mask) == c.value) into.insert(v);
+    }
+    for (std::uint64_t v = 0; v <= 300; ++v) {
+        bool allowed = v == 0 || v == IPPROTO_TCP || v == IPPROTO_UDP || v == IPPROTO_UDPLITE;
+        CHECK_MESSAGE(denied_protocols.count(v) == (allowed ? 0u : 1u), "protocol " << v);
+    }
+    for (std::uint64_t t = 0; t <= 15; ++t) {
+        bool allowed = t == SOCK_STREAM || t == SOCK_DGRAM || t == SOCK_RAW || t == SOCK_PACKET;
+        CHECK_MESSAGE(denied_types.count(t) == (allowed ? 0u : 1u), "type " << t);
+    }
 }
 
 TEST_CASE("foreign architectures are killed, not allowed") {
