@@ -122,6 +122,45 @@ json model_counts(const OwnDaemon& d, std::uint64_t settled = 0) {
     return c.is_object() && c.contains("model") ? c["model"] : c;
 }
 
+// Eight clients at once post `body` (held at the stand-in: variant "hold") to
+// `path`; once `held` are held there and `refusals` refused, they are
+// released. How many got 200, how many 400, and how many were held.
+struct HeldRace {
+    int ok = 0, refused = 0;
+    json held;
+};
+HeldRace race_eight(const OwnDaemon& d, const ModelUpstream& m, const std::string& path, const json& body, int held,
+                    int refusals) {
+    std::vector<std::unique_ptr<Background>> clients;
+    for (int i = 0; i < 8; ++i) {
+        RunOptions o;
+        o.env["NO_PROXY"] = "";
+        o.env["no_proxy"] = "";
+        clients.push_back(std::make_unique<Background>(
+            std::vector<std::string>{"sh", "-c",
+                                     "curl -sS --max-time 60 --proxy http://127.0.0.1:" + std::to_string(d.port) +
+                                         " --cacert " + d.ca + " -H 'content-type: application/json' --data-binary '" +
+                                         body.dump() + "' -w '\\nstatus=%{http_code}\\n' " + url(m, path) + "; echo END"},
+            o));
+    }
+    HeldRace r;
+    json s;
+    for (int i = 0; i < 250; ++i) {
+        s = m.stats();
+        if (s.value("held", 0) >= held && model_counts(d).value("budget_refusals", 0) >= refusals) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    r.held = s["held"];
+    m.stats("/release");
+    for (auto& c : clients) {
+        REQUIRE(c->wait_for_stdout("END", std::chrono::seconds(60)));
+        auto out = c->drain_stdout();
+        r.ok += out.find("status=200") != std::string::npos;
+        r.refused += out.find("status=400") != std::string::npos;
+    }
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE("metering: every API's usage, counted exactly, priced with its source" * doctest::timeout(120)) {
@@ -264,35 +303,10 @@ TEST_CASE("metering: eight concurrent streams never spend past the budget" * doc
     // Each request may use up to 100 output tokens: five fit in 500.
     OwnDaemon d("meter-concurrent", "", "5s", "meter/run-5",
                 grant_for(m, std::string(kPrices) + "[budget]\noutput_tokens = 500\n"));
-    std::vector<std::unique_ptr<Background>> clients;
-    for (int i = 0; i < 8; ++i) {
-        RunOptions o;
-        o.env["NO_PROXY"] = "";
-        o.env["no_proxy"] = "";
-        clients.push_back(std::make_unique<Background>(
-            std::vector<std::string>{"sh", "-c",
-                                     "curl -sS --max-time 60 --proxy http://127.0.0.1:" + std::to_string(d.port) +
-                                         " --cacert " + d.ca + " -H 'content-type: application/json' --data-binary '" +
-                                         anthropic_body(true, "hold").dump() + "' -w '\\nstatus=%{http_code}\\n' " +
-                                         url(m, "/v1/messages") + "; echo END"},
-            o));
-    }
     // Five reach the stand-in and are held there; three are refused at once.
-    json s;
-    for (int i = 0; i < 250; ++i) {
-        s = m.stats();
-        if (s.value("held", 0) >= 5 && model_counts(d).value("budget_refusals", 0) >= 3) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    CHECK(s["held"] == 5);
-    m.stats("/release");
-    int ok = 0, refused = 0;
-    for (auto& c : clients) {
-        REQUIRE(c->wait_for_stdout("END", std::chrono::seconds(60)));
-        auto out = c->drain_stdout();
-        ok += out.find("status=200") != std::string::npos;
-        refused += out.find("status=400") != std::string::npos;
-    }
+    HeldRace r = race_eight(d, m, "/v1/messages", anthropic_body(true, "hold"), 5, 3);
+    CHECK(r.held == 5);
+    const int ok = r.ok, refused = r.refused;
     CHECK(ok == 5);
     CHECK(refused == 3);
     json t = model_counts(d, 5);
@@ -316,34 +330,9 @@ TEST_CASE("metering: Chat Completions n reserves n completions, so concurrent re
     const json body = {{"model", "gpt-test"}, {"max_tokens", 100}, {"n", 4}, {"stream", true},
                        {"stream_options", {{"include_usage", true}}}, {"metadata", {{"standin", "hold"}}},
                        {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
-    std::vector<std::unique_ptr<Background>> clients;
-    for (int i = 0; i < 8; ++i) {
-        RunOptions o;
-        o.env["NO_PROXY"] = "";
-        o.env["no_proxy"] = "";
-        clients.push_back(std::make_unique<Background>(
-            std::vector<std::string>{"sh", "-c",
-                                     "curl -sS --max-time 60 --proxy http://127.0.0.1:" + std::to_string(d.port) +
-                                         " --cacert " + d.ca + " -H 'content-type: application/json' --data-binary '" +
-                                         body.dump() + "' -w '\\nstatus=%{http_code}\\n' " +
-                                         url(m, "/v1/chat/completions") + "; echo END"},
-            o));
-    }
-    json s;
-    for (int i = 0; i < 250; ++i) {
-        s = m.stats();
-        if (s.value("held", 0) >= 2 && model_counts(d).value("budget_refusals", 0) >= 6) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    CHECK(s["held"] == 2);
-    m.stats("/release");
-    int ok = 0, refused = 0;
-    for (auto& c : clients) {
-        REQUIRE(c->wait_for_stdout("END", std::chrono::seconds(60)));
-        auto out = c->drain_stdout();
-        ok += out.find("status=200") != std::string::npos;
-        refused += out.find("status=400") != std::string::npos;
-    }
+    HeldRace r = race_eight(d, m, "/v1/chat/completions", body, 2, 6);
+    CHECK(r.held == 2);
+    const int ok = r.ok, refused = r.refused;
     CHECK(ok == 2);
     CHECK(refused == 6);
     json t = model_counts(d, 2);
