@@ -1,7 +1,7 @@
 // tools/cmd_session.cpp — `corral session start|stop|ls` and `corral exec`.
 //
 // `session start` forks the session's supervisor before anything else (no
-// thread exists yet), which runs run_in_sandbox with a body that serves
+// thread exists yet), which runs the session as a run (run/run.hpp) with a body that serves
 // execs (run/session_server.hpp) and goes on in the background once the
 // session's socket listens; the caller waits for that moment, prints the id
 // and exits 0, or prints why the session did not start and exits with the
@@ -37,6 +37,7 @@
 #include "run/exec_protocol.hpp"
 #include "run/outcome.hpp"
 #include "run/request.hpp"
+#include "run/run.hpp"
 #include "run/run_index.hpp"
 #include "run/session_server.hpp"
 #include "run/state_dir.hpp"
@@ -201,9 +202,9 @@ int session_start(int argc, char** argv) {
             close_range(static_cast<unsigned>(ready_fd) + 1, ~0U, 0) != 0)
             _exit(run::kExitSetup);
         Fd ready(ready_fd);
-        SandboxBody body;
+        run::RunBody body;
         body.prefix = "corral session";
-        body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const BodyContext& context) {
+        body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const run::BodyContext& context) {
             const auto& record_now = context.record_now;
             run::SessionServerOptions o;
             if (context.agent) {
@@ -226,7 +227,7 @@ int session_start(int argc, char** argv) {
             return run::serve_session(box, interrupt_fd, o);
         };
         std::fflush(nullptr);
-        _exit(run_in_sandbox(request, body));
+        _exit(run::run_as_supervisor(request, std::move(body)));
     }
     close(ready_pipe[1]);
     close(err_pipe[1]);

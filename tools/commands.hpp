@@ -3,13 +3,6 @@
 // subcommand itself) and returns the process exit status.
 #pragma once
 
-#include <functional>
-
-#include "journal/shared_journal.hpp"
-#include "run/agent_run.hpp"
-#include "run/request.hpp"
-#include "supervisor/sandbox.hpp"
-
 namespace corral::cli {
 
 int cmd_run(int argc, char** argv);       // tools/cmd_run.cpp
@@ -28,23 +21,5 @@ int cmd_exec(int argc, char** argv);      // tools/cmd_exec.cpp
 int cmd_key(int argc, char** argv);       // tools/cmd_key.cpp
 int cmd_journal(int argc, char** argv);   // tools/cmd_journal.cpp
 
-// What runs at the hook point of run_in_sandbox: by default the request's
-// command (start_command + supervise); a session serves its execs instead
-// until it is stopped, and may rewrite run.json through `record_now`.
-struct BodyContext {
-    std::function<void()> record_now;      // run.json again, with what is known now
-    const run::AgentRun* agent = nullptr;  // a session's agent (exec --prompt), when it has one
-    std::string no_agent;                  // else why not
-    journal::SharedJournal* journal = nullptr;  // the run's journal: a session's execs are recorded in it
-};
-struct SandboxBody {
-    const char* prefix = nullptr;   // the lines' "corral run: " ("corral session")
-    std::function<supervisor::SuperviseResult(supervisor::Sandbox& box, int interrupt_fd, const BodyContext& context)>
-        serve;
-};
-
-// `corral run`'s whole life after parsing: run dir, run.json, plan, egress,
-// launch, the body, teardown, exit status (tools/cmd_run.cpp).
-int run_in_sandbox(const run::RunRequest& request, const SandboxBody& body);
 
 }  // namespace corral::cli

@@ -1,0 +1,119 @@
+// run/host_steps.cpp — the real steps of a run (run/run.hpp RunSteps): the
+// state and run directories, the journal's key, the rootfs and the agent's
+// CLI in it, the trust files, and the kernel's sandbox. Each is the one
+// function that owns the rule; this file only holds the box between them.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "base/fd.hpp"
+#include "base/log.hpp"
+#include "base/terminal_text.hpp"
+#include "run/outcome.hpp"
+#include "run/prepare.hpp"
+#include "run/run.hpp"
+#include "run/run_index.hpp"
+#include "run/run_journal.hpp"
+#include "run/state_dir.hpp"
+#include "run/trust.hpp"
+
+namespace corral::run {
+
+namespace {
+
+using namespace corral::supervisor;
+
+class HostRunSteps final : public RunSteps {
+public:
+    RunPlace reserve(const RunRequest& request) override {
+        RunPlace place;
+        place.state_dir = make_private_dir("--state-dir", request.state_dir ? *request.state_dir : default_state_dir(),
+                                           DirRole::state);
+        std::optional<std::string> given_run_dir;
+        if (request.run_dir) given_run_dir = make_private_dir("--run-dir", *request.run_dir, DirRole::run);
+        ReservedRun reserved = reserve_run(place.state_dir, given_run_dir, make_run_id);
+        place.id = reserved.id;
+        place.run_dir = reserved.run_dir;
+        return place;
+    }
+    void write_record(const std::string& run_dir, const RunRecord& record, RecordSync sync) override {
+        write_run_record(run_dir, record, sync);
+    }
+    std::vector<std::string> recover_lost_runs(const std::string& state_dir) override {
+        return run::recover_lost_runs(state_dir);
+    }
+    void mark_ended(const std::string& state_dir, const std::string& id) override { mark_run_ended(state_dir, id); }
+    std::unique_ptr<journal::SharedJournal> open_journal(const RunPlace& place) override {
+        return open_run_journal(place.state_dir, place.run_dir);
+    }
+    RunInputs read_inputs(const RunRequest& request, const RunPlace& place) override {
+        return read_run_inputs(request, place.id, place.run_dir, place.state_dir);
+    }
+    void check_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan) override {
+        check_run_can_start(request, inputs, plan);
+    }
+    std::unique_ptr<Egress> make_egress(const RunPlan& plan) override { return run::make_egress(plan); }
+    AgentRun prepare_agent(const RunRequest& request, const RunInputs& inputs, RunPlan& plan) override {
+        return prepare_agent_run(request, inputs, plan);
+    }
+    void add_trust(RunPlan& plan, const std::string& ca_pem) override { add_trust_and_proxy(plan, ca_pem); }
+    BoxFacts launch(SandboxSpec spec, const WhileInitBuilds& at_hook) override {
+        box_.emplace(launch_sandbox(std::move(spec), at_hook));
+        return BoxFacts{box_->uid(), box_->gid(), box_->idmapped_binds(), box_->unmapped_binds()};
+    }
+    SuperviseResult serve(const RunBody& body, int interrupt_fd, const BodyContext& context) override {
+        if (body.serve) return body.serve(*box_, interrupt_fd, context);
+        start_command(*box_);
+        return supervise(*box_, OutputSinks{1, 2, interrupt_fd});
+    }
+    TeardownReport teardown(CgroupUsage* usage) override { return supervisor::teardown(*box_, usage); }
+
+private:
+    std::optional<Sandbox> box_;
+};
+
+// A closed 0/1/2 would let the next pipe() land there and be mistaken for stdio.
+void ensure_stdio_open() {
+    for (int fd = 0; fd <= 2; ++fd)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int n = open("/dev/null", O_RDWR);
+            if (n >= 0 && n != fd) {
+                dup2(n, fd);
+                close(n);
+            }
+        }
+}
+
+}  // namespace
+
+std::unique_ptr<RunSteps> host_run_steps() { return std::make_unique<HostRunSteps>(); }
+
+int run_as_supervisor(const RunRequest& request, RunBody body) {
+    if (geteuid() != 0) {
+        std::fprintf(stderr, "%s: %s\n", body.prefix, "must run as root (it creates namespaces and cgroups)");
+        return kExitSetup;
+    }
+    ensure_stdio_open();
+    signal(SIGPIPE, SIG_IGN);  // a closed terminal must not kill the supervisor mid-run
+    if (const char* lvl = std::getenv("CORRAL_LOG"); lvl != nullptr && std::string_view(lvl) == "debug")
+        log::set_level(log::Level::debug);
+    // Ctrl-C, SIGTERM, SIGHUP: kill the sandbox and still tear it down and
+    // verify (supervise() reads them from a signalfd). Blocked from here on;
+    // the command starts with an empty signal mask.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+    sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+    Fd interrupts(signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    std::unique_ptr<RunSteps> steps = host_run_steps();
+    Run run(request, std::move(body), *steps);
+    return run.execute(interrupts.get());
+}
+
+}  // namespace corral::run
