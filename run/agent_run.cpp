@@ -114,7 +114,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
     // The home is written now (owner: root) and handed to the agent's UID at
     // the hook point, once launch_sandbox has leased it.
     agents::write_agent_home(p, in.run_dir, std::nullopt);
-    const std::string home = in.run_dir + "/home";  // the plan's spec.rootfs.home_dir
+    const std::string home = *spec.rootfs.home_dir;  // resolve_run's, for every run with an agent
     if (!fs::is_directory(home)) {
         std::error_code ec;
         fs::create_directory(home, ec);

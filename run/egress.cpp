@@ -380,9 +380,9 @@ void Egress::stop() {
 std::unique_ptr<Egress> make_egress(const RunPlan& plan) {
     if (plan.daemon_socket)
         return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir,
-                                              gateway::Identity{plan.worker, plan.spec.run_id});
+                                              plan.identity);
     return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts,
-                                            gateway::Identity{plan.worker, plan.spec.run_id});
+                                            plan.identity);
 }
 
 json unstarted_gateway_record(const RunRequest& r) {

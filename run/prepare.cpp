@@ -97,19 +97,21 @@ void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan
     }
 }
 
-nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
-                                 const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
-                                 const AgentRun* agent, const image::StoredImage* image) {
-    const bool agent_run = r.agent() || interactive_agent_run(r, worker);
+nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id, const RunSoFar& run) {
     using nlohmann::json;
-    std::string name = worker ? worker->name : r.worker.value_or("adhoc");
+    const std::optional<config::ResolvedWorker> no_worker;
+    const auto& worker = run.inputs ? run.inputs->worker : no_worker;
+    const AgentRun* agent = run.agent;
+    const image::StoredImage* image = run.inputs && run.inputs->image ? &*run.inputs->image : nullptr;
+    const std::string name = run.plan ? run.plan->worker : worker ? worker->name : r.worker.value_or("adhoc");
     json out{{"kind", r.session ? "session" : "run"},
              {"worker", name},
-             {"identity", name + "/" + run_id},
-             {"gateway", egress ? egress->record_fields() : unstarted_gateway_record(r)}};
+             {"identity", run.plan ? run.plan->identity.str() : name + "/" + run_id},
+             {"gateway", run.egress ? run.egress->record_fields() : unstarted_gateway_record(r)}};
     // An agent run names its agent once the worker is resolved, even when it
     // was refused before the CLI's profile was made.
-    out["agent"] = agent_run && worker ? json(std::string(config::to_string(worker->agent))) : json(nullptr);
+    const auto kind = run.plan ? run.plan->agent : requested_agent(r, worker);
+    out["agent"] = kind ? json(std::string(config::to_string(*kind))) : json(nullptr);
     out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
     // The grants the command line added (--allow), beside the organisation's.
     json grants = json::array();

@@ -24,13 +24,21 @@ RunInputs read_run_inputs(const RunRequest& request, std::string run_id, std::st
 // refused here). Throws UsageError.
 void check_run_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan);
 
-// run.json's fields of the layers above the sandbox, from whatever exists of
-// the run (a run refused early has no worker, egress or agent yet): worker,
-// identity, gateway {mode, ledger, requests, refusals, secrets_reflected}, agent, cli_version,
-// and image {name, layers, layers_sha256, source, imported_at} for --rootfs image:NAME.
-nlohmann::json run_record_fields(const RunRequest& request, const std::string& run_id,
-                                 const std::optional<config::ResolvedWorker>& worker, const Egress* egress,
-                                 const AgentRun* agent, const image::StoredImage* image);
+// What exists of a run, for its record: a run refused early has no inputs,
+// plan, egress or agent yet.
+struct RunSoFar {
+    const RunInputs* inputs = nullptr;
+    const RunPlan* plan = nullptr;
+    const Egress* egress = nullptr;
+    const AgentRun* agent = nullptr;
+};
+
+// run.json's fields of the layers above the sandbox: worker, identity,
+// gateway {mode, ledger, requests, refusals, secrets_reflected}, agent,
+// cli_version, and image {name, layers, layers_sha256, source, imported_at}
+// for --rootfs image:NAME. The worker, identity and agent are the plan's once
+// it exists (a session's agent included); before, what the request asks for.
+nlohmann::json run_record_fields(const RunRequest& request, const std::string& run_id, const RunSoFar& run);
 
 // The one line every run ends with on stderr (unless --quiet):
 //   "RUN-ID: exited 0 after 1.2s; 3 requests, 1 refused; record DIR/run.json"

@@ -128,17 +128,18 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
 
 RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     RunPlan plan;
-    plan.resolved = in.worker;
     if (in.worker) plan.worker = in.worker->name;
     else if (r.worker) plan.worker = *r.worker;
-    plan.identity = plan.worker + "/" + in.run_id;
-    if (!gateway::parse_identity(plan.identity))
-        throw UsageError("identity " + plan.identity + ": worker and run id must be made of [A-Za-z0-9._-]");
+    auto identity = gateway::parse_identity(plan.worker + "/" + in.run_id);
+    if (!identity)
+        throw UsageError("identity " + plan.worker + "/" + in.run_id +
+                         ": worker and run id must be made of [A-Za-z0-9._-]");
+    plan.identity = *identity;
     if (r.agent() && in.worker && in.worker->egress_only)
         throw UsageError("worker " + in.worker->name + " has no agent (agent = \"none\" at " + in.worker->agent_source +
                          "): run a command with `corral run --config DIR --worker " + in.worker->name +
                          " -- CMD`, or give it an agent to use --prompt");
-    if ((r.agent() || interactive_agent_run(r, in.worker)) && in.worker) plan.agent = in.worker->agent;
+    plan.agent = requested_agent(r, in.worker);
     // A session of a worker with an agent runs it on each `corral exec
     // --prompt` when the agent's credential is there; without it the session
     // still runs commands, and says once why a prompt would be refused.
@@ -192,6 +193,11 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     if (r.config_dir) spec.rootfs.protected_dirs.push_back(absolute(*r.config_dir));
     spec.env = compose_environment(plan, {});
     return plan;
+}
+
+std::optional<config::AgentKind> requested_agent(const RunRequest& r, const std::optional<config::ResolvedWorker>& worker) {
+    if (worker && (r.agent() || interactive_agent_run(r, worker))) return worker->agent;
+    return std::nullopt;
 }
 
 bool interactive_agent_run(const RunRequest& r, const std::optional<config::ResolvedWorker>& worker) {

@@ -22,6 +22,7 @@
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
 #include "image/store.hpp"
+#include "names/identity.hpp"
 #include "run/request.hpp"
 #include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
@@ -54,10 +55,10 @@ struct RunInputs {
 
 struct RunPlan {
     supervisor::SandboxSpec spec;  // env: see compose_environment
-    std::string worker = "adhoc";  // run.json's "worker"; identity WORKER/RUN-ID
-    std::string identity;
-    std::optional<config::ResolvedWorker> resolved;  // with --config
-    std::optional<config::AgentKind> agent;          // an agent run's agent; a session's, for exec --prompt
+    std::string worker = "adhoc";  // run.json's "worker"
+    names::Identity identity;      // WORKER/RUN-ID: the gateway's name for the run's traffic
+    // An agent run's agent; a session's that can run `corral exec --prompt`.
+    std::optional<config::AgentKind> agent;
     // A session without an agent: why `corral exec --prompt` is refused in it.
     std::string no_session_agent;
     // The environment's layers, in the order they are applied (later wins):
@@ -96,6 +97,12 @@ std::string requested_rootfs(const RunRequest& request, const std::optional<conf
 // variables first, then the worker's [env], the agent's, and --env last (the
 // sandbox applies them in order; later wins).
 EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env);
+
+// The agent a run asks for: with a worker, --prompt (an agent run) or
+// interactive_agent_run; nullopt for a `-- CMD` run and for a session (whose
+// agent resolve_run decides from the credential's presence).
+std::optional<config::AgentKind> requested_agent(const RunRequest& request,
+                                                 const std::optional<config::ResolvedWorker>& worker);
 
 // `--tty --config DIR --worker W -- CLI [ARGS...]` where CLI is the name of
 // the worker's agent (claude, codex, pi): the agent's own interactive

@@ -58,9 +58,9 @@ void Run::say(const std::string& line) {
 }
 
 void Run::update_record_fields() {
-    record_.extra = run_record_fields(request_, record_.id, inputs_ ? inputs_->worker : std::nullopt, egress_.get(),
-                                      agent_ ? &*agent_ : nullptr,
-                                      inputs_ && inputs_->image ? &*inputs_->image : nullptr);
+    record_.extra = run_record_fields(
+        request_, record_.id,
+        RunSoFar{inputs_ ? &*inputs_ : nullptr, plan_ ? &*plan_ : nullptr, egress_.get(), agent_ ? &*agent_ : nullptr});
 }
 
 // run.json while the run is alive: what is known so far, "state": "running".

@@ -365,6 +365,9 @@ void session_layer(const WorkerSpec& spec, bool via_daemon) {
     CHECK(stop.exit_code == 0);
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["teardown"]["verdict"] == "clean");
+    // The session's agent, as the plan has it: the one whose CLI version is recorded beside it.
+    CHECK(record.value("agent", "") == std::string(config::to_string(spec.kind)));
+    CHECK(record.value("cli_version", "") == ::corral::agents::pinned_cli_version(spec.kind));
     const std::string identity = spec.name + "/" + id;
     if (daemon) ::usleep(300'000);
     std::size_t mine = 0;

@@ -90,7 +90,7 @@ TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, root
         CHECK(plan.spec.rootfs.image == "/images/worker");
         CHECK(env_value(plan.spec.env, "WORKER_VAR") == "from-worker");
         CHECK(plan.worker == "w");
-        CHECK(plan.identity == "w/20261201-140000-abcdef");
+        CHECK(plan.identity.str() == "w/20261201-140000-abcdef");
         CHECK(plan.agent.has_value() == agent);
         CHECK((plan.spec.stdout_log_name == "stdout.jsonl") == agent);
         CHECK((plan.spec.rootfs.home_dir == "/var/lib/corral/runs/x/home") == agent);
