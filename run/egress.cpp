@@ -339,7 +339,7 @@ void Egress::start(const supervisor::Sandbox& box) {
 
 void Egress::report_refusals() {
     for (const auto& line : refusal_report_.new_lines(refusals_so_far()))
-        std::fprintf(stderr, "corral run: %s\n", line.c_str());
+        if (refusal_sink_) refusal_sink_(line);
 }
 
 // Every 250 ms while the box runs: soon enough that the operator reads the

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,11 @@ public:
     // would garble it. Call before start().
     void hold_refusal_lines_until_stop() { live_refusals_ = false; }
 
+    // Where the refusal lines go (from the watcher's thread, and at stop()):
+    // the run's own words, with its prefix ("corral run", "corral session").
+    // Call before start(). Without one they are dropped.
+    void tell_refusals_to(std::function<void(const std::string&)> sink) { refusal_sink_ = std::move(sink); }
+
     // After supervise(): closes the listeners, lets open exchanges finish
     // (bounded), stops the thread, takes the counts. Idempotent.
     void stop();
@@ -135,6 +141,7 @@ private:
     std::condition_variable watch_wake_;
     bool watch_stop_ = false;
     bool live_refusals_ = true;
+    std::function<void(const std::string&)> refusal_sink_;
 };
 
 // The embedded gateway (plan.gateway) or, with --gateway, the daemon.

@@ -129,6 +129,9 @@ Run::Next Run::resolve() {
         steps_.check_can_start(request_, *inputs_, *plan_);
         egress_ = steps_.make_egress(*plan_);
         if (request_.tty) egress_->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
+        egress_->tell_refusals_to([prefix = body_.prefix](const std::string& line) {
+            std::fprintf(stderr, "%s: %s\n", prefix, line.c_str());
+        });
         const std::string ca_pem = egress_->prepare();
         decisions_journalled_ = egress_->journal_decisions(journal_->decision_sink());
         if (!plan_->left_out.empty()) log::info(plan_->left_out);

@@ -173,6 +173,11 @@ TEST_CASE("a session in the shape of an RL harness: service first, agent with a 
     CHECK(same_name.err.find("taken by running session " + id) != std::string::npos);
 
     s.stop_and_check(id, {agent_uid, service_uid, uid_of_exec(vrec)});
+    // The session's supervisor told of each refused host in its own words.
+    const std::string log = read_file(s.run_dir(id) + "/session.log");
+    INFO(log);
+    CHECK(log.find("corral session: refused") != std::string::npos);
+    CHECK(log.find("corral run:") == std::string::npos);
 }
 
 TEST_CASE("each role is isolated: /proc shows only the exec's own processes, files, no capabilities") {
