@@ -1,25 +1,27 @@
-// journal/key.cpp — Ed25519 through OpenSSL's EVP interface (no hand-written crypto).
+// journal/key.cpp — Ed25519 through libsodium (no hand-written crypto).
+//
+// libsodium rather than OpenSSL: every run loads the key and signs at its
+// start, and OpenSSL's first use in a process costs ~2 ms of configuration
+// and provider loading against ~0.2 ms for sodium_init (docs/benchmarks.md).
+// The files keep their standard form (PEM PKCS#8 and SubjectPublicKeyInfo,
+// RFC 8410), which for Ed25519 is a fixed DER prefix and the 32 raw bytes:
+// that framing is all this file reads and writes itself.
 #include "journal/key.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/bio.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/objects.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 
 #include "base/atomic_file.hpp"
+#include "base/bounded_lock.hpp"
 #include "base/fd.hpp"
 #include "base/regular_file.hpp"
 #include "base/sha256.hpp"
@@ -29,37 +31,66 @@ namespace corral::journal {
 
 namespace {
 
-std::string openssl_errors() {
-    std::string out;
-    unsigned long e;
-    while ((e = ERR_get_error()) != 0) {
-        char buf[256];
-        ERR_error_string_n(e, buf, sizeof buf);
-        out += (out.empty() ? "" : "; ") + std::string(buf);
+// RFC 8410's DER for Ed25519, before the 32 key bytes: PKCS#8 v1
+// PrivateKeyInfo {version 0, id-Ed25519, OCTET STRING {OCTET STRING seed}}
+// and SubjectPublicKeyInfo {id-Ed25519, BIT STRING key}. OpenSSL and
+// `openssl genpkey -algorithm ed25519` write exactly these.
+constexpr unsigned char kPrivatePrefix[] = {0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06,
+                                            0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20};
+constexpr unsigned char kPublicPrefix[] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b,
+                                           0x65, 0x70, 0x03, 0x21, 0x00};
+
+void start_sodium() {
+    if (sodium_init() < 0) throw std::runtime_error("journal key: libsodium's sodium_init failed (no randomness source?)");
+}
+
+std::string decode_base64(std::string_view text, const char* ignore) {
+    std::string out(text.size() / 4 * 3 + 3, '\0');
+    std::size_t n = 0;
+    const char* end = nullptr;
+    if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(), text.size(), ignore,
+                          &n, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+        end != text.data() + text.size())
+        throw UsageError("not base64");
+    out.resize(n);
+    return out;
+}
+
+// The DER between "-----BEGIN LABEL-----" and "-----END LABEL-----", or
+// nothing when `pem` has no such block or its body is not base64.
+std::optional<std::string> der_of_pem(std::string_view pem, std::string_view label) {
+    const std::string begin = "-----BEGIN " + std::string(label) + "-----";
+    const std::string end = "-----END " + std::string(label) + "-----";
+    const auto b = pem.find(begin);
+    if (b == std::string_view::npos) return std::nullopt;
+    const auto body = b + begin.size();
+    const auto e = pem.find(end, body);
+    if (e == std::string_view::npos) return std::nullopt;
+    try {
+        return decode_base64(pem.substr(body, e - body), " \t\r\n");
+    } catch (const UsageError&) {
+        return std::nullopt;
     }
-    return out.empty() ? "no OpenSSL error queued" : out;
 }
 
-[[noreturn]] void throw_openssl(const std::string& call) {
-    throw std::runtime_error(call + ": " + openssl_errors());
+// PEM as OpenSSL writes it: base64 in lines of 64.
+std::string pem_of(std::string_view der, std::string_view label) {
+    const std::string b64 = base64_encode(der);
+    std::string out = "-----BEGIN " + std::string(label) + "-----\n";
+    for (std::size_t i = 0; i < b64.size(); i += 64) out += b64.substr(i, 64) + "\n";
+    return out + "-----END " + std::string(label) + "-----\n";
 }
 
-std::shared_ptr<EVP_PKEY> own(EVP_PKEY* key) { return {key, EVP_PKEY_free}; }
+template <std::size_t N>
+std::string with_prefix(const unsigned char (&prefix)[N], const unsigned char* key) {
+    std::string der(reinterpret_cast<const char*>(prefix), N);
+    der.append(reinterpret_cast<const char*>(key), 32);
+    return der;
+}
 
-struct BioFree {
-    void operator()(BIO* b) const noexcept { BIO_free_all(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-
-std::string pem_of(EVP_PKEY* key, bool private_part) {
-    BioPtr bio(BIO_new(BIO_s_mem()));
-    if (!bio) throw_openssl("BIO_new");
-    int ok = private_part ? PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr)
-                          : PEM_write_bio_PUBKEY(bio.get(), key);
-    if (!ok) throw_openssl(private_part ? "PEM_write_bio_PrivateKey" : "PEM_write_bio_PUBKEY");
-    char* data = nullptr;
-    long n = BIO_get_mem_data(bio.get(), &data);
-    return std::string(data, static_cast<std::size_t>(n));
+template <std::size_t N>
+bool has_prefix(const std::string& der, const unsigned char (&prefix)[N]) {
+    return der.size() == N + 32 && std::memcmp(der.data(), prefix, N) == 0;
 }
 
 std::string mode_text(mode_t mode) {
@@ -81,63 +112,13 @@ std::optional<std::string> read_small(const std::string& path) {
     return read_regular_file(RegularFileRead{.what = "journal key", .path = path, .max_bytes = 64u << 10});
 }
 
-// Ed25519 keys are read from their ASN.1 (SubjectPublicKeyInfo, PKCS#8:
-// RFC 8410) and made with EVP_PKEY_new_raw_*_key: OpenSSL 3's
-// PEM_read_bio_PUBKEY and PEM_read_bio_PrivateKey go through its decoder
-// framework, ~1.7 ms for the pair here against ~0.3 ms this way, and every
-// run loads the key at its start.
-std::shared_ptr<EVP_PKEY> parse_public(std::string_view pem, const std::string& what) {
-    BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    if (!bio) throw_openssl("BIO_new_mem_buf");
-    std::unique_ptr<X509_PUBKEY, void (*)(X509_PUBKEY*)> spki(PEM_read_bio_X509_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
-                                                             X509_PUBKEY_free);
-    ASN1_OBJECT* algorithm = nullptr;
-    const unsigned char* raw = nullptr;
-    int raw_len = 0;
-    if (!spki || X509_PUBKEY_get0_param(&algorithm, &raw, &raw_len, nullptr, spki.get()) != 1) {
-        ERR_clear_error();
-        throw UsageError(what + ": not a PEM public key (expected -----BEGIN PUBLIC KEY-----, as corral key show prints)");
-    }
-    if (OBJ_obj2nid(algorithm) != NID_ED25519)
-        throw UsageError(what + ": not an Ed25519 public key (corral journals are signed with Ed25519)");
-    auto key = own(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, raw, static_cast<std::size_t>(raw_len)));
-    if (!key) {
-        ERR_clear_error();
-        throw UsageError(what + ": not an Ed25519 public key (its key is " + std::to_string(raw_len) + " bytes, not 32)");
-    }
-    return key;
-}
-
-// The private key of a PEM PKCS#8 Ed25519 key, or nothing if `pem` is not one.
-std::shared_ptr<EVP_PKEY> parse_private(std::string_view pem) {
-    BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    if (!bio) throw_openssl("BIO_new_mem_buf");
-    std::unique_ptr<PKCS8_PRIV_KEY_INFO, void (*)(PKCS8_PRIV_KEY_INFO*)> p8(
-        PEM_read_bio_PKCS8_PRIV_KEY_INFO(bio.get(), nullptr, nullptr, nullptr), PKCS8_PRIV_KEY_INFO_free);
-    const ASN1_OBJECT* algorithm = nullptr;
-    const unsigned char* inner = nullptr;
-    int inner_len = 0;
-    if (!p8 || PKCS8_pkey_get0(&algorithm, &inner, &inner_len, nullptr, p8.get()) != 1 ||
-        OBJ_obj2nid(algorithm) != NID_ED25519) {
-        ERR_clear_error();
-        return nullptr;
-    }
-    // RFC 8410: the private key is itself an OCTET STRING of 32 bytes.
-    std::unique_ptr<ASN1_OCTET_STRING, void (*)(ASN1_OCTET_STRING*)> seed(
-        d2i_ASN1_OCTET_STRING(nullptr, &inner, inner_len), ASN1_OCTET_STRING_free);
-    std::shared_ptr<EVP_PKEY> key;
-    if (seed) key = own(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, ASN1_STRING_get0_data(seed.get()),
-                                                     static_cast<std::size_t>(ASN1_STRING_length(seed.get()))));
-    if (seed) OPENSSL_cleanse(seed->data, static_cast<std::size_t>(seed->length));
-    if (!key) ERR_clear_error();
-    return key;
-}
-
-std::string raw_public(EVP_PKEY* key) {
-    unsigned char raw[32];
-    std::size_t len = sizeof raw;
-    if (EVP_PKEY_get_raw_public_key(key, raw, &len) != 1) throw_openssl("EVP_PKEY_get_raw_public_key");
-    return std::string(reinterpret_cast<const char*>(raw), len);
+// The 32-byte seed of a PEM PKCS#8 Ed25519 key, or nothing if `pem` is not one.
+std::optional<std::string> private_seed(std::string_view pem) {
+    auto der = der_of_pem(pem, "PRIVATE KEY");
+    std::optional<std::string> seed;
+    if (der && has_prefix(*der, kPrivatePrefix)) seed = der->substr(sizeof kPrivatePrefix);
+    if (der) sodium_memzero(der->data(), der->size());
+    return seed;
 }
 
 }  // namespace
@@ -150,8 +131,13 @@ KeyFiles key_files(const std::string& state_dir) {
 }
 
 PublicKey PublicKey::from_pem(std::string_view pem, const std::string& what) {
+    auto der = der_of_pem(pem, "PUBLIC KEY");
+    if (!der)
+        throw UsageError(what + ": not a PEM public key (expected -----BEGIN PUBLIC KEY-----, as corral key show prints)");
+    if (!has_prefix(*der, kPublicPrefix))
+        throw UsageError(what + ": not an Ed25519 public key (corral journals are signed with Ed25519)");
     PublicKey k;
-    k.key_ = parse_public(pem, what);
+    std::memcpy(k.raw_.data(), der->data() + sizeof kPublicPrefix, k.raw_.size());
     return k;
 }
 
@@ -162,31 +148,25 @@ PublicKey PublicKey::from_file(const std::string& path) {
 }
 
 bool PublicKey::verify(std::string_view message, std::string_view signature) const {
-    if (!key_ || signature.size() != 64) return false;
-    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    if (!ctx) throw_openssl("EVP_MD_CTX_new");
-    if (EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key_.get()) != 1)
-        throw_openssl("EVP_DigestVerifyInit(Ed25519)");
-    int rc = EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
-                              reinterpret_cast<const unsigned char*>(message.data()), message.size());
-    ERR_clear_error();  // a bad signature queues an error; it is an answer, not a failure
-    return rc == 1;
+    if (signature.size() != crypto_sign_BYTES) return false;
+    start_sodium();
+    return crypto_sign_verify_detached(reinterpret_cast<const unsigned char*>(signature.data()),
+                                       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                                       raw_.data()) == 0;
 }
 
-std::string PublicKey::pem() const { return pem_of(key_.get(), false); }
+std::string PublicKey::pem() const { return pem_of(with_prefix(kPublicPrefix, raw_.data()), "PUBLIC KEY"); }
 
-std::string PublicKey::fingerprint() const { return "ed25519:" + sha256_hex(raw_public(key_.get())).substr(0, 16); }
+std::string PublicKey::fingerprint() const {
+    return "ed25519:" + sha256_hex(std::string_view(reinterpret_cast<const char*>(raw_.data()), raw_.size())).substr(0, 16);
+}
+
+SigningKey::~SigningKey() { sodium_memzero(secret_.data(), secret_.size()); }
 
 SigningKey SigningKey::generate() {
-    std::unique_ptr<EVP_PKEY_CTX, void (*)(EVP_PKEY_CTX*)> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr),
-                                                               EVP_PKEY_CTX_free);
-    if (!ctx) throw_openssl("EVP_PKEY_CTX_new_id(Ed25519)");
-    EVP_PKEY* raw = nullptr;
-    if (EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw) != 1)
-        throw_openssl("EVP_PKEY_keygen(Ed25519)");
+    start_sodium();
     SigningKey k;
-    k.key_ = own(raw);
-    k.public_.key_ = parse_public(pem_of(raw, false), "generated key");
+    crypto_sign_keypair(k.public_.raw_.data(), k.secret_.data());
     return k;
 }
 
@@ -209,8 +189,7 @@ SigningKey SigningKey::load_or_create(const std::string& state_dir, bool* create
     std::string lock_path = files.dir + "/.lock";
     Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!lock.valid()) throw SysError("open", lock_path, errno);
-    while (::flock(lock.get(), LOCK_EX) < 0)
-        if (errno != EINTR) throw SysError("flock", lock_path, errno);
+    lock_within(lock.get(), lock_path, LockKind::exclusive);  // held by another start only while it makes the key
 
     auto key_pem = read_small(files.key_path);
     auto pub_pem = read_small(files.pub_path);
@@ -219,7 +198,11 @@ SigningKey SigningKey::load_or_create(const std::string& state_dir, bool* create
         SigningKey fresh = generate();
         // Private first: a crash between the two leaves "key without .pub",
         // refused below, never a public file naming a key that is not there.
-        write_file_atomically(atomic_target(files.key_path, 0600, Durability::durable), pem_of(fresh.key_.get(), true));
+        std::string der = with_prefix(kPrivatePrefix, fresh.secret_.data());  // the seed: libsodium's first 32 bytes
+        std::string pem = pem_of(der, "PRIVATE KEY");
+        sodium_memzero(der.data(), der.size());
+        write_file_atomically(atomic_target(files.key_path, 0600, Durability::durable), pem);
+        sodium_memzero(pem.data(), pem.size());
         write_file_atomically(atomic_target(files.pub_path, 0644, Durability::durable), fresh.public_.pem());
         if (created) *created = true;
         return fresh;
@@ -232,48 +215,37 @@ SigningKey SigningKey::load_or_create(const std::string& state_dir, bool* create
     check_sys(::lstat(files.key_path.c_str(), &kst), "lstat", files.key_path);
     require_private(files.key_path, kst, "the journal signing key");
 
-    auto key = parse_private(*key_pem);
-    OPENSSL_cleanse(key_pem->data(), key_pem->size());
-    if (!key) throw UsageError(files.key_path + ": not a PEM Ed25519 private key (PKCS#8, as corral key init writes it)");
+    auto seed = private_seed(*key_pem);
+    sodium_memzero(key_pem->data(), key_pem->size());
+    if (!seed) throw UsageError(files.key_path + ": not a PEM Ed25519 private key (PKCS#8, as corral key init writes it)");
+    start_sodium();
     SigningKey k;
-    k.key_ = key;
-    k.public_.key_ = parse_public(*pub_pem, files.pub_path);
-    if (raw_public(k.key_.get()) != raw_public(k.public_.key_.get()))
-        throw UsageError(files.pub_path + " does not match " + files.key_path);
+    std::array<unsigned char, 32> derived{};
+    crypto_sign_seed_keypair(derived.data(), k.secret_.data(), reinterpret_cast<const unsigned char*>(seed->data()));
+    sodium_memzero(seed->data(), seed->size());
+    k.public_ = PublicKey::from_pem(*pub_pem, files.pub_path);
+    if (derived != k.public_.raw_) throw UsageError(files.pub_path + " does not match " + files.key_path);
     return k;
 }
 
 std::string SigningKey::sign(std::string_view message) const {
-    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    if (!ctx) throw_openssl("EVP_MD_CTX_new");
-    if (EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_.get()) != 1)
-        throw_openssl("EVP_DigestSignInit(Ed25519)");
-    unsigned char sig[64];
-    std::size_t len = sizeof sig;
-    if (EVP_DigestSign(ctx.get(), sig, &len, reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1)
-        throw_openssl("EVP_DigestSign(Ed25519)");
-    return std::string(reinterpret_cast<const char*>(sig), len);
+    unsigned char sig[crypto_sign_BYTES];
+    crypto_sign_detached(sig, nullptr, reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                         secret_.data());
+    return std::string(reinterpret_cast<const char*>(sig), sizeof sig);
 }
 
 std::string base64_encode(std::string_view bytes) {
-    std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-    int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                            reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-    out.resize(static_cast<std::size_t>(n));
+    std::string out(sodium_base64_ENCODED_LEN(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+    sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                      sodium_base64_VARIANT_ORIGINAL);
+    out.resize(out.size() - 1);  // the terminating NUL
     return out;
 }
 
 std::string base64_decode(std::string_view text) {
     if (text.size() % 4 != 0) throw UsageError("not base64: length " + std::to_string(text.size()) + " is not a multiple of 4");
-    std::string out(text.size() / 4 * 3, '\0');
-    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                            reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-    if (n < 0) throw UsageError("not base64");
-    // EVP_DecodeBlock counts the padding as zero bytes: drop them.
-    std::size_t pad = 0;
-    if (!text.empty() && text.back() == '=') ++pad;
-    if (text.size() > 1 && text[text.size() - 2] == '=') ++pad;
-    out.resize(static_cast<std::size_t>(n) - pad);
+    std::string out = decode_base64(text, nullptr);
     // Only one text per byte string: a re-encoding must give the same text.
     if (base64_encode(out) != text) throw UsageError("not canonical base64");
     return out;

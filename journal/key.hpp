@@ -9,11 +9,9 @@
 // host it checks proves only that someone with root there signed it.
 #pragma once
 
-#include <memory>
+#include <array>
 #include <string>
 #include <string_view>
-
-struct evp_pkey_st;  // OpenSSL's EVP_PKEY
 
 namespace corral::journal {
 
@@ -38,7 +36,7 @@ public:
     std::string fingerprint() const;
 
 private:
-    std::shared_ptr<evp_pkey_st> key_;
+    std::array<unsigned char, 32> raw_{};  // RFC 8032's public key
     friend class SigningKey;
 };
 
@@ -53,18 +51,22 @@ public:
     // A fresh key only in memory (tests, benchmarks).
     static SigningKey generate();
 
-    // The 64-byte Ed25519 signature of `message` (EVP_DigestSign, no digest:
-    // Ed25519 hashes the message itself). Throws std::runtime_error with
-    // OpenSSL's errors.
+    // The 64-byte Ed25519 signature of `message` (libsodium's
+    // crypto_sign_detached: Ed25519 hashes the message itself).
     std::string sign(std::string_view message) const;
     const PublicKey& public_key() const { return public_; }
 
+    SigningKey(const SigningKey&) = default;
+    SigningKey& operator=(const SigningKey&) = default;
+    ~SigningKey();
+
 private:
-    std::shared_ptr<evp_pkey_st> key_;
+    SigningKey() = default;
+    std::array<unsigned char, 64> secret_{};  // libsodium's form: the 32-byte seed, then the public key
     PublicKey public_;
 };
 
-// Standard base64 with padding (the "sig" field), via OpenSSL's EVP_EncodeBlock.
+// Standard base64 with padding (the "sig" field), via libsodium.
 std::string base64_encode(std::string_view bytes);
 // Throws UsageError unless `text` is canonical padded base64 of some bytes.
 std::string base64_decode(std::string_view text);

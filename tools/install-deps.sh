@@ -13,6 +13,8 @@ packages=(
   # build
   g++ meson ninja-build pkg-config cmake
   libseccomp-dev libcap-dev libmnl-dev libssl-dev
+  # Ed25519 for the journal and small SHA-256s without OpenSSL's start-up (journal/key.cpp, base/sha256.cpp)
+  libsodium-dev
   nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
   # images: reading tar archives of every compression (image/, corral image import)
   libarchive-dev

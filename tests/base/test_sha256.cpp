@@ -27,3 +27,21 @@ TEST_CASE("Sha256 fed in pieces gives the digest of the whole") {
     Sha256 none;
     CHECK(none.finish_hex() == sha256_hex(""));
 }
+
+TEST_CASE("small and bulk inputs give the same digests whichever library computes them") {
+    // Below kSmallHashBytes libsodium computes it, above OpenSSL: the FIPS
+    // 180-2 million-'a' digest from both, and either side of the threshold.
+    const std::string million(1'000'000, 'a');
+    Sha256 small(million.size()), bulk;
+    small.update(million.data(), million.size());
+    bulk.update(million.data(), million.size());
+    CHECK(small.finish_hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    CHECK(bulk.finish_hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    for (std::uint64_t size : {corral::kSmallHashBytes - 1, corral::kSmallHashBytes, corral::kSmallHashBytes + 1}) {
+        const std::string data(size, 'x');
+        Sha256 hinted(size), unhinted;
+        hinted.update(data.data(), data.size());
+        unhinted.update(data.data(), data.size());
+        CHECK(hinted.finish_hex() == unhinted.finish_hex());
+    }
+}

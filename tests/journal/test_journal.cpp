@@ -465,6 +465,27 @@ TEST_CASE("a key file that is not an Ed25519 key is refused, naming it; an Ed255
     CHECK_THROWS_WITH(PublicKey::from_file(pub), doctest::Contains("not an Ed25519 public key"));
 }
 
+TEST_CASE("a key made by openssl genpkey signs what openssl pkeyutl verifies, and the other way round") {
+    TempDir dir;
+    const KeyFiles files = key_files(dir.path());
+    REQUIRE(::mkdir(files.dir.c_str(), 0700) == 0);
+    REQUIRE(std::system(("umask 077 && openssl genpkey -algorithm ed25519 -out " + files.key_path + " && openssl pkey -in " +
+                         files.key_path + " -pubout -out " + files.pub_path)
+                            .c_str()) == 0);
+    bool created = true;
+    SigningKey k = SigningKey::load_or_create(dir.path(), &created);
+    CHECK_FALSE(created);
+    const std::string msg = dir.path() + "/msg", sig = dir.path() + "/sig";
+    { std::ofstream(msg) << "a journal line"; }
+    { std::ofstream(sig, std::ios::binary) << k.sign("a journal line"); }
+    CHECK(std::system(("openssl pkeyutl -verify -rawin -pubin -inkey " + files.pub_path + " -in " + msg + " -sigfile " +
+                       sig + " >/dev/null").c_str()) == 0);
+    REQUIRE(std::system(("openssl pkeyutl -sign -rawin -inkey " + files.key_path + " -in " + msg + " -out " + sig).c_str()) ==
+            0);
+    CHECK(k.public_key().verify("a journal line", read_file(sig)));
+    CHECK_FALSE(k.public_key().verify("another line", read_file(sig)));
+}
+
 TEST_CASE("base64 round-trips and refuses non-canonical text") {
     CHECK(base64_encode("ab") == "YWI=");
     CHECK(base64_decode("YWI=") == "ab");
