@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "base/atomic_file.hpp"
+#include "base/bounded_lock.hpp"
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
 #include "names/host.hpp"
@@ -196,9 +197,7 @@ CertificateAuthority::Material CertificateAuthority::load_material(const std::st
     std::string lock_path = files.dir + "/.lock";
     Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!lock.valid()) throw SysError("open", lock_path, errno);
-    while (::flock(lock.get(), LOCK_EX) < 0) {
-        if (errno != EINTR) throw SysError("flock", lock_path, errno);
-    }
+    lock_within(lock.get(), lock_path, LockKind::exclusive);  // another start holds it only while it makes the CA
 
     bool have_cert = exists(files.cert_path), have_key = exists(files.key_path);
     if (!have_cert && !have_key) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/bounded_lock.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "journal/canonical.hpp"
@@ -179,8 +180,7 @@ bool append_recovered(const std::string& path, const SigningKey& key, const std:
     Fd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid()) throw SysError("open", path, errno);
     // Two corral starts may find the same lost run: one of them ends it.
-    while (::flock(fd.get(), LOCK_EX) < 0)
-        if (errno != EINTR) throw SysError("flock", path, errno);
+    lock_within(fd.get(), path, LockKind::exclusive);
     const std::string text = read_to_end(fd.get(), path);
     Verdict v = verify_journal(text, key.public_key());
     if (v.status == Status::valid) return false;
