@@ -24,6 +24,7 @@
 
 #include "base/fd.hpp"
 #include "base/parse.hpp"
+#include "base/shell_words.hpp"
 #include "base/terminal_text.hpp"
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
@@ -154,13 +155,29 @@ std::string command_line(const json& record) {
         const json& name = record.contains("session") ? record["session"].value("name", json(nullptr)) : json(nullptr);
         return name.is_string() ? "(session " + name.get<std::string>() + ")" : "(session)";
     }
-    std::string out;
+    std::vector<std::string> argv;
     if (record["argv"].is_array())
-        for (const auto& a : record["argv"]) {
-            if (!out.empty()) out += ' ';
-            out += a.is_string() ? a.get<std::string>() : "?";
-        }
-    return out.empty() ? "-" : out;
+        for (const auto& a : record["argv"]) argv.push_back(a.is_string() ? a.get<std::string>() : "?");
+    return argv.empty() ? "-" : shell_words(argv);
+}
+
+// How a finished run ended, for `ps -a`: its outcome and corral's status
+// ("exited 3", "deadline 124"); "-" while it runs or when it has no record.
+std::string end_of(const run::RunEntry& e) {
+    if (!e.record || e.state != "finished") return "-";
+    const json& r = *e.record;
+    std::string out = r.value("outcome", std::string("?"));
+    if (r["status"].is_number_integer()) out += " " + std::to_string(r["status"].get<int>());
+    return out;
+}
+
+// "3m10s ago" from run.json's ended_at; "-" for a run that has not ended.
+std::string ended_ago(const run::RunEntry& e) {
+    if (!e.record || e.state != "finished") return "-";
+    auto ended = parse_time((*e.record)["ended_at"]);
+    if (!ended) return "-";
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now() - *ended);
+    return human_duration(std::max<std::int64_t>(0, ms.count())) + " ago";
 }
 
 json entry_json(const run::RunEntry& e) {
@@ -204,7 +221,7 @@ bool copy_new_bytes(int fd, off_t& offset, int out) {
 constexpr const char* kPsHelp = R"(usage: corral ps [--json] [-a|--all] [--state-dir DIR]
 
 Lists the runs of the state dir, newest first: running ones, or every run
-with -a. STATE is running, starting (no run.json yet), finished, or lost (run.json
+with -a (then also OUTCOME: how it ended, and ENDED: when). STATE is running, starting (no run.json yet), finished, or lost (run.json
 says running but its supervisor is gone: killed, or the host rebooted).
 )";
 constexpr const char* kLogsHelp = R"(usage: corral logs [-f|--follow] [--state-dir DIR] ID
@@ -352,11 +369,24 @@ int cmd_ps(int argc, char** argv) {
         std::printf("%s\n", terminal_json(out.dump(2, ' ', false, json::error_handler_t::replace)).c_str());
         return 0;
     }
-    std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "UPTIME", "COMMAND");
+    if (!a.all) {
+        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "UPTIME", "COMMAND");
+        for (const auto& e : runs) {
+            const json rec = e.record.value_or(json::object());
+            std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), terminal_text(text_or_dash(rec, "worker")).c_str(),
+                        terminal_text(text_or_dash(rec, "agent")).c_str(), e.state.c_str(),
+                        human_duration(uptime_ms(e)).c_str(), terminal_text(command_line(rec)).c_str());
+        }
+        return 0;
+    }
+    // Every run: how the finished ones ended, and when.
+    std::printf("%-27s %-16s %-8s %-9s %-19s %-12s %-8s %s\n", "ID", "WORKER", "AGENT", "STATE", "OUTCOME", "ENDED", "UPTIME",
+                "COMMAND");
     for (const auto& e : runs) {
         const json rec = e.record.value_or(json::object());
-        std::printf("%-27s %-16s %-8s %-9s %-8s %s\n", e.id.c_str(), terminal_text(text_or_dash(rec, "worker")).c_str(),
-                    terminal_text(text_or_dash(rec, "agent")).c_str(), e.state.c_str(),
+        std::printf("%-27s %-16s %-8s %-9s %-19s %-12s %-8s %s\n", e.id.c_str(),
+                    terminal_text(text_or_dash(rec, "worker")).c_str(), terminal_text(text_or_dash(rec, "agent")).c_str(),
+                    e.state.c_str(), terminal_text(end_of(e)).c_str(), ended_ago(e).c_str(),
                     human_duration(uptime_ms(e)).c_str(), terminal_text(command_line(rec)).c_str());
     }
     return 0;

@@ -128,6 +128,13 @@ TEST_CASE("a live run: id and run dir printed, run.json running, ps/logs/inspect
     // Finished runs: not in ps, in ps -a; a second stop says it is not running.
     CHECK(parse_or_fail(st.corral({"ps", "--json"}).out).empty());
     CHECK(parse_or_fail(st.corral({"ps", "--json", "-a"}).out).size() == 1);
+    // ps -a says how it ended and when, and shows the command as a shell would take it.
+    auto all = st.corral({"ps", "-a"});
+    INFO(all.out);
+    CHECK(all.out.find("OUTCOME") != std::string::npos);
+    CHECK(all.out.find("stopped 143") != std::string::npos);
+    CHECK(all.out.find("s ago") != std::string::npos);
+    CHECK(all.out.find("/bin/sh -c 'trap") != std::string::npos);
     auto again = st.corral({"stop", id});
     CHECK(again.exit_code == 1);
     CHECK(again.err.find("not running (state finished)") != std::string::npos);
