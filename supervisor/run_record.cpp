@@ -105,6 +105,20 @@ bool TeardownReport::clean() const {
     return problems.empty() && std::all_of(steps.begin(), steps.end(), [](const TeardownStep& s) { return s.ok; });
 }
 
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339_ms(std::string_view text) {
+    std::tm tm{};
+    int ms = 0;
+    char z = 0;
+    const std::string s(text);
+    if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                    &tm.tm_min, &tm.tm_sec, &ms, &z) != 8 ||
+        z != 'Z' || s.size() != 24)
+        return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return std::chrono::system_clock::from_time_t(::timegm(&tm)) + std::chrono::milliseconds(ms);
+}
+
 std::string format_rfc3339_ms(std::chrono::system_clock::time_point t) {
     using namespace std::chrono;
     auto ms_total = duration_cast<milliseconds>(t.time_since_epoch()).count();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -123,5 +124,7 @@ void write_record_file(const std::string& dir, const std::string& name, const nl
 
 // "2026-11-30T05:31:07.123Z"
 std::string format_rfc3339_ms(std::chrono::system_clock::time_point t);
+// The time format_rfc3339_ms wrote; nullopt for any other text.
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339_ms(std::string_view text);
 
 }  // namespace corral::supervisor

@@ -113,17 +113,10 @@ int on_one_run(const char* cmd, int argc, char** argv, std::initializer_list<std
     return body(a, run::find_run(a.state_dir, a.positional.front()));
 }
 
-// "2026-12-02T02:45:12.345Z" -> time point (nullopt if not that form).
+// A record's time ("2026-12-02T02:45:12.345Z"); nullopt if not that form.
 std::optional<std::chrono::system_clock::time_point> parse_time(const json& value) {
     if (!value.is_string()) return std::nullopt;
-    std::tm tm{};
-    int ms = 0;
-    if (std::sscanf(value.get<std::string>().c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon,
-                    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
-        return std::nullopt;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return std::chrono::system_clock::from_time_t(timegm(&tm)) + std::chrono::milliseconds(ms);
+    return supervisor::parse_rfc3339_ms(value.get<std::string>());
 }
 
 // How long it has run (running) or ran (finished), in ms; nullopt if unknown.

@@ -34,7 +34,7 @@ constexpr Subcommand kSubcommands[] = {
     {"validate", corral::cli::cmd_validate}, {"budget", corral::cli::cmd_budget},
     {"image", corral::cli::cmd_image},       {"session", corral::cli::cmd_session},
     {"exec", corral::cli::cmd_exec},         {"key", corral::cli::cmd_key},
-    {"journal", corral::cli::cmd_journal},
+    {"journal", corral::cli::cmd_journal},   {"prune", corral::cli::cmd_prune},
 };
 
 // The dispatcher and the list `corral help`, the man page and the completion

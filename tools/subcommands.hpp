@@ -28,6 +28,7 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"exec", "run a command in a session, as its agent, a service or its verifier"},
     {"key", "the journal's signing key: key init creates it, key show prints the public key"},
     {"journal", "verify a run's signed journal (journal verify FILE [--key PUBKEY])"},
+    {"prune", "remove ended runs older than their retention (default 14d), with their run dirs"},
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 

@@ -358,5 +358,49 @@ TEST_CASE("every command refuses a state dir someone else could change, before c
         }
 }
 
+TEST_CASE("prune removes ended runs and their dirs, says so, keeps a running run and a --run-dir of the operator's") {
+    StateDir st;
+    CorralArgs in_state = st.args();
+    in_state.own_run_dir = false;  // run dirs under STATE/runs
+    std::vector<std::string> ended;
+    for (int i = 0; i < 2; ++i) {
+        auto r = corral_run({"/bin/echo", "ended"}, in_state);
+        REQUIRE(r.result.exit_code == 0);
+        ended.push_back(printed_run_id(r.result.err));
+    }
+    auto elsewhere = corral_run({"/bin/echo", "elsewhere"}, st.args());  // --run-dir of the test's own
+    REQUIRE(elsewhere.result.exit_code == 0);
+    const std::string elsewhere_id = printed_run_id(elsewhere.result.err);
+    CorralProcess live({"/bin/sh", "-c", "echo ready; sleep 600"}, in_state);
+    REQUIRE(live.wait_for_out("ready", 20s));
+    const std::string live_id = printed_run_id(live.err());
+
+    auto dry = st.corral({"prune", "--older-than", "0s", "--dry-run"});
+    INFO(transcript(dry));
+    CHECK(dry.exit_code == 0);
+    CHECK(dry.out.find("would remove 3 runs") != std::string::npos);
+    for (const auto& id : ended) CHECK(::access((st.path + "/runs/" + id).c_str(), F_OK) == 0);
+
+    auto pruned = st.corral({"prune", "--older-than", "0s", "--json"});
+    INFO(transcript(pruned));
+    REQUIRE(pruned.exit_code == 0);
+    const json report = parse_or_fail(pruned.out);
+    CHECK(report["removed"].size() == 3);
+    CHECK(report["bytes"].get<std::uint64_t>() > 0);
+    for (const auto& id : ended) CHECK(::access((st.path + "/runs/" + id).c_str(), F_OK) != 0);
+    struct stat lst {};
+    CHECK(::lstat((st.path + "/runs/" + elsewhere_id).c_str(), &lst) != 0);       // its entry is gone
+    CHECK(::access((elsewhere.run_dir + "/run.json").c_str(), F_OK) == 0);        // its directory is the operator's
+    CHECK(::access((st.path + "/runs/" + live_id + "/run.json").c_str(), F_OK) == 0);  // never a running run
+    const json left = parse_or_fail(st.corral({"ps", "--json", "-a"}).out);
+    REQUIRE(left.size() == 1);
+    CHECK(left[0]["id"] == live_id);
+
+    auto nothing = st.corral({"prune"});  // the default retention keeps what just ended
+    CHECK(nothing.out.find("removed 0 runs") != std::string::npos);
+    CHECK(st.corral({"stop", "--grace", "0", live_id}).exit_code == 0);
+    live.wait();
+}
+
 }  // namespace
 }  // namespace corral::test::sandbox
