@@ -73,6 +73,18 @@ std::string loop_pool_key(Conn& c, const Target& t) {
     return pool_key(t, trust_store(c, t)) + "|loop" + std::to_string(reinterpret_cast<std::uintptr_t>(&loop));
 }
 
+// The ledger line's path: a copy of the request's, cut to keep lines short.
+// A decision never reads it (CheckedTunnelRequest has the whole path).
+constexpr std::size_t kLedgerPathChars = 256;
+
+// A refused request's target, for its ledger line: canonical when it can be
+// made so, else as sent.
+std::string ledger_path_of_target(std::string_view raw_target) {
+    std::string_view why;
+    auto path = canonical_route_path(raw_target, &why);
+    return std::string((path ? *path : raw_target).substr(0, kLedgerPathChars));
+}
+
 // One request read and checked (filled in place: the parser cannot move),
 // its body not yet read. Head checks come
 // first: a refused request's body is never read.
@@ -80,6 +92,7 @@ struct TunnelRequest {
     bool closed = false;
     ParsedRequest pr;
     std::optional<Refusal> refusal;
+    CheckedTunnelRequest checked;  // once no refusal: what the decisions read
 };
 
 awaitable<void> read_tunnel_request(Conn& c, const Target& t, LedgerEntry& e, TunnelRequest& r) {
@@ -102,16 +115,20 @@ awaitable<void> read_tunnel_request(Conn& c, const Target& t, LedgerEntry& e, Tu
         // Also for a head refused at its Content-Length (the request line is
         // parsed by then): the ledger line names what was refused.
         e.method = std::string(r.pr.parser->get().method_string());
-        std::string_view raw_target = r.pr.parser->get().target();
-        std::string_view why;
-        auto path = canonical_route_path(raw_target, &why);
-        e.path = std::string((path ? *path : raw_target).substr(0, 256));
+        if (r.pr.refusal) e.path = ledger_path_of_target(r.pr.parser->get().target());
     }
     if (r.pr.refusal) {
         r.refusal = std::move(r.pr.refusal);
         co_return;
     }
-    r.refusal = check_tunnel_request(r.pr.parser->get(), t.host, t.port, *t.grant);
+    auto checked = check_tunnel_request(r.pr.parser->get(), t.host, t.port, *t.grant);
+    if (auto* refused = std::get_if<Refusal>(&checked)) {
+        r.refusal = std::move(*refused);
+        e.path = ledger_path_of_target(r.pr.parser->get().target());
+        co_return;
+    }
+    r.checked = std::move(std::get<CheckedTunnelRequest>(checked));
+    e.path = r.checked.path.substr(0, kLedgerPathChars);  // the ledger copies the decision's path
     if (!r.refusal && !c.gw.admit(c.id_text))
         r.refusal = Refusal{std::string(reason::budget_exhausted), "request budget of " + c.id_text + " is spent"};
     co_return;
@@ -220,8 +237,8 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         bool websocket = is_websocket_upgrade(req);
         bool client_keep_alive = req.keep_alive();
         // A model request: its budget reserved before anything is forwarded.
-        std::optional<Refusal> refused = policy_refuses_route(c, policy, e.path, e);
-        auto model = refused ? nullptr : ModelTraffic::for_request(c, req, e.path, websocket);
+        std::optional<Refusal> refused = policy_refuses_route(c, policy, r.checked.path, e);
+        auto model = refused ? nullptr : ModelTraffic::for_request(c, req, r.checked.path, websocket);
         if (model) refused = model->admit(req, policy, inj.credential() ? inj.spec.anthropic_beta : "", e);
         if (refused) {
             co_await refuse(c, tls, e, *refused, started);

@@ -104,18 +104,20 @@ std::optional<Refusal> ModelTraffic::admit(const Request& req, const metering::M
                            metering::kMaxSseEventBytes);
         return std::nullopt;
     }
+    // One parse for both readers: the policy and the facts the budget reserves on.
+    const metering::ModelBody body = metering::parse_model_body(req.body());
     if (policy.strict()) {
         std::string betas;
         for (auto [it, end] = req.equal_range("anthropic-beta"); it != end; ++it)
             betas += (betas.empty() ? "" : ",") + std::string(it->value());
-        if (auto refused = metering::check_model_request(policy, api_, req.body(), betas, gateway_beta)) {
+        if (auto refused = metering::check_model_request(policy, api_, body, betas, gateway_beta)) {
             c_.gw.book.count_policy_refusal(c_.id_text);
             line.limit = refused->rule;
             e.metered = std::move(line);
             return Refusal{std::string(reason::model_policy), refused->detail, Phase::request, shape_of(api_)};
         }
     }
-    facts_ = metering::request_facts(api_, req.body());
+    facts_ = metering::request_facts(api_, body);
     if (facts_.model) line.model = *facts_.model;
     auto r = c_.gw.book.admit(c_.id_text, facts_);
     if (auto* refusal = std::get_if<metering::Refusal>(&r)) {

@@ -88,8 +88,8 @@ std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant
     return std::nullopt;
 }
 
-std::optional<Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
-                                            std::uint16_t connect_port, const config::Grant& grant) {
+std::variant<CheckedTunnelRequest, Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
+                                                                 std::uint16_t connect_port, const config::Grant& grant) {
     if (req.version() != 11) return Refusal{std::string(reason::bad_request), "only HTTP/1.1 is served inside a tunnel"};
     if (is_never_forwarded(req.method_string()))
         return Refusal{std::string(reason::unsupported_method), std::string(req.method_string()) + " is not forwarded"};
@@ -106,7 +106,7 @@ std::optional<Refusal> check_tunnel_request(const Request& req, const HostName& 
     if (!route_allowed(grant, req.method_string(), *path))
         return Refusal{std::string(reason::route_denied), std::string(req.method_string()) + " " + std::string(*path) +
                                                               " is not in the grant's routes"};
-    return std::nullopt;
+    return CheckedTunnelRequest{std::string(req.method_string()), std::string(*path)};
 }
 
 }  // namespace corral::gateway

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <variant>
 #include <string>
 #include <string_view>
 
@@ -59,10 +60,19 @@ void name_refused_target(std::string_view target, std::string& host, std::string
 // The grant's mode fits the request: inject needs CONNECT and TLS.
 std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant);
 
+// A request inside an inject tunnel as its checks found it: what every
+// later decision (the model policy, metering) reads, whole. The ledger's
+// copy of the path is cut for the line; no decision reads that copy.
+struct CheckedTunnelRequest {
+    std::string method;
+    std::string path;  // canonical_route_path of the target, as long as it is
+};
+
 // One request inside an inject tunnel to connect_host:connect_port under
 // `grant`: HTTP/1.1, a method that is forwarded, exactly one Host naming the
-// CONNECT host and port, a canonical path, a route the grant allows.
-std::optional<Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
-                                            std::uint16_t connect_port, const config::Grant& grant);
+// CONNECT host and port, a canonical path, a route the grant allows. The
+// path is made canonical here, once per request.
+std::variant<CheckedTunnelRequest, Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
+                                                                 std::uint16_t connect_port, const config::Grant& grant);
 
 }  // namespace corral::gateway

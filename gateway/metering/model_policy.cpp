@@ -365,21 +365,29 @@ bool model_name_matches(std::string_view pattern, std::string_view name) {
     return p == pattern.size();
 }
 
-std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, ModelApi api, std::string_view body,
+std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, ModelApi api, const ModelBody& body,
                                                  std::string_view anthropic_beta_header,
                                                  std::string_view gateway_added_beta) {
     if (!policy.strict()) return std::nullopt;  // the default: nothing to check, the body is not read
     if (policy.anthropic_betas && provider_of(api) == Provider::anthropic)
         if (auto r = check_betas(*policy.anthropic_betas, anthropic_beta_header, gateway_added_beta)) return r;
     if (!policy.reads_body() || api == ModelApi::none) return std::nullopt;
-    if (body.size() > kMaxPolicyBodyBytes)
+    if (body.too_large || body.bytes > kMaxPolicyBodyBytes)
         return refusal("unreadable_body", "the request body is over " + std::to_string(kMaxPolicyBodyBytes) +
                                               " bytes; this grant's policy reads every model request");
-    json d = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (d.is_discarded() || !d.is_object())
+    if (!body.object)
         return refusal("unreadable_body",
                        "the request body is not a JSON object; this grant's policy reads every model request");
-    return check_body(policy, api, d);
+    return check_body(policy, api, *body.object);
+}
+
+std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, ModelApi api, std::string_view body,
+                                                 std::string_view anthropic_beta_header,
+                                                 std::string_view gateway_added_beta) {
+    // Parsed only when a body rule would read it, as the gateway's one parse would be.
+    const ModelBody parsed = policy.reads_body() && api != ModelApi::none ? parse_model_body(body)
+                                                                          : ModelBody{body.size(), false, std::nullopt};
+    return check_model_request(policy, api, parsed, anthropic_beta_header, gateway_added_beta);
 }
 
 std::optional<PolicyRefusal> check_model_route(const ModelPolicy& policy, std::string_view path) {

@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/metering/model_body.hpp"
 #include "gateway/metering/usage.hpp"
 
 namespace corral::config {
@@ -84,7 +85,7 @@ struct PolicyRefusal {
 
 // Bodies above this are refused as unreadable when a body rule is set (the
 // gateway's max_body_bytes bounds them long before).
-inline constexpr std::size_t kMaxPolicyBodyBytes = 8 * 1024 * 1024;
+inline constexpr std::size_t kMaxPolicyBodyBytes = kMaxModelBodyBytes;
 
 // The first rule `body` (an HTTP request body, or one codex WebSocket
 // response.create message) breaks, or nullopt. `anthropic_beta_header` is
@@ -93,6 +94,10 @@ inline constexpr std::size_t kMaxPolicyBodyBytes = 8 * 1024 * 1024;
 // `gateway_added_beta` is the token the gateway adds itself, always allowed.
 // With no body rule set the body is not parsed. A body rule set and a body
 // that is not a JSON object: "unreadable_body" (fail closed).
+std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, ModelApi api, const ModelBody& body,
+                                                 std::string_view anthropic_beta_header,
+                                                 std::string_view gateway_added_beta = {});
+// The same on the body's text (parsed here; tests, the fuzz target).
 std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, ModelApi api, std::string_view body,
                                                  std::string_view anthropic_beta_header,
                                                  std::string_view gateway_added_beta = {});

@@ -70,18 +70,29 @@ std::vector<const char*> output_cap_fields(ModelApi api) {
 }
 
 RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_bytes) {
-    RequestFacts f;
-    f.api = api;
-    f.body_bytes = body.size();
     if (body.size() > max_bytes) {
+        RequestFacts f;
+        f.api = api;
+        f.body_bytes = body.size();
         f.problem = "the request body is over " + std::to_string(max_bytes) + " bytes";
         return f;
     }
-    json d = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (d.is_discarded() || !d.is_object()) {
+    return request_facts(api, parse_model_body(body, max_bytes));
+}
+
+RequestFacts request_facts(ModelApi api, const ModelBody& body) {
+    RequestFacts f;
+    f.api = api;
+    f.body_bytes = body.bytes;
+    if (body.too_large) {
+        f.problem = "the request body is over " + std::to_string(kMaxRequestFactsBytes) + " bytes";
+        return f;
+    }
+    if (!body.object) {
         f.problem = "the request body is not a JSON object";
         return f;
     }
+    const json& d = *body.object;
     f.parsed = true;
     if (const json* m = member(d, "model")) {
         if (m->is_string())

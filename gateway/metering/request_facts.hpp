@@ -11,13 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/metering/model_body.hpp"
 #include "gateway/metering/usage.hpp"
 
 namespace corral::gateway::metering {
 
 // Request bodies above this are not parsed (the gateway's max_body_bytes
 // default is 1 MiB; a larger configured cap still gets facts "unknown").
-inline constexpr std::size_t kMaxRequestFactsBytes = 8 * 1024 * 1024;
+inline constexpr std::size_t kMaxRequestFactsBytes = kMaxModelBodyBytes;
 // OpenAI's documented upper bound of Chat Completions `n`.
 inline constexpr std::uint64_t kMaxCompletionsPerRequest = 128;
 
@@ -60,6 +61,8 @@ std::vector<const char*> output_cap_fields(ModelApi api);
 
 // The facts of one request body (an HTTP body, or one codex WebSocket
 // `response.create` message, whose fields are the same at the top level).
+RequestFacts request_facts(ModelApi api, const ModelBody& body);
+// The same on the body's text, parsed here if at most `max_bytes` (tests).
 RequestFacts request_facts(ModelApi api, std::string_view body, std::size_t max_bytes = kMaxRequestFactsBytes);
 
 }  // namespace corral::gateway::metering

@@ -117,10 +117,25 @@ TEST_CASE("grant mode: inject needs CONNECT") {
     CHECK_FALSE(check_grant_mode(false, g));
 }
 
+TEST_CASE("a checked tunnel request carries its whole canonical path, however long, for every later decision") {
+    const auto h = host("api.example.com");
+    const auto g = inject_grant({"GET /v1/*"});
+    const std::string long_path = "/v1/" + std::string(300, 'a') + "/b?q=1";
+    auto checked = check_tunnel_request(request(http::verb::get, long_path, {{"Host", "api.example.com"}}), h, 443, g);
+    REQUIRE(std::holds_alternative<CheckedTunnelRequest>(checked));
+    const auto& c = std::get<CheckedTunnelRequest>(checked);
+    CHECK(c.method == "GET");
+    CHECK(c.path == "/v1/" + std::string(300, 'a') + "/b");  // the path without its query, not cut at 256
+}
+
 TEST_CASE("a request inside an inject tunnel") {
     const auto h = host("api.example.com");
     const auto g = inject_grant({"GET /v1/*", "POST /v1/messages"});
-    auto check = [&](const Request& r) { return reason_of(check_tunnel_request(r, h, 443, g)); };
+    auto check = [&](const Request& r) {
+        auto checked = check_tunnel_request(r, h, 443, g);
+        const Refusal* refused = std::get_if<Refusal>(&checked);
+        return refused ? refused->reason : std::string("(allowed)");
+    };
     CHECK(check(request(http::verb::get, "/v1/models", {{"Host", "api.example.com"}})) == "(allowed)");
     CHECK(check(request(http::verb::get, "/v1/models", {{"Host", "API.example.com:443"}})) == "(allowed)");
     CHECK(check(request(http::verb::post, "/v1/messages", {{"Host", "api.example.com"}})) == "(allowed)");
