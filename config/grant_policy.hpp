@@ -26,15 +26,32 @@
 
 namespace corral::config {
 
+// The one type of the policy: the config holds it as parsed and the
+// gateway decides on the same value (gateway/metering/model_policy.hpp calls
+// it ModelPolicy), never a copy converted field by field.
 struct GrantPolicy {
-    std::vector<std::string> models;                 // empty = any model
-    std::optional<std::uint64_t> max_output_tokens;  // unset = no cap
-    bool server_tools = true;
-    bool mcp_servers = true;
-    bool url_sources = true;
-    bool context_management = true;
-    std::optional<std::vector<std::string>> anthropic_betas;  // unset = any beta
+    // Exact names or globs ('*' any run, '?' one character; nothing else is
+    // special). Empty: any model.
+    std::vector<std::string> models;
+    // A cap on the output the request names (max_tokens, max_output_tokens,
+    // max_completion_tokens). A request naming more is refused; one naming
+    // none is not (the budget reserves the cap for it). Unset: no cap.
+    std::optional<std::uint64_t> max_output_tokens;
+    bool server_tools = true;        // false: refuse provider-hosted tools
+    bool mcp_servers = true;         // false: refuse remote MCP servers the provider dials
+    bool url_sources = true;         // false: refuse document/image sources the provider fetches
+    bool context_management = true;  // false: refuse provider-side compaction and context edits
+    // Set: every anthropic-beta token must be in it (or be the one the
+    // gateway adds itself). Unset: any beta.
+    std::optional<std::vector<std::string>> anthropic_betas;
     std::string where;  // "FILE:LINE" of the policy table; "" when the grant has none
+
+    bool strict() const { return reads_body() || anthropic_betas.has_value(); }  // any rule set
+    // A rule that needs the body (all but anthropic_betas).
+    bool reads_body() const {
+        return !models.empty() || max_output_tokens || !server_tools || !mcp_servers || !url_sources ||
+               !context_management;
+    }
 };
 
 // grants[N].policy: `v` is the value of the key, `key` its name in messages

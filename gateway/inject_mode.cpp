@@ -216,7 +216,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
     if (!co_await accept_client_tls(c, t)) co_return;
     ClientTls& tls = *c.client_tls;
     const Injection inj = injection_for(c, *t.grant);
-    const metering::ModelPolicy policy = metering::policy_from_config(t.grant->policy);
+    const metering::ModelPolicy& policy = t.grant->policy;  // the config's value, decided on as parsed
     const std::string key = loop_pool_key(c, t);
     std::unique_ptr<UpstreamConn> up;
 

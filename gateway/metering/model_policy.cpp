@@ -335,13 +335,6 @@ std::optional<PolicyRefusal> check_body(const ModelPolicy& p, ModelApi api, cons
 
 }  // namespace
 
-bool ModelPolicy::strict() const { return reads_body() || anthropic_betas.has_value(); }
-
-bool ModelPolicy::reads_body() const {
-    return !models.empty() || max_output_tokens || !server_tools || !mcp_servers || !url_sources ||
-           !context_management;
-}
-
 bool model_name_matches(std::string_view pattern, std::string_view name) {
     // Greedy with one backtrack point: the last '*' seen absorbs one more
     // character on each mismatch. O(|pattern| * |name|) at worst.
@@ -398,18 +391,6 @@ std::optional<PolicyRefusal> check_model_route(const ModelPolicy& policy, std::s
                                                  " has the provider compact the context; this grant allows no "
                                                  "provider-side context management");
     return std::nullopt;
-}
-
-ModelPolicy policy_from_config(const config::GrantPolicy& c) {
-    ModelPolicy p;
-    p.models = c.models;
-    p.max_output_tokens = c.max_output_tokens;
-    p.server_tools = c.server_tools;
-    p.mcp_servers = c.mcp_servers;
-    p.url_sources = c.url_sources;
-    p.context_management = c.context_management;
-    p.anthropic_betas = c.anthropic_betas;
-    return p;
 }
 
 }  // namespace corral::gateway::metering

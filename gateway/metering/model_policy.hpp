@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/grant_policy.hpp"
 #include "gateway/metering/model_body.hpp"
 #include "gateway/metering/usage.hpp"
 
@@ -56,25 +57,8 @@ struct GrantPolicy;
 
 namespace corral::gateway::metering {
 
-struct ModelPolicy {
-    // Exact names or globs ('*' any run, '?' one character; nothing else is
-    // special). Empty: any model.
-    std::vector<std::string> models;
-    // A cap on the output the request names (output_cap_fields(): max_tokens,
-    // max_output_tokens, max_completion_tokens). A request naming more is
-    // refused; one naming none is not (the budget reserves the cap for it).
-    std::optional<std::uint64_t> max_output_tokens;
-    bool server_tools = true;        // false: refuse provider-hosted tools
-    bool mcp_servers = true;         // false: refuse remote MCP servers the provider dials
-    bool url_sources = true;         // false: refuse document/image sources the provider fetches
-    bool context_management = true;  // false: refuse provider-side compaction and context edits
-    // Set: every anthropic-beta token must be in it (or be the one the
-    // gateway adds itself). Unset: any beta.
-    std::optional<std::vector<std::string>> anthropic_betas;
-
-    bool strict() const;          // any rule set
-    bool reads_body() const;      // a rule that needs the body (all but anthropic_betas)
-};
+// An inject grant's model and tool policy: the config's own type, decided on as parsed.
+using ModelPolicy = config::GrantPolicy;
 
 struct PolicyRefusal {
     // "model", "max_output_tokens", "server_tool", "mcp_servers", "url_source",
@@ -110,7 +94,5 @@ std::optional<PolicyRefusal> check_model_route(const ModelPolicy& policy, std::s
 
 // Whether `name` matches `pattern` ('*' and '?' only; case-sensitive).
 bool model_name_matches(std::string_view pattern, std::string_view name);
-
-ModelPolicy policy_from_config(const config::GrantPolicy& p);
 
 }  // namespace corral::gateway::metering

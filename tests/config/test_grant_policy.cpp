@@ -3,6 +3,8 @@
 // key and what is allowed.
 #include <doctest/doctest.h>
 
+#include <type_traits>
+
 #include <string>
 #include <vector>
 
@@ -55,7 +57,7 @@ credential = "anthropic"
     CHECK(p.context_management);
     CHECK_FALSE(p.anthropic_betas);
     CHECK(p.where == "");
-    CHECK_FALSE(gateway::metering::policy_from_config(p).strict());
+    CHECK_FALSE(p.strict());
 }
 
 TEST_CASE("grant policy: every key, as a [grants.policy] table and inline") {
@@ -97,16 +99,11 @@ policy = { models = ["gpt-5*"], server_tools = false, anthropic_betas = [] }
     REQUIRE(o.anthropic_betas);
     CHECK(o.anthropic_betas->empty());
 
-    // The gateway's policy is the same rules.
-    auto mp = gateway::metering::policy_from_config(a);
-    CHECK(mp.strict());
-    CHECK(mp.models == a.models);
-    CHECK(mp.max_output_tokens == 32000u);
-    CHECK_FALSE(mp.server_tools);
-    CHECK_FALSE(mp.mcp_servers);
-    CHECK_FALSE(mp.url_sources);
-    CHECK_FALSE(mp.context_management);
-    CHECK(mp.anthropic_betas == a.anthropic_betas);
+    // The gateway decides on this very value: its ModelPolicy is the config's type.
+    static_assert(std::is_same_v<gateway::metering::ModelPolicy, config::GrantPolicy>);
+    CHECK(a.strict());
+    CHECK(a.reads_body());
+    CHECK(a.max_output_tokens == 32000u);
 }
 
 TEST_CASE("grant policy: each bad value is one line naming file, line, key and what is allowed") {
