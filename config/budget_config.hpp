@@ -37,7 +37,9 @@
 
 namespace corral::config {
 
-// Limits; an unset one is not enforced. usd_micros: micro-dollars.
+// Limits; an unset one is not enforced. usd_micros: micro-dollars. The one
+// type of a budget's limits: the gateway's accounts enforce this value
+// (gateway/metering/budget.hpp calls it Budget).
 struct BudgetLimits {
     std::optional<std::uint64_t> requests;
     std::optional<std::uint64_t> input_tokens;
@@ -45,6 +47,8 @@ struct BudgetLimits {
     std::optional<std::uint64_t> total_tokens;
     std::optional<std::uint64_t> usd_micros;
     bool any() const { return requests || input_tokens || output_tokens || total_tokens || usd_micros; }
+    // A token or USD limit is set (unavailable usage then exhausts the account).
+    bool meters_usage() const { return input_tokens || output_tokens || total_tokens || usd_micros; }
 };
 // Each limit of `over` that is set replaces the one in `base`.
 BudgetLimits overlay_budget(const BudgetLimits& base, const BudgetLimits& over);
@@ -56,7 +60,9 @@ struct BudgetConfig {
 };
 
 // One model's rates, integer micro-dollars per million tokens ($3.75 per
-// million = 3'750'000).
+// million = 3'750'000). The one type of a price: the gateway's PriceTable
+// holds these as the config parsed them (gateway/metering/prices.hpp calls
+// it Price).
 struct ModelPrice {
     std::uint64_t input = 0;
     std::uint64_t output = 0;

@@ -8,14 +8,9 @@ std::string worker_of(std::string_view identity) {
     return std::string(identity.substr(0, identity.find('/')));
 }
 
-Budget budget_of(const config::BudgetLimits& l) {
-    return Budget{l.requests, l.input_tokens, l.output_tokens, l.total_tokens, l.usd_micros};
-}
-
 PriceTable price_table_of(const config::PriceList& prices) {
     PriceTable t;
-    for (const auto& [model, p] : prices)
-        t.add(model, Price{p.input, p.output, p.cache_write, p.cache_read, p.source, p.date});
+    for (const auto& [model, p] : prices) t.add(model, p);
     return t;
 }
 
@@ -42,7 +37,7 @@ MeteringBook::Worker& MeteringBook::worker_locked(const std::string& worker) {
         } catch (const std::exception& e) {
             stored.exhausted = e.what();
         }
-        w.across_runs = std::make_unique<BudgetAccount>(budget_of(w.cfg.worker), stored.spent, stored.exhausted);
+        w.across_runs = std::make_unique<BudgetAccount>(w.cfg.worker, stored.spent, stored.exhausted);
     }
     return workers_.emplace(worker, std::move(w)).first->second;
 }
@@ -51,7 +46,7 @@ MeteringBook::Identity& MeteringBook::identity_locked(const std::string& identit
     // An identity may be known before its first model request (a refusal
     // counted): its account is made on first use either way.
     Identity& id = identities_[identity];
-    if (!id.run) id.run = std::make_unique<BudgetAccount>(budget_of(w.cfg.run));
+    if (!id.run) id.run = std::make_unique<BudgetAccount>(w.cfg.run);
     return id;
 }
 

@@ -113,7 +113,7 @@ private:
     std::map<std::string, Identity, std::less<>> identities_;
 };
 
-Budget budget_of(const config::BudgetLimits& l);
+// The config's prices as a table (the same Price values, indexed; each name checked once).
 PriceTable price_table_of(const config::PriceList& prices);
 
 }  // namespace corral::gateway::metering

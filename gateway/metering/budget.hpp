@@ -29,22 +29,16 @@
 #include <string>
 #include <variant>
 
+#include "config/budget_config.hpp"
 #include "gateway/metering/prices.hpp"
 #include "gateway/metering/request_facts.hpp"
 #include "gateway/metering/usage.hpp"
 
 namespace corral::gateway::metering {
 
-// Limits; an unset one is not enforced. usd_micros: micro-dollars.
-struct Budget {
-    std::optional<std::uint64_t> requests;
-    std::optional<std::uint64_t> input_tokens;
-    std::optional<std::uint64_t> output_tokens;
-    std::optional<std::uint64_t> total_tokens;
-    std::optional<std::uint64_t> usd_micros;
-    // A token or USD limit is set (unavailable usage then exhausts the account).
-    bool meters_usage() const { return input_tokens || output_tokens || total_tokens || usd_micros; }
-};
+// Limits; an unset one is not enforced. usd_micros: micro-dollars. The
+// config's own type (config/budget_config.hpp), enforced as parsed.
+using Budget = config::BudgetLimits;
 
 // An amount spent, reserved or claimed. total_tokens = input + output.
 struct Amount {

@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/budget_config.hpp"
 #include "gateway/metering/usage.hpp"
 
 namespace corral::gateway::metering {
@@ -36,14 +37,10 @@ namespace corral::gateway::metering {
 // Rates are integer micro-dollars per million tokens: $3.75 per million
 // tokens is 3'750'000, so any price quoted to six decimals of a dollar per
 // million is exact. One token at that rate costs 3.75 micro-dollars.
-struct Price {
-    std::uint64_t input = 0;
-    std::uint64_t output = 0;
-    std::uint64_t cache_write = 0;
-    std::uint64_t cache_read = 0;
-    std::string source;  // where the operator read it (a URL, a contract)
-    std::string date;    // when (prices change; a ledger line says which one it used)
-};
+// The config's own type (config/budget_config.hpp ModelPrice): input,
+// output, cache_write, cache_read; source (where the operator read it) and
+// date (prices change; a ledger line says which one it used).
+using Price = config::ModelPrice;
 
 // A USD-per-million-tokens figure as a rate: rounded to the nearest
 // micro-dollar per million; throws UsageError naming `what` for a value that
