@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sys_error.hpp"
 #include "base/terminal_text.hpp"
 #include "agents/agent_profile.hpp"
 #include "config/org_config.hpp"
@@ -132,11 +134,15 @@ std::string add_journal_key_check(const std::string& state_dir, Add&& add) {
     }
 }
 
-}  // namespace
-
-int cmd_doctor(int argc, char** argv) {
-    bool as_json = false;
+// What `corral doctor` was asked to look at.
+struct DoctorArgs {
+    bool as_json = false, help = false;
     std::optional<std::string> state_dir, config_dir, gateway_socket;
+};
+
+// Throws UsageError naming the argument and what is allowed.
+DoctorArgs parse_doctor_args(int argc, char** argv) {
+    DoctorArgs a;
     for (int i = 1; i < argc; ++i) {
         std::string_view arg = argv[i];
         auto value = [&](std::string_view name) -> std::optional<std::string> {
@@ -146,31 +152,89 @@ int cmd_doctor(int argc, char** argv) {
             return std::string(argv[++i]);
         };
         if (arg == "--help" || arg == "-h") {
-            std::fputs(doctor_help, stdout);
-            return 0;
+            a.help = true;
+            return a;
         }
         if (arg == "--json") {
-            as_json = true;
+            a.as_json = true;
         } else if (auto v = value("--state-dir")) {
-            if (v->empty()) return bad_usage("--state-dir: expected a directory");
-            state_dir = *v;
+            if (v->empty()) throw UsageError("--state-dir: expected a directory");
+            a.state_dir = *v;
         } else if (auto c = value("--config")) {
-            if (c->empty()) return bad_usage("--config: expected an organisation directory");
-            config_dir = *c;
+            if (c->empty()) throw UsageError("--config: expected an organisation directory");
+            a.config_dir = *c;
         } else if (auto g = value("--gateway")) {
-            if (!g->starts_with("unix:/")) return bad_usage("--gateway: got \"" + *g + "\", expected unix:/ABSOLUTE/PATH");
-            gateway_socket = g->substr(5);
+            if (!g->starts_with("unix:/")) throw UsageError("--gateway: got \"" + *g + "\", expected unix:/ABSOLUTE/PATH");
+            a.gateway_socket = g->substr(5);
         } else {
-            return bad_usage("unknown argument \"" + std::string(arg) +
+            throw UsageError("unknown argument \"" + std::string(arg) +
                              "\"; allowed: --json, --state-dir DIR, --config ORG, --gateway unix:PATH, --help");
         }
     }
+    return a;
+}
 
+// The state dir's checks: the ID-mapping probe makes, chowns and mounts a
+// directory where it is pointed: in the state dir only once that is known
+// to be root's alone (else in /run/corral), so the state dir is checked first.
+std::string add_state_dir_checks(const DoctorArgs& a, const std::function<void(supervisor::Check)>& add) {
+    std::string dir;
+    try {
+        dir = a.state_dir ? *a.state_dir : run::default_state_dir();
+    } catch (const std::exception& e) {
+        add(supervisor::Check{"state dir", false, e.what(), "unset CORRAL_STATE_DIR or name a directory", true});
+    }
+    if (dir.empty()) return {};
+    supervisor::Check state = supervisor::check_state_dir(dir);
+    add(supervisor::check_idmapped_mounts(state.ok ? dir : "/run/corral"));
+    add(std::move(state));
+    return add_journal_key_check(dir, add);
+}
+
+// The gateway daemon a run would use: --gateway's, else the organisation's listen_unix.
+void add_gateway_check(const DoctorArgs& a, const std::function<void(supervisor::Check)>& add) {
+    if (a.gateway_socket) {
+        add(check_daemon_socket(*a.gateway_socket, "--gateway"));
+        return;
+    }
+    if (!a.config_dir) return;
+    try {
+        config::OrgConfig org = config::load_org(*a.config_dir);
+        if (org.gateway.gateway.listen_unix.empty())
+            add(supervisor::Check{"gateway daemon", true, *a.config_dir + "/org.toml has no [gateway] listen_unix", "", true});
+        else
+            add(check_daemon_socket(org.gateway.gateway.listen_unix, *a.config_dir + "/org.toml [gateway] listen_unix"));
+    } catch (const std::exception& e) {
+        add(supervisor::Check{"gateway daemon", false, std::string("--config ") + *a.config_dir + ": " + e.what(),
+                              "fix the organisation (corral validate --config ORG)", true});
+    }
+}
+
+void print_doctor_json(const std::vector<supervisor::Check>& checks, bool all_ok, int status,
+                       const std::string& journal_key_pem) {
+    nlohmann::json out{{"ok", all_ok}, {"exit_status", status}, {"checks", nlohmann::json::array()}};
+    out["journal_public_key"] = journal_key_pem.empty() ? nlohmann::json() : nlohmann::json(journal_key_pem);
+    for (const auto& c : checks)
+        out["checks"].push_back({{"name", c.feature}, {"status", supervisor::check_status(c)}, {"detail", c.detail},
+                                 {"remedy", c.remedy}, {"required", c.required}});
+    std::printf("%s\n", terminal_json(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)).c_str());
+}
+
+}  // namespace
+
+int cmd_doctor(int argc, char** argv) {
+    DoctorArgs a;
+    try {
+        a = parse_doctor_args(argc, argv);
+    } catch (const UsageError& e) {
+        return bad_usage(e.what());
+    }
+    if (a.help) return std::fputs(doctor_help, stdout), 0;
     std::vector<supervisor::Check> checks;
-    std::string journal_key_pem;
     bool all_ok = true;
+    // Each check is printed as it is made (some take a moment), or kept for --json.
     auto add = [&](supervisor::Check c) {
-        if (!as_json) {
+        if (!a.as_json) {
             std::printf("%s\n", terminal_text(supervisor::format_check(c)).c_str());
             std::fflush(stdout);
         }
@@ -178,46 +242,11 @@ int cmd_doctor(int argc, char** argv) {
         checks.push_back(std::move(c));
     };
     for (auto& c : supervisor::run_doctor_checks()) add(std::move(c));
-
-    std::string dir;
-    try {
-        dir = state_dir ? *state_dir : run::default_state_dir();
-    } catch (const std::exception& e) {
-        add(supervisor::Check{"state dir", false, e.what(), "unset CORRAL_STATE_DIR or name a directory", true});
-    }
-    if (!dir.empty()) {
-        // The ID-mapping probe makes, chowns and mounts a directory where it
-        // is pointed: in the state dir only once that is known to be root's
-        // alone (else in /run/corral), so the state dir is checked first.
-        supervisor::Check state = supervisor::check_state_dir(dir);
-        add(supervisor::check_idmapped_mounts(state.ok ? dir : "/run/corral"));
-        add(std::move(state));
-        journal_key_pem = add_journal_key_check(dir, add);
-    }
+    const std::string journal_key_pem = add_state_dir_checks(a, add);
     for (auto& c : check_agent_clis()) add(std::move(c));
-    if (gateway_socket) {
-        add(check_daemon_socket(*gateway_socket, "--gateway"));
-    } else if (config_dir) {
-        try {
-            config::OrgConfig org = config::load_org(*config_dir);
-            if (org.gateway.gateway.listen_unix.empty())
-                add(supervisor::Check{"gateway daemon", true, *config_dir + "/org.toml has no [gateway] listen_unix", "", true});
-            else
-                add(check_daemon_socket(org.gateway.gateway.listen_unix, *config_dir + "/org.toml [gateway] listen_unix"));
-        } catch (const std::exception& e) {
-            add(supervisor::Check{"gateway daemon", false, std::string("--config ") + *config_dir + ": " + e.what(),
-                                  "fix the organisation (corral validate --config ORG)", true});
-        }
-    }
+    add_gateway_check(a, add);
     const int status = all_ok ? 0 : 1;
-    if (as_json) {
-        nlohmann::json out{{"ok", all_ok}, {"exit_status", status}, {"checks", nlohmann::json::array()}};
-        out["journal_public_key"] = journal_key_pem.empty() ? nlohmann::json() : nlohmann::json(journal_key_pem);
-        for (const auto& c : checks)
-            out["checks"].push_back({{"name", c.feature}, {"status", supervisor::check_status(c)}, {"detail", c.detail},
-                                     {"remedy", c.remedy}, {"required", c.required}});
-        std::printf("%s\n", terminal_json(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)).c_str());
-    }
+    if (a.as_json) print_doctor_json(checks, all_ok, status, journal_key_pem);
     return status;
 }
 

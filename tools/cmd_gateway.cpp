@@ -138,54 +138,57 @@ nlohmann::json daemon_admission(const config::GatewayConfig& cfg, const std::str
             {"started_at", journal::utc_time(std::chrono::system_clock::now())}};
 }
 
-}  // namespace
-
-int cmd_gateway(int argc, char** argv) {
+struct GatewayArgs {
     std::string config_path, org_dir;
     unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
     std::chrono::milliseconds grace{10000};
+    bool help = false;
+};
+
+// Throws UsageError naming the argument and what it takes.
+GatewayArgs parse_gateway_args(int argc, char** argv) {
+    GatewayArgs g;
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
         if (a == "--help" || a == "-h") {
-            usage(stdout);
-            return 0;
+            g.help = true;
+            return g;
         }
         const bool takes_value = a == "--config" || a == "--org" || a == "--threads" || a == "--grace";
-        if (takes_value && i + 1 >= argc) return bad_usage(std::string(a) + " needs a value");
-        if (takes_value) {
-            std::string v = argv[++i];
-            if (v.empty()) return bad_usage(std::string(a) + " needs a non-empty value");
-            if (a == "--config") {
-                config_path = v;
-            } else if (a == "--org") {
-                org_dir = v;
-            } else if (a == "--grace") {
-                try {
-                    grace = parse_duration(v);
-                } catch (const std::exception& e) {
-                    return bad_usage("--grace \"" + v + "\": " + e.what());
-                }
-            } else {
-                char* end = nullptr;
-                unsigned long n = std::strtoul(v.c_str(), &end, 10);
-                if (v.empty() || *end || n < 1 || n > 64)
-                    return bad_usage("--threads \"" + v + "\": expected a number from 1 to 64");
-                threads = static_cast<unsigned>(n);
+        if (!takes_value)
+            throw UsageError("unexpected argument \"" + std::string(a) +
+                             "\"; expected: --config FILE | --org DIR, [--threads N], [--grace D]");
+        if (i + 1 >= argc) throw UsageError(std::string(a) + " needs a value");
+        std::string v = argv[++i];
+        if (v.empty()) throw UsageError(std::string(a) + " needs a non-empty value");
+        if (a == "--config") {
+            g.config_path = v;
+        } else if (a == "--org") {
+            g.org_dir = v;
+        } else if (a == "--grace") {
+            try {
+                g.grace = parse_duration(v);
+            } catch (const std::exception& e) {
+                throw UsageError("--grace \"" + v + "\": " + e.what());
             }
-            continue;
+        } else {
+            char* end = nullptr;
+            unsigned long n = std::strtoul(v.c_str(), &end, 10);
+            if (*end || n < 1 || n > 64) throw UsageError("--threads \"" + v + "\": expected a number from 1 to 64");
+            g.threads = static_cast<unsigned>(n);
         }
-        return bad_usage("unexpected argument \"" + std::string(a) +
-                         "\"; expected: --config FILE | --org DIR, [--threads N], [--grace D]");
     }
-    if (!config_path.empty() && !org_dir.empty())
-        return bad_usage("--config and --org: give one of them, not both");
-    if (config_path.empty() && org_dir.empty()) return bad_usage("--config FILE or --org DIR is required");
-    auto cfg = org_dir.empty() ? load_standalone_config(config_path) : org_config(org_dir);
-    const std::string source = org_dir.empty() ? config_path : cfg.file;
-    // The CA key, the ledger and the socket are written by root by path: only
-    // in trees nobody but root can change (rootfs/host_paths.hpp).
-    // The full paths: a file root creates must not land in a directory
-    // others can write, even a sticky one (they could plant it first).
+    if (!g.config_path.empty() && !g.org_dir.empty())
+        throw UsageError("--config and --org: give one of them, not both");
+    if (g.config_path.empty() && g.org_dir.empty()) throw UsageError("--config FILE or --org DIR is required");
+    return g;
+}
+
+// The CA key, the ledger and the socket are written by root by path: only in
+// trees nobody but root can change (rootfs/host_paths.hpp). The full paths:
+// a file root creates must not land in a directory others can write, even a
+// sticky one (they could plant it first).
+void require_root_only_paths(const config::GatewayConfig& cfg) {
     rootfs::require_root_only_tree("[gateway] state_dir", cfg.gateway.state_dir + "/ca");
     if (!cfg.gateway.ledger.empty()) {
         rootfs::require_root_only_tree("[gateway] ledger", cfg.gateway.ledger);
@@ -203,28 +206,18 @@ int cmd_gateway(int argc, char** argv) {
         (void)rootfs::open_root_only_dir("[gateway] listen_unix",
                                          std::filesystem::path(cfg.gateway.listen_unix).parent_path().string(), 0755);
     }
-    // One daemon per state dir and socket, claimed before either is touched:
-    // a second one must not recover the first's live journal as lost nor,
-    // stopping, remove the socket the first serves (gateway/daemon_claim.hpp).
-    (void)rootfs::open_root_only_dir("[gateway] state_dir", cfg.gateway.state_dir, 0700);
-    const auto claim = gateway::DaemonClaim::take(cfg.gateway.state_dir, cfg.gateway.listen_unix);
-    // A closed stderr must not kill the daemon at its first log line (the
-    // daemon ignores SIGPIPE for its sockets anyway).
-    ::signal(SIGPIPE, SIG_IGN);
-    // The daemon's signed journal (docs/journal.md "The daemon's journal"):
-    // what it serves, then every decision, then how it stopped.
-    if (!cfg.gateway.journal) {
-        log::warn("gateway: " + source + ": journal = false: decisions go to the ledger only, unsigned; "
-                  "nothing will prove they were not edited (docs/journal.md)");
-        return gateway::serve_daemon({std::move(cfg), source, threads, grace, {}});
-    }
+}
+
+// The daemon with its signed journal (docs/journal.md "The daemon's
+// journal"): what it serves, then every decision, then how it stopped.
+int serve_with_journal(config::GatewayConfig cfg, const std::string& source, const GatewayArgs& g) {
     std::vector<std::string> notes;
     auto day_journal = journal::DayJournal::open(cfg.gateway.state_dir + "/journal/gateway",
                                                  journal::SigningKey::load_or_create(cfg.gateway.state_dir),
-                                                 daemon_admission(cfg, source, threads), notes);
+                                                 daemon_admission(cfg, source, g.threads), notes);
     for (const auto& n : notes) log::info("gateway: " + n);
     log::info("gateway: journal " + day_journal->path());
-    gateway::DaemonOptions options{std::move(cfg), source, threads, grace, day_journal->decision_sink()};
+    gateway::DaemonOptions options{std::move(cfg), source, g.threads, g.grace, day_journal->decision_sink()};
     int status;
     try {
         status = gateway::serve_daemon(std::move(options));
@@ -234,6 +227,35 @@ int cmd_gateway(int argc, char** argv) {
     }
     day_journal->end("stopped", {{"exit_status", status}});
     return status;
+}
+
+}  // namespace
+
+int cmd_gateway(int argc, char** argv) {
+    GatewayArgs g;
+    try {
+        g = parse_gateway_args(argc, argv);
+    } catch (const UsageError& e) {
+        return bad_usage(e.what());
+    }
+    if (g.help) return usage(stdout), 0;
+    auto cfg = g.org_dir.empty() ? load_standalone_config(g.config_path) : org_config(g.org_dir);
+    const std::string source = g.org_dir.empty() ? g.config_path : cfg.file;
+    require_root_only_paths(cfg);
+    // One daemon per state dir and socket, claimed before either is touched:
+    // a second one must not recover the first's live journal as lost nor,
+    // stopping, remove the socket the first serves (gateway/daemon_claim.hpp).
+    (void)rootfs::open_root_only_dir("[gateway] state_dir", cfg.gateway.state_dir, 0700);
+    const auto claim = gateway::DaemonClaim::take(cfg.gateway.state_dir, cfg.gateway.listen_unix);
+    // A closed stderr must not kill the daemon at its first log line (the
+    // daemon ignores SIGPIPE for its sockets anyway).
+    ::signal(SIGPIPE, SIG_IGN);
+    if (!cfg.gateway.journal) {
+        log::warn("gateway: " + source + ": journal = false: decisions go to the ledger only, unsigned; "
+                  "nothing will prove they were not edited (docs/journal.md)");
+        return gateway::serve_daemon({std::move(cfg), source, g.threads, g.grace, {}});
+    }
+    return serve_with_journal(std::move(cfg), source, g);
 }
 
 }  // namespace corral::cli

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@
 #include "supervisor/init_channel.hpp"
 #include "supervisor/terminal.hpp"
 #include "tools/commands.hpp"
+#include "tools/session_client.hpp"
 
 namespace corral::cli {
 
@@ -70,45 +72,15 @@ ls     the sessions (running ones; -a: all).
 Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
 )";
 
-constexpr const char* kExecHelp = R"(usage: corral exec [--role agent|service|verifier] [--timeout D] [--grace D]
-                   [--env K=V]... [--cwd DIR] [--tty] [--state-dir DIR] ID -- CMD [ARGS...]
-       corral exec [--timeout D] [--grace D] [--env K=V]... [--cwd DIR]
-                   [--state-dir DIR] (--prompt TEXT | --prompt-file F) ID
 
-Runs CMD in session ID (its id, a unique prefix of at least 4 characters, or
-its --name) as PID 1 of a new PID namespace, with the role's own UID:
-  agent     the session's agent (the workspace's owner); the default
-  service   a UID of its own, for trusted services (a database, a server)
-  verifier  a third UID; before it starts, every process of the agent is
-            killed and the kill confirmed by a pass over /proc
-CMD's stdout and stderr stream to corral's and to the session's
-execs/N/stdout.log and stderr.log. Background jobs live on until the
-session ends (or, for the agent, until a verifier starts).
-
---tty runs CMD on a pty of the session's own devpts (the role's), as its
-session leader with the pty as controlling terminal, relayed to corral
-exec's terminal (in raw mode meanwhile, restored on every exit): job
-control in `bash -i`, full-screen programs, window-size changes passed on,
-Ctrl-C and Ctrl-Z for CMD. stdin and stdout must be a terminal; the output
-is logged to execs/N/stdout.log. Not with --prompt.
-
---prompt TEXT (or --prompt-file F, read as `corral run --prompt-file` reads
-it) runs the session's worker's agent CLI on TEXT as the agent role, with
-the command line, home and sentinel credentials `corral run --prompt` gives
-it; its JSON lines stream to stdout. The session must have been started with
---config DIR --worker NAME of a worker with an agent whose credential is
-available.
-
-Exit status: CMD's, as `corral run`'s: 124 the --timeout, 125 corral's own
-failure (also: no such session, a session that ended or was lost), 127 CMD
-not found, 128+N a signal, 2 bad usage. A closed connection (corral exec
-killed) stops CMD with the grace.
-)";
+}  // namespace
 
 int usage_error(const char* prefix, const std::string& what) {
     std::fprintf(stderr, "%s: %s\n", prefix, terminal_text(what).c_str());
     return run::kExitUsage;
 }
+
+namespace {
 
 // ---- session start
 
@@ -140,99 +112,88 @@ Fd lock_session_names(const std::string& state_dir) {
     return fd;
 }
 
-int session_start(int argc, char** argv) {
-    run::RunRequest request;
+// A name stands for one running session. Named starts hold the state dir's
+// session-names.lock from this check until their session is ready (its
+// run.json then says running, with the name) or has failed, so two starts
+// racing for one name cannot both pass it. Returns the exit status of a
+// refused start, else nullopt with the lock in `names_lock`.
+std::optional<int> claim_session_name(const run::RunRequest& request, Fd& names_lock) {
+    if (!request.session_name) return std::nullopt;
+    std::string state_dir;
     try {
-        request = run::parse_session_request(argc, argv);
-    } catch (const UsageError& e) {
-        return usage_error("corral session start", e.what());
-    }
-    if (request.help) {
-        std::fputs(kSessionHelp, stdout);
-        return 0;
-    }
-    if (geteuid() != 0) {
-        std::fprintf(stderr, "corral session start: must run as root (it creates namespaces and cgroups)\n");
+        // Checked (or made) first: nothing is created or locked in a
+        // directory anyone but root could change.
+        state_dir = run::make_private_dir("--state-dir", request.state_dir.value_or(run::default_state_dir()),
+                                          run::DirRole::state);
+        names_lock = lock_session_names(state_dir);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "corral session start: %s\n", terminal_text(e.what()).c_str());
         return run::kExitSetup;
     }
-    // A name stands for one running session. Named starts hold the state
-    // dir's session-names.lock from this check until their session is ready
-    // (its run.json then says running, with the name) or has failed, so two
-    // starts racing for one name cannot both pass it.
-    Fd names_lock;
-    if (request.session_name) {
-        std::string state_dir;
-        try {
-            // Checked (or made) first: nothing is created or locked in a
-            // directory anyone but root could change.
-            state_dir = run::make_private_dir("--state-dir", request.state_dir.value_or(run::default_state_dir()),
-                                              run::DirRole::state);
-            names_lock = lock_session_names(state_dir);
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "corral session start: %s\n", terminal_text(e.what()).c_str());
-            return run::kExitSetup;
+    for (const auto& e : run::list_runs(state_dir))
+        if (is_session(e) && e.state == "running" && session_name_of(*e.record) == *request.session_name)
+            return usage_error("corral session start", "--name " + *request.session_name +
+                                                           ": taken by running session " + e.id +
+                                                           "; stop it or pick another name");
+    return std::nullopt;
+}
+
+// A session's body: serves its execs (run/session_server.hpp) and, once
+// ready, tells the caller the session's id on `ready` and sends its own
+// output to the session's log.
+run::RunBody session_body(Fd& ready) {
+    run::RunBody body;
+    body.prefix = "corral session";
+    body.serve = [&ready](supervisor::Sandbox& box, int interrupt_fd, const run::BodyContext& context) {
+        const auto& record_now = context.record_now;
+        run::SessionServerOptions o;
+        if (context.agent) {
+            const run::AgentRun* agent = context.agent;
+            o.prompt_argv = [agent](const std::string& prompt) { return run::agent_prompt_argv(*agent, prompt); };
         }
-        for (const auto& e : run::list_runs(state_dir))
-            if (is_session(e) && e.state == "running" && session_name_of(*e.record) == *request.session_name)
-                return usage_error("corral session start", "--name " + *request.session_name +
-                                                               ": taken by running session " + e.id +
-                                                               "; stop it or pick another name");
-    }
-    int ready_pipe[2], err_pipe[2];
-    if (pipe2(ready_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-        throw SysError("pipe2", "session start", errno);
-    std::fflush(nullptr);
-    pid_t child = fork();
-    if (child < 0) throw SysError("fork", "session supervisor", errno);
-    if (child == 0) {
-        // The session's supervisor: its own session (no terminal's signals),
-        // stdin /dev/null, its stdout and stderr to the caller until ready.
-        close(ready_pipe[0]);
-        close(err_pipe[0]);
-        setsid();
-        if (chdir("/") != 0) _exit(run::kExitSetup);  // holds no directory of the caller's for the session's life
-        int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null_fd >= 0) dup2(null_fd, 0);
-        dup2(err_pipe[1], 1);
-        dup2(err_pipe[1], 2);
-        // Nothing else the caller had open stays open for the session's life
-        // (a harness waiting for EOF on a pipe of its own would hang).
-        const int ready_fd = fcntl(ready_pipe[1], F_DUPFD_CLOEXEC, 3);
-        if (ready_fd < 3 || (ready_fd > 3 && close_range(3, static_cast<unsigned>(ready_fd) - 1, 0) != 0) ||
-            close_range(static_cast<unsigned>(ready_fd) + 1, ~0U, 0) != 0)
-            _exit(run::kExitSetup);
-        Fd ready(ready_fd);
-        run::RunBody body;
-        body.prefix = "corral session";
-        body.serve = [&](supervisor::Sandbox& box, int interrupt_fd, const run::BodyContext& context) {
-            const auto& record_now = context.record_now;
-            run::SessionServerOptions o;
-            if (context.agent) {
-                const run::AgentRun* agent = context.agent;
-                o.prompt_argv = [agent](const std::string& prompt) { return run::agent_prompt_argv(*agent, prompt); };
-            }
-            o.no_agent = context.no_agent;
-            o.journal = context.journal;
-            o.run_dir = box.spec().run_dir;
-            o.grace = box.spec().stop_grace;
-            o.log_limit_bytes = box.spec().log_limit_bytes;
-            o.timeout = box.spec().timeout;
-            o.on_ready = [&] {
-                record_now();
-                const std::string line = box.run_id() + "\n";
-                write_all(ready.get(), line.data(), line.size(), "session start's ready pipe");
-                ready.reset();
-                redirect_output_to_log(box.spec().run_dir);
-            };
-            return run::serve_session(box, interrupt_fd, o);
+        o.no_agent = context.no_agent;
+        o.journal = context.journal;
+        o.run_dir = box.spec().run_dir;
+        o.grace = box.spec().stop_grace;
+        o.log_limit_bytes = box.spec().log_limit_bytes;
+        o.timeout = box.spec().timeout;
+        o.on_ready = [&] {
+            record_now();
+            const std::string line = box.run_id() + "\n";
+            write_all(ready.get(), line.data(), line.size(), "session start's ready pipe");
+            ready.reset();
+            redirect_output_to_log(box.spec().run_dir);
         };
-        std::fflush(nullptr);
-        _exit(run::run_as_supervisor(request, std::move(body)));
-    }
-    close(ready_pipe[1]);
-    close(err_pipe[1]);
-    Fd ready(ready_pipe[0]), errs(err_pipe[0]);
-    // What the supervisor says before the session is ready is the caller's.
+        return run::serve_session(box, interrupt_fd, o);
+    };
+    return body;
+}
+
+// The forked session supervisor: its own session (no terminal's signals),
+// stdin /dev/null, its stdout and stderr to the caller until ready, nothing
+// else of the caller's open (a harness waiting for EOF on a pipe of its own
+// would hang). Runs the session as a run, then exits with its status.
+[[noreturn]] void become_session_supervisor(const run::RunRequest& request, int ready_write, int err_write) {
+    setsid();
+    if (chdir("/") != 0) _exit(run::kExitSetup);  // holds no directory of the caller's for the session's life
+    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    dup2(err_write, 1);
+    dup2(err_write, 2);
+    const int ready_fd = fcntl(ready_write, F_DUPFD_CLOEXEC, 3);
+    if (ready_fd < 3 || (ready_fd > 3 && close_range(3, static_cast<unsigned>(ready_fd) - 1, 0) != 0) ||
+        close_range(static_cast<unsigned>(ready_fd) + 1, ~0U, 0) != 0)
+        _exit(run::kExitSetup);
+    Fd ready(ready_fd);
+    run::RunBody body = session_body(ready);
+    std::fflush(nullptr);
+    _exit(run::run_as_supervisor(request, std::move(body)));
+}
+
+// The caller's side: what the supervisor says before the session is ready
+// goes to our stderr; then its id to stdout (exit 0), or, when it ended
+// before it was ready, the status a run's would be.
+int wait_until_session_ready(pid_t child, Fd ready, Fd errs) {
     char buf[4096];
     for (;;) {
         ssize_t n = read(errs.get(), buf, sizeof buf);
@@ -251,7 +212,6 @@ int session_start(int argc, char** argv) {
         std::fputs(id.c_str(), stdout);
         return 0;
     }
-    // It ended before it was ready: its status is the run's would be.
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
@@ -261,9 +221,44 @@ int session_start(int argc, char** argv) {
     return run::kExitSetup;
 }
 
+int session_start(int argc, char** argv) {
+    run::RunRequest request;
+    try {
+        request = run::parse_session_request(argc, argv);
+    } catch (const UsageError& e) {
+        return usage_error("corral session start", e.what());
+    }
+    if (request.help) {
+        std::fputs(kSessionHelp, stdout);
+        return 0;
+    }
+    if (geteuid() != 0) {
+        std::fprintf(stderr, "corral session start: must run as root (it creates namespaces and cgroups)\n");
+        return run::kExitSetup;
+    }
+    Fd names_lock;
+    if (auto refused = claim_session_name(request, names_lock)) return *refused;
+    int ready_pipe[2], err_pipe[2];
+    if (pipe2(ready_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+        throw SysError("pipe2", "session start", errno);
+    std::fflush(nullptr);
+    pid_t child = fork();
+    if (child < 0) throw SysError("fork", "session supervisor", errno);
+    if (child == 0) {
+        close(ready_pipe[0]);
+        close(err_pipe[0]);
+        become_session_supervisor(request, ready_pipe[1], err_pipe[1]);
+    }
+    close(ready_pipe[1]);
+    close(err_pipe[1]);
+    return wait_until_session_ready(child, Fd(ready_pipe[0]), Fd(err_pipe[0]));
+}
+
 // ---- finding a session
 
 bool is_session(const run::RunEntry& e) { return e.record && e.record->value("kind", std::string()) == "session"; }
+
+}  // namespace
 
 // The run `key` names (its id or a unique prefix), else the running session
 // named `key`. By id first: that reads one run.json, a name reads them all.
@@ -287,6 +282,8 @@ run::RunEntry find_session(const std::string& state_dir, const std::string& key)
     if (e.state != "running") throw std::runtime_error("session " + e.id + " is not running (state " + e.state + ")");
     return e;
 }
+
+namespace {
 
 // ---- session stop: `corral stop`, with a session's name as good as its id
 
@@ -349,23 +346,6 @@ int session_ls(int argc, char** argv) {
     return 0;
 }
 
-// ---- exec
-
-Fd connect_to(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("session socket path too long: " + path);
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
-    if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        const int err = errno;
-        if (err == ENOENT || err == ECONNREFUSED)
-            throw std::runtime_error("the session takes no more execs (it is stopping): " + path);
-        throw SysError("connect", path, err);
-    }
-    return fd;
-}
 
 }  // namespace
 
@@ -382,163 +362,5 @@ int cmd_session(int argc, char** argv) {
     return usage_error("corral session", "unknown subcommand \"" + std::string(sub) + "\"; expected start, stop or ls");
 }
 
-int cmd_exec(int argc, char** argv) {
-    run::ExecRequest request;
-    std::string line;  // the request, once checked
-    std::string state_dir = run::default_state_dir();
-    std::string key;
-    try {
-        int i = 1;
-        for (; i < argc; ++i) {
-            std::string_view a = argv[i];
-            auto value = [&]() -> std::string {
-                if (i + 1 >= argc) throw UsageError(std::string(a) + ": missing value; see `corral exec --help`");
-                return argv[++i];
-            };
-            if (a == "--") {
-                ++i;
-                break;
-            }
-            if (a == "--help" || a == "-h") return std::fputs(kExecHelp, stdout), 0;
-            if (a == "--role") {
-                std::string v = value();
-                auto r = supervisor::parse_role(v);
-                if (!r) throw UsageError("--role " + v + ": expected agent, service or verifier");
-                request.role = *r;
-            } else if (a == "--timeout" || a == "--grace") {
-                std::string v = value();
-                std::chrono::milliseconds d;
-                try {
-                    d = parse_duration(v);
-                } catch (const UsageError& e) {
-                    throw UsageError(std::string(a) + ": " + e.what());
-                }
-                if (d > std::chrono::hours(24 * 30)) throw UsageError(std::string(a) + ": at most 30 days, got " + v);
-                if (a == "--timeout") {
-                    if (d.count() == 0) throw UsageError("--timeout: must be more than 0");
-                    request.timeout = d;
-                } else {
-                    request.grace = d;
-                }
-            } else if (a == "--env") {
-                std::string v = value();
-                try {
-                    request.env.push_back(parse_env_pair(v));
-                } catch (const UsageError& e) {
-                    throw UsageError(std::string("--env: ") + e.what());
-                }
-            } else if (a == "--cwd") {
-                std::string v = value();
-                if (v.empty() || v.front() != '/') throw UsageError("--cwd " + v + ": expected an absolute path in the sandbox");
-                request.cwd = v;
-            } else if (a == "--prompt" || a == "--prompt-file") {
-                if (request.prompt) throw UsageError("--prompt and --prompt-file: give one of them, once");
-                std::string v = value();
-                if (a == "--prompt-file") {
-                    try {
-                        v = run::read_prompt_file("--prompt-file", v);
-                    } catch (const UsageError&) {
-                        throw;
-                    } catch (const std::exception& e) {  // a SysError naming the failed call
-                        throw UsageError("--prompt-file " + v + ": " + e.what());
-                    }
-                }
-                request.prompt = std::move(v);
-            } else if (a == "--tty") {
-                request.tty = true;
-            } else if (a == "--state-dir") {
-                state_dir = value();
-            } else if (a == "-it" || a == "-t" || a == "-i") {
-                throw UsageError("corral exec has no " + std::string(a) + "; use --tty for a terminal");
-            } else if (a.starts_with("-")) {
-                static constexpr std::string_view kOptions[] = {"--role", "--timeout", "--grace", "--env", "--cwd",
-                                                                "--tty", "--prompt", "--prompt-file", "--state-dir"};
-                std::string near;
-                if (auto n = closest_name(a, kOptions)) near = " (did you mean " + *n + "?)";
-                throw UsageError("unknown option \"" + std::string(a) + "\"" + near +
-                                 "; expected --role, --timeout, --grace, --env, --cwd, --tty, --prompt, --prompt-file, "
-                                 "--state-dir");
-            } else if (key.empty()) {
-                key = std::string(a);
-            } else {
-                break;  // the command starts here
-            }
-        }
-        for (; i < argc; ++i) request.argv.emplace_back(argv[i]);
-        if (key.empty()) throw UsageError("missing session: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]`");
-        if (!request.prompt) {
-            if (request.argv.empty())
-                throw UsageError("missing command: expected `corral exec [OPTIONS] ID -- CMD [ARGS...]` or `--prompt TEXT`");
-            if (request.argv.front().empty()) throw UsageError("empty command name");
-        }
-        if (request.tty) {
-            if (request.prompt)
-                throw UsageError("--tty with --prompt: the agent's one-shot task takes no terminal; run "
-                                 "`corral exec --tty ID -- CLAUDE-OR-CODEX` for an interactive agent");
-            supervisor::require_caller_terminal(0, 1);
-            request.term = supervisor::box_terminal_type(std::getenv("TERM"));
-        }
-        // The request as the session will read it: the protocol's rules
-        // (UTF-8 only; a prompt is not blank, the agent's, without a command)
-        // refuse it here, once, with the session's own words.
-        line = run::exec_request_line(request);
-        (void)run::parse_exec_request_line(std::string_view(line).substr(0, line.size() - 1));
-    } catch (const UsageError& e) {
-        return usage_error("corral exec", e.what());
-    }
-    if (geteuid() != 0) {
-        std::fprintf(stderr, "corral exec: must run as root (the session's socket serves root only)\n");
-        return run::kExitSetup;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    try {
-        run::RunEntry session = find_session(run::require_private_state_dir("--state-dir", state_dir), key);
-        Fd conn = connect_to(run::session_socket_path(session.run_dir));
-        // --tty: the session's supervisor cannot get our SIGWINCH; it reads a
-        // byte per change from this pipe and asks our terminal for its size.
-        Fd window_signals, changes_read, changes_write;
-        if (request.tty) {
-            window_signals = supervisor::watch_window_size_changes();
-            auto [r, w] = supervisor::make_pipe();
-            changes_read = std::move(r);
-            changes_write = std::move(w);
-            check_sys(fcntl(changes_write.get(), F_SETFL, O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)",
-                      "the window-change pipe");
-        }
-        const int fds[4] = {1, 2, 0, changes_read.get()};
-        if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, request.tty ? 4 : 2); rc < 0)
-            throw SysError("sendmsg", "exec request to session " + session.id, -rc);
-        changes_read.reset();
-        std::string answer;
-        char buf[4096];
-        for (;;) {
-            pollfd p[2] = {{conn.get(), POLLIN, 0}, {window_signals.get(), POLLIN, 0}};
-            if (poll(p, window_signals.valid() ? 2 : 1, -1) < 0) {
-                if (errno == EINTR) continue;
-                throw SysError("poll", "session " + session.id, errno);
-            }
-            if (window_signals.valid() && (p[1].revents & POLLIN)) {
-                signalfd_siginfo si[8];
-                while (read(window_signals.get(), si, sizeof si) > 0) {
-                }
-                // Full pipe: a change is pending already, the size is read when it is taken.
-                (void)!write(changes_write.get(), "w", 1);
-            }
-            if (p[0].revents == 0) continue;
-            ssize_t n = read(conn.get(), buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            answer.append(buf, static_cast<std::size_t>(n));
-        }
-        if (answer.find('\n') == std::string::npos)
-            throw std::runtime_error("session " + session.id + " closed without an answer (its supervisor died?)");
-        run::ExecAnswer a = run::parse_exec_answer_line(answer.substr(0, answer.find('\n')));
-        for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", terminal_text(m).c_str());
-        return a.status;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "corral exec: %s\n", terminal_text(e.what()).c_str());
-        return run::kExitSetup;
-    }
-}
 
 }  // namespace corral::cli

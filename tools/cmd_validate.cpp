@@ -127,207 +127,265 @@ json limits_json(const config::SandboxLimits& l) {
 
 }  // namespace
 
-int cmd_validate(int argc, char** argv) {
+namespace {
+
+struct ValidateArgs {
     std::string dir, only;
-    bool skip_secrets = false, as_json = false;
+    bool skip_secrets = false, as_json = false, help = false;
+};
+
+// nullopt with the exit status in `status` when the command line is refused.
+std::optional<ValidateArgs> parse_validate_args(int argc, char** argv, int& status) {
+    ValidateArgs v;
+    status = 2;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         bool takes_value = a == "--config" || a == "--worker";
         if (takes_value && i + 1 >= argc) {
             std::fprintf(stderr, "corral validate: %s needs a value\n%s", a.c_str(), validate_usage);
-            return 2;
+            return std::nullopt;
         }
-        if (a == "--config") dir = argv[++i];
-        else if (a.rfind("--config=", 0) == 0) dir = a.substr(9);
-        else if (a == "--worker") only = argv[++i];
-        else if (a.rfind("--worker=", 0) == 0) only = a.substr(9);
-        else if (a == "--skip-secrets") skip_secrets = true;
-        else if (a == "--json") as_json = true;
+        if (a == "--config") v.dir = argv[++i];
+        else if (a.rfind("--config=", 0) == 0) v.dir = a.substr(9);
+        else if (a == "--worker") v.only = argv[++i];
+        else if (a.rfind("--worker=", 0) == 0) v.only = a.substr(9);
+        else if (a == "--skip-secrets") v.skip_secrets = true;
+        else if (a == "--json") v.as_json = true;
         else if (a == "--help" || a == "-h") {
-            std::fputs(validate_usage, stdout);
-            return 0;
+            v.help = true;
+            return v;
         } else {
             std::fprintf(stderr, "corral validate: unknown option '%s'\n%s", a.c_str(), validate_usage);
-            return 2;
+            return std::nullopt;
         }
     }
-    if (dir.empty()) {
+    if (v.dir.empty()) {
         std::fprintf(stderr, "corral validate: --config DIR is required\n%s", validate_usage);
-        return 2;
+        return std::nullopt;
+    }
+    return v;
+}
+
+// The report as it is made: text on stdout as it goes, or (--json) one
+// object on stdout at the end; problems and warnings on stderr either way.
+class ValidateReport {
+public:
+    ValidateReport(const ValidateArgs& args, const config::OrgConfig& org) : args_(args), org_(org) {
+        report_ = json{{"config", args.dir}, {"diagnostics", json::array()}, {"workers", json::array()}, {"daemon", nullptr}};
     }
 
-    // Text goes to stdout as today; with --json stdout carries only the object.
-    std::FILE* out = as_json ? nullptr : stdout;
-    auto say = [&](const char* fmt, auto... args) {
-        if (!out) return;
-        if constexpr (sizeof...(args) == 0) std::fputs(fmt, out);
-        else std::fprintf(out, fmt, args...);
-    };
-    json report{{"config", dir}, {"diagnostics", json::array()}, {"workers", json::array()}, {"daemon", nullptr}};
-    auto finish = [&](int status) {
-        if (as_json) {
-            report["ok"] = status == 0;
-            report["exit_status"] = status;
-            std::printf("%s\n", report.dump(2).c_str());
+    template <typename... Args>
+    void say(const char* fmt, Args... args) {
+        if (args_.as_json) return;
+        if constexpr (sizeof...(args) == 0) std::fputs(fmt, stdout);
+        else std::fprintf(stdout, fmt, args...);
+    }
+    json& report() { return report_; }
+    std::vector<std::string>& problems() { return problems_; }
+
+    int finish(int status) {
+        if (args_.as_json) {
+            report_["ok"] = status == 0;
+            report_["exit_status"] = status;
+            std::printf("%s\n", report_.dump(2).c_str());
         }
         return status;
-    };
+    }
 
-    config::OrgCheck check = config::check_org(dir);
+    void worker(const std::string& name);
+    void daemon();
+
+private:
+    void agent_of(const std::string& name, const config::ResolvedWorker& w, agents::CredentialMode mode, json& wj,
+                  std::vector<std::string>& own_problems);
+    void settings_of(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied, json& wj);
+    void credential_of(const std::string& name, const config::ResolvedWorker& w, const config::CredentialStatus& status,
+                       json& wj, std::vector<std::string>& own_problems);
+
+    const ValidateArgs& args_;
+    const config::OrgConfig& org_;
+    json report_;
+    std::vector<std::string> problems_;
+};
+
+// The CLI as a run of this worker would find it: in the worker's rootfs (the
+// same check `corral run` makes before anything starts), and its installed
+// version next to the pinned one.
+void ValidateReport::agent_of(const std::string& name, const config::ResolvedWorker& w, agents::CredentialMode mode,
+                              json& wj, std::vector<std::string>& own_problems) {
+    agents::AgentInputs in;
+    in.run_id = "validate";
+    in.worker = name;
+    in.credential = mode;
+    auto profile = agents::make_agent_profile(w.agent, in);
+    auto cli_missing = agents::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
+    std::string installed_text, cli_note;
+    std::optional<std::string> installed_version;
+    if (cli_missing) {
+        installed_text = "NOT FOUND";
+        own_problems.push_back("worker '" + name + "': " + *cli_missing);
+    } else {
+        auto installed = agents::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
+        installed_version = installed.version;
+        installed_text = installed.version ? *installed.version : "unknown";
+        cli_note = agents::cli_version_note(profile, installed);
+    }
+    say("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n", std::string(config::to_string(w.agent)).c_str(),
+        w.agent_source.c_str(), agents::pinned_cli_version(w.agent), installed_text.c_str(),
+        w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
+    wj["agent"] = json{{"kind", std::string(config::to_string(w.agent))}, {"source", w.agent_source},
+                       {"cli_pinned", agents::pinned_cli_version(w.agent)}, {"cli_found", !cli_missing},
+                       {"cli_installed", installed_version ? json(*installed_version) : json(nullptr)},
+                       {"cli_note", cli_note}};
+    if (!cli_note.empty()) {
+        say("  warning:    %s\n", cli_note.c_str());
+        std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
+        json d = problem_json("agent.cli_version", name, cli_note);
+        d["status"] = "warning";
+        report_["diagnostics"].push_back(d);
+    }
+    if (w.agent == config::AgentKind::codex)
+        say("  auth mode:  %s\n", mode == agents::CredentialMode::oauth ? "chatgpt" : "apikey");
+}
+
+// Model, rootfs, limits, env names, channels and the grants a run of it gets.
+void ValidateReport::settings_of(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied, json& wj) {
+    say("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
+    say("  rootfs:     %s\n", w.rootfs.c_str());
+    say("  limits:     %s\n", limits_text(w.limits).c_str());
+    std::string env_names;
+    for (const auto& [k, v] : w.env) {
+        env_names += (env_names.empty() ? "" : " ") + k;
+        wj["env"].push_back(k);
+    }
+    say("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
+    say("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
+    say("  grants:\n");
+    for (const auto& g : agents::worker_grants(w, implied)) {
+        say("    %s\n", grant_text(g, org_.gateway).c_str());
+        wj["grants"].push_back(json{{"host", g.host.text()}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
+                                    {"credential", g.credential}, {"where", g.where}, {"text", grant_text(g, org_.gateway)}});
+    }
+    for (const auto& g : implied)
+        for (const auto& c : w.grants)
+            if (c.host == g.host && c.port == g.port)
+                say("    (the grant implied by the agent for %s:%u is replaced by the one at %s)\n", g.host.text().c_str(),
+                    static_cast<unsigned>(g.port), c.where.c_str());
+}
+
+// The credential the worker's agent needs: defined, and (unless
+// --skip-secrets) available now.
+void ValidateReport::credential_of(const std::string& name, const config::ResolvedWorker& w,
+                                   const config::CredentialStatus& status, json& wj,
+                                   std::vector<std::string>& own_problems) {
+    const auto required = agents::required_credential(w.agent);
+    std::string state;
+    if (!status.defined) state = "NOT DEFINED";
+    else if (args_.skip_secrets) state = "defined (secret not checked)";
+    else state = status.available ? "available" : "NOT AVAILABLE";
+    say("  credential: %s (%s%s%s): %s\n", required.name.c_str(),
+        status.defined ? std::string(config::to_string(status.kind)).c_str() : "-", status.defined ? ", " : "",
+        status.source.c_str(), state.c_str());
+    wj["credential"] = json{{"name", required.name}, {"defined", status.defined},
+                            {"kind", status.defined ? json(std::string(config::to_string(status.kind))) : json(nullptr)},
+                            {"source", status.source}, {"state", state}};
+    bool missing = !status.defined || (!args_.skip_secrets && !status.available);
+    if (missing) own_problems.push_back(agents::missing_credential_message(name, w.agent, status));
+}
+
+void ValidateReport::worker(const std::string& name) {
+    config::ResolvedWorker w = config::resolve_worker(org_, name);
+    json wj{{"name", name}, {"egress_only", w.egress_only}, {"model", w.model}, {"rootfs", w.rootfs},
+            {"limits", limits_json(w.limits)}, {"env", json::array()}, {"grants", json::array()},
+            {"channels", w.has_channels}, {"agent", nullptr}, {"credential", nullptr}};
+    std::vector<std::string> own_problems;
+    say("\nworker %s\n", name.c_str());
+    if (w.egress_only) {
+        say("  agent:      none (%s): egress only, for `corral run --config %s --worker %s -- CMD`\n",
+            w.agent_source.c_str(), org_.dir.c_str(), name.c_str());
+        wj["agent"] = json{{"kind", "none"}, {"source", w.agent_source}};
+    }
+    config::CredentialStatus status;
+    std::vector<config::Grant> implied;
+    if (!w.egress_only) {
+        status = config::credential_status(org_.gateway, agents::required_credential(w.agent).name);
+        const auto mode = status.defined ? agents::credential_mode_for(status.kind) : agents::CredentialMode::api_key;
+        agent_of(name, w, mode, wj, own_problems);
+        implied = agents::implied_grants(w.agent, mode, name);
+    }
+    settings_of(w, implied, wj);
+    if (!w.egress_only) credential_of(name, w, status, wj, own_problems);
+    for (const auto& d : w.warnings) say("  warning:    %s\n", d.text().c_str());
+    wj["status"] = own_problems.empty() ? "ok" : "error";
+    for (const auto& p : own_problems) {
+        report_["diagnostics"].push_back(
+            problem_json(p.find("credential") != std::string::npos ? "credential" : "agent.cli", name, p));
+        problems_.push_back(p);
+    }
+    report_["workers"].push_back(wj);
+}
+
+// What the shared daemon would serve from this organisation.
+void ValidateReport::daemon() {
+    try {
+        auto plan = agents::org_gateway_config(org_, args_.skip_secrets
+                                                         ? std::map<std::string, config::CredentialStatus>{}
+                                                         : agents::agent_credential_status(org_));
+        say("\ndaemon (corral gateway --org %s): unix:%s, %zu grant(s): org.toml's %zu, then each "
+            "worker's own, for that worker's runs only\n",
+            org_.dir.c_str(), plan.config.gateway.listen_unix.c_str(), plan.config.grants.size(),
+            org_.gateway.grants.size());
+        report_["daemon"] = json{{"status", "ok"}, {"listen_unix", plan.config.gateway.listen_unix},
+                                 {"grants", plan.config.grants.size()}, {"org_grants", org_.gateway.grants.size()}};
+    } catch (const config::ConfigError& e) {
+        say("\ndaemon (corral gateway --org %s): cannot start: %s\n", org_.dir.c_str(), e.what());
+        report_["daemon"] = json{{"status", "cannot start"}, {"detail", e.what()}};
+    }
+}
+
+// The organisation's own errors and warnings; false when it has errors.
+bool report_org_check(const config::OrgCheck& check, ValidateReport& r) {
     for (const auto& w : check.warnings) {
         std::fprintf(stderr, "warning: %s\n", w.text().c_str());
-        report["diagnostics"].push_back(diagnostic_json(w, "warning"));
+        r.report()["diagnostics"].push_back(diagnostic_json(w, "warning"));
     }
-    if (!check.errors.empty()) {
-        for (const auto& e : check.errors) {
-            std::fprintf(stderr, "corral validate: %s\n", e.text().c_str());
-            report["diagnostics"].push_back(diagnostic_json(e, "error"));
-        }
-        return finish(2);
+    for (const auto& e : check.errors) {
+        std::fprintf(stderr, "corral validate: %s\n", e.text().c_str());
+        r.report()["diagnostics"].push_back(diagnostic_json(e, "error"));
     }
+    return check.errors.empty();
+}
+
+}  // namespace
+
+int cmd_validate(int argc, char** argv) {
+    int refused = 0;
+    const auto args = parse_validate_args(argc, argv, refused);
+    if (!args) return refused;
+    if (args->help) return std::fputs(validate_usage, stdout), 0;
+    const config::OrgCheck check = config::check_org(args->dir);
     const config::OrgConfig& org = check.org;
-    if (!only.empty() && !org.workers.count(only)) {
+    ValidateReport r(*args, org);
+    if (!report_org_check(check, r)) return r.finish(2);
+    if (!args->only.empty() && !org.workers.count(args->only)) {
         // resolve_worker words the error (names the known workers).
         try {
-            config::resolve_worker(org, only);
+            config::resolve_worker(org, args->only);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "corral validate: %s\n", e.what());
-            report["diagnostics"].push_back(problem_json("worker", only, e.what()));
+            r.report()["diagnostics"].push_back(problem_json("worker", args->only, e.what()));
         }
-        return finish(2);
+        return r.finish(2);
     }
-    report["organisation"] = org.dir;
-
-    say("organisation %s\n", org.dir.c_str());
-    say("  gateway: %zu grant(s), %zu credential(s)\n", org.gateway.grants.size(), org.gateway.credentials.size());
-    if (org.workers.empty()) say("  no workers (add %s/workers/NAME/worker.toml)\n", org.dir.c_str());
-
-    std::vector<std::string> problems;
-    for (const auto& [name, wc] : org.workers) {
-        if (!only.empty() && name != only) continue;
-        config::ResolvedWorker w = config::resolve_worker(org, name);
-        json wj{{"name", name}, {"egress_only", w.egress_only}, {"model", w.model}, {"rootfs", w.rootfs},
-                {"limits", limits_json(w.limits)}, {"env", json::array()}, {"grants", json::array()},
-                {"channels", w.has_channels}, {"agent", nullptr}, {"credential", nullptr}};
-        std::vector<std::string> own_problems;
-        say("\nworker %s\n", name.c_str());
-        if (w.egress_only) {
-            say("  agent:      none (%s): egress only, for `corral run --config %s --worker %s -- CMD`\n",
-                w.agent_source.c_str(), org.dir.c_str(), name.c_str());
-            wj["agent"] = json{{"kind", "none"}, {"source", w.agent_source}};
-        }
-        auto required = agents::required_credential(w.agent);
-        config::CredentialStatus status;
-        auto mode = agents::CredentialMode::api_key;
-        std::vector<config::Grant> implied;
-        if (!w.egress_only) {
-            status = config::credential_status(org.gateway, required.name);
-            mode = status.defined ? agents::credential_mode_for(status.kind) : agents::CredentialMode::api_key;
-
-            // The CLI as a run of this worker would find it: in the worker's
-            // rootfs (the same check `corral run` makes before anything starts),
-            // and its installed version next to the pinned one.
-            agents::AgentInputs in;
-            in.run_id = "validate";
-            in.worker = name;
-            in.credential = mode;
-            auto profile = agents::make_agent_profile(w.agent, in);
-            auto cli_missing = agents::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
-            std::string installed_text, cli_note;
-            std::optional<std::string> installed_version;
-            if (cli_missing) {
-                installed_text = "NOT FOUND";
-                own_problems.push_back("worker '" + name + "': " + *cli_missing);
-            } else {
-                auto installed =
-                    agents::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
-                installed_version = installed.version;
-                installed_text = installed.version ? *installed.version : "unknown";
-                cli_note = agents::cli_version_note(profile, installed);
-            }
-            say("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n",
-                std::string(config::to_string(w.agent)).c_str(), w.agent_source.c_str(),
-                agents::pinned_cli_version(w.agent), installed_text.c_str(),
-                w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
-            wj["agent"] = json{{"kind", std::string(config::to_string(w.agent))}, {"source", w.agent_source},
-                               {"cli_pinned", agents::pinned_cli_version(w.agent)}, {"cli_found", !cli_missing},
-                               {"cli_installed", installed_version ? json(*installed_version) : json(nullptr)},
-                               {"cli_note", cli_note}};
-            if (!cli_note.empty()) {
-                say("  warning:    %s\n", cli_note.c_str());
-                std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
-                json d = problem_json("agent.cli_version", name, cli_note);
-                d["status"] = "warning";
-                report["diagnostics"].push_back(d);
-            }
-            if (w.agent == config::AgentKind::codex)
-                say("  auth mode:  %s\n", mode == agents::CredentialMode::oauth ? "chatgpt" : "apikey");
-            implied = agents::implied_grants(w.agent, mode, name);
-        }
-        say("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
-        say("  rootfs:     %s\n", w.rootfs.c_str());
-        say("  limits:     %s\n", limits_text(w.limits).c_str());
-        std::string env_names;
-        for (const auto& [k, v] : w.env) {
-            env_names += (env_names.empty() ? "" : " ") + k;
-            wj["env"].push_back(k);
-        }
-        say("  env:        %s\n", env_names.empty() ? "(none)" : env_names.c_str());
-        say("  channels:   %s\n", w.has_channels ? "yes (sessions run pi)" : "no");
-        say("  grants:\n");
-        for (const auto& g : agents::worker_grants(w, implied)) {
-            say("    %s\n", grant_text(g, org.gateway).c_str());
-            wj["grants"].push_back(json{{"host", g.host.text()}, {"port", g.port}, {"mode", std::string(config::to_string(g.mode))},
-                                        {"credential", g.credential}, {"where", g.where}, {"text", grant_text(g, org.gateway)}});
-        }
-        for (const auto& g : implied) {
-            for (const auto& c : w.grants)
-                if (c.host == g.host && c.port == g.port)
-                    say("    (the grant implied by the agent for %s:%u is replaced by the one at %s)\n",
-                        g.host.text().c_str(), static_cast<unsigned>(g.port), c.where.c_str());
-        }
-
-        if (!w.egress_only) {
-            std::string state;
-            if (!status.defined) state = "NOT DEFINED";
-            else if (skip_secrets) state = "defined (secret not checked)";
-            else state = status.available ? "available" : "NOT AVAILABLE";
-            say("  credential: %s (%s%s%s): %s\n", required.name.c_str(),
-                status.defined ? std::string(config::to_string(status.kind)).c_str() : "-",
-                status.defined ? ", " : "", status.source.c_str(), state.c_str());
-            wj["credential"] = json{{"name", required.name}, {"defined", status.defined},
-                                    {"kind", status.defined ? json(std::string(config::to_string(status.kind))) : json(nullptr)},
-                                    {"source", status.source}, {"state", state}};
-            bool missing = !status.defined || (!skip_secrets && !status.available);
-            if (missing) own_problems.push_back(agents::missing_credential_message(name, w.agent, status));
-        }
-        for (const auto& d : w.warnings) say("  warning:    %s\n", d.text().c_str());
-        wj["status"] = own_problems.empty() ? "ok" : "error";
-        for (const auto& p : own_problems) {
-            report["diagnostics"].push_back(problem_json(p.find("credential") != std::string::npos ? "credential" : "agent.cli", name, p));
-            problems.push_back(p);
-        }
-        report["workers"].push_back(wj);
-    }
-    if (only.empty()) {
-        // What the shared daemon would serve from this organisation.
-        try {
-            auto plan = agents::org_gateway_config(
-                org, skip_secrets ? std::map<std::string, config::CredentialStatus>{}
-                                  : agents::agent_credential_status(org));
-            say("\ndaemon (corral gateway --org %s): unix:%s, %zu grant(s): org.toml's %zu, then each "
-                "worker's own, for that worker's runs only\n",
-                org.dir.c_str(), plan.config.gateway.listen_unix.c_str(), plan.config.grants.size(),
-                org.gateway.grants.size());
-            report["daemon"] = json{{"status", "ok"}, {"listen_unix", plan.config.gateway.listen_unix},
-                                    {"grants", plan.config.grants.size()}, {"org_grants", org.gateway.grants.size()}};
-        } catch (const config::ConfigError& e) {
-            say("\ndaemon (corral gateway --org %s): cannot start: %s\n", org.dir.c_str(), e.what());
-            report["daemon"] = json{{"status", "cannot start"}, {"detail", e.what()}};
-        }
-    }
-    for (const auto& p : problems) std::fprintf(stderr, "corral validate: %s\n", p.c_str());
-    return finish(problems.empty() ? 0 : 2);
+    r.report()["organisation"] = org.dir;
+    r.say("organisation %s\n", org.dir.c_str());
+    r.say("  gateway: %zu grant(s), %zu credential(s)\n", org.gateway.grants.size(), org.gateway.credentials.size());
+    if (org.workers.empty()) r.say("  no workers (add %s/workers/NAME/worker.toml)\n", org.dir.c_str());
+    for (const auto& [name, wc] : org.workers)
+        if (args->only.empty() || name == args->only) r.worker(name);
+    if (args->only.empty()) r.daemon();
+    for (const auto& p : r.problems()) std::fprintf(stderr, "corral validate: %s\n", p.c_str());
+    return r.finish(r.problems().empty() ? 0 : 2);
 }
 
 }  // namespace corral::cli

@@ -197,6 +197,70 @@ std::string query_value(std::string_view target, const std::string& key) {
     return "";
 }
 
+// The bulk upstream: per connection, an 8-byte big-endian count, then that many bytes.
+void serve_bulk_connection(tcp::socket s) {
+    try {
+        unsigned char n[8];
+        asio::read(s, asio::buffer(n));
+        std::uint64_t left = 0;
+        for (unsigned char b : n) left = (left << 8) | b;
+        std::vector<char> chunk(256 * 1024, 'x');
+        while (left > 0) {
+            auto k = std::min<std::uint64_t>(left, chunk.size());
+            asio::write(s, asio::buffer(chunk.data(), k));
+            left -= k;
+        }
+        s.shutdown(tcp::socket::shutdown_send);
+        char c;
+        boost::system::error_code ec;
+        s.read_some(asio::buffer(&c, 1), ec);
+    } catch (...) {
+    }
+}
+
+void write_small_answer(ssl::stream<tcp::socket>& tls, const http::request<http::string_body>& req,
+                        const char* content_type, const std::string& body) {
+    http::response<http::string_body> res(http::status::ok, 11);
+    res.set(http::field::content_type, content_type);
+    res.body() = body;
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    http::write(tls, res);
+}
+
+// The HTTPS upstream: /sse?bytes=N streams N bytes of events; a POST answers
+// a model message (?events=N: streamed; ?hold=1: held open first); anything
+// else "ok".
+void serve_https_connection(ssl::context& ctx, tcp::socket s) {
+    try {
+        s.set_option(tcp::no_delay(true));
+        ssl::stream<tcp::socket> tls(std::move(s), ctx);
+        tls.handshake(ssl::stream_base::server);
+        boost::beast::flat_buffer buf;
+        for (;;) {
+            http::request<http::string_body> req;
+            http::read(tls, buf, req);
+            std::string_view target(req.target().data(), req.target().size());
+            if (target.rfind("/sse?bytes=", 0) == 0) {
+                write_event_stream(tls, std::stoull(std::string(target.substr(11))));
+                continue;
+            }
+            if (req.method() == http::verb::post) {
+                if (auto n = query_value(target, "events"); !n.empty()) {
+                    write_message_stream(tls, std::stoi(n), false);
+                    continue;
+                }
+                if (query_value(target, "hold") == "1") write_message_stream(tls, 0, true);
+                write_small_answer(tls, req, "application/json", message_answer);
+            } else {
+                write_small_answer(tls, req, "text/plain", "ok");
+            }
+            if (!req.keep_alive()) break;
+        }
+    } catch (...) {
+    }
+}
+
 int serve() {
     ssl::context ctx(ssl::context::tls_server);
     ctx.use_certificate_chain_file(arg("cert"));
@@ -210,70 +274,13 @@ int serve() {
         for (;;) {
             tcp::socket s(io);
             bulk.accept(s);
-            std::thread([s = std::move(s)]() mutable {
-                try {
-                    unsigned char n[8];
-                    asio::read(s, asio::buffer(n));
-                    std::uint64_t left = 0;
-                    for (unsigned char b : n) left = (left << 8) | b;
-                    std::vector<char> chunk(256 * 1024, 'x');
-                    while (left > 0) {
-                        auto k = std::min<std::uint64_t>(left, chunk.size());
-                        asio::write(s, asio::buffer(chunk.data(), k));
-                        left -= k;
-                    }
-                    s.shutdown(tcp::socket::shutdown_send);
-                    char c;
-                    boost::system::error_code ec;
-                    s.read_some(asio::buffer(&c, 1), ec);
-                } catch (...) {
-                }
-            }).detach();
+            std::thread(serve_bulk_connection, std::move(s)).detach();
         }
     }).detach();
     for (;;) {
         tcp::socket s(io);
         https.accept(s);
-        std::thread([&ctx, s = std::move(s)]() mutable {
-            try {
-                s.set_option(tcp::no_delay(true));
-                ssl::stream<tcp::socket> tls(std::move(s), ctx);
-                tls.handshake(ssl::stream_base::server);
-                boost::beast::flat_buffer buf;
-                for (;;) {
-                    http::request<http::string_body> req;
-                    http::read(tls, buf, req);
-                    std::string_view target(req.target().data(), req.target().size());
-                    if (target.rfind("/sse?bytes=", 0) == 0) {
-                        write_event_stream(tls, std::stoull(std::string(target.substr(11))));
-                        continue;
-                    }
-                    if (req.method() == http::verb::post) {
-                        if (auto n = query_value(target, "events"); !n.empty()) {
-                            write_message_stream(tls, std::stoi(n), false);
-                            continue;
-                        }
-                        if (query_value(target, "hold") == "1") write_message_stream(tls, 0, true);
-                        http::response<http::string_body> res(http::status::ok, 11);
-                        res.set(http::field::content_type, "application/json");
-                        res.body() = message_answer;
-                        res.keep_alive(req.keep_alive());
-                        res.prepare_payload();
-                        http::write(tls, res);
-                        if (!req.keep_alive()) break;
-                        continue;
-                    }
-                    http::response<http::string_body> res(http::status::ok, 11);
-                    res.set(http::field::content_type, "text/plain");
-                    res.body() = "ok";
-                    res.keep_alive(req.keep_alive());
-                    res.prepare_payload();
-                    http::write(tls, res);
-                    if (!req.keep_alive()) break;
-                }
-            } catch (...) {
-            }
-        }).detach();
+        std::thread([&ctx, s = std::move(s)]() mutable { serve_https_connection(ctx, std::move(s)); }).detach();
     }
 }
 
@@ -303,6 +310,43 @@ int bulk() {
     return 0;
 }
 
+// One connection's requests until the deadline, each one's latency in µs
+// appended to `lat`. Throws on a failed handshake or an unexpected answer.
+void rps_connection(const std::string& host, int port, const std::string& sni, const std::string& post,
+                    Clock::time_point deadline, std::vector<std::uint32_t>& lat) {
+    asio::io_context io;
+    ssl::context ctx(ssl::context::tls_client);
+    ctx.load_verify_file(arg("ca"));
+    ctx.set_verify_mode(ssl::verify_peer);
+    ssl::stream<tcp::socket> tls(open_socket(io, host, port), ctx);
+    bool is_ip = host.find_first_not_of("0123456789.") == std::string::npos;
+    if (!is_ip) SSL_set_tlsext_host_name(tls.native_handle(), sni.c_str());
+    tls.set_verify_callback(ssl::host_name_verification(host));
+    tls.handshake(ssl::stream_base::client);
+    http::request<http::string_body> req(post.empty() ? http::verb::get : http::verb::post, post.empty() ? "/" : post, 11);
+    req.set(http::field::host, host + ":" + std::to_string(port));
+    req.set("x-api-key", "sk-ant-api03-placeholder");
+    if (!post.empty()) {
+        req.set(http::field::content_type, "application/json");
+        req.set("anthropic-version", "2023-06-01");
+        req.body() = messages_body(false);
+        req.prepare_payload();
+    }
+    req.keep_alive(true);
+    boost::beast::flat_buffer buf;
+    while (Clock::now() < deadline) {
+        auto t0 = Clock::now();
+        http::write(tls, req);
+        http::response<http::string_body> res;
+        http::read(tls, buf, res);
+        if (res.result_int() != 200)
+            throw std::runtime_error("status " + std::to_string(res.result_int()) + ": " + res.body());
+        if (!post.empty() && res.body() != message_answer) throw std::runtime_error("not the message: " + res.body());
+        lat.push_back(
+            static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
+    }
+}
+
 int rps() {
     auto [host, port] = split_target(arg("target"));
     int conns = std::stoi(arg("conns", "1"));
@@ -318,38 +362,7 @@ int rps() {
         threads.emplace_back([&, host = host, port = port] {
             std::vector<std::uint32_t> lat;
             try {
-                asio::io_context io;
-                ssl::context ctx(ssl::context::tls_client);
-                ctx.load_verify_file(arg("ca"));
-                ctx.set_verify_mode(ssl::verify_peer);
-                ssl::stream<tcp::socket> tls(open_socket(io, host, port), ctx);
-                bool is_ip = host.find_first_not_of("0123456789.") == std::string::npos;
-                if (!is_ip) SSL_set_tlsext_host_name(tls.native_handle(), sni.c_str());
-                tls.set_verify_callback(ssl::host_name_verification(host));
-                tls.handshake(ssl::stream_base::client);
-                http::request<http::string_body> req(post.empty() ? http::verb::get : http::verb::post,
-                                                     post.empty() ? "/" : post, 11);
-                req.set(http::field::host, host + ":" + std::to_string(port));
-                req.set("x-api-key", "sk-ant-api03-placeholder");
-                if (!post.empty()) {
-                    req.set(http::field::content_type, "application/json");
-                    req.set("anthropic-version", "2023-06-01");
-                    req.body() = messages_body(false);
-                    req.prepare_payload();
-                }
-                req.keep_alive(true);
-                boost::beast::flat_buffer buf;
-                while (Clock::now() < deadline) {
-                    auto t0 = Clock::now();
-                    http::write(tls, req);
-                    http::response<http::string_body> res;
-                    http::read(tls, buf, res);
-                    if (res.result_int() != 200)
-                        throw std::runtime_error("status " + std::to_string(res.result_int()) + ": " + res.body());
-                    if (!post.empty() && res.body() != message_answer) throw std::runtime_error("not the message: " + res.body());
-                    lat.push_back(static_cast<std::uint32_t>(
-                        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
-                }
+                rps_connection(host, port, sni, post, deadline, lat);
             } catch (const std::exception& e) {
                 if (failed++ == 0) std::fprintf(stderr, "gateway-load rps: %s\n", e.what());
             }
