@@ -285,6 +285,39 @@ asio::awaitable<void> stop_on_signal(asio::signal_set& signals, std::function<vo
     for (auto& l : loops.loops) l->stop();
 }
 
+// The loopback TCP listener ([gateway] listen_tcp), bound and listening;
+// returns the "listening tcp:HOST:PORT" line. Only loopback addresses.
+std::string listen_tcp(asio::ip::tcp::acceptor& acceptor, const config::GatewayConfig& cfg, const std::string& source,
+                       Gateway& gw) {
+    auto addr = asio::ip::make_address(cfg.gateway.listen_tcp_host);
+    if (!addr.is_loopback())
+        throw UsageError(source + ": listen_tcp \"" + cfg.gateway.listen_tcp + "\": only loopback addresses are allowed");
+    asio::ip::tcp::endpoint ep(addr, cfg.gateway.listen_tcp_port);
+    acceptor.open(ep.protocol());
+    acceptor.set_option(asio::socket_base::reuse_address(true));
+    boost::system::error_code ec;
+    acceptor.bind(ep, ec);
+    if (ec) throw SysError("bind", cfg.gateway.listen_tcp, ec.value());
+    acceptor.listen(asio::socket_base::max_listen_connections);
+    auto bound = acceptor.local_endpoint();
+    gw.add_listening_endpoint(bound);
+    std::string shown = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
+    return "listening tcp:" + shown + ":" + std::to_string(bound.port());
+}
+
+// Runs every event loop (the first on this thread) until they are stopped;
+// the other loops may have nothing to do yet, so each is kept running.
+void run_all_loops(EventLoops& loops, Gateway& gw) {
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep;
+    for (auto& l : loops.loops) keep.push_back(asio::make_work_guard(*l));
+    std::vector<std::thread> pool;
+    for (std::size_t i = 1; i < loops.loops.size(); ++i)
+        pool.emplace_back([&l = *loops.loops[i], i, &gw] { run_event_loop(l, "event loop " + std::to_string(i), &gw); });
+    run_event_loop(loops.first(), "event loop 0", &gw);
+    for (auto& l : loops.loops) l->stop();
+    for (auto& t : pool) t.join();
+}
+
 }  // namespace
 
 int serve_daemon(DaemonOptions options) {
@@ -323,23 +356,7 @@ int serve_daemon(DaemonOptions options) {
         bound_socket = bind_unix(*unix_acceptor, cfg.gateway.listen_unix);
         ready_lines.push_back("listening unix:" + cfg.gateway.listen_unix);
     }
-    if (!cfg.gateway.listen_tcp.empty()) {
-        auto addr = asio::ip::make_address(cfg.gateway.listen_tcp_host);
-        if (!addr.is_loopback())
-            throw UsageError(source + ": listen_tcp \"" + cfg.gateway.listen_tcp + "\": only loopback addresses are allowed");
-        asio::ip::tcp::endpoint ep(addr, cfg.gateway.listen_tcp_port);
-        tcp_acceptor.emplace(ioc);
-        tcp_acceptor->open(ep.protocol());
-        tcp_acceptor->set_option(asio::socket_base::reuse_address(true));
-        boost::system::error_code ec;
-        tcp_acceptor->bind(ep, ec);
-        if (ec) throw SysError("bind", cfg.gateway.listen_tcp, ec.value());
-        tcp_acceptor->listen(asio::socket_base::max_listen_connections);
-        auto bound = tcp_acceptor->local_endpoint();
-        gw.add_listening_endpoint(bound);
-        std::string shown = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
-        ready_lines.push_back("listening tcp:" + shown + ":" + std::to_string(bound.port()));
-    }
+    if (!cfg.gateway.listen_tcp.empty()) ready_lines.push_back(listen_tcp(tcp_acceptor.emplace(ioc), cfg, source, gw));
 
     if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);
@@ -357,15 +374,7 @@ int serve_daemon(DaemonOptions options) {
     for (const auto& l : ready_lines) std::printf("%s\n", l.c_str());
     std::fflush(stdout);
 
-    // The other loops may have nothing to do yet: keep them running until stopped.
-    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep;
-    for (auto& l : loops.loops) keep.push_back(asio::make_work_guard(*l));
-    std::vector<std::thread> pool;
-    for (std::size_t i = 1; i < loops.loops.size(); ++i)
-        pool.emplace_back([&l = *loops.loops[i], i, &gw] { run_event_loop(l, "event loop " + std::to_string(i), &gw); });
-    run_event_loop(ioc, "event loop 0", &gw);
-    for (auto& l : loops.loops) l->stop();
-    for (auto& t : pool) t.join();
+    run_all_loops(loops, gw);
     gw.ledger().sync();
     // Only the socket this daemon bound: one put there since is someone else's.
     if (bound_socket) (void)remove_socket_if_ours(cfg.gateway.listen_unix, *bound_socket);

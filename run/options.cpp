@@ -1,4 +1,7 @@
-// run/options.cpp — the option table of `corral run`, its parser and its --help.
+// run/options.cpp — the option table of `corral run` (a data table: each
+// option's name, placeholder, help and how it is stored), its --help, and
+// the answers to unknown options; the parsers that read it are in
+// request_parse.cpp.
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -368,13 +371,6 @@ const RunOption kOptions[] = {
      }},
 };
 
-const RunOption* find_option(std::string_view name) {
-    // -h is --help's short form (not listed in --help).
-    if (name == "-h") name = "--help";
-    for (const auto& o : kOptions)
-        if (o.name == name) return &o;
-    return nullptr;
-}
 
 // Docker's flags, answered with what corral has instead: a usage error, never
 // a silent translation (the semantics differ: corral's -v would not be Docker's).
@@ -443,50 +439,15 @@ std::string unknown_option_message(std::string_view arg) {
     return out + "; options are " + option_list();
 }
 
-namespace {
-
-// The options that must, or must not, go together.
-void check_combination(const RunRequest& r) {
-    if (r.prompt && r.prompt_file) throw UsageError("--prompt and --prompt-file: give one of them, not both");
-    if (r.agent() && !r.worker)
-        throw UsageError("--prompt needs --config DIR --worker NAME (the worker says which agent runs)");
-    if (r.worker && !r.config_dir) throw UsageError("--worker " + *r.worker + " needs --config DIR");
-    if (r.config_dir && !r.worker) throw UsageError("--config needs --worker NAME (whose grants apply)");
-    if (r.system_prompt_file && !r.agent())
-        throw UsageError("--system-prompt-file applies only to an agent run (--prompt)");
-    if (r.agent() && !r.command.empty())
-        throw UsageError("--prompt runs the worker's agent: give either --prompt or `-- CMD`, not both");
-    // An agent run's proxy, CA, home, sentinel credentials and telemetry
-    // switches are corral's: overriding one would break the run or put a
-    // real key in the box (worker.toml's [env] refuses the same names). A
-    // `-- CMD` run keeps --env as the operator's last word.
-    if (r.agent())
-        for (const auto& kv : r.env)
-            if (names::is_reserved_env(kv.first))
-                throw UsageError("--env " + kv.first +
-                                 ": set by corral itself in an agent run (proxy, CA, agent home, credentials or "
-                                 "telemetry); allowed: any other variable");
-    if (!r.allow.empty() && r.gateway)
-        throw UsageError("--allow " + r.allow.front().text +
-                         ": a `corral gateway` daemon (--gateway) serves its organisation's grants only; give --allow "
-                         "without --gateway, or add the grant to the daemon's org.toml");
-    if (r.tty && r.pass_stdin)
-        throw UsageError("--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
-    if (r.tty && r.agent())
-        throw UsageError("--tty and --prompt: --prompt runs the agent non-interactively (its JSON lines to "
-                         "stdout.jsonl); for the agent's interactive terminal UI run `corral run --tty --config DIR "
-                         "--worker NAME -- CLI`");
-    // image:NAME without a command runs the image's Entrypoint + Cmd (resolve_run).
-    const bool image_command = r.rootfs && r.rootfs->starts_with("image:");
-    if (r.command.empty() && !r.help && !r.agent() && !image_command && !r.session)
-        throw UsageError("missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
-    if (!r.command.empty() && r.command.front().empty())
-        throw UsageError("empty command name: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
-}
-
-}  // namespace
-
 std::span<const RunOption> run_option_table() { return kOptions; }
+
+const RunOption* find_option(std::string_view name) {
+    // -h is --help's short form (not listed in --help).
+    if (name == "-h") name = "--help";
+    for (const auto& o : kOptions)
+        if (o.name == name) return &o;
+    return nullptr;
+}
 
 const std::string& run_help_text() {
     static const std::string text = [] {
@@ -508,116 +469,6 @@ std::string default_state_dir() {
     // for the default: the run's records would land somewhere unexpected.
     if (*env == '\0') throw UsageError("CORRAL_STATE_DIR is set but empty; unset it or name a directory");
     return env;
-}
-
-namespace {
-
-// The option loop both parsers share; the command (after `--` or the first
-// non-option) goes to r.command.
-void parse_options(int argc, char** argv, RunRequest& r) {
-    int i = 1;
-    for (; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        if (arg == "--") {
-            ++i;
-            break;
-        }
-        if (arg.size() < 2 || arg[0] != '-') break;  // the command starts here
-        std::string_view name = arg;
-        std::optional<std::string> inline_value;
-        if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-            name = arg.substr(0, eq);
-            inline_value = std::string(arg.substr(eq + 1));
-        }
-        const RunOption* o = find_option(name);
-        if (o == nullptr)
-            throw UsageError(unknown_option_message(arg));
-        std::string value;
-        if (o->placeholder.empty()) {
-            if (inline_value)
-                throw UsageError(std::string(name) + ": takes no value, got \"" + *inline_value + "\"");
-        } else if (inline_value) {
-            value = std::move(*inline_value);
-        } else {
-            if (i + 1 >= argc) throw UsageError(std::string(name) + ": missing value; see `corral run --help`");
-            value = argv[++i];
-        }
-        o->apply(r, value);
-    }
-    for (; i < argc; ++i) r.command.emplace_back(argv[i]);
-}
-
-bool valid_session_name(const std::string& n) {
-    if (n.empty() || n.size() > 40 || !(std::islower(static_cast<unsigned char>(n[0])) || std::isdigit(static_cast<unsigned char>(n[0]))))
-        return false;
-    for (char c : n)
-        if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'))
-            return false;
-    return true;
-}
-
-}  // namespace
-
-// The caller's directory joined to a relative host path (not normalised: the
-// kernel would walk "a/../b" through a's target, and so does the result).
-void anchor_to_cwd(std::string& path) {
-    if (!path.empty() && path.front() != '/') path = std::filesystem::current_path().string() + "/" + path;
-}
-void anchor_to_cwd(std::optional<std::string>& path) {
-    if (path) anchor_to_cwd(*path);
-}
-
-// A session's supervisor leaves the caller's directory (chdir "/") before it
-// reads any path, so the host paths are anchored to the caller's directory
-// while the caller's process still has it: they mean what they mean to
-// `corral run` started there.
-void anchor_host_paths(RunRequest& r) {
-    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:")) anchor_to_cwd(r.rootfs);
-    for (auto* p : {&r.workspace, &r.run_dir, &r.state_dir, &r.config_dir, &r.prompt_file, &r.system_prompt_file})
-        anchor_to_cwd(*p);
-    for (auto& b : r.binds) anchor_to_cwd(b.source);
-}
-
-RunRequest parse_run_request(int argc, char** argv) {
-    RunRequest r;
-    parse_options(argc, argv, r);
-    check_combination(r);
-    return r;
-}
-
-RunRequest parse_session_request(int argc, char** argv) {
-    // --name is the session's own option, taken out before the run options.
-    std::vector<char*> rest{argv[0]};
-    std::optional<std::string> name;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--") {
-            for (; i < argc; ++i) rest.push_back(argv[i]);
-            break;
-        }
-        if (a == "--name" || a.starts_with("--name=")) {
-            if (a == "--name" && i + 1 >= argc) throw UsageError("--name: missing value; expected NAME ([a-z0-9-], at most 40)");
-            std::string v = a == "--name" ? argv[++i] : std::string(a.substr(7));
-            if (!valid_session_name(v))
-                throw UsageError("--name \"" + v + "\": expected a lower-case letter or digit, then up to 39 of [a-z0-9-]");
-            name = v;
-            continue;
-        }
-        rest.push_back(argv[i]);
-    }
-    RunRequest r;
-    r.session = true;
-    r.session_name = name;
-    parse_options(static_cast<int>(rest.size()), rest.data(), r);
-    if (!r.command.empty())
-        throw UsageError("a session takes no command (\"" + r.command.front() +
-                         "\"): start it, then run commands in it with `corral exec ID -- CMD`");
-    if (r.agent()) throw UsageError("--prompt: give the prompt to an exec of the session, not to `session start`");
-    if (r.pass_stdin) throw UsageError("--stdin: a session has no stdin of its own");
-    if (r.tty) throw UsageError("--tty: a session has no terminal of its own");
-    check_combination(r);
-    anchor_host_paths(r);
-    return r;
 }
 
 }  // namespace corral::run

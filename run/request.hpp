@@ -102,6 +102,8 @@ struct RunOption {
 };
 
 std::span<const RunOption> run_option_table();
+// The option of that name ("-h" is --help's short form), or null.
+const RunOption* find_option(std::string_view name);
 
 // argv[0] is the subcommand name ("run"); options follow, then `--` and the
 // command (the first argument that is not an option also starts the command).

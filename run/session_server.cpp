@@ -214,22 +214,107 @@ private:
         send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get(), terminal));
     }
 
+    // A prompt: the worker's agent CLI, its command line made as `corral run
+    // --prompt` makes it; exec.json keeps the prompt's size, not its text.
+    std::optional<ExecAnswer> prompt_argv(const std::string& prompt, std::vector<std::string>& argv, json& record) {
+        if (!o_.prompt_argv) return refusal(kExitUsage, "--prompt: " + o_.no_agent);
+        try {
+            argv = o_.prompt_argv(prompt);
+        } catch (const UsageError& e) {
+            return refusal(kExitUsage, e.what());
+        }
+        record["prompt_bytes"] = prompt.size();
+        record["argv"] = json(nullptr);
+        return std::nullopt;
+    }
+
+    supervisor::InvocationSpec invocation_spec(const ExecRequest& request, std::vector<std::string> argv,
+                                               const std::string& dir,
+                                               const std::optional<supervisor::CallerTerminal>& terminal) const {
+        supervisor::InvocationSpec spec;
+        spec.role = request.role;
+        spec.argv = std::move(argv);
+        spec.env = request.env;
+        spec.cwd = request.cwd.value_or("");
+        spec.log_dir = dir;
+        spec.timeout = request.timeout;
+        spec.stop_grace = request.grace.value_or(o_.grace);
+        spec.log_limit_bytes = o_.log_limit_bytes;
+        spec.terminal = terminal;
+        return spec;
+    }
+
+    // How the exec ended, in its answer (run/outcome.hpp's one rule).
+    static void answer_exec_end(const supervisor::SuperviseResult& result, const supervisor::InvocationSpec& spec,
+                                ExecAnswer& answer) {
+        CommandOutcome o = command_outcome(result, false);
+        // The first cause names the end: a caller that left after its deadline was reached does not.
+        if (result.caller_gone && !result.deadline_hit) o.outcome = supervisor::Outcome::caller_gone;
+        answer.status = o.status;
+        answer.outcome = o.outcome;
+        if (o.message) answer.messages.push_back(*o.message);
+        if (result.deadline_hit)
+            answer.messages.push_back("deadline of " + std::to_string(spec.timeout->count()) + " ms reached; " +
+                                      (result.stop_killed ? "killed after the grace" : "ended within the grace"));
+    }
+
+    // exec.json's fields of the exec's end.
+    static void record_exec_end(const supervisor::SuperviseResult& result, const ExecAnswer& answer, json& record) {
+        record["ended_at"] = supervisor::format_rfc3339_ms(std::chrono::system_clock::now());
+        record["status"] = answer.status;
+        record["outcome"] = supervisor::outcome_name(answer.outcome);
+        record["exit_code"] = json(nullptr);
+        record["signal"] = json(nullptr);
+        if (result.wait_status) {
+            if (WIFEXITED(*result.wait_status)) record["exit_code"] = WEXITSTATUS(*result.wait_status);
+            if (WIFSIGNALED(*result.wait_status)) record["signal"] = WTERMSIG(*result.wait_status);
+        }
+        record["deadline_hit"] = result.deadline_hit;
+        record["caller_gone"] = result.caller_gone;
+        record["stop"] = result.stop_grace ? json{{"grace_ms", result.stop_grace->count()}, {"killed", result.stop_killed}}
+                                           : json(nullptr);
+        record["output"] = {{"stdout", {{"bytes", result.stdout_bytes}, {"logged", result.stdout_logged},
+                                        {"reader_gone", result.stdout_reader_gone}}},
+                            {"stderr", {{"bytes", result.stderr_bytes}, {"logged", result.stderr_logged},
+                                        {"reader_gone", result.stderr_reader_gone}}}};
+    }
+
+    // The exec's start in the journal, group-committed like the gateway's
+    // decisions: the session's admission (durable) authorised the box; an
+    // exec is an act within it, visible at once and durable within the group
+    // commit's bound (docs/journal.md "What a session records"). A refusal
+    // when it cannot be written: the command does not start.
+    std::optional<ExecAnswer> journal_exec_start(const json& record, const supervisor::InvocationSpec& spec) {
+        if (!o_.journal) return std::nullopt;
+        try {
+            o_.journal->append(journal::kTypeExec, exec_start_payload(record, spec), journal::Commit::group);
+        } catch (const std::exception& e) {
+            return refusal(kExitSetup,
+                           std::string("journal: the exec record was not written, the command does not start: ") + e.what());
+        }
+        return std::nullopt;
+    }
+
+    // An exec whose start failed after its number was taken: 125, recorded.
+    ExecAnswer exec_failed(const std::string& dir, const std::string& why, json& record, ExecAnswer answer) {
+        answer.status = kExitSetup;
+        answer.outcome = supervisor::Outcome::setup_failed;
+        answer.messages.push_back(why);
+        record["status"] = answer.status;
+        record["outcome"] = supervisor::outcome_name(answer.outcome);
+        write_exec_record(dir, record);
+        journal_exec_end(dir, record, answer);
+        return answer;
+    }
+
     ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd,
                         const std::optional<supervisor::CallerTerminal>& terminal) {
         json record{{"role", std::string(supervisor::role_name(request.role))}, {"argv", request.argv}, {"tty", request.tty}};
         // A prompt: the worker's agent CLI, its command line made as `corral
         // run --prompt` makes it; exec.json keeps the prompt's size, not its text.
         std::vector<std::string> argv = request.argv;
-        if (request.prompt) {
-            if (!o_.prompt_argv) return refusal(kExitUsage, "--prompt: " + o_.no_agent);
-            try {
-                argv = o_.prompt_argv(*request.prompt);
-            } catch (const UsageError& e) {
-                return refusal(kExitUsage, e.what());
-            }
-            record["prompt_bytes"] = request.prompt->size();
-            record["argv"] = json(nullptr);
-        }
+        if (request.prompt)
+            if (auto refused = prompt_argv(*request.prompt, argv, record)) return *refused;
         json env_names = json::array();
         for (const auto& kv : request.env) env_names.push_back(kv.first);
         record["env_names"] = env_names;
@@ -257,31 +342,11 @@ private:
             n = ++next_exec_;
         }
         const std::string dir = o_.run_dir + "/execs/" + std::to_string(n);
-        supervisor::InvocationSpec spec;
-        spec.role = request.role;
-        spec.argv = std::move(argv);
-        spec.env = request.env;
-        spec.cwd = request.cwd.value_or("");
-        spec.log_dir = dir;
-        spec.timeout = request.timeout;
-        spec.stop_grace = request.grace.value_or(o_.grace);
-        spec.log_limit_bytes = o_.log_limit_bytes;
-        spec.terminal = terminal;
+        const supervisor::InvocationSpec spec = invocation_spec(request, std::move(argv), dir, terminal);
         ExecAnswer answer;
         answer.exec = n;
         record["exec"] = n;
-        if (o_.journal) {
-            try {
-                // Group-committed, like the gateway's decisions: the session's
-                // admission (durable) authorised the box; an exec is an act
-                // within it, visible at once and durable within the group
-                // commit's bound (docs/journal.md "What a session records").
-                o_.journal->append(journal::kTypeExec, exec_start_payload(record, spec), journal::Commit::group);
-            } catch (const std::exception& e) {
-                return refusal(kExitSetup, std::string("journal: the exec record was not written, the command does not start: ") +
-                                               e.what());
-            }
-        }
+        if (auto refused = journal_exec_start(record, spec)) return *refused;
         supervisor::SuperviseResult result;
         try {
             make_private_subdir(dir);
@@ -304,41 +369,10 @@ private:
         } catch (const UsageError& e) {
             return refusal(kExitUsage, e.what());
         } catch (const std::exception& e) {
-            answer.status = kExitSetup;
-            answer.outcome = supervisor::Outcome::setup_failed;
-            answer.messages.push_back(e.what());
-            record["status"] = answer.status;
-            record["outcome"] = supervisor::outcome_name(answer.outcome);
-            write_exec_record(dir, record);
-            journal_exec_end(dir, record, answer);
-            return answer;
+            return exec_failed(dir, e.what(), record, answer);
         }
-        CommandOutcome o = command_outcome(result, false);
-        // The first cause names the end: a caller that left after its deadline was reached does not.
-        if (result.caller_gone && !result.deadline_hit) o.outcome = supervisor::Outcome::caller_gone;
-        answer.status = o.status;
-        answer.outcome = o.outcome;
-        if (o.message) answer.messages.push_back(*o.message);
-        if (result.deadline_hit)
-            answer.messages.push_back("deadline of " + std::to_string(spec.timeout->count()) + " ms reached; " +
-                                      (result.stop_killed ? "killed after the grace" : "ended within the grace"));
-        record["ended_at"] = supervisor::format_rfc3339_ms(std::chrono::system_clock::now());
-        record["status"] = answer.status;
-        record["outcome"] = supervisor::outcome_name(answer.outcome);
-        record["exit_code"] = json(nullptr);
-        record["signal"] = json(nullptr);
-        if (result.wait_status) {
-            if (WIFEXITED(*result.wait_status)) record["exit_code"] = WEXITSTATUS(*result.wait_status);
-            if (WIFSIGNALED(*result.wait_status)) record["signal"] = WTERMSIG(*result.wait_status);
-        }
-        record["deadline_hit"] = result.deadline_hit;
-        record["caller_gone"] = result.caller_gone;
-        record["stop"] = result.stop_grace ? json{{"grace_ms", result.stop_grace->count()}, {"killed", result.stop_killed}}
-                                           : json(nullptr);
-        record["output"] = {{"stdout", {{"bytes", result.stdout_bytes}, {"logged", result.stdout_logged},
-                                        {"reader_gone", result.stdout_reader_gone}}},
-                            {"stderr", {{"bytes", result.stderr_bytes}, {"logged", result.stderr_logged},
-                                        {"reader_gone", result.stderr_reader_gone}}}};
+        answer_exec_end(result, spec, answer);
+        record_exec_end(result, answer, record);
         write_exec_record(dir, record);
         journal_exec_end(dir, record, answer);
         return answer;

@@ -233,21 +233,73 @@ CgroupPlan plan_run_cgroups(const CgroupHierarchies& h, const CgroupLimits& limi
     return plan;
 }
 
-RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limits) {
-    names::require_run_id(run_id, "cgroup name");
+namespace {
+
+// --cpus as a CFS quota per kCpuPeriodUs (0: no limit). Throws UsageError for
+// a zero --memory or --pids, or a --cpus below 0.01.
+std::uint64_t checked_cpu_quota(const CgroupLimits& limits) {
     if (limits.memory_bytes && *limits.memory_bytes == 0)
         throw UsageError("invalid --memory 0: the memory limit must be at least 1 byte (e.g. 512M)");
     if (limits.pids && *limits.pids == 0)
         throw UsageError("invalid --pids 0: the sandbox needs at least 1 process (e.g. --pids 64)");
-    std::uint64_t cpu_quota_us = 0;
-    if (limits.cpus) {
-        double quota = *limits.cpus * static_cast<double>(kCpuPeriodUs);
-        if (!std::isfinite(quota) || quota < static_cast<double>(kMinCpuQuotaUs) || quota > 1e15)
-            throw UsageError("invalid --cpus " + std::to_string(*limits.cpus) +
-                             ": expected a number of CPUs from 0.01 upward (e.g. 0.5, 2)");
-        cpu_quota_us = static_cast<std::uint64_t>(std::llround(quota));
-    }
+    if (!limits.cpus) return 0;
+    double quota = *limits.cpus * static_cast<double>(kCpuPeriodUs);
+    if (!std::isfinite(quota) || quota < static_cast<double>(kMinCpuQuotaUs) || quota > 1e15)
+        throw UsageError("invalid --cpus " + std::to_string(*limits.cpus) +
+                         ": expected a number of CPUs from 0.01 upward (e.g. 0.5, 2)");
+    return static_cast<std::uint64_t>(std::llround(quota));
+}
 
+void write_v2_limits(const std::string& dir, const std::vector<std::string>& controllers, const CgroupLimits& limits,
+                     std::uint64_t cpu_quota_us) {
+    for (const auto& c : controllers) {
+        if (c == "memory") {
+            write_cgroup_file(dir + "/memory.max", std::to_string(*limits.memory_bytes));
+            // Swap must not become a way around the limit.
+            if (file_exists(dir + "/memory.swap.max")) write_cgroup_file(dir + "/memory.swap.max", "0");
+        } else if (c == "pids") {
+            write_cgroup_file(dir + "/pids.max", std::to_string(*limits.pids));
+        } else if (c == "cpu") {
+            write_cgroup_file(dir + "/cpu.max", std::to_string(cpu_quota_us) + " " + std::to_string(kCpuPeriodUs));
+        }
+    }
+}
+
+void write_v1_memory_limits(const std::string& dir, const CgroupLimits& limits) {
+    // Socket buffers first: sockets take their cgroup's limit when they are
+    // made, and nothing of the box runs yet.
+    const std::string tcp = dir + "/memory.kmem.tcp.limit_in_bytes";
+    if (!file_exists(tcp))
+        throw UsageError("the v1 memory cgroup has no memory.kmem.tcp.limit_in_bytes, so the box's socket "
+                         "buffers could fill the host's; corral needs a kernel with v1 socket accounting "
+                         "or the memory controller on cgroup v2");
+    std::uint64_t sockets = limits.socket_memory_bytes.value_or(limits.memory_bytes.value_or(0));
+    if (sockets > 0) write_cgroup_file(tcp, std::to_string(sockets));
+    if (!limits.memory_bytes) return;
+    write_cgroup_file(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes));
+    if (file_exists(dir + "/memory.memsw.limit_in_bytes"))
+        write_cgroup_file(dir + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes));
+}
+
+void write_v1_limits(const std::string& dir, const std::vector<std::string>& controllers, const CgroupLimits& limits,
+                     std::uint64_t cpu_quota_us) {
+    for (const auto& c : controllers) {
+        if (c == "memory") {
+            write_v1_memory_limits(dir, limits);
+        } else if (c == "pids") {
+            if (limits.pids) write_cgroup_file(dir + "/pids.max", std::to_string(*limits.pids));
+        } else if (c == "cpu") {
+            write_cgroup_file(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
+            write_cgroup_file(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us));
+        }
+    }
+}
+
+}  // namespace
+
+RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limits) {
+    names::require_run_id(run_id, "cgroup name");
+    const std::uint64_t cpu_quota_us = checked_cpu_quota(limits);
     CgroupHierarchies h = discover_cgroup_hierarchies();
     CgroupPlan plan = plan_run_cgroups(h, limits);
     const auto& v2_controllers = plan.v2_controllers;
@@ -278,46 +330,9 @@ RunCgroup RunCgroup::create(const std::string& run_id, const CgroupLimits& limit
         cg.dirs_.push_back(Dir{dir, v2});
         return dir;
     };
-
-    if (plan.v2_mount) {
-        std::string dir = make_dir(*plan.v2_mount, true);
-        for (const auto& c : v2_controllers) {
-            if (c == "memory") {
-                write_cgroup_file(dir + "/memory.max", std::to_string(*limits.memory_bytes));
-                // Swap must not become a way around the limit.
-                if (file_exists(dir + "/memory.swap.max")) write_cgroup_file(dir + "/memory.swap.max", "0");
-            } else if (c == "pids") {
-                write_cgroup_file(dir + "/pids.max", std::to_string(*limits.pids));
-            } else if (c == "cpu") {
-                write_cgroup_file(dir + "/cpu.max", std::to_string(cpu_quota_us) + " " + std::to_string(kCpuPeriodUs));
-            }
-        }
-    }
-    for (const auto& [mount, controllers] : plan.v1_dirs) {
-        std::string dir = make_dir(mount, false);
-        for (const auto& c : controllers) {
-            if (c == "memory") {
-                // Socket buffers first: sockets take their cgroup's limit when
-                // they are made, and nothing of the box runs yet.
-                const std::string tcp = dir + "/memory.kmem.tcp.limit_in_bytes";
-                if (!file_exists(tcp))
-                    throw UsageError("the v1 memory cgroup has no memory.kmem.tcp.limit_in_bytes, so the box's socket "
-                                     "buffers could fill the host's; corral needs a kernel with v1 socket accounting "
-                                     "or the memory controller on cgroup v2");
-                std::uint64_t sockets = limits.socket_memory_bytes.value_or(limits.memory_bytes.value_or(0));
-                if (sockets > 0) write_cgroup_file(tcp, std::to_string(sockets));
-                if (!limits.memory_bytes) continue;
-                write_cgroup_file(dir + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes));
-                if (file_exists(dir + "/memory.memsw.limit_in_bytes"))
-                    write_cgroup_file(dir + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes));
-            } else if (c == "pids") {
-                if (limits.pids) write_cgroup_file(dir + "/pids.max", std::to_string(*limits.pids));
-            } else if (c == "cpu") {
-                write_cgroup_file(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
-                write_cgroup_file(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us));
-            }
-        }
-    }
+    if (plan.v2_mount) write_v2_limits(make_dir(*plan.v2_mount, true), v2_controllers, limits, cpu_quota_us);
+    for (const auto& [mount, controllers] : plan.v1_dirs)
+        write_v1_limits(make_dir(mount, false), controllers, limits, cpu_quota_us);
     return cg;
 }
 
