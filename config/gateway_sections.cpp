@@ -229,19 +229,9 @@ void each_string(Table& s, const std::string& k, const std::string& allowed, Tak
 
 // nullopt when the entry has a problem (each one is recorded: every bad key,
 // every bad route and identity).
-std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::value& v, const CredentialNames& known) {
-    const std::string prefix = "grants[" + std::to_string(index) + "]";
-    if (!v.is_table()) {
-        c.bad_value(v, prefix, "a table");
-        return std::nullopt;
-    }
-    const std::size_t before = c.count();
-    Table s(c, v, prefix,
-            {"host", "port", "mode", "credential", "routes", "identities", "allow_private", "connect_to",
-             "upstream_ca_file", "policy"});
-    Grant g;
-    g.index = index;
-    g.where = where_of(c.file(), v);
+// host, port and mode; false when the mode is not known (the checks that
+// depend on it are then not made).
+bool parse_grant_target(Table& s, Grant& g) {
     const std::string host_allowed =
         "a DNS name, \"*.\" followed by a name of at least two labels, or an IP address (\"127.0.0.1\", \"[::1]\")";
     if (auto host = s.required_string("host", host_allowed)) {
@@ -262,9 +252,11 @@ std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::valu
         else
             mode_ok = s.bad("mode", mode_allowed);
     }
-    // The checks that depend on the mode are made only when it is known.
-    const bool tunnel = mode_ok && g.mode == GrantMode::tunnel;
+    return mode_ok;
+}
 
+// credential and routes: an inject grant's only.
+void parse_grant_credential_and_routes(Table& s, Grant& g, const CredentialNames& known, bool tunnel) {
     std::string cred_names;
     for (const auto& n : known.names) cred_names += (cred_names.empty() ? "" : " | ") + n;
     if (cred_names.empty()) cred_names = "(no [credentials.NAME] sections defined)";
@@ -291,18 +283,10 @@ std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::valu
                 return r.has_value();
             });
     }
-    const std::string id_allowed(names::identity_pattern_allowed);
-    if (const auto* iv = s.find("identities")) {
-        if (!iv->is_array())
-            s.bad("identities", "an array of strings: " + id_allowed);
-        else
-            each_string(s, "identities", id_allowed, [&](const std::string& glob) {
-                if (!names::is_identity_pattern(glob)) return false;
-                g.identities.push_back(glob);
-                return true;
-            });
-    }
-    if (auto a = s.boolean("allow_private")) g.allow_private = *a;
+}
+
+// connect_to and upstream_ca_file: where and how the upstream is reached.
+void parse_grant_upstream(Table& s, Grant& g, bool tunnel) {
     const std::string ct_allowed = "\"host:port\" or \"[v6]:port\" (port 1..65535)";
     if (auto ct = s.string("connect_to", ct_allowed); ct && !ct->empty()) {
         if (auto hp = parse_host_port(*ct, names::PortZero::refused)) {
@@ -324,6 +308,38 @@ std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::valu
             g.upstream_ca_file_where = where_key(s, "upstream_ca_file");
         }
     }
+}
+
+std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::value& v, const CredentialNames& known) {
+    const std::string prefix = "grants[" + std::to_string(index) + "]";
+    if (!v.is_table()) {
+        c.bad_value(v, prefix, "a table");
+        return std::nullopt;
+    }
+    const std::size_t before = c.count();
+    Table s(c, v, prefix,
+            {"host", "port", "mode", "credential", "routes", "identities", "allow_private", "connect_to",
+             "upstream_ca_file", "policy"});
+    Grant g;
+    g.index = index;
+    g.where = where_of(c.file(), v);
+    const bool mode_ok = parse_grant_target(s, g);
+    // The checks that depend on the mode are made only when it is known.
+    const bool tunnel = mode_ok && g.mode == GrantMode::tunnel;
+    parse_grant_credential_and_routes(s, g, known, tunnel);
+    const std::string id_allowed(names::identity_pattern_allowed);
+    if (const auto* iv = s.find("identities")) {
+        if (!iv->is_array())
+            s.bad("identities", "an array of strings: " + id_allowed);
+        else
+            each_string(s, "identities", id_allowed, [&](const std::string& glob) {
+                if (!names::is_identity_pattern(glob)) return false;
+                g.identities.push_back(glob);
+                return true;
+            });
+    }
+    if (auto a = s.boolean("allow_private")) g.allow_private = *a;
+    parse_grant_upstream(s, g, tunnel);
     if (const auto* pv = s.find("policy")) {
         if (tunnel)
             s.bad("policy", "no policy with mode = \"tunnel\" (a blind tunnel cannot see requests); use mode = \"inject\"");

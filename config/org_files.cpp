@@ -39,6 +39,90 @@ void path_problem(std::vector<Diagnostic>& errors, const std::string& path, std:
 
 }  // namespace
 
+namespace {
+
+// workers/NAME/worker.toml, each checked against the organisation's
+// credentials, in name order; every problem names its path.
+void check_workers(OrgCheck& out, const CredentialNames& org_credentials) {
+    OrgConfig& org = out.org;
+    fs::path workers_dir = fs::path(org.dir) / "workers";
+    std::error_code ec;
+    if (!fs::exists(workers_dir, ec)) return;
+    if (!fs::is_directory(workers_dir, ec)) {
+        path_problem(out.errors, workers_dir.string(), "not a directory, allowed: a directory with one sub-directory per worker");
+        return;
+    }
+    std::vector<fs::path> entries;
+    for (const auto& e : fs::directory_iterator(workers_dir, ec)) entries.push_back(e.path());
+    if (ec) path_problem(out.errors, workers_dir.string(), "cannot list: " + ec.message());
+    std::sort(entries.begin(), entries.end());
+    for (const auto& p : entries) {
+        std::string name = p.filename().string();
+        if (auto why = names::worker_name_problem(name); !why.empty()) {
+            path_problem(out.errors, p.string(), "invalid worker name \"" + name + "\": " + why);
+            continue;
+        }
+        if (!fs::is_directory(p, ec)) {
+            path_problem(out.errors, p.string(), "not a directory, allowed: workers/NAME/worker.toml");
+            continue;
+        }
+        std::string file = (p / "worker.toml").string();
+        if (!fs::exists(file, ec)) {
+            path_problem(out.errors, file, "missing: a worker directory needs a worker.toml (it may be empty)");
+            continue;
+        }
+        auto root = parse_file(file, out.errors);
+        if (!root) continue;
+        WorkerConfig w;
+        w.name = name;
+        w.file = file;
+        check_worker_document(file, *root, org_credentials, w, org.dir, out.errors);
+        org.workers.emplace(name, std::move(w));
+    }
+}
+
+// A USD budget needs the price of the model the worker asks for: checked
+// once the organisation's and the worker's budgets and prices are known.
+void check_usd_budgets(OrgCheck& out) {
+    const OrgConfig& org = out.org;
+    for (const auto& [name, w] : org.workers) {
+        const std::string& model = w.model.empty() ? org.engine.model : w.model;
+        auto m = resolve_metering(org.budget, org.prices, w.budget, w.prices);
+        if (auto why = usd_budget_problem(m, model); !why.empty()) {
+            const bool own = w.budget.run.usd_micros || w.budget.worker.usd_micros;
+            Checker(own ? w.file : org.org_file, out.errors).note(0, "budget.usd", "worker '" + name + "': " + why);
+            out.errors.back().worker = name;
+        }
+    }
+}
+
+// Warnings need the resolved agent, so they come after everything is read.
+void warn_about_agents(OrgCheck& out) {
+    const OrgConfig& org = out.org;
+    for (const auto& [name, w] : org.workers) {
+        AgentKind agent = w.agent.value_or(org.engine.agent.value_or(AgentKind::pi));
+        if (w.egress_only) continue;  // no agent: nothing below applies
+        if (w.channels && agent != AgentKind::pi) {
+            // Exactly the sentence operators were promised; the worker is in
+            // the file name and in Diagnostic::worker, its agent in
+            // `corral validate`'s "agent:" line right above the warning.
+            Checker(w.file, out.warnings).note(*w.channels, "channels", std::string(channels_warning));
+            out.warnings.back().worker = name;
+        }
+        auto openai = org.gateway.credentials.find("openai");
+        if (agent == AgentKind::codex && openai != org.gateway.credentials.end() &&
+            openai->second.kind == CredentialKind::oauth_token && org.engine.chatgpt_account_id.empty()) {
+            Checker(org.org_file, out.warnings)
+                .note(0, "engine.chatgpt_account_id",
+                      "worker '" + name + "' runs codex in ChatGPT mode without the account id; the real chatgpt.com "
+                      "only routes the real (non-secret) account id, set it here");
+            out.warnings.back().worker = name;
+        }
+    }
+}
+
+}  // namespace
+
 OrgCheck check_org(const std::string& dir) {
     OrgCheck out;
     OrgConfig& org = out.org;
@@ -60,76 +144,9 @@ OrgCheck check_org(const std::string& dir) {
     auto org_root = parse_file(org.org_file, out.errors);
     CredentialNames org_credentials{{}, false};
     if (org_root) org_credentials = check_org_document(org.org_file, *org_root, org, out.errors);
-
-    fs::path workers_dir = fs::path(org.dir) / "workers";
-    std::error_code ec;
-    if (fs::exists(workers_dir, ec)) {
-        if (!fs::is_directory(workers_dir, ec)) {
-            path_problem(out.errors, workers_dir.string(), "not a directory, allowed: a directory with one sub-directory per worker");
-        } else {
-            std::vector<fs::path> entries;
-            for (const auto& e : fs::directory_iterator(workers_dir, ec)) entries.push_back(e.path());
-            if (ec) path_problem(out.errors, workers_dir.string(), "cannot list: " + ec.message());
-            std::sort(entries.begin(), entries.end());
-            for (const auto& p : entries) {
-                std::string name = p.filename().string();
-                if (auto why = names::worker_name_problem(name); !why.empty()) {
-                    path_problem(out.errors, p.string(), "invalid worker name \"" + name + "\": " + why);
-                    continue;
-                }
-                if (!fs::is_directory(p, ec)) {
-                    path_problem(out.errors, p.string(), "not a directory, allowed: workers/NAME/worker.toml");
-                    continue;
-                }
-                std::string file = (p / "worker.toml").string();
-                if (!fs::exists(file, ec)) {
-                    path_problem(out.errors, file, "missing: a worker directory needs a worker.toml (it may be empty)");
-                    continue;
-                }
-                auto root = parse_file(file, out.errors);
-                if (!root) continue;
-                WorkerConfig w;
-                w.name = name;
-                w.file = file;
-                check_worker_document(file, *root, org_credentials, w, org.dir, out.errors);
-                org.workers.emplace(name, std::move(w));
-            }
-        }
-    }
-
-    // A USD budget needs the price of the model the worker asks for: checked
-    // once the organisation's and the worker's budgets and prices are known.
-    for (const auto& [name, w] : org.workers) {
-        const std::string& model = w.model.empty() ? org.engine.model : w.model;
-        auto m = resolve_metering(org.budget, org.prices, w.budget, w.prices);
-        if (auto why = usd_budget_problem(m, model); !why.empty()) {
-            const bool own = w.budget.run.usd_micros || w.budget.worker.usd_micros;
-            Checker(own ? w.file : org.org_file, out.errors).note(0, "budget.usd", "worker '" + name + "': " + why);
-            out.errors.back().worker = name;
-        }
-    }
-
-    // Warnings need the resolved agent, so they come after everything is read.
-    for (const auto& [name, w] : org.workers) {
-        AgentKind agent = w.agent.value_or(org.engine.agent.value_or(AgentKind::pi));
-        if (w.egress_only) continue;  // no agent: nothing below applies
-        if (w.channels && agent != AgentKind::pi) {
-            // Exactly the sentence operators were promised; the worker is in
-            // the file name and in Diagnostic::worker, its agent in
-            // `corral validate`'s "agent:" line right above the warning.
-            Checker(w.file, out.warnings).note(*w.channels, "channels", std::string(channels_warning));
-            out.warnings.back().worker = name;
-        }
-        auto openai = org.gateway.credentials.find("openai");
-        if (agent == AgentKind::codex && openai != org.gateway.credentials.end() &&
-            openai->second.kind == CredentialKind::oauth_token && org.engine.chatgpt_account_id.empty()) {
-            Checker(org.org_file, out.warnings)
-                .note(0, "engine.chatgpt_account_id",
-                      "worker '" + name + "' runs codex in ChatGPT mode without the account id; the real chatgpt.com "
-                      "only routes the real (non-secret) account id, set it here");
-            out.warnings.back().worker = name;
-        }
-    }
+    check_workers(out, org_credentials);
+    check_usd_budgets(out);
+    warn_about_agents(out);
     org.warnings = out.warnings;
     return out;
 }

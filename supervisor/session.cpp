@@ -69,6 +69,50 @@ struct SessionChannel {
     static Invocation spawn(Sandbox& box, InvocationSpec spec);
 };
 
+namespace {
+
+// The rest of the exec image (the spec's command, cwd, environment, the
+// terminal's size) encoded for the init; a request too large for the
+// channel is bad input, said so.
+std::vector<char> encoded_exec_request(ExecImage& image, const InvocationSpec& spec, const std::vector<std::string>& env,
+                                       const winsize& window) {
+    image.cwd = spec.cwd;
+    image.argv = spec.argv;
+    image.env = env;
+    image.candidates = exec_candidates(spec.argv.front(), env);
+    image.tty = spec.terminal.has_value();
+    image.rows = window.ws_row;
+    image.cols = window.ws_col;
+    try {
+        return encode_exec_request(image);
+    } catch (const std::length_error& e) {
+        throw UsageError(std::string("exec: ") + e.what() + "; pass large input in a file of the workspace");
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("exec: ") + e.what());
+    }
+}
+
+// The caller's terminal relayed to the pty `master` the init sent. The
+// command runs already: whatever fails here kills it (its reaper, and with
+// it the invocation's PID namespace).
+std::unique_ptr<TerminalRelay> relay_caller_terminal(Fd master, const CallerTerminal& terminal, int pidfd) {
+    try {
+        if (!master.valid()) throw SysError("recvmsg", "session init channel: no pty master came", EPROTO);
+        Fd changes(fcntl(terminal.window_changes, F_DUPFD_CLOEXEC, 3));
+        if (!changes.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "the caller's window-change pipe", errno);
+        if (fcntl(changes.get(), F_SETFL, O_NONBLOCK) != 0)
+            throw SysError("fcntl(F_SETFL, O_NONBLOCK)", "the caller's window-change pipe", errno);
+        auto relay = std::make_unique<TerminalRelay>(std::move(master), std::move(changes), terminal.in, terminal.out);
+        relay->start();
+        return relay;
+    } catch (...) {
+        signal_through_pidfd(pidfd, SIGKILL);
+        throw;
+    }
+}
+
+}  // namespace
+
 Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
     if (spec.argv.empty()) throw UsageError("missing command");
@@ -94,21 +138,7 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     // Each role's UID is the session's alone: the cap bounds that role's tasks.
     image.task_limit = box.task_limit_;
     image.open_file_limit = box.open_file_limit_;
-    image.cwd = spec.cwd;
-    image.argv = spec.argv;
-    image.env = inv.env_;
-    image.candidates = exec_candidates(spec.argv.front(), inv.env_);
-    image.tty = spec.terminal.has_value();
-    image.rows = window.ws_row;
-    image.cols = window.ws_col;
-    std::vector<char> request;
-    try {
-        request = encode_exec_request(image);
-    } catch (const std::length_error& e) {
-        throw UsageError(std::string("exec: ") + e.what() + "; pass large input in a file of the workspace");
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("exec: ") + e.what());
-    }
+    const std::vector<char> request = encoded_exec_request(image, spec, inv.env_, window);
 
     auto report = make_pipe();
     auto out = make_pipe();
@@ -133,23 +163,7 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     Fd master(nfds >= 2 ? answered[1] : -1);
     if (reply.err != 0) throw SysError("clone3", "the session's init could not start the invocation", reply.err);
     if (!owned_pidfd.valid()) throw SysError("recvmsg", "session init channel: no pidfd came", EPROTO);
-    if (spec.terminal) {
-        // The command runs already: whatever fails from here on kills it
-        // (its reaper, and with it the invocation's PID namespace).
-        try {
-            if (!master.valid()) throw SysError("recvmsg", "session init channel: no pty master came", EPROTO);
-            Fd changes(fcntl(spec.terminal->window_changes, F_DUPFD_CLOEXEC, 3));
-            if (!changes.valid()) throw SysError("fcntl(F_DUPFD_CLOEXEC)", "the caller's window-change pipe", errno);
-            if (fcntl(changes.get(), F_SETFL, O_NONBLOCK) != 0)
-                throw SysError("fcntl(F_SETFL, O_NONBLOCK)", "the caller's window-change pipe", errno);
-            inv.tty_ = std::make_unique<TerminalRelay>(std::move(master), std::move(changes), spec.terminal->in,
-                                                       spec.terminal->out);
-            inv.tty_->start();
-        } catch (...) {
-            signal_through_pidfd(owned_pidfd.get(), SIGKILL);
-            throw;
-        }
-    }
+    if (spec.terminal) inv.tty_ = relay_caller_terminal(std::move(master), *spec.terminal, owned_pidfd.get());
     inv.pidfd_ = std::move(owned_pidfd);
     inv.report_ = std::move(report.first);
     inv.stdout_ = std::move(out.first);
