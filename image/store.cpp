@@ -267,6 +267,179 @@ bool remove_layer_unless_held(const std::string& root, int layers_dir, const std
     return true;
 }
 
+// What to read of an image: each layer's file, the digest it must have, its size.
+struct LayerSource {
+    std::string rel;  // inside the image's directory; "" = the source file itself (a tarball)
+    std::optional<std::string> digest;
+    std::uint64_t size = 0;
+};
+
+// An OCI layout (or archive, unpacked): its manifest, config and layers.
+std::vector<LayerSource> oci_layers(int base_fd, const std::string& what, StoredImage& image) {
+    json layout;
+    try {
+        layout = json::parse(read_small(base_fd, "oci-layout", what));
+    } catch (const json::exception&) {
+        throw ImageError(what + ": oci-layout is not JSON");
+    }
+    if (!layout.is_object() || layout.value("imageLayoutVersion", "") != "1.0.0")
+        throw ImageError(what + ": oci-layout: expected {\"imageLayoutVersion\": \"1.0.0\"}");
+    Descriptor md = pick_manifest(read_small(base_fd, "index.json", what), std::nullopt);
+    Manifest m = parse_manifest(read_blob(base_fd, md, what + " manifest"));
+    image.config = parse_config(read_blob(base_fd, m.config, what + " config"));
+    std::vector<LayerSource> layers;
+    for (const auto& l : m.layers) {
+        (void)layer_compression(l);
+        layers.push_back({"blobs/sha256/" + digest_hex(l.digest), l.digest, l.size});
+    }
+    return layers;
+}
+
+// A `docker save` directory (or archive, unpacked): manifest.json, the
+// config (checked against the digest its file name is), the layers by
+// diff_id; its first RepoTag becomes the default name.
+std::vector<LayerSource> docker_layers(int base_fd, const std::string& what, StoredImage& image,
+                                       std::string& default_name) {
+    DockerImage d = parse_docker_manifest(read_small(base_fd, "manifest.json", what));
+    std::string config_text = read_small(base_fd, d.config_path, what);
+    // The config's file name is its digest ("<hex>.json" or "blobs/sha256/<hex>").
+    std::string stem = std::filesystem::path(d.config_path).filename().string();
+    if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);
+    if (is_sha256_digest("sha256:" + stem) && "sha256:" + sha256_hex(config_text) != "sha256:" + stem)
+        throw ImageError(what + ": " + d.config_path + ": digest mismatch: the bytes are sha256:" + sha256_hex(config_text));
+    image.config = parse_config(config_text);
+    if (image.config.diff_ids.size() != d.layer_paths.size())
+        throw ImageError(what + ": manifest.json names " + std::to_string(d.layer_paths.size()) +
+                         " layers, the config's rootfs.diff_ids " + std::to_string(image.config.diff_ids.size()));
+    std::vector<LayerSource> layers;
+    for (std::size_t i = 0; i < d.layer_paths.size(); ++i) layers.push_back({d.layer_paths[i], image.config.diff_ids[i], 0});
+    if (!d.repo_tags.empty()) default_name = sanitize_name(d.repo_tags.front());
+    return layers;
+}
+
+// The layers of whatever `source` is; refused here, not at the first run,
+// when there are more than a box can mount (each is an overlay lower layer).
+std::vector<LayerSource> layers_of(const Source& source, int base_fd, StoredImage& image, std::string& default_name) {
+    const std::string what = std::string(describe(source.kind)) + " " + source.path;
+    std::vector<LayerSource> layers;
+    if (source.kind == SourceKind::oci_layout || source.kind == SourceKind::oci_archive)
+        layers = oci_layers(base_fd, what, image);
+    else if (source.kind == SourceKind::docker_dir || source.kind == SourceKind::docker_archive)
+        layers = docker_layers(base_fd, what, image, default_name);
+    else
+        layers.push_back({"", std::nullopt, 0});
+    if (layers.size() > rootfs::kMaxImageLayers)
+        throw ImageError(what + ": " + std::to_string(layers.size()) + " layers; a box mounts at most " +
+                         std::to_string(rootfs::kMaxImageLayers) +
+                         " (squash the image: import the tarball of `docker export`, or rebuild it with fewer layers)");
+    return layers;
+}
+
+// The layers one import added, removed again unless it completes: a later
+// layer refused leaves them no image's.
+struct UndoAddedLayers {
+    int dir;
+    std::vector<std::string> added;
+    bool armed = true;
+    ~UndoAddedLayers() {
+        if (!armed) return;
+        for (const auto& hex : added) try {
+                remove_tree_at(dir, hex);
+            } catch (...) {
+                // Left for the next import's sweep of unused layers.
+            }
+    }
+};
+
+}  // namespace
+
+// The image's own directory: the source itself, or an archive unpacked into `work`.
+namespace {
+
+// One layer to import and where it goes.
+struct ImportLayer {
+    std::size_t index, count;
+    std::string rel;
+    std::optional<std::string> digest;
+    std::uint64_t size;
+    std::string source_path;
+    int base_fd;
+    std::string work;
+    int layers_dir;
+    std::string layers_path;  // what layers_dir is, for messages
+    const ImportObserver& observer;
+};
+
+std::string image_dir_of(const Source& source, const std::string& work, ExpansionBudget& budget,
+                                     ImportResult& result) {
+    if (source.kind != SourceKind::oci_archive && source.kind != SourceKind::docker_archive) return source.path;
+    const std::string base = work + "/archive";
+    check_sys(mkdir(base.c_str(), 0700), "mkdir", base);
+    Fd in(open(source.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!in.valid()) throw SysError("open", source.path, errno);
+    Fd dest(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dest.valid()) throw SysError("open", base, errno);
+    auto r = extract_archive(in.get(), source.path, dest.get(), ExtractMode::container, {}, &budget);
+    result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
+    return base;
+}
+
+// Layer `i` read, digest-checked and moved into layers/sha256 (unless a layer
+// of that digest is there already); observed as it goes.
+std::string import_layer(const ImportLayer& l, ExpansionBudget& budget, ImportResult& result,
+                                     std::vector<std::string>& added) {
+    ImportProgress ev{.layer = l.index + 1, .layers = l.count, .digest = l.digest.value_or("")};
+    Fd in = l.rel.empty() ? Fd(open(l.source_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY))
+                          : open_in_image(l.base_fd, l.rel, "layer " + std::to_string(l.index + 1));
+    if (!in.valid()) throw SysError("open", l.source_path, errno);
+    ev.total = l.size ? l.size : file_size(in.get());
+    const std::string staging_path = l.work + "/layer-" + std::to_string(l.index);
+    check_sys(mkdir(staging_path.c_str(), 0755), "mkdir", staging_path);
+    Fd dest(open(staging_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dest.valid()) throw SysError("open", staging_path, errno);
+    const std::string what = "layer " + std::to_string(l.index + 1) + "/" + std::to_string(l.count) +
+                             (l.digest ? " " + *l.digest : std::string(" ") + l.source_path);
+    Progress progress = [&](std::uint64_t n) {
+        ev.bytes = n;
+        if (l.observer) l.observer(ev);
+    };
+    ExtractResult r = extract_archive(in.get(), what, dest.get(), ExtractMode::layer, progress, &budget);
+    result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
+    const std::string got = "sha256:" + r.sha256_hex;
+    if (l.digest && got != *l.digest)
+        throw ImageError(what + ": digest mismatch: the manifest says " + *l.digest + ", the bytes read are " + got +
+                         "; the layer is refused");
+    if (l.size && r.source_bytes != l.size)
+        throw ImageError(what + ": size mismatch: the manifest says " + std::to_string(l.size) + " bytes, read " +
+                         std::to_string(r.source_bytes));
+    result.image.size_bytes += r.source_bytes;
+    ev.bytes = r.source_bytes;
+    ev.digest = got;
+    ev.done = true;
+    if (faccessat(l.layers_dir, r.sha256_hex.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        ++result.layers_reused;  // a tarball whose digest was known only now
+        ev.reused = true;
+    } else {
+        check_sys(syncfs(dest.get()), "syncfs", staging_path);
+        check_sys(renameat(AT_FDCWD, staging_path.c_str(), l.layers_dir, r.sha256_hex.c_str()), "renameat",
+                  staging_path + " -> " + l.layers_path + "/" + r.sha256_hex);
+        ++result.layers_added;
+        added.push_back(r.sha256_hex);
+    }
+    if (l.observer) l.observer(ev);
+    return got;
+}
+
+// A re-import under the same name may leave layers no image names.
+void remove_unused_layers(const ImageStore& store, int layers_dir, ImportResult& result) {
+    std::set<std::string> used;
+    for (const auto& im : store.list()) used.insert(im.layers.begin(), im.layers.end());
+    for (const auto& hex : entries_of(store.root() + "/layers/sha256"))
+        if (!used.count("sha256:" + hex) && !remove_layer_unless_held(store.root(), layers_dir, hex))
+            result.notes.push_back("layer sha256:" + hex + " of the image this import replaced is kept: a running box "
+                                   "stands on it (the next import or rm after that box removes it)");
+}
+
 }  // namespace
 
 ImportResult ImageStore::import(const std::string& source_arg, const std::optional<std::string>& name_arg,
@@ -274,7 +447,6 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     if (name_arg && !is_valid_image_name(*name_arg))
         throw UsageError("--name " + *name_arg + ": expected 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
     const Source source = detect_source(source_arg);
-
     // The store is root's alone, like the state dir it is in.
     (void)rootfs::open_root_only_dir("image store", root_, 0700);
     for (const char* sub : {"/layers", "/layers/sha256", "/images", "/tmp"})
@@ -289,28 +461,8 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
     WorkDir work(root_ + "/tmp");
     ImportResult result;
     ExpansionBudget budget(options.limits);
-
-    // The image's own directory: the source itself, or the archive unpacked into tmp/.
-    std::string base = source.path;
-    if (source.kind == SourceKind::oci_archive || source.kind == SourceKind::docker_archive) {
-        base = work.path() + "/archive";
-        check_sys(mkdir(base.c_str(), 0700), "mkdir", base);
-        Fd in(open(source.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-        if (!in.valid()) throw SysError("open", source.path, errno);
-        Fd dest(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (!dest.valid()) throw SysError("open", base, errno);
-        auto r = extract_archive(in.get(), source.path, dest.get(), ExtractMode::container, {}, &budget);
-        result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
-    }
-
-    // What to read: each layer's file, the digest it must have, its size.
-    struct LayerSource {
-        std::string rel;             // inside base; "" = the source file itself (a tarball)
-        std::optional<std::string> digest;
-        std::uint64_t size = 0;
-    };
-    std::vector<LayerSource> layers;
-    StoredImage image;
+    const std::string base = image_dir_of(source, work.path(), budget, result);
+    StoredImage& image = result.image;
     image.source = source.path;
     image.format = std::string(format_name(source.kind));
     std::string default_name = name_from_path(source.path);
@@ -319,47 +471,7 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
         base_fd.reset(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (!base_fd.valid()) throw SysError("open", base, errno);
     }
-    if (source.kind == SourceKind::oci_layout || source.kind == SourceKind::oci_archive) {
-        const std::string what = std::string(describe(source.kind)) + " " + source.path;
-        json layout;
-        try {
-            layout = json::parse(read_small(base_fd.get(), "oci-layout", what));
-        } catch (const json::exception&) {
-            throw ImageError(what + ": oci-layout is not JSON");
-        }
-        if (!layout.is_object() || layout.value("imageLayoutVersion", "") != "1.0.0")
-            throw ImageError(what + ": oci-layout: expected {\"imageLayoutVersion\": \"1.0.0\"}");
-        Descriptor md = pick_manifest(read_small(base_fd.get(), "index.json", what), std::nullopt);
-        Manifest m = parse_manifest(read_blob(base_fd.get(), md, what + " manifest"));
-        image.config = parse_config(read_blob(base_fd.get(), m.config, what + " config"));
-        for (const auto& l : m.layers) {
-            (void)layer_compression(l);
-            layers.push_back({"blobs/sha256/" + digest_hex(l.digest), l.digest, l.size});
-        }
-    } else if (source.kind == SourceKind::docker_dir || source.kind == SourceKind::docker_archive) {
-        const std::string what = std::string(describe(source.kind)) + " " + source.path;
-        DockerImage d = parse_docker_manifest(read_small(base_fd.get(), "manifest.json", what));
-        std::string config_text = read_small(base_fd.get(), d.config_path, what);
-        // The config's file name is its digest ("<hex>.json" or "blobs/sha256/<hex>").
-        std::string stem = std::filesystem::path(d.config_path).filename().string();
-        if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);
-        if (is_sha256_digest("sha256:" + stem) && "sha256:" + sha256_hex(config_text) != "sha256:" + stem)
-            throw ImageError(what + ": " + d.config_path + ": digest mismatch: the bytes are sha256:" + sha256_hex(config_text));
-        image.config = parse_config(config_text);
-        if (image.config.diff_ids.size() != d.layer_paths.size())
-            throw ImageError(what + ": manifest.json names " + std::to_string(d.layer_paths.size()) +
-                             " layers, the config's rootfs.diff_ids " + std::to_string(image.config.diff_ids.size()));
-        for (std::size_t i = 0; i < d.layer_paths.size(); ++i) layers.push_back({d.layer_paths[i], image.config.diff_ids[i], 0});
-        if (!d.repo_tags.empty()) default_name = sanitize_name(d.repo_tags.front());
-    } else {
-        layers.push_back({"", std::nullopt, 0});
-    }
-    // Refused here, not at the first run: a box stands on every layer as an
-    // overlay lower layer, and corral mounts at most kMaxImageLayers.
-    if (layers.size() > rootfs::kMaxImageLayers)
-        throw ImageError(std::string(describe(source.kind)) + " " + source.path + ": " + std::to_string(layers.size()) +
-                         " layers; a box mounts at most " + std::to_string(rootfs::kMaxImageLayers) +
-                         " (squash the image: import the tarball of `docker export`, or rebuild it with fewer layers)");
+    const std::vector<LayerSource> layers = layers_of(source, base_fd.get(), image, default_name);
     image.name = name_arg.value_or(default_name);
     if (!is_valid_image_name(image.name))
         throw UsageError(source_arg + ": no usable image name from \"" + image.name + "\"; give one with --name NAME");
@@ -369,89 +481,29 @@ ImportResult ImageStore::import(const std::string& source_arg, const std::option
                                                    AT_SYMLINK_NOFOLLOW) == 0)
         throw UsageError(source_arg + ": names itself \"" + image.name + "\", and an image of that name is in the store; "
                          "--name " + image.name + " or --replace replaces it, --name OTHER imports it beside it");
-
     Fd layers_dir(open((root_ + "/layers/sha256").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
     if (!layers_dir.valid()) throw SysError("open", root_ + "/layers/sha256", errno);
-    // A later layer refused: the ones this import added are no image's, and go.
-    std::vector<std::string> added;
-    struct Undo {
-        int dir;
-        std::vector<std::string>& added;
-        bool armed = true;
-        ~Undo() {
-            if (!armed) return;
-            for (const auto& hex : added) try {
-                    remove_tree_at(dir, hex);
-                } catch (...) {
-                    // Left for the next import's sweep of unused layers.
-                }
-        }
-    } undo{layers_dir.get(), added};
+    UndoAddedLayers undo{layers_dir.get(), {}};
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const LayerSource& ls = layers[i];
-        ImportProgress ev{.layer = i + 1, .layers = layers.size(), .digest = ls.digest.value_or("")};
         if (ls.digest && faccessat(layers_dir.get(), digest_hex(*ls.digest).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
             image.layers.push_back(*ls.digest);
             ++result.layers_reused;
+            ImportProgress ev{.layer = i + 1, .layers = layers.size(), .digest = *ls.digest};
             ev.done = ev.reused = true;
             if (observer) observer(ev);
             continue;
         }
-        Fd in = ls.rel.empty() ? Fd(open(source.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY))
-                               : open_in_image(base_fd.get(), ls.rel, "layer " + std::to_string(i + 1));
-        if (!in.valid()) throw SysError("open", source.path, errno);
-        ev.total = ls.size ? ls.size : file_size(in.get());
-        const std::string staging = "layer-" + std::to_string(i);
-        const std::string staging_path = work.path() + "/" + staging;
-        check_sys(mkdir(staging_path.c_str(), 0755), "mkdir", staging_path);
-        Fd dest(open(staging_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (!dest.valid()) throw SysError("open", staging_path, errno);
-        const std::string what = "layer " + std::to_string(i + 1) + "/" + std::to_string(layers.size()) +
-                                 (ls.digest ? " " + *ls.digest : std::string(" ") + source.path);
-        Progress progress = [&](std::uint64_t n) {
-            ev.bytes = n;
-            if (observer) observer(ev);
-        };
-        ExtractResult r = extract_archive(in.get(), what, dest.get(), ExtractMode::layer, progress, &budget);
-        result.notes.insert(result.notes.end(), r.notes.begin(), r.notes.end());
-        const std::string got = "sha256:" + r.sha256_hex;
-        if (ls.digest && got != *ls.digest)
-            throw ImageError(what + ": digest mismatch: the manifest says " + *ls.digest + ", the bytes read are " + got +
-                             "; the layer is refused");
-        if (ls.size && r.source_bytes != ls.size)
-            throw ImageError(what + ": size mismatch: the manifest says " + std::to_string(ls.size) + " bytes, read " +
-                             std::to_string(r.source_bytes));
-        image.size_bytes += r.source_bytes;
-        image.layers.push_back(got);
-        ev.bytes = r.source_bytes;
-        ev.digest = got;
-        ev.done = true;
-        if (faccessat(layers_dir.get(), r.sha256_hex.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-            ++result.layers_reused;  // a tarball whose digest was known only now
-            ev.reused = true;
-        } else {
-            check_sys(syncfs(dest.get()), "syncfs", staging_path);
-            check_sys(renameat(AT_FDCWD, staging_path.c_str(), layers_dir.get(), r.sha256_hex.c_str()), "renameat",
-                      staging_path + " -> " + layer_dir(got));
-            ++result.layers_added;
-            added.push_back(r.sha256_hex);
-        }
-        if (observer) observer(ev);
+        const ImportLayer l{i, layers.size(), ls.rel, ls.digest, ls.size, source.path, base_fd.get(), work.path(),
+                            layers_dir.get(), root_ + "/layers/sha256", observer};
+        image.layers.push_back(import_layer(l, budget, result, undo.added));
     }
     fsync(layers_dir.get());
     image.imported_at = now_rfc3339();
     write_file_atomically({root_ + "/images", image.name + ".json", 0600, Durability::durable}, to_json_text(image));
     undo.armed = false;
     for (const auto& n : image.config.ignored) result.notes.push_back(n);
-
-    // A re-import under the same name may leave layers no image names.
-    std::set<std::string> used;
-    for (const auto& im : list()) used.insert(im.layers.begin(), im.layers.end());
-    for (const auto& hex : entries_of(root_ + "/layers/sha256"))
-        if (!used.count("sha256:" + hex) && !remove_layer_unless_held(root_, layers_dir.get(), hex))
-            result.notes.push_back("layer sha256:" + hex + " of the image this import replaced is kept: a running box "
-                                   "stands on it (the next import or rm after that box removes it)");
-    result.image = std::move(image);
+    remove_unused_layers(*this, layers_dir.get(), result);
     return result;
 }
 
