@@ -70,7 +70,7 @@ std::vector<std::string> interactive_argv(const agents::AgentProfile& p, const c
 
 }  // namespace
 
-AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
+AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, const RunPlan& plan) {
     const config::ResolvedWorker& w = *in.worker;
     const bool session = r.session;          // each exec --prompt brings its own prompt
     const bool interactive = !r.agent() && !session;  // interactive_agent_run: `--tty -- CLI ARGS...`
@@ -89,7 +89,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
     out.inputs = ai;
     const agents::AgentProfile& p = out.profile;
     if (!session) require_argv_fits_exec(p, w.agent, ai.prompt.size(), ai.system_prompt.size());
-    auto& spec = plan.spec;
+    const auto& spec = plan.spec;
     // Checked before anything is written or started: found missing only after
     // the sandbox is built, the run would end as a bare "command not found".
     // An image's layers are looked at top first: the CLI is there if a layer has it.
@@ -120,10 +120,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, RunPlan& pl
         fs::create_directory(home, ec);
         check_sys(::chmod(home.c_str(), 0700), "chmod", home);
     }
-    if (!session) spec.argv = interactive ? interactive_argv(p, w, r.command) : p.argv;
-    if (p.stdin_null) spec.pass_stdin = false;
-    plan.agent_env = p.env;
-    spec.env = compose_environment(plan, {});
+    if (!session) out.argv = interactive ? interactive_argv(p, w, r.command) : p.argv;
     // run.json says what ran: null, and why, when the version cannot be read
     // (never the pinned version in its place).
     auto installed = agents::installed_cli_version(p, ai.agents_prefix, cli_root);

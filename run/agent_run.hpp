@@ -29,6 +29,9 @@ struct PromptError : UsageError {
 
 struct AgentRun {
     agents::AgentProfile profile;
+    // The box's command (the CLI's, or an interactive run's); unset for a
+    // session, whose init starts no command of its own.
+    std::optional<std::vector<std::string>> argv;
     agents::AgentInputs inputs;              // what the profile was made from (a session's: no prompt)
     std::optional<std::string> cli_version;  // the installed CLI's; unset = unknown (run.json: null)
     std::vector<std::string> messages;       // what to tell the operator (e.g. why cli_version is null)
@@ -40,10 +43,11 @@ struct AgentRun {
 // with an agent: no prompt and no command, agent_prompt_argv makes each
 // `corral exec --prompt`'s): reads the prompt files,
 // makes the agent's profile, checks its command line
-// fits execve and its CLI is in the plan's rootfs, writes its home (root's
-// until hand_agent_home) and puts its argv and environment into the plan.
+// fits execve and its CLI is in the plan's rootfs, and writes its home
+// (root's until hand_agent_home). The plan is not changed: finish_plan
+// (run/final_plan.hpp) takes the argv and environment from the result.
 // Throws PromptError, AgentProgramNotFound, UsageError, SysError.
-AgentRun prepare_agent_run(const RunRequest& request, const RunInputs& inputs, RunPlan& plan);
+AgentRun prepare_agent_run(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan);
 
 // A session's agent on `prompt`: the CLI's non-interactive command line, as
 // `corral run --prompt` would run it (the session's home, credentials and

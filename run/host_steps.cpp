@@ -59,10 +59,12 @@ public:
         check_run_can_start(request, inputs, plan);
     }
     std::unique_ptr<Egress> make_egress(const RunPlan& plan) override { return run::make_egress(plan); }
-    AgentRun prepare_agent(const RunRequest& request, const RunInputs& inputs, RunPlan& plan) override {
+    AgentRun prepare_agent(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan) override {
         return prepare_agent_run(request, inputs, plan);
     }
-    void add_trust(RunPlan& plan, const std::string& ca_pem) override { add_trust_and_proxy(plan, ca_pem); }
+    TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) override {
+        return find_trust_files(plan, ca_pem);
+    }
     BoxFacts launch(SandboxSpec spec, const WhileInitBuilds& at_hook) override {
         box_.emplace(launch_sandbox(std::move(spec), at_hook));
         return BoxFacts{box_->uid(), box_->gid(), box_->idmapped_binds(), box_->unmapped_binds()};

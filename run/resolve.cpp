@@ -164,7 +164,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
     for (const auto& b : r.binds)
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
-    spec.argv = r.command;  // an agent run's: its CLI's, added by prepare_agent_run
+    spec.argv = r.command;  // an agent run's: its CLI's, set by finish_plan
     spec.session = r.session;
     spec.hostname = box_hostname(r, in.run_id);
     resolve_limits(r, in.worker, spec);
@@ -191,7 +191,6 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     spec.rootfs.protected_dirs = {in.state_dir, in.run_dir, "/run/corral", "/proc", "/sys", "/dev",
                                   plan.gateway.gateway.state_dir};
     if (r.config_dir) spec.rootfs.protected_dirs.push_back(absolute(*r.config_dir));
-    spec.env = compose_environment(plan, {});
     return plan;
 }
 

@@ -8,10 +8,11 @@
 //
 // resolve_run is pure: whatever it needs from the host (the organisation as
 // loaded, the credential status the agent's grants depend on, the run's
-// directories) the caller found out first and passes in RunInputs; what can
-// only be known from the host later (the trust files, the agent's argv and
-// home, see run/agent_run.hpp and run/trust.hpp) is added to the plan by
-// those steps.
+// directories) the caller found out first and passes in RunInputs. What can
+// only be read once the run's egress exists (the trust files, the agent's
+// CLI and argv: run/trust.hpp, run/agent_run.hpp) is read by those steps
+// without touching the plan; finish_plan (run/final_plan.hpp) then makes the
+// final plan, the one launch_sandbox gets, composing the environment once.
 #pragma once
 
 #include <optional>
@@ -53,8 +54,14 @@ struct RunInputs {
     std::optional<image::ImageHold> image_hold;
 };
 
+// What the box trusts and where its traffic goes (run/trust.hpp).
+struct TrustFiles {
+    std::vector<rootfs::ExtraFile> files;  // corral's CA, and every bundle with it appended
+    EnvList proxy_env;                     // first in the box's environment (compose_environment)
+};
+
 struct RunPlan {
-    supervisor::SandboxSpec spec;  // env: see compose_environment
+    supervisor::SandboxSpec spec;  // env: empty until finish_plan (compose_environment)
     std::string worker = "adhoc";  // run.json's "worker"
     names::Identity identity;      // WORKER/RUN-ID: the gateway's name for the run's traffic
     // An agent run's agent; a session's that can run `corral exec --prompt`.
@@ -74,7 +81,7 @@ struct RunPlan {
     // are unknown here); otherwise its own trust store is kept.
     bool intercepts = false;
     // An agent run's own variables (HOME, sentinel credentials, telemetry
-    // switches), filled in by prepare_agent_run.
+    // switches), from its profile (finish_plan).
     EnvList agent_env;
     // Why the agent's model grants are not in this run ("" = they are, or
     // there is no worker).

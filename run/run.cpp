@@ -15,6 +15,7 @@
 #include "base/log.hpp"
 #include "base/parse.hpp"
 #include "base/terminal_text.hpp"
+#include "run/final_plan.hpp"
 #include "run/outcome.hpp"
 #include "run/prepare.hpp"
 #include "run/run_journal.hpp"
@@ -60,7 +61,8 @@ void Run::say(const std::string& line) {
 void Run::update_record_fields() {
     record_.extra = run_record_fields(
         request_, record_.id,
-        RunSoFar{inputs_ ? &*inputs_ : nullptr, plan_ ? &*plan_ : nullptr, egress_.get(), agent_ ? &*agent_ : nullptr});
+        RunSoFar{inputs_ ? &*inputs_ : nullptr, plan_ ? &*plan_ : resolved_ ? &*resolved_ : nullptr, egress_.get(),
+                 agent_ ? &*agent_ : nullptr});
 }
 
 // run.json while the run is alive: what is known so far, "state": "running".
@@ -125,19 +127,23 @@ Run::Next Run::resolve() {
     const auto t_prep = steady::now();
     try {
         inputs_ = steps_.read_inputs(request_, place_);
-        plan_ = resolve_run(request_, *inputs_);
-        steps_.check_can_start(request_, *inputs_, *plan_);
-        egress_ = steps_.make_egress(*plan_);
+        resolved_ = resolve_run(request_, *inputs_);
+        steps_.check_can_start(request_, *inputs_, *resolved_);
+        egress_ = steps_.make_egress(*resolved_);
         if (request_.tty) egress_->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
         egress_->tell_refusals_to([prefix = body_.prefix](const std::string& line) {
             std::fprintf(stderr, "%s: %s\n", prefix, line.c_str());
         });
         const std::string ca_pem = egress_->prepare();
         decisions_journalled_ = egress_->journal_decisions(journal_->decision_sink());
-        if (!plan_->left_out.empty()) log::info(plan_->left_out);
-        for (const auto& note : plan_->notes) say(note);
-        if (plan_->agent) prepare_agent();
-        steps_.add_trust(*plan_, ca_pem);
+        if (!resolved_->left_out.empty()) log::info(resolved_->left_out);
+        for (const auto& note : resolved_->notes) say(note);
+        LateFacts late;
+        if (resolved_->agent) late.session_agent_missing = prepare_agent(*resolved_);
+        late.agent = agent_ ? &*agent_ : nullptr;
+        late.trust = steps_.find_trust(*resolved_, ca_pem);
+        plan_.emplace(finish_plan(std::move(*resolved_), late));
+        resolved_.reset();
     } catch (const AgentProgramNotFound& e) {
         say(e.what());
         return RunEnd{kExitNotFound, Outcome::not_found};
@@ -159,17 +165,17 @@ Run::Next Run::resolve() {
 }
 
 // The agent's CLI, profile and home. A session runs commands without its
-// agent's CLI; only `corral exec --prompt` needs it, and is refused then.
-void Run::prepare_agent() {
+// agent's CLI; only `corral exec --prompt` needs it, and is refused then:
+// returns why ("" = the agent is there).
+std::string Run::prepare_agent(const RunPlan& resolved) {
     try {
-        agent_ = steps_.prepare_agent(request_, *inputs_, *plan_);
+        agent_ = steps_.prepare_agent(request_, *inputs_, resolved);
     } catch (const AgentProgramNotFound& e) {
         if (!request_.session) throw;
-        plan_->no_session_agent = e.what();
         say(std::string("corral exec --prompt is refused in this session: ") + e.what());
-        plan_->agent.reset();
-        plan_->spec.rootfs.home_dir.reset();
+        return e.what();
     }
+    return "";
 }
 
 // The admission record: written now, its fdatasync overlapping the sandbox's

@@ -92,8 +92,8 @@ public:
     // start, its egress, the agent's CLI and home, the trust files.
     virtual void check_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan) = 0;
     virtual std::unique_ptr<Egress> make_egress(const RunPlan& plan) = 0;
-    virtual AgentRun prepare_agent(const RunRequest& request, const RunInputs& inputs, RunPlan& plan) = 0;
-    virtual void add_trust(RunPlan& plan, const std::string& ca_pem) = 0;
+    virtual AgentRun prepare_agent(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan) = 0;
+    virtual TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) = 0;
     // clone3 and the init's setup; `at_hook` runs while the init builds the
     // rootfs. Throws supervisor::SandboxSetupError after the clone.
     virtual BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds& at_hook) = 0;
@@ -116,6 +116,8 @@ public:
     int execute(int interrupt_fd);
 
     const supervisor::RunRecord& record() const { return record_; }
+    // The final plan (run/final_plan.hpp) once the resolve phase made it.
+    const RunPlan* plan() const { return plan_ ? &*plan_ : nullptr; }
 
 private:
     using Next = std::optional<RunEnd>;  // nullopt: go on to the next phase
@@ -123,7 +125,7 @@ private:
     Next reserve();
     Next open_journal();
     Next resolve();
-    void prepare_agent();
+    std::string prepare_agent(const RunPlan& resolved);
     Next admit();
     Next launch();
     Next serve_body(int interrupt_fd);
@@ -146,11 +148,13 @@ private:
     // into it until its egress is gone.
     std::unique_ptr<journal::SharedJournal> journal_;
     // What the resolve phase made, each kept as soon as it exists: run.json
-    // names the worker, image and gateway of a run refused half-way too. The
-    // plan is final once the phase ends (nothing after it writes into it);
-    // the inputs hold the image's hold for the whole run.
+    // names the worker, image and gateway of a run refused half-way too.
+    // `resolved_` is resolve_run's plan; `plan_`, made from it by finish_plan
+    // when the phase ends, is const: nothing after the phase writes into it.
+    // The inputs hold the image's hold for the whole run.
     std::optional<RunInputs> inputs_;
-    std::optional<RunPlan> plan_;
+    std::optional<RunPlan> resolved_;
+    std::optional<const RunPlan> plan_;
     std::unique_ptr<Egress> egress_;
     std::optional<AgentRun> agent_;
     bool decisions_journalled_ = false;  // the embedded gateway's ledger lines are decision records here

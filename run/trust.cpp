@@ -13,17 +13,14 @@
 
 namespace corral::run {
 
-namespace {
-
-}  // namespace
-
-void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
-    auto& spec = plan.spec;
+TrustFiles find_trust_files(const RunPlan& plan, const std::string& ca_pem) {
+    const auto& spec = plan.spec;
+    TrustFiles out;
     if (ca_pem.empty()) {
-        spec.env = compose_environment(plan, agents::proxy_environment("", run::bridge_port));
-        return;
+        out.proxy_env = agents::proxy_environment("", run::bridge_port);
+        return out;
     }
-    spec.rootfs.extra_files.push_back({kCaInBox, ca_pem, 0644});
+    out.files.push_back({kCaInBox, ca_pem, 0644});
     // Every bundle gets corral's CA in the overlay (the image or host stays
     // untouched): image mode, each CA bundle the image has (rootfs/trust_store:
     // Debian, Fedora/RHEL, openSUSE, Alpine names, resolved inside the image,
@@ -41,13 +38,12 @@ void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem) {
     if (bundles.empty() && std::filesystem::is_regular_file(kBundleInBox))
         bundles.push_back({kBundleInBox, read_optional_file(kBundleInBox)});
     if (bundles.empty() && image) bundles.push_back({kBundleInBox, ""});
-    for (const auto& b : bundles) spec.rootfs.extra_files.push_back({b.path, rootfs::append_ca(b.pem, ca_pem), 0644});
+    for (const auto& b : bundles) out.files.push_back({b.path, rootfs::append_ca(b.pem, ca_pem), 0644});
     // Host mode without a host bundle: the CA alone is the store.
     auto env = agents::proxy_environment(bundles.empty() ? kCaInBox : bundles.front().path, run::bridge_port);
     env.emplace_back("NODE_EXTRA_CA_CERTS", kCaInBox);  // later wins: only the extra cert
-    // corral's variables first so a worker's env cannot silently override
-    // them (config refuses reserved names; --env still wins on purpose).
-    spec.env = compose_environment(plan, env);
+    out.proxy_env = std::move(env);
+    return out;
 }
 
 std::string read_optional_file(const std::string& path) {

@@ -16,11 +16,11 @@ namespace corral::run {
 inline constexpr const char* kBundleInBox = "/etc/ssl/certs/ca-certificates.crt";
 inline constexpr const char* kCaInBox = "/etc/corral/ca.crt";
 
-// Adds the trust files (`ca_pem` empty: none, the box keeps its own store)
-// to plan.spec and sets plan.spec.env to the proxy environment followed by
-// the plan's layers (compose_environment). Reads the image's CA bundles
-// (bounded, non-blocking, inside the image) and, without any, the host's.
-void add_trust_and_proxy(RunPlan& plan, const std::string& ca_pem);
+// The trust files (`ca_pem` empty: none, the box keeps its own store) and
+// the proxy environment for `plan`'s box; finish_plan (run/final_plan.hpp)
+// puts them into the plan. Reads the image's CA bundles (bounded,
+// non-blocking, inside the image) and, without any, the host's; writes nothing.
+TrustFiles find_trust_files(const RunPlan& plan, const std::string& ca_pem);
 
 // The whole file, or an empty string when it cannot be opened (a CA or
 // bundle that is absent is the callers' ordinary case, not an error).

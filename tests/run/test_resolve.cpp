@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/sys_error.hpp"
+#include "run/final_plan.hpp"
 #include "run/request.hpp"
 #include "run/resolve.hpp"
 #include "names/host.hpp"
@@ -88,7 +89,7 @@ TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, root
         CHECK(plan.spec.timeout == std::chrono::milliseconds(2000));
         CHECK(plan.spec.rootfs.tmp_size_bytes == 8ull << 20);
         CHECK(plan.spec.rootfs.image == "/images/worker");
-        CHECK(env_value(plan.spec.env, "WORKER_VAR") == "from-worker");
+        CHECK(env_value(run::finish_plan(plan, {}).spec.env, "WORKER_VAR") == "from-worker");
         CHECK(plan.worker == "w");
         CHECK(plan.identity.str() == "w/20261201-140000-abcdef");
         CHECK(plan.agent.has_value() == agent);
@@ -105,7 +106,7 @@ TEST_CASE("--tty -- CLI, the worker's agent by name: an interactive agent run (i
     CHECK(plan.spec.tty);
     CHECK(plan.spec.rootfs.home_dir == "/var/lib/corral/runs/x/home");
     CHECK(plan.spec.stdout_log_name == "stdout.log");  // a terminal's output, not JSON lines
-    CHECK(plan.spec.argv == std::vector<std::string>{"claude", "-c"});  // prepare_agent_run puts the CLI's path first
+    CHECK(plan.spec.argv == std::vector<std::string>{"claude", "-c"});  // finish_plan puts the prepared CLI's argv in
     // Another command, or the agent's name without --tty: a plain `-- CMD` run of the worker.
     for (auto args : {std::vector<std::string>{"--tty", "--config", "/o", "--worker", "w", "--", "bash"},
                       std::vector<std::string>{"--config", "/o", "--worker", "w", "--", "claude"},
@@ -127,7 +128,7 @@ TEST_CASE("the command line wins over the worker; without --config only the comm
     CHECK(plan.spec.limits.cpus == doctest::Approx(0.5));
     CHECK(plan.spec.timeout == std::chrono::milliseconds(30000));
     CHECK(plan.spec.rootfs.image == "host");
-    CHECK(env_value(plan.spec.env, "SHARED") == "cli");
+    CHECK(env_value(run::finish_plan(plan, {}).spec.env, "SHARED") == "cli");
 
     RunInputs bare;
     bare.run_id = "20261201-140000-abcdef";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "run/agent_run.hpp"
+#include "run/final_plan.hpp"
 #include "run/outcome.hpp"
 #include "run/run.hpp"
 #include "run/run_journal.hpp"
@@ -44,12 +45,18 @@ protected:
     std::vector<gateway::RefusalNotice> refusals_so_far() override { return {}; }
 };
 
+// What the scripted trust step finds: corral's CA and the proxy's variables.
+run::TrustFiles scripted_trust() {
+    return run::TrustFiles{{{"/etc/corral/ca.crt", "-----BEGIN CERTIFICATE-----\n", 0644}},
+                           {{"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"SSL_CERT_FILE", "/etc/corral/ca.crt"}}};
+}
+
 // Where each step fails, if it does, and what the box "did".
 struct Script {
     bool reserve_fails = false;
     bool journal_fails = false;
     std::function<void()> check_can_start;  // throws to refuse the run
-    std::function<void()> add_trust;        // throws to refuse the run once its egress exists
+    std::function<void()> find_trust;       // throws to refuse the run once its egress exists
     std::function<void()> launch;           // throws to fail the launch
     std::function<void()> body_throws;
     supervisor::SuperviseResult result;
@@ -93,12 +100,12 @@ public:
         if (script_.check_can_start) script_.check_can_start();
     }
     std::unique_ptr<run::Egress> make_egress(const run::RunPlan&) override { return std::make_unique<IdleEgress>(); }
-    run::AgentRun prepare_agent(const run::RunRequest&, const run::RunInputs&, run::RunPlan&) override {
+    run::AgentRun prepare_agent(const run::RunRequest&, const run::RunInputs&, const run::RunPlan&) override {
         throw std::logic_error("no agent in these runs");
     }
-    void add_trust(run::RunPlan& plan, const std::string& ca_pem) override {
-        if (script_.add_trust) script_.add_trust();
-        run::add_trust_and_proxy(plan, ca_pem);
+    run::TrustFiles find_trust(const run::RunPlan&, const std::string&) override {
+        if (script_.find_trust) script_.find_trust();
+        return scripted_trust();
     }
     run::BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds&) override {
         launched_spec = std::move(spec);
@@ -182,18 +189,42 @@ TEST_CASE("a run whose command exits 3 ends 3, exited, with admission, started a
     CHECK(o.record.uid == 1900000000u);
 }
 
-TEST_CASE("the spec the launch step receives is the plan as resolved, with only the trust and proxy added") {
+TEST_CASE("the spec the launch step receives is the final plan: finish_plan of resolve_run's, with nothing written after") {
     PhaseRun p;
     p.script.result.wait_status = exited(0);
-    auto o = p.go();
-    REQUIRE(p.steps.resolved_spec);
+    run::RunRequest request;
+    request.command = {"/bin/true"};
+    request.quiet = true;
+    request.env = {{"FROM_CLI", "1"}};
+    run::Run r(request, run::RunBody{}, p.steps);
+    REQUIRE(r.execute(-1) == 0);
     REQUIRE(p.steps.launched_spec);
-    supervisor::SandboxSpec resolved = *p.steps.resolved_spec;
-    CHECK(p.steps.launched_spec->argv == resolved.argv);
-    CHECK(p.steps.launched_spec->rootfs.image == resolved.rootfs.image);
-    CHECK(p.steps.launched_spec->hostname == resolved.hostname);
-    CHECK(p.steps.launched_spec->run_dir == resolved.run_dir);
-    CHECK(o.status == 0);
+    REQUIRE(r.plan() != nullptr);
+    // The same plan, made again from the same request, inputs and facts.
+    run::RunInputs in;
+    in.run_id = "r1";
+    in.run_dir = p.dir / "state/runs/r1";
+    in.state_dir = p.dir / "state";
+    run::LateFacts late;
+    late.trust = scripted_trust();
+    const run::RunPlan expected = run::finish_plan(run::resolve_run(request, in), late);
+    const supervisor::SandboxSpec& launched = *p.steps.launched_spec;
+    for (const supervisor::SandboxSpec* spec : {&launched, &r.plan()->spec}) {
+        CHECK(spec->argv == expected.spec.argv);
+        CHECK(spec->env == expected.spec.env);
+        CHECK(spec->hostname == expected.spec.hostname);
+        CHECK(spec->run_dir == expected.spec.run_dir);
+        CHECK(spec->rootfs.image == expected.spec.rootfs.image);
+        CHECK(spec->rootfs.protected_dirs == expected.spec.rootfs.protected_dirs);
+        REQUIRE(spec->rootfs.extra_files.size() == 1);
+        CHECK(spec->rootfs.extra_files[0].path_in_box == "/etc/corral/ca.crt");
+    }
+    // Composed once, in one order: the proxy's variables, then --env.
+    CHECK(launched.env == run::EnvList{{"HTTPS_PROXY", "http://127.0.0.1:3128"},
+                                       {"SSL_CERT_FILE", "/etc/corral/ca.crt"},
+                                       {"FROM_CLI", "1"}});
+    // resolve_run's own plan has no environment yet: the composition is finish_plan's alone.
+    CHECK(run::resolve_run(request, in).spec.env.empty());
 }
 
 TEST_CASE("a run that cannot be reserved ends 125 and leaves no record") {
@@ -243,7 +274,7 @@ TEST_CASE("refusals while resolving: an agent CLI not found is 127, a bad prompt
 
 TEST_CASE("a run refused once its egress exists still records that egress in run.json") {
     PhaseRun p;
-    p.script.add_trust = [] { throw std::runtime_error("/etc/ssl/certs: unreadable"); };
+    p.script.find_trust = [] { throw std::runtime_error("/etc/ssl/certs: unreadable"); };
     auto o = p.go();
     CHECK(o.status == run::kExitSetup);
     CHECK(o.run_json.find("\"mode\": \"scripted\"") != std::string::npos);
