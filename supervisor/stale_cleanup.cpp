@@ -39,11 +39,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool same_file(int fd, const std::string& path) {
-    struct stat a {}, b {};
-    return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 }  // namespace
 
 std::vector<std::string> remove_stale_runs() { return remove_stale_runs(kDefaultUidLockDir, kDefaultScratchRoot); }
@@ -96,7 +91,7 @@ std::vector<std::string> remove_stale_runs(const std::string& lock_dir, const st
             }
             continue;
         }
-        if (same_file(fd.get(), path) && ::unlink(path.c_str()) == 0) report.push_back("lock " + path);
+        if (is_same_file(fd.get(), path) && ::unlink(path.c_str()) == 0) report.push_back("lock " + path);
     }
 
     // 3. Remove what dead runs left: kill leftovers, then rmdir.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/sys_error.hpp"
 
 namespace corral::supervisor {
@@ -46,13 +47,6 @@ void ensure_lock_dir(const std::string& dir) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) throw SysError("stat", dir, errno);
     if (!S_ISDIR(st.st_mode)) throw SysError("mkdir", dir + " (exists and is not a directory)", ENOTDIR);
-}
-
-bool same_file(int fd, const std::string& path) {
-    struct stat by_fd {}, by_path {};
-    if (::fstat(fd, &by_fd) != 0) return false;
-    if (::stat(path.c_str(), &by_path) != 0) return false;
-    return by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
 }
 
 // Local users (/etc/passwd) are read directly, without NSS: a first
@@ -97,7 +91,7 @@ LockOutcome lock_uid_file(const std::string& path, Fd& fd) {
             if (errno == EWOULDBLOCK) return LockOutcome::held_by_other;
             throw SysError("flock", path, errno);
         }
-        if (same_file(candidate.get(), path)) {
+        if (is_same_file(candidate.get(), path)) {
             fd = std::move(candidate);
             return LockOutcome::acquired;
         }
@@ -136,7 +130,7 @@ void UidLease::release() noexcept {
     // Unlink while still holding the flock, and only if the path is still our inode
     // (nobody else unlinks a held lock, but a hand-edited /run must not make us remove
     // another run's lock).
-    if (same_file(fd_.get(), path_)) ::unlink(path_.c_str());
+    if (is_same_file(fd_.get(), path_)) ::unlink(path_.c_str());
     fd_.reset();  // close drops the flock
 }
 
