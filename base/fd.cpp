@@ -59,4 +59,10 @@ void write_all(int fd, const char* data, std::size_t len, const std::string& wha
     }
 }
 
+bool is_same_file(int fd, const std::string& path) {
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd, &by_fd) != 0 || ::stat(path.c_str(), &by_path) != 0) return false;
+    return by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+}
+
 }  // namespace corral

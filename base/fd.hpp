@@ -65,4 +65,8 @@ std::optional<std::string> read_whole_file(const WholeFileRead& request);
 // Throws SysError("write", what, errno) on a write error.
 void write_all(int fd, const char* data, std::size_t len, const std::string& what);
 
+// Whether `path` (followed) names the file `fd` has open: same device and
+// inode. False when either cannot be looked at.
+bool is_same_file(int fd, const std::string& path);
+
 }  // namespace corral

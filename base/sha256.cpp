@@ -23,11 +23,6 @@ std::string lower_hex(const unsigned char* p, unsigned n) {
     return out;
 }
 
-struct EvpCtxFree {
-    void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
-};
-using EvpCtx = std::unique_ptr<EVP_MD_CTX, EvpCtxFree>;
-
 // sodium_init is idempotent and thread-safe; it fails only without a
 // source of randomness, which hashing does not need, but its CPU feature
 // detection picks the fast code paths.
@@ -37,8 +32,16 @@ void start_sodium() {
 
 }  // namespace
 
+// Named, not anonymous: Sha256::State (external linkage) holds one.
+namespace sha256_detail {
+struct EvpCtxFree {
+    void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
+};
+using EvpCtx = std::unique_ptr<EVP_MD_CTX, EvpCtxFree>;
+}  // namespace sha256_detail
+
 struct Sha256::State {
-    std::variant<crypto_hash_sha256_state, EvpCtx> impl;
+    std::variant<crypto_hash_sha256_state, sha256_detail::EvpCtx> impl;
 };
 
 Sha256::Sha256(std::uint64_t expected_bytes) : state_(std::make_unique<State>()) {
@@ -48,7 +51,7 @@ Sha256::Sha256(std::uint64_t expected_bytes) : state_(std::make_unique<State>())
         crypto_hash_sha256_init(&s);
         return;
     }
-    EvpCtx ctx(EVP_MD_CTX_new());
+    sha256_detail::EvpCtx ctx(EVP_MD_CTX_new());
     if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
         throw std::runtime_error("SHA-256 unavailable (OpenSSL EVP_DigestInit_ex failed)");
     state_->impl = std::move(ctx);
@@ -61,7 +64,7 @@ void Sha256::update(const void* data, std::size_t size) {
         crypto_hash_sha256_update(s, static_cast<const unsigned char*>(data), size);
         return;
     }
-    if (EVP_DigestUpdate(std::get<EvpCtx>(state_->impl).get(), data, size) != 1)
+    if (EVP_DigestUpdate(std::get<sha256_detail::EvpCtx>(state_->impl).get(), data, size) != 1)
         throw std::runtime_error("SHA-256: EVP_DigestUpdate failed");
 }
 
@@ -72,7 +75,7 @@ std::string Sha256::finish_hex() {
         return lower_hex(md, crypto_hash_sha256_BYTES);
     }
     unsigned len = 0;
-    if (EVP_DigestFinal_ex(std::get<EvpCtx>(state_->impl).get(), md, &len) != 1)
+    if (EVP_DigestFinal_ex(std::get<sha256_detail::EvpCtx>(state_->impl).get(), md, &len) != 1)
         throw std::runtime_error("SHA-256: EVP_DigestFinal_ex failed");
     return lower_hex(md, len);
 }

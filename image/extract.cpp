@@ -138,9 +138,6 @@ la_ssize_t read_callback(struct archive* a, void* ctx, const void** out) {
     return n;
 }
 
-struct ArchiveCloser {
-    void operator()(struct archive* a) const { libarchive().archive_read_free(a); }
-};
 
 std::string entry_error(const std::string& what, const std::string& name, const std::string& why) {
     return what + ": entry \"" + name + "\" refused: " + why;
@@ -517,7 +514,7 @@ ExtractResult extract_archive(int source_fd, const std::string& what, int dest_f
     Sha256 digest;
     auto src = std::make_unique<HashingSource>(source_fd, &digest, &progress);
 
-    std::unique_ptr<struct archive, ArchiveCloser> a(libarchive().archive_read_new());
+    ArchiveReader a(libarchive().archive_read_new());
     if (!a) throw ImageError("archive_read_new failed");
     libarchive().archive_read_support_filter_all(a.get());
     libarchive().archive_read_support_format_tar(a.get());

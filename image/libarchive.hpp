@@ -12,6 +12,8 @@
 //   la.archive_read_new();
 #pragma once
 
+#include <memory>
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -36,5 +38,11 @@ struct Libarchive {
 // naming the library, the package and dlerror's reason when it cannot be
 // loaded or lacks one of the functions; nothing is imported then.
 const Libarchive& libarchive();
+
+// An archive being read, freed with archive_read_free.
+struct ArchiveCloser {
+    void operator()(struct archive* a) const { libarchive().archive_read_free(a); }
+};
+using ArchiveReader = std::unique_ptr<struct archive, ArchiveCloser>;
 
 }  // namespace corral::image

@@ -21,9 +21,6 @@ bool is_file(const std::string& p) {
     return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-struct ArchiveCloser {
-    void operator()(struct archive* a) const { libarchive().archive_read_free(a); }
-};
 
 }  // namespace
 
@@ -43,7 +40,7 @@ namespace {
 // files is decided from its first entries, not by reading every header (the
 // extractor reads and judges them all).
 SourceKind classify_archive(const std::string& path) {
-    std::unique_ptr<struct archive, ArchiveCloser> a(libarchive().archive_read_new());
+    ArchiveReader a(libarchive().archive_read_new());
     libarchive().archive_read_support_filter_all(a.get());
     libarchive().archive_read_support_format_tar(a.get());
     libarchive().archive_read_support_format_gnutar(a.get());

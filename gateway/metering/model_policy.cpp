@@ -1,5 +1,7 @@
 #include "gateway/metering/model_policy.hpp"
 
+#include "gateway/metering/json_member.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,17 +14,6 @@ namespace corral::gateway::metering {
 namespace {
 
 using nlohmann::json;
-
-const json* member(const json& obj, const char* key) {
-    if (!obj.is_object()) return nullptr;
-    auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-const std::string* string_member(const json& obj, const char* key) {
-    const json* m = member(obj, key);
-    return m && m->is_string() ? &m->get_ref<const std::string&>() : nullptr;
-}
 
 // A value from the request as a message shows it: quoted, control bytes
 // replaced, cut short (a detail is one line of bounded size).

@@ -1,5 +1,7 @@
 #include "gateway/metering/request_facts.hpp"
 
+#include "gateway/metering/json_member.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <vector>
@@ -9,11 +11,6 @@ namespace corral::gateway::metering {
 namespace {
 
 using nlohmann::json;
-
-const json* member(const json& obj, const char* key) {
-    auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
 
 // A count the request names; a present field of the wrong type is a problem
 // (the request is then treated as naming none).

@@ -21,19 +21,19 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) {
     return true;
 }
 
-const json* member(const json& obj, const char* key) {
+const json* field(const json& obj, const char* key) {
     if (!obj.is_object()) return nullptr;
     auto it = obj.find(key);
     return it == obj.end() ? nullptr : &*it;
 }
 
-const json* object_member(const json& obj, const char* key) {
-    const json* m = member(obj, key);
+const json* object_field(const json& obj, const char* key) {
+    const json* m = field(obj, key);
     return m && m->is_object() ? m : nullptr;
 }
 
-std::string string_member(const json& obj, const char* key) {
-    const json* m = member(obj, key);
+std::string field_text(const json& obj, const char* key) {
+    const json* m = field(obj, key);
     if (!m) return {};
     if (m->is_string()) return m->get<std::string>();
     if (m->is_number_integer()) return m->dump();
@@ -42,11 +42,11 @@ std::string string_member(const json& obj, const char* key) {
 
 // "type: message", from {error: {type|code, message}} or {type|code, message}.
 std::string error_text(const json& d) {
-    const json* e = object_member(d, "error");
+    const json* e = object_field(d, "error");
     const json& from = e ? *e : d;
-    std::string kind = string_member(from, "type");
-    if (kind.empty() || kind == "error") kind = string_member(from, "code");
-    std::string message = string_member(from, "message");
+    std::string kind = field_text(from, "type");
+    if (kind.empty() || kind == "error") kind = field_text(from, "code");
+    std::string message = field_text(from, "message");
     std::string text = kind.empty() ? message : message.empty() ? kind : kind + ": " + message;
     if (text.empty()) text = "an error without a message";
     if (text.size() > kMaxErrorText) text.resize(kMaxErrorText);
@@ -106,7 +106,7 @@ void ResponseUsage::break_off(std::string reason) {
 
 void ResponseUsage::take_count(const json& obj, const char* key, std::optional<std::uint64_t>& into,
                                std::string_view where) {
-    const json* m = member(obj, key);
+    const json* m = field(obj, key);
     if (!m || m->is_null()) return;
     if (m->is_number_unsigned()) {
         into = m->get<std::uint64_t>();
@@ -116,7 +116,7 @@ void ResponseUsage::take_count(const json& obj, const char* key, std::optional<s
 }
 
 void ResponseUsage::take_model(const json& holder) {
-    const json* m = member(holder, "model");
+    const json* m = field(holder, "model");
     if (m && m->is_string() && !m->get_ref<const std::string&>().empty()) u_.model = m->get<std::string>();
 }
 
@@ -131,17 +131,17 @@ void ResponseUsage::take_usage(const json& usage) {
     case ModelApi::openai_responses:
         take_count(usage, "input_tokens", u_.input_tokens, "usage");
         take_count(usage, "output_tokens", u_.output_tokens, "usage");
-        if (const json* d = object_member(usage, "input_tokens_details"))
+        if (const json* d = object_field(usage, "input_tokens_details"))
             take_count(*d, "cached_tokens", u_.cached_input_tokens, "usage.input_tokens_details");
-        if (const json* d = object_member(usage, "output_tokens_details"))
+        if (const json* d = object_field(usage, "output_tokens_details"))
             take_count(*d, "reasoning_tokens", u_.reasoning_tokens, "usage.output_tokens_details");
         break;
     case ModelApi::openai_chat:
         take_count(usage, "prompt_tokens", u_.input_tokens, "usage");
         take_count(usage, "completion_tokens", u_.output_tokens, "usage");
-        if (const json* d = object_member(usage, "prompt_tokens_details"))
+        if (const json* d = object_field(usage, "prompt_tokens_details"))
             take_count(*d, "cached_tokens", u_.cached_input_tokens, "usage.prompt_tokens_details");
-        if (const json* d = object_member(usage, "completion_tokens_details"))
+        if (const json* d = object_field(usage, "completion_tokens_details"))
             take_count(*d, "reasoning_tokens", u_.reasoning_tokens, "usage.completion_tokens_details");
         break;
     default: break;
@@ -163,14 +163,14 @@ void ResponseUsage::on_parsed(std::string_view type, const json& d) {
         if (type == "message_start") {
             if (begun_) return break_off("a second message_start in one response");
             begun_ = true;
-            if (const json* m = object_member(d, "message")) {
+            if (const json* m = object_field(d, "message")) {
                 take_model(*m);
-                if (const json* usage = object_member(*m, "usage")) take_usage(*usage);
+                if (const json* usage = object_field(*m, "usage")) take_usage(*usage);
             }
         } else if (type == "message_delta") {
-            if (const json* usage = object_member(d, "usage")) {
+            if (const json* usage = object_field(d, "usage")) {
                 take_usage(*usage);
-                if (member(*usage, "output_tokens")) final_seen_ = true;
+                if (field(*usage, "output_tokens")) final_seen_ = true;
             }
         } else if (type == "message_stop") {
             ended_ = true;
@@ -181,17 +181,17 @@ void ResponseUsage::on_parsed(std::string_view type, const json& d) {
     case ModelApi::openai_responses:
         if (type == "response.created" || type == "response.in_progress") {
             begun_ = true;
-            if (const json* r = object_member(d, "response")) take_model(*r);
+            if (const json* r = object_field(d, "response")) take_model(*r);
         } else if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
             begun_ = true;
             ended_ = true;
-            if (const json* r = object_member(d, "response")) {
+            if (const json* r = object_field(d, "response")) {
                 take_model(*r);
-                if (const json* usage = object_member(*r, "usage")) {
+                if (const json* usage = object_field(*r, "usage")) {
                     take_usage(*usage);
                     final_seen_ = true;
                 }
-                if (const json* e = object_member(*r, "error")) u_.error = error_text(*e);
+                if (const json* e = object_field(*r, "error")) u_.error = error_text(*e);
             }
             if (type != "response.completed" && u_.error.empty()) u_.error = std::string(type);
         } else if (type == "error") {
@@ -199,10 +199,10 @@ void ResponseUsage::on_parsed(std::string_view type, const json& d) {
         }
         return;
     case ModelApi::openai_chat:
-        if (object_member(d, "error")) return on_error(d);
+        if (object_field(d, "error")) return on_error(d);
         begun_ = true;
         take_model(d);
-        if (const json* usage = object_member(d, "usage")) {
+        if (const json* usage = object_field(d, "usage")) {
             take_usage(*usage);
             final_seen_ = true;
         }
@@ -232,14 +232,14 @@ void ResponseUsage::on_event(std::string_view name, std::string_view data) {
 }
 
 void ResponseUsage::on_value(std::string_view name, const json& d) {
-    const json* t = member(d, "type");
+    const json* t = field(d, "type");
     std::string type = t && t->is_string() ? t->get<std::string>() : std::string(name);
     // A response whose usage can no longer be trusted still ends where it
     // ends (the next response on a WebSocket is metered afresh).
     if (!broken_.empty()) {
         if (type == "message_stop" || type == "error" || type == "response.completed" ||
             type == "response.incomplete" || type == "response.failed" ||
-            (u_.api == ModelApi::openai_chat && object_member(d, "error")))
+            (u_.api == ModelApi::openai_chat && object_field(d, "error")))
             ended_ = true;
         return;
     }
@@ -251,9 +251,9 @@ void ResponseUsage::on_body(std::string_view body) {
     json d = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (d.is_discarded() || !d.is_object()) return break_off("the response body is not a JSON object");
     ended_ = true;
-    const json* usage = object_member(d, "usage");
-    const json* err = object_member(d, "error");
-    const json* t = member(d, "type");
+    const json* usage = object_field(d, "usage");
+    const json* err = object_field(d, "error");
+    const json* t = field(d, "type");
     const bool error_shape = (t && t->is_string() && t->get_ref<const std::string&>() == "error") || (err && !usage);
     if (error_shape) {
         on_error(d);
@@ -363,7 +363,7 @@ std::optional<Usage> WebSocketUsageMeter::feed_message(std::string_view message)
     }
     std::optional<Usage> ended;
     // A new response while one is open: the open one never completed.
-    if (const json* t = member(d, "type");
+    if (const json* t = field(d, "type");
         dirty_ && t && t->is_string() && t->get_ref<const std::string&>() == "response.created") {
         current_.break_off("a new response began before this one completed");
         ended = end_current();
