@@ -1,0 +1,52 @@
+#include "mcp/tool_pin.hpp"
+
+#include "base/sha256.hpp"
+
+namespace corral::mcp {
+
+using json = nlohmann::json;
+
+std::string tool_canonical(const json& tool) {
+    // nlohmann::json objects are std::map-backed: dump() writes keys sorted.
+    json canon = json::object();
+    for (const char* k : {"name", "description", "inputSchema", "annotations"})
+        canon[k] = tool.is_object() && tool.contains(k) ? tool[k] : json(nullptr);
+    return canon.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::strict);
+}
+
+std::string tool_digest(const json& tool) { return "sha256:" + corral::sha256_hex(tool_canonical(tool)); }
+
+void PinBook::pin(const std::string& server, const std::string& tool, const std::string& digest) {
+    entries_[{server, tool}].trusted = digest;
+}
+
+Sight PinBook::see(const std::string& server, const std::string& tool, const std::string& digest) {
+    auto [it, inserted] = entries_.try_emplace({server, tool});
+    Entry& e = it->second;
+    e.seen = digest;
+    if (e.trusted.empty()) {
+        e.trusted = digest;
+        return Sight::first_seen;
+    }
+    if (e.trusted == digest) return inserted ? Sight::first_seen : Sight::unchanged;
+    return Sight::quarantined;
+}
+
+void PinBook::accept(const std::string& server, const std::string& tool, const std::string& digest) {
+    Entry& e = entries_[{server, tool}];
+    e.trusted = digest;
+    if (e.seen.empty()) e.seen = digest;
+}
+
+bool PinBook::quarantined(const std::string& server, const std::string& tool) const {
+    auto it = entries_.find({server, tool});
+    return it != entries_.end() && !it->second.seen.empty() && it->second.seen != it->second.trusted;
+}
+
+std::optional<std::string> PinBook::trusted(const std::string& server, const std::string& tool) const {
+    auto it = entries_.find({server, tool});
+    if (it == entries_.end() || it->second.trusted.empty()) return std::nullopt;
+    return it->second.trusted;
+}
+
+}  // namespace corral::mcp
