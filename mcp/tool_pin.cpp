@@ -7,11 +7,16 @@ namespace corral::mcp {
 using json = nlohmann::json;
 
 std::string tool_canonical(const json& tool) {
-    // nlohmann::json objects are std::map-backed: dump() writes keys sorted.
-    json canon = json::object();
-    for (const char* k : {"name", "description", "inputSchema", "annotations"})
-        canon[k] = tool.is_object() && tool.contains(k) ? tool[k] : json(nullptr);
-    return canon.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::strict);
+    // The members written in sorted order; each member's own objects are
+    // std::map-backed, so dump() writes their keys sorted. No copy is made.
+    static const json null_value;
+    std::string out = "{";
+    for (const char* k : {"annotations", "description", "inputSchema", "name"}) {
+        const json& v = tool.is_object() && tool.contains(k) ? tool[k] : null_value;
+        out += (out.size() > 1 ? ",\"" : "\"") + std::string(k) + "\":";
+        out += v.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::strict);
+    }
+    return out + "}";
 }
 
 std::string tool_digest(const json& tool) { return "sha256:" + corral::sha256_hex(tool_canonical(tool)); }
