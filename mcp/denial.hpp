@@ -84,6 +84,16 @@ struct Denial {
     std::string detail;
 };
 
+// `s` as a JSON string literal of at most `max` bytes of it (escaped, so a
+// detail stays one bounded line whatever the message held).
+inline std::string json_quoted(std::string_view s, std::size_t max = 64) {
+    const bool cut = s.size() > max;
+    std::string out = nlohmann::json(std::string(s.substr(0, max)))
+                          .dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+    if (cut) out.insert(out.size() - 1, "...");
+    return out;
+}
+
 // "refused by corral: <sentence>[ (<detail>)]".
 inline std::string denial_sentence(const Denial& d) {
     const auto& e = denial_entry(d.reason);

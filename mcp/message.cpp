@@ -25,7 +25,7 @@ std::optional<Denial> read_tool_call(Message& out) {
     if (!p.contains("name") || !p["name"].is_string()) return invalid("tools/call needs params.name, a string");
     const std::string name = p["name"];
     if (!valid_tool_name(name))
-        return invalid("tool name \"" + name.substr(0, 64) + "\" is not 1..128 of A-Z a-z 0-9 _ . -");
+        return invalid("tool name " + json_quoted(name) + " is not 1..128 of A-Z a-z 0-9 _ . -");
     ToolCall call{name, json::object()};
     if (p.contains("arguments")) {
         if (!p["arguments"].is_object()) return invalid("tools/call params.arguments must be an object");
@@ -52,7 +52,7 @@ std::optional<Denial> read_one(const json& m, Message& out) {
     static const std::set<std::string> known = {"jsonrpc", "id", "method", "params", "result", "error"};
     if (!m.is_object()) return invalid("a message must be a JSON object, not " + std::string(m.type_name()));
     for (const auto& [k, v] : m.items())
-        if (!known.count(k)) return invalid("unknown member \"" + k.substr(0, 64) + "\"");
+        if (!known.count(k)) return invalid("unknown member " + json_quoted(k));
     if (auto d = read_id(m, out)) return d;
     if (!m.contains("jsonrpc") || m["jsonrpc"] != "2.0") return invalid("\"jsonrpc\" must be \"2.0\"");
     if (!m.contains("method")) {
@@ -101,16 +101,14 @@ std::optional<Denial> check_stateless(const ReadResult& r, const HttpHeaders& h)
         if (h.mcp_method || h.mcp_name) return mismatch("a response carries no Mcp-Method / Mcp-Name");
         return std::nullopt;
     }
-    if (!h.mcp_method) return mismatch("Mcp-Method header missing; the body's method is \"" + m.method + "\"");
+    if (!h.mcp_method) return mismatch("Mcp-Method header missing; the body's method is " + json_quoted(m.method));
     if (*h.mcp_method != m.method)
-        return mismatch("Mcp-Method \"" + h.mcp_method->substr(0, 64) + "\" but the body's method is \"" + m.method +
-                        "\"");
+        return mismatch("Mcp-Method " + json_quoted(*h.mcp_method) + " but the body's method is " + json_quoted(m.method));
     const auto name = named(m);
     if (name && (!h.mcp_name || *h.mcp_name != *name))
-        return mismatch(h.mcp_name ? "Mcp-Name \"" + h.mcp_name->substr(0, 64) + "\" but the body names \"" +
-                                         name->substr(0, 64) + "\""
-                                   : "Mcp-Name header missing; the body names \"" + name->substr(0, 64) + "\"");
-    if (!name && h.mcp_name) return mismatch("Mcp-Name given but " + m.method + " names nothing");
+        return mismatch(h.mcp_name ? "Mcp-Name " + json_quoted(*h.mcp_name) + " but the body names " + json_quoted(*name)
+                                   : "Mcp-Name header missing; the body names " + json_quoted(*name));
+    if (!name && h.mcp_name) return mismatch("Mcp-Name given but " + json_quoted(m.method) + " names nothing");
     return std::nullopt;
 }
 

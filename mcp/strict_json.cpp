@@ -39,8 +39,8 @@ public:
     bool key(std::string& k) {
         Frame& f = stack_.back();
         if (!f.keys.insert(k).second)
-            return fail(Reason::duplicate_key, k, "key \"" + k + "\" twice at JSON pointer " + pointer() + "/" +
-                                                      escape_token(k));
+            return fail(Reason::duplicate_key, json_quoted(k), "key " + json_quoted(k) + " twice at JSON pointer " +
+                                                              json_quoted(pointer() + "/" + escape_token(k), 200));
         f.key = std::move(k);
         return true;
     }
@@ -89,7 +89,7 @@ private:
     bool open(json v) {
         if (stack_.size() >= max_depth_)
             return fail(Reason::too_deep, "", "more than " + std::to_string(max_depth_) + " levels at JSON pointer " +
-                                                  (stack_.empty() ? std::string("\"\"") : pointer() + "/..."));
+                                                  json_quoted(pointer(), 200));
         stack_.push_back(Frame{std::move(v), {}, {}});
         return true;
     }

@@ -18,7 +18,7 @@ TEST_CASE("strict_json: a duplicate key at the top level is refused, naming key 
     auto r = parse_strict_json(R"({"name":"read","name":"write"})");
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::duplicate_key);
-    CHECK(r.error->subject == "name");
+    CHECK(r.error->subject == "\"name\"");
     CHECK(r.error->detail.find("/name") != std::string::npos);
 }
 
@@ -26,7 +26,7 @@ TEST_CASE("strict_json: a duplicate key deep inside arrays and objects names its
     auto r = parse_strict_json(R"({"params":{"arguments":{"list":[0,{"p/a~th":1,"p/a~th":2}]}}})");
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::duplicate_key);
-    CHECK(r.error->subject == "p/a~th");
+    CHECK(r.error->subject == "\"p/a~th\"");
     CHECK(r.error->detail.find("/params/arguments/list/1/p~1a~0th") != std::string::npos);
 }
 
@@ -64,4 +64,14 @@ TEST_CASE("strict_json: a message over the size limit is refused before it is re
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::oversize);
     CHECK(r.error->detail.find("at most 16") != std::string::npos);
+}
+
+TEST_CASE("strict_json: a refusal's detail is one bounded line whatever the key holds") {
+    const std::string key(5000, 'k');
+    auto r = parse_strict_json("{\"" + key + "\\n\":1,\"" + key + "\\n\":2}");
+    REQUIRE(!r.ok());
+    CHECK(r.error->reason == Reason::duplicate_key);
+    CHECK(r.error->detail.size() < 400);
+    CHECK(r.error->detail.find('\n') == std::string::npos);
+    CHECK(denial_sentence(*r.error).size() < 600);
 }
