@@ -160,11 +160,15 @@ ReadResult read_message(std::string_view body, Era era, const HttpHeaders& heade
             r.messages.push_back(std::move(m));
         }
     }
-    if (r.refusal) return r;
+    if (r.refusal) {
+        r.messages.clear();
+        return r;
+    }
     auto d = era == Era::stateless_2026_07_28 ? check_stateless(r, headers) : check_sessions(r, headers, limits);
     if (d) {
         r.refusal = d;
         if (!r.batch) r.refusal_id = r.messages.front().id;
+        r.messages.clear();  // fail closed: a refused read hands nothing on
     }
     return r;
 }

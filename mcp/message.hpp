@@ -52,7 +52,7 @@ struct MessageLimits {
 
 struct ReadResult {
     bool batch = false;
-    std::vector<Message> messages;
+    std::vector<Message> messages;  // empty when refused
     std::optional<Denial> refusal;
     nlohmann::json refusal_id;  // the id to answer the refusal with (null if unknown)
     bool ok() const { return !refusal; }

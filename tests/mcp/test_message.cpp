@@ -23,6 +23,7 @@ Reason refused(const std::string& body, Era era = Era::sessions_2025_11_25, cons
     auto r = read_message(body, era, h, lim);
     REQUIRE(!r.ok());
     CHECK(!r.refusal->detail.empty());
+    CHECK(r.messages.empty());  // nothing of a refused read is handed on
     return r.refusal->reason;
 }
 
