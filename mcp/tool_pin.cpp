@@ -37,6 +37,18 @@ Sight PinBook::see(const std::string& server, const std::string& tool, const std
     return Sight::quarantined;
 }
 
+Sight PinBook::see_tool(const std::string& server, const std::string& tool, const json& value, std::string& digest) {
+    auto it = entries_.find({server, tool});
+    if (it != entries_.end() && !it->second.seen.empty() && it->second.seen_tool == value) {
+        digest = it->second.seen;
+        return it->second.seen == it->second.trusted ? Sight::unchanged : Sight::quarantined;
+    }
+    digest = tool_digest(value);
+    const Sight s = see(server, tool, digest);
+    entries_[{server, tool}].seen_tool = value;
+    return s;
+}
+
 void PinBook::accept(const std::string& server, const std::string& tool, const std::string& digest) {
     Entry& e = entries_[{server, tool}];
     e.trusted = digest;

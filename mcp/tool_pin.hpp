@@ -30,6 +30,11 @@ public:
     // Records what the server now says. first_seen: recorded and trusted
     // (unless a pin disagrees); quarantined: differs from the trusted digest.
     Sight see(const std::string& server, const std::string& tool, const std::string& digest);
+    // see() of tool_digest(tool), computed only when `tool` differs from the
+    // last one this book saw under that name (an unchanged tools/list answer
+    // is compared, not re-hashed). `digest` gets the tool's digest.
+    Sight see_tool(const std::string& server, const std::string& tool, const nlohmann::json& value,
+                   std::string& digest);
     // The operator accepts `digest` (corral mcp trust): it becomes trusted.
     void accept(const std::string& server, const std::string& tool, const std::string& digest);
     bool quarantined(const std::string& server, const std::string& tool) const;
@@ -39,6 +44,7 @@ private:
     struct Entry {
         std::string trusted;
         std::string seen;  // last digest seen; != trusted means quarantined
+        nlohmann::json seen_tool;  // the tool whose digest is `seen` (see_tool)
     };
     std::map<std::pair<std::string, std::string>, Entry> entries_;
 };

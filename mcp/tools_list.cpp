@@ -35,8 +35,8 @@ ListFilter filter_tools_list(json result, const std::string& server, const Polic
             out.refusal = malformed(server, "tool " + name + " listed twice");
             return out;
         }
-        const std::string digest = tool_digest(t);
-        const Sight s = pins.see(server, name, digest);
+        std::string digest;
+        const Sight s = pins.see_tool(server, name, t, digest);
         if (s == Sight::first_seen) out.first_seen.emplace_back(name, digest);
         if (s == Sight::quarantined) out.quarantined.push_back(name);
         else if (!may_allow(policy, server, name)) out.hidden.push_back(name);

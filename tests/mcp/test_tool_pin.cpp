@@ -73,3 +73,18 @@ TEST_CASE("PinBook: a digest pinned in the configuration decides the first sight
     book.pin("fs", "write_file", b);
     CHECK(book.see("fs", "write_file", b) == Sight::unchanged);
 }
+
+TEST_CASE("PinBook: see_tool gives the same sights and digests as see, computed or remembered") {
+    PinBook book;
+    std::string d;
+    CHECK(book.see_tool("fs", "read_file", tool("Reads a file"), d) == Sight::first_seen);
+    CHECK(d == tool_digest(tool("Reads a file")));
+    CHECK(book.see_tool("fs", "read_file", tool("Reads a file"), d) == Sight::unchanged);
+    CHECK(d == tool_digest(tool("Reads a file")));
+    CHECK(book.see_tool("fs", "read_file", tool("Reads a file, and more"), d) == Sight::quarantined);
+    CHECK(book.see_tool("fs", "read_file", tool("Reads a file, and more"), d) == Sight::quarantined);  // remembered
+    CHECK(d == tool_digest(tool("Reads a file, and more")));
+    book.accept("fs", "read_file", d);
+    CHECK(book.see_tool("fs", "read_file", tool("Reads a file, and more"), d) == Sight::unchanged);
+    CHECK(book.see_tool("fs", "read_file", tool("Reads a file"), d) == Sight::quarantined);  // back is a change
+}
