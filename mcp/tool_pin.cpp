@@ -1,0 +1,69 @@
+#include "mcp/tool_pin.hpp"
+
+#include "base/sha256.hpp"
+
+namespace corral::mcp {
+
+using json = nlohmann::json;
+
+std::string tool_canonical(const json& tool) {
+    // The members written in sorted order; each member's own objects are
+    // std::map-backed, so dump() writes their keys sorted. No copy is made.
+    static const json null_value;
+    std::string out = "{";
+    for (const char* k : {"annotations", "description", "inputSchema", "name"}) {
+        const json& v = tool.is_object() && tool.contains(k) ? tool[k] : null_value;
+        out += (out.size() > 1 ? ",\"" : "\"") + std::string(k) + "\":";
+        out += v.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::strict);
+    }
+    return out + "}";
+}
+
+std::string tool_digest(const json& tool) { return "sha256:" + corral::sha256_hex(tool_canonical(tool)); }
+
+void PinBook::pin(const std::string& server, const std::string& tool, const std::string& digest) {
+    entries_[{server, tool}].trusted = digest;
+}
+
+Sight PinBook::see(const std::string& server, const std::string& tool, const std::string& digest) {
+    auto [it, inserted] = entries_.try_emplace({server, tool});
+    Entry& e = it->second;
+    e.seen = digest;
+    if (e.trusted.empty()) {
+        e.trusted = digest;
+        return Sight::first_seen;
+    }
+    if (e.trusted == digest) return inserted ? Sight::first_seen : Sight::unchanged;
+    return Sight::quarantined;
+}
+
+Sight PinBook::see_tool(const std::string& server, const std::string& tool, const json& value, std::string& digest) {
+    auto it = entries_.find({server, tool});
+    if (it != entries_.end() && !it->second.seen.empty() && it->second.seen_tool == value) {
+        digest = it->second.seen;
+        return it->second.seen == it->second.trusted ? Sight::unchanged : Sight::quarantined;
+    }
+    digest = tool_digest(value);
+    const Sight s = see(server, tool, digest);
+    entries_[{server, tool}].seen_tool = value;
+    return s;
+}
+
+void PinBook::accept(const std::string& server, const std::string& tool, const std::string& digest) {
+    Entry& e = entries_[{server, tool}];
+    e.trusted = digest;
+    if (e.seen.empty()) e.seen = digest;
+}
+
+bool PinBook::quarantined(const std::string& server, const std::string& tool) const {
+    auto it = entries_.find({server, tool});
+    return it != entries_.end() && !it->second.seen.empty() && it->second.seen != it->second.trusted;
+}
+
+std::optional<std::string> PinBook::trusted(const std::string& server, const std::string& tool) const {
+    auto it = entries_.find({server, tool});
+    if (it == entries_.end() || it->second.trusted.empty()) return std::nullopt;
+    return it->second.trusted;
+}
+
+}  // namespace corral::mcp

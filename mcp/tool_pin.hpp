@@ -1,0 +1,52 @@
+// mcp/tool_pin.hpp — what a tool says about itself, pinned: the SHA-256 of
+// its canonical name, description, inputSchema and annotations. A PinBook
+// records the digest on first sight; a later different digest quarantines
+// the tool (refused, said why) until the operator accepts the new one.
+// docs/tools.md "Pinning".
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace corral::mcp {
+
+// The canonical JSON hashed: an object of exactly those four members (absent
+// ones as null), keys sorted at every level, no whitespace, non-ASCII escaped.
+std::string tool_canonical(const nlohmann::json& tool);
+
+// "sha256:<64 hex>" of tool_canonical(tool).
+std::string tool_digest(const nlohmann::json& tool);
+
+enum class Sight { first_seen, unchanged, quarantined };
+
+class PinBook {
+public:
+    // A digest from the configuration: trusted before first sight.
+    void pin(const std::string& server, const std::string& tool, const std::string& digest);
+    // Records what the server now says. first_seen: recorded and trusted
+    // (unless a pin disagrees); quarantined: differs from the trusted digest.
+    Sight see(const std::string& server, const std::string& tool, const std::string& digest);
+    // see() of tool_digest(tool), computed only when `tool` differs from the
+    // last one this book saw under that name (an unchanged tools/list answer
+    // is compared, not re-hashed). `digest` gets the tool's digest.
+    Sight see_tool(const std::string& server, const std::string& tool, const nlohmann::json& value,
+                   std::string& digest);
+    // The operator accepts `digest` (corral mcp trust): it becomes trusted.
+    void accept(const std::string& server, const std::string& tool, const std::string& digest);
+    bool quarantined(const std::string& server, const std::string& tool) const;
+    std::optional<std::string> trusted(const std::string& server, const std::string& tool) const;
+
+private:
+    struct Entry {
+        std::string trusted;
+        std::string seen;  // last digest seen; != trusted means quarantined
+        nlohmann::json seen_tool;  // the tool whose digest is `seen` (see_tool)
+    };
+    std::map<std::pair<std::string, std::string>, Entry> entries_;
+};
+
+}  // namespace corral::mcp
