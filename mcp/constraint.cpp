@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string_view>
 
-#include "mcp/glob.hpp"
+#include "base/glob.hpp"
 
 namespace corral::mcp {
 namespace {

@@ -1,7 +1,7 @@
 // mcp/policy.cpp — deciding a call, and validating the rules.
 #include "mcp/policy.hpp"
 
-#include "mcp/glob.hpp"
+#include "base/glob.hpp"
 
 namespace corral::mcp {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "mcp/glob.hpp"
+#include "base/glob.hpp"
 #include "mcp/policy.hpp"
 
 namespace corral::mcp {

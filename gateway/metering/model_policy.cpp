@@ -1,5 +1,6 @@
 #include "gateway/metering/model_policy.hpp"
 
+#include "base/glob.hpp"
 #include "gateway/metering/json_member.hpp"
 
 #include <nlohmann/json.hpp>
@@ -326,28 +327,7 @@ std::optional<PolicyRefusal> check_body(const ModelPolicy& p, ModelApi api, cons
 
 }  // namespace
 
-bool model_name_matches(std::string_view pattern, std::string_view name) {
-    // Greedy with one backtrack point: the last '*' seen absorbs one more
-    // character on each mismatch. O(|pattern| * |name|) at worst.
-    std::size_t p = 0, n = 0;
-    std::size_t star = std::string_view::npos, star_n = 0;
-    while (n < name.size()) {
-        if (p < pattern.size() && pattern[p] == '*') {
-            star = p++;
-            star_n = n;
-        } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
-            ++p;
-            ++n;
-        } else if (star != std::string_view::npos) {
-            p = star + 1;
-            n = ++star_n;
-        } else {
-            return false;
-        }
-    }
-    while (p < pattern.size() && pattern[p] == '*') ++p;
-    return p == pattern.size();
-}
+bool model_name_matches(std::string_view pattern, std::string_view name) { return glob_match(pattern, name); }
 
 std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, ModelApi api, const ModelBody& body,
                                                  std::string_view anthropic_beta_header,

@@ -3,10 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "mcp/glob.hpp"
+#include "base/glob.hpp"
 #include "mcp/policy.hpp"
 
 using namespace corral::mcp;
+using corral::glob_match;
 using json = nlohmann::json;
 
 namespace {
@@ -74,6 +75,10 @@ TEST_CASE("glob: * spans anything, ? one byte, the rest literal") {
     CHECK(!glob_match("read_*", "xread_file"));
     CHECK(glob_match("*a*b*c", "xxaxxbxxc"));
     CHECK(!glob_match("*a*b*c", "xxaxxcxxb"));
+    // A '*' in the text is no reason to stop expanding the pattern's '*'.
+    CHECK(glob_match("a*", "a*b"));
+    CHECK(glob_match("*", "*x"));
+    CHECK(glob_match("a?", "a*"));
 }
 
 TEST_CASE("policy: an allowed call with allowed arguments is allowed, naming its rule") {
