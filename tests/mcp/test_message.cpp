@@ -18,7 +18,7 @@ HttpHeaders stateless(const char* method, const char* name = nullptr) {
     return h;
 }
 
-Reason refused(const std::string& body, Era era = Era::sessions_2025_11_25, const HttpHeaders& h = {},
+Reason message_refusal(const std::string& body, Era era = Era::sessions_2025_11_25, const HttpHeaders& h = {},
                const MessageLimits& lim = {}) {
     auto r = read_message(body, era, h, lim);
     REQUIRE(!r.ok());
@@ -78,7 +78,7 @@ TEST_CASE("message: malformed JSON-RPC is refused with a reason, never passed th
              R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}})",  // call as notification
              "[]", "5", R"("x")", R"([{"jsonrpc":"2.0","id":1,"method":"a"},7])"}) {
         INFO(bad);
-        CHECK(refused(bad) == Reason::invalid_request);
+        CHECK(message_refusal(bad) == Reason::invalid_request);
     }
 }
 
@@ -90,44 +90,44 @@ TEST_CASE("message: a refusal of a single request keeps its id for the answer") 
 }
 
 TEST_CASE("message: duplicate keys, oversize messages and oversize batches are refused") {
-    CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}})") ==
+    CHECK(message_refusal(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}})") ==
           Reason::duplicate_key);
     MessageLimits lim;
     lim.json.max_bytes = 64;
-    CHECK(refused(kCall, Era::sessions_2025_11_25, {}, lim) == Reason::oversize);
+    CHECK(message_refusal(kCall, Era::sessions_2025_11_25, {}, lim) == Reason::oversize);
     MessageLimits two;
     two.max_batch = 2;
-    CHECK(refused("[" + kCall + "," + kCall + "," + kCall + "]", Era::sessions_2025_11_25, {}, two) ==
+    CHECK(message_refusal("[" + kCall + "," + kCall + "," + kCall + "]", Era::sessions_2025_11_25, {}, two) ==
           Reason::oversize);
 }
 
 TEST_CASE("message 2025-11-25: initialize alone and without a session; later requests carry the session") {
     const std::string init = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{}})";
     CHECK(read_message(init, Era::sessions_2025_11_25, {}).ok());
-    CHECK(refused("[" + init + "]") == Reason::invalid_request);
+    CHECK(message_refusal("[" + init + "]") == Reason::invalid_request);
     HttpHeaders with;
     with.session_id = "abc";
-    CHECK(refused(init, Era::sessions_2025_11_25, with) == Reason::invalid_request);
+    CHECK(message_refusal(init, Era::sessions_2025_11_25, with) == Reason::invalid_request);
     MessageLimits lim;
     lim.session_required = true;
-    CHECK(refused(kCall, Era::sessions_2025_11_25, {}, lim) == Reason::invalid_request);
+    CHECK(message_refusal(kCall, Era::sessions_2025_11_25, {}, lim) == Reason::invalid_request);
     CHECK(read_message(kCall, Era::sessions_2025_11_25, with, lim).ok());
 }
 
 TEST_CASE("message 2026-07-28: Mcp-Method and Mcp-Name must agree with the body, else -32020") {
     const Era e = Era::stateless_2026_07_28;
     CHECK(read_message(kCall, e, stateless("tools/call", "read_file")).ok());
-    CHECK(refused(kCall, e, {}) == Reason::header_mismatch);
-    CHECK(refused(kCall, e, stateless("tools/list")) == Reason::header_mismatch);
-    CHECK(refused(kCall, e, stateless("tools/call")) == Reason::header_mismatch);
-    CHECK(refused(kCall, e, stateless("tools/call", "write_file")) == Reason::header_mismatch);
-    CHECK(refused(kCall, e, stateless("tools/call", "read_file ")) == Reason::header_mismatch);
+    CHECK(message_refusal(kCall, e, {}) == Reason::header_mismatch);
+    CHECK(message_refusal(kCall, e, stateless("tools/list")) == Reason::header_mismatch);
+    CHECK(message_refusal(kCall, e, stateless("tools/call")) == Reason::header_mismatch);
+    CHECK(message_refusal(kCall, e, stateless("tools/call", "write_file")) == Reason::header_mismatch);
+    CHECK(message_refusal(kCall, e, stateless("tools/call", "read_file ")) == Reason::header_mismatch);
     const std::string list = R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})";
     CHECK(read_message(list, e, stateless("tools/list")).ok());
-    CHECK(refused(list, e, stateless("tools/list", "x")) == Reason::header_mismatch);
-    CHECK(refused(R"({"jsonrpc":"2.0","id":0,"method":"initialize"})", e, stateless("initialize")) ==
+    CHECK(message_refusal(list, e, stateless("tools/list", "x")) == Reason::header_mismatch);
+    CHECK(message_refusal(R"({"jsonrpc":"2.0","id":0,"method":"initialize"})", e, stateless("initialize")) ==
           Reason::invalid_request);
-    CHECK(refused("[" + kCall + "]", e, stateless("tools/call", "read_file")) == Reason::header_mismatch);
+    CHECK(message_refusal("[" + kCall + "]", e, stateless("tools/call", "read_file")) == Reason::header_mismatch);
     auto r = read_message(kCall, e, stateless("tools/list"));
     CHECK(denial_entry(r.refusal->reason).jsonrpc_code == -32020);
     CHECK(r.refusal_id == 7);

@@ -56,7 +56,7 @@ Policy fs_policy() {
     return p;
 }
 
-Reason refused(const Policy& p, const char* tool, const json& args, const char* server = "fs") {
+Reason policy_refusal(const Policy& p, const char* tool, const json& args, const char* server = "fs") {
     Decision d = decide(p, server, tool, args);
     REQUIRE(!d.allowed());
     REQUIRE(d.denial);
@@ -92,11 +92,11 @@ TEST_CASE("policy: an allowed call with allowed arguments is allowed, naming its
 
 TEST_CASE("policy: unknown tool, unknown server, and a denied tool are refused (default deny, deny wins)") {
     Policy p = fs_policy();
-    CHECK(refused(p, "exec", json::object()) == Reason::unknown_tool);
-    CHECK(refused(p, "read_file", {{"path", "/work/a"}}, "other") == Reason::unknown_server);
-    CHECK(refused(p, "write_file", {{"path", "/work/a"}}) == Reason::tool_denied);
-    CHECK(refused(p, "read_file", {{"path", "/work/.env"}}) == Reason::argument_denied);  // deny beats rule 1
-    CHECK(refused(p, "delete_file", json::object()) == Reason::approval_required);
+    CHECK(policy_refusal(p, "exec", json::object()) == Reason::unknown_tool);
+    CHECK(policy_refusal(p, "read_file", {{"path", "/work/a"}}, "other") == Reason::unknown_server);
+    CHECK(policy_refusal(p, "write_file", {{"path", "/work/a"}}) == Reason::tool_denied);
+    CHECK(policy_refusal(p, "read_file", {{"path", "/work/.env"}}) == Reason::argument_denied);  // deny beats rule 1
+    CHECK(policy_refusal(p, "delete_file", json::object()) == Reason::approval_required);
     Decision d = decide(p, "fs", "delete_file", json::object());
     CHECK(denial_sentence(*d.denial).find("approval required; no approval queue yet") != std::string::npos);
 }
@@ -108,22 +108,22 @@ TEST_CASE("policy: path traversal, NUL, backslashes and look-alike slashes are r
                                   "/work/\u2215etc", "/work/..\uFF0Fetc", "/work/a\u2044b", "/work/\uFF0E\uFF0E/x",
                                   "/work/a\nb", ""}) {
         INFO(bad);
-        CHECK(refused(p, "read_file", {{"path", bad}}) == Reason::argument_denied);
+        CHECK(policy_refusal(p, "read_file", {{"path", bad}}) == Reason::argument_denied);
     }
-    CHECK(refused(p, "read_file", {{"path", 5}}) == Reason::argument_denied);
-    CHECK(refused(p, "read_file", json::object()) == Reason::argument_denied);  // missing argument
+    CHECK(policy_refusal(p, "read_file", {{"path", 5}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "read_file", json::object()) == Reason::argument_denied);  // missing argument
 }
 
 TEST_CASE("policy: numbers given as strings, out-of-range and non-whole numbers are refused") {
     Policy p = fs_policy();
-    CHECK(refused(p, "search", {{"limit", "10"}, {"mode", "text"}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "search", {{"limit", "10"}, {"mode", "text"}}) == Reason::argument_denied);
     Decision d = decide(p, "fs", "search", {{"limit", "10"}, {"mode", "text"}});
     CHECK(d.denial->detail.find("a number is required") != std::string::npos);
-    CHECK(refused(p, "search", {{"limit", 0}, {"mode", "text"}}) == Reason::argument_denied);
-    CHECK(refused(p, "search", {{"limit", 101}, {"mode", "text"}}) == Reason::argument_denied);
-    CHECK(refused(p, "search", {{"limit", 2.5}, {"mode", "text"}}) == Reason::argument_denied);
-    CHECK(refused(p, "search", {{"limit", 5}, {"mode", "raw"}}) == Reason::argument_denied);
-    CHECK(refused(p, "search", {{"limit", true}, {"mode", "text"}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "search", {{"limit", 0}, {"mode", "text"}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "search", {{"limit", 101}, {"mode", "text"}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "search", {{"limit", 2.5}, {"mode", "text"}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "search", {{"limit", 5}, {"mode", "raw"}}) == Reason::argument_denied);
+    CHECK(policy_refusal(p, "search", {{"limit", true}, {"mode", "text"}}) == Reason::argument_denied);
 }
 
 TEST_CASE("policy: exact and regex constraints; a deny that cannot check its value fails closed") {
@@ -141,13 +141,13 @@ TEST_CASE("policy: exact and regex constraints; a deny that cannot check its val
     p.rules = {{"a", "web", "fetch", Action::allow, {host, exact}}, {"d", "web", "fetch", Action::deny, {bad_port}}};
     REQUIRE(validate_rules(p).empty());
     CHECK(decide(p, "web", "fetch", {{"url", "https://docs.example.org/x"}, {"method", "GET"}}).allowed());
-    CHECK(refused(p, "fetch", {{"url", "https://docs.example.org.evil/x"}, {"method", "GET"}}, "web") ==
+    CHECK(policy_refusal(p, "fetch", {{"url", "https://docs.example.org.evil/x"}, {"method", "GET"}}, "web") ==
           Reason::argument_denied);
-    CHECK(refused(p, "fetch", {{"url", "https://docs.example.org/x"}, {"method", "POST"}}, "web") ==
+    CHECK(policy_refusal(p, "fetch", {{"url", "https://docs.example.org/x"}, {"method", "POST"}}, "web") ==
           Reason::argument_denied);
-    CHECK(refused(p, "fetch", {{"url", std::string(5000, 'a')}, {"method", "GET"}}, "web") == Reason::argument_denied);
+    CHECK(policy_refusal(p, "fetch", {{"url", std::string(5000, 'a')}, {"method", "GET"}}, "web") == Reason::argument_denied);
     // the deny on /port: a string port cannot be checked, so the deny applies
-    CHECK(refused(p, "fetch", {{"url", "https://docs.example.org/x"}, {"method", "GET"}, {"port", "80"}}, "web") ==
+    CHECK(policy_refusal(p, "fetch", {{"url", "https://docs.example.org/x"}, {"method", "GET"}, {"port", "80"}}, "web") ==
           Reason::argument_denied);
     CHECK(decide(p, "web", "fetch", {{"url", "https://docs.example.org/x"}, {"method", "GET"}, {"port", 8080}})
               .allowed());

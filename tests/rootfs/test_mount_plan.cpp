@@ -25,14 +25,14 @@ using namespace corral::rootfs;
 namespace {
 
 // A temporary directory tree removed at scope exit.
-struct TempDir {
+struct ScratchTree {
     fs::path path;
-    explicit TempDir(const std::string& name_part = "corral-rootfs-unit") {
+    explicit ScratchTree(const std::string& name_part = "corral-rootfs-unit") {
         std::string tmpl = (fs::temp_directory_path() / (name_part + "-XXXXXX")).string();
         REQUIRE(mkdtemp(tmpl.data()) != nullptr);
         path = tmpl;
     }
-    ~TempDir() {
+    ~ScratchTree() {
         std::error_code ec;
         fs::remove_all(path, ec);
     }
@@ -273,7 +273,7 @@ TEST_CASE("host mode: private propagation, scratch tmpfs, fresh root, read-only 
 }
 
 TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
-    TempDir image, ws;
+    ScratchTree image, ws;
     for (bool host_mode : {true, false}) {
         CAPTURE(host_mode);
         RootfsSpec spec = base_spec();
@@ -358,7 +358,7 @@ TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
 }
 
 TEST_CASE("image mode: the image is only ever an overlay's lower layer") {
-    TempDir image;
+    ScratchTree image;
     fs::create_directories(image.path / "sub");
     fs::create_symlink(image.path / "sub", image.path / "link");
     RootfsSpec spec = base_spec();
@@ -400,7 +400,7 @@ TEST_CASE("image mode: the image is only ever an overlay's lower layer") {
 }
 
 TEST_CASE("image:NAME: the layers are the overlay's lower layers, top first; the box's /etc files are corral's") {
-    TempDir store;
+    ScratchTree store;
     RootfsSpec spec = base_spec();
     spec.image = "image:demo";
     for (const char* l : {"aaa", "bbb", "ccc"}) {
@@ -450,7 +450,7 @@ TEST_CASE("image:NAME: the layers are the overlay's lower layers, top first; the
 }
 
 TEST_CASE("image:NAME: bad layer lists are refused") {
-    TempDir store;
+    ScratchTree store;
     RootfsSpec spec = base_spec();
     spec.image = "image:demo";
     CHECK(usage_error_of(spec) == "--rootfs image:demo: the image has no layers");
@@ -492,7 +492,7 @@ TEST_CASE("extra files are staged on scratch and bound read-only") {
 }
 
 TEST_CASE("bad --rootfs and --workspace values name the option, the value and the problem") {
-    TempDir dir;
+    ScratchTree dir;
     std::ofstream(dir.path / "file") << "x";
     RootfsSpec spec = base_spec();
 
@@ -615,7 +615,7 @@ TEST_CASE("describe names the call and the paths") {
 }
 
 TEST_CASE("remove_scratch: a missing directory is fine, an unmounted tree is removed") {
-    TempDir dir;
+    ScratchTree dir;
     CHECK_NOTHROW(remove_scratch((dir.path / "never-created").string()));
     fs::create_directories(dir.path / "scratch" / "upper" / "deep");
     std::ofstream(dir.path / "scratch" / "upper" / "deep" / "f") << "x";
@@ -626,7 +626,7 @@ TEST_CASE("remove_scratch: a missing directory is fine, an unmounted tree is rem
 }
 
 TEST_CASE("--bind and --ro-bind: an ID-mapped tree at the target, its parents made, read-only for --ro-bind") {
-    TempDir dir;
+    ScratchTree dir;
     fs::create_directories(dir.path / "data");
     fs::create_directories(dir.path / "repo" / ".git");
     RootfsSpec spec = base_spec();
@@ -664,7 +664,7 @@ TEST_CASE("--bind and --ro-bind: an ID-mapped tree at the target, its parents ma
 }
 
 TEST_CASE("--bind sources get the workspace's refusals; targets are never equal or nested") {
-    TempDir dir;
+    ScratchTree dir;
     fs::create_directories(dir.path / "a" / "b");
     fs::create_directories(dir.path / "state");
     RootfsSpec spec = base_spec();

@@ -7,21 +7,18 @@
 
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
+#include "tests/run/run_args.hpp"
 
 namespace {
 
+using corral::test::parse_run_args;
+
 using corral::run::RunRequest;
 
-RunRequest parse(std::vector<std::string> args) {
-    args.insert(args.begin(), "run");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    return corral::run::parse_run_request(static_cast<int>(argv.size()), argv.data());
-}
 
 std::string usage_error(std::vector<std::string> args) {
     try {
-        parse(std::move(args));
+        parse_run_args(std::move(args));
     } catch (const corral::UsageError& e) {
         return e.what();
     }
@@ -31,7 +28,7 @@ std::string usage_error(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("an agent run has no CMD and takes its options anywhere before it") {
-    auto p = parse({"--run-dir", "/r", "--config", "/org", "--timeout", "5s", "--worker", "w1", "--prompt", "do it"});
+    auto p = parse_run_args({"--run-dir", "/r", "--config", "/org", "--timeout", "5s", "--worker", "w1", "--prompt", "do it"});
     CHECK(p.agent());
     CHECK(*p.config_dir == "/org");
     CHECK(*p.worker == "w1");
@@ -50,17 +47,17 @@ TEST_CASE("an unknown option's message lists the agent options too") {
 }
 
 TEST_CASE("a CMD run keeps its arguments, including ones that look like ours after --") {
-    auto p = parse({"--rootfs", "/img", "--config", "/org", "--worker", "w1", "--", "echo", "--prompt", "x"});
+    auto p = parse_run_args({"--rootfs", "/img", "--config", "/org", "--worker", "w1", "--", "echo", "--prompt", "x"});
     CHECK(!p.agent());
     CHECK(*p.rootfs == "/img");
     CHECK(p.command == std::vector<std::string>{"echo", "--prompt", "x"});
-    auto q = parse({"--timeout", "5s", "echo", "--worker", "x"});
+    auto q = parse_run_args({"--timeout", "5s", "echo", "--worker", "x"});
     CHECK(!q.worker);
     CHECK(q.command == std::vector<std::string>{"echo", "--worker", "x"});
 }
 
 TEST_CASE("--gateway takes unix:/absolute/path only") {
-    auto p = parse({"--gateway", "unix:/run/corral/gateway.sock", "--", "true"});
+    auto p = parse_run_args({"--gateway", "unix:/run/corral/gateway.sock", "--", "true"});
     CHECK(*p.gateway == "/run/corral/gateway.sock");
     CHECK(usage_error({"--gateway", "tcp:127.0.0.1:3128", "--", "true"}).find("unix:/") != std::string::npos);
     CHECK(usage_error({"--gateway=unix:relative", "--", "true"}).find("--gateway") != std::string::npos);
@@ -94,7 +91,7 @@ TEST_CASE("an agent run refuses an empty --prompt and --env names corral sets it
                   .find(std::string("--env ") + name + ": set by corral itself in an agent run") == 0);
     }
     CHECK(usage_error({"--config", "/org", "--worker", "w", "--env", "MY_SETTING=x", "--prompt", "p"}).empty());
-    auto p = parse({"--config", "/org", "--worker", "w", "--env", "HTTPS_PROXY=http://127.0.0.1:1", "--", "true"});
+    auto p = parse_run_args({"--config", "/org", "--worker", "w", "--env", "HTTPS_PROXY=http://127.0.0.1:1", "--", "true"});
     REQUIRE(p.env.size() == 1);
     CHECK(p.env[0].first == "HTTPS_PROXY");
 }

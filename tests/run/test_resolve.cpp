@@ -13,19 +13,16 @@
 #include "run/request.hpp"
 #include "run/resolve.hpp"
 #include "names/host.hpp"
+#include "tests/run/run_args.hpp"
 
 namespace {
+
+using corral::test::parse_run_args;
 
 using namespace corral;
 using run::RunInputs;
 using run::RunRequest;
 
-RunRequest parse(std::vector<std::string> args) {
-    args.insert(args.begin(), "run");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    return run::parse_run_request(static_cast<int>(argv.size()), argv.data());
-}
 
 config::Grant grant(std::string host, config::GrantMode mode, std::string credential = "") {
     config::Grant g;
@@ -82,7 +79,7 @@ TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, root
         std::vector<std::string> args{"--config", "/etc/corral/org", "--worker", "w"};
         if (agent) args.insert(args.end(), {"--prompt", "hi"});
         else args.insert(args.end(), {"--", "sh", "-c", "true"});
-        auto plan = run::resolve_run(parse(args), worker_inputs());
+        auto plan = run::resolve_run(parse_run_args(args), worker_inputs());
         CHECK(plan.spec.limits.memory_bytes == 64ull << 20);
         CHECK(plan.spec.limits.pids == 64u);
         CHECK_FALSE(plan.spec.limits.cpus);
@@ -100,7 +97,7 @@ TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, root
 }
 
 TEST_CASE("--tty -- CLI, the worker's agent by name: an interactive agent run (its home, TERM, the CLI's args)") {
-    auto plan = run::resolve_run(parse({"--tty", "--config", "/etc/corral/org", "--worker", "w", "--", "claude", "-c"}),
+    auto plan = run::resolve_run(parse_run_args({"--tty", "--config", "/etc/corral/org", "--worker", "w", "--", "claude", "-c"}),
                                  worker_inputs());
     CHECK(plan.agent == config::AgentKind::claude);
     CHECK(plan.spec.tty);
@@ -112,14 +109,14 @@ TEST_CASE("--tty -- CLI, the worker's agent by name: an interactive agent run (i
                       std::vector<std::string>{"--config", "/o", "--worker", "w", "--", "claude"},
                       std::vector<std::string>{"--tty", "--config", "/o", "--worker", "w", "--", "/usr/bin/claude"}}) {
         CAPTURE(args.back());
-        auto p = run::resolve_run(parse(args), worker_inputs());
+        auto p = run::resolve_run(parse_run_args(args), worker_inputs());
         CHECK_FALSE(p.agent);
         CHECK_FALSE(p.spec.rootfs.home_dir);
     }
 }
 
 TEST_CASE("the command line wins over the worker; without --config only the command line and defaults count") {
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--memory", "128M", "--pids", "5",
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--memory", "128M", "--pids", "5",
                                         "--cpus", "0.5", "--timeout", "30s", "--rootfs", "host", "--env", "SHARED=cli",
                                         "--", "true"}),
                                  worker_inputs());
@@ -134,7 +131,7 @@ TEST_CASE("the command line wins over the worker; without --config only the comm
     bare.run_id = "20261201-140000-abcdef";
     bare.run_dir = "/r";
     bare.state_dir = "/s";
-    auto adhoc = run::resolve_run(parse({"--", "true"}), bare);
+    auto adhoc = run::resolve_run(parse_run_args({"--", "true"}), bare);
     CHECK(adhoc.spec.rootfs.image == "host");
     CHECK_FALSE(adhoc.spec.limits.memory_bytes);
     CHECK_FALSE(adhoc.spec.timeout);
@@ -151,7 +148,7 @@ TEST_CASE("the command line wins over the worker; without --config only the comm
 }
 
 TEST_CASE("the environment's order: proxy first, then the worker's [env], the agent's, --env last") {
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--env", "SHARED=cli", "--prompt", "p"}),
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--env", "SHARED=cli", "--prompt", "p"}),
                                  worker_inputs());
     plan.agent_env = {{"HOME", "/home/agent"}, {"SHARED", "agent"}};
     auto env = run::compose_environment(plan, {{"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"SHARED", "proxy"}});
@@ -162,7 +159,7 @@ TEST_CASE("the environment's order: proxy first, then the worker's [env], the ag
 }
 
 TEST_CASE("the embedded gateway's config: the worker's grants, the agent's when its credential is there, only used credentials") {
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs());
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs());
     auto has_host = [&](const std::string& h) {
         return std::any_of(plan.gateway.grants.begin(), plan.gateway.grants.end(),
                            [&](const config::Grant& g) { return g.host == h; });
@@ -177,7 +174,7 @@ TEST_CASE("the embedded gateway's config: the worker's grants, the agent's when 
     // Renumbered in order (run_gateway_config).
     for (std::size_t i = 0; i < plan.gateway.grants.size(); ++i) CHECK(plan.gateway.grants[i].index == i);
 
-    auto without = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs(false));
+    auto without = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs(false));
     CHECK(without.left_out == "worker w: credential 'anthropic' not available (file missing); the agent's model grants "
                               "are left out of this run");
     CHECK_FALSE(std::any_of(without.gateway.grants.begin(), without.gateway.grants.end(),
@@ -188,7 +185,7 @@ TEST_CASE("the embedded gateway's config: the worker's grants, the agent's when 
 
 TEST_CASE("--gateway: the daemon holds the grants; the box trusts its CA from [gateway] state_dir") {
     auto plan = run::resolve_run(
-        parse({"--config", "/etc/corral/org", "--worker", "w", "--gateway", "unix:/run/corral/gateway.sock", "--", "true"}),
+        parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--gateway", "unix:/run/corral/gateway.sock", "--", "true"}),
         worker_inputs());
     REQUIRE(plan.daemon_socket);
     CHECK(*plan.daemon_socket == "/run/corral/gateway.sock");
@@ -197,7 +194,7 @@ TEST_CASE("--gateway: the daemon holds the grants; the box trusts its CA from [g
 }
 
 TEST_CASE("a workspace may not reach the run's dirs, the gateway's CA or the organisation") {
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--workspace", "/ws", "--", "true"}),
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--workspace", "/ws", "--", "true"}),
                                  worker_inputs());
     const auto& p = plan.spec.rootfs.protected_dirs;
     for (const char* d : {"/var/lib/corral", "/var/lib/corral/runs/x", "/run/corral", "/proc", "/sys", "/dev",
@@ -209,7 +206,7 @@ TEST_CASE("a workspace may not reach the run's dirs, the gateway's CA or the org
 }
 
 TEST_CASE("the record states what is enforced once resolved, what was asked before") {
-    auto request = parse({"--config", "/etc/corral/org", "--worker", "w", "--pids", "9", "--", "true"});
+    auto request = parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--pids", "9", "--", "true"});
     supervisor::RunRecord early;
     early.id = "20261201-140000-abcdef";
     run::record_requested(early, request, nullptr);
@@ -230,7 +227,7 @@ TEST_CASE("the record states what is enforced once resolved, what was asked befo
 TEST_CASE("an identity that is not WORKER/RUN-ID of [A-Za-z0-9._-] is refused") {
     auto in = worker_inputs();
     in.run_id = "bad id";
-    CHECK_THROWS_AS(run::resolve_run(parse({"--config", "/o", "--worker", "w", "--", "true"}), in), UsageError);
+    CHECK_THROWS_AS(run::resolve_run(parse_run_args({"--config", "/o", "--worker", "w", "--", "true"}), in), UsageError);
 }
 
 TEST_CASE("image:NAME: the image's layers, Env, WorkingDir and Entrypoint+Cmd; the command and --workspace win") {
@@ -249,7 +246,7 @@ TEST_CASE("image:NAME: the image's layers, Env, WorkingDir and Entrypoint+Cmd; t
     in.image = im;
     in.image_layer_dirs = {"/var/lib/corral/images/layers/sha256/aaa", "/var/lib/corral/images/layers/sha256/bbb"};
 
-    auto plan = run::resolve_run(parse({"--rootfs", "image:go"}), in);
+    auto plan = run::resolve_run(parse_run_args({"--rootfs", "image:go"}), in);
     CHECK(plan.spec.rootfs.image == "image:go");
     CHECK(plan.spec.rootfs.image_layers == in.image_layer_dirs);
     CHECK(plan.spec.argv == std::vector<std::string>{"/usr/bin/tini", "--", "go", "version"});
@@ -259,24 +256,24 @@ TEST_CASE("image:NAME: the image's layers, Env, WorkingDir and Entrypoint+Cmd; t
                                      {"PATH", "/usr/local/go/bin:/usr/bin:/bin"}, {"GOPATH", "/go"}, {"EMPTY", ""}});
     CHECK(plan.notes == std::vector<std::string>{"image go: User \"1000\" is ignored: the command runs as corral's unprivileged agent"});
 
-    auto given = run::resolve_run(parse({"--rootfs", "image:go", "--workspace", "/srv/ws", "--", "sh", "-c", "x"}), in);
+    auto given = run::resolve_run(parse_run_args({"--rootfs", "image:go", "--workspace", "/srv/ws", "--", "sh", "-c", "x"}), in);
     CHECK(given.spec.argv == std::vector<std::string>{"sh", "-c", "x"});  // no entrypoint prefix
     CHECK(given.spec.cwd == "/workspace");
     CHECK(given.spec.rootfs.image_working_dir.empty());
 
     in.image->config.entrypoint.clear();
     in.image->config.cmd.clear();
-    CHECK_THROWS_WITH_AS(run::resolve_run(parse({"--rootfs", "image:go"}), in),
+    CHECK_THROWS_WITH_AS(run::resolve_run(parse_run_args({"--rootfs", "image:go"}), in),
                          "--rootfs image:go: the image has no Entrypoint or Cmd; give the command: "
                          "`corral run --rootfs image:go -- CMD [ARGS...]`",
                          UsageError);
     // Without image:, a missing command is still refused when parsing.
-    CHECK_THROWS_WITH_AS(parse({"--rootfs", "/srv/img"}), "missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`",
+    CHECK_THROWS_WITH_AS(parse_run_args({"--rootfs", "/srv/img"}), "missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`",
                          UsageError);
 }
 
 TEST_CASE("--allow adds a tunnel grant after the organisation's; an address is allowed even if private; sizes from the CLI win") {
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--allow", "api.example.org",
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--allow", "api.example.org",
                                         "--allow", "127.0.0.1:8443", "--allow", "example.com", "--tmp-size", "16M",
                                         "--scratch-size", "512M", "--", "true"}),
                                  worker_inputs());
@@ -305,7 +302,7 @@ TEST_CASE("--allow adds a tunnel grant after the organisation's; an address is a
     bare.run_id = "20261201-140000-abcdef";
     bare.run_dir = "/r";
     bare.state_dir = "/s";
-    auto adhoc = run::resolve_run(parse({"--allow", "x.example.net:8080", "--", "true"}), bare);
+    auto adhoc = run::resolve_run(parse_run_args({"--allow", "x.example.net:8080", "--", "true"}), bare);
     REQUIRE(adhoc.gateway.grants.size() == 1);
     CHECK(adhoc.gateway.grants[0].port == 8080);
     CHECK_FALSE(adhoc.intercepts);  // a tunnel: the box keeps its own trust store
@@ -314,10 +311,10 @@ TEST_CASE("--allow adds a tunnel grant after the organisation's; an address is a
 TEST_CASE("scratch_size and tmp_size come from the worker without the command-line options") {
     auto in = worker_inputs();
     in.worker->limits.scratch_bytes = 1ull << 30;
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), in);
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), in);
     CHECK(plan.spec.rootfs.scratch_size_bytes == 1ull << 30);
     CHECK(plan.spec.rootfs.tmp_size_bytes == 8ull << 20);
-    auto bare = run::resolve_run(parse({"--", "true"}), RunInputs{.run_id = "20261201-140000-abcdef", .run_dir = "/r", .state_dir = "/s"});
+    auto bare = run::resolve_run(parse_run_args({"--", "true"}), RunInputs{.run_id = "20261201-140000-abcdef", .run_dir = "/r", .state_dir = "/s"});
     CHECK(bare.spec.rootfs.scratch_size_bytes == 256ull << 20);
 }
 
@@ -326,18 +323,18 @@ TEST_CASE("an egress-only worker: its grants and limits, no model grants, nothin
     in.worker->egress_only = true;
     in.worker->agent_source = "workers/w/worker.toml:1";
     in.agent_credential = {};
-    auto plan = run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "curl", "x"}), in);
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "curl", "x"}), in);
     CHECK(plan.left_out.empty());
     CHECK_FALSE(plan.agent);
     REQUIRE(plan.gateway.grants.size() == 1);
     CHECK(plan.gateway.grants[0].host == "example.com");
     CHECK(plan.spec.limits.memory_bytes == 64ull << 20);
     // With a pi/claude worker whose credential is missing the same run says what is left out.
-    CHECK_FALSE(run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}),
+    CHECK_FALSE(run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}),
                                  worker_inputs(false)).left_out.empty());
     std::string e;
     try {
-        run::resolve_run(parse({"--config", "/etc/corral/org", "--worker", "w", "--prompt", "hi"}), in);
+        run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--prompt", "hi"}), in);
     } catch (const UsageError& x) {
         e = x.what();
     }
