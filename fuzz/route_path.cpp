@@ -1,7 +1,11 @@
 // Fuzz target: request targets inside an inject tunnel. canonical_route_path
 // must never crash, and a path it accepts must be one normalize_route_path
 // leaves unchanged (its contract: the path the routes are checked against is
-// byte for byte the path the upstream receives).
+// byte for byte the path the upstream receives). Each accepted path is then
+// classified (classify_model_route): metered only as an exact metered route
+// with its API, and a path whose ASCII-lower-case, trailing-'/'-less form is
+// a metered route is metered or non-canonical, never `other` (the budgets'
+// fail-closed promise, docs/budgets.md).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +13,7 @@
 #include <string_view>
 
 #include "gateway/grants.hpp"
+#include "gateway/metering/model_routes.hpp"
 
 using namespace corral::gateway;
 
@@ -23,6 +28,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // The query is cut by both; what is left must come out unchanged.
         if (!normal || *normal != *canonical) std::abort();
         if (target.substr(0, canonical->size()) != *canonical) std::abort();
+        using namespace corral::gateway::metering;
+        for (bool websocket : {false, true}) {
+            const RouteVerdict v = classify_model_route(websocket ? "GET" : "POST", *canonical, websocket);
+            const ModelApi exact = model_api_for_path(*canonical);
+            if ((v.cls == RouteClass::metered) != (exact != ModelApi::none && (!websocket || exact == ModelApi::openai_responses)))
+                std::abort();
+            if (v.cls == RouteClass::metered && v.api != exact) std::abort();
+            std::string fold(*canonical);
+            while (fold.size() > 1 && fold.back() == '/') fold.pop_back();
+            for (char& ch : fold)
+                if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+            if (model_api_for_path(fold) != ModelApi::none && v.cls == RouteClass::other) std::abort();
+        }
     }
     return 0;
 }

@@ -237,8 +237,9 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
         bool websocket = is_websocket_upgrade(req);
         bool client_keep_alive = req.keep_alive();
         // A model request: its budget reserved before anything is forwarded.
-        std::optional<Refusal> refused = policy_refuses_route(c, policy, r.checked.path, e);
-        auto model = refused ? nullptr : ModelTraffic::for_request(c, req, r.checked.path, websocket);
+        RouteDecision route = govern_route(c, req, *t.grant, policy, r.checked.path, websocket, e);
+        std::optional<Refusal> refused = std::move(route.refusal);
+        std::unique_ptr<ModelTraffic> model = std::move(route.model);
         if (model) refused = model->admit(req, policy, inj.credential() ? inj.spec.anthropic_beta : "", e);
         if (refused) {
             co_await refuse(c, tls, e, *refused, started);

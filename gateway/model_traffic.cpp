@@ -2,6 +2,8 @@
 
 #include <boost/beast/http.hpp>
 
+#include "gateway/metering/model_routes.hpp"
+
 namespace corral::gateway {
 
 namespace http = boost::beast::http;
@@ -16,14 +18,16 @@ using metering::UsageState;
 
 namespace {
 
-ErrorShape shape_of(ModelApi api) {
-    switch (metering::provider_of(api)) {
+ErrorShape shape_of(Provider p) {
+    switch (p) {
     case Provider::anthropic: return ErrorShape::anthropic;
     case Provider::openai: return ErrorShape::openai;
     case Provider::none: break;
     }
     return ErrorShape::text;
 }
+
+ErrorShape shape_of(ModelApi api) { return shape_of(metering::provider_of(api)); }
 
 std::vector<std::pair<std::string, std::uint64_t>> limits_left(const Budget& b) {
     std::vector<std::pair<std::string, std::uint64_t>> out;
@@ -51,14 +55,6 @@ std::vector<std::pair<std::string, std::uint64_t>> usage_numbers(const Usage& u)
 
 }  // namespace
 
-std::unique_ptr<ModelTraffic> ModelTraffic::for_request(Conn& c, const Request& req, std::string_view path,
-                                                        bool websocket) {
-    ModelApi api = metering::model_api_for_path(path);
-    if (api == ModelApi::none) return nullptr;
-    if (websocket ? api != ModelApi::openai_responses : req.method() != http::verb::post) return nullptr;
-    return std::make_unique<ModelTraffic>(c, api, websocket);
-}
-
 ModelTraffic::ModelTraffic(Conn& c, ModelApi api, bool websocket) : c_(c), api_(api), websocket_(websocket) {}
 
 ModelTraffic::~ModelTraffic() {
@@ -67,18 +63,76 @@ ModelTraffic::~ModelTraffic() {
     // usage unavailable (Reservation's destructor).
 }
 
-std::optional<Refusal> policy_refuses_route(Conn& c, const metering::ModelPolicy& policy, std::string_view path,
-                                            LedgerEntry& e) {
-    if (!policy.strict()) return std::nullopt;
-    auto refused = metering::check_model_route(policy, path);
-    if (!refused) return std::nullopt;
-    c.gw.book.count_policy_refusal(c.id_text);
-    MeteredLine line;
-    line.api = "none";
-    line.limit = refused->rule;
-    e.metered = std::move(line);
-    // The compaction routes are OpenAI's.
-    return Refusal{std::string(reason::model_policy), refused->detail, Phase::request, ErrorShape::openai};
+namespace {
+
+// GET, HEAD and OPTIONS without a body read; anything else may make the
+// upstream act (a method-override header is refused before this).
+bool may_spend(const Request& req) {
+    const bool reads = req.method() == http::verb::get || req.method() == http::verb::head ||
+                       req.method() == http::verb::options;
+    return !reads || request_has_body(req) || !req.body().empty();
+}
+
+}  // namespace
+
+RouteDecision govern_route(Conn& c, const Request& req, const config::Grant& grant,
+                           const metering::ModelPolicy& policy, std::string_view path, bool websocket,
+                           LedgerEntry& e) {
+    using metering::RouteClass;
+    const metering::RouteVerdict v = metering::classify_model_route(req.method_string(), path, websocket);
+    RouteDecision d;
+    if (v.cls == RouteClass::metered) {
+        d.model = std::make_unique<ModelTraffic>(c, v.api, websocket);
+        return d;
+    }
+    if (v.cls == RouteClass::non_canonical) {
+        d.refusal = Refusal{std::string(reason::non_canonical_path),
+                            "this path is a spelling of the model route " + std::string(v.name) +
+                                " (case or a trailing '/'); send the route exactly",
+                            Phase::request, shape_of(v.provider)};
+        return d;
+    }
+    const bool budgeted = c.gw.book.budgeted(c.id_text);
+    auto refuse = [&](std::string_view reason_code, std::string_view rule, std::string detail) {
+        if (budgeted) c.gw.book.count_budget_refusal(c.id_text);
+        else c.gw.book.count_policy_refusal(c.id_text);
+        MeteredLine line;
+        line.api = "none";
+        line.limit = std::string(rule);
+        e.metered = std::move(line);
+        d.refusal = Refusal{std::string(reason_code), std::move(detail), Phase::request, shape_of(v.provider)};
+    };
+    if (policy.strict())
+        if (auto r = metering::check_model_route(policy, path)) {
+            refuse(reason::model_policy, r->rule, r->detail);
+            return d;
+        }
+    if (!budgeted && !policy.strict()) return d;
+    const std::string governed = budgeted ? "a budget" : "a model policy";
+    const std::string asked = std::string(req.method_string()) + " " + std::string(path.substr(0, 200));
+    switch (v.cls) {
+    case RouteClass::unmetered_model_api:
+        refuse(reason::ungoverned_route, "unmetered_model_api",
+               asked + " is the provider's " + std::string(v.name) + " API, which corral does not meter or police; " +
+                   governed + " is in force, so it is refused (docs/budgets.md lists the routes)");
+        break;
+    case RouteClass::model_route_method:
+        refuse(reason::ungoverned_route, "model_route_method",
+               asked + ": the model route " + std::string(v.name) + " is metered on POST" +
+                   (v.api == ModelApi::openai_responses ? " (and as a WebSocket)" : "") +
+                   " only; " + governed + " is in force");
+        break;
+    case RouteClass::other:
+        if (grant.routes.empty() && may_spend(req))
+            refuse(reason::ungoverned_route, "undeclared_route",
+                   asked + " is not a model route corral meters, and " + governed +
+                       " is in force: a request that could spend is forwarded only on a route the grant's "
+                       "`routes` declare");
+        break;
+    case RouteClass::metered:
+    case RouteClass::non_canonical: break;
+    }
+    return d;
 }
 
 std::optional<Refusal> ModelTraffic::admit(const Request& req, const metering::ModelPolicy& policy,

@@ -6,7 +6,7 @@
 // what was used and the request's ledger line says model, usage, cost and
 // what remains.
 //
-// Which requests: POST to a model route (metering::model_api_for_path) on an
+// Which requests: POST to a model route (metering::classify_model_route) on an
 // inject grant, and codex's Responses WebSocket (one ledger line per
 // response on it). A WebSocket gives no point at which a response can be
 // refused before it is sent, so under a budget the upgrade is refused and
@@ -14,8 +14,8 @@
 // under a model policy that reads bodies (each response.create would have to
 // be checked before it is sent).
 //
-// A route the policy refuses whatever the body (a compaction route) is
-// refused by policy_refuses_route(), for every request of the grant.
+// Which route is which, and what is refused before any of this, is
+// govern_route()'s (below).
 #pragma once
 
 #include <memory>
@@ -34,17 +34,30 @@
 
 namespace corral::gateway {
 
-// The policy's refusal of `path` on a grant with a policy, in the shape of
-// the API the path belongs to; counted in the book.
-std::optional<Refusal> policy_refuses_route(Conn& c, const metering::ModelPolicy& policy, std::string_view path,
-                                            LedgerEntry& e);
+// What a request inside an inject tunnel is to the budgets and the model
+// policy (metering::classify_model_route) and what follows from it:
+//  - a model route metered and policed: `model` is its traffic, admit() next;
+//  - a spelling of a model route that is not the route (case, trailing '/'):
+//    refused on every grant (400 non_canonical_path);
+//  - under a budget or a model policy ("governed"), refused with 400
+//    ungoverned_route: a model API corral does not meter, a model route asked
+//    with a method the meter does not read, and a request that could spend
+//    (any method but GET, HEAD and OPTIONS, or any body) on a route that is
+//    neither a known model route nor declared in the grant's `routes`;
+//  - a compaction route under a policy without context_management: 400
+//    model_policy, as before;
+//  - anything else passes unmetered.
+// A refusal is counted in the book and `e` gets its metering line.
+struct RouteDecision {
+    std::unique_ptr<class ModelTraffic> model;
+    std::optional<Refusal> refusal;
+};
+RouteDecision govern_route(Conn& c, const Request& req, const config::Grant& grant,
+                           const metering::ModelPolicy& policy, std::string_view path, bool websocket,
+                           LedgerEntry& e);
 
 class ModelTraffic final : public ResponseObserver {
 public:
-    // nullptr when `req` is not a model request.
-    static std::unique_ptr<ModelTraffic> for_request(Conn& c, const Request& req, std::string_view path,
-                                                     bool websocket);
-
     // Before anything is forwarded (and before the gateway touches the
     // headers): the grant's model policy, then the budget's reservation. A
     // refusal (in the provider's error shape) is counted in the book and `e`

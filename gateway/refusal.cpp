@@ -31,6 +31,8 @@ constexpr RefusalRow kRows[] = {
     {reason::budget_exhausted, 429, Phase::request},
     {reason::model_budget, 400, Phase::request},
     {reason::model_policy, 400, Phase::request},
+    {reason::ungoverned_route, 400, Phase::request},
+    {reason::header_refused, 400, Phase::request},
     {reason::model_websocket, 426, Phase::request},
     {reason::leaf_unavailable, 500, Phase::request},
     {reason::upstream_tls, 502, Phase::upstream},
@@ -84,6 +86,8 @@ std::string what_would_allow(std::string_view code, std::string_view host, std::
         return "the TLS name or Host header differs from the CONNECT host " + hp;
     if (code == reason::model_budget) return "the run's or worker's model budget does not cover it ([budget] in worker.toml; `corral budget show WORKER` with a daemon)";
     if (code == reason::model_policy) return "the grant's model policy ([grants.policy]) refuses what the request asked for";
+    if (code == reason::ungoverned_route)
+        return "a budget or model policy is in force on " + hp + " and this route is not one it can read: declare it in the grant's routes, or see docs/budgets.md for the model APIs corral refuses";
     if (code == reason::model_websocket) return "model WebSockets are refused under a budget or policy; the client falls back to HTTPS";
     if (code == reason::budget_exhausted) return "the grant's request budget is spent";
     if (code == reason::upstream_tls) return "the upstream's certificate did not verify against the gateway's trust store";

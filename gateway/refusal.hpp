@@ -51,6 +51,16 @@ inline constexpr std::string_view model_budget = "model_budget";
 // A model request the inject grant's model policy refuses (a model, a tool,
 // a source, a beta not allowed).
 inline constexpr std::string_view model_policy = "model_policy";
+// Under a budget or a model policy, a request neither can govern: a model API
+// corral does not meter, a model route asked with a method the meter does
+// not read, or a request that could spend on a route neither a known model
+// route nor in the grant's routes (gateway/metering/model_routes.hpp). 400,
+// in the provider's error shape, for model_budget's reason.
+inline constexpr std::string_view ungoverned_route = "ungoverned_route";
+// Inside an inject tunnel: a header an upstream could read as another
+// method (X-HTTP-Method-Override and its kin), or a header name with '_'
+// (some servers read anthropic_beta as anthropic-beta).
+inline constexpr std::string_view header_refused = "header_refused";
 // codex's Responses WebSocket under a budget or a body-reading policy: no
 // response on it could be reserved or checked before it is sent. 426 makes
 // codex stream over HTTP instead, where each request is.

@@ -88,11 +88,44 @@ std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant
     return std::nullopt;
 }
 
+namespace {
+
+// A method or header name as a refusal shows it: printable ASCII only, at
+// most 32 bytes (it came from the box).
+std::string shown_token(std::string_view m) {
+    std::string out;
+    for (char ch : m.substr(0, 32)) out += (ch > 0x20 && ch < 0x7f) ? ch : '?';
+    return out;
+}
+
+}  // namespace
+
+std::optional<Refusal> check_tunnel_header_names(const Request& req) {
+    for (const auto& f : req) {
+        std::string_view name = f.name_string();
+        if (name.find('_') != std::string_view::npos)
+            return Refusal{std::string(reason::header_refused),
+                           "header name " + shown_token(name) +
+                               " has '_', which some servers read as '-'; spell it with '-'"};
+        for (std::string_view override_name : {"x-http-method-override", "x-http-method", "x-method-override"})
+            if (boost::beast::iequals(name, override_name))
+                return Refusal{std::string(reason::header_refused),
+                               std::string(override_name) + " asks the upstream to take the request as another "
+                                                            "method than the one checked; it is not forwarded"};
+    }
+    return std::nullopt;
+}
+
 std::variant<CheckedTunnelRequest, Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,
                                                                  std::uint16_t connect_port, const config::Grant& grant) {
     if (req.version() != 11) return Refusal{std::string(reason::bad_request), "only HTTP/1.1 is served inside a tunnel"};
     if (is_never_forwarded(req.method_string()))
         return Refusal{std::string(reason::unsupported_method), std::string(req.method_string()) + " is not forwarded"};
+    if (req.method() == http::verb::unknown)
+        return Refusal{std::string(reason::unsupported_method),
+                       "method " + shown_token(req.method_string()) +
+                           " is not one HTTP defines (methods are case-sensitive: POST, not post)"};
+    if (auto refused = check_tunnel_header_names(req)) return *refused;
     auto hosts = req.equal_range(http::field::host);
     if (std::distance(hosts.first, hosts.second) != 1)
         return Refusal{std::string(reason::bad_request), "expected exactly one Host header"};

@@ -68,8 +68,17 @@ struct CheckedTunnelRequest {
     std::string path;  // canonical_route_path of the target, as long as it is
 };
 
+// Header names an inject tunnel does not forward (400 header_refused): any
+// with '_' (a server that maps '_' to '-' would read anthropic_beta as the
+// anthropic-beta the policy checks), and the method-override headers
+// (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override: the upstream
+// would act as another method than the one checked). Refused, not removed:
+// a client that sends them means something corral would not do.
+std::optional<Refusal> check_tunnel_header_names(const Request& req);
+
 // One request inside an inject tunnel to connect_host:connect_port under
-// `grant`: HTTP/1.1, a method that is forwarded, exactly one Host naming the
+// `grant`: HTTP/1.1, a method HTTP defines (exactly: "post" is refused) that
+// is forwarded, header names check_tunnel_header_names passes, exactly one Host naming the
 // CONNECT host and port, a canonical path, a route the grant allows. The
 // path is made canonical here, once per request.
 std::variant<CheckedTunnelRequest, Refusal> check_tunnel_request(const Request& req, const HostName& connect_host,

@@ -4,15 +4,6 @@
 
 namespace corral::gateway::metering {
 
-ModelApi model_api_for_path(std::string_view path) {
-    if (auto cut = path.find_first_of("?#"); cut != std::string_view::npos) path = path.substr(0, cut);
-    if (path == "/v1/messages") return ModelApi::anthropic_messages;
-    if (path == "/v1/messages/count_tokens") return ModelApi::anthropic_count_tokens;
-    if (path == "/v1/responses" || path == "/backend-api/codex/responses") return ModelApi::openai_responses;
-    if (path == "/v1/chat/completions") return ModelApi::openai_chat;
-    return ModelApi::none;
-}
-
 Provider provider_of(ModelApi api) {
     switch (api) {
     case ModelApi::anthropic_messages:

@@ -24,11 +24,6 @@ enum class ModelApi {
 
 enum class Provider { none, anthropic, openai };
 
-// The API a request path speaks. The query and fragment are ignored
-// (claude sends /v1/messages?beta=true); the rest must match exactly (no
-// trailing slash, no prefix): the path given is the one the grant's route
-// check already normalised.
-ModelApi model_api_for_path(std::string_view path);
 Provider provider_of(ModelApi api);
 std::string_view model_api_name(ModelApi api);
 

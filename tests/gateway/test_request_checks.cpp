@@ -152,6 +152,30 @@ TEST_CASE("a request inside an inject tunnel") {
     CHECK(check(request(http::verb::delete_, "/v1/messages", {{"Host", "api.example.com"}})) == reason::route_denied);
 }
 
+TEST_CASE("inside an inject tunnel: methods exactly, no method override, no '_' in header names") {
+    const auto h = host("api.example.com");
+    const auto g = inject_grant();
+    auto check = [&](const Request& r) {
+        auto checked = check_tunnel_request(r, h, 443, g);
+        const Refusal* refused = std::get_if<Refusal>(&checked);
+        return refused ? refused->reason : std::string("(allowed)");
+    };
+    // A server that reads methods without case would take "post" as POST,
+    // which the meter reads; the gateway would not.
+    CHECK(check(request("post", "/v1/messages", {{"Host", "api.example.com"}})) == reason::unsupported_method);
+    CHECK(check(request("Post", "/v1/messages", {{"Host", "api.example.com"}})) == reason::unsupported_method);
+    CHECK(check(request("POST", "/v1/messages", {{"Host", "api.example.com"}})) == "(allowed)");
+    for (const char* name : {"X-HTTP-Method-Override", "x-http-method", "X-Method-Override"})
+        CHECK(check(request(http::verb::get, "/v1/messages", {{"Host", "api.example.com"}, {name, "POST"}})) ==
+              reason::header_refused);
+    CHECK(check(request(http::verb::post, "/v1/messages",
+                        {{"Host", "api.example.com"}, {"anthropic_beta", "web-fetch-2025-09-10"}})) ==
+          reason::header_refused);
+    CHECK(check(request(http::verb::post, "/v1/messages",
+                        {{"Host", "api.example.com"}, {"anthropic-beta", "x"}, {"X-Stainless-Lang", "js"}})) ==
+          "(allowed)");
+}
+
 TEST_CASE("refusal bodies: corral's line, or the provider's error object with that line as its message") {
     auto text = refusal_body(ErrorShape::text, 403, "not_granted", "no grant");
     CHECK(text.content_type == "text/plain; charset=utf-8");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/metering/model_routes.hpp"
 #include "gateway/metering/usage_meter.hpp"
 
 using namespace corral::gateway::metering;
