@@ -530,3 +530,61 @@ TEST_CASE("metering: a worker's budget across runs survives a daemon restart; co
     auto bad = run({corral_bin(), "budget", "show", "../x", "--gateway", "unix:" + d.socket});
     CHECK(bad.exit_code == 2);
 }
+
+// Issue 37, items 1, 2 and 4: under a budget, every spelling of a model
+// route, every model API corral does not meter, a method spelled otherwise,
+// a method override and an underscore header are refused before anything
+// reaches the stand-in; a read elsewhere still passes.
+TEST_CASE("budgets hold whatever the route looks like: spellings, other model APIs, methods, headers" *
+          doctest::timeout(180)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-routes", "", "5s", "meter/run-routes", grant_for(m, std::string(kPrices) + "[budget]\nrequests = 100\n"));
+    auto refused_as = [&](const Answer& a, const char* code) {
+        CHECK(a.status == (std::string_view(code) == "unsupported_method" ? 405 : 400));
+        CHECK(a.body.find(code) != std::string::npos);
+    };
+    const json chat = {{"model", "gpt-test"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+    for (const char* p : {"/v1/messages/", "/V1/messages", "/v1/Messages", "/v1/MESSAGES", "/v1/messages/count_tokens/",
+                          "/v1/responses/", "/V1/responses", "/v1/chat/completions/"}) {
+        CAPTURE(p);
+        refused_as(post(d, m, p, anthropic_body(false)), "non_canonical_path");
+    }
+    for (const char* p : {"/v1/messages/batches", "/v1/complete", "/v1/completions", "/v1/embeddings",
+                          "/v1/responses/compact", "/backend-api/codex/responses/compact", "/v1/other/route"}) {
+        CAPTURE(p);
+        refused_as(post(d, m, p, chat), "ungoverned_route");
+    }
+    auto with = [&](std::vector<std::string> args) {
+        const std::string body = anthropic_body(false).dump();
+        args.insert(args.end(), {"-D", "-", "-H", "content-type: application/json", "--data-binary", body,
+                                 url(m, "/v1/messages")});
+        auto r = d.curl_args(args);
+        Answer a;
+        auto at = r.out.rfind("\nstatus=");
+        if (at != std::string::npos) a.status = std::atoi(r.out.c_str() + at + 8);
+        a.body = r.out;
+        return a;
+    };
+    refused_as(with({"-X", "post"}), "unsupported_method");
+    refused_as(with({"-X", "GET", "-H", "X-HTTP-Method-Override: POST"}), "header_refused");
+    refused_as(with({"-X", "GET"}), "ungoverned_route");  // a model route read without POST
+    refused_as(with({"-H", "anthropic_beta: web-fetch-2025-09-10"}), "header_refused");
+    CHECK(m.stats()["requests"] == 0);
+    auto lines = metered_lines(d, [](const std::vector<json>& v) {
+        for (const auto& l : v)
+            if (l["metering"].value("limit", "") == "unmetered_model_api") return true;
+        return false;
+    });
+    bool batches = false;
+    for (const auto& l : lines)
+        batches |= l.value("path", "") == "/v1/messages/batches" && l["metering"]["limit"] == "unmetered_model_api" &&
+                   l["reason"] == "ungoverned_route";
+    CHECK(batches);
+    // The exact route is still metered and forwarded.
+    CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
+    CHECK(m.stats()["requests"] == 1);
+}
