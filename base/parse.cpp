@@ -152,4 +152,11 @@ std::string format_duration(std::chrono::milliseconds d) {
     return std::to_string(ms) + "ms";
 }
 
+std::string ascii_lower(std::string_view s) {
+    std::string out(s);
+    for (char& ch : out)
+        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    return out;
+}
+
 }  // namespace corral

@@ -24,6 +24,10 @@ std::chrono::milliseconds parse_duration(std::string_view text);
 // "KEY=VALUE" where KEY is [A-Za-z_][A-Za-z0-9_]*; VALUE may be empty.
 std::pair<std::string, std::string> parse_env_pair(std::string_view text);
 
+// ASCII upper case letters made lower case; every other byte unchanged
+// (protocol tokens: keys, paths, header values; never locale-dependent).
+std::string ascii_lower(std::string_view s);
+
 // Renders sizes and durations the way the parsers accept them ("64MiB", "1500ms").
 std::string format_size(std::uint64_t bytes);
 std::string format_duration(std::chrono::milliseconds d);

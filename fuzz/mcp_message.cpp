@@ -77,7 +77,7 @@ void check_args(const Message& m) {
 }
 
 void check_strict(std::string_view body) {
-    const auto strict = parse_strict_json(body);
+    const auto strict = parse_mcp_json(body);
     const json plain = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (strict.ok() && (plain.is_discarded() || plain != strict.value)) std::abort();
     if (!strict.ok()) {

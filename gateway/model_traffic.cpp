@@ -160,6 +160,17 @@ std::optional<Refusal> ModelTraffic::admit(const Request& req, const metering::M
     }
     // One parse for both readers: the policy and the facts the budget reserves on.
     const metering::ModelBody body = metering::parse_model_body(req.body());
+    const bool budgeted = c_.gw.book.budgeted(c_.id_text);
+    if (body.ambiguous && (budgeted || policy.reads_body())) {
+        if (budgeted) c_.gw.book.count_budget_refusal(c_.id_text);
+        else c_.gw.book.count_policy_refusal(c_.id_text);
+        line.limit = "ambiguous_body";
+        e.metered = std::move(line);
+        return Refusal{std::string(reason::ambiguous_body),
+                       "the body could be read as two different requests: " + body.ambiguous->detail +
+                           std::string("; ") + (budgeted ? "a budget" : "a model policy") + " is in force",
+                       Phase::request, shape_of(api_)};
+    }
     if (policy.strict()) {
         std::string betas;
         for (auto [it, end] = req.equal_range("anthropic-beta"); it != end; ++it)

@@ -33,6 +33,7 @@ constexpr RefusalRow kRows[] = {
     {reason::model_policy, 400, Phase::request},
     {reason::ungoverned_route, 400, Phase::request},
     {reason::header_refused, 400, Phase::request},
+    {reason::ambiguous_body, 400, Phase::request},
     {reason::model_websocket, 426, Phase::request},
     {reason::leaf_unavailable, 500, Phase::request},
     {reason::upstream_tls, 502, Phase::upstream},

@@ -61,6 +61,11 @@ inline constexpr std::string_view ungoverned_route = "ungoverned_route";
 // method (X-HTTP-Method-Override and its kin), or a header name with '_'
 // (some servers read anthropic_beta as anthropic-beta).
 inline constexpr std::string_view header_refused = "header_refused";
+// Under a budget or a body-reading model policy, a model request's body that
+// two JSON readers could read differently (a duplicate key, keys differing
+// only in case, an upper case key where the API's are lower case:
+// gateway/metering/model_body.hpp).
+inline constexpr std::string_view ambiguous_body = "ambiguous_body";
 // codex's Responses WebSocket under a budget or a body-reading policy: no
 // response on it could be reserved or checked before it is sent. 426 makes
 // codex stream over HTTP instead, where each request is.

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strict_json.hpp"
+
 namespace corral::mcp {
 
 enum class Reason {
@@ -84,15 +86,10 @@ struct Denial {
     std::string detail;
 };
 
-// `s` as a JSON string literal of at most `max` bytes of it (escaped, so a
-// detail stays one bounded line whatever the message held).
-inline std::string json_quoted(std::string_view s, std::size_t max = 64) {
-    const bool cut = s.size() > max;
-    std::string out = nlohmann::json(std::string(s.substr(0, max)))
-                          .dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
-    if (cut) out.insert(out.size() - 1, "...");
-    return out;
-}
+// json_quoted (base/strict_json.hpp) writes every key, name and value a
+// detail quotes: escaped, so a detail stays one bounded line whatever the
+// message held.
+using corral::json_quoted;
 
 // "refused by corral: <sentence>[ (<detail>)]".
 inline std::string denial_sentence(const Denial& d) {

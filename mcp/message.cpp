@@ -137,7 +137,7 @@ bool valid_tool_name(std::string_view name) {
 
 ReadResult read_message(std::string_view body, Era era, const HttpHeaders& headers, const MessageLimits& limits) {
     ReadResult r;
-    auto parsed = parse_strict_json(body, limits.json);
+    auto parsed = parse_mcp_json(body, limits.json);
     if (!parsed.ok()) {
         r.refusal = parsed.error;
         return r;

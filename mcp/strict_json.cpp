@@ -1,129 +1,31 @@
-// mcp/strict_json.cpp — a SAX handler that builds the document itself, so it
-// sees every key as it arrives and can refuse the second of a pair.
 #include "mcp/strict_json.hpp"
 
-#include <set>
-#include <string>
-#include <vector>
-
 namespace corral::mcp {
+
 namespace {
 
-using json = nlohmann::json;
-
-std::string escape_token(const std::string& key) {
-    std::string out;
-    for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
+Reason reason_of(JsonProblemKind k) {
+    switch (k) {
+    case JsonProblemKind::duplicate_key:
+    case JsonProblemKind::case_variant_key: return Reason::duplicate_key;
+    case JsonProblemKind::too_deep: return Reason::too_deep;
+    case JsonProblemKind::oversize: return Reason::oversize;
+    case JsonProblemKind::malformed: break;
     }
-    return out;
+    return Reason::malformed_json;
 }
-
-class StrictBuilder {
-public:
-    explicit StrictBuilder(std::size_t max_depth) : max_depth_(max_depth) {}
-
-    bool null() { return put(json(nullptr)); }
-    bool boolean(bool v) { return put(json(v)); }
-    bool number_integer(json::number_integer_t v) { return put(json(v)); }
-    bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
-    bool number_float(json::number_float_t v, const std::string&) { return put(json(v)); }
-    bool string(std::string& v) { return put(json(std::move(v))); }
-    bool binary(json::binary_t&) { return fail(Reason::malformed_json, "", "binary value"); }
-    bool start_object(std::size_t) { return open(json::object()); }
-    bool start_array(std::size_t) { return open(json::array()); }
-    bool end_object() { return close(); }
-    bool end_array() { return close(); }
-    bool key(std::string& k) {
-        Frame& f = stack_.back();
-        if (!f.keys.insert(k).second)
-            return fail(Reason::duplicate_key, json_quoted(k), "key " + json_quoted(k) + " twice at JSON pointer " +
-                                                              json_quoted(pointer() + "/" + escape_token(k), 200));
-        f.key = std::move(k);
-        return true;
-    }
-    bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) {
-        if (!error_) {
-            std::string what = e.what();
-            if (what.size() > 200) what.resize(200);
-            fail(Reason::malformed_json, "", "at byte " + std::to_string(pos) + ": " + what);
-        }
-        return false;
-    }
-
-    std::optional<Denial> error_;
-    json root_;
-
-private:
-    struct Frame {
-        json value;
-        std::set<std::string> keys;
-        std::string key;
-    };
-
-    bool fail(Reason r, std::string subject, std::string detail) {
-        error_ = Denial{r, std::move(subject), std::move(detail)};
-        return false;
-    }
-    // The JSON pointer of the value being built in the innermost frame.
-    std::string pointer() const {
-        std::string p;
-        for (std::size_t i = 0; i + 1 < stack_.size(); ++i) {
-            const Frame& f = stack_[i];
-            p += "/" + (f.value.is_object() ? escape_token(f.key) : std::to_string(f.value.size()));
-        }
-        return p;
-    }
-    bool put(json v) {
-        if (stack_.empty()) {
-            root_ = std::move(v);
-            return true;
-        }
-        Frame& f = stack_.back();
-        if (f.value.is_object()) f.value[f.key] = std::move(v);
-        else f.value.push_back(std::move(v));
-        return true;
-    }
-    bool open(json v) {
-        if (stack_.size() >= max_depth_)
-            return fail(Reason::too_deep, "", "more than " + std::to_string(max_depth_) + " levels at JSON pointer " +
-                                                  json_quoted(pointer(), 200));
-        stack_.push_back(Frame{std::move(v), {}, {}});
-        return true;
-    }
-    bool close() {
-        json v = std::move(stack_.back().value);
-        stack_.pop_back();
-        return put(std::move(v));
-    }
-
-    std::size_t max_depth_;
-    std::vector<Frame> stack_;
-};
 
 }  // namespace
 
-JsonResult parse_strict_json(std::string_view text, const JsonLimits& limits) {
+JsonResult parse_mcp_json(std::string_view text, const JsonLimits& limits) {
+    StrictJson parsed = corral::parse_strict_json(text, limits);
     JsonResult out;
-    if (text.size() > limits.max_bytes) {
-        out.error = Denial{Reason::oversize, "",
-                           std::to_string(text.size()) + " bytes; at most " + std::to_string(limits.max_bytes)};
+    if (!parsed.ok()) {
+        const JsonProblem& p = *parsed.problem;
+        out.error = Denial{reason_of(p.kind), p.key.empty() ? "" : json_quoted(p.key), p.detail};
         return out;
     }
-    StrictBuilder b(limits.max_depth);
-    bool ok = false;
-    try {
-        ok = json::sax_parse(text, &b, json::input_format_t::json, /*strict=*/true);
-    } catch (const std::exception& e) {
-        if (!b.error_) b.error_ = Denial{Reason::malformed_json, "", e.what()};
-    }
-    if (!ok || b.error_) {
-        out.error = b.error_ ? *b.error_ : Denial{Reason::malformed_json, "", "unreadable JSON"};
-        return out;
-    }
-    out.value = std::move(b.root_);
+    out.value = std::move(parsed.value);
     return out;
 }
 

@@ -1,6 +1,7 @@
 #include "gateway/metering/model_policy.hpp"
 
 #include "base/glob.hpp"
+#include "base/parse.hpp"
 #include "gateway/metering/json_member.hpp"
 
 #include <nlohmann/json.hpp>
@@ -46,13 +47,6 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
     return true;
 }
 
-std::string lowercase(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 // ---- anthropic-beta ----------------------------------------------------------
@@ -67,7 +61,7 @@ std::optional<PolicyRefusal> check_betas(const std::vector<std::string>& allowed
         while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
         // Case-insensitive, as the gateway's own merge of the header dedupes.
         auto same = [&](std::string_view b) {
-            return b.size() == token.size() && starts_with_ci(token, lowercase(b));
+            return b.size() == token.size() && starts_with_ci(token, ascii_lower(b));
         };
         if (!token.empty() && !same(gateway_added) && std::none_of(allowed.begin(), allowed.end(), same)) {
             std::string list;

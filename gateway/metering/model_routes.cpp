@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "base/parse.hpp"
+
 namespace corral::gateway::metering {
 
 namespace {
@@ -55,10 +57,7 @@ constexpr ModelRouteRow kRows[] = {
 std::string folded(std::string_view path) {
     path = path.substr(0, path.find_first_of("?#"));
     while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-    std::string out(path);
-    for (char& ch : out)
-        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-    return out;
+    return ascii_lower(path);
 }
 
 bool row_matches(const ModelRouteRow& row, std::string_view fold) {

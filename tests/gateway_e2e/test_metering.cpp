@@ -558,8 +558,7 @@ TEST_CASE("budgets hold whatever the route looks like: spellings, other model AP
         CAPTURE(p);
         refused_as(post(d, m, p, chat), "ungoverned_route");
     }
-    auto with = [&](std::vector<std::string> args) {
-        const std::string body = anthropic_body(false).dump();
+    auto with = [&](std::vector<std::string> args, std::string body = anthropic_body(false).dump()) {
         args.insert(args.end(), {"-D", "-", "-H", "content-type: application/json", "--data-binary", body,
                                  url(m, "/v1/messages")});
         auto r = d.curl_args(args);
@@ -573,6 +572,16 @@ TEST_CASE("budgets hold whatever the route looks like: spellings, other model AP
     refused_as(with({"-X", "GET", "-H", "X-HTTP-Method-Override: POST"}), "header_refused");
     refused_as(with({"-X", "GET"}), "ungoverned_route");  // a model route read without POST
     refused_as(with({"-H", "anthropic_beta: web-fetch-2025-09-10"}), "header_refused");
+    // Item 5: a body two JSON readers could read as different requests.
+    const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+    for (const std::string& body :
+         {R"({"model":"claude-test","max_tokens":100000,"max_tokens":1,)" + msgs + "}",
+          R"({"model":"claude-other","model":"claude-test","max_tokens":1,)" + msgs + "}",
+          R"({"MODEL":"claude-other","model":"claude-test","max_tokens":1,)" + msgs + "}",
+          R"({"model":"claude-test","max_tokens":1,"Tools":[{"type":"web_search_20250305","name":"w"}],)" + msgs + "}"}) {
+        CAPTURE(body);
+        refused_as(with({}, body), "ambiguous_body");
+    }
     CHECK(m.stats()["requests"] == 0);
     auto lines = metered_lines(d, [](const std::vector<json>& v) {
         for (const auto& l : v)

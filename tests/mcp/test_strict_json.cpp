@@ -8,14 +8,14 @@ using namespace corral::mcp;
 
 TEST_CASE("strict_json: a well-formed document parses to the same value as nlohmann's parser") {
     const std::string text = R"({"a":[1,2,{"b":null,"c":"x"}],"d":1.5,"e":true,"f":-3,"g":18446744073709551615})";
-    auto r = parse_strict_json(text);
+    auto r = parse_mcp_json(text);
     REQUIRE(r.ok());
     CHECK(r.value == nlohmann::json::parse(text));
-    CHECK(parse_strict_json("7").value == 7);
+    CHECK(parse_mcp_json("7").value == 7);
 }
 
 TEST_CASE("strict_json: a duplicate key at the top level is refused, naming key and pointer") {
-    auto r = parse_strict_json(R"({"name":"read","name":"write"})");
+    auto r = parse_mcp_json(R"({"name":"read","name":"write"})");
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::duplicate_key);
     CHECK(r.error->subject == "\"name\"");
@@ -23,7 +23,7 @@ TEST_CASE("strict_json: a duplicate key at the top level is refused, naming key 
 }
 
 TEST_CASE("strict_json: a duplicate key deep inside arrays and objects names its full pointer") {
-    auto r = parse_strict_json(R"({"params":{"arguments":{"list":[0,{"p/a~th":1,"p/a~th":2}]}}})");
+    auto r = parse_mcp_json(R"({"params":{"arguments":{"list":[0,{"p/a~th":1,"p/a~th":2}]}}})");
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::duplicate_key);
     CHECK(r.error->subject == "\"p/a~th\"");
@@ -31,12 +31,12 @@ TEST_CASE("strict_json: a duplicate key deep inside arrays and objects names its
 }
 
 TEST_CASE("strict_json: the same key in two different objects is fine") {
-    CHECK(parse_strict_json(R"({"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]})").ok());
+    CHECK(parse_mcp_json(R"({"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]})").ok());
 }
 
 TEST_CASE("strict_json: malformed JSON, trailing bytes and invalid UTF-8 are refused") {
     for (const char* bad : {"", "{", R"({"a":})", "{} {}", "[1,]", "{'a':1}", "\"\xff\"", "nul", "01"}) {
-        auto r = parse_strict_json(bad);
+        auto r = parse_mcp_json(bad);
         INFO(bad);
         REQUIRE(!r.ok());
         CHECK(r.error->reason == Reason::malformed_json);
@@ -47,11 +47,11 @@ TEST_CASE("strict_json: malformed JSON, trailing bytes and invalid UTF-8 are ref
 TEST_CASE("strict_json: depth over the limit is refused; at the limit it parses") {
     JsonLimits lim;
     lim.max_depth = 4;
-    CHECK(parse_strict_json("[[[[1]]]]", lim).ok());
-    auto r = parse_strict_json("[[[[[1]]]]]", lim);
+    CHECK(parse_mcp_json("[[[[1]]]]", lim).ok());
+    auto r = parse_mcp_json("[[[[[1]]]]]", lim);
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::too_deep);
-    auto deep = parse_strict_json(std::string(100000, '[') + std::string(100000, ']'));
+    auto deep = parse_mcp_json(std::string(100000, '[') + std::string(100000, ']'));
     REQUIRE(!deep.ok());
     CHECK(deep.error->reason == Reason::too_deep);
 }
@@ -59,8 +59,8 @@ TEST_CASE("strict_json: depth over the limit is refused; at the limit it parses"
 TEST_CASE("strict_json: a message over the size limit is refused before it is read") {
     JsonLimits lim;
     lim.max_bytes = 16;
-    CHECK(parse_strict_json(R"({"a":"123456"})", lim).ok());
-    auto r = parse_strict_json(R"({"a":"1234567890"})", lim);
+    CHECK(parse_mcp_json(R"({"a":"123456"})", lim).ok());
+    auto r = parse_mcp_json(R"({"a":"1234567890"})", lim);
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::oversize);
     CHECK(r.error->detail.find("at most 16") != std::string::npos);
@@ -68,7 +68,7 @@ TEST_CASE("strict_json: a message over the size limit is refused before it is re
 
 TEST_CASE("strict_json: a refusal's detail is one bounded line whatever the key holds") {
     const std::string key(5000, 'k');
-    auto r = parse_strict_json("{\"" + key + "\\n\":1,\"" + key + "\\n\":2}");
+    auto r = parse_mcp_json("{\"" + key + "\\n\":1,\"" + key + "\\n\":2}");
     REQUIRE(!r.ok());
     CHECK(r.error->reason == Reason::duplicate_key);
     CHECK(r.error->detail.size() < 400);

@@ -1,0 +1,46 @@
+// base/strict_json.hpp — JSON read once, the strict way, for documents that
+// corral checks and another program then acts on (a model request's body,
+// an MCP message). Refused: a key twice in one object at any level, and two
+// keys of one object that differ only in ASCII case ("model" and "MODEL"),
+// since two readers of such a document can disagree on which value counts
+// (corral checks one, an upstream that keeps the first duplicate or matches
+// keys without case acts on the other). Size and nesting depth are bounded
+// before and while parsing.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace corral {
+
+struct StrictJsonLimits {
+    std::size_t max_bytes = 4u << 20;  // the whole document
+    std::size_t max_depth = 64;        // objects and arrays nested
+};
+
+enum class JsonProblemKind { malformed, duplicate_key, case_variant_key, too_deep, oversize };
+
+struct JsonProblem {
+    JsonProblemKind kind = JsonProblemKind::malformed;
+    std::string key;     // duplicate_key, case_variant_key: the second key as sent
+    std::string detail;  // one line: what and where (the key and its JSON pointer quoted, escaped, cut)
+};
+
+struct StrictJson {
+    nlohmann::json value;
+    std::optional<JsonProblem> problem;
+    bool ok() const { return !problem; }
+};
+
+StrictJson parse_strict_json(std::string_view text, const StrictJsonLimits& limits = {});
+
+// `s` as a JSON string, ASCII only (every control and non-ASCII character
+// escaped, invalid UTF-8 replaced), cut to `max` bytes of `s` with "...":
+// safe for a terminal, a log line and a refusal sent back.
+std::string json_quoted(std::string_view s, std::size_t max = 64);
+
+}  // namespace corral
