@@ -200,17 +200,30 @@ std::optional<PolicyRefusal> walk_blocks(std::vector<const json*> todo, Visit vi
     return std::nullopt;
 }
 
-void push_array(const json& obj, const char* key, std::vector<const json*>& todo) {
-    if (const json* a = member(obj, key); a && a->is_array()) todo.push_back(a);
+// The blocks under obj[key], whichever shape the API accepts there: a list
+// of blocks, or one block given alone as an object (the APIs take both for
+// content, system, tool_result content and Responses input; a policy that
+// read only lists would wave a lone object through unread).
+void push_blocks(const json& obj, const char* key, std::vector<const json*>& todo) {
+    if (const json* a = member(obj, key); a && a->is_structured()) todo.push_back(a);
+}
+
+// The content of each message in d.messages: a list of messages, or one
+// given alone as an object.
+void push_message_contents(const json& d, std::vector<const json*>& todo) {
+    const json* msgs = member(d, "messages");
+    if (msgs && msgs->is_object()) push_blocks(*msgs, "content", todo);
+    if (msgs && msgs->is_array())
+        for (const auto& m : *msgs)
+            if (m.is_object()) push_blocks(m, "content", todo);
 }
 
 constexpr const char* kUrlAllowed = "this grant allows inline and uploaded sources only";
 
 std::optional<PolicyRefusal> anthropic_url_source(const json& d) {
     std::vector<const json*> roots;
-    push_array(d, "system", roots);
-    if (const json* msgs = member(d, "messages"); msgs && msgs->is_array())
-        for (const auto& m : *msgs) push_array(m, "content", roots);
+    push_blocks(d, "system", roots);
+    push_message_contents(d, roots);
     return walk_blocks(std::move(roots), [](const json& block, std::vector<const json*>& todo)
                                              -> std::optional<PolicyRefusal> {
         if (const json* source = member(block, "source"); source && source->is_object()) {
@@ -221,9 +234,9 @@ std::optional<PolicyRefusal> anthropic_url_source(const json& d) {
                                                  "block has a source of type 'url' (the provider fetches it); " +
                                                  kUrlAllowed);
             }
-            push_array(*source, "content", todo);  // a document whose source is content blocks
+            push_blocks(*source, "content", todo);  // a document whose source is content blocks
         }
-        push_array(block, "content", todo);  // tool_result, search_result, ... hold blocks
+        push_blocks(block, "content", todo);  // tool_result, search_result, ... hold blocks
         return std::nullopt;
     });
 }
@@ -232,7 +245,13 @@ bool is_data_url(std::string_view s) { return starts_with_ci(s, "data:"); }
 
 std::optional<PolicyRefusal> responses_url_source(const json& d) {
     std::vector<const json*> roots;
-    if (const json* input = member(d, "input"); input && input->is_array()) roots.push_back(input);
+    push_blocks(d, "input", roots);
+    // A stored prompt's variables: each may be text or an input part
+    // (input_image, input_file) substituted into the template.
+    if (const json* prompt = member(d, "prompt"); prompt && prompt->is_object())
+        if (const json* vars = member(*prompt, "variables"); vars && vars->is_object())
+            for (const auto& v : *vars)
+                if (v.is_structured()) roots.push_back(&v);
     return walk_blocks(std::move(roots), [](const json& item, std::vector<const json*>& todo)
                                              -> std::optional<PolicyRefusal> {
         const std::string* type = string_member(item, "type");
@@ -243,16 +262,15 @@ std::optional<PolicyRefusal> responses_url_source(const json& d) {
         if (type && *type == "input_file" && member(item, "file_url"))
             return refusal("url_source", std::string("an 'input_file' part takes its file from a URL (file_url); ") +
                                              kUrlAllowed);
-        push_array(item, "content", todo);  // a message's parts
-        push_array(item, "output", todo);   // a function_call_output's parts
+        push_blocks(item, "content", todo);  // a message's parts
+        push_blocks(item, "output", todo);   // a function_call_output's parts
         return std::nullopt;
     });
 }
 
 std::optional<PolicyRefusal> chat_url_source(const json& d) {
     std::vector<const json*> roots;
-    if (const json* msgs = member(d, "messages"); msgs && msgs->is_array())
-        for (const auto& m : *msgs) push_array(m, "content", roots);
+    push_message_contents(d, roots);
     return walk_blocks(std::move(roots), [](const json& part, std::vector<const json*>&)
                                              -> std::optional<PolicyRefusal> {
         const std::string* type = string_member(part, "type");

@@ -32,7 +32,10 @@
 // and in document content sources) whose source.type is "url"; Responses
 // input_image parts whose image_url is not a data: URL and input_file parts
 // with a file_url (in message content and in function_call_output output);
-// Chat content parts image_url whose url is not a data: URL.
+// Chat content parts image_url whose url is not a data: URL. Wherever an API
+// takes a list of blocks or one block alone (content, system, tool_result
+// content, Responses input, even messages), both shapes are read; and
+// Responses prompt.variables are read as input parts.
 // context_management = false refuses provider-side edits of the context the
 // client sent: Anthropic's top-level `context_management` (clearing tool
 // uses or thinking, compaction edits compact_*), Responses'

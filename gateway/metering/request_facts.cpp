@@ -34,19 +34,44 @@ std::uint64_t completions_asked(const json& body, std::string& problem) {
     return kMaxCompletionsPerRequest;
 }
 
-// The first content block whose tokens its bytes do not bound, as
-// "document block" / "input_file block"; "" when there is none. Iterative
+bool is_data_url(const json& v) { return v.is_string() && v.get_ref<const std::string&>().starts_with("data:"); }
+
+// What an object in the body asks the provider to add from elsewhere, as
+// "document block", "image by file_id", ...; "" for nothing.
+std::string unbounded_part(const json& o) {
+    auto t = o.find("type");
+    if (t == o.end() || !t->is_string()) return {};
+    const auto& type = t->get_ref<const std::string&>();
+    if (type == "document" || type == "input_file") return type + " block";
+    if (type == "image") {  // Anthropic: source.type base64 is in the body; url and file are fetched
+        if (auto src = o.find("source"); src != o.end() && src->is_object())
+            if (auto st = src->find("type"); st != src->end() && st->is_string() && *st != "base64")
+                return "image by " + st->get<std::string>();
+        return {};
+    }
+    if (type == "input_image") {  // Responses: file_id, or an image_url that is not a data: URL
+        if (o.contains("file_id")) return "image by file_id";
+        if (auto u = o.find("image_url"); u != o.end() && !is_data_url(*u)) return "image by URL";
+        return {};
+    }
+    if (type == "image_url") {  // Chat Completions: image_url.url
+        if (auto u = o.find("image_url"); u != o.end() && u->is_object())
+            if (auto url = u->find("url"); url != u->end() && !is_data_url(*url)) return "image by URL";
+    }
+    return {};
+}
+
+// The first content block whose tokens its bytes do not bound (a document
+// or file, an image the provider fetches by URL or file id: a small body can
+// cost tens of thousands of input tokens); "" when there is none. Iterative
 // (a request nests as deep as it likes) and bounded by the body's size.
-std::string document_block(const json& root) {
+std::string unbounded_block(const json& root) {
     std::vector<const json*> todo{&root};
     while (!todo.empty()) {
         const json* j = todo.back();
         todo.pop_back();
         if (j->is_object())
-            if (auto t = j->find("type"); t != j->end() && t->is_string()) {
-                const auto& type = t->get_ref<const std::string&>();
-                if (type == "document" || type == "input_file") return type + " block";
-            }
+            if (std::string what = unbounded_part(*j); !what.empty()) return what;
         for (const auto& value : *j)  // an object's values or an array's elements
             if (value.is_structured()) todo.push_back(&value);
     }
@@ -111,12 +136,14 @@ RequestFacts request_facts(ModelApi api, const ModelBody& body) {
             f.unbounded_input = "previous_response_id";
         else if (member(d, "conversation"))
             f.unbounded_input = "conversation";
+        else if (member(d, "prompt"))
+            f.unbounded_input = "prompt template";
     }
     if (api == ModelApi::openai_chat) f.completions = completions_asked(d, f.problem);
     if (api == ModelApi::openai_chat)
         if (const json* so = member(d, "stream_options"); so && so->is_object())
             if (const json* iu = member(*so, "include_usage"); iu && iu->is_boolean()) f.include_usage = iu->get<bool>();
-    if (f.unbounded_input.empty()) f.unbounded_input = document_block(d);
+    if (f.unbounded_input.empty()) f.unbounded_input = unbounded_block(d);
     return f;
 }
 

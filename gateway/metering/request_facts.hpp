@@ -46,10 +46,13 @@ struct RequestFacts {
     // carries no usage at all).
     bool include_usage = false;
     // Input the body's size does not bound, and why ("" = none): a
-    // Responses previous_response_id or conversation (the provider adds
-    // stored context), a document or file block (Anthropic `document`,
-    // OpenAI `input_file`: each PDF page is also read as an image, so a small
-    // file can cost more tokens than it has bytes).
+    // Responses previous_response_id, conversation or prompt template (the
+    // provider adds stored context), a document or file block (Anthropic
+    // `document`, OpenAI `input_file`: each PDF page is also read as an
+    // image, so a small file can cost more tokens than it has bytes), an
+    // image the provider fetches (Anthropic source type url or file,
+    // Responses input_image by file_id or a non-data: URL, Chat image_url
+    // with a non-data: URL: up to ~1 600 tokens each for a few bytes).
     std::string unbounded_input;
 };
 

@@ -444,3 +444,36 @@ TEST_CASE("model policy: control bytes and long values in details are shown safe
     CHECK(d.find("...'") != std::string::npos);
     CHECK(d.size() < 200);
 }
+
+TEST_CASE("model policy: URL sources in a block given alone as an object, and in prompt variables") {
+    ModelPolicy p;
+    p.url_sources = false;
+    const char* url_image = R"({"type":"image","source":{"type":"url","url":"https://x/a.png"}})";
+    const std::string m = R"({"model":"m","max_tokens":1,)";
+    // Anthropic: content, tool_result content and system as one object; messages as one object.
+    for (const std::string& body :
+         {m + R"("messages":[{"role":"user","content":)" + url_image + "}]}",
+          m + R"("messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":)" + url_image +
+              "}]}]}",
+          m + R"("system":)" + url_image + R"(,"messages":[]})",
+          m + R"("messages":{"role":"user","content":[)" + url_image + "]}}"}) {
+        CAPTURE(body);
+        CHECK(rule_of(p, ModelApi::anthropic_messages, body) == "url_source");
+    }
+    // Responses: input as one item; prompt variables carrying input parts.
+    CHECK(rule_of(p, ModelApi::openai_responses,
+                  R"({"model":"m","input":{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png"}]}})") ==
+          "url_source");
+    CHECK(rule_of(p, ModelApi::openai_responses,
+                  R"({"model":"m","prompt":{"id":"pmpt_1","variables":{"pic":{"type":"input_image","image_url":"https://x/a.png"}}}})") ==
+          "url_source");
+    CHECK(rule_of(p, ModelApi::openai_responses,
+                  R"({"model":"m","prompt":{"id":"pmpt_1","variables":{"doc":{"type":"input_file","file_url":"https://x/a.pdf"}}}})") ==
+          "url_source");
+    CHECK(rule_of(p, ModelApi::openai_responses,
+                  R"({"model":"m","prompt":{"id":"pmpt_1","variables":{"name":"text is fine"}}})") == "");
+    // Chat: content as one part.
+    CHECK(rule_of(p, ModelApi::openai_chat,
+                  R"({"model":"m","messages":[{"role":"user","content":{"type":"image_url","image_url":{"url":"https://x/a.png"}}}]})") ==
+          "url_source");
+}

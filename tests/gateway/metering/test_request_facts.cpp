@@ -99,3 +99,20 @@ TEST_CASE("request facts: unreadable bodies and wrong types say what is wrong") 
     CHECK(e.problem == "max_tokens is not a non-negative integer");
     CHECK_FALSE(e.max_output_tokens);
 }
+
+TEST_CASE("request facts: images the provider fetches and prompt templates are unbounded input; inline images are not") {
+    auto facts = [](ModelApi api, const std::string& body) { return request_facts(api, body).unbounded_input; };
+    const std::string a = R"({"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":)";
+    CHECK(facts(ModelApi::anthropic_messages, a + R"({"type":"file","file_id":"file_1"}}]}]})") == "image by file");
+    CHECK(facts(ModelApi::anthropic_messages, a + R"({"type":"url","url":"https://x/a.png"}}]}]})") == "image by url");
+    CHECK(facts(ModelApi::anthropic_messages, a + R"({"type":"base64","media_type":"image/png","data":"iVBO"}}]}]})") == "");
+    const std::string r = R"({"model":"m","input":[{"role":"user","content":[{"type":"input_image",)";
+    CHECK(facts(ModelApi::openai_responses, r + R"("file_id":"file_1"}]}]})") == "image by file_id");
+    CHECK(facts(ModelApi::openai_responses, r + R"("image_url":"https://x/a.png"}]}]})") == "image by URL");
+    CHECK(facts(ModelApi::openai_responses, r + R"("image_url":"data:image/png;base64,iVBO"}]}]})") == "");
+    CHECK(facts(ModelApi::openai_responses, R"({"model":"m","prompt":{"id":"pmpt_1","variables":{"x":"y"}}})") ==
+          "prompt template");
+    const std::string c = R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":)";
+    CHECK(facts(ModelApi::openai_chat, c + R"("https://x/a.png"}}]}]})") == "image by URL");
+    CHECK(facts(ModelApi::openai_chat, c + R"("data:image/png;base64,iVBO"}}]}]})") == "");
+}
