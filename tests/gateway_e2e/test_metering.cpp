@@ -431,6 +431,20 @@ TEST_CASE("policy: each refused form answers 400 in the provider's shape before 
     json ctx = anthropic_body(false);
     ctx["context_management"] = {{"edits", json::array({{{"type", "clear_tool_uses_20250919"}}})}};
     json openai_tool = {{"model", "gpt-test"}, {"stream", true}, {"tools", json::array({{{"type", "web_search"}}})}};
+    // Issue 37 item 3: shapes a list-only reader missed.
+    const json url_block = {{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://img.invalid/a.png"}}}};
+    json lone_block = anthropic_body(false);
+    lone_block["messages"] = json::array({{{"role", "user"}, {"content", url_block}}});
+    json lone_tool_result = anthropic_body(false);
+    lone_tool_result["messages"] = json::array(
+        {{{"role", "user"},
+          {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "t"}, {"content", url_block}}})}}});
+    json lone_system = anthropic_body(false);
+    lone_system["system"] = url_block;
+    json prompt_vars = {{"model", "gpt-test"},
+                        {"stream", true},
+                        {"prompt", {{"id", "pmpt_1"},
+                                    {"variables", {{"pic", {{"type", "input_image"}, {"image_url", "https://img.invalid/a.png"}}}}}}}};
     std::vector<Case> cases = {
         {"server tool", "/v1/messages", tools_web, {}, "web_search_20250305"},
         {"model", "/v1/messages", other_model, {}, "claude-other"},
@@ -441,6 +455,10 @@ TEST_CASE("policy: each refused form answers 400 in the provider's shape before 
         {"beta", "/v1/messages", anthropic_body(false), {"anthropic-beta: bad-beta-2025"}, "bad-beta-2025"},
         {"openai server tool", "/v1/responses", openai_tool, {}, "web_search"},
         {"compaction route", "/v1/responses/compact", {{"model", "gpt-test"}}, {}, "compact"},
+        {"url source in a lone content object", "/v1/messages", lone_block, {}, "url"},
+        {"url source in a lone tool_result content", "/v1/messages", lone_tool_result, {}, "url"},
+        {"url source in a lone system block", "/v1/messages", lone_system, {}, "url"},
+        {"url source in prompt variables", "/v1/responses", prompt_vars, {}, "input_image"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.name);
