@@ -174,8 +174,11 @@ start_gateway noscrub "$corral" CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1
 gateway_extra='journal = false'
 start_gateway nojournal "$corral"
 unset gateway_extra
-# (e): a model policy that reads the body of every model request.
-grant_extra='[grants.policy]
+# (e): a model policy that reads the body of every model request. Under a
+# policy a request that could spend passes only on a model route or a route
+# the grant declares (docs/budgets.md): /v1/unmetered is declared.
+grant_extra='routes = ["POST /v1/messages", "POST /v1/unmetered"]
+[grants.policy]
 models = ["claude-bench-*"]
 server_tools = false
 url_sources = false'
