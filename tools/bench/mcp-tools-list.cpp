@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     const json parsed = json::parse(body);
 
     const double plain = median_us(21, 200, [&] { (void)json::parse(body).dump(); });
-    const double strict = median_us(21, 200, [&] { (void)parse_strict_json(body).value.dump(); });
+    const double strict = median_us(21, 200, [&] { (void)parse_mcp_json(body).value.dump(); });
     const double copy = median_us(21, 200, [&] { json c = parsed["result"]; });
     const double filter = median_us(21, 200, [&] { (void)filter_tools_list(parsed["result"], "s", policy, pins); });
     const double first = median_us(21, 20, [&] {
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
         (void)filter_tools_list(parsed["result"], "s", policy, fresh);
     });
     const double whole = median_us(21, 200, [&] {
-        auto doc = parse_strict_json(body);
+        auto doc = parse_mcp_json(body);
         auto f = filter_tools_list(std::move(doc.value["result"]), "s", policy, pins);
         doc.value["result"] = std::move(f.result);
         (void)doc.value.dump();
