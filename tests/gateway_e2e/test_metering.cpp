@@ -615,3 +615,40 @@ TEST_CASE("budgets hold whatever the route looks like: spellings, other model AP
     CHECK(post(d, m, "/v1/messages", anthropic_body(false)).status == 200);
     CHECK(m.stats()["requests"] == 1);
 }
+
+// Issue 37 item 6: input the provider adds from elsewhere (an image by file
+// id or URL, a prompt template) is not bounded by the body's bytes, so under
+// an input budget it is reserved at the unbounded figure and refused before
+// the stand-in sees it; the same image inline (base64) is bounded and passes.
+TEST_CASE("metering: images by file id or URL and prompt templates are reserved as unbounded input under an input budget" *
+          doctest::timeout(120)) {
+    if (auto why = missing_prerequisite(); !why.empty()) {
+        MESSAGE("skipped: " << why);
+        return;
+    }
+    ModelUpstream m;
+    OwnDaemon d("meter-unbounded", "", "5s", "meter/run-unbounded",
+                grant_for(m, std::string(kPrices) + "[budget]\ninput_tokens = 40000\n"));
+    auto with_image = [](const json& source) {
+        json b = anthropic_body(false);
+        json blocks = json::array();
+        for (int i = 0; i < 20; ++i) blocks.push_back({{"type", "image"}, {"source", source}});
+        blocks.push_back({{"type", "text"}, {"text", "describe"}});
+        b["messages"] = json::array({{{"role", "user"}, {"content", blocks}}});
+        return b;
+    };
+    for (const json& source : {json{{"type", "file"}, {"file_id", "file_011CNha8iCJcU1wXNR6q4V8w"}},
+                               json{{"type", "url"}, {"url", "https://img.invalid/a.png"}}}) {
+        CAPTURE(source.dump());
+        Answer a = post(d, m, "/v1/messages", with_image(source));
+        CHECK(a.status == 400);
+        CHECK(a.body.find("model_budget") != std::string::npos);
+    }
+    Answer p = post(d, m, "/v1/responses", {{"model", "gpt-test"}, {"stream", true}, {"prompt", {{"id", "pmpt_1"}}}});
+    CHECK(p.status == 400);
+    CHECK(m.stats()["requests"] == 0);
+    Answer inline_image =
+        post(d, m, "/v1/messages", with_image({{"type", "base64"}, {"media_type", "image/png"}, {"data", "iVBORw0KGgo="}}));
+    CHECK(inline_image.status == 200);
+    CHECK(m.stats()["requests"] == 1);
+}
