@@ -590,6 +590,15 @@ TEST_CASE("budgets hold whatever the route looks like: spellings, other model AP
     refused_as(with({"-X", "GET", "-H", "X-HTTP-Method-Override: POST"}), "header_refused");
     refused_as(with({"-X", "GET"}), "ungoverned_route");  // a model route read without POST
     refused_as(with({"-H", "anthropic_beta: web-fetch-2025-09-10"}), "header_refused");
+    // The WebSocket upgrade on a spelling of the Responses route: refused
+    // as that spelling, not relayed (the exact route gets 426).
+    for (const char* p : {"/v1/responses/", "/V1/Responses"}) {
+        CAPTURE(p);
+        json ws = node_client_via(d.port, d.ca,
+                                  {{"host", "upstream.test"}, {"port", m.main}, {"mode", "ws-turns"}, {"path", p},
+                                   {"messages", json::array({"{}"})}});
+        CHECK(ws["status"] == 400);
+    }
     // Item 5: a body two JSON readers could read as different requests.
     const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
     for (const std::string& body :
