@@ -87,8 +87,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto verdict = check_model_request(all, api, body, header, added);
     check_refusal(verdict);
     if (all.reads_body()) {
+        // Read as the policy must: a JSON object that no two readers could
+        // read differently (a duplicate or case-variant key is unreadable).
         auto d = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-        const bool object = !d.is_discarded() && d.is_object();
+        const bool object = !d.is_discarded() && d.is_object() && !parse_model_body(body).ambiguous;
         const bool unreadable = verdict && verdict->rule == "unreadable_body";
         // A beta refusal comes first and hides what the body is.
         if (!(verdict && verdict->rule == "anthropic_beta") && unreadable == object) std::abort();

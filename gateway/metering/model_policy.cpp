@@ -351,6 +351,10 @@ std::optional<PolicyRefusal> check_model_request(const ModelPolicy& policy, Mode
     if (body.too_large || body.bytes > kMaxPolicyBodyBytes)
         return refusal("unreadable_body", "the request body is over " + std::to_string(kMaxPolicyBodyBytes) +
                                               " bytes; this grant's policy reads every model request");
+    if (body.ambiguous)
+        return refusal("unreadable_body", "the request body could be read as two different requests (" +
+                                              body.ambiguous->detail.substr(0, 300) +
+                                              "); this grant's policy reads every model request");
     if (!body.object)
         return refusal("unreadable_body",
                        "the request body is not a JSON object; this grant's policy reads every model request");
