@@ -9,8 +9,8 @@
 //  - strict JSON agrees with nlohmann's parser on every document both
 //    accept, and refuses a document nlohmann accepts only for a duplicate
 //    key, depth or size;
-//  - the matcher never throws; a path allowed under /work normalises to
-//    /work or below with no "." or ".." segment, and normalising is idempotent;
+//  - the matcher never throws; a path allowed under /workspace normalises to
+//    /workspace or below with no "." or ".." segment, and normalising is idempotent;
 //  - a call the policy allows is allowed by the allow rule alone (deny only
 //    takes away).
 #include <cstddef>
@@ -41,7 +41,7 @@ Policy make_policy(bool with_deny) {
     Constraint path;
     path.pointer = "/path";
     path.kind = ConstraintKind::path_under;
-    path.root = "/work";
+    path.root = "/workspace";
     Constraint limit;
     limit.pointer = "/opts/limit";
     limit.kind = ConstraintKind::range;
@@ -69,8 +69,8 @@ void check_args(const Message& m) {
     if (d.allowed() && !decide(allow_only, "s", m.tool_call->name, args).allowed()) std::abort();
     if (d.allowed() && d.rule == "a") {
         std::string why;
-        auto norm = normalise_path(args["path"].get<std::string>(), "/work", why);
-        if (!norm || !(*norm == "/work" || norm->rfind("/work/", 0) == 0)) std::abort();
+        auto norm = normalise_path(args["path"].get<std::string>(), "/workspace", why);
+        if (!norm || !(*norm == "/workspace" || norm->rfind("/workspace/", 0) == 0)) std::abort();
         if (norm->find("/./") != std::string::npos || norm->find("/../") != std::string::npos) std::abort();
         if (normalise_path(*norm, "/", why) != norm) std::abort();
     }

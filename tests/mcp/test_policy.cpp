@@ -30,7 +30,7 @@ Constraint range(const char* ptr, double lo, double hi, bool integer = false) {
     return c;
 }
 
-// fs: read_file under /work, write_file denied, search with a bounded limit,
+// fs: read_file under /workspace, write_file denied, search with a bounded limit,
 // delete_* needs approval, and *.env never readable.
 Policy fs_policy() {
     Policy p;
@@ -44,7 +44,7 @@ Policy fs_policy() {
     mode.kind = ConstraintKind::one_of;
     mode.choices = {"text", "lines"};
     p.rules = {
-        {"1", "fs", "read_file", Action::allow, {path_under("/path", "/work")}},
+        {"1", "fs", "read_file", Action::allow, {path_under("/path", "/workspace")}},
         {"2", "fs", "read_file", Action::deny, {env}},
         {"3", "fs", "write_file", Action::deny, {}},
         {"4", "fs", "search", Action::allow, {range("/limit", 1, 100, true), mode}},
@@ -83,7 +83,7 @@ TEST_CASE("glob: * spans anything, ? one byte, the rest literal") {
 
 TEST_CASE("policy: an allowed call with allowed arguments is allowed, naming its rule") {
     Policy p = fs_policy();
-    Decision d = decide(p, "fs", "read_file", {{"path", "/work/src/a.cpp"}});
+    Decision d = decide(p, "fs", "read_file", {{"path", "/workspace/src/a.cpp"}});
     CHECK(d.allowed());
     CHECK(d.rule == "1");
     CHECK(decide(p, "fs", "read_file", {{"path", "src/../b.txt"}}).allowed());  // relative: under the root
@@ -93,9 +93,9 @@ TEST_CASE("policy: an allowed call with allowed arguments is allowed, naming its
 TEST_CASE("policy: unknown tool, unknown server, and a denied tool are refused (default deny, deny wins)") {
     Policy p = fs_policy();
     CHECK(policy_refusal(p, "exec", json::object()) == Reason::unknown_tool);
-    CHECK(policy_refusal(p, "read_file", {{"path", "/work/a"}}, "other") == Reason::unknown_server);
-    CHECK(policy_refusal(p, "write_file", {{"path", "/work/a"}}) == Reason::tool_denied);
-    CHECK(policy_refusal(p, "read_file", {{"path", "/work/.env"}}) == Reason::argument_denied);  // deny beats rule 1
+    CHECK(policy_refusal(p, "read_file", {{"path", "/workspace/a"}}, "other") == Reason::unknown_server);
+    CHECK(policy_refusal(p, "write_file", {{"path", "/workspace/a"}}) == Reason::tool_denied);
+    CHECK(policy_refusal(p, "read_file", {{"path", "/workspace/.env"}}) == Reason::argument_denied);  // deny beats rule 1
     CHECK(policy_refusal(p, "delete_file", json::object()) == Reason::approval_required);
     Decision d = decide(p, "fs", "delete_file", json::object());
     CHECK(denial_sentence(*d.denial).find("approval required; no approval queue yet") != std::string::npos);
@@ -103,10 +103,10 @@ TEST_CASE("policy: unknown tool, unknown server, and a denied tool are refused (
 
 TEST_CASE("policy: path traversal, NUL, backslashes and look-alike slashes are refused") {
     Policy p = fs_policy();
-    for (const std::string& bad : std::vector<std::string>{"/work/../etc/passwd", "../../etc/passwd", "/work/a/../../etc", "/etc/passwd",
-                                  "/workshop/a", std::string("/work/a\0b", 9), "/work\\..\\etc", "..\\etc",
-                                  "/work/\u2215etc", "/work/..\uFF0Fetc", "/work/a\u2044b", "/work/\uFF0E\uFF0E/x",
-                                  "/work/a\nb", ""}) {
+    for (const std::string& bad : std::vector<std::string>{"/workspace/../etc/passwd", "../../etc/passwd", "/workspace/a/../../etc", "/etc/passwd",
+                                  "/workspaces/a", std::string("/workspace/a\0b", 14), "/workspace\\..\\etc", "..\\etc",
+                                  "/workspace/\u2215etc", "/workspace/..\uFF0Fetc", "/workspace/a\u2044b", "/workspace/\uFF0E\uFF0E/x",
+                                  "/workspace/a\nb", ""}) {
         INFO(bad);
         CHECK(policy_refusal(p, "read_file", {{"path", bad}}) == Reason::argument_denied);
     }
@@ -156,8 +156,8 @@ TEST_CASE("policy: exact and regex constraints; a deny that cannot check its val
 TEST_CASE("policy: a batch with one denied call is denied whole") {
     Policy p = fs_policy();
     auto r = read_message(
-        R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/work/a"}}},
-            {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/work/a"}}}])",
+        R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/workspace/a"}}},
+            {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/workspace/a"}}}])",
         Era::sessions_2025_11_25, {});
     REQUIRE(r.ok());
     Decision d = decide_messages(p, "fs", r.messages);
@@ -195,7 +195,7 @@ TEST_CASE("validate_rules: unknown server, unmatchable rules and bad constraints
                {"r4", "fs", "read", Action::allow, {empty_enum}},
                {"r5", "fs", "read", Action::allow, {range("/n", 5, 1)}},
                {"r6", "fs", "read", Action::allow, {path_under("/p", "work")}},
-               {"r7", "fs", "read", Action::allow, {path_under("/p", "/work/../etc")}},
+               {"r7", "fs", "read", Action::allow, {path_under("/p", "/workspace/../etc")}},
                {"r8", "fs", "read", Action::allow, {bad_ptr}}};
     auto errors = validate_rules(p);
     REQUIRE(errors.size() == 8);
@@ -206,8 +206,8 @@ TEST_CASE("validate_rules: unknown server, unmatchable rules and bad constraints
 TEST_CASE("validate_rules: with a known input schema, constraints on missing or mistyped arguments are errors") {
     Policy p;
     p.servers = {"fs"};
-    p.rules = {{"ok", "fs", "read_file", Action::allow, {path_under("/path", "/work")}},
-               {"missing", "fs", "read_file", Action::allow, {path_under("/file", "/work")}},
+    p.rules = {{"ok", "fs", "read_file", Action::allow, {path_under("/path", "/workspace")}},
+               {"missing", "fs", "read_file", Action::allow, {path_under("/file", "/workspace")}},
                {"typed", "fs", "read_file", Action::allow, {range("/path", 0, 1)}},
                {"nested", "fs", "search", Action::allow, {range("/opts/limit", 0, 9)}},
                {"none", "fs", "exec*", Action::allow, {}}};
