@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/parse.hpp"
 #include "gateway/grants.hpp"
 #include "gateway/metering/model_routes.hpp"
 
@@ -35,10 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if ((v.cls == RouteClass::metered) != (exact != ModelApi::none && (!websocket || exact == ModelApi::openai_responses)))
                 std::abort();
             if (v.cls == RouteClass::metered && v.api != exact) std::abort();
-            std::string fold(*canonical);
+            std::string fold = corral::ascii_lower(*canonical);
             while (fold.size() > 1 && fold.back() == '/') fold.pop_back();
-            for (char& ch : fold)
-                if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
             if (model_api_for_path(fold) != ModelApi::none && v.cls == RouteClass::other) std::abort();
         }
     }
