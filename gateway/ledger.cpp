@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <initializer_list>
 #include <optional>
 #include <utility>
 
@@ -79,21 +80,111 @@ bool json_verbatim(std::string_view s) {
     return true;
 }
 
-void append_key(std::string& out, std::string_view key) {
-    out += out.size() == 0 ? "{\"" : ",\"";
-    out.append(key).append("\":");
+// One JSON object's members written in order, as nlohmann's dump() writes
+// them: '{', members separated by ',', no spaces, then '}'.
+class PlainObject {
+public:
+    explicit PlainObject(std::string& out) : out_(out) { out_ += '{'; }
+    void key(std::string_view k) {
+        if (!first_) out_ += ',';
+        first_ = false;
+        out_.append(1, '"').append(k).append("\":");
+    }
+    void string(std::string_view k, std::string_view v) {
+        key(k);
+        out_.append(1, '"').append(v).append(1, '"');
+    }
+    void number(std::string_view k, std::uint64_t v) {
+        key(k);
+        char digits[24];
+        auto r = std::to_chars(digits, digits + sizeof digits, v);
+        out_.append(digits, r.ptr);
+    }
+    void raw(std::string_view k, std::string_view json) {
+        key(k);
+        out_.append(json);
+    }
+    void counts(std::string_view k, const std::vector<std::pair<std::string, std::uint64_t>>& v) {
+        key(k);
+        PlainObject o(out_);
+        for (const auto& [name, n] : v) o.number(name, n);
+        o.close();
+    }
+    void close() { out_ += '}'; }
+
+private:
+    std::string& out_;
+    bool first_ = true;
+};
+
+// Whether a set of member names written in this order gives the object
+// nlohmann would: no name twice (the JSON tree keeps the last and its place).
+bool names_distinct(std::initializer_list<std::string_view> fixed,
+                    const std::vector<std::pair<std::string, std::uint64_t>>& v) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        for (auto f : fixed)
+            if (v[i].first == f) return false;
+        for (std::size_t j = 0; j < i; ++j)
+            if (v[i].first == v[j].first) return false;
+    }
+    return true;
 }
 
-void append_string_field(std::string& out, std::string_view key, std::string_view value) {
-    append_key(out, key);
-    out.append(1, '"').append(value).append(1, '"');
+// Whether a metering object can be written directly: every string verbatim
+// and secret-free, every count's name too and distinct within its object.
+bool metered_plain(const MeteredLine& m, const std::vector<std::string>& secrets, std::size_t& size) {
+    const std::string_view strings[] = {m.api, m.model, m.usage_state, m.usage_reason, m.cost_state,
+                                        m.cost_reason, m.price_source, m.price_date, m.limit};
+    for (auto s : strings) {
+        if (!json_verbatim(s) || contains_secret(s, secrets)) return false;
+        size += s.size() + 16;
+    }
+    for (const auto* v : {&m.usage, &m.remaining, &m.worker_remaining, &m.overspent, &m.worker_overspent}) {
+        for (const auto& [name, n] : *v) {
+            if (!json_verbatim(name) || contains_secret(name, secrets)) return false;
+            size += name.size() + 24;
+        }
+        if (!names_distinct({}, *v)) return false;
+    }
+    // usage's counts share the object with "state" and "reason".
+    return names_distinct({"state", "reason"}, m.usage);
 }
 
-void append_number_field(std::string& out, std::string_view key, std::uint64_t value) {
-    append_key(out, key);
-    char digits[24];
-    auto r = std::to_chars(digits, digits + sizeof digits, value);
-    out.append(digits, r.ptr);
+// The metering object, member for member as metered_json below builds it.
+void append_metered_plain(PlainObject& line, std::string& out, const MeteredLine& m) {
+    line.key("metering");
+    PlainObject j(out);
+    j.string("api", m.api);
+    if (!m.model.empty()) j.string("model", m.model);
+    if (!m.usage_state.empty()) {
+        j.key("usage");
+        PlainObject u(out);
+        u.string("state", m.usage_state);
+        if (!m.usage_reason.empty()) u.string("reason", m.usage_reason);
+        for (const auto& [k, n] : m.usage) u.number(k, n);
+        u.close();
+    }
+    if (!m.cost_state.empty()) {
+        j.key("cost");
+        PlainObject c(out);
+        c.string("state", m.cost_state);
+        if (m.cost_state == "computed") {
+            // A double as the JSON library writes one (shortest round trip, ".0" on a whole number).
+            c.raw("usd", nlohmann::json(static_cast<double>(m.usd_micros) / 1e6).dump());
+            c.number("usd_micros", m.usd_micros);
+        }
+        if (!m.price_source.empty()) c.string("source", m.price_source);
+        if (!m.price_date.empty()) c.string("date", m.price_date);
+        if (!m.cost_reason.empty()) c.string("reason", m.cost_reason);
+        c.close();
+    }
+    if (!m.remaining.empty()) j.counts("remaining", m.remaining);
+    if (!m.worker_remaining.empty()) j.counts("worker_remaining", m.worker_remaining);
+    if (m.over_reservation) j.raw("over_reservation", "true");
+    if (!m.overspent.empty()) j.counts("overspent", m.overspent);
+    if (!m.worker_overspent.empty()) j.counts("worker_overspent", m.worker_overspent);
+    if (!m.limit.empty()) j.string("limit", m.limit);
+    j.close();
 }
 
 // The same line nlohmann's dump gives, built directly (no JSON tree, no
@@ -106,33 +197,36 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
         if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
         size += s.size();
     }
-    if (e.status < 0 || e.metered) return std::nullopt;
+    if (e.status < 0) return std::nullopt;
+    if (e.metered && !metered_plain(*e.metered, secrets, size)) return std::nullopt;
     std::string line;
     line.reserve(size);
-    append_key(line, "time");
+    PlainObject o(line);
+    o.key("time");
     line += '"';
     append_rfc3339_ms(line, e.time);
     line += '"';
-    append_string_field(line, "identity", e.identity);
-    if (!e.role.empty()) append_string_field(line, "role", e.role);
-    append_string_field(line, "mode", e.mode);
-    append_string_field(line, "method", e.method);
-    append_string_field(line, "host", e.host);
-    append_number_field(line, "port", e.port);
-    append_string_field(line, "path", e.path);
-    append_string_field(line, "decision", e.decision == Decision::allow ? "allow" : "refuse");
-    append_string_field(line, "reason", e.reason);
-    append_number_field(line, "status", static_cast<std::uint64_t>(e.status));
-    append_number_field(line, "bytes_up", e.bytes_up);
-    append_number_field(line, "bytes_down", e.bytes_down);
-    append_number_field(line, "duration_ms", e.duration_ms);
-    append_string_field(line, "credential", e.credential);
-    if (e.refusals != 0) append_number_field(line, "refusals", e.refusals);
+    o.string("identity", e.identity);
+    if (!e.role.empty()) o.string("role", e.role);
+    o.string("mode", e.mode);
+    o.string("method", e.method);
+    o.string("host", e.host);
+    o.number("port", e.port);
+    o.string("path", e.path);
+    o.string("decision", e.decision == Decision::allow ? "allow" : "refuse");
+    o.string("reason", e.reason);
+    o.number("status", static_cast<std::uint64_t>(e.status));
+    o.number("bytes_up", e.bytes_up);
+    o.number("bytes_down", e.bytes_down);
+    o.number("duration_ms", e.duration_ms);
+    o.string("credential", e.credential);
+    if (e.refusals != 0) o.number("refusals", e.refusals);
     if (e.matches != 0) {
-        append_string_field(line, "form", e.form);
-        append_number_field(line, "matches", e.matches);
+        o.string("form", e.form);
+        o.number("matches", e.matches);
     }
-    line += "}";
+    if (e.metered) append_metered_plain(o, line, *e.metered);
+    o.close();
     return line;
 }
 

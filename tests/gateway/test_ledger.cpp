@@ -275,6 +275,79 @@ TEST_CASE("the direct formatter and the JSON library write the same line") {
     CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
 }
 
+TEST_CASE("a metered line: the direct formatter writes what the JSON library writes") {
+    auto e = sample();
+    MeteredLine m;
+    m.api = "anthropic_messages";
+    m.model = "claude-sonnet-4-5";
+    m.usage_state = "reported";
+    m.usage = {{"input_tokens", 12}, {"output_tokens", 345}, {"cache_read_input_tokens", 0}};
+    m.cost_state = "computed";
+    m.price_source = "builtin";
+    m.price_date = "2026-11-01";
+    m.remaining = {{"requests", 199}, {"usd_micros", 4999000}};
+    e.metered = m;
+    // usd as a double: whole, fractional, tiny, large
+    for (std::uint64_t micros : {0ull, 1ull, 10ull, 1500ull, 1000000ull, 2500000ull, 123456789ull, 1000000000000ull}) {
+        e.metered->usd_micros = micros;
+        auto line = format_ledger_line(e);
+        CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+        CHECK(nlohmann::json::parse(line)["metering"]["cost"]["usd_micros"] == micros);
+    }
+    // every optional member present
+    e.metered->usage_state = "unavailable";
+    e.metered->usage_reason = "usage lacks output_tokens";
+    e.metered->cost_state = "unavailable";
+    e.metered->cost_reason = "no price";
+    e.metered->worker_remaining = {{"usd_micros", 1}};
+    e.metered->over_reservation = true;
+    e.metered->overspent = {{"output_tokens", 9}};
+    e.metered->worker_overspent = {{"output_tokens", 3}};
+    e.metered->limit = "requests";
+    auto line = format_ledger_line(e);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    auto j = nlohmann::json::parse(line)["metering"];
+    CHECK(j["usage"]["reason"] == "usage lacks output_tokens");
+    CHECK(j["over_reservation"] == true);
+    CHECK(j["worker_overspent"]["output_tokens"] == 3);
+    CHECK(j["limit"] == "requests");
+    // A refusal's metering object: api and limit only.
+    MeteredLine refused;
+    refused.api = "openai_responses";
+    refused.limit = "model_policy";
+    e.metered = refused;
+    line = format_ledger_line(e);
+    CHECK(line.find(",\"metering\":{\"api\":\"openai_responses\",\"limit\":\"model_policy\"}}\n") != std::string::npos);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+}
+
+TEST_CASE("a metered line with a byte to escape, a secret or a repeated name takes the JSON library's path") {
+    auto e = sample();
+    MeteredLine m;
+    m.api = "anthropic_messages";
+    m.model = "claude\"x";
+    m.usage_state = "reported";
+    m.usage = {{"input_tokens", 1}};
+    e.metered = m;
+    auto line = format_ledger_line(e);
+    CHECK(nlohmann::json::parse(line)["metering"]["model"] == "claude\"x");
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    // A secret in the model name is redacted whichever path writes it.
+    e.metered->model = "model-sk-secret-123";
+    line = format_ledger_line(e, {"sk-secret-123"});
+    CHECK(line.find("sk-secret-123") == std::string::npos);
+    CHECK(nlohmann::json::parse(line)["metering"]["model"] == "model-[redacted]");
+    // A count named like a fixed member, or twice: the JSON tree keeps the last,
+    // and the line is still one object with distinct names.
+    e.metered->model = "m";
+    e.metered->usage = {{"input_tokens", 1}, {"input_tokens", 2}, {"state", 3}};
+    line = format_ledger_line(e);
+    auto usage = nlohmann::ordered_json::parse(line)["metering"]["usage"];
+    CHECK(usage.size() == 2);
+    CHECK(usage["input_tokens"] == 2);
+    CHECK(usage["state"] == 3);
+}
+
 TEST_CASE("batched appends: nothing written before flush, then one write for the batch; sync flushes") {
     TempDir d;
     auto path = (d.path / "ledger.jsonl").string();

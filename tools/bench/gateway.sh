@@ -37,12 +37,14 @@
 #
 # Usage: tools/bench/gateway.sh [--rounds N] [--seconds S] [--conns C] [--bulk-bytes N] [--sse-bytes N]
 #                                [--corral PATH] [--baseline PATH] [--gateway-threads N]
-#                                [--events N] [--held-streams K]
+#                                [--events N] [--held-streams K] [--only SECTIONS]
 #   defaults: --rounds 5 --seconds 3 --conns 4 --bulk-bytes 1073741824 --sse-bytes 268435456,
 #   --events 200 --held-streams 128,
 #   corral = $CORRAL_BIN or build-test/tools/corral
 #   --baseline PATH: a second corral binary (e.g. an older commit) run as one more
-#     configuration in (a), (b) and (c), same config, same rounds: before/after in one run.
+#     configuration in (a), (b), (c) and (e1), same config, same rounds: before/after in
+#     one run. In (e1) the baseline's grant omits `routes` when that binary predates it.
+#   --only SECTIONS: run only these of a b c d e f (e.g. --only e); default all.
 #   --gateway-threads N: pass --threads N to every corral gateway (default: corral's own default).
 # Not a test: figures depend on the machine and its load.
 set -euo pipefail
@@ -57,6 +59,7 @@ held_streams=128
 corral=${CORRAL_BIN:-}
 baseline=
 gw_threads=()
+only=abcdef
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -69,8 +72,9 @@ while [ $# -gt 0 ]; do
     --gateway-threads) gw_threads=(--threads "$2"); shift 2 ;;
     --events) events=$2; shift 2 ;;
     --held-streams) held_streams=$2; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
-    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N, --events N, --held-streams K)" >&2; exit 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N, --events N, --held-streams K, --only SECTIONS)" >&2; exit 2 ;;
   esac
 done
 
@@ -78,6 +82,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 [ -n "$corral" ] || corral=$repo/build-test/tools/corral
 [ -x "$corral" ] || { echo "gateway.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
+[[ $only =~ ^[a-f]+$ ]] || { echo "gateway.sh: --only '$only': give letters among a b c d e f, e.g. --only e" >&2; exit 2; }
+want() { [[ $only == *$1* ]]; }
 [ -z "$baseline" ] || [ -x "$baseline" ] || { echo "gateway.sh: --baseline $baseline is not an executable" >&2; exit 2; }
 # The load generator connects to listen_tcp, which serves root's sockets only.
 [ "$(id -u)" = 0 ] || { echo "gateway.sh: run as root (corral gateway's listen_tcp serves root's connections only)" >&2; exit 2; }
@@ -183,12 +189,14 @@ models = ["claude-bench-*"]
 server_tools = false
 url_sources = false'
 start_gateway meter "$corral"
+if [ -n "$baseline" ]; then start_gateway meter_baseline "$baseline"; fi
 # (e3) holds its streams on two fresh gateways of that config, one per path, so that
 # neither's idle RSS includes what the other's streams left in the heap.
 start_gateway hold_metered "$corral"
 start_gateway hold_unmetered "$corral"
 unset grant_extra
 
+if want a; then
 echo "# tinyproxy" >&2
 tp_port=$(free_port)
 {
@@ -198,7 +206,10 @@ tp_port=$(free_port)
 } > "$work/tinyproxy.conf"
 tinyproxy -d -c "$work/tinyproxy.conf" > "$work/tp.out" 2>&1 &
 pids+=($!)
+for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$tp_port))" 2>/dev/null && break; sleep 0.1; done
+fi
 
+if want b || want d || want f; then
 echo "# mitmproxy (mitmdump, header-rewrite addon)" >&2
 mp_port=$(free_port)
 cat > "$work/rewrite.py" <<PY
@@ -214,10 +225,10 @@ mitmdump --listen-host 127.0.0.1 --listen-port "$mp_port" --set confdir="$work/m
 pids+=($!)
 for _ in $(seq 1 100); do [ -f "$work/mitm/mitmproxy-ca-cert.pem" ] && python3 -c "import socket; socket.create_connection(('127.0.0.1',$mp_port))" 2>/dev/null && break; sleep 0.1; done
 sleep 0.5
-# tinyproxy up?
-for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$tp_port))" 2>/dev/null && break; sleep 0.1; done
+fi
 
 # ---- (a) bulk throughput ------------------------------------------------------
+if want a; then
 echo "# (a) tunnel bulk throughput, $rounds rounds of $bulk_bytes bytes" >&2
 a_cfgs=(direct "${gateways[@]}" tinyproxy)
 for c in "${a_cfgs[@]}"; do : > "$work/a.$c"; done
@@ -232,8 +243,11 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 a_direct=$(median < "$work/a.direct"); a_corral=$(median < "$work/a.corral"); a_tp=$(median < "$work/a.tinyproxy")
+fi
 
 # ---- (b) inject mode --------------------------------------------------------------
+# (d) and (f) compare against (b)'s req/s, so (b) runs for any of them.
+if want b || want d || want f; then
 echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
 b_cfgs=(direct "${gateways[@]}" noscrub nojournal mitmproxy)
 for f in rps lat; do for c in "${b_cfgs[@]}"; do : > "$work/b.$f.$c"; done; done
@@ -258,8 +272,10 @@ b_p99() { awk '{print $8}' "$work/b.lat.$1" | median; }
 # the upstream really got the injected key (one direct request through corral)
 inject_ok=no
 grep -q '"credential":"bench"' "$work/corral/ledger.jsonl" && inject_ok=yes
+fi
 
 # ---- (d) SSE stream, scrubbing on vs off ------------------------------------------
+if want d; then
 echo "# (d) SSE: $rounds rounds of one $sse_bytes-byte event stream, scrubbing on vs off" >&2
 d_cfgs=(direct corral noscrub)
 for c in "${d_cfgs[@]}"; do : > "$work/d.$c"; done
@@ -272,17 +288,23 @@ for r in $(seq 1 "$rounds"); do
     esac | awk '{print $2}' >> "$work/d.$cfg"
   done
 done
+fi
 d_mbps() { median < "$work/d.$1"; }
 
 # ---- (e) metering and policy ------------------------------------------------------
+e_path() { case $1 in metered|baseline_metered) echo /v1/messages ;; *) echo /v1/unmetered ;; esac; }
+if want e; then
 echo "# (e) metering: $rounds rounds, /v1/messages (metered, policy) vs /v1/unmetered, same grant" >&2
 e_cfgs=(metered unmetered)
-e_path() { case $1 in metered) echo /v1/messages ;; unmetered) echo /v1/unmetered ;; esac; }
+# (e1) with --baseline: the same two paths on the baseline binary's gateway of the same config.
+[ -z "$baseline" ] || e_cfgs+=(baseline_metered baseline_unmetered)
 for f in rps ev; do for c in "${e_cfgs[@]}"; do : > "$work/e.$f.$c"; done; done
 for r in $(seq 1 "$rounds"); do
-  for i in 0 1; do
-    cfg=${e_cfgs[$(( (i + r) % 2 ))]}
-    "$load" rps --target "127.0.0.1:$https_port" --ca "$work/meter/ca.pem" --proxy "$meter_port" --conns "$conns" \
+  for i in $(seq 0 $(( ${#e_cfgs[@]} - 1 ))); do
+    cfg=${e_cfgs[$(( (i + r) % ${#e_cfgs[@]} ))]}
+    gw=meter; [[ $cfg == baseline_* ]] && gw=meter_baseline
+    port_var=${gw}_port
+    "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$gw/ca.pem" --proxy "${!port_var}" --conns "$conns" \
       --seconds "$seconds" --post "$(e_path "$cfg")" | awk '{print $4}' >> "$work/e.rps.$cfg"
   done
   # (e2): the two paths' streams alternate within one invocation (same load for both)
@@ -297,10 +319,12 @@ e_event() { awk '{print $4}' "$work/e.ev.$1" | median; }
 # metered means metered: ledger lines for /v1/messages carry "metering", /v1/unmetered's do not
 e_metered_lines=$(grep '"/v1/messages' "$work/meter/ledger.jsonl" | grep -c '"metering"' || true)
 e_unmetered_lines=$(grep '"/v1/unmetered' "$work/meter/ledger.jsonl" | grep -c '"metering"' || true)
+fi
 
 # ---- (c) RSS with 256 tunnels ----------------------------------------------------
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 mkfifo "$work/hold.in"
+if want c; then
 for g in "${gateways[@]}"; do
   pid_var=${g}_pid port_var=${g}_port
   printf -v "${g}_rss_idle" %s "$(rss "${!pid_var}")"
@@ -314,7 +338,9 @@ for g in "${gateways[@]}"; do
   exec 9>&-
   wait "$hold_pid" 2>/dev/null || true
 done
+fi
 # (e3): held model streams on the metering gateway, metered vs unmetered path
+if want e; then
 for cfg in metered unmetered; do
   pid_var=hold_${cfg}_pid port_var=hold_${cfg}_port
   printf -v "e_rss_idle_$cfg" %s "$(rss "${!pid_var}")"
@@ -329,6 +355,7 @@ for cfg in metered unmetered; do
   exec 9>&-
   wait "$hold_pid" 2>/dev/null || true
 done
+fi
 
 # ---- report ---------------------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.2f", a / b }'; }
@@ -359,11 +386,19 @@ rss_line() {
     echo "(c) $(label "$g") gateway RSS: idle $((${!i} / 1024)) MiB (${!i} KiB), with 256 open tunnels $((${!t} / 1024)) MiB (${!t} KiB) (target ≤ 32 MiB)"
   done
 }
+only_arg=; [ "$only" = abcdef ] || only_arg=" --only $only"
+e1_baseline_line() {
+  [ -n "$baseline" ] || return 0
+  echo "(e1) baseline ($baseline), same config: metered $(e_rps baseline_metered) req/s, unmetered $(e_rps baseline_unmetered) req/s, metered / unmetered = $(ratio "$(e_rps baseline_metered)" "$(e_rps baseline_unmetered)"); this binary / baseline: metered $(ratio "$(e_rps metered)" "$(e_rps baseline_metered)"), unmetered $(ratio "$(e_rps unmetered)" "$(e_rps baseline_unmetered)")."
+}
 cat <<REPORT
-## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes --sse-bytes $sse_bytes --events $events --held-streams $held_streams${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}})
+## Gateway (tools/bench/gateway.sh --rounds $rounds --seconds $seconds --conns $conns --bulk-bytes $bulk_bytes --sse-bytes $sse_bytes --events $events --held-streams $held_streams${baseline:+ --baseline $baseline}${gw_threads[*]:+ --gateway-threads ${gw_threads[1]}}$only_arg)
 
 Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d). Medians of $rounds rounds, configurations alternating.
 
+REPORT
+if want a; then
+cat <<REPORT
 (a) CONNECT tunnel, one stream of $bulk_bytes bytes on loopback
 
 | path | MB/s | vs direct |
@@ -375,6 +410,10 @@ $(a_rows)
 corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct = $(ratio "$a_corral" "$a_direct") (target ≥ 0.8).
 Per round, MB/s: $(per_round a "${a_cfgs[@]}")
 
+REPORT
+fi
+if want b; then
+cat <<REPORT
 (b) inject mode, keep-alive HTTPS GET, x-api-key rewritten to the real key (injected: $inject_ok)
 
 | path | req/s ($conns conns) | p50 µs (1 conn) | p99 µs (1 conn) | p50 added ms |
@@ -386,6 +425,10 @@ $(b_rows)
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
 Per round, req/s: $(per_round b.rps "${b_cfgs[@]}")
 
+REPORT
+fi
+if want d; then
+cat <<REPORT
 (d) response scrubbing on vs off (CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1), same binary
 
 | path | inject req/s ($conns conns) | SSE MB/s (one stream of $sse_bytes bytes) |
@@ -397,11 +440,23 @@ Per round, req/s: $(per_round b.rps "${b_cfgs[@]}")
 on / off: req/s $(ratio "$(b_rps corral)" "$(b_rps noscrub)"), SSE MB/s $(ratio "$(d_mbps corral)" "$(d_mbps noscrub)") (target ≥ 0.95 each).
 Per round, SSE MB/s: $(per_round d "${d_cfgs[@]}")
 
+REPORT
+fi
+if want c; then
+cat <<REPORT
 $(rss_line)
 
+REPORT
+fi
+if want f; then
+cat <<REPORT
 (f) the signed journal on vs off ([gateway] journal = false), same binary: inject req/s on / off = $(ratio "$(b_rps corral)" "$(b_rps nojournal)") (target ≥ 0.9); p50 added by the journal $(added "$(b_p50 corral)" "$(b_p50 nojournal)") ms.
 Journal records written by corral's gateway: $(cat "$work"/corral/state/journal/gateway/*.jsonl 2>/dev/null | grep -c '"type":"decision"') decisions; its ledger: $(wc -l < "$work/corral/ledger.jsonl") lines.
 
+REPORT
+fi
+if want e; then
+cat <<REPORT
 (e) metering and the model policy, one gateway, one inject grant with [grants.policy] (models, server_tools = false, url_sources = false):
 POST /v1/messages (metered, body checked) vs POST /v1/unmetered (neither), the same body and the same answer.
 Ledger lines with "metering": /v1/messages $e_metered_lines, /v1/unmetered $e_unmetered_lines.
@@ -412,8 +467,10 @@ Ledger lines with "metering": /v1/messages $e_metered_lines, /v1/unmetered $e_un
 | /v1/unmetered | $(e_rps unmetered) | $(e_ttfb unmetered) | $(e_event unmetered) |
 
 (e1) metered / unmetered req/s = $(ratio "$(e_rps metered)" "$(e_rps unmetered)") (target ≥ 0.95).
+$(e1_baseline_line)
 (e2) added by metering: TTFB $(added "$(e_ttfb metered)" "$(e_ttfb unmetered)") ms, per event $(added "$(e_event metered)" "$(e_event unmetered)") ms (target ≤ 0.05 ms each).
 Per round, req/s: $(per_round e.rps "${e_cfgs[@]}")
 Per round, TTFB µs / per event µs: metered $(awk '{printf "%s/%s ", $2, $4}' "$work/e.ev.metered"); unmetered $(awk '{printf "%s/%s ", $2, $4}' "$work/e.ev.unmetered")
 (e3) $held_streams held model streams, each on a fresh gateway of the same config: metered idle ${e_rss_idle_metered} KiB, held ${e_rss_held_metered} KiB, $(awk -v a="$e_rss_held_metered" -v b="$e_rss_idle_metered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream; unmetered idle ${e_rss_idle_unmetered} KiB, held ${e_rss_held_unmetered} KiB, $(awk -v a="$e_rss_held_unmetered" -v b="$e_rss_idle_unmetered" -v k="$held_streams" 'BEGIN {printf "%.1f", (a - b) / k}') KiB per stream
 REPORT
+fi
