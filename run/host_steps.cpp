@@ -65,8 +65,8 @@ public:
     TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) override {
         return find_trust_files(plan, ca_pem);
     }
-    BoxFacts launch(SandboxSpec spec, const WhileInitBuilds& at_hook) override {
-        box_.emplace(launch_sandbox(std::move(spec), at_hook));
+    BoxFacts launch(SandboxSpec spec, const WhileInitBuilds& at_hook, const Tell& tell) override {
+        box_.emplace(launch_sandbox(std::move(spec), at_hook, tell));
         return BoxFacts{box_->uid(), box_->gid(), box_->idmapped_binds(), box_->unmapped_binds()};
     }
     SuperviseResult serve(const RunBody& body, int interrupt_fd, const BodyContext& context) override {

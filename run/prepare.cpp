@@ -75,7 +75,6 @@ RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string r
         return in;
     }
     in.org = config::load_org(r.config_dir->c_str());
-    for (const auto& w : in.org->warnings) log::warn(w.text());
     in.worker = config::resolve_worker(*in.org, *r.worker);
     // An egress-only worker has no agent, so no agent credential to look for.
     if (!in.worker->egress_only)

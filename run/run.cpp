@@ -99,7 +99,7 @@ Run::Next Run::reserve() {
         say(std::string("writing run.json: ") + e.what());
         return setup_failed();
     }
-    for (const auto& line : steps_.recover_lost_runs(place_.state_dir)) log::info(line);
+    for (const auto& line : steps_.recover_lost_runs(place_.state_dir)) say(line);
     return std::nullopt;
 }
 
@@ -127,6 +127,8 @@ Run::Next Run::resolve() {
     const auto t_prep = steady::now();
     try {
         inputs_ = steps_.read_inputs(request_, place_);
+        if (inputs_->org)
+            for (const auto& w : inputs_->org->warnings) say("warning: " + w.text());
         resolved_ = resolve_run(request_, *inputs_);
         steps_.check_can_start(request_, *inputs_, *resolved_);
         egress_ = steps_.make_egress(*resolved_);
@@ -136,7 +138,7 @@ Run::Next Run::resolve() {
         });
         const std::string ca_pem = egress_->prepare();
         decisions_journalled_ = egress_->journal_decisions(journal_->decision_sink());
-        if (!resolved_->left_out.empty()) log::info(resolved_->left_out);
+        if (!resolved_->left_out.empty()) say(resolved_->left_out);
         for (const auto& note : resolved_->notes) say(note);
         LateFacts late;
         if (resolved_->agent) late.session_agent_missing = prepare_agent(*resolved_);
@@ -216,12 +218,13 @@ Run::Next Run::launch() {
         box = steps_.launch(plan.spec, [&](const supervisor::Sandbox& b) {
             if (!agent_home.empty()) hand_agent_home(agent_home, b.uid(), b.gid());
             egress.start(b);
-        });
+        }, [this](const std::string& line) { say(line); });
     } catch (const supervisor::SandboxSetupError& e) {
         // A step failed after the clone: launch tore the sandbox down (verified).
         say(e.what());
         if (e.teardown()) {
             record_.teardown = *e.teardown();
+            for (const auto& n : record_.teardown.notes) say(n);
             if (!record_.teardown.clean()) {
                 for (const auto& p : record_.teardown.problems) say("teardown failed: " + p);
                 return RunEnd{kExitTeardown, Outcome::teardown_failed};
@@ -309,10 +312,12 @@ RunEnd Run::judge_command() {
 RunEnd Run::tear_down(RunEnd so_far) {
     egress_->stop();
     record_stop();
-    if (result_.stdout_reader_gone) log::info("stdout was closed by its reader; CMD's stdout was closed too (EPIPE/SIGPIPE)");
-    if (result_.stderr_reader_gone) log::info("stderr was closed by its reader; CMD's stderr was closed too (EPIPE/SIGPIPE)");
+    for (const auto& n : result_.notes) say(n);
+    if (result_.stdout_reader_gone) say("stdout was closed by its reader; CMD's stdout was closed too (EPIPE/SIGPIPE)");
+    if (result_.stderr_reader_gone) say("stderr was closed by its reader; CMD's stderr was closed too (EPIPE/SIGPIPE)");
     const auto t_down = steady::now();
     record_.teardown = steps_.teardown(&usage_);
+    for (const auto& n : record_.teardown.notes) say(n);
     log::debug("timing: teardown took " + ms_since(t_down));
     record_.peak_memory_bytes = usage_.peak_memory_bytes;
     record_.peak_pids = usage_.peak_pids;

@@ -96,7 +96,9 @@ public:
     virtual TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) = 0;
     // clone3 and the init's setup; `at_hook` runs while the init builds the
     // rootfs. Throws supervisor::SandboxSetupError after the clone.
-    virtual BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds& at_hook) = 0;
+    // `tell`: the launch's lines for the user, as they happen (supervisor::Tell).
+    virtual BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds& at_hook,
+                            const supervisor::Tell& tell) = 0;
     virtual supervisor::SuperviseResult serve(const RunBody& body, int interrupt_fd, const BodyContext& context) = 0;
     virtual supervisor::TeardownReport teardown(supervisor::CgroupUsage* usage) = 0;
 };

@@ -28,6 +28,11 @@ struct TeardownStep {
 struct TeardownReport {
     std::vector<TeardownStep> steps;
     std::vector<std::string> problems;  // one line per thing that survived or failed
+    // Lines for the user that are not the teardown's verdict (the terminal's
+    // settings not restored, the cgroup's usage unreadable, and whatever the
+    // launch had still to say when a failed launch tore the box down): the
+    // caller prints them once with its own prefix. Not part of run.json's teardown.
+    std::vector<std::string> notes;
     // "clean" iff no problem was recorded and every step is ok.
     bool clean() const;
     std::string verdict() const { return clean() ? "clean" : "failed"; }

@@ -161,6 +161,9 @@ struct SuperviseResult {
     bool stdout_reader_gone = false;
     bool stderr_reader_gone = false;
     bool caller_gone = false;              // sinks.hangup_fd hung up: that was the stop
+    // Lines for the user (the log limit reached, the terminal not restored),
+    // printed once by the caller with its own prefix.
+    std::vector<std::string> notes;
 };
 
 class Sandbox {
@@ -229,6 +232,7 @@ private:
     Fd session_;
     std::unique_ptr<std::mutex> session_lock_;
     std::vector<UidLease> role_leases_;
+    std::vector<std::string> notes_;  // the teardown's, for TeardownReport::notes
     std::uint64_t task_limit_ = 0;        // RLIMIT_NPROC and RLIMIT_NOFILE the command got (each exec's too)
     std::uint64_t open_file_limit_ = 0;
 };
@@ -240,6 +244,12 @@ private:
 // Throwing tears the sandbox down (a SandboxSetupError carries the report).
 using WhileInitBuilds = std::function<void(const Sandbox&)>;
 
+// Where the launch tells the user what they should know as it happens (a
+// UID skipped, stale runs cleaned up, a directory bound without ID mapping):
+// one line each, which the caller prints with its own prefix ("corral run:",
+// "corral session:"). Library code does not log (base/log.hpp). Empty: not told.
+using Tell = std::function<void(const std::string&)>;
+
 // Leases a UID (recording the run id), creates the run's cgroup, plans the
 // rootfs, clones the init and, while the init builds the rootfs, removes stale
 // runs, verifies that no process owns the UID and runs `while_init_builds`;
@@ -247,7 +257,7 @@ using WhileInitBuilds = std::function<void(const Sandbox&)>;
 // UsageError (bad input, exhausted UID range, missing controller), SysError (a
 // host-side call) or SandboxSetupError (a step in the child). On failure
 // everything already created is undone.
-Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds = {});
+Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds = {}, const Tell& tell = {});
 
 // Lets the init start the command (in a nested PID namespace).
 void start_command(Sandbox& box);

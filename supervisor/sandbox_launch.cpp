@@ -118,7 +118,6 @@ PlannedRootfs plan_rootfs_for_lease(SandboxSpec& spec, const UidLease& lease, Ph
     out.proc_plan = rootfs::take_proc_mounts(out.plan);
     timer.lap("plan_rootfs");
     out.trees = rootfs::prepare_idmapped_trees(out.plan);
-    for (const auto& f : out.trees.fallbacks) log::warn(f);
     timer.lap("prepare_idmapped_trees");
     return out;
 }
@@ -329,7 +328,7 @@ struct JoinOnExit {
 
 // The steps that reach into the Sandbox under construction.
 struct SandboxLauncher {
-    static Sandbox launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
+    static Sandbox launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids, const Tell& tell,
                                const WhileInitBuilds& while_init_builds, UidLease* previous_attempt);
 
     // The Sandbox owns the init from here on: its pidfd, its pipes' supervisor
@@ -346,10 +345,10 @@ struct SandboxLauncher {
     // Step 5.10's remove_stale_runs: only with the host-wide lock dir (with a
     // private one every other run would look stale, stale_cleanup.hpp).
     // True if something was removed.
-    static bool remove_stale_runs_if_host_wide(const Sandbox& box, PhaseTimer& timer);
+    static bool remove_stale_runs_if_host_wide(const Sandbox& box, PhaseTimer& timer, const Tell& tell);
     // Step 5.10's verify_uid_unused: no user, group or process has the
     // leased UID; else UidInUse carries the lease to the next attempt.
-    static void verify_uid_unused(Sandbox& box, PhaseTimer& timer);
+    static void verify_uid_unused(Sandbox& box, PhaseTimer& timer, const Tell& tell);
     // Step 5.12: the reaper's "ready", or the failed step it reports.
     static void wait_for_ready(Sandbox& box);
     // Step 5.13 (--tty): the master of the box's pty, sent by the init before
@@ -410,18 +409,18 @@ std::optional<SandboxSetupError> SandboxLauncher::exited_init_failure(Sandbox& b
     return std::nullopt;
 }
 
-bool SandboxLauncher::remove_stale_runs_if_host_wide(const Sandbox& box, PhaseTimer& timer) {
+bool SandboxLauncher::remove_stale_runs_if_host_wide(const Sandbox& box, PhaseTimer& timer, const Tell& tell) {
     if (box.spec_.lock_dir != kDefaultUidLockDir || box.spec_.scratch_root != kDefaultScratchRoot) return false;
     bool removed = false;
     for (const auto& line : remove_stale_runs(box.spec_.lock_dir, box.spec_.scratch_root)) {
-        log::info("stale cleanup: " + line);
+        if (tell) tell("stale cleanup: " + line);
         removed = true;
     }
     timer.lap("remove_stale_runs");
     return removed;
 }
 
-void SandboxLauncher::verify_uid_unused(Sandbox& box, PhaseTimer& timer) {
+void SandboxLauncher::verify_uid_unused(Sandbox& box, PhaseTimer& timer, const Tell& tell) {
     // Nothing of the box has run as the UID yet (the init and the invocation
     // are root until the command's identity drop, after "start"). The /proc
     // pass runs on a helper thread beside the stale cleanup and the lookup.
@@ -440,7 +439,7 @@ void SandboxLauncher::verify_uid_unused(Sandbox& box, PhaseTimer& timer) {
     std::string user;
     {
         JoinOnExit join_scan{owner_scan};
-        removed_stale = remove_stale_runs_if_host_wide(box, timer);
+        removed_stale = remove_stale_runs_if_host_wide(box, timer, tell);
         user = user_database_claim(uid);
     }
     if (scan_error) std::rethrow_exception(scan_error);
@@ -481,7 +480,7 @@ void SandboxLauncher::take_pty_master(Sandbox& box, InitPipes& pipes, HostInputs
     box.tty_ = std::make_unique<TerminalRelay>(std::move(master), std::move(host.window_signals));
 }
 
-Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids,
+Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& skip_uids, const Tell& tell,
                                      const WhileInitBuilds& while_init_builds, UidLease* previous_attempt) {
     PhaseTimer timer;
     HostInputs host = take_stdin_and_host_limits(spec);
@@ -489,7 +488,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     UidLease lease = lease_uid_for_run(spec, skip_uids, previous_attempt);
     timer.lap("acquire_uid");
     std::vector<UidLease> role_leases;
-    if (spec.session) role_leases = lease_role_uids(spec, lease.uid(), skip_uids);
+    if (spec.session) role_leases = lease_role_uids(spec, lease.uid(), skip_uids, tell);
     RunCgroup cgroup = RunCgroup::create(spec.run_id, spec.limits);
     timer.lap("RunCgroup::create");
     PlannedRootfs rootfs = plan_rootfs_for_lease(spec, lease, timer);
@@ -511,12 +510,14 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
 
     Sandbox box = adopt_init(std::move(spec), std::move(lease), std::move(cgroup), rootfs, host, pipes, pid, pidfd);
     box.role_leases_ = std::move(role_leases);
+    if (tell)
+        for (const auto& f : box.unmapped_binds_) tell("warning: " + f);
     try {
         pin_pid_namespace(box);
 
         // While the init builds the rootfs (on the other CPU), the
         // supervisor's own setup work, off the critical path.
-        verify_uid_unused(box, timer);
+        verify_uid_unused(box, timer, tell);
         if (while_init_builds) {
             while_init_builds(box);
             timer.lap("while_init_builds");
@@ -542,7 +543,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     return box;
 }
 
-Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds) {
+Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_builds, const Tell& tell) {
     // A session's init starts no command of its own; the image it is given
     // (never executed) only keeps the init's context whole.
     if (spec.session && spec.argv.empty()) spec.argv = {"/"};
@@ -556,10 +557,10 @@ Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_build
     std::shared_ptr<UidLease> previous;  // released by the next attempt, or here on the way out
     for (;;) {
         try {
-            return SandboxLauncher::launch_once(spec, skip, while_init_builds, previous.get());
+            return SandboxLauncher::launch_once(spec, skip, tell, while_init_builds, previous.get());
         } catch (const UidInUse& e) {
             if (!e.teardown() || !e.teardown()->clean()) throw;
-            log::warn(std::string(e.what()) + "; skipping it (take it out of --uid-range)");
+            if (tell) tell("warning: " + std::string(e.what()) + "; skipping it (take it out of --uid-range)");
             skip.insert(e.uid());
             previous = e.lease();
             // The teardown's /proc scanner thread was joined, but the kernel

@@ -203,7 +203,7 @@ private:
     // terminal is as it was (teardown restores it too, on every path).
     void restore_callers_terminal() {
         if (std::string problem = w_.tty->restore_caller(); !problem.empty())
-            log::warn("restoring the terminal's settings after the run: " + problem);
+            result_.notes.push_back("warning: restoring the terminal's settings after the run: " + problem);
     }
 
     PollSet poll_set() const {
@@ -308,8 +308,8 @@ private:
         const std::size_t keep = cap.admit(static_cast<std::size_t>(got));
         if (keep > 0) write_all(log.get(), buf_, keep, w_.log_dir + "/" + name);
         if (cap.cut_now)
-            log::warn(name + " reached --log-limit (" + std::to_string(w_.log_limit) +
-                      " bytes); the rest of the command's output is not logged, only streamed");
+            result_.notes.push_back("warning: " + name + " reached --log-limit (" + std::to_string(w_.log_limit) +
+                                    " bytes); the rest of the command's output is not logged, only streamed");
         const auto keep_time = [this] {
             const auto now = Clock::now();
             if (!stop_at_deadline(now)) kill_after_grace(now);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
@@ -85,7 +86,7 @@ struct SandboxTeardown {
     // empty, up to 0.5 s; run beside steps 4, 5 and 7.
     static HostScan scan_until_pid_namespace_empty(const Sandbox& box);
     // The cgroup's peak figures, read before its removal.
-    static void read_usage(const Sandbox& box, CgroupUsage* usage_out);
+    static void read_usage(Sandbox& box, CgroupUsage* usage_out);
     // 4. cgroup_empty (SIGKILL to what is left) and 5. cgroup_removed.
     static CgroupOutcome empty_and_remove_cgroups(Sandbox& box);
     // 7. remove_scratch: its mounts lived in the dead mount namespace.
@@ -121,12 +122,12 @@ void SandboxTeardown::kill_and_reap_init(Sandbox& box, StepLog& log) {
 void SandboxTeardown::restore_callers_terminal(Sandbox& box) {
     if (box.tty_) {
         std::string problem = box.tty_->restore_caller();
-        if (!problem.empty()) log::warn("restoring the terminal's settings after the run: " + problem);
+        if (!problem.empty()) box.notes_.push_back("warning: restoring the terminal's settings after the run: " + problem);
         box.tty_.reset();
     }
     if (!box.terminal_) return;
     std::string problem = restore_terminal(*box.terminal_);
-    if (!problem.empty()) log::warn("restoring the terminal's settings after the run: " + problem);
+    if (!problem.empty()) box.notes_.push_back("warning: restoring the terminal's settings after the run: " + problem);
     box.terminal_.reset();
 }
 
@@ -140,12 +141,12 @@ HostScan SandboxTeardown::scan_until_pid_namespace_empty(const Sandbox& box) {
     return scan;
 }
 
-void SandboxTeardown::read_usage(const Sandbox& box, CgroupUsage* usage_out) {
+void SandboxTeardown::read_usage(Sandbox& box, CgroupUsage* usage_out) {
     try {
         CgroupUsage usage = box.cgroup_.usage();
         if (usage_out != nullptr) *usage_out = usage;
     } catch (const std::exception& e) {
-        log::warn(std::string("reading the run's cgroup usage: ") + e.what());
+        box.notes_.push_back(std::string("warning: reading the run's cgroup usage: ") + e.what());
     }
 }
 
@@ -286,7 +287,9 @@ TeardownReport SandboxTeardown::run(Sandbox& box, CgroupUsage* usage_out) {
         log.record("remove_scratch", true, "removed " + box.spec_.rootfs.scratch_dir);
     release_uid_lease(box, log);
     box.torn_down_ = true;
-    return log.take();
+    TeardownReport report = log.take();
+    report.notes = std::exchange(box.notes_, {});
+    return report;
 }
 
 TeardownReport teardown(Sandbox& box, CgroupUsage* usage_out) { return SandboxTeardown::run(box, usage_out); }

@@ -49,7 +49,6 @@ std::vector<std::string> remove_stale_runs(const std::string& lock_dir, const st
     // (step 2) would otherwise make that dead run look alive to this one.
     auto failed = [&](const std::string& what, const std::exception& e) {
         std::string line = "failed: " + what + ": " + e.what();
-        log::warn("stale cleanup " + line);
         report.push_back(line);
     };
     ::mkdir(lock_dir.c_str(), 0700);

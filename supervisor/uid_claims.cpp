@@ -45,7 +45,8 @@ std::string user_database_claim(uid_t uid) {
 // like the agent's (no user, group or process has it; a taken one is
 // skipped). Unlike the agent's, their check runs before the clone: sessions
 // start rarely, execs often.
-std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, std::set<uid_t> skip) {
+std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, std::set<uid_t> skip,
+                                      const Tell& tell) {
     skip.insert(agent_uid);
     std::vector<UidLease> leases;
     while (leases.size() < 2) {
@@ -55,9 +56,10 @@ std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, 
         const std::string claim = user_database_claim(lease.uid());
         const auto owners = processes_of_identity(lease.uid(), lease.gid(), KernelThreads::skip);
         if (!claim.empty() || !owners.empty()) {
-            log::warn("uid " + std::to_string(lease.uid()) + " " +
-                      (claim.empty() ? std::string("is used by processes outside corral") : claim) +
-                      "; skipping it (take it out of --uid-range)");
+            if (tell)
+                tell("warning: uid " + std::to_string(lease.uid()) + " " +
+                     (claim.empty() ? std::string("is used by processes outside corral") : claim) +
+                     "; skipping it (take it out of --uid-range)");
             continue;
         }
         leases.push_back(std::move(lease));

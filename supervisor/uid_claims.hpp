@@ -24,6 +24,7 @@ std::string user_database_claim(uid_t uid);
 // like the agent's (no user, group or process has it; a taken one is
 // skipped). Unlike the agent's, their check runs before the clone: sessions
 // start rarely, execs often.
-std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, std::set<uid_t> skip);
+// A UID skipped is told (sandbox.hpp Tell), one line each.
+std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, std::set<uid_t> skip, const Tell& tell);
 
 }  // namespace corral::supervisor

@@ -58,6 +58,7 @@ struct Script {
     std::function<void()> check_can_start;  // throws to refuse the run
     std::function<void()> find_trust;       // throws to refuse the run once its egress exists
     std::function<void()> launch;           // throws to fail the launch
+    std::vector<std::string> launch_notes;  // what the launch had to tell the user
     std::function<void()> body_throws;
     supervisor::SuperviseResult result;
     supervisor::TeardownReport teardown;
@@ -107,8 +108,10 @@ public:
         if (script_.find_trust) script_.find_trust();
         return scripted_trust();
     }
-    run::BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds&) override {
+    run::BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds&,
+                         const supervisor::Tell& tell) override {
         launched_spec = std::move(spec);
+        for (const auto& line : script_.launch_notes) tell(line);
         if (script_.launch) script_.launch();
         return run::BoxFacts{1900000000, 1900000000, {}, {}};
     }
@@ -187,6 +190,40 @@ TEST_CASE("a run whose command exits 3 ends 3, exited, with admission, started a
     CHECK(p.steps.ended == std::vector<std::string>{"r1"});
     CHECK(p.steps.torn_down);
     CHECK(o.record.uid == 1900000000u);
+}
+
+TEST_CASE("what the launch, the body and the teardown had to say is said once each, in order, and kept in run.json") {
+    PhaseRun p;
+    p.script.result.wait_status = exited(0);
+    p.script.launch_notes = {"warning: /workspace: bound without ID mapping", "stale cleanup: removed run x"};
+    p.script.result.notes = {"warning: stdout.log reached --log-limit (65536 bytes)"};
+    p.script.teardown.notes = {"warning: reading the run's cgroup usage: ENOENT"};
+    auto o = p.go();
+    CHECK(o.status == 0);
+    std::vector<std::string> said;
+    for (const auto& m : o.record.messages)
+        if (m.rfind("warning: ", 0) == 0 || m.rfind("stale cleanup: ", 0) == 0) said.push_back(m);
+    CHECK(said == std::vector<std::string>{"warning: /workspace: bound without ID mapping", "stale cleanup: removed run x",
+                                           "warning: stdout.log reached --log-limit (65536 bytes)",
+                                           "warning: reading the run's cgroup usage: ENOENT"});
+    CHECK(o.run_json.find("reached --log-limit") != std::string::npos);
+}
+
+TEST_CASE("what a failed launch told before it failed, and its teardown's notes, are said with its error") {
+    PhaseRun p;
+    p.script.launch_notes = {"warning: uid 12 is used by processes outside corral; skipping it"};
+    supervisor::TeardownReport clean;
+    clean.notes = {"stale cleanup: removed run y"};
+    p.script.launch = [clean] {
+        supervisor::SandboxSetupError e(supervisor::SetupStep::wait_for_supervisor, EIO, "setting up the sandbox: boom");
+        e.attach_teardown(clean);
+        throw e;
+    };
+    auto o = p.go();
+    CHECK(o.status == 125);
+    CHECK(has_message(o.record, "setting up the sandbox: boom"));
+    CHECK(has_message(o.record, "stale cleanup: removed run y"));
+    CHECK(has_message(o.record, "warning: uid 12 is used by processes outside corral"));
 }
 
 TEST_CASE("the spec the launch step receives is the final plan: finish_plan of resolve_run's, with nothing written after") {

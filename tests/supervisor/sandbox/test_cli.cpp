@@ -40,8 +40,8 @@ void check_one_line_error(const Result& r, const std::set<int>& codes, const std
         // next removes its leftovers and says so, one line each.
         // It may also find that supervisor's record still "running" and
         // complete it as lost, one line.
-        if (l.rfind("corral: stale cleanup: ", 0) == 0) continue;
-        if (l.rfind("corral: run ", 0) == 0 && l.find(" was lost (its supervisor is gone)") != std::string::npos)
+        if (l.rfind("corral run: stale cleanup: ", 0) == 0) continue;
+        if (l.rfind("corral run: run ", 0) == 0 && l.find(" was lost (its supervisor is gone)") != std::string::npos)
             continue;
         // Every run's own bookkeeping: the start line and the summary line.
         if (is_start_or_summary_line(l)) continue;
