@@ -18,80 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/sha256.hpp"
+#include "tests/image/import_support.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace corral::test;
+using namespace corral::test::image_import;
 
-namespace {
-
-constexpr const char* kUidRange = "1900100500-1900100599";
-
-std::string sh(const std::string& script, const std::string& cwd = {}) {
-    Result r = run({"sh", "-ec", script}, RunOptions{.cwd = cwd});
-    if (r.exit_code != 0) throw std::runtime_error("fixture failed: " + script + "\n" + r.out + r.err);
-    return r.out;
-}
-
-Result run_corral(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {corral_bin()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv, RunOptions{.timeout = std::chrono::milliseconds(120'000)});
-}
-
-Result image(const std::string& state, std::vector<std::string> args) {
-    args.insert(args.begin(), "image");
-    args.push_back("--state-dir");
-    args.push_back(state);
-    return run_corral(args);
-}
-
-Result run_box(const std::string& state, const std::string& rootfs, const std::vector<std::string>& cmd) {
-    std::vector<std::string> args = {"run", "--state-dir", state, "--uid-range", kUidRange, "--rootfs", rootfs};
-    if (!cmd.empty()) args.push_back("--");
-    args.insert(args.end(), cmd.begin(), cmd.end());
-    return run_corral(args);
-}
-
-std::size_t count_entries(const std::string& dir) {
-    if (!fs::exists(dir)) return 0;
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
-}
-
-// A busybox root with glibc's getent (libc has its files NSS module built in),
-// a /gone directory and an /opq directory for the upper layers to delete and
-// hide, and /keep.
-void make_base_rootfs(const std::string& root) {
-    sh("mkdir -p '" + root + "'/bin '" + root + "'/etc '" + root + "'/gone '" + root + "'/opq '" + root +
-       "'/usr/bin '" + root + "'/lib64 '" + root + "'/lib/x86_64-linux-gnu\n"
-       "cp /bin/busybox '" + root + "'/bin/\n"
-       "for a in sh cat ls echo env pwd test id; do ln -s busybox '" + root + "'/bin/$a; done\n"
-       "cp /usr/bin/getent '" + root + "'/usr/bin/\n"
-       "for l in $(ldd /usr/bin/getent | grep -o '/[^ ]*'); do mkdir -p '" + root + "'$(dirname $l); cp -L $l '" + root +
-       "'$l; done\n"
-       "echo a > '" + root + "'/gone/f; echo lower > '" + root + "'/opq/old; echo keep > '" + root + "'/keep\n"
-       "echo 'root:x:0:0::/root:/bin/sh' > '" + root + "'/etc/passwd; echo 'root:x:0:' > '" + root + "'/etc/group\n"
-       "echo stale-build-host > '" + root + "'/etc/hostname; echo 'nameserver 10.9.8.7' > '" + root + "'/etc/resolv.conf\n"
-       "echo fine > '" + root + "'/etc/ok\n");
-}
-
-// An OCI layout at DIR/oci, tag t: the base rootfs, then a layer deleting
-// /gone and adding /opt/bin/tool, and a config.
-void make_oci_layout(const TempDir& t) {
-    const std::string dir = t.path();
-    sh("umoci init --layout oci && umoci new --image oci:t && umoci unpack --image oci:t b >/dev/null", dir);
-    make_base_rootfs(dir + "/b/rootfs");
-    sh("umoci repack --image oci:t b && rm -rf b && umoci unpack --image oci:t b >/dev/null\n"
-       "rm -rf b/rootfs/gone && mkdir -p b/rootfs/opt/bin && printf '#!/bin/sh\\necho tool-ran\\n' > b/rootfs/opt/bin/tool\n"
-       "chmod 755 b/rootfs/opt/bin/tool && umoci repack --image oci:t b && rm -rf b\n"
-       "umoci config --image oci:t --config.env FOO=from-image --config.env PATH=/opt/bin:/usr/bin:/bin "
-       "--config.env HOME=/root --config.workingdir /srv/app --config.entrypoint /bin/echo "
-       "--config.cmd hello-from-cmd --config.user 1000 --config.exposedports 8080/tcp",
-       dir);
-}
-
-}  // namespace
 
 TEST_CASE("an OCI layout made by umoci: layers stacked, deletions applied, the config in effect, /etc generated") {
     TempDir t("corral-image-oci");
@@ -296,29 +230,6 @@ TEST_CASE("two images sharing layers store them once; rm removes only what no ot
     CHECK(image(state, {"rm", "two"}).exit_code == 2);
 }
 
-namespace {
-
-// The ids `corral ps` shows running.
-std::vector<std::string> running_ids(const std::string& state) {
-    Result ps = run_corral({"ps", "--json", "--state-dir", state});
-    REQUIRE_MESSAGE(ps.exit_code == 0, ps.err);
-    std::vector<std::string> ids;
-    for (const auto& r : nlohmann::json::parse(ps.out))
-        if (r["state"] == "running") ids.push_back(r["id"].get<std::string>());
-    return ids;
-}
-
-// make_base_rootfs as a plain tarball, imported into t/state as each of
-// `names` (one layer, which they share); returns the state dir.
-std::string import_base_tarball(const TempDir& t, std::initializer_list<const char*> names) {
-    make_base_rootfs(t / "root");
-    sh("tar -C root -cf root.tar .", t.path());
-    const std::string state = t / "state";
-    for (const char* name : names) REQUIRE(image(state, {"import", t / "root.tar", "--name", name}).exit_code == 0);
-    return state;
-}
-
-}  // namespace
 
 TEST_CASE("image rm of an image a running box uses is refused, naming the run; after the stop it goes") {
     TempDir t("corral-image-busy");
@@ -371,63 +282,6 @@ TEST_CASE("image rm is refused while a run holds the image, before its run.json 
     holder.kill_now();
     CHECK(image(state, {"rm", "held"}).exit_code == 0);
     CHECK(count_entries(state + "/images/layers/sha256") == 0);
-}
-
-TEST_CASE("hostile archives are refused, with the reason, and nothing is written outside the store") {
-    struct Case {
-        const char* name;
-        const char* reason;
-    };
-    const Case cases[] = {
-        {"dotdot", "\"..\" in the name; every entry must stay inside its layer"},
-        {"absolute", "an absolute name; every entry must stay inside its layer"},
-        {"symlink-write", "escape is a symlink; writing through it could land outside the layer"},
-        {"symlink-dir-write", "a/b is a symlink; writing through it could land outside the layer"},
-        {"dir-then-symlink", "d is a symlink; writing through it could land outside the layer"},
-        {"hardlink-outside", "outside the archive's tree"},
-        {"hardlink-absolute", "outside the archive's tree"},
-        {"device", "a character device 1:3; images may not hold device nodes"},
-        {"blockdev", "a block device 8:0; images may not hold device nodes"},
-    };
-    TempDir t("corral-image-hostile");
-    const std::string outside = t / "outside";
-    fs::create_directories(outside);
-    write_file(outside + "/target", "secret\n", 0600);
-    const std::string state = t / "state";
-    for (const auto& c : cases) {
-        CAPTURE(c.name);
-        const std::string tar = t / (std::string(c.name) + ".tar");
-        sh("python3 '" + source_root() + "/tests/image/make_tar.py' '" + tar + "' " + c.name + " '" + outside + "'");
-        Result r = image(state, {"import", tar, "--name", "hostile"});
-        INFO(r.out, r.err);
-        CHECK(r.exit_code == 125);
-        CHECK(r.err.find(c.reason) != std::string::npos);
-        CHECK(count_entries(outside) == 1);
-        CHECK(read_file(outside + "/target") == "secret\n");
-        CHECK(count_entries(state + "/images/tmp") == 0);
-        CHECK(count_entries(state + "/images/layers/sha256") == 0);
-        CHECK(count_entries(state + "/images/images") == 0);
-    }
-}
-
-TEST_CASE("a layer whose bytes do not match the manifest's digest is refused, and the layers before it go too") {
-    TempDir t("corral-image-digest");
-    make_oci_layout(t);
-    // The top layer's blob, same name, other bytes (a valid gzip'd tar).
-    const std::string manifest_digest =
-        sh("python3 -c \"import json;print(json.load(open('oci/index.json'))['manifests'][0]['digest'][7:])\"", t.path());
-    const std::string top = sh("python3 -c \"import json;m=json.load(open('oci/blobs/sha256/" +
-                                   manifest_digest.substr(0, 64) + "'));print(m['layers'][-1]['digest'][7:])\"",
-                               t.path());
-    sh("mkdir evil && echo evil > evil/evil && tar -C evil -czf oci/blobs/sha256/" + top.substr(0, 64) + " .", t.path());
-    const std::string state = t / "state";
-    Result r = image(state, {"import", t / "oci", "--name", "tampered"});
-    INFO(r.out, r.err);
-    CHECK(r.exit_code == 125);
-    CHECK(r.err.find("digest mismatch: the manifest says sha256:" + top.substr(0, 64)) != std::string::npos);
-    CHECK(count_entries(state + "/images/layers/sha256") == 0);
-    CHECK(count_entries(state + "/images/tmp") == 0);
-    CHECK(count_entries(state + "/images/images") == 0);
 }
 
 TEST_CASE("a rootfs tarball in every compression is imported and runs; the compression is read from the bytes") {
@@ -489,119 +343,6 @@ TEST_CASE("on a terminal the import shows each layer's progress; a worker's root
     Result stop = run_corral({"session", "stop", "--grace", "0", "--state-dir", state, id});
     CHECK(stop.exit_code == 0);
     CHECK(image(state, {"rm", "demo"}).exit_code == 0);
-}
-
-TEST_CASE("an image of 100 layers runs with every layer in order; one of 129 is refused at import") {
-    TempDir t("corral-image-deep");
-    const std::string state = t / "state";
-    const std::string maker = "python3 '" + source_root() + "/tests/image/make_deep_layout.py' ";
-    sh(maker + "'" + (t / "deep") + "' 100");
-    Result imp = image(state, {"import", t / "deep", "--name", "deep"});
-    INFO(imp.out, imp.err);
-    REQUIRE(imp.exit_code == 0);
-    CHECK(imp.out.find("imported deep: 100 layers (100 new, 0 already stored)") != std::string::npos);
-    // Layer 1 is busybox, layer K holds /l/K, the top one also deletes /l/2.
-    Result box = run_box(state, "image:deep",
-                         {"sh", "-c", "cat /l/3 /l/100; test -e /l/2 && echo l2-present || echo l2-gone; ls /l | wc -l"});
-    INFO(box.out, box.err);
-    CHECK(box.exit_code == 0);
-    CHECK(box.out == "3\n100\nl2-gone\n98\n");
-
-    sh(maker + "'" + (t / "deeper") + "' 129");
-    Result too_deep = image(state, {"import", t / "deeper", "--name", "deeper"});
-    INFO(too_deep.err);
-    CHECK(too_deep.exit_code == 125);
-    CHECK(too_deep.err.find("129 layers; a box mounts at most 128 (squash the image") != std::string::npos);
-    CHECK(count_entries(state + "/images/layers/sha256") == 100);  // nothing of it kept
-    CHECK(count_entries(state + "/images/tmp") == 0);
-}
-
-TEST_CASE("an entry 25 000 directories deep is refused, a deep tree a dead import left is removed, and imports go on") {
-    TempDir t("corral-image-deep");
-    const std::string state = t / "state";
-    // A rootfs tarball: three ordinary entries, then one 25 000 directories deep (pax names).
-    sh("python3 -c 'import tarfile, io\n"
-       "with tarfile.open(\"deep.tar\", \"w\", format=tarfile.PAX_FORMAT) as t:\n"
-       "    for n in (\"bin/\", \"etc/\", \"usr/\"):\n"
-       "        i = tarfile.TarInfo(n); i.type = tarfile.DIRTYPE; t.addfile(i)\n"
-       "    i = tarfile.TarInfo(\"a/\" * 25000 + \"f\"); i.size = 1; t.addfile(i, io.BytesIO(b\"x\"))\n'",
-       t.path());
-    Result deep = image(state, {"import", t / "deep.tar", "--name", "deep"});
-    INFO(deep.err);
-    CHECK(deep.exit_code != 0);
-    CHECK(deep.err.find("more than 512 directories deep") != std::string::npos);
-    CHECK(count_entries(state + "/images/tmp") == 0);
-
-    // What an import killed mid-way would leave: a tree as deep in tmp/. The
-    // next import removes it (one directory fd at a time) and goes on.
-    sh("mkdir -p images/tmp/import-dead && cd images/tmp/import-dead && "
-       "python3 -c 'import os\nfor _ in range(25000):\n    os.mkdir(\"d\"); os.chdir(\"d\")\n'",
-       state);
-    sh("mkdir -p small/bin small/etc small/usr && tar -C small -cf small.tar .", t.path());
-    Result next = image(state, {"import", t / "small.tar", "--name", "next"});
-    INFO(next.err);
-    CHECK(next.exit_code == 0);
-    CHECK(count_entries(state + "/images/tmp") == 0);
-}
-
-TEST_CASE("an archive naming itself after an image in the store does not replace it without --name or --replace") {
-    TempDir t("corral-image-replace");
-    const std::string state = t / "state";
-    // Two different rootfs tarballs, both app.tar: both name themselves "app".
-    sh("mkdir -p one/r/bin one/r/etc one/r/usr two/r/bin two/r/etc two/r/usr && echo one > one/r/etc/which && "
-       "echo two > two/r/etc/which && tar -C one/r -cf one/app.tar . && tar -C two/r -cf two/app.tar .",
-       t.path());
-    REQUIRE(image(state, {"import", t / "one/app.tar"}).exit_code == 0);
-    const std::string before = read_file(state + "/images/images/app.json");
-    Result again = image(state, {"import", t / "two/app.tar"});
-    CHECK(again.exit_code == 2);
-    CHECK(again.err.find("names itself \"app\", and an image of that name is in the store; --name app or --replace "
-                         "replaces it") != std::string::npos);
-    CHECK(read_file(state + "/images/images/app.json") == before);  // untouched
-    CHECK(count_entries(state + "/images/tmp") == 0);
-    CHECK(image(state, {"import", t / "two/app.tar", "--replace"}).exit_code == 0);
-    CHECK(read_file(state + "/images/images/app.json") != before);
-    CHECK(image(state, {"import", t / "one/app.tar", "--name", "app"}).exit_code == 0);  // an explicit name replaces
-    CHECK(image(state, {"import", t / "one/app.tar", "--name", "app", "--replace"}).exit_code == 2);
-}
-
-TEST_CASE("a decompression bomb is refused by the expansion bounds while it is extracted; nothing is kept") {
-    TempDir t("corral-image-bomb");
-    const std::string state = t / "state";
-    // 80 MiB of zeros in a rootfs tarball: about 80 KiB gzipped.
-    sh("mkdir -p r/bin r/etc r/usr && truncate -s 80M r/usr/zeros && tar -C r -cf - . | gzip -1 > bomb.tar.gz", t.path());
-    Result ratio = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb"});
-    INFO(ratio.err);
-    CHECK(ratio.exit_code != 0);
-    CHECK(ratio.err.find("times; refused as a decompression bomb") != std::string::npos);
-    CHECK(count_entries(state + "/images/tmp") == 0);
-    CHECK(count_entries(state + "/images/layers/sha256") == 0);
-    Result size = image(state, {"import", t / "bomb.tar.gz", "--name", "bomb", "--max-ratio", "0", "--max-expanded", "10M"});
-    CHECK(size.exit_code != 0);
-    CHECK(size.err.find("expands past 10485760 bytes; refused") != std::string::npos);
-    CHECK(count_entries(state + "/images/layers/sha256") == 0);
-    CHECK(image(state, {"import", t / "bomb.tar.gz", "--max-ratio", "ten"}).exit_code == 2);
-}
-
-TEST_CASE("a FIFO where a layer belongs is refused at once, not waited on with the store locked; nothing is left") {
-    TempDir t("corral-image-fifo");
-    make_oci_layout(t);
-    const std::string state = t / "state";
-    // The first gzip blob is a layer: a FIFO with no writer stands in its place.
-    sh("for f in oci/blobs/sha256/*; do if gzip -t \"$f\" 2>/dev/null; then rm \"$f\"; mkfifo \"$f\"; break; fi; done; "
-       "test -n \"$(find oci/blobs -type p)\"",
-       t.path());
-    // A bound on the wait only so that the old behaviour (a hang) ends the test.
-    Result fifo = run({corral_bin(), "image", "import", t / "oci", "--name", "fifo", "--state-dir", state},
-                      RunOptions{.timeout = std::chrono::milliseconds(30'000)});
-    INFO(fifo.err);
-    CHECK_FALSE(fifo.timed_out);
-    CHECK(fifo.exit_code != 0);
-    CHECK(fifo.err.find("is not a regular file") != std::string::npos);
-    CHECK(count_entries(state + "/images/tmp") == 0);
-    // The store is not left locked: the next import goes ahead.
-    sh("mkdir -p small/bin small/etc small/usr && tar -C small -cf small.tar .", t.path());
-    CHECK(image(state, {"import", t / "small.tar", "--name", "next"}).exit_code == 0);
 }
 
 TEST_CASE("--rootfs given what is not a root file system says what it is and what to do") {
