@@ -227,6 +227,11 @@ CorralRun corral_run(const std::vector<std::string>& command, const CorralArgs& 
     return r;
 }
 
+void require_ran(const CorralRun& run) {
+    REQUIRE_MESSAGE(run.result.out.find("START") != std::string::npos, "the sandbox never ran the script");
+    REQUIRE_MESSAGE(run.result.out.find("DONE") != std::string::npos, "the script did not finish");
+}
+
 CorralRun corral_sh(const std::string& script, const CorralArgs& args) {
     return corral_run({"/bin/sh", "-c", script}, args);
 }

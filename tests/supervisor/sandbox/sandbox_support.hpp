@@ -71,6 +71,8 @@ std::vector<std::string> corral_argv(const CorralArgs& args, const std::string& 
 CorralRun corral_run(const std::vector<std::string>& command, const CorralArgs& args = {});
 // Convenience: corral run ... -- /bin/sh -c SCRIPT
 CorralRun corral_sh(const std::string& script, const CorralArgs& args = {});
+// A script that prints START first and DONE last ran to its end in the box.
+void require_ran(const CorralRun& run);
 std::optional<nlohmann::json> read_record(const std::string& run_dir);
 
 // A `corral run` left running in the background; stdout/stderr go to files so
