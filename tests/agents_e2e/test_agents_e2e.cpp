@@ -43,14 +43,7 @@
 #include "tests/agents_e2e/layers.hpp"
 #include "tests/agents_e2e/world.hpp"
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-using namespace corral;
-using namespace corral::test::agents;
-using corral::test::read_file;
-using corral::test::write_file;
-using ::corral::agents::AgentKind;
-
+// The layers, and the names they use (fs, json, the world's): layers.hpp.
 using namespace agents_e2e;
 
 // Primary org: claude and pi with an API key, codex signed in to ChatGPT.
