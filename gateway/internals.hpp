@@ -133,7 +133,7 @@ private:
     std::map<std::string, std::shared_ptr<const ScrubPatterns>> scrub_patterns_;
 };
 
-// The connection handlers (gateway/session.cpp).
+// The connection handlers (gateway/first_request.cpp).
 boost::asio::awaitable<void> serve_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                               Identity id);
 // Answers a refusal without reading a request (Gateway::refuse).

@@ -185,7 +185,7 @@ std::optional<Refusal> ModelTraffic::admit(const Request& req, const metering::M
     facts_ = metering::request_facts(api_, body);
     if (facts_.model) line.model = *facts_.model;
     auto r = c_.gw.book.admit(c_.id_text, facts_);
-    if (auto* refusal = std::get_if<metering::Refusal>(&r)) {
+    if (auto* refusal = std::get_if<metering::OverBudget>(&r)) {
         c_.gw.book.count_budget_refusal(c_.id_text);
         line.limit = refusal->limit;
         if (auto st = c_.gw.book.run_state(c_.id_text)) line.remaining = limits_left(st->remaining);

@@ -23,7 +23,7 @@
 #include "gateway/socket_owner.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/trust.hpp"
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 
 namespace corral::run {
 
@@ -320,7 +320,7 @@ void Egress::start(const supervisor::Sandbox& box) {
     if (session) {
         std::vector<std::pair<uid_t, std::string>> roles;
         for (auto role : {supervisor::Role::agent, supervisor::Role::service, supervisor::Role::verifier})
-            roles.emplace_back(supervisor::role_identity(box, role).first, std::string(supervisor::role_name(role)));
+            roles.emplace_back(supervisor::role_uid_gid(box, role).first, std::string(supervisor::role_name(role)));
         roles_ = std::make_shared<const ConnectionRoles>(std::move(listeners.sock_diag), std::move(roles));
     }
     // One event-loop thread: a run's box is one client, its exchanges are

@@ -38,7 +38,7 @@ namespace boost::asio { class io_context; }
 
 namespace corral::run {
 
-// A session's box holds three roles' UIDs (supervisor/session.hpp). Its
+// A session's box holds three roles' UIDs (supervisor/invocation.hpp). Its
 // connections are told apart by who owns the connecting socket, as the
 // kernel answers over sock_diag in the box's namespace, never by anything the
 // box sends. The owner is the UID that made the socket: a socket one role

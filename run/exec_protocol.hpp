@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 
 namespace corral::run {
 

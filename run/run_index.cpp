@@ -100,7 +100,7 @@ ReservedRun reserve_run(const std::string& state_dir, const std::optional<std::s
 std::string live_state(const nlohmann::json& record) {
     const std::string state = record.value("state", std::string());
     if (state != "running") return state.empty() ? "finished" : state;  // records older than "state" are final
-    supervisor::SupervisorIdentity who;
+    supervisor::SupervisorProcess who;
     if (const auto s = record.find("supervisor"); s != record.end() && s->is_object()) {
         who.pid = s->value("pid", 0);
         who.start_ticks = s->value("start_ticks", std::uint64_t{0});

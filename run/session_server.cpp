@@ -31,7 +31,7 @@
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/run_record.hpp"
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 #include "supervisor/agent_gone.hpp"
 
 namespace corral::run {

@@ -12,7 +12,7 @@
 #include "base/sys_error.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/sandbox.hpp"
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 #include "supervisor/socket_sweep.hpp"
 #include "supervisor/sweep.hpp"
 
@@ -43,7 +43,7 @@ int kill_invocations(const std::vector<Fd>& invocations) {
 void confirm_no_process_of(uid_t uid, gid_t gid) {
     std::vector<pid_t> left;
     for (int i = 0; i < 50; ++i) {
-        left = processes_of_identity(uid, gid, KernelThreads::skip);
+        left = processes_owned_by(uid, gid, KernelThreads::skip);
         if (left.empty()) return;
         std::this_thread::sleep_for(10ms);
     }
@@ -71,7 +71,7 @@ int close_sockets_of(const Sandbox& box, uid_t uid) {
 
 nlohmann::json leave_nothing_of_the_agent(const Sandbox& box, std::vector<Fd> invocations) {
     const int killed = kill_invocations(invocations);
-    const auto [uid, gid] = role_identity(box, Role::agent);
+    const auto [uid, gid] = role_uid_gid(box, Role::agent);
     confirm_no_process_of(uid, gid);
     const int sockets_destroyed = close_sockets_of(box, uid);
     return nlohmann::json{{"invocations_killed", killed},

@@ -25,8 +25,8 @@
 
 #include "supervisor/loopback.hpp"
 #include "supervisor/fd_passing.hpp"
-#include "supervisor/identity.hpp"
-#include "supervisor/session_wire.hpp"
+#include "supervisor/privilege_drop.hpp"
+#include "supervisor/invocation_wire.hpp"
 #include "supervisor/setup_step.hpp"
 
 namespace corral::supervisor {

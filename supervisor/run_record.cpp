@@ -78,8 +78,8 @@ std::optional<std::uint64_t> start_ticks_of(pid_t pid) {
 
 }  // namespace
 
-SupervisorIdentity this_supervisor() {
-    SupervisorIdentity who;
+SupervisorProcess this_supervisor() {
+    SupervisorProcess who;
     who.pid = ::getpid();
     auto ticks = start_ticks_of(who.pid);
     if (!ticks) throw SysError("read", "/proc/self/stat (start time)", EINVAL);
@@ -88,7 +88,7 @@ SupervisorIdentity this_supervisor() {
     return who;
 }
 
-bool supervisor_alive(const SupervisorIdentity& who) {
+bool supervisor_alive(const SupervisorProcess& who) {
     if (who.pid <= 0) return false;
     if (first_line_of("/proc/sys/kernel/random/boot_id") != who.boot_id) return false;
     // A killed supervisor whose parent has not reaped it yet (a session's

@@ -40,15 +40,15 @@ struct TeardownReport {
 
 // Who is writing the record: a run is live while this process is (the pid
 // alone could have been reused; its start time and the boot say it is the same).
-struct SupervisorIdentity {
+struct SupervisorProcess {
     pid_t pid = 0;
     std::uint64_t start_ticks = 0;  // /proc/PID/stat field 22
     std::string boot_id;            // /proc/sys/kernel/random/boot_id
 };
-// This process's identity. Throws SysError if /proc cannot be read.
-SupervisorIdentity this_supervisor();
+// This process, as a later reader can tell it from a reused PID. Throws SysError if /proc cannot be read.
+SupervisorProcess this_supervisor();
 // Whether the process `who` names is still running.
-bool supervisor_alive(const SupervisorIdentity& who);
+bool supervisor_alive(const SupervisorProcess& who);
 
 // How a stop was asked for and what it took (graceful stops: SIGTERM to the
 // command, SIGKILL to the box after the grace).
@@ -65,7 +65,7 @@ struct RunRecord {
     // "finished" once corral knows how the run ended. A "running" record whose
     // supervisor is gone is a lost run (readers say so: run/run_index.hpp).
     std::string state = "running";
-    SupervisorIdentity supervisor;
+    SupervisorProcess supervisor;
     std::vector<std::string> argv;
     uid_t uid = 0;
     gid_t gid = 0;

@@ -48,7 +48,7 @@ struct InitContext {
     int tty_channel_fd;
     int tty_slave_fd;                    // -1; set by the init itself once it opened the pty
     // A session (`corral session start`): the init's end of the SOCK_SEQPACKET
-    // pair its supervisor sends exec requests over (session_wire.hpp); the
+    // pair its supervisor sends exec requests over (invocation_wire.hpp); the
     // init then starts no command of its own but one invocation per request.
     // -1 for a run.
     int session_fd;

@@ -34,7 +34,7 @@
 #include "supervisor/hostname.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/sandbox_init.hpp"
-#include "supervisor/session_wire.hpp"
+#include "supervisor/invocation_wire.hpp"
 #include "supervisor/stale_cleanup.hpp"
 #include "supervisor/sweep.hpp"
 #include "supervisor/threads.hpp"
@@ -430,7 +430,7 @@ void SandboxLauncher::verify_uid_unused(Sandbox& box, PhaseTimer& timer, const T
     std::exception_ptr scan_error;
     std::thread owner_scan = start_beside([&] {
         try {
-            owners = processes_of_identity(uid, gid, KernelThreads::skip);
+            owners = processes_owned_by(uid, gid, KernelThreads::skip);
         } catch (...) {
             scan_error = std::current_exception();
         }
@@ -445,7 +445,7 @@ void SandboxLauncher::verify_uid_unused(Sandbox& box, PhaseTimer& timer, const T
     if (scan_error) std::rethrow_exception(scan_error);
     // Survivors of a dead run that had this UID were just killed by the
     // stale cleanup, possibly after the pass saw them: look again.
-    if (!owners.empty() && removed_stale) owners = processes_of_identity(uid, gid);
+    if (!owners.empty() && removed_stale) owners = processes_owned_by(uid, gid);
     if (!user.empty())
         throw UidInUse(uid, std::make_shared<UidLease>(std::move(box.lease_)),
                        "setup step verify_uid_unused failed: uid " + std::to_string(uid) + " " + user);

@@ -21,7 +21,7 @@
 #include "supervisor/command_path.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/log_cap.hpp"
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 
 namespace corral::supervisor {
 

@@ -183,7 +183,7 @@ std::optional<std::string> SandboxTeardown::remove_scratch(const Sandbox& box) {
 
 void SandboxTeardown::sweep_uid(Sandbox& box, StepLog& log, HostScan& scan, bool rescan) {
     const uid_t uid = box.lease_.uid();
-    std::vector<pid_t> escaped = rescan ? processes_of_identity(uid, box.lease_.gid()) : std::move(scan.of_identity);
+    std::vector<pid_t> escaped = rescan ? processes_owned_by(uid, box.lease_.gid()) : std::move(scan.owned_by);
     if (!box.started_) {
         // The command never started: nothing of this run ever had the UID
         // (the init and the invocation stay root until the command's identity
@@ -201,14 +201,14 @@ void SandboxTeardown::sweep_uid(Sandbox& box, StepLog& log, HostScan& scan, bool
     std::string uids = std::to_string(uid);
     auto sweep = [&](uid_t u, gid_t g, std::vector<pid_t> found) {
         if (found.empty()) return;
-        for (pid_t p : found) kill_if_identity(p, u, g);
+        for (pid_t p : found) kill_if_owned_by(p, u, g);
         survivors += (survivors.empty() ? "" : "; ") + std::to_string(found.size()) + " processes of uid " +
                      std::to_string(u) + " survived teardown (SIGKILLed now): " + pid_list(found);
     };
     sweep(uid, box.lease_.gid(), std::move(escaped));
     for (const auto& role : box.role_leases_) {
         uids += ", " + std::to_string(role.uid());
-        sweep(role.uid(), role.gid(), processes_of_identity(role.uid(), role.gid()));
+        sweep(role.uid(), role.gid(), processes_owned_by(role.uid(), role.gid()));
     }
     if (survivors.empty())
         log.record("uid_sweep", true,

@@ -216,7 +216,7 @@ bool kill_pinned(pid_t pid, Check&& still_ours) {
 
 }  // namespace
 
-bool kill_if_identity(pid_t pid, uid_t uid, gid_t gid) {
+bool kill_if_owned_by(pid_t pid, uid_t uid, gid_t gid) {
     return kill_pinned(pid, [&] {
         Fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (!proc.valid()) return false;
@@ -256,7 +256,7 @@ bool kill_if_in_cgroup(pid_t pid, const std::string& cgroup_path) {
 
 std::vector<pid_t> processes_of_uid(uid_t uid) { return scan_identity(uid, std::nullopt, KernelThreads::include); }
 
-std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid, KernelThreads which) {
+std::vector<pid_t> processes_owned_by(uid_t uid, gid_t gid, KernelThreads which) {
     return scan_identity(uid, gid, which);
 }
 
@@ -284,7 +284,7 @@ HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid) {
         auto ino = pid_namespace_at(proc_fd, name);
         if (ino && *ino == ns_inode) scan.in_pid_namespace.push_back(pid);
         IdLines ids;
-        if (read_id_lines(proc_fd, name, buf, ids) && identity_matches(ids, uid, gid)) scan.of_identity.push_back(pid);
+        if (read_id_lines(proc_fd, name, buf, ids) && identity_matches(ids, uid, gid)) scan.owned_by.push_back(pid);
     });
     return scan;
 }

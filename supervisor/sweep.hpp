@@ -25,7 +25,7 @@ std::vector<pid_t> processes_of_uid(uid_t uid);
 enum class KernelThreads { include, skip };
 
 // Processes with `uid` in any Uid: field or `gid` in any Gid: field.
-std::vector<pid_t> processes_of_identity(uid_t uid, gid_t gid, KernelThreads kthreads = KernelThreads::include);
+std::vector<pid_t> processes_owned_by(uid_t uid, gid_t gid, KernelThreads kthreads = KernelThreads::include);
 
 // Processes whose /proc/<pid>/ns/pid is the namespace with inode `ns_inode`.
 std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode);
@@ -34,10 +34,10 @@ std::vector<pid_t> processes_in_pid_namespace(ino_t ns_inode);
 // skipped, see KernelThreads): which processes are in
 // the PID namespace `ns_inode`, and which have `uid` in any Uid: field or `gid`
 // in any Gid: field (the same checks as processes_in_pid_namespace and
-// processes_of_identity, from one directory listing).
+// processes_owned_by, from one directory listing).
 struct HostScan {
     std::vector<pid_t> in_pid_namespace;
-    std::vector<pid_t> of_identity;
+    std::vector<pid_t> owned_by;
 };
 HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid);
 
@@ -46,7 +46,7 @@ HostScan scan_host(ino_t ns_inode, uid_t uid, gid_t gid);
 // checked and signalled through that pidfd, so a pid that was listed by a
 // scan, exited and was reused by someone else's process is never hit.
 // True if a signal was sent.
-bool kill_if_identity(pid_t pid, uid_t uid, gid_t gid);
+bool kill_if_owned_by(pid_t pid, uid_t uid, gid_t gid);
 
 // The same for a process that must still be in the cgroup whose path, as
 // /proc/<pid>/cgroup shows it, starts with `cgroup_path` ("/corral/<run-id>").

@@ -54,7 +54,7 @@ std::vector<UidLease> lease_role_uids(const SandboxSpec& spec, uid_t agent_uid, 
         lease.record_run_id(spec.run_id);
         skip.insert(lease.uid());
         const std::string claim = user_database_claim(lease.uid());
-        const auto owners = processes_of_identity(lease.uid(), lease.gid(), KernelThreads::skip);
+        const auto owners = processes_owned_by(lease.uid(), lease.gid(), KernelThreads::skip);
         if (!claim.empty() || !owners.empty()) {
             if (tell)
                 tell("warning: uid " + std::to_string(lease.uid()) + " " +

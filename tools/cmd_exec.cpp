@@ -29,7 +29,7 @@
 #include "run/request.hpp"
 #include "run/session_server.hpp"
 #include "run/state_dir.hpp"
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/terminal.hpp"

@@ -303,7 +303,7 @@ int stop_run(const Args& a, const run::RunEntry& entry) {
         return kExitNotRunning;
     }
     const json& sup = (*entry.record)["supervisor"];
-    supervisor::SupervisorIdentity who{sup.value("pid", 0), sup.value("start_ticks", std::uint64_t{0}),
+    supervisor::SupervisorProcess who{sup.value("pid", 0), sup.value("start_ticks", std::uint64_t{0}),
                                        sup.value("boot_id", std::string())};
     // The pidfd pins the process; checked again after it is open, the pid
     // cannot have been reused for another process in between.

@@ -12,7 +12,7 @@
 
 #include "base/suggest.hpp"
 #include "base/terminal_text.hpp"
-#include "supervisor/identity.hpp"
+#include "supervisor/privilege_drop.hpp"
 #include "tools/commands.hpp"
 #include "tools/subcommands.hpp"
 

@@ -42,34 +42,34 @@ MeteringBook::Worker& MeteringBook::worker_locked(const std::string& worker) {
     return workers_.emplace(worker, std::move(w)).first->second;
 }
 
-MeteringBook::Identity& MeteringBook::identity_locked(const std::string& identity, Worker& w) {
+MeteringBook::RunEntry& MeteringBook::run_entry_locked(const std::string& identity, Worker& w) {
     // An identity may be known before its first model request (a refusal
     // counted): its account is made on first use either way.
-    Identity& id = identities_[identity];
+    RunEntry& id = runs_[identity];
     if (!id.run) id.run = std::make_unique<BudgetAccount>(w.cfg.run);
     return id;
 }
 
-std::variant<Admission, Refusal> MeteringBook::admit(const std::string& identity, const RequestFacts& facts) {
+std::variant<Admission, OverBudget> MeteringBook::admit(const std::string& identity, const RequestFacts& facts) {
     Admission a;
     a.worker = worker_of(identity);
     {
         std::lock_guard lock(mu_);
         Worker& w = worker_locked(a.worker);
-        a.run_account = identity_locked(identity, w).run.get();
+        a.run_account = run_entry_locked(identity, w).run.get();
         a.across_account = w.across_runs.get();
         a.claim = worst_case(facts, policy_, w.prices);
     }
     BudgetAccount* run = a.run_account;
     BudgetAccount* across = a.across_account;
     auto r = run->reserve(a.claim);
-    if (auto* refusal = std::get_if<Refusal>(&r)) return *refusal;
+    if (auto* refusal = std::get_if<OverBudget>(&r)) return *refusal;
     a.run.emplace(std::move(std::get<Reservation>(r)));
     if (across) {
         auto wr = across->reserve(a.claim);
-        if (auto* refusal = std::get_if<Refusal>(&wr)) {
+        if (auto* refusal = std::get_if<OverBudget>(&wr)) {
             run->release(*a.run);
-            Refusal out = *refusal;
+            OverBudget out = *refusal;
             out.reason = "worker " + a.worker + " across its runs: " + out.reason;
             return out;
         }
@@ -97,7 +97,7 @@ Charge MeteringBook::settle(const std::string& identity, Admission& a, const Usa
     if (run) c.run_state = run->state();
     if (across) c.worker_state = across->state();
     std::lock_guard lock(mu_);
-    MeterTotals& t = identities_[identity].totals;
+    MeterTotals& t = runs_[identity].totals;
     ++t.requests;
     auto add = [](std::uint64_t& to, const std::optional<std::uint64_t>& n) {
         if (n) to = add_saturating(to, *n);
@@ -157,26 +157,26 @@ std::optional<MeteringBook::WorkerBudget> MeteringBook::reset_worker_budget(cons
 
 void MeteringBook::count_budget_refusal(const std::string& identity) {
     std::lock_guard lock(mu_);
-    ++identities_[identity].totals.budget_refusals;
+    ++runs_[identity].totals.budget_refusals;
 }
 
 void MeteringBook::count_policy_refusal(const std::string& identity) {
     std::lock_guard lock(mu_);
-    ++identities_[identity].totals.policy_refusals;
+    ++runs_[identity].totals.policy_refusals;
 }
 
 MeterTotals MeteringBook::totals(const std::string& identity) const {
     std::lock_guard lock(mu_);
-    auto it = identities_.find(identity);
-    return it == identities_.end() ? MeterTotals{} : it->second.totals;
+    auto it = runs_.find(identity);
+    return it == runs_.end() ? MeterTotals{} : it->second.totals;
 }
 
 std::optional<AccountState> MeteringBook::run_state(const std::string& identity) const {
     BudgetAccount* run = nullptr;
     {
         std::lock_guard lock(mu_);
-        auto it = identities_.find(identity);
-        if (it == identities_.end() || !it->second.run) return std::nullopt;
+        auto it = runs_.find(identity);
+        if (it == runs_.end() || !it->second.run) return std::nullopt;
         run = it->second.run.get();
     }
     return run->state();

@@ -7,7 +7,7 @@
 // the one book. Accounts are made on an identity's first model request.
 //
 //   admit(identity, facts)  ──► Admission (reservations on the run's and the
-//                               worker's accounts) or a budget Refusal
+//                               worker's accounts) or an OverBudget (the limit that refused)
 //   settle(admission, usage) ─► what was charged, the cost, what remains
 //   release(admission)        nothing reached the provider
 #pragma once
@@ -64,7 +64,7 @@ public:
 
     // Reserves the request's worst case on the run's account and, when the
     // worker has a budget across runs, on that one too (both or neither).
-    std::variant<Admission, Refusal> admit(const std::string& identity, const RequestFacts& facts);
+    std::variant<Admission, OverBudget> admit(const std::string& identity, const RequestFacts& facts);
     // The response ended with `usage` (the request's model prices it when the
     // response named none).
     Charge settle(const std::string& identity, Admission& a, const Usage& usage, std::string_view request_model);
@@ -96,13 +96,13 @@ private:
         PriceTable prices;
         std::unique_ptr<BudgetAccount> across_runs;  // null: no budget across runs
     };
-    struct Identity {
+    struct RunEntry {  // one run (an identity "worker/run"): its account and totals
         std::unique_ptr<BudgetAccount> run;
         MeterTotals totals;
     };
     Worker& worker_locked(const std::string& worker);
     void persist(const std::string& worker, BudgetAccount& account);
-    Identity& identity_locked(const std::string& identity, Worker& w);
+    RunEntry& run_entry_locked(const std::string& identity, Worker& w);
 
     WorstCasePolicy policy_;
     config::MeteringConfig defaults_;
@@ -110,7 +110,7 @@ private:
     std::unique_ptr<BudgetStore> store_;  // null: no worker has a budget across runs
     mutable std::mutex mu_;
     std::map<std::string, Worker, std::less<>> workers_;
-    std::map<std::string, Identity, std::less<>> identities_;
+    std::map<std::string, RunEntry, std::less<>> runs_;
 };
 
 // The config's prices as a table (the same Price values, indexed; each name checked once).

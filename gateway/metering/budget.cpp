@@ -64,12 +64,12 @@ Reservation& Reservation::operator=(Reservation&& o) noexcept {
 
 Reservation::~Reservation() { drop(); }
 
-std::variant<Reservation, Refusal> BudgetAccount::reserve(const Claim& claim) {
+std::variant<Reservation, OverBudget> BudgetAccount::reserve(const Claim& claim) {
     std::lock_guard lock(mu_);
     if (!exhausted_.empty())
-        return Refusal{"usage_unavailable", "budget exhausted: " + exhausted_, 0, 0};
+        return OverBudget{"usage_unavailable", "budget exhausted: " + exhausted_, 0, 0};
     if (limits_.usd_micros && !claim.unpriced.empty())
-        return Refusal{"no_price", "a USD budget is in force and " + claim.unpriced, 0, 0};
+        return OverBudget{"no_price", "a USD budget is in force and " + claim.unpriced, 0, 0};
     const Amount& w = claim.amount;
     struct Check {
         const char* name;
@@ -93,7 +93,7 @@ std::variant<Reservation, Refusal> BudgetAccount::reserve(const Claim& claim) {
         const auto& limit = check.limit;
         if (!limit || add_saturating(used, need) <= *limit) continue;
         const std::uint64_t left = sub_floor(*limit, used);
-        return Refusal{name,
+        return OverBudget{name,
                        std::string("budget ") + name + ": this request may use up to " + quantity(name, need) +
                            ", " + quantity(name, left) + " of " + quantity(name, *limit) + " remain",
                        left, need};

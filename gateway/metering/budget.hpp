@@ -7,7 +7,7 @@
 //
 //   reserve(worst case) ──► Reservation ──► settle(usage, cost)   the response ended
 //            │                         └──► release()             nothing was sent
-//            └──► Refusal {limit, what remains}
+//            └──► OverBudget {limit, what remains}
 //
 // What is in force at a reserve: for each limit set, spent + reserved +
 // this request's worst case ≤ limit. So while every response uses no more
@@ -80,7 +80,7 @@ struct Claim {
 // the policy's unbounded input and default output.
 Claim worst_case(const RequestFacts& facts, const WorstCasePolicy& policy, const PriceTable& prices);
 
-struct Refusal {
+struct OverBudget {
     // The limit that refused: "requests", "input_tokens", "output_tokens",
     // "total_tokens", "usd" — or "usage_unavailable" (the account is
     // exhausted) or "no_price" (a USD limit and a request with no price).
@@ -139,7 +139,7 @@ public:
 
     const Budget& limits() const { return limits_; }
 
-    std::variant<Reservation, Refusal> reserve(const Claim& worst_case);
+    std::variant<Reservation, OverBudget> reserve(const Claim& worst_case);
     // The response ended: charge what it used (usage.hpp, prices.hpp).
     Settlement settle(Reservation& r, const Usage& usage, const Cost& cost);
     // Nothing reached the provider (the request failed before it was sent):

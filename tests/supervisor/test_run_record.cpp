@@ -181,7 +181,7 @@ TEST_CASE("a running record: its supervisor, no end, no status; outcome says who
     CHECK(j["supervisor"]["pid"] == getpid());
     CHECK(j["supervisor"]["boot_id"].get<std::string>().size() == 36);
     CHECK(supervisor_alive(r.supervisor));
-    SupervisorIdentity reused = r.supervisor;
+    SupervisorProcess reused = r.supervisor;
     reused.start_ticks += 1;
     CHECK_FALSE(supervisor_alive(reused));
     r.state = "finished";

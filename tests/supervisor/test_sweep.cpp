@@ -64,11 +64,11 @@ TEST_CASE("a process that switched to an agent uid is found, and is not after it
     REQUIRE(::pipe(fds) == 0);
     pid_t child = spawn_as(uid, uid, fds);
     CHECK(processes_of_uid(uid) == std::vector<pid_t>{child});
-    CHECK(processes_of_identity(uid, uid) == std::vector<pid_t>{child});
+    CHECK(processes_owned_by(uid, uid) == std::vector<pid_t>{child});
     // Skipping kernel threads never skips a user process.
-    CHECK(processes_of_identity(uid, uid, KernelThreads::skip) == std::vector<pid_t>{child});
+    CHECK(processes_owned_by(uid, uid, KernelThreads::skip) == std::vector<pid_t>{child});
     HostScan scan = scan_host(0, uid, uid);
-    CHECK(scan.of_identity == std::vector<pid_t>{child});
+    CHECK(scan.owned_by == std::vector<pid_t>{child});
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
     CHECK(processes_of_uid(uid).empty());
@@ -77,8 +77,8 @@ TEST_CASE("a process that switched to an agent uid is found, and is not after it
 TEST_CASE("skipping kernel threads leaves out only processes without a user-space image") {
     // Every process this pass keeps but the full pass also has; the skipped
     // ones (if any: kthreadd's children) have no /proc/<pid>/exe.
-    auto all = processes_of_identity(0, 0, KernelThreads::include);
-    auto kept = processes_of_identity(0, 0, KernelThreads::skip);
+    auto all = processes_owned_by(0, 0, KernelThreads::include);
+    auto kept = processes_owned_by(0, 0, KernelThreads::skip);
     std::sort(all.begin(), all.end());
     std::sort(kept.begin(), kept.end());
     std::vector<pid_t> skipped;
@@ -96,13 +96,13 @@ TEST_CASE("skipping kernel threads leaves out only processes without a user-spac
 }
 
 // Skipped without root (doctest counts it): needs root.
-TEST_CASE("a process holding only the agent gid is found by processes_of_identity (root)" * doctest::skip(::geteuid() != 0)) {
+TEST_CASE("a process holding only the agent gid is found by processes_owned_by (root)" * doctest::skip(::geteuid() != 0)) {
     const uid_t gid = 1999999002;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     pid_t child = spawn_as(0, gid, fds);
     CHECK(processes_of_uid(gid).empty());
-    CHECK(processes_of_identity(gid, gid) == std::vector<pid_t>{child});
+    CHECK(processes_owned_by(gid, gid) == std::vector<pid_t>{child});
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
 }
@@ -170,29 +170,29 @@ TEST_CASE("scan_host: one pass finds the PID namespace's processes and a non-dum
     HostScan scan = scan_host(*ns, uid, uid);
     CHECK(has(scan.in_pid_namespace, ::getpid()));
     CHECK(has(scan.in_pid_namespace, child));
-    CHECK(scan.of_identity == std::vector<pid_t>{child});
+    CHECK(scan.owned_by == std::vector<pid_t>{child});
     CHECK(scan_host(1, uid, uid).in_pid_namespace.empty());
 
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
-    CHECK(scan_host(*ns, uid, uid).of_identity.empty());
+    CHECK(scan_host(*ns, uid, uid).owned_by.empty());
 }
 
 // Skipped without root (doctest counts it): needs root to switch a child to another uid.
-TEST_CASE("kill_if_identity and kill_if_in_cgroup signal only a process that still matches (root)" * doctest::skip(::geteuid() != 0)) {
+TEST_CASE("kill_if_owned_by and kill_if_in_cgroup signal only a process that still matches (root)" * doctest::skip(::geteuid() != 0)) {
     const uid_t uid = 1999999003;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     pid_t child = spawn_as(uid, uid, fds);
     auto alive = [&] { return ::waitpid(child, nullptr, WNOHANG) == 0; };
     // Another identity, or a cgroup the child is not in: left alone.
-    CHECK_FALSE(kill_if_identity(child, uid + 1, uid + 1));
+    CHECK_FALSE(kill_if_owned_by(child, uid + 1, uid + 1));
     CHECK_FALSE(kill_if_in_cgroup(child, "/corral/no-such-run"));
     CHECK(alive());
     // A pid with no process at all: nothing happens.
-    CHECK_FALSE(kill_if_identity(0x7ffffff0, uid, uid));
+    CHECK_FALSE(kill_if_owned_by(0x7ffffff0, uid, uid));
     // Its own identity: killed.
-    CHECK(kill_if_identity(child, uid, uid));
+    CHECK(kill_if_owned_by(child, uid, uid));
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);
     CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));

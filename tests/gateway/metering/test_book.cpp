@@ -82,8 +82,8 @@ TEST_CASE("book: each worker's run budget, its budget across runs, and the defau
     REQUIRE(std::holds_alternative<Admission>(a1));
     REQUIRE(std::holds_alternative<Admission>(a2));
     auto a3 = book.admit("w/run-1", facts("m", 100));  // 300 > 250 output tokens of this run
-    REQUIRE(std::holds_alternative<Refusal>(a3));
-    CHECK(std::get<Refusal>(a3).limit == "output_tokens");
+    REQUIRE(std::holds_alternative<OverBudget>(a3));
+    CHECK(std::get<OverBudget>(a3).limit == "output_tokens");
     Charge c = book.settle("w/run-1", std::get<Admission>(a1), reported(10, 20), "m");
     CHECK(c.cost.state == Cost::State::computed);
     CHECK(c.cost.usd_micros == (10 * 3 + 20 * 15));
@@ -92,8 +92,8 @@ TEST_CASE("book: each worker's run budget, its budget across runs, and the defau
     auto b1 = book.admit("w/run-2", facts("m", 100));
     REQUIRE(std::holds_alternative<Admission>(b1));
     auto b2 = book.admit("w/run-2", facts("m", 100));
-    REQUIRE(std::holds_alternative<Refusal>(b2));
-    CHECK(std::get<Refusal>(b2).reason.find("worker w across its runs") == 0);
+    REQUIRE(std::holds_alternative<OverBudget>(b2));
+    CHECK(std::get<OverBudget>(b2).reason.find("worker w across its runs") == 0);
     // The refused across-runs claim gave the run's reservation back.
     CHECK(book.run_state("w/run-2")->reserved.requests == 1);
     book.release(std::get<Admission>(a2));
@@ -104,7 +104,7 @@ TEST_CASE("book: each worker's run budget, its budget across runs, and the defau
         REQUIRE(std::holds_alternative<Admission>(d));
         book.settle("other/run-1", std::get<Admission>(d), reported(1, 1), "m");
     }
-    CHECK(std::holds_alternative<Refusal>(book.admit("other/run-1", facts("m", 100))));
+    CHECK(std::holds_alternative<OverBudget>(book.admit("other/run-1", facts("m", 100))));
     MeterTotals t = book.totals("other/run-1");
     CHECK(t.requests == 5);
     CHECK(t.input_tokens == 5);
@@ -135,8 +135,8 @@ TEST_CASE("book: a worker's budget across runs is read back by a new book; an un
     std::ofstream(state.path + "/budgets/w.json") << "{\"spent\": 3}";
     MeteringBook book(with_budgets(state));
     auto refused = book.admit("w/run-2", facts("m", 10));
-    REQUIRE(std::holds_alternative<Refusal>(refused));
-    CHECK(std::get<Refusal>(refused).reason.find("budgets/w.json") != std::string::npos);
+    REQUIRE(std::holds_alternative<OverBudget>(refused));
+    CHECK(std::get<OverBudget>(refused).reason.find("budgets/w.json") != std::string::npos);
 }
 
 TEST_CASE("totals: the JSON shape round-trips and a bad member is refused") {

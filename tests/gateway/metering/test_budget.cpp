@@ -42,10 +42,10 @@ Reservation must_reserve(BudgetAccount& a, const Claim& c) {
     return std::move(std::get<Reservation>(r));
 }
 
-Refusal must_refuse(BudgetAccount& a, const Claim& c) {
+OverBudget must_refuse(BudgetAccount& a, const Claim& c) {
     auto r = a.reserve(c);
-    REQUIRE(std::holds_alternative<Refusal>(r));
-    return std::get<Refusal>(r);
+    REQUIRE(std::holds_alternative<OverBudget>(r));
+    return std::get<OverBudget>(r);
 }
 
 }  // namespace
@@ -58,7 +58,7 @@ TEST_CASE("budget: a reservation counts against the limit until settled with the
     CHECK(a.state().remaining.output_tokens == 400u);
     CHECK(a.remaining().output_tokens == 400u);
     // 600 reserved + 600 more would pass 1000: refused, saying what is left.
-    Refusal no = must_refuse(a, claim(10, 600));
+    OverBudget no = must_refuse(a, claim(10, 600));
     CHECK(no.limit == "output_tokens");
     CHECK(no.remaining == 400u);
     CHECK(no.needed == 600u);
@@ -90,12 +90,12 @@ TEST_CASE("budget: each limit refuses by its own name, in micro-dollars shown as
     BudgetAccount a(b);
     CHECK(must_refuse(a, claim(101, 0, 0)).limit == "input_tokens");
     CHECK(must_refuse(a, claim(100, 51, 0)).limit == "total_tokens");
-    Refusal usd = must_refuse(a, claim(1, 1, 1'500'001));
+    OverBudget usd = must_refuse(a, claim(1, 1, 1'500'001));
     CHECK(usd.limit == "usd");
     CHECK(usd.reason == "budget usd: this request may use up to $1.500001, $1.500000 of $1.500000 remain");
     Reservation r1 = must_reserve(a, claim(1, 1, 1));
     Reservation r2 = must_reserve(a, claim(1, 1, 1));
-    Refusal req = must_refuse(a, claim(1, 1, 1));
+    OverBudget req = must_refuse(a, claim(1, 1, 1));
     CHECK(req.limit == "requests");
     CHECK(req.remaining == 0u);
     a.settle(r1, reported(1, 1), computed(1));
@@ -116,7 +116,7 @@ TEST_CASE("budget: unavailable usage under a token or USD limit exhausts the acc
     Settlement s = a.settle(r, gone, Cost{});
     CHECK(s.charged.total_tokens() == 300u);  // the whole worst case is charged
     CHECK(s.exhausted == "usage unavailable: no usage in the response");
-    Refusal next = must_refuse(a, claim(1, 1));
+    OverBudget next = must_refuse(a, claim(1, 1));
     CHECK(next.limit == "usage_unavailable");
     CHECK(next.reason == "budget exhausted: usage unavailable: no usage in the response");
     CHECK(a.state().exhausted == "usage unavailable: no usage in the response");
@@ -135,7 +135,7 @@ TEST_CASE("budget: a cost unavailable under a USD limit exhausts; no price refus
     BudgetAccount a(b);
     Claim unpriced = claim(1, 1);
     unpriced.unpriced = "no price for model 'x'";
-    Refusal np = must_refuse(a, unpriced);
+    OverBudget np = must_refuse(a, unpriced);
     CHECK(np.limit == "no_price");
     CHECK(np.reason == "a USD budget is in force and no price for model 'x'");
     Reservation r = must_reserve(a, claim(1, 1, 50));
@@ -260,7 +260,7 @@ TEST_CASE("budget: 8 threads reserving and settling never spend past the limits"
                 const std::uint64_t out = std::uniform_int_distribution<std::uint64_t>(10, 600)(rng);
                 const std::uint64_t usd = (in * 3 + out * 15);  // $3 / $15 per million, in micro-dollars
                 auto r = a.reserve(claim(in, out, usd));
-                if (std::holds_alternative<Refusal>(r)) {
+                if (std::holds_alternative<OverBudget>(r)) {
                     ++refusals;
                     continue;
                 }

@@ -1,4 +1,4 @@
-#include "supervisor/session_wire.hpp"
+#include "supervisor/invocation_wire.hpp"
 
 #include <cstring>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "supervisor/identity.hpp"
+#include "supervisor/privilege_drop.hpp"
 
 #include <fcntl.h>
 #include <grp.h>

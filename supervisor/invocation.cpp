@@ -1,7 +1,7 @@
-// supervisor/session.cpp — the supervisor's side of a session's invocations:
-// the role's identity and environment, the request to the init (session_wire.hpp)
+// supervisor/invocation.cpp — the supervisor's side of a session's invocations:
+// the role's identity and environment, the request to the init (invocation_wire.hpp)
 // and the pidfd it answers with.
-#include "supervisor/session.hpp"
+#include "supervisor/invocation.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,7 +16,7 @@
 #include "supervisor/command_path.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
-#include "supervisor/session_wire.hpp"
+#include "supervisor/invocation_wire.hpp"
 
 namespace corral::supervisor {
 
@@ -35,7 +35,7 @@ std::optional<Role> parse_role(std::string_view text) {
     return std::nullopt;
 }
 
-std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role) {
+std::pair<uid_t, gid_t> role_uid_gid(const Sandbox& box, Role role) {
     if (role == Role::agent) return {box.uid(), box.gid()};
     const std::size_t index = role == Role::service ? 0 : 1;
     if (box.role_leases().size() <= index) throw UsageError("this sandbox is not a session: it has no " + std::string(role_name(role)) + " role");
@@ -119,7 +119,7 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (spec.cwd.empty())
         spec.cwd = spec.role == Role::agent ? box.spec_.cwd : std::string(kRoleHomesDir) + "/" + std::string(role_name(spec.role));
     Invocation inv;
-    const auto [uid, gid] = role_identity(box, spec.role);
+    const auto [uid, gid] = role_uid_gid(box, spec.role);
     inv.uid_ = uid;
     winsize window{};
     auto extra = spec.env;

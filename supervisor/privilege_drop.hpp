@@ -1,4 +1,4 @@
-// supervisor/identity.hpp — becoming the agent: the one-way trip from root to
+// supervisor/privilege_drop.hpp — becoming the agent: the one-way trip from root to
 // an unprivileged UID with no capabilities, in the only safe order.
 //
 // Order matters: the bounding set can only be dropped while CAP_SETPCAP is

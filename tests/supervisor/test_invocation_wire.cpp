@@ -1,4 +1,4 @@
-// The exec request the session's init decodes (session_wire.hpp): what the
+// The exec request the session's init decodes (invocation_wire.hpp): what the
 // supervisor encodes comes out whole, and every malformed, oversized or
 // root-identity request is refused with its errno (the init never starts it).
 #include <doctest/doctest.h>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "supervisor/session_wire.hpp"
+#include "supervisor/invocation_wire.hpp"
 
 using namespace corral::supervisor;
 

@@ -1,4 +1,4 @@
-// supervisor/session_wire.hpp — the one message a session's supervisor sends
+// supervisor/invocation_wire.hpp — the one message a session's supervisor sends
 // its init to start an invocation, and the init's answer.
 //
 // The init of a session (sandbox_init.cpp, serve_session) reads requests in a

@@ -1,4 +1,4 @@
-// supervisor/session.hpp — a sandbox that outlives one command: invocations
+// supervisor/invocation.hpp — a sandbox that outlives one command: invocations
 // started on request inside a session's sandbox, each with a role.
 //
 //   SandboxSpec spec; spec.session = true;
@@ -65,7 +65,7 @@ struct InvocationSpec {
 };
 
 // The role's UID and GID in this session's sandbox.
-std::pair<uid_t, gid_t> role_identity(const Sandbox& box, Role role);
+std::pair<uid_t, gid_t> role_uid_gid(const Sandbox& box, Role role);
 
 // The environment an invocation starts with: the session's, as a run's
 // command gets it (command_environment: the defaults, the image's Env, the

@@ -1,4 +1,4 @@
-// gateway/session.cpp — one client connection from accept to its first
+// gateway/first_request.cpp — one client connection from accept to its first
 // request's decision: the caps, the forward-proxy request, the grant and
 // address decisions, then the mode that serves the rest (modes.hpp).
 #include <boost/asio/write.hpp>
