@@ -24,13 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                               : gateway::identity_announcement(first->id);
         if (written != std::string(line) + "\n") std::abort();
     }
-    std::string problem;
-    auto counts = gateway::parse_counts_answer(in, &problem);
-    if (counts.has_value() == !problem.empty()) std::abort();
+    auto counts = gateway::parse_counts_answer(in);
+    if (!counts && counts.problem().empty()) std::abort();
     // What is accepted is what the daemon would write for those counts.
     if (counts) {
-        std::string again;
-        auto reread = gateway::parse_counts_answer(gateway::counts_answer(*counts), &again);
+        auto reread = gateway::parse_counts_answer(gateway::counts_answer(*counts));
         if (!reread || reread->requests != counts->requests || reread->refusals != counts->refusals ||
             reread->secrets_reflected != counts->secrets_reflected || reread->instance != counts->instance ||
             reread->ledger_failure != counts->ledger_failure || reread->model != counts->model)

@@ -28,9 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (scan.bare_lf || scan.end == std::string_view::npos) return 0;
     if (scan.end > in.size()) std::abort();
     std::string_view head = in.substr(0, scan.end);
-    std::string detail;
-    if (!check_request_framing(head, &detail).empty()) {
-        if (detail.empty()) std::abort();  // a refusal always says why
+    if (auto refused = check_request_framing(head)) {
+        if (refused->detail.empty() || refused->reason.empty()) std::abort();  // a refusal always says why
         return 0;
     }
     StrictRequestParser<http::string_body> p;

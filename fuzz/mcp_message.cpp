@@ -68,11 +68,11 @@ void check_args(const Message& m) {
     if (d.denial) check_denial(*d.denial);
     if (d.allowed() && !decide(allow_only, "s", m.tool_call->name, args).allowed()) std::abort();
     if (d.allowed() && d.rule == "a") {
-        std::string why;
-        auto norm = normalise_path(args["path"].get<std::string>(), "/workspace", why);
+        auto norm = normalise_path(args["path"].get<std::string>(), "/workspace");
         if (!norm || !(*norm == "/workspace" || norm->rfind("/workspace/", 0) == 0)) std::abort();
         if (norm->find("/./") != std::string::npos || norm->find("/../") != std::string::npos) std::abort();
-        if (normalise_path(*norm, "/", why) != norm) std::abort();
+        auto again = normalise_path(*norm, "/");
+        if (!again || *again != *norm) std::abort();
     }
 }
 

@@ -79,7 +79,7 @@ std::string counts_answer(const DaemonCounts& c) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::string* problem) {
+Checked<DaemonCounts> parse_counts_answer(std::string_view answer) {
     try {
         auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')));
         const auto& requests = j.at("requests");
@@ -89,30 +89,22 @@ std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::st
         const nlohmann::json instance = j.value("instance", nlohmann::json(""));
         const nlohmann::json ledger = j.value("ledger", nlohmann::json("ok"));
         // (A float beyond 2^64 is also undefined behaviour to convert.)
-        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned() || !reflected.is_number_unsigned()) {
-            *problem = "unexpected answer: requests, refusals and secrets_reflected must be unsigned integers";
-            return std::nullopt;
-        }
-        if (!instance.is_string() || !ledger.is_string() || ledger.get_ref<const std::string&>().empty()) {
-            *problem = "unexpected answer: instance and ledger must be strings, ledger \"ok\" or a failure";
-            return std::nullopt;
-        }
+        if (!requests.is_number_unsigned() || !refusals.is_number_unsigned() || !reflected.is_number_unsigned())
+            return Failed{"unexpected answer: requests, refusals and secrets_reflected must be unsigned integers"};
+        if (!instance.is_string() || !ledger.is_string() || ledger.get_ref<const std::string&>().empty())
+            return Failed{"unexpected answer: instance and ledger must be strings, ledger \"ok\" or a failure"};
         DaemonCounts c{requests.get<std::uint64_t>(), refusals.get<std::uint64_t>(), reflected.get<std::uint64_t>(),
                        instance.get<std::string>(), ledger.get<std::string>()};
         if (c.ledger_failure == "ok") c.ledger_failure.clear();
         if (auto m = j.find("model"); m != j.end()) {
-            c.model = metering::totals_from_json(*m, problem);
-            if (!c.model) {
-                *problem = "unexpected answer: " + *problem;
-                return std::nullopt;
-            }
+            auto model = metering::totals_from_json(*m);
+            if (!model) return Failed{"unexpected answer: " + model.problem()};
+            c.model = *model;
         }
         if (auto r = j.find("refused"); r != j.end()) {
-            if (!r->is_array() || r->size() > kRefusalNoticesPerIdentity) {
-                *problem = "unexpected answer: refused must be a list of at most " +
-                           std::to_string(kRefusalNoticesPerIdentity) + " host:ports";
-                return std::nullopt;
-            }
+            if (!r->is_array() || r->size() > kRefusalNoticesPerIdentity)
+                return Failed{"unexpected answer: refused must be a list of at most " +
+                              std::to_string(kRefusalNoticesPerIdentity) + " host:ports"};
             for (const auto& n : *r)
                 c.refused.push_back(RefusalNotice{n.at("host").get<std::string>(), n.at("port").get<std::uint16_t>(),
                                                   n.at("method").get<std::string>(), n.at("mode").get<std::string>(),
@@ -121,8 +113,7 @@ std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::st
         }
         return c;
     } catch (const std::exception& e) {
-        *problem = std::string("unexpected answer: ") + e.what();
-        return std::nullopt;
+        return Failed{std::string("unexpected answer: ") + e.what()};
     }
 }
 

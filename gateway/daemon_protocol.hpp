@@ -75,8 +75,8 @@ struct DaemonCounts {
 std::string counts_answer(const DaemonCounts& c);
 
 // An answer as received (its first line is the JSON object): the counts, or
-// nullopt with the reason in *problem. Counts must be unsigned integers: a
+// what is wrong with it. Counts must be unsigned integers: a
 // negative or fractional number made into one would be a made-up count.
-std::optional<DaemonCounts> parse_counts_answer(std::string_view answer, std::string* problem);
+Checked<DaemonCounts> parse_counts_answer(std::string_view answer);
 
 }  // namespace corral::gateway

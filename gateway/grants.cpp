@@ -36,11 +36,8 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
     return best;
 }
 
-std::optional<std::string> normalize_route_path(std::string_view target, std::string* reason) {
-    auto refuse = [&]() -> std::optional<std::string> {
-        if (reason) *reason = "bad_path";
-        return std::nullopt;
-    };
+std::optional<std::string> normalize_route_path(std::string_view target) {
+    auto refuse = []() -> std::optional<std::string> { return std::nullopt; };
     if (target.empty() || target.front() != '/') return refuse();
     if (auto end = target.find_first_of("?#"); end != std::string_view::npos) target = target.substr(0, end);
 

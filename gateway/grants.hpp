@@ -43,11 +43,10 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
 // %2e/%2E → '.', %2f/%2F → '/'); ";params" are cut from each segment (so
 // "..;" counts as ".."); empty segments ("//") collapse; "." segments vanish;
 // ".." removes the previous segment. A trailing '/' is kept.
-// Returns nullopt and sets *reason (if non-null) to "bad_path" when the target
-// does not start with '/', has a malformed %-escape, decodes to a control
+// Returns nullopt when the target does not start with '/', has a malformed %-escape, decodes to a control
 // character, '\\' or another '%' (double encoding), or ".." would climb above "/".
 // The caller answers 400 with reason "bad_path".
-std::optional<std::string> normalize_route_path(std::string_view target, std::string* reason);
+std::optional<std::string> normalize_route_path(std::string_view target);
 
 // The path part of a request target (everything before the first '?') when it
 // is already canonical, else nullopt with *why (if non-null) naming the rule

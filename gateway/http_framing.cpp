@@ -17,9 +17,8 @@ std::string_view trim_ows(std::string_view v) {
 }
 
 
-std::string refuse(std::string* detail, std::string why, std::string_view code = "smuggling") {
-    if (detail) *detail = std::move(why);
-    return std::string(code);
+Refusal refuse(std::string why, std::string_view code = "smuggling") {
+    return Refusal{std::string(code), std::move(why)};
 }
 
 }  // namespace
@@ -56,7 +55,7 @@ HeadScan scan_head(std::string_view data) {
     return scan;
 }
 
-std::string check_request_framing(std::string_view head, std::string* detail) {
+std::optional<Refusal> check_request_framing(std::string_view head) {
     std::size_t pos = 0;
     while (head.substr(pos, 2) == "\r\n") pos += 2;  // tolerated leading empty lines
     auto next_line = [&](std::string_view& line) {
@@ -67,49 +66,49 @@ std::string check_request_framing(std::string_view head, std::string* detail) {
         return true;
     };
     std::string_view line;
-    if (!next_line(line) || line.empty()) return refuse(detail, "no request line", "bad_request");
+    if (!next_line(line) || line.empty()) return refuse("no request line", "bad_request");
     for (char c : line)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-            return refuse(detail, "control character in the request line", "bad_request");
+            return refuse("control character in the request line", "bad_request");
 
     int content_length = 0, transfer_encoding = 0;
     while (next_line(line) && !line.empty()) {
         if (line.front() == ' ' || line.front() == '\t')
-            return refuse(detail, "obs-fold (a header line continued on the next line)");
+            return refuse("obs-fold (a header line continued on the next line)");
         auto colon = line.find(':');
         if (colon == std::string_view::npos || colon == 0)
-            return refuse(detail, "header line without a field name and ':'", "bad_request");
+            return refuse("header line without a field name and ':'", "bad_request");
         std::string_view name = line.substr(0, colon);
         if (name.back() == ' ' || name.back() == '\t')
-            return refuse(detail, "whitespace between a field name and ':'");
+            return refuse("whitespace between a field name and ':'");
         for (char c : name)
             if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '(' || c == ')' ||
                 c == ',' || c == '/' || c == ';' || c == '<' || c == '=' || c == '>' || c == '?' ||
                 c == '@' || c == '[' || c == '\\' || c == ']' || c == '{' || c == '}')
-                return refuse(detail, "invalid character in a field name", "bad_request");
+                return refuse("invalid character in a field name", "bad_request");
         std::string_view value = trim_ows(line.substr(colon + 1));
         for (char c : value)
             if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
-                return refuse(detail, "control character in a field value");
+                return refuse("control character in a field value");
         if (iequals(name, "content-length")) {
             ++content_length;
             if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos ||
                 value.size() > 18)
-                return refuse(detail, "Content-Length is not one decimal number");
+                return refuse("Content-Length is not one decimal number");
         } else if (iequals(name, "transfer-encoding")) {
             ++transfer_encoding;
             if (!iequals(value, "chunked"))
-                return refuse(detail, "Transfer-Encoding other than exactly \"chunked\"");
+                return refuse("Transfer-Encoding other than exactly \"chunked\"");
         } else if (iequals(name, "upgrade")) {
-            if (contains_token(value, "h2c")) return refuse(detail, "Upgrade: h2c");
+            if (contains_token(value, "h2c")) return refuse("Upgrade: h2c");
         } else if (iequals(name, "http2-settings")) {
-            return refuse(detail, "HTTP2-Settings (h2c upgrade)");
+            return refuse("HTTP2-Settings (h2c upgrade)");
         }
     }
-    if (content_length > 1) return refuse(detail, "more than one Content-Length field");
-    if (transfer_encoding > 1) return refuse(detail, "more than one Transfer-Encoding field");
-    if (content_length && transfer_encoding) return refuse(detail, "both Content-Length and Transfer-Encoding");
-    return {};
+    if (content_length > 1) return refuse("more than one Content-Length field");
+    if (transfer_encoding > 1) return refuse("more than one Transfer-Encoding field");
+    if (content_length && transfer_encoding) return refuse("both Content-Length and Transfer-Encoding");
+    return std::nullopt;
 }
 
 }  // namespace corral::gateway

@@ -13,8 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "gateway/refusal.hpp"
 
 namespace corral::gateway {
 
@@ -35,16 +38,16 @@ bool iequals(std::string_view a, std::string_view b);
 // optional whitespace around each item).
 bool contains_token(std::string_view list, std::string_view token);
 
-// Checks a complete head (as delimited by scan_head). Returns "" when the
-// framing is unambiguous; otherwise the ledger reason code ("smuggling" or
-// "bad_request") and, in *detail, what was wrong (never a header's value):
+// Checks a complete head (as delimited by scan_head). Returns nullopt when
+// the framing is unambiguous; otherwise the refusal: its reason "smuggling"
+// or "bad_request", its detail what was wrong (never a header's value):
 //  - obs-fold (a line starting with SP/HT), whitespace before ':', a field
 //    line without ':', a control character in a field;
 //  - both Content-Length and Transfer-Encoding; more than one Content-Length
 //    field (even with equal values) or a list value; a non-decimal length;
 //  - Transfer-Encoding other than exactly one "chunked";
 //  - Upgrade: h2c or an HTTP2-Settings field (h2c smuggling past the proxy).
-std::string check_request_framing(std::string_view head, std::string* detail);
+std::optional<Refusal> check_request_framing(std::string_view head);
 
 // Longest chunk extension a strict parser accepts. The gateway never forwards
 // extensions (request bodies are re-framed with Content-Length, responses are

@@ -60,9 +60,8 @@ awaitable<HeadResult> read_head(Conn& c, Stream& s, bool first) {
 void parse_request_head(Conn& c, std::size_t head_len, ParsedRequest& out) {
     auto data = c.buf.data();
     std::string_view head(static_cast<const char*>(data.data()), head_len);
-    std::string detail;
-    if (auto why = check_request_framing(head, &detail); !why.empty()) {
-        out.refusal = Refusal{std::move(why), std::move(detail)};
+    if (auto refused = check_request_framing(head)) {
+        out.refusal = std::move(*refused);
         return;
     }
     auto& p = out.parser.emplace();

@@ -45,8 +45,7 @@ awaitable<void> serve_plain(std::shared_ptr<Conn> cp, Target t, ParsedRequest& p
     Request& req = pr.parser->get();
     LedgerEntry e;
     e.mode = "tunnel", e.method = std::string(req.method_string()), e.host = t.host.text(), e.port = t.port;
-    std::string route_reason;
-    auto norm = normalize_route_path(path, &route_reason);
+    auto norm = normalize_route_path(path);
     e.path = norm ? *norm : path.substr(0, 256);
     if (auto r = co_await read_body(c, c.client, *pr.parser)) {
         co_await refuse(c, c.client, e, *r, started);

@@ -65,9 +65,8 @@ Verdict eval_range(const Constraint& c, const json& v) {
 
 Verdict eval_path(const Constraint& c, const json& v) {
     if (!v.is_string()) return fail(Outcome::invalid, c, "a path string is required, got " + std::string(v.type_name()));
-    std::string why;
-    auto norm = normalise_path(v.get<std::string>(), c.root, why);
-    if (!norm) return fail(Outcome::invalid, c, why);
+    auto norm = normalise_path(v.get<std::string>(), c.root);
+    if (!norm) return fail(Outcome::invalid, c, norm.problem());
     const bool under = *norm == c.root || c.root == "/" ||
                        (norm->size() > c.root.size() && norm->compare(0, c.root.size(), c.root) == 0 &&
                         (*norm)[c.root.size()] == '/');
@@ -89,16 +88,15 @@ bool compile(Constraint& c, std::string& error) {
     }
 }
 
-std::optional<std::string> normalise_path(const std::string& path, const std::string& root, std::string& why) {
-    if (path.empty()) return why = "an empty path", std::nullopt;
+Checked<std::string> normalise_path(const std::string& path, const std::string& root) {
+    if (path.empty()) return Failed{"an empty path"};
     for (unsigned char ch : path)
         if (ch < 0x20 || ch == 0x7f || ch == '\\')
-            return why = ch == 0 ? "a NUL byte in the path" : ch == '\\' ? "a backslash in the path"
-                                                                         : "a control character in the path",
-                   std::nullopt;
+            return Failed{ch == 0      ? "a NUL byte in the path"
+                          : ch == '\\' ? "a backslash in the path"
+                                       : "a control character in the path"};
     for (auto la : kLookAlikes)
-        if (path.find(la) != std::string::npos)
-            return why = "a Unicode look-alike of a slash or dot in the path", std::nullopt;
+        if (path.find(la) != std::string::npos) return Failed{"a Unicode look-alike of a slash or dot in the path"};
     const std::string full = path[0] == '/' ? path : root + "/" + path;
     std::vector<std::string> parts;
     std::size_t i = 0;
@@ -107,7 +105,7 @@ std::optional<std::string> normalise_path(const std::string& path, const std::st
         if (j == std::string::npos) j = full.size();
         std::string seg = full.substr(i, j - i);
         if (seg == "..") {
-            if (parts.empty()) return why = "\"..\" climbs above /", std::nullopt;
+            if (parts.empty()) return Failed{"\"..\" climbs above /"};
             parts.pop_back();
         } else if (!seg.empty() && seg != ".") {
             parts.push_back(std::move(seg));
@@ -116,7 +114,8 @@ std::optional<std::string> normalise_path(const std::string& path, const std::st
     }
     std::string out;
     for (const auto& p : parts) out += "/" + p;
-    return out.empty() ? "/" : out;
+    if (out.empty()) out = "/";
+    return out;
 }
 
 Verdict evaluate(const Constraint& c, const json& arguments) {

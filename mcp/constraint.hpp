@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/checked.hpp"
+
 namespace corral::mcp {
 
 enum class ConstraintKind { exact, one_of, glob, regex, range, path_under };
@@ -45,9 +47,8 @@ struct Verdict {
 Verdict evaluate(const Constraint& c, const nlohmann::json& arguments);
 
 // Lexical normalisation of a path argument against `root`: relative paths are
-// taken under root; "." and empty segments dropped, ".." pops. nullopt (with
-// `why`) for NUL, backslashes, Unicode look-alike slashes or dots, control
+// taken under root; "." and empty segments dropped, ".." pops. The problem for NUL, backslashes, Unicode look-alike slashes or dots, control
 // characters, or a ".." above "/".
-std::optional<std::string> normalise_path(const std::string& path, const std::string& root, std::string& why);
+Checked<std::string> normalise_path(const std::string& path, const std::string& root);
 
 }  // namespace corral::mcp

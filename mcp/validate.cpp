@@ -72,9 +72,9 @@ void check_constraint(Constraint& c, const std::string& where, std::vector<std::
     if (c.kind == ConstraintKind::range && c.min && c.max && *c.min > *c.max)
         errors.push_back(where + ": range min is above max, so it never matches");
     if (c.kind == ConstraintKind::path_under) {
-        std::string why;
-        auto norm = c.root.empty() || c.root[0] != '/' ? std::nullopt : normalise_path(c.root, "/", why);
-        if (!norm || *norm != c.root)
+        const bool absolute = !c.root.empty() && c.root[0] == '/';
+        auto norm = normalise_path(absolute ? c.root : std::string(), "/");
+        if (!absolute || !norm || *norm != c.root)
             errors.push_back(where + ": root \"" + c.root + "\" must be an absolute normalised path");
     }
 }

@@ -274,12 +274,9 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
     }
 }
 
-std::optional<std::string> ask_daemon(const std::string& socket_path, const std::string& line,
-                                      std::chrono::milliseconds timeout, std::string* problem) {
-    auto fail = [&](const std::string& why) -> std::optional<std::string> {
-        *problem = why;
-        return std::nullopt;
-    };
+Checked<std::string> ask_daemon(const std::string& socket_path, const std::string& line,
+                                std::chrono::milliseconds timeout) {
+    auto fail = [](std::string why) { return Failed{std::move(why)}; };
     Fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) return fail("socket: " + errno_text(errno));
     timeval tv{};
@@ -308,19 +305,16 @@ std::optional<std::string> ask_daemon(const std::string& socket_path, const std:
     return answer;
 }
 
-std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
-                                                         std::chrono::milliseconds timeout, std::string* problem) {
-    auto fail = [&](const std::string& why) -> std::optional<gateway::DaemonCounts> {
-        std::string line = "gateway daemon at " + socket_path + ": no counts for " + id.str() + ": " + why;
-        if (problem != nullptr) *problem = std::move(line);
-        else log::warn(line);
-        return std::nullopt;
+Checked<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
+                                                   std::chrono::milliseconds timeout) {
+    auto fail = [&](const std::string& why) {
+        return Failed{"gateway daemon at " + socket_path + ": no counts for " + id.str() + ": " + why};
     };
-    std::string why;
-    auto answer = ask_daemon(socket_path, gateway::counts_request(id), timeout, &why);
-    if (!answer) return fail(why);
-    if (auto counts = gateway::parse_counts_answer(*answer, &why)) return counts;
-    return fail(why);
+    auto answer = ask_daemon(socket_path, gateway::counts_request(id), timeout);
+    if (!answer) return fail(answer.problem());
+    auto counts = gateway::parse_counts_answer(*answer);
+    if (!counts) return fail(counts.problem());
+    return counts;
 }
 
 }  // namespace corral::run

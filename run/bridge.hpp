@@ -29,6 +29,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "base/checked.hpp"
 #include "base/fd.hpp"
 #include "gateway/daemon_protocol.hpp"
 
@@ -97,17 +98,16 @@ private:
 boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
                                              gateway::Identity id);
 
-// Asks the daemon at `socket_path` for what it counted for `id` (a root peer
-// only). Blocking, bounded by `timeout` per step; nullopt if the daemon cannot
-// be asked or answers otherwise: with `problem` set, the reason (one line
-// naming the socket and identity) goes there, else it is logged as a warning.
 // One line to a root-owned daemon's Unix socket and its one-line answer
-// (blocking, `timeout` per step); nullopt with the reason in *problem.
-std::optional<std::string> ask_daemon(const std::string& socket_path, const std::string& line,
-                                      std::chrono::milliseconds timeout, std::string* problem);
+// (blocking, `timeout` per step), or why it could not be asked.
+Checked<std::string> ask_daemon(const std::string& socket_path, const std::string& line,
+                                std::chrono::milliseconds timeout);
 
-std::optional<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
-                                                         std::chrono::milliseconds timeout = std::chrono::milliseconds(2000),
-                                                         std::string* problem = nullptr);
+// Asks the daemon at `socket_path` for what it counted for `id` (a root peer
+// only). Blocking, bounded by `timeout` per step; the problem, one line
+// naming the socket and identity, if the daemon cannot be asked or answers
+// otherwise.
+Checked<gateway::DaemonCounts> query_daemon_counts(const std::string& socket_path, const gateway::Identity& id,
+                                                   std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
 
 }  // namespace corral::run

@@ -46,10 +46,10 @@ void wait_bounded(F&& done, std::chrono::milliseconds poll) {
 // its ledger lines); refused, unread, when it is no role's.
 boost::asio::awaitable<void> serve_with_role(boost::asio::ip::tcp::socket s, gateway::Gateway* gw, gateway::Identity id,
                                              std::shared_ptr<const ConnectionRoles> roles) {
-    std::string problem;
-    auto role = roles->role_of(s, &problem);
+    auto role = roles->role_of(s);
     if (!role) {
-        co_await gw->refuse(std::move(s), std::move(id), std::string(gateway::reason::session_role_unknown), problem);
+        co_await gw->refuse(std::move(s), std::move(id), std::string(gateway::reason::session_role_unknown),
+                            role.problem());
         co_return;
     }
     id.role = *role;
@@ -160,10 +160,9 @@ boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::
                                            std::shared_ptr<std::atomic<int>> active,
                                            std::shared_ptr<const ConnectionRoles> roles) {
     if (roles) {
-        std::string problem;
-        auto role = roles->role_of(s, &problem);
+        auto role = roles->role_of(s);
         if (!role) {
-            log::warn("bridge: closed a connection of " + id.str() + " unserved: " + problem);
+            log::warn("bridge: closed a connection of " + id.str() + " unserved: " + role.problem());
             co_return;
         }
         id.role = *role;
@@ -198,9 +197,8 @@ public:
         // wedged one accepts and never answers: ask it something before the
         // box exists, so a run never starts without its gateway. Its answer
         // also names the daemon instance the run's counts will come from.
-        std::string problem;
-        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
-        if (!counts) throw UsageError(named + ": the daemon does not answer (" + problem + "); " + start_it);
+        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout);
+        if (!counts) throw UsageError(named + ": the daemon does not answer (" + counts.problem() + "); " + start_it);
         if (!counts->ledger_failure.empty())
             throw UsageError(named + ": the daemon refuses every request: its ledger cannot be written (" +
                              counts->ledger_failure + ")");
@@ -246,10 +244,9 @@ protected:
     void after_loop() override {
         if (!started_) return;
         const std::string unknown = "; requests, refusals and secrets_reflected recorded as null";
-        std::string problem;
-        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout);
         if (!counts) {
-            stop_messages_.push_back(problem + unknown);
+            stop_messages_.push_back(counts.problem() + unknown);
             return;
         }
         ledger_failure_ = counts->ledger_failure;
@@ -270,8 +267,7 @@ protected:
     // query of its own (the daemon answers in well under a millisecond).
     std::vector<gateway::RefusalNotice> refusals_so_far() override {
         if (counts_) return counts_->refused;
-        std::string problem;
-        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout, &problem);
+        auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout);
         return counts ? counts->refused : std::vector<gateway::RefusalNotice>{};
     }
 
@@ -288,26 +284,21 @@ private:
 
 }  // namespace
 
-std::optional<std::string> ConnectionRoles::role_of(const boost::asio::ip::tcp::socket& s, std::string* problem) const {
+Checked<std::string> ConnectionRoles::role_of(const boost::asio::ip::tcp::socket& s) const {
     boost::system::error_code ec1, ec2;
     auto ours = s.local_endpoint(ec1);
     auto theirs = s.remote_endpoint(ec2);
-    if (ec1 || ec2) {
-        *problem = "the connection's addresses cannot be read: " + (ec1 ? ec1 : ec2).message();
-        return std::nullopt;
-    }
+    if (ec1 || ec2) return Failed{"the connection's addresses cannot be read: " + (ec1 ? ec1 : ec2).message()};
     uid_t owner = 0;
     try {
         std::lock_guard lock(mutex_);
         owner = gateway::tcp_socket_owner(sock_diag_.get(), theirs, ours);
     } catch (const std::exception& e) {
-        *problem = std::string("the owner of the connecting socket cannot be read (") + e.what() + ")";
-        return std::nullopt;
+        return Failed{std::string("the owner of the connecting socket cannot be read (") + e.what() + ")"};
     }
     for (const auto& [uid, role] : roles_)
         if (uid == owner) return role;
-    *problem = "the connecting socket belongs to uid " + std::to_string(owner) + ", which is none of the session's roles";
-    return std::nullopt;
+    return Failed{"the connecting socket belongs to uid " + std::to_string(owner) + ", which is none of the session's roles"};
 }
 
 Egress::~Egress() = default;

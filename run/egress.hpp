@@ -27,6 +27,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/checked.hpp"
 #include "gateway/metering/totals.hpp"
 #include "gateway/ledger.hpp"
 #include "run/refusal_report.hpp"
@@ -47,10 +48,10 @@ class ConnectionRoles {
 public:
     ConnectionRoles(Fd sock_diag, std::vector<std::pair<uid_t, std::string>> roles)
         : sock_diag_(std::move(sock_diag)), roles_(std::move(roles)) {}
-    // The role of the UID owning the peer's socket; nullopt, with why in
-    // *problem, when the owner cannot be read or is no role's UID (the
-    // connection is then refused: fail closed). Thread-safe.
-    std::optional<std::string> role_of(const boost::asio::ip::tcp::socket& s, std::string* problem) const;
+    // The role of the UID owning the peer's socket; the problem when the
+    // owner cannot be read or is no role's UID (the connection is then
+    // refused: fail closed). Thread-safe.
+    Checked<std::string> role_of(const boost::asio::ip::tcp::socket& s) const;
 
 private:
     mutable std::mutex mutex_;  // one question at a time on the one sock_diag socket

@@ -62,14 +62,12 @@ int cmd_budget(int argc, char** argv) {
     if (worker.empty()) return front.bad_usage("missing WORKER");
     if (auto why = names::worker_name_problem(worker); !why.empty())
         return front.bad_usage("invalid worker name \"" + worker + "\": " + why);
-    std::string problem;
-    auto answer = run::ask_daemon(socket, gateway::budget_request(worker, action == "reset"),
-                                   std::chrono::seconds(5), &problem);
+    auto answer = run::ask_daemon(socket, gateway::budget_request(worker, action == "reset"), std::chrono::seconds(5));
     if (!answer || answer->empty()) {
         std::fprintf(stderr,
                      "corral budget: gateway daemon at %s: %s; budgets across runs are kept by the daemon "
                      "(start it with `corral gateway --org DIR`)\n",
-                     socket.c_str(), answer ? "closed without an answer" : problem.c_str());
+                     socket.c_str(), answer ? "closed without an answer" : answer.problem().c_str());
         return 125;
     }
     auto j = nlohmann::json::parse(*answer, nullptr, false);

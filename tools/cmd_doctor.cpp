@@ -90,9 +90,8 @@ std::vector<supervisor::Check> check_agent_clis() {
 supervisor::Check check_daemon_socket(const std::string& socket, const std::string& where) {
     supervisor::Check c;
     c.feature = "gateway daemon";
-    std::string problem;
     auto id = gateway::parse_identity("doctor/probe");
-    auto counts = run::query_daemon_counts(socket, *id, std::chrono::milliseconds(2000), &problem);
+    auto counts = run::query_daemon_counts(socket, *id, std::chrono::milliseconds(2000));
     c.ok = counts.has_value();
     if (c.ok) {
         c.detail = "unix:" + socket + " (" + where + ") answers" +
@@ -102,7 +101,7 @@ supervisor::Check check_daemon_socket(const std::string& socket, const std::stri
             c.remedy = "fix the ledger's file system and restart `corral gateway`";
         }
     } else {
-        c.detail = "unix:" + socket + " (" + where + "): " + problem;
+        c.detail = "unix:" + socket + " (" + where + "): " + counts.problem();
         c.remedy = "start it (systemctl start corral-gateway, or `corral gateway --org ORG`), or fix the path";
     }
     return c;

@@ -41,18 +41,13 @@ nlohmann::json totals_json(const MeterTotals& t) {
     return nlohmann::json(j);
 }
 
-std::optional<MeterTotals> totals_from_json(const nlohmann::json& j, std::string* problem) {
-    if (!j.is_object()) {
-        if (problem) *problem = "model totals are not a JSON object";
-        return std::nullopt;
-    }
+Checked<MeterTotals> totals_from_json(const nlohmann::json& j) {
+    if (!j.is_object()) return Failed{"model totals are not a JSON object"};
     MeterTotals t;
     for (const auto& m : kMembers) {
         auto it = j.find(m.name);
-        if (it == j.end() || !it->is_number_unsigned()) {
-            if (problem) *problem = std::string("model totals: '") + m.name + "' missing or not an unsigned integer";
-            return std::nullopt;
-        }
+        if (it == j.end() || !it->is_number_unsigned())
+            return Failed{std::string("model totals: '") + m.name + "' missing or not an unsigned integer"};
         t.*m.field = it->get<std::uint64_t>();
     }
     return t;

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/checked.hpp"
+
 namespace corral::gateway::metering {
 
 struct MeterTotals {
@@ -33,9 +35,9 @@ struct MeterTotals {
 // {"requests":N, "input_tokens":N, ..., "usd":1.234567, "usd_micros":N, ...}:
 // every field, `usd` the micro-dollars as a number for people.
 nlohmann::json totals_json(const MeterTotals& t);
-// The same object read back; nullopt (with *problem) for a member missing or
-// not an unsigned integer.
-std::optional<MeterTotals> totals_from_json(const nlohmann::json& j, std::string* problem);
+// The same object read back; the problem for a member missing or not an
+// unsigned integer.
+Checked<MeterTotals> totals_from_json(const nlohmann::json& j);
 
 // One line for a person: "model traffic: 3 requests, 1234 input + 56 output
 // tokens, $0.012345 (2 refused by budget)".

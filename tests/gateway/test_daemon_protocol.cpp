@@ -10,8 +10,14 @@
 using namespace corral::gateway;
 
 namespace {
+// The answer read, with what was wrong kept in *problem for the checks below.
 std::optional<DaemonCounts> parse_daemon_counts(std::string_view answer, std::string* problem) {
-    return parse_counts_answer(answer, problem);
+    auto counts = parse_counts_answer(answer);
+    if (!counts) {
+        *problem = counts.problem();
+        return std::nullopt;
+    }
+    return *std::move(counts);
 }
 }  // namespace
 
@@ -59,7 +65,7 @@ TEST_CASE("a count that is not an unsigned integer is refused, not converted") {
 TEST_CASE("what the daemon writes is what the supervisor reads, instance and ledger included") {
     DaemonCounts sent{7, 2, 1, "9f2c4a1b7e3d5f60", ""};
     std::string problem;
-    auto got = parse_counts_answer(counts_answer(sent), &problem);
+    auto got = parse_daemon_counts(counts_answer(sent), &problem);
     REQUIRE(got.has_value());
     CHECK(got->requests == 7);
     CHECK(got->refusals == 2);
@@ -69,14 +75,14 @@ TEST_CASE("what the daemon writes is what the supervisor reads, instance and led
     CHECK(counts_answer(sent).find("\"ledger\":\"ok\"") != std::string::npos);
 
     sent.ledger_failure = "write(/var/log/corral/ledger.jsonl): No space left on device";
-    got = parse_counts_answer(counts_answer(sent), &problem);
+    got = parse_daemon_counts(counts_answer(sent), &problem);
     REQUIRE(got.has_value());
     CHECK(got->ledger_failure == sent.ledger_failure);
 }
 
 TEST_CASE("an older daemon's answer: no instance, a healthy ledger") {
     std::string problem;
-    auto old = parse_counts_answer("{\"requests\":1,\"refusals\":0}\n", &problem);
+    auto old = parse_daemon_counts("{\"requests\":1,\"refusals\":0}\n", &problem);
     REQUIRE(old.has_value());
     CHECK(old->instance.empty());
     CHECK(old->ledger_failure.empty());
@@ -85,7 +91,7 @@ TEST_CASE("an older daemon's answer: no instance, a healthy ledger") {
                             "{\"requests\":1,\"refusals\":0,\"ledger\":null}"}) {
         std::string text = bad;
         CAPTURE(text);
-        CHECK_FALSE(parse_counts_answer(bad, &problem).has_value());
+        CHECK_FALSE(parse_daemon_counts(bad, &problem).has_value());
     }
 }
 
@@ -145,13 +151,13 @@ TEST_CASE("daemon protocol: the counts answer carries the model totals, and a ba
     c.model->requests = 2;
     c.model->output_tokens = 22;
     std::string problem;
-    auto back = parse_counts_answer(counts_answer(c), &problem);
+    auto back = parse_daemon_counts(counts_answer(c), &problem);
     REQUIRE(back);
     REQUIRE(back->model);
     CHECK(back->model->output_tokens == 22);
-    CHECK_FALSE(parse_counts_answer(R"({"requests":1,"refusals":0,"model":{"requests":-1}})", &problem));
+    CHECK_FALSE(parse_daemon_counts(R"({"requests":1,"refusals":0,"model":{"requests":-1}})", &problem));
     CHECK(problem.find("model totals") != std::string::npos);
-    auto old = parse_counts_answer(R"({"requests":1,"refusals":0})", &problem);
+    auto old = parse_daemon_counts(R"({"requests":1,"refusals":0})", &problem);
     REQUIRE(old);
     CHECK_FALSE(old->model);
 }
@@ -161,7 +167,7 @@ TEST_CASE("daemon protocol: the refused host:ports travel with the counts; a mal
     sent.refused.push_back(RefusalNotice{"example.com", 443, "CONNECT", "", "not_granted", 403, 2});
     sent.refused.push_back(RefusalNotice{"api.example.com", 443, "POST", "inject", "model_policy", 400, 1});
     std::string problem;
-    auto got = parse_counts_answer(counts_answer(sent), &problem);
+    auto got = parse_daemon_counts(counts_answer(sent), &problem);
     REQUIRE_MESSAGE(got.has_value(), problem);
     REQUIRE(got->refused.size() == 2);
     CHECK(got->refused[0].host == "example.com");
@@ -170,10 +176,10 @@ TEST_CASE("daemon protocol: the refused host:ports travel with the counts; a mal
     CHECK(got->refused[1].status == 400);
     CHECK(got->refused[1].mode == "inject");
     // An older daemon sends none.
-    auto old = parse_counts_answer("{\"requests\":1,\"refusals\":1}\n", &problem);
+    auto old = parse_daemon_counts("{\"requests\":1,\"refusals\":1}\n", &problem);
     REQUIRE(old.has_value());
     CHECK(old->refused.empty());
-    CHECK_FALSE(parse_counts_answer("{\"requests\":1,\"refusals\":1,\"refused\":{}}\n", &problem).has_value());
+    CHECK_FALSE(parse_daemon_counts("{\"requests\":1,\"refusals\":1,\"refused\":{}}\n", &problem).has_value());
     CHECK(problem.find("refused must be a list") != std::string::npos);
-    CHECK_FALSE(parse_counts_answer("{\"requests\":1,\"refusals\":1,\"refused\":[{\"host\":1}]}\n", &problem).has_value());
+    CHECK_FALSE(parse_daemon_counts("{\"requests\":1,\"refusals\":1,\"refused\":[{\"host\":1}]}\n", &problem).has_value());
 }

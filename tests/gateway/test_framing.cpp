@@ -12,9 +12,10 @@
 using namespace corral::gateway;
 
 namespace {
+// The refusal's reason, or "" when the framing is unambiguous.
 std::string check(const std::string& head) {
-    std::string detail;
-    return check_request_framing(head, &detail);
+    auto refused = check_request_framing(head);
+    return refused ? refused->reason : std::string();
 }
 }  // namespace
 

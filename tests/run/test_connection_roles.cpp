@@ -30,17 +30,16 @@ TEST_CASE("each connection is the role of the uid that made its socket; a socket
         CAPTURE(uid);
         corral::test::ConnectionAs peer(uid, port);
         tcp::socket accepted = acceptor.accept();
-        std::string problem;
-        auto found = roles.role_of(accepted, &problem);
-        CHECK(found.value_or("none") == role);
-        CHECK(problem.empty());
+        auto found = roles.role_of(accepted);
+        REQUIRE_MESSAGE(found.has_value(), (found ? std::string() : found.problem()));
+        CHECK(*found == role);
         CHECK(peer.release() == 0);
     }
     corral::test::ConnectionAs stranger_peer(65531, port);
     tcp::socket stranger = acceptor.accept();
-    std::string problem;
-    CHECK_FALSE(roles.role_of(stranger, &problem).has_value());
-    CHECK(problem == "the connecting socket belongs to uid 65531, which is none of the session's roles");
+    auto none = roles.role_of(stranger);
+    REQUIRE_FALSE(none.has_value());
+    CHECK(none.problem() == "the connecting socket belongs to uid 65531, which is none of the session's roles");
     CHECK(stranger_peer.release() == 0);
 }
 

@@ -144,12 +144,12 @@ TEST_CASE("totals: the JSON shape round-trips and a bad member is refused") {
     t.requests = 3, t.input_tokens = 40, t.output_tokens = 7, t.usd_micros = 1'234'567, t.budget_refusals = 1;
     auto j = totals_json(t);
     CHECK(j["usd"].get<double>() == doctest::Approx(1.234567));
-    std::string problem;
-    auto back = totals_from_json(j, &problem);
+    auto back = totals_from_json(j);
     REQUIRE(back);
     CHECK(*back == t);
     j["output_tokens"] = -1;
-    CHECK_FALSE(totals_from_json(j, &problem));
-    CHECK(problem.find("output_tokens") != std::string::npos);
+    auto bad = totals_from_json(j);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.problem().find("output_tokens") != std::string::npos);
     CHECK(totals_summary(t) == "model traffic: 3 requests, 40 input + 7 output tokens, $1.234567, refused: 1 by budget");
 }
