@@ -299,9 +299,10 @@ std::string cli_version_note(const AgentProfile& p, const InstalledVersion& inst
     return "";
 }
 
-std::optional<std::string> cli_missing_in_rootfs(const AgentProfile& p, const std::string& image,
+std::optional<std::string> cli_missing_in_rootfs(const AgentProfile& p, const names::RootfsSource& rootfs,
                                                  const std::string& prefix) {
-    const bool host = image == "host";
+    const bool host = std::holds_alternative<names::HostRootfs>(rootfs);
+    const std::string image = names::to_string(rootfs);
     for (const auto& program : p.version_argv) {
         if (program.empty() || program[0] != '/') continue;  // flags such as --version
         // Resolved inside the image (or the host's "/"): an existence check

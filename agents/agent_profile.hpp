@@ -25,6 +25,7 @@
 
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
+#include "names/rootfs_source.hpp"
 
 namespace corral::agents {
 
@@ -107,10 +108,12 @@ InstalledVersion installed_cli_version(const AgentProfile& p, const std::string&
 std::string cli_version_note(const AgentProfile& p, const InstalledVersion& installed);
 
 // The agent's programs (the CLI, and node for a script) must be in the rootfs
-// the box will see (`image`: "host" or an image directory). nullopt when they
-// are; otherwise one line naming the missing path and the fix. An existence
-// check only: nothing is read or run.
-std::optional<std::string> cli_missing_in_rootfs(const AgentProfile& p, const std::string& image,
+// the box will see (host, or an image directory). nullopt when they are;
+// otherwise one line naming the missing path and the fix. An existence check
+// only: nothing is read or run. image:NAME's layers are not known here: the
+// caller looks in each layer as a DIR (run/agent_run.cpp); given image:NAME
+// itself, nothing is found (`corral validate` of an image worker says so).
+std::optional<std::string> cli_missing_in_rootfs(const AgentProfile& p, const names::RootfsSource& rootfs,
                                                  const std::string& prefix = default_agents_prefix);
 
 // The sentinel stem every fake credential of a run contains.

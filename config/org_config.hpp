@@ -32,6 +32,7 @@
 #include "config/budget_config.hpp"
 #include "config/checker.hpp"
 #include "config/gateway_config.hpp"
+#include "names/rootfs_source.hpp"
 
 #include <toml.hpp>
 
@@ -92,7 +93,7 @@ struct WorkerConfig {
     bool egress_only = false;         // agent = "none"
     std::string agent_where;
     std::string model;                // "" = inherit
-    std::string rootfs;               // "" = inherit
+    std::optional<names::RootfsSource> rootfs;  // unset = inherit
     std::string description;
     SandboxLimits limits;
     std::vector<Grant> grants;        // scoped to this worker (identities = {name})
@@ -107,7 +108,7 @@ struct OrgConfig {
     std::string dir;
     std::string org_file;             // DIR/org.toml
     EngineSettings engine;
-    std::string rootfs = "host";      // "host", "image:NAME" or an absolute directory path
+    names::RootfsSource rootfs;       // host (the default), image:NAME or an absolute directory
     SandboxLimits limits;
     GatewayConfig gateway;            // [gateway], [credentials.NAME], [[grants]]
     BudgetConfig budget;              // [budget], [budget.worker]: every worker's defaults
@@ -147,7 +148,7 @@ struct ResolvedWorker {
     std::string agent_source;         // "workers/w/worker.toml:3", "org.toml:2 [engine]" or "built-in default"
     std::string model;                // "" = the CLI's default
     std::string chatgpt_account_id;
-    std::string rootfs;               // "host", "image:NAME" or absolute path
+    names::RootfsSource rootfs;       // host, image:NAME or an absolute directory
     SandboxLimits limits;
     // The org grants that apply to this worker (identities empty or naming it)
     // followed by the worker's own. The grants the agent kind implies are added

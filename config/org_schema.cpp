@@ -8,6 +8,7 @@
 
 #include "base/parse.hpp"
 #include "names/box_environment.hpp"
+#include "names/rootfs_source.hpp"
 
 namespace corral::config {
 namespace {
@@ -138,9 +139,10 @@ std::optional<std::string> model_value(Checker& c, const toml::value& v, const s
     return s;
 }
 
-// "host", or a directory (relative paths are relative to the org directory).
-std::optional<std::string> rootfs_value(Checker& c, const toml::value& v, const std::string& key,
-                                        const std::string& org_dir) {
+// "host", "image:NAME", or a directory (relative paths are relative to the
+// org directory) that exists now.
+std::optional<names::RootfsSource> rootfs_value(Checker& c, const toml::value& v, const std::string& key,
+                                                const std::string& org_dir) {
     if (!v.is_string()) {
         c.bad(v, key, type_name(v),
               "\"host\" | \"image:NAME\" | a directory path holding the image's root (absolute, or relative to the "
@@ -148,29 +150,25 @@ std::optional<std::string> rootfs_value(Checker& c, const toml::value& v, const 
         return std::nullopt;
     }
     const std::string& s = v.as_string().str;
-    if (s == "host") return s;
+    names::RootfsParse parsed = names::parse_rootfs_source(s, org_dir);
     // An image of the store (corral image import): looked up when a run starts.
-    if (s.starts_with("image:")) {
-        static const std::regex name("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
-        if (!std::regex_match(s.substr(6), name)) {
-            c.bad(v, key, in_quotes(s), "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ - (starting with a letter or digit)");
-            return std::nullopt;
-        }
-        return s;
+    if (parsed.problem == names::RootfsProblem::bad_image_name) {
+        c.bad(v, key, in_quotes(s), "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ - (starting with a letter or digit)");
+        return std::nullopt;
     }
-    if (s.empty()) {
+    if (parsed.problem == names::RootfsProblem::empty) {
         c.bad(v, key, "\"\"", "\"host\" or a directory holding the image's root");
         return std::nullopt;
     }
-    fs::path p = fs::path(s).is_absolute() ? fs::path(s) : fs::path(org_dir) / s;
-    p = p.lexically_normal();
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        c.bad(v, key, in_quotes(s) + ": " + p.string() + " is not a directory",
-              "\"host\" or a directory holding the image's root");
-        return std::nullopt;
+    if (const auto* dir = std::get_if<names::DirRootfs>(&*parsed.source)) {
+        struct stat st {};
+        if (::stat(dir->path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            c.bad(v, key, in_quotes(s) + ": " + dir->path + " is not a directory",
+                  "\"host\" or a directory holding the image's root");
+            return std::nullopt;
+        }
     }
-    return p.string();
+    return parsed.source;
 }
 
 std::optional<std::string> account_id_value(Checker& c, const toml::value& v, const std::string& key) {

@@ -29,6 +29,7 @@
 #include "base/sys_error.hpp"
 #include "image/extract.hpp"
 #include "image/source.hpp"
+#include "names/rootfs_source.hpp"
 #include "rootfs/host_paths.hpp"
 #include "rootfs/mount_plan.hpp"
 
@@ -176,12 +177,7 @@ private:
 
 }  // namespace
 
-bool is_valid_image_name(std::string_view n) {
-    if (n.empty() || n.size() > 128) return false;
-    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-    if (!alnum(n[0])) return false;
-    return std::all_of(n.begin(), n.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
-}
+bool is_valid_image_name(std::string_view n) { return names::is_image_name(n); }
 
 std::string to_json_text(const StoredImage& im) {
     json j{{"name", im.name},

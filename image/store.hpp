@@ -38,7 +38,8 @@ struct StoredImage {
     std::string imported_at;           // RFC 3339, UTC
 };
 
-// [A-Za-z0-9][A-Za-z0-9._-]{0,127}: a file name in images/ and the NAME of --rootfs image:NAME.
+// [A-Za-z0-9][A-Za-z0-9._-]{0,127}: a file name in images/ and the NAME of
+// --rootfs image:NAME (the rule is names::is_image_name, names/rootfs_source.hpp).
 bool is_valid_image_name(std::string_view name);
 
 // One event of an import, for a progress display.

@@ -371,6 +371,30 @@ void plan_binds(Planner& p, const RootfsSpec& spec) {
     }
 }
 
+// DIR: an absolute directory only root can redirect, not "/", its real path
+// fit for overlayfs's option and outside scratch. Returns that real path.
+std::string check_image_dir(const std::string& dir, const RootfsSpec& spec) {
+    if (dir.empty() || dir.front() != '/')
+        throw UsageError("--rootfs " + dir + ": expected \"host\" or an absolute path to a directory");
+    require_directory("--rootfs", dir);
+    // The overlay's lower layer is mounted by path: the path must be one
+    // no one but root can redirect (host_paths.hpp).
+    require_root_only_tree("--rootfs", dir);
+    char* real = realpath(dir.c_str(), nullptr);
+    if (!real) throw UsageError("--rootfs " + dir + ": cannot resolve: " + errno_text(errno));
+    std::string image_real = real;
+    std::free(real);
+    if (image_real == "/")
+        throw UsageError("--rootfs " + dir + ": the host's root directory cannot be an image; use --rootfs host");
+    if (image_real.find_first_of(",:\\") != std::string::npos)
+        throw UsageError("--rootfs " + dir + ": overlayfs cannot take a path containing ',', ':' or '\\' (resolved to " +
+                         image_real + "); move or rename the image directory");
+    if (is_at_or_below(spec.scratch_dir, image_real))
+        throw UsageError("--rootfs " + dir + ": contains corral's scratch directory " + spec.scratch_dir +
+                         "; use an image directory outside it");
+    return image_real;
+}
+
 }  // namespace
 
 MountPlan plan_rootfs(const RootfsSpec& spec) {
@@ -380,31 +404,11 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     validate_sizes(spec);
     validate_extra_files(spec);
 
-    const bool host_mode = spec.image == "host";
-    const bool layered = spec.image.starts_with("image:");
+    const bool host_mode = std::holds_alternative<names::HostRootfs>(spec.source);
+    const bool layered = std::holds_alternative<names::ImageRootfs>(spec.source);
     std::string image_real;
-    if (layered) {
-        validate_layers(spec);
-    } else if (!host_mode) {
-        if (spec.image.empty() || spec.image.front() != '/')
-            throw UsageError("--rootfs " + spec.image + ": expected \"host\" or an absolute path to a directory");
-        require_directory("--rootfs", spec.image);
-        // The overlay's lower layer is mounted by path: the path must be one
-        // no one but root can redirect (host_paths.hpp).
-        require_root_only_tree("--rootfs", spec.image);
-        char* real = realpath(spec.image.c_str(), nullptr);
-        if (!real) throw UsageError("--rootfs " + spec.image + ": cannot resolve: " + errno_text(errno));
-        image_real = real;
-        std::free(real);
-        if (image_real == "/")
-            throw UsageError("--rootfs " + spec.image + ": the host's root directory cannot be an image; use --rootfs host");
-        if (image_real.find_first_of(",:\\") != std::string::npos)
-            throw UsageError("--rootfs " + spec.image + ": overlayfs cannot take a path containing ',', ':' or '\\' (resolved to " +
-                             image_real + "); move or rename the image directory");
-        if (is_at_or_below(spec.scratch_dir, image_real))
-            throw UsageError("--rootfs " + spec.image + ": contains corral's scratch directory " + spec.scratch_dir +
-                             "; use an image directory outside it");
-    }
+    if (layered) validate_layers(spec);
+    else if (const auto* dir = std::get_if<names::DirRootfs>(&spec.source)) image_real = check_image_dir(dir->path, spec);
     if (spec.workspace) check_host_source("--workspace", *spec.workspace, spec, host_mode, image_real);
     check_binds(spec, host_mode, image_real);
 
@@ -451,8 +455,8 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
 }
 
 std::vector<std::string> image_lookup_dirs(const RootfsSpec& spec) {
-    if (spec.image == "host") return {};
-    if (!spec.image.starts_with("image:")) return {spec.image};
+    if (std::holds_alternative<names::HostRootfs>(spec.source)) return {};
+    if (const auto* dir = std::get_if<names::DirRootfs>(&spec.source)) return {dir->path};
     return {spec.image_layers.rbegin(), spec.image_layers.rend()};
 }
 

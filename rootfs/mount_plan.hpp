@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/fd.hpp"
+#include "names/rootfs_source.hpp"
 
 namespace corral::rootfs {
 
@@ -63,7 +64,7 @@ struct HostBind {
 std::string check_bind_target(std::string_view option, const std::string& target);
 
 struct RootfsSpec {
-    std::string image = "host";             // "host", an absolute directory or "image:NAME" (the --rootfs value)
+    names::RootfsSource source;             // host (the default), DIR or image:NAME (--rootfs, or the worker's)
     // image:NAME: the directories of its layers in the image store, bottom
     // first (image/store.hpp), mounted as the overlay's lower layers.
     std::vector<std::string> image_layers;

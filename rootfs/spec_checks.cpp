@@ -78,24 +78,25 @@ void validate_extra_files(const RootfsSpec& spec) {
 
 // image:NAME: the layers the store gave, each a root-only directory.
 void validate_layers(const RootfsSpec& spec) {
+    const std::string image = names::to_string(spec.source);
     if (spec.image_layers.empty())
-        throw UsageError("--rootfs " + spec.image + ": the image has no layers");
+        throw UsageError("--rootfs " + image + ": the image has no layers");
     if (spec.image_layers.size() > kMaxImageLayers)
-        throw UsageError("--rootfs " + spec.image + ": " + std::to_string(spec.image_layers.size()) +
+        throw UsageError("--rootfs " + image + ": " + std::to_string(spec.image_layers.size()) +
                          " layers; at most " + std::to_string(kMaxImageLayers) + " are mounted (squash the image)");
     for (const auto& l : spec.image_layers) {
         if (!is_normalized_absolute(l) || l == "/")
-            throw UsageError("--rootfs " + spec.image + ": layer directory \"" + l + "\": expected a normalized absolute path");
-        require_directory("--rootfs " + spec.image, l);
+            throw UsageError("--rootfs " + image + ": layer directory \"" + l + "\": expected a normalized absolute path");
+        require_directory("--rootfs " + image, l);
         // Mounted by path: nobody but root may be able to redirect it.
-        require_root_only_tree("--rootfs " + spec.image, l);
+        require_root_only_tree("--rootfs " + image, l);
         if (is_at_or_below(spec.scratch_dir, l))
-            throw UsageError("--rootfs " + spec.image + ": layer " + l + " contains corral's scratch directory");
+            throw UsageError("--rootfs " + image + ": layer " + l + " contains corral's scratch directory");
     }
     const std::string& wd = spec.image_working_dir;
     if (!wd.empty() && (!is_normalized_absolute(wd) || is_at_or_below(wd, "/proc") || is_at_or_below(wd, "/dev") ||
                         is_at_or_below(wd, "/sys")))
-        throw UsageError("--rootfs " + spec.image + ": WorkingDir \"" + wd +
+        throw UsageError("--rootfs " + image + ": WorkingDir \"" + wd +
                          "\": expected a normalized absolute path outside /proc, /dev and /sys");
 }
 
@@ -123,17 +124,17 @@ void check_host_source(std::string_view option, const std::string& source, const
                              " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
     }
     // A writable bind overlapping the image would let the command write into DIR.
-    if (spec.image.starts_with("image:")) {
+    if (std::holds_alternative<names::ImageRootfs>(spec.source)) {
         for (const auto& l : spec.image_layers)
             if (is_at_or_below(src_real, l) || is_at_or_below(l, src_real))
                 throw UsageError(opt + " " + source + ": overlaps the image's layer " + l +
                                  ", which must stay read-only; use a directory outside the image store");
     } else if (!host_mode) {
         if (is_at_or_below(src_real, image_real))
-            throw UsageError(opt + " " + source + ": is inside the image " + spec.image +
+            throw UsageError(opt + " " + source + ": is inside the image " + names::to_string(spec.source) +
                              ", which must stay read-only; use a directory outside it");
         if (is_at_or_below(image_real, src_real))
-            throw UsageError(opt + " " + source + ": contains the image " + spec.image +
+            throw UsageError(opt + " " + source + ": contains the image " + names::to_string(spec.source) +
                              ", which must stay read-only; use a directory that does not contain it");
     }
 }

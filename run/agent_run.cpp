@@ -93,22 +93,23 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, const RunPl
     // Checked before anything is written or started: found missing only after
     // the sandbox is built, the run would end as a bare "command not found".
     // An image's layers are looked at top first: the CLI is there if a layer has it.
-    std::string cli_root = spec.rootfs.image == "host" ? "/" : spec.rootfs.image;
-    if (spec.rootfs.image == "host") {
-        if (auto missing = agents::cli_missing_in_rootfs(p, spec.rootfs.image, ai.agents_prefix))
+    const bool host = std::holds_alternative<names::HostRootfs>(spec.rootfs.source);
+    std::string cli_root = host ? "/" : names::to_string(spec.rootfs.source);
+    if (host) {
+        if (auto missing = agents::cli_missing_in_rootfs(p, spec.rootfs.source, ai.agents_prefix))
             throw AgentProgramNotFound(*missing);
     } else {
         std::optional<std::string> missing;
         bool found = false;
         for (const auto& dir : rootfs::image_lookup_dirs(spec.rootfs)) {
-            missing = agents::cli_missing_in_rootfs(p, dir, ai.agents_prefix);
+            missing = agents::cli_missing_in_rootfs(p, names::DirRootfs{dir, dir}, ai.agents_prefix);
             if (!missing) {
                 cli_root = dir;
                 found = true;
                 break;
             }
         }
-        if (!found) throw AgentProgramNotFound(missing.value_or("no layers to look in: " + spec.rootfs.image));
+        if (!found) throw AgentProgramNotFound(missing.value_or("no layers to look in: " + names::to_string(spec.rootfs.source)));
     }
 
     // The home is written now (owner: root) and handed to the agent's UID at

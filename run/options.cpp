@@ -16,6 +16,7 @@
 #include "config/org_config.hpp"
 #include "names/box_environment.hpp"
 #include "names/host.hpp"
+#include "names/rootfs_source.hpp"
 #include "rootfs/mount_plan.hpp"
 #include "run/request.hpp"
 #include "supervisor/hostname.hpp"
@@ -92,6 +93,19 @@ double parse_cpus(const std::string& text) {
 std::string require_path(std::string_view name, const std::string& text) {
     if (text.empty()) throw UsageError(std::string(name) + ": empty path; expected a directory");
     return text;
+}
+
+// --rootfs host|DIR|image:NAME, a relative DIR taken from the caller's
+// directory (if that is gone, DIR stays relative and the run refuses it).
+names::RootfsSource rootfs_option(const std::string& text) {
+    require_path("--rootfs", text);
+    std::error_code ec;
+    const std::string cwd = std::filesystem::current_path(ec).string();
+    names::RootfsParse parsed = names::parse_rootfs_source(text, cwd);
+    if (parsed.problem == names::RootfsProblem::bad_image_name)
+        throw UsageError("image " + text.substr(6) +
+                         ": not a valid image name (A-Z a-z 0-9 . _ -, starting with a letter or digit)");
+    return *parsed.source;
 }
 
 std::string nonempty(std::string_view name, const std::string& text) {
@@ -187,7 +201,7 @@ const RunOption kOptions[] = {
      "--workspace), its Entrypoint+Cmd the command if none is\n"
      "given. Both image forms get corral's /etc/hosts,\n"
      "/etc/hostname and /etc/resolv.conf (docs/images.md).",
-     [](RunRequest& r, const std::string& v) { r.rootfs = require_path("--rootfs", v); }},
+     [](RunRequest& r, const std::string& v) { r.rootfs = rootfs_option(v); }},
     {"--workspace", "DIR", G::sandbox,
      "bind DIR read-write at /workspace and start CMD there.\n"
      "CMD acts as DIR's owner (an ID-mapped bind): what it\n"

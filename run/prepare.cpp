@@ -48,22 +48,23 @@ void require_rootfs_directory(const std::string& option, const std::string& path
 
 // image:NAME (from --rootfs or the worker): the image and its layers, from the store.
 void read_image(const RunRequest& r, RunInputs& in) {
-    const std::string rootfs = requested_rootfs(r, in.worker);
-    if (!rootfs.starts_with("image:")) return;
+    const names::RootfsSource rootfs = requested_rootfs(r, in.worker);
+    const auto* wanted = std::get_if<names::ImageRootfs>(&rootfs);
+    if (!wanted) return;
     image::ImageStore store(in.state_dir);
-    in.image_hold = store.hold(rootfs.substr(6));  // before get(): a removal is refused or already done
-    in.image = store.get(rootfs.substr(6));
+    in.image_hold = store.hold(wanted->name);  // before get(): a removal is refused or already done
+    in.image = store.get(wanted->name);
     for (const auto& l : in.image->layers) in.image_layer_dirs.push_back(store.layer_dir(l));
 }
 
 }  // namespace
 
 RunInputs read_run_inputs(const RunRequest& r, std::string run_id, std::string run_dir, std::string state_dir) {
-    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:")) {
-        const std::string path = std::filesystem::absolute(*r.rootfs).lexically_normal().string();
-        if (!std::filesystem::exists(path))
-            if (auto hint = image::registry_reference_hint(*r.rootfs)) throw UsageError("--rootfs " + *r.rootfs + ": " + *hint);
-        require_rootfs_directory("--rootfs", path);
+    if (const auto* dir = r.rootfs ? std::get_if<names::DirRootfs>(&*r.rootfs) : nullptr) {
+        if (!std::filesystem::exists(dir->path))
+            if (auto hint = image::registry_reference_hint(dir->given))
+                throw UsageError("--rootfs " + dir->given + ": " + *hint);
+        require_rootfs_directory("--rootfs", dir->path);
     }
     RunInputs in;
     in.run_id = std::move(run_id);

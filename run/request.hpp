@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "names/host.hpp"
+#include "names/rootfs_source.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::run {
@@ -46,7 +47,7 @@ struct AllowRequest {
 
 struct RunRequest {
     // The sandbox.
-    std::optional<std::string> rootfs;            // --rootfs host|DIR|image:NAME; unset: the worker's, else "host"
+    std::optional<names::RootfsSource> rootfs;    // --rootfs host|DIR|image:NAME; unset: the worker's, else host
     std::optional<std::string> workspace;         // bound read-write at /workspace
     std::optional<std::string> run_dir;           // default <state-dir>/runs/<run-id>
     std::optional<std::string> state_dir;         // default: default_state_dir()

@@ -50,7 +50,7 @@ void check_combination(const RunRequest& r) {
                          "stdout.jsonl); for the agent's interactive terminal UI run `corral run --tty --config DIR "
                          "--worker NAME -- CLI`");
     // image:NAME without a command runs the image's Entrypoint + Cmd (resolve_run).
-    const bool image_command = r.rootfs && r.rootfs->starts_with("image:");
+    const bool image_command = r.rootfs && std::holds_alternative<names::ImageRootfs>(*r.rootfs);
     if (r.command.empty() && !r.help && !r.agent() && !image_command && !r.session)
         throw UsageError("missing command: expected `corral run [OPTIONS] -- CMD [ARGS...]`");
     if (!r.command.empty() && r.command.front().empty())
@@ -121,7 +121,9 @@ void anchor_to_cwd(std::optional<std::string>& path) {
 // while the caller's process still has it: they mean what they mean to
 // `corral run` started there.
 void anchor_host_paths(RunRequest& r) {
-    if (r.rootfs && *r.rootfs != "host" && !r.rootfs->starts_with("image:")) anchor_to_cwd(r.rootfs);
+    // --rootfs DIR was made absolute when parsed; its text as given is what
+    // run.json records for a session refused before its plan.
+    if (auto* dir = r.rootfs ? std::get_if<names::DirRootfs>(&*r.rootfs) : nullptr) anchor_to_cwd(dir->given);
     for (auto* p : {&r.workspace, &r.run_dir, &r.state_dir, &r.config_dir, &r.prompt_file, &r.system_prompt_file})
         anchor_to_cwd(*p);
     for (auto& b : r.binds) anchor_to_cwd(b.source);

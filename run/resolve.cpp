@@ -17,10 +17,10 @@ std::string absolute(const std::string& path) {
 
 }  // namespace
 
-std::string requested_rootfs(const RunRequest& r, const std::optional<config::ResolvedWorker>& w) {
-    if (r.rootfs) return *r.rootfs == "host" || r.rootfs->starts_with("image:") ? *r.rootfs : absolute(*r.rootfs);
-    if (w && !w->rootfs.empty()) return w->rootfs;
-    return "host";
+names::RootfsSource requested_rootfs(const RunRequest& r, const std::optional<config::ResolvedWorker>& w) {
+    if (r.rootfs) return *r.rootfs;
+    if (w) return w->rootfs;
+    return names::HostRootfs{};
 }
 
 namespace {
@@ -160,7 +160,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     auto& spec = plan.spec;
     spec.run_id = in.run_id;
     spec.run_dir = in.run_dir;
-    spec.rootfs.image = requested_rootfs(r, in.worker);
+    spec.rootfs.source = requested_rootfs(r, in.worker);
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
     for (const auto& b : r.binds)
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
@@ -219,14 +219,14 @@ void record_requested(supervisor::RunRecord& record, const RunRequest& r, const 
     record.log_limit_bytes = r.log_limit_bytes;
     if (spec == nullptr) {
         record.argv = r.command;
-        record.rootfs = r.rootfs.value_or("host");
+        record.rootfs = names::text_as_given(r.rootfs.value_or(names::HostRootfs{}));
         record.limits = supervisor::CgroupLimits{r.memory_bytes, r.pids, r.cpus};
         record.timeout = r.timeout;
         record.hostname = box_hostname(r, record.id);
         return;
     }
     record.argv = spec->argv;
-    record.rootfs = spec->rootfs.image;
+    record.rootfs = names::to_string(spec->rootfs.source);
     record.hostname = spec->hostname;
     record.limits = spec->limits;
     record.timeout = spec->timeout;

@@ -96,9 +96,9 @@ struct RunPlan {
 // an image without Entrypoint and Cmd.
 RunPlan resolve_run(const RunRequest& request, const RunInputs& inputs);
 
-// --rootfs (host, image:NAME, or a directory made absolute), else the
-// worker's (worker.toml, else org.toml), else "host".
-std::string requested_rootfs(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
+// --rootfs (host, image:NAME, or a directory made absolute when parsed),
+// else the worker's (worker.toml, else org.toml), else host.
+names::RootfsSource requested_rootfs(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
 
 // The box's environment, one order for every run: corral's proxy (and CA)
 // variables first, then the worker's [env], the agent's, and --env last (the

@@ -147,7 +147,7 @@ std::vector<std::string> running_runs_on_image(const std::string& state_dir, con
     for (const auto& e : list_runs(state_dir)) {
         if (e.state != "running") continue;
         const auto rootfs = e.record->find("rootfs");
-        if (rootfs != e.record->end() && rootfs->is_string() && rootfs->get<std::string>() == "image:" + image_name)
+        if (rootfs != e.record->end() && rootfs->is_string() && rootfs->get<std::string>() == names::to_string(names::ImageRootfs{image_name}))
             ids.push_back(e.id);
     }
     return ids;

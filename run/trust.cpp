@@ -29,7 +29,7 @@ TrustFiles find_trust_files(const RunPlan& plan, const std::string& ca_pem) {
     // path, so tunnelled hosts still verify. Host mode shows the host's
     // /etc/ssl/certs, so its bundle there is the one to overlay.
     std::vector<rootfs::CaBundle> bundles;
-    bool image = spec.rootfs.image != "host";
+    bool image = !std::holds_alternative<names::HostRootfs>(spec.rootfs.source);
     // image:NAME: each layer, top first; a path a higher layer has wins.
     for (const auto& dir : rootfs::image_lookup_dirs(spec.rootfs))
         for (auto& b : rootfs::find_ca_bundles(dir, 16u << 20))

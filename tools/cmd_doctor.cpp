@@ -68,7 +68,7 @@ std::vector<supervisor::Check> check_agent_clis() {
         supervisor::Check c;
         c.feature = "agent CLI " + std::string(config::to_string(kind));
         c.required = false;
-        if (auto missing = agents::cli_missing_in_rootfs(profile, "host", in.agents_prefix)) {
+        if (auto missing = agents::cli_missing_in_rootfs(profile, names::HostRootfs{}, in.agents_prefix)) {
             c.detail = *missing;
             c.remedy = "sudo tools/install-npm-deps.sh (pinned " + std::string(agents::pinned_cli_version(kind)) +
                        "); only agent runs (--prompt) of this agent need it";

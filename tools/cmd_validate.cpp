@@ -18,6 +18,7 @@
 #include "base/parse.hpp"
 #include "config/org_config.hpp"
 #include "agents/agent_profile.hpp"
+#include "names/rootfs_source.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -219,20 +220,22 @@ void ValidateReport::agent_of(const std::string& name, const config::ResolvedWor
     in.credential = mode;
     auto profile = agents::make_agent_profile(w.agent, in);
     auto cli_missing = agents::cli_missing_in_rootfs(profile, w.rootfs, in.agents_prefix);
+    const bool host = std::holds_alternative<names::HostRootfs>(w.rootfs);
+    const std::string rootfs = names::to_string(w.rootfs);
     std::string installed_text, cli_note;
     std::optional<std::string> installed_version;
     if (cli_missing) {
         installed_text = "NOT FOUND";
         own_problems.push_back("worker '" + name + "': " + *cli_missing);
     } else {
-        auto installed = agents::installed_cli_version(profile, in.agents_prefix, w.rootfs == "host" ? "/" : w.rootfs);
+        auto installed = agents::installed_cli_version(profile, in.agents_prefix, host ? "/" : rootfs);
         installed_version = installed.version;
         installed_text = installed.version ? *installed.version : "unknown";
         cli_note = agents::cli_version_note(profile, installed);
     }
     say("  agent:      %s (%s), CLI pinned %s, installed %s (%s)\n", std::string(config::to_string(w.agent)).c_str(),
         w.agent_source.c_str(), agents::pinned_cli_version(w.agent), installed_text.c_str(),
-        w.rootfs == "host" ? "on this host" : ("in the image " + w.rootfs).c_str());
+        host ? "on this host" : ("in the image " + rootfs).c_str());
     wj["agent"] = json{{"kind", std::string(config::to_string(w.agent))}, {"source", w.agent_source},
                        {"cli_pinned", agents::pinned_cli_version(w.agent)}, {"cli_found", !cli_missing},
                        {"cli_installed", installed_version ? json(*installed_version) : json(nullptr)},
@@ -251,7 +254,7 @@ void ValidateReport::agent_of(const std::string& name, const config::ResolvedWor
 // Model, rootfs, limits, env names, channels and the grants a run of it gets.
 void ValidateReport::settings_of(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied, json& wj) {
     say("  model:      %s\n", w.model.empty() ? "(the CLI's default)" : w.model.c_str());
-    say("  rootfs:     %s\n", w.rootfs.c_str());
+    say("  rootfs:     %s\n", names::to_string(w.rootfs).c_str());
     say("  limits:     %s\n", limits_text(w.limits).c_str());
     std::string env_names;
     for (const auto& [k, v] : w.env) {
@@ -295,7 +298,7 @@ void ValidateReport::credential_of(const std::string& name, const config::Resolv
 
 void ValidateReport::worker(const std::string& name) {
     config::ResolvedWorker w = config::resolve_worker(org_, name);
-    json wj{{"name", name}, {"egress_only", w.egress_only}, {"model", w.model}, {"rootfs", w.rootfs},
+    json wj{{"name", name}, {"egress_only", w.egress_only}, {"model", w.model}, {"rootfs", names::to_string(w.rootfs)},
             {"limits", limits_json(w.limits)}, {"env", json::array()}, {"grants", json::array()},
             {"channels", w.has_channels}, {"agent", nullptr}, {"credential", nullptr}};
     std::vector<std::string> own_problems;

@@ -35,7 +35,7 @@ TEST_CASE("resolution: worker → [engine] → pi") {
             auto w = config::resolve_worker(org, n);
             CHECK(w.agent == AgentKind::pi);
             CHECK(w.agent_source == "built-in default");
-            CHECK(w.rootfs == "host");
+            CHECK(corral::names::to_string(w.rootfs) == "host");
             CHECK(w.warnings.empty());
         }
         CHECK(org.gateway.gateway.listen_unix == config::default_gateway_socket);
@@ -63,7 +63,7 @@ TEST_CASE("resolution: worker → [engine] → pi") {
         auto org = config::load_org(d.str());
         auto a = config::resolve_worker(org, "alpha");
         CHECK(a.model == "claude-opus-4-1");
-        CHECK(a.rootfs == d.file("images/other"));
+        CHECK(corral::names::to_string(a.rootfs) == d.file("images/other"));
         CHECK(a.limits.memory_bytes == 512ull << 20);
         CHECK(a.limits.cpus == doctest::Approx(1.5));
         CHECK(a.limits.tmp_bytes == 1048576ull);
@@ -71,7 +71,7 @@ TEST_CASE("resolution: worker → [engine] → pi") {
         CHECK(a.limits.timeout == std::chrono::minutes(30));  // from org.toml
         auto b = config::resolve_worker(org, "beta");
         CHECK(b.model == "claude-sonnet-4-5");
-        CHECK(b.rootfs == d.file("images/base"));  // relative to the org directory
+        CHECK(corral::names::to_string(b.rootfs) == d.file("images/base"));  // relative to the org directory
         CHECK(b.limits.memory_bytes == 2ull << 30);
         CHECK_FALSE(b.limits.cpus.has_value());
     }
@@ -276,12 +276,22 @@ TEST_CASE("validation: limits, env, rootfs, model") {
         im.worker("a", "");
         im.worker("b", "rootfs = \"image:tools.v2\"\n");
         auto loaded = config::load_org(im.str());
-        CHECK(config::resolve_worker(loaded, "a").rootfs == "image:base-12");
-        CHECK(config::resolve_worker(loaded, "b").rootfs == "image:tools.v2");
+        CHECK(corral::names::to_string(config::resolve_worker(loaded, "a").rootfs) == "image:base-12");
+        CHECK(corral::names::to_string(config::resolve_worker(loaded, "b").rootfs) == "image:tools.v2");
         OrgDir bad;
         bad.org("rootfs = \"image:../x\"\n");
         CHECK(has_line(errors_of(bad), bad.file("org.toml") + ":1: key 'rootfs': got \"image:../x\", allowed: "
                                                                "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ -"));
+        OrgDir no_name;
+        no_name.org("rootfs = \"image:\"\n");
+        CHECK(has_line(errors_of(no_name), no_name.file("org.toml") + ":1: key 'rootfs': got \"image:\", allowed: "
+                                                                       "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ - "
+                                                                       "(starting with a letter or digit)"));
+        OrgDir empty;
+        empty.org("");
+        empty.worker("w", "rootfs = \"\"\n");
+        CHECK(has_line(errors_of(empty), empty.file("workers/w/worker.toml") + ":1: key 'rootfs': got \"\", allowed: "
+                                                                              "\"host\" or a directory holding the image's root"));
     }
     SUBCASE("zero and wrong types name what is allowed, without contradiction") {
         OrgDir z;

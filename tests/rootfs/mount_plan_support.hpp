@@ -35,6 +35,10 @@ struct ScratchTree {
     }
 };
 
+// --rootfs DIR exactly as given (the parse would make it absolute and
+// normalised: these tests also give plan_rootfs what the parse never makes).
+inline names::RootfsSource dir_source(const std::string& path) { return names::DirRootfs{path, path}; }
+
 inline RootfsSpec base_spec() {
     RootfsSpec s;
     s.scratch_dir = "/run/corral/scratch/20261130T000000Z-abcdef";

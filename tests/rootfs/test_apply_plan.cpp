@@ -33,6 +33,8 @@ using namespace corral::rootfs;
 
 namespace {
 
+corral::names::RootfsSource dir_source(const std::string& path) { return corral::names::DirRootfs{path, path}; }
+
 constexpr uid_t kAgentUid = 1899999001;  // below corral's default range: cannot collide with a real run's lease
 
 struct TempDir {
@@ -235,7 +237,7 @@ TEST_CASE("image mode: the box sees the image through an overlay; nothing it wri
     make_busybox_image(image.path);
     auto before = snapshot(image.path);
     RootfsSpec spec = spec_for(work.path);
-    spec.image = image.path.string();
+    spec.source = dir_source(image.path.string());
     spec.workspace = ws.path.string();
     // An operator's (unprivileged) workspace: ID-mapped to the agent.
     REQUIRE(chown(ws.path.c_str(), 41001, 41002) == 0);
@@ -410,7 +412,7 @@ TEST_CASE("extra files appear read-only in the box and never touch the host's or
     for (bool host_mode : {true, false}) {
         CAPTURE(host_mode);
         RootfsSpec spec = spec_for(work.path);
-        if (!host_mode) spec.image = image.path.string();
+        if (!host_mode) spec.source = dir_source(image.path.string());
         spec.extra_files.push_back({"/etc/corral/ca.pem", "CORRAL-TEST-CA\n", 0644});
         if (host_mode && have_bundle) spec.extra_files.push_back({"/etc/ssl/certs/ca-certificates.crt", "BUNDLE+CA\n", 0644});
         MountPlan plan = plan_rootfs(spec);
@@ -444,7 +446,7 @@ TEST_CASE("symlinks planted in an image are resolved inside the image, never on 
         fs::remove_all(image.path / "etc");
         fs::create_directory_symlink(host_dir.path, image.path / "etc");
         RootfsSpec spec = spec_for(work.path);
-        spec.image = image.path.string();
+        spec.source = dir_source(image.path.string());
         BoxRun run = run_in_box(plan_rootfs(spec), "cat /etc/passwd 2>/dev/null || echo no-passwd-in-box;", false);
         INFO(run.out);
         REQUIRE_FALSE(run.failure);
@@ -457,7 +459,7 @@ TEST_CASE("symlinks planted in an image are resolved inside the image, never on 
         fs::create_symlink("/usr/share/corral-passwd", image.path / "etc/passwd");
         auto before = snapshot(image.path);
         RootfsSpec spec = spec_for(work.path);
-        spec.image = image.path.string();
+        spec.source = dir_source(image.path.string());
         BoxRun run = run_in_box(plan_rootfs(spec), "cat /etc/passwd;", false);
         INFO(run.out);
         REQUIRE_FALSE(run.failure);
@@ -469,7 +471,7 @@ TEST_CASE("symlinks planted in an image are resolved inside the image, never on 
     SUBCASE("/home -> a host directory: the agent's home is not created on the host") {
         fs::create_directory_symlink(host_dir.path / "home", image.path / "home");
         RootfsSpec spec = spec_for(work.path);
-        spec.image = image.path.string();
+        spec.source = dir_source(image.path.string());
         MountPlan plan = plan_rootfs(spec);
         BoxRun run = run_in_box(plan, "echo ran;", false);
         INFO(run.out);

@@ -118,7 +118,7 @@ TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
     for (bool host_mode : {true, false}) {
         CAPTURE(host_mode);
         RootfsSpec spec = base_spec();
-        if (!host_mode) spec.image = image.path.string();
+        if (!host_mode) spec.source = dir_source(image.path.string());
         spec.workspace = ws.path.string();
         spec.tmp_size_bytes = 1 << 20;
         MountPlan plan = plan_rootfs(spec);
@@ -203,7 +203,7 @@ TEST_CASE("image mode: the image is only ever an overlay's lower layer") {
     fs::create_directories(image.path / "sub");
     fs::create_symlink(image.path / "sub", image.path / "link");
     RootfsSpec spec = base_spec();
-    spec.image = (image.path / "link").string();  // resolved: overlayfs gets the real path
+    spec.source = dir_source((image.path / "link").string());  // resolved: overlayfs gets the real path
     MountPlan plan = plan_rootfs(spec);
     check_plan_invariants(plan);
 
@@ -243,7 +243,7 @@ TEST_CASE("image mode: the image is only ever an overlay's lower layer") {
 TEST_CASE("image:NAME: the layers are the overlay's lower layers, top first; the box's /etc files are corral's") {
     ScratchTree store;
     RootfsSpec spec = base_spec();
-    spec.image = "image:demo";
+    spec.source = corral::names::ImageRootfs{"demo"};
     for (const char* l : {"aaa", "bbb", "ccc"}) {
         fs::create_directories(store.path / l);
         spec.image_layers.push_back((store.path / l).string());  // bottom first, as stored
@@ -282,7 +282,7 @@ TEST_CASE("image:NAME: the layers are the overlay's lower layers, top first; the
 
     // The same /etc files for an image directory.
     RootfsSpec dir_spec = base_spec();
-    dir_spec.image = (store.path / "aaa").string();
+    dir_spec.source = dir_source((store.path / "aaa").string());
     MountPlan dir_plan = plan_rootfs(dir_spec);
     const MountOp* resolv = find_op(dir_plan, MountKind::WriteFile, "/etc/resolv.conf");
     REQUIRE(resolv);
@@ -293,7 +293,7 @@ TEST_CASE("image:NAME: the layers are the overlay's lower layers, top first; the
 TEST_CASE("image:NAME: bad layer lists are refused") {
     ScratchTree store;
     RootfsSpec spec = base_spec();
-    spec.image = "image:demo";
+    spec.source = corral::names::ImageRootfs{"demo"};
     CHECK(usage_error_of(spec) == "--rootfs image:demo: the image has no layers");
     spec.image_layers = {"layers/aaa"};
     CHECK(usage_error_of(spec) == "--rootfs image:demo: layer directory \"layers/aaa\": expected a normalized absolute path");

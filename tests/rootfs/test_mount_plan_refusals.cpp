@@ -21,22 +21,22 @@ TEST_CASE("bad --rootfs and --workspace values name the option, the value and th
     std::ofstream(dir.path / "file") << "x";
     RootfsSpec spec = base_spec();
 
-    spec.image = "/nonexistent/corral-image";
+    spec.source = dir_source("/nonexistent/corral-image");
     CHECK(usage_error_of(spec) == "--rootfs /nonexistent/corral-image: no such directory");
-    spec.image = (dir.path / "file").string();
-    CHECK(usage_error_of(spec) == "--rootfs " + spec.image + ": is not a directory");
-    spec.image = "images/debian";
+    spec.source = dir_source((dir.path / "file").string());
+    CHECK(usage_error_of(spec) == "--rootfs " + corral::names::to_string(spec.source) + ": is not a directory");
+    spec.source = dir_source("images/debian");
     CHECK(usage_error_of(spec) == "--rootfs images/debian: expected \"host\" or an absolute path to a directory");
-    spec.image = "";
+    spec.source = dir_source("");
     CHECK(usage_error_of(spec) == "--rootfs : expected \"host\" or an absolute path to a directory");
-    spec.image = "/";
+    spec.source = dir_source("/");
     CHECK(usage_error_of(spec) == "--rootfs /: the host's root directory cannot be an image; use --rootfs host");
     fs::create_directory(dir.path / "a,b");
-    spec.image = (dir.path / "a,b").string();
+    spec.source = dir_source((dir.path / "a,b").string());
     CHECK(usage_error_of(spec).find("overlayfs cannot take a path containing ',', ':' or '\\'") != std::string::npos);
-    spec.image = dir.path.string();
+    spec.source = dir_source(dir.path.string());
     spec.scratch_dir = (dir.path / "scratch" / "run").string();
-    CHECK(usage_error_of(spec) == "--rootfs " + spec.image + ": contains corral's scratch directory " + spec.scratch_dir +
+    CHECK(usage_error_of(spec) == "--rootfs " + corral::names::to_string(spec.source) + ": contains corral's scratch directory " + spec.scratch_dir +
                                       "; use an image directory outside it");
 
     spec = base_spec();
@@ -64,15 +64,15 @@ TEST_CASE("bad --rootfs and --workspace values name the option, the value and th
     // The workspace is writable: it may not overlap the image in either direction.
     fs::create_directories(dir.path / "image" / "srv");
     spec = base_spec();
-    spec.image = (dir.path / "image").string();
+    spec.source = dir_source((dir.path / "image").string());
     spec.workspace = (dir.path / "image" / "srv").string();
-    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is inside the image " + spec.image +
+    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is inside the image " + corral::names::to_string(spec.source) +
                                       ", which must stay read-only; use a directory outside it");
-    spec.workspace = spec.image;
-    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is inside the image " + spec.image +
+    spec.workspace = corral::names::to_string(spec.source);
+    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": is inside the image " + corral::names::to_string(spec.source) +
                                       ", which must stay read-only; use a directory outside it");
     spec.workspace = dir.path.string();
-    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": contains the image " + spec.image +
+    CHECK(usage_error_of(spec) == "--workspace " + *spec.workspace + ": contains the image " + corral::names::to_string(spec.source) +
                                       ", which must stay read-only; use a directory that does not contain it");
     fs::create_directories(dir.path / "ws");
     spec.workspace = (dir.path / "ws").string();
@@ -147,7 +147,7 @@ TEST_CASE("--bind sources get the workspace's refusals; targets are never equal 
     // The image stays read-only: no bind into or around it.
     fs::create_directories(dir.path / "image");
     spec = base_spec();
-    spec.image = (dir.path / "image").string();
+    spec.source = dir_source((dir.path / "image").string());
     spec.binds = {{dir.path.string(), "/x", false, "--bind"}};
     std::string e = usage_error_of(spec);
     CAPTURE(e);

@@ -49,7 +49,7 @@ TEST_CASE("an unknown option's message lists the agent options too") {
 TEST_CASE("a CMD run keeps its arguments, including ones that look like ours after --") {
     auto p = parse_run_args({"--rootfs", "/img", "--config", "/org", "--worker", "w1", "--", "echo", "--prompt", "x"});
     CHECK(!p.agent());
-    CHECK(*p.rootfs == "/img");
+    CHECK(corral::names::to_string(*p.rootfs) == "/img");
     CHECK(p.command == std::vector<std::string>{"echo", "--prompt", "x"});
     auto q = parse_run_args({"--timeout", "5s", "echo", "--worker", "x"});
     CHECK(!q.worker);

@@ -2,6 +2,7 @@
 // and the option table that the parser and --help share.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -9,6 +10,8 @@
 
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
+#include "run/resolve.hpp"
+#include "supervisor/run_record.hpp"
 
 using corral::UsageError;
 using corral::run::parse_run_request;
@@ -54,7 +57,7 @@ TEST_CASE("every option, in both --opt VALUE and --opt=VALUE form") {
     auto o = parse({"--rootfs", "/img", "--workspace=/ws", "--run-dir", "/rd", "--state-dir=/sd", "--memory", "64M",
                     "--pids=100", "--cpus", "0.5", "--timeout=2s", "--env", "A=1", "--env=B=x=y", "--hostname",
                     "box1", "--stdin", "--uid-range", "2000-2010", "--log-limit=1M", "--", "true"});
-    CHECK(*o.rootfs == "/img");
+    CHECK(*o.rootfs == corral::names::RootfsSource(corral::names::DirRootfs{"/img", "/img"}));
     CHECK(*o.workspace == "/ws");
     CHECK(*o.run_dir == "/rd");
     CHECK(*o.state_dir == "/sd");
@@ -182,6 +185,38 @@ TEST_CASE("usage errors: unknown option, missing value, missing command, value o
     CHECK(error_of({"--"}).starts_with("missing command"));
     CHECK(error_of({"--stdin=yes", "--", "true"}).starts_with("--stdin: takes no value"));
     CHECK(error_of({"--rootfs=", "--", "true"}).starts_with("--rootfs: empty path"));
+}
+
+TEST_CASE("--rootfs is parsed once into its kind: host, image:NAME, DIR made absolute against the caller's directory") {
+    using namespace corral::names;
+    CHECK(*parse({"--rootfs", "host", "--", "true"}).rootfs == RootfsSource(HostRootfs{}));
+    CHECK(*parse({"--rootfs=image:base-12"}).rootfs == RootfsSource(ImageRootfs{"base-12"}));  // no command needed
+    const std::string cwd = std::filesystem::current_path().string();
+    auto rel = parse({"--rootfs", "imgs/../debian", "--", "true"});
+    CHECK(*rel.rootfs == RootfsSource(DirRootfs{cwd + "/debian", "imgs/../debian"}));
+    // The record of a run refused before its plan names it as given, as
+    // before; once resolved, the absolute path.
+    corral::supervisor::RunRecord early;
+    early.id = "20261201-140000-abcdef";
+    corral::run::record_requested(early, rel, nullptr);
+    CHECK(early.rootfs == "imgs/../debian");
+    // A session anchors the text itself (its supervisor leaves the caller's
+    // directory before the record is written).
+    std::vector<std::string> session_args{"session", "start", "--rootfs", "imgs/debian"};
+    std::vector<char*> argv;
+    for (auto& a : session_args) argv.push_back(a.data());
+    auto session = corral::run::parse_session_request(static_cast<int>(argv.size()) - 1, argv.data() + 1);
+    CHECK(*session.rootfs == RootfsSource(DirRootfs{cwd + "/imgs/debian", cwd + "/imgs/debian"}));
+}
+
+TEST_CASE("a bad image NAME in --rootfs image:NAME is a usage error when parsed, in the store's words") {
+    // Before, the parse took any text after "image:" and the image store
+    // refused it once the run dir was made (exit 125, a refused run.json).
+    CHECK(error_of({"--rootfs", "image:../x"}) ==
+          "image ../x: not a valid image name (A-Z a-z 0-9 . _ -, starting with a letter or digit)");
+    CHECK(error_of({"--rootfs", "image:", "--", "true"}) ==
+          "image : not a valid image name (A-Z a-z 0-9 . _ -, starting with a letter or digit)");
+    CHECK(error_of({"--rootfs=", "--", "true"}) == "--rootfs: empty path; expected a directory");
 }
 
 TEST_CASE("a mistyped option gets one suggestion when one is close, none otherwise") {

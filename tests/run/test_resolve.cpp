@@ -50,7 +50,7 @@ RunInputs worker_inputs(bool credential_available = true) {
     config::ResolvedWorker w;
     w.name = "w";
     w.agent = config::AgentKind::claude;
-    w.rootfs = "/images/worker";
+    w.rootfs = names::DirRootfs{"/images/worker", "/images/worker"};
     w.limits.memory_bytes = 64ull << 20;
     w.limits.pids = 64;  // as if inherited from org.toml
     w.limits.timeout = std::chrono::seconds(2);
@@ -85,7 +85,7 @@ TEST_CASE("a `-- CMD` run and an agent run of a worker get the same limits, root
         CHECK_FALSE(plan.spec.limits.cpus);
         CHECK(plan.spec.timeout == std::chrono::milliseconds(2000));
         CHECK(plan.spec.rootfs.tmp_size_bytes == 8ull << 20);
-        CHECK(plan.spec.rootfs.image == "/images/worker");
+        CHECK(names::to_string(plan.spec.rootfs.source) == "/images/worker");
         CHECK(env_value(run::finish_plan(plan, {}).spec.env, "WORKER_VAR") == "from-worker");
         CHECK(plan.worker == "w");
         CHECK(plan.identity.str() == "w/20261201-140000-abcdef");
@@ -124,7 +124,7 @@ TEST_CASE("the command line wins over the worker; without --config only the comm
     CHECK(plan.spec.limits.pids == 5u);
     CHECK(plan.spec.limits.cpus == doctest::Approx(0.5));
     CHECK(plan.spec.timeout == std::chrono::milliseconds(30000));
-    CHECK(plan.spec.rootfs.image == "host");
+    CHECK(std::holds_alternative<names::HostRootfs>(plan.spec.rootfs.source));
     CHECK(env_value(run::finish_plan(plan, {}).spec.env, "SHARED") == "cli");
 
     RunInputs bare;
@@ -132,7 +132,7 @@ TEST_CASE("the command line wins over the worker; without --config only the comm
     bare.run_dir = "/r";
     bare.state_dir = "/s";
     auto adhoc = run::resolve_run(parse_run_args({"--", "true"}), bare);
-    CHECK(adhoc.spec.rootfs.image == "host");
+    CHECK(std::holds_alternative<names::HostRootfs>(adhoc.spec.rootfs.source));
     CHECK_FALSE(adhoc.spec.limits.memory_bytes);
     CHECK_FALSE(adhoc.spec.timeout);
     CHECK(adhoc.spec.env.empty());
@@ -247,7 +247,7 @@ TEST_CASE("image:NAME: the image's layers, Env, WorkingDir and Entrypoint+Cmd; t
     in.image_layer_dirs = {"/var/lib/corral/images/layers/sha256/aaa", "/var/lib/corral/images/layers/sha256/bbb"};
 
     auto plan = run::resolve_run(parse_run_args({"--rootfs", "image:go"}), in);
-    CHECK(plan.spec.rootfs.image == "image:go");
+    CHECK(plan.spec.rootfs.source == names::RootfsSource(names::ImageRootfs{"go"}));
     CHECK(plan.spec.rootfs.image_layers == in.image_layer_dirs);
     CHECK(plan.spec.argv == std::vector<std::string>{"/usr/bin/tini", "--", "go", "version"});
     CHECK(plan.spec.cwd == "/go/src/app");

@@ -251,7 +251,7 @@ TEST_CASE("the spec the launch step receives is the final plan: finish_plan of r
         CHECK(spec->env == expected.spec.env);
         CHECK(spec->hostname == expected.spec.hostname);
         CHECK(spec->run_dir == expected.spec.run_dir);
-        CHECK(spec->rootfs.image == expected.spec.rootfs.image);
+        CHECK(spec->rootfs.source == expected.spec.rootfs.source);
         CHECK(spec->rootfs.protected_dirs == expected.spec.rootfs.protected_dirs);
         REQUIRE(spec->rootfs.extra_files.size() == 1);
         CHECK(spec->rootfs.extra_files[0].path_in_box == "/etc/corral/ca.crt");
