@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/option_table.hpp"
 #include "base/parse.hpp"
-#include "base/suggest.hpp"
 #include "base/sys_error.hpp"
 #include "config/org_config.hpp"
 #include "names/box_environment.hpp"
@@ -281,11 +281,11 @@ const RunOption kOptions[] = {
      "below or above /proc, /sys, /dev, /etc, /workspace, /root\n"
      "or /home/agent; no two DSTs equal or nested. SRC may\n"
      "not contain ':'.",
-     [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--bind", v, false)); }},
+     [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--bind", v, false)); }, true},
     {"--ro-bind", "SRC:DST", G::sandbox,
      "the same, read-only (repeatable). E.g. a git worktree's\n"
      "main repository: --ro-bind /repo/.git:/repo/.git.",
-     [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--ro-bind", v, true)); }},
+     [](RunRequest& r, const std::string& v) { r.binds.push_back(parse_bind("--ro-bind", v, true)); }, true},
     {"--scratch-size", "SIZE", G::sandbox,
      "cap of the box's scratch tmpfs (default 256M): an\n"
      "image's writable layer, the agent's home, /workspace\n"
@@ -299,7 +299,7 @@ const RunOption kOptions[] = {
      "add K=V to CMD's environment (repeatable; later wins).\n"
      "CMD otherwise sees only PATH, HOME=/home/agent,\n"
      "LANG=C.UTF-8, TERM=dumb, USER/LOGNAME=agent.",
-     [](RunRequest& r, const std::string& v) { r.env.push_back(prefixed("--env", [&] { return parse_env_pair(v); })); }},
+     [](RunRequest& r, const std::string& v) { r.env.push_back(prefixed("--env", [&] { return parse_env_pair(v); })); }, true},
     {"--hostname", "NAME", G::sandbox, "the sandbox's hostname. Default \"corral-<run id suffix>\".",
      [](RunRequest& r, const std::string& v) {
          supervisor::check_hostname(v);
@@ -372,7 +372,7 @@ const RunOption kOptions[] = {
      "IPv6 as [::1]:8443); an IP address given here may be a\n"
      "private one (naming it is the consent allow_private\n"
      "gives). Recorded in run.json's \"grants\".",
-     [](RunRequest& r, const std::string& v) { r.allow.push_back(parse_allow(v)); }},
+     [](RunRequest& r, const std::string& v) { r.allow.push_back(parse_allow(v)); }, true},
     {"--gateway", "unix:PATH", G::network,
      "hand connections to a running `corral gateway` daemon\n"
      "(identity announced per connection) instead of the\n"
@@ -416,41 +416,28 @@ constexpr Habit kDockerHabits[] = {
     {"--name", "corral run has no --name: each run gets a run id (--hostname NAME names the box)"},
 };
 
-// "--rootfs, --workspace, ..., --help": every option, --help last.
-std::string option_list() {
-    std::string out;
-    for (const auto& o : kOptions)
-        if (o.name != "--help") out += std::string(o.name) + ", ";
-    return out + "--help";
-}
-
-// "  --name PLACEHOLDER" and the help's lines in a column of their own.
-void append_option_help(std::string& out, const RunOption& o) {
-    constexpr std::size_t kColumn = 25;
-    std::string head = "  " + std::string(o.name) + (o.placeholder.empty() ? "" : " " + std::string(o.placeholder));
-    out += head + std::string(head.size() < kColumn ? kColumn - head.size() : 1, ' ');
-    std::string_view rest = o.help;
-    for (bool first = true;; first = false) {
-        auto nl = rest.find('\n');
-        if (!first) out += std::string(kColumn, ' ');
-        out += std::string(rest.substr(0, nl)) + "\n";
-        if (nl == std::string_view::npos) break;
-        rest.remove_prefix(nl + 1);
-    }
-}
-
 }  // namespace
 
 std::string unknown_option_message(std::string_view arg) {
     // "-e=X" and "--volume=X" are the same habit as "-e X".
     std::string_view flag = arg.substr(0, arg.find('='));
+    if (auto habit = docker_habit(flag); !habit.empty()) return habit;
+    return unknown_option_text(run_option_specs(), arg);
+}
+
+std::string docker_habit(std::string_view flag) {
     for (const auto& h : kDockerHabits)
         if (flag == h.flag) return std::string(h.answer);
-    std::vector<std::string_view> names;
-    for (const auto& o : kOptions) names.push_back(o.name);
-    std::string out = "unknown option \"" + std::string(arg) + "\"";
-    if (auto near = closest_name(flag, names)) out += " (did you mean " + *near + "?)";
-    return out + "; options are " + option_list();
+    return {};
+}
+
+std::span<const OptionSpec> run_option_specs() {
+    static const std::vector<OptionSpec> specs = [] {
+        std::vector<OptionSpec> out;
+        for (const auto& o : kOptions) out.push_back({o.name, o.placeholder, o.help, {}, o.repeatable});
+        return out;
+    }();
+    return specs;
 }
 
 std::span<const RunOption> run_option_table() { return kOptions; }
@@ -467,10 +454,10 @@ const std::string& run_help_text() {
     static const std::string text = [] {
         std::string out = kHelpHead;
         for (const auto& o : kOptions)
-            if (o.group == OptionGroup::sandbox) append_option_help(out, o);
+            if (o.group == OptionGroup::sandbox) append_option_help(out, {o.name, o.placeholder, o.help});
         out += kHelpExitStatus;
         for (const auto& o : kOptions)
-            if (o.group == OptionGroup::network) append_option_help(out, o);
+            if (o.group == OptionGroup::network) append_option_help(out, {o.name, o.placeholder, o.help});
         return out + kHelpTail;
     }();
     return text;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/option_table.hpp"
 #include "names/host.hpp"
 #include "names/rootfs_source.hpp"
 #include "supervisor/uid_lease.hpp"
@@ -100,9 +101,12 @@ struct RunOption {
     std::string_view help;         // its lines in --help, without the indentation
     // Stores the option's value in the request; throws UsageError naming the option.
     void (*apply)(RunRequest& r, const std::string& value);
+    bool repeatable = false;       // may be given more than once; others only once
 };
 
 std::span<const RunOption> run_option_table();
+// The table as base/option_table.hpp's parser, help and gen_docs read it.
+std::span<const OptionSpec> run_option_specs();
 // The option of that name ("-h" is --help's short form), or null.
 const RunOption* find_option(std::string_view name);
 
@@ -121,6 +125,8 @@ RunRequest parse_session_request(int argc, char** argv);
 // option `arg` of `corral run` (names the closest option, or what corral has
 // instead of a Docker flag such as -e, -v, -it, -w).
 std::string unknown_option_message(std::string_view arg);
+// Just the Docker habit's answer for `flag` ("-v"), or empty.
+std::string docker_habit(std::string_view flag);
 
 // The full `corral run --help` text, built from run_option_table().
 const std::string& run_help_text();

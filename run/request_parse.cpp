@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/option_table.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "names/box_environment.hpp"
@@ -61,39 +62,15 @@ void check_combination(const RunRequest& r) {
 
 namespace {
 
-// The option loop both parsers share; the command (after `--` or the first
-// non-option) goes to r.command.
+// The option loop both parsers share (base/option_table.hpp over the run's
+// table); the command (after `--` or the first non-option) goes to r.command.
 void parse_options(int argc, char** argv, RunRequest& r) {
-    int i = 1;
-    for (; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        if (arg == "--") {
-            ++i;
-            break;
-        }
-        if (arg.size() < 2 || arg[0] != '-') break;  // the command starts here
-        std::string_view name = arg;
-        std::optional<std::string> inline_value;
-        if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-            name = arg.substr(0, eq);
-            inline_value = std::string(arg.substr(eq + 1));
-        }
-        const RunOption* o = find_option(name);
-        if (o == nullptr)
-            throw UsageError(unknown_option_message(arg));
-        std::string value;
-        if (o->placeholder.empty()) {
-            if (inline_value)
-                throw UsageError(std::string(name) + ": takes no value, got \"" + *inline_value + "\"");
-        } else if (inline_value) {
-            value = std::move(*inline_value);
-        } else {
-            if (i + 1 >= argc) throw UsageError(std::string(name) + ": missing value; see `corral run --help`");
-            value = argv[++i];
-        }
-        o->apply(r, value);
-    }
-    for (; i < argc; ++i) r.command.emplace_back(argv[i]);
+    const CommandSyntax syntax{"corral run", 0, docker_habit};
+    const auto table = run_option_table();
+    CommandLine line = parse_command_line(syntax, run_option_specs(), argc, argv,
+                                          [&](std::size_t row, const std::string& v) { table[row].apply(r, v); });
+    if (line.help) r.help = true;
+    r.command = std::move(line.command);
 }
 
 bool valid_session_name(const std::string& n) {

@@ -299,3 +299,15 @@ TEST_CASE("--scratch-size and --tmp-size: sizes from 1M to 64G") {
         CHECK(error_of({"--tmp-size", bad, "--", "true"}).starts_with("--tmp-size: invalid size \"" + bad + "\""));
     }
 }
+
+TEST_CASE("an option given twice is refused unless its row is repeatable; --help stops the reading") {
+    CHECK(error_of({"--memory", "1G", "--memory=2G", "--", "true"}) == "--memory: given twice; give it once");
+    CHECK(error_of({"--quiet", "--quiet", "--", "true"}) == "--quiet: given twice; give it once");
+    auto o = parse({"--env", "A=1", "--env", "B=2", "--bind", "/a:/a", "--bind", "/b:/b", "--allow", "x.example",
+                    "--allow", "y.example", "--ro-bind", "/c:/c", "--ro-bind", "/d:/d", "--", "true"});
+    CHECK(o.env.size() == 2);
+    CHECK(o.binds.size() == 4);
+    CHECK(o.allow.size() == 2);
+    CHECK(parse({"--help", "--bogus"}).help);
+    CHECK(parse({"-h", "--memory"}).help);
+}
