@@ -11,30 +11,22 @@
 #include "gateway/ca.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/request.hpp"
-#include "tools/action_front.hpp"
+#include "cli/action_front.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
-namespace {
-
-void usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: corral ca init [--state-dir DIR]\n"
-                 "\n"
-                 "Creates corral's certificate authority in DIR/ca/ (ECDSA P-256; ca.key mode 0600,\n"
-                 "ca.crt mode 0644) unless it already exists, and prints the certificate's path.\n"
-                 "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral (as corral run; for a\n"
-                 "                    `corral gateway` daemon, its config's [gateway] state_dir)\n");
-}
-
-}  // namespace
-
 int cmd_ca(int argc, char** argv) {
-    ActionFront front("ca", usage);
+    ActionFront front("ca", ca_help());
     if (auto exit = front.take_action(argc, argv, {"init"})) return *exit;
-    std::optional<std::string> given;
-    if (auto exit = front.take_state_dir_only(argc, argv, given)) return *exit;
+    StateDirArgs args;
+    try {
+        args = parse_state_dir_args("corral ca", argc - 1, argv + 1);
+    } catch (const UsageError& e) {
+        return front.bad_usage(e.what());
+    }
+    if (args.help) return front.help();
+    const std::optional<std::string>& given = args.state_dir;
     // The state dir every corral command uses: a run's embedded gateway keeps
     // its CA there too, so this is the CA the runs' boxes will see.
     const std::string state_dir = given.value_or(run::default_state_dir());

@@ -21,35 +21,12 @@
 #include "run/request.hpp"
 #include "run/bridge.hpp"
 #include "supervisor/doctor.hpp"
+#include "cli/admin_args.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
 namespace {
-
-const char* const doctor_help =
-    "usage: corral doctor [--json] [--state-dir DIR] [--config ORG] [--gateway unix:PATH]\n\n"
-    "Checks, by actually using each one, every kernel feature `corral run` needs:\n"
-    "running as root; the pid, mount, network, ipc, uts and cgroup namespaces (unshare in a\n"
-    "throwaway child); clone3 with CLONE_PIDFD; pidfd_open and pidfd_send_signal;\n"
-    "no_new_privs; a seccomp filter (libseccomp); an overlay mount in a throwaway mount\n"
-    "namespace; an rtnetlink socket in a new network namespace; where the memory, pids and\n"
-    "cpu cgroup controllers live (v2 or v1); and a real run cgroup with all three limits.\n"
-    "Then this host: ID-mapped mounts (a real detached ID-mapped copy of a directory in the\n"
-    "state dir), the state dir (missing, or root's and writable by root only), each agent CLI\n"
-    "(found under /usr/local/lib/corral-agents, its version against the pinned one), and a\n"
-    "gateway daemon's socket when one is configured (--gateway, or --config ORG's [gateway]\n"
-    "listen_unix): reachable, and answering a counts query.\n\n"
-    "  --json             one JSON object: {\"ok\", \"exit_status\", \"checks\": [{name, status,\n"
-    "                     detail, remedy, required}]} (status ok | fail | warn)\n"
-    "  --state-dir DIR    the state dir to check (default $CORRAL_STATE_DIR, else /var/lib/corral)\n"
-    "  --config ORG       check the daemon socket ORG/org.toml names\n"
-    "  --gateway unix:P   check the daemon socket P\n\n"
-    "Prints one line per check:\n"
-    "  ok   <feature>: <what was found>\n"
-    "  FAIL <feature>: <what is missing> — <what to do>\n"
-    "  warn <feature>: <what is missing> — <what to do>   (corral runs without it)\n\n"
-    "Exit status: 0 if every required check is ok (warnings do not count), 1 otherwise, 2 on bad usage.\n";
 
 int bad_usage(const std::string& problem) {
     std::fprintf(stderr, "corral doctor: %s; see `corral doctor --help`\n", problem.c_str());
@@ -133,46 +110,6 @@ std::string add_journal_key_check(const std::string& state_dir, Add&& add) {
     }
 }
 
-// What `corral doctor` was asked to look at.
-struct DoctorArgs {
-    bool as_json = false, help = false;
-    std::optional<std::string> state_dir, config_dir, gateway_socket;
-};
-
-// Throws UsageError naming the argument and what is allowed.
-DoctorArgs parse_doctor_args(int argc, char** argv) {
-    DoctorArgs a;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        auto value = [&](std::string_view name) -> std::optional<std::string> {
-            if (arg.starts_with(std::string(name) + "=")) return std::string(arg.substr(name.size() + 1));
-            if (arg != name) return std::nullopt;
-            if (i + 1 >= argc) return std::string();
-            return std::string(argv[++i]);
-        };
-        if (arg == "--help" || arg == "-h") {
-            a.help = true;
-            return a;
-        }
-        if (arg == "--json") {
-            a.as_json = true;
-        } else if (auto v = value("--state-dir")) {
-            if (v->empty()) throw UsageError("--state-dir: expected a directory");
-            a.state_dir = *v;
-        } else if (auto c = value("--config")) {
-            if (c->empty()) throw UsageError("--config: expected an organisation directory");
-            a.config_dir = *c;
-        } else if (auto g = value("--gateway")) {
-            if (!g->starts_with("unix:/")) throw UsageError("--gateway: got \"" + *g + "\", expected unix:/ABSOLUTE/PATH");
-            a.gateway_socket = g->substr(5);
-        } else {
-            throw UsageError("unknown argument \"" + std::string(arg) +
-                             "\"; allowed: --json, --state-dir DIR, --config ORG, --gateway unix:PATH, --help");
-        }
-    }
-    return a;
-}
-
 // The state dir's checks: the ID-mapping probe makes, chowns and mounts a
 // directory where it is pointed: in the state dir only once that is known
 // to be root's alone (else in /run/corral), so the state dir is checked first.
@@ -228,7 +165,7 @@ int cmd_doctor(int argc, char** argv) {
     } catch (const UsageError& e) {
         return bad_usage(e.what());
     }
-    if (a.help) return std::fputs(doctor_help, stdout), 0;
+    if (a.help) return std::fputs(doctor_help().c_str(), stdout), 0;
     std::vector<supervisor::Check> checks;
     bool all_ok = true;
     // Each check is printed as it is made (some take a moment), or kept for --json.

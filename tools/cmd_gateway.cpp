@@ -25,6 +25,7 @@
 #include "base/log.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
+#include "cli/admin_args.hpp"
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
 #include "gateway/daemon.hpp"
@@ -37,33 +38,6 @@
 namespace corral::cli {
 
 namespace {
-
-void usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: corral gateway (--config FILE | --org DIR) [--threads N] [--grace D]\n"
-                 "\n"
-                 "Runs the egress gateway: CONNECT and absolute-form http:// proxy with grants,\n"
-                 "address vetting, TLS interception with credential injection, limits and a ledger.\n"
-                 "\n"
-                 "  --config FILE   gateway TOML ([gateway], [credentials.*], [[grants]]); see docs/gateway.md\n"
-                 "  --org DIR       an organisation (DIR/org.toml, DIR/workers/*/worker.toml), validated as\n"
-                 "                  `corral run --config DIR` does: org.toml's [gateway] and [credentials], its\n"
-                 "                  [[grants]], and for every worker the grants its agent implies plus its\n"
-                 "                  worker.toml grants, usable only by that worker's runs (identity WORKER/RUN).\n"
-                 "                  Needs [gateway] listen_unix (default %s).\n"
-                 "                  A worker whose agent's credential is unavailable is served without its\n"
-                 "                  model grants, with a warning naming it; see docs/gateway.md\n"
-                 "  --threads N     event-loop threads (default: CPUs, at most 4)\n"
-                 "  --grace D       at SIGTERM/SIGINT, how long open connections may take to finish\n"
-                 "                  (default 10s; e.g. 500ms, 30s, 0s)\n"
-                 "\n"
-                 "Unix clients (listen_unix, root peers only) first send \"CORRAL-IDENTITY worker/run\\n\".\n"
-                 "TCP clients (listen_tcp, for tests and benchmarks) are served only if their socket is root's.\n"
-                 "Prints \"listening unix:PATH\" / \"listening tcp:ADDR:PORT\" once ready.\n"
-                 "SIGHUP reopens the ledger; SIGTERM/SIGINT stop accepting, let open connections finish\n"
-                 "(at most --grace), then exit 0.\n",
-                 std::string(config::default_gateway_socket).c_str());
-}
 
 // The gateway configuration of an organisation, with what it serves told on stderr.
 config::GatewayConfig org_config(const std::string& dir) {
@@ -138,52 +112,6 @@ nlohmann::json daemon_admission(const config::GatewayConfig& cfg, const std::str
             {"started_at", journal::utc_time(std::chrono::system_clock::now())}};
 }
 
-struct GatewayArgs {
-    std::string config_path, org_dir;
-    unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-    std::chrono::milliseconds grace{10000};
-    bool help = false;
-};
-
-// Throws UsageError naming the argument and what it takes.
-GatewayArgs parse_gateway_args(int argc, char** argv) {
-    GatewayArgs g;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            g.help = true;
-            return g;
-        }
-        const bool takes_value = a == "--config" || a == "--org" || a == "--threads" || a == "--grace";
-        if (!takes_value)
-            throw UsageError("unexpected argument \"" + std::string(a) +
-                             "\"; expected: --config FILE | --org DIR, [--threads N], [--grace D]");
-        if (i + 1 >= argc) throw UsageError(std::string(a) + " needs a value");
-        std::string v = argv[++i];
-        if (v.empty()) throw UsageError(std::string(a) + " needs a non-empty value");
-        if (a == "--config") {
-            g.config_path = v;
-        } else if (a == "--org") {
-            g.org_dir = v;
-        } else if (a == "--grace") {
-            try {
-                g.grace = parse_duration(v);
-            } catch (const std::exception& e) {
-                throw UsageError("--grace \"" + v + "\": " + e.what());
-            }
-        } else {
-            char* end = nullptr;
-            unsigned long n = std::strtoul(v.c_str(), &end, 10);
-            if (*end || n < 1 || n > 64) throw UsageError("--threads \"" + v + "\": expected a number from 1 to 64");
-            g.threads = static_cast<unsigned>(n);
-        }
-    }
-    if (!g.config_path.empty() && !g.org_dir.empty())
-        throw UsageError("--config and --org: give one of them, not both");
-    if (g.config_path.empty() && g.org_dir.empty()) throw UsageError("--config FILE or --org DIR is required");
-    return g;
-}
-
 // The CA key, the ledger and the socket are written by root by path: only in
 // trees nobody but root can change (rootfs/host_paths.hpp). The full paths:
 // a file root creates must not land in a directory others can write, even a
@@ -238,7 +166,7 @@ int cmd_gateway(int argc, char** argv) {
     } catch (const UsageError& e) {
         return bad_usage(e.what());
     }
-    if (g.help) return usage(stdout), 0;
+    if (g.help) return std::fputs(gateway_help().c_str(), stdout), 0;
     auto cfg = g.org_dir.empty() ? load_standalone_config(g.config_path) : org_config(g.org_dir);
     const std::string source = g.org_dir.empty() ? g.config_path : cfg.file;
     require_root_only_paths(cfg);

@@ -18,39 +18,12 @@
 #include "run/request.hpp"
 #include "run/run_index.hpp"
 #include "run/state_dir.hpp"
+#include "cli/image_args.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: corral image import SOURCE [--name NAME | --replace] [--max-expanded SIZE] [--max-ratio N]\n"
-    "                           [--state-dir DIR]\n"
-    "       corral image ls [--json] [--state-dir DIR]\n"
-    "       corral image inspect NAME [--state-dir DIR]\n"
-    "       corral image rm NAME [--state-dir DIR]\n"
-    "\n"
-    "SOURCE is an OCI image layout (a directory with oci-layout and index.json),\n"
-    "an OCI archive (that directory as a tar), a `docker save` archive or its\n"
-    "unpacked directory (manifest.json), or a plain root file system tarball\n"
-    "(.tar, .tar.gz, .tar.xz, .tar.zst: one layer). Each layer's digest is checked\n"
-    "against the manifest while it is read; a layer is stored once, in\n"
-    "STATE_DIR/images, and shared by every image that has it. Run an image with\n"
-    "`corral run --rootfs image:NAME`. rm refuses (exit 1) while a running box\n"
-    "uses the image, and names its runs. docs/images.md has the details.\n"
-    "\n"
-    "  --name NAME       the image's name (default: the archive's tag or file name);\n"
-    "                    replaces an image of that name\n"
-    "  --replace         let the default name replace an image of that name (without\n"
-    "                    it or --name, an archive naming itself after an image in\n"
-    "                    the store is refused)\n"
-    "  --max-expanded SIZE  refuse an import that writes more (default 32G; 0: no bound)\n"
-    "  --max-ratio N     refuse an import that writes more than N bytes per byte\n"
-    "                    read, past its first 64 MiB (default 200; 0: no bound)\n"
-    "  --json            ls: one JSON array instead of the table\n"
-    "  --state-dir DIR   corral's state directory (default /var/lib/corral, or\n"
-    "                    $CORRAL_STATE_DIR)\n";
 
 constexpr int kExitInUse = 1;  // rm of an image a running box uses
 
@@ -90,53 +63,7 @@ private:
     std::uint64_t last_ = 0;
 };
 
-struct Args {
-    std::string verb;
-    std::vector<std::string> positional;
-    std::optional<std::string> name;
-    std::optional<std::string> state_dir;
-    bool json = false;
-    image::ImportOptions import;
-};
-
-std::uint64_t prefixed_size(const char* option, const std::string& text) {
-    try {
-        return parse_size(text);
-    } catch (const std::exception& e) {
-        throw UsageError(std::string(option) + " \"" + text + "\": " + e.what());
-    }
-}
-
-std::uint64_t prefixed_count(const char* option, const std::string& text) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno != 0 || text.front() == '-')
-        throw UsageError(std::string(option) + " \"" + text + "\": expected a whole number (0: no bound)");
-    return n;
-}
-
-Args parse(int argc, char** argv) {
-    Args a;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        auto value = [&](const char* opt) {
-            if (i + 1 >= argc) throw UsageError(std::string(opt) + ": missing value");
-            return std::string(argv[++i]);
-        };
-        if (arg == "--name") a.name = value("--name");
-        else if (arg == "--state-dir") a.state_dir = value("--state-dir");
-        else if (arg == "--json") a.json = true;
-        else if (arg == "--replace") a.import.replace = true;
-        else if (arg == "--max-expanded") a.import.limits.max_bytes = prefixed_size("--max-expanded", value("--max-expanded"));
-        else if (arg == "--max-ratio") a.import.limits.max_ratio = prefixed_count("--max-ratio", value("--max-ratio"));
-        else if (arg == "--help" || arg == "-h") a.verb = "help";
-        else if (arg.size() > 1 && arg[0] == '-') throw UsageError("unknown option " + std::string(arg) + "; see `corral image --help`");
-        else if (a.verb.empty()) a.verb = arg;
-        else a.positional.emplace_back(arg);
-    }
-    return a;
-}
+using Args = ImageArgs;
 
 std::string one_name(const Args& a) {
     if (a.positional.size() != 1) throw UsageError(a.verb + ": expected exactly one image NAME");
@@ -202,13 +129,13 @@ int remove_image(const Args& a, image::ImageStore& store) {
 int cmd_image(int argc, char** argv) {
     Args a;
     try {
-        a = parse(argc, argv);
+        a = parse_image_args(argc, argv);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "corral image: %s\n", terminal_text(e.what()).c_str());
         return 2;
     }
     if (a.verb == "help" || a.verb.empty()) {
-        std::fputs(kUsage, a.verb.empty() ? stderr : stdout);
+        std::fputs(image_help().c_str(), a.verb.empty() ? stderr : stdout);
         return a.verb.empty() ? 2 : 0;
     }
     if (a.verb != "import" && a.verb != "ls" && a.verb != "inspect" && a.verb != "rm") {

@@ -22,6 +22,8 @@
 #include "run/request.hpp"
 #include "run/run_index.hpp"
 #include "run/state_dir.hpp"
+#include "cli/action_front.hpp"
+#include "cli/admin_args.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -29,31 +31,6 @@ namespace corral::cli {
 namespace {
 
 constexpr int kValid = 0, kIncomplete = 1, kUsage = 2, kInvalid = 3;
-
-void usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: corral journal verify FILE [--key PUBKEY] [--run-json RUNJSON] [--ledger LEDGER]\n"
-                 "                             [--state-dir DIR]\n"
-                 "       corral journal verify JOURNAL_DIR [--key PUBKEY] [--state-dir DIR]\n"
-                 "\n"
-                 "Checks a run's journal.jsonl: every line canonical JSON, signed (Ed25519) by the key,\n"
-                 "chained (prev = SHA-256 of the line before), numbered 1, 2, ... without a gap, and ended\n"
-                 "by one terminal record; then that run.json (RUNJSON, default: run.json beside FILE, if\n"
-                 "there is one) and the ledger (LEDGER, default: ledger.jsonl beside FILE when the run's\n"
-                 "gateway journalled its decisions there) agree with the journal, that every log whose\n"
-                 "SHA-256 a record holds (the run's, each exec's) is still that file, and that the state\n"
-                 "dir gives FILE's directory to the run the journal names. The first bad record or file is\n"
-                 "named, with why; a good journal's run is named (id, admission time).\n"
-                 "A directory (the daemon's STATE_DIR/journal/gateway) is checked as one chain: each\n"
-                 "YYYY-MM-DD.N.jsonl, oldest first, must verify, have ended (all but the newest), and\n"
-                 "name the file before it and the SHA-256 of that file's last line in its admission.\n"
-                 "  --key PUBKEY      the public key (PEM; `corral key show`); default DIR/journal/signing.pub,\n"
-                 "                    which proves less: whoever can rewrite the journal there can rewrite it\n"
-                 "  --run-json FILE   the run.json to compare\n"
-                 "  --ledger FILE     the ledger to compare with the journal's decision records\n"
-                 "  --state-dir DIR   where the key and the runs are; default $CORRAL_STATE_DIR, else /var/lib/corral\n"
-                 "exit status: 0 valid, 1 incomplete (no terminal record yet), 3 invalid, 2 bad usage\n");
-}
 
 int bad_usage(const std::string& problem) {
     std::fprintf(stderr, "corral journal: %s (see corral journal --help)\n", problem.c_str());
@@ -239,41 +216,20 @@ int verify_directory(const std::string& dir, const std::string& key_path) {
 }  // namespace
 
 int cmd_journal(int argc, char** argv) {
-    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? kUsage : 0;
+    ActionFront front("journal", journal_help());
+    if (auto exit = front.take_action(argc, argv, {"verify"})) return *exit;
+    JournalArgs args;
+    try {
+        args = parse_journal_args(argc - 1, argv + 1);
+    } catch (const UsageError& e) {
+        return front.bad_usage(e.what());
     }
-    if (std::string_view(argv[1]) != "verify")
-        return bad_usage("unknown journal action \"" + std::string(argv[1]) + "\"; expected: verify");
-    std::optional<std::string> file, key, run_json, ledger, state_dir;
-    for (int i = 2; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            return 0;
-        }
-        auto value = [&](std::optional<std::string>& into) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0') return false;
-            into = argv[++i];
-            return true;
-        };
-        if (a == "--key") {
-            if (!value(key)) return bad_usage("--key: expected a PEM public key file");
-        } else if (a == "--run-json") {
-            if (!value(run_json)) return bad_usage("--run-json: expected a run.json file");
-        } else if (a == "--ledger") {
-            if (!value(ledger)) return bad_usage("--ledger: expected a ledger file");
-        } else if (a == "--state-dir") {
-            if (!value(state_dir)) return bad_usage("--state-dir: expected a directory");
-        } else if (!a.empty() && a[0] == '-') {
-            return bad_usage("unknown option \"" + std::string(a) + "\"; allowed: --key, --run-json, --ledger, --state-dir");
-        } else if (file) {
-            return bad_usage("one FILE only; got \"" + *file + "\" and \"" + std::string(a) + "\"");
-        } else {
-            file = std::string(a);
-        }
-    }
-    if (!file) return bad_usage("missing FILE (a run's journal.jsonl)");
+    if (args.help) return front.help();
+    const auto& file = args.file;
+    const auto& key = args.key;
+    const auto& run_json = args.run_json;
+    const auto& ledger = args.ledger;
+    const auto& state_dir = args.state_dir;
     const std::string state = state_dir ? *state_dir : run::default_state_dir();
     std::string key_path;
     try {

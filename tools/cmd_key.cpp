@@ -9,33 +9,22 @@
 #include "journal/key.hpp"
 #include "rootfs/host_paths.hpp"
 #include "run/request.hpp"
-#include "tools/action_front.hpp"
+#include "cli/action_front.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
-namespace {
-
-void usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: corral key init|show [--state-dir DIR]\n"
-                 "\n"
-                 "The Ed25519 key corral signs run journals with (docs/journal.md).\n"
-                 "  init   create DIR/journal/signing.key (0600, in a 0700 dir) and signing.pub unless they\n"
-                 "         exist; prints the public key (PEM)\n"
-                 "  show   print the public key (PEM) and, on stderr, its fingerprint; creates nothing\n"
-                 "  --state-dir DIR   default $CORRAL_STATE_DIR, else /var/lib/corral\n"
-                 "Keep a copy of the public key where this host cannot rewrite it: a journal checked\n"
-                 "against a key read from the same host proves only that its root signed it.\n");
-}
-
-}  // namespace
-
 int cmd_key(int argc, char** argv) {
-    ActionFront front("key", usage);
+    ActionFront front("key", key_help());
     if (auto exit = front.take_action(argc, argv, {"init", "show"})) return *exit;
-    std::optional<std::string> state_dir;
-    if (auto exit = front.take_state_dir_only(argc, argv, state_dir)) return *exit;
+    StateDirArgs args;
+    try {
+        args = parse_state_dir_args("corral key", argc - 1, argv + 1);
+    } catch (const UsageError& e) {
+        return front.bad_usage(e.what());
+    }
+    if (args.help) return front.help();
+    const std::optional<std::string>& state_dir = args.state_dir;
     const std::string& action = front.action();
     std::string dir = state_dir ? *state_dir : run::default_state_dir();
     journal::KeyFiles files = journal::key_files(dir);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fd.hpp"
+#include "cli/runs_args.hpp"
 #include "base/parse.hpp"
 #include "base/shell_words.hpp"
 #include "base/terminal_text.hpp"
@@ -43,65 +44,17 @@ using namespace std::chrono_literals;
 constexpr int kExitUsage = 2;
 constexpr int kExitNotRunning = 1;
 
-struct Args {
-    std::string state_dir = run::default_state_dir();
-    std::vector<std::string> positional;
-    bool json_out = false, all = false, follow = false;
-    std::optional<std::chrono::milliseconds> grace;
-    bool help = false;
-};
-
-// The options one subcommand takes, parsed the same way for all four.
-Args parse_args(const char* cmd, int argc, char** argv, std::initializer_list<std::string_view> allowed) {
-    Args a;
-    auto allows = [&](std::string_view o) {
-        for (auto x : allowed)
-            if (x == o) return true;
-        return false;
-    };
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw UsageError(std::string(arg) + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") a.help = true;
-        else if (arg == "--state-dir") a.state_dir = value();
-        else if ((arg == "--json") && allows("--json")) a.json_out = true;
-        else if ((arg == "-a" || arg == "--all") && allows("--all")) a.all = true;
-        else if ((arg == "-f" || arg == "--follow") && allows("--follow")) a.follow = true;
-        else if (arg == "--grace" && allows("--grace")) {
-            std::string v = value();
-            try {
-                a.grace = parse_duration(v);
-            } catch (const UsageError& e) {
-                throw UsageError(std::string("--grace: ") + e.what());
-            }
-            // It travels to the supervisor as a signal's int payload.
-            if (a.grace->count() > INT32_MAX) throw UsageError("--grace: at most 24 days");
-        } else if (arg.starts_with("-")) {
-            std::string list = "--state-dir";
-            for (auto x : allowed) list += ", " + std::string(x);
-            throw UsageError("unknown option \"" + std::string(arg) + "\" for `corral " + cmd + "`; expected " + list);
-        } else {
-            a.positional.emplace_back(arg);
-        }
-    }
-    return a;
-}
-
-void print_help(const char* text) { std::fputs(text, stdout); }
+using Args = RunsArgs;
 
 // The front of every command on one run (logs, stop, inspect): its options,
 // --help, exactly one ID, the run that ID names; then `body`. Bad usage ends
 // the command with one "corral CMD: ..." line and exit 2; an ID that names no
 // run (or several) throws UsageError from find_run, which main reports (125).
-int on_one_run(const char* cmd, int argc, char** argv, std::initializer_list<std::string_view> allowed,
-               const char* help, int (*body)(const Args&, const run::RunEntry&)) {
+int on_one_run(const char* cmd, int argc, char** argv, int (*body)(const Args&, const run::RunEntry&)) {
     Args a;
     try {
-        a = parse_args(cmd, argc, argv, allowed);
-        if (a.help) return print_help(help), 0;
+        a = parse_runs_args(cmd, argc, argv);
+        if (a.help) return std::fputs(runs_help(cmd).c_str(), stdout), 0;
         if (a.positional.size() != 1)
             throw UsageError(std::string("expected one run id (`corral ") + cmd + " ID`), got " +
                              std::to_string(a.positional.size()) + "; `corral ps` lists the running ones");
@@ -211,32 +164,6 @@ bool copy_new_bytes(int fd, off_t& offset, int out) {
     }
 }
 
-constexpr const char* kPsHelp = R"(usage: corral ps [--json] [-a|--all] [--state-dir DIR]
-
-Lists the runs of the state dir, newest first: running ones, or every run
-with -a (then also OUTCOME: how it ended, and ENDED: when). STATE is running, starting (no run.json yet), finished, or lost (run.json
-says running but its supervisor is gone: killed, or the host rebooted).
-)";
-constexpr const char* kLogsHelp = R"(usage: corral logs [-f|--follow] [--state-dir DIR] ID
-
-Prints run ID's stdout log (stdout.log, or an agent's stdout.jsonl) on stdout
-and its stderr.log on stderr; for a session, each exec's logs in exec order.
-With -f, keeps printing what the run (or each exec of the session) writes
-until it has ended. ID may be any unique prefix of at least 4 characters.
-)";
-constexpr const char* kStopHelp = R"(usage: corral stop [--grace D] [--state-dir DIR] ID
-
-Stops run ID as SIGTERM to its corral would: CMD's process group gets SIGTERM,
-the sandbox SIGKILL after the grace (the run's --grace, default 10s, or D),
-then the verified teardown. Waits until the run has ended and prints its
-summary. Exit 0 when it ended, 1 when it was not running, 2 for bad usage.
-)";
-constexpr const char* kInspectHelp = R"(usage: corral inspect [--state-dir DIR] ID
-
-Prints run ID's run.json (docs/run-record.md) with its live state: "state" is
-running, finished or lost, and "run_dir" says where it is.
-)";
-
 // One command's two logs, read from where the last look ended. They appear
 // when the command starts: opened once they exist.
 struct LogFiles {
@@ -345,13 +272,14 @@ int stop_run(const Args& a, const run::RunEntry& entry) {
 int cmd_ps(int argc, char** argv) {
     Args a;
     try {
-        a = parse_args("ps", argc, argv, {"--json", "--all"});
-        if (!a.positional.empty()) throw UsageError("takes no arguments, got \"" + a.positional.front() + "\"");
+        a = parse_runs_args("ps", argc, argv);
+        if (!a.help && !a.positional.empty())
+            throw UsageError("takes no arguments, got \"" + a.positional.front() + "\"");
     } catch (const UsageError& e) {
         std::fprintf(stderr, "corral ps: %s\n", e.what());
         return kExitUsage;
     }
-    if (a.help) return print_help(kPsHelp), 0;
+    if (a.help) return std::fputs(runs_help("ps").c_str(), stdout), 0;
     a.state_dir = run::require_private_state_dir("--state-dir", a.state_dir);
     std::vector<run::RunEntry> runs;
     for (auto& e : run::list_runs(a.state_dir))
@@ -385,10 +313,10 @@ int cmd_ps(int argc, char** argv) {
     return 0;
 }
 
-int cmd_logs(int argc, char** argv) { return on_one_run("logs", argc, argv, {"--follow"}, kLogsHelp, print_logs); }
+int cmd_logs(int argc, char** argv) { return on_one_run("logs", argc, argv, print_logs); }
 
-int cmd_inspect(int argc, char** argv) { return on_one_run("inspect", argc, argv, {}, kInspectHelp, print_inspect); }
+int cmd_inspect(int argc, char** argv) { return on_one_run("inspect", argc, argv, print_inspect); }
 
-int cmd_stop(int argc, char** argv) { return on_one_run("stop", argc, argv, {"--grace"}, kStopHelp, stop_run); }
+int cmd_stop(int argc, char** argv) { return on_one_run("stop", argc, argv, stop_run); }
 
 }  // namespace corral::cli

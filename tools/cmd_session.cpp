@@ -45,6 +45,8 @@
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/terminal.hpp"
+#include "cli/runs_args.hpp"
+#include "cli/session_args.hpp"
 #include "tools/commands.hpp"
 #include "tools/session_client.hpp"
 
@@ -54,23 +56,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSessionHelp = R"(usage: corral session start [--name NAME] [RUN OPTIONS]
-       corral session stop [--grace D] [--state-dir DIR] ID
-       corral session ls [--json] [-a|--all] [--state-dir DIR]
-
-start  builds a sandbox (namespaces, rootfs, bridge and gateway, cgroup) and
-       keeps it: prints the session's id on stdout (one line) and returns; the
-       session's supervisor goes on in the background. RUN OPTIONS are
-       `corral run`'s (--config/--worker, --rootfs, --workspace, limits,
-       --timeout for the session's life, --grace), without a command,
-       --prompt, --stdin or --tty. NAME: [a-z0-9][a-z0-9-]{0,39}, usable
-       instead of the id while the session runs.
-stop   as `corral stop`: every exec gets SIGTERM, the sandbox is killed after
-       the grace and torn down with the same verified steps as a run.
-ls     the sessions (running ones; -a: all).
-
-Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
-)";
 
 
 }  // namespace
@@ -229,7 +214,7 @@ int session_start(int argc, char** argv) {
         return usage_error("corral session start", e.what());
     }
     if (request.help) {
-        std::fputs(kSessionHelp, stdout);
+        std::fputs(session_help().c_str(), stdout);
         return 0;
     }
     if (geteuid() != 0) {
@@ -288,19 +273,22 @@ namespace {
 // ---- session stop: `corral stop`, with a session's name as good as its id
 
 int session_stop(int argc, char** argv) {
-    std::string state_dir = run::default_state_dir();
-    for (int i = 1; i + 1 < argc; ++i)
-        if (std::string_view(argv[i]) == "--state-dir") state_dir = argv[i + 1];
-    state_dir = run::require_private_state_dir("--state-dir", state_dir);
-    std::vector<std::string> args(argv, argv + argc);
-    for (std::size_t i = 1; i < args.size(); ++i) {
-        if (args[i] == "--state-dir" || args[i] == "--grace") {
-            ++i;
-            continue;
-        }
-        if (args[i].starts_with("-")) continue;
+    RunsArgs parsed;
+    try {
+        parsed = parse_runs_args("session stop", argc, argv);
+    } catch (const UsageError& e) {
+        return usage_error("corral session stop", e.what());
+    }
+    if (parsed.help) return std::fputs(session_help().c_str(), stdout), 0;
+    const std::string state_dir = run::require_private_state_dir("--state-dir", parsed.state_dir);
+    // `corral stop`'s command line, a running session's name replaced by its id.
+    std::vector<std::string> args{"stop", "--state-dir", state_dir};
+    if (parsed.grace) args.insert(args.end(), {"--grace", std::to_string(parsed.grace->count()) + "ms"});
+    args.push_back("--");
+    for (std::string id : parsed.positional) {
         for (auto& e : run::list_runs(state_dir))
-            if (is_session(e) && e.state == "running" && session_name_of(*e.record) == args[i]) args[i] = e.id;
+            if (is_session(e) && e.state == "running" && session_name_of(*e.record) == id) id = e.id;
+        args.push_back(std::move(id));
     }
     std::vector<char*> c;
     for (auto& a : args) c.push_back(a.data());
@@ -311,17 +299,17 @@ int session_stop(int argc, char** argv) {
 // ---- session ls
 
 int session_ls(int argc, char** argv) {
-    bool as_json = false, all = false;
-    std::string state_dir = run::default_state_dir();
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--json") as_json = true;
-        else if (a == "-a" || a == "--all") all = true;
-        else if (a == "--state-dir" && i + 1 < argc) state_dir = argv[++i];
-        else if (a == "--help" || a == "-h") return std::fputs(kSessionHelp, stdout), 0;
-        else return usage_error("corral session ls", "unknown argument \"" + std::string(a) + "\"; expected --json, -a, --state-dir DIR");
+    RunsArgs parsed;
+    try {
+        parsed = parse_runs_args("session ls", argc, argv);
+        if (!parsed.help && !parsed.positional.empty())
+            throw UsageError("takes no arguments, got \"" + parsed.positional.front() + "\"");
+    } catch (const UsageError& e) {
+        return usage_error("corral session ls", e.what());
     }
-    state_dir = run::require_private_state_dir("--state-dir", state_dir);
+    if (parsed.help) return std::fputs(session_help().c_str(), stdout), 0;
+    const bool as_json = parsed.json_out, all = parsed.all;
+    const std::string state_dir = run::require_private_state_dir("--state-dir", parsed.state_dir);
     json out = json::array();
     for (const auto& e : run::list_runs(state_dir)) {
         if (!is_session(e) || (!all && e.state != "running")) continue;
@@ -352,7 +340,7 @@ int session_ls(int argc, char** argv) {
 int cmd_session(int argc, char** argv) {
     if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h" ||
         std::string_view(argv[1]) == "help") {
-        std::fputs(kSessionHelp, argc < 2 ? stderr : stdout);
+        std::fputs(session_help().c_str(), argc < 2 ? stderr : stdout);
         return argc < 2 ? run::kExitUsage : 0;
     }
     const std::string_view sub = argv[1];

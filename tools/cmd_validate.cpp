@@ -18,20 +18,14 @@
 #include "base/parse.hpp"
 #include "config/org_config.hpp"
 #include "agents/agent_profile.hpp"
+#include "base/sys_error.hpp"
+#include "cli/admin_args.hpp"
 #include "names/rootfs_source.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
 
 namespace {
-
-const char* const validate_usage =
-    "usage: corral validate --config DIR [--worker NAME] [--skip-secrets] [--json]\n"
-    "  --config DIR     organisation directory: DIR/org.toml and DIR/workers/NAME/worker.toml\n"
-    "  --worker NAME    show only this worker\n"
-    "  --skip-secrets   check that needed credentials are defined, not that their secrets are readable here\n"
-    "  --json           print one JSON object (diagnostics, workers, daemon) instead of the text; same exit status\n"
-    "exit status: 0 every worker could start, 2 a problem (each named), bad usage\n";
 
 std::string limits_text(const config::SandboxLimits& l) {
     std::string s;
@@ -129,43 +123,6 @@ json limits_json(const config::SandboxLimits& l) {
 }  // namespace
 
 namespace {
-
-struct ValidateArgs {
-    std::string dir, only;
-    bool skip_secrets = false, as_json = false, help = false;
-};
-
-// nullopt with the exit status in `status` when the command line is refused.
-std::optional<ValidateArgs> parse_validate_args(int argc, char** argv, int& status) {
-    ValidateArgs v;
-    status = 2;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        bool takes_value = a == "--config" || a == "--worker";
-        if (takes_value && i + 1 >= argc) {
-            std::fprintf(stderr, "corral validate: %s needs a value\n%s", a.c_str(), validate_usage);
-            return std::nullopt;
-        }
-        if (a == "--config") v.dir = argv[++i];
-        else if (a.rfind("--config=", 0) == 0) v.dir = a.substr(9);
-        else if (a == "--worker") v.only = argv[++i];
-        else if (a.rfind("--worker=", 0) == 0) v.only = a.substr(9);
-        else if (a == "--skip-secrets") v.skip_secrets = true;
-        else if (a == "--json") v.as_json = true;
-        else if (a == "--help" || a == "-h") {
-            v.help = true;
-            return v;
-        } else {
-            std::fprintf(stderr, "corral validate: unknown option '%s'\n%s", a.c_str(), validate_usage);
-            return std::nullopt;
-        }
-    }
-    if (v.dir.empty()) {
-        std::fprintf(stderr, "corral validate: --config DIR is required\n%s", validate_usage);
-        return std::nullopt;
-    }
-    return v;
-}
 
 // The report as it is made: text on stdout as it goes, or (--json) one
 // object on stdout at the end; problems and warnings on stderr either way.
@@ -362,10 +319,14 @@ bool report_org_check(const config::OrgCheck& check, ValidateReport& r) {
 }  // namespace
 
 int cmd_validate(int argc, char** argv) {
-    int refused = 0;
-    const auto args = parse_validate_args(argc, argv, refused);
-    if (!args) return refused;
-    if (args->help) return std::fputs(validate_usage, stdout), 0;
+    std::optional<ValidateArgs> args;
+    try {
+        args = parse_validate_args(argc, argv);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral validate: %s\n%s", e.what(), validate_help().c_str());
+        return 2;
+    }
+    if (args->help) return std::fputs(validate_help().c_str(), stdout), 0;
     const config::OrgCheck check = config::check_org(args->dir);
     const config::OrgConfig& org = check.org;
     ValidateReport r(*args, org);

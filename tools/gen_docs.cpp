@@ -1,21 +1,28 @@
 // tools/gen_docs.cpp — writes corral's man page (corral.1, roff) and its bash
-// completion from the tables the program itself reads: `corral run`'s option
-// table (run/options.cpp) and the subcommand list (tools/subcommands.hpp), so
-// neither can miss an option `corral run` takes. Run by meson at build time:
+// completion from the tables the program itself reads: every subcommand's
+// option table (cli/command_table.hpp; `corral run`'s is run/options.cpp) and
+// the subcommand list (tools/subcommands.hpp), so neither can miss an option
+// a subcommand takes. Run by meson at build time:
 //
 //   gen_docs man OUT.1 | gen_docs bash OUT | gen_docs options (one name a line)
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "cli/command_table.hpp"
 #include "run/request.hpp"
 #include "tools/subcommands.hpp"
 
 namespace {
 
+using corral::OptionSpec;
+using corral::cli::CommandTable;
 using corral::cli::kSubcommandInfo;
 
 // roff: a backslash is \e, a '-' in an option name \- (a real hyphen, so man
@@ -40,6 +47,32 @@ std::string joined(std::string_view help) {
     return out;
 }
 
+// A .TP paragraph per option: "--all, -a DIR" and its help.
+void man_options(std::ostringstream& m, std::span<const OptionSpec> options) {
+    for (const auto& o : options) {
+        m << ".TP\n.B " << roff(o.name);
+        if (!o.short_name.empty()) m << ", " << roff(o.short_name);
+        if (!o.placeholder.empty()) m << " \\fI" << roff(o.placeholder) << "\\fR";
+        m << "\n" << roff(joined(o.help)) << "\n";
+    }
+}
+
+std::string command_name(const CommandTable& t) {
+    return "corral " + std::string(t.subcommand) + (t.action.empty() ? "" : " " + std::string(t.action));
+}
+
+// Every other subcommand's options, a subsection each.
+void man_other_options(std::ostringstream& m) {
+    m << ".SH OPTIONS OF THE OTHER SUBCOMMANDS\n"
+      << "Each also takes \\fB\\-h\\fR, \\fB\\-\\-help\\fR.\n";
+    for (const auto& t : corral::cli::command_tables()) {
+        if (t.subcommand == "run") continue;
+        m << ".SS " << roff(command_name(t)) << "\n";
+        if (t.options().empty()) m << "No options.\n";
+        man_options(m, t.options());
+    }
+}
+
 std::string man_page() {
     std::ostringstream m;
     m << ".TH CORRAL 1 \"\" \"corral " << CORRAL_VERSION << "\" \"User Commands\"\n"
@@ -57,11 +90,8 @@ std::string man_page() {
         m << ".TP\n.B " << roff(s.name) << "\n" << roff(s.summary) << ".\n";
     m << ".PP\n\\fBcorral help\\fR \\fISUBCOMMAND\\fR (or \\fBcorral\\fR \\fISUBCOMMAND\\fR \\fB\\-\\-help\\fR) explains each one.\n";
     m << ".SH RUN OPTIONS\n";
-    for (const auto& o : corral::run::run_option_table()) {
-        m << ".TP\n.B " << roff(o.name);
-        if (!o.placeholder.empty()) m << " \\fI" << roff(o.placeholder) << "\\fR";
-        m << "\n" << roff(joined(o.help)) << "\n";
-    }
+    man_options(m, corral::run::run_option_specs());
+    man_other_options(m);
     m << ".SH EXIT STATUS\n"
       << "\\fBcorral run\\fR exits with the command's status, or 128+N when it was killed by signal N; 124 when the\n"
          "\\fB\\-\\-timeout\\fR deadline was reached, 125 when the sandbox could not be set up, 126 when teardown\n"
@@ -81,26 +111,94 @@ std::string man_page() {
 
 // A placeholder naming a file or directory gets the shell's file completion.
 const char* value_kind(std::string_view placeholder) {
-    if (placeholder == "DIR" || placeholder == "host|DIR") return "dir";
-    if (placeholder == "F" || placeholder == "SRC:DST") return "file";
+    if (placeholder == "DIR" || placeholder == "host|DIR" || placeholder == "ORG") return "dir";
+    if (placeholder == "F" || placeholder == "FILE" || placeholder == "SRC:DST" || placeholder == "PUBKEY") return "file";
     return "";
 }
 
-std::string bash_completion() {
-    std::string subcommands, options, dir_options, file_options, value_options;
-    for (const auto& s : kSubcommandInfo) subcommands += (subcommands.empty() ? "" : " ") + std::string(s.name);
-    for (const auto& o : corral::run::run_option_table()) {
-        std::string name(o.name);
-        options += (options.empty() ? "" : " ") + name;
-        if (o.placeholder.empty()) continue;
-        value_options += "|" + name;
-        std::string_view kind = value_kind(o.placeholder);
-        if (kind == "dir") dir_options += "|" + name;
-        if (kind == "file") file_options += "|" + name;
+// One table's words for the completion: its options, and which take a
+// value, a directory, a file ("a|b|c" patterns, "__none__" when empty).
+struct CompletionWords {
+    std::string options, values, dirs, files;
+
+    explicit CompletionWords(std::span<const OptionSpec> table) {
+        for (const auto& o : table) {
+            for (std::string_view n : {o.short_name, o.name}) {
+                if (n.empty()) continue;
+                const std::string name(n);
+                options += (options.empty() ? "" : " ") + name;
+                if (o.placeholder.empty()) continue;
+                values += "|" + name;
+                const std::string_view kind = value_kind(o.placeholder);
+                if (kind == "dir") dirs += "|" + name;
+                if (kind == "file") files += "|" + name;
+            }
+        }
     }
-    auto pattern = [](const std::string& alternatives) {
+    static std::string pattern(const std::string& alternatives) {
         return alternatives.empty() ? std::string("__none__") : alternatives.substr(1);
-    };
+    }
+};
+
+// The value of the option before the cursor, then the table's options.
+void complete_table(std::ostringstream& b, std::span<const OptionSpec> table, const std::string& indent) {
+    const CompletionWords w(table);
+    b << indent << "case \"$prev\" in\n"
+      << indent << CompletionWords::pattern(w.dirs) << ") COMPREPLY=($(compgen -d -- \"$cur\")); return 0 ;;\n"
+      << indent << CompletionWords::pattern(w.files) << ") COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n"
+      << indent << CompletionWords::pattern(w.values) << ") return 0 ;;\n"
+      << indent << "esac\n"
+      << indent << "COMPREPLY=($(compgen -W \"" << w.options << (w.options.empty() ? "" : " ") << "--help\" -- \"$cur\"))\n";
+}
+
+// `corral run`: after `--` (or the first word that is not an option) come CMD and its arguments.
+void complete_run(std::ostringstream& b) {
+    const CompletionWords w(corral::run::run_option_specs());
+    b << "    run)\n"
+      << "        # After `--` (or the first word that is not an option) come CMD and its arguments.\n"
+      << "        for ((i = 2; i < COMP_CWORD; i++)); do\n"
+      << "            case \"${COMP_WORDS[i]}\" in\n"
+      << "            --) COMPREPLY=($(compgen -c -- \"$cur\")); return 0 ;;\n"
+      << "            " << CompletionWords::pattern(w.values) << ") ((i++)) ;;\n"
+      << "            -*) ;;\n"
+      << "            *) COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n"
+      << "            esac\n"
+      << "        done\n";
+    complete_table(b, corral::run::run_option_specs(), "        ");
+    b << "        return 0 ;;\n";
+}
+
+// Another subcommand: its table's options, or first its action and then that action's.
+void complete_subcommand(std::ostringstream& b, std::string_view subcommand) {
+    std::vector<const CommandTable*> tables;
+    for (const auto& t : corral::cli::command_tables())
+        if (t.subcommand == subcommand) tables.push_back(&t);
+    if (tables.empty()) return;
+    b << "    " << subcommand << ")\n";
+    if (tables.front()->action.empty()) {
+        complete_table(b, tables.front()->options(), "        ");
+        b << "        return 0 ;;\n";
+        return;
+    }
+    std::string actions;
+    for (const auto* t : tables) actions += (actions.empty() ? "" : " ") + std::string(t->action);
+    b << "        if [[ $COMP_CWORD -eq 2 ]]; then\n"
+      << "            COMPREPLY=($(compgen -W \"" << actions << " --help\" -- \"$cur\"))\n"
+      << "            return 0\n"
+      << "        fi\n"
+      << "        case \"${COMP_WORDS[2]}\" in\n";
+    for (const auto* t : tables) {
+        b << "        " << t->action << ")\n";
+        complete_table(b, t->options(), "            ");
+        b << "            ;;\n";
+    }
+    b << "        esac\n"
+      << "        return 0 ;;\n";
+}
+
+std::string bash_completion() {
+    std::string subcommands;
+    for (const auto& s : kSubcommandInfo) subcommands += (subcommands.empty() ? "" : " ") + std::string(s.name);
     std::ostringstream b;
     b << "# bash completion for corral (generated by tools/gen_docs from corral's option tables; do not edit)\n"
       << "_corral() {\n"
@@ -113,25 +211,11 @@ std::string bash_completion() {
       << "    case \"${COMP_WORDS[1]}\" in\n"
       << "    help)\n"
       << "        [[ $COMP_CWORD -eq 2 ]] && COMPREPLY=($(compgen -W \"" << subcommands << "\" -- \"$cur\"))\n"
-      << "        return 0 ;;\n"
-      << "    run)\n"
-      << "        # After `--` (or the first word that is not an option) come CMD and its arguments.\n"
-      << "        for ((i = 2; i < COMP_CWORD; i++)); do\n"
-      << "            case \"${COMP_WORDS[i]}\" in\n"
-      << "            --) COMPREPLY=($(compgen -c -- \"$cur\")); return 0 ;;\n"
-      << "            " << pattern(value_options) << ") ((i++)) ;;\n"
-      << "            -*) ;;\n"
-      << "            *) COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n"
-      << "            esac\n"
-      << "        done\n"
-      << "        case \"$prev\" in\n"
-      << "        " << pattern(dir_options) << ") COMPREPLY=($(compgen -d -- \"$cur\")); return 0 ;;\n"
-      << "        " << pattern(file_options) << ") COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n"
-      << "        " << pattern(value_options) << ") return 0 ;;\n"
-      << "        esac\n"
-      << "        COMPREPLY=($(compgen -W \"" << options << " --\" -- \"$cur\"))\n"
-      << "        return 0 ;;\n"
-      << "    *)\n"
+      << "        return 0 ;;\n";
+    complete_run(b);
+    for (const auto& s : kSubcommandInfo)
+        if (s.name != "run" && s.name != "help") complete_subcommand(b, s.name);
+    b << "    *)\n"
       << "        COMPREPLY=($(compgen -W \"--help\" -- \"$cur\"))\n"
       << "        return 0 ;;\n"
       << "    esac\n"
@@ -156,7 +240,11 @@ int write_file(const char* path, const std::string& text) {
 int main(int argc, char** argv) {
     const std::string_view what = argc >= 2 ? argv[1] : "";
     if (what == "options" && argc == 2) {
-        for (const auto& o : corral::run::run_option_table()) std::cout << o.name << "\n";
+        // Every option of every table once ("--state-dir" is in many).
+        std::set<std::string_view> seen;
+        for (const auto& t : corral::cli::command_tables())
+            for (const auto& o : t.options())
+                if (seen.insert(o.name).second) std::cout << o.name << "\n";
         for (const auto& s : kSubcommandInfo) std::cout << "subcommand " << s.name << "\n";
         return 0;
     }

@@ -159,6 +159,9 @@ TEST_CASE("corral validate: usage errors") {
     d.org("");
     CHECK(run({corral::test::corral_bin(), "validate"}).exit_code == 2);
     CHECK(run({corral::test::corral_bin(), "validate", "--bogus"}).exit_code == 2);
+    auto typo = run({corral::test::corral_bin(), "validate", "--confgi", d.path.string()});
+    CHECK(typo.exit_code == 2);
+    CHECK(has(typo.err, "corral validate: unknown option \"--confgi\" (did you mean --config?)"));
     auto r = validate(d, {"--worker", "nobody"});
     CHECK(r.exit_code == 2);
     CHECK(has(r.err, "no worker \"nobody\""));
