@@ -176,8 +176,7 @@ const std::string& exec_help() {
 
 std::span<const OptionSpec> session_start_option_specs() {
     static const auto specs = [] {
-        std::vector<OptionSpec> out{{"--name", "NAME", "the session's name, usable instead of its id while it runs:\n"
-                                                       "[a-z0-9][a-z0-9-]{0,39}"}};
+        std::vector<OptionSpec> out{run::session_name_option()};
         for (const auto& o : run::run_option_specs())
             if (!only_for_a_command(o.name)) out.push_back(o);
         return out;

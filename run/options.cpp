@@ -442,6 +442,13 @@ std::span<const OptionSpec> run_option_specs() {
 
 std::span<const RunOption> run_option_table() { return kOptions; }
 
+const OptionSpec& session_name_option() {
+    static const OptionSpec spec{"--name", "NAME",
+                                 "the session's name, usable instead of its id while it runs:\n"
+                                 "[a-z0-9][a-z0-9-]{0,39}"};
+    return spec;
+}
+
 const RunOption* find_option(std::string_view name) {
     // -h is --help's short form (not listed in --help).
     if (name == "-h") name = "--help";

@@ -109,6 +109,8 @@ std::span<const RunOption> run_option_table();
 std::span<const OptionSpec> run_option_specs();
 // The option of that name ("-h" is --help's short form), or null.
 const RunOption* find_option(std::string_view name);
+// `corral session start`'s own option, read with the run's table.
+const OptionSpec& session_name_option();
 
 // argv[0] is the subcommand name ("run"); options follow, then `--` and the
 // command (the first argument that is not an option also starts the command).

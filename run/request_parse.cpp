@@ -62,13 +62,22 @@ void check_combination(const RunRequest& r) {
 
 namespace {
 
+bool valid_session_name(const std::string& n);
+
 // The option loop both parsers share (base/option_table.hpp over the run's
-// table); the command (after `--` or the first non-option) goes to r.command.
+// table, and a session's --name after it); the command (after `--` or the
+// first non-option) goes to r.command.
 void parse_options(int argc, char** argv, RunRequest& r) {
-    const CommandSyntax syntax{"corral run", 0, docker_habit};
+    const CommandSyntax syntax{r.session ? "corral session start" : "corral run", 0, docker_habit};
     const auto table = run_option_table();
-    CommandLine line = parse_command_line(syntax, run_option_specs(), argc, argv,
-                                          [&](std::size_t row, const std::string& v) { table[row].apply(r, v); });
+    std::vector<OptionSpec> specs(run_option_specs().begin(), run_option_specs().end());
+    if (r.session) specs.push_back(session_name_option());
+    CommandLine line = parse_command_line(syntax, specs, argc, argv, [&](std::size_t row, const std::string& v) {
+        if (row < table.size()) return table[row].apply(r, v);
+        if (!valid_session_name(v))
+            throw UsageError("--name \"" + v + "\": expected a lower-case letter or digit, then up to 39 of [a-z0-9-]");
+        r.session_name = v;
+    });
     if (line.help) r.help = true;
     r.command = std::move(line.command);
 }
@@ -114,29 +123,9 @@ RunRequest parse_run_request(int argc, char** argv) {
 }
 
 RunRequest parse_session_request(int argc, char** argv) {
-    // --name is the session's own option, taken out before the run options.
-    std::vector<char*> rest{argv[0]};
-    std::optional<std::string> name;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--") {
-            for (; i < argc; ++i) rest.push_back(argv[i]);
-            break;
-        }
-        if (a == "--name" || a.starts_with("--name=")) {
-            if (a == "--name" && i + 1 >= argc) throw UsageError("--name: missing value; expected NAME ([a-z0-9-], at most 40)");
-            std::string v = a == "--name" ? argv[++i] : std::string(a.substr(7));
-            if (!valid_session_name(v))
-                throw UsageError("--name \"" + v + "\": expected a lower-case letter or digit, then up to 39 of [a-z0-9-]");
-            name = v;
-            continue;
-        }
-        rest.push_back(argv[i]);
-    }
     RunRequest r;
     r.session = true;
-    r.session_name = name;
-    parse_options(static_cast<int>(rest.size()), rest.data(), r);
+    parse_options(argc, argv, r);
     if (!r.command.empty())
         throw UsageError("a session takes no command (\"" + r.command.front() +
                          "\"): start it, then run commands in it with `corral exec ID -- CMD`");

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "base/sys_error.hpp"
 #include "run/request.hpp"
 #include "run/resolve.hpp"
@@ -310,4 +312,38 @@ TEST_CASE("an option given twice is refused unless its row is repeatable; --help
     CHECK(o.allow.size() == 2);
     CHECK(parse({"--help", "--bogus"}).help);
     CHECK(parse({"-h", "--memory"}).help);
+}
+
+namespace {
+// `corral session start ARGS`: the request, or the usage error's text.
+std::string session_error_of(std::vector<std::string> args, corral::run::RunRequest* out = nullptr) {
+    args.insert(args.begin(), "start");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    try {
+        auto r = corral::run::parse_session_request(static_cast<int>(argv.size()), argv.data());
+        if (out) *out = std::move(r);
+    } catch (const corral::UsageError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("a session's --name is a row of its table: both forms, once, and a misspelling gets its suggestion") {
+    corral::run::RunRequest r;
+    CHECK(session_error_of({"--name", "harness", "--memory", "1G"}, &r) == "(no error)");
+    CHECK(r.session_name == std::optional<std::string>("harness"));
+    CHECK(session_error_of({"--name=h2"}, &r) == "(no error)");
+    CHECK(r.session_name == std::optional<std::string>("h2"));
+    // Before, --name was taken out by hand ahead of the table: a misspelling
+    // was suggested some run option, and a second --name replaced the first.
+    CHECK(session_error_of({"--nmae", "x"}).find("did you mean --name?") != std::string::npos);
+    CHECK(session_error_of({"--name", "a", "--name", "b"}) == "--name: given twice; give it once");
+    CHECK(session_error_of({"--name", "Bad_Name"}) ==
+          "--name \"Bad_Name\": expected a lower-case letter or digit, then up to 39 of [a-z0-9-]");
+    CHECK(session_error_of({"--name"}) == "--name: missing value; see `corral session start --help`");
+    // `corral run` has no --name: the Docker habit's answer, as before.
+    CHECK(error_of({"--name", "x", "--", "true"}) ==
+          "corral run has no --name: each run gets a run id (--hostname NAME names the box)");
 }
