@@ -12,6 +12,7 @@
 
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
+#include "names/rootfs_source.hpp"
 #include "names/run_id.hpp"
 #include "rootfs/host_paths.hpp"
 #include "supervisor/run_record.hpp"
