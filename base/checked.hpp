@@ -12,10 +12,13 @@
 //   if (!t) throw UsageError(path + ": " + t.problem());
 //   use(*t);
 //
+//   if (Problem bad = check_worker_name(name)) report(bad->problem);
+//
 // The gateway's checks return a `gateway::Refusal` instead: their finding
 // already is an answer to the box.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -27,6 +30,9 @@ namespace corral {
 struct Failed {
     std::string problem;
 };
+
+// A check with no value to hand back: nullopt when the input is fine.
+using Problem = std::optional<Failed>;
 
 template <class T>
 class [[nodiscard]] Checked {

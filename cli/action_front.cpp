@@ -127,8 +127,8 @@ BudgetArgs parse_budget_args(int argc, char** argv) {
         throw UsageError("unexpected argument \"" + line.positionals[1] + "\"; expected: WORKER [--gateway unix:PATH]");
     if (line.positionals.empty()) throw UsageError("missing WORKER");
     a.worker = line.positionals.front();
-    if (auto why = names::worker_name_problem(a.worker); !why.empty())
-        throw UsageError("invalid worker name \"" + a.worker + "\": " + why);
+    if (auto bad = names::check_worker_name(a.worker))
+        throw UsageError("invalid worker name \"" + a.worker + "\": " + bad->problem);
     return a;
 }
 

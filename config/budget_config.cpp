@@ -145,14 +145,14 @@ MeteringConfig resolve_metering(const BudgetConfig& org_budget, const PriceList&
     return m;
 }
 
-std::string usd_budget_problem(const MeteringConfig& m, const std::string& model) {
-    if (!m.run.usd_micros && !m.worker.usd_micros) return "";
+Problem check_usd_budget(const MeteringConfig& m, const std::string& model) {
+    if (!m.run.usd_micros && !m.worker.usd_micros) return std::nullopt;
     if (model.empty())
-        return "a usd budget needs the worker's model named (`model`), so that its price is known: the CLI's "
-               "default model has no price here";
-    if (m.prices.count(model)) return "";
-    return "a usd budget and no price for the worker's model " + quote(model) + ", allowed: a [prices." +
-           quote(model) + "] table with input, output, cache_write, cache_read, source, date";
+        return Failed{"a usd budget needs the worker's model named (`model`), so that its price is known: the CLI's "
+                      "default model has no price here"};
+    if (m.prices.count(model)) return std::nullopt;
+    return Failed{"a usd budget and no price for the worker's model " + quote(model) + ", allowed: a [prices." +
+                  quote(model) + "] table with input, output, cache_write, cache_read, source, date"};
 }
 
 }  // namespace corral::config

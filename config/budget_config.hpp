@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.hpp"
 #include "config/checker.hpp"
 
 #include <toml.hpp>
@@ -93,7 +94,7 @@ MeteringConfig resolve_metering(const BudgetConfig& org_budget, const PriceList&
                                 const BudgetConfig& worker_budget, const PriceList& worker_prices);
 
 // Why a worker whose model is `model` ("" = the CLI's default) cannot have
-// `m`'s USD limits: "" when it can (no USD limit, or the model has a price).
-std::string usd_budget_problem(const MeteringConfig& m, const std::string& model);
+// `m`'s USD limits; none when it can (no USD limit, or the model has a price).
+Problem check_usd_budget(const MeteringConfig& m, const std::string& model);
 
 }  // namespace corral::config

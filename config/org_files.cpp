@@ -58,8 +58,8 @@ void check_workers(OrgCheck& out, const CredentialNames& org_credentials) {
     std::sort(entries.begin(), entries.end());
     for (const auto& p : entries) {
         std::string name = p.filename().string();
-        if (auto why = names::worker_name_problem(name); !why.empty()) {
-            path_problem(out.errors, p.string(), "invalid worker name \"" + name + "\": " + why);
+        if (auto bad = names::check_worker_name(name)) {
+            path_problem(out.errors, p.string(), "invalid worker name \"" + name + "\": " + bad->problem);
             continue;
         }
         if (!fs::is_directory(p, ec)) {
@@ -88,9 +88,9 @@ void check_usd_budgets(OrgCheck& out) {
     for (const auto& [name, w] : org.workers) {
         const std::string& model = w.model.empty() ? org.engine.model : w.model;
         auto m = resolve_metering(org.budget, org.prices, w.budget, w.prices);
-        if (auto why = usd_budget_problem(m, model); !why.empty()) {
+        if (auto bad = check_usd_budget(m, model)) {
             const bool own = w.budget.run.usd_micros || w.budget.worker.usd_micros;
-            Checker(own ? w.file : org.org_file, out.errors).note(0, "budget.usd", "worker '" + name + "': " + why);
+            Checker(own ? w.file : org.org_file, out.errors).note(0, "budget.usd", "worker '" + name + "': " + bad->problem);
             out.errors.back().worker = name;
         }
     }

@@ -94,18 +94,18 @@ TomlDocument parse_toml_text(std::string_view text, const std::string& file) {
     return doc;
 }
 
-std::string toml_file_problem(const std::string& path) {
+Problem check_toml_file(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-        return errno == ENOENT ? "does not exist, allowed: a regular TOML file" : "cannot read: " + errno_text(errno);
+        return Failed{errno == ENOENT ? "does not exist, allowed: a regular TOML file" : "cannot read: " + errno_text(errno)};
     // toml11 itself answers a directory with std::bad_alloc.
-    if (S_ISDIR(st.st_mode)) return "is a directory, allowed: a regular TOML file";
-    if (!S_ISREG(st.st_mode)) return "is not a regular file, allowed: a regular TOML file";
-    return {};
+    if (S_ISDIR(st.st_mode)) return Failed{"is a directory, allowed: a regular TOML file"};
+    if (!S_ISREG(st.st_mode)) return Failed{"is not a regular file, allowed: a regular TOML file"};
+    return std::nullopt;
 }
 
 TomlDocument parse_toml_file(const std::string& path) {
-    if (std::string problem = toml_file_problem(path); !problem.empty()) return {std::nullopt, 0, problem};
+    if (auto bad = check_toml_file(path)) return {std::nullopt, 0, bad->problem};
     std::optional<std::string> text;
     try {
         text = read_whole_file({path, kMaxTomlFileBytes});

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/checked.hpp"
+
 #include <toml.hpp>
 
 namespace corral::config {
@@ -32,8 +34,8 @@ struct TomlDocument {
 TomlDocument parse_toml_text(std::string_view text, const std::string& file);
 
 // Why `path` cannot be read as a TOML file ("is a directory, allowed: a
-// regular TOML file", "does not exist, ..."), or "" if it is a regular file.
-std::string toml_file_problem(const std::string& path);
+// regular TOML file", "does not exist, ..."); none if it is a regular file.
+Problem check_toml_file(const std::string& path);
 
 // parse_toml_text on the file at `path`; a file that cannot be read is a
 // problem with line 0 ("cannot read: <errno text>").

@@ -39,29 +39,27 @@ std::string canonical_json(const nlohmann::json& value) {
     }
 }
 
-bool parse_canonical(std::string_view text, nlohmann::json& out, std::string& why) {
+Checked<nlohmann::json> parse_canonical(std::string_view text) {
+    nlohmann::json out;
     try {
         out = nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::exception& e) {
-        why = std::string("not JSON: ") + e.what();
-        return false;
+        return Failed{std::string("not JSON: ") + e.what()};
     }
     std::string again;
     try {
         again = canonical_json(out);
     } catch (const std::exception& e) {
-        why = e.what();
-        return false;
+        return Failed{e.what()};
     }
     if (again != text) {
         // A changed number form (1.0, 1e0), whitespace, key order, an escape
         // written differently or a duplicate key: bytes the signature did not cover.
         std::size_t at = 0;
         while (at < again.size() && at < text.size() && again[at] == text[at]) ++at;
-        why = "not in canonical form (first difference at byte " + std::to_string(at) + ")";
-        return false;
+        return Failed{"not in canonical form (first difference at byte " + std::to_string(at) + ")"};
     }
-    return true;
+    return out;
 }
 
 }  // namespace corral::journal

@@ -19,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/checked.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace corral::journal {
@@ -27,9 +29,9 @@ namespace corral::journal {
 // float or of a string that is not UTF-8.
 std::string canonical_json(const nlohmann::json& value);
 
-// Parses `text` into `out` and returns true iff `text` is exactly the
-// canonical form of what it holds; otherwise returns false with the reason in
-// `why`. The check a verifier runs before it trusts any byte of a line.
-bool parse_canonical(std::string_view text, nlohmann::json& out, std::string& why);
+// What `text` holds, only if `text` is exactly the canonical form of it;
+// otherwise the reason. The check a verifier runs before it trusts any byte
+// of a line.
+Checked<nlohmann::json> parse_canonical(std::string_view text);
 
 }  // namespace corral::journal

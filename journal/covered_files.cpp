@@ -43,23 +43,19 @@ bool plain_file_name(const std::string& name) {
 // written before the names were recorded; every exec_end) has the logs at
 // their fixed names; a run's stdout log was then stdout.jsonl for an agent
 // run, so that is its second path.
-bool collect_logs(const nlohmann::json& output, const std::string& dir, const CoveredFile& base, bool stdout_either,
-                  std::vector<CoveredFile>& out, std::string* why) {
+Problem collect_logs(const nlohmann::json& output, const std::string& dir, const CoveredFile& base, bool stdout_either,
+                     std::vector<CoveredFile>& out) {
     for (const char* stream : {"stdout", "stderr"}) {
         if (!output.contains(stream) || !output[stream].is_object() || !output[stream].contains("log_sha256")) continue;
         const nlohmann::json& s = output[stream];
         const nlohmann::json& digest = s["log_sha256"];
-        if (!digest.is_null() && !(digest.is_string() && digest.get<std::string>().rfind("sha256:", 0) == 0)) {
-            *why = std::string("output.") + stream + ".log_sha256 is neither \"sha256:<hex>\" nor null";
-            return false;
-        }
+        if (!digest.is_null() && !(digest.is_string() && digest.get<std::string>().rfind("sha256:", 0) == 0))
+            return Failed{std::string("output.") + stream + ".log_sha256 is neither \"sha256:<hex>\" nor null"};
         CoveredFile f = base;
         f.sha256 = digest;
         if (s.contains("log")) {
-            if (!s["log"].is_string() || !plain_file_name(s["log"].get<std::string>())) {
-                *why = std::string("output.") + stream + ".log is not a plain file name";
-                return false;
-            }
+            if (!s["log"].is_string() || !plain_file_name(s["log"].get<std::string>()))
+                return Failed{std::string("output.") + stream + ".log is not a plain file name"};
             f.path = dir + s["log"].get<std::string>();
         } else {
             f.path = dir + stream + ".log";
@@ -67,35 +63,30 @@ bool collect_logs(const nlohmann::json& output, const std::string& dir, const Co
         }
         out.push_back(std::move(f));
     }
-    return true;
+    return std::nullopt;
 }
 
 }  // namespace
 
-bool collect_covered_files(const nlohmann::json& record, std::vector<CoveredFile>& out, std::string* why) {
+Problem collect_covered_files(const nlohmann::json& record, std::vector<CoveredFile>& out) {
     const std::string type = record["type"].get<std::string>();
     const nlohmann::json& payload = record["payload"];
-    if (!payload.contains("output")) return true;
-    if (!payload["output"].is_object()) {
-        *why = "output is not an object";
-        return false;
-    }
+    if (!payload.contains("output")) return std::nullopt;
+    if (!payload["output"].is_object()) return Failed{"output is not an object"};
     CoveredFile base;
     base.seq = record["seq"].get<std::uint64_t>();
     if (type == kTypeTerminal) {
         base.record = type;
-        return collect_logs(payload["output"], "", base, true, out, why);
+        return collect_logs(payload["output"], "", base, true, out);
     }
     if (type == kTypeExecEnd) {
-        if (!payload.contains("exec") || !payload["exec"].is_number_unsigned() || payload["exec"].get<std::uint64_t>() == 0) {
-            *why = "an exec_end whose exec is not a positive integer";
-            return false;
-        }
+        if (!payload.contains("exec") || !payload["exec"].is_number_unsigned() || payload["exec"].get<std::uint64_t>() == 0)
+            return Failed{"an exec_end whose exec is not a positive integer"};
         const std::string n = std::to_string(payload["exec"].get<std::uint64_t>());
         base.record = type + " of exec " + n;
-        return collect_logs(payload["output"], "execs/" + n + "/", base, false, out, why);
+        return collect_logs(payload["output"], "execs/" + n + "/", base, false, out);
     }
-    return true;
+    return std::nullopt;
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace corral::journal {
@@ -33,10 +35,10 @@ struct CoveredFile {
 };
 
 // The files `record` (a verified journal record) holds the digest of,
-// appended to `out`. False with *why when it holds one in a form no writer
-// makes (a digest not a string or null, an exec number that is not a positive
+// appended to `out`. The problem when it holds one in a form no writer makes
+// (a digest not a string or null, an exec number that is not a positive
 // integer, a log name that is not a plain file name).
-bool collect_covered_files(const nlohmann::json& record, std::vector<CoveredFile>& out, std::string* why);
+Problem collect_covered_files(const nlohmann::json& record, std::vector<CoveredFile>& out);
 
 // The first covered file of `run_dir` that is not what its record says
 // (changed, removed, or there when the record said there was none), named with

@@ -21,59 +21,58 @@ std::string_view status_name(Status status) {
 
 namespace {
 
-// Why `line` cannot be record `at.next_seq`, or "" if it is that record.
-std::string check_record(std::string_view line, const JournalPosition& at, const PublicKey& key,
-                         nlohmann::json& record) {
-    std::string why;
-    if (!parse_canonical(line, record, why)) return why;
-    if (!record.is_object()) return "not a JSON object";
+// The record, if `line` is record `at.next_seq`; else why it cannot be.
+Checked<nlohmann::json> check_record(std::string_view line, const JournalPosition& at, const PublicKey& key) {
+    auto parsed = parse_canonical(line);
+    if (!parsed) return parsed;
+    nlohmann::json& record = *parsed;
+    auto fail = [](std::string why) { return Failed{std::move(why)}; };
+    if (!record.is_object()) return fail("not a JSON object");
     static const std::set<std::string> kFields = {"payload", "prev", "seq", "sig", "time", "type"};
     for (const auto& item : record.items())
-        if (!kFields.count(item.key())) return "unexpected field \"" + item.key() + "\"";
+        if (!kFields.count(item.key())) return fail("unexpected field \"" + item.key() + "\"");
     for (const auto& f : kFields)
-        if (!record.contains(f)) return "field \"" + f + "\" is missing";
-    if (!record["seq"].is_number_unsigned()) return "seq is not a positive integer";
+        if (!record.contains(f)) return fail("field \"" + f + "\" is missing");
+    if (!record["seq"].is_number_unsigned()) return fail("seq is not a positive integer");
     if (!record["prev"].is_string() || !record["time"].is_string() || !record["type"].is_string() ||
         !record["sig"].is_string())
-        return "prev, time, type and sig must be strings";
-    if (!record["payload"].is_object()) return "payload is not an object";
+        return fail("prev, time, type and sig must be strings");
+    if (!record["payload"].is_object()) return fail("payload is not an object");
     std::uint64_t seq = record["seq"].get<std::uint64_t>();
     // A deleted, duplicated or moved line breaks the numbering or the chain.
     if (seq != at.next_seq)
-        return "seq is " + std::to_string(seq) + ", expected " + std::to_string(at.next_seq) +
-               " (a record deleted, duplicated or moved)";
+        return fail("seq is " + std::to_string(seq) + ", expected " + std::to_string(at.next_seq) +
+                    " (a record deleted, duplicated or moved)");
     if (record["prev"].get<std::string>() != at.prev_hash)
-        return "prev does not match the SHA-256 of the line before (the chain is broken)";
+        return fail("prev does not match the SHA-256 of the line before (the chain is broken)");
     std::string sig;
     try {
         sig = base64_decode(record["sig"].get<std::string>());
     } catch (const std::exception& e) {
-        return std::string("sig: ") + e.what();
+        return fail(std::string("sig: ") + e.what());
     }
     nlohmann::json body = record;
     body.erase("sig");
     // body came from canonical text, so re-dumping it gives back the exact
     // bytes the writer signed.
     if (!key.verify(canonical_json(body), sig))
-        return "the signature does not verify with key " + key.fingerprint() +
-               " (the record was changed, or signed with another key)";
-    return {};
+        return fail("the signature does not verify with key " + key.fingerprint() +
+                    " (the record was changed, or signed with another key)");
+    return parsed;
 }
 
 // What the verdict keeps of a good record: a decision's ledger lines, the
-// files a record holds the digest of. Why it cannot, or "".
-std::string take_contents(const nlohmann::json& record, Verdict& v) {
+// files a record holds the digest of. Why it cannot.
+Problem take_contents(const nlohmann::json& record, Verdict& v) {
     const std::uint64_t seq = record["seq"].get<std::uint64_t>();
     if (record["type"].get<std::string>() == kTypeDecision) {
         const auto& ls = record["payload"].contains("ledger_lines") ? record["payload"]["ledger_lines"] : nlohmann::json();
         bool good = ls.is_array() && !ls.empty();
         for (const auto& l : ls) good = good && l.is_string() && l.get<std::string>().find('\n') == std::string::npos;
-        if (!good) return "a decision without ledger_lines (a non-empty array of one-line strings)";
+        if (!good) return Failed{"a decision without ledger_lines (a non-empty array of one-line strings)"};
         for (const auto& l : ls) v.decisions.push_back({seq, l.get<std::string>()});
     }
-    std::string why;
-    if (!collect_covered_files(record, v.files, &why)) return why;
-    return {};
+    return collect_covered_files(record, v.files);
 }
 
 }  // namespace
@@ -98,24 +97,23 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
             return v;
         }
         std::string_view line = text.substr(pos, eol - pos);
-        nlohmann::json record;
-        std::string why = check_record(line, v.end, key, record);
-        if (!why.empty()) {
+        auto checked = check_record(line, v.end, key);
+        if (!checked) {
             v.status = Status::invalid;
             v.line = line_no;
-            v.reason = "record " + std::to_string(v.end.next_seq) + ": " + why;
+            v.reason = "record " + std::to_string(v.end.next_seq) + ": " + checked.problem();
             return v;
         }
+        const nlohmann::json& record = *checked;
         ++v.good_records;
         v.end.next_seq++;
         v.end.prev_hash = sha256_hex(line);
         v.end.size += line.size() + 1;
         if (v.first.is_null()) v.first = record;
-        why = take_contents(record, v);
-        if (!why.empty()) {
+        if (auto bad = take_contents(record, v)) {
             v.status = Status::invalid;
             v.line = line_no;
-            v.reason = "record " + std::to_string(v.end.next_seq - 1) + ": " + why;
+            v.reason = "record " + std::to_string(v.end.next_seq - 1) + ": " + bad->problem;
             return v;
         }
         if (is_terminal_type(record["type"].get<std::string>())) v.terminal = record;
@@ -172,7 +170,7 @@ std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann
     return out;
 }
 
-std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_view ledger_text) {
+Problem compare_ledger(const Verdict& verdict, std::string_view ledger_text) {
     std::size_t n = 0;  // ledger lines read
     std::size_t pos = 0;
     while (pos < ledger_text.size()) {
@@ -181,20 +179,20 @@ std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_vi
         ++n;
         const std::string at = "ledger line " + std::to_string(n);
         if (n > verdict.decisions.size())
-            return at + " has no decision record in the journal (" + std::to_string(verdict.decisions.size()) +
-                   " decisions): it was added to the ledger, not written by the gateway";
+            return Failed{at + " has no decision record in the journal (" + std::to_string(verdict.decisions.size()) +
+                          " decisions): it was added to the ledger, not written by the gateway"};
         const auto& d = verdict.decisions[n - 1];
         if (line != d.ledger_line)
-            return at + " differs from record " + std::to_string(d.seq) +
-                   " (decision " + std::to_string(n) + "): the ledger was edited, or a line removed or moved";
-        if (eol == std::string_view::npos) return at + " has no newline (a torn write)";
+            return Failed{at + " differs from record " + std::to_string(d.seq) + " (decision " + std::to_string(n) +
+                          "): the ledger was edited, or a line removed or moved"};
+        if (eol == std::string_view::npos) return Failed{at + " has no newline (a torn write)"};
         pos = eol + 1;
     }
     if (n < verdict.decisions.size() && verdict.status == Status::valid)
-        return "the ledger has " + std::to_string(n) + " lines, the journal " +
-               std::to_string(verdict.decisions.size()) + " decisions: record " +
-               std::to_string(verdict.decisions[n].seq) + " (decision " + std::to_string(n + 1) +
-               ") is missing from the ledger (removed, or the ledger was cut short)";
+        return Failed{"the ledger has " + std::to_string(n) + " lines, the journal " +
+                      std::to_string(verdict.decisions.size()) + " decisions: record " +
+                      std::to_string(verdict.decisions[n].seq) + " (decision " + std::to_string(n + 1) +
+                      ") is missing from the ledger (removed, or the ledger was cut short)"};
     return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/checked.hpp"
 #include "journal/covered_files.hpp"
 #include "journal/journal.hpp"
 #include "journal/key.hpp"
@@ -66,9 +67,9 @@ std::vector<std::string> compare_run_json(const Verdict& verdict, const nlohmann
 // journal's decision records, the ledger being derived from them: line N of
 // the ledger must be the journal's Nth ledger line, byte for byte. A journal that
 // has ended has every ledger line; one still going (incomplete) may be ahead
-// of its ledger, never behind it. The first disagreement, named; empty when
+// of its ledger, never behind it. The first disagreement, named; none when
 // they agree.
-std::optional<std::string> compare_ledger(const Verdict& verdict, std::string_view ledger_text);
+Problem compare_ledger(const Verdict& verdict, std::string_view ledger_text);
 
 // One file of a daemon's journal directory (journal/day_journal.hpp), as
 // verified, and its last line (without the newline; "" if none).

@@ -31,14 +31,14 @@ std::optional<Identity> parse_identity(std::string_view text) {
     return Identity{std::string(worker), std::string(run)};
 }
 
-std::string worker_name_problem(std::string_view name) {
-    if (name.empty()) return "empty name";
-    if (name.size() > 64) return "longer than 64 characters";
-    if (!is_ascii_alnum(name[0])) return "must start with a letter or digit";
+Problem check_worker_name(std::string_view name) {
+    if (name.empty()) return Failed{"empty name"};
+    if (name.size() > 64) return Failed{"longer than 64 characters"};
+    if (!is_ascii_alnum(name[0])) return Failed{"must start with a letter or digit"};
     for (char c : name)
         if (!(is_ascii_alnum(c) || c == '.' || c == '_' || c == '-'))
-            return "contains '" + std::string(1, c) + "'; allowed: letters, digits, '.', '_', '-'";
-    return "";
+            return Failed{"contains '" + std::string(1, c) + "'; allowed: letters, digits, '.', '_', '-'"};
+    return std::nullopt;
 }
 
 bool is_identity_pattern(std::string_view p) {

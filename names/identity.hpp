@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/checked.hpp"
+
 namespace corral::names {
 
 struct Identity {
@@ -34,8 +36,8 @@ inline constexpr std::string_view identity_allowed = "\"worker/run\" with each p
 
 // Worker names are directory names that also appear in identities
 // ("worker/run") and ledger lines: 1–64 of [A-Za-z0-9._-], starting with a
-// letter or digit. Returns the reason when invalid, "" when fine.
-std::string worker_name_problem(std::string_view name);
+// letter or digit. The reason when invalid.
+Problem check_worker_name(std::string_view name);
 
 // A grant's identity pattern: an fnmatch glob on the worker name when it has
 // no '/' ("worker-a", "ci-*"), on "worker/run" when it has one; at most one

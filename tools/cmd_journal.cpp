@@ -123,7 +123,7 @@ int check_ledger(const journal::Verdict& v, const std::string& file, std::option
     }
     if (!ledger_text) return -1;
     if (auto diff = journal::compare_ledger(v, *ledger_text)) {
-        std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), terminal_text(*diff).c_str());
+        std::printf("%sinvalid: %s: %s\n", at.c_str(), ledger_path->c_str(), terminal_text(diff->problem).c_str());
         return kInvalid;
     }
     *checked += ", " + *ledger_path + " agrees (" + std::to_string(v.decisions.size()) + " decisions)";

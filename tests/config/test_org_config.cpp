@@ -327,8 +327,8 @@ TEST_CASE("validation: worker directories") {
     CHECK(has_line(e, d.file("workers/README") + ": not a directory"));
     CHECK(has_line(e, d.file("workers/empty/worker.toml") + ": missing"));
     CHECK(c.org.workers.count("good-1") == 1);
-    CHECK(names::worker_name_problem(std::string(65, 'a')) != "");
-    CHECK(names::worker_name_problem("a.b_c-9") == "");
+    CHECK(names::check_worker_name(std::string(65, 'a')).has_value());
+    CHECK_FALSE(names::check_worker_name("a.b_c-9").has_value());
 }
 
 TEST_CASE("validation: syntax errors and a missing org.toml") {

@@ -38,17 +38,18 @@ TEST_CASE("invalid UTF-8 is refused") {
 }
 
 TEST_CASE("parse_canonical accepts only the canonical bytes") {
-    json out;
-    std::string why;
-    CHECK(parse_canonical(R"({"a":1,"b":"\u0001"})", out, why));
-    CHECK(out["a"] == 1);
+    auto out = parse_canonical(R"({"a":1,"b":"\u0001"})");
+    REQUIRE(out);
+    CHECK((*out)["a"] == 1);
     for (const char* other : {R"({"a":1.0,"b":"\u0001"})", R"({"a":1e0,"b":"\u0001"})", R"({"a": 1,"b":"\u0001"})",
                               R"({"b":"\u0001","a":1})", R"({"a":1,"b":"\u0001","a":1})", R"({"a":1,"b":"\u0001"} )",
                               R"({"a":1,"b":"\u0001\/"})", R"({"a":1,"b":"\u00e9"})"}) {
         CAPTURE(other);
-        CHECK_FALSE(parse_canonical(other, out, why));
-        CHECK(!why.empty());
+        auto bad = parse_canonical(other);
+        REQUIRE_FALSE(bad);
+        CHECK(!bad.problem().empty());
     }
-    CHECK_FALSE(parse_canonical("{\"a\":", out, why));
-    CHECK(why.find("not JSON") == 0);
+    auto torn = parse_canonical("{\"a\":");
+    REQUIRE_FALSE(torn);
+    CHECK(torn.problem().find("not JSON") == 0);
 }

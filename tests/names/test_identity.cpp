@@ -3,6 +3,14 @@
 
 #include "names/identity.hpp"
 
+namespace {
+// The check's problem as text, "" when the name is fine.
+std::string worker_name_text(std::string_view name) {
+    auto bad = corral::names::check_worker_name(name);
+    return bad ? bad->problem : std::string();
+}
+}  // namespace
+
 using namespace corral::names;
 
 TEST_CASE("an identity is two parts of [A-Za-z0-9._-] around exactly one '/'") {
@@ -21,15 +29,15 @@ TEST_CASE("an identity is two parts of [A-Za-z0-9._-] around exactly one '/'") {
 }
 
 TEST_CASE("worker names: 1-64 identity characters, starting with a letter or digit") {
-    CHECK(worker_name_problem("a.b_c-9") == "");
-    CHECK(worker_name_problem("9lives") == "");
-    CHECK(worker_name_problem("") == "empty name");
-    CHECK(worker_name_problem(std::string(64, 'a')) == "");
-    CHECK(worker_name_problem(std::string(65, 'a')) == "longer than 64 characters");
-    CHECK(worker_name_problem(".hidden") == "must start with a letter or digit");
-    CHECK(worker_name_problem("-x") == "must start with a letter or digit");
-    CHECK(worker_name_problem("a/b") == "contains '/'; allowed: letters, digits, '.', '_', '-'");
-    CHECK(worker_name_problem("a*") == "contains '*'; allowed: letters, digits, '.', '_', '-'");
+    CHECK(worker_name_text("a.b_c-9") == "");
+    CHECK(worker_name_text("9lives") == "");
+    CHECK(worker_name_text("") == "empty name");
+    CHECK(worker_name_text(std::string(64, 'a')) == "");
+    CHECK(worker_name_text(std::string(65, 'a')) == "longer than 64 characters");
+    CHECK(worker_name_text(".hidden") == "must start with a letter or digit");
+    CHECK(worker_name_text("-x") == "must start with a letter or digit");
+    CHECK(worker_name_text("a/b") == "contains '/'; allowed: letters, digits, '.', '_', '-'");
+    CHECK(worker_name_text("a*") == "contains '*'; allowed: letters, digits, '.', '_', '-'");
     // Every valid worker name is an identity part (it is the part before '/').
     for (const char* w : {"a", "a.b_c-9", "9lives"}) CHECK(is_identity_part(w));
 }
