@@ -74,8 +74,10 @@ const Option<GatewayArgs> kGatewayOptions[] = {
      [](GatewayArgs& g, const std::string& v) { g.org_dir = nonempty("--org", v); }},
     {{"--threads", "N", "event-loop threads (default: CPUs, at most 4)"},
      [](GatewayArgs& g, const std::string& v) {
+         // The text is kept alive: `end` points into it after the call.
+         const std::string text = nonempty("--threads", v);
          char* end = nullptr;
-         const unsigned long n = std::strtoul(nonempty("--threads", v).c_str(), &end, 10);
+         const unsigned long n = std::strtoul(text.c_str(), &end, 10);
          if (*end || n < 1 || n > 64) throw UsageError("--threads \"" + v + "\": expected a number from 1 to 64");
          g.threads = static_cast<unsigned>(n);
      }},
