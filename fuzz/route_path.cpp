@@ -9,8 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "base/parse.hpp"
 #include "gateway/grants.hpp"
@@ -20,9 +22,12 @@ using namespace corral::gateway;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view target(reinterpret_cast<const char*>(data), size);
-    std::string_view why;
-    auto canonical = canonical_route_path(target, &why);
-    if (canonical.has_value() == !why.empty()) std::abort();  // a refusal always says why
+    auto checked = canonical_route_path(target);
+    if (const auto* refused = std::get_if<Refusal>(&checked);
+        refused && (refused->reason != reason::non_canonical_path || refused->detail.empty()))
+        std::abort();  // a refusal always says why
+    const auto* canonical_path = std::get_if<std::string_view>(&checked);
+    auto canonical = canonical_path ? std::optional<std::string_view>(*canonical_path) : std::nullopt;
     auto normal = normalize_route_path(target);
     if (canonical) {
         // The query is cut by both; what is left must come out unchanged.

@@ -89,10 +89,9 @@ std::optional<std::string> normalize_route_path(std::string_view target) {
     return out;
 }
 
-std::optional<std::string_view> canonical_route_path(std::string_view target, std::string_view* why) {
-    auto refuse = [&](std::string_view what) -> std::optional<std::string_view> {
-        if (why) *why = what;
-        return std::nullopt;
+std::variant<std::string_view, Refusal> canonical_route_path(std::string_view target) {
+    auto refuse = [](std::string_view what) -> std::variant<std::string_view, Refusal> {
+        return Refusal{std::string(reason::non_canonical_path), "request path is not canonical: " + std::string(what)};
     };
     if (target.empty() || target.front() != '/') return refuse("the path does not start with '/'");
     std::string_view path = target.substr(0, target.find('?'));

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/ip/address.hpp>
@@ -17,6 +18,7 @@
 #include "config/gateway_config.hpp"
 #include "gateway/host.hpp"
 #include "gateway/identity.hpp"
+#include "gateway/refusal.hpp"
 
 namespace corral::gateway {
 
@@ -49,16 +51,16 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
 std::optional<std::string> normalize_route_path(std::string_view target);
 
 // The path part of a request target (everything before the first '?') when it
-// is already canonical, else nullopt with *why (if non-null) naming the rule
-// broken. Canonical means normalize_route_path would return it unchanged, so
+// is already canonical, else the refusal: 400 "non_canonical_path", its detail
+// naming the rule broken. Canonical means normalize_route_path would return it unchanged, so
 // the path the routes are checked against is byte for byte the path the
 // upstream receives (an upstream that resolves "..", ";", "%2f" or "\\"
 // differently from the gateway cannot be steered around a route). Refused:
 // a target not starting with '/', '#', '\\', ';', control characters, "//",
 // a "." or ".." segment, %2e / %2f / %5c in any case, and any other %-escape
-// (the normaliser would decode it). The query is not looked at. The caller
-// answers 400 "non_canonical_path". Never allocates.
-std::optional<std::string_view> canonical_route_path(std::string_view target, std::string_view* why);
+// (the normaliser would decode it). The query is not looked at. Allocates
+// only to refuse.
+std::variant<std::string_view, Refusal> canonical_route_path(std::string_view target);
 
 // True when `grant.routes` is empty or one route matches: method equal (or the
 // route's method is "*") and path equal, or for a prefix route ("…/*") the path

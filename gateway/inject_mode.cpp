@@ -80,8 +80,8 @@ constexpr std::size_t kLedgerPathChars = 256;
 // A refused request's target, for its ledger line: canonical when it can be
 // made so, else as sent.
 std::string ledger_path_of_target(std::string_view raw_target) {
-    std::string_view why;
-    auto path = canonical_route_path(raw_target, &why);
+    auto canonical = canonical_route_path(raw_target);
+    const auto* path = std::get_if<std::string_view>(&canonical);
     return std::string((path ? *path : raw_target).substr(0, kLedgerPathChars));
 }
 

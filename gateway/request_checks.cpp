@@ -132,14 +132,13 @@ std::variant<CheckedTunnelRequest, Refusal> check_tunnel_request(const Request& 
     auto ha = split_authority(req[http::field::host], connect_port);
     if (!ha.authority || ha.authority->host != connect_host || ha.authority->port != connect_port)
         return Refusal{std::string(reason::host_mismatch), "Host does not name the CONNECT host " + connect_host.text()};
-    std::string_view why;
-    auto path = canonical_route_path(req.target(), &why);
-    if (!path)
-        return Refusal{std::string(reason::non_canonical_path), "request path is not canonical: " + std::string(why)};
-    if (!route_allowed(grant, req.method_string(), *path))
-        return Refusal{std::string(reason::route_denied), std::string(req.method_string()) + " " + std::string(*path) +
+    auto canonical = canonical_route_path(req.target());
+    if (auto* refused = std::get_if<Refusal>(&canonical)) return std::move(*refused);
+    const std::string_view path = std::get<std::string_view>(canonical);
+    if (!route_allowed(grant, req.method_string(), path))
+        return Refusal{std::string(reason::route_denied), std::string(req.method_string()) + " " + std::string(path) +
                                                               " is not in the grant's routes"};
-    return CheckedTunnelRequest{std::string(req.method_string()), std::string(*path)};
+    return CheckedTunnelRequest{std::string(req.method_string()), std::string(path)};
 }
 
 }  // namespace corral::gateway

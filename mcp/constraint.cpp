@@ -77,14 +77,13 @@ Verdict eval_path(const Constraint& c, const json& v) {
 
 }  // namespace
 
-bool compile(Constraint& c, std::string& error) {
-    if (c.kind != ConstraintKind::regex) return true;
+Problem compile(Constraint& c) {
+    if (c.kind != ConstraintKind::regex) return std::nullopt;
     try {
         c.compiled = std::make_shared<const std::regex>(c.pattern, std::regex::ECMAScript);
-        return true;
+        return std::nullopt;
     } catch (const std::regex_error& e) {
-        error = "regex /" + c.pattern + "/ does not compile: " + e.what();
-        return false;
+        return Failed{"regex /" + c.pattern + "/ does not compile: " + e.what()};
     }
 }
 

@@ -33,9 +33,9 @@ struct Constraint {
 // Regex inputs longer than this are not matched (std::regex backtracks).
 inline constexpr std::size_t kMaxRegexInput = 4096;
 
-// Builds `compiled` for a regex constraint; false (with `error`) when the
-// pattern is not an ECMAScript regex.
-bool compile(Constraint& c, std::string& error);
+// Builds `compiled` for a regex constraint; the problem when the pattern is
+// not an ECMAScript regex.
+Problem compile(Constraint& c);
 
 enum class Outcome { match, no_match, absent, invalid };
 

@@ -65,8 +65,7 @@ void check_constraint(Constraint& c, const std::string& where, std::vector<std::
         errors.push_back(where + ": \"" + c.pointer + "\" is not a JSON pointer (\"/name\", \"/a/b\")");
         return;
     }
-    std::string err;
-    if (!compile(c, err)) errors.push_back(where + ": " + err);
+    if (auto bad = compile(c)) errors.push_back(where + ": " + bad->problem);
     if (c.kind == ConstraintKind::one_of && c.choices.empty())
         errors.push_back(where + ": an empty list of allowed values never matches");
     if (c.kind == ConstraintKind::range && c.min && c.max && *c.min > *c.max)
