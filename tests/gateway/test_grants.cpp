@@ -169,7 +169,7 @@ TEST_CASE("canonical_route_path: the path checked is exactly the path forwarded"
     auto p = canonical_route_path("/v1/models/x?q=/../admin;%2e#f");
     REQUIRE(std::holds_alternative<std::string_view>(p));
     CHECK(std::get<std::string_view>(p) == "/v1/models/x");
-    CHECK(route_allowed(g, "GET", *p));
+    CHECK(route_allowed(g, "GET", std::get<std::string_view>(p)));
 }
 
 TEST_CASE("route_allowed: exact paths, trailing-* prefixes, methods") {
