@@ -22,6 +22,7 @@ names=()
 for t in "$@"; do names+=("fuzz_$t"); done
 # fuzz/run_target.sh sets libFuzzer's own sanitizer options (no log files:
 # libFuzzer prints the report and keeps the input).
+CORRAL_TEST_LOGBASE=${CORRAL_TEST_LOGBASE:-fuzzlog} \
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1} \
   exec tools/sanitize.sh --suite fuzz "${names[@]}"

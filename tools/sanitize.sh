@@ -4,6 +4,11 @@
 # library, -Dfuzzing=true), builds it and runs `meson test` there with the
 # arguments given (tools/test.sh: --suite unit --suite integration, then
 # --suite fuzz). Any sanitizer report fails the test whose process made it.
+# --setup: only sets up build-san/ (tools/test.sh then builds it beside
+# another phase). CORRAL_SAN_NO_REBUILD=1: build nothing, `meson test
+# --no-rebuild` (what the tests run was built already; two `meson test` may
+# then share the build dir). CORRAL_TEST_LOGBASE: the name of meson's log
+# files under meson-logs/ (default testlog; tools/fuzz.sh: fuzzlog).
 # docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +25,19 @@ if [ ! -f "$builddir/build.ninja" ]; then
     -Dcpp_args=-gline-tables-only -Dwerror=true \
     -Db_sanitize=address,undefined -Db_lundef=false -Dstatic_deps=false -Dfuzzing=true
 fi
+[ "${1:-}" = --setup ] && exit 0
+logbase=${CORRAL_TEST_LOGBASE:-testlog}
+rebuild=()
 # Only what the chosen suites run is built (issue 36's CI time): corral
 # itself (every integration test drives it through CORRAL_BIN), then `meson
 # test` builds the executables of the selected tests and their `depends`, not
 # the e2e suites' or the benchmarks' (a cold sanitizer build is the CI's
 # largest phase; docs/testing.md).
-ninja -C "$builddir" tools/corral
+if [ "${CORRAL_SAN_NO_REBUILD:-0}" = 1 ]; then
+  rebuild=(--no-rebuild)
+else
+  ninja -C "$builddir" tools/corral
+fi
 
 # halt_on_error + abort_on_error: the process that reports dies with SIGABRT,
 # so its test fails. No log_path: inside a box the sanitizer cannot open a
@@ -33,7 +45,7 @@ ninja -C "$builddir" tools/corral
 # detect_leaks: LSan at every process exit.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
-meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || {
-  tools/test-failures.sh "$builddir"
+meson test -C "$builddir" "${rebuild[@]}" --logbase "$logbase" --print-errorlogs --num-processes 2 "$@" || {
+  tools/test-failures.sh "$builddir" "$logbase"
   exit 1
 }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tools/test-failures.sh BUILDDIR — after a failed `meson test`, the failed
+# tools/test-failures.sh BUILDDIR [LOGBASE] — after a failed `meson test`, the failed
 # suites' own words, short: for each suite whose result is not a pass or a
 # skip, its doctest "TEST CASE"/"ERROR"/"FATAL" lines and the few lines after
 # each (the values and INFO that say why), then its last lines. tools/test.sh
 # prints this last, so a CI log that keeps only its tail still shows which
 # assertion failed, not only which suite.
 set -uo pipefail
-log=${1:?usage: tools/test-failures.sh BUILDDIR}/meson-logs/testlog.txt
+log=${1:?usage: tools/test-failures.sh BUILDDIR [LOGBASE]}/meson-logs/${2:-testlog}.txt
 [ -r "$log" ] || { echo "tools/test-failures.sh: no $log to read" >&2; exit 0; }
 
 echo "=== failed suites, in short (full log: $log)"
