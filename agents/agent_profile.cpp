@@ -95,6 +95,9 @@ void add_claude(AgentProfile& p, const AgentInputs& in, const std::string& senti
               "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"};
     if (!in.model.empty()) p.argv.insert(p.argv.end(), {"--model", in.model});
     if (!in.system_prompt.empty()) p.argv.insert(p.argv.end(), {"--append-system-prompt", in.system_prompt});
+    const std::string mcp_file = "corral-mcp.json";
+    const auto mcp_flags = claude_mcp_flags(in.mcp, join_path(dir_box, mcp_file));
+    p.argv.insert(p.argv.end(), mcp_flags.begin(), mcp_flags.end());
     p.argv.insert(p.argv.end(), {"--", in.prompt});
     p.version_argv = {p.argv[0], "--version"};
 
@@ -103,6 +106,7 @@ void add_claude(AgentProfile& p, const AgentInputs& in, const std::string& senti
     p.dirs.push_back(dir_rel);
     // With CLAUDE_CONFIG_DIR set claude keeps its state file here, not in ~.
     p.files.push_back({join_path(dir_rel, ".claude.json"), pretty(json{{"hasCompletedOnboarding", true}}), 0600});
+    if (!mcp_flags.empty()) p.files.push_back({join_path(dir_rel, mcp_file), claude_mcp_config_json(in.mcp), 0600});
     if (in.credential == CredentialMode::oauth) {
         json cred = {{"claudeAiOauth",
                       {{"accessToken", "sk-ant-oat01-" + sentinel},
@@ -137,6 +141,7 @@ std::string codex_config_toml(const AgentInputs& in) {
     // Plain bodies let the gateway apply body limits without decoding zstd.
     t += "enable_request_compression = false\n";
     t += "\n[otel]\nexporter = \"none\"\nmetrics_exporter = \"none\"\ntrace_exporter = \"none\"\n";
+    t += codex_mcp_servers_toml(in.mcp);
     return t;
 }
 

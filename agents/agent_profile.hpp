@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "agents/mcp_client.hpp"
 #include "config/gateway_config.hpp"
 #include "config/org_config.hpp"
 #include "names/rootfs_source.hpp"
@@ -60,6 +61,7 @@ struct AgentInputs {
     std::string issued_at = "2026-01-01T00:00:00Z";  // codex auth.json last_refresh (RFC 3339)
     std::string agents_prefix = default_agents_prefix;
     std::string node = "/usr/bin/node";
+    McpClientInputs mcp;            // the worker's MCP servers, as corral's endpoints (agents/mcp_client.hpp)
 };
 
 struct AgentFile {
