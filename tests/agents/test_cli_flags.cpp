@@ -151,6 +151,7 @@ TEST_CASE("every adapter flag corral passes appears in the real CLI's --help") {
         CAPTURE(config::to_string(kind));
         auto in = inputs_in(rd, CredentialMode::api_key);
         in.model = "some-model";  // so --model is checked too
+        in.mcp = {{"files"}, 3128};  // and claude's --mcp-config, --strict-mcp-config
         auto p = agents::make_agent_profile(kind, in);
         agents::write_agent_home(p, rd.path.string(), agent_owner());
         auto r = run_offline(help_argv(kind), p.env);
@@ -261,6 +262,17 @@ TEST_CASE("codex accepts both auth.json shapes and runs with our config.toml und
             CAPTURE(f);
             CHECK(std::regex_search(r.out, std::regex(std::string("(^|\\n)") + f + "\\s+\\S+\\s+false")));
         }
+    }
+    SUBCASE("codex reads corral's MCP endpoints from our config.toml (mcp list)") {
+        RunDir rd;
+        auto in = inputs_in(rd, CredentialMode::api_key);
+        in.mcp = {{"files"}, 3128};
+        auto p = agents::make_agent_profile(AgentKind::codex, in);
+        agents::write_agent_home(p, rd.path.string(), agent_owner());
+        auto r = run_offline(codex_cmd({"mcp", "list"}), p.env);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.out << r.err);
+        CHECK_MESSAGE(r.out.find("files") != std::string::npos, r.out);
+        CHECK_MESSAGE(r.out.find("http://127.0.0.1:3128/mcp/files") != std::string::npos, r.out);
     }
     SUBCASE("the profile's own command line loads config.toml under --strict-config") {
         RunDir rd;
