@@ -9,7 +9,7 @@
 #    server-filesystem, server-everything, inspector-cli and the conformance
 #    suite), installed into the repo's node_modules/ (gitignored) with
 #    `npm ci`. conformance stays at 0.1.13: 0.1.14 and later import
-#    fs.globSync, which Node 20 (Debian's, our base) does not have.
+#    fs.globSync, which Node 20 (this host's) does not have.
 # 2. The PINNED agent CLIs (claude-code, codex, pi) in
 #    /usr/local/lib/corral-agents. Why under /usr: `corral run --rootfs host`
 #    shows the host's /usr read-only in the box, so the CLIs are runnable in a
