@@ -57,7 +57,7 @@ function parseArgs(argv) {
     else if (a === "--env") { const e = next(); const q = e.indexOf("="); if (q <= 0) usage(`--env wants NAME=VALUE, got ${e}`); o.env[e.slice(0, q)] = e.slice(q + 1); }
     else if (a === "--sampling") o.sampling = next();
     else if (a === "--elicit") o.elicit = parseJson(next(), "--elicit");
-    else if (a === "--timeout") o.timeout = Number(next());
+    else if (a === "--timeout") { o.timeout = Number(next()); if (!Number.isInteger(o.timeout) || o.timeout <= 0) usage("--timeout wants milliseconds > 0"); }
     else usage(`unknown option ${a}`);
   }
   if ((o.url === null) === (o.command === null || o.command.length === 0)) usage("give exactly one of --url URL and -- COMMAND");
