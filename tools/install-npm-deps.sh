@@ -3,9 +3,13 @@
 # Called (as root) by tools/test.sh. Idempotent: each part is skipped when the
 # pinned versions are already in place.
 #
-# 1. Test tools (package.json / package-lock.json at the repo root, e.g. `ws`
-#    for the gateway's WebSocket tests), installed into the repo's
-#    node_modules/ (gitignored) with `npm ci`.
+# 1. Test tools (package.json / package-lock.json at the repo root, each
+#    pinned exactly: `ws` for the gateway's WebSocket tests; the real MCP
+#    components of tests/mcp_e2e: the SDK (client and server classes),
+#    server-filesystem, server-everything, inspector-cli and the conformance
+#    suite), installed into the repo's node_modules/ (gitignored) with
+#    `npm ci`. conformance stays at 0.1.13: 0.1.14 and later import
+#    fs.globSync, which Node 20 (this host's) does not have.
 # 2. The PINNED agent CLIs (claude-code, codex, pi) in
 #    /usr/local/lib/corral-agents. Why under /usr: `corral run --rootfs host`
 #    shows the host's /usr read-only in the box, so the CLIs are runnable in a
@@ -23,11 +27,27 @@ if ! command -v npm >/dev/null; then
 fi
 
 # --- 1. test tools from the repo's lockfile ---
-want=$(node -p 'require("./package-lock.json").packages["node_modules/ws"].version')
-have=$(node -p 'try { require("./node_modules/ws/package.json").version } catch (e) { "" }')
-if [ "$want" != "$have" ]; then
+# Every direct dependency in package.json (exact pins) must be installed at
+# its pinned version; the first that is not names itself.
+test_tools_stale() {
+  node -e '
+    const deps = require("./package.json").dependencies;
+    for (const [name, want] of Object.entries(deps)) {
+      let have = "";
+      try { have = require("./node_modules/" + name + "/package.json").version; } catch (e) {}
+      if (have !== want) { process.stdout.write(name + " is " + (have || "absent") + ", pinned " + want); break; }
+    }'
+}
+stale=$(test_tools_stale)
+if [ -n "$stale" ]; then
+  echo "install-npm-deps: $stale; running npm ci"
   # `npm ci` reproduces package-lock.json exactly.
   npm ci --no-audit --no-fund --loglevel=error
+  stale=$(test_tools_stale)
+  if [ -n "$stale" ]; then
+    echo "install-npm-deps: after npm ci, $stale (package.json and package-lock.json disagree?)" >&2
+    exit 1
+  fi
 fi
 
 # --- 2. the agent CLIs ---
