@@ -68,7 +68,7 @@ ninja -C "$builddir" $(tools/suite_targets.py "$builddir" e2e vm)
 phase "suites in $builddir, the sanitizer build beside them"
 tools/sanitize.sh --setup
 san_pid_file=$sanbuild/background-build.pid
-setsid -w bash -c 'echo $$ > "$1"; shift; exec nice -n 10 "$@"' _ "$san_pid_file" \
+setsid -w bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$san_pid_file" \
   ninja -C "$sanbuild" $(tools/suite_targets.py "$sanbuild" unit integration fuzz --not vm) \
   > "$sanbuild/background-build.log" 2>&1 &
 san_build=$!
@@ -80,7 +80,6 @@ meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 --sui
 }
 
 phase "sanitizer build (what is left of it)"
-renice -n 0 -g "$(cat "$san_pid_file")" > /dev/null 2>&1 || true
 san_rc=0
 wait "$san_build" || san_rc=$?
 tail -n 3 "$sanbuild/background-build.log"
