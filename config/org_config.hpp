@@ -1,10 +1,10 @@
 // config/org_config.hpp — an organisation directory: org.toml plus
 // workers/NAME/worker.toml, read into plain structs and resolved per worker.
 //
-//   ORG/org.toml                [engine] [sandbox] rootfs [budget] [prices], and the gateway's own
+//   ORG/org.toml                [engine] [sandbox] rootfs [budget] [prices] [mcp], and the gateway's own
 //                               sections ([gateway], [credentials.NAME], [[grants]],
 //                               parsed by parse_gateway_sections, unchanged)
-//   ORG/workers/NAME/worker.toml  agent, model, rootfs, [sandbox], [env], [[grants]], [budget], [prices],
+//   ORG/workers/NAME/worker.toml  agent, model, rootfs, [sandbox], [env], [[grants]], [budget], [prices], [mcp],
 //                               [channels] (passed through untouched)
 //
 // Resolution per worker, key by key: worker.toml → org.toml → built-in default
@@ -16,7 +16,8 @@
 // every mistake at once); load_org() throws a ConfigError holding them, one
 // per line. The files: org_files.cpp (the directory walk and reading),
 // org_schema.cpp (the per-file checks), org_resolve.cpp (resolve_worker and
-// the overlays), org_secrets.cpp (credential_status).
+// the overlays), org_secrets.cpp (credential_status), mcp_config.cpp and
+// mcp_rules.cpp ([mcp], config/mcp_config.hpp).
 // docs/configuration.md is the reference for every key.
 #pragma once
 
@@ -32,6 +33,7 @@
 #include "config/budget_config.hpp"
 #include "config/checker.hpp"
 #include "config/gateway_config.hpp"
+#include "mcp/servers.hpp"
 #include "names/rootfs_source.hpp"
 
 #include <toml.hpp>
@@ -102,6 +104,7 @@ struct WorkerConfig {
     std::string channels_where;
     BudgetConfig budget;              // [budget], [budget.worker]
     PriceList prices;                 // [prices."MODEL"]
+    mcp::ToolsConfig tools;           // [mcp] (config/mcp_config.hpp)
 };
 
 struct OrgConfig {
@@ -113,6 +116,7 @@ struct OrgConfig {
     GatewayConfig gateway;            // [gateway], [credentials.NAME], [[grants]]
     BudgetConfig budget;              // [budget], [budget.worker]: every worker's defaults
     PriceList prices;                 // [prices."MODEL"]
+    mcp::ToolsConfig tools;           // [mcp]: every worker's servers, rules, pins and call budgets
     std::map<std::string, WorkerConfig> workers;
     std::vector<Diagnostic> warnings;
 };
@@ -156,6 +160,7 @@ struct ResolvedWorker {
     std::vector<Grant> grants;
     std::map<std::string, std::string> env;
     MeteringConfig metering;          // its budgets and prices (config/budget_config.hpp)
+    mcp::ToolsConfig tools;           // org.toml's [mcp] with worker.toml's on top (config::merge_tools)
     bool has_channels = false;
     std::vector<Diagnostic> warnings; // this worker's share of OrgConfig::warnings
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "config/checker.hpp"
+#include "config/mcp_config.hpp"
 #include "config/org_config.hpp"
 #include "config/org_schema.hpp"
 #include "config/toml_text.hpp"
@@ -145,6 +146,13 @@ OrgCheck check_org(const std::string& dir) {
     CredentialNames org_credentials{{}, false};
     if (org_root) org_credentials = check_org_document(org.org_file, *org_root, org, out.errors);
     check_workers(out, org_credentials);
+    // Each worker's [mcp] against the servers it has (org.toml's and its
+    // own); not when org.toml could not be read (its servers are unknown).
+    if (org_root)
+        for (const auto& [name, w] : org.workers) {
+            auto merged = merge_tools(org.tools, w.tools);
+            check_tools(merged, name, w.file, out.errors);
+        }
     check_usd_budgets(out);
     warn_about_agents(out);
     org.warnings = out.warnings;

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "config/checker.hpp"
+#include "config/mcp_config.hpp"
 
 namespace corral::config {
 
@@ -78,6 +79,7 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name) {
     r.grants.insert(r.grants.end(), w.grants.begin(), w.grants.end());
     r.env = w.env;
     r.metering = resolve_metering(org.budget, org.prices, w.budget, w.prices);
+    r.tools = merge_tools(org.tools, w.tools);
     r.has_channels = w.channels.has_value();
     for (const auto& d : org.warnings)
         if (d.worker == name) r.warnings.push_back(d);

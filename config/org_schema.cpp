@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "base/parse.hpp"
+#include "config/mcp_config.hpp"
 #include "names/box_environment.hpp"
 #include "names/rootfs_source.hpp"
 
@@ -232,7 +233,8 @@ CredentialNames check_org_document(const std::string& file, const toml::value& r
                                    std::vector<Diagnostic>& errors) {
     Checker c(file, errors);
     if (!root.is_table()) return CredentialNames{{}, false};
-    c.unknown_keys(root, "", {"engine", "rootfs", "sandbox", "budget", "prices", "gateway", "credentials", "grants"},
+    c.unknown_keys(root, "",
+                   {"engine", "rootfs", "sandbox", "budget", "prices", "gateway", "credentials", "grants", "mcp"},
                    Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
@@ -262,6 +264,12 @@ CredentialNames check_org_document(const std::string& file, const toml::value& r
     GatewaySectionsCheck gw = check_gateway_sections(with_default_listener(root), file);
     errors.insert(errors.end(), gw.errors.begin(), gw.errors.end());
     org.gateway = std::move(gw.config);
+    // [mcp] after the credentials it may name; its rules, pins and caps
+    // checked against org.toml's own servers.
+    if (auto mcp = root.as_table().find("mcp"); mcp != root.as_table().end()) {
+        org.tools = check_mcp_table(mcp->second, gw.credentials, c);
+        check_tools(org.tools, "", "", errors);
+    }
     return gw.credentials;
 }
 
@@ -271,7 +279,7 @@ void check_worker_document(const std::string& file, const toml::value& root, con
     if (!root.is_table()) return;
     c.unknown_keys(root, "",
                    {"agent", "model", "rootfs", "description", "sandbox", "env", "grants", "channels", "budget",
-                    "prices"},
+                    "prices", "mcp"},
                    Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
@@ -301,6 +309,8 @@ void check_worker_document(const std::string& file, const toml::value& root, con
             w.budget = check_budget_table(v, c);
         } else if (k == "prices") {
             w.prices = check_prices_table(v, c);
+        } else if (k == "mcp") {
+            w.tools = check_mcp_table(v, org_credentials, c);
         }
     }
     auto grants = root.as_table().find("grants");

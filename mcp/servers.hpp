@@ -59,6 +59,11 @@ struct ToolsConfig {
     std::map<std::string, std::string> pins;           // "server/tool" -> "sha256:<64 hex>"
     bool log_arguments = false;                        // arguments and results kept whole, not as digests
     CallBudgets budgets;
+    // Where config keys were written: "mcp.log_arguments", "mcp.pins.\"S/T\"",
+    // "mcp.budget.per_tool.\"S/T\"" -> "FILE:LINE". A worker's log_arguments
+    // replaces the organisation's only when written; a pin or a per-tool cap
+    // naming a server the worker does not have is an error at that line.
+    std::map<std::string, std::string> key_where;
     bool empty() const { return servers.empty(); }
 };
 

@@ -2,8 +2,9 @@
 //
 // Reads an organisation directory (org.toml + workers/NAME/worker.toml),
 // prints every worker as a run would see it — agent, rootfs, limits, grants
-// (the ones the agent implies included), the credential it needs and whether
-// that credential is available — and the warnings. Exit 0 when every worker
+// (the ones the agent implies included), its MCP servers, rules and pins, the
+// credential it needs and whether that credential is available — and the
+// warnings. Exit 0 when every worker
 // could start; 2 with one "FILE:LINE: key '...': ..." line per problem otherwise.
 // With --json: the same findings as one JSON object on stdout (the exit status
 // unchanged): every diagnostic with its Diagnostic fields, every worker.
@@ -16,10 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/parse.hpp"
+#include "base/terminal_text.hpp"
 #include "config/org_config.hpp"
 #include "agents/agent_profile.hpp"
 #include "base/sys_error.hpp"
 #include "cli/admin_args.hpp"
+#include "mcp/servers.hpp"
 #include "names/rootfs_source.hpp"
 #include "tools/commands.hpp"
 
@@ -109,6 +112,38 @@ json problem_json(const std::string& name, const std::string& worker, const std:
                 {"got", ""}, {"allowed", ""}, {"message", detail}, {"worker", worker}};
 }
 
+// One MCP server as validate shows it: its transport and what it runs or
+// reaches (never an environment value), and where it is defined.
+std::string mcp_server_text(const mcp::Server& s) {
+    std::string t = s.name + ": ";
+    if (const auto* stdio = std::get_if<mcp::StdioServer>(&s.transport)) {
+        t += "stdio " + terminal_text(stdio->argv.empty() ? std::string() : stdio->argv[0]);
+        if (!stdio->secret_env.empty()) {
+            t += " secret_env=";
+            std::size_t i = 0;
+            for (const auto& [var, cred] : stdio->secret_env) t += (i++ ? "," : "") + var + "<-" + cred;
+        }
+    } else {
+        const auto& http = std::get<mcp::HttpServer>(s.transport);
+        t += "http " + http.url;
+        if (!http.credential.empty()) t += " credential=" + http.credential;
+        if (!http.connect_to.empty()) t += " connect_to=" + http.connect_to;
+    }
+    if (s.allow_server_requests) t += " allow_server_requests";
+    return t + "  [" + s.where + "]";
+}
+
+json mcp_json(const mcp::ToolsConfig& tools) {
+    json servers = json::array();
+    for (const auto& [name, s] : tools.servers) {
+        const bool stdio = std::holds_alternative<mcp::StdioServer>(s.transport);
+        servers.push_back(json{{"name", name}, {"transport", stdio ? "stdio" : "http"}, {"where", s.where},
+                               {"text", mcp_server_text(s)}});
+    }
+    return json{{"servers", servers}, {"rules", tools.policy.rules.size()}, {"pins", tools.pins.size()},
+                {"log_arguments", tools.log_arguments}};
+}
+
 json limits_json(const config::SandboxLimits& l) {
     json j = json::object();
     if (l.memory_bytes) j["memory_bytes"] = *l.memory_bytes;
@@ -157,6 +192,7 @@ private:
     void agent_of(const std::string& name, const config::ResolvedWorker& w, agents::CredentialMode mode, json& wj,
                   std::vector<std::string>& own_problems);
     void settings_of(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied, json& wj);
+    void tools_of(const config::ResolvedWorker& w, json& wj);
     void credential_of(const std::string& name, const config::ResolvedWorker& w, const config::CredentialStatus& status,
                        json& wj, std::vector<std::string>& own_problems);
 
@@ -233,6 +269,17 @@ void ValidateReport::settings_of(const config::ResolvedWorker& w, const std::vec
                     static_cast<unsigned>(g.port), c.where.c_str());
 }
 
+// The worker's MCP servers, rules and pins; nothing at all (text and JSON
+// alike) for a worker without any.
+void ValidateReport::tools_of(const config::ResolvedWorker& w, json& wj) {
+    const auto& t = w.tools;
+    if (t.servers.empty() && t.policy.rules.empty() && t.pins.empty()) return;
+    say("  mcp:        %zu server(s), %zu rule(s), %zu pin(s)%s\n", t.servers.size(), t.policy.rules.size(),
+        t.pins.size(), t.log_arguments ? ", log_arguments" : "");
+    for (const auto& [name, s] : t.servers) say("    %s\n", mcp_server_text(s).c_str());
+    wj["mcp"] = mcp_json(t);
+}
+
 // The credential the worker's agent needs: defined, and (unless
 // --skip-secrets) available now.
 void ValidateReport::credential_of(const std::string& name, const config::ResolvedWorker& w,
@@ -274,6 +321,7 @@ void ValidateReport::worker(const std::string& name) {
         implied = agents::implied_grants(w.agent, mode, name);
     }
     settings_of(w, implied, wj);
+    tools_of(w, wj);
     if (!w.egress_only) credential_of(name, w, status, wj, own_problems);
     for (const auto& d : w.warnings) say("  warning:    %s\n", d.text().c_str());
     wj["status"] = own_problems.empty() ? "ok" : "error";

@@ -294,3 +294,54 @@ TEST_CASE("corral validate --json: every diagnostic with its fields, the exit st
     CHECK(saw_key);
     CHECK(saw_agent);
 }
+
+TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing about MCP without [mcp]") {
+    OrgDir d;
+    d.org("[credentials.search]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_SEARCH\"\n"
+          "[mcp.servers.files]\ncommand = [\"/usr/bin/node\", \"/opt/fs.js\"]\n"
+          "[[mcp.rules]]\nserver = \"files\"\ntool = \"read_*\"\naction = \"allow\"\n");
+    d.worker("fetch", "agent = \"none\"\n"
+                      "[mcp.servers.search]\nurl = \"https://mcp.example.com/mcp\"\ncredential = \"search\"\n"
+                      "[[mcp.rules]]\nserver = \"search\"\ntool = \"*\"\naction = \"deny\"\n"
+                      "[mcp.pins]\n\"files/read_file\" = \"sha256:" + std::string(64, 'a') + "\"\n");
+    d.worker("plain", "agent = \"none\"\n");
+    auto r = validate(d);
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK(has(r.out, "worker fetch\n"));
+    CHECK(has(r.out, "  mcp:        2 server(s), 2 rule(s), 1 pin(s)\n"
+                     "    files: stdio /usr/bin/node  [" + d.file("org.toml") + ":4]\n"
+                     "    search: http https://mcp.example.com/mcp credential=search  [" +
+                         d.file("workers/fetch/worker.toml") + ":2]\n"));
+    // The worker without [mcp] of its own still has org.toml's.
+    CHECK(has(r.out, "worker plain\n"));
+    CHECK(has(r.out, "  mcp:        1 server(s), 1 rule(s), 0 pin(s)\n    files: stdio /usr/bin/node  ["));
+
+    auto j = validate(d, {"--json"});
+    CHECK(j.exit_code == 0);
+    auto doc = nlohmann::json::parse(j.out);
+    REQUIRE(doc["workers"].size() == 2);
+    const auto& m = doc["workers"][0]["mcp"];
+    CHECK(m["rules"] == 2);
+    CHECK(m["pins"] == 1);
+    REQUIRE(m["servers"].size() == 2);
+    CHECK(m["servers"][0]["name"] == "files");
+    CHECK(m["servers"][0]["transport"] == "stdio");
+    CHECK(m["servers"][1]["transport"] == "http");
+
+    SUBCASE("no [mcp] anywhere: no MCP row, no mcp member") {
+        d.org("");
+        d.worker("fetch", "agent = \"none\"\n");
+        auto plain = validate(d);
+        CHECK(plain.exit_code == 0);
+        CHECK_FALSE(has(plain.out, "mcp"));
+        auto pj = nlohmann::json::parse(validate(d, {"--json"}).out);
+        for (const auto& w : pj["workers"]) CHECK_FALSE(w.contains("mcp"));
+    }
+    SUBCASE("a rule naming a server the worker lacks fails validate, at its line") {
+        d.worker("plain", "agent = \"none\"\n[[mcp.rules]]\nserver = \"search\"\ntool = \"*\"\naction = \"allow\"\n");
+        auto bad = validate(d);
+        CHECK(bad.exit_code == 2);
+        CHECK(has(bad.err, "corral validate: " + d.file("workers/plain/worker.toml") +
+                               ":2: key 'mcp.rules': unknown server \"search\" (this worker has: files)\n"));
+    }
+}
