@@ -20,6 +20,7 @@ constexpr const char* kWhenAllowed =
     "an array of tables { pointer = \"/name\", and " 
     "exactly one of exact | one_of | glob | regex | min and/or max (with integer) | path_under }";
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 53;
+constexpr std::size_t kMaxPattern = 1024;
 
 // A TOML value as the JSON value an argument is compared with; none for a
 // date or time (JSON has none).
@@ -72,8 +73,11 @@ bool constraint_value(Table& s, mcp::Constraint& con) {
     } else if (s.has("glob") || s.has("regex")) {
         con.kind = s.has("glob") ? K::glob : K::regex;
         const char* k = s.has("glob") ? "glob" : "regex";
-        if (auto p = s.string(k, s.has("glob") ? "a glob (* any run, ? one character)" : "an ECMAScript regex"))
-            con.pattern = *p;
+        const char* allowed = s.has("glob") ? "a glob (* any run, ? one character) of at most 1024 bytes"
+                                            : "an ECMAScript regex of at most 1024 bytes";
+        // Bounded: std::regex compiles recursively, a deep enough pattern overflows the stack.
+        if (auto p = s.string(k, allowed); p && p->size() > kMaxPattern) s.bad(k, allowed);
+        else if (p) con.pattern = *p;
     } else if (s.has("path_under")) {
         con.kind = K::path_under;
         if (auto r = s.string("path_under", "an absolute, normalised directory (\"/workspace\")")) con.root = *r;

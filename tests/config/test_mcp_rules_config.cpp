@@ -163,3 +163,14 @@ TEST_CASE("[[mcp.rules]]: an empty tool glob, and a bad glob beside another prob
     CHECK(rules_has(e, d.file("org.toml") + ":9: key 'mcp.rules[1].tool': got \"a b\", " + allowed));
     CHECK(rules_has(e, d.file("org.toml") + ":10: key 'mcp.rules[1].action': got \"permit\""));
 }
+
+TEST_CASE("[[mcp.rules]]: a regex longer than 1024 bytes is refused before it is compiled") {
+    OrgDir d;
+    // 20000 nested groups would overflow the stack in std::regex's compiler.
+    const std::string deep = std::string(20000, '(') + "a" + std::string(20000, ')');
+    d.org(kFiles + "[[mcp.rules]]\nserver = \"files\"\ntool = \"t\"\naction = \"allow\"\n"
+                   "when = [ { pointer = \"/q\", regex = \"" + deep + "\" } ]\n");
+    auto e = errors_of(d);
+    CHECK(rules_has(e, d.file("org.toml") + ":7: key 'mcp.rules[0].when[0].regex': got \"((((("));
+    CHECK(rules_has(e, "\", allowed: an ECMAScript regex of at most 1024 bytes\n"));
+}
