@@ -4,8 +4,8 @@
 // prints every worker as a run would see it — agent, rootfs, limits, grants
 // (the ones the agent implies included), its MCP servers, rules and pins, the
 // credential it needs and whether that credential is available — and the
-// warnings. Exit 0 when every worker
-// could start; 2 with one "FILE:LINE: key '...': ..." line per problem otherwise.
+// warnings. Exit 0 when every worker could start; 2 with one
+// "FILE:LINE: key '...': ..." line per problem otherwise.
 // With --json: the same findings as one JSON object on stdout (the exit status
 // unchanged): every diagnostic with its Diagnostic fields, every worker.
 #include <cstdio>
