@@ -296,6 +296,21 @@ asio::awaitable<void> Gateway::serve(asio::generic::stream_protocol::socket s, I
     }
 }
 
+asio::awaitable<void> Gateway::serve_mcp(asio::ip::tcp::socket s, Identity id, std::shared_ptr<McpTools> tools) {
+    auto g = as_generic(std::move(s));
+    try {
+        if (runs_on_one_thread(g.get_executor())) {
+            co_await serve_mcp_connection(*internals_, std::move(g), std::move(id), std::move(tools));
+        } else {
+            auto strand = asio::make_strand(g.get_executor());
+            co_await asio::co_spawn(strand, serve_mcp_connection(*internals_, std::move(g), std::move(id), std::move(tools)),
+                                    asio::use_awaitable);
+        }
+    } catch (const std::exception& e) {
+        log::debug(std::string("gateway MCP connection ended: ") + e.what());
+    }
+}
+
 asio::awaitable<void> Gateway::serve(asio::ip::tcp::socket s, Identity id) {
     co_await serve(as_generic(std::move(s)), std::move(id));
 }

@@ -39,6 +39,8 @@
 
 namespace corral::gateway {
 
+class McpTools;  // gateway/mcp_endpoint.hpp
+
 class Gateway {
 public:
     // Loads (or creates) the CA in cfg.gateway.state_dir, opens the ledger,
@@ -58,6 +60,12 @@ public:
     boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::local::stream_protocol::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::generic::stream_protocol::socket s, Identity id);
+
+    // Serves one accepted connection to the MCP endpoint of a worker's
+    // remote MCP servers (gateway/mcp_endpoint.hpp): POST /mcp/NAME, plain
+    // HTTP/1.1 with keep-alive, every request governed by `tools`. The
+    // acceptor vouches for the identity, as for serve(). Never throws.
+    boost::asio::awaitable<void> serve_mcp(boost::asio::ip::tcp::socket s, Identity id, std::shared_ptr<McpTools> tools);
 
     // Hands the gateway its secrets after construction: `corral run` reads
     // them only once the box's init has been cloned, so no copy of them

@@ -136,6 +136,9 @@ private:
 // The connection handlers (gateway/first_request.cpp).
 boost::asio::awaitable<void> serve_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                               Identity id);
+// The MCP endpoint's handler (gateway/mcp_exchange.cpp).
+boost::asio::awaitable<void> serve_mcp_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
+                                                  Identity id, std::shared_ptr<McpTools> tools);
 // Answers a refusal without reading a request (Gateway::refuse).
 boost::asio::awaitable<void> refuse_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                                Identity id, std::string code, std::string detail);

@@ -53,6 +53,22 @@ struct MeteredLine {
     std::string limit;         // a refusal: the budget limit or policy rule that refused
 };
 
+// On the lines of the MCP endpoint (mode "mcp", gateway/mcp_endpoint.hpp):
+// one `decision` line per message before anything is forwarded, one
+// `outcome` line per message after the server answered. Names and digests
+// only, never arguments or results.
+struct ToolLine {
+    std::string phase;             // "decision" | "outcome"
+    std::string server;            // [mcp.servers.NAME]
+    std::string method;            // the JSON-RPC method ("tools/call", "tools/list", ...)
+    std::string tool;              // tools/call: the tool's name; "" otherwise
+    std::string arguments_digest;  // tools/call: "sha256:<hex>" of the canonical arguments
+    std::string rule;              // the deciding rule's name; "" for the default deny or a non-call
+    std::string error;             // outcome: the JSON-RPC error's code and message, or what corral withheld
+    std::uint64_t result_bytes = 0;  // outcome: bytes of the answer's result as the box got it
+    std::string result_digest;     // outcome: "sha256:<hex>" of those bytes
+};
+
 struct LedgerEntry {
     std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
     std::string identity;        // "worker/run"
@@ -77,6 +93,7 @@ struct LedgerEntry {
     std::string form;
     std::uint64_t matches = 0;
     std::optional<MeteredLine> metered;  // a model request's line (see MeteredLine)
+    std::optional<ToolLine> tool;        // an MCP endpoint's line (see ToolLine)
 };
 
 // An identity's first refusal of one host:port, and how many followed:
@@ -102,7 +119,9 @@ inline constexpr std::size_t kRefusalNoticesPerIdentity = 32;
 // metered model request's line: {api, model, usage: {state, reason, the
 // reported categories}, cost: {state, usd, usd_micros, source, date, reason},
 // remaining: {limit: left}, worker_remaining, limit}, empty members left
-// out. Every string field has each
+// out, and `tool` last on an MCP endpoint's line: {phase, server, method,
+// tool, arguments_digest, rule, error, result_bytes, result_digest}, empty
+// members left out. Every string field has each
 // occurrence of every non-empty string in `secrets` replaced by "[redacted]"
 // before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});

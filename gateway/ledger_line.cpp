@@ -194,7 +194,7 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
         if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
         size += s.size();
     }
-    if (e.status < 0) return std::nullopt;
+    if (e.status < 0 || e.tool) return std::nullopt;
     if (e.metered && !metered_plain(*e.metered, secrets, size)) return std::nullopt;
     std::string line;
     line.reserve(size);
@@ -268,6 +268,27 @@ nlohmann::ordered_json metered_json(const MeteredLine& m, const std::vector<std:
 
 }  // namespace
 
+namespace {
+
+nlohmann::ordered_json tool_json(const ToolLine& t, const std::vector<std::string>& secrets) {
+    nlohmann::ordered_json j;
+    auto put = [&](const char* key, const std::string& v) {
+        if (!v.empty()) j[key] = redact(v, secrets);
+    };
+    put("phase", t.phase);
+    put("server", t.server);
+    put("method", t.method);
+    put("tool", t.tool);
+    put("arguments_digest", t.arguments_digest);
+    put("rule", t.rule);
+    put("error", t.error);
+    if (t.phase == "outcome") j["result_bytes"] = t.result_bytes;
+    put("result_digest", t.result_digest);
+    return j;
+}
+
+}  // namespace
+
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets) {
     std::string line;
     if (auto plain = format_plain(e, secrets)) {
@@ -296,6 +317,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
             j["matches"] = e.matches;
         }
         if (e.metered) j["metering"] = metered_json(*e.metered, secrets);
+        if (e.tool) j["tool"] = tool_json(*e.tool, secrets);
         // Valid UTF-8 JSON (a byte that is not UTF-8 becomes U+FFFD), and
         // nothing a terminal acts on when the ledger is read with cat or
         // tail: C1 controls, DEL and bidi characters from a request become

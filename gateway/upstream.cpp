@@ -46,9 +46,13 @@ awaitable<std::optional<Refusal>> decide_target(Conn& c, const Authority& a, Tar
     if (!t.grant)
         co_return Refusal{std::string(reason::not_granted),
                           a.host.text() + ":" + std::to_string(a.port) + " is not granted to " + c.id_text};
-    std::string dial_host = a.host.text();
-    bool dial_is_ip = a.host.is_ip_literal();
-    t.dial_port = a.port;
+    co_return co_await resolve_target(c, t);
+}
+
+awaitable<std::optional<Refusal>> resolve_target(Conn& c, Target& t) {
+    std::string dial_host = t.host.text();
+    bool dial_is_ip = t.host.is_ip_literal();
+    t.dial_port = t.port;
     if (t.grant->connect_host) {  // normalised when the grant was loaded
         dial_host = t.grant->connect_host->text();
         dial_is_ip = t.grant->connect_host->is_ip_literal();

@@ -30,6 +30,10 @@ struct Target {
 // mode). A refusal when not granted or no vetted address is left.
 boost::asio::awaitable<std::optional<Refusal>> decide_target(Conn& c, const Authority& a, Target& t);
 
+// The resolution and vetting half of decide_target, for a target whose
+// host, port and grant are set (the MCP endpoint's servers: mcp_endpoint.hpp).
+boost::asio::awaitable<std::optional<Refusal>> resolve_target(Conn& c, Target& t);
+
 // Connects `s` to the first vetted address that answers. Never resolves.
 // c.upstream points at `s` from here on, for the watchdog.
 boost::asio::awaitable<bool> dial(Conn& c, boost::asio::ip::tcp::socket& s, const Target& t);

@@ -1,0 +1,54 @@
+#include "gateway/mcp_endpoint.hpp"
+
+#include "base/sys_error.hpp"
+#include "config/gateway_values.hpp"
+
+namespace corral::gateway {
+
+config::Grant grant_for_server(const mcp::HttpServer& s) {
+    config::Grant g;
+    g.port = s.port;
+    g.mode = config::GrantMode::inject;
+    g.credential = s.credential;
+    g.upstream_ca_file = s.upstream_ca_file;
+    if (!s.connect_to.empty()) {
+        auto hp = config::parse_host_port(s.connect_to, names::PortZero::refused);
+        if (!hp)
+            throw UsageError("MCP server " + s.url + ": connect_to " + json_quoted(s.connect_to) +
+                             " is not \"host:port\" or \"[v6]:port\" (port 1..65535)");
+        g.connect_to = s.connect_to;
+        g.connect_host = hp->host;
+        g.connect_port = hp->port;
+        // The operator wrote this address down for this server: a loopback
+        // or private address is what was meant, as a grant's allow_private.
+        g.allow_private = true;
+    }
+    return g;
+}
+
+McpTools::McpTools(mcp::ToolsConfig tools) : tools_(std::move(tools)) {
+    for (const auto& [name, server] : tools_.servers)
+        if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport))
+            remotes_.emplace(name, Remote{http, grant_for_server(*http)});
+    for (const auto& [key, digest] : tools_.pins) {
+        auto slash = key.find('/');
+        if (slash != std::string::npos) pins_.pin(key.substr(0, slash), key.substr(slash + 1), digest);
+    }
+}
+
+const McpTools::Remote* McpTools::remote(std::string_view name) const {
+    auto it = remotes_.find(name);
+    return it == remotes_.end() ? nullptr : &it->second;
+}
+
+std::shared_ptr<const ScrubPatterns> McpTools::scrub_patterns(const std::map<std::string, std::string>& secrets) {
+    std::lock_guard lock(mutex_);
+    if (!patterns_) {
+        std::vector<std::string> all;
+        for (const auto& [name, value] : secrets) all.push_back(value);
+        patterns_ = std::make_shared<const ScrubPatterns>(all);
+    }
+    return patterns_;
+}
+
+}  // namespace corral::gateway

@@ -1,0 +1,234 @@
+// gateway/mcp_exchange.cpp — the MCP endpoint's request path
+// (gateway/mcp_endpoint.hpp): read, decide, record, forward, answer.
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+
+#include "gateway/internals.hpp"
+#include "gateway/mcp_endpoint.hpp"
+#include "gateway/mcp_forward.hpp"
+#include "gateway/mcp_response.hpp"
+#include "mcp/policy.hpp"
+#include "mcp/tools_list.hpp"
+
+namespace corral::gateway {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::awaitable;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kPathPrefix = "/mcp/";
+constexpr std::size_t kMcpLedgerPathChars = 256;
+
+// One request of the box, read and checked as MCP.
+struct McpRequest {
+    std::string server;               // NAME of /mcp/NAME
+    mcp::ReadResult read;             // the messages (read_message)
+    std::optional<mcp::Denial> denial;
+    std::string rule;                 // the deciding rule (decide_messages)
+};
+
+std::optional<std::string> mcp_header(const Request& req, std::string_view name) {
+    auto it = req.find(name);
+    if (it == req.end()) return std::nullopt;
+    return std::string(it->value());
+}
+
+// 2026-07-28 when the box says so (MCP-Protocol-Version) or sends its headers.
+mcp::Era era_of(const Request& req, const mcp::HttpHeaders& h) {
+    auto version = mcp_header(req, "mcp-protocol-version");
+    if ((version && *version == "2026-07-28") || h.mcp_method || h.mcp_name) return mcp::Era::stateless_2026_07_28;
+    return mcp::Era::sessions_2025_11_25;
+}
+
+// The messages, the server and the policy's decision, in that order: a
+// message that cannot be read is refused before anything else is looked at.
+McpRequest check_request(McpTools& tools, const Request& req, std::string server) {
+    McpRequest r;
+    r.server = std::move(server);
+    mcp::HttpHeaders h{mcp_header(req, "mcp-method"), mcp_header(req, "mcp-name"), mcp_header(req, "mcp-session-id")};
+    r.read = mcp::read_message(req.body(), era_of(req, h), h);
+    if (r.read.refusal) {
+        r.denial = r.read.refusal;
+        return r;
+    }
+    if (!tools.remote(r.server)) {
+        r.denial = mcp::Denial{mcp::Reason::unknown_server, r.server, ""};
+        return r;
+    }
+    mcp::Decision d = mcp::decide_messages(tools.policy(), r.server, r.read.messages);
+    r.rule = d.rule;
+    if (!d.allowed()) {
+        r.denial = d.denial ? d.denial : mcp::Denial{mcp::Reason::unknown_tool, "", ""};
+        return r;
+    }
+    for (const auto& m : r.read.messages) {
+        if (!m.tool_call) continue;
+        auto q = tools.with_pins([&](mcp::PinBook& pins) { return mcp::quarantine_refusal(pins, r.server, m.tool_call->name); });
+        if (q) {
+            r.denial = r.read.batch ? mcp::Denial{mcp::Reason::batch_denied, "", "tool " + m.tool_call->name + ": quarantined"} : *q;
+            return r;
+        }
+    }
+    return r;
+}
+
+// One decision line per message (one line when none could be read).
+void record_decisions(Conn& c, const LedgerEntry& base, const McpRequest& r) {
+    auto line = [&](const mcp::Message* m) {
+        LedgerEntry e = base;
+        e.time = std::chrono::system_clock::now();
+        e.decision = r.denial ? Decision::refuse : Decision::allow;
+        e.reason = r.denial ? std::string(mcp::denial_entry(r.denial->reason).code) : "";
+        e.status = r.denial ? 200 : 0;
+        ToolLine t;
+        t.phase = "decision", t.server = r.server, t.rule = r.rule;
+        if (m) {
+            t.method = m->method;
+            if (m->tool_call) t.tool = m->tool_call->name, t.arguments_digest = arguments_digest(m->tool_call->arguments);
+        }
+        e.tool = std::move(t);
+        record(c, std::move(e));
+    };
+    if (r.read.messages.empty()) line(nullptr);
+    for (const auto& m : r.read.messages) line(&m);
+}
+
+// One outcome line per request message the box sent.
+void record_outcomes(Conn& c, const LedgerEntry& base, const McpRequest& r, const McpAnswer& a) {
+    for (const auto& o : a.outcomes) {
+        LedgerEntry e = base;
+        e.time = std::chrono::system_clock::now();
+        ToolLine t;
+        t.phase = "outcome", t.server = r.server, t.error = o.error, t.result_bytes = o.result_bytes;
+        t.result_digest = o.result_digest;
+        for (const auto& m : r.read.messages)
+            if (m.kind == mcp::Kind::request && m.id == o.id) {
+                t.method = m.method;
+                if (m.tool_call) t.tool = m.tool_call->name;
+            }
+        e.tool = std::move(t);
+        record(c, std::move(e));
+    }
+}
+
+// Writes one answer to the box. False when the box went away.
+awaitable<bool> write_mcp_answer(Conn& c, int status, std::string_view content_type, const std::string& body,
+                             const std::string& session_id, bool keep_alive) {
+    std::string head = "HTTP/1.1 " + std::to_string(status) + " " +
+                       std::string(http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)))) + "\r\n";
+    if (!content_type.empty()) head.append("Content-Type: ").append(content_type).append("\r\n");
+    if (!session_id.empty()) head.append("Mcp-Session-Id: ").append(session_id).append("\r\n");
+    head.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
+    if (!keep_alive) head += "Connection: close\r\n";
+    head += "\r\n";
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body)};
+    auto [ec, n] = co_await asio::async_write(c.client, bufs, nothrow);
+    co_return !ec;
+}
+
+// A refusal that is not the policy's: the upstream could not be reached or
+// answered nothing usable. Still a JSON-RPC error with HTTP 200, so the
+// agent reads corral's sentence instead of a network failure.
+std::string upstream_failure_body(const McpRequest& r, const Refusal& why) {
+    json answers = json::array();
+    auto error = [&](const json& id) {
+        return json{{"jsonrpc", "2.0"},
+                    {"id", id},
+                    {"error",
+                     {{"code", -32603},
+                      {"message", "corral gateway: MCP server " + r.server + " could not be reached: " + why.detail},
+                      {"data", {{"reason", why.reason}}}}}};
+    };
+    for (const auto& m : r.read.messages)
+        if (m.kind == mcp::Kind::request) answers.push_back(error(m.id));
+    if (answers.empty()) return error(nullptr).dump();
+    return r.read.batch ? answers.dump() : answers[0].dump();
+}
+
+// Governs one request. False when the connection must close.
+awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string server, Clock::time_point started) {
+    LedgerEntry e;
+    e.mode = "mcp", e.method = std::string(req.method_string()), e.path = std::string(req.target()).substr(0, kMcpLedgerPathChars);
+    e.bytes_up = req.body().size();
+    McpRequest r = check_request(tools, req, std::move(server));
+    if (const auto* remote = tools.remote(r.server)) e.host = remote->server->host, e.port = remote->server->port;
+    record_decisions(c, e, r);
+    const bool keep = req.keep_alive();
+    if (r.denial) {
+        std::string body = denial_body(*r.denial, r.read.messages, r.read.batch, r.read.refusal_id);
+        co_return co_await write_mcp_answer(c, 200, "application/json", body, "", keep) && keep;
+    }
+    const McpTools::Remote& remote = *tools.remote(r.server);
+    McpForward f = co_await forward_mcp(c, remote, req);
+    e.credential = f.credential;
+    SecretScrubber scrub_id(tools.scrub_patterns(c.gw.secrets));
+    std::string session = scrub_id.feed(f.answer.session_id);
+    scrub_id.finish(session);
+    McpAnswer a;
+    if (f.refusal) {
+        a.content_type = "application/json";
+        a.body = upstream_failure_body(r, *f.refusal);
+        for (const auto& m : r.read.messages)
+            if (m.kind == mcp::Kind::request) a.outcomes.push_back({m.id, f.refusal->reason + ": " + f.refusal->detail, 0, ""});
+    } else {
+        McpAnswerContext ctx{r.server, r.read.messages, r.read.batch,
+                             tools.config().servers.at(r.server).allow_server_requests, c.limits().max_response_bytes,
+                             tools.scrub_patterns(c.gw.secrets)};
+        a = govern_answer(std::move(f.answer), ctx, tools);
+        if (!a.withheld.empty()) e.reason = "malformed_result";
+    }
+    e.status = a.status, e.bytes_down = a.body.size(), e.duration_ms = ms_since(started);
+    if (f.refusal) e.reason = f.refusal->reason;
+    record_outcomes(c, e, r, a);
+    co_return co_await write_mcp_answer(c, a.status, a.content_type, a.body, session, keep) && keep;
+}
+
+// The server's name in "/mcp/NAME", or a refusal.
+std::variant<std::string, Refusal> server_of(const Request& req) {
+    std::string_view target = req.target();
+    if (req.method() != http::verb::post)
+        return Refusal{std::string(reason::unsupported_method),
+                       "the MCP endpoint answers POST only (no GET event stream, no DELETE of a session yet)"};
+    if (!target.starts_with(kPathPrefix) || !mcp::valid_tool_name(target.substr(kPathPrefix.size())))
+        return Refusal{std::string(reason::bad_path), "the MCP endpoint serves /mcp/NAME, NAME a server's name"};
+    return std::string(target.substr(kPathPrefix.size()));
+}
+
+awaitable<void> serve_requests(std::shared_ptr<Conn> cp, std::shared_ptr<McpTools> tools) {
+    Conn& c = *cp;
+    for (bool first = true;; first = false) {
+        auto started = Clock::now();
+        LedgerEntry e;
+        e.mode = "mcp";
+        HeadResult h = co_await read_head(c, c.client, first);
+        if (h.closed) break;
+        std::optional<Refusal> refused = std::move(h.refusal);
+        ParsedRequest pr;
+        if (!refused && !c.gw.ledger.healthy())
+            refused = Refusal{std::string(reason::ledger_unwritable), "the ledger cannot be written: " + c.gw.ledger.failure()};
+        if (!refused) parse_request_head(c, h.length, pr), refused = std::move(pr.refusal);
+        if (pr.parser) e.method = std::string(pr.parser->get().method_string());
+        if (!refused) {
+            e.path = std::string(pr.parser->get().target()).substr(0, kMcpLedgerPathChars);
+            auto server = server_of(pr.parser->get());
+            if (auto* why = std::get_if<Refusal>(&server)) refused = std::move(*why);
+            if (!refused) refused = co_await read_body(c, c.client, *pr.parser);
+            if (!refused && !co_await serve_one(c, *tools, pr.parser->get(), std::get<std::string>(server), started)) break;
+            if (!refused) continue;
+        }
+        co_await refuse(c, c.client, e, *refused, started);
+        break;
+    }
+}
+
+}  // namespace
+
+awaitable<void> serve_mcp_connection(Gateway::Internals& gw, ClientSocket s, Identity id, std::shared_ptr<McpTools> tools) {
+    auto c = std::make_shared<Conn>(gw, std::move(s), std::move(id));
+    co_await run_watched(c, serve_requests(c, std::move(tools)));
+}
+
+}  // namespace corral::gateway

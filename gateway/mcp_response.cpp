@@ -1,0 +1,222 @@
+#include "gateway/mcp_response.hpp"
+
+#include "base/sha256.hpp"
+#include "gateway/http_framing.hpp"
+#include "gateway/mcp_endpoint.hpp"
+#include "mcp/strict_json.hpp"
+#include "mcp/tools_list.hpp"
+
+namespace corral::gateway {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// One message of the answer: its JSON and, in an event stream, the event's
+// type and id lines.
+struct AnswerMessage {
+    json value;
+    std::string event;  // SSE `event:` ("" = message)
+    std::string id;     // SSE `id:` ("" = none)
+};
+
+bool media_type_is(std::string_view content_type, std::string_view type) {
+    auto semi = content_type.find(';');
+    std::string_view t = content_type.substr(0, semi);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    return iequals(t, type);
+}
+
+// An SSE stream's events (WHATWG "server-sent events"): `data:` lines joined
+// by "\n", `event:` and `id:` kept, comments and `retry:` dropped, an event
+// without data dropped. "" or what is wrong.
+std::string read_events(std::string_view body, std::vector<std::pair<AnswerMessage, std::string>>& out) {
+    std::string text(body);
+    for (std::size_t at; (at = text.find("\r\n")) != std::string::npos;) text.erase(at, 1);
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t end = text.find("\n\n", pos);
+        std::string_view block(text.data() + pos, (end == std::string::npos ? text.size() : end) - pos);
+        pos = end == std::string::npos ? text.size() : end + 2;
+        AnswerMessage m;
+        std::string data;
+        bool has_data = false;
+        for (std::size_t ls = 0; ls <= block.size();) {
+            std::size_t le = block.find('\n', ls);
+            std::string_view line = block.substr(ls, le == std::string_view::npos ? std::string_view::npos : le - ls);
+            ls = le == std::string_view::npos ? block.size() + 1 : le + 1;
+            std::string_view field = line.substr(0, line.find(':'));
+            std::string_view value = field.size() < line.size() ? line.substr(field.size() + 1) : std::string_view{};
+            if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+            if (field == "data") data.append(has_data ? "\n" : "").append(value), has_data = true;
+            else if (field == "event") m.event = value;
+            else if (field == "id") m.id = value;
+        }
+        if (has_data) out.emplace_back(std::move(m), std::move(data));
+    }
+    return "";
+}
+
+// The answer's messages, each read the strict way. "" or what is wrong.
+std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::vector<AnswerMessage>& out, bool& sse) {
+    mcp::JsonLimits limits;
+    limits.max_bytes = cap;
+    std::vector<std::pair<AnswerMessage, std::string>> texts;
+    sse = media_type_is(in.content_type, "text/event-stream");
+    if (sse) read_events(in.body, texts);
+    else if (media_type_is(in.content_type, "application/json")) texts.emplace_back(AnswerMessage{}, in.body);
+    else return "Content-Type " + json_quoted(in.content_type) + " is neither application/json nor text/event-stream";
+    for (auto& [m, text] : texts) {
+        auto parsed = mcp::parse_mcp_json(text, limits);
+        if (!parsed.ok()) return "not JSON-RPC: " + mcp::denial_sentence(*parsed.error);
+        if (!sse && parsed.value.is_array()) {
+            for (auto& item : parsed.value) out.push_back({std::move(item), "", ""});
+            continue;
+        }
+        m.value = std::move(parsed.value);
+        out.push_back(std::move(m));
+    }
+    for (const auto& m : out)
+        if (!m.value.is_object() || m.value.value("jsonrpc", "") != "2.0")
+            return "a message that is not a JSON-RPC 2.0 object";
+    return "";
+}
+
+const mcp::Message* request_with_id(const std::vector<mcp::Message>& requests, const json& id) {
+    for (const auto& r : requests)
+        if (r.kind == mcp::Kind::request && r.id == id) return &r;
+    return nullptr;
+}
+
+// A tools/list answer's result, filtered and pinned; a malformed one is
+// replaced by the malformed_result error. "" or why it was replaced.
+void govern_tools_list(json& message, const McpAnswerContext& ctx, McpTools& tools, McpAnswer& a) {
+    if (!message.contains("result")) return;
+    auto filtered = tools.with_pins([&](mcp::PinBook& pins) {
+        return mcp::filter_tools_list(std::move(message["result"]), ctx.server, tools.policy(), pins);
+    });
+    if (!filtered.ok()) {
+        a.withheld = filtered.refusal->detail;
+        message = mcp::denial_response(*filtered.refusal, message["id"]);
+        return;
+    }
+    for (auto& f : filtered.first_seen) a.first_seen.push_back(std::move(f));
+    for (auto& q : filtered.quarantined) a.quarantined.push_back(std::move(q));
+    message["result"] = std::move(filtered.result);
+}
+
+std::string error_text(const json& message) {
+    if (!message.contains("error") || !message["error"].is_object()) return "";
+    const json& e = message["error"];
+    std::string code = e.contains("code") && e["code"].is_number_integer() ? std::to_string(e["code"].get<long long>()) : "?";
+    return code + " " + (e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : "");
+}
+
+// Each message scrubbed on its own and framed as the box's transport wants.
+void frame_answer(std::vector<AnswerMessage>& messages, bool sse, const McpAnswerContext& ctx, McpAnswer& a) {
+    std::vector<std::string> texts;
+    for (auto& m : messages) {
+        SecretScrubber scrub(ctx.patterns);
+        std::string text = scrub.feed(dump_json(m.value));
+        scrub.finish(text);
+        a.secrets_masked += scrub.matches();
+        if (m.value.contains("id") && request_with_id(ctx.requests, m.value["id"])) {
+            for (auto& o : a.outcomes)
+                if (o.id == m.value["id"]) {
+                    o.error = error_text(m.value);
+                    o.result_bytes = text.size();
+                    o.result_digest = "sha256:" + sha256_hex(text);
+                }
+        }
+        texts.push_back(std::move(text));
+    }
+    a.content_type = sse ? "text/event-stream" : "application/json";
+    if (sse) {
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+            if (!messages[i].event.empty()) a.body += "event: " + messages[i].event + "\n";
+            if (!messages[i].id.empty()) a.body += "id: " + messages[i].id + "\n";
+            a.body += "data: " + texts[i] + "\n\n";
+        }
+    } else if (texts.size() == 1 && !ctx.batch) {
+        a.body = std::move(texts.front());
+    } else {
+        a.body = "[";
+        for (std::size_t i = 0; i < texts.size(); ++i) a.body += (i ? "," : "") + texts[i];
+        a.body += "]";
+    }
+}
+
+void withhold(McpAnswer& a, const McpAnswerContext& ctx, std::string why) {
+    mcp::Denial d{mcp::Reason::malformed_result, ctx.server, why};
+    a.withheld = std::move(why);
+    a.status = 200;
+    a.content_type = "application/json";
+    a.body = denial_body(d, ctx.requests, ctx.batch, nullptr);
+    for (auto& o : a.outcomes) {
+        o.error = "withheld: " + a.withheld;
+        o.result_bytes = 0, o.result_digest.clear();
+    }
+}
+
+}  // namespace
+
+std::string arguments_digest(const json& arguments) {
+    // nlohmann's objects are std::map-backed: dump_json() writes keys sorted.
+    return "sha256:" + sha256_hex(arguments.dump(-1, ' ', true, json::error_handler_t::replace));
+}
+
+std::string denial_body(const mcp::Denial& d, const std::vector<mcp::Message>& requests, bool batch,
+                        const json& fallback_id) {
+    json answers = json::array();
+    for (const auto& r : requests)
+        if (r.kind == mcp::Kind::request) answers.push_back(mcp::denial_response(d, r.id));
+    if (answers.empty() || !batch) return dump_json(answers.empty() ? mcp::denial_response(d, fallback_id) : answers[0]);
+    return dump_json(answers);
+}
+
+McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTools& tools) {
+    McpAnswer a;
+    a.status = in.status;
+    for (const auto& r : ctx.requests)
+        if (r.kind == mcp::Kind::request) a.outcomes.push_back({r.id, "no answer", 0, ""});
+    if (in.oversize) {
+        withhold(a, ctx, "the answer exceeds max_response_bytes (" + std::to_string(ctx.cap) + ")");
+        return a;
+    }
+    if (in.status < 200 || in.status >= 300 || in.body.empty()) {
+        // An HTTP-level answer (202 to a notification, 404 for an expired
+        // session, a server's error page): its status passes, its body scrubbed.
+        SecretScrubber scrub(ctx.patterns);
+        a.body = scrub.feed(in.body);
+        scrub.finish(a.body);
+        a.secrets_masked = scrub.matches();
+        a.content_type = in.content_type;
+        for (auto& o : a.outcomes) o.error = "HTTP " + std::to_string(in.status);
+        return a;
+    }
+    std::vector<AnswerMessage> messages;
+    bool sse = false;
+    if (auto why = parse_answer(in, ctx.cap, messages, sse); !why.empty()) {
+        withhold(a, ctx, why);
+        return a;
+    }
+    std::vector<AnswerMessage> kept;
+    for (auto& m : messages) {
+        json& v = m.value;
+        bool server_request = v.contains("method") && v.contains("id");
+        if (server_request && !ctx.allow_server_requests) {
+            ++a.server_requests_dropped;
+            continue;
+        }
+        const mcp::Message* req = v.contains("id") && !v.contains("method") ? request_with_id(ctx.requests, v["id"]) : nullptr;
+        if (req && req->method == "tools/list") govern_tools_list(v, ctx, tools, a);
+        kept.push_back(std::move(m));
+    }
+    frame_answer(kept, sse, ctx, a);
+    return a;
+}
+
+}  // namespace corral::gateway
