@@ -197,6 +197,15 @@ std::variant<std::string, Refusal> server_of(const Request& req) {
     return std::string(target.substr(kPathPrefix.size()));
 }
 
+// The body, after a 100 Continue when the box waits for one.
+awaitable<std::optional<Refusal>> read_mcp_body(Conn& c, RequestParser& p) {
+    if (p.is_done()) co_return std::nullopt;
+    auto& req = p.get();
+    if (auto ex = req.find(http::field::expect); ex != req.end() && iequals(ex->value(), "100-continue"))
+        co_await asio::async_write(c.client, asio::buffer("HTTP/1.1 100 Continue\r\n\r\n", 25), nothrow);
+    co_return co_await read_body(c, c.client, p);
+}
+
 awaitable<void> serve_requests(std::shared_ptr<Conn> cp, std::shared_ptr<McpTools> tools) {
     Conn& c = *cp;
     for (bool first = true;; first = false) {
@@ -215,7 +224,7 @@ awaitable<void> serve_requests(std::shared_ptr<Conn> cp, std::shared_ptr<McpTool
             e.path = std::string(pr.parser->get().target()).substr(0, kMcpLedgerPathChars);
             auto server = server_of(pr.parser->get());
             if (auto* why = std::get_if<Refusal>(&server)) refused = std::move(*why);
-            if (!refused) refused = co_await read_body(c, c.client, *pr.parser);
+            if (!refused) refused = co_await read_mcp_body(c, *pr.parser);
             if (!refused && !co_await serve_one(c, *tools, pr.parser->get(), std::get<std::string>(server), started)) break;
             if (!refused) continue;
         }

@@ -31,9 +31,8 @@ bool media_type_is(std::string_view content_type, std::string_view type) {
 }
 
 // An SSE stream's events (WHATWG "server-sent events"): `data:` lines joined
-// by "\n", `event:` and `id:` kept, comments and `retry:` dropped, an event
-// without data dropped. "" or what is wrong.
-std::string read_events(std::string_view body, std::vector<std::pair<AnswerMessage, std::string>>& out) {
+// by "\n", `event:` and `id:` kept, comments and `retry:` dropped.
+void read_events(std::string_view body, std::vector<std::pair<AnswerMessage, std::string>>& out) {
     std::string text(body);
     for (std::size_t at; (at = text.find("\r\n")) != std::string::npos;) text.erase(at, 1);
     std::size_t pos = 0;
@@ -55,9 +54,10 @@ std::string read_events(std::string_view body, std::vector<std::pair<AnswerMessa
             else if (field == "event") m.event = value;
             else if (field == "id") m.id = value;
         }
-        if (has_data) out.emplace_back(std::move(m), std::move(data));
+        // An event without data, or with empty data (2025-11-25: the event
+        // that primes a client's reconnection), carries no message.
+        if (has_data && !data.empty()) out.emplace_back(std::move(m), std::move(data));
     }
-    return "";
 }
 
 // The answer's messages, each read the strict way. "" or what is wrong.

@@ -106,7 +106,8 @@ struct McpStandIn {
             } else {
                 json answer = {{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", result_for(m)}};
                 res.set(http::field::content_type, sse ? "text/event-stream" : "application/json");
-                res.body() = sse ? "event: message\ndata: " + answer.dump() + "\n\n" : answer.dump();
+                // As a 2025-11-25 server may: an event priming reconnection (an id, empty data) first.
+                res.body() = sse ? "id: prime-1\ndata:\n\nevent: message\ndata: " + answer.dump() + "\n\n" : answer.dump();
                 if (m.value("method", "") == "initialize") res.set("Mcp-Session-Id", "sess-1");
             }
             res.prepare_payload();
