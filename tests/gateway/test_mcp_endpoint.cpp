@@ -149,13 +149,21 @@ struct Endpoint {
         ioc.stop();
         thread.join();
     }
+    // A loopback port nothing listens on (bound, then closed).
+    static std::uint16_t closed_port() {
+        asio::io_context io;
+        tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        return a.local_endpoint().port();
+    }
     mcp::ToolsConfig tools_config() const {
         mcp::ToolsConfig t;
         mcp::HttpServer h;
         h.url = "https://mcp.test/mcp", h.host = "mcp.test", h.port = 443, h.path = "/mcp";
         h.credential = "mcpkey", h.connect_to = "127.0.0.1:" + std::to_string(server.port);
         t.servers["remote"] = mcp::Server{"remote", "test:1", h, false};
-        t.policy.servers = {"remote"};
+        h.connect_to = "127.0.0.1:" + std::to_string(closed_port());
+        t.servers["down"] = mcp::Server{"down", "test:2", h, false};
+        t.policy.servers = {"remote", "down"};
         auto rule = [](std::string name, std::string tool, mcp::Action a) {
             mcp::Rule r;
             r.name = name, r.server = "remote", r.tool = tool, r.action = a;
@@ -163,6 +171,8 @@ struct Endpoint {
         };
         t.policy.rules = {rule("allow-echo", "echo", mcp::Action::allow), rule("allow-leak", "leak", mcp::Action::allow),
                           rule("allow-big", "big", mcp::Action::allow), rule("deny-danger", "danger", mcp::Action::deny)};
+        t.policy.rules.push_back(rule("allow-down-echo", "echo", mcp::Action::allow));
+        t.policy.rules.back().server = "down";
         return t;
     }
     asio::awaitable<void> accept_loop() {
@@ -289,6 +299,17 @@ TEST_CASE("mcp endpoint: an oversize result is cut with a JSON-RPC error; a secr
     CHECK(leak.body().find(kMcpSecret) == std::string::npos);
     CHECK(json::parse(leak.body())["result"]["content"][0]["text"].get<std::string>().starts_with("the token is "));
     CHECK(ep.server.count("tools/call") == 2);
+}
+
+TEST_CASE("mcp endpoint: a server that cannot be reached is a JSON-RPC error with HTTP 200, not a bare status") {
+    Endpoint ep;
+    auto res = ep.post(call(11, "echo", {{"text", "a"}}), "", "down");
+    CHECK(res.result_int() == 200);
+    json a = json::parse(res.body());
+    CHECK(a["id"] == 11);
+    CHECK(a["error"]["code"] == -32603);
+    CHECK(a["error"]["data"]["reason"] == "upstream_connect");
+    CHECK(a["error"]["message"].get<std::string>().starts_with("corral gateway: MCP server down could not be reached"));
 }
 
 TEST_CASE("mcp endpoint: the ledger has a decision line before and an outcome line after, arguments as digests") {
