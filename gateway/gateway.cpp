@@ -297,7 +297,11 @@ asio::awaitable<void> Gateway::serve(asio::generic::stream_protocol::socket s, I
 }
 
 asio::awaitable<void> Gateway::serve_mcp(asio::ip::tcp::socket s, Identity id, std::shared_ptr<McpTools> tools) {
-    auto g = as_generic(std::move(s));
+    co_await serve_mcp(as_generic(std::move(s)), std::move(id), std::move(tools));
+}
+
+asio::awaitable<void> Gateway::serve_mcp(asio::generic::stream_protocol::socket g, Identity id,
+                                         std::shared_ptr<McpTools> tools) {
     try {
         if (runs_on_one_thread(g.get_executor())) {
             co_await serve_mcp_connection(*internals_, std::move(g), std::move(id), std::move(tools));
