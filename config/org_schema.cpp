@@ -153,15 +153,20 @@ std::optional<names::RootfsSource> rootfs_value(Checker& c, const toml::value& v
     const std::string& s = v.as_string().str;
     names::RootfsParse parsed = names::parse_rootfs_source(s, org_dir);
     // An image of the store (corral image import): looked up when a run starts.
-    if (parsed.problem == names::RootfsProblem::bad_image_name) {
-        c.bad(v, key, in_quotes(s), "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ - (starting with a letter or digit)");
+    if (const auto* problem = std::get_if<names::RootfsProblem>(&parsed)) {
+        switch (*problem) {
+            case names::RootfsProblem::bad_image_name:
+                c.bad(v, key, in_quotes(s),
+                      "\"image:NAME\" with NAME of A-Z a-z 0-9 . _ - (starting with a letter or digit)");
+                break;
+            case names::RootfsProblem::empty:
+                c.bad(v, key, "\"\"", "\"host\" or a directory holding the image's root");
+                break;
+        }
         return std::nullopt;
     }
-    if (parsed.problem == names::RootfsProblem::empty) {
-        c.bad(v, key, "\"\"", "\"host\" or a directory holding the image's root");
-        return std::nullopt;
-    }
-    if (const auto* dir = std::get_if<names::DirRootfs>(&*parsed.source)) {
+    const names::RootfsSource& source = std::get<names::RootfsSource>(parsed);
+    if (const auto* dir = std::get_if<names::DirRootfs>(&source)) {
         struct stat st {};
         if (::stat(dir->path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
             c.bad(v, key, in_quotes(s) + ": " + dir->path + " is not a directory",
@@ -169,7 +174,7 @@ std::optional<names::RootfsSource> rootfs_value(Checker& c, const toml::value& v
             return std::nullopt;
         }
     }
-    return parsed.source;
+    return source;
 }
 
 std::optional<std::string> account_id_value(Checker& c, const toml::value& v, const std::string& key) {

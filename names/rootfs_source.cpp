@@ -23,21 +23,16 @@ bool is_image_name(std::string_view n) {
 }
 
 RootfsParse parse_rootfs_source(std::string_view text, const std::string& relative_to) {
-    RootfsParse out;
-    if (text.empty()) {
-        out.problem = RootfsProblem::empty;
-    } else if (text == "host") {
-        out.source = HostRootfs{};
-    } else if (text.starts_with(kImagePrefix)) {
+    if (text.empty()) return RootfsProblem::empty;
+    if (text == "host") return HostRootfs{};
+    if (text.starts_with(kImagePrefix)) {
         const std::string_view name = text.substr(kImagePrefix.size());
-        if (is_image_name(name)) out.source = ImageRootfs{std::string(name)};
-        else out.problem = RootfsProblem::bad_image_name;
-    } else {
-        std::filesystem::path p(text);
-        if (!p.is_absolute()) p = std::filesystem::path(relative_to) / p;
-        out.source = DirRootfs{p.lexically_normal().string(), std::string(text)};
+        if (!is_image_name(name)) return RootfsProblem::bad_image_name;
+        return ImageRootfs{std::string(name)};
     }
-    return out;
+    std::filesystem::path p(text);
+    if (!p.is_absolute()) p = std::filesystem::path(relative_to) / p;
+    return DirRootfs{p.lexically_normal().string(), std::string(text)};
 }
 
 std::string to_string(const RootfsSource& source) {

@@ -7,7 +7,6 @@
 // directory a relative DIR is made absolute against.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -43,15 +42,16 @@ bool is_image_name(std::string_view name);
 
 // What can be wrong with the text itself (whether DIR exists is the edge's
 // check: a config file is checked when read, --rootfs when the run starts).
+// A kind, not a sentence: each edge words it its own way (a command-line
+// error, a config diagnostic's found and expected).
 enum class RootfsProblem {
     empty,            // ""
     bad_image_name,   // image:NAME with NAME not is_image_name (also "image:")
 };
 
-struct RootfsParse {
-    std::optional<RootfsSource> source;   // set unless `problem` is
-    std::optional<RootfsProblem> problem;
-};
+// The source, or what is wrong with the text (as canonical_route_path's
+// variant of the path and the refusal).
+using RootfsParse = std::variant<RootfsSource, RootfsProblem>;
 
 // "host" | "image:NAME" | DIR; a relative DIR is taken relative to
 // `relative_to` (the caller's directory for --rootfs, the organisation

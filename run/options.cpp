@@ -102,10 +102,11 @@ names::RootfsSource rootfs_option(const std::string& text) {
     std::error_code ec;
     const std::string cwd = std::filesystem::current_path(ec).string();
     names::RootfsParse parsed = names::parse_rootfs_source(text, cwd);
-    if (parsed.problem == names::RootfsProblem::bad_image_name)
+    // require_path refused "" above: a problem left is the image's name.
+    if (std::holds_alternative<names::RootfsProblem>(parsed))
         throw UsageError("image " + text.substr(6) +
                          ": not a valid image name (A-Z a-z 0-9 . _ -, starting with a letter or digit)");
-    return *parsed.source;
+    return std::get<names::RootfsSource>(std::move(parsed));
 }
 
 std::string nonempty(std::string_view name, const std::string& text) {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -11,15 +12,16 @@ namespace {
 
 RootfsSource parsed(const std::string& text, const std::string& relative_to = "/cwd") {
     RootfsParse p = parse_rootfs_source(text, relative_to);
-    REQUIRE_MESSAGE(p.source.has_value(), text);
-    CHECK_FALSE(p.problem.has_value());
-    return *p.source;
+    REQUIRE_MESSAGE(std::holds_alternative<RootfsSource>(p), text);
+    return std::get<RootfsSource>(p);
 }
 
 std::optional<RootfsProblem> problem_of(const std::string& text) {
     RootfsParse p = parse_rootfs_source(text, "/cwd");
-    CHECK_FALSE(p.source.has_value());
-    return p.problem;
+    const auto* problem = std::get_if<RootfsProblem>(&p);
+    CHECK_MESSAGE(problem != nullptr, text);
+    if (problem == nullptr) return std::nullopt;
+    return *problem;
 }
 
 }  // namespace
