@@ -85,6 +85,21 @@ std::vector<OptionSpec> option_specs(std::span<const Option<Args>> table) {
     return specs;
 }
 
+// The untyped rows of a typed table that lives as long as the program (a
+// namespace-scope array), made once on the first call and kept: what a
+// command's `*_option_specs()` hands to its --help, the man page and the
+// completion (cli/command_table.hpp), so that each command states only its
+// table. `Table` is the array itself: option_specs_of<kDoctorOptions>().
+template <auto& Table>
+std::span<const OptionSpec> option_specs_of() {
+    static const auto specs = [] {
+        std::vector<OptionSpec> out;
+        for (const auto& o : Table) out.push_back(o.spec);
+        return out;
+    }();
+    return specs;
+}
+
 // parse_command_line over a typed table, storing into `args`.
 template <class Args>
 CommandLine parse_options(const CommandSyntax& syntax, std::span<const Option<Args>> table, int argc, char** argv,

@@ -97,15 +97,9 @@ StateDirArgs parse_state_dir_args(std::string_view command, int argc, char** arg
     return a;
 }
 
-std::span<const OptionSpec> ca_option_specs() {
-    static const auto specs = option_specs<StateDirArgs>(kCaOptions);
-    return specs;
-}
+std::span<const OptionSpec> ca_option_specs() { return option_specs_of<kCaOptions>(); }
 
-std::span<const OptionSpec> key_option_specs() {
-    static const auto specs = option_specs<StateDirArgs>(kKeyOptions);
-    return specs;
-}
+std::span<const OptionSpec> key_option_specs() { return option_specs_of<kKeyOptions>(); }
 
 const std::string& ca_help() {
     static const std::string text = help_with_options(kCaHelp, ca_option_specs(), 20);
@@ -132,10 +126,7 @@ BudgetArgs parse_budget_args(int argc, char** argv) {
     return a;
 }
 
-std::span<const OptionSpec> budget_option_specs() {
-    static const auto specs = option_specs<BudgetArgs>(kBudgetOptions);
-    return specs;
-}
+std::span<const OptionSpec> budget_option_specs() { return option_specs_of<kBudgetOptions>(); }
 
 const std::string& budget_help() {
     static const std::string text = help_with_options(kBudgetHelp, budget_option_specs(), 24);

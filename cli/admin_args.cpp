@@ -158,10 +158,7 @@ ValidateArgs parse_validate_args(int argc, char** argv) {
     return v;
 }
 
-std::span<const OptionSpec> validate_option_specs() {
-    static const auto specs = option_specs<ValidateArgs>(kValidateOptions);
-    return specs;
-}
+std::span<const OptionSpec> validate_option_specs() { return option_specs_of<kValidateOptions>(); }
 
 const std::string& validate_help() {
     static const std::string text =
@@ -180,10 +177,7 @@ DoctorArgs parse_doctor_args(int argc, char** argv) {
     return a;
 }
 
-std::span<const OptionSpec> doctor_option_specs() {
-    static const auto specs = option_specs<DoctorArgs>(kDoctorOptions);
-    return specs;
-}
+std::span<const OptionSpec> doctor_option_specs() { return option_specs_of<kDoctorOptions>(); }
 
 const std::string& doctor_help() {
     static const std::string text = help_with_options(kDoctorHead, doctor_option_specs(), 21) + kDoctorTail;
@@ -205,10 +199,7 @@ GatewayArgs parse_gateway_args(int argc, char** argv) {
     return g;
 }
 
-std::span<const OptionSpec> gateway_option_specs() {
-    static const auto specs = option_specs<GatewayArgs>(kGatewayOptions);
-    return specs;
-}
+std::span<const OptionSpec> gateway_option_specs() { return option_specs_of<kGatewayOptions>(); }
 
 const std::string& gateway_help() {
     static const std::string text =
@@ -233,10 +224,7 @@ JournalArgs parse_journal_args(int argc, char** argv) {
     return a;
 }
 
-std::span<const OptionSpec> journal_option_specs() {
-    static const auto specs = option_specs<JournalArgs>(kJournalOptions);
-    return specs;
-}
+std::span<const OptionSpec> journal_option_specs() { return option_specs_of<kJournalOptions>(); }
 
 const std::string& journal_help() {
     static const std::string text = help_with_options(kJournalHead, journal_option_specs(), 20) +

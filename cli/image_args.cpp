@@ -82,10 +82,7 @@ ImageArgs parse_image_args(int argc, char** argv) {
     return a;
 }
 
-std::span<const OptionSpec> image_option_specs() {
-    static const auto specs = option_specs<ImageArgs>(kImageOptions);
-    return specs;
-}
+std::span<const OptionSpec> image_option_specs() { return option_specs_of<kImageOptions>(); }
 
 const std::string& image_help() {
     static const std::string text = help_with_options(kImageHead, image_option_specs(), 20);

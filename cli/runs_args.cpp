@@ -196,10 +196,7 @@ PruneArgs parse_prune_args(int argc, char** argv) {
     return a;
 }
 
-std::span<const OptionSpec> prune_option_specs() {
-    static const auto specs = option_specs<PruneArgs>(kPruneOptions);
-    return specs;
-}
+std::span<const OptionSpec> prune_option_specs() { return option_specs_of<kPruneOptions>(); }
 
 const std::string& prune_help() {
     static const std::string text = help_with_options(kPruneHelp, prune_option_specs(), 19);

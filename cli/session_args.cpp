@@ -164,10 +164,7 @@ ExecArgs parse_exec_args(int argc, char** argv) {
     return x;
 }
 
-std::span<const OptionSpec> exec_option_specs() {
-    static const auto specs = option_specs<ExecArgs>(kExecOptions);
-    return specs;
-}
+std::span<const OptionSpec> exec_option_specs() { return option_specs_of<kExecOptions>(); }
 
 const std::string& exec_help() {
     static const std::string text = help_with_options(kExecHead, exec_option_specs());

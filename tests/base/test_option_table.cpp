@@ -3,7 +3,10 @@
 // error texts, and the help rows it builds.
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <initializer_list>
+#include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -145,4 +148,17 @@ TEST_CASE("help rows: the short alias, the placeholder, the lines in a column, -
     CHECK(find_option_spec(specs, "--all") == &specs[1]);
     CHECK(find_option_spec(specs, "-h") == nullptr);
     CHECK(find_option_spec(specs, "") == nullptr);
+}
+
+TEST_CASE("option_specs_of: the table's rows in order, made once and kept") {
+    const std::span<const OptionSpec> specs = option_specs_of<kTable>();
+    REQUIRE(specs.size() == std::size(kTable));
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        CHECK(specs[i].name == kTable[i].spec.name);
+        CHECK(specs[i].placeholder == kTable[i].spec.placeholder);
+        CHECK(specs[i].help == kTable[i].spec.help);
+        CHECK(specs[i].short_name == kTable[i].spec.short_name);
+        CHECK(specs[i].repeatable == kTable[i].spec.repeatable);
+    }
+    CHECK(option_specs_of<kTable>().data() == specs.data());  // the same rows, not a copy
 }
