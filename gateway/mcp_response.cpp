@@ -80,7 +80,9 @@ std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::ve
         out.push_back(std::move(m));
     }
     for (const auto& m : out)
-        if (!m.value.is_object() || m.value.value("jsonrpc", "") != "2.0")
+        // Never json::value(): it throws when the member is there but not a
+        // string ({"jsonrpc":7}, found by fuzz/mcp_answer.cpp).
+        if (!m.value.is_object() || !m.value.contains("jsonrpc") || m.value["jsonrpc"] != json("2.0"))
             return "a message that is not a JSON-RPC 2.0 object";
     return "";
 }
@@ -149,7 +151,19 @@ void frame_answer(std::vector<AnswerMessage>& messages, bool sse, const McpAnswe
     }
 }
 
+// Why an answer was withheld can quote the server's bytes (a parse error's
+// context), so it is scrubbed like the answer itself before the box or the
+// ledger gets it (fuzz/mcp_answer.cpp found a secret in such a detail).
+std::string scrubbed(std::string text, const McpAnswerContext& ctx, McpAnswer& a) {
+    SecretScrubber scrub(ctx.patterns);
+    std::string out = scrub.feed(text);
+    scrub.finish(out);
+    a.secrets_masked += scrub.matches();
+    return out;
+}
+
 void withhold(McpAnswer& a, const McpAnswerContext& ctx, std::string why) {
+    why = scrubbed(std::move(why), ctx, a);
     mcp::Denial d{mcp::Reason::malformed_result, ctx.server, why};
     a.withheld = std::move(why);
     a.status = 200;
