@@ -3,6 +3,7 @@
 #include "config/gateway_config.hpp"
 
 #include <set>
+#include <variant>
 
 #include "config/checker.hpp"
 #include "config/toml_text.hpp"
@@ -16,6 +17,14 @@ void keep_used_credentials(GatewayConfig& cfg) {
     std::set<std::string> used;
     for (const auto& g : cfg.grants)
         if (!g.credential.empty()) used.insert(g.credential);
+    for (const auto& [name, server] : cfg.tools.servers) {
+        if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport)) {
+            if (!http->credential.empty()) used.insert(http->credential);
+        } else {
+            for (const auto& [var, credential] : std::get<mcp::StdioServer>(server.transport).secret_env)
+                used.insert(credential);
+        }
+    }
     for (auto it = cfg.credentials.begin(); it != cfg.credentials.end();)
         it = used.count(it->first) ? std::next(it) : cfg.credentials.erase(it);
 }

@@ -35,6 +35,7 @@
 #include "config/budget_config.hpp"
 #include "config/checker.hpp"
 #include "config/grant_policy.hpp"
+#include "mcp/servers.hpp"
 
 #include <toml.hpp>
 
@@ -149,6 +150,10 @@ struct GatewayConfig {
     // one entry per worker of the organisation.
     MeteringConfig metering;
     std::map<std::string, MeteringConfig> worker_metering;
+    // An embedded gateway's one worker's governed tools (its [mcp]: servers,
+    // policy, pins), served on the box's MCP listener (run/egress.cpp); empty
+    // for the daemon, which does not serve MCP yet.
+    mcp::ToolsConfig tools;
     std::string file;                   // where it came from
 };
 
@@ -179,9 +184,11 @@ GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::
 // against `known`; records every problem in `c`.
 std::vector<Grant> check_grants(const toml::value& grants, const CredentialNames& known, Checker& c);
 
-// Drops every credential no grant of `cfg` uses: only those are loaded, so
-// one nobody can use (unrelated, or a left-out agent's) cannot stop a run or
-// the daemon by being unreadable.
+// Drops every credential no grant of `cfg` uses and no MCP server of
+// cfg.tools names (a remote server's `credential`, a stdio server's
+// `secret_env` values): only those are loaded, so one nobody can use
+// (unrelated, or a left-out agent's) cannot stop a run or the daemon by
+// being unreadable.
 void keep_used_credentials(GatewayConfig& cfg);
 
 // The credential as `grant` injects it: `c` itself, or, when `c` has no

@@ -1,5 +1,7 @@
 #include "run/agent_run.hpp"
 
+#include "run/bridge.hpp"
+
 #include "rootfs/mount_plan.hpp"
 
 #include <sys/stat.h>
@@ -84,6 +86,10 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, const RunPl
     ai.credential = agents::credential_mode_for(in.agent_credential.kind);
     ai.home_rel = "home";
     ai.home_in_box = "/home/agent";
+    // Its MCP servers as corral's endpoints on the box's MCP listener
+    // (a stdio server refuses the run before this: check_run_can_start).
+    for (const auto& [name, server] : plan.gateway.tools.servers) ai.mcp.servers.push_back(name);
+    ai.mcp.port = mcp_bridge_port;
     AgentRun out;
     out.profile = agents::make_agent_profile(w.agent, ai);
     out.inputs = ai;

@@ -96,12 +96,32 @@ Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
     return s;
 }
 
-}  // namespace
-
-BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool with_socket_owners) {
-    BridgeListeners out;
+// One port's two listeners, opened in the box's namespace; checked (and
+// thrown about) only once the thread is back in its own.
+struct ListenerPair {
+    Fd ipv4, ipv6;
     std::string call4, call6;
     int err4 = 0, err6 = 0;
+
+    void open(std::uint16_t port) {
+        ipv4 = listen_on(AF_INET, port, call4, err4);
+        ipv6 = listen_on(AF_INET6, port, call6, err6);
+    }
+    void check() const {
+        if (!ipv4.valid()) throw SysError(call4, "in the sandbox's network namespace", err4);
+        if (ipv6.valid()) return;
+        // Only a namespace without IPv6 is acceptable: then no [::1] exists to reach.
+        if (err6 != EADDRNOTAVAIL && err6 != EAFNOSUPPORT)
+            throw SysError(call6, "in the sandbox's network namespace", err6);
+        log::debug("bridge: no IPv6 loopback in the sandbox (" + call6 + ": " + errno_text(err6) + "); IPv4 only");
+    }
+};
+
+}  // namespace
+
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool with_socket_owners, std::uint16_t mcp_port) {
+    BridgeListeners out;
+    ListenerPair proxy, mcp;
     std::string diag_problem;
     // setns affects only the calling thread, and the sockets keep the
     // namespace they were made in. Done on this thread and switched back,
@@ -111,8 +131,8 @@ BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool wit
     if (!home.valid()) throw SysError("open", "/proc/thread-self/ns/net", errno);
     if (::setns(netns_fd, CLONE_NEWNET) != 0)
         throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", errno);
-    out.ipv4 = listen_on(AF_INET, port, call4, err4);
-    out.ipv6 = listen_on(AF_INET6, port, call6, err6);
+    proxy.open(port);
+    if (mcp_port != 0) mcp.open(mcp_port);
     if (with_socket_owners) {
         try {
             out.sock_diag = gateway::open_sock_diag_socket();
@@ -126,14 +146,13 @@ BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool wit
         log::error("bridge: setns back to the host's network namespace failed: " + errno_text(errno));
         std::abort();
     }
-    if (!out.ipv4.valid()) throw SysError(call4, "in the sandbox's network namespace", err4);
+    proxy.check();
     if (!diag_problem.empty()) throw std::runtime_error(diag_problem + " (in the sandbox's network namespace)");
-    if (!out.ipv6.valid()) {
-        // Only a namespace without IPv6 is acceptable: then no [::1] exists to reach.
-        if (err6 != EADDRNOTAVAIL && err6 != EAFNOSUPPORT)
-            throw SysError(call6, "in the sandbox's network namespace", err6);
-        log::debug("bridge: no IPv6 loopback in the sandbox (" + call6 + ": " + errno_text(err6) + "); IPv4 only");
-    }
+    if (mcp_port != 0) mcp.check();
+    out.ipv4 = std::move(proxy.ipv4);
+    out.ipv6 = std::move(proxy.ipv6);
+    out.mcp_ipv4 = std::move(mcp.ipv4);
+    out.mcp_ipv6 = std::move(mcp.ipv6);
     return out;
 }
 

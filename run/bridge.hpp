@@ -36,6 +36,10 @@
 namespace corral::run {
 
 inline constexpr std::uint16_t bridge_port = 3128;
+// The box's MCP listener (127.0.0.1 and [::1]), opened only when the worker
+// has MCP servers: plain HTTP POSTs to /mcp/NAME, served by the gateway's
+// MCP endpoint (gateway/mcp_endpoint.hpp) from outside the box.
+inline constexpr std::uint16_t mcp_bridge_port = 3129;
 // A box may hold at most this many connections through its bridge at once;
 // more are closed as they arrive. A `corral gateway` daemon serves every box
 // on the host from one connection cap: this keeps one box from taking it all.
@@ -49,6 +53,8 @@ struct BridgeListeners {
     Fd sock_diag;  // with_socket_owners: a NETLINK_SOCK_DIAG socket of the
                    // box's namespace, to ask who owns a connecting socket
                    // (gateway/socket_owner.hpp); else invalid
+    Fd mcp_ipv4;   // with an mcp_port: 127.0.0.1:mcp_port, listening; else invalid
+    Fd mcp_ipv6;   // [::1]:mcp_port, as ipv6
 };
 
 // Enters the network namespace `netns_fd` with setns on the calling thread
@@ -59,14 +65,18 @@ struct BridgeListeners {
 // threads that should stay in the host's namespace. Throws SysError naming
 // the failed call ("setns", "bind 127.0.0.1:3128", ...). With
 // `with_socket_owners` (a session, whose box holds several roles' UIDs) it
-// also makes the sock_diag socket the bridge names each connection's role with.
-BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port, bool with_socket_owners = false);
+// also makes the sock_diag socket the bridge names each connection's role with;
+// with an `mcp_port` (not 0) also the MCP listeners, in the same visit.
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port, bool with_socket_owners = false,
+                                      std::uint16_t mcp_port = 0);
 
 // What to do with one accepted connection (the embedded gateway's serve() or
 // relay_to_daemon). It owns the socket from then on.
 using ConnectionHandler = std::function<boost::asio::awaitable<void>(boost::asio::ip::tcp::socket)>;
 
-// Accepts on a run's listeners and hands every connection to the handler.
+// Accepts on a run's listeners (ipv4 and ipv6; a run with MCP servers has a
+// second Bridge on mcp_ipv4 and mcp_ipv6, moved into ipv4 and ipv6) and
+// hands every connection to the handler.
 // Not copyable or movable: the accept loops refer to it.
 class Bridge {
 public:

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,7 @@
 #include "config/gateway_config.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
+#include "gateway/mcp_endpoint.hpp"
 #include "gateway/refusal.hpp"
 #include "gateway/socket_owner.hpp"
 #include "rootfs/host_paths.hpp"
@@ -56,6 +58,41 @@ boost::asio::awaitable<void> serve_with_role(boost::asio::ip::tcp::socket s, gat
     co_await gw->serve(std::move(s), std::move(id));
 }
 
+// An MCP connection (the box's MCP listener), served as its role in a
+// session; closed unserved when it is no role's.
+boost::asio::awaitable<void> serve_mcp_as(boost::asio::ip::tcp::socket s, gateway::Gateway* gw, gateway::Identity id,
+                                          std::shared_ptr<gateway::McpTools> tools,
+                                          std::shared_ptr<const ConnectionRoles> roles) {
+    if (roles) {
+        auto role = roles->role_of(s);
+        if (!role) {
+            log::warn("bridge: closed an MCP connection of " + id.str() + " unserved: " + role.problem());
+            co_return;
+        }
+        id.role = *role;
+    }
+    co_await gw->serve_mcp(std::move(s), std::move(id), std::move(tools));
+}
+
+// A configured grant or MCP server that needs an unreadable credential stops
+// the run: name that grant or server (its file:line), not only the credential.
+void require_credentials(const config::GatewayConfig& cfg) {
+    std::set<std::string> checked;
+    auto require = [&](const std::string& credential, const std::string& what) {
+        if (credential.empty() || !checked.insert(credential).second) return;
+        auto st = config::credential_status(cfg, credential);
+        if (!st.available)
+            throw UsageError(what + " needs the credential '" + credential + "'" +
+                             (st.source.empty() ? "" : " (" + st.source + ")") + ", which is not available: " +
+                             st.problem + (st.fix.empty() ? "" : "; to fix: " + st.fix));
+    };
+    for (const auto& g : cfg.grants)
+        require(g.credential, g.where + ": the grant for " + g.host.text() + ":" + std::to_string(g.port));
+    for (const auto& [name, server] : cfg.tools.servers)
+        if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport))
+            require(http->credential, server.where + ": the MCP server " + name);
+}
+
 class EmbeddedEgress final : public Egress {
 public:
     EmbeddedEgress(config::GatewayConfig config, bool intercepts, gateway::Identity id)
@@ -69,23 +106,14 @@ public:
             throw UsageError("[budget.worker] (a budget across the worker's runs) is kept by the gateway daemon: "
                              "run with --gateway unix:PATH against `corral gateway --org DIR`, or leave "
                              "[budget.worker] out and use [budget] (per run)");
-        // A configured grant that needs an unreadable credential stops the
-        // run: name that grant (its file:line), not only the credential.
-        std::set<std::string> checked;
-        for (const auto& g : config_.grants) {
-            if (g.credential.empty() || !checked.insert(g.credential).second) continue;
-            auto st = config::credential_status(config_, g.credential);
-            if (!st.available)
-                throw UsageError(g.where + ": the grant for " + g.host.text() + ":" + std::to_string(g.port) +
-                                 " needs the credential '" + g.credential + "'" +
-                                 (st.source.empty() ? "" : " (" + st.source + ")") + ", which is not available: " +
-                                 st.problem + (st.fix.empty() ? "" : "; to fix: " + st.fix));
-        }
+        require_credentials(config_);
         // Checked now (a run that cannot authenticate must not start) but kept
         // only from start() on, after the clone: the init and the reaper are
         // copies of this process and must hold no secret (docs/security.md).
         for (auto& [name, secret] : config::load_credential_secrets(config_)) explicit_bzero(secret.data(), secret.size());
         gateway_ = std::make_unique<gateway::Gateway>(config_, std::map<std::string, std::string>{});
+        // The worker's MCP servers: one McpTools (one PinBook) for the run.
+        if (!config_.tools.empty()) mcp_tools_ = std::make_shared<gateway::McpTools>(config_.tools);
         if (!gateway_->ledger().healthy())
             throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
         return intercepts_ ? gateway_->ca_certificate_pem() : std::string();
@@ -114,6 +142,13 @@ protected:
         if (!roles_) return [gw, id](boost::asio::ip::tcp::socket s) { return gw->serve(std::move(s), id); };
         auto roles = roles_;
         return [gw, id, roles](boost::asio::ip::tcp::socket s) { return serve_with_role(std::move(s), gw, id, roles); };
+    }
+    bool serves_mcp() const override { return mcp_tools_ != nullptr; }
+    run::ConnectionHandler mcp_handler() override {
+        gateway::Gateway* gw = gateway_.get();
+        return [gw, id = id_, tools = mcp_tools_, roles = roles_](boost::asio::ip::tcp::socket s) {
+            return serve_mcp_as(std::move(s), gw, id, tools, roles);
+        };
     }
     void before_loop() override { gateway_->install_secrets(config::load_credential_secrets(config_)); }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
@@ -147,6 +182,7 @@ private:
     // give buffers back to it); its pooled upstream sockets, which need the
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
+    std::shared_ptr<gateway::McpTools> mcp_tools_;  // null: the worker has no MCP servers
     std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;
     std::string ledger_failure_;
@@ -307,7 +343,8 @@ void Egress::start(const supervisor::Sandbox& box) {
     started_ = true;
     Fd netns = box.open_network_namespace();
     const bool session = !box.role_leases().empty();
-    run::BridgeListeners listeners = run::open_bridge_listeners(netns.get(), run::bridge_port, session);
+    run::BridgeListeners listeners = run::open_bridge_listeners(netns.get(), run::bridge_port, session,
+                                                                serves_mcp() ? run::mcp_bridge_port : 0);
     if (session) {
         std::vector<std::pair<uid_t, std::string>> roles;
         for (auto role : {supervisor::Role::agent, supervisor::Role::service, supervisor::Role::verifier})
@@ -319,8 +356,15 @@ void Egress::start(const supervisor::Sandbox& box) {
     // and stop of a run (the daemon runs one loop per CPU instead).
     ioc_ = std::make_unique<boost::asio::io_context>(1);
     before_loop();
+    run::BridgeListeners mcp;  // the MCP listener's, on a Bridge of its own
+    mcp.ipv4 = std::move(listeners.mcp_ipv4);
+    mcp.ipv6 = std::move(listeners.mcp_ipv6);
     bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(listeners), connection_handler());
     bridge_->start();
+    if (serves_mcp()) {
+        mcp_bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(mcp), mcp_handler());
+        mcp_bridge_->start();
+    }
     // The guard lives as long as the thread holds it; stop() ends the loop explicitly.
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
@@ -358,12 +402,14 @@ void Egress::stop() {
         refusal_watcher_.join();
     }
     if (bridge_) bridge_->stop();
+    if (mcp_bridge_) mcp_bridge_->stop();
     if (ioc_) drain();
     if (ioc_) ioc_->stop();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
     bridge_.reset();
+    mcp_bridge_.reset();
     after_loop();
     if (started_) report_refusals();  // what the last moments refused
 }

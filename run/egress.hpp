@@ -109,6 +109,11 @@ protected:
     Egress() = default;
     // What serves each connection the bridge accepts (on the loop's thread).
     virtual run::ConnectionHandler connection_handler() = 0;
+    // Whether the box gets the MCP listener (run::mcp_bridge_port): the
+    // worker has MCP servers and this egress serves them. Known after prepare().
+    virtual bool serves_mcp() const { return false; }
+    // What serves each connection on the MCP listener (after roles_ is set).
+    virtual run::ConnectionHandler mcp_handler() { return {}; }
     // Before the loop starts (after the clone: the secrets may be loaded now).
     virtual void before_loop() {}
     // The listeners are closed: wait (bounded) for the open exchanges to end.
@@ -134,6 +139,7 @@ private:
     void watch_refusals();
 
     std::unique_ptr<run::Bridge> bridge_;
+    std::unique_ptr<run::Bridge> mcp_bridge_;  // only when serves_mcp()
     std::vector<std::thread> threads_;
     bool stopped_ = false;
     RefusalReport refusal_report_;

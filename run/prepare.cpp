@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
@@ -95,6 +97,25 @@ void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan
         if (auto msg = agents::missing_credential_message(plan.worker, kind, in.agent_credential); !msg.empty())
             throw UsageError(msg);
     }
+    auto mcp = mcp_not_served(plan.worker, plan.gateway.tools, plan.daemon_socket.has_value());
+    if (!mcp.empty()) throw UsageError((plan.daemon_socket ? "--gateway unix:" + *plan.daemon_socket + ": " : "") + mcp.front());
+}
+
+std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon) {
+    std::vector<std::string> out;
+    if (daemon && !tools.empty()) {
+        std::string names;
+        for (const auto& [name, s] : tools.servers) names += (names.empty() ? "" : ", ") + name + " (" + s.where + ")";
+        out.push_back("worker " + worker + " has MCP servers (" + names + ") and the gateway daemon does not serve "
+                      "MCP yet: run it without --gateway (the run's embedded gateway serves them), or remove the "
+                      "worker's [mcp.servers]");
+    }
+    for (const auto& [name, s] : tools.servers)
+        if (std::holds_alternative<mcp::StdioServer>(s.transport))
+            out.push_back("worker " + worker + ": MCP server " + name + " (" + s.where + ") is a stdio server, and "
+                          "stdio MCP servers are not started yet: only remote Streamable HTTP servers (url = "
+                          "\"https://...\") are served; remove it from the worker's [mcp.servers]");
+    return out;
 }
 
 nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id, const RunSoFar& run) {

@@ -19,10 +19,19 @@ namespace corral::run {
 // status of the credential its agent needs. Throws UsageError / ConfigError.
 RunInputs read_run_inputs(const RunRequest& request, std::string run_id, std::string run_dir, std::string state_dir);
 
-// Before anything starts: the gateway's CA directory is a root-only tree, and
-// an agent run's credential is there (a run that cannot authenticate is
-// refused here). Throws UsageError.
+// Before anything starts: the gateway's CA directory is a root-only tree, an
+// agent run's credential is there (a run that cannot authenticate is
+// refused here), and the worker's MCP servers can be served
+// (mcp_not_served). Throws UsageError.
 void check_run_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan);
+
+// Why a run of `worker` with `tools` could not serve its MCP servers, one
+// sentence each, none when it can: a stdio server (corral does not start
+// them yet), and, relayed to a `corral gateway` daemon (`daemon`), any
+// server (the daemon does not serve MCP yet). Fail closed: check_run_can_start
+// refuses the run with the first; `corral validate` warns with each (with
+// `daemon` = true for what a daemon run would meet).
+std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon);
 
 // What exists of a run, for its record: a run refused early has no inputs,
 // plan, egress or agent yet.

@@ -102,6 +102,10 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
             plan.left_out = "worker " + w.name + ": credential '" + agents::required_credential(w.agent).name +
                             "' not available (" + cred.problem + "); the agent's model grants are left out of this run";
         plan.gateway = agents::run_gateway_config(*in.org, w, implied);
+        // The worker's MCP servers and their policy, served by the embedded
+        // gateway on the box's MCP listener (a daemon run is refused with
+        // them: check_run_can_start).
+        plan.gateway.tools = w.tools;
     } else {
         plan.gateway.gateway.state_dir = in.state_dir;
     }
@@ -114,8 +118,8 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     // The embedded gateway's ledger is the run's own: one file per run in
     // the run dir, next to run.json (a shared ledger is the daemon's job).
     plan.gateway.gateway.ledger = in.run_dir + "/ledger.jsonl";
-    // Only the credentials this run's grants use are loaded (an unrelated
-    // unreadable credential must not stop the run).
+    // Only the credentials this run's grants and MCP servers use are loaded
+    // (an unrelated unreadable credential must not stop the run).
     config::keep_used_credentials(plan.gateway);
     // Only an inject grant makes the gateway speak TLS to the box with
     // corral's CA; without one the box's trust store stays the image's and

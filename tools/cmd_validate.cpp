@@ -24,6 +24,7 @@
 #include "cli/admin_args.hpp"
 #include "mcp/servers.hpp"
 #include "names/rootfs_source.hpp"
+#include "run/prepare.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -278,6 +279,17 @@ void ValidateReport::tools_of(const config::ResolvedWorker& w, json& wj) {
         t.pins.size(), t.log_arguments ? ", log_arguments" : "");
     for (const auto& [name, s] : t.servers) say("    %s\n", mcp_server_text(s).c_str());
     wj["mcp"] = mcp_json(t);
+    // What a run of it would refuse (run::mcp_not_served): a stdio server
+    // always, any server when relayed to the daemon.
+    auto refused = run::mcp_not_served(w.name, t, true);
+    if (!t.empty()) refused.front() = "corral run --gateway unix:PATH: " + refused.front();
+    for (const auto& why : refused) {
+        say("  warning:    %s\n", why.c_str());
+        std::fprintf(stderr, "warning: %s\n", why.c_str());
+        json d = problem_json("mcp.servers", w.name, why);
+        d["status"] = "warning";
+        report_["diagnostics"].push_back(d);
+    }
 }
 
 // The credential the worker's agent needs: defined, and (unless

@@ -312,6 +312,12 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
                      "    files: stdio /usr/bin/node  [" + d.file("org.toml") + ":4]\n"
                      "    search: http https://mcp.example.com/mcp credential=search  [" +
                          d.file("workers/fetch/worker.toml") + ":2]\n"));
+    // What a run would refuse is a warning (run::mcp_not_served), the exit status unchanged.
+    CHECK(has(r.out, "  warning:    worker fetch: MCP server files (" + d.file("org.toml") +
+                         ":4) is a stdio server, and stdio MCP servers are not started yet"));
+    CHECK(has(r.err, "warning: corral run --gateway unix:PATH: worker fetch has MCP servers (files (" +
+                         d.file("org.toml") + ":4), search (" + d.file("workers/fetch/worker.toml") +
+                         ":2)) and the gateway daemon does not serve MCP yet"));
     // The worker without [mcp] of its own still has org.toml's.
     CHECK(has(r.out, "worker plain\n"));
     CHECK(has(r.out, "  mcp:        1 server(s), 1 rule(s), 0 pin(s)\n    files: stdio /usr/bin/node  ["));
@@ -327,6 +333,10 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
     CHECK(m["servers"][0]["name"] == "files");
     CHECK(m["servers"][0]["transport"] == "stdio");
     CHECK(m["servers"][1]["transport"] == "http");
+    int mcp_warnings = 0;
+    for (const auto& diag : doc["diagnostics"])
+        if (diag["name"] == "mcp.servers" && diag["worker"] == "fetch" && diag["status"] == "warning") ++mcp_warnings;
+    CHECK(mcp_warnings == 2);
 
     SUBCASE("no [mcp] anywhere: no MCP row, no mcp member") {
         d.org("");

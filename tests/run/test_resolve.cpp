@@ -10,6 +10,7 @@
 
 #include "base/sys_error.hpp"
 #include "run/final_plan.hpp"
+#include "run/prepare.hpp"
 #include "run/request.hpp"
 #include "run/resolve.hpp"
 #include "names/host.hpp"
@@ -340,4 +341,60 @@ TEST_CASE("an egress-only worker: its grants and limits, no model grants, nothin
     }
     CHECK(e == "worker w has no agent (agent = \"none\" at workers/w/worker.toml:1): run a command with `corral run "
                "--config DIR --worker w -- CMD`, or give it an agent to use --prompt");
+}
+
+namespace {
+
+// The worker of worker_inputs() with a remote MCP server (credential
+// "mcpcred") and, with `stdio`, a stdio one (secret_env from "ghcred").
+RunInputs mcp_inputs(bool stdio) {
+    auto in = worker_inputs();
+    in.org->gateway.credentials["mcpcred"] = config::CredentialSpec{.name = "mcpcred"};
+    in.org->gateway.credentials["ghcred"] = config::CredentialSpec{.name = "ghcred"};
+    mcp::HttpServer h;
+    h.url = "https://mcp.example.com/mcp", h.host = "mcp.example.com", h.path = "/mcp", h.credential = "mcpcred";
+    in.worker->tools.servers["search"] = mcp::Server{"search", "workers/w/worker.toml:3", h, false};
+    if (stdio) {
+        mcp::StdioServer s;
+        s.argv = {"/usr/bin/node", "/opt/fs.js"};
+        s.secret_env = {{"GITHUB_TOKEN", "ghcred"}};
+        in.worker->tools.servers["files"] = mcp::Server{"files", "org.toml:9", s, false};
+    }
+    for (const auto& [name, s] : in.worker->tools.servers) in.worker->tools.policy.servers.insert(name);
+    return in;
+}
+
+}  // namespace
+
+TEST_CASE("MCP: the embedded gateway gets the worker's tools and keeps the credentials its servers name") {
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}),
+                                 mcp_inputs(true));
+    CHECK(plan.gateway.tools.servers.size() == 2);
+    CHECK(plan.gateway.tools.servers.count("search") == 1);
+    CHECK(plan.gateway.credentials.count("mcpcred") == 1);
+    CHECK(plan.gateway.credentials.count("ghcred") == 1);
+    CHECK(plan.gateway.credentials.count("unused") == 0);
+    // Without MCP servers nothing of theirs is kept.
+    auto none = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}),
+                                 worker_inputs());
+    CHECK(none.gateway.tools.empty());
+    CHECK(none.gateway.credentials.count("mcpcred") == 0);
+}
+
+TEST_CASE("MCP: what a run cannot serve is refused before it starts: a stdio server; any server with --gateway") {
+    const auto remote = mcp_inputs(false).worker->tools;
+    const auto both = mcp_inputs(true).worker->tools;
+    CHECK(run::mcp_not_served("w", remote, false).empty());
+    CHECK(run::mcp_not_served("w", mcp::ToolsConfig{}, true).empty());
+    auto stdio = run::mcp_not_served("w", both, false);
+    REQUIRE(stdio.size() == 1);
+    CHECK(stdio[0] == "worker w: MCP server files (org.toml:9) is a stdio server, and stdio MCP servers are not "
+                      "started yet: only remote Streamable HTTP servers (url = \"https://...\") are served; remove it "
+                      "from the worker's [mcp.servers]");
+    auto daemon = run::mcp_not_served("w", remote, true);
+    REQUIRE(daemon.size() == 1);
+    CHECK(daemon[0] == "worker w has MCP servers (search (workers/w/worker.toml:3)) and the gateway daemon does not "
+                       "serve MCP yet: run it without --gateway (the run's embedded gateway serves them), or remove "
+                       "the worker's [mcp.servers]");
+    CHECK(run::mcp_not_served("w", both, true).size() == 2);
 }
