@@ -18,6 +18,10 @@
 //   --drift-file FILE   `drifting`'s description changes while FILE exists
 //   --drift-after K     `drifting`'s description changes after K tools/list
 //                       answers (counted over every session of the process)
+//   --calls-file FILE   append one JSON line per tools/call it receives:
+//                       {"name":..,"arguments":..,"authorization":..} (the
+//                       request's Authorization header, null on stdio), so a
+//                       test sees what reached the server and with what
 //
 // Tools:
 //   echo {text}                 the text back
@@ -33,7 +37,7 @@
 //                               returns the client's action and content
 // A bad argument or a refused server→client request is a tool error
 // (isError: true) naming what failed.
-import { readFileSync, existsSync } from "node:fs";
+import { readFileSync, existsSync, appendFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import { randomUUID } from "node:crypto";
@@ -50,7 +54,7 @@ function fail(why) {
 }
 
 function parseArgs(argv) {
-  const o = { mode: null, port: 0, tools: 0, driftFile: null, driftAfter: null, cert: null, key: null };
+  const o = { mode: null, port: 0, tools: 0, driftFile: null, driftAfter: null, cert: null, key: null, callsFile: null };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const next = () => { if (i + 1 >= argv.length) fail(`${a} needs a value`); return argv[++i]; };
@@ -62,7 +66,8 @@ function parseArgs(argv) {
     else if (a === "--drift-after") o.driftAfter = count("--drift-after");
     else if (a === "--tls-cert") o.cert = next();
     else if (a === "--tls-key") o.key = next();
-    else fail(`unknown option ${a} (allowed: --stdio, --http PORT, --tls-cert, --tls-key, --tools N, --drift-file, --drift-after)`);
+    else if (a === "--calls-file") o.callsFile = next();
+    else fail(`unknown option ${a} (allowed: --stdio, --http PORT, --tls-cert, --tls-key, --tools N, --drift-file, --drift-after, --calls-file)`);
   }
   if (!o.mode) fail("give --stdio or --http PORT");
   if ((o.cert === null) !== (o.key === null)) fail("--tls-cert and --tls-key go together");
@@ -168,6 +173,9 @@ function makeServer() {
     return { tools };
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    if (opts.callsFile !== null)
+      appendFileSync(opts.callsFile, JSON.stringify({ name: req.params.name, arguments: req.params.arguments ?? {},
+        authorization: extra.requestInfo?.headers?.authorization ?? null }) + "\n");
     let r;
     try {
       r = await callTool(req.params.name, req.params.arguments ?? {}, extra);

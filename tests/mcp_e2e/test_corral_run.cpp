@@ -1,0 +1,210 @@
+// tests/mcp_e2e/test_corral_run.cpp — a worker's remote Streamable HTTP MCP
+// server through `corral run` and its embedded gateway, end to end: the SDK
+// client (client.mjs) runs IN the box against the box's MCP listener
+// (http://127.0.0.1:3129/mcp/NAME); our test server (test_server.mjs, TLS
+// with a test CA, reached through the server's connect_to) records every
+// call that reaches it. Checked: the allowed call arrives with the injected
+// credential, the denied one never arrives and the client gets corral's
+// sentence as a JSON-RPC error, tools/list shows only the allowed tool, the
+// box's environment and files never hold the secret, and the run's ledger
+// has the decision and outcome lines. Root only (test_run_main.cpp).
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/mcp_e2e/harness.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/test_pki.hpp"
+
+namespace corral::test::mcp_e2e {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<json> json_lines(const std::string& text) {
+    std::vector<json> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(json::parse(line, nullptr, false));
+    return out;
+}
+
+// What the box runs: the client against the MCP listener, then a marker, and
+// it waits (for the host's scan of the live box) until /workspace/done exists.
+const char* kBoxScript = R"SH(#!/bin/sh
+echo "== client"
+node /opt/mcp/client/client.mjs --url http://127.0.0.1:3129/mcp/tools --list \
+  --call echo_header '{"name":"authorization"}' --call echo '{"text":"hi"}'
+echo "exit=$?"
+echo "== ready"
+while [ ! -e /workspace/done ]; do sleep 0.1; done
+echo "== end"
+)SH";
+
+// The organisation: an egress-only worker whose one MCP server is the test
+// server, by name mcp.test.invalid, dialled at its loopback port.
+void write_org(const std::string& dir, int port) {
+    fs::create_directories(dir + "/org/workers/w1");
+    write_file(dir + "/org/org.toml",
+               "[engine]\nagent = \"claude\"\n"
+               "[gateway]\nstate_dir = \"" + dir + "/gwstate\"\n"
+               "[credentials.mcpkey]\nkind = \"oauth_token\"\nfile = \"" + dir + "/mcp.secret\"\n");
+    write_file(dir + "/org/workers/w1/worker.toml",
+               "agent = \"none\"\n"
+               "[mcp.servers.tools]\n"
+               "url = \"https://mcp.test.invalid/mcp\"\n"
+               "credential = \"mcpkey\"\n"
+               "connect_to = \"127.0.0.1:" + std::to_string(port) + "\"\n"
+               "upstream_ca_file = \"" + dir + "/ca.crt\"\n"
+               "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo_header\"\naction = \"allow\"\n"
+               "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"deny\"\n");
+}
+
+// The box's shell (host pid), found by the marker on its command line.
+pid_t find_box_shell(const std::string& marker) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::string name = e.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string cmdline = read_file(e.path().string() + "/cmdline");
+        if (cmdline.rfind("/bin/sh", 0) == 0 && cmdline.find(marker) != std::string::npos)
+            return static_cast<pid_t>(std::stoi(name));
+    }
+    return -1;
+}
+
+struct BoxRun {
+    std::string out, corral_err, environ_text, scan_hits, run_dir;
+    int exit_code = -1;
+};
+
+// corral run with the box script; at its "== ready" the live box's
+// environment and tree are searched from the host for the secret.
+BoxRun run_box(const std::string& dir, const std::string& secret) {
+    BoxRun b;
+    b.run_dir = dir + "/run";
+    const std::string marker = "marker-" + random_hex(8);
+    const std::string src = source_root();
+    std::vector<std::string> argv = {corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host",
+                                     "--workspace", dir + "/ws", "--run-dir", b.run_dir, "--state-dir", dir + "/runs",
+                                     "--timeout", "120s", "--ro-bind", src + "/node_modules:/opt/mcp/node_modules",
+                                     "--ro-bind", src + "/tests/mcp_e2e:/opt/mcp/client",
+                                     "--", "/bin/sh", "/workspace/box.sh", marker};
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = dir + "/runs";
+    o.stderr_file = dir + "/corral.stderr";
+    Background corral(argv, o);
+    if (corral.wait_for_stdout("== ready\n", std::chrono::seconds(90))) {
+        pid_t pid = find_box_shell(marker);
+        if (pid > 0) {
+            b.environ_text = read_file("/proc/" + std::to_string(pid) + "/environ");
+            auto r = run({"grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
+                          "--exclude-dir=usr", "--exclude-dir=node_modules", "-e", secret,
+                          "/proc/" + std::to_string(pid) + "/root/"},
+                         RunOptions{std::chrono::seconds(120), {}, {}, {}, {}});
+            b.scan_hits = r.exit_code == 1 ? "" : "exit " + std::to_string(r.exit_code) + ": " + r.out + r.err;
+        } else {
+            b.scan_hits = "box shell not found";
+        }
+    }
+    write_file(dir + "/ws/done", "");
+    b.exit_code = corral.wait_exit(std::chrono::seconds(60));
+    b.out = corral.drain_stdout();
+    b.corral_err = read_file(dir + "/corral.stderr");
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("corral run: a worker's remote MCP server, governed end to end through the box's MCP listener") {
+    TempDir t("corral-mcp-run");
+    const std::string& dir = t.path;
+    ::chmod(dir.c_str(), 0711);
+    make_test_ca(dir, "corral mcp run test CA");
+    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
+    const std::string secret = "mcp-secret-" + random_hex(32);
+    write_file(dir + "/mcp.secret", secret + "\n", 0600);
+    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file",
+                                     dir + "/calls.jsonl"});
+    write_org(dir, server.port);
+    fs::create_directories(dir + "/ws");
+    ::chmod((dir + "/ws").c_str(), 0777);
+    write_file(dir + "/ws/box.sh", kBoxScript, 0755);
+
+    BoxRun b = run_box(dir, secret);
+    INFO("corral's stdout:\n" << b.out << "\ncorral's stderr:\n" << b.corral_err);
+    REQUIRE(b.exit_code == 0);
+
+    // The client's steps, as the box saw them.
+    std::vector<json> steps;
+    for (const auto& j : json_lines(b.out))
+        if (j.is_object() && j.contains("step")) steps.push_back(j);
+    REQUIRE(steps.size() == 3);
+    std::vector<std::string> listed;
+    for (const auto& tool : steps[0].value("tools", json::array())) listed.push_back(tool.value("name", ""));
+    CHECK(listed == std::vector<std::string>{"echo_header"});
+    CHECK(steps[1]["name"] == "echo_header");
+    CHECK_FALSE(steps[1].contains("error"));
+    CHECK(steps[1].contains("result"));
+    CHECK(steps[2]["name"] == "echo");
+    CHECK(steps[2]["error"]["code"] == -32001);
+    CHECK(steps[2]["error"]["message"].get<std::string>().find(
+              "refused by corral: tool echo is denied for this worker; do not retry it by other means") !=
+          std::string::npos);
+
+    // What reached the server: the allowed call only, with the real credential.
+    auto calls = json_lines(read_file(dir + "/calls.jsonl"));
+    REQUIRE(calls.size() == 1);
+    CHECK(calls[0]["name"] == "echo_header");
+    CHECK(calls[0]["authorization"] == "Bearer " + secret);
+
+    // The box never held the secret: not in its answers, environment or tree.
+    CHECK(b.out.find(secret) == std::string::npos);
+    CHECK(b.environ_text.find("PATH=") != std::string::npos);  // really read
+    CHECK(b.environ_text.find(secret) == std::string::npos);
+    CHECK(b.scan_hits == "");
+
+    // The run's ledger: a decision line per message, an outcome per request.
+    std::vector<json> decisions, outcomes;
+    for (const auto& l : json_lines(read_file(b.run_dir + "/ledger.jsonl"))) {
+        // The SDK's GET for an event stream is refused (405) before any message: no tool object.
+        if (l.value("mode", "") != "mcp" || !l.contains("tool")) continue;
+        CHECK(l["host"] == "mcp.test.invalid");
+        (l["tool"].value("phase", "") == "decision" ? decisions : outcomes).push_back(l);
+    }
+    auto decided = [&](const std::string& tool) -> json {
+        for (const auto& d : decisions)
+            if (d["tool"].value("method", "") == "tools/call" && d["tool"].value("tool", "") == tool) return d;
+        return nullptr;
+    };
+    REQUIRE(decided("echo_header").is_object());
+    CHECK(decided("echo_header")["decision"] == "allow");
+    REQUIRE(decided("echo").is_object());
+    CHECK(decided("echo")["decision"] == "refuse");
+    CHECK(decided("echo")["reason"] == "tool_denied");
+    CHECK(decided("echo").value("status", 0) == 200);
+    bool call_outcome = false;
+    for (const auto& o : outcomes)
+        if (o["tool"].value("tool", "") == "echo_header") {
+            call_outcome = true;
+            CHECK(o["status"] == 200);
+            CHECK(o["credential"] == "mcpkey");
+        }
+    CHECK(call_outcome);
+    auto r = run({"grep", "-rlsF", "-e", secret, b.run_dir});
+    CHECK_MESSAGE(r.exit_code == 1, "the secret is in the run dir: " << r.out);
+}
+
+}  // namespace corral::test::mcp_e2e
