@@ -208,3 +208,58 @@ TEST_CASE("corral run: a worker's remote MCP server, governed end to end through
 }
 
 }  // namespace corral::test::mcp_e2e
+
+namespace corral::test::mcp_e2e {
+
+namespace {
+
+// corral run of the worker in `dir`/org with `extra` options, as far as it
+// gets; its exit status, stderr and run.json.
+struct Refused {
+    int exit_code = -1;
+    std::string err;
+    json record;
+};
+Refused run_refused(const std::string& dir, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host",
+                                     "--run-dir", dir + "/run", "--state-dir", dir + "/runs"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", "echo started"});
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = dir + "/runs";
+    auto r = run(argv, o);
+    Refused out{r.exit_code, r.err, json::parse(read_file(dir + "/run/run.json"), nullptr, false)};
+    CHECK(r.out.find("started") == std::string::npos);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("corral run: MCP servers a run cannot serve refuse it before anything starts, saying why") {
+    TempDir t("corral-mcp-refused");
+    const std::string& dir = t.path;
+    write_org(dir, 9);
+    write_file(dir + "/mcp.secret", "unused\n", 0600);
+
+    SUBCASE("--gateway unix:PATH: the daemon does not serve MCP yet") {
+        auto r = run_refused(dir, {"--gateway", "unix:" + dir + "/no-daemon.sock"});
+        CHECK(r.exit_code == 125);
+        CHECK_MESSAGE(r.err.find("corral run: --gateway unix:" + dir + "/no-daemon.sock: worker w1 has MCP servers "
+                                 "(tools (" + dir + "/org/workers/w1/worker.toml:2)) and the gateway daemon does not "
+                                 "serve MCP yet") != std::string::npos, r.err);
+        CHECK(r.record.value("outcome", "") == "setup_failed");
+    }
+    SUBCASE("a stdio server: not started yet") {
+        write_file(dir + "/org/workers/w1/worker.toml",
+                   read_file(dir + "/org/workers/w1/worker.toml") +
+                       "[mcp.servers.files]\ncommand = [\"/usr/bin/node\", \"/opt/fs.js\"]\n");
+        auto r = run_refused(dir, {});
+        CHECK(r.exit_code == 125);
+        CHECK_MESSAGE(r.err.find("worker w1: MCP server files (" + dir + "/org/workers/w1/worker.toml:") !=
+                          std::string::npos, r.err);
+        CHECK(r.err.find(") is a stdio server, and stdio MCP servers are not started yet") != std::string::npos);
+        CHECK(r.record.value("outcome", "") == "setup_failed");
+    }
+}
+
+}  // namespace corral::test::mcp_e2e
