@@ -10,7 +10,9 @@
 //  - an answer that passed (not withheld) of a JSON type is JSON-RPC the
 //    strict reader accepts; a withheld one says why;
 //  - the answer to the box's tools/list, when passed, lists no tool the
-//    policy cannot allow.
+//    policy cannot allow;
+//  - a passed 2xx JSON answer's responses each answer a request of the box,
+//    once (or are errors with a null id).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -64,8 +66,27 @@ const std::vector<mcp::Message>& box_requests() {
     return requests;
 }
 
-// The answer to the box's tools/list (id 1). A response to no request of the
-// box passes unfiltered today (a known gap, docs/tools.md); its client drops it.
+// A passed response answers a request of the box (id 1 or 2), at most once,
+// or is an error with a null id: any other would dodge its request's
+// governing (answers_own_request, gateway/mcp_response.cpp).
+void check_response_ids(const json& doc) {
+    std::vector<json> seen;
+    auto check = [&](const json& m) {
+        if (!m.is_object() || !m.contains("id") || m.contains("method")) return;
+        const json& id = m["id"];
+        if (id.is_null() && m.contains("error") && !m.contains("result")) return;
+        if (id != json(1) && id != json(2)) std::abort();
+        for (const auto& s : seen)
+            if (s == id) std::abort();
+        seen.push_back(id);
+    };
+    if (doc.is_array())
+        for (const auto& m : doc) check(m);
+    else
+        check(doc);
+}
+
+// The answer to the box's tools/list (id 1) lists only what the policy allows.
 void check_listed_tools(const json& message) {
     if (!message.is_object() || !message.contains("result") || message.value("id", json()) != json(1)) return;
     const json& result = message["result"];
@@ -83,6 +104,7 @@ void check_answer(const gateway::McpAnswer& a) {
     auto parsed = mcp::parse_mcp_json(a.body);
     if (!parsed.ok()) return;  // a non-2xx status passes its (scrubbed) body as it came
     const json& doc = parsed.value;
+    if (a.status >= 200 && a.status < 300) check_response_ids(doc);
     if (doc.is_array())
         for (const auto& m : doc) check_listed_tools(m);
     else

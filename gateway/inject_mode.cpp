@@ -64,15 +64,6 @@ awaitable<bool> accept_client_tls(Conn& c, const Target& t) {
     co_return false;
 }
 
-// The pool key of this tunnel's upstream connections. Pooled connections are
-// shared only within this connection's event loop: a socket taken by a
-// connection on another loop would complete its I/O on the wrong thread (and
-// wake that loop for every operation).
-std::string loop_pool_key(Conn& c, const Target& t) {
-    auto& loop = asio::query(c.client_socket().get_executor(), asio::execution::context);
-    return pool_key(t, trust_store(c, t)) + "|loop" + std::to_string(reinterpret_cast<std::uintptr_t>(&loop));
-}
-
 // The ledger line's path: a copy of the request's, cut to keep lines short.
 // A decision never reads it (CheckedTunnelRequest has the whole path).
 constexpr std::size_t kLedgerPathChars = 256;

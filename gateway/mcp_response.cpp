@@ -1,5 +1,7 @@
 #include "gateway/mcp_response.hpp"
 
+#include <algorithm>
+
 #include "base/sha256.hpp"
 #include "gateway/http_framing.hpp"
 #include "gateway/mcp_endpoint.hpp"
@@ -91,6 +93,23 @@ const mcp::Message* request_with_id(const std::vector<mcp::Message>& requests, c
     for (const auto& r : requests)
         if (r.kind == mcp::Kind::request && r.id == id) return &r;
     return nullptr;
+}
+
+// True when response `v` answers a request the box sent in this message and
+// not answered yet (`req` is that request), or is an error with a null id
+// (JSON-RPC's answer to a request the server could not read). Any other
+// response is the box's only by the server's word: an id of another request
+// ("5" for 5), a second answer to one request. Passed, it would dodge what
+// the request's method decides (a tools/list answer unfiltered); a
+// conforming server never sends one, so the answer is withheld as
+// malformed.
+bool answers_own_request(const json& v, const std::vector<mcp::Message>& requests,
+                         std::vector<const mcp::Message*>& answered, const mcp::Message*& req) {
+    if (v["id"].is_null()) return v.contains("error") && !v.contains("result");
+    req = request_with_id(requests, v["id"]);
+    if (!req || std::find(answered.begin(), answered.end(), req) != answered.end()) return false;
+    answered.push_back(req);
+    return true;
 }
 
 // A tools/list answer's result, filtered and pinned; a malformed one is
@@ -218,6 +237,7 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
         return a;
     }
     std::vector<AnswerMessage> kept;
+    std::vector<const mcp::Message*> answered;
     for (auto& m : messages) {
         json& v = m.value;
         bool server_request = v.contains("method") && v.contains("id");
@@ -225,7 +245,12 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
             ++a.server_requests_dropped;
             continue;
         }
-        const mcp::Message* req = v.contains("id") && !v.contains("method") ? request_with_id(ctx.requests, v["id"]) : nullptr;
+        const mcp::Message* req = nullptr;
+        if (v.contains("id") && !v.contains("method") && !answers_own_request(v, ctx.requests, answered, req)) {
+            withhold(a, ctx, "a response with id " + dump_json(v["id"]) +
+                                 " answers no request of this message (or one already answered)");
+            return a;
+        }
         if (req && req->method == "tools/list") govern_tools_list(v, ctx, tools, a);
         kept.push_back(std::move(m));
     }

@@ -100,10 +100,15 @@ const std::string& trust_store(const Conn& c, const Target& t) {
     return t.grant->upstream_ca_file.empty() ? c.gw.cfg.gateway.upstream_ca_file : t.grant->upstream_ca_file;
 }
 
+std::string loop_pool_key(Conn& c, const Target& t) {
+    auto& loop = asio::query(c.client_socket().get_executor(), asio::execution::context);
+    return pool_key(t, trust_store(c, t)) + "|loop" + std::to_string(reinterpret_cast<std::uintptr_t>(&loop));
+}
+
 awaitable<std::unique_ptr<UpstreamConn>> open_upstream(Conn& c, const Target& t, std::optional<Refusal>& refusal) {
     auto ctx = c.gw.client_tls.get(trust_store(c, t));
     auto up = std::make_unique<UpstreamConn>(c.client_socket().get_executor(), *ctx);
-    up->key = pool_key(t, trust_store(c, t));
+    up->key = loop_pool_key(c, t);  // the key take() looks for
     // On failure `up` is gone with this frame: the watchdog must not see it.
     if (!co_await dial(c, up->stream.next_layer(), t)) {
         refusal = dial_refusal(c, t);

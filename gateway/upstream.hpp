@@ -45,6 +45,12 @@ Refusal dial_refusal(const Conn& c, const Target& t);
 std::string pool_key(const Target& t, const std::string& ca_file);
 // The trust store the target's upstream certificate is verified against.
 const std::string& trust_store(const Conn& c, const Target& t);
+// The key a connection of `c` puts and takes pooled upstream connections
+// under (UpstreamPool): pool_key for the target and its trust store, within
+// c's event loop only: a socket taken by a connection on another loop would
+// complete its I/O on the wrong thread (and wake that loop for every
+// operation). open_upstream gives every new connection this key.
+std::string loop_pool_key(Conn& c, const Target& t);
 
 // A new verified TLS connection to the target's upstream, or nullptr and
 // `refusal` set.

@@ -33,6 +33,9 @@ struct McpStandIn {
     std::vector<std::string> sessions;        // the Mcp-Session-Id field of each request
     std::atomic<bool> changed{false};         // tools/list: echo's description changed
     std::atomic<bool> sse{false};             // answer as text/event-stream
+    std::atomic<int> connections{0};          // TLS connections accepted
+    std::atomic<bool> close_after_answer{false};  // close the connection after each answer, saying nothing
+    std::atomic<bool> id_as_string{false};    // answer with the request's id as a string: 5 -> "5"
 
     explicit McpStandIn(const LeafCertificate& leaf) {
         SSL_CTX_use_certificate(ctx.native_handle(), leaf.cert.get());
@@ -80,6 +83,7 @@ struct McpStandIn {
         for (;;) {
             auto [ec, s] = co_await acceptor.async_accept(nothrow);
             if (ec) co_return;
+            ++connections;
             asio::co_spawn(ioc, session(asio::ssl::stream<tcp::socket>(std::move(s), ctx)), asio::detached);
         }
     }
@@ -104,7 +108,8 @@ struct McpStandIn {
             if (!m.contains("id")) {
                 res.result(http::status::accepted);
             } else {
-                json answer = {{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", result_for(m)}};
+                json id = id_as_string ? json(m["id"].dump()) : m["id"];
+                json answer = {{"jsonrpc", "2.0"}, {"id", id}, {"result", result_for(m)}};
                 res.set(http::field::content_type, sse ? "text/event-stream" : "application/json");
                 // As a 2025-11-25 server may: an event priming reconnection (an id, empty data) first.
                 res.body() = sse ? "id: prime-1\ndata:\n\nevent: message\ndata: " + answer.dump() + "\n\n" : answer.dump();
@@ -112,7 +117,7 @@ struct McpStandIn {
             }
             res.prepare_payload();
             auto [wec, wn] = co_await http::async_write(s, res, nothrow);
-            if (wec) co_return;
+            if (wec || close_after_answer) co_return;  // a silent close: as a server's idle timeout does
         }
     }
 };
@@ -342,6 +347,46 @@ TEST_CASE("mcp endpoint: the ledger has a decision line before and an outcome li
     CHECK(lines[2]["decision"] == "refuse");
     CHECK(lines[2]["reason"] == "tool_denied");
     CHECK(lines[2]["tool"]["rule"] == "deny-danger");
+}
+
+
+TEST_CASE("mcp endpoint: messages share one pooled upstream TLS connection, within and across box connections") {
+    Endpoint ep;
+    CHECK(ep.post({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}}).result_int() ==
+          200);
+    for (int i = 2; i < 6; ++i) {
+        auto res = ep.post(call(i, "echo", {{"text", "n" + std::to_string(i)}}), "Mcp-Session-Id: sess-1\r\n");
+        REQUIRE(res.result_int() == 200);
+        CHECK(json::parse(res.body())["result"]["content"][0]["text"] == "n" + std::to_string(i));
+    }
+    CHECK(ep.server.count("tools/call") == 4);
+    CHECK(ep.server.connections == 1);  // before pooling: 5, one TLS handshake per message
+}
+
+TEST_CASE("mcp endpoint: a pooled connection the server closed while idle is replaced, the call still answered") {
+    Endpoint ep;
+    ep.server.close_after_answer = true;
+    for (int i = 1; i < 4; ++i) {
+        auto res = ep.post(call(i, "echo", {{"text", "again"}}));
+        REQUIRE(res.result_int() == 200);
+        json a = json::parse(res.body());
+        CHECK_MESSAGE(a.contains("result"), a.dump());
+    }
+    CHECK(ep.server.count("tools/call") == 3);  // each call reached the server once
+    CHECK(ep.server.connections == 3);
+}
+
+TEST_CASE("mcp endpoint: an answer whose id is not the request's is withheld, not passed unfiltered") {
+    Endpoint ep;
+    ep.server.id_as_string = true;  // tools/list id 4 answered as "4": its unfiltered list would dodge the filter
+    auto res = ep.post(list(4));
+    REQUIRE(res.result_int() == 200);
+    json a = json::parse(res.body());
+    CHECK(a["id"] == 4);
+    REQUIRE(a.contains("error"));
+    CHECK(a["error"]["message"].get<std::string>().find("answers no request") != std::string::npos);
+    CHECK(res.body().find("hidden") == std::string::npos);  // no rule allows it: never listed to the box
+    CHECK(ep.ledger().find("withheld: ") != std::string::npos);
 }
 
 }  // namespace corral::test::loopback
