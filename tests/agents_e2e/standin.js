@@ -31,6 +31,14 @@
 //                each model answer, the usage it reported (the tests sum it).
 //   GET /hold    model answers (a Messages answer, a Responses turn) wait from now on...
 //   GET /release ...until this: the test sees what the CLI printed before its model answered.
+//   POST /script {"calls":[{"tool":NAME,"arguments":{...}}, ...]}  scripted tool calls (the
+//                governed-tools tests): a model request that offers MCP tools (a tool name with
+//                "__", as the CLIs name them: claude mcp__SERVER__TOOL, codex SERVER__TOOL) gets
+//                the next call as a tool_use (Messages) or function_call (Responses) item, for the
+//                offered tool named NAME or ending in "__NAME" (text TOOL-NOT-OFFERED NAME when none
+//                is); each later call only once the request carries the previous one's result;
+//                after the last, "DONE". /stats entries then carry `tools` (the tool names the
+//                request offered) and `tool_results` (the result texts it carried back).
 'use strict';
 const dgram = require('dgram');
 const fs = require('fs');
@@ -52,6 +60,31 @@ const held = [];
 const answerGate = () => (holding ? new Promise((resolve) => held.push(resolve)) : Promise.resolve());
 const markersIn = (text) => Array.from(new Set(String(text).match(/CORRAL-MARKER-[A-Za-z0-9-]+/g) || []));
 const nextId = (prefix) => `${prefix}_standin${++counter}`;
+
+// Scripted tool calls (POST /script), issued in order across the conversation.
+let script = [];
+let scriptCursor = 0;
+const scriptedIds = new Set();  // the tool_use / call ids of scripted calls (not ToolSearch's)
+
+// A tool result's text, whatever shape the CLI gave it.
+function resultText(content) {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((c) => (c && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('');
+  return JSON.stringify(content);
+}
+
+// The scripted call this request gets: null (answer DONE), {missing: NAME},
+// or {name, arguments}. `offered` are the request's tool names, `afterResult`
+// whether its last item is a tool's result.
+function scriptedCall(offered, afterResult) {
+  if (scriptCursor >= script.length || !offered.some((n) => n.includes('__'))) return null;
+  if (scriptCursor > 0 && !afterResult) return null;  // a side request mid-conversation
+  const want = script[scriptCursor];
+  const name = offered.find((n) => n === want.tool || n.endsWith('__' + want.tool));
+  if (!name) return { missing: want.tool };
+  ++scriptCursor;
+  return { name, arguments: want.arguments || {} };
+}
 
 function record(req, extra) {
   const entry = Object.assign({ host: (req.headers.host || '').replace(/:\d+$/, ''), method: req.method, url: req.url,
@@ -89,25 +122,57 @@ function anthropicMessage(model) {
            usage: { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } };
 }
 
+// What a Messages request offers and carries back (the scripted calls').
+// claude defers MCP tools behind its ToolSearch tool: their names are in the
+// request's text (not in `tools`) until the model asks ToolSearch to load
+// them ("select:NAME,..."), which this stand-in does first, as a model would.
+function anthropicToolState(parsed, body, entry) {
+  const loaded = Array.isArray(parsed.tools) ? parsed.tools.map((t) => String(t && t.name)) : [];
+  const deferred = Array.from(new Set(body.match(/mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+/g) || []))
+    .filter((n) => !loaded.includes(n));
+  const messages = Array.isArray(parsed.messages) ? parsed.messages : [];
+  const last = messages[messages.length - 1];
+  const results = last && last.role === 'user' && Array.isArray(last.content)
+    ? last.content.filter((c) => c && c.type === 'tool_result') : [];
+  entry.tools = loaded.concat(deferred);
+  entry.tool_results = results.filter((r) => scriptedIds.has(r.tool_use_id)).map((r) => resultText(r.content));
+  const call = scriptedCall(entry.tools, results.length > 0);
+  if (call && call.name && deferred.includes(call.name) && loaded.includes('ToolSearch')) {
+    --scriptCursor;  // asked again once ToolSearch has loaded it
+    return { name: 'ToolSearch', arguments: { query: 'select:' + deferred.join(',') }, search: true };
+  }
+  return call;
+}
+
 async function anthropicMessages(req, res, body, entry) {
   let parsed = {};
   try { parsed = JSON.parse(body); } catch (e) { /* answered below anyway */ }
+  const call = anthropicToolState(parsed, body, entry);
   await answerGate();
   const message = anthropicMessage(parsed.model);
   entry.usage = { input_tokens: 12, output_tokens: 1, cache_write_tokens: 0, cache_read_tokens: 0 };
+  const text = call && call.missing ? 'TOOL-NOT-OFFERED ' + call.missing : 'DONE';
+  const toolUse = call && call.name ? { type: 'tool_use', id: nextId('toolu'), name: call.name, input: call.arguments } : null;
+  if (toolUse && !call.search) scriptedIds.add(toolUse.id);
+  const stop = toolUse ? 'tool_use' : 'end_turn';
   if (!parsed.stream) {
-    message.content = [{ type: 'text', text: 'DONE' }];
-    message.stop_reason = 'end_turn';
+    message.content = [toolUse || { type: 'text', text }];
+    message.stop_reason = stop;
     return json(res, 200, message);
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const send = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify(Object.assign({ type }, data))}\n\n`);
   send('message_start', { message });
-  send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-  send('ping', {});
-  send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'DONE' } });
+  if (toolUse) {
+    send('content_block_start', { index: 0, content_block: Object.assign({}, toolUse, { input: {} }) });
+    send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(toolUse.input) } });
+  } else {
+    send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+    send('ping', {});
+    send('content_block_delta', { index: 0, delta: { type: 'text_delta', text } });
+  }
   send('content_block_stop', { index: 0 });
-  send('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } });
+  send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 1 } });
   send('message_stop', {});
   res.end();
 }
@@ -140,8 +205,95 @@ const responsesUsage = { input_tokens: 12, input_tokens_details: { cached_tokens
                          output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 13 };
 const responsesSent = { input_tokens: 12, output_tokens: 1, cached_input_tokens: 0, reasoning_tokens: 0 };
 
+// codex's code mode (0.171): MCP tools are deferred namespaces, callable only
+// from JavaScript run by its `exec` custom tool (`await tools.mcp__S__T(args)`),
+// and listed in that script's ALL_TOOLS. The stand-in asks exec for the list
+// first, as a model would, then makes each scripted call through exec.
+let codexDiscovery = null;  // the call id of the exec that lists ALL_TOOLS
+let codexTools = null;      // the MCP tool names it reported
+
+function execCall(js) {
+  return { exec: js, call_id: nextId('call') };
+}
+
+// What a Responses request offers and carries back (the scripted calls').
+function responsesToolState(parsed, entry) {
+  const input = Array.isArray(parsed.input) ? parsed.input : [];
+  let tail = [];
+  for (let i = input.length - 1; i >= 0 && input[i] && /_call_output$/.test(String(input[i].type)); --i) tail.unshift(input[i]);
+  entry.tool_results = tail.filter((o) => scriptedIds.has(o.call_id)).map((o) => resultText(o.output));
+  const listed = tail.find((o) => o.call_id === codexDiscovery);
+  if (listed) {
+    const names = resultText(listed.output).match(/\[[^\]]*\]/);
+    codexTools = names ? JSON.parse(names[0]) : [];
+  }
+  const codeMode = codexTools !== null || JSON.stringify(input).includes('Deferred tool namespaces');
+  if (!codeMode) {
+    const offered = Array.isArray(parsed.tools) ? parsed.tools.map((t) => String(t && (t.name || (t.function && t.function.name)))) : [];
+    entry.tools = offered;
+    const call = scriptedCall(offered, tail.length > 0);
+    if (call && call.name) call.call_id = nextId('call'), scriptedIds.add(call.call_id);
+    return call;
+  }
+  if (scriptCursor >= script.length) return null;
+  if (codexTools === null) {
+    if (codexDiscovery !== null) return null;  // a side request while the list is awaited
+    const call = execCall('text(JSON.stringify(ALL_TOOLS.map((t) => t.name).filter((n) => n.startsWith("mcp__"))));');
+    codexDiscovery = call.call_id;
+    return call;
+  }
+  if (listed) entry.tools = codexTools;
+  const call = scriptedCall(codexTools, tail.length > 0);
+  if (!call || !call.name) return call;
+  const exec = execCall(`try { text(JSON.stringify(await tools.${call.name}(${JSON.stringify(call.arguments)}))); } ` +
+                        'catch (e) { text("ERROR " + String((e && e.message) || e)); }');
+  scriptedIds.add(exec.call_id);
+  return exec;
+}
+
+// The events of a turn that runs JavaScript through codex's exec tool.
+function execCallEvents(call) {
+  const id = nextId('resp');
+  const item = { id: nextId('ctc'), type: 'custom_tool_call', status: 'completed', call_id: call.call_id, name: 'exec',
+                 input: call.exec };
+  const response = (status, output) => ({ id, object: 'response', status, model: 'gpt-standin', output,
+                                          usage: status === 'completed' ? responsesUsage : null });
+  return [
+    { type: 'response.created', response: response('in_progress', []) },
+    { type: 'response.output_item.added', output_index: 0, item: Object.assign({}, item, { status: 'in_progress', input: '' }) },
+    { type: 'response.custom_tool_call_input.delta', item_id: item.id, output_index: 0, delta: item.input },
+    { type: 'response.custom_tool_call_input.done', item_id: item.id, output_index: 0, input: item.input },
+    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.completed', response: response('completed', [item]) },
+  ];
+}
+
+// The events of a turn that calls a tool.
+function functionCallEvents(call) {
+  const id = nextId('resp');
+  const item = { id: nextId('fc'), type: 'function_call', status: 'completed', call_id: call.call_id, name: call.name,
+                 arguments: JSON.stringify(call.arguments) };
+  const response = (status, output) => ({ id, object: 'response', status, model: 'gpt-standin', output,
+                                          usage: status === 'completed' ? responsesUsage : null });
+  return [
+    { type: 'response.created', response: response('in_progress', []) },
+    { type: 'response.output_item.added', output_index: 0, item: Object.assign({}, item, { status: 'in_progress', arguments: '' }) },
+    { type: 'response.function_call_arguments.delta', item_id: item.id, output_index: 0, delta: item.arguments },
+    { type: 'response.function_call_arguments.done', item_id: item.id, output_index: 0, arguments: item.arguments },
+    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.completed', response: response('completed', [item]) },
+  ];
+}
+
+// The events of one turn: a scripted call's, or text (DONE).
+function turnEvents(generate, call) {
+  if (generate && call && call.exec) return execCallEvents(call);
+  if (generate && call && call.name) return functionCallEvents(call);
+  return responseEvents(generate, call && call.missing ? 'TOOL-NOT-OFFERED ' + call.missing : 'DONE');
+}
+
 // The event sequence of one turn; a prewarm (generate:false) gets only created+completed.
-function responseEvents(generate) {
+function responseEvents(generate, text = 'DONE') {
   const id = nextId('resp');
   const usage = responsesUsage;
   const response = (status, output) => ({ id, object: 'response', status, model: 'gpt-standin', output,
@@ -152,17 +304,17 @@ function responseEvents(generate) {
   }
   const itemId = nextId('msg');
   const done = { id: itemId, type: 'message', role: 'assistant', status: 'completed',
-                 content: [{ type: 'output_text', text: 'DONE', annotations: [] }] };
+                 content: [{ type: 'output_text', text, annotations: [] }] };
   return [
     { type: 'response.created', response: response('in_progress', []) },
     { type: 'response.output_item.added', output_index: 0,
       item: { id: itemId, type: 'message', role: 'assistant', status: 'in_progress', content: [] } },
     { type: 'response.content_part.added', item_id: itemId, output_index: 0, content_index: 0,
       part: { type: 'output_text', text: '', annotations: [] } },
-    { type: 'response.output_text.delta', item_id: itemId, output_index: 0, content_index: 0, delta: 'DONE' },
-    { type: 'response.output_text.done', item_id: itemId, output_index: 0, content_index: 0, text: 'DONE' },
+    { type: 'response.output_text.delta', item_id: itemId, output_index: 0, content_index: 0, delta: text },
+    { type: 'response.output_text.done', item_id: itemId, output_index: 0, content_index: 0, text },
     { type: 'response.content_part.done', item_id: itemId, output_index: 0, content_index: 0,
-      part: { type: 'output_text', text: 'DONE', annotations: [] } },
+      part: { type: 'output_text', text, annotations: [] } },
     { type: 'response.output_item.done', output_index: 0, item: done },
     { type: 'response.completed', response: response('completed', [done]) },
   ];
@@ -172,9 +324,10 @@ async function responsesSse(req, res, body, entry) {
   let parsed = {};
   try { parsed = JSON.parse(body); } catch (e) { /* a turn anyway */ }
   entry.usage = responsesSent;
+  const call = parsed.generate !== false ? responsesToolState(parsed, entry) : null;
   if (parsed.generate !== false) await answerGate();
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  for (const e of responseEvents(parsed.generate !== false)) res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+  for (const e of turnEvents(parsed.generate !== false, call)) res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
   res.end();
 }
 
@@ -263,16 +416,24 @@ const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1'
         const text = data.toString('utf8');
         let msg = {};
         try { msg = JSON.parse(text); } catch (e) { /* a turn anyway */ }
-        seen.push({ host: (req.headers.host || '').replace(/:\d+$/, ''), method: 'WS', url: req.url,
-                    headers: {}, ws: true, message_type: msg.type || '', markers: markersIn(text),
-                    usage: responsesSent });
+        const entry = { host: (req.headers.host || '').replace(/:\d+$/, ''), method: 'WS', url: req.url,
+                        headers: {}, ws: true, message_type: msg.type || '', markers: markersIn(text),
+                        usage: responsesSent };
+        seen.push(entry);
+        const call = msg.generate !== false ? responsesToolState(msg, entry) : null;
         if (msg.generate !== false) await answerGate();
-        for (const e of responseEvents(msg.generate !== false)) ws.send(JSON.stringify(e));
+        for (const e of turnEvents(msg.generate !== false, call)) ws.send(JSON.stringify(e));
       });
     });
   });
-  const control = http.createServer((req, res) => {
+  const control = http.createServer(async (req, res) => {
     if (req.url === '/stats') return json(res, 200, { seen });
+    if (req.url === '/script' && req.method === 'POST') {
+      script = JSON.parse(await readBody(req)).calls || [];
+      scriptCursor = 0;
+      codexDiscovery = codexTools = null;
+      return json(res, 200, { calls: script.length });
+    }
     if (req.url === '/hold') { holding = true; return json(res, 200, { holding }); }
     if (req.url === '/release') {
       holding = false;

@@ -1,0 +1,176 @@
+// Governed tools with the real CLIs (issue 29): claude and codex in a
+// `corral run` whose worker has a remote MCP server (tests/mcp_e2e's
+// test_server.mjs over TLS on loopback, its own test CA, reached through the
+// server's connect_to), driven by the model stand-in scripted to call the
+// server's tools (standin.js POST /script):
+//   1. echo_header {"name": "authorization"}: allowed; reaches the server with
+//      the server's real credential injected; the header comes back in the
+//      result, so corral must mask it before the CLI sees it;
+//   2. echo {"text": "ok, through"}: allowed by an argument constraint;
+//   3. echo {"text": "forbidden"}: the same tool, refused by the constraint,
+//      never reaches the server; the CLI hands corral's sentence back to the
+//      model.
+// Checked: the model saw only the tools the policy may allow (of the server's
+// eight), every call's effect at the server, what the CLI handed back to the
+// model, the CLI finished, the secret is nowhere the box could see it, and
+// the run's ledger holds a decision line for every call.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/agent_profile.hpp"
+#include "tests/agents_e2e/checks.hpp"
+#include "tests/agents_e2e/world.hpp"
+#include "tests/mcp_e2e/harness.hpp"
+#include "tests/support/test_pki.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace corral;
+using namespace corral::test::agents;
+using ::corral::agents::AgentKind;
+
+namespace {
+
+const WorkerSpec& mcp_worker(const std::string& name) {
+    for (const auto& s : workers())
+        if (s.name == name) return s;
+    throw std::runtime_error("no worker " + name);
+}
+
+// The primary organisation with one more credential and, on the worker, the
+// test server and its rules.
+std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::string& dir, int port) {
+    const std::string org = dir + "/org";
+    fs::copy(org_dir(w, Org::primary), org, fs::copy_options::recursive);
+    test::write_file(org + "/org.toml", test::read_file(org + "/org.toml") +
+                                            "\n[credentials.mcpkey]\nkind = \"oauth_token\"\nfile = \"" + dir +
+                                            "/mcp.secret\"\n");
+    const std::string worker = org + "/workers/" + spec.name + "/worker.toml";
+    test::write_file(worker, test::read_file(worker) +
+                                 "\n[mcp.servers.tools]\n"
+                                 "url = \"https://mcp.test.invalid/mcp\"\n"
+                                 "credential = \"mcpkey\"\n"
+                                 "connect_to = \"127.0.0.1:" + std::to_string(port) + "\"\n"
+                                 "upstream_ca_file = \"" + dir + "/ca.crt\"\n"
+                                 "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo_header\"\naction = \"allow\"\n"
+                                 "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"allow\"\n"
+                                 "when = [ { pointer = \"/text\", glob = \"ok*\" } ]\n");
+    return org;
+}
+
+void script_tool_calls(const World& w) {
+    json script = {{"calls",
+                    {{{"tool", "echo_header"}, {"arguments", {{"name", "authorization"}}}},
+                     {{"tool", "echo"}, {"arguments", {{"text", "ok, through"}}}},
+                     {{"tool", "echo"}, {"arguments", {{"text", "forbidden"}}}}}}};
+    auto r = test::run({"curl", "-sS", "--max-time", "10", "-X", "POST", "--data-binary", script.dump(),
+                        "http://127.0.0.1:" + std::to_string(w.control_port) + "/script"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+}
+
+// The MCP tool names the model was offered (a name with "tools__" in it,
+// however the CLI prefixes it), and the tool results the CLI carried back.
+void model_side(const std::vector<json>& seen, std::set<std::string>& offered, std::vector<std::string>& results) {
+    for (const auto& s : seen) {
+        for (const auto& t : s.value("tools", json::array()))
+            if (t.get<std::string>().find("tools__") != std::string::npos) offered.insert(t.get<std::string>());
+        for (const auto& r : s.value("tool_results", json::array())) results.push_back(r.get<std::string>());
+    }
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void mcp_layer(const WorkerSpec& spec) {
+    // The same npm install brings the SDK as the agents' `ws`: missing, it is a failure here.
+    const std::string missing = test::mcp_e2e::missing_prerequisite();
+    REQUIRE_MESSAGE(missing.empty(), missing);
+    auto& w = world();
+    const std::string dir = w.dir + "/mcp-" + spec.name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    test::make_test_ca(dir, "corral agents MCP test CA");
+    test::make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
+    const std::string secret = "mcp-secret-" + test::random_hex(32);
+    test::write_file(dir + "/mcp.secret", secret + "\n", 0600);
+    auto server = test::mcp_e2e::start_test_server(
+        {"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file", dir + "/calls.jsonl"});
+    const std::string org = write_mcp_org(w, spec, dir, server.port);
+    script_tool_calls(w);
+    const std::string run_dir = dir + "/run";
+    const auto host = model_host(spec.kind, Org::primary);
+    const auto before = standin_seen().size();
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(240);
+    o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
+    auto r = test::run({test::corral_bin(), "run", "--config", org, "--worker", spec.name, "--run-dir", run_dir,
+                        "--prompt", "Call the tools you are told to, then reply DONE"},
+                       o);
+    const std::string calls = test::read_file(dir + "/calls.jsonl");
+    INFO("exit ", r.exit_code, "\nstdout:\n", r.out, "\nstderr:\n", r.err, "\ncalls at the server:\n", calls);
+    CHECK(r.exit_code == 0);
+    CHECK(finished_with_done(spec.kind, r.out));
+
+    std::set<std::string> offered;
+    std::vector<std::string> results;
+    const auto seen = seen_since(before, host, true);
+    model_side(seen, offered, results);
+    json model_requests = json::array();
+    for (const auto& s : seen)
+        model_requests.push_back({{"method", s.value("method", "")}, {"url", s.value("url", "")},
+                                  {"tools", s.value("tools", json::array())}});
+    INFO("offered: ", json(offered).dump(), "\nresults:\n", json(results).dump(1),
+         "\nmodel requests:\n", model_requests.dump());
+    CHECK(offered.size() == 2);  // of the server's eight tools, the two a rule may allow
+    for (const auto& name : offered) CHECK((ends_with(name, "__echo_header") || ends_with(name, "__echo")));
+
+    // At the server: the two allowed calls, the first with the real credential.
+    std::vector<json> at_server;
+    for (const auto& line : test::lines(calls))
+        if (!line.empty()) at_server.push_back(json::parse(line));
+    REQUIRE(at_server.size() == 2);
+    CHECK(at_server[0]["name"] == "echo_header");
+    CHECK(at_server[0]["authorization"] == "Bearer " + secret);
+    CHECK(at_server[1]["name"] == "echo");
+    CHECK(at_server[1]["arguments"]["text"] == "ok, through");
+    CHECK(calls.find("forbidden") == std::string::npos);
+
+    // What the CLI handed back to the model: the header masked, the echo, and
+    // corral's sentence for the refused call.
+    REQUIRE(results.size() == 3);
+    CHECK(results[0].find("Bearer") != std::string::npos);
+    CHECK(results[1].find("ok, through") != std::string::npos);
+    CHECK(results[2].find("refused by corral") != std::string::npos);
+    for (const auto& text : results) CHECK(text.find(secret) == std::string::npos);
+    CHECK(r.out.find(secret) == std::string::npos);
+    CHECK(test::read_file(run_dir + "/stdout.jsonl").find(secret) == std::string::npos);
+
+    // The ledger: a decision line per call (and the lists), the refusal among them.
+    std::size_t allowed_calls = 0, refused_calls = 0;
+    for (const auto& l : ledger_lines(run_dir + "/ledger.jsonl")) {
+        if (l.value("mode", "") != "mcp" || !l.contains("tool")) continue;
+        const json& t = l["tool"];
+        if (t.value("phase", "") != "decision" || t.value("method", "") != "tools/call") continue;
+        if (l.value("decision", "") == "allow") ++allowed_calls;
+        else if (l.value("reason", "") == "argument_denied") ++refused_calls;
+    }
+    CHECK(allowed_calls == 2);
+    CHECK(refused_calls == 1);
+}
+
+}  // namespace
+
+TEST_CASE("mcp: claude calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
+    mcp_layer(mcp_worker("claude"));
+}
+TEST_CASE("mcp: codex calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
+    mcp_layer(mcp_worker("codex"));
+}
