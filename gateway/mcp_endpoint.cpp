@@ -2,6 +2,7 @@
 
 #include "base/sys_error.hpp"
 #include "config/gateway_values.hpp"
+#include "gateway/mcp_stdio.hpp"
 
 namespace corral::gateway {
 
@@ -34,6 +35,19 @@ McpTools::McpTools(mcp::ToolsConfig tools) : tools_(std::move(tools)) {
         auto slash = key.find('/');
         if (slash != std::string::npos) pins_.pin(key.substr(0, slash), key.substr(slash + 1), digest);
     }
+}
+
+McpTools::~McpTools() = default;
+
+StdioChannel* McpTools::stdio(std::string_view name) const {
+    auto it = stdio_.find(name);
+    return it == stdio_.end() ? nullptr : it->second.get();
+}
+
+void McpTools::serve_stdio(std::shared_ptr<StdioLauncher> launcher, std::size_t max_line) {
+    for (const auto& [name, server] : tools_.servers)
+        if (const auto* s = std::get_if<mcp::StdioServer>(&server.transport))
+            stdio_.emplace(name, std::make_unique<StdioChannel>(name, *s, launcher, max_line));
 }
 
 const McpTools::Remote* McpTools::remote(std::string_view name) const {

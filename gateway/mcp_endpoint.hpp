@@ -25,12 +25,16 @@
 
 namespace corral::gateway {
 
+class StdioChannel;   // gateway/mcp_stdio.hpp
+class StdioLauncher;
+
 // One worker's governed tools as the gateway serves them, shared by all its
 // connections (thread-safe). Built once from the configuration; the pins of
 // the configuration are trusted before first sight.
 class McpTools {
 public:
     explicit McpTools(mcp::ToolsConfig tools);
+    ~McpTools();
 
     const mcp::ToolsConfig& config() const { return tools_; }
     const mcp::Policy& policy() const { return tools_.policy; }
@@ -43,6 +47,16 @@ public:
         config::Grant grant;
     };
     const Remote* remote(std::string_view name) const;
+
+    // The stdio server named `name` (gateway/mcp_stdio.hpp), once
+    // serve_stdio installed a launcher; nullptr otherwise.
+    StdioChannel* stdio(std::string_view name) const;
+    // Whether `name` is a server this gateway serves: a remote one, or a
+    // stdio one with a launcher. Any other is unknown_server.
+    bool serves(std::string_view name) const { return remote(name) || stdio(name); }
+    // Serves the worker's stdio servers through `launcher` (the run's), each
+    // answer line at most `max_line` bytes. Before any connection is served.
+    void serve_stdio(std::shared_ptr<StdioLauncher> launcher, std::size_t max_line);
 
     // The PinBook, under this object's lock for the duration of `f(book)`.
     template <class F>
@@ -59,6 +73,7 @@ public:
 private:
     mcp::ToolsConfig tools_;
     std::map<std::string, Remote, std::less<>> remotes_;
+    std::map<std::string, std::unique_ptr<StdioChannel>, std::less<>> stdio_;
     std::mutex mutex_;
     mcp::PinBook pins_;
     std::shared_ptr<const ScrubPatterns> patterns_;

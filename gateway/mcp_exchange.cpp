@@ -54,7 +54,7 @@ McpRequest check_request(McpTools& tools, const Request& req, std::string server
         r.denial = r.read.refusal;
         return r;
     }
-    if (!tools.remote(r.server)) {
+    if (!tools.serves(r.server)) {
         r.denial = mcp::Denial{mcp::Reason::unknown_server, r.server, ""};
         return r;
     }
@@ -161,8 +161,7 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
         std::string body = denial_body(*r.denial, r.read.messages, r.read.batch, r.read.refusal_id);
         co_return co_await write_mcp_answer(c, 200, "application/json", body, "", keep) && keep;
     }
-    const McpTools::Remote& remote = *tools.remote(r.server);
-    McpForward f = co_await forward_mcp(c, remote, req);
+    McpForward f = co_await forward_to_server(c, tools, r.server, req, r.read);
     e.credential = f.credential;
     SecretScrubber scrub_id(tools.scrub_patterns(c.gw.secrets));
     std::string session = scrub_id.feed(f.answer.session_id);

@@ -29,4 +29,11 @@ struct McpForward {
 
 boost::asio::awaitable<McpForward> forward_mcp(Conn& c, const McpTools::Remote& remote, const Request& box);
 
+// The one place that decides where an allowed message goes: to a remote
+// server over TLS (forward_mcp) or to a stdio server over its pipes
+// (gateway/mcp_stdio.hpp, mcp_dispatch.cpp), the answer the same
+// McpUpstreamAnswer either way. `read` is what read_message made of the body.
+boost::asio::awaitable<McpForward> forward_to_server(Conn& c, McpTools& tools, const std::string& server,
+                                                     const Request& box, const mcp::ReadResult& read);
+
 }  // namespace corral::gateway
