@@ -131,9 +131,11 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     }
     std::lock_guard lock(mutex_);
     const bool reflected = e.reason == reason::secret_reflected;
+    // A tool's first sight or quarantine is a record, not a request.
+    const bool record_only = e.tool && (e.tool->phase == "first_sight" || e.tool->phase == "quarantine");
     if (reflected) ++reflected_[e.identity];
-    else ++requests_[e.identity];
-    std::uint64_t refused = e.decision == Decision::refuse && !reflected ? ++refusals_[e.identity] : 0;
+    else if (!record_only) ++requests_[e.identity];
+    std::uint64_t refused = e.decision == Decision::refuse && !reflected && !record_only ? ++refusals_[e.identity] : 0;
     if (refused) note_refusal_locked(e);
     if (!failure_.empty()) {
         ++lines_lost_;

@@ -55,10 +55,13 @@ struct MeteredLine {
 
 // On the lines of the MCP endpoint (mode "mcp", gateway/mcp_endpoint.hpp):
 // one `decision` line per message before anything is forwarded, one
-// `outcome` line per message after the server answered. Names and digests
-// only, never arguments or results.
+// `outcome` line per message after the server answered; a `first_sight`
+// line when a tools/list shows a tool for the first time (its digest now
+// trusted), a `quarantine` line when a tool's digest first differs from the
+// trusted one. Names and digests only; the arguments and the result too,
+// scrubbed and capped, only with [mcp] log_arguments.
 struct ToolLine {
-    std::string phase;             // "decision" | "outcome"
+    std::string phase;             // "decision" | "outcome" | "first_sight" | "quarantine"
     std::string server;            // [mcp.servers.NAME]
     std::string method;            // the JSON-RPC method ("tools/call", "tools/list", ...)
     std::string tool;              // tools/call: the tool's name; "" otherwise
@@ -67,6 +70,10 @@ struct ToolLine {
     std::string error;             // outcome: the JSON-RPC error's code and message, or what corral withheld
     std::uint64_t result_bytes = 0;  // outcome: bytes of the answer's result as the box got it
     std::string result_digest;     // outcome: "sha256:<hex>" of those bytes
+    std::string digest;            // first_sight, quarantine: the tool's digest as the server now lists it
+    std::string trusted_digest;    // quarantine: the digest trusted before
+    std::string arguments;         // log_arguments, tools/call decision: canonical JSON, scrubbed, capped
+    std::string result;            // log_arguments, outcome: the answer as the box got it, capped
 };
 
 struct LedgerEntry {
@@ -120,8 +127,8 @@ inline constexpr std::size_t kRefusalNoticesPerIdentity = 32;
 // reported categories}, cost: {state, usd, usd_micros, source, date, reason},
 // remaining: {limit: left}, worker_remaining, limit}, empty members left
 // out, and `tool` last on an MCP endpoint's line: {phase, server, method,
-// tool, arguments_digest, rule, error, result_bytes, result_digest}, empty
-// members left out. Every string field has each
+// tool, arguments_digest, rule, error, result_bytes, result_digest, digest,
+// trusted_digest, arguments, result}, empty members left out. Every string field has each
 // occurrence of every non-empty string in `secrets` replaced by "[redacted]"
 // before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});
@@ -228,7 +235,7 @@ public:
     // Entries appended (written or not: see the refusal cap above); the
     // ledger's own cap lines are not entries and are not counted.
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
-    std::uint64_t requests(const std::string& identity) const;  // all entries
+    std::uint64_t requests(const std::string& identity) const;  // all entries but a tool's first_sight/quarantine records
     // secret_reflected lines: counted here only, not as requests (the
     // request they belong to has its own line).
     std::uint64_t secrets_reflected(const std::string& identity) const;

@@ -284,6 +284,10 @@ nlohmann::ordered_json tool_json(const ToolLine& t, const std::vector<std::strin
     put("error", t.error);
     if (t.phase == "outcome") j["result_bytes"] = t.result_bytes;
     put("result_digest", t.result_digest);
+    put("digest", t.digest);
+    put("trusted_digest", t.trusted_digest);
+    put("arguments", t.arguments);
+    put("result", t.result);
     return j;
 }
 

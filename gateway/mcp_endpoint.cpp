@@ -27,7 +27,7 @@ config::Grant grant_for_server(const mcp::HttpServer& s) {
     return g;
 }
 
-McpTools::McpTools(mcp::ToolsConfig tools) : tools_(std::move(tools)) {
+McpTools::McpTools(mcp::ToolsConfig tools) : tools_(std::move(tools)), calls_(tools_.budgets) {
     for (const auto& [name, server] : tools_.servers)
         if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport))
             remotes_.emplace(name, Remote{http, grant_for_server(*http)});

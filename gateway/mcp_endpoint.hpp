@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "config/gateway_config.hpp"
+#include "gateway/mcp_budget.hpp"
 #include "gateway/secret_scrubber.hpp"
 #include "mcp/servers.hpp"
 #include "mcp/tool_pin.hpp"
@@ -70,8 +71,13 @@ public:
     // before serving).
     std::shared_ptr<const ScrubPatterns> scrub_patterns(const std::map<std::string, std::string>& secrets);
 
+    // The run's tool-call budgets and counts (gateway/mcp_budget.hpp).
+    McpCalls& calls() { return calls_; }
+    const McpCalls& calls() const { return calls_; }
+
 private:
     mcp::ToolsConfig tools_;
+    McpCalls calls_;
     std::map<std::string, Remote, std::less<>> remotes_;
     std::map<std::string, std::unique_ptr<StdioChannel>, std::less<>> stdio_;
     std::mutex mutex_;

@@ -43,6 +43,14 @@ mcp::Era era_of(const Request& req, const mcp::HttpHeaders& h) {
     return mcp::Era::sessions_2025_11_25;
 }
 
+// The names of the request's tools/call messages, in order.
+std::vector<std::string> call_names(const std::vector<mcp::Message>& messages) {
+    std::vector<std::string> out;
+    for (const auto& m : messages)
+        if (m.tool_call) out.push_back(m.tool_call->name);
+    return out;
+}
+
 // The messages, the server and the policy's decision, in that order: a
 // message that cannot be read is refused before anything else is looked at.
 McpRequest check_request(McpTools& tools, const Request& req, std::string server) {
@@ -72,11 +80,22 @@ McpRequest check_request(McpTools& tools, const Request& req, std::string server
             return r;
         }
     }
+    // Last, so that only a call corral would forward spends the budget.
+    r.denial = tools.calls().reserve(r.server, call_names(r.read.messages));
     return r;
 }
 
+// With [mcp] log_arguments: `text` scrubbed of every secret the gateway
+// holds, then capped (kLoggedTextBytes).
+std::string logged_text(Conn& c, McpTools& tools, std::string_view text) {
+    SecretScrubber scrub(tools.scrub_patterns(c.gw.secrets));
+    std::string out = scrub.feed(text);
+    scrub.finish(out);
+    return capped_text(out, kLoggedTextBytes);
+}
+
 // One decision line per message (one line when none could be read).
-void record_decisions(Conn& c, const LedgerEntry& base, const McpRequest& r) {
+void record_decisions(Conn& c, McpTools& tools, const LedgerEntry& base, const McpRequest& r) {
     auto line = [&](const mcp::Message* m) {
         LedgerEntry e = base;
         e.time = std::chrono::system_clock::now();
@@ -88,6 +107,8 @@ void record_decisions(Conn& c, const LedgerEntry& base, const McpRequest& r) {
         if (m) {
             t.method = m->method;
             if (m->tool_call) t.tool = m->tool_call->name, t.arguments_digest = arguments_digest(m->tool_call->arguments);
+            if (m->tool_call && tools.config().log_arguments)
+                t.arguments = logged_text(c, tools, arguments_canonical(m->tool_call->arguments));
         }
         e.tool = std::move(t);
         record(c, std::move(e));
@@ -103,7 +124,7 @@ void record_outcomes(Conn& c, const LedgerEntry& base, const McpRequest& r, cons
         e.time = std::chrono::system_clock::now();
         ToolLine t;
         t.phase = "outcome", t.server = r.server, t.error = o.error, t.result_bytes = o.result_bytes;
-        t.result_digest = o.result_digest;
+        t.result_digest = o.result_digest, t.result = o.result;
         for (const auto& m : r.read.messages)
             if (m.kind == mcp::Kind::request && m.id == o.id) {
                 t.method = m.method;
@@ -112,6 +133,27 @@ void record_outcomes(Conn& c, const LedgerEntry& base, const McpRequest& r, cons
         e.tool = std::move(t);
         record(c, std::move(e));
     }
+}
+
+// A first_sight line for each tool the answer showed for the first time, a
+// quarantine line for each tool whose digest first differs from the trusted one.
+void record_pins(Conn& c, McpTools& tools, const LedgerEntry& base, const McpRequest& r, const McpAnswer& a) {
+    auto line = [&](std::string phase, const std::string& tool, const std::string& digest, const std::string& trusted) {
+        LedgerEntry e = base;  // a record of the answer, not an exchange: no numbers of its own
+        e.time = std::chrono::system_clock::now();
+        e.status = 0, e.bytes_up = e.bytes_down = e.duration_ms = 0, e.credential.clear();
+        e.decision = trusted.empty() ? Decision::allow : Decision::refuse;
+        e.reason = trusted.empty() ? "" : std::string(mcp::denial_entry(mcp::Reason::quarantined).code);
+        ToolLine t;
+        t.phase = std::move(phase), t.server = r.server, t.method = "tools/list", t.tool = tool;
+        t.digest = digest, t.trusted_digest = trusted;
+        e.tool = std::move(t);
+        record(c, std::move(e));
+    };
+    for (const auto& [tool, digest] : a.first_seen) line("first_sight", tool, digest, "");
+    for (const auto& q : a.quarantined)
+        if (tools.calls().first_quarantine(r.server, q.tool, q.digest))
+            line("quarantine", q.tool, q.digest, q.trusted_digest.empty() ? "?" : q.trusted_digest);
 }
 
 // Writes one answer to the box. False when the box went away.
@@ -155,7 +197,8 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
     e.bytes_up = req.body().size();
     McpRequest r = check_request(tools, req, std::move(server));
     if (const auto* remote = tools.remote(r.server)) e.host = remote->server->host, e.port = remote->server->port;
-    record_decisions(c, e, r);
+    if (r.denial) tools.calls().refused(r.server, call_names(r.read.messages), mcp::denial_entry(r.denial->reason).code);
+    record_decisions(c, tools, e, r);
     const bool keep = req.keep_alive();
     if (r.denial) {
         std::string body = denial_body(*r.denial, r.read.messages, r.read.batch, r.read.refusal_id);
@@ -175,13 +218,15 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
     } else {
         McpAnswerContext ctx{r.server, r.read.messages, r.read.batch,
                              tools.config().servers.at(r.server).allow_server_requests, c.limits().max_response_bytes,
-                             tools.scrub_patterns(c.gw.secrets)};
+                             tools.scrub_patterns(c.gw.secrets),
+                             tools.config().log_arguments ? kLoggedTextBytes : 0};
         a = govern_answer(std::move(f.answer), ctx, tools);
         if (!a.withheld.empty()) e.reason = "malformed_result";
     }
     e.status = a.status, e.bytes_down = a.body.size(), e.duration_ms = ms_since(started);
     if (f.refusal) e.reason = f.refusal->reason;
     record_outcomes(c, e, r, a);
+    record_pins(c, tools, e, r, a);
     co_return co_await write_mcp_answer(c, a.status, a.content_type, a.body, session, keep) && keep;
 }
 

@@ -125,7 +125,11 @@ void govern_tools_list(json& message, const McpAnswerContext& ctx, McpTools& too
         return;
     }
     for (auto& f : filtered.first_seen) a.first_seen.push_back(std::move(f));
-    for (auto& q : filtered.quarantined) a.quarantined.push_back(std::move(q));
+    for (std::size_t i = 0; i < filtered.quarantined.size(); ++i) {
+        const std::string& tool = filtered.quarantined[i];
+        auto trusted = tools.with_pins([&](mcp::PinBook& pins) { return pins.trusted(ctx.server, tool); });
+        a.quarantined.push_back({tool, trusted.value_or(""), filtered.quarantined_digests.at(i)});
+    }
     message["result"] = std::move(filtered.result);
 }
 
@@ -150,6 +154,7 @@ void frame_answer(std::vector<AnswerMessage>& messages, bool sse, const McpAnswe
                     o.error = error_text(m.value);
                     o.result_bytes = text.size();
                     o.result_digest = "sha256:" + sha256_hex(text);
+                    if (ctx.keep_result_bytes) o.result = capped_text(text, ctx.keep_result_bytes);
                 }
         }
         texts.push_back(std::move(text));
@@ -196,9 +201,18 @@ void withhold(McpAnswer& a, const McpAnswerContext& ctx, std::string why) {
 
 }  // namespace
 
-std::string arguments_digest(const json& arguments) {
-    // nlohmann's objects are std::map-backed: dump_json() writes keys sorted.
-    return "sha256:" + sha256_hex(arguments.dump(-1, ' ', true, json::error_handler_t::replace));
+std::string arguments_canonical(const json& arguments) {
+    // nlohmann's objects are std::map-backed: dump() writes keys sorted.
+    return arguments.dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+std::string arguments_digest(const json& arguments) { return "sha256:" + sha256_hex(arguments_canonical(arguments)); }
+
+std::string capped_text(std::string_view text, std::size_t cap) {
+    if (text.size() <= cap) return std::string(text);
+    std::size_t end = cap;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // a continuation byte
+    return std::string(text.substr(0, end)) + "...[cut: " + std::to_string(text.size()) + " bytes]";
 }
 
 std::string denial_body(const mcp::Denial& d, const std::vector<mcp::Message>& requests, bool batch,

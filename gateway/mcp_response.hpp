@@ -42,6 +42,14 @@ struct McpCallOutcome {
     std::string error;          // "CODE MESSAGE" of a JSON-RPC error answer, or "no answer"
     std::uint64_t result_bytes = 0;  // the answer message as the box got it
     std::string result_digest;       // "sha256:<hex>" of those bytes
+    std::string result;              // those bytes, cut at keep_result_bytes (log_arguments only)
+};
+
+// A tool a tools/list answer showed with a digest other than the trusted one.
+struct McpQuarantine {
+    std::string tool;
+    std::string trusted_digest;
+    std::string digest;
 };
 
 struct McpAnswer {
@@ -51,7 +59,7 @@ struct McpAnswer {
     std::vector<McpCallOutcome> outcomes;   // one per request message of the box, in order
     std::string withheld;       // "" or why the server's answer was replaced
     std::vector<std::pair<std::string, std::string>> first_seen;  // (tool, digest)
-    std::vector<std::string> quarantined;
+    std::vector<McpQuarantine> quarantined;
     std::uint64_t server_requests_dropped = 0;
     std::uint64_t secrets_masked = 0;
 };
@@ -63,6 +71,7 @@ struct McpAnswerContext {
     bool allow_server_requests = false;
     std::uint64_t cap = 0;      // max_response_bytes
     std::shared_ptr<const ScrubPatterns> patterns;
+    std::size_t keep_result_bytes = 0;  // > 0: each outcome keeps its result's first bytes (log_arguments)
 };
 
 McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTools& tools);
@@ -72,8 +81,19 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
 std::string denial_body(const mcp::Denial& d, const std::vector<mcp::Message>& requests, bool batch,
                         const nlohmann::json& fallback_id);
 
+// With [mcp] log_arguments: how much of a call's arguments and of its
+// result a ledger line keeps (each scrubbed of every secret first).
+inline constexpr std::size_t kLoggedTextBytes = 4096;
+
+// `text` whole when it has at most `cap` bytes; else its first `cap` bytes
+// (never cutting a UTF-8 sequence) and "...[cut: N bytes]", N its size.
+std::string capped_text(std::string_view text, std::size_t cap);
+
 // sha256 of the canonical JSON of `arguments` (keys sorted, no whitespace,
 // non-ASCII escaped), "sha256:<hex>".
 std::string arguments_digest(const nlohmann::json& arguments);
+
+// The canonical JSON arguments_digest hashes.
+std::string arguments_canonical(const nlohmann::json& arguments);
 
 }  // namespace corral::gateway

@@ -30,6 +30,7 @@ enum class Reason {
     quarantined,        // the tool's description changed since it was trusted
     batch_denied,       // one call in the batch is refused, so all of it is
     malformed_result,   // a server's answer (tools/list) is not what MCP says
+    budget_exhausted,   // a tool-call budget ([mcp.budget]) has no call left
 };
 
 struct DenialEntry {
@@ -43,7 +44,7 @@ struct DenialEntry {
 // (MCP 2026-07-28); -32001 is corral's code for "refused by policy".
 inline constexpr int kPolicyErrorCode = -32001;
 
-inline constexpr std::array<DenialEntry, 14> kDenials = {{
+inline constexpr std::array<DenialEntry, 15> kDenials = {{
     {Reason::malformed_json, "malformed_json", -32700,
      "the message is not valid JSON; send one well-formed JSON-RPC 2.0 message"},
     {Reason::duplicate_key, "duplicate_key", -32700,
@@ -71,6 +72,8 @@ inline constexpr std::array<DenialEntry, 14> kDenials = {{
      "a call in this batch is refused, so the whole batch is; send the allowed calls alone"},
     {Reason::malformed_result, "malformed_result", -32603,
      "the MCP server's answer is malformed and was withheld; do not rely on this server's answer"},
+    {Reason::budget_exhausted, "budget_exhausted", kPolicyErrorCode,
+     "the tool-call budget of {} is spent; do not retry"},
 }};
 
 inline const DenialEntry& denial_entry(Reason r) {

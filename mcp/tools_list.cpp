@@ -38,7 +38,7 @@ ListFilter filter_tools_list(json result, const std::string& server, const Polic
         std::string digest;
         const Sight s = pins.see_tool(server, name, t, digest);
         if (s == Sight::first_seen) out.first_seen.emplace_back(name, digest);
-        if (s == Sight::quarantined) out.quarantined.push_back(name);
+        if (s == Sight::quarantined) out.quarantined.push_back(name), out.quarantined_digests.push_back(digest);
         else if (!may_allow(policy, server, name)) out.hidden.push_back(name);
         else visible.push_back(std::move(t));
     }

@@ -21,6 +21,7 @@ struct ListFilter {
     nlohmann::json result;                                        // the result with the visible tools only
     std::vector<std::string> hidden;                              // tools the policy never allows
     std::vector<std::string> quarantined;                         // tools whose digest changed
+    std::vector<std::string> quarantined_digests;                 // their digests now, in the same order
     std::vector<std::pair<std::string, std::string>> first_seen;  // (tool, digest) recorded now
     std::optional<Denial> refusal;  // malformed_result: the whole answer is withheld
     bool ok() const { return !refusal; }

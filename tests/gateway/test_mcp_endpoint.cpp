@@ -5,12 +5,17 @@
 // HTTP client. Nothing dials anything but 127.0.0.1.
 #include <openssl/ssl.h>
 
+#include <atomic>
+#include <functional>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include <doctest/doctest.h>
 
 #include "base/sha256.hpp"
 #include "gateway/mcp_endpoint.hpp"
+#include "mcp/tool_pin.hpp"
 #include "tests/gateway/loopback_fixture.hpp"
 
 namespace corral::test::loopback {
@@ -133,7 +138,8 @@ struct Endpoint {
     std::thread thread;
     std::uint16_t port = 0;
 
-    Endpoint() {
+    // `tweak` changes the worker's tools configuration before it is served.
+    explicit Endpoint(const std::function<void(mcp::ToolsConfig&)>& tweak = {}) {
         auto cfg = w.config();
         cfg.gateway.limits.max_body_bytes = 64 * 1024;
         config::CredentialSpec k;
@@ -141,7 +147,9 @@ struct Endpoint {
         k.headers = {{"authorization", "Bearer {token}"}};
         cfg.credentials["mcpkey"] = k;
         gw = std::make_unique<Gateway>(cfg, std::map<std::string, std::string>{{"k", kSecret}, {"mcpkey", kMcpSecret}});
-        tools = std::make_shared<gateway::McpTools>(tools_config());
+        auto t = tools_config();
+        if (tweak) tweak(t);
+        tools = std::make_shared<gateway::McpTools>(std::move(t));
         tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
         acceptor.open(ep.protocol());
         acceptor.bind(ep);
@@ -200,6 +208,20 @@ struct Endpoint {
     std::string ledger() {
         gw->ledger().sync();
         return slurp(w.ledger());
+    }
+    std::vector<json> ledger_lines() {
+        std::string text = ledger();
+        std::vector<json> lines;
+        for (std::size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+            lines.push_back(json::parse(text.substr(at, nl - at)));
+        return lines;
+    }
+    // The ledger's tool objects of lines with this phase.
+    std::vector<json> phase_lines(const std::string& phase) {
+        std::vector<json> out;
+        for (const auto& l : ledger_lines())
+            if (l.contains("tool") && l["tool"].value("phase", "") == phase) out.push_back(l);
+        return out;
     }
 };
 
@@ -387,6 +409,138 @@ TEST_CASE("mcp endpoint: an answer whose id is not the request's is withheld, no
     CHECK(a["error"]["message"].get<std::string>().find("answers no request") != std::string::npos);
     CHECK(res.body().find("hidden") == std::string::npos);  // no rule allows it: never listed to the box
     CHECK(ep.ledger().find("withheld: ") != std::string::npos);
+}
+
+TEST_CASE("mcp budget: tool_calls_per_run refuses the call past it before it is forwarded; refused calls do not count") {
+    Endpoint ep([](mcp::ToolsConfig& t) { t.budgets.per_run = 2; });
+    CHECK(json::parse(ep.post(call(1, "danger")).body())["error"]["data"]["reason"] == "tool_denied");
+    CHECK(json::parse(ep.post(call(2, "echo", {{"text", "a"}})).body())["result"]["content"][0]["text"] == "a");
+    CHECK(json::parse(ep.post(call(3, "leak")).body()).contains("result"));
+    auto res = ep.post(call(4, "echo", {{"text", "b"}}));
+    CHECK(res.result_int() == 200);
+    json a = json::parse(res.body());
+    CHECK(a["id"] == 4);
+    CHECK(a["error"]["code"] == -32001);
+    CHECK(a["error"]["data"]["reason"] == "budget_exhausted");
+    CHECK(a["error"]["message"].get<std::string>().starts_with(
+        "refused by corral: the tool-call budget of this run (2 calls) is spent; do not retry"));
+    CHECK(ep.server.count("tools/call") == 2);
+    auto refusal = ep.ledger_lines().back();
+    CHECK(refusal["decision"] == "refuse");
+    CHECK(refusal["reason"] == "budget_exhausted");
+    CHECK(refusal["tool"]["phase"] == "decision");
+    CHECK(gateway::tool_counts_json(ep.tools->calls().counts()) ==
+          json{{"calls", 4}, {"allowed", 2}, {"refused", {{"budget_exhausted", 1}, {"tool_denied", 1}}},
+               {"per_tool", {{"remote/danger", {{"calls", 1}, {"refused", 1}}},
+                             {"remote/echo", {{"calls", 2}, {"refused", 1}}},
+                             {"remote/leak", {{"calls", 1}, {"refused", 0}}}}}});
+}
+
+TEST_CASE("mcp budget: a per_tool cap refuses that tool only") {
+    Endpoint ep([](mcp::ToolsConfig& t) { t.budgets.per_tool["remote/echo"] = 1; });
+    CHECK(json::parse(ep.post(call(1, "echo", {{"text", "a"}})).body()).contains("result"));
+    json a = json::parse(ep.post(call(2, "echo", {{"text", "b"}})).body());
+    CHECK(a["error"]["data"]["reason"] == "budget_exhausted");
+    CHECK(a["error"]["data"]["subject"] == "tool remote/echo in this run (1 call)");
+    CHECK(a["error"]["message"].get<std::string>().find("per_tool.\"remote/echo\" = 1, 0 left") != std::string::npos);
+    CHECK(json::parse(ep.post(call(3, "leak")).body()).contains("result"));
+    CHECK(ep.server.count("tools/call") == 2);
+}
+
+TEST_CASE("mcp budget: a batch that would go over is refused whole and reserves nothing") {
+    Endpoint ep([](mcp::ToolsConfig& t) { t.budgets.per_run = 2; });
+    auto over = ep.post(json::array({call(1, "echo", {{"text", "a"}}), call(2, "echo", {{"text", "b"}}), call(3, "leak")}));
+    json a = json::parse(over.body());
+    REQUIRE(a.is_array());
+    REQUIRE(a.size() == 3);
+    for (const auto& e : a) CHECK(e["error"]["data"]["reason"] == "budget_exhausted");
+    CHECK(a[0]["error"]["message"].get<std::string>().find("a batch of 3 calls; [mcp.budget] tool_calls_per_run = 2, 2 left") !=
+          std::string::npos);
+    CHECK(ep.server.count("batch") == 0);
+    ep.post(json::array({call(4, "echo", {{"text", "a"}}), call(5, "leak")}));  // both fit: nothing was reserved
+    CHECK(ep.server.count("batch") == 1);
+    auto counts = ep.tools->calls().counts();
+    CHECK(counts.calls == 5);
+    CHECK(counts.allowed == 2);
+    CHECK(counts.refused["budget_exhausted"] == 3);
+}
+
+TEST_CASE("mcp budget: connections racing for the last calls get exactly the budget") {
+    Endpoint ep([](mcp::ToolsConfig& t) { t.budgets.per_run = 3; });
+    std::atomic<int> allowed{0}, exhausted{0};
+    std::vector<std::thread> racers;
+    for (int i = 0; i < 8; ++i)
+        racers.emplace_back([&, i] {
+            json a = json::parse(ep.post(call(i, "echo", {{"text", "r"}})).body());
+            if (a.contains("result")) ++allowed;
+            else if (a["error"]["data"]["reason"] == "budget_exhausted") ++exhausted;
+        });
+    for (auto& t : racers) t.join();
+    CHECK(allowed.load() == 3);
+    CHECK(exhausted.load() == 5);
+    CHECK(ep.server.count("tools/call") == 3);
+}
+
+TEST_CASE("mcp ledger: a tool's first sight and its quarantine are recorded once, with the digests") {
+    Endpoint ep;
+    ep.post(list(1));
+    ep.server.changed = true;
+    ep.post(list(2));
+    ep.post(list(3));  // the same changed tool again: no second quarantine line
+    auto first = ep.phase_lines("first_sight");
+    REQUIRE(first.size() == 5);  // hidden and denied tools too: every listed tool is pinned
+    std::string echo_digest;
+    for (const auto& l : first) {
+        CHECK(l["decision"] == "allow");
+        CHECK(l["tool"]["server"] == "remote");
+        CHECK(l["tool"]["method"] == "tools/list");
+        CHECK(l["tool"]["digest"].get<std::string>().starts_with("sha256:"));
+        if (l["tool"]["tool"] == "echo") echo_digest = l["tool"]["digest"].get<std::string>();
+    }
+    auto q = ep.phase_lines("quarantine");
+    REQUIRE(q.size() == 1);
+    CHECK(q[0]["decision"] == "refuse");
+    CHECK(q[0]["reason"] == "quarantined");
+    CHECK(q[0]["tool"]["tool"] == "echo");
+    CHECK(q[0]["tool"]["trusted_digest"] == echo_digest);
+    CHECK(q[0]["tool"]["digest"] == mcp::tool_digest(McpStandIn::tools(true)[0]));
+    CHECK(q[0]["tool"]["digest"] != echo_digest);
+    // Records, not requests: the identity's request count has the three lists' decisions and outcomes only.
+    CHECK(ep.gw->ledger().requests("worker-a/run-1") == 6);
+    CHECK(ep.gw->ledger().refusals("worker-a/run-1") == 0);
+}
+
+TEST_CASE("mcp ledger: log_arguments keeps arguments and results, scrubbed of every secret and capped") {
+    Endpoint ep([](mcp::ToolsConfig& t) { t.log_arguments = true; });
+    ep.post(call(1, "echo", {{"text", "say " + kMcpSecret + " now"}}));
+    ep.post(call(2, "leak"));
+    ep.post(call(3, "echo", {{"text", std::string(6000, 'y')}}));
+    std::string text = ep.ledger();
+    CHECK(text.find(kMcpSecret) == std::string::npos);
+    auto decisions = ep.phase_lines("decision");
+    auto outcomes = ep.phase_lines("outcome");
+    REQUIRE(decisions.size() == 3);
+    REQUIRE(outcomes.size() == 3);
+    const std::string args = decisions[0]["tool"]["arguments"].get<std::string>();
+    CHECK(args.starts_with("{\"text\":\"say "));
+    CHECK(args.ends_with(" now\"}"));
+    CHECK(args.size() == json({{"text", "say " + kMcpSecret + " now"}}).dump().size());  // masked in place
+    const std::string leaked = outcomes[1]["tool"]["result"].get<std::string>();
+    CHECK(leaked.find("the token is ") != std::string::npos);
+    CHECK(outcomes[1]["tool"]["result_digest"] == "sha256:" + sha256_hex(leaked));
+    const std::string cut = decisions[2]["tool"]["arguments"].get<std::string>();
+    CHECK(cut.size() < 4096 + 40);
+    CHECK(cut.ends_with("...[cut: 6011 bytes]"));
+    CHECK(outcomes[2]["tool"]["result"].get<std::string>().find("...[cut: ") != std::string::npos);
+}
+
+TEST_CASE("mcp ledger: without log_arguments, neither arguments nor results are kept") {
+    Endpoint ep;
+    ep.post(call(1, "echo", {{"text", "words"}}));
+    for (const auto& l : ep.ledger_lines()) {
+        CHECK_FALSE(l["tool"].contains("arguments"));
+        CHECK_FALSE(l["tool"].contains("result"));
+    }
 }
 
 }  // namespace corral::test::loopback

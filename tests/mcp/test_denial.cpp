@@ -9,7 +9,7 @@ using namespace corral::mcp;
 
 TEST_CASE("denial: every reason has one row, with a distinct code and a sentence") {
     std::set<std::string_view> codes;
-    for (int r = 0; r <= static_cast<int>(Reason::malformed_result); ++r) {
+    for (int r = 0; r <= static_cast<int>(Reason::budget_exhausted); ++r) {
         const DenialEntry& e = denial_entry(static_cast<Reason>(r));
         CHECK(static_cast<int>(e.reason) == r);
         CHECK(codes.insert(e.code).second);
