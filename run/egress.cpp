@@ -134,6 +134,9 @@ public:
                 {"model", model_ ? gateway::metering::totals_json(*model_) : json(nullptr)}};
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
+    json tools_record() const override {
+        return mcp_tools_ ? gateway::tool_counts_json(mcp_tools_->calls().counts()) : json(nullptr);
+    }
 
 protected:
     run::ConnectionHandler connection_handler() override {

@@ -97,6 +97,9 @@ public:
     // run.json's "gateway": {mode, ledger, requests, refusals, secrets_reflected,
     // ledger_failure, model}.
     virtual nlohmann::json record_fields() const = 0;
+    // run.json's "tools": the run's tool calls through the MCP endpoint
+    // (gateway::tool_counts_json), null when this egress serves no MCP.
+    virtual nlohmann::json tools_record() const { return nullptr; }
     // The run's model traffic, once stop() has taken the counts (nullopt
     // before, or when they could not be had).
     virtual std::optional<gateway::metering::MeterTotals> model_totals() const = 0;

@@ -115,6 +115,12 @@ std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::To
             out.push_back("worker " + worker + ": MCP server " + name + " (" + s.where + ") is a stdio server, and "
                           "stdio MCP servers are not started yet: only remote Streamable HTTP servers (url = "
                           "\"https://...\") are served; remove it from the worker's [mcp.servers]");
+    // A budget across the worker's runs needs one keeper for all of them,
+    // the daemon, which does not serve MCP yet: never silently unenforced.
+    if (!tools.empty() && tools.budgets.per_worker)
+        out.push_back("worker " + worker + ": [mcp.budget] tool_calls_per_worker (a tool-call budget across the "
+                      "worker's runs) is kept by the gateway daemon, which does not serve MCP yet, and a run's "
+                      "embedded gateway cannot see the worker's other runs: remove it, or use tool_calls_per_run");
     return out;
 }
 
@@ -128,7 +134,8 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     json out{{"kind", r.session ? "session" : "run"},
              {"worker", name},
              {"identity", run.plan ? run.plan->identity.str() : name + "/" + run_id},
-             {"gateway", run.egress ? run.egress->record_fields() : unstarted_gateway_record(r)}};
+             {"gateway", run.egress ? run.egress->record_fields() : unstarted_gateway_record(r)},
+             {"tools", run.egress ? run.egress->tools_record() : json(nullptr)}};
     // An agent run names its agent once the worker is resolved, even when it
     // was refused before the CLI's profile was made.
     const auto kind = run.plan ? run.plan->agent : requested_agent(r, worker);
@@ -204,6 +211,15 @@ std::string run_summary_line(const supervisor::RunRecord& record, const std::str
             line += "; " + std::to_string(requests.get<std::uint64_t>()) + " request" +
                     (requests.get<std::uint64_t>() == 1 ? "" : "s") +
                     (refusals.is_number_unsigned() ? ", " + std::to_string(refusals.get<std::uint64_t>()) + " refused" : "");
+    }
+    if (const auto t = record.extra.find("tools"); t != record.extra.end() && t->is_object()) {
+        // "N tool call(s)[, M refused]" when the box made any tools/call.
+        std::uint64_t calls = t->value("calls", std::uint64_t{0}), refused = 0;
+        if (const auto rf = t->find("refused"); rf != t->end() && rf->is_object())
+            for (const auto& n : *rf) refused += n.is_number_unsigned() ? n.get<std::uint64_t>() : 0;
+        if (calls)
+            line += "; " + std::to_string(calls) + " tool call" + (calls == 1 ? "" : "s") +
+                    (refused ? ", " + std::to_string(refused) + " refused" : "");
     }
     return line + "; record " + run_dir + "/run.json";
 }

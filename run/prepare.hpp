@@ -28,7 +28,9 @@ void check_run_can_start(const RunRequest& request, const RunInputs& inputs, con
 // Why a run of `worker` with `tools` could not serve its MCP servers, one
 // sentence each, none when it can: a stdio server (corral does not start
 // them yet), and, relayed to a `corral gateway` daemon (`daemon`), any
-// server (the daemon does not serve MCP yet). Fail closed: check_run_can_start
+// server (the daemon does not serve MCP yet), and a tool_calls_per_worker
+// budget (only the daemon could keep it, and it does not serve MCP yet).
+// Fail closed: check_run_can_start
 // refuses the run with the first; `corral validate` warns with each (with
 // `daemon` = true for what a daemon run would meet).
 std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon);

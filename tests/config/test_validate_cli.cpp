@@ -355,3 +355,15 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
                                ":2: key 'mcp.rules': unknown server \"search\" (this worker has: files)\n"));
     }
 }
+
+TEST_CASE("corral validate: tool_calls_per_worker is a warning (a run refuses it: the daemon does not serve MCP yet)") {
+    OrgDir d;
+    d.org("[credentials.search]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_SEARCH\"\n");
+    d.worker("fetch", "agent = \"none\"\n"
+                      "[mcp.servers.search]\nurl = \"https://mcp.example.com/mcp\"\ncredential = \"search\"\n"
+                      "[mcp.budget]\ntool_calls_per_run = 10\ntool_calls_per_worker = 100\n");
+    auto r = validate(d);
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK(has(r.err, "warning: worker fetch: [mcp.budget] tool_calls_per_worker (a tool-call budget across the "
+                     "worker's runs) is kept by the gateway daemon, which does not serve MCP yet"));
+}

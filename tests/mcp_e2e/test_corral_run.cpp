@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -177,12 +178,15 @@ TEST_CASE("corral run: a worker's remote MCP server, governed end to end through
     CHECK(b.scan_hits == "");
 
     // The run's ledger: a decision line per message, an outcome per request.
-    std::vector<json> decisions, outcomes;
+    std::vector<json> decisions, outcomes, first_sights;
     for (const auto& l : json_lines(read_file(b.run_dir + "/ledger.jsonl"))) {
         // The SDK's GET for an event stream is refused (405) before any message: no tool object.
         if (l.value("mode", "") != "mcp" || !l.contains("tool")) continue;
         CHECK(l["host"] == "mcp.test.invalid");
-        (l["tool"].value("phase", "") == "decision" ? decisions : outcomes).push_back(l);
+        const std::string phase = l["tool"].value("phase", "");
+        if (phase == "decision") decisions.push_back(l);
+        if (phase == "outcome") outcomes.push_back(l);
+        if (phase == "first_sight") first_sights.push_back(l);
     }
     auto decided = [&](const std::string& tool) -> json {
         for (const auto& d : decisions)
@@ -203,8 +207,49 @@ TEST_CASE("corral run: a worker's remote MCP server, governed end to end through
             CHECK(o["credential"] == "mcpkey");
         }
     CHECK(call_outcome);
+    // The tools/list's first sight of every listed tool, hidden and denied ones
+    // included, once each, with its digest.
+    std::vector<std::string> seen;
+    for (const auto& l : first_sights) {
+        seen.push_back(l["tool"].value("tool", ""));
+        CHECK(l["tool"].value("digest", "").starts_with("sha256:"));
+    }
+    std::sort(seen.begin(), seen.end());
+    CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+    CHECK(std::binary_search(seen.begin(), seen.end(), std::string("echo")));
+    CHECK(std::binary_search(seen.begin(), seen.end(), std::string("echo_header")));
+    CHECK(std::binary_search(seen.begin(), seen.end(), std::string("echo_env")));
     auto r = run({"grep", "-rlsF", "-e", secret, b.run_dir});
     CHECK_MESSAGE(r.exit_code == 1, "the secret is in the run dir: " << r.out);
+
+    // run.json's tools counts, and the run's summary line.
+    json record = json::parse(read_file(b.run_dir + "/run.json"), nullptr, false);
+    REQUIRE(record.is_object());
+    CHECK(record["tools"] == json{{"calls", 2}, {"allowed", 1}, {"refused", {{"tool_denied", 1}}},
+                                  {"per_tool", {{"tools/echo", {{"calls", 1}, {"refused", 1}}},
+                                                {"tools/echo_header", {{"calls", 1}, {"refused", 0}}}}}});
+    CHECK(b.corral_err.find("; 2 tool calls, 1 refused; record " + b.run_dir + "/run.json") != std::string::npos);
+
+    // The journal verifies and holds every ledger line as a decision record,
+    // the tool decisions and first sights among them.
+    auto verified = run({corral_bin(), "journal", "verify", b.run_dir + "/journal.jsonl", "--key",
+                         dir + "/runs/journal/signing.pub"});
+    CHECK_MESSAGE(verified.exit_code == 0, verified.out << verified.err);
+    std::vector<std::string> journalled;
+    for (const auto& rec : json_lines(read_file(b.run_dir + "/journal.jsonl")))
+        if (rec.value("type", "") == "decision")
+            for (const auto& line : rec["payload"]["ledger_lines"]) journalled.push_back(line.get<std::string>());
+    std::vector<std::string> ledger_lines;
+    for (const auto& l : json_lines(read_file(b.run_dir + "/ledger.jsonl"))) ledger_lines.push_back(l.dump());
+    std::size_t tool_phases = 0;
+    for (const auto& j : journalled) {
+        json l = json::parse(j, nullptr, false);
+        if (l.is_object() && l.contains("tool") &&
+            (l["tool"].value("phase", "") == "decision" || l["tool"].value("phase", "") == "first_sight"))
+            ++tool_phases;
+    }
+    CHECK(journalled.size() == ledger_lines.size());
+    CHECK(tool_phases == decisions.size() + first_sights.size());
 }
 
 }  // namespace corral::test::mcp_e2e

@@ -398,3 +398,16 @@ TEST_CASE("MCP: what a run cannot serve is refused before it starts: a stdio ser
                        "the worker's [mcp.servers]");
     CHECK(run::mcp_not_served("w", both, true).size() == 2);
 }
+
+TEST_CASE("MCP: tool_calls_per_worker is refused in a run, never silently unenforced") {
+    auto tools = mcp_inputs(false).worker->tools;
+    tools.budgets.per_run = 5;
+    CHECK(run::mcp_not_served("w", tools, false).empty());
+    tools.budgets.per_worker = 100;
+    auto refused = run::mcp_not_served("w", tools, false);
+    REQUIRE(refused.size() == 1);
+    CHECK(refused[0] == "worker w: [mcp.budget] tool_calls_per_worker (a tool-call budget across the worker's runs) "
+                        "is kept by the gateway daemon, which does not serve MCP yet, and a run's embedded gateway "
+                        "cannot see the worker's other runs: remove it, or use tool_calls_per_run");
+    CHECK(run::mcp_not_served("w", mcp::ToolsConfig{}, false).empty());
+}
