@@ -89,6 +89,27 @@ std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::ve
     return "";
 }
 
+// Whether a body carries a JSON-RPC result in any message it holds (JSON or
+// SSE, read the strict way). A non-2xx answer passes with its body (an error
+// page, a JSON-RPC error with a null id), but never with a result: a client
+// that read one would take an ungoverned tools/list (fuzz/mcp_answer.cpp
+// found a 404 listing a tool no rule allows).
+bool carries_result(const McpUpstreamAnswer& in, std::uint64_t cap) {
+    mcp::JsonLimits limits;
+    limits.max_bytes = cap;
+    std::vector<std::pair<AnswerMessage, std::string>> texts;
+    if (media_type_is(in.content_type, "text/event-stream")) read_events(in.body, texts);
+    else texts.emplace_back(AnswerMessage{}, in.body);
+    auto has_result = [](const json& m) { return m.is_object() && m.contains("result"); };
+    for (const auto& [m, text] : texts) {
+        auto parsed = mcp::parse_mcp_json(text, limits);
+        if (!parsed.ok()) continue;
+        const json& v = parsed.value;
+        if (has_result(v) || (v.is_array() && std::any_of(v.begin(), v.end(), has_result))) return true;
+    }
+    return false;
+}
+
 const mcp::Message* request_with_id(const std::vector<mcp::Message>& requests, const json& id) {
     for (const auto& r : requests)
         if (r.kind == mcp::Kind::request && r.id == id) return &r;
@@ -236,6 +257,10 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
     if (in.status < 200 || in.status >= 300 || in.body.empty()) {
         // An HTTP-level answer (202 to a notification, 404 for an expired
         // session, a server's error page): its status passes, its body scrubbed.
+        if (carries_result(in, ctx.cap)) {
+            withhold(a, ctx, "an HTTP " + std::to_string(in.status) + " answer carries a JSON-RPC result");
+            return a;
+        }
         SecretScrubber scrub(ctx.patterns);
         a.body = scrub.feed(in.body);
         scrub.finish(a.body);
