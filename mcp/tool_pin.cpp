@@ -66,4 +66,10 @@ std::optional<std::string> PinBook::trusted(const std::string& server, const std
     return it->second.trusted;
 }
 
+std::vector<PinEntry> PinBook::entries() const {
+    std::vector<PinEntry> out;
+    for (const auto& [key, e] : entries_) out.push_back(PinEntry{key.first, key.second, e.trusted, e.seen});
+    return out;
+}
+
 }  // namespace corral::mcp

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,13 @@ std::string tool_canonical(const nlohmann::json& tool);
 std::string tool_digest(const nlohmann::json& tool);
 
 enum class Sight { first_seen, unchanged, quarantined };
+
+// One tool as a PinBook holds it: what it trusts and what it saw last
+// ("" = never seen, only pinned). What a run's pins store keeps of it
+// (run/mcp_pin_store.hpp).
+struct PinEntry {
+    std::string server, tool, trusted, seen;
+};
 
 class PinBook {
 public:
@@ -39,6 +47,8 @@ public:
     void accept(const std::string& server, const std::string& tool, const std::string& digest);
     bool quarantined(const std::string& server, const std::string& tool) const;
     std::optional<std::string> trusted(const std::string& server, const std::string& tool) const;
+    // Every tool pinned or seen, by server and tool name.
+    std::vector<PinEntry> entries() const;
 
 private:
     struct Entry {

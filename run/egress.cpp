@@ -24,6 +24,8 @@
 #include "gateway/refusal.hpp"
 #include "gateway/socket_owner.hpp"
 #include "rootfs/host_paths.hpp"
+#include "run/mcp_pin_store.hpp"
+#include "run/state_dir.hpp"
 #include "run/trust.hpp"
 #include "supervisor/invocation.hpp"
 
@@ -113,7 +115,10 @@ public:
         for (auto& [name, secret] : config::load_credential_secrets(config_)) explicit_bzero(secret.data(), secret.size());
         gateway_ = std::make_unique<gateway::Gateway>(config_, std::map<std::string, std::string>{});
         // The worker's MCP servers: one McpTools (one PinBook) for the run.
-        if (!config_.tools.empty()) mcp_tools_ = std::make_shared<gateway::McpTools>(config_.tools);
+        if (!config_.tools.empty()) {
+            mcp_tools_ = std::make_shared<gateway::McpTools>(config_.tools);
+            load_pins();
+        }
         if (!gateway_->ledger().healthy())
             throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
         return intercepts_ ? gateway_->ca_certificate_pem() : std::string();
@@ -175,9 +180,42 @@ protected:
         if (!ledger_failure_.empty())
             stop_messages_.push_back("the ledger failed during the run (" + ledger_failure_ +
                                      "); every request after that was refused");
+        if (started_) save_pins();
     }
 
 private:
+    // The worker's MCP pins store (run/mcp_pin_store.hpp): what earlier runs
+    // trusted holds in this one, below the configuration's pins. A store that
+    // cannot be read stops the run (fail closed: trusting every tool afresh
+    // would undo the quarantines it holds).
+    void load_pins() {
+        const std::string option = "[gateway] state_dir";
+        const std::string state = make_private_dir(option, config_.gateway.state_dir, DirRole::state);
+        pin_dir_ = open_pin_store_dir(option, state, id_.worker, /*create=*/true);
+        const PinRecords records = PinStore(pin_dir_).read();
+        const auto& config_pins = mcp_tools_->config().pins;
+        mcp_tools_->with_pins([&](mcp::PinBook& book) {
+            for (const auto& [key, p] : records)
+                if (!config_pins.count(key)) {
+                    auto [server, tool] = split_pin_key(key);
+                    book.pin(server, tool, p.trusted);
+                }
+        });
+    }
+    // This run's first sights and quarantines, merged into the store.
+    void save_pins() {
+        if (!mcp_tools_ || pin_dir_.empty()) return;
+        const auto seen = mcp_tools_->with_pins([](mcp::PinBook& book) { return book.entries(); });
+        try {
+            PinStore(pin_dir_).update([&](PinRecords& records) {
+                return merge_sights(records, seen, mcp_tools_->config().pins, id_.run_id, pin_store_now());
+            });
+        } catch (const std::exception& e) {
+            stop_messages_.push_back(std::string("the MCP pins store could not be updated (") + e.what() +
+                                     "): this run's first sights and quarantines are not kept for later runs");
+        }
+    }
+
     config::GatewayConfig config_;  // where the secrets are read from in before_loop()
     bool intercepts_;
     gateway::Identity id_;
@@ -186,6 +224,7 @@ private:
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
     std::shared_ptr<gateway::McpTools> mcp_tools_;  // null: the worker has no MCP servers
+    std::string pin_dir_;                            // its pins store's directory
     std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;
     std::string ledger_failure_;

@@ -88,3 +88,20 @@ TEST_CASE("PinBook: see_tool gives the same sights and digests as see, computed 
     CHECK(book.see_tool("fs", "read_file", described_tool("Reads a file, and more"), d) == Sight::unchanged);
     CHECK(book.see_tool("fs", "read_file", described_tool("Reads a file"), d) == Sight::quarantined);  // back is a change
 }
+
+TEST_CASE("PinBook: entries are every tool pinned or seen, with its trusted and last seen digests") {
+    PinBook book;
+    const std::string a = tool_digest(described_tool("Reads a file")), b = tool_digest(described_tool("Reads a file!"));
+    book.pin("fs", "pinned", a);
+    CHECK(book.see("fs", "read_file", a) == Sight::first_seen);
+    CHECK(book.see("fs", "read_file", b) == Sight::quarantined);
+    auto all = book.entries();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].tool == "pinned");
+    CHECK(all[0].trusted == a);
+    CHECK(all[0].seen.empty());  // pinned, never seen
+    CHECK(all[1].server == "fs");
+    CHECK(all[1].tool == "read_file");
+    CHECK(all[1].trusted == a);
+    CHECK(all[1].seen == b);
+}
