@@ -5,6 +5,7 @@
 #include "cli/action_front.hpp"
 #include "cli/admin_args.hpp"
 #include "cli/image_args.hpp"
+#include "cli/mcp_args.hpp"
 #include "cli/runs_args.hpp"
 #include "cli/session_args.hpp"
 #include "run/request.hpp"
@@ -37,6 +38,8 @@ const CommandTable kTables[] = {
     {"key", "show", key_option_specs},
     {"journal", "verify", journal_option_specs},
     {"prune", "", prune_option_specs},
+    {"mcp", "ls", mcp_ls_option_specs},
+    {"mcp", "trust", mcp_trust_option_specs},
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ int cmd_exec(int argc, char** argv);      // tools/cmd_exec.cpp
 int cmd_key(int argc, char** argv);       // tools/cmd_key.cpp
 int cmd_journal(int argc, char** argv);   // tools/cmd_journal.cpp
 int cmd_prune(int argc, char** argv);     // tools/cmd_prune.cpp
+int cmd_mcp(int argc, char** argv);       // tools/cmd_mcp.cpp
 
 
 }  // namespace corral::cli

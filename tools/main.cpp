@@ -35,6 +35,7 @@ constexpr Subcommand kSubcommands[] = {
     {"image", corral::cli::cmd_image},       {"session", corral::cli::cmd_session},
     {"exec", corral::cli::cmd_exec},         {"key", corral::cli::cmd_key},
     {"journal", corral::cli::cmd_journal},   {"prune", corral::cli::cmd_prune},
+    {"mcp", corral::cli::cmd_mcp},
 };
 
 // The dispatcher and the list `corral help`, the man page and the completion

@@ -29,6 +29,7 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"key", "the journal's signing key: key init creates it, key show prints the public key"},
     {"journal", "verify a run's signed journal (journal verify FILE [--key PUBKEY])"},
     {"prune", "remove ended runs older than their retention (default 14d), with their run dirs"},
+    {"mcp", "a worker's MCP servers and tool pins (mcp ls); accept a changed tool (mcp trust)"},
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 

@@ -14,6 +14,7 @@
 #include "cli/admin_args.hpp"
 #include "cli/command_table.hpp"
 #include "cli/image_args.hpp"
+#include "cli/mcp_args.hpp"
 #include "cli/runs_args.hpp"
 #include "cli/session_args.hpp"
 #include "config/org_config.hpp"
@@ -106,6 +107,37 @@ TEST_CASE("ps, logs, stop, inspect, session stop|ls: help from the table, sugges
     CHECK(r.all);
     CHECK(r.json_out);
     CHECK(r.positional == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("mcp ls|trust: help from the tables, suggestions, SERVER/TOOL DIGEST checked") {
+    check_help(mcp_help(), mcp_ls_option_specs());
+    check_help(mcp_help(), mcp_trust_option_specs());
+    const Parser p = [](int c, char** v) { parse_mcp_args(c, v); };
+    check_suggestions(p, mcp_ls_option_specs(), {"ls", "--config", "/o"});
+    check_suggestions(p, mcp_trust_option_specs(), {"trust", "--config", "/o"});
+    const std::string d = "sha256:" + std::string(64, 'e');
+    CHECK(error_of(p, {"ls"}) == "--config DIR is required");
+    CHECK(error_of(p, {"ls", "--config", "/o", "x"}) == "unexpected argument \"x\"; corral mcp ls takes only options");
+    CHECK(error_of(p, {"ls", "--config", "/o", "--force"}).starts_with("unknown option \"--force\""));
+    CHECK(error_of(p, {"trust", "--config", "/o", "s/t"}) == "expected SERVER/TOOL DIGEST, got 1 argument(s)");
+    CHECK(error_of(p, {"trust", "--config", "/o", "st", d}) == "\"st\" is not SERVER/TOOL");
+    CHECK(error_of(p, {"trust", "--config", "/o", "s/t", "sha256:ABC"}).starts_with("\"sha256:ABC\" is not a digest"));
+    CHECK(error_of(p, {"trust", "--config", "/o", "--json", "s/t", d}).starts_with("unknown option \"--json\""));
+    CHECK(error_of(p, {"trust", "--config", "/o", "--all-quarantined", "s/t"}) ==
+          "--all-quarantined takes no SERVER/TOOL DIGEST, got \"s/t\"");
+    CHECK(error_of(p, {"trust", "--config", "/o", "--all-quarantined", "--force"}) ==
+          "--force and --all-quarantined: give one");
+    Argv a({"trust", "s/t", d, "--worker", "w1", "--force", "--config=/o"});
+    McpArgs m = parse_mcp_args(a.argc(), a.argv());
+    CHECK(m.key == "s/t");
+    CHECK(m.digest == d);
+    CHECK(m.worker == "w1");
+    CHECK(m.force);
+    CHECK(m.config_dir == "/o");
+    Argv b({"ls", "--json", "--config", "/o", "--state-dir", "/s"});
+    McpArgs l = parse_mcp_args(b.argc(), b.argv());
+    CHECK(l.as_json);
+    CHECK(l.state_dir == "/s");
 }
 
 TEST_CASE("prune: help from the table, suggestions, no positionals") {
