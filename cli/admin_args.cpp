@@ -23,7 +23,7 @@ const Option<DoctorArgs> kDoctorOptions[] = {
          if (v.empty()) throw UsageError("--state-dir: expected a directory");
          a.state_dir = v;
      }},
-    {{"--config", "ORG", "check the daemon socket ORG/org.toml names"},
+    {{"--config", "ORG", "check the daemon socket ORG/org.toml names, and its workers' MCP pins"},
      [](DoctorArgs& a, const std::string& v) {
          if (v.empty()) throw UsageError("--config: expected an organisation directory");
          a.config_dir = v;
@@ -47,7 +47,8 @@ constexpr const char* kDoctorHead =
     "state dir), the state dir (missing, or root's and writable by root only), each agent CLI\n"
     "(found under /usr/local/lib/corral-agents, its version against the pinned one), and a\n"
     "gateway daemon's socket when one is configured (--gateway, or --config ORG's [gateway]\n"
-    "listen_unix): reachable, and answering a counts query.\n\n";
+    "listen_unix): reachable, and answering a counts query; with --config, the MCP pins store\n"
+    "of each worker with MCP servers: readable, and how many tools are quarantined (a warning).\n\n";
 constexpr const char* kDoctorTail =
     "\nPrints one line per check:\n"
     "  ok   <feature>: <what was found>\n"

@@ -20,6 +20,8 @@
 #include "journal/key.hpp"
 #include "run/request.hpp"
 #include "run/bridge.hpp"
+#include "run/mcp_pin_store.hpp"
+#include "run/state_dir.hpp"
 #include "supervisor/doctor.hpp"
 #include "cli/admin_args.hpp"
 #include "tools/commands.hpp"
@@ -146,6 +148,43 @@ void add_gateway_check(const DoctorArgs& a, const std::function<void(supervisor:
     }
 }
 
+// The MCP pins stores of the organisation's workers that have MCP servers
+// (run/mcp_pin_store.hpp): each readable (an unreadable one stops every run
+// of its worker), and how many tools are quarantined (a warning: their calls
+// are refused until `corral mcp trust`). Only with --config.
+void add_mcp_pins_check(const DoctorArgs& a, const std::function<void(supervisor::Check)>& add) {
+    if (!a.config_dir) return;
+    supervisor::Check c{"MCP pins", true, "", "", true};
+    std::size_t workers = 0, tools = 0, quarantined = 0;
+    try {
+        config::OrgConfig org = config::load_org(*a.config_dir);
+        const std::string state =
+            run::require_private_state_dir("[gateway] state_dir", org.gateway.gateway.state_dir);
+        for (const auto& [name, wc] : org.workers) {
+            if (config::resolve_worker(org, name).tools.empty()) continue;
+            ++workers;
+            const std::string dir = run::open_pin_store_dir("[gateway] state_dir", state, name, false);
+            if (dir.empty()) continue;
+            for (const auto& [key, p] : run::PinStore(dir).read()) ++tools, quarantined += !p.quarantined.empty();
+        }
+    } catch (const std::exception& e) {
+        c.ok = false;
+        c.detail = e.what();
+        c.remedy = "fix or restore the store named (corral mcp ls --config " + *a.config_dir + ")";
+        return add(std::move(c));
+    }
+    if (workers == 0) return;
+    c.detail = std::to_string(workers) + " worker(s) with MCP servers, " + std::to_string(tools) + " tool(s) pinned, " +
+               std::to_string(quarantined) + " quarantined";
+    if (quarantined) {
+        c.ok = false;
+        c.required = false;
+        c.remedy = "review them with `corral mcp ls --config " + *a.config_dir +
+                   "` and accept a changed tool with `corral mcp trust`";
+    }
+    add(std::move(c));
+}
+
 void print_doctor_json(const std::vector<supervisor::Check>& checks, bool all_ok, int status,
                        const std::string& journal_key_pem) {
     nlohmann::json out{{"ok", all_ok}, {"exit_status", status}, {"checks", nlohmann::json::array()}};
@@ -181,6 +220,7 @@ int cmd_doctor(int argc, char** argv) {
     const std::string journal_key_pem = add_state_dir_checks(a, add);
     for (auto& c : check_agent_clis()) add(std::move(c));
     add_gateway_check(a, add);
+    add_mcp_pins_check(a, add);
     const int status = all_ok ? 0 : 1;
     if (a.as_json) print_doctor_json(checks, all_ok, status, journal_key_pem);
     return status;
