@@ -504,21 +504,6 @@ TEST_CASE("an upstream connection with bytes left behind a response is never reu
     CHECK(w.good.connections.load() >= 2);
 }
 
-TEST_CASE("an idle upstream connection goes to the pool and serves the next tunnel to the same target") {
-    World w;
-    GatewayUnderTest g(w.config(), w.secrets());
-    {
-        auto first = inject_client(w, g);
-        CHECK(first->roundtrip(get(w, "/echo")).result_int() == 200);
-    }
-    REQUIRE(g.wait_for_active(0));  // the first tunnel ended: its upstream connection is in the pool
-    auto second = inject_client(w, g);
-    CHECK(second->roundtrip(get(w, "/echo")).result_int() == 200);
-    // Before: 2. Connections were put in the pool under pool_key and looked
-    // for under loop_pool_key, so none was ever taken again.
-    CHECK(w.good.connections.load() == 1);
-}
-
 TEST_CASE("TRACE, TRACK and CONNECT are never forwarded (405), inside a tunnel or in plain http://") {
     World w;
     GatewayUnderTest g(w.config(), w.secrets());

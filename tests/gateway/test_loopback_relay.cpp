@@ -225,3 +225,18 @@ TEST_CASE("a wildcard inject grant serves a name with '_' (the leaf is minted be
     CHECK(res.result_int() == 200);
     CHECK(res.body().find("key-is-real=yes") != std::string::npos);
 }
+
+TEST_CASE("an idle upstream connection goes to the pool and serves the next tunnel to the same target") {
+    World w;
+    GatewayUnderTest g(w.config(), w.secrets());
+    {
+        auto first = inject_client(w, g);
+        CHECK(first->roundtrip(get(w, "/echo")).result_int() == 200);
+    }
+    REQUIRE(g.wait_for_active(0));  // the first tunnel ended: its upstream connection is in the pool
+    auto second = inject_client(w, g);
+    CHECK(second->roundtrip(get(w, "/echo")).result_int() == 200);
+    // Before: 2. Connections were put in the pool under pool_key and looked
+    // for under loop_pool_key, so none was ever taken again.
+    CHECK(w.good.connections.load() == 1);
+}
