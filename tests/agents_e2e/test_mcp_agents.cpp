@@ -26,6 +26,7 @@
 
 #include "agents/agent_profile.hpp"
 #include "tests/agents_e2e/checks.hpp"
+#include "tests/agents_e2e/layers.hpp"
 #include "tests/agents_e2e/world.hpp"
 #include "tests/mcp_e2e/harness.hpp"
 #include "tests/support/test_pki.hpp"
@@ -37,12 +38,6 @@ using namespace corral::test::agents;
 using ::corral::agents::AgentKind;
 
 namespace {
-
-const WorkerSpec& mcp_worker(const std::string& name) {
-    for (const auto& s : workers())
-        if (s.name == name) return s;
-    throw std::runtime_error("no worker " + name);
-}
 
 // The primary organisation with one more credential and, on the worker, the
 // test server and its rules.
@@ -169,8 +164,8 @@ void mcp_layer(const WorkerSpec& spec) {
 }  // namespace
 
 TEST_CASE("mcp: claude calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
-    mcp_layer(mcp_worker("claude"));
+    mcp_layer(agents_e2e::spec_named("claude"));
 }
 TEST_CASE("mcp: codex calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
-    mcp_layer(mcp_worker("codex"));
+    mcp_layer(agents_e2e::spec_named("codex"));
 }
