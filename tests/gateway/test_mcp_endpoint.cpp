@@ -161,6 +161,7 @@ struct Endpoint {
     ~Endpoint() {
         ioc.stop();
         thread.join();
+        gw->close_idle_upstreams();  // while ioc, their reactor, still exists
     }
     // A loopback port nothing listens on (bound, then closed).
     static std::uint16_t closed_port() {
