@@ -14,7 +14,6 @@
 //    against a loopback stand-in, which sees the sentinel and the system prompt.
 //
 // Exits 77 (skip) with the reason when the CLIs are not installed.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>

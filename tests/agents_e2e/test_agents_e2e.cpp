@@ -24,7 +24,6 @@
 //
 // Exits 77 (skip) with the reason when not root or the CLIs are not installed,
 // or, for the "image" cases, when the image's layout was not built.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>

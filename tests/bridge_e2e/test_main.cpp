@@ -1,7 +1,6 @@
 // The bridge tests need root, curl, node, openssl and the repo's node_modules
 // (ws, for the stand-in upstream); without them the executable exits 77 (SKIP)
 // after saying why.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>

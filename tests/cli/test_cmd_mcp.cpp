@@ -3,7 +3,6 @@
 // accepted, everything else refused with its reason and exit status, and a
 // store or state dir that cannot be trusted refused before it is read. Root
 // only (the state dir must be root's): exits 77 otherwise.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gateway/ledger.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace corral::gateway;
 
@@ -40,19 +41,6 @@ std::string read_all(const std::string& p) {
     ss << f.rdbuf();
     return ss.str();
 }
-
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        char tmpl[] = "/tmp/corral-ledger-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl));
-        path = tmpl;
-    }
-    ~TempDir() {
-        ::chmod(path.c_str(), 0700);
-        std::filesystem::remove_all(path);
-    }
-};
 
 }  // namespace
 
@@ -155,8 +143,8 @@ TEST_CASE("status_for_reason covers every code") {
 }
 
 TEST_CASE("Ledger appends lines (mode 0600), counts per identity, redacts registered secrets") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     Ledger l(path);
     REQUIRE(l.healthy());
     CHECK(l.failure().empty());
@@ -189,8 +177,8 @@ TEST_CASE("Ledger appends lines (mode 0600), counts per identity, redacts regist
 }
 
 TEST_CASE("Ledger from many threads: whole lines, none lost") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     Ledger l(path);
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
@@ -216,8 +204,8 @@ TEST_CASE("Ledger from many threads: whole lines, none lost") {
 }
 
 TEST_CASE("Ledger fails closed: an unopenable path is unhealthy with a reason, append never throws") {
-    TempDir d;
-    auto path = (d.path / "missing-dir" / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "missing-dir/ledger.jsonl");
     Ledger l(path);
     CHECK_FALSE(l.healthy());
     CHECK(l.failure() == "open(" + path + "): No such file or directory");
@@ -349,8 +337,8 @@ TEST_CASE("a metered line with a byte to escape, a secret or a repeated name tak
 }
 
 TEST_CASE("batched appends: nothing written before flush, then one write for the batch; sync flushes") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     Ledger l(path);
     CHECK(l.append_batched(sample()));        // starts a batch: the caller must flush
     CHECK_FALSE(l.append_batched(sample()));  // joins it
@@ -388,8 +376,8 @@ TEST_CASE("batched appends fail closed: the flush that fails says so once, later
 }
 
 TEST_CASE("a mirrored ledger: each batch goes to the mirror first, from the journal thread, whole lines in order; a throwing mirror fails it closed") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     Ledger l(path);
     std::string mirrored;
     std::size_t file_size_at_mirror = 0;
@@ -416,7 +404,7 @@ TEST_CASE("a mirrored ledger: each batch goes to the mirror first, from the jour
     CHECK(mirrored == read_all(path));
     CHECK(batches == 2);
 
-    const auto failing_path = (d.path / "failing.jsonl").string();
+    const auto failing_path = (d / "failing.jsonl");
     Ledger failing(failing_path);
     failing.mirror_to([](std::string_view) { throw std::runtime_error("write(journal.jsonl): No space left on device"); });
     failing.append_batched(sample());
@@ -432,8 +420,8 @@ TEST_CASE("a mirrored ledger: each batch goes to the mirror first, from the jour
 }
 
 TEST_CASE("a mirrored ledger's destructor hands every queued line to the mirror, then to the file") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     std::string mirrored;
     {
         Ledger l(path);
@@ -447,9 +435,9 @@ TEST_CASE("a mirrored ledger's destructor hands every queued line to the mirror,
 }
 
 TEST_CASE("Ledger refuses a file planted for it: a hard link to another file, or someone else's file") {
-    TempDir d;
-    const std::string other = (d.path / "other").string();
-    const std::string path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    const std::string other = (d / "other");
+    const std::string path = (d / "ledger.jsonl");
     { std::ofstream(other) << ""; }
     REQUIRE(::link(other.c_str(), path.c_str()) == 0);  // appending would write into `other`
     {
@@ -468,8 +456,8 @@ TEST_CASE("Ledger refuses a file planted for it: a hard link to another file, or
 }
 
 TEST_CASE("refusal lines are capped per identity: one cap line, then a count at 2N, 4N, ...; counters stay exact") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     const std::uint64_t cap = 3;
     Ledger l(path, cap);
     auto refusal = sample();
@@ -522,8 +510,8 @@ TEST_CASE("refusal lines are capped per identity: one cap line, then a count at 
 }
 
 TEST_CASE("refusal cap 0 writes every refusal") {
-    TempDir d;
-    auto path = (d.path / "ledger.jsonl").string();
+    corral::test::TempDir d("corral-ledger");
+    auto path = (d / "ledger.jsonl");
     Ledger l(path, 0);
     auto refusal = sample();
     refusal.decision = Decision::refuse, refusal.reason = "not_granted";
@@ -545,8 +533,8 @@ TEST_CASE("secret_reflected lines carry form and matches, and are counted apart 
     line = format_ledger_line(e);
     CHECK(line.find(",\"form\":\"literal,base64\",\"matches\":3}\n") != std::string::npos);
 
-    TempDir d;
-    Ledger l((d.path / "ledger.jsonl").string());
+    corral::test::TempDir d("corral-ledger");
+    Ledger l((d / "ledger.jsonl"));
     l.append(sample());
     l.append(e);
     l.append(e);
@@ -554,13 +542,13 @@ TEST_CASE("secret_reflected lines carry form and matches, and are counted apart 
     CHECK(l.refusals("worker-a/run-1") == 0);
     CHECK(l.secrets_reflected("worker-a/run-1") == 2);
     CHECK(l.secrets_reflected("other/run") == 0);
-    auto text = read_all((d.path / "ledger.jsonl").string());
+    auto text = read_all((d / "ledger.jsonl"));
     CHECK(std::count(text.begin(), text.end(), '\n') == 3);
 }
 
 TEST_CASE("Ledger keeps each identity's first refusal per host:port, bounded, counting the rest") {
-    TempDir d;
-    Ledger l((d.path / "ledger.jsonl").string(), 2);  // the line cap must not hide notices
+    corral::test::TempDir d("corral-ledger");
+    Ledger l((d / "ledger.jsonl"), 2);  // the line cap must not hide notices
     auto e = sample();
     e.decision = Decision::refuse;
     e.reason = "not_granted";

@@ -1,6 +1,5 @@
 // Integration tests of `corral gateway` on loopback with real curl and node.
 // Exits 77 (meson: SKIP) with the reason when a prerequisite is missing.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>

@@ -2,7 +2,6 @@
 // (root): real OCI layouts made by umoci, docker-save archives assembled by
 // GNU tar from files the test writes, hostile archives written byte for byte
 // by tests/image/make_tar.py, and real sandboxes running the imported images.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>

@@ -2,7 +2,6 @@
 // node_modules/ (tools/install-npm-deps.sh); without them the executable
 // exits 77 (SKIP) after saying why. As root it first moves into a network
 // namespace of its own with only `lo`: nothing it starts reaches past loopback.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>

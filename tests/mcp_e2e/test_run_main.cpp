@@ -3,7 +3,6 @@
 // repo's node_modules/; without them the executable exits 77 (SKIP) after
 // saying why. It first moves into a network namespace of its own with only
 // `lo`: nothing it starts reaches past loopback.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>

@@ -5,7 +5,6 @@
 // host's state afterwards (image untouched, no mount left, scratch removable)
 // are what is checked. The supervisor builds the full sandbox; this
 // checks the filesystem view alone, with nothing else in the way.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sched.h>

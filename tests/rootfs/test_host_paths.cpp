@@ -2,7 +2,6 @@
 // accepted (and resolved), every way someone else could redirect root's
 // writes is refused with the option, the path and the culprit named.
 // Root only (exit 77 otherwise): the fixtures chown to other users.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <fcntl.h>

@@ -2,7 +2,6 @@
 // mount reads through, the detached copy attached in a mount namespace of a
 // child's own (the host's mount table is never touched), and every source
 // the function refuses. Root only (exit 77 otherwise).
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <fcntl.h>

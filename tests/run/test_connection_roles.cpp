@@ -3,7 +3,6 @@
 // loopback connections this test makes in the host's namespace; the box's
 // own namespace is the sandbox_sessions suite's (every role's ledger line).
 // Needs root (a socket of another uid): exit 77 without it.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <iostream>

@@ -4,7 +4,6 @@
 // Every RunCgroup here belongs to a run id recorded in a lease held in the real
 // /run/corral/uids, exactly like `corral run` does, so a concurrent corral start's
 // stale cleanup leaves our cgroups alone.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>

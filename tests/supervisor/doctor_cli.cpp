@@ -1,6 +1,5 @@
 // `corral doctor` through the real binary: one well-formed line per feature, every
 // feature the issue lists is probed, and the exit status agrees with the lines.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>

@@ -2,7 +2,6 @@
 // threaded) test process into a network namespace of its own with
 // unshare(CLONE_NEWNET), so what the functions see and change is that fresh
 // namespace's links, never the host's. Root only (exit 77 otherwise).
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>

@@ -4,7 +4,6 @@
 // sockets, parks them over SCM_RIGHTS in a Unix listener that never accepts
 // (the way an agent can keep them alive after it is killed) and exits; the
 // sweep then runs against that namespace. Root only (exit 77 otherwise).
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>

@@ -1,7 +1,6 @@
 // One doctest main per sandbox test executable; SBT_UID_RANGE (set per
 // executable in meson.build) keeps their runs' UIDs apart when meson runs
 // the executables in parallel.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include "tests/supervisor/sandbox/sandbox_support.hpp"
