@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # tools/sanitize.sh [MESON TEST ARGS] — the sanitizer build: sets up build-san/
-# (clang, ASan + UBSan, libFuzzer's coverage instrumentation in every
-# library, -Dfuzzing=true), builds it and runs `meson test` there with the
-# arguments given (tools/test.sh: --suite unit --suite integration, then
-# --suite fuzz). Any sanitizer report fails the test whose process made it.
-# --setup: only sets up build-san/ (tools/test.sh then builds it beside
-# another phase). CORRAL_SAN_NO_REBUILD=1: build nothing, `meson test
+# (clang, ASan + UBSan, libFuzzer's coverage instrumentation in the fuzzed
+# libraries, -Dfuzzing=true), builds it and runs `meson test` there with the
+# arguments given (tools/test.sh: every suite; tools/fuzz.sh: --suite fuzz).
+# Any sanitizer report fails the test whose process made it.
+# --setup: only sets up build-san/ (tools/test.sh then builds what every
+# suite runs). CORRAL_SAN_NO_REBUILD=1: build nothing, `meson test
 # --no-rebuild` (what the tests run was built already; two `meson test` may
 # then share the build dir). CORRAL_TEST_LOGBASE: the name of meson's log
 # files under meson-logs/ (default testlog; tools/fuzz.sh: fuzzlog).
@@ -29,10 +29,10 @@ fi
 logbase=${CORRAL_TEST_LOGBASE:-testlog}
 rebuild=()
 # Only what the chosen suites run is built (issue 36's CI time): corral
-# itself (every integration test drives it through CORRAL_BIN), then `meson
-# test` builds the executables of the selected tests and their `depends`, not
-# the e2e suites' or the benchmarks' (a cold sanitizer build is the CI's
-# largest phase; docs/testing.md).
+# itself (every integration and e2e test drives it through CORRAL_BIN), then
+# `meson test` builds the executables of the selected tests and their
+# `depends`, not the other suites' or the benchmarks' (a cold sanitizer
+# build is the CI's largest step; docs/testing.md).
 if [ "${CORRAL_SAN_NO_REBUILD:-0}" = 1 ]; then
   rebuild=(--no-rebuild)
 else

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # tools/test.sh — the project's one test command (README, .ci/run).
-# Installs dependencies, then runs every suite once:
-#  1. the g++ build with -Werror (build-test/, what users install): corral and
-#     the e2e suites' executables; runs the e2e suites (real clients and the
-#     three agent CLIs) and cgroup2_vm (qemu, too slow under ASan);
-#  2. the sanitizer build (tools/sanitize.sh: build-san/, clang, ASan + UBSan,
-#     -Werror), built while 1's suites run: the unit and integration suites,
-#     any sanitizer report fails;
-#  3. fuzzing (tools/fuzz.sh): every libFuzzer target of fuzz/, in that build,
-#     beside 2's suites (each starts by running its whole seed corpus, which
-#     1's replay tests would otherwise run).
-# Each object is compiled in the one build whose suites run it (issue 36: the
-# CI's time). Extra arguments go to `meson test` in 1 and 2 (e.g. --suite
-# unit), and then 1 builds and runs everything and 3 is left out.
-# CORRAL_TEST_SANITIZE=0: only 1, every suite in the g++ build.
-# docs/testing.md describes the suites and the time budget.
+# Installs dependencies, then runs every suite once (the CI, no arguments):
+#  1. the sanitizer build (tools/sanitize.sh: build-san/, clang, ASan +
+#     UBSan, -Werror) of corral and of every suite's and fuzz target's
+#     executable, each object compiled once (issue 36: the CI's time);
+#  2. every suite in it (unit, integration, e2e: real clients and the three
+#     agent CLIs, vm: qemu), where any sanitizer report fails, and beside
+#     them
+#  3. fuzzing (tools/fuzz.sh): every libFuzzer target of fuzz/, its
+#     reproducible run.
+# With arguments (e.g. --suite unit), or CORRAL_TEST_SANITIZE=0: the g++
+# -O2 -Werror build (build-test/, the compiler users build with) builds
+# everything and runs `meson test` with them (or every suite); with
+# arguments the sanitizer build then runs them too, without fuzzing.
+# docs/testing.md describes the suites, the compilers and the time budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,15 +30,14 @@ phase() { echo "=== tools/test.sh: $1 ($(date -u +%H:%M:%S))"; }
 builddir=${CORRAL_TEST_BUILDDIR:-build-test}
 sanbuild=${CORRAL_SAN_BUILDDIR:-build-san}
 sanitize=${CORRAL_TEST_SANITIZE:-1}
-phase "build $builddir"
-if [ ! -f "$builddir/build.ninja" ]; then
-  # -O2 as users build it, without debug info: g++'s -g was about a third
-  # of the heaviest objects' compile time, and no CI step reads it.
-  meson setup "$builddir" --buildtype=custom -Doptimization=2 -Ddebug=false -Dwerror=true
-fi
 
-# With arguments, or without the sanitizer build: everything in one build.
+# With arguments, or without the sanitizer build: everything in the g++ build.
 if [ "$sanitize" = 0 ] || [ "$#" -gt 0 ]; then
+  phase "build $builddir"
+  if [ ! -f "$builddir/build.ninja" ]; then
+    # -O2 as users build it, without debug info (no step here reads it).
+    meson setup "$builddir" --buildtype=custom -Doptimization=2 -Ddebug=false -Dwerror=true
+  fi
   ninja -C "$builddir"
   phase "suites in $builddir"
   meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 "$@" || {
@@ -52,49 +50,20 @@ if [ "$sanitize" = 0 ] || [ "$#" -gt 0 ]; then
   exit 0
 fi
 
-# The CI: only what each phase runs is built, each build beside the other
-# phase's waiting (docs/testing.md "Time budget"):
-#  1. corral and the e2e/vm suites' executables in the g++ build;
-#  2. the e2e and vm suites there, while the sanitizer build of corral, the
-#     unit and integration suites and the fuzz targets runs in the
-#     background at a lower priority (the suites wait on agents, qemu and
-#     timers; the build takes what they leave), back at normal priority
-#     once they end;
-#  3. the sanitized unit and integration suites (no vm: it ran in 2) and
-#     the fuzz targets side by side (the suites mostly wait on sandboxes
-#     and terminals, the fuzz targets compute).
-ninja -C "$builddir" $(tools/suite_targets.py "$builddir" e2e vm)
-
-phase "suites in $builddir, the sanitizer build beside them"
+# The CI (docs/testing.md "Time budget"): one build compiles everything the
+# suites and the fuzz targets run, then they all run side by side (the
+# suites mostly wait on sandboxes, clients, agents and qemu; the fuzz
+# targets compute).
+phase "sanitizer build"
 tools/sanitize.sh --setup
-san_pid_file=$sanbuild/background-build.pid
-setsid -w bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$san_pid_file" \
-  ninja -C "$sanbuild" $(tools/suite_targets.py "$sanbuild" unit integration fuzz --not vm) \
-  > "$sanbuild/background-build.log" 2>&1 &
-san_build=$!
-stop_san_build() { kill -- "-$(cat "$san_pid_file")" 2>/dev/null || true; }
-meson test -C "$builddir" --no-rebuild --print-errorlogs --num-processes 2 --suite e2e --suite vm || {
-  stop_san_build
-  tools/test-failures.sh "$builddir"
-  exit 1
-}
+ninja -C "$sanbuild" $(tools/suite_targets.py "$sanbuild" unit integration e2e vm fuzz)
 
-phase "sanitizer build (what is left of it)"
-san_rc=0
-wait "$san_build" || san_rc=$?
-tail -n 3 "$sanbuild/background-build.log"
-if [ "$san_rc" != 0 ]; then
-  grep -E -A12 "^FAILED|error:" "$sanbuild/background-build.log" | head -n 80
-  echo "tools/test.sh: the sanitizer build failed (exit $san_rc): $sanbuild/background-build.log" >&2
-  exit 1
-fi
-
-phase "sanitizer suites and fuzzing, side by side"
+phase "every suite and fuzzing, side by side"
 export CORRAL_SAN_NO_REBUILD=1
 tools/fuzz.sh > "$sanbuild/fuzz-phase.log" 2>&1 &
 fuzz_job=$!
 suites_rc=0
-tools/sanitize.sh --suite unit --suite integration --no-suite vm || suites_rc=$?
+tools/sanitize.sh --suite unit --suite integration --suite e2e --suite vm || suites_rc=$?
 fuzz_rc=0
 wait "$fuzz_job" || fuzz_rc=$?
 phase "fuzzing's output"
