@@ -31,7 +31,7 @@ field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k
 corral_run() { "$corral" run --rootfs host --state-dir "$state" "$@"; }
 # The run's cgroup while it runs: the only directory under corral/.
 live_cgroup() {
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 3000); do  # 150 s: a hang guard (a run under TCG on a loaded host starts slowly)
     for d in "$cg"/corral/*/; do
       [ -f "$d/cgroup.procs" ] && { echo "${d%/}"; return 0; }
     done
@@ -120,16 +120,28 @@ expect pids-limited "(exit $rc; peak_pids=$peak; $(grep -c -i -E 'fork|resource 
   bash -c "[ '$peak' != null ] && [ '$peak' -le 20 ] && grep -q -i -E 'fork|resource temporarily' /run/r-pids.out"
 expect pids-verdict "($(field /run/r-pids teardown.verdict))" test "$(field /run/r-pids teardown.verdict)" = '"clean"'
 
-# 4. --cpus: a busy loop under 0.2 CPU is throttled by the kernel.
-corral_run --run-dir /run/r-cpu --cpus 0.2 -- sh -c 'end=$(( $(date +%s) + 8 )); while [ $(date +%s) -lt $end ]; do :; done' > /run/r-cpu.out 2>&1 &
+# 4. --cpus: a busy loop under 0.2 CPU is throttled by the kernel. The loop
+#    spins until the check has read the throttling (or the bound below ran
+#    out), so how slowly the VM runs (TCG on a loaded host: nr_throttled was
+#    still 0 two seconds in, in a CI run) cannot decide the verdict.
+mkdir -p /run/cpu-ws && chmod 0755 /run/cpu-ws
+corral_run --run-dir /run/r-cpu --cpus 0.2 --workspace /run/cpu-ws -- sh -c 'while [ ! -e /workspace/stop ]; do :; done' > /run/r-cpu.out 2>&1 &
 runner=$!
 if d=$(live_cgroup); then
-  sleep 2
-  throttled=$(awk '$1 == "nr_throttled" {print $2}' "$d/cpu.stat")
-  expect cpu-throttled "(nr_throttled=$throttled after 2 s)" bash -c "[ '${throttled:-0}' -gt 0 ]"
+  throttled=0
+  waited=0
+  # 3000 x 0.1 s: a hang guard; a box that spins is throttled within a period.
+  while [ "$waited" -lt 3000 ] && kill -0 "$runner" 2>/dev/null; do
+    throttled=$(awk '$1 == "nr_throttled" {print $2}' "$d/cpu.stat" 2>/dev/null)
+    [ "${throttled:-0}" -gt 0 ] && break
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  expect cpu-throttled "(nr_throttled=$throttled after $((waited / 10)) s)" bash -c "[ '${throttled:-0}' -gt 0 ]"
 else
   failed cpu-live-cgroup "no run cgroup appeared under $cg/corral"
 fi
+touch /run/cpu-ws/stop
 wait "$runner"
 rc=$?
 expect cpu-run-exit "(exit $rc)" test "$rc" = 0
