@@ -86,8 +86,8 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, const RunPl
     ai.credential = agents::credential_mode_for(in.agent_credential.kind);
     ai.home_rel = "home";
     ai.home_in_box = "/home/agent";
-    // Its MCP servers as corral's endpoints on the box's MCP listener
-    // (a stdio server refuses the run before this: check_run_can_start).
+    // Its MCP servers as corral's endpoints on the box's MCP listener, a
+    // stdio one's as a remote one's (its process is in a box of its own).
     for (const auto& [name, server] : plan.gateway.tools.servers) ai.mcp.servers.push_back(name);
     ai.mcp.port = mcp_bridge_port;
     AgentRun out;

@@ -129,6 +129,12 @@ public:
         return true;
     }
 
+    void serve_stdio_servers(std::shared_ptr<StdioServerBoxes> servers) override {
+        if (!mcp_tools_ || servers->empty()) return;
+        stdio_servers_ = servers;
+        mcp_tools_->serve_stdio(std::move(servers), config_.gateway.limits.max_response_bytes);
+    }
+
     json record_fields() const override {
         return {{"mode", "embedded"},
                 {"ledger", gateway_ ? json(config_.gateway.ledger) : json(nullptr)},
@@ -158,7 +164,13 @@ protected:
             return serve_mcp_as(std::move(s), gw, id, tools, roles);
         };
     }
-    void before_loop() override { gateway_->install_secrets(config::load_credential_secrets(config_)); }
+    void before_loop() override {
+        auto secrets = config::load_credential_secrets(config_);
+        // The stdio servers' secret_env comes from the same secrets, read
+        // now: the agent's box exists, no clone of this process follows.
+        if (stdio_servers_) stdio_servers_->use_secrets(secrets);
+        gateway_->install_secrets(std::move(secrets));
+    }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
     // Gives the exchanges a moment to write their ledger lines.
     void drain() override {
@@ -224,6 +236,7 @@ private:
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
     std::shared_ptr<gateway::McpTools> mcp_tools_;  // null: the worker has no MCP servers
+    std::shared_ptr<StdioServerBoxes> stdio_servers_;  // null: none to start
     std::string pin_dir_;                            // its pins store's directory
     std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;
@@ -289,6 +302,10 @@ public:
     // daemon that answers is not the one the run started with (a restarted
     // daemon knows nothing of the run's earlier requests).
     bool journal_decisions(gateway::LedgerMirror) override { return false; }
+    void serve_stdio_servers(std::shared_ptr<StdioServerBoxes> servers) override {
+        // check_run_can_start refused such a run already; this is the backstop.
+        if (!servers->empty()) throw UsageError("the gateway daemon does not start stdio MCP servers");
+    }
 
     json record_fields() const override {
         return {{"mode", "unix:" + socket_},

@@ -33,6 +33,7 @@
 #include "run/refusal_report.hpp"
 #include "run/resolve.hpp"
 #include "run/bridge.hpp"
+#include "run/mcp_servers.hpp"
 #include "supervisor/sandbox.hpp"
 
 namespace boost::asio { class io_context; }
@@ -93,6 +94,11 @@ public:
     // After supervise(): closes the listeners, lets open exchanges finish
     // (bounded), stops the thread, takes the counts. Idempotent.
     void stop();
+
+    // The worker's stdio MCP servers, served through `servers` (their boxes,
+    // launched before the agent's: run/mcp_servers.hpp). After prepare(),
+    // before start(). Throws UsageError where this egress cannot serve them.
+    virtual void serve_stdio_servers(std::shared_ptr<StdioServerBoxes> servers) = 0;
 
     // run.json's "gateway": {mode, ledger, requests, refusals, secrets_reflected,
     // ledger_failure, model}.

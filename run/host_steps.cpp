@@ -65,8 +65,30 @@ public:
     TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) override {
         return find_trust_files(plan, ca_pem);
     }
+    std::shared_ptr<StdioServerBoxes> launch_mcp_servers(const RunPlan& plan, const Tell& tell) override {
+        servers_ = StdioServerBoxes::launch(plan.spec, plan.gateway.tools, tell);
+        return servers_;
+    }
+    // A failed launch tears the servers' boxes down too: the error carries
+    // both teardowns, or becomes one when only the servers' failed.
     BoxFacts launch(SandboxSpec spec, const WhileInitBuilds& at_hook, const Tell& tell) override {
-        box_.emplace(launch_sandbox(std::move(spec), at_hook, tell));
+        try {
+            box_.emplace(launch_sandbox(std::move(spec), at_hook, tell));
+        } catch (SandboxSetupError& e) {
+            if (servers_) {
+                TeardownReport report = e.teardown() ? *e.teardown() : TeardownReport{};
+                merge_teardown(report, servers_->tear_down(), "");
+                e.attach_teardown(std::move(report));
+            }
+            throw;
+        } catch (const std::exception& e) {
+            if (!servers_) throw;
+            TeardownReport report = servers_->tear_down();
+            if (report.steps.empty()) throw;
+            SandboxSetupError failed(SetupStep::wait_for_supervisor, EIO, e.what());
+            failed.attach_teardown(std::move(report));
+            throw failed;
+        }
         return BoxFacts{box_->uid(), box_->gid(), box_->idmapped_binds(), box_->unmapped_binds()};
     }
     SuperviseResult serve(const RunBody& body, int interrupt_fd, const BodyContext& context) override {
@@ -74,9 +96,14 @@ public:
         start_command(*box_);
         return supervise(*box_, OutputSinks{1, 2, interrupt_fd});
     }
-    TeardownReport teardown(CgroupUsage* usage) override { return supervisor::teardown(*box_, usage); }
+    TeardownReport teardown(CgroupUsage* usage) override {
+        TeardownReport report = supervisor::teardown(*box_, usage);
+        if (servers_) merge_teardown(report, servers_->tear_down(), "");
+        return report;
+    }
 
 private:
+    std::shared_ptr<StdioServerBoxes> servers_;   // before box_: torn down after it
     std::optional<Sandbox> box_;
 };
 

@@ -110,11 +110,14 @@ std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::To
                       "MCP yet: run it without --gateway (the run's embedded gateway serves them), or remove the "
                       "worker's [mcp.servers]");
     }
+    // The run starts each stdio server in a box of its own (run/mcp_servers.hpp)
+    // and only its embedded gateway talks to them.
     for (const auto& [name, s] : tools.servers)
-        if (std::holds_alternative<mcp::StdioServer>(s.transport))
+        if (daemon && std::holds_alternative<mcp::StdioServer>(s.transport))
             out.push_back("worker " + worker + ": MCP server " + name + " (" + s.where + ") is a stdio server, and "
-                          "stdio MCP servers are not started yet: only remote Streamable HTTP servers (url = "
-                          "\"https://...\") are served; remove it from the worker's [mcp.servers]");
+                          "the gateway daemon does not serve stdio servers: run it without --gateway (the run's "
+                          "embedded gateway starts it in a box of its own), or remove it from the worker's "
+                          "[mcp.servers]");
     // A budget across the worker's runs needs one keeper for all of them,
     // the daemon, which does not serve MCP yet: never silently unenforced.
     if (!tools.empty() && tools.budgets.per_worker)

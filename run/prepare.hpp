@@ -26,9 +26,9 @@ RunInputs read_run_inputs(const RunRequest& request, std::string run_id, std::st
 void check_run_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan);
 
 // Why a run of `worker` with `tools` could not serve its MCP servers, one
-// sentence each, none when it can: a stdio server (corral does not start
-// them yet), and, relayed to a `corral gateway` daemon (`daemon`), any
-// server (the daemon does not serve MCP yet), and a tool_calls_per_worker
+// sentence each, none when it can: relayed to a `corral gateway` daemon
+// (`daemon`), any server (the daemon does not serve MCP yet) and each stdio
+// server (only a run's embedded gateway starts them), and a tool_calls_per_worker
 // budget (only the daemon could keep it, and it does not serve MCP yet).
 // Fail closed: check_run_can_start
 // refuses the run with the first; `corral validate` warns with each (with

@@ -214,11 +214,14 @@ Run::Next Run::launch() {
     const std::string agent_home = agent_ ? plan.spec.rootfs.home_dir.value_or("") : std::string();
     Egress& egress = *egress_;
     BoxFacts box;
+    const supervisor::Tell tell = [this](const std::string& line) { say(line); };
     try {
+        // The stdio MCP servers' boxes first: every clone before the gateway's threads.
+        if (auto servers = steps_.launch_mcp_servers(plan, tell)) egress.serve_stdio_servers(std::move(servers));
         box = steps_.launch(plan.spec, [&](const supervisor::Sandbox& b) {
             if (!agent_home.empty()) hand_agent_home(agent_home, b.uid(), b.gid());
             egress.start(b);
-        }, [this](const std::string& line) { say(line); });
+        }, tell);
     } catch (const supervisor::SandboxSetupError& e) {
         // A step failed after the clone: launch tore the sandbox down (verified).
         say(e.what());

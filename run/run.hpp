@@ -94,6 +94,11 @@ public:
     virtual std::unique_ptr<Egress> make_egress(const RunPlan& plan) = 0;
     virtual AgentRun prepare_agent(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan) = 0;
     virtual TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) = 0;
+    // The worker's stdio MCP servers' boxes (run/mcp_servers.hpp), before
+    // the agent's: launched and kept by the steps, torn down with the
+    // agent's box (teardown, or a failed launch). Throws
+    // supervisor::SandboxSetupError (with the teardown of what existed).
+    virtual std::shared_ptr<StdioServerBoxes> launch_mcp_servers(const RunPlan& plan, const supervisor::Tell& tell) = 0;
     // clone3 and the init's setup; `at_hook` runs while the init builds the
     // rootfs. Throws supervisor::SandboxSetupError after the clone.
     // `tell`: the launch's lines for the user, as they happen (supervisor::Tell).

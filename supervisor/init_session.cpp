@@ -69,6 +69,8 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     inv.stdout_fd = fds[1];
     inv.stderr_fd = fds[2];
     inv.tty_slave_fd = slave_attached && exec.tty ? fds[3] : -1;
+    // A stdio server's one socket: its stdin as well as its stdout.
+    inv.stdin_fd = exec.stdin_is_stdout ? fds[1] : -1;
     if (wanted != nullptr) *wanted = PtyWanted{exec.tty, exec.rows, exec.cols};
     return 0;
 }

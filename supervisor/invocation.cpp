@@ -81,6 +81,7 @@ std::vector<char> encoded_exec_request(ExecImage& image, const InvocationSpec& s
     image.env = env;
     image.candidates = exec_candidates(spec.argv.front(), env);
     image.tty = spec.terminal.has_value();
+    image.stdin_is_stdout = spec.stdio_socket >= 0;
     image.rows = window.ws_row;
     image.cols = window.ws_col;
     try {
@@ -116,6 +117,7 @@ std::unique_ptr<TerminalRelay> relay_caller_terminal(Fd master, const CallerTerm
 Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
     if (spec.argv.empty()) throw UsageError("missing command");
+    if (spec.terminal && spec.stdio_socket >= 0) throw UsageError("an exec with a terminal has no stdio socket");
     if (spec.cwd.empty())
         spec.cwd = spec.role == Role::agent ? box.spec_.cwd : std::string(kRoleHomesDir) + "/" + std::string(role_name(spec.role));
     Invocation inv;
@@ -141,9 +143,11 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     const std::vector<char> request = encoded_exec_request(image, spec, inv.env_, window);
 
     auto report = make_pipe();
-    auto out = make_pipe();
+    std::pair<Fd, Fd> out;   // none with a stdio socket: the command writes to the socket
+    if (spec.stdio_socket < 0) out = make_pipe();
     auto err = make_pipe();
-    const int fds[kExecRequestFds] = {report.second.get(), out.second.get(), err.second.get()};
+    const int fds[kExecRequestFds] = {report.second.get(), spec.stdio_socket >= 0 ? spec.stdio_socket : out.second.get(),
+                                      err.second.get()};
     ExecReply reply{};
     int answered[2] = {-1, -1};
     int nfds = 0;

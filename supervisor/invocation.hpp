@@ -62,6 +62,12 @@ struct InvocationSpec {
     std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
     std::uint64_t log_limit_bytes = UINT64_MAX;
     std::optional<CallerTerminal> terminal;                  // --tty
+    // A connected stream socket (borrowed: the caller closes its copy after
+    // spawn_invocation) that is the command's stdin and stdout: a stdio MCP
+    // server's one way to the gateway (run/mcp_servers.hpp). Its stdout is
+    // then not the invocation's to read (nor logged); its stderr is.
+    // Not with `terminal`. -1: the usual /dev/null stdin and stdout pipe.
+    int stdio_socket = -1;
 };
 
 // The role's UID and GID in this session's sandbox.
@@ -86,6 +92,9 @@ public:
     int pidfd() const { return pidfd_.get(); }
     const InvocationSpec& spec() const { return spec_; }
     uid_t uid() const { return uid_; }
+    // The read end of the command's stderr, handed over (a stdio server's
+    // log, read by whoever keeps it instead of supervise).
+    Fd take_stderr() { return std::move(stderr_); }
 
 private:
     friend struct SessionChannel;

@@ -31,6 +31,10 @@ inline constexpr std::size_t kMaxExecStrings = 8192;
 inline constexpr int kExecRequestFds = 3;   // report, stdout, stderr (write ends)
 inline constexpr int kExecTtyFds = 4;       // the init to the invocation, with kExecTty: + the pty's slave
 inline constexpr std::uint32_t kExecTty = 1u << 0;   // ExecRequestHeader.flags: the command's 0/1/2 are a pty
+// ExecRequestHeader.flags: the command's stdout fd is a connected stream
+// socket that is its stdin too (a stdio MCP server: one socket to the
+// gateway, run/mcp_servers.hpp). Not with kExecTty.
+inline constexpr std::uint32_t kExecStdinIsStdout = 1u << 1;
 // Where a session's service and verifier live: HOME and the default cwd,
 // made by the init before any exec, root's parent (0755) and each role's own
 // child (0700), so the agent (who can write /tmp itself) can plant nothing there.
@@ -46,7 +50,7 @@ struct ExecRequestHeader {
     std::uint64_t task_limit;
     std::uint64_t open_file_limit;
     std::uint32_t strings_bytes;   // what follows: cwd, argv..., env..., candidates..., each NUL-terminated
-    std::uint32_t flags;           // kExecTty or 0; any other bit refuses the request
+    std::uint32_t flags;           // kExecTty, kExecStdinIsStdout or 0; any other bit (or both) refuses the request
     std::uint16_t rows;            // kExecTty: the pty's window size before the command starts
     std::uint16_t cols;
     std::uint32_t reserved;        // 0
@@ -70,6 +74,7 @@ struct ExecImage {
     std::vector<std::string> candidates;   // execve paths for argv[0], in order
     bool tty = false;                      // kExecTty
     std::uint16_t rows = 0, cols = 0;
+    bool stdin_is_stdout = false;          // kExecStdinIsStdout
 };
 
 // The request's bytes. Throws std::length_error past kMaxExecRequestBytes or
@@ -90,6 +95,7 @@ struct DecodedExec {
     char* const* candidates = nullptr;
     bool tty = false;
     std::uint16_t rows = 0, cols = 0;
+    bool stdin_is_stdout = false;
 };
 
 // Parses `buf` (len bytes, modified in place: nothing), filling `slots`

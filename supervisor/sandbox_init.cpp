@@ -264,7 +264,7 @@ void send_exit_status(const InitContext& ctx, int status) noexcept {
     close(ctx.stdout_fd);
     close(ctx.stderr_fd);
     if (ctx.control_fd >= 0) close(ctx.control_fd);
-    if (ctx.stdin_fd >= 0) close(ctx.stdin_fd);
+    if (ctx.stdin_fd >= 0 && ctx.stdin_fd != ctx.stdout_fd) close(ctx.stdin_fd);  // a stdio server's is its stdout
     if (ctx.tty_slave_fd >= 0) close(ctx.tty_slave_fd);  // the command's alone: its exit is the master's EOF
     // Keep nothing of the host's stdin (1 and 2 are already /dev/null).
     if (int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); null_fd >= 0) {

@@ -8,6 +8,7 @@
 // "FILE:LINE: key '...': ..." line per problem otherwise.
 // With --json: the same findings as one JSON object on stdout (the exit status
 // unchanged): every diagnostic with its Diagnostic fields, every worker.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -279,10 +280,12 @@ void ValidateReport::tools_of(const config::ResolvedWorker& w, json& wj) {
         t.pins.size(), t.log_arguments ? ", log_arguments" : "");
     for (const auto& [name, s] : t.servers) say("    %s\n", mcp_server_text(s).c_str());
     wj["mcp"] = mcp_json(t);
-    // What a run of it would refuse (run::mcp_not_served): a stdio server
-    // always, any server when relayed to the daemon.
+    // What a run of it would refuse (run::mcp_not_served): what any run
+    // would, as is; what only a run relayed to the daemon would, prefixed.
+    const auto any_run = run::mcp_not_served(w.name, t, false);
     auto refused = run::mcp_not_served(w.name, t, true);
-    if (!t.empty()) refused.front() = "corral run --gateway unix:PATH: " + refused.front();
+    for (auto& why : refused)
+        if (std::find(any_run.begin(), any_run.end(), why) == any_run.end()) why = "corral run --gateway unix:PATH: " + why;
     for (const auto& why : refused) {
         say("  warning:    %s\n", why.c_str());
         std::fprintf(stderr, "warning: %s\n", why.c_str());

@@ -313,8 +313,9 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
                      "    search: http https://mcp.example.com/mcp credential=search  [" +
                          d.file("workers/fetch/worker.toml") + ":2]\n"));
     // What a run would refuse is a warning (run::mcp_not_served), the exit status unchanged.
-    CHECK(has(r.out, "  warning:    worker fetch: MCP server files (" + d.file("org.toml") +
-                         ":4) is a stdio server, and stdio MCP servers are not started yet"));
+    CHECK(has(r.out, "  warning:    corral run --gateway unix:PATH: worker fetch: MCP server files (" +
+                         d.file("org.toml") + ":4) is a stdio server, and the gateway daemon does not serve stdio "
+                                              "servers"));
     CHECK(has(r.err, "warning: corral run --gateway unix:PATH: worker fetch has MCP servers (files (" +
                          d.file("org.toml") + ":4), search (" + d.file("workers/fetch/worker.toml") +
                          ":2)) and the gateway daemon does not serve MCP yet"));

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/mcp_e2e/box_run.hpp"
 #include "tests/mcp_e2e/harness.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_pki.hpp"
@@ -34,14 +35,6 @@ namespace corral::test::mcp_e2e {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<json> json_lines(const std::string& text) {
-    std::vector<json> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty()) out.push_back(json::parse(line, nullptr, false));
-    return out;
-}
 
 // What the box runs: the client against the MCP listener, then a marker, and
 // it waits (for the host's scan of the live box) until /workspace/done exists.
@@ -74,59 +67,6 @@ void write_org(const std::string& dir, int port) {
                "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"deny\"\n");
 }
 
-// The box's shell (host pid), found by the marker on its command line.
-pid_t find_box_shell(const std::string& marker) {
-    for (const auto& e : fs::directory_iterator("/proc")) {
-        std::string name = e.path().filename();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string cmdline = read_file(e.path().string() + "/cmdline");
-        if (cmdline.rfind("/bin/sh", 0) == 0 && cmdline.find(marker) != std::string::npos)
-            return static_cast<pid_t>(std::stoi(name));
-    }
-    return -1;
-}
-
-struct BoxRun {
-    std::string out, corral_err, environ_text, scan_hits, run_dir;
-    int exit_code = -1;
-};
-
-// corral run with the box script; at its "== ready" the live box's
-// environment and tree are searched from the host for the secret.
-BoxRun run_box(const std::string& dir, const std::string& secret) {
-    BoxRun b;
-    b.run_dir = dir + "/run";
-    const std::string marker = "marker-" + random_hex(8);
-    const std::string src = source_root();
-    std::vector<std::string> argv = {corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host",
-                                     "--workspace", dir + "/ws", "--run-dir", b.run_dir, "--state-dir", dir + "/runs",
-                                     "--timeout", "120s", "--ro-bind", src + "/node_modules:/opt/mcp/node_modules",
-                                     "--ro-bind", src + "/tests/mcp_e2e:/opt/mcp/client",
-                                     "--", "/bin/sh", "/workspace/box.sh", marker};
-    RunOptions o;
-    o.env["CORRAL_STATE_DIR"] = dir + "/runs";
-    o.stderr_file = dir + "/corral.stderr";
-    Background corral(argv, o);
-    if (corral.wait_for_stdout("== ready\n", std::chrono::seconds(90))) {
-        pid_t pid = find_box_shell(marker);
-        if (pid > 0) {
-            b.environ_text = read_file("/proc/" + std::to_string(pid) + "/environ");
-            auto r = run({"grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
-                          "--exclude-dir=usr", "--exclude-dir=node_modules", "-e", secret,
-                          "/proc/" + std::to_string(pid) + "/root/"},
-                         RunOptions{std::chrono::seconds(120), {}, {}, {}, {}});
-            b.scan_hits = r.exit_code == 1 ? "" : "exit " + std::to_string(r.exit_code) + ": " + r.out + r.err;
-        } else {
-            b.scan_hits = "box shell not found";
-        }
-    }
-    write_file(dir + "/ws/done", "");
-    b.exit_code = corral.wait_exit(std::chrono::seconds(60));
-    b.out = corral.drain_stdout();
-    b.corral_err = read_file(dir + "/corral.stderr");
-    return b;
-}
-
 }  // namespace
 
 TEST_CASE("corral run: a worker's remote MCP server, governed end to end through the box's MCP listener") {
@@ -144,7 +84,7 @@ TEST_CASE("corral run: a worker's remote MCP server, governed end to end through
     ::chmod((dir + "/ws").c_str(), 0777);
     write_file(dir + "/ws/box.sh", kBoxScript, 0755);
 
-    BoxRun b = run_box(dir, secret);
+    BoxRun b = run_box(dir, secret, {});
     INFO("corral's stdout:\n" << b.out << "\ncorral's stderr:\n" << b.corral_err);
     REQUIRE(b.exit_code == 0);
 
@@ -294,15 +234,12 @@ TEST_CASE("corral run: MCP servers a run cannot serve refuse it before anything 
                                  "serve MCP yet") != std::string::npos, r.err);
         CHECK(r.record.value("outcome", "") == "setup_failed");
     }
-    SUBCASE("a stdio server: not started yet") {
+    SUBCASE("a stdio server with --gateway unix:PATH: only a run's embedded gateway starts it") {
         write_file(dir + "/org/workers/w1/worker.toml",
                    read_file(dir + "/org/workers/w1/worker.toml") +
                        "[mcp.servers.files]\ncommand = [\"/usr/bin/node\", \"/opt/fs.js\"]\n");
-        auto r = run_refused(dir, {});
+        auto r = run_refused(dir, {"--gateway", "unix:" + dir + "/no-daemon.sock"});
         CHECK(r.exit_code == 125);
-        CHECK_MESSAGE(r.err.find("worker w1: MCP server files (" + dir + "/org/workers/w1/worker.toml:") !=
-                          std::string::npos, r.err);
-        CHECK(r.err.find(") is a stdio server, and stdio MCP servers are not started yet") != std::string::npos);
         CHECK(r.record.value("outcome", "") == "setup_failed");
     }
 }

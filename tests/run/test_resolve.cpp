@@ -381,22 +381,22 @@ TEST_CASE("MCP: the embedded gateway gets the worker's tools and keeps the crede
     CHECK(none.gateway.credentials.count("mcpcred") == 0);
 }
 
-TEST_CASE("MCP: what a run cannot serve is refused before it starts: a stdio server; any server with --gateway") {
+TEST_CASE("MCP: what a run cannot serve is refused before it starts: any server with --gateway, a stdio one named") {
     const auto remote = mcp_inputs(false).worker->tools;
     const auto both = mcp_inputs(true).worker->tools;
     CHECK(run::mcp_not_served("w", remote, false).empty());
+    CHECK(run::mcp_not_served("w", both, false).empty());   // the run starts its stdio server in a box of its own
     CHECK(run::mcp_not_served("w", mcp::ToolsConfig{}, true).empty());
-    auto stdio = run::mcp_not_served("w", both, false);
-    REQUIRE(stdio.size() == 1);
-    CHECK(stdio[0] == "worker w: MCP server files (org.toml:9) is a stdio server, and stdio MCP servers are not "
-                      "started yet: only remote Streamable HTTP servers (url = \"https://...\") are served; remove it "
-                      "from the worker's [mcp.servers]");
     auto daemon = run::mcp_not_served("w", remote, true);
     REQUIRE(daemon.size() == 1);
     CHECK(daemon[0] == "worker w has MCP servers (search (workers/w/worker.toml:3)) and the gateway daemon does not "
                        "serve MCP yet: run it without --gateway (the run's embedded gateway serves them), or remove "
                        "the worker's [mcp.servers]");
-    CHECK(run::mcp_not_served("w", both, true).size() == 2);
+    auto stdio = run::mcp_not_served("w", both, true);
+    REQUIRE(stdio.size() == 2);
+    CHECK(stdio[1] == "worker w: MCP server files (org.toml:9) is a stdio server, and the gateway daemon does not "
+                      "serve stdio servers: run it without --gateway (the run's embedded gateway starts it in a box "
+                      "of its own), or remove it from the worker's [mcp.servers]");
 }
 
 TEST_CASE("MCP: tool_calls_per_worker is refused in a run, never silently unenforced") {

@@ -35,6 +35,7 @@ class IdleEgress final : public run::Egress {
 public:
     std::string prepare() override { return ""; }
     bool journal_decisions(gateway::LedgerMirror) override { return true; }
+    void serve_stdio_servers(std::shared_ptr<run::StdioServerBoxes>) override {}
     nlohmann::json record_fields() const override { return {{"mode", "scripted"}}; }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return std::nullopt; }
 
@@ -58,6 +59,7 @@ struct Script {
     std::function<void()> check_can_start;  // throws to refuse the run
     std::function<void()> find_trust;       // throws to refuse the run once its egress exists
     std::function<void()> launch;           // throws to fail the launch
+    std::function<void()> launch_mcp_servers;   // throws to fail the stdio servers' launch
     std::vector<std::string> launch_notes;  // what the launch had to tell the user
     std::function<void()> body_throws;
     supervisor::SuperviseResult result;
@@ -107,6 +109,10 @@ public:
     run::TrustFiles find_trust(const run::RunPlan&, const std::string&) override {
         if (script_.find_trust) script_.find_trust();
         return scripted_trust();
+    }
+    std::shared_ptr<run::StdioServerBoxes> launch_mcp_servers(const run::RunPlan&, const supervisor::Tell&) override {
+        if (script_.launch_mcp_servers) script_.launch_mcp_servers();
+        return nullptr;
     }
     run::BoxFacts launch(supervisor::SandboxSpec spec, const supervisor::WhileInitBuilds&,
                          const supervisor::Tell& tell) override {
@@ -341,6 +347,27 @@ TEST_CASE("a launch that fails before the clone is 125; after it, an unclean tea
         CHECK(o.record.outcome == Outcome::teardown_failed);
         CHECK(has_message(o.record, "teardown failed: cgroup not empty: 1 process"));
     }
+}
+
+TEST_CASE("stdio MCP servers' boxes that fail to launch end the run before the agent's box: 126 when unclean") {
+    PhaseRun p;
+    p.script.launch_mcp_servers = [] {
+        supervisor::SandboxSetupError e(supervisor::SetupStep{}, EPERM, "MCP server files's box: setup step mount_proc failed");
+        supervisor::TeardownReport report;
+        run::merge_teardown(report, supervisor::TeardownReport{{{"cgroup_empty", false, "1 process"}}, {"cgroup not empty: 1 process"}, {}},
+                            "files");
+        e.attach_teardown(report);
+        throw e;
+    };
+    auto o = p.go();
+    CHECK(o.status == run::kExitTeardown);
+    CHECK(o.record.outcome == Outcome::teardown_failed);
+    CHECK(has_message(o.record, "MCP server files's box: setup step mount_proc failed"));
+    CHECK(has_message(o.record, "teardown failed: mcp files: cgroup not empty: 1 process"));
+    REQUIRE(o.record.teardown.steps.size() == 1);
+    CHECK(o.record.teardown.steps[0].step == "mcp files: cgroup_empty");
+    CHECK(!p.steps.launched_spec);
+    CHECK(!p.steps.served);
 }
 
 TEST_CASE("a body that fails is 125 and the box is still torn down; an unclean teardown outranks any end") {

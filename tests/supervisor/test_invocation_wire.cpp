@@ -68,6 +68,20 @@ TEST_CASE("a terminal request carries its flag and window size; a plain one has 
     CHECK(d.cols == 132);
 }
 
+TEST_CASE("a stdio server's request carries the flag that makes its stdout socket its stdin too") {
+    auto s = slots(kMaxExecStrings);
+    DecodedExec d;
+    ExecImage im = sample();
+    auto plain = encode_exec_request(im);
+    REQUIRE(decode_exec_request(plain.data(), plain.size(), s.data(), s.size(), d) == 0);
+    CHECK_FALSE(d.stdin_is_stdout);
+    im.stdin_is_stdout = true;
+    auto stdio = encode_exec_request(im);
+    REQUIRE(decode_exec_request(stdio.data(), stdio.size(), s.data(), s.size(), d) == 0);
+    CHECK(d.stdin_is_stdout);
+    CHECK_FALSE(d.tty);
+}
+
 TEST_CASE("the init refuses a malformed, truncated, oversized or root request") {
     std::vector<char> good = encode_exec_request(sample());
     auto s = slots(kMaxExecStrings);
@@ -125,6 +139,17 @@ TEST_CASE("the init refuses a malformed, truncated, oversized or root request") 
         CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
         h.flags = 0;
         h.reserved = 1;
+        std::memcpy(good.data(), &h, sizeof h);
+        CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
+    }
+    SUBCASE("a stdio socket with a terminal: refused when encoded and when decoded") {
+        ExecImage im = sample();
+        im.tty = true;
+        im.stdin_is_stdout = true;
+        CHECK_THROWS_AS(encode_exec_request(im), std::invalid_argument);
+        ExecRequestHeader h{};
+        std::memcpy(&h, good.data(), sizeof h);
+        h.flags = kExecTty | kExecStdinIsStdout;
         std::memcpy(good.data(), &h, sizeof h);
         CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
     }

@@ -1,0 +1,272 @@
+// run/mcp_servers.cpp — the stdio MCP servers' boxes (run/mcp_servers.hpp):
+// launched before the agent's, each server started on the gateway's first
+// message to it, stopped and torn down after the gateway.
+#include "run/mcp_servers.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <variant>
+
+#include "base/sys_error.hpp"
+#include "gateway/secret_scrubber.hpp"
+#include "supervisor/init_channel.hpp"
+#include "supervisor/invocation.hpp"
+#include "supervisor/threads.hpp"
+
+namespace corral::run {
+
+using namespace std::chrono_literals;
+using supervisor::SandboxSpec;
+
+struct StdioServerBoxes::Box {
+    std::string name;
+    std::optional<supervisor::Sandbox> box;
+    std::string log_path;                          // RUN_DIR/mcp-NAME.stderr.log
+    std::optional<supervisor::Invocation> server;  // its command, once started
+    std::thread log_thread;                        // its stderr into log_path
+};
+
+namespace {
+
+// Whether launch_sandbox may clone now: a box's launch or teardown can
+// leave a thread that the kernel still lists for a moment after its join.
+void wait_single_threaded() {
+    for (int i = 0; i < 1000 && supervisor::count_threads() != 1; ++i) std::this_thread::sleep_for(100us);
+}
+
+// Writes all of `bytes` (best effort: a log that cannot be written is a log lost, not a run lost).
+void write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        ssize_t n = write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
+
+// The server's stderr to its log until EOF: scrubbed, then cut at kServerLogLimit.
+void keep_log(Fd from, const std::string& path, std::shared_ptr<const gateway::ScrubPatterns> patterns) {
+    Fd log(open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    gateway::SecretScrubber scrubber(std::move(patterns));
+    std::uint64_t kept = 0, dropped = 0;
+    auto put = [&](const std::string& text) {
+        const std::uint64_t room = kept < kServerLogLimit ? kServerLogLimit - kept : 0;
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(room, text.size()));
+        if (log.valid() && n > 0) write_all(log.get(), std::string_view(text).substr(0, n));
+        kept += n;
+        dropped += text.size() - n;
+    };
+    char buf[16384];
+    std::string out;
+    for (;;) {
+        ssize_t n = read(from.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        out.clear();
+        scrubber.feed(std::string_view(buf, static_cast<std::size_t>(n)), out);
+        put(out);
+    }
+    out.clear();
+    scrubber.finish(out);
+    put(out);
+    if (dropped > 0 && log.valid())
+        write_all(log.get(), "\n[corral: " + std::to_string(dropped) + " more bytes of stderr not kept (the log keeps " +
+                                 std::to_string(kServerLogLimit) + ")]\n");
+}
+
+// Ends a started server: SIGKILL to its reaper (its PID namespace dies with
+// it), waited for, its log kept to the end.
+void stop_server(StdioServerBoxes::Box& b);
+
+}  // namespace
+
+SandboxSpec server_box_spec(const SandboxSpec& agent, const std::string& name, std::size_t index,
+                            const mcp::StdioServer& server) {
+    (void)name;
+    SandboxSpec s;
+    s.run_id = agent.run_id + "-mcp-" + std::to_string(index + 1);
+    s.run_dir = agent.run_dir;
+    s.scratch_root = agent.scratch_root;
+    s.lock_dir = agent.lock_dir;
+    s.rootfs.source = agent.rootfs.source;
+    s.rootfs.image_layers = agent.rootfs.image_layers;
+    s.rootfs.image_working_dir = agent.rootfs.image_working_dir;
+    s.rootfs.protected_dirs = agent.rootfs.protected_dirs;
+    s.rootfs.tmp_size_bytes = agent.rootfs.tmp_size_bytes;
+    s.rootfs.scratch_size_bytes = agent.rootfs.scratch_size_bytes;
+    s.rootfs.shm_size_bytes = agent.rootfs.shm_size_bytes;
+    // What the operator shows every box of the run read-only (node_modules,
+    // a tool's install): never what the agent may write.
+    for (const auto& bind : agent.rootfs.binds)
+        if (bind.read_only) s.rootfs.binds.push_back(bind);
+    s.image_env = agent.image_env;
+    s.hostname = agent.hostname;
+    s.limits = agent.limits;
+    s.uid_range = agent.uid_range;
+    s.open_files = agent.open_files;
+    s.seccomp_rules = agent.seccomp_rules;
+    s.cwd = server.cwd.empty() ? "/" : server.cwd;
+    s.session = true;   // its command is started later, with its secrets
+    return s;
+}
+
+std::vector<std::pair<std::string, std::string>> server_environment(const mcp::StdioServer& server,
+                                                                    const std::map<std::string, std::string>& secrets) {
+    std::vector<std::pair<std::string, std::string>> env(server.env.begin(), server.env.end());
+    for (const auto& [variable, credential] : server.secret_env) {
+        auto it = secrets.find(credential);
+        if (it == secrets.end())
+            throw std::runtime_error("its secret_env " + variable + " names [credentials." + credential +
+                                     "], whose secret the run does not hold");
+        env.emplace_back(variable, it->second);
+    }
+    return env;
+}
+
+void merge_teardown(supervisor::TeardownReport& into, const supervisor::TeardownReport& part, const std::string& name) {
+    const std::string prefix = name.empty() ? "" : "mcp " + name + ": ";
+    for (auto step : part.steps) {
+        step.step = prefix + step.step;
+        into.steps.push_back(std::move(step));
+    }
+    for (const auto& p : part.problems) into.problems.push_back(prefix + p);
+    for (const auto& n : part.notes) into.notes.push_back(prefix + n);
+}
+
+std::shared_ptr<StdioServerBoxes> StdioServerBoxes::launch(const SandboxSpec& agent, const mcp::ToolsConfig& tools,
+                                                           const supervisor::Tell& tell) {
+    std::shared_ptr<StdioServerBoxes> out(new StdioServerBoxes());
+    std::size_t index = 0;
+    for (const auto& [name, server] : tools.servers) {
+        const auto* stdio = std::get_if<mcp::StdioServer>(&server.transport);
+        if (stdio == nullptr) continue;
+        auto b = std::make_unique<Box>();
+        b->name = name;
+        b->log_path = agent.run_dir + "/mcp-" + name + ".stderr.log";
+        // Its launch's lines name the box they are about.
+        const supervisor::Tell named_tell = [&tell, &name](const std::string& line) {
+            if (!tell) return;
+            const bool warning = line.rfind("warning: ", 0) == 0;
+            tell(std::string(warning ? "warning: " : "") + "MCP server " + name + "'s box: " + line.substr(warning ? 9 : 0));
+        };
+        try {
+            wait_single_threaded();
+            b->box.emplace(supervisor::launch_sandbox(server_box_spec(agent, name, index++, *stdio), {}, named_tell));
+        } catch (const supervisor::SandboxSetupError& e) {
+            supervisor::SandboxSetupError named(e.step(), e.error(), "MCP server " + name + "'s box: " + e.what());
+            supervisor::TeardownReport report;
+            if (e.teardown()) merge_teardown(report, *e.teardown(), name);
+            merge_teardown(report, out->tear_down(), "");
+            named.attach_teardown(std::move(report));
+            throw named;
+        } catch (const std::exception& e) {
+            // Failed before the clone (nothing of this box exists); the
+            // boxes launched before it are torn down, and must be clean.
+            supervisor::SandboxSetupError named(supervisor::SetupStep::wait_for_supervisor, EIO,
+                                                "MCP server " + name + "'s box: " + e.what());
+            named.attach_teardown(out->tear_down());
+            throw named;
+        }
+        out->boxes_.push_back(std::move(b));
+    }
+    wait_single_threaded();
+    return out;
+}
+
+StdioServerBoxes::~StdioServerBoxes() {
+    if (!torn_down_) tear_down();
+}
+
+std::vector<uid_t> StdioServerBoxes::uids() const {
+    std::vector<uid_t> out;
+    for (const auto& b : boxes_) out.push_back(b->box->uid());
+    return out;
+}
+
+void StdioServerBoxes::use_secrets(const std::map<std::string, std::string>& secrets) {
+    std::lock_guard lock(mutex_);
+    secrets_ = secrets;
+}
+
+StdioServerBoxes::Box* StdioServerBoxes::find(const std::string& name) {
+    for (auto& b : boxes_)
+        if (b->name == name) return b.get();
+    return nullptr;
+}
+
+gateway::StdioProcess StdioServerBoxes::start(const std::string& name, const mcp::StdioServer& server) {
+    std::lock_guard lock(mutex_);
+    Box* b = find(name);
+    if (b == nullptr || torn_down_) throw std::runtime_error("the run has no box for it");
+    if (b->server) stop_server(*b);  // it exited: its box starts it again
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        throw SysError("socketpair(AF_UNIX, SOCK_STREAM)", "a stdio MCP server's socket", errno);
+    Fd ours(pair[0]), theirs(pair[1]);
+    supervisor::InvocationSpec spec;
+    spec.role = supervisor::Role::agent;   // the box's own UID; it has no other user
+    spec.argv = server.argv;
+    spec.env = server_environment(server, secrets_);
+    spec.cwd = server.cwd.empty() ? "/" : server.cwd;
+    spec.stdio_socket = theirs.get();
+    b->server.emplace(supervisor::spawn_invocation(*b->box, std::move(spec)));
+    theirs.reset();
+    std::vector<std::string> secret_values;
+    for (const auto& [credential, secret] : secrets_) secret_values.push_back(secret);
+    auto patterns = std::make_shared<const gateway::ScrubPatterns>(secret_values);
+    b->log_thread = std::thread(keep_log, b->server->take_stderr(), b->log_path, std::move(patterns));
+    Fd to_server(fcntl(ours.get(), F_DUPFD_CLOEXEC, 3));
+    if (!to_server.valid()) {
+        stop_server(*b);
+        throw SysError("fcntl(F_DUPFD_CLOEXEC)", "a stdio MCP server's socket", errno);
+    }
+    gateway::StdioProcess process;
+    process.to_server = std::move(to_server);
+    process.from_server = std::move(ours);
+    process.stop = [this, b] {
+        std::lock_guard stop_lock(mutex_);
+        stop_server(*b);
+    };
+    return process;
+}
+
+supervisor::TeardownReport StdioServerBoxes::tear_down() {
+    std::lock_guard lock(mutex_);
+    supervisor::TeardownReport report;
+    for (auto& b : boxes_) {
+        stop_server(*b);
+        if (b->box && !torn_down_) merge_teardown(report, supervisor::teardown(*b->box), b->name);
+    }
+    // The Box objects stay: a channel's stop, later, finds its server gone.
+    torn_down_ = true;
+    return report;
+}
+
+namespace {
+
+void stop_server(StdioServerBoxes::Box& b) {
+    if (b.server) {
+        const int pidfd = b.server->pidfd();
+        if (pidfd >= 0 && !supervisor::pidfd_exited(pidfd)) {
+            supervisor::signal_through_pidfd(pidfd, SIGKILL);
+            pollfd p{pidfd, POLLIN, 0};
+            while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
+            }
+        }
+        b.server.reset();
+    }
+    if (b.log_thread.joinable()) b.log_thread.join();
+}
+
+}  // namespace
+
+}  // namespace corral::run

@@ -1,0 +1,37 @@
+// tests/mcp_e2e/box_run.hpp — one `corral run` of a test worker whose box
+// runs the SDK client (client.mjs) against the box's MCP listener, searched
+// from the host while it is alive. Shared by the run tests of the remote and
+// the stdio servers (test_corral_run.cpp, test_stdio_run.cpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace corral::test::mcp_e2e {
+
+// Each non-empty line of `text` parsed (a line that is not JSON: discarded value).
+std::vector<nlohmann::json> json_lines(const std::string& text);
+
+// The box's shell (host pid), found by the marker on its command line; -1 if none.
+pid_t find_box_shell(const std::string& marker);
+
+struct BoxRun {
+    std::string out, corral_err, environ_text, scan_hits, run_dir;
+    std::string marker;   // on the box shell's command line
+    int exit_code = -1;
+};
+
+// corral run of worker w1 of DIR/org with DIR/ws/box.sh (node_modules and
+// this folder bound read-only at /opt/mcp); at its "== ready" the live
+// box's environment and tree are searched from the host for `secret`, then
+// `at_ready(box shell's pid, run)` looks at whatever else it needs, then
+// DIR/ws/done lets the box end.
+BoxRun run_box(const std::string& dir, const std::string& secret,
+               const std::function<void(pid_t shell, BoxRun& run)>& at_ready);
+
+}  // namespace corral::test::mcp_e2e
