@@ -138,7 +138,9 @@ json entry_json(const run::RunEntry& e) {
             {"uptime_ms", uptime_ms(e) ? json(*uptime_ms(e)) : json(nullptr)},
             {"argv", rec.value("argv", json::array())},
             {"status", rec.value("status", json(nullptr))},
-            {"outcome", rec.value("outcome", json(nullptr))}};
+            {"outcome", rec.value("outcome", json(nullptr))},
+            // run.json's tool-call counts (null: no MCP servers), as of its last write.
+            {"tools", rec.value("tools", json(nullptr))}};
 }
 
 bool is_live(const std::string& state) { return state == "running" || state == "starting"; }

@@ -32,7 +32,8 @@ pid_t find_box_shell(const std::string& marker) {
 }
 
 BoxRun run_box(const std::string& dir, const std::string& secret,
-               const std::function<void(pid_t shell, BoxRun& run)>& at_ready) {
+               const std::function<void(pid_t shell, BoxRun& run)>& at_ready,
+               const std::vector<std::string>& extra_options) {
     BoxRun b;
     b.run_dir = dir + "/run";
     b.marker = "marker-" + random_hex(8);
@@ -41,8 +42,9 @@ BoxRun run_box(const std::string& dir, const std::string& secret,
     std::vector<std::string> argv = {corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host",
                                      "--workspace", dir + "/ws", "--run-dir", b.run_dir, "--state-dir", dir + "/runs",
                                      "--timeout", "120s", "--ro-bind", src + "/node_modules:/opt/mcp/node_modules",
-                                     "--ro-bind", src + "/tests/mcp_e2e:/opt/mcp/client",
-                                     "--", "/bin/sh", "/workspace/box.sh", marker};
+                                     "--ro-bind", src + "/tests/mcp_e2e:/opt/mcp/client"};
+    argv.insert(argv.end(), extra_options.begin(), extra_options.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "/workspace/box.sh", marker});
     RunOptions o;
     o.env["CORRAL_STATE_DIR"] = dir + "/runs";
     o.stderr_file = dir + "/corral.stderr";

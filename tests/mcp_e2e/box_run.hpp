@@ -30,8 +30,9 @@ struct BoxRun {
 // this folder bound read-only at /opt/mcp); at its "== ready" the live
 // box's environment and tree are searched from the host for `secret`, then
 // `at_ready(box shell's pid, run)` looks at whatever else it needs, then
-// DIR/ws/done lets the box end.
+// DIR/ws/done lets the box end. `extra_options` go to corral run before "--".
 BoxRun run_box(const std::string& dir, const std::string& secret,
-               const std::function<void(pid_t shell, BoxRun& run)>& at_ready);
+               const std::function<void(pid_t shell, BoxRun& run)>& at_ready,
+               const std::vector<std::string>& extra_options = {});
 
 }  // namespace corral::test::mcp_e2e

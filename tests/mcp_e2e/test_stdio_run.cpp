@@ -202,10 +202,69 @@ TEST_CASE("corral run: a stdio MCP server in a box of its own, its secret out of
     }
     CHECK(server_steps >= 2 * 8);   // every step of both boxes' teardowns
     CHECK(fs::exists(b.run_dir + "/mcp-local.stderr.log"));
+    // `corral ps -a --json` carries the same counts.
+    auto ps = run({corral_bin(), "ps", "-a", "--json", "--state-dir", dir + "/runs"});
+    json listed_runs = json::parse(ps.out, nullptr, false);
+    REQUIRE_MESSAGE(listed_runs.is_array(), ps.out << ps.err);
+    REQUIRE(listed_runs.size() == 1);
+    CHECK(listed_runs[0]["tools"] == record["tools"]);
     auto r = run({"grep", "-rlsF", "-e", secret, b.run_dir});
     CHECK_MESSAGE(r.exit_code == 1, "the secret is in the run dir: " << r.out);
     // Nothing of the server's box is left: its process is gone.
     CHECK_FALSE(fs::exists("/proc/" + std::to_string(seen.server) + "/root" + calls_file));
+}
+
+namespace {
+
+const char* kFilesystemBoxScript = R"SH(#!/bin/sh
+echo "== client"
+node /opt/mcp/client/client.mjs --url http://127.0.0.1:3129/mcp/fs --list \
+  --call read_text_file '{"path":"/data/hello.txt"}' \
+  --call read_text_file '{"path":"/data/../etc/passwd"}' \
+  --call write_file '{"path":"/data/new.txt","content":"x"}'
+echo "exit=$?"
+echo "== ready"
+while [ ! -e /workspace/done ]; do sleep 0.1; done
+echo "== end"
+)SH";
+
+}  // namespace
+
+TEST_CASE("corral run: server-filesystem (npm) as a stdio server in its box, reads under its root and nothing else") {
+    TempDir t("corral-mcp-stdio-fs");
+    const std::string& dir = t.path;
+    ::chmod(dir.c_str(), 0711);
+    fs::create_directories(dir + "/data");
+    ::chmod((dir + "/data").c_str(), 0755);
+    write_file(dir + "/data/hello.txt", "hello from the data dir\n", 0644);
+    fs::create_directories(dir + "/org/workers/w1");
+    write_file(dir + "/org/org.toml", "[engine]\nagent = \"claude\"\n[gateway]\nstate_dir = \"" + dir + "/gwstate\"\n");
+    write_file(dir + "/org/workers/w1/worker.toml",
+               "agent = \"none\"\n"
+               "[mcp.servers.fs]\n"
+               "command = [\"/usr/bin/node\", \"/opt/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/"
+               "index.js\", \"/data\"]\n"
+               "[[mcp.rules]]\nserver = \"fs\"\ntool = \"read_text_file\"\naction = \"allow\"\n"
+               "when = [ { pointer = \"/path\", path_under = \"/data\" } ]\n");
+    fs::create_directories(dir + "/ws");
+    ::chmod((dir + "/ws").c_str(), 0777);
+    write_file(dir + "/ws/box.sh", kFilesystemBoxScript, 0755);
+
+    BoxRun b = run_box(dir, "no-secret-in-this-run", {}, {"--ro-bind", dir + "/data:/data"});
+    INFO("corral's stdout:\n" << b.out << "\ncorral's stderr:\n" << b.corral_err);
+    REQUIRE(b.exit_code == 0);
+    std::vector<json> steps;
+    for (const auto& j : json_lines(b.out))
+        if (j.is_object() && j.contains("step")) steps.push_back(j);
+    REQUIRE(steps.size() == 4);
+    std::vector<std::string> listed;
+    for (const auto& tool : steps[0].value("tools", json::array())) listed.push_back(tool.value("name", ""));
+    CHECK(listed == std::vector<std::string>{"read_text_file"});   // of server-filesystem's 14 or so
+    CHECK_MESSAGE(steps[1].dump().find("hello from the data dir") != std::string::npos, steps[1].dump());
+    CHECK(steps[2]["error"]["code"] == -32001);
+    CHECK(steps[2]["error"]["message"].get<std::string>().find("refused by corral") != std::string::npos);
+    CHECK(steps[3]["error"]["code"] == -32001);
+    CHECK_FALSE(fs::exists(dir + "/data/new.txt"));
 }
 
 }  // namespace corral::test::mcp_e2e
