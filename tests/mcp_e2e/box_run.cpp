@@ -20,6 +20,13 @@ std::vector<json> json_lines(const std::string& text) {
     return out;
 }
 
+std::vector<json> client_steps(const std::string& text) {
+    std::vector<json> out;
+    for (auto& j : json_lines(text))
+        if (j.is_object() && j.contains("step")) out.push_back(std::move(j));
+    return out;
+}
+
 pid_t find_box_shell(const std::string& marker) {
     for (const auto& e : fs::directory_iterator("/proc")) {
         std::string name = e.path().filename();

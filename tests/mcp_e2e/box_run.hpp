@@ -17,6 +17,9 @@ namespace corral::test::mcp_e2e {
 // Each non-empty line of `text` parsed (a line that is not JSON: discarded value).
 std::vector<nlohmann::json> json_lines(const std::string& text);
 
+// The {"step": ...} lines client.mjs printed in `text`, in order.
+std::vector<nlohmann::json> client_steps(const std::string& text);
+
 // The box's shell (host pid), found by the marker on its command line; -1 if none.
 pid_t find_box_shell(const std::string& marker);
 

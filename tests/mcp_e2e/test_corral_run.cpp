@@ -89,9 +89,7 @@ TEST_CASE("corral run: a worker's remote MCP server, governed end to end through
     REQUIRE(b.exit_code == 0);
 
     // The client's steps, as the box saw them.
-    std::vector<json> steps;
-    for (const auto& j : json_lines(b.out))
-        if (j.is_object() && j.contains("step")) steps.push_back(j);
+    const std::vector<json> steps = client_steps(b.out);
     REQUIRE(steps.size() == 3);
     std::vector<std::string> listed;
     for (const auto& tool : steps[0].value("tools", json::array())) listed.push_back(tool.value("name", ""));

@@ -139,9 +139,7 @@ TEST_CASE("corral run: a stdio MCP server in a box of its own, its secret out of
     // The client's steps: only the allowed tool listed, its answer scrubbed,
     // the denied call refused with corral's sentence.
     const std::string local_out = b.out.substr(0, b.out.find("== broken"));
-    std::vector<json> steps;
-    for (const auto& j : json_lines(local_out))
-        if (j.is_object() && j.contains("step")) steps.push_back(j);
+    const std::vector<json> steps = client_steps(local_out);
     REQUIRE(steps.size() == 3);
     std::vector<std::string> listed;
     for (const auto& tool : steps[0].value("tools", json::array())) listed.push_back(tool.value("name", ""));
@@ -253,9 +251,7 @@ TEST_CASE("corral run: server-filesystem (npm) as a stdio server in its box, rea
     BoxRun b = run_box(dir, "no-secret-in-this-run", {}, {"--ro-bind", dir + "/data:/data"});
     INFO("corral's stdout:\n" << b.out << "\ncorral's stderr:\n" << b.corral_err);
     REQUIRE(b.exit_code == 0);
-    std::vector<json> steps;
-    for (const auto& j : json_lines(b.out))
-        if (j.is_object() && j.contains("step")) steps.push_back(j);
+    const std::vector<json> steps = client_steps(b.out);
     REQUIRE(steps.size() == 4);
     std::vector<std::string> listed;
     for (const auto& tool : steps[0].value("tools", json::array())) listed.push_back(tool.value("name", ""));
