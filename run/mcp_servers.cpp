@@ -89,9 +89,7 @@ void stop_server(StdioServerBoxes::Box& b);
 
 }  // namespace
 
-SandboxSpec server_box_spec(const SandboxSpec& agent, const std::string& name, std::size_t index,
-                            const mcp::StdioServer& server) {
-    (void)name;
+SandboxSpec server_box_spec(const SandboxSpec& agent, std::size_t index, const mcp::StdioServer& server) {
     SandboxSpec s;
     s.run_id = agent.run_id + "-mcp-" + std::to_string(index + 1);
     s.run_dir = agent.run_dir;
@@ -153,14 +151,16 @@ std::shared_ptr<StdioServerBoxes> StdioServerBoxes::launch(const SandboxSpec& ag
         b->name = name;
         b->log_path = agent.run_dir + "/mcp-" + name + ".stderr.log";
         // Its launch's lines name the box they are about.
-        const supervisor::Tell named_tell = [&tell, &name](const std::string& line) {
+        const std::string& box_name = name;   // clang 14 cannot capture a structured binding
+        const supervisor::Tell named_tell = [&tell, &box_name](const std::string& line) {
             if (!tell) return;
             const bool warning = line.rfind("warning: ", 0) == 0;
-            tell(std::string(warning ? "warning: " : "") + "MCP server " + name + "'s box: " + line.substr(warning ? 9 : 0));
+            tell(std::string(warning ? "warning: " : "") + "MCP server " + box_name + "'s box: " +
+                 line.substr(warning ? 9 : 0));
         };
         try {
             wait_single_threaded();
-            b->box.emplace(supervisor::launch_sandbox(server_box_spec(agent, name, index++, *stdio), {}, named_tell));
+            b->box.emplace(supervisor::launch_sandbox(server_box_spec(agent, index++, *stdio), {}, named_tell));
         } catch (const supervisor::SandboxSetupError& e) {
             supervisor::SandboxSetupError named(e.step(), e.error(), "MCP server " + name + "'s box: " + e.what());
             supervisor::TeardownReport report;

@@ -34,11 +34,11 @@ namespace corral::run {
 // What a server's stderr log keeps at most; the rest is counted, not kept.
 inline constexpr std::uint64_t kServerLogLimit = 1u << 20;
 
-// The box of the stdio server `name` (the index-th of the run's): the
+// The box of a stdio server (the index-th of the run's): the
 // agent's rootfs source, limits, seccomp and --ro-binds, none of its
 // workspace, home, extra files, environment or read-write binds.
-supervisor::SandboxSpec server_box_spec(const supervisor::SandboxSpec& agent, const std::string& name,
-                                        std::size_t index, const mcp::StdioServer& server);
+supervisor::SandboxSpec server_box_spec(const supervisor::SandboxSpec& agent, std::size_t index,
+                                        const mcp::StdioServer& server);
 
 // The environment a server starts with: its `env`, then each `secret_env`
 // variable with the secret of the credential it names. Throws
