@@ -10,6 +10,11 @@
 //   3. echo {"text": "forbidden"}: the same tool, refused by the constraint,
 //      never reaches the server; the CLI hands corral's sentence back to the
 //      model.
+// The same with the server as a stdio server corral starts in a box of its
+// own (test_server.mjs --stdio, its secret in its environment from
+// secret_env): the first call is echo_env of that variable instead, and the
+// server writes each call it gets to its stderr, which corral keeps in
+// RUN_DIR/mcp-tools.stderr.log.
 // Checked: the model saw only the tools the policy may allow (of the server's
 // eight), every call's effect at the server, what the CLI handed back to the
 // model, the CLI finished, the secret is nowhere the box could see it, and
@@ -19,6 +24,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -39,30 +45,39 @@ using ::corral::agents::AgentKind;
 
 namespace {
 
+enum class Transport { http, stdio };
+
 // The primary organisation with one more credential and, on the worker, the
-// test server and its rules.
-std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::string& dir, int port) {
+// test server (remote over TLS, or stdio in its own box) and its rules.
+std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::string& dir, int port, Transport t) {
     const std::string org = dir + "/org";
     fs::copy(org_dir(w, Org::primary), org, fs::copy_options::recursive);
     test::write_file(org + "/org.toml", test::read_file(org + "/org.toml") +
                                             "\n[credentials.mcpkey]\nkind = \"oauth_token\"\nfile = \"" + dir +
                                             "/mcp.secret\"\n");
     const std::string worker = org + "/workers/" + spec.name + "/worker.toml";
-    test::write_file(worker, test::read_file(worker) +
-                                 "\n[mcp.servers.tools]\n"
-                                 "url = \"https://mcp.test.invalid/mcp\"\n"
-                                 "credential = \"mcpkey\"\n"
-                                 "connect_to = \"127.0.0.1:" + std::to_string(port) + "\"\n"
-                                 "upstream_ca_file = \"" + dir + "/ca.crt\"\n"
-                                 "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo_header\"\naction = \"allow\"\n"
+    const std::string server =
+        t == Transport::http
+            ? "url = \"https://mcp.test.invalid/mcp\"\n"
+              "credential = \"mcpkey\"\n"
+              "connect_to = \"127.0.0.1:" + std::to_string(port) + "\"\n"
+              "upstream_ca_file = \"" + dir + "/ca.crt\"\n"
+            : "command = [\"/usr/bin/node\", \"/opt/mcp/client/test_server.mjs\", \"--stdio\", \"--calls-file\", "
+              "\"-\"]\n"
+              "secret_env = { CORRAL_MCP_TEST_SECRET = \"mcpkey\" }\n";
+    const std::string first_tool = t == Transport::http ? "echo_header" : "echo_env";
+    test::write_file(worker, test::read_file(worker) + "\n[mcp.servers.tools]\n" + server +
+                                 "[[mcp.rules]]\nserver = \"tools\"\ntool = \"" + first_tool + "\"\naction = \"allow\"\n"
                                  "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"allow\"\n"
                                  "when = [ { pointer = \"/text\", glob = \"ok*\" } ]\n");
     return org;
 }
 
-void script_tool_calls(const World& w) {
+void script_tool_calls(const World& w, Transport t) {
+    const json first = t == Transport::http ? json{{"tool", "echo_header"}, {"arguments", {{"name", "authorization"}}}}
+                                            : json{{"tool", "echo_env"}, {"arguments", {{"name", "CORRAL_MCP_TEST_SECRET"}}}};
     json script = {{"calls",
-                    {{{"tool", "echo_header"}, {"arguments", {{"name", "authorization"}}}},
+                    {first,
                      {{"tool", "echo"}, {"arguments", {{"text", "ok, through"}}}},
                      {{"tool", "echo"}, {"arguments", {{"text", "forbidden"}}}}}}};
     auto r = test::run({"curl", "-sS", "--max-time", "10", "-X", "POST", "--data-binary", script.dump(),
@@ -84,32 +99,43 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-void mcp_layer(const WorkerSpec& spec) {
+void mcp_layer(const WorkerSpec& spec, Transport transport) {
     // The same npm install brings the SDK as the agents' `ws`: missing, it is a failure here.
     const std::string missing = test::mcp_e2e::missing_prerequisite();
     REQUIRE_MESSAGE(missing.empty(), missing);
     auto& w = world();
-    const std::string dir = w.dir + "/mcp-" + spec.name;
+    const bool stdio = transport == Transport::stdio;
+    const std::string dir = w.dir + "/mcp-" + spec.name + (stdio ? "-stdio" : "");
     fs::remove_all(dir);
     fs::create_directories(dir);
     test::make_test_ca(dir, "corral agents MCP test CA");
     test::make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
     const std::string secret = "mcp-secret-" + test::random_hex(32);
     test::write_file(dir + "/mcp.secret", secret + "\n", 0600);
-    auto server = test::mcp_e2e::start_test_server(
-        {"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file", dir + "/calls.jsonl"});
-    const std::string org = write_mcp_org(w, spec, dir, server.port);
-    script_tool_calls(w);
+    std::optional<test::mcp_e2e::HttpServer> server;
+    if (!stdio)
+        server.emplace(test::mcp_e2e::start_test_server(
+            {"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file", dir + "/calls.jsonl"}));
+    const std::string org = write_mcp_org(w, spec, dir, server ? server->port : 0, transport);
+    script_tool_calls(w, transport);
     const std::string run_dir = dir + "/run";
     const auto host = model_host(spec.kind, Org::primary);
     const auto before = standin_seen().size();
     test::RunOptions o;
     o.timeout = std::chrono::seconds(240);
     o.env["CORRAL_STATE_DIR"] = w.dir + "/corral-state";
-    auto r = test::run({test::corral_bin(), "run", "--config", org, "--worker", spec.name, "--run-dir", run_dir,
-                        "--prompt", "Call the tools you are told to, then reply DONE"},
-                       o);
-    const std::string calls = test::read_file(dir + "/calls.jsonl");
+    std::vector<std::string> argv = {test::corral_bin(), "run", "--config", org, "--worker", spec.name, "--run-dir",
+                                     run_dir, "--prompt", "Call the tools you are told to, then reply DONE"};
+    if (stdio) {   // the stdio server's program and its SDK, read-only in its box (and the agent's)
+        const std::string src = test::source_root();
+        argv.insert(argv.begin() + 2, {"--ro-bind", src + "/node_modules:/opt/mcp/node_modules", "--ro-bind",
+                                       src + "/tests/mcp_e2e:/opt/mcp/client"});
+    }
+    auto r = test::run(argv, o);
+    // The calls as the server got them: its calls file, or (stdio) its stderr log's JSON lines.
+    std::string calls;
+    for (const auto& line : test::lines(test::read_file(stdio ? run_dir + "/mcp-tools.stderr.log" : dir + "/calls.jsonl")))
+        if (line.rfind("{", 0) == 0) calls += line + "\n";
     INFO("exit ", r.exit_code, "\nstdout:\n", r.out, "\nstderr:\n", r.err, "\ncalls at the server:\n", calls);
     CHECK(r.exit_code == 0);
     CHECK(finished_with_done(spec.kind, r.out));
@@ -125,15 +151,16 @@ void mcp_layer(const WorkerSpec& spec) {
     INFO("offered: ", json(offered).dump(), "\nresults:\n", json(results).dump(1),
          "\nmodel requests:\n", model_requests.dump());
     CHECK(offered.size() == 2);  // of the server's eight tools, the two a rule may allow
-    for (const auto& name : offered) CHECK((ends_with(name, "__echo_header") || ends_with(name, "__echo")));
+    const std::string first_tool = stdio ? "echo_env" : "echo_header";
+    for (const auto& name : offered) CHECK((ends_with(name, "__" + first_tool) || ends_with(name, "__echo")));
 
     // At the server: the two allowed calls, the first with the real credential.
     std::vector<json> at_server;
     for (const auto& line : test::lines(calls))
         if (!line.empty()) at_server.push_back(json::parse(line));
     REQUIRE(at_server.size() == 2);
-    CHECK(at_server[0]["name"] == "echo_header");
-    CHECK(at_server[0]["authorization"] == "Bearer " + secret);
+    CHECK(at_server[0]["name"] == first_tool);
+    if (!stdio) CHECK(at_server[0]["authorization"] == "Bearer " + secret);
     CHECK(at_server[1]["name"] == "echo");
     CHECK(at_server[1]["arguments"]["text"] == "ok, through");
     CHECK(calls.find("forbidden") == std::string::npos);
@@ -141,7 +168,8 @@ void mcp_layer(const WorkerSpec& spec) {
     // What the CLI handed back to the model: the header masked, the echo, and
     // corral's sentence for the refused call.
     REQUIRE(results.size() == 3);
-    CHECK(results[0].find("Bearer") != std::string::npos);
+    // The secret came back (the header, or the server's own variable), masked.
+    CHECK(results[0].find(stdio ? std::string(secret.size(), '*') : std::string("Bearer")) != std::string::npos);
     CHECK(results[1].find("ok, through") != std::string::npos);
     CHECK(results[2].find("refused by corral") != std::string::npos);
     for (const auto& text : results) CHECK(text.find(secret) == std::string::npos);
@@ -164,8 +192,14 @@ void mcp_layer(const WorkerSpec& spec) {
 }  // namespace
 
 TEST_CASE("mcp: claude calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
-    mcp_layer(agents_e2e::spec_named("claude"));
+    mcp_layer(agents_e2e::spec_named("claude"), Transport::http);
+}
+TEST_CASE("mcp: claude calls a stdio MCP server corral starts in a box of its own; its secret never in the agent's box") {
+    mcp_layer(agents_e2e::spec_named("claude"), Transport::stdio);
 }
 TEST_CASE("mcp: codex calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
-    mcp_layer(agents_e2e::spec_named("codex"));
+    mcp_layer(agents_e2e::spec_named("codex"), Transport::http);
+}
+TEST_CASE("mcp: codex calls a stdio MCP server corral starts in a box of its own; its secret never in the agent's box") {
+    mcp_layer(agents_e2e::spec_named("codex"), Transport::stdio);
 }

@@ -21,7 +21,9 @@
 //   --calls-file FILE   append one JSON line per tools/call it receives:
 //                       {"name":..,"arguments":..,"authorization":..} (the
 //                       request's Authorization header, null on stdio), so a
-//                       test sees what reached the server and with what
+//                       test sees what reached the server and with what;
+//                       FILE "-": those lines on stderr instead (a server in a
+//                       box whose only way out for them is its stderr log)
 //
 // Tools:
 //   echo {text}                 the text back
@@ -174,8 +176,12 @@ function makeServer() {
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     if (opts.callsFile !== null)
-      appendFileSync(opts.callsFile, JSON.stringify({ name: req.params.name, arguments: req.params.arguments ?? {},
-        authorization: extra.requestInfo?.headers?.authorization ?? null }) + "\n");
+    {
+      const line = JSON.stringify({ name: req.params.name, arguments: req.params.arguments ?? {},
+        authorization: extra.requestInfo?.headers?.authorization ?? null }) + "\n";
+      if (opts.callsFile === "-") process.stderr.write(line);
+      else appendFileSync(opts.callsFile, line);
+    }
     let r;
     try {
       r = await callTool(req.params.name, req.params.arguments ?? {}, extra);
