@@ -35,6 +35,7 @@
 #include "gateway/daemon_claim.hpp"
 #include "gateway/daemon_protocol.hpp"
 #include "gateway/gateway.hpp"
+#include "gateway/mcp_endpoint.hpp"
 #include "gateway/socket_owner.hpp"
 
 namespace corral::gateway {
@@ -145,7 +146,19 @@ asio::awaitable<std::optional<FirstLine>> read_announcement(asio::local::stream_
     co_return std::nullopt;
 }
 
-asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, Gateway& gw, std::string instance) {
+// The workers' governed tools; one with none for the workers that have none
+// (their every MCP message is refused as unknown_server).
+struct DaemonTools {
+    std::map<std::string, std::shared_ptr<McpTools>> by_worker;
+    std::shared_ptr<McpTools> none = std::make_shared<McpTools>(mcp::ToolsConfig{});
+    const std::shared_ptr<McpTools>* find(const std::string& worker) const {
+        auto it = by_worker.find(worker);
+        return it == by_worker.end() ? nullptr : &it->second;
+    }
+};
+
+asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, Gateway& gw, std::string instance,
+                                        const DaemonTools& tools) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0) {
@@ -170,17 +183,23 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         // The run's supervisor asks at its start (is the daemon there?) and at
         // its end, for run.json (root peers only, as above).
         std::string who = first.id.str();
-        std::string answer = counts_answer({gw.ledger().requests(who), gw.ledger().refusals(who),
-                                            gw.ledger().secrets_reflected(who), instance, gw.ledger().failure(),
-                                            gw.model_totals(who), gw.ledger().refusal_notices(who)});
+        DaemonCounts counts{gw.ledger().requests(who), gw.ledger().refusals(who), gw.ledger().secrets_reflected(who),
+                            instance, gw.ledger().failure(), gw.model_totals(who), gw.ledger().refusal_notices(who)};
+        if (const auto* t = tools.find(first.id.worker)) counts.tools = (*t)->counts(who);
+        std::string answer = counts_answer(counts);
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
+        co_return;
+    }
+    if (first.mcp) {
+        const auto* t = tools.find(first.id.worker);
+        co_await gw.serve_mcp(std::move(s), first.id, t ? *t : tools.none);
         co_return;
     }
     co_await gw.serve(std::move(s), first.id);
 }
 
 asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& acceptor, EventLoops& loops,
-                                  Gateway& gw, std::string instance) {
+                                  Gateway& gw, std::string instance, const DaemonTools& tools) {
     for (;;) {
         asio::local::stream_protocol::socket s(loops.next());
         auto [ec] = co_await acceptor.async_accept(s, nothrow);
@@ -190,7 +209,7 @@ asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& accept
             continue;
         }
         auto ex = s.get_executor();
-        asio::co_spawn(ex, serve_unix_client(std::move(s), gw, instance), asio::detached);
+        asio::co_spawn(ex, serve_unix_client(std::move(s), gw, instance, tools), asio::detached);
     }
 }
 
@@ -335,6 +354,7 @@ int serve_daemon(DaemonOptions options) {
     // buffers back to it); its pooled upstream sockets are closed before the
     // loops go (ClosePooledFirst).
     Gateway gw(cfg, std::move(secrets));
+    const DaemonTools tools{std::move(options.mcp_tools)};
     if (options.ledger_mirror) gw.ledger().mirror_to(std::move(options.ledger_mirror));
     EventLoops loops(options.threads);
     const std::string instance = new_instance_id();
@@ -358,7 +378,7 @@ int serve_daemon(DaemonOptions options) {
     }
     if (!cfg.gateway.listen_tcp.empty()) ready_lines.push_back(listen_tcp(tcp_acceptor.emplace(ioc), cfg, source, gw));
 
-    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance), asio::detached);
+    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance, tools), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);
     asio::co_spawn(ioc, sync_ledger_periodically(gw), asio::detached);
 

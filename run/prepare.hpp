@@ -26,14 +26,17 @@ RunInputs read_run_inputs(const RunRequest& request, std::string run_id, std::st
 void check_run_can_start(const RunRequest& request, const RunInputs& inputs, const RunPlan& plan);
 
 // Why a run of `worker` with `tools` could not serve its MCP servers, one
-// sentence each, none when it can: a stdio server (corral does not start
-// them yet), and, relayed to a `corral gateway` daemon (`daemon`), any
-// server (the daemon does not serve MCP yet), and a tool_calls_per_worker
-// budget (only the daemon could keep it, and it does not serve MCP yet).
-// Fail closed: check_run_can_start
-// refuses the run with the first; `corral validate` warns with each (with
-// `daemon` = true for what a daemon run would meet).
+// sentence each, none when it can: a stdio server (the embedded gateway does
+// not start them yet; relayed to a `corral gateway` daemon (`daemon`), the
+// daemon does not serve stdio servers), and, with the embedded gateway, a
+// tool_calls_per_worker budget (only the daemon keeps it).
+// Fail closed: check_run_can_start refuses the run with the first; `corral
+// validate` warns with each, for a run with and without the daemon.
 std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon);
+
+// Why the embedded gateway refuses [mcp.budget] tool_calls_per_worker (one
+// sentence; EmbeddedEgress::prepare and mcp_not_served say it).
+std::string tool_calls_per_worker_refusal(const std::string& worker);
 
 // What exists of a run, for its record: a run refused early has no inputs,
 // plan, egress or agent yet.

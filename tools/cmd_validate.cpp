@@ -279,10 +279,13 @@ void ValidateReport::tools_of(const config::ResolvedWorker& w, json& wj) {
         t.pins.size(), t.log_arguments ? ", log_arguments" : "");
     for (const auto& [name, s] : t.servers) say("    %s\n", mcp_server_text(s).c_str());
     wj["mcp"] = mcp_json(t);
-    // What a run of it would refuse (run::mcp_not_served): a stdio server
-    // always, any server when relayed to the daemon.
-    auto refused = run::mcp_not_served(w.name, t, true);
-    if (!t.empty()) refused.front() = "corral run --gateway unix:PATH: " + refused.front();
+    // What a run of it would refuse (run::mcp_not_served), with the run's
+    // embedded gateway and relayed to the daemon: a stdio server (both, for
+    // now), tool_calls_per_worker (the embedded gateway only).
+    std::vector<std::string> refused;
+    for (const auto& why : run::mcp_not_served(w.name, t, false)) refused.push_back("corral run: " + why);
+    for (const auto& why : run::mcp_not_served(w.name, t, true))
+        refused.push_back("corral run --gateway unix:PATH: " + why);
     for (const auto& why : refused) {
         say("  warning:    %s\n", why.c_str());
         std::fprintf(stderr, "warning: %s\n", why.c_str());
