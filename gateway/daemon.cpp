@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -157,6 +158,14 @@ struct DaemonTools {
     }
 };
 
+// A budget answer line with "tool_calls" added.
+std::string with_tool_calls(const std::string& answer, nlohmann::json tool_calls) {
+    auto j = nlohmann::json::parse(answer, nullptr, false);
+    if (!j.is_object()) return answer;
+    j["tool_calls"] = std::move(tool_calls);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, Gateway& gw, std::string instance,
                                         const DaemonTools& tools) {
     ucred cred{};
@@ -175,6 +184,11 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
     if (first.budget) {
         // `corral budget show|reset` (root peers only, as above).
         std::string answer = gw.worker_budget_answer(first.worker, first.budget_reset);
+        // The worker's tool calls across its runs ([mcp.budget] tool_calls_per_worker) beside it.
+        if (const auto* t = tools.find(first.worker); t && (*t)->across_runs()) {
+            if (first.budget_reset) (*t)->across_runs()->reset();
+            answer = with_tool_calls(answer, (*t)->across_runs()->state_json());
+        }
         if (first.budget_reset) log::info("gateway: worker " + first.worker + "'s budget across runs was reset");
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
         co_return;

@@ -57,8 +57,10 @@ std::string counts_request(const Identity& id);
 // closes the connection without an answer).
 //   CORRAL-BUDGET worker         the daemon answers the worker's budget across
 //   CORRAL-BUDGET-RESET worker   its runs (stored_budget_json, or {"worker":..,
-//                                "budget":null} without one) and closes; the
-//                                second resets it first (`corral budget`)
+//                                "budget":null} without one; with a
+//                                tool_calls_per_worker also "tool_calls":
+//                                WorkerCalls::state_json) and closes; the
+//                                second resets them first (`corral budget`)
 struct DaemonFirstLine {
     bool counts = false;
     bool mcp = false;          // CORRAL-MCP

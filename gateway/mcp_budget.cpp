@@ -82,6 +82,27 @@ std::uint64_t WorkerCalls::used() const {
     return used_;
 }
 
+void WorkerCalls::reset() {
+    std::lock_guard lock(mutex_);
+    try {
+        store_->save_tool_calls(worker_, 0);
+        used_ = 0;
+        broken_.clear();
+    } catch (const std::exception& e) {
+        broken_ = std::string("the count could not be written: ") + e.what();
+    }
+}
+
+nlohmann::json WorkerCalls::state_json() const {
+    std::lock_guard lock(mutex_);
+    nlohmann::json j{{"limit", limit_},
+                     {"used", used_},
+                     {"remaining", limit_ - std::min(used_, limit_)},
+                     {"file", store_->tool_calls_path_of(worker_)}};
+    if (!broken_.empty()) j["broken"] = broken_;
+    return j;
+}
+
 std::string WorkerCalls::broken() const {
     std::lock_guard lock(mutex_);
     return broken_;

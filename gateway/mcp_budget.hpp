@@ -69,6 +69,11 @@ public:
     std::uint64_t limit() const { return limit_; }
     // Why the budget is exhausted for good ("" while it is not): the store failed.
     std::string broken() const;
+    // The operator's reset (`corral budget reset`): nothing used, kept on
+    // disk at once (a store that still cannot be written stays broken).
+    void reset();
+    // What `corral budget` shows: {"limit","used","remaining","file"[,"broken"]}.
+    nlohmann::json state_json() const;
 
 private:
     std::string worker_;

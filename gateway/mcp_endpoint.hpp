@@ -81,7 +81,8 @@ public:
     McpCalls& calls(const std::string& identity);
     // Its counts so far (none before its first call).
     ToolCallCounts counts(const std::string& identity) const;
-    const WorkerCalls* across_runs() const { return across_runs_.get(); }
+    // The worker's budget across its runs (null: none); `corral budget` shows and resets it.
+    WorkerCalls* across_runs() const { return across_runs_.get(); }
 
     // Called (on the connection's thread) after an answer showed a tool for
     // the first time or a run first saw a tool quarantined, with that run's

@@ -146,6 +146,14 @@ TEST_CASE("mcp budget: tool_calls_per_worker counts every run's calls, kept on d
     CHECK_FALSE(raised.reserve(2, "").has_value());
     CHECK(store->load_tool_calls("worker-a") == 5);
 
+    // The operator's reset: nothing used, on disk at once.
+    CHECK(raised.state_json() == json{{"limit", 5}, {"used", 5}, {"remaining", 0},
+                                      {"file", dir / "budgets/tool_calls/worker-a.json"}});
+    raised.reset();
+    CHECK(raised.used() == 0);
+    CHECK(store->load_tool_calls("worker-a") == 0);
+    CHECK_FALSE(raised.reserve(5, "").has_value());
+
     // A file that cannot be read refuses every call (fail closed), saying why.
     dir.write("budgets/tool_calls/worker-a.json", "{\"worker\":\"worker-a\",\"tool_calls\":-1}\n", 0600);
     gateway::WorkerCalls broken("worker-a", 100, store);
@@ -154,6 +162,10 @@ TEST_CASE("mcp budget: tool_calls_per_worker counts every run's calls, kept on d
     REQUIRE(d.has_value());
     CHECK(d->reason == mcp::Reason::budget_exhausted);
     CHECK(d->detail.find("its count cannot be kept") != std::string::npos);
+    CHECK(broken.state_json().contains("broken"));
+    broken.reset();  // the operator's reset writes a good file again
+    CHECK(broken.broken() == "");
+    CHECK_FALSE(broken.reserve(1, "").has_value());
 }
 
 TEST_CASE("mcp pins: the on_sight hook hears of a first sight and of a run's first quarantine, with the run id") {

@@ -186,6 +186,21 @@ TEST_CASE("corral gateway --org serves a run's MCP calls: policy, injection, cou
     CHECK(output_lines(read_file(dir + "/calls.jsonl")).size() == 3);  // never forwarded
     CHECK(r3.record["tools"] == json{{"calls", 1}, {"allowed", 0}, {"refused", {{"budget_exhausted", 1}}},
                                      {"per_tool", {{"tools/echo_header", {{"calls", 1}, {"refused", 1}}}}}});
+
+    // `corral budget show|reset` shows and resets it; the next run's call goes through.
+    auto show = run({corral_bin(), "budget", "show", "w1", "--gateway", socket_mode});
+    CHECK_MESSAGE(show.exit_code == 0, show.err);
+    auto shown = json::parse(show.out, nullptr, false);
+    CHECK(shown["tool_calls"]["used"] == 3);
+    CHECK(shown["tool_calls"]["remaining"] == 0);
+    CHECK(shown["tool_calls"]["file"] == dir + "/gwstate/budgets/tool_calls/w1.json");
+    auto reset = run({corral_bin(), "budget", "reset", "w1", "--gateway", socket_mode});
+    CHECK_MESSAGE(reset.exit_code == 0, reset.err);
+    CHECK(json::parse(reset.out, nullptr, false)["tool_calls"]["used"] == 0);
+    DaemonRun r4 = run_through_daemon(dir, 4, {"--call", "echo_header", R"({"name":"authorization"})"});
+    REQUIRE(r4.steps.size() == 1);
+    CHECK(r4.steps[0].contains("result"));
+    CHECK(output_lines(read_file(dir + "/calls.jsonl")).size() == 4);
     daemon->signal(SIGTERM);
     CHECK(daemon->wait_exit(std::chrono::seconds(30)) == 0);
 }
