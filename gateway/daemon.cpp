@@ -199,7 +199,10 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         std::string who = first.id.str();
         DaemonCounts counts{gw.ledger().requests(who), gw.ledger().refusals(who), gw.ledger().secrets_reflected(who),
                             instance, gw.ledger().failure(), gw.model_totals(who), gw.ledger().refusal_notices(who)};
-        if (const auto* t = tools.find(first.id.worker)) counts.tools = (*t)->counts(who);
+        if (const auto* t = tools.find(first.id.worker)) {
+            (*t)->refresh();  // a trust accepted since holds for this run from now on
+            counts.tools = (*t)->counts(who);
+        }
         std::string answer = counts_answer(counts);
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
         co_return;

@@ -92,6 +92,14 @@ public:
     void sighted(const std::string& run_id) const {
         if (on_sight_) on_sight_(run_id);
     }
+    // Called by the daemon when a run of the worker asks for its counts (at
+    // its start, before its box exists, and while it runs): the daemon then
+    // takes up what `corral mcp trust` accepted in the pins store since
+    // (run/worker_tools.hpp). Set before serving.
+    void on_refresh(std::function<void()> f) { on_refresh_ = std::move(f); }
+    void refresh() const {
+        if (on_refresh_) on_refresh_();
+    }
 
 private:
     mcp::ToolsConfig tools_;
@@ -99,6 +107,7 @@ private:
     mutable std::mutex calls_mutex_;
     std::map<std::string, std::unique_ptr<McpCalls>, std::less<>> calls_;  // by identity
     std::function<void(const std::string&)> on_sight_;
+    std::function<void()> on_refresh_;
     std::map<std::string, Remote, std::less<>> remotes_;
     std::map<std::string, std::unique_ptr<StdioChannel>, std::less<>> stdio_;
     std::mutex mutex_;

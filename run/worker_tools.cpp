@@ -1,5 +1,9 @@
 #include "run/worker_tools.hpp"
 
+#include <sys/stat.h>
+
+#include <mutex>
+
 #include "base/log.hpp"
 #include "gateway/metering/budget_store.hpp"
 #include "run/mcp_pin_store.hpp"
@@ -7,11 +11,10 @@
 
 namespace corral::run {
 
-std::string load_stored_pins(gateway::McpTools& tools, const std::string& option, const std::string& state_dir,
-                             const std::string& worker) {
-    const std::string state = make_private_dir(option, state_dir, DirRole::state);
-    std::string pin_dir = open_pin_store_dir(option, state, worker, /*create=*/true);
-    const PinRecords records = PinStore(pin_dir).read();
+namespace {
+
+// The store's trusted digests into the book, below the configuration's pins.
+void trust_stored(gateway::McpTools& tools, const PinRecords& records) {
     const auto& config_pins = tools.config().pins;
     tools.with_pins([&](mcp::PinBook& book) {
         for (const auto& [key, p] : records)
@@ -20,6 +23,31 @@ std::string load_stored_pins(gateway::McpTools& tools, const std::string& option
                 book.pin(server, tool, p.trusted);
             }
     });
+}
+
+// Which version of the store's file the daemon last read: a write (the
+// daemon's own merge, a run's, `corral mcp trust`) renames a new file in.
+struct StoreVersion {
+    ino_t ino = 0;
+    timespec mtime{};
+    off_t size = -1;
+    bool operator==(const StoreVersion& o) const {
+        return ino == o.ino && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec && size == o.size;
+    }
+};
+StoreVersion version_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {};
+    return {st.st_ino, st.st_mtim, st.st_size};
+}
+
+}  // namespace
+
+std::string load_stored_pins(gateway::McpTools& tools, const std::string& option, const std::string& state_dir,
+                             const std::string& worker) {
+    const std::string state = make_private_dir(option, state_dir, DirRole::state);
+    std::string pin_dir = open_pin_store_dir(option, state, worker, /*create=*/true);
+    trust_stored(tools, PinStore(pin_dir).read());
     return pin_dir;
 }
 
@@ -59,6 +87,27 @@ std::map<std::string, std::shared_ptr<gateway::McpTools>> daemon_worker_tools(co
             } catch (const std::exception& e) {
                 log::error("gateway: worker " + worker + "'s MCP pins store could not be updated (" + e.what() +
                            "): the first sights and quarantines of run " + run_id + " are not kept for a restart");
+            }
+        });
+        // A trust accepted while the daemon runs: read again when the file changed.
+        struct Watch {
+            std::mutex mutex;
+            StoreVersion last;
+        };
+        auto watch = std::make_shared<Watch>();
+        watch->last = version_of(PinStore(pin_dir).path());
+        tools->on_refresh([raw, pin_dir, worker, watch] {
+            std::lock_guard lock(watch->mutex);
+            const PinStore store(pin_dir);
+            const StoreVersion now = version_of(store.path());
+            if (now == watch->last) return;
+            try {
+                trust_stored(*raw, store.read());
+                watch->last = now;
+            } catch (const std::exception& e) {
+                // What it trusted before holds (nothing is trusted anew).
+                log::error("gateway: worker " + worker + "'s MCP pins store could not be read again (" + e.what() +
+                           "); what it held at the last read still holds");
             }
         });
         out.emplace(worker, std::move(tools));

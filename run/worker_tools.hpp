@@ -30,7 +30,9 @@ void save_sights(gateway::McpTools& tools, const std::string& pin_dir, const std
 
 // The daemon's: for each worker of cfg.worker_tools its McpTools, its pins
 // loaded from [gateway] state_dir and kept up to date as its runs see tools
-// (McpTools::on_sight; a store that cannot be written is logged), and its
+// (McpTools::on_sight; a store that cannot be written is logged), read again
+// when a run asks for its counts and the file changed since (McpTools::
+// on_refresh: `corral mcp trust` while the daemon runs), and its
 // tool_calls_per_worker budget when it has one, kept in
 // STATE_DIR/budgets/tool_calls/WORKER.json. Throws UsageError naming the
 // worker for a pins store that cannot be read (the daemon does not start).

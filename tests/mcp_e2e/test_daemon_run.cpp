@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -201,6 +202,59 @@ TEST_CASE("corral gateway --org serves a run's MCP calls: policy, injection, cou
     REQUIRE(r4.steps.size() == 1);
     CHECK(r4.steps[0].contains("result"));
     CHECK(output_lines(read_file(dir + "/calls.jsonl")).size() == 4);
+    daemon->signal(SIGTERM);
+    CHECK(daemon->wait_exit(std::chrono::seconds(30)) == 0);
+}
+
+TEST_CASE("corral gateway --org: a tool quarantined in one run, trusted with `corral mcp trust` while the daemon runs, "
+          "is served to the next run") {
+    TempDir t("corral-mcp-daemon-trust");
+    const std::string& dir = t.path;
+    ::chmod(dir.c_str(), 0711);
+    make_test_ca(dir, "corral mcp daemon trust test CA");
+    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
+    write_file(dir + "/mcp.secret", "s-" + random_hex(16) + "\n", 0600);
+    const std::string drift = dir + "/drift";
+    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--drift-file", drift});
+    write_daemon_org(dir, server.port, 100);
+    write_file(dir + "/org/workers/w1/worker.toml", read_file(dir + "/org/workers/w1/worker.toml") +
+                   "[[mcp.rules]]\nserver = \"tools\"\ntool = \"drifting\"\naction = \"allow\"\n");
+    auto daemon = start_daemon(dir, 1);
+    const std::vector<std::string> steps = {"--list", "--call", "drifting", "{}"};
+
+    DaemonRun r1 = run_through_daemon(dir, 1, steps);
+    INFO("run 1: " << r1.raw.out << r1.raw.err);
+    REQUIRE(r1.steps.size() == 2);
+    CHECK_FALSE(r1.steps[1].contains("error"));
+
+    write_file(drift, "");  // the server changes the tool's description
+    DaemonRun r2 = run_through_daemon(dir, 2, steps);
+    INFO("run 2: " << r2.raw.out << r2.raw.err);
+    REQUIRE(r2.steps.size() == 2);
+    CHECK(error_message(r2.steps[1]).find("tool drifting changed its description since it was trusted and is "
+                                          "quarantined") != std::string::npos);
+    // The daemon kept the quarantine in the store as it happened; trust the digest seen.
+    auto ls = run({corral_bin(), "mcp", "ls", "--json", "--config", dir + "/org"});
+    REQUIRE_MESSAGE(ls.exit_code == 0, ls.err);
+    std::string fresh;
+    const json doc = json::parse(ls.out, nullptr, false);
+    for (const auto& w : doc.value("workers", json::array()))
+        for (const auto& s : w["servers"])
+            for (const auto& tool : s["tools"])
+                if (tool["name"] == "drifting" && tool["quarantined"].is_object())
+                    fresh = tool["quarantined"].value("digest", "");
+    REQUIRE(fresh.rfind("sha256:", 0) == 0);
+    auto trust = run({corral_bin(), "mcp", "trust", "--worker", "w1", "tools/drifting", fresh, "--config", dir + "/org"});
+    REQUIRE_MESSAGE(trust.exit_code == 0, trust.err);
+
+    // Run 3, the same daemon (not restarted): served again.
+    DaemonRun r3 = run_through_daemon(dir, 3, steps);
+    INFO("run 3: " << r3.raw.out << r3.raw.err);
+    REQUIRE(r3.steps.size() == 2);
+    std::vector<std::string> listed;
+    for (const auto& tool : r3.steps[0].value("tools", json::array())) listed.push_back(tool.value("name", ""));
+    CHECK(std::find(listed.begin(), listed.end(), "drifting") != listed.end());
+    CHECK_FALSE(r3.steps[1].contains("error"));
     daemon->signal(SIGTERM);
     CHECK(daemon->wait_exit(std::chrono::seconds(30)) == 0);
 }
