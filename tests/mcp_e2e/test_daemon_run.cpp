@@ -185,6 +185,8 @@ TEST_CASE("corral gateway --org serves a run's MCP calls: policy, injection, cou
                                           "calls) is spent; do not retry ([mcp.budget] tool_calls_per_worker = 3, 0 "
                                           "left)") != std::string::npos);
     CHECK(output_lines(read_file(dir + "/calls.jsonl")).size() == 3);  // never forwarded
+    CHECK(r3.raw.err.find("refused POST mcp.test.invalid:443 (budget_exhausted, 200): a budget is spent: the "
+                          "grant's requests, or for an MCP call ([mcp.budget]) the tool calls") != std::string::npos);
     CHECK(r3.record["tools"] == json{{"calls", 1}, {"allowed", 0}, {"refused", {{"budget_exhausted", 1}}},
                                      {"per_tool", {{"tools/echo_header", {{"calls", 1}, {"refused", 1}}}}}});
 
