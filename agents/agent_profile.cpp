@@ -448,6 +448,7 @@ OrgGatewayConfig org_gateway_config(const config::OrgConfig& org,
     for (const auto& [name, wc] : org.workers) {
         config::ResolvedWorker w = config::resolve_worker(org, name);
         out.config.worker_metering[name] = w.metering;
+        if (!w.tools.empty()) out.config.worker_tools[name] = w.tools;
         if (w.egress_only) {
             // No agent: its own grants only, no model grants, no credential to need.
             for (auto g : wc.grants) {

@@ -154,6 +154,8 @@ struct OrgGatewayConfig {
     // (identities = {"W"}: a glob on the worker part, and worker names hold no
     // glob characters). Renumbered in order (Grant::index). So every identity
     // W/RUN finds through the daemon what an embedded gateway gives W's runs.
+    // worker_tools: each worker's [mcp] (org.toml's under worker.toml's), for
+    // the workers with MCP servers; the credentials they name are kept too.
     config::GatewayConfig config;
     // One line per worker whose agent's credential is not defined or not
     // available: missing_credential_message(), saying its model grants are left

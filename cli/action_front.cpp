@@ -82,7 +82,9 @@ constexpr const char* kBudgetHelp =
     "A worker's budget across its runs ([budget.worker] in its worker.toml or org.toml)\n"
     "is kept by the gateway daemon (`corral gateway --org DIR`) in STATE_DIR/budgets/WORKER.json\n"
     "and survives its restarts. show prints it as one JSON line (limits, spent, remaining,\n"
-    "exhausted); reset sets what was spent back to zero and prints the result.\n";
+    "exhausted; with [mcp.budget] tool_calls_per_worker also tool_calls: limit, used,\n"
+    "remaining, file); reset sets what was spent (and the tool calls used) back to zero\n"
+    "and prints the result.\n";
 
 }  // namespace
 

@@ -17,14 +17,18 @@ void keep_used_credentials(GatewayConfig& cfg) {
     std::set<std::string> used;
     for (const auto& g : cfg.grants)
         if (!g.credential.empty()) used.insert(g.credential);
-    for (const auto& [name, server] : cfg.tools.servers) {
-        if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport)) {
-            if (!http->credential.empty()) used.insert(http->credential);
-        } else {
-            for (const auto& [var, credential] : std::get<mcp::StdioServer>(server.transport).secret_env)
-                used.insert(credential);
+    auto servers_use = [&](const mcp::ToolsConfig& tools) {
+        for (const auto& [name, server] : tools.servers) {
+            if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport)) {
+                if (!http->credential.empty()) used.insert(http->credential);
+            } else {
+                for (const auto& [var, credential] : std::get<mcp::StdioServer>(server.transport).secret_env)
+                    used.insert(credential);
+            }
         }
-    }
+    };
+    servers_use(cfg.tools);
+    for (const auto& [worker, tools] : cfg.worker_tools) servers_use(tools);
     for (auto it = cfg.credentials.begin(); it != cfg.credentials.end();)
         it = used.count(it->first) ? std::next(it) : cfg.credentials.erase(it);
 }

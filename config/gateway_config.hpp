@@ -152,8 +152,11 @@ struct GatewayConfig {
     std::map<std::string, MeteringConfig> worker_metering;
     // An embedded gateway's one worker's governed tools (its [mcp]: servers,
     // policy, pins), served on the box's MCP listener (run/egress.cpp); empty
-    // for the daemon, which does not serve MCP yet.
+    // for the daemon, which has worker_tools instead.
     mcp::ToolsConfig tools;
+    // The daemon's (`corral gateway --org`): each worker's governed tools, by
+    // worker name, for the workers that have MCP servers.
+    std::map<std::string, mcp::ToolsConfig> worker_tools;
     std::string file;                   // where it came from
 };
 
@@ -185,7 +188,7 @@ GatewaySectionsCheck check_gateway_sections(const toml::value& root, const std::
 std::vector<Grant> check_grants(const toml::value& grants, const CredentialNames& known, Checker& c);
 
 // Drops every credential no grant of `cfg` uses and no MCP server of
-// cfg.tools names (a remote server's `credential`, a stdio server's
+// cfg.tools or cfg.worker_tools names (a remote server's `credential`, a stdio server's
 // `secret_env` values): only those are loaded, so one nobody can use
 // (unrelated, or a left-out agent's) cannot stop a run or the daemon by
 // being unreadable.

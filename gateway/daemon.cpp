@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -35,6 +36,7 @@
 #include "gateway/daemon_claim.hpp"
 #include "gateway/daemon_protocol.hpp"
 #include "gateway/gateway.hpp"
+#include "gateway/mcp_endpoint.hpp"
 #include "gateway/socket_owner.hpp"
 
 namespace corral::gateway {
@@ -145,7 +147,27 @@ asio::awaitable<std::optional<FirstLine>> read_announcement(asio::local::stream_
     co_return std::nullopt;
 }
 
-asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, Gateway& gw, std::string instance) {
+// The workers' governed tools; one with none for the workers that have none
+// (their every MCP message is refused as unknown_server).
+struct DaemonTools {
+    std::map<std::string, std::shared_ptr<McpTools>> by_worker;
+    std::shared_ptr<McpTools> none = std::make_shared<McpTools>(mcp::ToolsConfig{});
+    const std::shared_ptr<McpTools>* find(const std::string& worker) const {
+        auto it = by_worker.find(worker);
+        return it == by_worker.end() ? nullptr : &it->second;
+    }
+};
+
+// A budget answer line with "tool_calls" added.
+std::string with_tool_calls(const std::string& answer, nlohmann::json tool_calls) {
+    auto j = nlohmann::json::parse(answer, nullptr, false);
+    if (!j.is_object()) return answer;
+    j["tool_calls"] = std::move(tool_calls);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, Gateway& gw, std::string instance,
+                                        const DaemonTools& tools) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0) {
@@ -162,6 +184,11 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
     if (first.budget) {
         // `corral budget show|reset` (root peers only, as above).
         std::string answer = gw.worker_budget_answer(first.worker, first.budget_reset);
+        // The worker's tool calls across its runs ([mcp.budget] tool_calls_per_worker) beside it.
+        if (const auto* t = tools.find(first.worker); t && (*t)->across_runs()) {
+            if (first.budget_reset) (*t)->across_runs()->reset();
+            answer = with_tool_calls(answer, (*t)->across_runs()->state_json());
+        }
         if (first.budget_reset) log::info("gateway: worker " + first.worker + "'s budget across runs was reset");
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
         co_return;
@@ -170,17 +197,26 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         // The run's supervisor asks at its start (is the daemon there?) and at
         // its end, for run.json (root peers only, as above).
         std::string who = first.id.str();
-        std::string answer = counts_answer({gw.ledger().requests(who), gw.ledger().refusals(who),
-                                            gw.ledger().secrets_reflected(who), instance, gw.ledger().failure(),
-                                            gw.model_totals(who), gw.ledger().refusal_notices(who)});
+        DaemonCounts counts{gw.ledger().requests(who), gw.ledger().refusals(who), gw.ledger().secrets_reflected(who),
+                            instance, gw.ledger().failure(), gw.model_totals(who), gw.ledger().refusal_notices(who)};
+        if (const auto* t = tools.find(first.id.worker)) {
+            (*t)->refresh();  // a trust accepted since holds for this run from now on
+            counts.tools = (*t)->counts(who);
+        }
+        std::string answer = counts_answer(counts);
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
+        co_return;
+    }
+    if (first.mcp) {
+        const auto* t = tools.find(first.id.worker);
+        co_await gw.serve_mcp(std::move(s), first.id, t ? *t : tools.none);
         co_return;
     }
     co_await gw.serve(std::move(s), first.id);
 }
 
 asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& acceptor, EventLoops& loops,
-                                  Gateway& gw, std::string instance) {
+                                  Gateway& gw, std::string instance, const DaemonTools& tools) {
     for (;;) {
         asio::local::stream_protocol::socket s(loops.next());
         auto [ec] = co_await acceptor.async_accept(s, nothrow);
@@ -190,7 +226,7 @@ asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& accept
             continue;
         }
         auto ex = s.get_executor();
-        asio::co_spawn(ex, serve_unix_client(std::move(s), gw, instance), asio::detached);
+        asio::co_spawn(ex, serve_unix_client(std::move(s), gw, instance, tools), asio::detached);
     }
 }
 
@@ -335,6 +371,7 @@ int serve_daemon(DaemonOptions options) {
     // buffers back to it); its pooled upstream sockets are closed before the
     // loops go (ClosePooledFirst).
     Gateway gw(cfg, std::move(secrets));
+    const DaemonTools tools{std::move(options.mcp_tools)};
     if (options.ledger_mirror) gw.ledger().mirror_to(std::move(options.ledger_mirror));
     EventLoops loops(options.threads);
     const std::string instance = new_instance_id();
@@ -358,7 +395,7 @@ int serve_daemon(DaemonOptions options) {
     }
     if (!cfg.gateway.listen_tcp.empty()) ready_lines.push_back(listen_tcp(tcp_acceptor.emplace(ioc), cfg, source, gw));
 
-    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance), asio::detached);
+    if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance, tools), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);
     asio::co_spawn(ioc, sync_ledger_periodically(gw), asio::detached);
 

@@ -8,7 +8,10 @@
 //    connection starts with one line of gateway/daemon_protocol.hpp: an
 //    announcement naming who the bridge vouches for (the box's bytes follow
 //    it), or a run's supervisor asking for its counts. A connection without a
-//    valid line within 5 s is closed without an answer.
+//    valid line within 5 s is closed without an answer. A connection of a
+//    box's MCP listener (CORRAL-MCP) is served as that worker's MCP endpoint
+//    with its McpTools (DaemonOptions::mcp_tools), shared by all its runs;
+//    for a worker without any, every message is refused (unknown_server).
 //  - listen_tcp: loopback only, for tests and benchmarks run as root; every
 //    connection gets the fixed tcp_identity, so it is served only when the
 //    socket at its other end is root's (the Unix listener's rule): the kernel
@@ -33,12 +36,16 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "config/gateway_config.hpp"
 #include "gateway/ledger.hpp"
 
 namespace corral::gateway {
+
+class McpTools;  // gateway/mcp_endpoint.hpp
 
 struct DaemonOptions {
     config::GatewayConfig config;   // validated; its paths checked by the caller
@@ -48,6 +55,10 @@ struct DaemonOptions {
     // Where every ledger batch also goes, before the ledger file (the
     // daemon's signed journal: tools/cmd_gateway.cpp); empty for none.
     LedgerMirror ledger_mirror;
+    // Each worker's governed tools, by worker name (its remote MCP servers,
+    // policy, pins and call budgets; run/daemon_tools.hpp builds them with
+    // their pins store and their tool_calls_per_worker budget).
+    std::map<std::string, std::shared_ptr<McpTools>> mcp_tools;
 };
 
 // Runs the daemon until SIGTERM/SIGINT; returns its exit status (0 after a

@@ -10,6 +10,7 @@ namespace corral::gateway {
 namespace {
 constexpr std::string_view kAnnouncement = "CORRAL-IDENTITY ";
 constexpr std::string_view kCountsRequest = "CORRAL-COUNTS ";
+constexpr std::string_view kMcpAnnouncement = "CORRAL-MCP ";
 constexpr std::string_view kRoleField = " role=";
 constexpr std::string_view kBudgetRequest = "CORRAL-BUDGET ";
 constexpr std::string_view kBudgetReset = "CORRAL-BUDGET-RESET ";
@@ -31,6 +32,10 @@ std::string identity_announcement(const Identity& id) {
     return std::string(kAnnouncement) + id.str() + (id.role.empty() ? "" : std::string(kRoleField) + id.role) + "\n";
 }
 
+std::string mcp_announcement(const Identity& id) {
+    return std::string(kMcpAnnouncement) + id.str() + (id.role.empty() ? "" : std::string(kRoleField) + id.role) + "\n";
+}
+
 std::string counts_request(const Identity& id) { return std::string(kCountsRequest) + id.str() + "\n"; }
 
 std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
@@ -44,6 +49,9 @@ std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
     }
     if (line.substr(0, kAnnouncement.size()) == kAnnouncement) {
         line.remove_prefix(kAnnouncement.size());
+    } else if (line.substr(0, kMcpAnnouncement.size()) == kMcpAnnouncement) {
+        first.mcp = true;
+        line.remove_prefix(kMcpAnnouncement.size());
     } else if (line.substr(0, kCountsRequest.size()) == kCountsRequest) {
         first.counts = true;
         line.remove_prefix(kCountsRequest.size());
@@ -76,6 +84,7 @@ std::string counts_answer(const DaemonCounts& c) {
     for (const auto& n : c.refused)
         j["refused"].push_back({{"host", n.host}, {"port", n.port}, {"method", n.method}, {"mode", n.mode},
                                 {"reason", n.reason}, {"status", n.status}, {"count", n.count}});
+    if (c.tools) j["tools"] = tool_counts_json(*c.tools);
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -110,6 +119,11 @@ Checked<DaemonCounts> parse_counts_answer(std::string_view answer) {
                                                   n.at("method").get<std::string>(), n.at("mode").get<std::string>(),
                                                   n.at("reason").get<std::string>(), n.at("status").get<int>(),
                                                   n.at("count").get<std::uint64_t>()});
+        }
+        if (auto t = j.find("tools"); t != j.end() && !t->is_null()) {
+            auto tools = tool_counts_from_json(*t);
+            if (!tools) return Failed{"unexpected answer: " + tools.problem()};
+            c.tools = *tools;
         }
         return c;
     } catch (const std::exception& e) {

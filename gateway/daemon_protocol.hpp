@@ -9,12 +9,18 @@
 //                                the same for a session's connection, from
 //                                the UID of ROLE (Identity::role; ROLE has
 //                                an identity part's characters)
+//   CORRAL-MCP worker/run[ role=ROLE]
+//                                a connection of the box's MCP listener
+//                                (run::mcp_bridge_port) follows: the daemon
+//                                serves it as the worker's MCP endpoint
+//                                (Gateway::serve_mcp), not as its proxy
 //   CORRAL-COUNTS worker/run     the daemon answers one JSON line (below)
 //                                and closes
 // The counts answer:
 //   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>",
 //    "model":{...metering::totals_json...},
-//    "refused":[{"host","port","method","mode","reason","status","count"}, ...]}
+//    "refused":[{"host","port","method","mode","reason","status","count"}, ...],
+//    "tools":{...tool_counts_json...}}   (only for a worker the daemon serves MCP servers of)
 // `instance` is drawn at the daemon's start: the same daemon answered at the
 // run's start and at its end only if it is unchanged (counts live in the
 // daemon's memory; a restarted daemon knows nothing of the run's earlier
@@ -33,14 +39,17 @@
 
 #include "gateway/identity.hpp"
 #include "gateway/ledger.hpp"
+#include "gateway/mcp_budget.hpp"
 #include "gateway/metering/totals.hpp"
 
 namespace corral::gateway {
 
 inline constexpr std::size_t kMaxFirstLine = 256;
 
-// The line the bridge sends before a box connection's bytes, with its '\n'.
+// The line the bridge sends before a box connection's bytes, with its '\n':
+// for the proxy listener's connections, and for the MCP listener's.
 std::string identity_announcement(const Identity& id);
+std::string mcp_announcement(const Identity& id);
 // The line a run's supervisor sends to ask for its counts, with its '\n'.
 std::string counts_request(const Identity& id);
 
@@ -48,11 +57,14 @@ std::string counts_request(const Identity& id);
 // closes the connection without an answer).
 //   CORRAL-BUDGET worker         the daemon answers the worker's budget across
 //   CORRAL-BUDGET-RESET worker   its runs (stored_budget_json, or {"worker":..,
-//                                "budget":null} without one) and closes; the
-//                                second resets it first (`corral budget`)
+//                                "budget":null} without one; with a
+//                                tool_calls_per_worker also "tool_calls":
+//                                WorkerCalls::state_json) and closes; the
+//                                second resets them first (`corral budget`)
 struct DaemonFirstLine {
     bool counts = false;
-    Identity id;               // CORRAL-IDENTITY / CORRAL-COUNTS
+    bool mcp = false;          // CORRAL-MCP
+    Identity id;               // CORRAL-IDENTITY / CORRAL-MCP / CORRAL-COUNTS
     bool budget = false;       // CORRAL-BUDGET / CORRAL-BUDGET-RESET
     bool budget_reset = false;
     std::string worker;        // the budget lines' worker
@@ -69,6 +81,7 @@ struct DaemonCounts {
     std::string ledger_failure;           // "" while its ledger is healthy
     std::optional<metering::MeterTotals> model;  // model traffic; nullopt from a daemon older than this field
     std::vector<RefusalNotice> refused;   // the refused host:ports (Ledger::refusal_notices); [] from an older daemon
+    std::optional<ToolCallCounts> tools;  // the run's MCP tool calls; nullopt when the daemon serves the worker no MCP
 };
 
 // The answer line, with its '\n'.

@@ -335,6 +335,13 @@ asio::awaitable<void> Gateway::refuse(asio::ip::tcp::socket s, Identity id, std:
     }
 }
 
+asio::awaitable<void> Gateway::serve_mcp(asio::local::stream_protocol::socket s, Identity id,
+                                         std::shared_ptr<McpTools> tools) {
+    auto ex = s.get_executor();
+    asio::generic::stream_protocol::socket g(ex, asio::generic::stream_protocol(AF_UNIX, 0), s.release());
+    co_await serve_mcp(std::move(g), std::move(id), std::move(tools));
+}
+
 asio::awaitable<void> Gateway::serve(asio::local::stream_protocol::socket s, Identity id) {
     auto ex = s.get_executor();
     asio::generic::stream_protocol::socket g(ex, asio::generic::stream_protocol(AF_UNIX, 0), s.release());

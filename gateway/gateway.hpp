@@ -68,6 +68,8 @@ public:
     boost::asio::awaitable<void> serve_mcp(boost::asio::ip::tcp::socket s, Identity id, std::shared_ptr<McpTools> tools);
     boost::asio::awaitable<void> serve_mcp(boost::asio::generic::stream_protocol::socket s, Identity id,
                                            std::shared_ptr<McpTools> tools);
+    boost::asio::awaitable<void> serve_mcp(boost::asio::local::stream_protocol::socket s, Identity id,
+                                           std::shared_ptr<McpTools> tools);
 
     // Hands the gateway its secrets after construction: `corral run` reads
     // them only once the box's init has been cloned, so no copy of them

@@ -27,7 +27,8 @@ config::Grant grant_for_server(const mcp::HttpServer& s) {
     return g;
 }
 
-McpTools::McpTools(mcp::ToolsConfig tools) : tools_(std::move(tools)), calls_(tools_.budgets) {
+McpTools::McpTools(mcp::ToolsConfig tools, std::shared_ptr<WorkerCalls> across_runs)
+    : tools_(std::move(tools)), across_runs_(std::move(across_runs)) {
     for (const auto& [name, server] : tools_.servers)
         if (const auto* http = std::get_if<mcp::HttpServer>(&server.transport))
             remotes_.emplace(name, Remote{http, grant_for_server(*http)});
@@ -38,6 +39,19 @@ McpTools::McpTools(mcp::ToolsConfig tools) : tools_(std::move(tools)), calls_(to
 }
 
 McpTools::~McpTools() = default;
+
+McpCalls& McpTools::calls(const std::string& identity) {
+    std::lock_guard lock(calls_mutex_);
+    auto& c = calls_[identity];
+    if (!c) c = std::make_unique<McpCalls>(tools_.budgets, across_runs_);
+    return *c;
+}
+
+ToolCallCounts McpTools::counts(const std::string& identity) const {
+    std::lock_guard lock(calls_mutex_);
+    auto it = calls_.find(identity);
+    return it == calls_.end() ? ToolCallCounts{} : it->second->counts();
+}
 
 StdioChannel* McpTools::stdio(std::string_view name) const {
     auto it = stdio_.find(name);

@@ -12,6 +12,7 @@
 // identity its acceptor vouches for, and the worker's McpTools.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,11 +31,15 @@ class StdioChannel;   // gateway/mcp_stdio.hpp
 class StdioLauncher;
 
 // One worker's governed tools as the gateway serves them, shared by all its
-// connections (thread-safe). Built once from the configuration; the pins of
-// the configuration are trusted before first sight.
+// connections (thread-safe): one run's (the embedded gateway's) or every run
+// of the worker (the daemon's). Built once from the configuration; the pins
+// of the configuration are trusted before first sight.
 class McpTools {
 public:
-    explicit McpTools(mcp::ToolsConfig tools);
+    // `across_runs`: the worker's tool_calls_per_worker budget (the daemon's;
+    // null: none is enforced, and the embedded gateway refuses a configuration
+    // that has one: run/egress.cpp).
+    explicit McpTools(mcp::ToolsConfig tools, std::shared_ptr<WorkerCalls> across_runs = nullptr);
     ~McpTools();
 
     const mcp::ToolsConfig& config() const { return tools_; }
@@ -71,13 +76,38 @@ public:
     // before serving).
     std::shared_ptr<const ScrubPatterns> scrub_patterns(const std::map<std::string, std::string>& secrets);
 
-    // The run's tool-call budgets and counts (gateway/mcp_budget.hpp).
-    McpCalls& calls() { return calls_; }
-    const McpCalls& calls() const { return calls_; }
+    // The tool-call budgets and counts of the run `identity` ("worker/run",
+    // gateway/mcp_budget.hpp), made on its first call.
+    McpCalls& calls(const std::string& identity);
+    // Its counts so far (none before its first call).
+    ToolCallCounts counts(const std::string& identity) const;
+    // The worker's budget across its runs (null: none); `corral budget` shows and resets it.
+    WorkerCalls* across_runs() const { return across_runs_.get(); }
+
+    // Called (on the connection's thread) after an answer showed a tool for
+    // the first time or a run first saw a tool quarantined, with that run's
+    // id: the daemon keeps its pins store up to date then (run/worker_tools.hpp),
+    // the embedded gateway at the run's end instead. Set before serving.
+    void on_sight(std::function<void(const std::string& run_id)> f) { on_sight_ = std::move(f); }
+    void sighted(const std::string& run_id) const {
+        if (on_sight_) on_sight_(run_id);
+    }
+    // Called by the daemon when a run of the worker asks for its counts (at
+    // its start, before its box exists, and while it runs): the daemon then
+    // takes up what `corral mcp trust` accepted in the pins store since
+    // (run/worker_tools.hpp). Set before serving.
+    void on_refresh(std::function<void()> f) { on_refresh_ = std::move(f); }
+    void refresh() const {
+        if (on_refresh_) on_refresh_();
+    }
 
 private:
     mcp::ToolsConfig tools_;
-    McpCalls calls_;
+    std::shared_ptr<WorkerCalls> across_runs_;
+    mutable std::mutex calls_mutex_;
+    std::map<std::string, std::unique_ptr<McpCalls>, std::less<>> calls_;  // by identity
+    std::function<void(const std::string&)> on_sight_;
+    std::function<void()> on_refresh_;
     std::map<std::string, Remote, std::less<>> remotes_;
     std::map<std::string, std::unique_ptr<StdioChannel>, std::less<>> stdio_;
     std::mutex mutex_;

@@ -53,7 +53,7 @@ std::vector<std::string> call_names(const std::vector<mcp::Message>& messages) {
 
 // The messages, the server and the policy's decision, in that order: a
 // message that cannot be read is refused before anything else is looked at.
-McpRequest check_request(McpTools& tools, const Request& req, std::string server) {
+McpRequest check_request(McpTools& tools, const std::string& identity, const Request& req, std::string server) {
     McpRequest r;
     r.server = std::move(server);
     mcp::HttpHeaders h{mcp_header(req, "mcp-method"), mcp_header(req, "mcp-name"), mcp_header(req, "mcp-session-id")};
@@ -81,7 +81,7 @@ McpRequest check_request(McpTools& tools, const Request& req, std::string server
         }
     }
     // Last, so that only a call corral would forward spends the budget.
-    r.denial = tools.calls().reserve(r.server, call_names(r.read.messages));
+    r.denial = tools.calls(identity).reserve(r.server, call_names(r.read.messages));
     return r;
 }
 
@@ -150,10 +150,14 @@ void record_pins(Conn& c, McpTools& tools, const LedgerEntry& base, const McpReq
         e.tool = std::move(t);
         record(c, std::move(e));
     };
+    bool news = !a.first_seen.empty();
     for (const auto& [tool, digest] : a.first_seen) line("first_sight", tool, digest, "");
     for (const auto& q : a.quarantined)
-        if (tools.calls().first_quarantine(r.server, q.tool, q.digest))
+        if (tools.calls(c.id.str()).first_quarantine(r.server, q.tool, q.digest)) {
             line("quarantine", q.tool, q.digest, q.trusted_digest.empty() ? "?" : q.trusted_digest);
+            news = true;
+        }
+    if (news) tools.sighted(c.id.run_id);
 }
 
 // Writes one answer to the box. False when the box went away.
@@ -195,9 +199,9 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
     LedgerEntry e;
     e.mode = "mcp", e.method = std::string(req.method_string()), e.path = std::string(req.target()).substr(0, kMcpLedgerPathChars);
     e.bytes_up = req.body().size();
-    McpRequest r = check_request(tools, req, std::move(server));
+    McpRequest r = check_request(tools, c.id.str(), req, std::move(server));
     if (const auto* remote = tools.remote(r.server)) e.host = remote->server->host, e.port = remote->server->port;
-    if (r.denial) tools.calls().refused(r.server, call_names(r.read.messages), mcp::denial_entry(r.denial->reason).code);
+    if (r.denial) tools.calls(c.id.str()).refused(r.server, call_names(r.read.messages), mcp::denial_entry(r.denial->reason).code);
     record_decisions(c, tools, e, r);
     const bool keep = req.keep_alive();
     if (r.denial) {

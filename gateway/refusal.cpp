@@ -90,7 +90,11 @@ std::string what_would_allow(std::string_view code, std::string_view host, std::
     if (code == reason::ungoverned_route)
         return "a budget or model policy is in force on " + hp + " and this route is not one it can read: declare it in the grant's routes, or see docs/budgets.md for the model APIs corral refuses";
     if (code == reason::model_websocket) return "model WebSockets are refused under a budget or policy; the client falls back to HTTPS";
-    if (code == reason::budget_exhausted) return "the grant's request budget is spent";
+    // One code for both: the grant's request budget, and an MCP call over a
+    // tool-call budget (mcp/denial.hpp), which its JSON-RPC error names.
+    if (code == reason::budget_exhausted)
+        return "a budget is spent: the grant's requests, or for an MCP call ([mcp.budget]) the tool calls of the run, "
+               "a tool or the worker (`corral budget show WORKER` with a daemon)";
     if (code == reason::upstream_tls) return "the upstream's certificate did not verify against the gateway's trust store";
     if (code == reason::upstream_connect) return hp + " could not be reached from the host";
     if (code == reason::dns_failure) return std::string(host) + " did not resolve on the host";

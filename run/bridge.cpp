@@ -269,7 +269,8 @@ bool peer_is_root(int fd) {
 
 }  // namespace
 
-asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, gateway::Identity id) {
+asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, gateway::Identity id,
+                                      DaemonListener listener) {
     using namespace asio::experimental::awaitable_operators;
     try {
         asio::local::stream_protocol::socket daemon(client.get_executor());
@@ -284,7 +285,8 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
             log::warn("bridge: the gateway daemon at " + socket_path + " is not root's; connection refused");
             co_return;
         }
-        std::string line = gateway::identity_announcement(id);
+        std::string line = listener == DaemonListener::mcp ? gateway::mcp_announcement(id)
+                                                           : gateway::identity_announcement(id);
         auto [wec, wn] = co_await asio::async_write(daemon, asio::buffer(line), nothrow);
         if (wec) co_return;
         co_await (pump(client, daemon) && pump(daemon, client));

@@ -101,12 +101,18 @@ private:
     std::shared_ptr<std::atomic<std::uint64_t>> open_;   // handlers still running
 };
 
-// Connects to the daemon's Unix socket, sends the announcement for `id`
-// (gateway/daemon_protocol.hpp) before any byte of the client's, then relays
-// both ways until both sides are done. Never throws: a daemon that cannot be
-// reached closes the client's connection (the box sees a reset, nothing else).
+// Which of the box's listeners a relayed connection came in on: the daemon
+// serves the proxy listener's as its proxy, the MCP listener's as the
+// worker's MCP endpoint.
+enum class DaemonListener { proxy, mcp };
+
+// Connects to the daemon's Unix socket, sends the announcement for `id` and
+// `listener` (gateway/daemon_protocol.hpp: CORRAL-IDENTITY or CORRAL-MCP)
+// before any byte of the client's, then relays both ways until both sides are
+// done. Never throws: a daemon that cannot be reached closes the client's
+// connection (the box sees a reset, nothing else).
 boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
-                                             gateway::Identity id);
+                                             gateway::Identity id, DaemonListener listener = DaemonListener::proxy);
 
 // One line to a root-owned daemon's Unix socket and its one-line answer
 // (blocking, `timeout` per step), or why it could not be asked.

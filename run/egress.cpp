@@ -24,7 +24,8 @@
 #include "gateway/refusal.hpp"
 #include "gateway/socket_owner.hpp"
 #include "rootfs/host_paths.hpp"
-#include "run/mcp_pin_store.hpp"
+#include "run/prepare.hpp"
+#include "run/worker_tools.hpp"
 #include "run/state_dir.hpp"
 #include "run/trust.hpp"
 #include "supervisor/invocation.hpp"
@@ -108,6 +109,8 @@ public:
             throw UsageError("[budget.worker] (a budget across the worker's runs) is kept by the gateway daemon: "
                              "run with --gateway unix:PATH against `corral gateway --org DIR`, or leave "
                              "[budget.worker] out and use [budget] (per run)");
+        if (!config_.tools.empty() && config_.tools.budgets.per_worker)
+            throw UsageError(tool_calls_per_worker_refusal(id_.worker));
         require_credentials(config_);
         // Checked now (a run that cannot authenticate must not start) but kept
         // only from start() on, after the clone: the init and the reaper are
@@ -146,7 +149,7 @@ public:
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
     json tools_record() const override {
-        return mcp_tools_ ? gateway::tool_counts_json(mcp_tools_->calls().counts()) : json(nullptr);
+        return mcp_tools_ ? gateway::tool_counts_json(mcp_tools_->counts(id_.str())) : json(nullptr);
     }
 
 protected:
@@ -201,27 +204,13 @@ private:
     // cannot be read stops the run (fail closed: trusting every tool afresh
     // would undo the quarantines it holds).
     void load_pins() {
-        const std::string option = "[gateway] state_dir";
-        const std::string state = make_private_dir(option, config_.gateway.state_dir, DirRole::state);
-        pin_dir_ = open_pin_store_dir(option, state, id_.worker, /*create=*/true);
-        const PinRecords records = PinStore(pin_dir_).read();
-        const auto& config_pins = mcp_tools_->config().pins;
-        mcp_tools_->with_pins([&](mcp::PinBook& book) {
-            for (const auto& [key, p] : records)
-                if (!config_pins.count(key)) {
-                    auto [server, tool] = split_pin_key(key);
-                    book.pin(server, tool, p.trusted);
-                }
-        });
+        pin_dir_ = load_stored_pins(*mcp_tools_, "[gateway] state_dir", config_.gateway.state_dir, id_.worker);
     }
     // This run's first sights and quarantines, merged into the store.
     void save_pins() {
         if (!mcp_tools_ || pin_dir_.empty()) return;
-        const auto seen = mcp_tools_->with_pins([](mcp::PinBook& book) { return book.entries(); });
         try {
-            PinStore(pin_dir_).update([&](PinRecords& records) {
-                return merge_sights(records, seen, mcp_tools_->config().pins, id_.run_id, pin_store_now());
-            });
+            save_sights(*mcp_tools_, pin_dir_, id_.run_id);
         } catch (const std::exception& e) {
             stop_messages_.push_back(std::string("the MCP pins store could not be updated (") + e.what() +
                                      "): this run's first sights and quarantines are not kept for later runs");
@@ -243,23 +232,26 @@ private:
     std::string ledger_failure_;
 };
 
-// A relay to the daemon, counted while it runs so that the daemon is asked
+// A relay to the daemon (of the proxy listener's connections, or the MCP
+// listener's with `mcp`), counted while it runs so that the daemon is asked
 // for the run's counts only after the relays ended. A plain coroutine (not a
 // capturing lambda): its parameters live in its own frame. A session's
 // connection of no role's UID is closed unserved (the daemon then never hears of it).
 boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::string path, gateway::Identity id,
                                            std::shared_ptr<std::atomic<int>> active,
-                                           std::shared_ptr<const ConnectionRoles> roles) {
+                                           std::shared_ptr<const ConnectionRoles> roles, bool mcp) {
     if (roles) {
         auto role = roles->role_of(s);
         if (!role) {
-            log::warn("bridge: closed a connection of " + id.str() + " unserved: " + role.problem());
+            log::warn("bridge: closed " + std::string(mcp ? "an MCP" : "a") + " connection of " + id.str() +
+                      " unserved: " + role.problem());
             co_return;
         }
         id.role = *role;
     }
     active->fetch_add(1);
-    co_await run::relay_to_daemon(std::move(s), std::move(path), std::move(id));
+    co_await run::relay_to_daemon(std::move(s), std::move(path), std::move(id),
+                                  mcp ? run::DaemonListener::mcp : run::DaemonListener::proxy);
     active->fetch_sub(1);
 }
 
@@ -267,8 +259,10 @@ boost::asio::awaitable<void> counted_relay(boost::asio::ip::tcp::socket s, std::
 // the box needs its CA.
 class DaemonEgress final : public Egress {
 public:
-    DaemonEgress(std::string socket, std::string state_dir, gateway::Identity id)
-        : socket_(std::move(socket)), state_dir_(std::move(state_dir)), id_(std::move(id)) {}
+    // `mcp`: whether the worker has MCP servers (the box then gets the MCP
+    // listener, relayed to the daemon as CORRAL-MCP connections).
+    DaemonEgress(std::string socket, std::string state_dir, gateway::Identity id, bool mcp)
+        : socket_(std::move(socket)), state_dir_(std::move(state_dir)), id_(std::move(id)), mcp_(mcp) {}
     ~DaemonEgress() override { stop(); }
 
     std::string prepare() override {
@@ -293,6 +287,13 @@ public:
         if (!counts->ledger_failure.empty())
             throw UsageError(named + ": the daemon refuses every request: its ledger cannot be written (" +
                              counts->ledger_failure + ")");
+        // The box's MCP listener is relayed there: a daemon that serves this
+        // worker no MCP servers would refuse every call (or, older than
+        // CORRAL-MCP, close the connections unread). Say so before the box exists.
+        if (mcp_ && !counts->tools)
+            throw UsageError(named + ": the daemon serves worker " + id_.worker + " no MCP servers (it was started "
+                             "before the worker's [mcp.servers] were written, or is older than this corral): "
+                             "restart it (`systemctl restart corral-gateway`), or run without --gateway");
         instance_at_start_ = counts->instance;
         return ca;
     }
@@ -319,15 +320,22 @@ public:
     std::optional<gateway::metering::MeterTotals> model_totals() const override {
         return counts_ ? counts_->model : std::nullopt;
     }
+    // The daemon's counts of the run's tool calls (null: no MCP, or no counts).
+    json tools_record() const override {
+        return mcp_ && counts_ && counts_->tools ? gateway::tool_counts_json(*counts_->tools) : json(nullptr);
+    }
 
 protected:
-    run::ConnectionHandler connection_handler() override {
+    run::ConnectionHandler connection_handler() override { return relay_handler(false); }
+    bool serves_mcp() const override { return mcp_; }
+    run::ConnectionHandler mcp_handler() override { return relay_handler(true); }
+    run::ConnectionHandler relay_handler(bool mcp) {
         std::string path = socket_;
         gateway::Identity id = id_;
         auto active = active_relays_;
         auto roles = roles_;
-        return [path, id, active, roles](boost::asio::ip::tcp::socket s) {
-            return counted_relay(std::move(s), path, id, active, roles);
+        return [path, id, active, roles, mcp](boost::asio::ip::tcp::socket s) {
+            return counted_relay(std::move(s), path, id, active, roles, mcp);
         };
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", nullptr); }
@@ -371,6 +379,7 @@ private:
     static constexpr std::chrono::milliseconds kDaemonAnswerTimeout{2000};
     std::string socket_, state_dir_;
     gateway::Identity id_;
+    bool mcp_;
     std::string instance_at_start_;
     std::shared_ptr<std::atomic<int>> active_relays_ = std::make_shared<std::atomic<int>>(0);
     std::optional<gateway::DaemonCounts> counts_;
@@ -476,7 +485,7 @@ void Egress::stop() {
 std::unique_ptr<Egress> make_egress(const RunPlan& plan) {
     if (plan.daemon_socket)
         return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir,
-                                              plan.identity);
+                                              plan.identity, !plan.gateway.tools.empty());
     return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts,
                                             plan.identity);
 }

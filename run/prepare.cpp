@@ -101,29 +101,25 @@ void check_run_can_start(const RunRequest& r, const RunInputs& in, const RunPlan
     if (!mcp.empty()) throw UsageError((plan.daemon_socket ? "--gateway unix:" + *plan.daemon_socket + ": " : "") + mcp.front());
 }
 
+std::string tool_calls_per_worker_refusal(const std::string& worker) {
+    return "worker " + worker + ": [mcp.budget] tool_calls_per_worker (a tool-call budget across the worker's runs) "
+           "is kept by the gateway daemon: run with --gateway unix:PATH against `corral gateway --org DIR`, or "
+           "leave tool_calls_per_worker out and use tool_calls_per_run (per run)";
+}
+
 std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon) {
     std::vector<std::string> out;
-    if (daemon && !tools.empty()) {
-        std::string names;
-        for (const auto& [name, s] : tools.servers) names += (names.empty() ? "" : ", ") + name + " (" + s.where + ")";
-        out.push_back("worker " + worker + " has MCP servers (" + names + ") and the gateway daemon does not serve "
-                      "MCP yet: run it without --gateway (the run's embedded gateway serves them), or remove the "
-                      "worker's [mcp.servers]");
-    }
     // The run starts each stdio server in a box of its own (run/mcp_servers.hpp)
     // and only its embedded gateway talks to them.
     for (const auto& [name, s] : tools.servers)
         if (daemon && std::holds_alternative<mcp::StdioServer>(s.transport))
             out.push_back("worker " + worker + ": MCP server " + name + " (" + s.where + ") is a stdio server, and "
-                          "the gateway daemon does not serve stdio servers: run it without --gateway (the run's "
-                          "embedded gateway starts it in a box of its own), or remove it from the worker's "
-                          "[mcp.servers]");
+                          "the gateway daemon serves remote Streamable HTTP servers only (url = \"https://...\"), "
+                          "not stdio servers: run it without --gateway (the run's embedded gateway starts it in a box "
+                          "of its own), or remove it from the worker's [mcp.servers]");
     // A budget across the worker's runs needs one keeper for all of them,
-    // the daemon, which does not serve MCP yet: never silently unenforced.
-    if (!tools.empty() && tools.budgets.per_worker)
-        out.push_back("worker " + worker + ": [mcp.budget] tool_calls_per_worker (a tool-call budget across the "
-                      "worker's runs) is kept by the gateway daemon, which does not serve MCP yet, and a run's "
-                      "embedded gateway cannot see the worker's other runs: remove it, or use tool_calls_per_run");
+    // the daemon: never silently unenforced by a run's embedded gateway.
+    if (!daemon && !tools.empty() && tools.budgets.per_worker) out.push_back(tool_calls_per_worker_refusal(worker));
     return out;
 }
 

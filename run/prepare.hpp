@@ -27,13 +27,16 @@ void check_run_can_start(const RunRequest& request, const RunInputs& inputs, con
 
 // Why a run of `worker` with `tools` could not serve its MCP servers, one
 // sentence each, none when it can: relayed to a `corral gateway` daemon
-// (`daemon`), any server (the daemon does not serve MCP yet) and each stdio
-// server (only a run's embedded gateway starts them), and a tool_calls_per_worker
-// budget (only the daemon could keep it, and it does not serve MCP yet).
-// Fail closed: check_run_can_start
-// refuses the run with the first; `corral validate` warns with each (with
-// `daemon` = true for what a daemon run would meet).
+// (`daemon`), each stdio server (only a run's embedded gateway starts them,
+// each in a box of its own), and, with the embedded gateway, a
+// tool_calls_per_worker budget (only the daemon keeps it).
+// Fail closed: check_run_can_start refuses the run with the first; `corral
+// validate` warns with each, for a run with and without the daemon.
 std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon);
+
+// Why the embedded gateway refuses [mcp.budget] tool_calls_per_worker (one
+// sentence; EmbeddedEgress::prepare and mcp_not_served say it).
+std::string tool_calls_per_worker_refusal(const std::string& worker);
 
 // What exists of a run, for its record: a run refused early has no inputs,
 // plan, egress or agent yet.

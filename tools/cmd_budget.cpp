@@ -1,7 +1,8 @@
 // tools/cmd_budget.cpp — `corral budget show|reset WORKER [--gateway unix:PATH]`:
 // a worker's budget across its runs, as the gateway daemon that keeps it
-// has it (its [budget.worker] limits, what was spent, what remains), and the
-// operator's reset of it. Prints the daemon's JSON line on stdout.
+// has it (its [budget.worker] limits, what was spent, what remains; its
+// [mcp.budget] tool_calls_per_worker as "tool_calls"), and the operator's
+// reset of them. Prints the daemon's JSON line on stdout.
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -45,8 +46,11 @@ int cmd_budget(int argc, char** argv) {
         return 125;
     }
     std::fputs(answer->c_str(), stdout);
-    if (j.contains("budget") && j["budget"].is_null()) {
-        std::fprintf(stderr, "corral budget: worker %s has no budget across runs ([budget.worker])\n", worker.c_str());
+    if (j.contains("budget") && j["budget"].is_null() && !j.contains("tool_calls")) {
+        std::fprintf(stderr,
+                     "corral budget: worker %s has no budget across runs ([budget.worker], [mcp.budget] "
+                     "tool_calls_per_worker)\n",
+                     worker.c_str());
         return 1;
     }
     if (action == "reset") std::fprintf(stderr, "corral budget: worker %s's budget across runs reset\n", worker.c_str());

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "agents/agent_profile.hpp"
 #include "base/log.hpp"
@@ -33,6 +34,7 @@
 #include "journal/day_journal.hpp"
 #include "journal/key.hpp"
 #include "rootfs/host_paths.hpp"
+#include "run/worker_tools.hpp"
 #include "tools/commands.hpp"
 
 namespace corral::cli {
@@ -56,6 +58,13 @@ config::GatewayConfig org_config(const std::string& dir) {
         const config::ResolvedWorker w = config::resolve_worker(org, name);
         const std::string agent = w.egress_only ? std::string("no agent") : std::string(config::to_string(w.agent));
         log::info("gateway: worker " + name + " (" + agent + "): " + (hosts.empty() ? std::string("no grants of its own") : hosts));
+        if (auto t = plan.config.worker_tools.find(name); t != plan.config.worker_tools.end()) {
+            std::string servers;
+            for (const auto& [server, sc] : t->second.servers)
+                servers += (servers.empty() ? "" : ", ") + server +
+                           (std::holds_alternative<mcp::StdioServer>(sc.transport) ? " (stdio: not served by the daemon)" : "");
+            log::info("gateway: worker " + name + ": MCP servers " + servers);
+        }
     }
     return std::move(plan.config);
 }
@@ -145,7 +154,9 @@ int serve_with_journal(config::GatewayConfig cfg, const std::string& source, con
                                                  daemon_admission(cfg, source, g.threads), notes);
     for (const auto& n : notes) log::info("gateway: " + n);
     log::info("gateway: journal " + day_journal->path());
-    gateway::DaemonOptions options{std::move(cfg), source, g.threads, g.grace, day_journal->decision_sink()};
+    auto mcp_tools = run::daemon_worker_tools(cfg);
+    gateway::DaemonOptions options{std::move(cfg), source, g.threads, g.grace, day_journal->decision_sink(),
+                                   std::move(mcp_tools)};
     int status;
     try {
         status = gateway::serve_daemon(std::move(options));
@@ -181,7 +192,8 @@ int cmd_gateway(int argc, char** argv) {
     if (!cfg.gateway.journal) {
         log::warn("gateway: " + source + ": journal = false: decisions go to the ledger only, unsigned; "
                   "nothing will prove they were not edited (docs/journal.md)");
-        return gateway::serve_daemon({std::move(cfg), source, g.threads, g.grace, {}});
+        auto mcp_tools = run::daemon_worker_tools(cfg);
+        return gateway::serve_daemon({std::move(cfg), source, g.threads, g.grace, {}, std::move(mcp_tools)});
     }
     return serve_with_journal(std::move(cfg), source, g);
 }

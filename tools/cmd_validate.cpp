@@ -280,12 +280,13 @@ void ValidateReport::tools_of(const config::ResolvedWorker& w, json& wj) {
         t.pins.size(), t.log_arguments ? ", log_arguments" : "");
     for (const auto& [name, s] : t.servers) say("    %s\n", mcp_server_text(s).c_str());
     wj["mcp"] = mcp_json(t);
-    // What a run of it would refuse (run::mcp_not_served): what any run
-    // would, as is; what only a run relayed to the daemon would, prefixed.
-    const auto any_run = run::mcp_not_served(w.name, t, false);
-    auto refused = run::mcp_not_served(w.name, t, true);
-    for (auto& why : refused)
-        if (std::find(any_run.begin(), any_run.end(), why) == any_run.end()) why = "corral run --gateway unix:PATH: " + why;
+    // What a run of it would refuse (run::mcp_not_served), with the run's
+    // embedded gateway (tool_calls_per_worker) and relayed to the daemon (a
+    // stdio server).
+    std::vector<std::string> refused;
+    for (const auto& why : run::mcp_not_served(w.name, t, false)) refused.push_back("corral run: " + why);
+    for (const auto& why : run::mcp_not_served(w.name, t, true))
+        refused.push_back("corral run --gateway unix:PATH: " + why);
     for (const auto& why : refused) {
         say("  warning:    %s\n", why.c_str());
         std::fprintf(stderr, "warning: %s\n", why.c_str());

@@ -105,4 +105,43 @@ void BudgetStore::save(const std::string& worker, const AccountState& state) {
                           stored_budget_json(worker, state, {}) + "\n");
 }
 
+std::string BudgetStore::tool_calls_path_of(const std::string& worker) const {
+    return dir_ + "/tool_calls/" + worker + ".json";
+}
+
+std::uint64_t BudgetStore::load_tool_calls(const std::string& worker) const {
+    const std::string path = tool_calls_path_of(worker);
+    const std::string fix = ", allowed: the file corral wrote (fix it, or remove it while the daemon is stopped: the "
+                            "worker's tool calls then count from 0)";
+    std::optional<std::string> text;
+    try {
+        text = read_whole_file({path, 1u << 20});
+    } catch (const SysError& e) {
+        throw UsageError("tool-call budget of worker " + worker + ": cannot read " + path + ": " + errno_text(e.error()));
+    } catch (const UsageError& e) {
+        throw UsageError("tool-call budget of worker " + worker + ": " + e.what() + fix);
+    }
+    if (!text) return 0;
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("tool_calls") || !j["tool_calls"].is_number_unsigned() ||
+        j.value("worker", "") != worker)
+        throw UsageError("tool-call budget of worker " + worker + ": " + path +
+                         ": 'tool_calls' missing or not an unsigned integer, or 'worker' not " + worker + fix);
+    return j["tool_calls"].get<std::uint64_t>();
+}
+
+void BudgetStore::save_tool_calls(const std::string& worker, std::uint64_t used) {
+    std::lock_guard lock(mu_);
+    const std::string dir = dir_ + "/tool_calls";
+    for (const std::string& d : {dir_, dir})
+        if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", d, errno);
+    nlohmann::ordered_json j;
+    j["worker"] = worker;
+    j["tool_calls"] = used;
+    j["updated"] = now_utc();
+    // content_synced, as save(): once per forwarded call.
+    write_file_atomically(atomic_target(tool_calls_path_of(worker), 0600, Durability::content_synced),
+                          j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
 }  // namespace corral::gateway::metering

@@ -7,8 +7,15 @@
 // after every settlement (a crash leaves the old state or the new one, never
 // half of either). A file that cannot be read back is an error, never an
 // empty budget (fail closed: the worker's requests are then refused).
+//
+// A worker's MCP tool calls across its runs ([mcp.budget]
+// tool_calls_per_worker, gateway/mcp_budget.hpp) are kept the same way, in a
+// directory of their own so no worker's name can collide with another's file:
+// STATE_DIR/budgets/tool_calls/WORKER.json,
+//   {"worker":"w","tool_calls":N,"updated":"2026-12-01T20:00:00Z"}
 #pragma once
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,6 +42,13 @@ public:
     // failed call.
     void save(const std::string& worker, const AccountState& state);
     std::string path_of(const std::string& worker) const;
+
+    // The worker's tool calls across its runs: 0 without a file yet; throws
+    // UsageError naming the file for one that cannot be read or parsed.
+    std::uint64_t load_tool_calls(const std::string& worker) const;
+    // Replaces the worker's tool-call file; throws SysError naming the failed call.
+    void save_tool_calls(const std::string& worker, std::uint64_t used);
+    std::string tool_calls_path_of(const std::string& worker) const;
 
 private:
     std::string dir_;

@@ -258,3 +258,25 @@ TEST_CASE("org_gateway_config: the daemon needs listen_unix; without any listene
         CHECK(what.find("corral run --gateway unix:PATH") != std::string::npos);
     }
 }
+
+TEST_CASE("org_gateway_config: each worker's MCP servers (org.toml's under its own) for the daemon, their credentials kept") {
+    test::OrgDir d;
+    write_org(d, "[credentials.search]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_UNUSED_SEARCH\"\n"
+                 "[mcp.servers.search]\nurl = \"https://mcp.example.com/mcp\"\ncredential = \"search\"\n",
+              "[mcp.servers.docs]\nurl = \"https://docs.example.com/mcp\"\ncredential = \"spare\"\n"
+              "[mcp.budget]\ntool_calls_per_worker = 7\n");
+    auto org = config::load_org(d.str());
+    const auto cfg = agents::org_gateway_config(org, all_available(org)).config;
+    CHECK(cfg.tools.empty());  // the embedded gateway's one worker's: none here
+    REQUIRE(cfg.worker_tools.size() == 3);
+    CHECK(cfg.worker_tools.at("cl").servers.size() == 1);  // org.toml's
+    CHECK(cfg.worker_tools.at("cl").servers.count("search") == 1);
+    const auto& p = cfg.worker_tools.at("p");
+    CHECK(p.servers.size() == 2);
+    CHECK(p.servers.count("docs") == 1);
+    CHECK(p.budgets.per_worker == 7u);
+    CHECK_FALSE(cfg.worker_tools.at("cx").budgets.per_worker.has_value());
+    // Their credentials are loaded by the daemon ("spare" too now: p's server names it).
+    CHECK(cfg.credentials.count("search") == 1);
+    CHECK(cfg.credentials.count("spare") == 1);
+}

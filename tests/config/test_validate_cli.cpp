@@ -313,12 +313,13 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
                      "    search: http https://mcp.example.com/mcp credential=search  [" +
                          d.file("workers/fetch/worker.toml") + ":2]\n"));
     // What a run would refuse is a warning (run::mcp_not_served), the exit status unchanged.
-    CHECK(has(r.out, "  warning:    corral run --gateway unix:PATH: worker fetch: MCP server files (" +
-                         d.file("org.toml") + ":4) is a stdio server, and the gateway daemon does not serve stdio "
-                                              "servers"));
-    CHECK(has(r.err, "warning: corral run --gateway unix:PATH: worker fetch has MCP servers (files (" +
-                         d.file("org.toml") + ":4), search (" + d.file("workers/fetch/worker.toml") +
-                         ":2)) and the gateway daemon does not serve MCP yet"));
+    // The embedded gateway starts the stdio server; the daemon serves the
+    // remote one: only the stdio one is named, for the daemon.
+    CHECK_FALSE(has(r.out, "  warning:    corral run: worker fetch"));
+    CHECK(has(r.err, "warning: corral run --gateway unix:PATH: worker fetch: MCP server files (" +
+                         d.file("org.toml") + ":4) is a stdio server, and the gateway daemon serves remote "
+                         "Streamable HTTP servers only"));
+    CHECK_FALSE(has(r.err, "search (" + d.file("workers/fetch/worker.toml")));
     // The worker without [mcp] of its own still has org.toml's.
     CHECK(has(r.out, "worker plain\n"));
     CHECK(has(r.out, "  mcp:        1 server(s), 1 rule(s), 0 pin(s)\n    files: stdio /usr/bin/node  ["));
@@ -337,7 +338,7 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
     int mcp_warnings = 0;
     for (const auto& diag : doc["diagnostics"])
         if (diag["name"] == "mcp.servers" && diag["worker"] == "fetch" && diag["status"] == "warning") ++mcp_warnings;
-    CHECK(mcp_warnings == 2);
+    CHECK(mcp_warnings == 1);  // the stdio server, for a daemon run
 
     SUBCASE("no [mcp] anywhere: no MCP row, no mcp member") {
         d.org("");
@@ -357,7 +358,7 @@ TEST_CASE("corral validate: a worker's MCP servers, rules and pins; nothing abou
     }
 }
 
-TEST_CASE("corral validate: tool_calls_per_worker is a warning (a run refuses it: the daemon does not serve MCP yet)") {
+TEST_CASE("corral validate: tool_calls_per_worker is a warning for a run of the embedded gateway (only the daemon keeps it)") {
     OrgDir d;
     d.org("[credentials.search]\nkind = \"api_key\"\nenv = \"CORRAL_TEST_SEARCH\"\n");
     d.worker("fetch", "agent = \"none\"\n"
@@ -365,6 +366,7 @@ TEST_CASE("corral validate: tool_calls_per_worker is a warning (a run refuses it
                       "[mcp.budget]\ntool_calls_per_run = 10\ntool_calls_per_worker = 100\n");
     auto r = validate(d);
     CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
-    CHECK(has(r.err, "warning: worker fetch: [mcp.budget] tool_calls_per_worker (a tool-call budget across the "
-                     "worker's runs) is kept by the gateway daemon, which does not serve MCP yet"));
+    CHECK(has(r.err, "warning: corral run: worker fetch: [mcp.budget] tool_calls_per_worker (a tool-call budget "
+                     "across the worker's runs) is kept by the gateway daemon: run with --gateway unix:PATH"));
+    CHECK_FALSE(has(r.err, "warning: corral run --gateway unix:PATH:"));
 }

@@ -183,3 +183,49 @@ TEST_CASE("daemon protocol: the refused host:ports travel with the counts; a mal
     CHECK(problem.find("refused must be a list") != std::string::npos);
     CHECK_FALSE(parse_daemon_counts("{\"requests\":1,\"refusals\":1,\"refused\":[{\"host\":1}]}\n", &problem).has_value());
 }
+
+TEST_CASE("daemon protocol: an MCP listener's connection is announced as such, with its role; nothing else is one") {
+    corral::names::Identity id{"w1", "r1", ""};
+    CHECK(mcp_announcement(id) == "CORRAL-MCP w1/r1\n");
+    auto first = parse_daemon_first_line("CORRAL-MCP w1/r1");
+    REQUIRE(first.has_value());
+    CHECK(first->mcp);
+    CHECK_FALSE(first->counts);
+    CHECK(first->id.str() == "w1/r1");
+    id.role = "service";
+    CHECK(mcp_announcement(id) == "CORRAL-MCP w1/r1 role=service\n");
+    auto with_role = parse_daemon_first_line("CORRAL-MCP w1/r1 role=service");
+    REQUIRE(with_role.has_value());
+    CHECK(with_role->mcp);
+    CHECK(with_role->id.role == "service");
+    auto proxy = parse_daemon_first_line("CORRAL-IDENTITY w1/r1");
+    REQUIRE(proxy.has_value());
+    CHECK_FALSE(proxy->mcp);
+    CHECK_FALSE(parse_daemon_first_line("CORRAL-MCP w1").has_value());
+    CHECK_FALSE(parse_daemon_first_line("CORRAL-MCP w1/r1 role=a/b").has_value());
+    CHECK_FALSE(parse_daemon_first_line("CORRAL-MCPw1/r1").has_value());
+}
+
+TEST_CASE("daemon protocol: the run's tool-call counts travel with the counts; absent without MCP; bad ones refused") {
+    DaemonCounts c;
+    c.requests = 1, c.instance = "ab";
+    CHECK(parse_counts_answer(counts_answer(c))->tools == std::nullopt);
+    ToolCallCounts t;
+    t.calls = 3, t.allowed = 2, t.refused["budget_exhausted"] = 1;
+    t.per_tool["s/echo"] = {3, 1};
+    c.tools = t;
+    const std::string line = counts_answer(c);
+    CHECK(line.find("\"tools\":{\"allowed\":2,\"calls\":3,") != std::string::npos);
+    auto back = parse_counts_answer(line);
+    REQUIRE(back);
+    REQUIRE(back->tools.has_value());
+    CHECK(tool_counts_json(*back->tools) == tool_counts_json(t));
+    for (const char* bad : {R"({"requests":1,"refusals":0,"tools":{"calls":-1,"allowed":0,"refused":{},"per_tool":{}}})",
+                            R"({"requests":1,"refusals":0,"tools":{"calls":1,"allowed":0,"refused":{"x":1.5},"per_tool":{}}})",
+                            R"({"requests":1,"refusals":0,"tools":{"calls":1,"allowed":0,"refused":{},"per_tool":{"s/t":{"calls":1}}}})",
+                            R"({"requests":1,"refusals":0,"tools":[]})"}) {
+        auto r = parse_counts_answer(bad);
+        CHECK_FALSE(r);
+        if (!r) CHECK(r.problem().find("every count an unsigned integer") != std::string::npos);
+    }
+}

@@ -224,12 +224,14 @@ TEST_CASE("corral run: MCP servers a run cannot serve refuse it before anything 
     write_org(dir, 9);
     write_file(dir + "/mcp.secret", "unused\n", 0600);
 
-    SUBCASE("--gateway unix:PATH: the daemon does not serve MCP yet") {
-        auto r = run_refused(dir, {"--gateway", "unix:" + dir + "/no-daemon.sock"});
+    SUBCASE("tool_calls_per_worker without the daemon: the embedded gateway cannot keep it") {
+        write_file(dir + "/org/workers/w1/worker.toml", read_file(dir + "/org/workers/w1/worker.toml") +
+                                                            "[mcp.budget]\ntool_calls_per_worker = 10\n");
+        auto r = run_refused(dir, {});
         CHECK(r.exit_code == 125);
-        CHECK_MESSAGE(r.err.find("corral run: --gateway unix:" + dir + "/no-daemon.sock: worker w1 has MCP servers "
-                                 "(tools (" + dir + "/org/workers/w1/worker.toml:2)) and the gateway daemon does not "
-                                 "serve MCP yet") != std::string::npos, r.err);
+        CHECK_MESSAGE(r.err.find("corral run: worker w1: [mcp.budget] tool_calls_per_worker (a tool-call budget "
+                                 "across the worker's runs) is kept by the gateway daemon: run with --gateway "
+                                 "unix:PATH against `corral gateway --org DIR`") != std::string::npos, r.err);
         CHECK(r.record.value("outcome", "") == "setup_failed");
     }
     SUBCASE("a stdio server with --gateway unix:PATH: only a run's embedded gateway starts it") {

@@ -381,25 +381,23 @@ TEST_CASE("MCP: the embedded gateway gets the worker's tools and keeps the crede
     CHECK(none.gateway.credentials.count("mcpcred") == 0);
 }
 
-TEST_CASE("MCP: what a run cannot serve is refused before it starts: any server with --gateway, a stdio one named") {
+TEST_CASE("MCP: what a run cannot serve is refused before it starts: a stdio server with --gateway") {
     const auto remote = mcp_inputs(false).worker->tools;
     const auto both = mcp_inputs(true).worker->tools;
     CHECK(run::mcp_not_served("w", remote, false).empty());
     CHECK(run::mcp_not_served("w", both, false).empty());   // the run starts its stdio server in a box of its own
     CHECK(run::mcp_not_served("w", mcp::ToolsConfig{}, true).empty());
-    auto daemon = run::mcp_not_served("w", remote, true);
+    // The daemon serves remote servers; a stdio one it refuses, saying so.
+    CHECK(run::mcp_not_served("w", remote, true).empty());
+    auto daemon = run::mcp_not_served("w", both, true);
     REQUIRE(daemon.size() == 1);
-    CHECK(daemon[0] == "worker w has MCP servers (search (workers/w/worker.toml:3)) and the gateway daemon does not "
-                       "serve MCP yet: run it without --gateway (the run's embedded gateway serves them), or remove "
-                       "the worker's [mcp.servers]");
-    auto stdio = run::mcp_not_served("w", both, true);
-    REQUIRE(stdio.size() == 2);
-    CHECK(stdio[1] == "worker w: MCP server files (org.toml:9) is a stdio server, and the gateway daemon does not "
-                      "serve stdio servers: run it without --gateway (the run's embedded gateway starts it in a box "
-                      "of its own), or remove it from the worker's [mcp.servers]");
+    CHECK(daemon[0] == "worker w: MCP server files (org.toml:9) is a stdio server, and the gateway daemon serves "
+                       "remote Streamable HTTP servers only (url = \"https://...\"), not stdio servers: run it without "
+                       "--gateway (the run's embedded gateway starts it in a box of its own), or remove it from the "
+                       "worker's [mcp.servers]");
 }
 
-TEST_CASE("MCP: tool_calls_per_worker is refused in a run, never silently unenforced") {
+TEST_CASE("MCP: tool_calls_per_worker is refused in a run of the embedded gateway, never silently unenforced; the daemon keeps it") {
     auto tools = mcp_inputs(false).worker->tools;
     tools.budgets.per_run = 5;
     CHECK(run::mcp_not_served("w", tools, false).empty());
@@ -407,7 +405,9 @@ TEST_CASE("MCP: tool_calls_per_worker is refused in a run, never silently unenfo
     auto refused = run::mcp_not_served("w", tools, false);
     REQUIRE(refused.size() == 1);
     CHECK(refused[0] == "worker w: [mcp.budget] tool_calls_per_worker (a tool-call budget across the worker's runs) "
-                        "is kept by the gateway daemon, which does not serve MCP yet, and a run's embedded gateway "
-                        "cannot see the worker's other runs: remove it, or use tool_calls_per_run");
+                        "is kept by the gateway daemon: run with --gateway unix:PATH against `corral gateway --org "
+                        "DIR`, or leave tool_calls_per_worker out and use tool_calls_per_run (per run)");
+    CHECK(refused[0] == run::tool_calls_per_worker_refusal("w"));
+    CHECK(run::mcp_not_served("w", tools, true).empty());
     CHECK(run::mcp_not_served("w", mcp::ToolsConfig{}, false).empty());
 }
