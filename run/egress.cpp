@@ -149,7 +149,11 @@ public:
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
     json tools_record() const override {
-        return mcp_tools_ ? gateway::tool_counts_json(mcp_tools_->counts(id_.str())) : json(nullptr);
+        if (!mcp_tools_) return nullptr;
+        json out = gateway::tool_counts_json(mcp_tools_->counts(id_.str()));
+        // Where the stdio servers ran: each one's box (its run id names its cgroup and scratch).
+        if (stdio_servers_) out["stdio_boxes"] = stdio_servers_->record();
+        return out;
     }
 
 protected:

@@ -30,6 +30,8 @@ using supervisor::SandboxSpec;
 struct StdioServerBoxes::Box {
     std::string name;
     std::optional<supervisor::Sandbox> box;
+    std::string run_id;                            // its box's, kept past its teardown (run.json)
+    uid_t uid = 0;
     std::string log_path;                          // RUN_DIR/mcp-NAME.stderr.log
     std::optional<supervisor::Invocation> server;  // its command, once started
     std::thread log_thread;                        // its stderr into log_path
@@ -176,6 +178,8 @@ std::shared_ptr<StdioServerBoxes> StdioServerBoxes::launch(const SandboxSpec& ag
             named.attach_teardown(out->tear_down());
             throw named;
         }
+        b->run_id = b->box->run_id();
+        b->uid = b->box->uid();
         out->boxes_.push_back(std::move(b));
     }
     wait_single_threaded();
@@ -186,9 +190,10 @@ StdioServerBoxes::~StdioServerBoxes() {
     if (!torn_down_) tear_down();
 }
 
-std::vector<uid_t> StdioServerBoxes::uids() const {
-    std::vector<uid_t> out;
-    for (const auto& b : boxes_) out.push_back(b->box->uid());
+nlohmann::json StdioServerBoxes::record() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& b : boxes_)
+        out.push_back({{"server", b->name}, {"run_id", b->run_id}, {"uid", b->uid}});
     return out;
 }
 

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gateway/mcp_stdio.hpp"
 #include "mcp/servers.hpp"
 #include "supervisor/sandbox.hpp"
@@ -58,8 +60,8 @@ public:
     ~StdioServerBoxes() override;
 
     bool empty() const { return boxes_.empty(); }
-    // The boxes' UIDs, for run.json; in the servers' order.
-    std::vector<uid_t> uids() const;
+    // run.json's tools.stdio_boxes: [{"server", "run_id", "uid"}], in the servers' order.
+    nlohmann::json record() const;
 
     // The run's secrets (credential name → secret), once the agent's box
     // exists: the servers' secret_env is read from them, and every one of

@@ -191,6 +191,12 @@ TEST_CASE("corral run: a stdio MCP server in a box of its own, its secret out of
     const std::string server_run_id = record.value("id", "?") + "-mcp-2";
     CHECK_MESSAGE(seen.server_cgroup.find("/corral/" + server_run_id) != std::string::npos, seen.server_cgroup);
     CHECK(record["tools"]["calls"] == 2);
+    // run.json names each server's box.
+    const json& boxes = record["tools"]["stdio_boxes"];
+    REQUIRE(boxes.size() == 2);
+    CHECK(boxes[1]["server"] == "local");
+    CHECK(boxes[1]["run_id"] == server_run_id);
+    CHECK(std::to_string(boxes[1]["uid"].get<unsigned>()) == seen.server_uid);
     CHECK(record["tools"]["allowed"] == 1);
     CHECK(record["teardown"]["verdict"] == "clean");
     int server_steps = 0;
