@@ -39,10 +39,14 @@ void read_events(std::string_view body, std::vector<std::pair<AnswerMessage, std
     // none was left did), in one pass: that erase per CRLF was quadratic.
     std::string text;
     text.reserve(body.size());
-    for (char ch : body) {
-        if (ch == '\n')
-            while (!text.empty() && text.back() == '\r') text.pop_back();
-        text += ch;
+    for (std::size_t at = 0; at < body.size();) {
+        std::size_t lf = body.find('\n', at);
+        if (lf == std::string_view::npos) lf = body.size();
+        text.append(body.substr(at, lf - at));
+        if (lf == body.size()) break;
+        while (!text.empty() && text.back() == '\r') text.pop_back();
+        text += '\n';
+        at = lf + 1;
     }
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -318,6 +322,7 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
         kept.push_back(std::move(m));
     }
     frame_answer(kept, sse, ctx, a);
+    a.parsed = std::make_shared<std::vector<AnswerMessage>>(std::move(kept));
     return a;
 }
 
