@@ -5,7 +5,6 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
-#include <atomic>
 #include <stdexcept>
 #include <variant>
 
@@ -31,11 +30,7 @@ void start_sodium() {
     if (sodium_init() < 0) throw std::runtime_error("SHA-256 unavailable (libsodium's sodium_init failed)");
 }
 
-std::atomic<bool> openssl_loaded{false};
-
 }  // namespace
-
-void sha256_openssl_loaded() { openssl_loaded.store(true, std::memory_order_relaxed); }
 
 // Named, not anonymous: Sha256::State (external linkage) holds one.
 namespace sha256_detail {
@@ -50,7 +45,7 @@ struct Sha256::State {
 };
 
 Sha256::Sha256(std::uint64_t expected_bytes) : state_(std::make_unique<State>()) {
-    if (expected_bytes <= kSmallHashBytes && !openssl_loaded.load(std::memory_order_relaxed)) {
+    if (expected_bytes <= kSmallHashBytes) {
         start_sodium();
         auto& s = state_->impl.emplace<crypto_hash_sha256_state>();
         crypto_hash_sha256_init(&s);
@@ -86,15 +81,6 @@ std::string Sha256::finish_hex() {
 }
 
 std::string sha256_hex(std::string_view data) {
-    if (openssl_loaded.load(std::memory_order_relaxed)) {
-        // One call, no context to allocate: a tools/list answer's digest
-        // and each tool's are on the MCP answer's path.
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned len = 0;
-        if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1)
-            throw std::runtime_error("SHA-256: EVP_Digest failed");
-        return lower_hex(md, len);
-    }
     Sha256 d(data.size());
     d.update(data.data(), data.size());
     return d.finish_hex();

@@ -25,12 +25,6 @@ inline constexpr std::uint64_t kSmallHashBytes = 1 << 20;
 // The 64 lowercase hex digits of SHA-256(data).
 std::string sha256_hex(std::string_view data);
 
-// Said by a process that has loaded OpenSSL for its own use (the gateway,
-// once it made a TLS context): the start-up libsodium spares small inputs is
-// paid, so from then on every size is hashed with OpenSSL, 1.7x faster at
-// 200 bytes and 4x at 4 KiB and up (docs/benchmarks.md, session 35).
-void sha256_openssl_loaded();
-
 // A digest fed piecewise, for data read in chunks (an archive as it streams,
 // a log file). `expected_bytes`: how much will be fed, when known (a file's
 // size); unknown is bulk. Throws std::runtime_error if the library cannot

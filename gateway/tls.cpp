@@ -1,7 +1,5 @@
 #include "gateway/tls.hpp"
 
-#include "base/sha256.hpp"
-
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <strings.h>
@@ -117,7 +115,6 @@ std::shared_ptr<boost::asio::ssl::context> ClientTlsCache::get(const std::string
     std::lock_guard lock(mutex_);
     if (auto it = contexts_.find(ca_file); it != contexts_.end()) return it->second;
     auto ctx = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
-    sha256_openssl_loaded();  // OpenSSL is started now: digests use it too
     SSL_CTX* native = ctx->native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
     SSL_CTX_set_options(native, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);

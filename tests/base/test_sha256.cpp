@@ -1,7 +1,6 @@
 #include <doctest/doctest.h>
 
 #include <string>
-#include <vector>
 
 #include "base/sha256.hpp"
 
@@ -45,20 +44,4 @@ TEST_CASE("small and bulk inputs give the same digests whichever library compute
         unhinted.update(data.data(), data.size());
         CHECK(hinted.finish_hex() == unhinted.finish_hex());
     }
-}
-
-TEST_CASE("after sha256_openssl_loaded every size gives the digest it gave before") {
-    // The process-wide switch (the gateway's): OpenSSL for small inputs too.
-    std::vector<std::string> before;
-    const std::vector<std::size_t> sizes = {0, 1, 200, 22'000, corral::kSmallHashBytes + 1};
-    for (std::size_t size : sizes) before.push_back(sha256_hex(std::string(size, 'm')));
-    corral::sha256_openssl_loaded();
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        const std::string data(sizes[i], 'm');
-        CHECK(sha256_hex(data) == before[i]);
-        Sha256 piecewise(data.size());
-        piecewise.update(data.data(), data.size());
-        CHECK(piecewise.finish_hex() == before[i]);
-    }
-    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
