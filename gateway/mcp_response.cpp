@@ -35,8 +35,19 @@ bool media_type_is(std::string_view content_type, std::string_view type) {
 // An SSE stream's events (WHATWG "server-sent events"): `data:` lines joined
 // by "\n", `event:` and `id:` kept, comments and `retry:` dropped.
 void read_events(std::string_view body, std::vector<std::pair<AnswerMessage, std::string>>& out) {
-    std::string text(body);
-    for (std::size_t at; (at = text.find("\r\n")) != std::string::npos;) text.erase(at, 1);
+    // Every CR before an LF dropped ("\r\r\n" too, as erasing CRLF until
+    // none was left did), in one pass: that erase per CRLF was quadratic.
+    std::string text;
+    text.reserve(body.size());
+    for (std::size_t at = 0; at < body.size();) {
+        std::size_t lf = body.find('\n', at);
+        if (lf == std::string_view::npos) lf = body.size();
+        text.append(body.substr(at, lf - at));
+        if (lf == body.size()) break;
+        while (!text.empty() && text.back() == '\r') text.pop_back();
+        text += '\n';
+        at = lf + 1;
+    }
     std::size_t pos = 0;
     while (pos < text.size()) {
         std::size_t end = text.find("\n\n", pos);
@@ -69,18 +80,25 @@ std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::ve
     std::vector<std::pair<AnswerMessage, std::string>> texts;
     sse = media_type_is(in.content_type, "text/event-stream");
     if (sse) read_events(in.body, texts);
-    else if (media_type_is(in.content_type, "application/json")) texts.emplace_back(AnswerMessage{}, in.body);
-    else return "Content-Type " + json_quoted(in.content_type) + " is neither application/json nor text/event-stream";
-    for (auto& [m, text] : texts) {
+    else if (!media_type_is(in.content_type, "application/json"))
+        return "Content-Type " + json_quoted(in.content_type) + " is neither application/json nor text/event-stream";
+    // A JSON body is read where it lies, not copied first.
+    auto take = [&](AnswerMessage m, std::string_view text) -> std::string {
         auto parsed = mcp::parse_mcp_json(text, limits);
         if (!parsed.ok()) return "not JSON-RPC: " + mcp::denial_sentence(*parsed.error);
         if (!sse && parsed.value.is_array()) {
             for (auto& item : parsed.value) out.push_back({std::move(item), "", ""});
-            continue;
+            return "";
         }
         m.value = std::move(parsed.value);
         out.push_back(std::move(m));
+        return "";
+    };
+    if (!sse) {
+        if (auto why = take(AnswerMessage{}, in.body); !why.empty()) return why;
     }
+    for (auto& [m, text] : texts)
+        if (auto why = take(std::move(m), text); !why.empty()) return why;
     for (const auto& m : out)
         // Never json::value(): it throws when the member is there but not a
         // string ({"jsonrpc":7}, found by fuzz/mcp_answer.cpp).
@@ -164,9 +182,13 @@ std::string error_text(const json& message) {
 // Each message scrubbed on its own and framed as the box's transport wants.
 void frame_answer(std::vector<AnswerMessage>& messages, bool sse, const McpAnswerContext& ctx, McpAnswer& a) {
     std::vector<std::string> texts;
+    std::string dumped;
     for (auto& m : messages) {
         SecretScrubber scrub(ctx.patterns);
-        std::string text = scrub.feed(dump_json(m.value));
+        dumped = dump_json(m.value);
+        std::string text;
+        text.reserve(dumped.size());
+        scrub.feed(dumped, text);
         scrub.finish(text);
         a.secrets_masked += scrub.matches();
         if (m.value.contains("id") && request_with_id(ctx.requests, m.value["id"])) {
@@ -181,17 +203,23 @@ void frame_answer(std::vector<AnswerMessage>& messages, bool sse, const McpAnswe
         texts.push_back(std::move(text));
     }
     a.content_type = sse ? "text/event-stream" : "application/json";
+    // Appended in place: a temporary per piece copied each message's text
+    // twice more.
+    std::size_t size = 2;
+    for (std::size_t i = 0; i < texts.size(); ++i) size += texts[i].size() + messages[i].event.size() + messages[i].id.size() + 20;
     if (sse) {
+        a.body.reserve(size);
         for (std::size_t i = 0; i < texts.size(); ++i) {
-            if (!messages[i].event.empty()) a.body += "event: " + messages[i].event + "\n";
-            if (!messages[i].id.empty()) a.body += "id: " + messages[i].id + "\n";
-            a.body += "data: " + texts[i] + "\n\n";
+            if (!messages[i].event.empty()) a.body.append("event: ").append(messages[i].event).append("\n");
+            if (!messages[i].id.empty()) a.body.append("id: ").append(messages[i].id).append("\n");
+            a.body.append("data: ").append(texts[i]).append("\n\n");
         }
     } else if (texts.size() == 1 && !ctx.batch) {
         a.body = std::move(texts.front());
     } else {
+        a.body.reserve(size);
         a.body = "[";
-        for (std::size_t i = 0; i < texts.size(); ++i) a.body += (i ? "," : "") + texts[i];
+        for (std::size_t i = 0; i < texts.size(); ++i) a.body.append(i ? "," : "").append(texts[i]);
         a.body += "]";
     }
 }
@@ -294,6 +322,7 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
         kept.push_back(std::move(m));
     }
     frame_answer(kept, sse, ctx, a);
+    a.parsed = std::make_shared<std::vector<AnswerMessage>>(std::move(kept));
     return a;
 }
 

@@ -62,6 +62,11 @@ struct McpAnswer {
     std::vector<McpQuarantine> quarantined;
     std::uint64_t server_requests_dropped = 0;
     std::uint64_t secrets_masked = 0;
+    // The server's messages as parsed, kept so that their trees are freed
+    // with the answer, after it was written to the box, not before: freeing a
+    // tools/list answer's tree was ~9% of its governance (docs/benchmarks.md,
+    // session 35).
+    std::shared_ptr<void> parsed;
 };
 
 struct McpAnswerContext {

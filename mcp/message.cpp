@@ -48,7 +48,7 @@ std::optional<Denial> read_response(const json& m) {
 }
 
 // One element of the body: a JSON-RPC 2.0 object as MCP uses it.
-std::optional<Denial> read_one(const json& m, Message& out) {
+std::optional<Denial> read_one(json& m, Message& out) {
     static const std::set<std::string> known = {"jsonrpc", "id", "method", "params", "result", "error"};
     if (!m.is_object()) return invalid("a message must be a JSON object, not " + std::string(m.type_name()));
     for (const auto& [k, v] : m.items())
@@ -66,9 +66,9 @@ std::optional<Denial> read_one(const json& m, Message& out) {
         return invalid("\"method\" must be a non-empty string");
     out.method = m["method"];
     out.kind = m.contains("id") ? Kind::request : Kind::notification;
-    if (m.contains("params")) {
-        if (!m["params"].is_object()) return invalid("\"params\" must be an object");
-        out.params = m["params"];
+    if (auto p = m.find("params"); p != m.end()) {
+        if (!p->is_object()) return invalid("\"params\" must be an object");
+        out.params = std::move(*p);  // the element is read once: nothing looks at it again
     }
     if (out.method == "tools/call") {
         if (out.kind != Kind::request) return invalid("tools/call must be a request (with an \"id\")");
@@ -142,9 +142,11 @@ ReadResult read_message(std::string_view body, Era era, const HttpHeaders& heade
         r.refusal = parsed.error;
         return r;
     }
-    const json& doc = parsed.value;
-    r.batch = doc.is_array();
-    const json items = r.batch ? doc : json::array({doc});
+    // The document is moved, never copied: a message's params are moved out
+    // of it below.
+    r.batch = parsed.value.is_array();
+    json items = r.batch ? std::move(parsed.value) : json::array();
+    if (!r.batch) items.push_back(std::move(parsed.value));
     if (items.empty()) r.refusal = invalid("an empty batch");
     else if (items.size() > limits.max_batch)
         r.refusal = Denial{Reason::oversize, "",

@@ -35,3 +35,26 @@ TEST_CASE("strict json: quoted keys stay one escaped line; ascii_lower touches A
     CHECK(corral::json_quoted(std::string(100, 'k'), 4) == "\"kkkk...\"");
     CHECK(corral::ascii_lower("MoDeL-\xc3\x84_9") == "model-\xc3\x84_9");
 }
+
+TEST_CASE("strict json: a large object is checked like a small one, and the document is the plain parser's") {
+    // More keys than the builder lists before it switches to a hash set.
+    std::string many = "{";
+    for (int i = 0; i < 40; ++i) many += "\"key_" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+    auto ok = parse_strict_json(many + "\"last\":[1,{\"a\":[]},\"x\"]}");
+    REQUIRE(ok.ok());
+    CHECK(ok.value == nlohmann::json::parse(many + "\"last\":[1,{\"a\":[]},\"x\"]}"));
+    auto late = parse_strict_json(many + "\"KEY_3\":1}");
+    REQUIRE(!late.ok());
+    CHECK(late.problem->kind == JsonProblemKind::case_variant_key);
+    CHECK(late.problem->detail.find("\"key_3\" and \"KEY_3\"") != std::string::npos);
+    auto exact = parse_strict_json(many + "\"key_39\":1}");
+    REQUIRE(!exact.ok());
+    CHECK(exact.problem->kind == JsonProblemKind::duplicate_key);
+    // The pointer names the array index and key of each level on the way.
+    auto nested = parse_strict_json(R"({"a":[0,{"b":[{"x":1},{"y":2,"Y":3}]}]})");
+    REQUIRE(!nested.ok());
+    CHECK(nested.problem->detail.find("/a/1/b/1/Y") != std::string::npos);
+    // Scalars at the top, and containers closed in any order of nesting.
+    CHECK(parse_strict_json("7").value == 7);
+    CHECK(parse_strict_json(R"([[],[[]],{"k":{}}])").value == nlohmann::json::parse(R"([[],[[]],{"k":{}}])"));
+}

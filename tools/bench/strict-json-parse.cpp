@@ -1,0 +1,40 @@
+// tools/bench/strict-json-parse.cpp — base/strict_json's parse of an MCP
+// tools/list answer shaped as tests/mcp_e2e/test_server.mjs --tools 100
+// sends it (108 tools, ~22 KB) and of one tools/call, against nlohmann's
+// plain parse. Not a test: prints the minimum over rounds of the microseconds
+// per parse (docs/benchmarks.md, "MCP calls through corral vs direct",
+// session 35). Built and run by tools/bench/strict-json-parse.sh.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+#include "base/strict_json.hpp"
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+template <class F> double min_us(int rounds, int n, F f) {
+    double best = 1e18;
+    for (int r = 0; r < rounds; ++r) {
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) f();
+        best = std::min(best, std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n);
+    }
+    return best;
+}
+int main() {
+    json tools = json::array();
+    auto obj = [](json props) { json req = json::array(); for (auto& [k, v] : props.items()) req.push_back(k); return json{{"type","object"},{"properties",props},{"required",req}}; };
+    for (const char* n : {"echo","drifting","slow","big","echo_header","echo_env","ask_sampling","ask_elicitation"})
+        tools.push_back({{"name", n}, {"description", std::string("Some description of ") + n}, {"inputSchema", obj({{"text", {{"type","string"}}}})}});
+    for (int i = 1; i <= 100; ++i) {
+        char name[32]; std::snprintf(name, sizeof name, "tool_%04d", i);
+        tools.push_back({{"name", name}, {"description", "Filler tool number " + std::to_string(i) + ": echoes its value."},
+                         {"inputSchema", obj({{"value", {{"type","string"}}}})}, {"annotations", {{"readOnlyHint", true}}}});
+    }
+    std::string body = json{{"result", {{"tools", tools}}}, {"jsonrpc","2.0"}, {"id", 5}}.dump();
+    std::string call = R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call 17"}}})";
+    double a = min_us(15, 200, [&] { auto r = corral::parse_strict_json(body); if (!r.ok()) std::abort(); });
+    double b = min_us(15, 200, [&] { auto r = json::parse(body); });
+    double c = min_us(15, 5000, [&] { auto r = corral::parse_strict_json(call); if (!r.ok()) std::abort(); });
+    std::printf("list %zu bytes: strict %.1f us, nlohmann %.1f us; call %zu bytes: strict %.2f us\n", body.size(), a, b, call.size(), c);
+}
