@@ -81,11 +81,12 @@ std::map<std::string, std::shared_ptr<gateway::McpTools>> daemon_worker_tools(co
         // and a restart must not forget a quarantine. The hook runs on the
         // connection's thread; the store's lock orders concurrent writers.
         gateway::McpTools* raw = tools.get();
-        tools->on_sight([raw, pin_dir, worker](const std::string& run_id) {
+        const std::string name = worker;   // clang 14 cannot capture a structured binding
+        tools->on_sight([raw, pin_dir, name](const std::string& run_id) {
             try {
                 save_sights(*raw, pin_dir, run_id);
             } catch (const std::exception& e) {
-                log::error("gateway: worker " + worker + "'s MCP pins store could not be updated (" + e.what() +
+                log::error("gateway: worker " + name + "'s MCP pins store could not be updated (" + e.what() +
                            "): the first sights and quarantines of run " + run_id + " are not kept for a restart");
             }
         });
@@ -96,7 +97,7 @@ std::map<std::string, std::shared_ptr<gateway::McpTools>> daemon_worker_tools(co
         };
         auto watch = std::make_shared<Watch>();
         watch->last = version_of(PinStore(pin_dir).path());
-        tools->on_refresh([raw, pin_dir, worker, watch] {
+        tools->on_refresh([raw, pin_dir, name, watch] {
             std::lock_guard lock(watch->mutex);
             const PinStore store(pin_dir);
             const StoreVersion now = version_of(store.path());
@@ -106,7 +107,7 @@ std::map<std::string, std::shared_ptr<gateway::McpTools>> daemon_worker_tools(co
                 watch->last = now;
             } catch (const std::exception& e) {
                 // What it trusted before holds (nothing is trusted anew).
-                log::error("gateway: worker " + worker + "'s MCP pins store could not be read again (" + e.what() +
+                log::error("gateway: worker " + name + "'s MCP pins store could not be read again (" + e.what() +
                            "); what it held at the last read still holds");
             }
         });
