@@ -307,10 +307,10 @@ public:
     // daemon that answers is not the one the run started with (a restarted
     // daemon knows nothing of the run's earlier requests).
     bool journal_decisions(gateway::LedgerMirror) override { return false; }
-    void serve_stdio_servers(std::shared_ptr<StdioServerBoxes> servers) override {
-        // check_run_can_start refused such a run already; this is the backstop.
-        if (!servers->empty()) throw UsageError("the gateway daemon does not start stdio MCP servers");
-    }
+    // check_run_can_start refuses a stdio server with --gateway; were one
+    // here anyway, the daemon answers its messages unknown_server (fail
+    // closed), and its box is torn down with the run's.
+    void serve_stdio_servers(std::shared_ptr<StdioServerBoxes>) override {}
 
     json record_fields() const override {
         return {{"mode", "unix:" + socket_},

@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "base/sys_error.hpp"
+#include "names/rootfs_source.hpp"
 #include "gateway/secret_scrubber.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/invocation.hpp"
@@ -27,6 +28,12 @@ namespace corral::run {
 using namespace std::chrono_literals;
 using supervisor::SandboxSpec;
 
+// What a server's stderr log kept and left out over the whole run (every
+// start of the server appends to one log, under one cap).
+struct ServerLogCount {
+    std::uint64_t kept = 0, dropped = 0;
+};
+
 struct StdioServerBoxes::Box {
     std::string name;
     std::optional<supervisor::Sandbox> box;
@@ -35,6 +42,7 @@ struct StdioServerBoxes::Box {
     std::string log_path;                          // RUN_DIR/mcp-NAME.stderr.log
     std::optional<supervisor::Invocation> server;  // its command, once started
     std::thread log_thread;                        // its stderr into log_path
+    ServerLogCount log_count;                            // over every start of the server
 };
 
 namespace {
@@ -55,24 +63,41 @@ void write_all(int fd, std::string_view bytes) {
     }
 }
 
-// The server's stderr to its log until EOF: scrubbed, then cut at kServerLogLimit.
-void keep_log(Fd from, const std::string& path, std::shared_ptr<const gateway::ScrubPatterns> patterns) {
+// The server's stderr to its log: scrubbed, then cut at kServerLogLimit for
+// the run. It ends at EOF, or once the server's reaper exited (its PID
+// namespace is gone): then what is buffered is read without waiting. Never
+// on EOF alone: a server that passed its stderr fd away (SCM_RIGHTS over its
+// socket, queued and never read) would keep the pipe open for ever.
+void keep_log(Fd from, Fd reaper, const std::string& path, std::shared_ptr<const gateway::ScrubPatterns> patterns,
+              ServerLogCount* count) {
     Fd log(open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
     gateway::SecretScrubber scrubber(std::move(patterns));
-    std::uint64_t kept = 0, dropped = 0;
     auto put = [&](const std::string& text) {
-        const std::uint64_t room = kept < kServerLogLimit ? kServerLogLimit - kept : 0;
+        const std::uint64_t room = count->kept < kServerLogLimit ? kServerLogLimit - count->kept : 0;
         const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(room, text.size()));
         if (log.valid() && n > 0) write_all(log.get(), std::string_view(text).substr(0, n));
-        kept += n;
-        dropped += text.size() - n;
+        count->kept += n;
+        count->dropped += text.size() - n;
     };
+    const std::uint64_t dropped_before = count->dropped;
     char buf[16384];
     std::string out;
+    bool reaper_gone = false;
     for (;;) {
+        if (!reaper_gone) {
+            pollfd p[2] = {{from.get(), POLLIN, 0}, {reaper.get(), POLLIN, 0}};
+            if (poll(p, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            if (p[1].revents != 0) {
+                reaper_gone = true;
+                fcntl(from.get(), F_SETFL, fcntl(from.get(), F_GETFL) | O_NONBLOCK);
+            }
+        }
         ssize_t n = read(from.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
+        if (n <= 0) break;   // EOF, or (the reaper gone) nothing more buffered
         out.clear();
         scrubber.feed(std::string_view(buf, static_cast<std::size_t>(n)), out);
         put(out);
@@ -80,18 +105,47 @@ void keep_log(Fd from, const std::string& path, std::shared_ptr<const gateway::S
     out.clear();
     scrubber.finish(out);
     put(out);
-    if (dropped > 0 && log.valid())
-        write_all(log.get(), "\n[corral: " + std::to_string(dropped) + " more bytes of stderr not kept (the log keeps " +
-                                 std::to_string(kServerLogLimit) + ")]\n");
+    if (count->dropped > dropped_before && log.valid())
+        write_all(log.get(), "\n[corral: " + std::to_string(count->dropped) + " bytes of stderr not kept in this run "
+                                 "(the log keeps " + std::to_string(kServerLogLimit) + ")]\n");
 }
 
 // Ends a started server: SIGKILL to its reaper (its PID namespace dies with
 // it), waited for, its log kept to the end.
 void stop_server(StdioServerBoxes::Box& b);
 
+// Whether `a` is `b` or lies under it (lexically: both absolute, normalised).
+bool path_within(const std::string& a, const std::string& b) {
+    if (a == b || b == "/") return true;
+    return a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '/';
+}
+
+// A server's box holds its secrets: nothing in it may be what the agent can
+// write (the workspace, a --bind, its home), or the agent could change the
+// server's code or data and have it hand the secret over. Throws UsageError
+// naming the overlap.
+void refuse_agent_writable(const SandboxSpec& agent) {
+    std::vector<std::pair<std::string, std::string>> writable;   // host path, what it is
+    if (agent.rootfs.workspace) writable.emplace_back(*agent.rootfs.workspace, "the workspace");
+    if (agent.rootfs.home_dir) writable.emplace_back(*agent.rootfs.home_dir, "the agent's home");
+    for (const auto& bind : agent.rootfs.binds)
+        if (!bind.read_only) writable.emplace_back(bind.source, bind.option + " " + bind.source + ":" + bind.target);
+    std::vector<std::pair<std::string, std::string>> shown;   // what the server's box would see
+    for (const auto& bind : agent.rootfs.binds)
+        if (bind.read_only) shown.emplace_back(bind.source, bind.option + " " + bind.source + ":" + bind.target);
+    if (const auto* dir = std::get_if<names::DirRootfs>(&agent.rootfs.source)) shown.emplace_back(dir->path, "--rootfs " + dir->path);
+    for (const auto& [path, what] : shown)
+        for (const auto& [w, wwhat] : writable)
+            if (path_within(path, w) || path_within(w, path))
+                throw UsageError(what + ": overlaps " + wwhat + " (" + w + "), which the agent can write; a stdio MCP "
+                                 "server's box is given only what the agent cannot change: give the server its files "
+                                 "from a directory the agent cannot write");
+}
+
 }  // namespace
 
 SandboxSpec server_box_spec(const SandboxSpec& agent, std::size_t index, const mcp::StdioServer& server) {
+    refuse_agent_writable(agent);
     SandboxSpec s;
     s.run_id = agent.run_id + "-mcp-" + std::to_string(index + 1);
     s.run_dir = agent.run_dir;
@@ -228,7 +282,13 @@ gateway::StdioProcess StdioServerBoxes::start(const std::string& name, const mcp
     std::vector<std::string> secret_values;
     for (const auto& [credential, secret] : secrets_) secret_values.push_back(secret);
     auto patterns = std::make_shared<const gateway::ScrubPatterns>(secret_values);
-    b->log_thread = std::thread(keep_log, b->server->take_stderr(), b->log_path, std::move(patterns));
+    Fd reaper(fcntl(b->server->pidfd(), F_DUPFD_CLOEXEC, 3));
+    if (!reaper.valid()) {
+        stop_server(*b);
+        throw SysError("fcntl(F_DUPFD_CLOEXEC)", "a stdio MCP server's pidfd", errno);
+    }
+    b->log_thread = std::thread(keep_log, b->server->take_stderr(), std::move(reaper), b->log_path, std::move(patterns),
+                                &b->log_count);
     Fd to_server(fcntl(ours.get(), F_DUPFD_CLOEXEC, 3));
     if (!to_server.valid()) {
         stop_server(*b);

@@ -3,8 +3,9 @@
 //
 // Each stdio server gets a sandbox like the agent's and separate from it:
 // its own leased UID, cgroup (RUN_ID-mcp-N), PID, mount, network (only lo),
-// IPC and UTS namespaces, the run's rootfs source and --ro-binds, no
-// workspace (unless `workspace = "rw"`), seccomp, no capability. The boxes
+// IPC and UTS namespaces, the run's rootfs source and --ro-binds (none of
+// which may overlap what the agent can write), no workspace, seccomp, no
+// capability. The boxes
 // are launched before the agent's (launch_sandbox needs a single-threaded
 // process), each a session box whose one command, the server, starts on the
 // gateway's first message to it (StdioLauncher::start), with its
@@ -38,7 +39,9 @@ inline constexpr std::uint64_t kServerLogLimit = 1u << 20;
 
 // The box of a stdio server (the index-th of the run's): the
 // agent's rootfs source, limits, seccomp and --ro-binds, none of its
-// workspace, home, extra files, environment or read-write binds.
+// workspace, home, extra files, environment or read-write binds. Throws
+// UsageError when a --ro-bind or a --rootfs DIR overlaps what the agent can
+// write (the workspace, a --bind, its home).
 supervisor::SandboxSpec server_box_spec(const supervisor::SandboxSpec& agent, std::size_t index,
                                         const mcp::StdioServer& server);
 

@@ -269,4 +269,81 @@ TEST_CASE("corral run: server-filesystem (npm) as a stdio server in its box, rea
     CHECK_FALSE(fs::exists(dir + "/data/new.txt"));
 }
 
+TEST_CASE("corral run: a stdio server's box is refused anything the agent can write, before any box exists") {
+    TempDir t("corral-mcp-stdio-overlap");
+    const std::string& dir = t.path;
+    ::chmod(dir.c_str(), 0711);
+    fs::create_directories(dir + "/org/workers/w1");
+    fs::create_directories(dir + "/ws/tools");
+    write_file(dir + "/org/org.toml", "[engine]\nagent = \"claude\"\n[gateway]\nstate_dir = \"" + dir + "/gwstate\"\n");
+    write_file(dir + "/org/workers/w1/worker.toml",
+               "agent = \"none\"\n[mcp.servers.fs]\ncommand = [\"/opt/tools/server\"]\n");
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = dir + "/runs";
+    auto r = run({corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host", "--workspace",
+                  dir + "/ws", "--ro-bind", dir + "/ws/tools:/opt/tools", "--run-dir", dir + "/run", "--state-dir",
+                  dir + "/runs", "--", "/bin/sh", "-c", "echo started"},
+                 o);
+    CHECK(r.exit_code == 125);
+    CHECK(r.out.find("started") == std::string::npos);
+    CHECK_MESSAGE(r.err.find("MCP server fs's box: --ro-bind " + dir + "/ws/tools:/opt/tools: overlaps the workspace (" +
+                             dir + "/ws), which the agent can write") != std::string::npos, r.err);
+    json record = json::parse(read_file(dir + "/run/run.json"), nullptr, false);
+    CHECK(record.value("outcome", "") == "setup_failed");
+}
+
+// A server that hands its own stderr away: it answers initialize and
+// tools/list, then sends its stderr fd over its stdout socket (SCM_RIGHTS) in a message the
+// gateway never reads (the exchange is over), and waits. The queued message
+// keeps the stderr pipe open after the server is killed, so the log's end
+// must come from the server's PID namespace ending, not from an EOF that
+// never comes: the run must still end and tear down clean.
+const char* kFdPassingServer = R"PY(import array, json, socket, sys, time
+s = socket.socket(fileno=1)
+for line in sys.stdin:
+    req = json.loads(line)
+    if "id" not in req:
+        continue
+    if req["method"] == "initialize":
+        result = {"protocolVersion": req["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "fdpass", "version": "1"}}
+    else:
+        result = {"tools": []}
+    s.sendall((json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": result}) + "\n").encode())
+    if req["method"] == "tools/list":
+        time.sleep(0.5)
+        s.sendmsg([b" "], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [2]))])
+)PY";
+
+TEST_CASE("corral run: a stdio server that passes its stderr away cannot hold the run's teardown") {
+    TempDir t("corral-mcp-stdio-fdpass");
+    const std::string& dir = t.path;
+    ::chmod(dir.c_str(), 0711);
+    fs::create_directories(dir + "/org/workers/w1");
+    fs::create_directories(dir + "/evil");
+    ::chmod((dir + "/evil").c_str(), 0755);
+    write_file(dir + "/evil/server.py", kFdPassingServer, 0644);
+    write_file(dir + "/org/org.toml", "[engine]\nagent = \"claude\"\n[gateway]\nstate_dir = \"" + dir + "/gwstate\"\n");
+    write_file(dir + "/org/workers/w1/worker.toml",
+               "agent = \"none\"\n[mcp.servers.evil]\ncommand = [\"/usr/bin/python3\", \"/opt/evil/server.py\"]\n"
+               "[[mcp.rules]]\nserver = \"evil\"\ntool = \"*\"\naction = \"allow\"\n");
+    RunOptions o;
+    o.timeout = std::chrono::seconds(90);
+    o.env["CORRAL_STATE_DIR"] = dir + "/runs";
+    const std::string src = source_root();
+    auto r = run({corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host", "--run-dir",
+                  dir + "/run", "--state-dir", dir + "/runs", "--ro-bind", src + "/node_modules:/opt/mcp/node_modules",
+                  "--ro-bind", src + "/tests/mcp_e2e:/opt/mcp/client", "--ro-bind", dir + "/evil:/opt/evil", "--", "/bin/sh",
+                  "-c", "node /opt/mcp/client/client.mjs --url http://127.0.0.1:3129/mcp/evil --list; sleep 1; echo client-done"},
+                 o);
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.out.find("\"connected\"") != std::string::npos);   // the exchange happened
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("client-done") != std::string::npos);
+    json record = json::parse(read_file(dir + "/run/run.json"), nullptr, false);
+    REQUIRE(record.is_object());
+    CHECK(record["state"] == "finished");
+    CHECK(record["teardown"]["verdict"] == "clean");
+}
+
 }  // namespace corral::test::mcp_e2e
