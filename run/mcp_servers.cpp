@@ -18,6 +18,7 @@
 
 #include "base/sys_error.hpp"
 #include "names/rootfs_source.hpp"
+#include "rootfs/box_path.hpp"
 #include "gateway/secret_scrubber.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/invocation.hpp"
@@ -114,12 +115,6 @@ void keep_log(Fd from, Fd reaper, const std::string& path, std::shared_ptr<const
 // it), waited for, its log kept to the end.
 void stop_server(StdioServerBoxes::Box& b);
 
-// Whether `a` is `b` or lies under it (lexically: both absolute, normalised).
-bool path_within(const std::string& a, const std::string& b) {
-    if (a == b || b == "/") return true;
-    return a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '/';
-}
-
 // A server's box holds its secrets: nothing in it may be what the agent can
 // write (the workspace, a --bind, its home), or the agent could change the
 // server's code or data and have it hand the secret over. Throws UsageError
@@ -136,7 +131,7 @@ void refuse_agent_writable(const SandboxSpec& agent) {
     if (const auto* dir = std::get_if<names::DirRootfs>(&agent.rootfs.source)) shown.emplace_back(dir->path, "--rootfs " + dir->path);
     for (const auto& [path, what] : shown)
         for (const auto& [w, wwhat] : writable)
-            if (path_within(path, w) || path_within(w, path))
+            if (rootfs::is_at_or_below(path, w) || rootfs::is_at_or_below(w, path))
                 throw UsageError(what + ": overlaps " + wwhat + " (" + w + "), which the agent can write; a stdio MCP "
                                  "server's box is given only what the agent cannot change: give the server its files "
                                  "from a directory the agent cannot write");

@@ -38,17 +38,21 @@ std::string slurp(const std::string& path) {
     return ss.str();
 }
 
+unsigned short listen_on_loopback(tcp::acceptor& acceptor) {
+    tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+    acceptor.open(ep.protocol());
+    acceptor.bind(ep);
+    acceptor.listen();
+    return acceptor.local_endpoint().port();
+}
+
 // ---------------------------------------------------------------------------
 // Upstream
 
 Upstream::Upstream(const LeafCertificate& leaf) {
     SSL_CTX_use_certificate(ctx.native_handle(), leaf.cert.get());
     SSL_CTX_use_PrivateKey(ctx.native_handle(), leaf.key.get());
-    tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-    acceptor.open(ep.protocol());
-    acceptor.bind(ep);
-    acceptor.listen();
-    port = acceptor.local_endpoint().port();
+    port = listen_on_loopback(acceptor);
     asio::co_spawn(ioc, accept_loop(), asio::detached);
     thread = std::thread([this] { ioc.run(); });
 }
@@ -193,12 +197,9 @@ GatewayUnderTest::~GatewayUnderTest() {
 }
 
 std::uint16_t GatewayUnderTest::listen(tcp::acceptor& a) {
-    tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-    a.open(ep.protocol());
-    a.bind(ep);
-    a.listen();
+    const std::uint16_t p = listen_on_loopback(a);
     gw->add_listening_endpoint(a.local_endpoint());
-    return a.local_endpoint().port();
+    return p;
 }
 
 asio::awaitable<void> GatewayUnderTest::accept_loop(tcp::acceptor& a, Identity who) {

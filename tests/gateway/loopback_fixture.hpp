@@ -51,6 +51,9 @@ struct TempDir {
 
 std::string slurp(const std::string& path);
 
+// Opens, binds and listens `acceptor` on 127.0.0.1, a free port; returns the port.
+unsigned short listen_on_loopback(tcp::acceptor& acceptor);
+
 // A TLS HTTP/1.1 upstream with a few behaviours the gateway must relay.
 struct Upstream {
     asio::io_context ioc;

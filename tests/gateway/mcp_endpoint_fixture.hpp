@@ -42,11 +42,7 @@ struct McpStandIn {
     explicit McpStandIn(const LeafCertificate& leaf) {
         SSL_CTX_use_certificate(ctx.native_handle(), leaf.cert.get());
         SSL_CTX_use_PrivateKey(ctx.native_handle(), leaf.key.get());
-        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-        acceptor.open(ep.protocol());
-        acceptor.bind(ep);
-        acceptor.listen();
-        port = acceptor.local_endpoint().port();
+        port = listen_on_loopback(acceptor);
         asio::co_spawn(ioc, accept_loop(), asio::detached);
         thread = std::thread([this] { ioc.run(); });
     }
@@ -152,11 +148,7 @@ struct Endpoint {
         auto t = tools_config();
         if (tweak) tweak(t);
         tools = std::make_shared<gateway::McpTools>(std::move(t), std::move(across_runs));
-        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-        acceptor.open(ep.protocol());
-        acceptor.bind(ep);
-        acceptor.listen();
-        port = acceptor.local_endpoint().port();
+        port = listen_on_loopback(acceptor);
         asio::co_spawn(ioc, accept_loop(), asio::detached);
         thread = std::thread([this] { ioc.run(); });
     }

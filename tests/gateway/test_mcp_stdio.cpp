@@ -292,11 +292,7 @@ struct StdioEndpoint {
         }
         tools = std::make_shared<gateway::McpTools>(t);
         if (with_launcher) tools->serve_stdio(fake.launcher, 1 << 20);
-        tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-        acceptor.open(ep.protocol());
-        acceptor.bind(ep);
-        acceptor.listen();
-        port = acceptor.local_endpoint().port();
+        port = listen_on_loopback(acceptor);
         asio::co_spawn(ioc, accept_loop(), asio::detached);
         thread = std::thread([this] { ioc.run(); });
     }
