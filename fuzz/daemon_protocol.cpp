@@ -1,6 +1,6 @@
 // Fuzz target: the Unix-socket protocol between a bridge (or a run's
 // supervisor) and a `corral gateway` daemon: the first line the daemon reads
-// (CORRAL-IDENTITY / CORRAL-COUNTS / CORRAL-BUDGET[-RESET]) and the counts answer the supervisor
+// (CORRAL-IDENTITY / CORRAL-MCP / CORRAL-COUNTS / CORRAL-BUDGET[-RESET]) and the counts answer the supervisor
 // reads back. The input up to its first '\n' is the line; all of it is the
 // answer. An accepted announcement must be exactly the line the bridge
 // writes for that identity (no second spelling of one identity), and an
@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (auto first = gateway::parse_daemon_first_line(line)) {
         std::string written = first->budget   ? gateway::budget_request(first->worker, first->budget_reset)
                               : first->counts ? gateway::counts_request(first->id)
+                              : first->mcp    ? gateway::mcp_announcement(first->id)
                                               : gateway::identity_announcement(first->id);
         if (written != std::string(line) + "\n") std::abort();
     }
