@@ -4,6 +4,7 @@
 
 #include "cli/action_front.hpp"
 #include "cli/admin_args.hpp"
+#include "cli/approvals_args.hpp"
 #include "cli/image_args.hpp"
 #include "cli/mcp_args.hpp"
 #include "cli/runs_args.hpp"
@@ -40,6 +41,9 @@ const CommandTable kTables[] = {
     {"prune", "", prune_option_specs},
     {"mcp", "ls", mcp_ls_option_specs},
     {"mcp", "trust", mcp_trust_option_specs},
+    {"approvals", "", approvals_option_specs},
+    {"approve", "", approve_option_specs},
+    {"deny", "", deny_option_specs},
 };
 
 }  // namespace

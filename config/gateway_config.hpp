@@ -114,6 +114,10 @@ struct Grant {
     // The `policy` sub-table: which models, output caps, tools and sources
     // a request may ask for (inject only; the default allows everything).
     GrantPolicy policy;
+    // A person approves each connection first (docs/approvals.md): the box's
+    // request waits, held, up to approval_timeout for `corral approve`.
+    bool approval = false;
+    std::chrono::seconds approval_timeout{300};
     std::size_t index = 0;              // position in [[grants]] (0-based), for the duplicate-grant message
     std::string where;                  // "FILE:LINE"
 };

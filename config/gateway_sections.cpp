@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "approval/queue.hpp"
 #include "base/parse.hpp"
 #include "config/checker.hpp"
 #include "config/gateway_config.hpp"
@@ -310,6 +311,23 @@ void parse_grant_upstream(Table& s, Grant& g, bool tunnel) {
     }
 }
 
+// approval = true: each connection waits for a person (docs/approvals.md);
+// approval_timeout: how long, whole seconds within the queue's bounds.
+void parse_grant_approval(Table& s, Grant& g) {
+    if (auto a = s.boolean("approval")) g.approval = *a;
+    const std::string allowed = "a duration of whole seconds from 1s to " +
+                                std::to_string(approval::kMaxApprovalTimeout.count() / 60) + "m, such as \"90s\", \"5m\"";
+    g.approval_timeout = approval::kDefaultApprovalTimeout;
+    auto t = s.parsed("approval_timeout", allowed, [](std::string_view text) { return parse_duration(text); });
+    if (!t) return;
+    if (t->count() % 1000 != 0 || *t < std::chrono::seconds(1) || *t > approval::kMaxApprovalTimeout)
+        s.bad("approval_timeout", allowed);
+    else if (!g.approval)
+        s.bad("approval_timeout", "only with approval = true");
+    else
+        g.approval_timeout = std::chrono::duration_cast<std::chrono::seconds>(*t);
+}
+
 std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::value& v, const CredentialNames& known) {
     const std::string prefix = "grants[" + std::to_string(index) + "]";
     if (!v.is_table()) {
@@ -319,7 +337,7 @@ std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::valu
     const std::size_t before = c.count();
     Table s(c, v, prefix,
             {"host", "port", "mode", "credential", "routes", "identities", "allow_private", "connect_to",
-             "upstream_ca_file", "policy"});
+             "upstream_ca_file", "policy", "approval", "approval_timeout"});
     Grant g;
     g.index = index;
     g.where = where_of(c.file(), v);
@@ -339,6 +357,7 @@ std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::valu
             });
     }
     if (auto a = s.boolean("allow_private")) g.allow_private = *a;
+    parse_grant_approval(s, g);
     parse_grant_upstream(s, g, tunnel);
     if (const auto* pv = s.find("policy")) {
         if (tunnel)

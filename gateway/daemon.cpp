@@ -21,6 +21,7 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <functional>
@@ -31,6 +32,8 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "approval/protocol.hpp"
+#include "gateway/approval_desk.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "gateway/daemon_claim.hpp"
@@ -234,21 +237,7 @@ asio::awaitable<void> accept_unix(asio::local::stream_protocol::acceptor& accept
 // stale socket file but never any other kind of file (no other daemon serves
 // it: the caller holds the socket's DaemonClaim). Returns which file it bound.
 SocketFileId bind_unix(asio::local::stream_protocol::acceptor& acceptor, const std::string& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode))
-            throw UsageError("listen_unix " + path + " exists and is not a socket; refusing to replace it");
-        check_sys(::unlink(path.c_str()), "unlink", path);
-    }
-    asio::local::stream_protocol::endpoint ep(path);
-    acceptor.open(ep.protocol());
-    mode_t old = ::umask(0177);
-    boost::system::error_code ec;
-    acceptor.bind(ep, ec);
-    ::umask(old);
-    if (ec) throw SysError("bind", path, ec.value());
-    check_sys(::chmod(path.c_str(), 0600), "chmod", path);
-    acceptor.listen(asio::socket_base::max_listen_connections);
+    bind_root_only_socket(acceptor, path, "listen_unix");
     const auto bound = socket_file_id(path);
     if (!bound) throw SysError("lstat", path + " (just bound)", errno ? errno : ENOENT);
     return *bound;
@@ -394,6 +383,15 @@ int serve_daemon(DaemonOptions options) {
         ready_lines.push_back("listening unix:" + cfg.gateway.listen_unix);
     }
     if (!cfg.gateway.listen_tcp.empty()) ready_lines.push_back(listen_tcp(tcp_acceptor.emplace(ioc), cfg, source, gw));
+    // Grants that ask a person first: the approvals control socket
+    // (`corral approvals --state-dir` finds it there).
+    std::optional<asio::local::stream_protocol::acceptor> control_acceptor;
+    const std::string control_path = approval::daemon_control_socket(cfg.gateway.state_dir);
+    if (std::any_of(cfg.grants.begin(), cfg.grants.end(), [](const config::Grant& g) { return g.approval; })) {
+        listen_for_approvals(control_acceptor.emplace(ioc), control_path);
+        asio::co_spawn(ioc, serve_approval_control(*control_acceptor, gw.approvals(), "daemon"), asio::detached);
+        ready_lines.push_back("approvals unix:" + control_path);
+    }
 
     if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance, tools), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);
@@ -406,6 +404,10 @@ int serve_daemon(DaemonOptions options) {
         boost::system::error_code ec;
         if (unix_acceptor) unix_acceptor->close(ec);
         if (tcp_acceptor) tcp_acceptor->close(ec);
+        if (control_acceptor) control_acceptor->close(ec);
+        // A request still waiting for a person ends now, recorded as
+        // cancelled: nobody can approve it once the daemon is gone.
+        gw.approvals().cancel_all("the gateway daemon stopped");
     };
     asio::co_spawn(ioc, stop_on_signal(stop_signals, close_listeners, gw, loops, options.shutdown_grace), asio::detached);
     for (const auto& l : ready_lines) std::printf("%s\n", l.c_str());
@@ -415,6 +417,7 @@ int serve_daemon(DaemonOptions options) {
     gw.ledger().sync();
     // Only the socket this daemon bound: one put there since is someone else's.
     if (bound_socket) (void)remove_socket_if_ours(cfg.gateway.listen_unix, *bound_socket);
+    if (control_acceptor) ::unlink(control_path.c_str());
     log::info("gateway: stopped");
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gateway/approval_desk.hpp"
 #include "gateway/connection.hpp"
 #include "gateway/modes.hpp"
 #include "gateway/request_checks.hpp"
@@ -66,6 +67,14 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
     refusal = co_await decide_target(c, *preq.authority, t);
     if (t.grant) e.mode = std::string(to_string(t.grant->mode));
     if (!refusal) refusal = check_grant_mode(preq.connect, *t.grant);
+    // A grant that asks a person first: the request waits here, held
+    // (docs/approvals.md); a tunnel's or inject connection's CONNECT is
+    // approved once for the connection.
+    // (A named path: GCC 12 destroys a temporary in a co_await's full-expression twice.)
+    if (!refusal && t.grant->approval) {
+        const std::string asked_path = preq.connect ? std::string() : preq.path;
+        refusal = co_await hold_for_approval(c, t, e.method, asked_path);
+    }
     // A plain request and a tunnel each count against the budget here; an
     // inject tunnel counts each request inside it.
     bool counted = t.grant && (!preq.connect || t.grant->mode == config::GrantMode::tunnel);

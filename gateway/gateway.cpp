@@ -182,6 +182,8 @@ Gateway::~Gateway() = default;
 
 void Gateway::close_idle_upstreams() { internals_->pool.clear(); }
 
+ApprovalDesk& Gateway::approvals() { return internals_->approvals; }
+
 void Gateway::begin_drain() { internals_->draining.store(true, std::memory_order_relaxed); }
 
 void Gateway::install_secrets(std::map<std::string, std::string> secrets) {

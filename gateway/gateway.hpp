@@ -39,6 +39,8 @@
 
 namespace corral::gateway {
 
+class ApprovalDesk;
+
 class McpTools;  // gateway/mcp_endpoint.hpp
 
 class Gateway {
@@ -116,6 +118,10 @@ public:
     // A worker's budget across its runs as one JSON line (with its '\n'),
     // after resetting it when `reset`; {"worker":W,"budget":null} when it has none.
     std::string worker_budget_answer(const std::string& worker, bool reset);
+
+    // The requests waiting for a person's approval, and the control
+    // socket's answers (gateway/approval_desk.hpp).
+    ApprovalDesk& approvals();
 
     // State shared by the connection handlers (gateway/internals.hpp).
     struct Internals;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/approval_desk.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/metering/book.hpp"
 #include "gateway/secret_scrubber.hpp"
@@ -75,7 +76,7 @@ private:
 struct Gateway::Internals {
     Internals(const config::GatewayConfig& c, const std::map<std::string, std::string>& s, Ledger& l,
               const CertificateAuthority& ca, std::atomic<std::size_t>& a)
-        : cfg(c), secrets(s), ledger(l), server_tls(ca), active(a), book(c) {}
+        : cfg(c), secrets(s), ledger(l), server_tls(ca), active(a), book(c), approvals(l) {}
 
     const config::GatewayConfig& cfg;
     const std::map<std::string, std::string>& secrets;
@@ -89,6 +90,8 @@ struct Gateway::Internals {
     std::atomic<bool> draining{false};   // Gateway::begin_drain
     // Model traffic: budgets, usage and cost per identity (gateway/model_traffic.hpp).
     metering::MeteringBook book;
+    // Requests a person must approve first (grants with approval = true).
+    ApprovalDesk approvals;
 
     // Per-identity budget: true (and counted) when `identity` may make one more
     // request or tunnel under limits.requests_per_identity.

@@ -132,7 +132,9 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     std::lock_guard lock(mutex_);
     const bool reflected = e.reason == reason::secret_reflected;
     // A tool's first sight or quarantine is a record, not a request.
-    const bool record_only = e.tool && (e.tool->phase == "first_sight" || e.tool->phase == "quarantine");
+    // So is an approval's record.
+    const bool record_only =
+        (e.tool && (e.tool->phase == "first_sight" || e.tool->phase == "quarantine")) || e.approval.has_value();
     if (reflected) ++reflected_[e.identity];
     else if (!record_only) ++requests_[e.identity];
     std::uint64_t refused = e.decision == Decision::refuse && !reflected && !record_only ? ++refusals_[e.identity] : 0;

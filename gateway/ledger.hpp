@@ -76,6 +76,20 @@ struct ToolLine {
     std::string result;            // log_arguments, outcome: the answer as the box got it, capped
 };
 
+// An approval's record (docs/approvals.md "Evidence"): the entry asked for
+// (phase "requested") and how it ended ("decided": approved or denied by a
+// person, timed_out, cancelled). Records, not requests: counted apart.
+struct ApprovalLine {
+    std::string phase;       // "requested" | "decided"
+    std::string id;          // the queue's entry id
+    std::string digest;      // "sha256:<hex>" the entry is bound to
+    std::string state;       // decided: approved | denied | timed_out | cancelled
+    std::string decided_by;  // decided by a person: their Unix user ("root (uid 0)")
+    std::string reason;      // a deny's reason, a cancel's cause
+    std::string deadline;    // requested: UTC, milliseconds
+    bool always = false;     // approved with --always: a grant for the rest of the run
+};
+
 struct LedgerEntry {
     std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
     std::string identity;        // "worker/run"
@@ -101,6 +115,7 @@ struct LedgerEntry {
     std::uint64_t matches = 0;
     std::optional<MeteredLine> metered;  // a model request's line (see MeteredLine)
     std::optional<ToolLine> tool;        // an MCP endpoint's line (see ToolLine)
+    std::optional<ApprovalLine> approval;  // an approval's record (see ApprovalLine)
 };
 
 // An identity's first refusal of one host:port, and how many followed:

@@ -194,7 +194,7 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
         if (!json_verbatim(s) || contains_secret(s, secrets)) return std::nullopt;
         size += s.size();
     }
-    if (e.status < 0 || e.tool) return std::nullopt;
+    if (e.status < 0 || e.tool || e.approval) return std::nullopt;
     if (e.metered && !metered_plain(*e.metered, secrets, size)) return std::nullopt;
     std::string line;
     line.reserve(size);
@@ -291,6 +291,22 @@ nlohmann::ordered_json tool_json(const ToolLine& t, const std::vector<std::strin
     return j;
 }
 
+nlohmann::ordered_json approval_json(const ApprovalLine& a, const std::vector<std::string>& secrets) {
+    nlohmann::ordered_json j;
+    auto put = [&](const char* key, const std::string& v) {
+        if (!v.empty()) j[key] = redact(v, secrets);
+    };
+    put("phase", a.phase);
+    put("id", a.id);
+    put("digest", a.digest);
+    put("state", a.state);
+    put("decided_by", a.decided_by);
+    put("reason", a.reason);
+    put("deadline", a.deadline);
+    if (a.always) j["always"] = true;
+    return j;
+}
+
 }  // namespace
 
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets) {
@@ -322,6 +338,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
         }
         if (e.metered) j["metering"] = metered_json(*e.metered, secrets);
         if (e.tool) j["tool"] = tool_json(*e.tool, secrets);
+        if (e.approval) j["approval"] = approval_json(*e.approval, secrets);
         // Valid UTF-8 JSON (a byte that is not UTF-8 becomes U+FFFD), and
         // nothing a terminal acts on when the ledger is read with cat or
         // tail: C1 controls, DEL and bidi characters from a request become

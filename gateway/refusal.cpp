@@ -17,6 +17,9 @@ constexpr RefusalRow kRows[] = {
     {reason::unsupported_method, 405, Phase::request},
     {reason::not_granted, 403, Phase::request},
     {reason::route_denied, 403, Phase::request},
+    {reason::approval_denied, 403, Phase::request},
+    {reason::approval_timeout, 403, Phase::request},
+    {reason::approval_cancelled, 403, Phase::request},
     {reason::private_address, 403, Phase::upstream},
     {reason::mixed_answers, 403, Phase::upstream},
     {reason::numeric_host, 403, Phase::request},
@@ -77,6 +80,9 @@ std::string what_would_allow(std::string_view code, std::string_view host, std::
     if (code == reason::not_granted)
         return "no grant covers " + hp + "; to allow it, add a [[grants]] entry with host = \"" + std::string(host) +
                "\", port = " + std::to_string(port) + ", mode = \"tunnel\" to worker.toml, or pass --allow " + hp + " for one run";
+    if (code == reason::approval_timeout)
+        return "the grant for " + hp + " asks a person first, and nobody decided in time: `corral approvals` lists what waits, `corral approve ID` lets it through";
+    if (code == reason::approval_denied) return "a person denied it (`corral deny`); the box was told who and why";
     if (code == reason::route_denied) return "the grant for " + hp + " does not allow this method and path: extend its routes";
     if (code == reason::cleartext_inject) return "the grant for " + hp + " injects a credential, which needs https:// (CONNECT and TLS)";
     if (code == reason::private_address || code == reason::mixed_answers)

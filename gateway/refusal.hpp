@@ -41,6 +41,12 @@ inline constexpr std::string_view session_role_unknown = "session_role_unknown";
 inline constexpr std::string_view body_too_large = "body_too_large";
 inline constexpr std::string_view headers_too_large = "headers_too_large";
 inline constexpr std::string_view budget_exhausted = "budget_exhausted";
+// A grant with approval = true (docs/approvals.md): a person denied the
+// request, no decision came by its deadline (never a deny, never an
+// approval), or the approver stopped (the run ended, the daemon restarted).
+inline constexpr std::string_view approval_denied = "approval_denied";
+inline constexpr std::string_view approval_timeout = "approval_timeout";
+inline constexpr std::string_view approval_cancelled = "approval_cancelled";
 // A model request whose worst case does not fit what its budget has left, or
 // any request once usage went unmetered under a token or USD budget
 // (gateway/metering/budget.hpp). 400: the one status every client treats

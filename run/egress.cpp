@@ -12,12 +12,17 @@
 #include <sstream>
 #include <variant>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "base/log.hpp"
 #include "base/sys_error.hpp"
 #include "config/gateway_config.hpp"
+#include "approval/protocol.hpp"
+#include "gateway/approval_desk.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
 #include "gateway/mcp_endpoint.hpp"
@@ -79,6 +84,14 @@ boost::asio::awaitable<void> serve_mcp_as(boost::asio::ip::tcp::socket s, gatewa
 
 // A configured grant or MCP server that needs an unreadable credential stops
 // the run: name that grant or server (its file:line), not only the credential.
+// Whether any grant asks a person first (then the run serves the approvals
+// control socket).
+bool asks_approval(const config::GatewayConfig& cfg) {
+    for (const auto& g : cfg.grants)
+        if (g.approval) return true;
+    return false;
+}
+
 void require_credentials(const config::GatewayConfig& cfg) {
     std::set<std::string> checked;
     auto require = [&](const std::string& credential, const std::string& what) {
@@ -98,8 +111,9 @@ void require_credentials(const config::GatewayConfig& cfg) {
 
 class EmbeddedEgress final : public Egress {
 public:
-    EmbeddedEgress(config::GatewayConfig config, bool intercepts, gateway::Identity id)
-        : config_(std::move(config)), intercepts_(intercepts), id_(std::move(id)) {}
+    EmbeddedEgress(config::GatewayConfig config, bool intercepts, gateway::Identity id, std::string control_socket)
+        : config_(std::move(config)), intercepts_(intercepts), id_(std::move(id)),
+          control_socket_(std::move(control_socket)) {}
     ~EmbeddedEgress() override { stop(); }
 
     std::string prepare() override {
@@ -145,7 +159,8 @@ public:
                 {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)},
                 {"secrets_reflected", gateway_ && started_ ? json(secrets_reflected_) : json(nullptr)},
                 {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)},
-                {"model", model_ ? gateway::metering::totals_json(*model_) : json(nullptr)}};
+                {"model", model_ ? gateway::metering::totals_json(*model_) : json(nullptr)},
+                {"approvals", gateway_ && started_ ? gateway::approval_counts_json(approvals_) : json(nullptr)}};
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
     json tools_record() const override {
@@ -177,10 +192,13 @@ protected:
         // now: the agent's box exists, no clone of this process follows.
         if (stdio_servers_) stdio_servers_->use_secrets(secrets);
         gateway_->install_secrets(std::move(secrets));
+        if (asks_approval(config_)) serve_approvals();
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
-    // Gives the exchanges a moment to write their ledger lines.
+    // Gives the exchanges a moment to write their ledger lines. A request
+    // still waiting for a person ends now: nobody can approve it any more.
     void drain() override {
+        gateway_->approvals().cancel_all("the run ended");
         wait_bounded([this] { return gateway_->active_connections() == 0; }, std::chrono::milliseconds(10));
     }
     std::vector<gateway::RefusalNotice> refusals_so_far() override {
@@ -189,12 +207,19 @@ protected:
     void after_loop() override {
         if (!gateway_) return;
         gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
+        if (control_) {
+            boost::system::error_code ignored;
+            control_->close(ignored);
+            control_.reset();
+            ::unlink(control_socket_.c_str());
+        }
         gateway_->ledger().sync();
         const std::string identity = id_.str();
         requests_ = gateway_->ledger().requests(identity);
         refusals_ = gateway_->ledger().refusals(identity);
         secrets_reflected_ = gateway_->ledger().secrets_reflected(identity);
         model_ = gateway_->model_totals(identity);
+        approvals_ = gateway_->approvals().counts(identity);
         ledger_failure_ = gateway_->ledger().failure();
         if (!ledger_failure_.empty())
             stop_messages_.push_back("the ledger failed during the run (" + ledger_failure_ +
@@ -203,6 +228,16 @@ protected:
     }
 
 private:
+    // The approvals control socket (gateway/approval_desk.hpp), for a run
+    // whose grants ask a person first: `corral approvals|approve|deny`.
+    void serve_approvals() {
+        control_ = std::make_unique<boost::asio::local::stream_protocol::acceptor>(*ioc_);
+        gateway::listen_for_approvals(*control_, control_socket_);
+        boost::asio::co_spawn(*ioc_,
+                              gateway::serve_approval_control(*control_, gateway_->approvals(), "run " + id_.run_id),
+                              boost::asio::detached);
+    }
+
     // The worker's MCP pins store (run/mcp_pin_store.hpp): what earlier runs
     // trusted holds in this one, below the configuration's pins. A store that
     // cannot be read stops the run (fail closed: trusting every tool afresh
@@ -231,6 +266,9 @@ private:
     std::shared_ptr<gateway::McpTools> mcp_tools_;  // null: the worker has no MCP servers
     std::shared_ptr<StdioServerBoxes> stdio_servers_;  // null: none to start
     std::string pin_dir_;                            // its pins store's directory
+    std::string control_socket_;                     // the approvals control socket's path
+    std::unique_ptr<boost::asio::local::stream_protocol::acceptor> control_;  // while it serves
+    gateway::ApprovalCounts approvals_;
     std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;
     std::string ledger_failure_;
@@ -490,8 +528,8 @@ std::unique_ptr<Egress> make_egress(const RunPlan& plan) {
     if (plan.daemon_socket)
         return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir,
                                               plan.identity, !plan.gateway.tools.empty());
-    return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts,
-                                            plan.identity);
+    return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts, plan.identity,
+                                            approval::run_control_socket(plan.state_dir, plan.identity.run_id));
 }
 
 json unstarted_gateway_record(const RunRequest& r) {

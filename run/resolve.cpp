@@ -163,6 +163,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
 
     auto& spec = plan.spec;
     spec.run_id = in.run_id;
+    plan.state_dir = in.state_dir;
     spec.run_dir = in.run_dir;
     spec.rootfs.source = requested_rootfs(r, in.worker);
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);

@@ -64,6 +64,7 @@ struct RunPlan {
     supervisor::SandboxSpec spec;  // env: empty until finish_plan (compose_environment)
     std::string worker = "adhoc";  // run.json's "worker"
     names::Identity identity;      // WORKER/RUN-ID: the gateway's name for the run's traffic
+    std::string state_dir;         // the run's state dir (real path): its approvals socket is there
     // An agent run's agent; a session's that can run `corral exec --prompt`.
     std::optional<config::AgentKind> agent;
     // A session without an agent: why `corral exec --prompt` is refused in it.

@@ -15,6 +15,9 @@ int cmd_gateway(int argc, char** argv);   // tools/cmd_gateway.cpp
 int cmd_ca(int argc, char** argv);        // tools/cmd_ca.cpp
 int cmd_validate(int argc, char** argv);  // tools/cmd_validate.cpp
 int cmd_budget(int argc, char** argv);    // tools/cmd_budget.cpp
+int cmd_approvals(int argc, char** argv); // tools/cmd_approvals.cpp
+int cmd_approve(int argc, char** argv);   // tools/cmd_approvals.cpp
+int cmd_deny(int argc, char** argv);      // tools/cmd_approvals.cpp
 int cmd_image(int argc, char** argv);     // tools/cmd_image.cpp
 int cmd_session(int argc, char** argv);   // tools/cmd_session.cpp
 int cmd_exec(int argc, char** argv);      // tools/cmd_exec.cpp

@@ -35,7 +35,8 @@ constexpr Subcommand kSubcommands[] = {
     {"image", corral::cli::cmd_image},       {"session", corral::cli::cmd_session},
     {"exec", corral::cli::cmd_exec},         {"key", corral::cli::cmd_key},
     {"journal", corral::cli::cmd_journal},   {"prune", corral::cli::cmd_prune},
-    {"mcp", corral::cli::cmd_mcp},
+    {"mcp", corral::cli::cmd_mcp},           {"approvals", corral::cli::cmd_approvals},
+    {"approve", corral::cli::cmd_approve},   {"deny", corral::cli::cmd_deny},
 };
 
 // The dispatcher and the list `corral help`, the man page and the completion

@@ -30,6 +30,9 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"journal", "verify a run's signed journal (journal verify FILE [--key PUBKEY])"},
     {"prune", "remove ended runs older than their retention (default 14d), with their run dirs"},
     {"mcp", "a worker's MCP servers and tool pins (mcp ls); accept a changed tool (mcp trust)"},
+    {"approvals", "the requests waiting for a person's approval (-f: follow)"},
+    {"approve", "approve a waiting request, once (--always: its host for the rest of the run)"},
+    {"deny", "deny a waiting request (--reason TEXT: the box is told who and why)"},
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 

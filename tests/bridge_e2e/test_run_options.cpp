@@ -24,23 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The test CA alone in a directory of its own (the world's dir also holds the real key).
-std::string ca_dir() {
-    World& w = world();
-    const std::string dir = w.dir + "/allow-ca";
-    if (!fs::exists(dir + "/ca.crt")) {
-        fs::create_directories(dir);
-        fs::copy_file(w.dir + "/ca.crt", dir + "/ca.crt");
-        ::chmod(dir.c_str(), 0755);
-        ::chmod((dir + "/ca.crt").c_str(), 0644);
-    }
-    return dir;
-}
-
 Result curl_in_box(const std::string& run_dir, std::vector<std::string> options) {
     World& w = world();
     std::vector<std::string> argv{corral_bin(), "run", "--rootfs", "host", "--run-dir", run_dir, "--ro-bind",
-                                  ca_dir() + ":/testca"};
+                                  test_ca_dir() + ":/testca"};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.insert(argv.end(), {"--", "curl", "-sS", "--noproxy", "", "--cacert", "/testca/ca.crt", "-o", "/dev/null", "-w",
                              "connect=%{http_connect} code=%{http_code}\n",

@@ -176,6 +176,18 @@ World& world() {
     return *w;
 }
 
+std::string test_ca_dir() {
+    World& w = world();
+    const std::string dir = w.dir + "/box-ca";
+    if (!fs::exists(dir + "/ca.crt")) {
+        fs::create_directories(dir);
+        fs::copy_file(w.dir + "/ca.crt", dir + "/ca.crt");
+        ::chmod(dir.c_str(), 0755);
+        ::chmod((dir + "/ca.crt").c_str(), 0644);
+    }
+    return dir;
+}
+
 json upstream_stats() {
     auto r = run({"curl", "-sS", "--noproxy", "*", "http://127.0.0.1:" + std::to_string(world().control_port) + "/stats"});
     return json::parse(r.out);

@@ -47,6 +47,9 @@ World& world();
 
 // Lines between "== NAME" and the next "== " marker.
 std::string section(const std::string& out, const std::string& name);
+// The test CA alone in a directory of its own, readable by a box (the
+// world's dir also holds the real key): for --ro-bind DIR:/testca.
+std::string test_ca_dir();
 // The stand-in upstream's /stats: requests and what each one carried.
 json upstream_stats();
 // Every line of a JSONL ledger.

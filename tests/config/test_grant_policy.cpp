@@ -178,3 +178,29 @@ policy = { server_tool = false }
           std::string::npos);
     CHECK(all.find("alpha") == std::string::npos);
 }
+
+TEST_CASE("grant approval: approval = true with its timeout; a bad timeout names what is allowed") {
+    auto cfg = parse(R"(
+[[grants]]
+host = "api.github.com"
+mode = "tunnel"
+approval = true
+approval_timeout = "90s"
+[[grants]]
+host = "example.com"
+mode = "tunnel"
+)");
+    REQUIRE(cfg.grants.size() == 2);
+    CHECK(cfg.grants[0].approval);
+    CHECK(cfg.grants[0].approval_timeout == std::chrono::seconds(90));
+    CHECK(!cfg.grants[1].approval);
+    CHECK(cfg.grants[1].approval_timeout == std::chrono::seconds(300));
+
+    CHECK(errors_of("[[grants]]\nhost = \"a.test\"\nmode = \"tunnel\"\napproval = true\napproval_timeout = \"2h\"\n")
+              .find("approval_timeout") != std::string::npos);
+    CHECK(errors_of("[[grants]]\nhost = \"a.test\"\nmode = \"tunnel\"\napproval = true\napproval_timeout = \"1500ms\"\n")
+              .find("whole seconds") != std::string::npos);
+    CHECK(errors_of("[[grants]]\nhost = \"a.test\"\nmode = \"tunnel\"\napproval_timeout = \"1m\"\n").find("only with approval = true") !=
+          std::string::npos);
+    CHECK(errors_of("[[grants]]\nhost = \"a.test\"\nmode = \"tunnel\"\napproval = \"yes\"\n").find("approval") != std::string::npos);
+}

@@ -1,0 +1,121 @@
+// gateway/approval_desk.hpp — the gateway's side of approvals (issue 30,
+// docs/approvals.md): a box's request held while a person decides, and the
+// control socket through which `corral approvals|approve|deny` see and decide
+// what waits.
+//
+// The queue (approval/queue.hpp) binds each entry to the exact request; the
+// desk adds what needs the gateway: the exchanges waiting on an entry (woken
+// on its executor when it is decided), the run's --always grants (exact
+// identity, host and port: never a wildcard), the counts run.json shows, and
+// the ledger's approval records (requested, decided: who, when, the digest).
+#pragma once
+
+#include <sys/types.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "approval/queue.hpp"
+#include "gateway/ledger.hpp"
+#include "gateway/refusal.hpp"
+
+namespace corral::gateway {
+
+struct Conn;
+struct Target;
+
+// How an identity's approvals ended (run.json's "approvals").
+struct ApprovalCounts {
+    std::uint64_t requested = 0, approved = 0, denied = 0, timed_out = 0, cancelled = 0;
+};
+nlohmann::json approval_counts_json(const ApprovalCounts& c);
+
+class ApprovalDesk {
+public:
+    explicit ApprovalDesk(Ledger& ledger);
+    ApprovalDesk(const ApprovalDesk&) = delete;
+    ApprovalDesk& operator=(const ApprovalDesk&) = delete;
+
+    // The answer line to one control request from a process of Unix user
+    // `peer_uid` (SO_PEERCRED): only root decides (the socket is root-only
+    // already; this is the second lock). `decider` names this gateway in a
+    // list answer ("run ID", "daemon").
+    std::string control_answer(std::string_view line, uid_t peer_uid, const std::string& decider);
+
+    // Every pending entry ends `cancelled` (the run ended, the daemon
+    // stops): recorded, and every held exchange is woken to refuse.
+    void cancel_all(const std::string& why);
+
+    ApprovalCounts counts(const std::string& identity) const;
+
+    // --always: `identity` may reach host:port for the rest of its run.
+    bool always_granted(const std::string& identity, const std::string& host, std::uint16_t port) const;
+
+    // For hold_for_approval: ask (a "requested" record for a new entry), and
+    // wake `timer` when `id` is decided. Thread-safe.
+    approval::Entry ask(const approval::Request& r, std::chrono::seconds timeout);
+    void wake_on_decision(const std::string& id, const std::shared_ptr<boost::asio::steady_timer>& timer);
+    // The exchange's end: an approval taken (single-use; --always recorded
+    // as a grant), or the entry as it ended. Counts and records a timeout
+    // the first time one is seen.
+    struct Outcome {
+        bool approved = false;
+        std::optional<approval::Entry> entry;
+    };
+    Outcome settle(const std::string& id);
+
+private:
+    void record(const approval::Entry& e, const char* phase);
+    void count_end(const approval::Entry& e);
+    void wake(const std::string& id);
+
+    Ledger& ledger_;
+    approval::Queue queue_;
+    mutable std::mutex mutex_;
+    std::multimap<std::string, std::weak_ptr<boost::asio::steady_timer>> waiters_;
+    std::set<std::string> always_;          // "identity|host|port"
+    std::set<std::string> ended_recorded_;  // ids whose end is in the ledger already
+    std::map<std::string, ApprovalCounts> counts_;
+};
+
+// Holds the connection's exchange until a person decides on `method host:port
+// path` for c's identity (the grant asked for approval): nullopt once
+// approved (the approval taken), else the refusal whose text tells the box
+// what happened (approval/queue.hpp refusal_sentence). The watchdog is armed
+// for the approval's deadline meanwhile, so the client sees a slow answer,
+// not an error.
+boost::asio::awaitable<std::optional<Refusal>> hold_for_approval(Conn& c, const Target& t, const std::string& method,
+                                                                 const std::string& path);
+
+// Serves the control socket: one request line per connection from a root
+// process, one answer, close. Runs until the acceptor is closed.
+boost::asio::awaitable<void> serve_approval_control(boost::asio::local::stream_protocol::acceptor& acceptor,
+                                                    ApprovalDesk& desk, std::string decider);
+
+// Binds the control socket at `path` (approval/protocol.hpp's names), after
+// making its directory (0700, root's) or finding it so: a directory anyone
+// else owns or can write, or a symlink, is refused. Throws UsageError / SysError.
+void listen_for_approvals(boost::asio::local::stream_protocol::acceptor& acceptor, const std::string& path);
+
+// Binds a Unix socket at `path` with mode 0600 from the start (the umask),
+// replacing a stale socket but never any other kind of file (`what` names
+// the path in that refusal: "listen_unix"). The daemon's listener and the
+// approvals control socket. Throws UsageError / SysError.
+void bind_root_only_socket(boost::asio::local::stream_protocol::acceptor& acceptor, const std::string& path,
+                           std::string_view what);
+
+}  // namespace corral::gateway

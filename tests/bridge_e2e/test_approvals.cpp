@@ -1,0 +1,261 @@
+// tests/bridge_e2e — approvals from outside the box (docs/approvals.md): a
+// real curl in a real box asks through a grant with approval = true; its
+// request is held by the run's embedded gateway until `corral approve` or
+// `corral deny`, run as a second process on the host, decides, or its
+// approval_timeout passes. Each case judges what the client got, what the
+// upstream saw, the ledger, the run's journal and run.json.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/bridge_e2e/world.hpp"
+#include "tests/support/process.hpp"
+
+namespace corral::test::bridge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// An egress-only organisation: worker "ask" reaches the stand-in only once a
+// person approves (20 s to decide), worker "hasty" the same with 2 s.
+std::string approval_org() {
+    World& w = world();
+    const std::string org = w.dir + "/org-approvals";
+    if (fs::exists(org)) return org;
+    const std::string grant = "[[grants]]\nhost = \"127.0.0.1\"\nport = " + std::to_string(w.upstream_port) +
+                              "\nmode = \"tunnel\"\nallow_private = true\napproval = true\n";
+    fs::create_directories(org + "/workers/ask");
+    fs::create_directories(org + "/workers/hasty");
+    write_file(org + "/org.toml", "");
+    write_file(org + "/workers/ask/worker.toml", "agent = \"none\"\n" + grant + "approval_timeout = \"20s\"\n");
+    write_file(org + "/workers/hasty/worker.toml", "agent = \"none\"\n" + grant + "approval_timeout = \"2s\"\n");
+    return org;
+}
+
+std::string state_dir() { return world().dir + "/approvals-state"; }
+
+// `corral run` of `script` (sh -c) for worker `worker`, in the background.
+std::unique_ptr<Background> start_run(const std::string& run_dir, const std::string& worker, const std::string& script) {
+    std::vector<std::string> argv{corral_bin(), "run", "--config", approval_org(), "--worker", worker, "--rootfs", "host",
+                                  "--run-dir", run_dir, "--state-dir", state_dir(), "--ro-bind", test_ca_dir() + ":/testca",
+                                  "--timeout", "90s", "--", "/bin/sh", "-c", script};
+    RunOptions o;
+    o.stderr_file = run_dir + ".corral-stderr";
+    return std::make_unique<Background>(argv, o);
+}
+
+// The box's HTTPS request to the stand-in, through the proxy (CONNECT).
+std::string https_probe(const std::string& path) {
+    return "curl -sS --noproxy '' --cacert /testca/ca.crt -o /dev/null -w 'connect=%{http_connect} code=%{http_code}\\n' "
+           "https://127.0.0.1:" + std::to_string(world().upstream_port) + path;
+}
+// A plain request through the proxy: the gateway's refusal body is printed.
+std::string plain_probe(const std::string& path) {
+    return "curl -sS --noproxy '' -x http://127.0.0.1:3128 -w '\\nstatus=%{http_code}\\n' "
+           "http://127.0.0.1:" + std::to_string(world().upstream_port) + path;
+}
+
+Result corral_cmd(std::vector<std::string> args) {
+    args.insert(args.begin(), corral_bin());
+    args.insert(args.end(), {"--state-dir", state_dir()});
+    return run(args);
+}
+
+// The pending requests as `corral approvals --json` prints them.
+std::vector<json> pending() {
+    auto r = corral_cmd({"approvals", "--json"});
+    std::vector<json> out;
+    for (const auto& l : lines(r.out))
+        if (!l.empty()) out.push_back(json::parse(l));
+    return out;
+}
+
+// Waits (bounded: a hang guard) for a pending request other than `not_id`.
+json wait_pending(const std::string& not_id = "") {
+    for (int i = 0; i < 300; ++i) {
+        for (const auto& e : pending())
+            if (e["id"] != not_id) return e;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return json();
+}
+
+// The run's output (stdout.log) once it ended.
+std::string finish(Background& run, const std::string& run_dir) {
+    CHECK(run.wait_exit(std::chrono::seconds(90)) == 0);
+    return read_file(run_dir + "/stdout.log");
+}
+
+std::vector<json> approval_lines(const std::string& run_dir) {
+    std::vector<json> out;
+    for (const auto& l : ledger(run_dir + "/ledger.jsonl"))
+        if (l.contains("approval")) out.push_back(l);
+    return out;
+}
+
+// Every ledger line the run's signed journal holds (its decision records).
+std::string journal_ledger_lines(const std::string& run_dir) {
+    std::string all;
+    for (const auto& l : lines(read_file(run_dir + "/journal.jsonl"))) {
+        if (l.empty()) continue;
+        auto r = json::parse(l);
+        if (r["type"] == "decision")
+            for (const auto& line : r["payload"]["ledger_lines"]) all += line.get<std::string>() + "\n";
+    }
+    return all;
+}
+
+}  // namespace
+
+TEST_CASE("approval: curl's CONNECT waits, held, until `corral approve` from another process; then it goes through once") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-approve";
+    const int before = upstream_stats()["requests"];
+    auto corral = start_run(run_dir, "ask", https_probe("/approved") + "; " + https_probe("/again"));
+
+    json e = wait_pending();
+    REQUIRE(e.is_object());
+    CHECK(e["kind"] == "egress");
+    CHECK(e["method"] == "CONNECT");
+    CHECK(e["host"] == "127.0.0.1");
+    CHECK(e["port"] == w.upstream_port);
+    CHECK(e["identity"].get<std::string>().rfind("ask/", 0) == 0);
+    CHECK(e["digest"].get<std::string>().rfind("sha256:", 0) == 0);
+    CHECK(e["state"] == "pending");
+    // Held before any connection: the stand-in has seen nothing.
+    CHECK(upstream_stats()["requests"] == before);
+    auto table = corral_cmd({"approvals"});
+    CHECK(table.out.find(e["id"].get<std::string>()) != std::string::npos);
+    CHECK(table.out.find("CONNECT 127.0.0.1:" + std::to_string(w.upstream_port)) != std::string::npos);
+
+    auto ok = corral_cmd({"approve", e["id"]});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK(ok.out.find("approved") != std::string::npos);
+    // Single-use: the second connection asks again, a new request.
+    json again = wait_pending(e["id"]);
+    REQUIRE(again.is_object());
+    CHECK(again["id"] != e["id"]);
+    CHECK(again["digest"] == e["digest"]);  // the same request; a new approval
+    // A decision is made once.
+    auto twice = corral_cmd({"approve", e["id"]});
+    CHECK(twice.exit_code == 1);
+    CHECK(corral_cmd({"approve", again["id"]}).exit_code == 0);
+
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    CHECK(out == "connect=200 code=200\nconnect=200 code=200\n");  // the stand-in answered both
+    CHECK(upstream_stats()["requests"] == before + 2);
+
+    auto records = approval_lines(run_dir);
+    REQUIRE(records.size() == 4);
+    CHECK(records[0]["approval"]["phase"] == "requested");
+    CHECK(records[0]["approval"]["id"] == e["id"]);
+    CHECK(records[1]["approval"]["phase"] == "decided");
+    CHECK(records[1]["approval"]["state"] == "approved");
+    CHECK(records[1]["approval"]["decided_by"] == "root (uid 0)");
+    CHECK(records[1]["approval"]["digest"] == e["digest"]);
+    const std::string journal = journal_ledger_lines(run_dir);
+    CHECK(journal.find("\"id\":\"" + e["id"].get<std::string>() + "\"") != std::string::npos);
+    CHECK(journal.find("\"state\":\"approved\"") != std::string::npos);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"] == json{{"requested", 2}, {"approved", 2}, {"denied", 0},
+                                                 {"timed_out", 0}, {"cancelled", 0}});
+    CHECK(!fs::exists(state_dir() + "/approvals/" + record["id"].get<std::string>() + ".sock"));
+}
+
+TEST_CASE("approval: --always makes the host a grant for the rest of the run; a non-root user cannot decide") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-always";
+    auto corral = start_run(run_dir, "ask", https_probe("/one") + "; " + https_probe("/two") + "; " + https_probe("/three"));
+    json e = wait_pending();
+    REQUIRE(e.is_object());
+    // nobody, on the same state dir: refused, and the request still waits.
+    auto nobody = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", corral_bin(), "approve",
+                       e["id"], "--state-dir", state_dir()});
+    INFO(nobody.out << nobody.err);
+    CHECK(nobody.exit_code != 0);
+    CHECK(nobody.err.find("root") != std::string::npos);
+    CHECK(pending().size() == 1);
+
+    auto ok = corral_cmd({"approve", e["id"], "--always"});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK(ok.out.find("granted for the rest of the run") != std::string::npos);
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    std::size_t passed = 0;
+    for (std::size_t at = 0; (at = out.find("connect=200", at)) != std::string::npos; ++at) ++passed;
+    CHECK(passed == 3);
+    auto records = approval_lines(run_dir);
+    REQUIRE(records.size() == 2);  // one request, one decision: the rest went through the grant
+    CHECK(records[1]["approval"]["always"] == true);
+}
+
+TEST_CASE("approval: a deny reaches the box with who and why; a changed request is a new entry") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-deny";
+    const int before = upstream_stats()["requests"];
+    auto corral = start_run(run_dir, "ask", plain_probe("/first") + "; " + plain_probe("/second"));
+    json first = wait_pending();
+    REQUIRE(first.is_object());
+    CHECK(first["method"] == "GET");
+    CHECK(first["path"] == "/first");
+    auto no = corral_cmd({"deny", first["id"], "--reason", "not today"});
+    INFO(no.out << no.err);
+    CHECK(no.exit_code == 0);
+    json second = wait_pending(first["id"]);
+    REQUIRE(second.is_object());
+    CHECK(second["path"] == "/second");
+    CHECK(second["digest"] != first["digest"]);
+    CHECK(corral_cmd({"deny", second["id"]}).exit_code == 0);
+
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    CHECK(out.find("denied by root (uid 0) (not today); do not retry it by other means") != std::string::npos);
+    CHECK(out.find("status=403") != std::string::npos);
+    CHECK(upstream_stats()["requests"] == before);
+    auto refusals = ledger(run_dir + "/ledger.jsonl");
+    std::size_t denied = 0;
+    for (const auto& l : refusals)
+        if (!l.contains("approval") && l["reason"] == "approval_denied") ++denied;
+    CHECK(denied == 2);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"]["denied"] == 2);
+}
+
+TEST_CASE("approval: no decision by approval_timeout is timed_out, never a deny: the box is told no consent was given") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-timeout";
+    const int before = upstream_stats()["requests"];
+    auto corral = start_run(run_dir, "hasty", plain_probe("/late"));
+    json e = wait_pending();
+    REQUIRE(e.is_object());
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    CHECK(out.find("none was given in time: no consent was given; do not try to reach the same result another way") !=
+          std::string::npos);
+    CHECK(upstream_stats()["requests"] == before);
+    // A decision after the deadline is refused and said so.
+    auto late = corral_cmd({"approve", e["id"]});
+    CHECK(late.exit_code == 1);
+    auto records = approval_lines(run_dir);
+    REQUIRE(records.size() == 2);
+    CHECK(records[1]["approval"]["state"] == "timed_out");
+    CHECK(!records[1]["approval"].contains("decided_by"));
+    CHECK(records[1]["reason"] == "approval_timeout");
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"]["timed_out"] == 1);
+    CHECK(record["gateway"]["approvals"]["denied"] == 0);
+}
+
+}  // namespace corral::test::bridge
