@@ -41,15 +41,15 @@ std::string user_of(uid_t uid) {
     return name + " (uid " + std::to_string(uid) + ")";
 }
 
-std::string_view reason_of(State s) {
+}  // namespace
+
+std::string_view approval_reason(State s) {
     switch (s) {
         case State::denied: return reason::approval_denied;
         case State::cancelled: return reason::approval_cancelled;
         default: return reason::approval_timeout;
     }
 }
-
-}  // namespace
 
 nlohmann::json approval_counts_json(const ApprovalCounts& c) {
     return {{"requested", c.requested}, {"approved", c.approved}, {"denied", c.denied},
@@ -79,7 +79,7 @@ void ApprovalDesk::record(const approval::Entry& e, const char* phase) {
         a.reason = e.reason;
         a.always = e.always;
         line.decision = e.state == State::approved ? Decision::allow : Decision::refuse;
-        if (line.decision == Decision::refuse) line.reason = std::string(reason_of(e.state));
+        if (line.decision == Decision::refuse) line.reason = std::string(approval_reason(e.state));
     }
     line.approval = std::move(a);
     ledger_.append(line);
@@ -113,6 +113,8 @@ void ApprovalDesk::wake(const std::string& id) {
 
 approval::Entry ApprovalDesk::ask(const approval::Request& r, std::chrono::seconds timeout) {
     const auto now = SystemClock::now();
+    // A daemon's queue must not grow with every request it ever held.
+    queue_.forget_ended(now - approval::kMaxApprovalTimeout);
     approval::Entry e = queue_.ask(r, now, timeout);
     if (e.asked_at == now) {  // a new entry, not one this exact request already waits on
         {
@@ -195,9 +197,48 @@ std::string ApprovalDesk::control_answer(std::string_view line, uid_t peer_uid, 
     return approval::decide_answer(decided);
 }
 
+asio::awaitable<std::optional<approval::Entry>> await_person(Conn& c, approval::Request r,
+                                                            std::chrono::seconds timeout) {
+    ApprovalDesk& desk = c.gw.approvals;
+    // At most a few rounds: an approval another exchange of the same request
+    // took (single-use) sends this one to ask again.
+    std::optional<approval::Entry> last;
+    for (int round = 0; round < 4; ++round) {
+        const approval::Entry asked = desk.ask(r, timeout);
+        auto timer = std::make_shared<asio::steady_timer>(c.client_socket().get_executor());
+        desk.wake_on_decision(asked.id, timer);
+        for (;;) {
+            const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(asked.deadline - SystemClock::now()),
+                                       std::chrono::milliseconds(0));
+            // The watchdog waits for the deadline too, and the answer after it.
+            c.arm(left + kTimeoutGrace);
+            timer->expires_after(left + std::chrono::milliseconds(5));
+            co_await timer->async_wait(nothrow);
+            ApprovalDesk::Outcome out = desk.settle(asked.id);
+            if (out.approved) {
+                c.arm(c.limits().read_timeout);
+                co_return std::nullopt;
+            }
+            if (!out.entry && SystemClock::now() < asked.deadline + std::chrono::seconds(1)) {
+                // Still pending: woken early (another waiter's wake-up), wait on.
+                desk.wake_on_decision(asked.id, timer);
+                continue;
+            }
+            if (!out.entry) {  // gone from the queue: it can only have lapsed
+                out.entry = asked;
+                out.entry->state = State::timed_out;
+            }
+            last = out.entry;
+            break;
+        }
+        if (last->state != State::spent) break;  // spent: ask again
+    }
+    c.arm(c.limits().read_timeout);
+    co_return last;
+}
+
 asio::awaitable<std::optional<Refusal>> hold_for_approval(Conn& c, const Target& t, const std::string& method,
                                                           const std::string& path) {
-    ApprovalDesk& desk = c.gw.approvals;
     approval::Request r;
     r.kind = approval::Request::Kind::egress;
     r.identity = c.id_text;
@@ -205,37 +246,11 @@ asio::awaitable<std::optional<Refusal>> hold_for_approval(Conn& c, const Target&
     r.host = t.host.text();
     r.port = t.port;
     r.path = path;
-    if (desk.always_granted(r.identity, r.host, r.port)) co_return std::nullopt;
-    // At most a few rounds: an approval another exchange of the same request
-    // took (single-use) sends this one to ask again.
-    for (int round = 0; round < 4; ++round) {
-        const approval::Entry asked = desk.ask(r, t.grant->approval_timeout);
-        auto timer = std::make_shared<asio::steady_timer>(c.client_socket().get_executor());
-        desk.wake_on_decision(asked.id, timer);
-        for (;;) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(asked.deadline - SystemClock::now());
-            // The watchdog waits for the deadline too, and the answer after it.
-            c.arm(std::max(left, std::chrono::milliseconds(0)) + kTimeoutGrace);
-            timer->expires_after(std::max(left, std::chrono::milliseconds(0)) + std::chrono::milliseconds(5));
-            co_await timer->async_wait(nothrow);
-            if (c.timed_out) co_return Refusal{std::string(reason::timeout), "the connection's watchdog ended the wait"};
-            ApprovalDesk::Outcome out = desk.settle(asked.id);
-            if (out.approved) {
-                c.arm(c.limits().read_timeout);
-                co_return std::nullopt;
-            }
-            if (!out.entry) {  // still pending: woken early (another waiter's wake-up), wait on
-                desk.wake_on_decision(asked.id, timer);
-                continue;
-            }
-            if (out.entry->state == State::spent) break;  // ask again
-            c.arm(c.limits().read_timeout);
-            co_return Refusal{std::string(reason_of(out.entry->state)),
-                              approval::refusal_sentence(*out.entry) + " [approval " + out.entry->id + "]"};
-        }
-    }
-    co_return Refusal{std::string(reason::approval_timeout), "refused by corral: the approval of " + r.method + " " +
-                                                                 r.host + " was taken by other requests; ask again"};
+    if (c.gw.approvals.always_granted(r.identity, r.host, r.port)) co_return std::nullopt;
+    const std::optional<approval::Entry> ended = co_await await_person(c, r, t.grant->approval_timeout);
+    if (!ended) co_return std::nullopt;
+    co_return Refusal{std::string(approval_reason(ended->state)),
+                      approval::refusal_sentence(*ended) + " [approval " + ended->id + "]"};
 }
 
 namespace {

@@ -92,12 +92,22 @@ private:
     std::map<std::string, ApprovalCounts> counts_;
 };
 
-// Holds the connection's exchange until a person decides on `method host:port
-// path` for c's identity (the grant asked for approval): nullopt once
-// approved (the approval taken), else the refusal whose text tells the box
-// what happened (approval/queue.hpp refusal_sentence). The watchdog is armed
-// for the approval's deadline meanwhile, so the client sees a slow answer,
-// not an error.
+// Holds the connection's exchange until a person decides on `r` (asked for
+// c's identity), at most `timeout`: nullopt once approved (the approval
+// taken: single-use), else the entry as it ended (denied, timed_out,
+// cancelled). The watchdog is armed for the deadline meanwhile, so the
+// client sees a slow answer, not an error.
+boost::asio::awaitable<std::optional<approval::Entry>> await_person(Conn& c, approval::Request r,
+                                                                   std::chrono::seconds timeout);
+
+// The reason code of an approval that ended without one: approval_denied,
+// approval_timeout, approval_cancelled.
+std::string_view approval_reason(approval::State s);
+
+// await_person for egress: holds the connection's exchange until a person decides on `method host:port
+// path` (the grant asked for approval), unless an approval with --always
+// granted host:port: nullopt once approved, else the refusal whose text
+// tells the box what happened (approval/queue.hpp refusal_sentence).
 boost::asio::awaitable<std::optional<Refusal>> hold_for_approval(Conn& c, const Target& t, const std::string& method,
                                                                  const std::string& path);
 

@@ -21,7 +21,6 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <functional>
@@ -383,15 +382,17 @@ int serve_daemon(DaemonOptions options) {
         ready_lines.push_back("listening unix:" + cfg.gateway.listen_unix);
     }
     if (!cfg.gateway.listen_tcp.empty()) ready_lines.push_back(listen_tcp(tcp_acceptor.emplace(ioc), cfg, source, gw));
-    // Grants that ask a person first: the approvals control socket
-    // (`corral approvals --state-dir` finds it there).
+    // The approvals control socket, for grants and tool rules that ask a
+    // person first (`corral approvals --state-dir` finds it there). Always:
+    // a daemon serves many workers' rules, and it is one idle socket.
     std::optional<asio::local::stream_protocol::acceptor> control_acceptor;
     const std::string control_path = approval::daemon_control_socket(cfg.gateway.state_dir);
-    if (std::any_of(cfg.grants.begin(), cfg.grants.end(), [](const config::Grant& g) { return g.approval; })) {
-        listen_for_approvals(control_acceptor.emplace(ioc), control_path);
-        asio::co_spawn(ioc, serve_approval_control(*control_acceptor, gw.approvals(), "daemon"), asio::detached);
-        ready_lines.push_back("approvals unix:" + control_path);
-    }
+    listen_for_approvals(control_acceptor.emplace(ioc), control_path);
+    // Named: GCC 12 mishandles a temporary passed to a coroutine's by-value
+    // parameter (the daemon's own stack was overwritten when it was "daemon").
+    const std::string decider = "daemon";
+    asio::co_spawn(ioc, serve_approval_control(*control_acceptor, gw.approvals(), decider), asio::detached);
+    ready_lines.push_back("approvals unix:" + control_path);
 
     if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance, tools), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);

@@ -138,6 +138,7 @@ bool Ledger::append_batched(const LedgerEntry& e) {
     if (reflected) ++reflected_[e.identity];
     else if (!record_only) ++requests_[e.identity];
     std::uint64_t refused = e.decision == Decision::refuse && !reflected && !record_only ? ++refusals_[e.identity] : 0;
+    if (refused && e.mode != "mcp") ++egress_refusals_[e.identity];
     if (refused) note_refusal_locked(e);
     if (!failure_.empty()) {
         ++lines_lost_;
@@ -310,6 +311,12 @@ void Ledger::sync() {
         std::lock_guard lock(mutex_);
         fail_locked("fdatasync(" + path_ + "): " + errno_text(err));
     }
+}
+
+std::uint64_t Ledger::egress_refusals(const std::string& identity) const {
+    std::lock_guard lock(mutex_);
+    auto it = egress_refusals_.find(identity);
+    return it == egress_refusals_.end() ? 0 : it->second;
 }
 
 std::uint64_t Ledger::refusals(const std::string& identity) const {

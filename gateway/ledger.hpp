@@ -250,6 +250,9 @@ public:
     // Entries appended (written or not: see the refusal cap above); the
     // ledger's own cap lines are not entries and are not counted.
     std::uint64_t refusals(const std::string& identity) const;  // entries with decision refuse
+    // Of those, the box's egress (not the MCP endpoint's, whose refusals are
+    // tool calls or the MCP client's own probes): the attested outcome's.
+    std::uint64_t egress_refusals(const std::string& identity) const;
     std::uint64_t requests(const std::string& identity) const;  // all entries but a tool's first_sight/quarantine records
     // secret_reflected lines: counted here only, not as requests (the
     // request they belong to has its own line).
@@ -293,6 +296,7 @@ private:
     // Read by format() without the lock: replaced (never changed in place) under it.
     std::atomic<std::shared_ptr<const std::vector<std::string>>> secrets_;
     std::map<std::string, std::uint64_t, std::less<>> refusals_;
+    std::map<std::string, std::uint64_t, std::less<>> egress_refusals_;
     std::map<std::string, std::uint64_t, std::less<>> requests_;
     std::map<std::string, std::uint64_t, std::less<>> reflected_;
     std::map<std::string, std::vector<RefusalNotice>, std::less<>> notices_;

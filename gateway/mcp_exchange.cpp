@@ -3,6 +3,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gateway/approval_desk.hpp"
 #include "gateway/internals.hpp"
 #include "gateway/mcp_endpoint.hpp"
 #include "gateway/mcp_forward.hpp"
@@ -28,6 +29,7 @@ struct McpRequest {
     mcp::ReadResult read;             // the messages (read_message)
     std::optional<mcp::Denial> denial;
     std::string rule;                 // the deciding rule (decide_messages)
+    bool asks_approval = false;       // its one tools/call waits for a person (an approval rule)
 };
 
 std::optional<std::string> mcp_header(const Request& req, std::string_view name) {
@@ -68,7 +70,10 @@ McpRequest check_request(McpTools& tools, const std::string& identity, const Req
     }
     mcp::Decision d = mcp::decide_messages(tools.policy(), r.server, r.read.messages);
     r.rule = d.rule;
-    if (!d.allowed()) {
+    // One call an approval rule covers waits for a person (serve_one); a
+    // batch cannot wait, and decide_messages refused it whole.
+    r.asks_approval = d.action == mcp::Action::approval && !r.read.batch;
+    if (!d.allowed() && !r.asks_approval) {
         r.denial = d.denial ? d.denial : mcp::Denial{mcp::Reason::unknown_tool, "", ""};
         return r;
     }
@@ -80,9 +85,36 @@ McpRequest check_request(McpTools& tools, const std::string& identity, const Req
             return r;
         }
     }
-    // Last, so that only a call corral would forward spends the budget.
-    r.denial = tools.calls(identity).reserve(r.server, call_names(r.read.messages));
+    // Last, so that only a call corral would forward spends the budget (a
+    // call waiting for a person reserves once it is approved).
+    if (!r.asks_approval) r.denial = tools.calls(identity).reserve(r.server, call_names(r.read.messages));
     return r;
+}
+
+// The one tools/call of `r` held until a person decides (docs/approvals.md):
+// approved, the budget is reserved as for an allowed call; otherwise the
+// denial whose sentence is the approval queue's.
+awaitable<void> wait_for_approval(Conn& c, McpTools& tools, McpRequest& r) {
+    const mcp::ToolCall& call = *r.read.messages.front().tool_call;
+    approval::Request ask;
+    ask.kind = approval::Request::Kind::tool;
+    ask.identity = c.id_text;
+    ask.server = r.server;
+    ask.tool = call.name;
+    // A person reads the arguments (capped); the digest binds all of them.
+    ask.arguments = capped_text(arguments_canonical(call.arguments), kLoggedTextBytes);
+    ask.arguments_digest = arguments_digest(call.arguments);
+    const std::optional<approval::Entry> ended = co_await await_person(c, ask, approval::kDefaultApprovalTimeout);
+    if (!ended) {
+        r.denial = tools.calls(c.id.str()).reserve(r.server, call_names(r.read.messages));
+        co_return;
+    }
+    const mcp::Reason why = ended->state == approval::State::denied      ? mcp::Reason::approval_denied
+                            : ended->state == approval::State::cancelled ? mcp::Reason::approval_cancelled
+                                                                         : mcp::Reason::approval_timeout;
+    std::string sentence = approval::refusal_sentence(*ended);
+    if (sentence.starts_with("refused by corral: ")) sentence.erase(0, 19);  // denial_sentence says it once
+    r.denial = mcp::Denial{why, sentence, "approval " + ended->id};
 }
 
 // With [mcp] log_arguments: `text` scrubbed of every secret the gateway
@@ -200,6 +232,7 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
     e.mode = "mcp", e.method = std::string(req.method_string()), e.path = std::string(req.target()).substr(0, kMcpLedgerPathChars);
     e.bytes_up = req.body().size();
     McpRequest r = check_request(tools, c.id.str(), req, std::move(server));
+    if (r.asks_approval && !r.denial) co_await wait_for_approval(c, tools, r);
     if (const auto* remote = tools.remote(r.server)) e.host = remote->server->host, e.port = remote->server->port;
     if (r.denial) tools.calls(c.id.str()).refused(r.server, call_names(r.read.messages), mcp::denial_entry(r.denial->reason).code);
     record_decisions(c, tools, e, r);

@@ -26,7 +26,10 @@ enum class Reason {
     unknown_tool,       // no rule names this tool for this worker
     tool_denied,        // a deny rule matches the tool
     argument_denied,    // an argument fails (or matches a deny on) a constraint
-    approval_required,  // an approval rule matches; no approval queue yet
+    approval_required,  // an approval rule matches a call that cannot wait for one (in a batch)
+    approval_denied,    // a person denied the call (`corral deny`)
+    approval_timeout,   // nobody decided by the deadline: no consent, never a deny
+    approval_cancelled, // the approver stopped (the run ended) while the call waited
     quarantined,        // the tool's description changed since it was trusted
     batch_denied,       // one call in the batch is refused, so all of it is
     malformed_result,   // a server's answer (tools/list) is not what MCP says
@@ -44,7 +47,7 @@ struct DenialEntry {
 // (MCP 2026-07-28); -32001 is corral's code for "refused by policy".
 inline constexpr int kPolicyErrorCode = -32001;
 
-inline constexpr std::array<DenialEntry, 15> kDenials = {{
+inline constexpr std::array<DenialEntry, 18> kDenials = {{
     {Reason::malformed_json, "malformed_json", -32700,
      "the message is not valid JSON; send one well-formed JSON-RPC 2.0 message"},
     {Reason::duplicate_key, "duplicate_key", -32700,
@@ -64,7 +67,12 @@ inline constexpr std::array<DenialEntry, 15> kDenials = {{
     {Reason::argument_denied, "argument_denied", kPolicyErrorCode,
      "an argument of tool {} is not allowed; change the argument named below or do without the call"},
     {Reason::approval_required, "approval_required", kPolicyErrorCode,
-     "tool {} needs an operator's approval (approval required; no approval queue yet); do not retry it"},
+     "tool {} needs an operator's approval, which a call in a batch cannot wait for; send it alone"},
+    // The approval queue's own sentence (approval::refusal_sentence, one
+    // wording for egress and tools) is the subject.
+    {Reason::approval_denied, "approval_denied", kPolicyErrorCode, "{}"},
+    {Reason::approval_timeout, "approval_timeout", kPolicyErrorCode, "{}"},
+    {Reason::approval_cancelled, "approval_cancelled", kPolicyErrorCode, "{}"},
     {Reason::quarantined, "quarantined", kPolicyErrorCode,
      "tool {} changed its description since it was trusted and is quarantined until the operator accepts it; "
      "do not retry it"},

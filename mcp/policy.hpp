@@ -52,8 +52,8 @@ Decision decide(const Policy& p, std::string_view server, std::string_view tool,
 // names the call). Messages other than tools/call pass this check.
 Decision decide_messages(const Policy& p, std::string_view server, const std::vector<Message>& messages);
 
-// Whether some call of `tool` could be allowed: an allow rule names it and no
-// unconditional deny or approval covers it (what tools/list shows).
+// Whether some call of `tool` could be allowed: an allow or approval rule
+// names it and no unconditional deny covers it (what tools/list shows).
 bool may_allow(const Policy& p, std::string_view server, std::string_view tool);
 
 // Input schemas known per server and tool (from tools/list).

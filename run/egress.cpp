@@ -84,11 +84,13 @@ boost::asio::awaitable<void> serve_mcp_as(boost::asio::ip::tcp::socket s, gatewa
 
 // A configured grant or MCP server that needs an unreadable credential stops
 // the run: name that grant or server (its file:line), not only the credential.
-// Whether any grant asks a person first (then the run serves the approvals
-// control socket).
+// Whether any grant or tool rule asks a person first (then the run serves
+// the approvals control socket).
 bool asks_approval(const config::GatewayConfig& cfg) {
     for (const auto& g : cfg.grants)
         if (g.approval) return true;
+    for (const auto& r : cfg.tools.policy.rules)
+        if (r.action == mcp::Action::approval) return true;
     return false;
 }
 
@@ -157,6 +159,7 @@ public:
                 {"ledger", gateway_ ? json(config_.gateway.ledger) : json(nullptr)},
                 {"requests", gateway_ && started_ ? json(requests_) : json(nullptr)},
                 {"refusals", gateway_ && started_ ? json(refusals_) : json(nullptr)},
+                {"egress_refusals", gateway_ && started_ ? json(egress_refusals_) : json(nullptr)},
                 {"secrets_reflected", gateway_ && started_ ? json(secrets_reflected_) : json(nullptr)},
                 {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)},
                 {"model", model_ ? gateway::metering::totals_json(*model_) : json(nullptr)},
@@ -217,6 +220,7 @@ protected:
         const std::string identity = id_.str();
         requests_ = gateway_->ledger().requests(identity);
         refusals_ = gateway_->ledger().refusals(identity);
+        egress_refusals_ = gateway_->ledger().egress_refusals(identity);
         secrets_reflected_ = gateway_->ledger().secrets_reflected(identity);
         model_ = gateway_->model_totals(identity);
         approvals_ = gateway_->approvals().counts(identity);
@@ -233,8 +237,9 @@ private:
     void serve_approvals() {
         control_ = std::make_unique<boost::asio::local::stream_protocol::acceptor>(*ioc_);
         gateway::listen_for_approvals(*control_, control_socket_);
-        boost::asio::co_spawn(*ioc_,
-                              gateway::serve_approval_control(*control_, gateway_->approvals(), "run " + id_.run_id),
+        // Named, not a temporary: see gateway/daemon.cpp's decider.
+        const std::string decider = "run " + id_.run_id;
+        boost::asio::co_spawn(*ioc_, gateway::serve_approval_control(*control_, gateway_->approvals(), decider),
                               boost::asio::detached);
     }
 
@@ -269,7 +274,7 @@ private:
     std::string control_socket_;                     // the approvals control socket's path
     std::unique_ptr<boost::asio::local::stream_protocol::acceptor> control_;  // while it serves
     gateway::ApprovalCounts approvals_;
-    std::uint64_t requests_ = 0, refusals_ = 0, secrets_reflected_ = 0;
+    std::uint64_t requests_ = 0, refusals_ = 0, egress_refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;
     std::string ledger_failure_;
 };
@@ -357,7 +362,8 @@ public:
                 {"refusals", counts_ ? json(counts_->refusals) : json(nullptr)},
                 {"secrets_reflected", counts_ ? json(counts_->secrets_reflected) : json(nullptr)},
                 {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)},
-                {"model", counts_ && counts_->model ? gateway::metering::totals_json(*counts_->model) : json(nullptr)}};
+                {"model", counts_ && counts_->model ? gateway::metering::totals_json(*counts_->model) : json(nullptr)},
+                {"approvals", nullptr}};  // the daemon's are in its ledger and journal
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override {
         return counts_ ? counts_->model : std::nullopt;
@@ -539,7 +545,8 @@ json unstarted_gateway_record(const RunRequest& r) {
             {"refusals", nullptr},
             {"secrets_reflected", nullptr},
             {"ledger_failure", nullptr},
-            {"model", nullptr}};
+            {"model", nullptr},
+            {"approvals", nullptr}};
 }
 
 }  // namespace corral::run

@@ -47,4 +47,41 @@ CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool o
     return o;
 }
 
+namespace {
+
+std::uint64_t count_at(const nlohmann::json& object, const char* key) {
+    if (!object.is_object()) return 0;
+    auto it = object.find(key);
+    return it != object.end() && it->is_number_integer() && it->get<std::int64_t>() > 0 ? it->get<std::uint64_t>() : 0;
+}
+
+}  // namespace
+
+approval::HostEvidence host_evidence(const supervisor::RunRecord& record) {
+    approval::HostEvidence h;
+    h.outcome = record.outcome ? std::string(supervisor::outcome_name(*record.outcome)) : std::string();
+    h.exit_code = record.exit_code;
+    h.teardown_failed = !record.teardown.clean();
+    const nlohmann::json& gateway = record.extra.value("gateway", nlohmann::json::object());
+    h.egress_refusals = gateway.contains("egress_refusals") ? count_at(gateway, "egress_refusals") : count_at(gateway, "refusals");
+    const nlohmann::json approvals = gateway.value("approvals", nlohmann::json::object());
+    h.approvals_timed_out = count_at(approvals, "timed_out");
+    h.approvals_denied = count_at(approvals, "denied");
+    h.approvals_cancelled = count_at(approvals, "cancelled");
+    const nlohmann::json model = gateway.value("model", nlohmann::json::object());
+    const nlohmann::json tools = record.extra.value("tools", nlohmann::json::object());
+    const nlohmann::json refused = tools.is_object() ? tools.value("refused", nlohmann::json::object()) : nlohmann::json::object();
+    if (refused.is_object())
+        for (const auto& [reason, n] : refused.items()) {
+            if (n.is_number_integer() && n.get<std::int64_t>() > 0) h.tool_refusals += n.get<std::uint64_t>();
+            if (reason == "budget_exhausted") h.budget_exhausted = true;
+        }
+    if (count_at(model, "budget_refusals") > 0) h.budget_exhausted = true;
+    return h;
+}
+
+nlohmann::json attested_record(const supervisor::RunRecord& record) {
+    return approval::attested_json(approval::attest(host_evidence(record), std::nullopt), std::nullopt);
+}
+
 }  // namespace corral::run

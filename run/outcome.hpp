@@ -6,7 +6,11 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "approval/attested.hpp"
 #include "supervisor/outcome.hpp"
+#include "supervisor/run_record.hpp"
 #include "supervisor/sandbox.hpp"
 
 namespace corral::run {
@@ -28,5 +32,17 @@ struct CommandOutcome {
 // command's exit code, its signal (128+N), an OOM kill the cgroup counted
 // (137), else 125 "without reporting the command's status".
 CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool oom_killed);
+
+// What the host saw of an ended run, read from its record (docs/approvals.md
+// "The attested outcome"): the outcome and exit code, the teardown's
+// verdict, the gateway's egress refusals (a daemon's count has the MCP
+// endpoint's in it too: the record cannot tell them apart, so it errs
+// toward review), the tool calls refused, the approvals that ended without
+// one, and any budget exhausted (model or tool calls).
+approval::HostEvidence host_evidence(const supervisor::RunRecord& record);
+
+// run.json's and the terminal record's "attested" for an ended run; the
+// agent's own report is not served yet (report_outcome), so it is null.
+nlohmann::json attested_record(const supervisor::RunRecord& record);
 
 }  // namespace corral::run

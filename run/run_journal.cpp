@@ -56,7 +56,8 @@ nlohmann::json terminal_payload(const supervisor::RunRecord& record, const std::
             {"oom_killed", record.oom_killed},
             {"pids_limit_hits", record.pids_limit_hits},
             {"cpu_usec", run["cpu_usec"]},
-            {"ended_at", run["ended_at"]}};
+            {"ended_at", run["ended_at"]},
+            {"attested", record.extra.value("attested", json(nullptr))}};
 }
 
 std::unique_ptr<journal::SharedJournal> open_run_journal(const std::string& state_dir, const std::string& run_dir) {

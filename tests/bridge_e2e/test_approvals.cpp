@@ -8,6 +8,8 @@
 
 #include <sys/stat.h>
 
+#include <csignal>
+
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -256,6 +258,66 @@ TEST_CASE("approval: no decision by approval_timeout is timed_out, never a deny:
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["gateway"]["approvals"]["timed_out"] == 1);
     CHECK(record["gateway"]["approvals"]["denied"] == 0);
+}
+
+TEST_CASE("approval through a `corral gateway` daemon: decided on its socket; its stop cancels what waits, recorded, "
+          "the client answered") {
+    World& w = world();
+    const std::string dir = w.dir + "/approval-daemon";
+    fs::create_directories(dir);
+    const std::string toml = dir + "/gateway.toml";
+    write_file(toml, "[gateway]\nlisten_unix = \"" + dir + "/gw.sock\"\nledger = \"" + dir + "/ledger.jsonl\"\n"
+                     "state_dir = \"" + dir + "/state\"\n"
+                     "[[grants]]\nhost = \"127.0.0.1\"\nport = " + std::to_string(w.upstream_port) +
+                     "\nmode = \"tunnel\"\nallow_private = true\napproval = true\napproval_timeout = \"60s\"\n");
+    auto daemon = std::make_unique<Background>(
+        std::vector<std::string>{corral_bin(), "gateway", "--config", toml, "--threads", "1"});
+    REQUIRE(daemon->wait_for_stdout("approvals unix:" + dir + "/state/approvals/gateway.sock", std::chrono::seconds(20)));
+    auto in_box = [&](const std::string& label) {
+        // The daemon's state dir: where a --gateway run without --config finds its CA.
+        std::vector<std::string> argv{corral_bin(), "run", "--rootfs", "host", "--run-dir", dir + "/" + label,
+                                      "--state-dir", dir + "/state", "--gateway", "unix:" + dir + "/gw.sock",
+                                      "--ro-bind", test_ca_dir() + ":/testca", "--timeout", "90s",
+                                      "--", "/bin/sh", "-c", https_probe("/" + label)};
+        return std::make_unique<Background>(argv);
+    };
+    auto daemon_pending = [&](const std::string& not_id) {
+        for (int i = 0; i < 300; ++i) {
+            auto r = run({corral_bin(), "approvals", "--json", "--state-dir", dir + "/state"});
+            for (const auto& l : lines(r.out))
+                if (!l.empty() && json::parse(l)["id"] != not_id) return json::parse(l);
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return json();
+    };
+
+    const int before = upstream_stats()["requests"];
+    auto approved = in_box("approved");
+    json e = daemon_pending("");
+    REQUIRE(e.is_object());
+    CHECK(e["method"] == "CONNECT");
+    auto ok = run({corral_bin(), "approve", e["id"], "--state-dir", dir + "/state"});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK(approved->wait_exit(std::chrono::seconds(90)) == 0);
+    CHECK(read_file(dir + "/approved/stdout.log") == "connect=200 code=200\n");
+    CHECK(upstream_stats()["requests"] == before + 1);
+
+    // The daemon stops with a request waiting: it ends cancelled, recorded,
+    // and the box's client is answered, not left hanging.
+    auto waiting = in_box("cancelled");
+    json c = daemon_pending(e["id"]);
+    REQUIRE(c.is_object());
+    daemon->signal(SIGTERM);
+    CHECK(daemon->wait_exit(std::chrono::seconds(30)) == 0);
+    CHECK(waiting->wait_exit(std::chrono::seconds(90)) == 56);  // curl: the CONNECT was refused
+    CHECK(read_file(dir + "/cancelled/stdout.log").find("connect=403") != std::string::npos);
+    CHECK(upstream_stats()["requests"] == before + 1);
+    std::vector<std::string> states;
+    for (const auto& l : ledger(dir + "/ledger.jsonl"))
+        if (l.contains("approval") && l["approval"]["phase"] == "decided") states.push_back(l["approval"]["state"]);
+    CHECK(states == std::vector<std::string>{"approved", "cancelled"});
+    CHECK(!fs::exists(dir + "/state/approvals/gateway.sock"));
 }
 
 }  // namespace corral::test::bridge

@@ -38,6 +38,7 @@ namespace fs = std::filesystem;
 TEST_CASE("a command with no --config: embedded gateway without grants refuses with 403 and a ledger line") {
     World& w = world();
     std::string run_dir = w.dir + "/run-nogrants";
+    const int before = upstream_stats()["requests"];
     RunOptions o;
     o.env["CORRAL_STATE_DIR"] = w.dir + "/runs-state";
     auto r = run({corral_bin(), "run", "--rootfs", "host", "--run-dir", run_dir, "--", "curl", "-sS", "-o", "/dev/null",
@@ -54,7 +55,7 @@ TEST_CASE("a command with no --config: embedded gateway without grants refuses w
     CHECK(lines[0]["host"] == "api.anthropic.com");
     CHECK(lines[0]["reason"] == "not_granted");
     CHECK(lines[0]["identity"] == record["identity"]);
-    CHECK(upstream_stats()["requests"] == 0);
+    CHECK(upstream_stats()["requests"] == before);
     // The operator is told on the host, with what would allow it, and the
     // run's last line counts it.
     CHECK(r.err.find("corral run: refused CONNECT api.anthropic.com:443 (not_granted, 403): no grant covers "

@@ -63,13 +63,13 @@ TEST_CASE("a command run applies the worker's [sandbox], rootfs and [env] as an 
     const std::string script = "echo \"var=$WORKER_VAR\"; cat /etc/worker-image 2>/dev/null || echo no-image; sleep 5; echo slept";
 
     std::string run_dir = w.dir + "/run-worker-limits";
-    auto t0 = std::chrono::steady_clock::now();
     auto r = run({corral_bin(), "run", "--config", org, "--worker", "wl", "--run-dir", run_dir, "--", "/bin/sh", "-c", script}, o);
-    auto took = std::chrono::steady_clock::now() - t0;
     INFO(r.out << r.err);
     CHECK(r.exit_code == 124);
     CHECK(r.err.find("corral run: deadline of 2s reached; CMD got SIGTERM and ended within the 10s grace") != std::string::npos);
-    CHECK(took < std::chrono::milliseconds(4500));
+    // The worker's 2 s, not the script's sleep 5, ended it (by the event: no
+    // "slept", the deadline's sentence and 124; never by a wall-clock bound,
+    // which failed once under load).
     CHECK(r.out.find("var=from-worker\n") != std::string::npos);
     CHECK(r.out.find("the worker's image\n") != std::string::npos);
     CHECK(r.out.find("slept") == std::string::npos);
