@@ -1,11 +1,14 @@
 // tests/mcp_e2e/box_run.cpp — see box_run.hpp.
 #include "tests/mcp_e2e/box_run.hpp"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
 #include <sstream>
 
 #include "tests/support/process.hpp"
+#include "tests/support/test_pki.hpp"
 
 namespace corral::test::mcp_e2e {
 
@@ -77,5 +80,16 @@ BoxRun run_box(const std::string& dir, const std::string& secret,
     return b;
 }
 
+
+HttpServer start_tls_test_server(const std::string& dir, const std::string& ca_name, const std::string& secret,
+                                 const std::vector<std::string>& extra) {
+    ::chmod(dir.c_str(), 0711);
+    make_test_ca(dir, ca_name);
+    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
+    if (!secret.empty()) write_file(dir + "/mcp.secret", secret + "\n", 0600);
+    std::vector<std::string> args{"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return start_test_server(args);
+}
 
 }  // namespace corral::test::mcp_e2e

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/mcp_e2e/harness.hpp"
+
 namespace corral::test::mcp_e2e {
 
 // Each non-empty line of `text` parsed (a line that is not JSON: discarded value).
@@ -22,6 +24,13 @@ std::vector<nlohmann::json> client_steps(const std::string& text);
 
 // The box's shell (host pid), found by the marker on its command line; -1 if none.
 pid_t find_box_shell(const std::string& marker);
+
+// Our test server as mcp.test.invalid behind TLS, for a run test in `dir`
+// (made 0711): a test CA named `ca_name` (DIR/ca.crt) and the server's leaf,
+// `secret` in DIR/mcp.secret (0600; none when empty), and test_server.mjs
+// with `extra` options (--calls-file, --drift-file ...).
+HttpServer start_tls_test_server(const std::string& dir, const std::string& ca_name, const std::string& secret,
+                                 const std::vector<std::string>& extra);
 
 struct BoxRun {
     std::string out, corral_err, environ_text, scan_hits, run_dir;

@@ -86,13 +86,8 @@ void approve_then_deny(const std::string& state_dir, Approver& a, const std::ato
 TEST_CASE("corral run: a tool call under an approval rule waits for `corral approve`; a denied one never reaches the server") {
     TempDir t("corral-mcp-approval");
     const std::string& dir = t.path;
-    ::chmod(dir.c_str(), 0711);
-    make_test_ca(dir, "corral mcp approval test CA");
-    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
     const std::string secret = "mcp-secret-" + random_hex(32);
-    write_file(dir + "/mcp.secret", secret + "\n", 0600);
-    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file",
-                                     dir + "/calls.jsonl"});
+    auto server = start_tls_test_server(dir, "corral mcp approval test CA", secret, {"--calls-file", dir + "/calls.jsonl"});
     write_approval_org(dir, server.port);
     fs::create_directories(dir + "/ws");
     ::chmod((dir + "/ws").c_str(), 0777);

@@ -72,13 +72,8 @@ void write_org(const std::string& dir, int port) {
 TEST_CASE("corral run: a worker's remote MCP server, governed end to end through the box's MCP listener") {
     TempDir t("corral-mcp-run");
     const std::string& dir = t.path;
-    ::chmod(dir.c_str(), 0711);
-    make_test_ca(dir, "corral mcp run test CA");
-    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
     const std::string secret = "mcp-secret-" + random_hex(32);
-    write_file(dir + "/mcp.secret", secret + "\n", 0600);
-    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file",
-                                     dir + "/calls.jsonl"});
+    auto server = start_tls_test_server(dir, "corral mcp run test CA", secret, {"--calls-file", dir + "/calls.jsonl"});
     write_org(dir, server.port);
     fs::create_directories(dir + "/ws");
     ::chmod((dir + "/ws").c_str(), 0777);

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/mcp_e2e/box_run.hpp"
 #include "tests/mcp_e2e/harness.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_pki.hpp"
@@ -108,13 +109,8 @@ std::string error_message(const json& step) { return step["error"].value("messag
 TEST_CASE("corral gateway --org serves a run's MCP calls: policy, injection, counts, tool_calls_per_worker across runs and a restart") {
     TempDir t("corral-mcp-daemon");
     const std::string& dir = t.path;
-    ::chmod(dir.c_str(), 0711);
-    make_test_ca(dir, "corral mcp daemon test CA");
-    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
     const std::string secret = "mcp-secret-" + random_hex(32);
-    write_file(dir + "/mcp.secret", secret + "\n", 0600);
-    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file",
-                                     dir + "/calls.jsonl"});
+    auto server = start_tls_test_server(dir, "corral mcp daemon test CA", secret, {"--calls-file", dir + "/calls.jsonl"});
     write_daemon_org(dir, server.port, 3);
     auto daemon = start_daemon(dir, 1);
     const std::string socket_mode = "unix:" + dir + "/gw.sock";
@@ -212,12 +208,8 @@ TEST_CASE("corral gateway --org: a tool quarantined in one run, trusted with `co
           "is served to the next run") {
     TempDir t("corral-mcp-daemon-trust");
     const std::string& dir = t.path;
-    ::chmod(dir.c_str(), 0711);
-    make_test_ca(dir, "corral mcp daemon trust test CA");
-    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
-    write_file(dir + "/mcp.secret", "s-" + random_hex(16) + "\n", 0600);
     const std::string drift = dir + "/drift";
-    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--drift-file", drift});
+    auto server = start_tls_test_server(dir, "corral mcp daemon trust test CA", "s-" + random_hex(16), {"--drift-file", drift});
     write_daemon_org(dir, server.port, 100);
     write_file(dir + "/org/workers/w1/worker.toml", read_file(dir + "/org/workers/w1/worker.toml") +
                    "[[mcp.rules]]\nserver = \"tools\"\ntool = \"drifting\"\naction = \"allow\"\n");

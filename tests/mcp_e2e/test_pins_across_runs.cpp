@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/mcp_e2e/box_run.hpp"
 #include "tests/mcp_e2e/harness.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_pki.hpp"
@@ -99,11 +100,8 @@ TEST_CASE("corral run: a tool pinned in one run is quarantined in the next when 
           "until `corral mcp trust`") {
     TempDir t("corral-mcp-pins");
     const std::string& dir = t.path;
-    ::chmod(dir.c_str(), 0711);
-    make_test_ca(dir, "corral mcp pins test CA");
-    make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
     const std::string drift = dir + "/drift";
-    auto server = start_test_server({"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--drift-file", drift});
+    auto server = start_tls_test_server(dir, "corral mcp pins test CA", "", {"--drift-file", drift});
     write_pinning_org(dir, server.port);
 
     // Run 1: first sight, trusted and kept.
