@@ -10,7 +10,6 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +20,7 @@
 
 #include "base/fd.hpp"
 #include "rootfs/disk_overlap.hpp"
+#include "tests/support/in_child.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace corral;
@@ -60,29 +60,11 @@ std::string relation(const std::string& a, const std::string& b) {
 // Runs `body` in a forked child with a private mount namespace of its own
 // and returns what it wrote, or "child failed: STATUS".
 std::string in_own_mount_namespace(const std::function<std::string()>& body) {
-    int fds[2];
-    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        std::string out;
+    return test::in_child([&]() -> std::string {
         if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-            out = std::string("unshare/mount: ") + std::strerror(errno);
-        else
-            out = body();
-        if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-    close(fds[0]);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "child failed: " + std::to_string(status);
-    return out;
+            return std::string("unshare/mount: ") + std::strerror(errno);
+        return body();
+    });
 }
 
 std::string bind(const std::string& from, const std::string& to) {
