@@ -184,41 +184,52 @@ void append_metered_plain(PlainObject& line, std::string& out, const MeteredLine
     j.close();
 }
 
+// A tool object's members in the documented order, each string handed to
+// `text` (the empty ones left out) and result_bytes to `number`: the one
+// list both the direct and the JSON library's paths write.
+template <class Text, class Number>
+void each_tool_member(const ToolLine& t, Text text, Number number) {
+    text("phase", t.phase);
+    text("server", t.server);
+    text("method", t.method);
+    text("tool", t.tool);
+    text("arguments_digest", t.arguments_digest);
+    text("rule", t.rule);
+    text("error", t.error);
+    if (t.phase == "outcome") number("result_bytes", t.result_bytes);
+    text("result_digest", t.result_digest);
+    text("digest", t.digest);
+    text("trusted_digest", t.trusted_digest);
+    text("arguments", t.arguments);
+    text("result", t.result);
+}
+
 // Whether a tool object can be written directly: every string verbatim and
 // secret-free (the arguments and the result, when logged, rarely are).
 bool tool_plain(const ToolLine& t, const std::vector<std::string>& secrets, std::size_t& size) {
-    const std::string_view strings[] = {t.phase,  t.server,        t.method,         t.tool,      t.arguments_digest,
-                                        t.rule,   t.error,         t.result_digest,  t.digest,    t.trusted_digest,
-                                        t.arguments, t.result};
-    for (auto s : strings) {
-        if (!json_verbatim(s) || contains_secret(s, secrets)) return false;
-        size += s.size() + 24;
-    }
-    return true;
+    bool plain = true;
+    each_tool_member(
+        t,
+        [&](std::string_view, const std::string& v) {
+            plain = plain && json_verbatim(v) && !contains_secret(v, secrets);
+            size += v.size() + 24;
+        },
+        [](std::string_view, std::uint64_t) {});
+    return plain;
 }
 
-// The tool object, member for member as tool_json below builds it. Two
-// lines per MCP call went through an nlohmann object before (docs/benchmarks.md,
-// session 35: 8 % of corral's CPU for calls).
+// The tool object written directly. Two lines per MCP call went through an
+// nlohmann object before (docs/benchmarks.md, session 35: 8 % of corral's
+// CPU for calls).
 void append_tool_plain(PlainObject& line, std::string& out, const ToolLine& t) {
     line.key("tool");
     PlainObject j(out);
-    auto put = [&j](std::string_view key, const std::string& v) {
-        if (!v.empty()) j.string(key, v);
-    };
-    put("phase", t.phase);
-    put("server", t.server);
-    put("method", t.method);
-    put("tool", t.tool);
-    put("arguments_digest", t.arguments_digest);
-    put("rule", t.rule);
-    put("error", t.error);
-    if (t.phase == "outcome") j.number("result_bytes", t.result_bytes);
-    put("result_digest", t.result_digest);
-    put("digest", t.digest);
-    put("trusted_digest", t.trusted_digest);
-    put("arguments", t.arguments);
-    put("result", t.result);
+    each_tool_member(
+        t,
+        [&j](std::string_view key, const std::string& v) {
+            if (!v.empty()) j.string(key, v);
+        },
+        [&j](std::string_view key, std::uint64_t n) { j.number(key, n); });
     j.close();
 }
 
@@ -312,22 +323,12 @@ namespace {
 
 nlohmann::ordered_json tool_json(const ToolLine& t, const std::vector<std::string>& secrets) {
     nlohmann::ordered_json j;
-    auto put = [&](const char* key, const std::string& v) {
-        if (!v.empty()) j[key] = redact(v, secrets);
-    };
-    put("phase", t.phase);
-    put("server", t.server);
-    put("method", t.method);
-    put("tool", t.tool);
-    put("arguments_digest", t.arguments_digest);
-    put("rule", t.rule);
-    put("error", t.error);
-    if (t.phase == "outcome") j["result_bytes"] = t.result_bytes;
-    put("result_digest", t.result_digest);
-    put("digest", t.digest);
-    put("trusted_digest", t.trusted_digest);
-    put("arguments", t.arguments);
-    put("result", t.result);
+    each_tool_member(
+        t,
+        [&](std::string_view key, const std::string& v) {
+            if (!v.empty()) j[std::string(key)] = redact(v, secrets);
+        },
+        [&](std::string_view key, std::uint64_t n) { j[std::string(key)] = n; });
     return j;
 }
 

@@ -204,10 +204,20 @@ void govern_tools_list(AnswerMessage& m, std::string_view body, const McpAnswerC
         m.tools_as_sent = std::move(filtered.visible_spans);
 }
 
-// Appends `key` as dump writes an object key, with its ':'.
-void append_key(std::string& out, const std::string& key) {
-    out += dump_json(json(key));
-    out += ':';
+// Appends `object` as dump writes it, with `member(key, value)` writing
+// each member's value.
+template <class Member>
+void append_members(std::string& out, const json& object, Member member) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : object.items()) {
+        if (!first) out += ',';
+        first = false;
+        out += dump_json(json(key));
+        out += ':';
+        member(key, value);
+    }
+    out += '}';
 }
 
 // What dump_json(m.value) writes, but with result.tools' elements copied from
@@ -216,25 +226,15 @@ std::string dump_with_tools_as_sent(const AnswerMessage& m, std::string_view bod
     const std::string_view text = m.source(body);
     std::string out;
     out.reserve(text.size() + 64);
-    out += '{';
-    bool first = true;
-    for (const auto& [key, value] : m.value.items()) {
-        if (!first) out += ',';
-        first = false;
-        append_key(out, key);
+    append_members(out, m.value, [&](const std::string& key, const json& value) {
         if (key != "result") {
             out += dump_json(value);
-            continue;
+            return;
         }
-        out += '{';
-        bool first_member = true;
-        for (const auto& [k, v] : value.items()) {
-            if (!first_member) out += ',';
-            first_member = false;
-            append_key(out, k);
+        append_members(out, value, [&](const std::string& k, const json& v) {
             if (k != "tools") {
                 out += dump_json(v);
-                continue;
+                return;
             }
             out += '[';
             for (std::size_t i = 0; i < m.tools_as_sent->size(); ++i) {
@@ -243,10 +243,8 @@ std::string dump_with_tools_as_sent(const AnswerMessage& m, std::string_view bod
                 out.append(text.substr(s.begin, s.end - s.begin));
             }
             out += ']';
-        }
-        out += '}';
-    }
-    out += '}';
+        });
+    });
     return out;
 }
 
