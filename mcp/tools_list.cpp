@@ -1,5 +1,6 @@
 #include "mcp/tools_list.hpp"
 
+#include <cstring>
 #include <set>
 
 #include "mcp/message.hpp"
@@ -91,6 +92,24 @@ struct Scan {
         if (escaped) return std::nullopt;
         return t.substr(begin, at - 1 - begin);
     }
+    // Past the string whose opening quote is at `at`; false when the text
+    // ends first. memchr finds each quote (most of a tools/list is strings);
+    // a quote after an odd run of backslashes is escaped.
+    bool skip_string() {
+        std::size_t from = at + 1;
+        for (;;) {
+            const void* q = std::memchr(t.data() + from, '"', t.size() - from);
+            if (q == nullptr) return false;
+            const std::size_t quote = static_cast<std::size_t>(static_cast<const char*>(q) - t.data());
+            std::size_t slashes = 0;
+            while (quote - slashes > at + 1 && t[quote - slashes - 1] == '\\') ++slashes;
+            from = quote + 1;
+            if (slashes % 2 == 0) {
+                at = from;
+                return true;
+            }
+        }
+    }
     // Past one value of any kind; false when the text ends first.
     bool value() {
         space();
@@ -98,10 +117,7 @@ struct Scan {
         while (at < t.size()) {
             const char c = t[at];
             if (c == '"') {
-                ++at;
-                while (at < t.size() && t[at] != '"') at += t[at] == '\\' ? 2 : 1;
-                if (at >= t.size()) return false;
-                ++at;
+                if (!skip_string()) return false;
             } else if (c == '{' || c == '[') {
                 ++depth, ++at;
                 continue;
@@ -160,10 +176,12 @@ std::optional<std::vector<ToolSpan>> tool_spans(std::string_view message) {
 }
 
 bool reads_as_dumped(std::string_view text) {
+    // memchr for each byte of interest: most texts hold none or few.
+    if (std::memchr(text.data(), '\n', text.size()) || std::memchr(text.data(), '\r', text.size())) return false;
     for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (c == '\n' || c == '\r') return false;
-        if (c != '\\') continue;
+        const void* b = std::memchr(text.data() + i, '\\', text.size() - i);
+        if (b == nullptr) return true;
+        i = static_cast<std::size_t>(static_cast<const char*>(b) - text.data());
         if (++i >= text.size()) return false;
         switch (text[i]) {
             case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't': continue;

@@ -77,6 +77,13 @@ TEST_CASE("tool_spans: each tool of result.tools, byte for byte, whatever surrou
     CHECK(text.substr((*spans)[0].begin, (*spans)[0].end - (*spans)[0].begin) == a);
     CHECK(text.substr((*spans)[1].begin, (*spans)[1].end - (*spans)[1].begin) == b);
     CHECK(tool_spans(R"({"result":{"tools":[]}})")->empty());
+    // A string ending in an escaped backslash ends at the quote after it.
+    const std::string c = R"({"name":"c","d":"x\\","e":"\\\"]"})";
+    const std::string text2 = R"({"result":{"tools":[)" + c + "," + b + "]}}";
+    auto spans2 = tool_spans(text2);
+    REQUIRE(spans2);
+    REQUIRE(spans2->size() == 2);
+    CHECK(text2.substr((*spans2)[0].begin, (*spans2)[0].end - (*spans2)[0].begin) == c);
     // A key spelt with an escape could be "tools": the text alone cannot tell.
     CHECK_FALSE(tool_spans(R"({"result":{"t\u006fols":[{"name":"a"}]}})"));
     CHECK_FALSE(tool_spans(R"({"result":{"other":1}})"));
