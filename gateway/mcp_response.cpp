@@ -1,6 +1,7 @@
 #include "gateway/mcp_response.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/sha256.hpp"
 #include "gateway/http_framing.hpp"
@@ -22,6 +23,15 @@ struct AnswerMessage {
     json value;
     std::string event;  // SSE `event:` ("" = message)
     std::string id;     // SSE `id:` ("" = none)
+    // The message's text, for a tools/list answer: the whole JSON body (then
+    // `text` stays empty) or its SSE event's data.
+    bool whole_body = false;
+    std::string text;
+    // A filtered tools/list answer whose visible tools go to the box as the
+    // server wrote them (their spans in the text), not dumped from the tree.
+    std::optional<std::vector<mcp::ToolSpan>> tools_as_sent;
+
+    std::string_view source(std::string_view body) const { return whole_body ? body : std::string_view(text); }
 };
 
 bool media_type_is(std::string_view content_type, std::string_view type) {
@@ -83,22 +93,26 @@ std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::ve
     else if (!media_type_is(in.content_type, "application/json"))
         return "Content-Type " + json_quoted(in.content_type) + " is neither application/json nor text/event-stream";
     // A JSON body is read where it lies, not copied first.
-    auto take = [&](AnswerMessage m, std::string_view text) -> std::string {
-        auto parsed = mcp::parse_mcp_json(text, limits);
+    // Each message keeps where its text is: a tools/list answer's tools can
+    // then go to the box as the server wrote them (govern_tools_list).
+    auto take = [&](AnswerMessage m, std::string* text) -> std::string {
+        auto parsed = mcp::parse_mcp_json(text ? std::string_view(*text) : std::string_view(in.body), limits);
         if (!parsed.ok()) return "not JSON-RPC: " + mcp::denial_sentence(*parsed.error);
         if (!sse && parsed.value.is_array()) {
             for (auto& item : parsed.value) out.push_back({std::move(item), "", ""});
             return "";
         }
         m.value = std::move(parsed.value);
+        if (text) m.text = std::move(*text);
+        else m.whole_body = true;
         out.push_back(std::move(m));
         return "";
     };
     if (!sse) {
-        if (auto why = take(AnswerMessage{}, in.body); !why.empty()) return why;
+        if (auto why = take(AnswerMessage{}, nullptr); !why.empty()) return why;
     }
     for (auto& [m, text] : texts)
-        if (auto why = take(std::move(m), text); !why.empty()) return why;
+        if (auto why = take(std::move(m), &text); !why.empty()) return why;
     for (const auto& m : out)
         // Never json::value(): it throws when the member is there but not a
         // string ({"jsonrpc":7}, found by fuzz/mcp_answer.cpp).
@@ -152,11 +166,23 @@ bool answers_own_request(const json& v, const std::vector<mcp::Message>& request
 }
 
 // A tools/list answer's result, filtered and pinned; a malformed one is
-// replaced by the malformed_result error. "" or why it was replaced.
-void govern_tools_list(json& message, const McpAnswerContext& ctx, McpTools& tools, McpAnswer& a) {
+// replaced by the malformed_result error. "" or why it was replaced. With
+// the message's text, each tool's bytes are compared for its pin, and the
+// visible tools go to the box as the server wrote them when each reads to
+// the scrubber as its dump would (mcp::reads_as_dumped): dumping 100 tools
+// again and comparing their trees were a third of the list's governance
+// (docs/benchmarks.md, session 35).
+void govern_tools_list(AnswerMessage& m, std::string_view body, const McpAnswerContext& ctx, McpTools& tools,
+                       McpAnswer& a) {
+    json& message = m.value;
     if (!message.contains("result")) return;
+    const std::string_view text = m.source(body);
+    std::optional<std::vector<mcp::ToolSpan>> spans;
+    if (!text.empty()) spans = mcp::tool_spans(text);
+    static const std::vector<mcp::ToolSpan> none;
     auto filtered = tools.with_pins([&](mcp::PinBook& pins) {
-        return mcp::filter_tools_list(std::move(message["result"]), ctx.server, tools.policy(), pins);
+        return mcp::filter_tools_list(std::move(message["result"]), ctx.server, tools.policy(), pins, text,
+                                      spans ? *spans : none);
     });
     if (!filtered.ok()) {
         a.withheld = filtered.refusal->detail;
@@ -170,6 +196,56 @@ void govern_tools_list(json& message, const McpAnswerContext& ctx, McpTools& too
         a.quarantined.push_back({tool, trusted.value_or(""), filtered.quarantined_digests.at(i)});
     }
     message["result"] = std::move(filtered.result);
+    const std::size_t visible = message["result"]["tools"].size();
+    if (spans && filtered.visible_spans.size() == visible &&
+        std::all_of(filtered.visible_spans.begin(), filtered.visible_spans.end(), [&](const mcp::ToolSpan& s) {
+            return mcp::reads_as_dumped(text.substr(s.begin, s.end - s.begin));
+        }))
+        m.tools_as_sent = std::move(filtered.visible_spans);
+}
+
+// Appends `object` as dump writes it, with `member(key, value)` writing
+// each member's value.
+template <class Member>
+void append_members(std::string& out, const json& object, Member member) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : object.items()) {
+        if (!first) out += ',';
+        first = false;
+        out += dump_json(json(key));
+        out += ':';
+        member(key, value);
+    }
+    out += '}';
+}
+
+// What dump_json(m.value) writes, but with result.tools' elements copied from
+// the server's text (m.tools_as_sent) instead of dumped from their trees.
+std::string dump_with_tools_as_sent(const AnswerMessage& m, std::string_view body) {
+    const std::string_view text = m.source(body);
+    std::string out;
+    out.reserve(text.size() + 64);
+    append_members(out, m.value, [&](const std::string& key, const json& value) {
+        if (key != "result") {
+            out += dump_json(value);
+            return;
+        }
+        append_members(out, value, [&](const std::string& k, const json& v) {
+            if (k != "tools") {
+                out += dump_json(v);
+                return;
+            }
+            out += '[';
+            for (std::size_t i = 0; i < m.tools_as_sent->size(); ++i) {
+                const mcp::ToolSpan& s = (*m.tools_as_sent)[i];
+                if (i) out += ',';
+                out.append(text.substr(s.begin, s.end - s.begin));
+            }
+            out += ']';
+        });
+    });
+    return out;
 }
 
 std::string error_text(const json& message) {
@@ -180,12 +256,13 @@ std::string error_text(const json& message) {
 }
 
 // Each message scrubbed on its own and framed as the box's transport wants.
-void frame_answer(std::vector<AnswerMessage>& messages, bool sse, const McpAnswerContext& ctx, McpAnswer& a) {
+void frame_answer(std::vector<AnswerMessage>& messages, std::string_view body, bool sse, const McpAnswerContext& ctx,
+                  McpAnswer& a) {
     std::vector<std::string> texts;
     std::string dumped;
     for (auto& m : messages) {
         SecretScrubber scrub(ctx.patterns);
-        dumped = dump_json(m.value);
+        dumped = m.tools_as_sent ? dump_with_tools_as_sent(m, body) : dump_json(m.value);
         std::string text;
         text.reserve(dumped.size());
         scrub.feed(dumped, text);
@@ -318,10 +395,10 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
                                  " answers no request of this message (or one already answered)");
             return a;
         }
-        if (req && req->method == "tools/list") govern_tools_list(v, ctx, tools, a);
+        if (req && req->method == "tools/list") govern_tools_list(m, in.body, ctx, tools, a);
         kept.push_back(std::move(m));
     }
-    frame_answer(kept, sse, ctx, a);
+    frame_answer(kept, in.body, sse, ctx, a);
     a.parsed = std::make_shared<std::vector<AnswerMessage>>(std::move(kept));
     return a;
 }

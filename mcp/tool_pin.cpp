@@ -37,15 +37,30 @@ Sight PinBook::see(const std::string& server, const std::string& tool, const std
     return Sight::quarantined;
 }
 
-Sight PinBook::see_tool(const std::string& server, const std::string& tool, const json& value, std::string& digest) {
+Sight PinBook::see_tool(const std::string& server, const std::string& tool, const json& value, std::string& digest,
+                        std::string_view text) {
     auto it = entries_.find({server, tool});
-    if (it != entries_.end() && !it->second.seen.empty() && it->second.seen_tool == value) {
-        digest = it->second.seen;
-        return it->second.seen == it->second.trusted ? Sight::unchanged : Sight::quarantined;
+    if (it != entries_.end() && !it->second.seen.empty()) {
+        const Entry& e = it->second;
+        // What was kept of the last sight decides how to compare; a last
+        // sight kept as bytes and a tool given without them is hashed.
+        const bool same = !e.seen_text.empty() ? !text.empty() && e.seen_text == text
+                                               : !e.seen_tool.is_null() && e.seen_tool == value;
+        if (same) {
+            digest = e.seen;
+            return e.seen == e.trusted ? Sight::unchanged : Sight::quarantined;
+        }
     }
     digest = tool_digest(value);
     const Sight s = see(server, tool, digest);
-    entries_[{server, tool}].seen_tool = value;
+    Entry& e = entries_[{server, tool}];
+    if (!text.empty()) {
+        e.seen_text.assign(text);
+        e.seen_tool = nullptr;
+    } else {
+        e.seen_tool = value;
+        e.seen_text.clear();
+    }
     return s;
 }
 

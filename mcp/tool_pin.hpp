@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,9 +41,14 @@ public:
     Sight see(const std::string& server, const std::string& tool, const std::string& digest);
     // see() of tool_digest(tool), computed only when `tool` differs from the
     // last one this book saw under that name (an unchanged tools/list answer
-    // is compared, not re-hashed). `digest` gets the tool's digest.
+    // is compared, not re-hashed). `digest` gets the tool's digest. `text`,
+    // when not empty, is `value` as the server wrote it: then the bytes are
+    // compared instead of the trees (equal bytes are an equal tool; unequal
+    // bytes are hashed again, so any change of the tool is seen), which costs
+    // a memcmp where a tree comparison cost most of the filter
+    // (docs/benchmarks.md, session 35).
     Sight see_tool(const std::string& server, const std::string& tool, const nlohmann::json& value,
-                   std::string& digest);
+                   std::string& digest, std::string_view text = {});
     // The operator accepts `digest` (corral mcp trust): it becomes trusted.
     void accept(const std::string& server, const std::string& tool, const std::string& digest);
     bool quarantined(const std::string& server, const std::string& tool) const;
@@ -54,7 +60,8 @@ private:
     struct Entry {
         std::string trusted;
         std::string seen;  // last digest seen; != trusted means quarantined
-        nlohmann::json seen_tool;  // the tool whose digest is `seen` (see_tool)
+        nlohmann::json seen_tool;  // the tool whose digest is `seen` (see_tool without text)
+        std::string seen_text;     // or its bytes as the server wrote them (see_tool with text)
     };
     std::map<std::pair<std::string, std::string>, Entry> entries_;
 };

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/sys_error.hpp"
+#include "rootfs/disk_overlap.hpp"
 #include "rootfs/mount_plan.hpp"
 
 namespace corral::rootfs {
@@ -202,27 +203,6 @@ void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group
     }
 }
 
-bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
-
-// Whether `target` is `start` or one of its ancestors, walking ".." from
-// start (across mount points, so a bind alias of an ancestor is found too).
-bool is_at_or_above(int start_fd, const struct stat& target) {
-    Fd cur(openat(start_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!cur.valid()) throw SysError("openat", ".", errno);
-    for (int steps = 0; steps < 4096; ++steps) {
-        struct stat st {};
-        if (fstat(cur.get(), &st) != 0) throw SysError("fstat", "..", errno);
-        if (same_inode(st, target)) return true;
-        Fd up(openat(cur.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!up.valid()) throw SysError("openat", "..", errno);
-        struct stat up_st {};
-        if (fstat(up.get(), &up_st) != 0) throw SysError("fstat", "..", errno);
-        if (same_inode(up_st, st)) return false;  // "/" is its own parent
-        cur = std::move(up);
-    }
-    return false;
-}
-
 // The workspace, opened once and checked on that fd: nothing in its path is
 // a symlink (one left by an earlier run's agent could point anywhere), it is
 // not a kernel pseudo file system, not "/", and neither inside nor around
@@ -265,9 +245,7 @@ Fd open_workspace(const std::string& option, const std::string& source, const st
     for (const auto& p : protected_dirs) {
         Fd pfd(open(p.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!pfd.valid()) continue;  // does not exist: nothing to protect
-        struct stat pst {};
-        if (fstat(pfd.get(), &pst) != 0) throw SysError("fstat", p, errno);
-        if (is_at_or_above(pfd.get(), st) || is_at_or_above(dir.get(), pst))
+        if (disk_overlap(dir.get(), pfd.get()) != DiskOverlap::none)
             throw UsageError(option + " " + source + ": overlaps " + p +
                              " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
     }

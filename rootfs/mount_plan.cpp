@@ -460,6 +460,13 @@ std::vector<std::string> image_lookup_dirs(const RootfsSpec& spec) {
     return {spec.image_layers.rbegin(), spec.image_layers.rend()};
 }
 
+std::vector<std::string> host_rootfs_dirs() {
+    std::vector<std::string> dirs = {"/usr"};
+    for (auto name : kHostTopDirs)
+        if (host_path_kind("/" + std::string(name)) == PathKind::directory) dirs.push_back("/" + std::string(name));
+    return dirs;
+}
+
 // Moves the plan's /proc mounts (the proc mount and its masks) out of the
 // init's plan into their own, re-rooted at "/": the invocation's PID 1 applies
 // them after pivot_root, so the box's only /proc is the one of the nested PID

@@ -149,6 +149,11 @@ inline constexpr std::size_t kMaxLowerdirOption = 4000;
 // are advisory), {} in host mode.
 std::vector<std::string> image_lookup_dirs(const RootfsSpec& spec);
 
+// The host directories `--rootfs host` shows read-only whole: /usr and the
+// top-level program and library directories that are directories (on merged-
+// /usr hosts those are symlinks into /usr, and shown as such).
+std::vector<std::string> host_rootfs_dirs();
+
 struct MountPlan {
     std::string new_root;        // host path of the box's future "/" (a mount point after the plan is applied)
     std::string scratch_dir;     // everything below it disappears with the sandbox's mount namespace

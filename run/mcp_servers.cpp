@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -18,7 +19,8 @@
 
 #include "base/sys_error.hpp"
 #include "names/rootfs_source.hpp"
-#include "rootfs/box_path.hpp"
+#include "rootfs/disk_overlap.hpp"
+#include "rootfs/mount_plan.hpp"
 #include "gateway/secret_scrubber.hpp"
 #include "supervisor/init_channel.hpp"
 #include "supervisor/invocation.hpp"
@@ -115,10 +117,31 @@ void keep_log(Fd from, Fd reaper, const std::string& path, std::shared_ptr<const
 // it), waited for, its log kept to the end.
 void stop_server(StdioServerBoxes::Box& b);
 
+// A directory named in the run, opened: what the comparison on disk uses.
+struct OpenedDir {
+    std::string path, what;
+    std::string opened;   // path, or its nearest existing ancestor when it is not made yet
+    Fd fd;                // `opened`'s
+    bool made = true;
+};
+
+// `path` opened (symlinks followed: what it resolves to now is what counts),
+// or nullopt when it does not exist.
+std::optional<Fd> open_dir(const std::string& path, const std::string& what) {
+    Fd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (fd.valid()) return fd;
+    if (errno == ENOENT) return std::nullopt;
+    throw UsageError(what + ": cannot open " + path + " to compare it with what the agent can write: open: " +
+                     errno_text(errno) + "; a stdio MCP server's box is given only directories corral can check");
+}
+
 // A server's box holds its secrets: nothing in it may be what the agent can
 // write (the workspace, a --bind, its home), or the agent could change the
-// server's code or data and have it hand the secret over. Throws UsageError
-// naming the overlap.
+// server's code or data and have it hand the secret over. Compared on disk
+// (rootfs/disk_overlap.hpp), in both directions: a symlink, a ".." after
+// one, or another mount of the same tree cannot hide an overlap. A writable
+// directory not made yet is judged by its nearest existing ancestor: a shown
+// directory holding that would hold it too. Throws UsageError naming both.
 void refuse_agent_writable(const SandboxSpec& agent) {
     std::vector<std::pair<std::string, std::string>> writable;   // host path, what it is
     if (agent.rootfs.workspace) writable.emplace_back(*agent.rootfs.workspace, "the workspace");
@@ -129,12 +152,36 @@ void refuse_agent_writable(const SandboxSpec& agent) {
     for (const auto& bind : agent.rootfs.binds)
         if (bind.read_only) shown.emplace_back(bind.source, bind.option + " " + bind.source + ":" + bind.target);
     if (const auto* dir = std::get_if<names::DirRootfs>(&agent.rootfs.source)) shown.emplace_back(dir->path, "--rootfs " + dir->path);
-    for (const auto& [path, what] : shown)
-        for (const auto& [w, wwhat] : writable)
-            if (rootfs::is_at_or_below(path, w) || rootfs::is_at_or_below(w, path))
-                throw UsageError(what + ": overlaps " + wwhat + " (" + w + "), which the agent can write; a stdio MCP "
-                                 "server's box is given only what the agent cannot change: give the server its files "
-                                 "from a directory the agent cannot write");
+    if (std::holds_alternative<names::HostRootfs>(agent.rootfs.source))
+        for (const auto& d : rootfs::host_rootfs_dirs()) shown.emplace_back(d, "--rootfs host (its " + d + ")");
+    if (shown.empty() || writable.empty()) return;
+    const std::string allowed = "; a stdio MCP server's box is given only what the agent cannot change: give the server "
+                                "its files from a directory that neither lies in nor contains the workspace, the "
+                                "agent's home or a --bind";
+    std::vector<OpenedDir> writable_dirs;
+    for (const auto& [path, what] : writable) {
+        std::string at = path;
+        std::optional<Fd> fd = open_dir(at, what);
+        while (!fd && at != "/") {
+            at = std::filesystem::path(at).parent_path().string();
+            fd = open_dir(at, what);
+        }
+        if (!fd) continue;   // not even "/": nothing to compare
+        const bool made = at == path;
+        writable_dirs.push_back({path, made ? what : what + " (not made yet, in " + at + ")", at, std::move(*fd), made});
+    }
+    for (const auto& [path, what] : shown) {
+        std::optional<Fd> fd = open_dir(path, what);
+        if (!fd) throw UsageError(what + ": " + path + " does not exist" + allowed);
+        for (const auto& w : writable_dirs) {
+            const rootfs::DiskOverlap o = rootfs::disk_overlap(fd->get(), w.fd.get());
+            // A directory not made yet lies below its ancestor: only a shown
+            // directory at or above that ancestor would hold it.
+            if (o == rootfs::DiskOverlap::none || (!w.made && o == rootfs::DiskOverlap::inside)) continue;
+            throw UsageError(what + ": overlaps " + w.what + " (" + w.path + "), which the agent can write: on disk " +
+                             path + " " + rootfs::disk_overlap_words(o) + " " + w.opened + allowed);
+        }
+    }
 }
 
 }  // namespace

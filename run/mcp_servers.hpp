@@ -40,8 +40,9 @@ inline constexpr std::uint64_t kServerLogLimit = 1u << 20;
 // The box of a stdio server (the index-th of the run's): the
 // agent's rootfs source, limits, seccomp and --ro-binds, none of its
 // workspace, home, extra files, environment or read-write binds. Throws
-// UsageError when a --ro-bind or a --rootfs DIR overlaps what the agent can
-// write (the workspace, a --bind, its home).
+// UsageError when a --ro-bind, a --rootfs DIR or the host's directories of
+// --rootfs host overlap what the agent can write (the workspace, a --bind,
+// its home), compared on disk (rootfs/disk_overlap.hpp), not as text.
 supervisor::SandboxSpec server_box_spec(const supervisor::SandboxSpec& agent, std::size_t index,
                                         const mcp::StdioServer& server);
 

@@ -309,6 +309,44 @@ TEST_CASE("a metered line: the direct formatter writes what the JSON library wri
     CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
 }
 
+TEST_CASE("an MCP tool line: the direct formatter writes what the JSON library writes, on both paths") {
+    auto e = sample();
+    ToolLine t;
+    t.phase = "decision";
+    t.server = "local";
+    t.method = "tools/call";
+    t.tool = "echo";
+    t.arguments_digest = "sha256:" + std::string(64, 'a');
+    t.rule = "allow-echo";
+    e.tool = t;
+    auto line = format_ledger_line(e);
+    CHECK(line.find(",\"tool\":{\"phase\":\"decision\",\"server\":\"local\",\"method\":\"tools/call\",\"tool\":\"echo\","
+                    "\"arguments_digest\":\"sha256:") != std::string::npos);
+    CHECK(line == nlohmann::ordered_json::parse(line).dump() + "\n");
+    // An outcome: result_bytes even when 0, every optional member present.
+    e.tool->phase = "outcome";
+    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{22095}}) {
+        e.tool->result_bytes = n;
+        e.tool->error = "-32602 bad arguments";
+        e.tool->result_digest = "sha256:" + std::string(64, 'b');
+        e.tool->digest = "sha256:c", e.tool->trusted_digest = "sha256:d";
+        e.tool->arguments = "{\"text\":1}";   // logged arguments hold quotes: the JSON library's path
+        e.tool->result = "r";
+        const std::string general = format_ledger_line(e);
+        CHECK(general == nlohmann::ordered_json::parse(general).dump() + "\n");
+        CHECK(nlohmann::json::parse(general)["tool"]["arguments"] == "{\"text\":1}");
+        e.tool->arguments = "plain";
+        const std::string plain = format_ledger_line(e);
+        CHECK(plain == nlohmann::ordered_json::parse(plain).dump() + "\n");
+        CHECK(nlohmann::json::parse(plain)["tool"]["result_bytes"] == n);
+    }
+    // A secret in a tool field is redacted on either path.
+    e.tool->tool = "echo-sk-secret-123";
+    line = format_ledger_line(e, {"sk-secret-123"});
+    CHECK(line.find("sk-secret-123") == std::string::npos);
+    CHECK(nlohmann::json::parse(line)["tool"]["tool"] == "echo-[redacted]");
+}
+
 TEST_CASE("a metered line with a byte to escape, a secret or a repeated name takes the JSON library's path") {
     auto e = sample();
     MeteredLine m;

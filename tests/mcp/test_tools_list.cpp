@@ -65,3 +65,61 @@ TEST_CASE("tools_list: a malformed answer is withheld whole") {
         CHECK(f.result.is_null());
     }
 }
+
+TEST_CASE("tool_spans: each tool of result.tools, byte for byte, whatever surrounds it") {
+    const std::string a = R"({"name":"a","description":"[not] {a} \"container\", ","x":[1,{"y":"]"}]})";
+    const std::string b = R"({ "name" : "b" })";
+    const std::string text = R"( {"id":1,"jsonrpc":"2.0","result":{"_meta":{"tools":[0]},"tools":[ )" + a + " ,\n " + b +
+                             R"( ],"nextCursor":"c"}} )";
+    auto spans = tool_spans(text);
+    REQUIRE(spans);
+    REQUIRE(spans->size() == 2);
+    CHECK(text.substr((*spans)[0].begin, (*spans)[0].end - (*spans)[0].begin) == a);
+    CHECK(text.substr((*spans)[1].begin, (*spans)[1].end - (*spans)[1].begin) == b);
+    CHECK(tool_spans(R"({"result":{"tools":[]}})")->empty());
+    // A string ending in an escaped backslash ends at the quote after it.
+    const std::string c = R"({"name":"c","d":"x\\","e":"\\\"]"})";
+    const std::string text2 = R"({"result":{"tools":[)" + c + "," + b + "]}}";
+    auto spans2 = tool_spans(text2);
+    REQUIRE(spans2);
+    REQUIRE(spans2->size() == 2);
+    CHECK(text2.substr((*spans2)[0].begin, (*spans2)[0].end - (*spans2)[0].begin) == c);
+    // A key spelt with an escape could be "tools": the text alone cannot tell.
+    CHECK_FALSE(tool_spans(R"({"result":{"t\u006fols":[{"name":"a"}]}})"));
+    CHECK_FALSE(tool_spans(R"({"result":{"other":1}})"));
+    CHECK_FALSE(tool_spans(R"([{"result":{"tools":[]}}])"));
+}
+
+TEST_CASE("reads_as_dumped: only the escapes dump writes itself, on one line") {
+    CHECK(reads_as_dumped(R"({"d":"a \"q\" \\ \b\f\n\r\t \u0000 \u001f \u001F é"})"));
+    CHECK_FALSE(reads_as_dumped(R"({"d":"\u0073k-secret"})"));
+    CHECK_FALSE(reads_as_dumped(R"({"d":"sk\/secret"})"));
+    CHECK_FALSE(reads_as_dumped(R"({"d":"\u0020"})"));
+    CHECK_FALSE(reads_as_dumped(R"({"d":"\u00e9"})"));
+    CHECK_FALSE(reads_as_dumped("{\"d\":\n\"x\"}"));
+    CHECK_FALSE(reads_as_dumped(R"({"d":"\u00)"));
+}
+
+TEST_CASE("tools_list with spans: pins compare bytes; the visible tools' spans come back in order") {
+    PinBook pins;
+    const std::string r = R"({"name":"read_file","description":"d","inputSchema":{"type":"object"}})";
+    const std::string w = R"({"name":"write_file","description":"d","inputSchema":{"type":"object"}})";
+    const std::string text = R"({"result":{"tools":[)" + w + "," + r + "]}}";
+    const json message = json::parse(text);
+    auto spans = tool_spans(text);
+    REQUIRE(spans);
+    ListFilter f = filter_tools_list(message["result"], "fs", policy(), pins, text, *spans);
+    REQUIRE(f.ok());
+    REQUIRE(f.visible_spans.size() == 1);
+    CHECK(text.substr(f.visible_spans[0].begin, f.visible_spans[0].end - f.visible_spans[0].begin) == r);
+    CHECK(f.first_seen.size() == 2);
+    // The same digests as the trees give.
+    PinBook by_tree;
+    ListFilter t = filter_tools_list(message["result"], "fs", policy(), by_tree);
+    CHECK(t.first_seen == f.first_seen);
+    // A changed description in the bytes is a quarantine.
+    const std::string r2 = R"({"name":"read_file","description":"e","inputSchema":{"type":"object"}})";
+    const std::string text2 = R"({"result":{"tools":[)" + r2 + "]}}";
+    f = filter_tools_list(json::parse(text2)["result"], "fs", policy(), pins, text2, *tool_spans(text2));
+    CHECK(f.quarantined == std::vector<std::string>{"read_file"});
+}

@@ -292,6 +292,44 @@ TEST_CASE("corral run: a stdio server's box is refused anything the agent can wr
     CHECK(record.value("outcome", "") == "setup_failed");
 }
 
+TEST_CASE("corral run: a stdio server's box is refused the workspace under another name: a bind mount of it, a symlink to its parent") {
+    TempDir t("corral-mcp-stdio-alias");
+    const std::string& dir = t.path;
+    ::chmod(dir.c_str(), 0711);
+    fs::create_directories(dir + "/org/workers/w1");
+    fs::create_directories(dir + "/p/ws/tools");
+    fs::create_directories(dir + "/alias");
+    fs::create_directory_symlink(dir + "/p", dir + "/up");   // the workspace's parent
+    write_file(dir + "/org/org.toml", "[engine]\nagent = \"claude\"\n[gateway]\nstate_dir = \"" + dir + "/gwstate\"\n");
+    write_file(dir + "/org/workers/w1/worker.toml",
+               "agent = \"none\"\n[mcp.servers.fs]\ncommand = [\"/opt/tools/server\"]\n");
+    RunOptions o;
+    o.env["CORRAL_STATE_DIR"] = dir + "/runs";
+    auto corral_run = [&](const std::string& ro_bind) {
+        return std::vector<std::string>{corral_bin(), "run", "--config", dir + "/org", "--worker", "w1", "--rootfs", "host",
+                                        "--workspace", dir + "/p/ws", "--ro-bind", ro_bind, "--run-dir", dir + "/run",
+                                        "--state-dir", dir + "/runs", "--", "/bin/sh", "-c", "echo started"};
+    };
+    // The workspace bound at DIR/alias in a mount namespace of the run's own
+    // (the host's mount table is not touched): the same directory by another path.
+    std::vector<std::string> argv = {"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                                     "mount --bind \"$0\"/p/ws \"$0\"/alias && shift && exec \"$@\"", dir, "x"};
+    for (auto& a : corral_run(dir + "/alias:/opt/tools")) argv.push_back(a);
+    auto r = run(argv, o);
+    CHECK(r.exit_code == 125);
+    CHECK(r.out.find("started") == std::string::npos);
+    CHECK_MESSAGE(r.err.find("MCP server fs's box: --ro-bind " + dir + "/alias:/opt/tools: overlaps the workspace (" +
+                             dir + "/p/ws), which the agent can write: on disk " + dir + "/alias is " + dir + "/p/ws") !=
+                      std::string::npos,
+                  r.err);
+    fs::remove_all(dir + "/run");
+    r = run(corral_run(dir + "/up:/opt/tools"), o);
+    CHECK(r.exit_code == 125);
+    CHECK_MESSAGE(r.err.find("--ro-bind " + dir + "/up:/opt/tools: overlaps the workspace (" + dir + "/p/ws), which the agent can write: on disk " + dir + "/up contains " + dir + "/p/ws") !=
+                      std::string::npos,
+                  r.err);
+}
+
 // A server that hands its own stderr away: it answers initialize and
 // tools/list, then sends its stderr fd over its stdout socket (SCM_RIGHTS) in a message the
 // gateway never reads (the exchange is over), and waits. The queued message

@@ -23,11 +23,13 @@
 
 #include "base/sys_error.hpp"
 #include "rootfs/idmapped_tree.hpp"
+#include "tests/support/in_child.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace corral;
 using rootfs::IdmapRefusal;
 using rootfs::OwnerMapping;
+using test::in_child;
 
 namespace {
 
@@ -38,30 +40,6 @@ constexpr uid_t kBoxUid = 1899999001;  // below corral's default range: no real 
 constexpr gid_t kBoxGid = 1899999002;
 
 OwnerMapping agent_mapping() { return OwnerMapping{.disk_uid = 0, .disk_gid = 0, .box_uid = kBoxUid, .box_gid = kBoxGid}; }
-
-// Runs `body` in a forked child (no doctest in there) and returns what it
-// wrote, or "child failed: STATUS".
-std::string in_child(const std::function<std::string()>& body) {
-    int fds[2];
-    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        std::string out = body();
-        if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-    close(fds[0]);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "child failed: " + std::to_string(status);
-    return out;
-}
 
 std::string errno_line(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 

@@ -20,9 +20,14 @@
 # RSS: --sessions K sessions held open through corral (each its own
 # connection, initialized); corral's supervisor RSS (the embedded gateway is
 # in it) with K held minus with 1 held, over K-1: bytes per open MCP session.
+# CPU (--cpu N, N > 0): corral's own CPU time per message, which the load of
+# a shared machine disturbs far less than the latencies: one run of N
+# tools/list, one of 5N tools/call, one of neither (the session only), each
+# read as the sum of corral's threads' run time (/proc/PID/task/*/schedstat)
+# once the client is done and before the run ends; (run - empty) / messages.
 #
-# Usage: tools/bench/mcp-call.sh [--rounds N] [--calls N] [--lists N] [--sessions K] [--corral PATH]
-#   defaults: --rounds 5 --calls 400 --lists 50 --sessions 64; corral = $CORRAL_BIN or build-test/tools/corral
+# Usage: tools/bench/mcp-call.sh [--rounds N] [--calls N] [--lists N] [--sessions K] [--cpu N] [--corral PATH]
+#   defaults: --rounds 5 --calls 400 --lists 50 --sessions 64 --cpu 0; corral = $CORRAL_BIN or build-test/tools/corral
 # Not a test: figures depend on the machine and its load.
 set -euo pipefail
 
@@ -30,6 +35,7 @@ rounds=5
 calls=400
 lists=50
 sessions=64
+cpu=0
 corral=${CORRAL_BIN:-}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,9 +43,10 @@ while [ $# -gt 0 ]; do
     --calls) calls=$2; shift 2 ;;
     --lists) lists=$2; shift 2 ;;
     --sessions) sessions=$2; shift 2 ;;
+    --cpu) cpu=$2; shift 2 ;;
     --corral) corral=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
-    *) echo "mcp-call.sh: unknown argument '$1' (accepted: --rounds N, --calls N, --lists N, --sessions K, --corral PATH)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) echo "mcp-call.sh: unknown argument '$1' (accepted: --rounds N, --calls N, --lists N, --sessions K, --cpu N, --corral PATH)" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -174,3 +181,29 @@ rss1=$(rss_with 1)
 rssk=$(rss_with "$sessions")
 echo "corral run RSS: ${rss1} KiB with 1 MCP session, ${rssk} KiB with $sessions;" \
      "$(awk -v a="$rssk" -v b="$rss1" -v k="$sessions" 'BEGIN { printf "%.1f KiB", (a - b) / (k - 1) }') per added session"
+
+# corral's CPU (µs, its threads' run time) over a run of C calls and L lists,
+# read while the box waits to be released.
+cpu_with() {
+  local c=$1 l=$2 pid ns
+  rm -f "$work/ws/release"
+  # The box cannot write the (root's) workspace: it says it is done on stdout.
+  "$corral" run --config "$work/org" --worker w --rootfs host --workspace "$work/ws" --state-dir "$work/state" \
+    --ro-bind "$here:/opt/bench" --timeout 600s -- /bin/sh -c \
+    "${client[*]} --url http://127.0.0.1:3129/mcp/bench --calls $c --lists $l > /dev/null && echo client-done;
+     while [ ! -e /workspace/release ]; do sleep 0.05; done" > "$work/cpu.out" 2> "$work/cpu.err" &
+  pid=$!
+  for _ in $(seq 6000); do grep -q '^client-done' "$work/cpu.out" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  grep -q '^client-done' "$work/cpu.out" || { echo "mcp-call.sh: the CPU run failed: $(tail -c 600 "$work/cpu.err")" >&2; exit 1; }
+  ns=$(cat /proc/"$pid"/task/*/schedstat | awk '{ s += $1 } END { printf "%d", s }')
+  touch "$work/ws/release"
+  wait "$pid"
+  echo $((ns / 1000))
+}
+if [ "$cpu" -gt 0 ]; then
+  empty=$(cpu_with 0 0)
+  lists_cpu=$(cpu_with 0 "$cpu")
+  calls_cpu=$(cpu_with $((5 * cpu)) 0)
+  echo "corral CPU: $(( (lists_cpu - empty) / cpu )) µs per tools/list ($cpu lists), $(( (calls_cpu - empty) / (5 * cpu) ))" \
+       "µs per tools/call ($((5 * cpu)) calls); the session alone ${empty} µs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
