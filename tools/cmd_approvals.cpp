@@ -7,7 +7,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -28,9 +30,9 @@ namespace corral::cli {
 namespace {
 
 using nlohmann::json;
-constexpr auto kAskTimeout = std::chrono::seconds(5);
+constexpr auto kApprovalAskTimeout = std::chrono::seconds(5);
 
-struct Decider {
+struct ApprovalDecider {
     std::string socket;
     json answer;  // its list answer
 };
@@ -56,10 +58,10 @@ std::vector<std::string> control_sockets(const std::string& state_dir) {
 
 // Asks every decider for its pending requests; a socket nobody serves (a
 // run that ended without removing it) is skipped.
-std::vector<Decider> list_pending(const std::string& state_dir) {
-    std::vector<Decider> out;
+std::vector<ApprovalDecider> list_pending(const std::string& state_dir) {
+    std::vector<ApprovalDecider> out;
     for (const auto& socket : control_sockets(state_dir)) {
-        auto answer = run::ask_daemon(socket, approval::list_request(), kAskTimeout);
+        auto answer = run::ask_daemon(socket, approval::list_request(), kApprovalAskTimeout);
         if (!answer) continue;
         json j = json::parse(*answer, nullptr, false);
         if (j.is_object() && j.contains("pending") && j["pending"].is_array()) out.push_back({socket, std::move(j)});
@@ -88,7 +90,7 @@ std::string what_is_asked(const json& e) {
            e.value("path", "");
 }
 
-void print_entry(const json& e, bool as_json) {
+void print_approval(const json& e, bool as_json) {
     if (as_json) {
         std::printf("%s\n", terminal_json(e.dump(-1, ' ', false, json::error_handler_t::replace)).c_str());
         return;
@@ -98,7 +100,7 @@ void print_entry(const json& e, bool as_json) {
                 terminal_text(what_is_asked(e)).c_str());
 }
 
-int list(const ApprovalsArgs& a) {
+int list_approvals(const ApprovalsArgs& a) {
     std::vector<std::string> seen;
     bool header = false;
     for (;;) {
@@ -111,7 +113,7 @@ int list(const ApprovalsArgs& a) {
                     std::printf("%-22s %-40s %-10s %s\n", "ID", "IDENTITY", "EXPIRES", "ASKS");
                     header = true;
                 }
-                print_entry(e, a.as_json);
+                print_approval(e, a.as_json);
             }
         std::fflush(stdout);
         if (!a.follow) return 0;
@@ -119,12 +121,12 @@ int list(const ApprovalsArgs& a) {
     }
 }
 
-int decide(const char* command, const ApprovalsArgs& a, bool approve) {
+int decide_approval(const char* command, const ApprovalsArgs& a, bool approve) {
     for (const auto& d : list_pending(a.state_dir))
         for (const auto& e : d.answer["pending"]) {
             if (e.value("id", "") != a.id) continue;
             auto answer = run::ask_daemon(d.socket, approval::decide_request(a.id, approve, a.reason, a.always),
-                                          kAskTimeout);
+                                          kApprovalAskTimeout);
             json j = answer ? json::parse(*answer, nullptr, false) : json();
             if (!j.is_object()) {
                 std::fprintf(stderr, "corral %s: %s did not answer (%s)\n", command, d.socket.c_str(),
@@ -162,8 +164,8 @@ int approvals_command(const char* command, int argc, char** argv) {
         return 2;
     }
     try {
-        if (std::string_view(command) == "approvals") return list(a);
-        return decide(command, a, std::string_view(command) == "approve");
+        if (std::string_view(command) == "approvals") return list_approvals(a);
+        return decide_approval(command, a, std::string_view(command) == "approve");
     } catch (const UsageError& e) {
         std::fprintf(stderr, "corral %s: %s\n", command, e.what());
         return 125;

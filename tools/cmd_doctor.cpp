@@ -30,7 +30,7 @@ namespace corral::cli {
 
 namespace {
 
-int bad_usage(const std::string& problem) {
+int doctor_bad_usage(const std::string& problem) {
     std::fprintf(stderr, "corral doctor: %s; see `corral doctor --help`\n", problem.c_str());
     return 2;
 }
@@ -202,7 +202,7 @@ int cmd_doctor(int argc, char** argv) {
     try {
         a = parse_doctor_args(argc, argv);
     } catch (const UsageError& e) {
-        return bad_usage(e.what());
+        return doctor_bad_usage(e.what());
     }
     if (a.help) return std::fputs(doctor_help().c_str(), stdout), 0;
     std::vector<supervisor::Check> checks;

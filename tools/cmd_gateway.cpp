@@ -91,7 +91,7 @@ config::GatewayConfig load_standalone_config(const std::string& path) {
 
 // A malformed command line: one line naming the problem, exit 2 (as every
 // corral subcommand), not the 125 of a gateway that failed to start.
-int bad_usage(const std::string& problem) {
+int gateway_bad_usage(const std::string& problem) {
     std::fprintf(stderr, "corral gateway: %s (see corral gateway --help)\n", problem.c_str());
     return 2;
 }
@@ -175,7 +175,7 @@ int cmd_gateway(int argc, char** argv) {
     try {
         g = parse_gateway_args(argc, argv);
     } catch (const UsageError& e) {
-        return bad_usage(e.what());
+        return gateway_bad_usage(e.what());
     }
     if (g.help) return std::fputs(gateway_help().c_str(), stdout), 0;
     auto cfg = g.org_dir.empty() ? load_standalone_config(g.config_path) : org_config(g.org_dir);

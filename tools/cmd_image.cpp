@@ -63,14 +63,13 @@ private:
     std::uint64_t last_ = 0;
 };
 
-using Args = ImageArgs;
 
-std::string one_name(const Args& a) {
+std::string one_name(const ImageArgs& a) {
     if (a.positional.size() != 1) throw UsageError(a.verb + ": expected exactly one image NAME");
     return a.positional.front();
 }
 
-int import(const Args& a, image::ImageStore& store) {
+int import(const ImageArgs& a, image::ImageStore& store) {
     if (a.positional.size() != 1) throw UsageError("import: expected exactly one SOURCE");
     ProgressLine progress;
     if (a.name && a.import.replace) throw UsageError("import: --name NAME and --replace: give one (--name replaces an image of that name)");
@@ -81,7 +80,7 @@ int import(const Args& a, image::ImageStore& store) {
     return 0;
 }
 
-int list(const Args& a, const image::ImageStore& store) {
+int list(const ImageArgs& a, const image::ImageStore& store) {
     auto images = store.list();
     if (a.json) {
         nlohmann::json out = nlohmann::json::array();
@@ -100,7 +99,7 @@ int list(const Args& a, const image::ImageStore& store) {
 // root file system. The runs are named from their run.json; the store's own
 // check (a run's hold, taken before it reads the image) also catches a run
 // too young to have said which image it uses.
-int remove_image(const Args& a, image::ImageStore& store) {
+int remove_image(const ImageArgs& a, image::ImageStore& store) {
     const std::string name = one_name(a);
     const std::string refusal = "corral image: rm " + name + ": refused: ";
     const auto users = run::running_runs_on_image(a.state_dir.value_or(run::default_state_dir()), name);
@@ -127,7 +126,7 @@ int remove_image(const Args& a, image::ImageStore& store) {
 }  // namespace
 
 int cmd_image(int argc, char** argv) {
-    Args a;
+    ImageArgs a;
     try {
         a = parse_image_args(argc, argv);
     } catch (const UsageError& e) {

@@ -32,7 +32,7 @@ namespace {
 
 constexpr int kValid = 0, kIncomplete = 1, kUsage = 2, kInvalid = 3;
 
-int bad_usage(const std::string& problem) {
+int journal_bad_usage(const std::string& problem) {
     std::fprintf(stderr, "corral journal: %s (see corral journal --help)\n", problem.c_str());
     return kUsage;
 }
@@ -86,7 +86,7 @@ int check_run_json(const journal::Verdict& v, const std::string& file, std::opti
     bool explicit_run_json = run_json_path.has_value();
     if (!run_json_path) run_json_path = dir_of(file) + "run.json";
     auto run_text = read_file("run.json", *run_json_path);
-    if (!run_text && explicit_run_json) return bad_usage(*run_json_path + ": no such file");
+    if (!run_text && explicit_run_json) return journal_bad_usage(*run_json_path + ": no such file");
     if (!run_text) return -1;
     nlohmann::json run;
     try {
@@ -115,7 +115,7 @@ int check_ledger(const journal::Verdict& v, const std::string& file, std::option
     bool explicit_ledger = ledger_path.has_value();
     if (!ledger_path) ledger_path = dir_of(file) + "ledger.jsonl";
     auto ledger_text = read_file("ledger", *ledger_path);
-    if (!ledger_text && explicit_ledger) return bad_usage(*ledger_path + ": no such file");
+    if (!ledger_text && explicit_ledger) return journal_bad_usage(*ledger_path + ": no such file");
     if (!ledger_text && !v.decisions.empty()) {
         std::printf("%sinvalid: %s: missing, and the journal has %zu decisions\n", at.c_str(), ledger_path->c_str(),
                     v.decisions.size());
@@ -134,7 +134,7 @@ int verify(const std::string& file, const std::string& key_path, std::optional<s
            std::optional<std::string> ledger_path, const std::string& state_dir) {
     journal::PublicKey key = journal::PublicKey::from_file(key_path);
     auto text = read_file("journal", file);
-    if (!text) return bad_usage(file + ": no such file");
+    if (!text) return journal_bad_usage(file + ": no such file");
     journal::Verdict v = journal::verify_journal(*text, key);
     std::string at = file + ": ";
     if (v.status == journal::Status::invalid) {
@@ -185,7 +185,7 @@ int verify_directory(const std::string& dir, const std::string& key_path) {
     for (const auto& name : journal::day_journal_files(dir)) {
         const std::string path = dir + "/" + name;
         auto text = read_file("journal", path);
-        if (!text) return bad_usage(path + ": no such file");
+        if (!text) return journal_bad_usage(path + ": no such file");
         journal::ChainFile f{name, journal::verify_journal(*text, key), journal::last_whole_line(path).value_or("")};
         files.push_back(std::move(f));
     }
@@ -236,13 +236,13 @@ int cmd_journal(int argc, char** argv) {
         key_path = key ? *key : journal::key_files(run::require_private_state_dir("--state-dir", state)).pub_path;
         struct stat st {};
         if (::stat(file->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (run_json || ledger) return bad_usage("--run-json and --ledger are for one run's journal, not a directory");
+            if (run_json || ledger) return journal_bad_usage("--run-json and --ledger are for one run's journal, not a directory");
             return verify_directory(*file, key_path);
         }
         return verify(*file, key_path, run_json, ledger, state);
     } catch (const std::exception& e) {
         // An unreadable key or file: not a verdict on the journal.
-        return bad_usage(e.what());
+        return journal_bad_usage(e.what());
     }
 }
 

@@ -44,14 +44,13 @@ using namespace std::chrono_literals;
 constexpr int kExitUsage = 2;
 constexpr int kExitNotRunning = 1;
 
-using Args = RunsArgs;
 
 // The front of every command on one run (logs, stop, inspect): its options,
 // --help, exactly one ID, the run that ID names; then `body`. Bad usage ends
 // the command with one "corral CMD: ..." line and exit 2; an ID that names no
 // run (or several) throws UsageError from find_run, which main reports (125).
-int on_one_run(const char* cmd, int argc, char** argv, int (*body)(const Args&, const run::RunEntry&)) {
-    Args a;
+int on_one_run(const char* cmd, int argc, char** argv, int (*body)(const RunsArgs&, const run::RunEntry&)) {
+    RunsArgs a;
     try {
         a = parse_runs_args(cmd, argc, argv);
         if (a.help) return std::fputs(runs_help(cmd).c_str(), stdout), 0;
@@ -203,7 +202,7 @@ void add_log_files(const run::RunEntry& entry, std::vector<LogFiles>& logs) {
 // `corral logs`: the logs so far; with -f, until the run has ended. A
 // session's are its execs', in exec order (with -f, each exec's new output
 // as it comes, execs started later included).
-int print_logs(const Args& a, const run::RunEntry& entry) {
+int print_logs(const RunsArgs& a, const run::RunEntry& entry) {
     std::vector<LogFiles> logs;
     for (;;) {
         const bool live = is_live(run::read_run(a.state_dir, entry.id).state);
@@ -217,7 +216,7 @@ int print_logs(const Args& a, const run::RunEntry& entry) {
 }
 
 // `corral inspect`: run.json with the live state.
-int print_inspect(const Args&, const run::RunEntry& entry) {
+int print_inspect(const RunsArgs&, const run::RunEntry& entry) {
     json out = entry.record.value_or(json::object());
     out["state"] = entry.state;
     out["run_dir"] = entry.run_dir;
@@ -226,7 +225,7 @@ int print_inspect(const Args&, const run::RunEntry& entry) {
 }
 
 // `corral stop`: SIGTERM (with the grace) to the supervisor, then its final record.
-int stop_run(const Args& a, const run::RunEntry& entry) {
+int stop_run(const RunsArgs& a, const run::RunEntry& entry) {
     if (entry.state != "running") {
         std::fprintf(stderr, "corral stop: run %s is not running (state %s)\n", entry.id.c_str(), entry.state.c_str());
         return kExitNotRunning;
@@ -272,7 +271,7 @@ int stop_run(const Args& a, const run::RunEntry& entry) {
 }  // namespace
 
 int cmd_ps(int argc, char** argv) {
-    Args a;
+    RunsArgs a;
     try {
         a = parse_runs_args("ps", argc, argv);
         if (!a.help && !a.positional.empty())
