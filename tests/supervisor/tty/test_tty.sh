@@ -38,14 +38,27 @@ pass() { echo "ok: $*"; passes=$((passes + 1)); }
 
 screen() { tm capture-pane -t "$1" -p -J; }
 # wait_for SESSION REGEX [SECONDS]: until the screen matches (extended regex).
+# SECONDS is a hang guard, not a timing claim: the wait ends at the event, and
+# a loaded machine (the CI's ASan corral beside another build) can take long.
 wait_for() {
-  local s=$1 re=$2 limit=${3:-15} i
+  local s=$1 re=$2 limit=${3:-60} i
   for ((i = 0; i < limit * 10; i++)); do
     if screen "$s" | grep -Eq -- "$re"; then return 0; fi
     sleep 0.1
   done
   echo "--- screen of $s while waiting for /$re/:" >&2
   screen "$s" >&2
+  return 1
+}
+# resized_to SESSION "ROWS COLS": asks the box's `stty size` until it shows
+# the new size (the resize travels tmux → corral → the box's pty: no fixed
+# pause to guess how long that takes).
+resized_to() {
+  local s=$1 want=$2 i
+  for ((i = 0; i < 60; i++)); do
+    type_line $s 'clear; stty size'
+    if wait_for $s "^$want\$" 1 2>/dev/null; then return 0; fi
+  done
   return 1
 }
 # count SESSION REGEX: lines of the screen that match.
@@ -59,13 +72,13 @@ start_case() {
   local s=$1 cmdline=$2
   mkdir -p "$TMP/$s"
   tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' bash --norc --noprofile -i"
-  wait_for "$s" 'host\$' 10 || return 1
+  wait_for "$s" 'host\$' 60 || return 1
   type_line "$s" "stty -a > $TMP/$s/before; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $cmdline; echo corral-exit=\$?; stty -a > $TMP/$s/after; echo after-written"
 }
 # The host terminal's settings after corral exactly as before it.
 check_restored() {
   local s=$1 what=$2
-  if ! wait_for "$s" '^after-written' 20; then fail "$what: corral did not return to the host shell"; return; fi
+  if ! wait_for "$s" '^after-written' 60; then fail "$what: corral did not return to the host shell"; return; fi
   if cmp -s "$TMP/$s/before" "$TMP/$s/after"; then
     pass "$what: the host terminal's settings (stty -a) are as before"
   else
@@ -112,15 +125,20 @@ check_pty_identity() {
 check_job_control() {
   local s=$1 L=${2:+$2: }
   type_line $s 'sleep 100'
-  sleep 0.5
-  tm send-keys -t $s C-z
-  if wait_for $s 'Stopped +sleep 100'; then pass "${L}Ctrl-Z stops the foreground job (Stopped)"; else fail "${L}Ctrl-Z did not stop sleep"; fi
+  # Ctrl-Z until the job is stopped: one sent before bash has started sleep
+  # goes to the shell's prompt, which ignores it (no fixed pause to guess).
+  local i stopped=no
+  for ((i = 0; i < 60; i++)); do
+    tm send-keys -t $s C-z
+    if wait_for $s 'Stopped +sleep 100' 1 2>/dev/null; then stopped=yes; break; fi
+  done
+  if [ $stopped = yes ]; then pass "${L}Ctrl-Z stops the foreground job (Stopped)"; else fail "${L}Ctrl-Z did not stop sleep"; fi
   type_line $s 'jobs'
-  wait_for $s '^jobs$' 5
-  sleep 0.3
+  # The Ctrl-Z's line and jobs' line: two on the screen.
+  for ((i = 0; i < 600; i++)); do [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && break; sleep 0.1; done
   [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && pass "${L}jobs lists the stopped job" || fail "${L}jobs does not list the stopped sleep"
   type_line $s 'fg'
-  wait_for $s '^sleep 100$' 5 || fail "${L}fg did not resume sleep"
+  wait_for $s '^sleep 100$' 60 || fail "${L}fg did not resume sleep"
   sleep 0.5
   tm send-keys -t $s C-c
   type_line $s 'echo "after fg: $? done-$((40+2))"'
@@ -129,7 +147,7 @@ check_job_control() {
 
   # Ctrl-C reaches the program: its trap runs; corral keeps running.
   type_line $s "bash -c 'trap \"echo trapped-SIGINT; exit 0\" INT; echo ready-for-C-c; while :; do sleep 0.2; done'"
-  wait_for $s '^ready-for-C-c$' 5
+  wait_for $s '^ready-for-C-c$' 60
   tm send-keys -t $s C-c
   wait_for $s '^(\^C)?trapped-SIGINT$' && pass "${L}Ctrl-C is the program's SIGINT (its trap ran)" || fail "${L}the trap did not see Ctrl-C"
   type_line $s 'echo still-$((6*7))'
@@ -139,7 +157,7 @@ check_job_control() {
 # ---- 1. an interactive shell: job control, Ctrl-C, vi, TIOCSTI; then exit.
 s=shell
 start_case $s "$BOX_SHELL"
-if wait_for $s '^box\$' 20; then
+if wait_for $s '^box\$' 60; then
   pass "bash -i starts on the box's pty"
   check_pty_identity $s ""
 
@@ -148,7 +166,7 @@ if wait_for $s '^box\$' 20; then
 
   # TIOCSTI / TIOCLINUX on the box's own pty.
   type_line $s 'python3 /workspace/ioctl_probe.py'
-  if wait_for $s '^TIOCLINUX-' 10; then
+  if wait_for $s '^TIOCLINUX-' 60; then
     screen $s | grep -q '^TIOCSTI-errno-EPERM$' && pass "TIOCSTI on the box's pty: EPERM (seccomp)" || fail "TIOCSTI was not refused with EPERM: $(screen $s | grep TIOCSTI-)"
     screen $s | grep -q '^TIOCLINUX-errno-EPERM$' && pass "TIOCLINUX on the box's pty: EPERM (seccomp)" || fail "TIOCLINUX was not refused with EPERM: $(screen $s | grep TIOCLINUX-)"
   else
@@ -157,16 +175,17 @@ if wait_for $s '^box\$' 20; then
 
   # vi full-screen: no "not a terminal", its empty-buffer tildes, :q! leaves it.
   type_line $s 'clear'
-  if wait_for $s '^box\$ $' 5 && type_line $s 'command -v vi >/dev/null && echo vi-found || echo vi-missing' && wait_for $s '^vi-(found|missing)$' 5 &&
+  if wait_for $s '^box\$ $' 60 && type_line $s 'command -v vi >/dev/null && echo vi-found || echo vi-missing' && wait_for $s '^vi-(found|missing)$' 60 &&
      screen $s | grep -q '^vi-found$'; then
     type_line $s 'clear; vi /tmp/new-file'
-    if wait_for $s '"/tmp/new-file"' 10 && [ "$(count $s '^~ *$')" -ge 30 ]; then
+    if wait_for $s '"/tmp/new-file"' 60 && [ "$(count $s '^~ *$')" -ge 30 ]; then
       if screen $s | grep -qi 'not a terminal\|not to a terminal'; then fail "vi says it is not on a terminal"; else
         pass "vi opens full-screen (its ~ lines fill the window)"; fi
     else
       fail "vi did not open full-screen"
     fi
-    tm send-keys -t $s Escape
+    # vi is in normal mode (nothing was typed into it): no Escape, which vi
+    # could read with the ':' after it as one key when they arrive together.
     type_line $s ':q!'
     type_line $s 'echo vi-exited'
     wait_for $s '^vi-exited$' && pass "vi's :q! returns to the shell" || fail "vi did not exit on :q!"
@@ -184,15 +203,13 @@ fi
 # ---- 2. a resize of the caller's window reaches the box (SIGWINCH -> TIOCSWINSZ).
 s=resize
 start_case $s "$BOX_SHELL"
-if wait_for $s '^box\$' 20; then
+if wait_for $s '^box\$' 60; then
   type_line $s 'stty size'
   wait_for $s '^40 120$' && pass "the window size is copied at start (40 120)" || fail "stty size is not 40 120 at start"
   tm resize-window -t $s -x 100 -y 30
-  sleep 0.5
-  type_line $s 'clear; stty size'
-  wait_for $s '^30 100$' && pass "a resize reaches the box (30 100)" || fail "stty size did not follow the resize"
+  resized_to $s '30 100' && pass "a resize reaches the box (30 100)" || fail "stty size did not follow the resize"
   type_line $s 'exit'
-  wait_for $s '^after-written' 20 || fail "resize: corral did not return"
+  wait_for $s '^after-written' 60 || fail "resize: corral did not return"
 else
   fail "resize: bash -i did not start"
 fi
@@ -200,13 +217,13 @@ fi
 # ---- 3. the terminal restored on the other exit paths.
 s=deadline
 start_case $s "--timeout 3s $BOX_SHELL"
-wait_for $s '^box\$' 20 && type_line $s 'stty -echo; sleep 60'
+wait_for $s '^box\$' 60 && type_line $s 'stty -echo; sleep 60'
 check_restored $s "deadline (--timeout, the box changed its own settings)"
 exit_status_is $s 124 "deadline"
 
 s=signal
 start_case $s "$BOX_SHELL"
-if wait_for $s '^box\$' 20; then
+if wait_for $s '^box\$' 60; then
   pid=$(pgrep -f -- "--run-dir $TMP/$s/run" | head -1)
   if [ -n "$pid" ]; then kill -TERM "$pid"; else fail "signal: no corral process found"; fi
 fi
@@ -224,9 +241,9 @@ exit_status_is $s 143 "SIGTERM"
 s=sigkill
 mkdir -p "$TMP/$s"
 tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' dash -i"
-if wait_for "$s" 'host\$' 10; then
+if wait_for "$s" 'host\$' 60; then
   type_line "$s" "stty -a > $TMP/$s/before; stty -g > $TMP/$s/before.g; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run $BOX_SHELL; rc=\$?; i=0; while { pgrep -x corral-ttyguard >/dev/null || [ \"\$(stty -g)\" != \"\$(cat $TMP/$s/before.g)\" ]; } && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done; echo; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
-  if wait_for $s '^box\$' 20; then
+  if wait_for $s '^box\$' 60; then
     pgrep -x corral-ttyguard >/dev/null && pass "SIGKILL: the terminal's guardian runs beside corral" || fail "SIGKILL: no corral-ttyguard process"
     pid=$(pgrep -f -- "--run-dir $TMP/$s/run" | head -1)
     if [ -n "$pid" ]; then kill -KILL "$pid"; else fail "sigkill: no corral process found"; fi
@@ -250,10 +267,10 @@ exit_status_is $s 127 "command not found"
 s=answers
 mkdir -p "$TMP/$s"
 tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' bash --norc --noprofile -i"
-if wait_for "$s" 'host\$' 10; then
+if wait_for "$s" 'host\$' 60; then
   for i in 1 2 3; do
     type_line "$s" "clear; $CORRAL run --tty --uid-range $UID_RANGE --run-dir $TMP/$s/run$i -- /bin/sh -c 'head -c 300000 /dev/zero | tr \\\\0 x; printf \"\\033[6n\\033[c\"'; read -r -s -t 1 -n 64 left; printf 'left=%q\\n' \"\$left\"; echo left-written-$i"
-    if ! wait_for "$s" "^left-written-$i\$" 20; then fail "answers: corral did not return (run $i)"; break; fi
+    if ! wait_for "$s" "^left-written-$i\$" 60; then fail "answers: corral did not return (run $i)"; break; fi
     if screen "$s" | grep -q "^left=''\$"; then pass "answers: the terminal's answers to the box's queries are not left in the caller's input (run $i)"
     else fail "answers: the caller's input holds $(screen "$s" | grep -a '^left=') after run $i"; fi
   done
@@ -265,9 +282,9 @@ out=$("$CORRAL" run --tty -- true </dev/null 2>&1 >/dev/null); rc=$?
   fail "--tty with /dev/null stdin: rc=$rc: $out"
 s=usage
 tm new-session -d -s $s -x 120 -y 40 "env -i PATH=/usr/bin:/bin PS1='host\$ ' bash --norc --noprofile -i"
-wait_for $s 'host\$' 10
+wait_for $s 'host\$' 60
 type_line $s "$CORRAL run --tty -- true | cat; echo rc=\${PIPESTATUS[0]}"
-wait_for $s '^rc=' 10
+wait_for $s '^rc=' 60
 screen $s | grep -q "^rc=2$" && screen $s | grep -q "corral's stdout is not a terminal" && pass "--tty with stdout a pipe: exit 2, says so" ||
   fail "--tty with stdout a pipe: $(screen $s | grep -v '^$')"
 
@@ -286,28 +303,26 @@ else
     local s=$1 shell=${2:-bash --norc --noprofile -i} wait=${3:-true}
     mkdir -p "$TMP/$s"
     tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' $shell"
-    wait_for "$s" 'host\$' 10 || return 1
+    wait_for "$s" 'host\$' 60 || return 1
     type_line "$s" "stty -a > $TMP/$s/before; $CORRAL exec --tty --state-dir $STATE $EXEC_SHELL; rc=\$?; $wait; echo corral-exit=\$rc; stty -a > $TMP/$s/after; echo after-written"
   }
   s=exec-shell
   start_exec_case $s
-  if wait_for $s '^box\$' 20; then
+  if wait_for $s '^box\$' 60; then
     pass "exec --tty: bash -i starts on a pty of the session's"
     check_pty_identity $s "exec --tty"
     wait_for $s '^40 120$' && pass "exec --tty: the window size is set before the command starts (40 120)" || fail "exec --tty: stty size is not 40 120"
     check_job_control $s "exec --tty"
     tm resize-window -t $s -x 100 -y 30
-    sleep 0.5
-    type_line $s 'clear; stty size'
-    wait_for $s '^30 100$' && pass "exec --tty: a resize of the caller's window reaches the box (30 100)" || fail "exec --tty: stty size did not follow the resize"
+    resized_to $s '30 100' && pass "exec --tty: a resize of the caller's window reaches the box (30 100)" || fail "exec --tty: stty size did not follow the resize"
     type_line $s 'python3 /workspace/ioctl_probe.py'
-    if wait_for $s '^TIOCLINUX-' 10; then
+    if wait_for $s '^TIOCLINUX-' 60; then
       screen $s | grep -q '^TIOCSTI-errno-EPERM$' && pass "exec --tty: TIOCSTI on the session's pty: EPERM" || fail "exec --tty: TIOCSTI was not refused"
     else
       fail "exec --tty: the ioctl probe printed nothing"
     fi
     type_line $s 'echo exec-logged-$((2*3*7)); exit 4'
-    if wait_for $s '^after-written' 20; then
+    if wait_for $s '^after-written' 60; then
       # The resize is the one difference the caller made itself.
       if diff <(sed 's/rows [0-9]*; columns [0-9]*;//' "$TMP/$s/before") <(sed 's/rows [0-9]*; columns [0-9]*;//' "$TMP/$s/after") >/dev/null; then
         pass "exec --tty: the caller's terminal settings are as before"
@@ -333,7 +348,7 @@ else
   s=exec-killed
   n=$(($(ls "$STATE/runs/$session/execs" | wc -l) + 1))
   start_exec_case $s "dash -i" "while [ ! -e $STATE/runs/$session/execs/$n/exec.json ]; do sleep 0.1; done"
-  if wait_for $s '^box\$' 20; then
+  if wait_for $s '^box\$' 60; then
     type_line $s 'stty -echo; sleep 600'
     sleep 0.5
     pid=$(pgrep -f -- "exec --tty --state-dir $STATE" | head -1)
