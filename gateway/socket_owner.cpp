@@ -128,7 +128,10 @@ int read_tcp_owner_answer(const nlmsghdr* query, const void* answer, std::size_t
     if (!netlink_messages_fit(answer, len)) return -EPROTO;
     errno = 0;
     // libmnl handles NLMSG_ERROR (errno = the kernel's error) and the sequence/port checks.
-    if (mnl_cb_run(answer, len, query->nlmsg_seq, portid, answer_cb, &st) < 0) return errno != 0 ? -errno : -EPROTO;
+    // The error field is the answer's: only an errno value is taken as one
+    // (fuzz_sock_diag found INT_MIN, whose negation overflows).
+    if (mnl_cb_run(answer, len, query->nlmsg_seq, portid, answer_cb, &st) < 0)
+        return errno > 0 && errno < 4096 ? -errno : -EPROTO;
     if (st.error != 0) return -st.error;
     *uid = st.uid;
     return 0;
