@@ -32,7 +32,8 @@ std::string always_key(const std::string& identity, const std::string& host, std
     return identity + "|" + host + "|" + std::to_string(port);
 }
 
-// "alice (uid 1000)": who decided, as the kernel vouches for the socket's peer.
+}  // namespace
+
 std::string user_of(uid_t uid) {
     passwd pw{};
     passwd* found = nullptr;
@@ -40,8 +41,6 @@ std::string user_of(uid_t uid) {
     std::string name = ::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found ? found->pw_name : "uid";
     return name + " (uid " + std::to_string(uid) + ")";
 }
-
-}  // namespace
 
 std::string_view approval_reason(State s) {
     switch (s) {
@@ -124,8 +123,13 @@ approval::Entry ApprovalDesk::ask(const approval::Request& r, std::chrono::secon
         record(e, "requested");
         log::info("gateway: approval " + e.id + " asked for " + r.identity + ": " + r.method + " " + r.host + ":" +
                   std::to_string(r.port) + r.path + " (`corral approve " + e.id + "` or `corral deny " + e.id + "`)");
+        for (const auto& tell : asked_listeners_) tell(e);
     }
     return e;
+}
+
+void ApprovalDesk::on_asked(std::function<void(const approval::Entry&)> listener) {
+    asked_listeners_.push_back(std::move(listener));
 }
 
 void ApprovalDesk::wake_on_decision(const std::string& id, const std::shared_ptr<asio::steady_timer>& timer) {
@@ -186,15 +190,20 @@ std::string ApprovalDesk::control_answer(std::string_view line, uid_t peer_uid, 
     if (request->op == approval::ControlRequest::Op::list) return approval::list_answer(decider, queue_.pending(now));
     if (peer_uid != 0)
         return approval::error_answer("only root decides approvals; " + user_of(peer_uid) + " is not root");
-    auto decided = queue_.decide(request->id, request->approve, user_of(peer_uid), request->reason,
-                                 request->always, now);
+    return approval::decide_answer(
+        decide(request->id, request->approve, user_of(peer_uid), request->reason, request->always));
+}
+
+Checked<approval::Entry> ApprovalDesk::decide(const std::string& id, bool approve, const std::string& by,
+                                              const std::string& reason, bool always) {
+    auto decided = queue_.decide(id, approve, by, reason, always, SystemClock::now());
     if (decided) {
         count_end(*decided);
         record(*decided, "decided");
         log::info("gateway: approval " + decided->id + " " + approval::state_name(decided->state) + " by " +
                   decided->decided_by);
     }
-    return approval::decide_answer(decided);
+    return decided;
 }
 
 asio::awaitable<std::optional<approval::Entry>> await_person(Conn& c, approval::Request r,

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,18 @@ public:
     // list answer ("run ID", "daemon").
     std::string control_answer(std::string_view line, uid_t peer_uid, const std::string& decider);
 
+    // A person's decision on `id`, by `by` ("root (uid 0)", "root (uid 0) at
+    // the run's terminal"): recorded and counted, its waiters woken. Refused
+    // as approval::Queue::decide refuses. Thread-safe.
+    Checked<approval::Entry> decide(const std::string& id, bool approve, const std::string& by,
+                                    const std::string& reason, bool always);
+
+    // `listener` is told of each new entry (not of a request that joins an
+    // entry already pending), after it is recorded, on the asking exchange's
+    // thread: it must not block (the notifier hook and the --tty prompt
+    // hand it on). Set before the gateway serves.
+    void on_asked(std::function<void(const approval::Entry&)> listener);
+
     // Every pending entry ends `cancelled` (the run ended, the daemon
     // stops): recorded, and every held exchange is woken to refuse.
     void cancel_all(const std::string& why);
@@ -90,7 +103,11 @@ private:
     std::set<std::string> always_;          // "identity|host|port"
     std::set<std::string> ended_recorded_;  // ids whose end is in the ledger already
     std::map<std::string, ApprovalCounts> counts_;
+    std::vector<std::function<void(const approval::Entry&)>> asked_listeners_;
 };
+
+// "alice (uid 1000)": who decided, as the kernel vouches for the socket's peer.
+std::string user_of(uid_t uid);
 
 // Holds the connection's exchange until a person decides on `r` (asked for
 // c's identity), at most `timeout`: nullopt once approved (the approval
