@@ -133,6 +133,9 @@ struct GatewaySettings {
     std::string state_dir = "/var/lib/corral";  // CA in <state_dir>/ca/{ca.crt,ca.key}
     std::string upstream_ca_file;       // "" = system trust store
     std::string hosts_file;             // "" = none; else /etc/hosts-format file consulted before DNS
+    // `corral run --ask` (not a TOML key): a host:port no grant names asks a
+    // person instead of being refused (gateway/grants.hpp asked_grant).
+    bool ask_unlisted = false;
     // The daemon's signed journal (docs/journal.md "The daemon's journal").
     // false: decisions are in the ledger only, unsigned; said at every start.
     // Only `corral gateway` reads it: a run's journal cannot be turned off.

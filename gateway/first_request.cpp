@@ -19,6 +19,27 @@ using asio::awaitable;
 
 namespace {
 
+// The first request's way out, in an order that asks nothing of the world
+// before it must: the grant (under --ask an unlisted host asks a person
+// instead of being refused), its mode, a person's approval where the grant
+// asks for one (a tunnel's or inject connection's CONNECT is approved once
+// for the connection; docs/approvals.md), and only then the name resolved
+// and its addresses vetted: nothing is resolved or dialled for a request a
+// person has not approved.
+awaitable<std::optional<Refusal>> decide_way_out(Conn& c, const ProxyRequest& preq, const std::string& method,
+                                                 Target& t, LedgerEntry& e) {
+    std::optional<Refusal> refusal = choose_grant(c, *preq.authority, t);
+    if (t.grant) e.mode = std::string(to_string(t.grant->mode));
+    if (!refusal) refusal = check_grant_mode(preq.connect, *t.grant);
+    if (!refusal && t.grant->approval) {
+        // A named path: GCC 12 destroys a temporary in a co_await's full-expression twice.
+        const std::string asked_path = preq.connect ? std::string() : preq.path;
+        refusal = co_await hold_for_approval(c, t, method, asked_path);
+    }
+    if (!refusal) refusal = co_await resolve_target(c, t);
+    co_return refusal;
+}
+
 // The first request on a connection: what is the client asking for?
 // GCC 12 reports the delete of this coroutine's frame (Asio's recycling frame
 // allocator) as mismatched with its allocation: a false positive.
@@ -64,17 +85,8 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
         co_return;
     }
     Target t{preq.authority->host};
-    refusal = co_await decide_target(c, *preq.authority, t);
-    if (t.grant) e.mode = std::string(to_string(t.grant->mode));
-    if (!refusal) refusal = check_grant_mode(preq.connect, *t.grant);
-    // A grant that asks a person first: the request waits here, held
-    // (docs/approvals.md); a tunnel's or inject connection's CONNECT is
-    // approved once for the connection.
-    // (A named path: GCC 12 destroys a temporary in a co_await's full-expression twice.)
-    if (!refusal && t.grant->approval) {
-        const std::string asked_path = preq.connect ? std::string() : preq.path;
-        refusal = co_await hold_for_approval(c, t, e.method, asked_path);
-    }
+    const std::string method = e.method;
+    refusal = co_await decide_way_out(c, preq, method, t, e);
     // A plain request and a tunnel each count against the budget here; an
     // inject tunnel counts each request inside it.
     bool counted = t.grant && (!preq.connect || t.grant->mode == config::GrantMode::tunnel);

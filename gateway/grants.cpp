@@ -36,6 +36,22 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
     return best;
 }
 
+config::Grant asked_grant(const HostName& host, std::uint16_t port) {
+    config::Grant g;
+    // The pattern only names the grant in the ledger: this one is never
+    // looked up again (each unlisted request asks anew, or finds --always).
+    if (auto pattern = names::parse_host_pattern(host.text())) g.host = *pattern;
+    g.port = port;
+    g.mode = config::GrantMode::tunnel;
+    // The person approves the exact text the box asked for: an IP literal is
+    // that address by consent (as --allow ADDRESS gives allow_private); a
+    // name must still resolve to public addresses only.
+    g.allow_private = host.is_ip_literal();
+    g.approval = true;
+    g.where = "--ask";
+    return g;
+}
+
 std::optional<std::string> normalize_route_path(std::string_view target) {
     auto refuse = []() -> std::optional<std::string> { return std::nullopt; };
     if (target.empty() || target.front() != '/') return refuse();

@@ -38,6 +38,14 @@ namespace corral::gateway {
 const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
                                 std::uint16_t port);
 
+// Under `corral run --ask` (GatewaySettings::ask_unlisted): the grant a
+// host:port no grant names gets, which asks a person first. A tunnel (the
+// gateway injects nothing and sees no plaintext), for this exact host and
+// port, waiting up to the default approval_timeout. A name must resolve to
+// public addresses only; an IP literal is the address the person approves
+// (the consent --allow ADDRESS gives).
+config::Grant asked_grant(const HostName& host, std::uint16_t port);
+
 // Normalises a request target for route matching. The gateway itself matches
 // routes only on canonical paths (canonical_route_path, below), which this
 // leaves unchanged. Accepts origin-form ("/a/b?q"); the query and any

@@ -39,14 +39,18 @@ void set_nodelay(asio::ip::tcp::socket& s) {
 
 }  // namespace
 
-awaitable<std::optional<Refusal>> decide_target(Conn& c, const Authority& a, Target& t) {
+std::optional<Refusal> choose_grant(Conn& c, const Authority& a, Target& t) {
     t.host = a.host;
     t.port = a.port;
     t.grant = find_grant(c.gw.cfg, c.id, a.host, a.port);
+    if (!t.grant && c.gw.cfg.gateway.ask_unlisted) {
+        c.asked_grant = std::make_unique<config::Grant>(asked_grant(a.host, a.port));
+        t.grant = c.asked_grant.get();
+    }
     if (!t.grant)
-        co_return Refusal{std::string(reason::not_granted),
-                          a.host.text() + ":" + std::to_string(a.port) + " is not granted to " + c.id_text};
-    co_return co_await resolve_target(c, t);
+        return Refusal{std::string(reason::not_granted),
+                       a.host.text() + ":" + std::to_string(a.port) + " is not granted to " + c.id_text};
+    return std::nullopt;
 }
 
 awaitable<std::optional<Refusal>> resolve_target(Conn& c, Target& t) {

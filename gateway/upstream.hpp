@@ -24,14 +24,15 @@ struct Target {
     std::uint16_t dial_port = 0;
 };
 
-// The grant, resolution (hosts table, then the system resolver; the grant's
-// connect_to replaces the name dialled) and address vetting for host:port.
-// Fills `t` (t.grant as soon as one is found, so a refusal can name the
-// mode). A refusal when not granted or no vetted address is left.
-boost::asio::awaitable<std::optional<Refusal>> decide_target(Conn& c, const Authority& a, Target& t);
+// The grant for host:port (under --ask, an unlisted one gets asked_grant,
+// kept in c): fills t.host, t.port and t.grant; a refusal when not granted.
+// Nothing is resolved: resolve_target does that once the request may go.
+std::optional<Refusal> choose_grant(Conn& c, const Authority& a, Target& t);
 
-// The resolution and vetting half of decide_target, for a target whose
-// host, port and grant are set (the MCP endpoint's servers: mcp_endpoint.hpp).
+// Resolution (hosts table, then the system resolver; the grant's connect_to
+// replaces the name dialled) and address vetting, for a target whose host,
+// port and grant are set (choose_grant; the MCP endpoint's servers:
+// mcp_endpoint.hpp). A refusal when no vetted address is left.
 boost::asio::awaitable<std::optional<Refusal>> resolve_target(Conn& c, Target& t);
 
 // Connects `s` to the first vetted address that answers. Never resolves.

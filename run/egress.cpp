@@ -87,6 +87,7 @@ boost::asio::awaitable<void> serve_mcp_as(boost::asio::ip::tcp::socket s, gatewa
 // Whether any grant or tool rule asks a person first (then the run serves
 // the approvals control socket).
 bool asks_approval(const config::GatewayConfig& cfg) {
+    if (cfg.gateway.ask_unlisted) return true;
     for (const auto& g : cfg.grants)
         if (g.approval) return true;
     for (const auto& r : cfg.tools.policy.rules)

@@ -374,6 +374,15 @@ const RunOption kOptions[] = {
      "private one (naming it is the consent allow_private\n"
      "gives). Recorded in run.json's \"grants\".",
      [](RunRequest& r, const std::string& v) { r.allow.push_back(parse_allow(v)); }, true},
+    {"--ask", "", G::network,
+     "a host no grant names asks a person instead of being\n"
+     "refused: the box's request waits (up to 5 min) for\n"
+     "`corral approve ID` or `corral deny ID` (with --tty,\n"
+     "a y/n on this terminal); approved, it is a tunnel\n"
+     "(no credential; a name must resolve to public\n"
+     "addresses) for that one connection, or for the run\n"
+     "with --always. Not with --gateway (docs/approvals.md)",
+     [](RunRequest& r, const std::string&) { r.ask = true; }},
     {"--gateway", "unix:PATH", G::network,
      "hand connections to a running `corral gateway` daemon\n"
      "(identity announced per connection) instead of the\n"

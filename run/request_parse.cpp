@@ -44,6 +44,9 @@ void check_combination(const RunRequest& r) {
         throw UsageError("--allow " + r.allow.front().text +
                          ": a `corral gateway` daemon (--gateway) serves its organisation's grants only; give --allow "
                          "without --gateway, or add the grant to the daemon's org.toml");
+    if (r.ask && r.gateway)
+        throw UsageError("--ask: a `corral gateway` daemon (--gateway) decides with its organisation's grants "
+                         "only; give --ask without --gateway, or give the daemon's grant `approval = true`");
     if (r.tty && r.pass_stdin)
         throw UsageError("--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
     if (r.tty && r.agent())

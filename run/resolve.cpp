@@ -110,6 +110,7 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
         plan.gateway.gateway.state_dir = in.state_dir;
     }
     add_allowed_hosts(r, plan.gateway);
+    plan.gateway.gateway.ask_unlisted = r.ask;
     if (r.gateway) {
         plan.daemon_socket = *r.gateway;
         plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts

@@ -40,16 +40,22 @@ std::string approval_org() {
     write_file(org + "/org.toml", "");
     write_file(org + "/workers/ask/worker.toml", "agent = \"none\"\n" + grant + "approval_timeout = \"20s\"\n");
     write_file(org + "/workers/hasty/worker.toml", "agent = \"none\"\n" + grant + "approval_timeout = \"2s\"\n");
+    fs::create_directories(org + "/workers/open");  // no grant at all: only --ask lets it out
+    write_file(org + "/workers/open/worker.toml", "agent = \"none\"\n");
     return org;
 }
 
 std::string state_dir() { return world().dir + "/approvals-state"; }
 
 // `corral run` of `script` (sh -c) for worker `worker`, in the background.
-std::unique_ptr<Background> start_run(const std::string& run_dir, const std::string& worker, const std::string& script) {
+// `options` go before the command (e.g. --ask).
+std::unique_ptr<Background> start_run(const std::string& run_dir, const std::string& worker, const std::string& script,
+                                      const std::vector<std::string>& options = {}) {
     std::vector<std::string> argv{corral_bin(), "run", "--config", approval_org(), "--worker", worker, "--rootfs", "host",
                                   "--run-dir", run_dir, "--state-dir", state_dir(), "--ro-bind", test_ca_dir() + ":/testca",
-                                  "--timeout", "90s", "--", "/bin/sh", "-c", script};
+                                  "--timeout", "90s"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
     RunOptions o;
     o.stderr_file = run_dir + ".corral-stderr";
     return std::make_unique<Background>(argv, o);
@@ -233,6 +239,40 @@ TEST_CASE("approval: a deny reaches the box with who and why; a changed request 
     CHECK(denied == 2);
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["gateway"]["approvals"]["denied"] == 2);
+}
+
+TEST_CASE("approval: --ask turns an unlisted host's refusal into a request a person decides; nothing is dialled "
+          "before") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-ask";
+    const int before = upstream_stats()["requests"];
+    auto corral = start_run(run_dir, "open", https_probe("/asked") + "; " + plain_probe("/asked-plain"), {"--ask"});
+    json e = wait_pending();
+    REQUIRE(e.is_object());
+    CHECK(e["method"] == "CONNECT");
+    CHECK(e["host"] == "127.0.0.1");
+    CHECK(upstream_stats()["requests"] == before);
+    CHECK(corral_cmd({"approve", e["id"]}).exit_code == 0);
+    json plain = wait_pending(e["id"]);
+    REQUIRE(plain.is_object());
+    CHECK(plain["path"] == "/asked-plain");
+    CHECK(corral_cmd({"deny", plain["id"], "--reason", "not this one"}).exit_code == 0);
+
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    CHECK(out.find("connect=200 code=200\n") == 0);
+    CHECK(out.find("denied by root (uid 0) (not this one)") != std::string::npos);
+    CHECK(upstream_stats()["requests"] == before + 1);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"]["approved"] == 1);
+    CHECK(record["gateway"]["approvals"]["denied"] == 1);
+
+    // Without --ask the same host is refused at once, and nobody is asked.
+    const std::string plain_dir = w.dir + "/run-no-ask";
+    auto refused = start_run(plain_dir, "open", https_probe("/unasked") + "; true");
+    const std::string refused_out = finish(*refused, plain_dir);
+    CHECK(refused_out.find("connect=403") != std::string::npos);
+    CHECK(json::parse(read_file(plain_dir + "/run.json"))["gateway"]["approvals"]["requested"] == 0);
 }
 
 TEST_CASE("approval: no decision by approval_timeout is timed_out, never a deny: the box is told no consent was given") {
