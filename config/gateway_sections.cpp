@@ -312,20 +312,10 @@ void parse_grant_upstream(Table& s, Grant& g, bool tunnel) {
 }
 
 // approval = true: each connection waits for a person (docs/approvals.md);
-// approval_timeout: how long, whole seconds within the queue's bounds.
+// approval_timeout: how long.
 void parse_grant_approval(Table& s, Grant& g) {
     if (auto a = s.boolean("approval")) g.approval = *a;
-    const std::string allowed = "a duration of whole seconds from 1s to " +
-                                std::to_string(approval::kMaxApprovalTimeout.count() / 60) + "m, such as \"90s\", \"5m\"";
-    g.approval_timeout = approval::kDefaultApprovalTimeout;
-    auto t = s.parsed("approval_timeout", allowed, [](std::string_view text) { return parse_duration(text); });
-    if (!t) return;
-    if (t->count() % 1000 != 0 || *t < std::chrono::seconds(1) || *t > approval::kMaxApprovalTimeout)
-        s.bad("approval_timeout", allowed);
-    else if (!g.approval)
-        s.bad("approval_timeout", "only with approval = true");
-    else
-        g.approval_timeout = std::chrono::duration_cast<std::chrono::seconds>(*t);
+    g.approval_timeout = approval_timeout_key(s, g.approval, "approval = true");
 }
 
 std::optional<Grant> parse_grant(Checker& c, std::size_t index, const toml::value& v, const CredentialNames& known) {

@@ -4,8 +4,25 @@
 
 #include <algorithm>
 
+#include "approval/queue.hpp"
+#include "base/parse.hpp"
+#include "config/checker.hpp"
+
 namespace corral::config {
 
+std::chrono::seconds approval_timeout_key(Table& s, bool asks, std::string_view asks_key) {
+    const std::string allowed = "a duration of whole seconds from 1s to " +
+                                std::to_string(approval::kMaxApprovalTimeout.count() / 60) + "m, such as \"90s\", \"5m\"";
+    auto t = s.parsed("approval_timeout", allowed, [](std::string_view text) { return parse_duration(text); });
+    if (!t) return approval::kDefaultApprovalTimeout;
+    if (t->count() % 1000 != 0 || *t < std::chrono::seconds(1) || *t > approval::kMaxApprovalTimeout)
+        s.bad("approval_timeout", allowed);
+    else if (!asks)
+        s.bad("approval_timeout", "only with " + std::string(asks_key));
+    else
+        return std::chrono::duration_cast<std::chrono::seconds>(*t);
+    return approval::kDefaultApprovalTimeout;
+}
 
 
 bool is_absolute_path(std::string_view p) { return !p.empty() && p.front() == '/' && p.find('\0') == p.npos; }

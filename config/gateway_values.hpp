@@ -4,6 +4,7 @@
 // section parsers (gateway_sections.cpp) say what is wrong. Internal to config/.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,5 +32,12 @@ bool is_valid_template(std::string_view t);
 std::optional<Route> parse_route(const std::string& text);
 bool is_credential_name(const std::string& n);
 bool is_env_name(const std::string& n);
+
+class Table;
+// The one value here that reports its own problem (a grant's and an MCP
+// rule's alike): `approval_timeout`, whole seconds within the approval
+// queue's bounds, only beside approval (`asks`); the default when absent
+// or wrong (the wrong value is reported through `s`).
+std::chrono::seconds approval_timeout_key(Table& s, bool asks, std::string_view asks_key);
 
 }  // namespace corral::config

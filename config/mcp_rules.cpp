@@ -3,6 +3,7 @@
 // tools over the organisation's and mcp::validate_rules on the result.
 #include <cmath>
 
+#include "config/gateway_values.hpp"
 #include "config/mcp_config.hpp"
 #include "mcp/policy.hpp"
 
@@ -158,7 +159,7 @@ std::optional<mcp::Rule> parse_rule(Checker& c, std::size_t index, const toml::v
         return std::nullopt;
     }
     const std::size_t before = c.count();
-    Table s(c, v, prefix, {"server", "tool", "action", "when"});
+    Table s(c, v, prefix, {"server", "tool", "action", "when", "approval_timeout"});
     mcp::Rule r;
     r.name = where_of(c.file(), v);
     if (auto server = s.required_string("server", "the name of a [mcp.servers.NAME]")) r.server = *server;
@@ -170,6 +171,7 @@ std::optional<mcp::Rule> parse_rule(Checker& c, std::size_t index, const toml::v
         else if (*action == "approval") r.action = mcp::Action::approval;
         else s.bad("action", kActionAllowed);
     }
+    r.approval_timeout = approval_timeout_key(s, r.action == mcp::Action::approval, "action = \"approval\"");
     if (const auto* when = s.find("when")) {
         if (!when->is_array()) {
             s.bad("when", kWhenAllowed);

@@ -30,6 +30,7 @@ struct McpRequest {
     std::optional<mcp::Denial> denial;
     std::string rule;                 // the deciding rule (decide_messages)
     bool asks_approval = false;       // its one tools/call waits for a person (an approval rule)
+    std::chrono::seconds approval_timeout{300};  // the deciding approval rule's
 };
 
 std::optional<std::string> mcp_header(const Request& req, std::string_view name) {
@@ -73,6 +74,7 @@ McpRequest check_request(McpTools& tools, const std::string& identity, const Req
     // One call an approval rule covers waits for a person (serve_one); a
     // batch cannot wait, and decide_messages refused it whole.
     r.asks_approval = d.action == mcp::Action::approval && !r.read.batch;
+    r.approval_timeout = d.approval_timeout;
     if (!d.allowed() && !r.asks_approval) {
         r.denial = d.denial ? d.denial : mcp::Denial{mcp::Reason::unknown_tool, "", ""};
         return r;
@@ -104,7 +106,7 @@ awaitable<void> wait_for_approval(Conn& c, McpTools& tools, McpRequest& r) {
     // A person reads the arguments (capped); the digest binds all of them.
     ask.arguments = capped_text(arguments_canonical(call.arguments), kLoggedTextBytes);
     ask.arguments_digest = arguments_digest(call.arguments);
-    const std::optional<approval::Entry> ended = co_await await_person(c, ask, approval::kDefaultApprovalTimeout);
+    const std::optional<approval::Entry> ended = co_await await_person(c, ask, r.approval_timeout);
     if (!ended) {
         r.denial = tools.calls(c.id.str()).reserve(r.server, call_names(r.read.messages));
         co_return;

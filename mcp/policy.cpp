@@ -56,7 +56,11 @@ Decision decide(const Policy& p, std::string_view server, std::string_view tool,
         if (r.action == Action::approval && !approval) approval = &r;
         if (r.action == Action::allow && !allow) allow = &r;
     }
-    if (approval) return refuse(Reason::approval_required, tool, approval->name, "rule " + approval->name);
+    if (approval) {
+        Decision d = refuse(Reason::approval_required, tool, approval->name, "rule " + approval->name);
+        d.approval_timeout = approval->approval_timeout;
+        return d;
+    }
     if (allow) return Decision{Action::allow, allow->name, std::nullopt};
     if (!why.empty()) return refuse(Reason::argument_denied, tool, "", why);
     return refuse(named ? Reason::tool_denied : Reason::unknown_tool, tool, "", "no rule allows it");

@@ -6,6 +6,7 @@
 // into errors, never a silent no-op. docs/tools.md "Policy".
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,6 +33,9 @@ struct Rule {
     // each; deny: the rule matches when each matches — a value that cannot be
     // checked (wrong type, bad path) counts as matching, so a deny fails closed.
     std::vector<Constraint> when;
+    // action = "approval": how long a call waits for a person (the config's
+    // approval_timeout, within the approval queue's bounds; default 5 min).
+    std::chrono::seconds approval_timeout{300};
 };
 
 struct Policy {
@@ -43,6 +47,7 @@ struct Decision {
     Action action = Action::deny;
     std::string rule;               // the deciding rule's name; empty for the default deny
     std::optional<Denial> denial;   // set unless action == allow
+    std::chrono::seconds approval_timeout{300};  // action == approval: the deciding rule's
     bool allowed() const { return action == Action::allow && !denial; }
 };
 

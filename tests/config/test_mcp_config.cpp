@@ -53,11 +53,12 @@ const std::string kOrgTools = kCredentials +
     "         { pointer = \"/q\", regex = \"[a-z ]+\" }, { pointer = \"/lang\", exact = \"en\" } ]\n"  // 36
     "[[mcp.rules]]\n"                                                           // 37
     "server = \"files\"\ntool = \"delete_*\"\naction = \"approval\"\n"          // 38-40
-    "[mcp.pins]\n"                                                              // 41
-    "\"files/read_file\" = \"" + kDigestA + "\"\n"                              // 42
-    "[mcp.budget]\n"                                                            // 43
-    "tool_calls_per_run = 100\ntool_calls_per_worker = 1000\n"                  // 44-45
-    "per_tool = { \"files/write_file\" = 10 }\n";                               // 46
+    "approval_timeout = \"45s\"\n"                                              // 41
+    "[mcp.pins]\n"                                                              // 42
+    "\"files/read_file\" = \"" + kDigestA + "\"\n"                              // 43
+    "[mcp.budget]\n"                                                            // 44
+    "tool_calls_per_run = 100\ntool_calls_per_worker = 1000\n"                  // 45-46
+    "per_tool = { \"files/write_file\" = 10 }\n";                               // 47
 
 }  // namespace
 
@@ -110,6 +111,8 @@ TEST_CASE("[mcp]: every accepted shape, read into mcp::ToolsConfig") {
     CHECK(t.policy.rules[2].when[2].value == nlohmann::json("en"));
     CHECK(t.policy.rules[3].action == mcp::Action::approval);
     CHECK(t.policy.rules[3].when.empty());
+    CHECK(t.policy.rules[3].approval_timeout == std::chrono::seconds(45));
+    CHECK(t.policy.rules[2].approval_timeout == std::chrono::seconds(300));  // the default, unused by an allow
 
     CHECK(t.pins == std::map<std::string, std::string>{{"files/read_file", kDigestA}});
     CHECK_FALSE(t.log_arguments);
@@ -136,6 +139,7 @@ TEST_CASE("[mcp]: the resolved worker's policy decides, naming the rule by FILE:
     auto del = mcp::decide(w.tools.policy, "files", "delete_file", json::object());
     CHECK(del.action == mcp::Action::approval);
     CHECK(del.rule == d.file("org.toml") + ":37");
+    CHECK(del.approval_timeout == std::chrono::seconds(45));  // the call waits as long as its rule says
 }
 
 TEST_CASE("[mcp]: a worker's tools over the organisation's — the worker wins") {

@@ -37,7 +37,15 @@ TEST_CASE("[[mcp.rules]]: refused rules and constraints") {
         auto e = errors(rule("action = \"permit\"\n") + "[[mcp.rules]]\nserver = \"files\"\ntool = \"x\"\nwhy = 1\n");
         CHECK(rules_has(e, org + ":6: key 'mcp.rules[0].action': got \"permit\", allowed: allow | deny | approval\n"));
         CHECK(rules_has(e, org + ":7: key 'mcp.rules[1].action' is missing, allowed: allow | deny | approval\n"));
-        CHECK(rules_has(e, org + ":10: unknown key 'mcp.rules[1].why', allowed: action | server | tool | when\n"));
+        CHECK(rules_has(e, org + ":10: unknown key 'mcp.rules[1].why', allowed: action | approval_timeout | server | tool | when\n"));
+    }
+    SUBCASE("approval_timeout: only beside action = \"approval\", whole seconds from 1s to 60m") {
+        auto e = errors(rule("action = \"allow\"\napproval_timeout = \"30s\"\n") +
+                        rule("action = \"approval\"\napproval_timeout = \"2h\"\n"));
+        CHECK(rules_has(e, org + ":7: key 'mcp.rules[0].approval_timeout': got \"30s\", allowed: only with action = "
+                           "\"approval\"\n"));
+        CHECK(rules_has(e, org + ":12: key 'mcp.rules[1].approval_timeout': got \"2h\", allowed: a duration of whole "
+                           "seconds from 1s to 60m, such as \"90s\", \"5m\"\n"));
     }
     SUBCASE("a rule naming a server org.toml does not define") {
         auto e = errors("[[mcp.rules]]\nserver = \"fiels\"\ntool = \"*\"\naction = \"allow\"\n");
