@@ -133,6 +133,11 @@ struct GatewaySettings {
     std::string state_dir = "/var/lib/corral";  // CA in <state_dir>/ca/{ca.crt,ca.key}
     std::string upstream_ca_file;       // "" = system trust store
     std::string hosts_file;             // "" = none; else /etc/hosts-format file consulted before DNS
+    // The notifier hook (docs/approvals.md "The notifier"): argv (an
+    // absolute path first) run for each new approval request as
+    // approval_command_user, the request as JSON on its stdin. Empty: none.
+    std::vector<std::string> approval_command;
+    std::string approval_command_user = "nobody";
     // `corral run --ask` (not a TOML key): a host:port no grant names asks a
     // person instead of being refused (gateway/grants.hpp asked_grant).
     bool ask_unlisted = false;

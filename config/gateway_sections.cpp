@@ -70,6 +70,30 @@ std::string where_key(Table& s, const std::string& k) {
     return where_of(s.file(), *s.find(k)) + ": key '" + s.key(k) + "'";
 }
 
+// approval_command = ["/abs/path", "arg", ...], approval_command_user =
+// "NAME" (not root: the hook reads what a box asked for).
+void parse_approval_hook(Table& s, GatewaySettings& g) {
+    const std::string allowed = "an array of strings, the first an absolute path, no NUL bytes (the notifier "
+                                "hook, run with the request as JSON on stdin)";
+    if (const auto* cmd = s.find("approval_command")) {
+        std::vector<std::string> argv;
+        bool ok = cmd->is_array() && !cmd->as_array().empty();
+        if (ok)
+            for (const auto& item : cmd->as_array()) {
+                ok = ok && item.is_string() && item.as_string().str.find('\0') == std::string::npos;
+                if (ok) argv.push_back(item.as_string().str);
+            }
+        if (!ok || !is_absolute_path(argv.front())) s.bad("approval_command", allowed);
+        else g.approval_command = std::move(argv);
+    }
+    const std::string user_allowed = "a user name of the host other than root ([a-z_][a-z0-9_-]*, at most 32), "
+                                     "the hook's Unix user (default nobody)";
+    if (auto u = s.string("approval_command_user", user_allowed)) {
+        if (!is_user_name(*u) || *u == "root") s.bad("approval_command_user", user_allowed);
+        else g.approval_command_user = *u;
+    }
+}
+
 GatewaySettings parse_settings(Checker& c, const toml::value& v) {
     GatewaySettings g;
     if (!v.is_table()) {
@@ -79,7 +103,7 @@ GatewaySettings parse_settings(Checker& c, const toml::value& v) {
     const std::size_t before = c.count();
     Table s(c, v, "gateway",
             {"listen_unix", "listen_tcp", "tcp_identity", "ledger", "state_dir", "upstream_ca_file", "hosts_file",
-             "journal", "limits"});
+             "journal", "limits", "approval_command", "approval_command_user"});
     auto path = [&](const char* k, std::string& out, bool optional) {
         const char* allowed = optional ? optional_path_allowed : path_allowed;
         if (auto x = s.string(k, allowed)) {
@@ -114,6 +138,7 @@ GatewaySettings parse_settings(Checker& c, const toml::value& v) {
     }
     if (auto x = s.boolean("journal")) g.journal = *x;
     if (const auto* l = s.find("limits")) g.limits = parse_limits(c, *l);
+    parse_approval_hook(s, g);
     // Only when the listeners themselves parsed: a bad one is already reported.
     if (c.count() == before && g.listen_unix.empty() && g.listen_tcp.empty())
         c.note(v, "",

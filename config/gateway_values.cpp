@@ -27,6 +27,12 @@ std::chrono::seconds approval_timeout_key(Table& s, bool asks, std::string_view 
 
 bool is_absolute_path(std::string_view p) { return !p.empty() && p.front() == '/' && p.find('\0') == p.npos; }
 
+bool is_user_name(const std::string& n) {
+    auto in = [](char ch, std::string_view also) { return (ch >= 'a' && ch <= 'z') || also.find(ch) != std::string_view::npos; };
+    if (n.empty() || n.size() > 32 || !in(n.front(), "_")) return false;
+    return std::all_of(n.begin(), n.end(), [&](char ch) { return in(ch, "_-0123456789"); });
+}
+
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 namespace {

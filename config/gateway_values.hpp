@@ -32,6 +32,8 @@ bool is_valid_template(std::string_view t);
 std::optional<Route> parse_route(const std::string& text);
 bool is_credential_name(const std::string& n);
 bool is_env_name(const std::string& n);
+// A Unix user name as useradd takes it: [a-z_][a-z0-9_-]*, at most 32.
+bool is_user_name(const std::string& n);
 
 class Table;
 // The one value here that reports its own problem (a grant's and an MCP

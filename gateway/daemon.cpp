@@ -33,6 +33,7 @@
 #include "base/log.hpp"
 #include "approval/protocol.hpp"
 #include "gateway/approval_desk.hpp"
+#include "gateway/approval_notifier.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "gateway/daemon_claim.hpp"
@@ -393,6 +394,13 @@ int serve_daemon(DaemonOptions options) {
     const std::string decider = "daemon";
     asio::co_spawn(ioc, serve_approval_control(*control_acceptor, gw.approvals(), decider), asio::detached);
     ready_lines.push_back("approvals unix:" + control_path);
+    // The notifier hook, when configured: told of each new request.
+    std::optional<ApprovalNotifier> notifier;
+    if (!cfg.gateway.approval_command.empty()) {
+        notifier.emplace(ioc.get_executor(), cfg.gateway.approval_command,
+                         resolve_hook_user(cfg.gateway.approval_command_user));
+        gw.approvals().on_asked([&n = *notifier](const approval::Entry& e) { n.notify(e); });
+    }
 
     if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance, tools), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);
@@ -409,6 +417,7 @@ int serve_daemon(DaemonOptions options) {
         // A request still waiting for a person ends now, recorded as
         // cancelled: nobody can approve it once the daemon is gone.
         gw.approvals().cancel_all("the gateway daemon stopped");
+        if (notifier) notifier->stop();
     };
     asio::co_spawn(ioc, stop_on_signal(stop_signals, close_listeners, gw, loops, options.shutdown_grace), asio::detached);
     for (const auto& l : ready_lines) std::printf("%s\n", l.c_str());

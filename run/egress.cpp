@@ -23,6 +23,7 @@
 #include "config/gateway_config.hpp"
 #include "approval/protocol.hpp"
 #include "gateway/approval_desk.hpp"
+#include "gateway/approval_notifier.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/identity.hpp"
 #include "gateway/mcp_endpoint.hpp"
@@ -129,6 +130,8 @@ public:
         if (!config_.tools.empty() && config_.tools.budgets.per_worker)
             throw UsageError(tool_calls_per_worker_refusal(id_.worker));
         require_credentials(config_);
+        if (!config_.gateway.approval_command.empty())
+            hook_user_ = gateway::resolve_hook_user(config_.gateway.approval_command_user);
         // Checked now (a run that cannot authenticate must not start) but kept
         // only from start() on, after the clone: the init and the reaper are
         // copies of this process and must hold no secret (docs/security.md).
@@ -211,6 +214,7 @@ protected:
     void after_loop() override {
         if (!gateway_) return;
         gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
+        if (notifier_) notifier_->stop();  // a hook still telling of a request that ended
         if (control_) {
             boost::system::error_code ignored;
             control_->close(ignored);
@@ -242,6 +246,11 @@ private:
         const std::string decider = "run " + id_.run_id;
         boost::asio::co_spawn(*ioc_, gateway::serve_approval_control(*control_, gateway_->approvals(), decider),
                               boost::asio::detached);
+        if (hook_user_) {
+            notifier_ = std::make_unique<gateway::ApprovalNotifier>(ioc_->get_executor(),
+                                                                    config_.gateway.approval_command, *hook_user_);
+            gateway_->approvals().on_asked([n = notifier_.get()](const approval::Entry& e) { n->notify(e); });
+        }
     }
 
     // The worker's MCP pins store (run/mcp_pin_store.hpp): what earlier runs
@@ -274,6 +283,8 @@ private:
     std::string pin_dir_;                            // its pins store's directory
     std::string control_socket_;                     // the approvals control socket's path
     std::unique_ptr<boost::asio::local::stream_protocol::acceptor> control_;  // while it serves
+    std::optional<gateway::HookUser> hook_user_;              // [gateway] approval_command's user
+    std::unique_ptr<gateway::ApprovalNotifier> notifier_;    // with control_, when approval_command is set
     gateway::ApprovalCounts approvals_;
     std::uint64_t requests_ = 0, refusals_ = 0, egress_refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;

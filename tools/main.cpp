@@ -12,6 +12,7 @@
 
 #include "base/suggest.hpp"
 #include "base/terminal_text.hpp"
+#include "supervisor/exec_as_user.hpp"
 #include "supervisor/privilege_drop.hpp"
 #include "tools/commands.hpp"
 #include "tools/subcommands.hpp"
@@ -117,6 +118,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string_view name = argv[1];
+    // Not a subcommand a person types: the notifier hook's way to its user.
+    if (name == corral::supervisor::kExecAsUserCommand) return corral::supervisor::exec_as_user_main(argc - 1, argv + 1);
     if (name == "--version") {
         std::printf("corral %s\n", CORRAL_VERSION);
         return 0;

@@ -275,6 +275,49 @@ TEST_CASE("approval: --ask turns an unlisted host's refusal into a request a per
     CHECK(json::parse(read_file(plain_dir + "/run.json"))["gateway"]["approvals"]["requested"] == 0);
 }
 
+TEST_CASE("approval: the notifier hook gets the request as JSON, as nobody, without the gateway's environment; a "
+          "failing hook changes nothing") {
+    World& w = world();
+    // The same worker as "ask", in an organisation whose gateway has a hook
+    // that says who it is, what it read and its environment, then fails:
+    // corral logs a failing hook's output, which is how this test reads it.
+    const std::string org = w.dir + "/org-hook";
+    fs::create_directories(org + "/workers/ask");
+    fs::copy_file(approval_org() + "/workers/ask/worker.toml", org + "/workers/ask/worker.toml",
+                  fs::copy_options::overwrite_existing);
+    write_file(org + "/org.toml", "[gateway]\napproval_command = [\"/bin/sh\", \"-c\", "
+                                  "\"echo uid=$(id -u) gid=$(id -g); head -c 2000; echo; env | sort; exit 3\"]\n");
+    const std::string run_dir = w.dir + "/run-hook";
+    std::vector<std::string> argv{corral_bin(), "run", "--config", org, "--worker", "ask", "--rootfs", "host",
+                                  "--run-dir", run_dir, "--state-dir", state_dir(), "--ro-bind",
+                                  test_ca_dir() + ":/testca", "--timeout", "90s", "--", "/bin/sh", "-c",
+                                  https_probe("/hooked")};
+    RunOptions o;
+    o.stderr_file = run_dir + ".corral-stderr";
+    auto corral = std::make_unique<Background>(argv, o);
+    json e = wait_pending();
+    REQUIRE(e.is_object());
+    const std::string id = e["id"];
+    // The hook's failure is logged once it ended (bounded wait: a hang guard).
+    std::string log;
+    for (int i = 0; i < 300 && log.find("approval_command for " + id + " failed") == std::string::npos; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        log = read_file(run_dir + ".corral-stderr");
+    }
+    INFO(log);
+    CHECK(log.find("approval_command for " + id + " failed: exited 3") != std::string::npos);
+    CHECK(log.find("uid=65534 gid=65534") != std::string::npos);
+    CHECK(log.find("\"id\":\"" + id + "\"") != std::string::npos);   // the request as JSON on stdin
+    CHECK(log.find("\"digest\":\"" + e["digest"].get<std::string>() + "\"") != std::string::npos);
+    CHECK(log.find("CORRAL_APPROVAL_ID=" + id) != std::string::npos);
+    CHECK(log.find("CORRAL_APPROVAL_KIND=egress") != std::string::npos);
+    CHECK(log.find("CORRAL_BIN=") == std::string::npos);  // none of the gateway's environment
+    // The request still waits, and a person's decision still decides it.
+    REQUIRE(pending().size() == 1);
+    CHECK(corral_cmd({"approve", id}).exit_code == 0);
+    CHECK(finish(*corral, run_dir) == "connect=200 code=200\n");
+}
+
 TEST_CASE("approval: no decision by approval_timeout is timed_out, never a deny: the box is told no consent was given") {
     World& w = world();
     const std::string run_dir = w.dir + "/run-timeout";
