@@ -139,6 +139,11 @@ void parse_server(Checker& c, const std::string& name, const toml::value& v, con
         c.bad(v, prefix, quote(name) + " (" + bad->problem + ")", mcp_toml::server_name_allowed);
         return;
     }
+    // corral's own server (report_outcome, gateway/mcp_builtin.hpp) answers there.
+    if (name == mcp::kBuiltinServerName) {
+        c.bad(v, prefix, "\"corral\" (reserved: corral's built-in server, report_outcome)", mcp_toml::server_name_allowed);
+        return;
+    }
     std::set<std::string> keys = {"allow_server_requests"};
     keys.insert(kStdioKeys.begin(), kStdioKeys.end());
     keys.insert(kHttpKeys.begin(), kHttpKeys.end());

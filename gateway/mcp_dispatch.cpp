@@ -4,6 +4,7 @@
 // McpUpstreamAnswer for govern_answer.
 #include <boost/beast/http.hpp>
 
+#include "gateway/mcp_builtin.hpp"
 #include "gateway/mcp_forward.hpp"
 #include "gateway/mcp_stdio.hpp"
 
@@ -42,6 +43,12 @@ awaitable<McpForward> forward_to_server(Conn& c, McpTools& tools, const std::str
                                         const mcp::ReadResult& read) {
     if (const auto* remote = tools.remote(server)) co_return co_await forward_mcp(c, *remote, box);
     if (auto* channel = tools.stdio(server)) co_return co_await forward_stdio(c, *channel, box, read);
+    if (tools.is_builtin(server)) {  // answered here: nothing to forward
+        McpForward f;
+        const std::string identity = c.id.str();
+        f.answer = answer_builtin(read, [&](const approval::AgentReport& r) { tools.take_report(identity, r); });
+        co_return f;
+    }
     McpForward f;  // check_request let through only a server tools.serves(): never here
     f.refusal = Refusal{std::string(reason::upstream_connect), "MCP server " + server + " is not served", Phase::upstream};
     co_return f;

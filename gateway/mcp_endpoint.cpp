@@ -2,6 +2,7 @@
 
 #include "base/sys_error.hpp"
 #include "config/gateway_values.hpp"
+#include "gateway/mcp_builtin.hpp"
 #include "gateway/mcp_stdio.hpp"
 
 namespace corral::gateway {
@@ -39,6 +40,31 @@ McpTools::McpTools(mcp::ToolsConfig tools, std::shared_ptr<WorkerCalls> across_r
 }
 
 McpTools::~McpTools() = default;
+
+void McpTools::serve_builtin() {
+    builtin_ = true;
+    tools_.policy.servers.insert(std::string(kBuiltinServer));
+    tools_.policy.rules.push_back(builtin_rule());
+}
+
+bool McpTools::is_builtin(std::string_view name) const { return builtin_ && name == kBuiltinServer; }
+
+bool McpTools::allows_server_requests(std::string_view name) const {
+    auto it = tools_.servers.find(std::string(name));
+    return it != tools_.servers.end() && it->second.allow_server_requests;
+}
+
+void McpTools::take_report(const std::string& identity, approval::AgentReport report) {
+    std::lock_guard lock(calls_mutex_);
+    reports_[identity] = std::move(report);
+}
+
+std::optional<approval::AgentReport> McpTools::report(const std::string& identity) const {
+    std::lock_guard lock(calls_mutex_);
+    auto it = reports_.find(identity);
+    if (it == reports_.end()) return std::nullopt;
+    return it->second;
+}
 
 McpCalls& McpTools::calls(const std::string& identity) {
     std::lock_guard lock(calls_mutex_);

@@ -16,9 +16,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "approval/attested.hpp"
 #include "config/gateway_config.hpp"
 #include "gateway/mcp_budget.hpp"
 #include "gateway/secret_scrubber.hpp"
@@ -59,7 +61,18 @@ public:
     StdioChannel* stdio(std::string_view name) const;
     // Whether `name` is a server this gateway serves: a remote one, or a
     // stdio one with a launcher. Any other is unknown_server.
-    bool serves(std::string_view name) const { return remote(name) || stdio(name); }
+    bool serves(std::string_view name) const { return remote(name) || stdio(name) || is_builtin(name); }
+    // corral's built-in server (gateway/mcp_builtin.hpp: report_outcome)
+    // is served from now on, its allow rule in the policy. Before serving.
+    void serve_builtin();
+    bool is_builtin(std::string_view name) const;
+    // Whether `name` may send the box requests of its own (the server's
+    // allow_server_requests; never the built-in one).
+    bool allows_server_requests(std::string_view name) const;
+    // The last report_outcome of the run `identity` (its agent may report
+    // again: the last word counts), if it made one. Thread-safe.
+    void take_report(const std::string& identity, approval::AgentReport report);
+    std::optional<approval::AgentReport> report(const std::string& identity) const;
     // Serves the worker's stdio servers through `launcher` (the run's), each
     // answer line at most `max_line` bytes. Before any connection is served.
     void serve_stdio(std::shared_ptr<StdioLauncher> launcher, std::size_t max_line);
@@ -113,6 +126,8 @@ private:
     std::mutex mutex_;
     mcp::PinBook pins_;
     std::shared_ptr<const ScrubPatterns> patterns_;
+    bool builtin_ = false;
+    std::map<std::string, approval::AgentReport, std::less<>> reports_;  // by identity, under calls_mutex_
 };
 
 // The grant an HTTP server's dial goes by: its host and port, its

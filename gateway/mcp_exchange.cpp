@@ -88,8 +88,9 @@ McpRequest check_request(McpTools& tools, const std::string& identity, const Req
         }
     }
     // Last, so that only a call corral would forward spends the budget (a
-    // call waiting for a person reserves once it is approved).
-    if (!r.asks_approval) r.denial = tools.calls(identity).reserve(r.server, call_names(r.read.messages));
+    // call waiting for a person reserves once it is approved). The agent's
+    // report to corral itself costs nothing and is never refused for budget.
+    if (!r.asks_approval && !tools.is_builtin(r.server)) r.denial = tools.calls(identity).reserve(r.server, call_names(r.read.messages));
     return r;
 }
 
@@ -256,7 +257,7 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
             if (m.kind == mcp::Kind::request) a.outcomes.push_back({m.id, f.refusal->reason + ": " + f.refusal->detail, 0, ""});
     } else {
         McpAnswerContext ctx{r.server, r.read.messages, r.read.batch,
-                             tools.config().servers.at(r.server).allow_server_requests, c.limits().max_response_bytes,
+                             tools.allows_server_requests(r.server), c.limits().max_response_bytes,
                              tools.scrub_patterns(c.gw.secrets),
                              tools.config().log_arguments ? kLoggedTextBytes : 0};
         a = govern_answer(std::move(f.answer), ctx, tools);

@@ -10,12 +10,17 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "mcp/policy.hpp"
 
 namespace corral::mcp {
+
+// The server name corral's own tools answer on ("/mcp/corral": report_outcome,
+// gateway/mcp_builtin.hpp): reserved, no [mcp.servers.NAME] may take it.
+inline constexpr std::string_view kBuiltinServerName = "corral";
 
 // A server corral starts as a child outside the agent's box. Its
 // environment's secrets are read by the host from credential sources and

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/regular_file.hpp"
+#include "mcp/servers.hpp"
 
 namespace corral::run {
 
@@ -89,6 +90,7 @@ AgentRun prepare_agent_run(const RunRequest& r, const RunInputs& in, const RunPl
     // Its MCP servers as corral's endpoints on the box's MCP listener, a
     // stdio one's as a remote one's (its process is in a box of its own).
     for (const auto& [name, server] : plan.gateway.tools.servers) ai.mcp.servers.push_back(name);
+    if (plan.builtin_tools) ai.mcp.servers.push_back(std::string(mcp::kBuiltinServerName));
     ai.mcp.port = mcp_bridge_port;
     AgentRun out;
     out.profile = agents::make_agent_profile(w.agent, ai);

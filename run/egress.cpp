@@ -115,8 +115,9 @@ void require_credentials(const config::GatewayConfig& cfg) {
 
 class EmbeddedEgress final : public Egress {
 public:
-    EmbeddedEgress(config::GatewayConfig config, bool intercepts, gateway::Identity id, std::string control_socket)
-        : config_(std::move(config)), intercepts_(intercepts), id_(std::move(id)),
+    EmbeddedEgress(config::GatewayConfig config, bool intercepts, bool builtin_tools, gateway::Identity id,
+                   std::string control_socket)
+        : config_(std::move(config)), intercepts_(intercepts), builtin_tools_(builtin_tools), id_(std::move(id)),
           control_socket_(std::move(control_socket)) {}
     ~EmbeddedEgress() override { stop(); }
 
@@ -137,10 +138,12 @@ public:
         // copies of this process and must hold no secret (docs/security.md).
         for (auto& [name, secret] : config::load_credential_secrets(config_)) explicit_bzero(secret.data(), secret.size());
         gateway_ = std::make_unique<gateway::Gateway>(config_, std::map<std::string, std::string>{});
-        // The worker's MCP servers: one McpTools (one PinBook) for the run.
-        if (!config_.tools.empty()) {
+        // The worker's MCP servers: one McpTools (one PinBook) for the run;
+        // an agent run's also serves corral's own (report_outcome).
+        if (!config_.tools.empty() || builtin_tools_) {
             mcp_tools_ = std::make_shared<gateway::McpTools>(config_.tools);
-            load_pins();
+            if (builtin_tools_) mcp_tools_->serve_builtin();
+            if (!config_.tools.empty()) load_pins();
         }
         if (!gateway_->ledger().healthy())
             throw UsageError("ledger " + gateway_->ledger().path() + ": " + gateway_->ledger().failure());
@@ -170,6 +173,7 @@ public:
                 {"approvals", gateway_ && started_ ? gateway::approval_counts_json(approvals_) : json(nullptr)}};
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
+    std::optional<approval::AgentReport> agent_report() const override { return agent_report_; }
     json tools_record() const override {
         if (!mcp_tools_) return nullptr;
         json out = gateway::tool_counts_json(mcp_tools_->counts(id_.str()));
@@ -229,6 +233,7 @@ protected:
         secrets_reflected_ = gateway_->ledger().secrets_reflected(identity);
         model_ = gateway_->model_totals(identity);
         approvals_ = gateway_->approvals().counts(identity);
+        if (mcp_tools_) agent_report_ = mcp_tools_->report(identity);
         ledger_failure_ = gateway_->ledger().failure();
         if (!ledger_failure_.empty())
             stop_messages_.push_back("the ledger failed during the run (" + ledger_failure_ +
@@ -273,6 +278,7 @@ private:
 
     config::GatewayConfig config_;  // where the secrets are read from in before_loop()
     bool intercepts_;
+    bool builtin_tools_;            // serve corral's own MCP server (an agent run)
     gateway::Identity id_;
     // The gateway outlives the loop (the coroutine frames the loop destroys
     // give buffers back to it); its pooled upstream sockets, which need the
@@ -288,6 +294,7 @@ private:
     gateway::ApprovalCounts approvals_;
     std::uint64_t requests_ = 0, refusals_ = 0, egress_refusals_ = 0, secrets_reflected_ = 0;
     std::optional<gateway::metering::MeterTotals> model_;
+    std::optional<approval::AgentReport> agent_report_;
     std::string ledger_failure_;
 };
 
@@ -546,7 +553,7 @@ std::unique_ptr<Egress> make_egress(const RunPlan& plan) {
     if (plan.daemon_socket)
         return std::make_unique<DaemonEgress>(*plan.daemon_socket, plan.gateway.gateway.state_dir,
                                               plan.identity, !plan.gateway.tools.empty());
-    return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts, plan.identity,
+    return std::make_unique<EmbeddedEgress>(plan.gateway, plan.intercepts, plan.builtin_tools, plan.identity,
                                             approval::run_control_socket(plan.state_dir, plan.identity.run_id));
 }
 

@@ -27,6 +27,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
+#include "approval/attested.hpp"
 #include "base/checked.hpp"
 #include "gateway/metering/totals.hpp"
 #include "gateway/ledger.hpp"
@@ -106,6 +107,10 @@ public:
     // run.json's "tools": the run's tool calls through the MCP endpoint
     // (gateway::tool_counts_json), null when this egress serves no MCP.
     virtual nlohmann::json tools_record() const { return nullptr; }
+    // What the agent reported through report_outcome (gateway/mcp_builtin.hpp),
+    // once stop() has taken it; nullopt when it did not (or this egress does
+    // not serve corral's built-in server).
+    virtual std::optional<approval::AgentReport> agent_report() const { return std::nullopt; }
     // The run's model traffic, once stop() has taken the counts (nullopt
     // before, or when they could not be had).
     virtual std::optional<gateway::metering::MeterTotals> model_totals() const = 0;

@@ -80,8 +80,8 @@ approval::HostEvidence host_evidence(const supervisor::RunRecord& record) {
     return h;
 }
 
-nlohmann::json attested_record(const supervisor::RunRecord& record) {
-    return approval::attested_json(approval::attest(host_evidence(record), std::nullopt), std::nullopt);
+nlohmann::json attested_record(const supervisor::RunRecord& record, const std::optional<approval::AgentReport>& agent) {
+    return approval::attested_json(approval::attest(host_evidence(record), agent), agent);
 }
 
 }  // namespace corral::run

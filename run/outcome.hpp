@@ -41,8 +41,9 @@ CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool o
 // one, and any budget exhausted (model or tool calls).
 approval::HostEvidence host_evidence(const supervisor::RunRecord& record);
 
-// run.json's and the terminal record's "attested" for an ended run; the
-// agent's own report is not served yet (report_outcome), so it is null.
-nlohmann::json attested_record(const supervisor::RunRecord& record);
+// run.json's and the terminal record's "attested" for an ended run, with
+// what its agent reported through report_outcome, if it did.
+nlohmann::json attested_record(const supervisor::RunRecord& record,
+                               const std::optional<approval::AgentReport>& agent = std::nullopt);
 
 }  // namespace corral::run

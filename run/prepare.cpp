@@ -203,6 +203,10 @@ std::string seconds(std::chrono::system_clock::duration d) {
 
 std::string run_summary_line(const supervisor::RunRecord& record, const std::string& run_dir) {
     std::string line = record.id + ": " + how_it_ended(record) + " after " + seconds(record.ended_at - record.started_at);
+    // What the host attests (docs/approvals.md "The attested outcome").
+    if (const auto a = record.extra.find("attested"); a != record.extra.end() && a->is_object() &&
+                                                       a->value("outcome", nlohmann::json(nullptr)).is_string())
+        line += "; attested " + (*a)["outcome"].get<std::string>();
     if (const auto g = record.extra.find("gateway"); g != record.extra.end() && g->is_object()) {
         const auto& requests = (*g)["requests"];
         const auto& refusals = (*g)["refusals"];

@@ -145,6 +145,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
                          "): run a command with `corral run --config DIR --worker " + in.worker->name +
                          " -- CMD`, or give it an agent to use --prompt");
     plan.agent = requested_agent(r, in.worker);
+    plan.builtin_tools = r.agent() && !r.gateway;
     // A session of a worker with an agent runs it on each `corral exec
     // --prompt` when the agent's credential is there; without it the session
     // still runs commands, and says once why a prompt would be refused.

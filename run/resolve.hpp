@@ -81,6 +81,9 @@ struct RunPlan {
     // The box trusts corral's CA (an inject grant, or a daemon whose grants
     // are unknown here); otherwise its own trust store is kept.
     bool intercepts = false;
+    // An agent run (--prompt) with the embedded gateway: its agent gets
+    // corral's own MCP server, report_outcome (gateway/mcp_builtin.hpp).
+    bool builtin_tools = false;
     // An agent run's own variables (HOME, sentinel credentials, telemetry
     // switches), from its profile (finish_plan).
     EnvList agent_env;

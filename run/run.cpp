@@ -374,7 +374,7 @@ int Run::finish(RunEnd end) {
     record_.state = "finished";
     record_.ended_at = std::chrono::system_clock::now();
     // What the host attests of the run, from the record as it stands now.
-    record_.extra["attested"] = attested_record(record_);
+    record_.extra["attested"] = attested_record(record_, egress_ ? egress_->agent_report() : std::nullopt);
     if (journal_ && !journal_->terminated()) {
         try {
             journal_->append(journal::kTypeTerminal, terminal_payload(record_, place_.run_dir, stdout_log_name_),

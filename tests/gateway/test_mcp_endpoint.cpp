@@ -258,3 +258,45 @@ TEST_CASE("mcp ledger: without log_arguments, neither arguments nor results are 
 }
 
 }  // namespace corral::test::loopback
+
+namespace corral::test::loopback {
+
+TEST_CASE("mcp endpoint: corral's built-in server answers report_outcome itself; the last report is kept") {
+    Endpoint ep;
+    ep.tools->serve_builtin();  // before the first connection
+    auto builtin = [&](const json& body) { return json::parse(ep.post(body, "", "corral").body()); };
+    auto init = builtin({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                         {"params", {{"protocolVersion", "2025-06-18"}}}});
+    CHECK(init["result"]["protocolVersion"] == "2025-06-18");
+    CHECK(init["result"]["serverInfo"]["name"] == "corral");
+    auto list = builtin({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}});
+    REQUIRE(list["result"]["tools"].size() == 1);
+    CHECK(list["result"]["tools"][0]["name"] == "report_outcome");
+
+    const std::string run = "worker-a/run-1";
+    auto bad = builtin(call(3, "report_outcome", {{"status", "done"}, {"summary", "x"}}));
+    CHECK(bad["result"]["isError"] == true);
+    CHECK(bad["result"]["content"][0]["text"].get<std::string>().find("not one of completed, failed, needs_review") != std::string::npos);
+    CHECK(!ep.tools->report(run));
+    auto first = builtin(call(4, "report_outcome", {{"status", "completed"}, {"summary", "done"}}));
+    CHECK(first["result"]["isError"] == false);
+    auto last = builtin(call(5, "report_outcome", {{"status", "needs_review"}, {"summary", "tests pass; one is flaky"}}));
+    CHECK(last["result"]["isError"] == false);
+    auto report = ep.tools->report(run);
+    REQUIRE(report);
+    CHECK(report->status == approval::AgentReport::Status::needs_review);
+    CHECK(report->summary == "tests pass; one is flaky");
+
+    // No other tool of the built-in server, and nothing reaches a real server.
+    auto other = builtin(call(6, "shell", {{"cmd", "id"}}));
+    CHECK(other["error"]["data"]["reason"] == "unknown_tool");
+    CHECK(ep.server.count("tools/call") == 0);
+    // Recorded like any call: a decision line naming the built-in rule.
+    bool decided = false;
+    for (const auto& l : ep.ledger_lines())
+        if (l.contains("tool") && l["tool"].value("phase", "") == "decision" && l["tool"].value("tool", "") == "report_outcome")
+            decided = decided || l["tool"].value("rule", "") == "corral (built-in)";
+    CHECK(decided);
+}
+
+}  // namespace corral::test::loopback

@@ -63,3 +63,17 @@ TEST_CASE("attested record: refused egress, refused tool calls, approvals withou
     budget.extra["gateway"]["model"] = {{"budget_refusals", 1}};
     CHECK(outcome_of(budget) == "needs_review");
 }
+
+TEST_CASE("attested record: the agent's report is kept beside the host's evidence and never turns a failure into a "
+          "success") {
+    const approval::AgentReport completed{approval::AgentReport::Status::completed, "all done"};
+    const approval::AgentReport review{approval::AgentReport::Status::needs_review, "a test is flaky"};
+    // A failed command stays failed, whatever the agent says.
+    auto failed = run::attested_record(exited(2), completed);
+    CHECK(failed["outcome"] == "failed");
+    CHECK(failed["agent_report"]["status"] == "completed");
+    CHECK(failed["agent_report"]["summary"] == "all done");
+    // A clean run the agent asks to have reviewed needs review.
+    CHECK(run::attested_record(exited(0), review)["outcome"] == "needs_review");
+    CHECK(run::attested_record(exited(0), completed)["outcome"] == "completed");
+}
