@@ -98,4 +98,22 @@ std::string decide_answer(const Checked<Entry>& decided) {
 
 std::string error_answer(const std::string& sentence) { return line_of({{"ok", false}, {"error", sentence}}); }
 
+json approval_counts_json(const ApprovalCounts& c) {
+    return {{"requested", c.requested}, {"approved", c.approved}, {"denied", c.denied},
+            {"timed_out", c.timed_out}, {"cancelled", c.cancelled}};
+}
+
+Checked<ApprovalCounts> approval_counts_from_json(const json& j) {
+    if (!j.is_object()) return Failed{"approvals must be an object of five counts"};
+    ApprovalCounts c;
+    for (auto [key, field] : {std::pair{"requested", &c.requested}, {"approved", &c.approved}, {"denied", &c.denied},
+                              {"timed_out", &c.timed_out}, {"cancelled", &c.cancelled}}) {
+        auto it = j.find(key);
+        if (it == j.end() || !it->is_number_unsigned())
+            return Failed{std::string("approvals.") + key + " must be an unsigned integer"};
+        *field = it->get<std::uint64_t>();
+    }
+    return c;
+}
+
 }  // namespace corral::approval

@@ -13,6 +13,7 @@
 // deciding process's Unix user from the socket (SO_PEERCRED).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -60,5 +61,14 @@ nlohmann::json entry_json(const Entry& e);
 std::string list_answer(const std::string& decider, const std::vector<Entry>& pending);
 std::string decide_answer(const Checked<Entry>& decided);
 std::string error_answer(const std::string& sentence);
+
+// How an identity's approvals ended (run.json's gateway.approvals; a daemon
+// sends a run's in its counts answer, gateway/daemon_protocol.hpp).
+struct ApprovalCounts {
+    std::uint64_t requested = 0, approved = 0, denied = 0, timed_out = 0, cancelled = 0;
+};
+nlohmann::json approval_counts_json(const ApprovalCounts& c);
+// The same object read back: each of the five an unsigned integer.
+Checked<ApprovalCounts> approval_counts_from_json(const nlohmann::json& j);
 
 }  // namespace corral::approval

@@ -50,11 +50,6 @@ std::string_view approval_reason(State s) {
     }
 }
 
-nlohmann::json approval_counts_json(const ApprovalCounts& c) {
-    return {{"requested", c.requested}, {"approved", c.approved}, {"denied", c.denied},
-            {"timed_out", c.timed_out}, {"cancelled", c.cancelled}};
-}
-
 ApprovalDesk::ApprovalDesk(Ledger& ledger) : ledger_(ledger) {
     queue_.on_decided([this](const std::string& id) { wake(id); });
 }

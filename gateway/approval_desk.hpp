@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "approval/protocol.hpp"
 #include "approval/queue.hpp"
 #include "gateway/ledger.hpp"
 #include "gateway/refusal.hpp"
@@ -39,11 +40,8 @@ namespace corral::gateway {
 struct Conn;
 struct Target;
 
-// How an identity's approvals ended (run.json's "approvals").
-struct ApprovalCounts {
-    std::uint64_t requested = 0, approved = 0, denied = 0, timed_out = 0, cancelled = 0;
-};
-nlohmann::json approval_counts_json(const ApprovalCounts& c);
+using approval::ApprovalCounts;
+using approval::approval_counts_json;
 
 class ApprovalDesk {
 public:

@@ -206,6 +206,7 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
             (*t)->refresh();  // a trust accepted since holds for this run from now on
             counts.tools = (*t)->counts(who);
         }
+        counts.approvals = gw.approvals().counts(who);
         std::string answer = counts_answer(counts);
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
         co_return;

@@ -85,6 +85,7 @@ std::string counts_answer(const DaemonCounts& c) {
         j["refused"].push_back({{"host", n.host}, {"port", n.port}, {"method", n.method}, {"mode", n.mode},
                                 {"reason", n.reason}, {"status", n.status}, {"count", n.count}});
     if (c.tools) j["tools"] = tool_counts_json(*c.tools);
+    if (c.approvals) j["approvals"] = approval::approval_counts_json(*c.approvals);
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -124,6 +125,11 @@ Checked<DaemonCounts> parse_counts_answer(std::string_view answer) {
             auto tools = tool_counts_from_json(*t);
             if (!tools) return Failed{"unexpected answer: " + tools.problem()};
             c.tools = *tools;
+        }
+        if (auto a = j.find("approvals"); a != j.end()) {
+            auto approvals = approval::approval_counts_from_json(*a);
+            if (!approvals) return Failed{"unexpected answer: " + approvals.problem()};
+            c.approvals = *approvals;
         }
         return c;
     } catch (const std::exception& e) {

@@ -20,7 +20,8 @@
 //   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>",
 //    "model":{...metering::totals_json...},
 //    "refused":[{"host","port","method","mode","reason","status","count"}, ...],
-//    "tools":{...tool_counts_json...}}   (only for a worker the daemon serves MCP servers of)
+//    "tools":{...tool_counts_json...},   (only for a worker the daemon serves MCP servers of)
+//    "approvals":{...approval_counts_json...}}
 // `instance` is drawn at the daemon's start: the same daemon answered at the
 // run's start and at its end only if it is unchanged (counts live in the
 // daemon's memory; a restarted daemon knows nothing of the run's earlier
@@ -37,6 +38,7 @@
 
 #include <vector>
 
+#include "approval/protocol.hpp"
 #include "gateway/identity.hpp"
 #include "gateway/ledger.hpp"
 #include "gateway/mcp_budget.hpp"
@@ -82,6 +84,7 @@ struct DaemonCounts {
     std::optional<metering::MeterTotals> model;  // model traffic; nullopt from a daemon older than this field
     std::vector<RefusalNotice> refused;   // the refused host:ports (Ledger::refusal_notices); [] from an older daemon
     std::optional<ToolCallCounts> tools;  // the run's MCP tool calls; nullopt when the daemon serves the worker no MCP
+    std::optional<approval::ApprovalCounts> approvals;  // how its approvals ended; nullopt from an older daemon
 };
 
 // The answer line, with its '\n'.

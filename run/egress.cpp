@@ -382,7 +382,9 @@ public:
                 {"secrets_reflected", counts_ ? json(counts_->secrets_reflected) : json(nullptr)},
                 {"ledger_failure", ledger_failure_.empty() ? json(nullptr) : json(ledger_failure_)},
                 {"model", counts_ && counts_->model ? gateway::metering::totals_json(*counts_->model) : json(nullptr)},
-                {"approvals", nullptr}};  // the daemon's are in its ledger and journal
+                // The daemon's count of the run's approvals (null: an older daemon, or no counts).
+                {"approvals", counts_ && counts_->approvals ? approval::approval_counts_json(*counts_->approvals)
+                                                            : json(nullptr)}};
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override {
         return counts_ ? counts_->model : std::nullopt;

@@ -385,6 +385,9 @@ TEST_CASE("approval through a `corral gateway` daemon: decided on its socket; it
     CHECK(approved->wait_exit(std::chrono::seconds(90)) == 0);
     CHECK(read_file(dir + "/approved/stdout.log") == "connect=200 code=200\n");
     CHECK(upstream_stats()["requests"] == before + 1);
+    // The daemon's count of the run's approvals, in the run's own record.
+    CHECK(json::parse(read_file(dir + "/approved/run.json"))["gateway"]["approvals"] ==
+          json{{"requested", 1}, {"approved", 1}, {"denied", 0}, {"timed_out", 0}, {"cancelled", 0}});
 
     // The daemon stops with a request waiting: it ends cancelled, recorded,
     // and the box's client is answered, not left hanging.

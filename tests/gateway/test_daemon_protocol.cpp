@@ -229,3 +229,22 @@ TEST_CASE("daemon protocol: the run's tool-call counts travel with the counts; a
         if (!r) CHECK(r.problem().find("every count an unsigned integer") != std::string::npos);
     }
 }
+
+TEST_CASE("daemon protocol: the run's approval counts travel with the counts; absent from an older daemon; bad ones "
+          "refused") {
+    DaemonCounts c;
+    c.requests = 2, c.instance = "ab";
+    CHECK(parse_counts_answer(counts_answer(c))->approvals == std::nullopt);
+    c.approvals = corral::approval::ApprovalCounts{3, 1, 1, 1, 0};
+    auto back = parse_counts_answer(counts_answer(c));
+    REQUIRE(back);
+    REQUIRE(back->approvals.has_value());
+    CHECK(corral::approval::approval_counts_json(*back->approvals) == corral::approval::approval_counts_json(*c.approvals));
+    for (const char* bad : {R"({"requests":1,"refusals":0,"approvals":{"requested":1}})",
+                            R"({"requests":1,"refusals":0,"approvals":{"requested":1,"approved":-1,"denied":0,"timed_out":0,"cancelled":0}})",
+                            R"({"requests":1,"refusals":0,"approvals":[]})"}) {
+        auto r = parse_counts_answer(bad);
+        CHECK_FALSE(r);
+        if (!r) CHECK(r.problem().find("approvals") != std::string::npos);
+    }
+}
