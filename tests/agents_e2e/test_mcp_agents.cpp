@@ -1,4 +1,4 @@
-// Governed tools with the real CLIs (issue 29): claude and codex in a
+// Governed tools with the real CLIs (issues 29 and 30): claude and codex in a
 // `corral run` whose worker has a remote MCP server (tests/mcp_e2e's
 // test_server.mjs over TLS on loopback, its own test CA, reached through the
 // server's connect_to), driven by the model stand-in scripted to call the
@@ -23,10 +23,12 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -48,8 +50,10 @@ namespace {
 enum class Transport { http, stdio };
 
 // The primary organisation with one more credential and, on the worker, the
-// test server (remote over TLS, or stdio in its own box) and its rules.
-std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::string& dir, int port, Transport t) {
+// test server (remote over TLS, or stdio in its own box) and its rules
+// (`rules`, or by default: the first tool allowed, echo of "ok*" only).
+std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::string& dir, int port, Transport t,
+                          const std::string& rules = "") {
     const std::string org = dir + "/org";
     fs::copy(org_dir(w, Org::primary), org, fs::copy_options::recursive);
     test::write_file(org + "/org.toml", test::read_file(org + "/org.toml") +
@@ -66,23 +70,28 @@ std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::str
               "\"-\"]\n"
               "secret_env = { CORRAL_MCP_TEST_SECRET = \"mcpkey\" }\n";
     const std::string first_tool = t == Transport::http ? "echo_header" : "echo_env";
+    const std::string default_rules =
+        "[[mcp.rules]]\nserver = \"tools\"\ntool = \"" + first_tool + "\"\naction = \"allow\"\n"
+        "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"allow\"\n"
+        "when = [ { pointer = \"/text\", glob = \"ok*\" } ]\n";
     test::write_file(worker, test::read_file(worker) + "\n[mcp.servers.tools]\n" + server +
-                                 "[[mcp.rules]]\nserver = \"tools\"\ntool = \"" + first_tool + "\"\naction = \"allow\"\n"
-                                 "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"allow\"\n"
-                                 "when = [ { pointer = \"/text\", glob = \"ok*\" } ]\n");
+                                 (rules.empty() ? default_rules : rules));
     return org;
+}
+
+void post_script(const World& w, const json& script) {
+    auto r = test::run({"curl", "-sS", "--max-time", "10", "-X", "POST", "--data-binary", script.dump(),
+                        "http://127.0.0.1:" + std::to_string(w.control_port) + "/script"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
 }
 
 void script_tool_calls(const World& w, Transport t) {
     const json first = t == Transport::http ? json{{"tool", "echo_header"}, {"arguments", {{"name", "authorization"}}}}
                                             : json{{"tool", "echo_env"}, {"arguments", {{"name", "CORRAL_MCP_TEST_SECRET"}}}};
-    json script = {{"calls",
-                    {first,
-                     {{"tool", "echo"}, {"arguments", {{"text", "ok, through"}}}},
-                     {{"tool", "echo"}, {"arguments", {{"text", "forbidden"}}}}}}};
-    auto r = test::run({"curl", "-sS", "--max-time", "10", "-X", "POST", "--data-binary", script.dump(),
-                        "http://127.0.0.1:" + std::to_string(w.control_port) + "/script"});
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    post_script(w, {{"calls",
+                     {first,
+                      {{"tool", "echo"}, {"arguments", {{"text", "ok, through"}}}},
+                      {{"tool", "echo"}, {"arguments", {{"text", "forbidden"}}}}}}});
 }
 
 // The MCP tool names the model was offered (a name with "tools__" in it,
@@ -189,7 +198,111 @@ void mcp_layer(const WorkerSpec& spec, Transport transport) {
     CHECK(refused_calls == 1);
 }
 
+// Approves, from a second process on the host (`corral approve`), the one
+// pending request whose arguments hold `text`; nothing else. Polls until
+// it did or `stop` is set (a hang guard of 120 s).
+void approve_when_asked(const std::string& state_dir, const std::string& text, const std::atomic<bool>& stop,
+                        std::string& approved_id) {
+    for (int i = 0; i < 1200 && !stop; ++i) {
+        auto list = test::run({test::corral_bin(), "approvals", "--json", "--state-dir", state_dir});
+        for (const auto& l : test::lines(list.out)) {
+            if (l.empty()) continue;
+            json e = json::parse(l);
+            if (e.value("arguments", "").find(text) == std::string::npos) continue;
+            if (test::run({test::corral_bin(), "approve", e["id"], "--state-dir", state_dir}).exit_code == 0)
+                approved_id = e["id"];
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+// Issue 30 with a real CLI under --prompt: echo is under an approval rule
+// (6 s). The first call ("approve me") is approved from a second process
+// and reaches the server once; the second ("nobody answers", another entry)
+// is never decided: it times out, never reaches the server, and the CLI
+// carries corral's sentence back without calling again. Then the agent
+// reports needs_review through corral's own report_outcome, which run.json
+// keeps beside the host's evidence.
+void approval_layer(const WorkerSpec& spec) {
+    const std::string missing = test::mcp_e2e::missing_prerequisite();
+    REQUIRE_MESSAGE(missing.empty(), missing);
+    auto& w = world();
+    const std::string dir = w.dir + "/approval-" + spec.name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    test::make_test_ca(dir, "corral agents MCP test CA");
+    test::make_test_leaf(dir, "mcp", "DNS:mcp.test.invalid");
+    test::write_file(dir + "/mcp.secret", "mcp-secret-" + test::random_hex(32) + "\n", 0600);
+    auto server = test::mcp_e2e::start_test_server(
+        {"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file", dir + "/calls.jsonl"});
+    const std::string org = write_mcp_org(w, spec, dir, server.port, Transport::http,
+                                          "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"approval\"\n"
+                                          "approval_timeout = \"6s\"\n");
+    post_script(w, {{"calls",
+                     {{{"tool", "echo"}, {"arguments", {{"text", "approve me"}}}},
+                      {{"tool", "echo"}, {"arguments", {{"text", "nobody answers"}}}},
+                      {{"tool", "report_outcome"},
+                       {"arguments", {{"status", "needs_review"}, {"summary", "one call was not approved"}}}}}}});
+    const std::string run_dir = dir + "/run";
+    const std::string state_dir = w.dir + "/corral-state";
+    const auto before = standin_seen().size();
+    std::atomic<bool> stop{false};
+    std::string approved_id;
+    std::thread approver([&] { approve_when_asked(state_dir, "approve me", stop, approved_id); });
+    test::RunOptions o;
+    o.timeout = std::chrono::seconds(240);
+    o.env["CORRAL_STATE_DIR"] = state_dir;
+    auto r = test::run({test::corral_bin(), "run", "--config", org, "--worker", spec.name, "--run-dir", run_dir,
+                        "--prompt", "Call the tools you are told to, then reply DONE"}, o);
+    stop = true;
+    approver.join();
+    const std::string calls = test::read_file(dir + "/calls.jsonl");
+    INFO("exit ", r.exit_code, "\nstdout:\n", r.out, "\nstderr:\n", r.err, "\ncalls at the server:\n", calls);
+    CHECK(r.exit_code == 0);
+    CHECK(finished_with_done(spec.kind, r.out));
+    CHECK(!approved_id.empty());
+
+    // At the server: the approved call, once; never the one nobody approved.
+    std::vector<json> at_server;
+    for (const auto& line : test::lines(calls))
+        if (line.rfind("{", 0) == 0) at_server.push_back(json::parse(line));
+    REQUIRE(at_server.size() == 1);
+    CHECK(at_server[0]["arguments"]["text"] == "approve me");
+
+    std::set<std::string> offered;
+    std::vector<std::string> results;
+    model_side(seen_since(before, model_host(spec.kind, Org::primary), true), offered, results);
+    INFO("results:\n", json(results).dump(1));
+    REQUIRE(results.size() == 3);
+    CHECK(results[0].find("approve me") != std::string::npos);
+    CHECK(results[1].find("no consent was given; do not try to reach the same result another way") != std::string::npos);
+    CHECK(results[2].find("recorded: needs_review") != std::string::npos);
+
+    // No retry: one decision line per scripted echo.
+    std::size_t echo_decisions = 0;
+    for (const auto& l : ledger_lines(run_dir + "/ledger.jsonl"))
+        if (l.contains("tool") && l["tool"].value("phase", "") == "decision" && l["tool"].value("tool", "") == "echo")
+            ++echo_decisions;
+    CHECK(echo_decisions == 2);
+    const json record = json::parse(test::read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"] ==
+          json{{"requested", 2}, {"approved", 1}, {"denied", 0}, {"timed_out", 1}, {"cancelled", 0}});
+    CHECK(record["attested"]["outcome"] == "needs_review");
+    CHECK(record["attested"]["agent_report"] == json{{"status", "needs_review"}, {"summary", "one call was not approved"}});
+    CHECK(r.err.find("; attested needs_review;") != std::string::npos);
+}
+
 }  // namespace
+
+TEST_CASE("approval: claude's tool call waits for a person: approved, called once; timed out, never called; then it "
+          "reports its outcome") {
+    approval_layer(agents_e2e::spec_named("claude"));
+}
+TEST_CASE("approval: codex's tool call waits for a person: approved, called once; timed out, never called; then it "
+          "reports its outcome") {
+    approval_layer(agents_e2e::spec_named("codex"));
+}
 
 TEST_CASE("mcp: claude calls a worker's MCP tools inside corral run; only allowed tools, the secret injected and masked") {
     mcp_layer(agents_e2e::spec_named("claude"), Transport::http);
