@@ -270,6 +270,26 @@ awaitable<bool> serve_one(Conn& c, McpTools& tools, Request& req, std::string se
     co_return co_await write_mcp_answer(c, a.status, a.content_type, a.body, session, keep) && keep;
 }
 
+// GET (the event stream a client may open) or DELETE (a session's end) of
+// /mcp/NAME: this endpoint offers neither, and MCP's Streamable HTTP answer
+// for that is 405. A protocol answer, not a refusal of anything the agent
+// asked (claude's SDK opens the stream after every initialize): recorded as
+// an allowed exchange with its status, never counted or shown as a refusal.
+bool is_stream_probe(const Request& req) {
+    std::string_view target = req.target();
+    return (req.method() == http::verb::get || req.method() == http::verb::delete_) && target.starts_with(kPathPrefix) &&
+           mcp::valid_tool_name(target.substr(kPathPrefix.size()));
+}
+
+awaitable<bool> answer_no_stream(Conn& c, LedgerEntry e, bool keep, Clock::time_point started) {
+    static const std::string kHead = "HTTP/1.1 405 Method Not Allowed\r\nAllow: POST\r\nContent-Length: 0\r\n";
+    const std::string head = kHead + (keep ? "" : "Connection: close\r\n") + "\r\n";
+    e.decision = Decision::allow, e.status = 405, e.duration_ms = ms_since(started);
+    record(c, std::move(e));
+    auto [ec, n] = co_await asio::async_write(c.client, asio::buffer(head), nothrow);
+    co_return !ec && keep;
+}
+
 // The server's name in "/mcp/NAME", or a refusal.
 std::variant<std::string, Refusal> server_of(const Request& req) {
     std::string_view target = req.target();
@@ -306,6 +326,10 @@ awaitable<void> serve_requests(std::shared_ptr<Conn> cp, std::shared_ptr<McpTool
         if (pr.parser) e.method = std::string(pr.parser->get().method_string());
         if (!refused) {
             e.path = std::string(pr.parser->get().target()).substr(0, kMcpLedgerPathChars);
+            if (is_stream_probe(pr.parser->get()) && pr.parser->is_done()) {
+                if (!co_await answer_no_stream(c, e, pr.parser->get().keep_alive(), started)) break;
+                continue;
+            }
             auto server = server_of(pr.parser->get());
             if (auto* why = std::get_if<Refusal>(&server)) refused = std::move(*why);
             if (!refused) refused = co_await read_mcp_body(c, *pr.parser);

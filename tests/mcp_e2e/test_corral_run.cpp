@@ -113,7 +113,7 @@ TEST_CASE("corral run: a worker's remote MCP server, governed end to end through
     // The run's ledger: a decision line per message, an outcome per request.
     std::vector<json> decisions, outcomes, first_sights;
     for (const auto& l : json_lines(read_file(b.run_dir + "/ledger.jsonl"))) {
-        // The SDK's GET for an event stream is refused (405) before any message: no tool object.
+        // The SDK's GET for an event stream is answered 405 before any message: no tool object.
         if (l.value("mode", "") != "mcp" || !l.contains("tool")) continue;
         CHECK(l["host"] == "mcp.test.invalid");
         const std::string phase = l["tool"].value("phase", "");
