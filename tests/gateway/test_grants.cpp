@@ -85,6 +85,19 @@ TEST_CASE("IP literal grants match only that exact address, in any spelling") {
     CHECK_FALSE(normalize_host("127.1").host);  // never reaches find_grant
 }
 
+TEST_CASE("--ask: an unlisted host's grant is a tunnel asking a person; an IP literal is the approved address") {
+    const config::Grant named = asked_grant(host("API.Example.com"), 8443);
+    CHECK(named.host == "api.example.com");
+    CHECK(named.port == 8443);
+    CHECK(named.mode == config::GrantMode::tunnel);
+    CHECK(named.credential.empty());
+    CHECK(named.approval);
+    CHECK(named.approval_timeout == std::chrono::seconds(300));
+    CHECK_FALSE(named.allow_private);  // a name must resolve to public addresses only
+    CHECK(asked_grant(host("[::1]"), 443).allow_private);
+    CHECK(asked_grant(host("10.0.0.7"), 80).allow_private);
+}
+
 TEST_CASE("identity scopes: worker globs and worker/run globs") {
     config::GatewayConfig cfg;
     auto g = grant("api.example.com");
