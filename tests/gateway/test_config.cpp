@@ -232,8 +232,19 @@ TEST_CASE("errors name file:line, the key, what was given and what is allowed") 
                        "mode = \"tunnel\"\nport = 70000\n") ==
           "F:10: key 'grants[1].port': got 70000, allowed: an integer 1..65535");
     CHECK(error_of(g + "bogus = 1\n") ==
-          "F:4: unknown key 'gateway.bogus', allowed: hosts_file | journal | ledger | limits | listen_tcp | listen_unix | "
-          "state_dir | tcp_identity | upstream_ca_file");
+          "F:4: unknown key 'gateway.bogus', allowed: approval_command | approval_command_user | hosts_file | journal | "
+          "ledger | limits | listen_tcp | listen_unix | state_dir | tcp_identity | upstream_ca_file");
+    // The notifier hook: an absolute program, a user other than root.
+    CHECK(error_of(g + "approval_command = \"notify\"\n").find(
+              "F:4: key 'gateway.approval_command': got \"notify\", allowed: an array of strings, the first an "
+              "absolute path") == 0);
+    CHECK(error_of(g + "approval_command = [\"notify\", \"--now\"]\n").find("allowed: an array of strings") !=
+          std::string::npos);
+    CHECK(error_of(g + "approval_command = []\n").find("allowed: an array of strings") != std::string::npos);
+    CHECK(error_of(g + "approval_command_user = \"root\"\n").find(
+              "F:4: key 'gateway.approval_command_user': got \"root\", allowed: a user name of the host other than "
+              "root") == 0);
+    CHECK(error_of(g + "approval_command_user = \"Bob Smith\"\n").find("approval_command_user") != std::string::npos);
     CHECK(error_of(g + "[gateway.limits]\nmax_body_bytes = \"12XB\"\n").find(
               "F:5: key 'gateway.limits.max_body_bytes': got \"12XB\", allowed: a size") == 0);
     CHECK(error_of(g + "[gateway.limits]\nread_timeout = \"forever\"\n").find(
@@ -505,4 +516,15 @@ TEST_CASE("a grant may name every host a request can name: \"0x\" and non-hex di
     CHECK(error_of(std::string(base_gateway) + "[[grants]]\nhost = \"x.0x1f\"\nmode = \"tunnel\"\n")
               .find("key 'grants[0].host'") != std::string::npos);
     CHECK_FALSE(gateway::normalize_host("x.0x1f").host);
+}
+
+TEST_CASE("[gateway] approval_command and approval_command_user: the notifier hook, default user nobody") {
+    TempDir d;
+    auto cfg = load_gateway_config(d.write("g.toml", std::string(base_gateway) + "approval_command = [\"/usr/local/bin/notify\", \"--chat\"]\n"));
+    CHECK(cfg.gateway.approval_command == std::vector<std::string>{"/usr/local/bin/notify", "--chat"});
+    CHECK(cfg.gateway.approval_command_user == "nobody");
+    auto none = load_gateway_config(d.write("h.toml", std::string(base_gateway)));
+    CHECK(none.gateway.approval_command.empty());
+    auto user = load_gateway_config(d.write("i.toml", std::string(base_gateway) + "approval_command_user = \"corral-notify\"\n"));
+    CHECK(user.gateway.approval_command_user == "corral-notify");
 }

@@ -181,7 +181,7 @@ TEST_CASE("usage errors: unknown option, missing value, missing command, value o
           "unknown option \"--bogus\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, --nofile, "
           "--cpus, --timeout, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
           "--tty, --log-limit, --sync-record, --uid-range, --config, --worker, --prompt, --prompt-file, --system-prompt-file, "
-          "--allow, --gateway, --help");
+          "--allow, --ask, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
     CHECK(error_of({"--pids", "3"}).starts_with("missing command"));
     CHECK(error_of({"--"}).starts_with("missing command"));
