@@ -520,9 +520,12 @@ TEST_CASE("shared daemon: per-identity connection cap and bounded refusal lines,
         // No model traffic here: every model total is 0.
         CHECK((*c)["model"]["requests"] == 0);
         CHECK((*c)["model"]["budget_refusals"] == 0);
+        // Nobody was asked for an approval.
+        CHECK((*c)["approvals"] == json{{"requested", 0}, {"approved", 0}, {"denied", 0}, {"timed_out", 0}, {"cancelled", 0}});
         c->erase("instance");
         c->erase("ledger");
         c->erase("model");
+        c->erase("approvals");
     }
     // The refused host:ports, each once with its count: what a run prints live.
     CHECK(count_b["refused"].empty());
