@@ -1,6 +1,7 @@
 #include "run/egress.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -32,6 +33,7 @@
 #include "run/prepare.hpp"
 #include "run/worker_tools.hpp"
 #include "run/state_dir.hpp"
+#include "run/terminal_approvals.hpp"
 #include "run/trust.hpp"
 #include "supervisor/invocation.hpp"
 
@@ -166,6 +168,7 @@ public:
                 {"approvals", gateway_ && started_ ? gateway::approval_counts_json(approvals_) : json(nullptr)}};
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
+    supervisor::QuestionSource* terminal_questions() override { return terminal_approvals_.get(); }
     json tools_record() const override {
         if (!mcp_tools_) return nullptr;
         json out = gateway::tool_counts_json(mcp_tools_->counts(id_.str()));
@@ -195,7 +198,13 @@ protected:
         // now: the agent's box exists, no clone of this process follows.
         if (stdio_servers_) stdio_servers_->use_secrets(secrets);
         gateway_->install_secrets(std::move(secrets));
-        if (asks_approval(config_)) serve_approvals();
+        if (!asks_approval(config_)) return;
+        if (approvals_at_terminal_) {
+            terminal_approvals_ =
+                std::make_unique<TerminalApprovals>(gateway_->approvals(), terminal_decider(::getuid()));
+            gateway_->approvals().announce_in_log(false);
+        }
+        serve_approvals();
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
     // Gives the exchanges a moment to write their ledger lines. A request
@@ -264,6 +273,8 @@ private:
     config::GatewayConfig config_;  // where the secrets are read from in before_loop()
     bool intercepts_;
     gateway::Identity id_;
+    // Before the gateway: the desk's listeners point into it until the gateway is gone.
+    std::unique_ptr<TerminalApprovals> terminal_approvals_;
     // The gateway outlives the loop (the coroutine frames the loop destroys
     // give buffers back to it); its pooled upstream sockets, which need the
     // loop's reactor, are closed in after_loop() before the loop goes.
