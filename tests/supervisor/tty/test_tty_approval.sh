@@ -31,7 +31,7 @@ if ! command -v python3 >/dev/null; then echo "FAIL: python3 (the stand-in upstr
 
 TMP=$(mktemp -d /tmp/corral-tty-approval.XXXXXX)
 SOCK="$TMP/tmux.sock"
-tm() { tmux -S "$SOCK" "$@"; }
+. "$(dirname "$0")/tmux_helpers.sh"
 UPSTREAM_PID=
 cleanup() {
   tm kill-server 2>/dev/null
@@ -40,31 +40,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failures=0
-passes=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-
-screen() { tm capture-pane -t "$1" -p -J; }
-# wait_for SESSION REGEX [SECONDS]: until the screen matches. SECONDS is a
-# hang guard, not a timing claim: the wait ends at the event.
-wait_for() {
-  local s=$1 re=$2 limit=${3:-60} i
-  for ((i = 0; i < limit * 10; i++)); do
-    if screen "$s" | grep -Eq -- "$re"; then return 0; fi
-    sleep 0.1
-  done
-  echo "--- screen of $s while waiting for /$re/:" >&2
-  screen "$s" >&2
-  return 1
-}
 # wait_file PATH: until it exists (hang guard 60 s).
 wait_file() {
   local i
   for ((i = 0; i < 600; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done
   return 1
 }
-type_line() { tm send-keys -t "$1" -l -- "$2"; tm send-keys -t "$1" Enter; }
 
 # The stand-in upstream: the host's loopback, a port the kernel picks.
 mkdir -p "$TMP/www"
