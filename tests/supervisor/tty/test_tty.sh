@@ -41,8 +41,6 @@ resized_to() {
   done
   return 1
 }
-# count SESSION REGEX: lines of the screen that match.
-count() { screen "$1" | grep -Ec -- "$2"; }
 
 # A host shell in a 120x40 tmux window; it records `stty -a` before and
 # after running corral, and corral's exit status. $2: corral's options

@@ -15,6 +15,8 @@
 #   elsewhere: `corral approve` from another process while the question is
 #              up: the question gives way to a notice, and the key pressed
 #              after it is the notice's;
+#   vi:        a full-screen program redraws its screen over the question
+#              after the answer (the window nudge);
 # each time the box's next `read` gets only the line typed after the
 # answer (no y or n reached the box), and ledger.jsonl and run.json record
 # the decision and who made it ("root (uid 0) at the run's terminal").
@@ -93,17 +95,23 @@ EOF
 # root's, so bound as is (not ID-mapped): the box's UID writes its marker
 # because anyone may.
 chmod 0777 "$TMP/ws"
-chmod 0644 "$TMP/ws/box.sh"
+# A full-screen program: vi draws first, then (the test says when) a
+# request asks; the question is drawn over vi's screen.
+cat > "$TMP/ws/vi.sh" <<EOF
+(while [ ! -e /workspace/go ]; do sleep 0.1; done; curl -sS --noproxy '' -x http://127.0.0.1:3128 -o /dev/null http://127.0.0.1:$PORT/hello.txt) &
+exec vi /tmp/new-file
+EOF
+chmod 0644 "$TMP/ws/box.sh" "$TMP/ws/vi.sh"
 
-# start_case SESSION: corral run --tty of the box in a host shell of a
-# 120x40 tmux window; the shell prints corral's exit status after it.
+# start_case SESSION [SCRIPT]: corral run --tty of the box (box.sh) in a
+# host shell of a 120x40 tmux window; the shell prints corral's exit status after it.
 start_case() {
-  local s=$1
+  local s=$1 script=${2:-box.sh}
   mkdir -p "$TMP/$s"
   rm -f "$TMP/ws/go" "$TMP/ws/wrote"
   tm new-session -d -s "$s" -x 120 -y 40 "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='host\$ ' bash --norc --noprofile -i"
   wait_for "$s" 'host\$' 60 || return 1
-  type_line "$s" "$CORRAL run --tty --config $ORG --worker ask --rootfs host --state-dir $STATE --uid-range $UID_RANGE --run-dir $TMP/$s/run --workspace $TMP/ws --timeout 120s -- /bin/sh /workspace/box.sh; echo corral-exit=\$?"
+  type_line "$s" "$CORRAL run --tty --config $ORG --worker ask --rootfs host --state-dir $STATE --uid-range $UID_RANGE --run-dir $TMP/$s/run --workspace $TMP/ws --timeout 120s -- /bin/sh /workspace/$script; echo corral-exit=\$?"
 }
 
 # The question is up and says what is asked; the box's output written
@@ -197,6 +205,35 @@ if question_is_up $s; then
   wait_for $s '^status=200' 60 && pass "$s: after the key, curl's answer is shown (it was approved)" || fail "$s: curl's answer did not come"
   box_untouched $s
   recorded $s approved "root (uid 0)"
+fi
+
+# ---- 4. a full-screen program redraws after the answer: the window nudge.
+if command -v vi >/dev/null; then
+  s=vi
+  start_case $s vi.sh
+  if wait_for $s '"/tmp/new-file"' 60; then
+    touch "$TMP/ws/go"
+    if wait_for $s 'approve this one request\? \[y/n\]' 60; then
+      tm send-keys -t $s y
+      # vi redraws on the SIGWINCH: its ~ lines fill the window again and no
+      # line of the question is left (bounded: a hang guard, not a timing claim).
+      for ((i = 0; i < 600; i++)); do
+        [ "$(count $s '^corral: ')" -eq 0 ] && [ "$(count $s '^~ *$')" -ge 36 ] && break
+        sleep 0.1
+      done
+      [ "$(count $s '^corral: ')" -eq 0 ] && [ "$(count $s '^~ *$')" -ge 36 ] &&
+        pass "$s: after the answer vi redrew its screen over the question" || { fail "$s: vi's screen was not redrawn:"; screen $s >&2; }
+    else
+      fail "$s: no question over vi"
+    fi
+    type_line $s ':q!'
+    wait_for $s '^corral-exit=' 60
+    screen $s | grep -q '^corral-exit=0$' && pass "$s: vi's :q! ends the run, exit 0" || fail "$s: $(screen $s | grep '^corral-exit=')"
+  else
+    fail "$s: vi did not start"
+  fi
+else
+  echo "SKIP (counted): no vi in the host rootfs"
 fi
 
 echo "$passes passed, $failures failed"

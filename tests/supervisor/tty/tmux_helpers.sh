@@ -24,5 +24,7 @@ wait_for() {
   screen "$s" >&2
   return 1
 }
+# count SESSION REGEX: lines of the screen that match.
+count() { screen "$1" | grep -Ec -- "$2"; }
 # type_line SESSION TEXT: TEXT typed as it is, then Enter.
 type_line() { tm send-keys -t "$1" -l -- "$2"; tm send-keys -t "$1" Enter; }
