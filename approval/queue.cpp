@@ -26,12 +26,12 @@ std::string random_hex8() {
 
 bool ended(State s) { return s != State::pending && s != State::approved; }
 
+}  // namespace
+
 std::string what_of(const Request& r) {
     if (r.kind == Request::Kind::tool) return "the call of tool " + r.tool + " of MCP server " + r.server;
     return r.method + " " + r.host + ":" + std::to_string(r.port) + r.path;
 }
-
-}  // namespace
 
 std::string request_digest(const Request& r) {
     // nlohmann's dump of an object sorts its keys: one canonical text.

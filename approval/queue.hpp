@@ -42,6 +42,10 @@ struct Request {
     std::string arguments_digest;  // "sha256:<hex>" of it
 };
 
+// The request in words, as the box's refusal and the --tty question say it:
+// "GET host:port/path", "the call of tool T of MCP server S".
+std::string what_of(const Request& r);
+
 // "sha256:<hex>" of the request's canonical form: every field above that
 // reaches the upstream (kind, identity, method, host, port, path; server,
 // tool, arguments digest). Two requests differing in any of them differ.

@@ -80,16 +80,20 @@ void ApprovalDesk::record(const approval::Entry& e, const char* phase) {
 }
 
 void ApprovalDesk::count_end(const approval::Entry& e) {
-    std::lock_guard lock(mutex_);
-    if (!ended_recorded_.insert(e.id).second) return;
-    ApprovalCounts& c = counts_[e.request.identity];
-    switch (e.state) {
-        case State::approved: ++c.approved; break;
-        case State::denied: ++c.denied; break;
-        case State::timed_out: ++c.timed_out; break;
-        case State::cancelled: ++c.cancelled; break;
-        default: break;
+    {
+        std::lock_guard lock(mutex_);
+        if (!ended_recorded_.insert(e.id).second) return;
+        ApprovalCounts& c = counts_[e.request.identity];
+        switch (e.state) {
+            case State::approved: ++c.approved; break;
+            case State::denied: ++c.denied; break;
+            case State::timed_out: ++c.timed_out; break;
+            case State::cancelled: ++c.cancelled; break;
+            default: break;
+        }
     }
+    // Outside the lock: a listener may look at the desk again.
+    for (const auto& tell : ended_listeners_) tell(e);
 }
 
 void ApprovalDesk::wake(const std::string& id) {
@@ -116,8 +120,10 @@ approval::Entry ApprovalDesk::ask(const approval::Request& r, std::chrono::secon
             ++counts_[r.identity].requested;
         }
         record(e, "requested");
-        log::info("gateway: approval " + e.id + " asked for " + r.identity + ": " + r.method + " " + r.host + ":" +
-                  std::to_string(r.port) + r.path + " (`corral approve " + e.id + "` or `corral deny " + e.id + "`)");
+        if (announce_)
+            log::info("gateway: approval " + e.id + " asked for " + r.identity + ": " + r.method + " " + r.host +
+                      ":" + std::to_string(r.port) + r.path + " (`corral approve " + e.id + "` or `corral deny " + e.id +
+                      "`)");
         for (const auto& tell : asked_listeners_) tell(e);
     }
     return e;
@@ -125,6 +131,10 @@ approval::Entry ApprovalDesk::ask(const approval::Request& r, std::chrono::secon
 
 void ApprovalDesk::on_asked(std::function<void(const approval::Entry&)> listener) {
     asked_listeners_.push_back(std::move(listener));
+}
+
+void ApprovalDesk::on_ended(std::function<void(const approval::Entry&)> listener) {
+    ended_listeners_.push_back(std::move(listener));
 }
 
 void ApprovalDesk::wake_on_decision(const std::string& id, const std::shared_ptr<asio::steady_timer>& timer) {
@@ -195,8 +205,9 @@ Checked<approval::Entry> ApprovalDesk::decide(const std::string& id, bool approv
     if (decided) {
         count_end(*decided);
         record(*decided, "decided");
-        log::info("gateway: approval " + decided->id + " " + approval::state_name(decided->state) + " by " +
-                  decided->decided_by);
+        if (announce_)
+            log::info("gateway: approval " + decided->id + " " + approval::state_name(decided->state) + " by " +
+                      decided->decided_by);
     }
     return decided;
 }

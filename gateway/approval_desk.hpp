@@ -67,6 +67,19 @@ public:
     // hand it on). Set before the gateway serves.
     void on_asked(std::function<void(const approval::Entry&)> listener);
 
+    // `listener` is told of each entry that ended (approved or denied by a
+    // person, timed out, cancelled), once, as it is counted, on the thread
+    // that ended it (a decider's, or the asking exchange's for a timeout):
+    // it must not block (the --tty prompt takes a question down). Set
+    // before the gateway serves.
+    void on_ended(std::function<void(const approval::Entry&)> listener);
+
+    // Whether each request asked and decided is also a log line (stderr):
+    // on by default (a run's operator learns the id to approve); off when a
+    // --tty run asks at its terminal instead, where a line would land in the
+    // middle of the box's screen. Set before the gateway serves.
+    void announce_in_log(bool on) { announce_ = on; }
+
     // Every pending entry ends `cancelled` (the run ended, the daemon
     // stops): recorded, and every held exchange is woken to refuse.
     void cancel_all(const std::string& why);
@@ -102,6 +115,8 @@ private:
     std::set<std::string> ended_recorded_;  // ids whose end is in the ledger already
     std::map<std::string, ApprovalCounts> counts_;
     std::vector<std::function<void(const approval::Entry&)>> asked_listeners_;
+    std::vector<std::function<void(const approval::Entry&)>> ended_listeners_;
+    bool announce_ = true;
 };
 
 // "alice (uid 1000)": who decided, as the kernel vouches for the socket's peer.

@@ -1,6 +1,7 @@
 #include "run/egress.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +34,7 @@
 #include "run/prepare.hpp"
 #include "run/worker_tools.hpp"
 #include "run/state_dir.hpp"
+#include "run/terminal_approvals.hpp"
 #include "run/trust.hpp"
 #include "supervisor/invocation.hpp"
 
@@ -174,6 +176,7 @@ public:
     }
     std::optional<gateway::metering::MeterTotals> model_totals() const override { return model_; }
     std::optional<approval::AgentReport> agent_report() const override { return agent_report_; }
+    supervisor::QuestionSource* terminal_questions() override { return terminal_approvals_.get(); }
     json tools_record() const override {
         if (!mcp_tools_) return nullptr;
         json out = gateway::tool_counts_json(mcp_tools_->counts(id_.str()));
@@ -203,7 +206,13 @@ protected:
         // now: the agent's box exists, no clone of this process follows.
         if (stdio_servers_) stdio_servers_->use_secrets(secrets);
         gateway_->install_secrets(std::move(secrets));
-        if (asks_approval(config_)) serve_approvals();
+        if (!asks_approval(config_)) return;
+        if (approvals_at_terminal_) {
+            terminal_approvals_ =
+                std::make_unique<TerminalApprovals>(gateway_->approvals(), terminal_decider(::getuid()));
+            gateway_->approvals().announce_in_log(false);
+        }
+        serve_approvals();
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
     // Gives the exchanges a moment to write their ledger lines. A request
@@ -280,6 +289,8 @@ private:
     bool intercepts_;
     bool builtin_tools_;            // serve corral's own MCP server (an agent run)
     gateway::Identity id_;
+    // Before the gateway: the desk's listeners point into it until the gateway is gone.
+    std::unique_ptr<TerminalApprovals> terminal_approvals_;
     // The gateway outlives the loop (the coroutine frames the loop destroys
     // give buffers back to it); its pooled upstream sockets, which need the
     // loop's reactor, are closed in after_loop() before the loop goes.

@@ -87,6 +87,15 @@ public:
     // would garble it. Call before start().
     void hold_refusal_lines_until_stop() { live_refusals_ = false; }
 
+    // --tty: the requests that wait for a person are asked at the run's own
+    // terminal too (run/terminal_approvals.hpp), and not announced in the
+    // log, whose lines would land in the box's screen. Call before start().
+    void ask_approvals_at_terminal() { approvals_at_terminal_ = true; }
+    // What the relay asks at the run's terminal, once start() ran; null when
+    // nothing is (no grant or tool rule asks a person, or --gateway: the
+    // daemon's requests are decided with `corral approve` alone).
+    virtual supervisor::QuestionSource* terminal_questions() { return nullptr; }
+
     // Where the refusal lines go (from the watcher's thread, and at stop()):
     // the run's own words, with its prefix ("corral run", "corral session").
     // Call before start(). Without one they are dropped.
@@ -142,6 +151,7 @@ protected:
     virtual std::vector<gateway::RefusalNotice> refusals_so_far() = 0;
 
     bool started_ = false;
+    bool approvals_at_terminal_ = false;
     // A session's: which role a connection comes from (null for a run).
     std::shared_ptr<const ConnectionRoles> roles_;
     std::unique_ptr<boost::asio::io_context> ioc_;

@@ -94,7 +94,9 @@ public:
     SuperviseResult serve(const RunBody& body, int interrupt_fd, const BodyContext& context) override {
         if (body.serve) return body.serve(*box_, interrupt_fd, context);
         start_command(*box_);
-        return supervise(*box_, OutputSinks{1, 2, interrupt_fd});
+        OutputSinks sinks{1, 2, interrupt_fd};
+        sinks.questions = context.questions;
+        return supervise(*box_, sinks);
     }
     TeardownReport teardown(CgroupUsage* usage) override {
         TeardownReport report = supervisor::teardown(*box_, usage);

@@ -132,7 +132,10 @@ Run::Next Run::resolve() {
         resolved_ = resolve_run(request_, *inputs_);
         steps_.check_can_start(request_, *inputs_, *resolved_);
         egress_ = steps_.make_egress(*resolved_);
-        if (request_.tty) egress_->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
+        if (request_.tty) {
+            egress_->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
+            egress_->ask_approvals_at_terminal();
+        }
         egress_->tell_refusals_to([prefix = body_.prefix](const std::string& line) {
             std::fprintf(stderr, "%s: %s\n", prefix, line.c_str());
         });
@@ -279,6 +282,7 @@ Run::Next Run::serve_body(int interrupt_fd) {
         context.agent = agent_ ? &*agent_ : nullptr;
         context.no_agent = plan_->no_session_agent;
         context.journal = journal_.get();
+        context.questions = request_.tty ? egress_->terminal_questions() : nullptr;
         result_ = steps_.serve(body_, interrupt_fd, context);
         log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {

@@ -48,6 +48,8 @@ struct BodyContext {
     const AgentRun* agent = nullptr;            // a session's agent (exec --prompt), when it has one
     std::string no_agent;                       // else why not
     journal::SharedJournal* journal = nullptr;  // the run's journal: a session's execs are recorded in it
+    // --tty: what is asked at the run's terminal (the approvals), or null.
+    supervisor::QuestionSource* questions = nullptr;
 };
 
 // What runs at the hook point: by default the request's command

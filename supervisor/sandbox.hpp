@@ -139,6 +139,9 @@ struct OutputSinks {
     // gone) once this is true: a session's stop never waits on a caller that
     // reads nothing.
     const std::atomic<bool>* abandon = nullptr;
+    // Optional (--tty): questions for the operator asked at the caller's
+    // terminal by the relay (terminal_prompt.hpp: a run's approvals).
+    QuestionSource* questions = nullptr;
 };
 
 struct SuperviseResult {

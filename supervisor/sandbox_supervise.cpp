@@ -156,6 +156,7 @@ public:
     }
 
     SuperviseResult run() {
+        if (w_.tty) w_.tty->ask_through(sinks_.questions);
         while (anything_left_to_watch()) {
             PollSet set = poll_set();
             const auto now = Clock::now();
@@ -177,6 +178,8 @@ public:
             if (set.has(set.pid, POLLIN)) {
                 init_exited_ = true;
                 drain_until_ = Clock::now() + 2s;
+                // Nobody waits for an answer any more; the box's last output is shown.
+                if (w_.tty) w_.tty->end_questions();
             }
             if (w_.done_at_status && !init_exited_ && command_ended()) {
                 // Background jobs may keep the reaper (and the pipes) alive:
@@ -185,7 +188,10 @@ public:
                 drain_until_ = Clock::now() + 1s;
             }
         }
-        if (w_.tty) restore_callers_terminal();
+        if (w_.tty) {
+            w_.tty->end_questions();
+            restore_callers_terminal();
+        }
         result_.stdout_bytes = out_cap_.produced;
         result_.stdout_logged = out_cap_.logged;
         result_.stderr_bytes = err_cap_.produced;
@@ -215,7 +221,8 @@ private:
         if (w_.report.valid()) set.report = set.add(w_.report.get());
         if (!init_exited_) set.pid = set.add(w_.pidfd);
         if (w_.tty) {
-            if (w_.tty->master().valid()) set.tty_out = set.add(w_.tty->master().get());
+            // While a question is up the box's output waits in its pty.
+            if (w_.tty->master().valid() && !w_.tty->output_paused()) set.tty_out = set.add(w_.tty->master().get());
             set.tty_first = set.n;
             set.tty_count = w_.tty->add_poll_fds(set.fds + set.n);
             set.n += set.tty_count;

@@ -203,9 +203,12 @@ void TerminalRelay::copy_window_size() noexcept {
 
 int TerminalRelay::add_poll_fds(pollfd* out) const {
     int n = 0;
-    if (master_.valid() && pending_.empty() && caller_input_open_) out[n++] = {caller_in_, POLLIN, 0};
+    // A question's keys are read whatever the box has not taken yet.
+    if (caller_input_open_ && (dialog_.modal() || (master_.valid() && pending_.empty())))
+        out[n++] = {caller_in_, POLLIN, 0};
     if (master_.valid() && !pending_.empty()) out[n++] = {master_.get(), POLLOUT, 0};
     if (window_signals_.valid()) out[n++] = {window_signals_.get(), POLLIN, 0};
+    if (questions_ != nullptr) out[n++] = {questions_->changes_fd(), POLLIN, 0};
     return n;
 }
 
@@ -214,6 +217,8 @@ void TerminalRelay::step(const pollfd* fds, int count) {
         if (fds[i].revents == 0) continue;
         if (window_signals_.valid() && fds[i].fd == window_signals_.get())
             take_window_signal();
+        else if (questions_ != nullptr && fds[i].fd == questions_->changes_fd())
+            take_question_changes();
         else if (fds[i].fd == caller_in_)
             read_caller_input();
         else if (master_.valid() && fds[i].fd == master_.get())
@@ -227,10 +232,13 @@ void TerminalRelay::read_caller_input() {
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
     if (n <= 0) {
         // The caller's terminal hung up: the program keeps running (it may
-        // still be writing to the log) but gets no more input.
+        // still be writing to the log) but gets no more input, and nobody
+        // can answer a question here any more (`corral approve` still can).
         caller_input_open_ = false;
+        end_questions();
         return;
     }
+    if (dialog_.modal()) return take_keys(std::string_view(buf, static_cast<std::size_t>(n)));
     pending_.append(buf, static_cast<std::size_t>(n));
     write_pending_input();
 }
@@ -260,6 +268,71 @@ void TerminalRelay::take_window_signal() {
         if (n <= 0) break;
     }
     copy_window_size();
+}
+
+// Something changed at the source: the question shown may have ended
+// without the dialog (a notice then stays until a key), or one is waiting.
+void TerminalRelay::take_question_changes() {
+    if (questions_ == nullptr) return;
+    questions_->changes_seen();
+    if (dialog_.state() == PromptDialog::State::asking)
+        if (auto how = questions_->ended(dialog_.shown_id())) show(dialog_.ended_elsewhere(*how));
+    show_next_question();
+}
+
+void TerminalRelay::show_next_question() {
+    if (questions_ == nullptr || dialog_.modal()) return;
+    if (auto q = questions_->next()) show(dialog_.ask(*q));
+}
+
+// The keys of one read while the dialog is up. An answer is decided at the
+// source at once (the supervisor's thread; the source must not block), and
+// once the dialog is closed the box's output resumes, the box is asked to
+// redraw, and the next question (if any) comes up.
+void TerminalRelay::take_keys(std::string_view typed) {
+    PromptDialog::Keys k = dialog_.keys(typed);
+    show(k.show);
+    if (k.answer) show(dialog_.answered(questions_->answer(dialog_.shown_id(), *k.answer)));
+    if (dialog_.modal()) return;
+    nudge_redraw();
+    show_next_question();
+}
+
+void TerminalRelay::end_questions() noexcept {
+    if (questions_ == nullptr) return;
+    const bool was_up = dialog_.modal();
+    show(dialog_.close(dialog_.shown_id() + ": the box is gone; the question was left unanswered here"));
+    questions_ = nullptr;
+    if (was_up) nudge_redraw();
+}
+
+// To the caller's terminal only: neither the box's pty nor its stdout log.
+// Like the box's output, a terminal that errs or is full loses the rest.
+void TerminalRelay::show(const std::string& bytes) noexcept {
+    const char* p = bytes.data();
+    std::size_t left = bytes.size();
+    while (left > 0) {
+        ssize_t n = write(caller_out_, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+}
+
+// A full-screen program drew under the dialog's lines: one row less, then
+// the caller's size again, makes the kernel send its SIGWINCH (a size set
+// to what it was sends none), on which such programs redraw their screen.
+// Nothing is written to the box's pty; a line-oriented program just goes on.
+void TerminalRelay::nudge_redraw() noexcept {
+    if (!master_.valid()) return;
+    winsize ws{};
+    if (ioctl(master_.get(), TIOCGWINSZ, &ws) != 0 || ws.ws_row < 2) return;
+    winsize smaller = ws;
+    --smaller.ws_row;
+    ioctl(master_.get(), TIOCSWINSZ, &smaller);
+    ioctl(master_.get(), TIOCSWINSZ, &ws);
+    copy_window_size();  // the caller's, should it have changed meanwhile
 }
 
 }  // namespace corral::supervisor

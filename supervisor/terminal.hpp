@@ -12,7 +12,9 @@
 //   SIGWINCH        -> TIOCGWINSZ on the caller, TIOCSWINSZ on the master
 //                      (an exec's caller gets the signal: it writes a byte to
 //                       a pipe the session's supervisor watches instead)
-// with the caller's terminal in raw mode meanwhile. RawTerminal owns that
+// with the caller's terminal in raw mode meanwhile. A run's questions for
+// the operator (approvals, terminal_prompt.hpp) are asked on the caller's
+// terminal between the box's output, never through the box's pty. RawTerminal owns that
 // mode: whoever leaves (normal end, deadline, signal, setup failure,
 // exception) puts the saved settings back, at the latest in its destructor.
 #pragma once
@@ -26,6 +28,7 @@
 #include <string_view>
 
 #include "base/fd.hpp"
+#include "supervisor/terminal_prompt.hpp"
 
 namespace corral::supervisor {
 
@@ -91,9 +94,20 @@ public:
     // the last holder of the slave has exited).
     Fd& master() { return master_; }
 
+    // --tty runs: `source`'s questions are asked at the caller's terminal
+    // (terminal_prompt.hpp), one at a time, oldest first. Not owned; it
+    // must outlive the relay's use (end_questions() ends it).
+    void ask_through(QuestionSource* source) { questions_ = source; }
+    // A question is up: the supervisor does not read the master meanwhile
+    // (the box's output waits in its pty).
+    bool output_paused() const { return dialog_.modal(); }
+    // The box is gone: a question still up is closed, saying so, and no
+    // more are asked.
+    void end_questions() noexcept;
+
     // Adds what the relay waits for to `out` (room for kMaxPollFds); returns
     // the count. step() then takes the same entries with their revents.
-    static constexpr int kMaxPollFds = 3;
+    static constexpr int kMaxPollFds = 4;
     int add_poll_fds(pollfd* out) const;
     void step(const pollfd* fds, int count);
 
@@ -105,6 +119,11 @@ private:
     void read_caller_input();
     void write_pending_input();
     void take_window_signal();
+    void take_question_changes();
+    void show_next_question();
+    void take_keys(std::string_view typed);
+    void show(const std::string& bytes) noexcept;
+    void nudge_redraw() noexcept;
 
     Fd master_;
     Fd window_signals_;
@@ -113,6 +132,8 @@ private:
     RawTerminal raw_;
     bool caller_input_open_ = true;
     std::string pending_;       // caller input the master has not taken yet
+    QuestionSource* questions_ = nullptr;
+    PromptDialog dialog_;
 };
 
 }  // namespace corral::supervisor

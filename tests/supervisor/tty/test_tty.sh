@@ -24,32 +24,12 @@ if ! command -v tmux >/dev/null; then echo "SKIP: tmux is not installed (tools/i
 
 TMP=$(mktemp -d /tmp/corral-tty-test.XXXXXX)
 SOCK="$TMP/tmux.sock"          # a tmux server of this test's own
-tm() { tmux -S "$SOCK" "$@"; }
+. "$(dirname "$0")/tmux_helpers.sh"
 cleanup() {
   tm kill-server 2>/dev/null
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-
-failures=0
-passes=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-
-screen() { tm capture-pane -t "$1" -p -J; }
-# wait_for SESSION REGEX [SECONDS]: until the screen matches (extended regex).
-# SECONDS is a hang guard, not a timing claim: the wait ends at the event, and
-# a loaded machine (the CI's ASan corral beside another build) can take long.
-wait_for() {
-  local s=$1 re=$2 limit=${3:-60} i
-  for ((i = 0; i < limit * 10; i++)); do
-    if screen "$s" | grep -Eq -- "$re"; then return 0; fi
-    sleep 0.1
-  done
-  echo "--- screen of $s while waiting for /$re/:" >&2
-  screen "$s" >&2
-  return 1
-}
 # resized_to SESSION "ROWS COLS": asks the box's `stty size` until it shows
 # the new size (the resize travels tmux → corral → the box's pty: no fixed
 # pause to guess how long that takes).
@@ -61,9 +41,6 @@ resized_to() {
   done
   return 1
 }
-# count SESSION REGEX: lines of the screen that match.
-count() { screen "$1" | grep -Ec -- "$2"; }
-type_line() { tm send-keys -t "$1" -l -- "$2"; tm send-keys -t "$1" Enter; }
 
 # A host shell in a 120x40 tmux window; it records `stty -a` before and
 # after running corral, and corral's exit status. $2: corral's options
