@@ -1,5 +1,5 @@
 // tests/bridge_e2e — approvals from outside the box (docs/approvals.md): a
-// real curl in a real box asks through a grant with approval = true; its
+// real curl (and node) in a real box asks through a grant with approval = true; its
 // request is held by the run's embedded gateway until `corral approve` or
 // `corral deny`, run as a second process on the host, decides, or its
 // approval_timeout passes. Each case judges what the client got, what the
@@ -273,6 +273,41 @@ TEST_CASE("approval: --ask turns an unlisted host's refusal into a request a per
     const std::string refused_out = finish(*refused, plain_dir);
     CHECK(refused_out.find("connect=403") != std::string::npos);
     CHECK(json::parse(read_file(plain_dir + "/run.json"))["gateway"]["approvals"]["requested"] == 0);
+}
+
+TEST_CASE("approval: node's CONNECT waits the same way: approved, it gets the stand-in's answer; denied, a 403 "
+          "naming the decider") {
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-node";
+    // tests/gateway_e2e/client.js: the proxy from HTTPS_PROXY, as an agent CLI's proxy support does it.
+    auto node_probe = [&](const std::string& path) {
+        const json spec = {{"proxy", "env"}, {"ca", "/testca/ca.crt"}, {"host", "127.0.0.1"}, {"port", w.upstream_port},
+                           {"mode", "http"}, {"method", "GET"}, {"path", path}};
+        return "node /opt/client/client.js '" + spec.dump() + "'";
+    };
+    const int before = upstream_stats()["requests"];
+    auto corral = start_run(run_dir, "ask", node_probe("/node-approved") + "; " + node_probe("/node-denied"),
+                            {"--ro-bind", source_root() + "/tests/gateway_e2e:/opt/client"});
+    json first = wait_pending();
+    REQUIRE(first.is_object());
+    CHECK(first["method"] == "CONNECT");
+    CHECK(corral_cmd({"approve", first["id"]}).exit_code == 0);
+    json second = wait_pending(first["id"]);
+    REQUIRE(second.is_object());
+    CHECK(corral_cmd({"deny", second["id"], "--reason", "not node"}).exit_code == 0);
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    const auto answers = lines(out);
+    REQUIRE(answers.size() >= 2);
+    const json approved = json::parse(answers[0]), denied = json::parse(answers[1]);
+    CHECK(approved["connectStatus"] == 200);
+    CHECK(approved["status"] == 200);
+    CHECK(denied["connectStatus"] == 403);
+    CHECK(denied["connectReason"] == "approval_denied");
+    CHECK(upstream_stats()["requests"] == before + 1);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"]["approved"] == 1);
+    CHECK(record["gateway"]["approvals"]["denied"] == 1);
 }
 
 TEST_CASE("approval: the notifier hook gets the request as JSON, as nobody, without the gateway's environment; a "
