@@ -47,11 +47,12 @@ std::string approval_org() {
 
 std::string state_dir() { return world().dir + "/approvals-state"; }
 
-// `corral run` of `script` (sh -c) for worker `worker`, in the background.
-// `options` go before the command (e.g. --ask).
+// `corral run` of `script` (sh -c) for worker `worker` of `org` (default
+// approval_org()), in the background. `options` go before the command (e.g. --ask).
 std::unique_ptr<Background> start_run(const std::string& run_dir, const std::string& worker, const std::string& script,
-                                      const std::vector<std::string>& options = {}) {
-    std::vector<std::string> argv{corral_bin(), "run", "--config", approval_org(), "--worker", worker, "--rootfs", "host",
+                                      const std::vector<std::string>& options = {}, const std::string& org = "") {
+    std::vector<std::string> argv{corral_bin(), "run", "--config", org.empty() ? approval_org() : org, "--worker", worker,
+                                  "--rootfs", "host",
                                   "--run-dir", run_dir, "--state-dir", state_dir(), "--ro-bind", test_ca_dir() + ":/testca",
                                   "--timeout", "90s"};
     argv.insert(argv.end(), options.begin(), options.end());
@@ -323,13 +324,7 @@ TEST_CASE("approval: the notifier hook gets the request as JSON, as nobody, with
     write_file(org + "/org.toml", "[gateway]\napproval_command = [\"/bin/sh\", \"-c\", "
                                   "\"echo uid=$(id -u) gid=$(id -g); head -c 2000; echo; env | sort; exit 3\"]\n");
     const std::string run_dir = w.dir + "/run-hook";
-    std::vector<std::string> argv{corral_bin(), "run", "--config", org, "--worker", "ask", "--rootfs", "host",
-                                  "--run-dir", run_dir, "--state-dir", state_dir(), "--ro-bind",
-                                  test_ca_dir() + ":/testca", "--timeout", "90s", "--", "/bin/sh", "-c",
-                                  https_probe("/hooked")};
-    RunOptions o;
-    o.stderr_file = run_dir + ".corral-stderr";
-    auto corral = std::make_unique<Background>(argv, o);
+    auto corral = start_run(run_dir, "ask", https_probe("/hooked"), {}, org);
     json e = wait_pending();
     REQUIRE(e.is_object());
     const std::string id = e["id"];
