@@ -344,6 +344,24 @@ void run_all_loops(EventLoops& loops, Gateway& gw) {
     for (auto& t : pool) t.join();
 }
 
+// The approvals control socket, for grants and tool rules that ask a person
+// first (`corral approvals --state-dir` finds it there). Always: a daemon
+// serves many workers' rules, and it is one idle socket. And the notifier
+// hook, when configured: told of each new request.
+void serve_approvals(asio::io_context& ioc, Gateway& gw, const std::string& control_path,
+                     std::optional<asio::local::stream_protocol::acceptor>& control,
+                     std::optional<ApprovalNotifier>& notifier) {
+    listen_for_approvals(control.emplace(ioc), control_path);
+    // Named: GCC 12 mishandles a temporary passed to a coroutine's by-value
+    // parameter (the daemon's own stack was overwritten when it was "daemon").
+    const std::string decider = "daemon";
+    asio::co_spawn(ioc, serve_approval_control(*control, gw.approvals(), decider), asio::detached);
+    const config::GatewaySettings& settings = gw.config().gateway;
+    if (settings.approval_command.empty()) return;
+    notifier.emplace(ioc.get_executor(), settings.approval_command, resolve_hook_user(settings.approval_command_user));
+    gw.approvals().on_asked([&n = *notifier](const approval::Entry& e) { n.notify(e); });
+}
+
 }  // namespace
 
 int serve_daemon(DaemonOptions options) {
@@ -384,24 +402,11 @@ int serve_daemon(DaemonOptions options) {
         ready_lines.push_back("listening unix:" + cfg.gateway.listen_unix);
     }
     if (!cfg.gateway.listen_tcp.empty()) ready_lines.push_back(listen_tcp(tcp_acceptor.emplace(ioc), cfg, source, gw));
-    // The approvals control socket, for grants and tool rules that ask a
-    // person first (`corral approvals --state-dir` finds it there). Always:
-    // a daemon serves many workers' rules, and it is one idle socket.
     std::optional<asio::local::stream_protocol::acceptor> control_acceptor;
-    const std::string control_path = approval::daemon_control_socket(cfg.gateway.state_dir);
-    listen_for_approvals(control_acceptor.emplace(ioc), control_path);
-    // Named: GCC 12 mishandles a temporary passed to a coroutine's by-value
-    // parameter (the daemon's own stack was overwritten when it was "daemon").
-    const std::string decider = "daemon";
-    asio::co_spawn(ioc, serve_approval_control(*control_acceptor, gw.approvals(), decider), asio::detached);
-    ready_lines.push_back("approvals unix:" + control_path);
-    // The notifier hook, when configured: told of each new request.
     std::optional<ApprovalNotifier> notifier;
-    if (!cfg.gateway.approval_command.empty()) {
-        notifier.emplace(ioc.get_executor(), cfg.gateway.approval_command,
-                         resolve_hook_user(cfg.gateway.approval_command_user));
-        gw.approvals().on_asked([&n = *notifier](const approval::Entry& e) { n.notify(e); });
-    }
+    const std::string control_path = approval::daemon_control_socket(cfg.gateway.state_dir);
+    serve_approvals(ioc, gw, control_path, control_acceptor, notifier);
+    ready_lines.push_back("approvals unix:" + control_path);
 
     if (unix_acceptor) asio::co_spawn(ioc, accept_unix(*unix_acceptor, loops, gw, instance, tools), asio::detached);
     if (tcp_acceptor) asio::co_spawn(ioc, accept_tcp(*tcp_acceptor, loops, gw, *tcp_identity), asio::detached);

@@ -381,10 +381,13 @@ TEST_CASE("approval through a `corral gateway` daemon: decided on its socket; it
     const std::string toml = dir + "/gateway.toml";
     write_file(toml, "[gateway]\nlisten_unix = \"" + dir + "/gw.sock\"\nledger = \"" + dir + "/ledger.jsonl\"\n"
                      "state_dir = \"" + dir + "/state\"\n"
+                     "approval_command = [\"/bin/sh\", \"-c\", \"echo daemon-hook $CORRAL_APPROVAL_ID; exit 4\"]\n"
                      "[[grants]]\nhost = \"127.0.0.1\"\nport = " + std::to_string(w.upstream_port) +
                      "\nmode = \"tunnel\"\nallow_private = true\napproval = true\napproval_timeout = \"60s\"\n");
+    RunOptions daemon_options;
+    daemon_options.stderr_file = dir + "/daemon.stderr";
     auto daemon = std::make_unique<Background>(
-        std::vector<std::string>{corral_bin(), "gateway", "--config", toml, "--threads", "1"});
+        std::vector<std::string>{corral_bin(), "gateway", "--config", toml, "--threads", "1"}, daemon_options);
     REQUIRE(daemon->wait_for_stdout("approvals unix:" + dir + "/state/approvals/gateway.sock", std::chrono::seconds(20)));
     auto in_box = [&](const std::string& label) {
         // The daemon's state dir: where a --gateway run without --config finds its CA.
@@ -414,6 +417,15 @@ TEST_CASE("approval through a `corral gateway` daemon: decided on its socket; it
     CHECK(ok.exit_code == 0);
     CHECK(approved->wait_exit(std::chrono::seconds(90)) == 0);
     CHECK(read_file(dir + "/approved/stdout.log") == "connect=200 code=200\n");
+    // The daemon's notifier hook was told (its failure logged, nothing else changed).
+    const std::string hook_said = "approval_command for " + e["id"].get<std::string>() + " failed: exited 4";
+    std::string daemon_log;
+    for (int i = 0; i < 300 && daemon_log.find(hook_said) == std::string::npos; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        daemon_log = read_file(dir + "/daemon.stderr");
+    }
+    CHECK(daemon_log.find(hook_said) != std::string::npos);
+    CHECK(daemon_log.find("daemon-hook " + e["id"].get<std::string>()) != std::string::npos);
     CHECK(upstream_stats()["requests"] == before + 1);
     // The daemon's count of the run's approvals, in the run's own record.
     CHECK(json::parse(read_file(dir + "/approved/run.json"))["gateway"]["approvals"] ==
