@@ -277,7 +277,7 @@ TEST_CASE("approval: --ask turns an unlisted host's refusal into a request a per
 }
 
 TEST_CASE("approval: node's CONNECT waits the same way: approved, it gets the stand-in's answer; denied, a 403 "
-          "naming the decider") {
+          "naming the decider; undecided, a 403 saying no consent was given") {
     World& w = world();
     const std::string run_dir = w.dir + "/run-node";
     // tests/gateway_e2e/client.js: the proxy from HTTPS_PROXY, as an agent CLI's proxy support does it.
@@ -309,6 +309,16 @@ TEST_CASE("approval: node's CONNECT waits the same way: approved, it gets the st
     auto record = json::parse(read_file(run_dir + "/run.json"));
     CHECK(record["gateway"]["approvals"]["approved"] == 1);
     CHECK(record["gateway"]["approvals"]["denied"] == 1);
+
+    // Nobody decides within the hasty worker's 2 s.
+    const std::string late_dir = w.dir + "/run-node-late";
+    auto late = start_run(late_dir, "hasty", node_probe("/node-late"),
+                          {"--ro-bind", source_root() + "/tests/gateway_e2e:/opt/client"});
+    const json timed_out = json::parse(finish(*late, late_dir));
+    CHECK(timed_out["connectStatus"] == 403);
+    CHECK(timed_out["connectReason"] == "approval_timeout");
+    CHECK(upstream_stats()["requests"] == before + 1);
+    CHECK(json::parse(read_file(late_dir + "/run.json"))["gateway"]["approvals"]["timed_out"] == 1);
 }
 
 TEST_CASE("approval: the notifier hook gets the request as JSON, as nobody, without the gateway's environment; a "
