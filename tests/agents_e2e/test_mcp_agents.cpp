@@ -217,9 +217,11 @@ void approve_when_asked(const std::string& state_dir, const std::string& text, c
     }
 }
 
-// Issue 30 with a real CLI under --prompt: echo is under an approval rule
-// (6 s). The first call ("approve me") is approved from a second process
-// and reaches the server once; the second ("nobody answers", another entry)
+// Issue 30 with a real CLI under --prompt: echo is under approval rules
+// (each rule's own approval_timeout: 120 s for "approve me", so a loaded
+// machine cannot turn the approval into a race; 3 s for any other text).
+// The first call ("approve me") is approved from a second process and
+// reaches the server once; the second ("nobody answers", another entry)
 // is never decided: it times out, never reaches the server, and the CLI
 // carries corral's sentence back without calling again. Then the agent
 // reports needs_review through corral's own report_outcome, which run.json
@@ -238,7 +240,9 @@ void approval_layer(const WorkerSpec& spec) {
         {"--tls-cert", dir + "/mcp.crt", "--tls-key", dir + "/mcp.key", "--calls-file", dir + "/calls.jsonl"});
     const std::string org = write_mcp_org(w, spec, dir, server.port, Transport::http,
                                           "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"approval\"\n"
-                                          "approval_timeout = \"6s\"\n");
+                                          "approval_timeout = \"120s\"\nwhen = [ { pointer = \"/text\", exact = \"approve me\" } ]\n"
+                                          "[[mcp.rules]]\nserver = \"tools\"\ntool = \"echo\"\naction = \"approval\"\n"
+                                          "approval_timeout = \"3s\"\n");
     post_script(w, {{"calls",
                      {{{"tool", "echo"}, {"arguments", {{"text", "approve me"}}}},
                       {{"tool", "echo"}, {"arguments", {{"text", "nobody answers"}}}},
