@@ -79,7 +79,8 @@ void ApprovalDesk::record(const approval::Entry& e, const char* phase) {
     ledger_.append(line);
 }
 
-void ApprovalDesk::count_end(const approval::Entry& e) {
+void ApprovalDesk::end_once(const approval::Entry& e) {
+    std::unique_lock once(end_mutex_);
     {
         std::lock_guard lock(mutex_);
         if (!ended_recorded_.insert(e.id).second) return;
@@ -92,7 +93,9 @@ void ApprovalDesk::count_end(const approval::Entry& e) {
             default: break;
         }
     }
-    // Outside the lock: a listener may look at the desk again.
+    record(e, "decided");
+    once.unlock();
+    // Outside the locks: a listener may look at the desk again.
     for (const auto& tell : ended_listeners_) tell(e);
 }
 
@@ -148,6 +151,7 @@ ApprovalDesk::Outcome ApprovalDesk::settle(const std::string& id) {
     if (!e || e->state == State::pending) return {};
     if (e->state == State::approved) {
         if (!queue_.take(id, now)) return settle(id);  // it lapsed or was taken meanwhile
+        end_once(*e);  // recorded before the exchange goes on, whoever decided
         if (e->always) {
             std::lock_guard lock(mutex_);
             always_.insert(always_key(e->request.identity, e->request.host, e->request.port));
@@ -156,17 +160,7 @@ ApprovalDesk::Outcome ApprovalDesk::settle(const std::string& id) {
     }
     // Ended without an approval. A timeout has no decider to record it: the
     // first exchange to see it does.
-    if (e->state == State::timed_out) {
-        bool first;
-        {
-            std::lock_guard lock(mutex_);
-            first = !ended_recorded_.count(e->id);
-        }
-        if (first) {
-            count_end(*e);
-            record(*e, "decided");
-        }
-    }
+    if (e->state == State::timed_out) end_once(*e);
     return {false, e};
 }
 
@@ -182,10 +176,7 @@ ApprovalCounts ApprovalDesk::counts(const std::string& identity) const {
 }
 
 void ApprovalDesk::cancel_all(const std::string& why) {
-    for (const auto& e : queue_.cancel_all(why, SystemClock::now())) {
-        count_end(e);
-        record(e, "decided");
-    }
+    for (const auto& e : queue_.cancel_all(why, SystemClock::now())) end_once(e);
 }
 
 std::string ApprovalDesk::control_answer(std::string_view line, uid_t peer_uid, const std::string& decider) {
@@ -203,8 +194,7 @@ Checked<approval::Entry> ApprovalDesk::decide(const std::string& id, bool approv
                                               const std::string& reason, bool always) {
     auto decided = queue_.decide(id, approve, by, reason, always, SystemClock::now());
     if (decided) {
-        count_end(*decided);
-        record(*decided, "decided");
+        end_once(*decided);
         if (announce_)
             log::info("gateway: approval " + decided->id + " " + approval::state_name(decided->state) + " by " +
                       decided->decided_by);

@@ -104,11 +104,19 @@ public:
 
 private:
     void record(const approval::Entry& e, const char* phase);
-    void count_end(const approval::Entry& e);
+    // An entry's end, once, whoever sees it first (the decider, the exchange
+    // that finds it approved or timed out, cancel_all): counted, its
+    // "decided" record written, the ended listeners told.
+    void end_once(const approval::Entry& e);
     void wake(const std::string& id);
 
     Ledger& ledger_;
     approval::Queue queue_;
+    // Held by whoever records an end until its line is written, so that no
+    // other thread sees the end go by unrecorded: an approved exchange goes
+    // on only after its decision is in the ledger (and so the journal),
+    // whichever thread decided (the control socket's, the --tty prompt's).
+    std::mutex end_mutex_;
     mutable std::mutex mutex_;
     std::multimap<std::string, std::weak_ptr<boost::asio::steady_timer>> waiters_;
     std::set<std::string> always_;          // "identity|host|port"
