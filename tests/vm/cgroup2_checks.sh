@@ -19,8 +19,10 @@ power_off() {
 }
 trap power_off EXIT
 
-pass() { echo "CHECK PASS $*"; }
-failed() { echo "CHECK FAIL $*"; }
+# Each line carries the VM's uptime, so a slow phase shows where it is.
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+pass() { echo "CHECK PASS $* [at $(uptime_s) s]"; }
+failed() { echo "CHECK FAIL $* [at $(uptime_s) s]"; }
 expect() {  # expect NAME DETAIL COMMAND...
   local name=$1 detail=$2
   shift 2
@@ -40,12 +42,13 @@ live_cgroup() {
   return 1
 }
 
-echo "VM kernel $(uname -r), $(nproc) CPUs"
+echo "VM kernel $(uname -r), $(nproc) CPUs [at $(uptime_s) s]"
 echo "VM cgroup mounts: $(awk '$0 ~ / - cgroup2? / {print $5 "(" $(NF-2) ")"}' /proc/self/mountinfo | tr '\n' ' ')"
 echo "VM root controllers: $(cat $cg/cgroup.controllers)"
 expect pure-v2 "(no cgroup v1 mount; memory, pids and cpu on v2)" \
   bash -c "! grep -q ' - cgroup ' /proc/self/mountinfo && for c in memory pids cpu; do grep -qw \$c $cg/cgroup.controllers || exit 1; done"
 "$corral" doctor 2>&1 | sed 's/^/VM doctor: /'
+echo "VM doctor done [at $(uptime_s) s]"
 
 # 1. Limits are written where v2 keeps them, while the run is alive.
 corral_run --run-dir /run/r-files --memory 100M --pids 50 --cpus 0.5 -- sleep 10 > /run/r-files.out 2>&1 &
@@ -172,4 +175,4 @@ fi
 left=$(find "$cg/corral" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
 expect no-cgroups-left "($left run cgroups under $cg/corral)" test "$left" = 0
 
-echo VM-DONE
+echo "VM-DONE [at $(uptime_s) s]"

@@ -11,7 +11,11 @@
 #
 # The VM's root file system is this host's, shared read-only over 9p (the
 # corral binary, /usr for --rootfs host); /run is the VM's own tmpfs (not /tmp:
-# the build directory may live there).
+# the build directory may live there). The guest caches what it read
+# (cache=loose): nothing it reads changes while it runs (the layout below is
+# written before the boot, the checks write only to /run), and without the
+# cache every start of the sanitizer build's corral and of python3 read its
+# files over emulated virtio again (332 s of checks against 63 s with it).
 # The VM has no network device at all.
 #
 # Needs root, qemu-system-x86_64 and a Debian kernel unpacked by
@@ -71,7 +75,7 @@ busybox mount -t devtmpfs dev /dev
 for m in ${modules[*]}; do
   [ -f /modules/\$m.ko ] && { busybox insmod /modules/\$m.ko || echo "VM: insmod \$m failed"; }
 done
-if ! busybox mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /host; then
+if ! busybox mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /host; then
   echo "VM-ERROR cannot mount the host's root over 9p"
   busybox poweroff -f
 fi
