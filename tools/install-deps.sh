@@ -19,8 +19,9 @@ packages=(
   # images: reading tar archives of every compression (image/, corral image import)
   libarchive-dev
   # the sanitizer and fuzzing build (tools/sanitize.sh, tools/fuzz.sh): clang 14
-  # with libFuzzer and the ASan/UBSan runtimes, llvm-symbolizer for the reports
-  clang libclang-rt-14-dev llvm-14
+  # with libFuzzer and the ASan/UBSan runtimes, llvm-symbolizer for the reports,
+  # lld to link them
+  clang libclang-rt-14-dev llvm-14 lld
   # tests: the busybox rootfs, real clients, netns tooling
   busybox-static curl openssl iproute2 util-linux procps python3
   # tests: corral run --tty through a real terminal (tests/supervisor/tty/), vi in the host rootfs
