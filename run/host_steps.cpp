@@ -15,6 +15,8 @@
 #include "base/fd.hpp"
 #include "base/log.hpp"
 #include "base/terminal_text.hpp"
+#include "config/capacity_config.hpp"
+#include "run/box_slots.hpp"
 #include "run/outcome.hpp"
 #include "run/prepare.hpp"
 #include "run/run.hpp"
@@ -49,6 +51,12 @@ public:
         return run::recover_lost_runs(state_dir);
     }
     void mark_ended(const std::string& state_dir, const std::string& id) override { mark_run_ended(state_dir, id); }
+    void hold_box_slot(const RunRequest& request, const RunPlace& place, const Tell& tell) override {
+        const auto capacity = config::load_capacity_config(place.state_dir + "/" + config::kCapacityFileName);
+        if (!capacity.max_boxes) return;
+        slot_request_ = SlotRequest{place.state_dir, *capacity.max_boxes, place.id, request.capacity_wait, tell};
+        slots_.push_back(take_slot(request.session ? "session" : "run"));
+    }
     std::unique_ptr<journal::SharedJournal> open_journal(const RunPlace& place) override {
         return open_run_journal(place.state_dir, place.run_dir);
     }
@@ -65,7 +73,13 @@ public:
     TrustFiles find_trust(const RunPlan& plan, const std::string& ca_pem) override {
         return find_trust_files(plan, ca_pem);
     }
+    // Each stdio MCP server's box holds a slot of its own, taken before any
+    // is launched: a run that cannot have them all is refused whole.
     std::shared_ptr<StdioServerBoxes> launch_mcp_servers(const RunPlan& plan, const Tell& tell) override {
+        if (slot_request_)
+            for (const auto& [name, server] : plan.gateway.tools.servers)
+                if (std::holds_alternative<mcp::StdioServer>(server.transport))
+                    slots_.push_back(take_slot("mcp-server " + name));
         servers_ = StdioServerBoxes::launch(plan.spec, plan.gateway.tools, tell);
         return servers_;
     }
@@ -105,6 +119,14 @@ public:
     }
 
 private:
+    BoxSlot take_slot(const std::string& kind) {
+        SlotRequest r = *slot_request_;
+        r.holder += " " + kind;
+        return take_box_slot(r);
+    }
+
+    std::optional<SlotRequest> slot_request_;     // set when the state dir has a max_boxes
+    std::vector<BoxSlot> slots_;                  // let go last, after the teardown
     std::shared_ptr<StdioServerBoxes> servers_;   // before box_: torn down after it
     std::optional<Sandbox> box_;
 };

@@ -263,6 +263,12 @@ const RunOption kOptions[] = {
          if (r.timeout->count() == 0)
              throw UsageError("--timeout: invalid duration \"" + v + "\": expected a duration above zero, e.g. 30s");
      }},
+    {"--wait", "DURATION", G::sandbox,
+     "when the state dir already runs its max_boxes (its\n"
+     "capacity.toml), wait up to DURATION for a box to end\n"
+     "instead of being refused at once (exit 125 either way\n"
+     "when none ends in time).",
+     [](RunRequest& r, const std::string& v) { r.capacity_wait = prefixed("--wait", [&] { return parse_duration(v); }); }},
     {"--grace", "DURATION", G::sandbox,
      "how long a stopped command has between SIGTERM and\n"
      "SIGKILL (default 10s; 0: SIGKILL at once). A stop is\n"

@@ -57,7 +57,10 @@ struct RunRequest {
     std::optional<std::uint64_t> open_files;      // --nofile
     std::optional<double> cpus;                   // --cpus
     std::optional<std::chrono::milliseconds> timeout;
-    std::optional<std::chrono::milliseconds> grace;   // --grace; default supervisor's SandboxSpec::stop_grace
+    std::optional<std::chrono::milliseconds> grace;
+    // --wait: how long to wait for a box slot when the state dir runs its
+    // max_boxes (run/box_slots.hpp); zero: refused at once.
+    std::chrono::milliseconds capacity_wait{0};   // --grace; default supervisor's SandboxSpec::stop_grace
     bool quiet = false;                           // --quiet: no start and summary lines
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
     std::optional<std::string> hostname;          // default "corral-<short id>"

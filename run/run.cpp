@@ -74,7 +74,7 @@ void Run::write_running_record() {
 
 int Run::execute(int interrupt_fd) {
     if (auto end = reserve()) return end->status;  // no run.json to finish
-    for (auto phase : {&Run::open_journal, &Run::resolve, &Run::admit, &Run::launch})
+    for (auto phase : {&Run::hold_box_slot, &Run::open_journal, &Run::resolve, &Run::admit, &Run::launch})
         if (auto end = (this->*phase)()) return finish(*end);
     const Next body_failed = serve_body(interrupt_fd);
     return finish(tear_down(body_failed.value_or(RunEnd{})));
@@ -100,6 +100,18 @@ Run::Next Run::reserve() {
         return setup_failed();
     }
     for (const auto& line : steps_.recover_lost_runs(place_.state_dir)) say(line);
+    return std::nullopt;
+}
+
+// One of the state dir's max_boxes (run/box_slots.hpp), before anything
+// else of the run exists: a run past the limit ends here, recorded.
+Run::Next Run::hold_box_slot() {
+    try {
+        steps_.hold_box_slot(request_, place_, [this](const std::string& line) { say(line); });
+    } catch (const std::exception& e) {
+        say(e.what());
+        return setup_failed();
+    }
     return std::nullopt;
 }
 

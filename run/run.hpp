@@ -2,6 +2,7 @@
 // `corral run` and for a session (another body):
 //
 //   reserve  → its id, run dir and run.json ("running")          Run::reserve
+//   slot     → one of the state dir's max_boxes                  Run::hold_box_slot
 //   admit    → its signed journal opened                         Run::open_journal
 //   resolve  → the final plan: inputs read, resolve_run, the egress
 //              prepared, the agent's CLI and the trust files      Run::resolve
@@ -87,6 +88,11 @@ public:
     // One line per lost run of the state dir given its recovered record.
     virtual std::vector<std::string> recover_lost_runs(const std::string& state_dir) = 0;
     virtual void mark_ended(const std::string& state_dir, const std::string& id) = 0;
+    // The box's slot of the state dir's max_boxes (run/box_slots.hpp), held
+    // until the steps are destroyed; throws UsageError when none is free
+    // within request.capacity_wait.
+    // `tell`: the line saying it waits (--wait), when it does.
+    virtual void hold_box_slot(const RunRequest& request, const RunPlace& place, const supervisor::Tell& tell) = 0;
     virtual std::unique_ptr<journal::SharedJournal> open_journal(const RunPlace& place) = 0;
     // What resolve_run needs from the host, read once.
     virtual RunInputs read_inputs(const RunRequest& request, const RunPlace& place) = 0;
@@ -132,6 +138,7 @@ private:
     using Next = std::optional<RunEnd>;  // nullopt: go on to the next phase
 
     Next reserve();
+    Next hold_box_slot();
     Next open_journal();
     Next resolve();
     std::string prepare_agent(const RunPlan& resolved);

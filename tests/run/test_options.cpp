@@ -179,7 +179,7 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
 TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
     CHECK(error_of({"--bogus", "--", "true"}) ==
           "unknown option \"--bogus\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, --nofile, "
-          "--cpus, --timeout, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
+          "--cpus, --timeout, --wait, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
           "--tty, --log-limit, --sync-record, --uid-range, --config, --worker, --prompt, --prompt-file, --system-prompt-file, "
           "--allow, --ask, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));

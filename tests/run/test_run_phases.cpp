@@ -87,6 +87,7 @@ public:
     }
     std::vector<std::string> recover_lost_runs(const std::string&) override { return {}; }
     void mark_ended(const std::string&, const std::string& id) override { ended.push_back(id); }
+    void hold_box_slot(const run::RunRequest&, const run::RunPlace&, const supervisor::Tell&) override {}
     std::unique_ptr<journal::SharedJournal> open_journal(const run::RunPlace& place) override {
         if (script_.journal_fails) throw std::runtime_error("the journal signing key must be root's");
         return run::open_run_journal(place.state_dir, place.run_dir);
