@@ -113,6 +113,47 @@ echo DONE)SH",
     check_nothing_left(r);
 }
 
+TEST_CASE("a single file: --bind it read-write as its owner, --ro-bind it read-only; a set-ID or special file is refused") {
+    const std::string dir = fresh_dir("bind-files", 0755);
+    const std::string rw = dir + "/app.conf", ro = dir + "/token.txt";
+    write_file(rw, "first\n");
+    write_file(ro, "keep\n");
+    for (const auto& f : {rw, ro}) REQUIRE(chown(f.c_str(), kOwnerUid, kOwnerGid) == 0);
+    CorralArgs args;
+    // /opt/conf does not exist in the box: made as a directory, the file's mount point a file in it.
+    args.flags = {"--bind", rw + ":/opt/conf/app.conf", "--ro-bind", ro + ":/srv/token.txt"};
+    auto r = corral_sh(R"SH(echo START
+echo "rw-read=$(cat /opt/conf/app.conf)"
+echo second >> /opt/conf/app.conf; echo "rw-rc=$?"
+echo "rw-owner=$(stat -c %u /opt/conf/app.conf)"
+echo "rw-type=$(stat -c %F /opt/conf/app.conf)"
+echo nope >> /srv/token.txt 2>/dev/null; echo "ro-rc=$?"
+echo "ro-read=$(cat /srv/token.txt)"
+echo DONE)SH",
+                       args);
+    INFO(transcript(r.result));
+    require_ran(r);
+    CHECK(field(r.result.out, "rw-read") == "first");
+    CHECK(field(r.result.out, "rw-rc") == "0");
+    CHECK(field(r.result.out, "rw-type") == "regular file");
+    CHECK(field(r.result.out, "ro-rc") != "0");
+    CHECK(field(r.result.out, "ro-read") == "keep");
+    REQUIRE(r.record.has_value());
+    CHECK(field(r.result.out, "rw-owner") == std::to_string((*r.record)["uid"].get<long long>()));
+    CHECK(read_file(rw) == "first\nsecond\n");
+    CHECK(stat_of(rw).st_uid == kOwnerUid);
+    CHECK(read_file(ro) == "keep\n");
+    check_nothing_left(r);
+
+    REQUIRE(chmod(rw.c_str(), 04755) == 0);  // the agent, as its owner, could rewrite a set-user-ID file
+    args.flags = {"--bind", rw + ":/opt/app.conf"};
+    run_refused(args, "--bind " + rw + ": is set-user-ID, set-group-ID or has file capabilities");
+    const std::string fifo = dir + "/fifo";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    args.flags = {"--ro-bind", fifo + ":/opt/fifo"};
+    run_refused(args, "--ro-bind " + fifo + ": is neither a directory nor a regular file; allowed: one of them");
+}
+
 TEST_CASE("--bind sources get the workspace's refusals: a socket the agent could reach, a symlinked path, /") {
     const std::string holder = fresh_dir("bind-socket", 0755);
     REQUIRE(chown(holder.c_str(), kOwnerUid, kOwnerGid) == 0);
