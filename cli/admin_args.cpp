@@ -108,19 +108,20 @@ void set_path(std::optional<std::string>& into, const std::string& v, const char
 }
 
 const Option<JournalArgs> kJournalOptions[] = {
-    {{"--key", "PUBKEY", "the public key (PEM; `corral key show`); default DIR/journal/signing.pub,\n"
+    {{"--key", "PUBKEY", "the public key (PEM; `corral key show`); default the state dir's journal/signing.pub,\n"
                          "which proves less: whoever can rewrite the journal there can rewrite it"},
      [](JournalArgs& a, const std::string& v) { set_path(a.key, v, "--key: expected a PEM public key file"); }},
     {{"--run-json", "FILE", "the run.json to compare"},
      [](JournalArgs& a, const std::string& v) { set_path(a.run_json, v, "--run-json: expected a run.json file"); }},
     {{"--ledger", "FILE", "the ledger to compare with the journal's decision records"},
      [](JournalArgs& a, const std::string& v) { set_path(a.ledger, v, "--ledger: expected a ledger file"); }},
-    {{"--state-dir", "DIR", "where the key and the runs are; default $CORRAL_STATE_DIR, else /var/lib/corral"},
+    {{"--state-dir", "DIR", "where the key and the runs are; default the state dir the journal is in\n"
+                            "(STATE/runs/ID, STATE/journal/gateway), else $CORRAL_STATE_DIR, else /var/lib/corral"},
      [](JournalArgs& a, const std::string& v) { set_path(a.state_dir, v, "--state-dir: expected a directory"); }},
 };
 
 constexpr const char* kJournalHead =
-    "usage: corral journal verify FILE [--key PUBKEY] [--run-json RUNJSON] [--ledger LEDGER]\n"
+    "usage: corral journal verify FILE|RUN_DIR|RUN [--key PUBKEY] [--run-json RUNJSON] [--ledger LEDGER]\n"
     "                             [--state-dir DIR]\n"
     "       corral journal verify JOURNAL_DIR [--key PUBKEY] [--state-dir DIR]\n"
     "\n"
@@ -131,7 +132,9 @@ constexpr const char* kJournalHead =
     "gateway journalled its decisions there) agree with the journal, that every log whose\n"
     "SHA-256 a record holds (the run's, each exec's) is still that file, and that the state\n"
     "dir gives FILE's directory to the run the journal names. The first bad record or file is\n"
-    "named, with why; a good journal's run is named (id, admission time).\n"
+    "named, with why; a good journal's run is named (id, admission time). A run dir means its\n"
+    "journal.jsonl, a RUN (id, unique part, session name) that run's. The verdict names the key\n"
+    "and where it was read; a journal signed with another key is told from a changed one.\n"
     "A directory (the daemon's STATE_DIR/journal/gateway) is checked as one chain: each\n"
     "YYYY-MM-DD.N.jsonl, oldest first, must verify, have ended (all but the newest), and\n"
     "name the file before it and the SHA-256 of that file's last line in its admission.\n";

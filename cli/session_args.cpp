@@ -16,7 +16,7 @@ namespace corral::cli {
 namespace {
 
 constexpr const char* kExecHead = R"(usage: corral exec [--role agent|service|verifier] [--timeout D] [--grace D]
-                   [--env K=V]... [--cwd DIR] [--tty] [--state-dir DIR] ID -- CMD [ARGS...]
+                   [--env K=V]... [--cwd DIR] [--tty | -i] [--state-dir DIR] ID -- CMD [ARGS...]
        corral exec [--timeout D] [--grace D] [--env K=V]... [--cwd DIR]
                    [--state-dir DIR] (--prompt TEXT | --prompt-file F) ID
 
@@ -36,6 +36,13 @@ exec's terminal (in raw mode meanwhile, restored on every exit): job
 control in `bash -i`, full-screen programs, window-size changes passed on,
 Ctrl-C and Ctrl-Z for CMD. stdin and stdout must be a terminal; the output
 is logged to execs/N/stdout.log. Not with --prompt.
+
+-i, --stdin passes corral exec's stdin to CMD (without it CMD reads
+/dev/null): a pipe, FIFO, regular file (reopened read-only) or connected
+socket, as `corral run --stdin` takes it; a terminal is refused (--tty).
+Ctrl-C (SIGINT, SIGTERM, SIGHUP) without --tty is passed on: CMD gets
+SIGTERM, then SIGKILL after the grace (a second Ctrl-C: at once), and
+corral exec waits for it and exits with its status, as `corral run` does.
 
 --prompt TEXT (or --prompt-file F, read as `corral run --prompt-file` reads
 it) runs the session's worker's agent CLI on TEXT as the agent role, with
@@ -109,6 +116,8 @@ const Option<ExecArgs> kExecOptions[] = {
          x.request.cwd = v;
      }},
     {{"--tty", "", "run CMD on a terminal of the session's"}, [](ExecArgs& x, const std::string&) { x.request.tty = true; }},
+    {{"--stdin", "", "pass corral exec's stdin to CMD (a pipe, a file, a socket; not a terminal: --tty)", "-i"},
+     [](ExecArgs& x, const std::string&) { x.request.stdin = true; }},
     {{"--prompt", "TEXT", "run the session's agent CLI on TEXT"},
      [](ExecArgs& x, const std::string& v) { set_prompt(x, v); }},
     {{"--prompt-file", "F", "the same, the prompt read from F"},
@@ -121,7 +130,7 @@ const Option<ExecArgs> kExecOptions[] = {
 };
 
 std::string exec_habit(std::string_view flag) {
-    if (flag == "-it" || flag == "-t" || flag == "-i")
+    if (flag == "-it" || flag == "-t")
         return "corral exec has no " + std::string(flag) + "; use --tty for a terminal";
     return {};
 }

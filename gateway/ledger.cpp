@@ -176,10 +176,11 @@ void Ledger::note_refusal_locked(const LedgerEntry& e) {
     for (auto& n : notices)
         if (n.port == e.port && n.host == e.host) {
             ++n.count;
+            n.role = e.role;
             return;
         }
     if (notices.size() < kRefusalNoticesPerIdentity)
-        notices.push_back(RefusalNotice{e.host, e.port, e.method, e.mode, e.reason, e.status, 1});
+        notices.push_back(RefusalNotice{e.host, e.port, e.method, e.mode, e.reason, e.status, 1, e.role});
 }
 
 std::vector<RefusalNotice> Ledger::refusal_notices(const std::string& identity) const {

@@ -128,6 +128,7 @@ struct RefusalNotice {
     std::string reason;
     int status = 0;
     std::uint64_t count = 0;   // refusals of this host:port so far
+    std::string role;          // a session's: the role of the latest refused connection ("" otherwise)
 };
 // Host:ports kept per identity; refusals of others are only counted.
 inline constexpr std::size_t kRefusalNoticesPerIdentity = 32;

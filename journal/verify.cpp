@@ -21,8 +21,27 @@ std::string_view status_name(Status status) {
 
 namespace {
 
+// Whether `record` (canonical, with its six fields) is signed by `key`.
+bool signed_by(const nlohmann::json& record, const PublicKey& key) {
+    std::string sig;
+    try {
+        sig = base64_decode(record["sig"].get<std::string>());
+    } catch (const std::exception&) {
+        return false;
+    }
+    nlohmann::json body = record;
+    body.erase("sig");
+    // body came from canonical text, so re-dumping it gives back the exact
+    // bytes the writer signed.
+    return key.verify(canonical_json(body), sig);
+}
+
 // The record, if `line` is record `at.next_seq`; else why it cannot be.
-Checked<nlohmann::json> check_record(std::string_view line, const JournalPosition& at, const PublicKey& key) {
+// Without a key (`key` null) the signature is not checked: how a journal
+// whose first record does not verify is told apart (signed with another
+// key, or changed). *bad_signature says the signature was what failed.
+Checked<nlohmann::json> check_record(std::string_view line, const JournalPosition& at, const PublicKey* key,
+                                     bool* bad_signature) {
     auto parsed = parse_canonical(line);
     if (!parsed) return parsed;
     nlohmann::json& record = *parsed;
@@ -45,19 +64,15 @@ Checked<nlohmann::json> check_record(std::string_view line, const JournalPositio
                     " (a record deleted, duplicated or moved)");
     if (record["prev"].get<std::string>() != at.prev_hash)
         return fail("prev does not match the SHA-256 of the line before (the chain is broken)");
-    std::string sig;
     try {
-        sig = base64_decode(record["sig"].get<std::string>());
+        (void)base64_decode(record["sig"].get<std::string>());
     } catch (const std::exception& e) {
         return fail(std::string("sig: ") + e.what());
     }
-    nlohmann::json body = record;
-    body.erase("sig");
-    // body came from canonical text, so re-dumping it gives back the exact
-    // bytes the writer signed.
-    if (!key.verify(canonical_json(body), sig))
-        return fail("the signature does not verify with key " + key.fingerprint() +
-                    " (the record was changed, or signed with another key)");
+    if (key && !signed_by(record, *key)) {
+        *bad_signature = true;
+        return fail("the signature does not verify with key " + key->fingerprint());
+    }
     return parsed;
 }
 
@@ -75,9 +90,54 @@ Problem take_contents(const nlohmann::json& record, Verdict& v) {
     return collect_covered_files(record, v.files);
 }
 
-}  // namespace
+// How many of the journal's lines are records signed by `key`.
+std::uint64_t records_signed_by(std::string_view text, const PublicKey& key) {
+    std::uint64_t n = 0;
+    for (std::size_t pos = 0, eol; pos < text.size(); pos = eol + 1) {
+        eol = text.find('\n', pos);
+        if (eol == std::string_view::npos) break;
+        auto parsed = parse_canonical(text.substr(pos, eol - pos));
+        if (parsed && parsed->is_object() && parsed->contains("sig") && (*parsed)["sig"].is_string() && signed_by(*parsed, key))
+            ++n;
+    }
+    return n;
+}
 
-Verdict verify_journal(std::string_view text, const PublicKey& key) {
+Verdict verify_lines(std::string_view text, const PublicKey* key);
+
+// Why the first bad record's signature does not verify, told from what the
+// rest of the journal shows: the records before it verify (so it was changed,
+// or written by someone without the key); or none does, yet every record is
+// well-formed and chained (so all were signed with another key); or the
+// journal is broken elsewhere too, or a later record verifies (changed).
+void explain_bad_signature(std::string_view text, const PublicKey& key, Verdict& v) {
+    const std::string n = std::to_string(v.good_records + 1);
+    if (v.good_records > 0) {
+        v.reason += ": record " + n + " was changed after it was signed, or written without this key (records 1 to " +
+                    std::to_string(v.good_records) + " verify with it)";
+        return;
+    }
+    const std::uint64_t verifying = records_signed_by(text, key);
+    const Verdict unsigned_check = verify_lines(text, nullptr);
+    if (verifying > 0) {
+        v.reason += ": record 1 was changed after it was signed (" + std::to_string(verifying) +
+                    " later records verify with this key)";
+    } else if (unsigned_check.status == Status::invalid) {
+        v.reason += ": the journal was changed (no record verifies with this key, and line " +
+                    std::to_string(unsigned_check.line.value_or(0)) + " is bad apart from its signature: " +
+                    unsigned_check.reason + ")";
+    } else if (unsigned_check.good_records == 1) {
+        v.other_key = true;
+        v.reason += ": its only record was signed with another key, or changed";
+    } else {
+        v.other_key = true;
+        v.reason += ": the journal was signed with another key (none of its " +
+                    std::to_string(unsigned_check.good_records) + " records verifies with this one, and they are "
+                    "well-formed and chained)";
+    }
+}
+
+Verdict verify_lines(std::string_view text, const PublicKey* key) {
     Verdict v;
     std::uint64_t line_no = 0;
     std::size_t pos = 0;
@@ -97,11 +157,13 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
             return v;
         }
         std::string_view line = text.substr(pos, eol - pos);
-        auto checked = check_record(line, v.end, key);
+        bool bad_signature = false;
+        auto checked = check_record(line, v.end, key, &bad_signature);
         if (!checked) {
             v.status = Status::invalid;
             v.line = line_no;
             v.reason = "record " + std::to_string(v.end.next_seq) + ": " + checked.problem();
+            if (bad_signature) explain_bad_signature(text, *key, v);
             return v;
         }
         const nlohmann::json& record = *checked;
@@ -129,6 +191,10 @@ Verdict verify_journal(std::string_view text, const PublicKey& key) {
     v.status = Status::valid;
     return v;
 }
+
+}  // namespace
+
+Verdict verify_journal(std::string_view text, const PublicKey& key) { return verify_lines(text, &key); }
 
 std::optional<RunIdentity> run_identity(const Verdict& verdict) {
     const nlohmann::json& first = verdict.first;

@@ -31,6 +31,10 @@ struct Verdict {
     std::uint64_t good_records = 0;     // records that passed every check, from the first
     std::optional<std::uint64_t> line;  // invalid: the 1-based line of the first bad record
     std::string reason;                 // invalid: why that line is bad; incomplete: what is missing
+    // invalid because no record verifies with the key, though every one is
+    // well-formed and chained: the journal was signed with another key (the
+    // reason says so; a record changed after it was signed says "changed").
+    bool other_key = false;
     nlohmann::json first;               // the first good record (null if none)
     nlohmann::json terminal;            // the terminal record (null if none)
     JournalPosition end;                // after the last good record

@@ -207,11 +207,14 @@ void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group
 // a symlink (one left by an earlier run's agent could point anywhere), it is
 // not a kernel pseudo file system, not "/", and neither inside nor around
 // a protected directory (compared by inode: aliases and renames cannot hide it).
-Fd open_workspace(const std::string& option, const std::string& source, const std::vector<std::string>& protected_dirs) {
+// One open of `path` (relative to `at`) that follows no symlink on the way:
+// the fd, or a UsageError naming the link, or SysError.
+Fd open_without_symlinks(int at, const std::string& path, std::uint64_t flags, const std::string& option,
+                         const std::string& source) {
     struct open_how how {};
-    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.flags = flags;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, source.c_str(), &how, sizeof how));
+    int fd = static_cast<int>(syscall(SYS_openat2, at, path.c_str(), &how, sizeof how));
     if (fd < 0) {
         int err = errno;
         if (err == ELOOP) {
@@ -224,9 +227,13 @@ Fd open_workspace(const std::string& option, const std::string& source, const st
         }
         throw SysError("openat2", source + ", RESOLVE_NO_SYMLINKS", err);
     }
-    Fd dir(fd);
+    return Fd(fd);
+}
+
+// A kernel pseudo file system (proc, sysfs, cgroup, ...) is no source.
+void refuse_pseudo_fs(int fd, const std::string& option, const std::string& source) {
     struct statfs sfs {};
-    if (fstatfs(dir.get(), &sfs) != 0) throw SysError("fstatfs", source, errno);
+    if (fstatfs(fd, &sfs) != 0) throw SysError("fstatfs", source, errno);
     static constexpr long kPseudo[] = {PROC_SUPER_MAGIC,   SYSFS_MAGIC,      CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
                                        DEVPTS_SUPER_MAGIC, DEBUGFS_MAGIC,    TRACEFS_MAGIC,      SECURITYFS_MAGIC,
                                        BPF_FS_MAGIC,       SELINUX_MAGIC,    SMACK_MAGIC,        PSTOREFS_MAGIC,
@@ -237,6 +244,11 @@ Fd open_workspace(const std::string& option, const std::string& source, const st
             throw UsageError(option + " " + source + ": is on a kernel pseudo file system (f_type 0x" +
                              [&] { char b[20]; std::snprintf(b, sizeof b, "%lx", magic); return std::string(b); }() +
                              "); use a directory of a real file system");
+}
+
+Fd open_workspace(const std::string& option, const std::string& source, const std::vector<std::string>& protected_dirs) {
+    Fd dir = open_without_symlinks(AT_FDCWD, source, O_PATH | O_DIRECTORY | O_CLOEXEC, option, source);
+    refuse_pseudo_fs(dir.get(), option, source);
     struct stat st {};
     if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
     struct stat root {};
@@ -250,6 +262,33 @@ Fd open_workspace(const std::string& option, const std::string& source, const st
                              " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a directory outside it");
     }
     return dir;
+}
+
+// A single file (--bind/--ro-bind SRC): its directory opened without
+// symlinks, the file in it (not a symlink), a regular file on a real file
+// system, not in or below any of `protected_dirs`, and no set-ID or
+// file-capability file the agent could rewrite. *dir gets its directory.
+Fd open_bind_file(const std::string& option, const std::string& source, const std::vector<std::string>& protected_dirs,
+                  Fd* dir, std::string* name) {
+    const auto slash = source.rfind('/');
+    const std::string parent = slash == 0 ? "/" : source.substr(0, slash);
+    *name = source.substr(slash + 1);
+    *dir = open_without_symlinks(AT_FDCWD, parent, O_PATH | O_DIRECTORY | O_CLOEXEC, option, source);
+    Fd file = open_without_symlinks(dir->get(), *name, O_PATH | O_NOFOLLOW | O_CLOEXEC, option, source);
+    struct stat st {};
+    if (fstat(file.get(), &st) != 0) throw SysError("fstat", source, errno);
+    if (!S_ISREG(st.st_mode))
+        throw UsageError(option + " " + source + ": is neither a directory nor a regular file; allowed: one of them");
+    refuse_pseudo_fs(file.get(), option, source);
+    for (const auto& p : protected_dirs) {
+        Fd pfd(open(p.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!pfd.valid()) continue;
+        const DiskOverlap o = disk_overlap(dir->get(), pfd.get());
+        if (o == DiskOverlap::same || o == DiskOverlap::inside)
+            throw UsageError(option + " " + source + ": lies in " + p +
+                             " (corral's records and the host's /proc, /sys and /dev are off limits to the box); use a file outside it");
+    }
+    return file;
 }
 
 IdmappedTree refused(IdmapRefusal why, std::string detail, Fd tree) {
@@ -275,8 +314,14 @@ void make_private(int tree_fd, const std::string& source) {
 IdmappedTree idmapped_tree(const std::string& option, const std::string& source, OwnerMapping& mapping,
                            const std::vector<std::string>& protected_dirs) {
     // One open of DIR: the checks, the owner, the copy and the scan all come
-    // from this fd, so nothing can be swapped between them.
-    Fd dir = open_workspace(option, source, protected_dirs);
+    // from this fd, so nothing can be swapped between them. A bind's SRC may
+    // be a regular file instead (checked on its own fd and its directory's).
+    struct stat given {};
+    const bool one_file = option != "--workspace" && stat(source.c_str(), &given) == 0 && !S_ISDIR(given.st_mode);
+    Fd file_dir;
+    std::string file_name;
+    Fd dir = one_file ? open_bind_file(option, source, protected_dirs, &file_dir, &file_name)
+                      : open_workspace(option, source, protected_dirs);
     struct stat st {};
     if (fstat(dir.get(), &st) != 0) throw SysError("fstat", source, errno);
     mapping.disk_uid = st.st_uid;
@@ -284,16 +329,23 @@ IdmappedTree idmapped_tree(const std::string& option, const std::string& source,
     // The copy is what the box gets, ID-mapped or not (never a second lookup of the path).
     Fd tree(open_tree(dir.get(), "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
     if (!tree.valid()) throw SysError("open_tree", source + ", OPEN_TREE_CLONE", errno);
-    if (st.st_uid == 0 || st.st_gid == 0) {
+    const bool as_is = st.st_uid == 0 || st.st_gid == 0;
+    if (one_file) {
+        // The file is the whole tree: the agent writes it as its owner, or as "others" when attached as is.
+        if (const char* hazard = hazard_of(file_dir.get(), file_name.c_str(), st, as_is ? static_cast<uid_t>(-1) : st.st_uid,
+                                           as_is ? static_cast<gid_t>(-1) : st.st_gid))
+            throw UsageError(option + " " + source + ": " + hazard);
+    }
+    if (as_is) {
         // Attached as is: the agent is only "others" here.
-        refuse_hazards(tree.get(), "", static_cast<uid_t>(-1), static_cast<gid_t>(-1), 0, source, option);
+        if (!one_file) refuse_hazards(tree.get(), "", static_cast<uid_t>(-1), static_cast<gid_t>(-1), 0, source, option);
         make_private(tree.get(), source);
         return refused(IdmapRefusal::owned_by_root,
                        "its owner or group is root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
                            "); mapping root to the agent would make the agent root over everything in it",
                        std::move(tree));
     }
-    refuse_hazards(tree.get(), "", st.st_uid, st.st_gid, 0, source, option);
+    if (!one_file) refuse_hazards(tree.get(), "", st.st_uid, st.st_gid, 0, source, option);
     Fd userns;
     try {
         userns = user_namespace_mapping(mapping);
@@ -359,10 +411,15 @@ PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
         // restriction and the agent writes only where its UID may.
         op.idmapped = false;
         const bool mapped_mount = t.detail.find("cannot be ID-mapped again") != std::string::npos;
+        // A root-owned source: the fix is the operator's, one command.
+        const std::string fix = t.refusal != IdmapRefusal::owned_by_root ? ""
+            : "; to let the agent write it, give it to an unprivileged user: chown -R USER:GROUP " + op.source +
+                  " (any owner but root; the box shows that owner as the agent, and what the agent writes stays that "
+                  "owner's)";
         prepared.fallbacks.push_back(
             what + ": not ID-mapped: " + t.detail + "; bound as is, so the agent (UID " + std::to_string(op.uid) + ") " +
             (mapped_mount ? std::string("cannot create or change files whose owner the source mount does not map")
-                          : "can write only where the directory's permissions allow that UID"));
+                          : "can write only where the directory's permissions allow that UID") + fix);
     }
     return prepared;
 }

@@ -361,11 +361,15 @@ void plan_extra_files(Planner& p, const RootfsSpec& spec) {
 // Ancestors first: a bind target's parents may not exist in the box yet.
 void plan_binds(Planner& p, const RootfsSpec& spec) {
     for (const auto& b : spec.binds) {
-        std::vector<std::string> chain;
-        for (std::string a = b.target; a != "/"; a = parent_of(a)) chain.insert(chain.begin(), a);
-        for (const auto& a : chain) p.dir(a);
         struct stat st {};
         if (stat(b.source.c_str(), &st) != 0) throw UsageError(b.option + " " + b.source + ": cannot access: " + errno_text(errno));
+        // A file's mount point is a file: its parents are directories.
+        const bool one_file = S_ISREG(st.st_mode);
+        std::vector<std::string> chain;
+        for (std::string a = one_file ? parent_of(b.target) : b.target; a != "/"; a = parent_of(a))
+            chain.insert(chain.begin(), a);
+        for (const auto& a : chain) p.dir(a);
+        if (one_file) p.mount_point_file(b.target);
         p.bind_owned_by_agent(b.option, b.source, b.target, kSafe | restrictions_of(b.source) | (b.read_only ? MS_RDONLY : 0),
                               st.st_uid, st.st_gid, spec.agent_uid, spec.agent_gid);
     }

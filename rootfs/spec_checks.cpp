@@ -108,7 +108,14 @@ void validate_layers(const RootfsSpec& spec) {
 void check_host_source(std::string_view option, const std::string& source, const RootfsSpec& spec, bool host_mode,
                        const std::string& image_real) {
     const std::string opt(option);
-    require_directory(option, source);
+    // A bind may show one file (a config, a socket-free credential helper's
+    // output); the workspace is a directory.
+    struct stat st {};
+    const bool one_file = option != "--workspace" && !source.empty() && source.front() == '/' &&
+                          stat(source.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    if (!one_file && option != "--workspace" && stat(source.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+        throw UsageError(opt + " " + source + ": is neither a directory nor a regular file; allowed: one of them");
+    if (!one_file) require_directory(option, source);
     char* src_c = realpath(source.c_str(), nullptr);
     if (!src_c) throw UsageError(opt + " " + source + ": cannot resolve: " + errno_text(errno));
     const std::string src_real = src_c;

@@ -521,7 +521,9 @@ void Egress::start(const supervisor::Sandbox& box) {
 }
 
 void Egress::report_refusals() {
-    for (const auto& line : refusal_report_.new_lines(refusals_so_far()))
+    const std::vector<gateway::RefusalNotice> notices = refusals_so_far();
+    if (refusal_listeners_) refusal_listeners_->deliver(notices);
+    for (const auto& line : refusal_report_.new_lines(notices))
         if (refusal_sink_) refusal_sink_(line);
 }
 

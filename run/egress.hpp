@@ -100,6 +100,9 @@ public:
     // the run's own words, with its prefix ("corral run", "corral session").
     // Call before start(). Without one they are dropped.
     void tell_refusals_to(std::function<void(const std::string&)> sink) { refusal_sink_ = std::move(sink); }
+    // A session's: every poll's notices are delivered to `listeners` too (its
+    // live execs' callers hear of their refusals). Call before start().
+    void deliver_refusals_to(RefusalListeners* listeners) { refusal_listeners_ = listeners; }
 
     // After supervise(): closes the listeners, lets open exchanges finish
     // (bounded), stops the thread, takes the counts. Idempotent.
@@ -173,6 +176,7 @@ private:
     bool watch_stop_ = false;
     bool live_refusals_ = true;
     std::function<void(const std::string&)> refusal_sink_;
+    RefusalListeners* refusal_listeners_ = nullptr;
 };
 
 // The embedded gateway (plan.gateway) or, with --gateway, the daemon.

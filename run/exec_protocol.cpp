@@ -33,7 +33,8 @@ std::string exec_request_line(const ExecRequest& r) {
            {"cwd", r.cwd ? json(*r.cwd) : json(nullptr)},
            {"timeout_ms", r.timeout ? json(r.timeout->count()) : json(nullptr)},
            {"grace_ms", r.grace ? json(r.grace->count()) : json(nullptr)},
-           {"tty", r.tty ? json{{"term", r.term}} : json(nullptr)}};
+           {"tty", r.tty ? json{{"term", r.term}} : json(nullptr)},
+           {"stdin", r.stdin}};
     try {
         return j.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
     } catch (const json::type_error&) {
@@ -98,6 +99,11 @@ ExecRequest parse_exec_request_line(std::string_view line) {
         r.tty = true;
         r.term = j["tty"].value("term", std::string());
         if (r.term.size() > 256) throw UsageError("exec request: tty.term: longer than 256 bytes");
+    }
+    if (j.contains("stdin") && !j["stdin"].is_null()) {
+        if (!j["stdin"].is_boolean()) throw UsageError("exec request: stdin: expected true or false");
+        r.stdin = j["stdin"].get<bool>();
+        if (r.stdin && r.tty) throw UsageError("--stdin with --tty: the terminal is CMD's stdin already");
     }
     return r;
 }

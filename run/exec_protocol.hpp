@@ -7,7 +7,7 @@
 // it writes a byte to on each SIGWINCH); the supervisor answers with one line of JSON when the command
 // has ended, and closes. docs/sessions.md "Protocol".
 //
-//   > {"argv":["make","test"],"prompt":null,"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null,"tty":null}
+//   > {"argv":["make","test"],"prompt":null,"role":"agent","env":[["K","V"]],"cwd":null,"timeout_ms":null,"grace_ms":null,"tty":null,"stdin":false}
 //   < {"exec":3,"status":0,"outcome":"exited","messages":[]}
 #pragma once
 
@@ -40,6 +40,9 @@ struct ExecRequest {
     // box_terminal_type does). Not with a prompt.
     bool tty = false;
     std::string term;
+    // `corral exec --stdin`: the caller's stdin comes with the request (its
+    // third fd) and is the command's. Not with tty.
+    bool stdin = false;
 };
 
 // One line, '\n'-terminated.

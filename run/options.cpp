@@ -209,9 +209,10 @@ const RunOption kOptions[] = {
      "writes belongs to that owner on the host. Set-ID bits\n"
      "cannot be set. A root-owned DIR, or one on a file\n"
      "system that cannot be ID-mapped, is bound as is, with\n"
-     "a warning. Refused: /, a path through a symlink, a DIR\n"
-     "overlapping corral's state or run dir, /proc, /sys or\n"
-     "/dev, a DIR holding a set-ID file, a socket or FIFO.\n"
+     "a warning (chown DIR to a user to map it). Refused: /,\n"
+     "a path through a symlink, a DIR overlapping corral's\n"
+     "state or run dir, /proc, /sys or /dev, a DIR holding a\n"
+     "set-ID file, a socket or FIFO.\n"
      "Without it CMD starts in /workspace, an empty directory\n"
      "on the scratch overlay that vanishes with the run.",
      [](RunRequest& r, const std::string& v) { r.workspace = require_path("--workspace", v); }},
@@ -281,9 +282,10 @@ const RunOption kOptions[] = {
      "on stderr; problems are still reported.",
      [](RunRequest& r, const std::string&) { r.quiet = true; }},
     {"--bind", "SRC:DST", G::sandbox,
-     "bind the host directory SRC read-write at DST in the box\n"
-     "(repeatable). ID-mapped as --workspace is (SRC's owner\n"
-     "shows as the agent), with the same refusals for SRC.\n"
+     "bind the host directory (or regular file) SRC read-write\n"
+     "at DST in the box (repeatable). ID-mapped as --workspace\n"
+     "is (SRC's owner shows as the agent), with the same\n"
+     "refusals for SRC.\n"
      "DST: absolute (normalised), not /, not /tmp, and not at,\n"
      "below or above /proc, /sys, /dev, /etc, /workspace, /root\n"
      "or /home/agent; no two DSTs equal or nested. SRC may\n"

@@ -26,4 +26,28 @@ std::vector<std::string> RefusalReport::new_lines(const std::vector<gateway::Ref
     return lines;
 }
 
+int RefusalListeners::add(std::string role, Tell tell) {
+    std::lock_guard lock(mu_);
+    const int id = ++next_id_;
+    listeners_.emplace(id, Listener{std::move(role), std::move(tell), RefusalReport{}});
+    return id;
+}
+
+void RefusalListeners::remove(int id) {
+    std::lock_guard lock(mu_);
+    listeners_.erase(id);
+}
+
+void RefusalListeners::deliver(const std::vector<gateway::RefusalNotice>& notices) {
+    std::lock_guard lock(mu_);
+    for (const auto& n : notices) {
+        std::uint64_t& seen = counts_[{n.host, n.port}];
+        if (n.count <= seen) continue;
+        seen = n.count;
+        for (auto& [id, l] : listeners_)
+            if (n.role.empty() || n.role == l.role)
+                for (const auto& line : l.told.new_lines({n})) l.tell(line);
+    }
+}
+
 }  // namespace corral::run

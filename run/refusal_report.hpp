@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -26,6 +29,32 @@ public:
 
 private:
     std::set<std::pair<std::string, std::uint16_t>> reported_;
+};
+
+// A session's refusals told to the execs that were running when they
+// happened (corral exec's caller sees them as corral run's does): the
+// egress's watcher delivers the notices it polls; a host:port whose count
+// grew since the last delivery was refused again just now, and is told
+// once to each listener of the refused connection's role (every listener
+// when the notice names none: a daemon's counts answer). Thread-safe.
+class RefusalListeners {
+public:
+    using Tell = std::function<void(const std::string& line)>;
+    // Until remove(id): `tell` gets each line (from the deliverer's thread).
+    int add(std::string role, Tell tell);
+    void remove(int id);
+    void deliver(const std::vector<gateway::RefusalNotice>& notices);
+
+private:
+    struct Listener {
+        std::string role;
+        Tell tell;
+        RefusalReport told;
+    };
+    std::mutex mu_;
+    int next_id_ = 0;
+    std::map<int, Listener> listeners_;
+    std::map<std::pair<std::string, std::uint16_t>, std::uint64_t> counts_;  // at the last delivery
 };
 
 }  // namespace corral::run

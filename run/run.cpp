@@ -151,6 +151,7 @@ Run::Next Run::resolve() {
         egress_->tell_refusals_to([prefix = body_.prefix](const std::string& line) {
             std::fprintf(stderr, "%s: %s\n", prefix, line.c_str());
         });
+        if (request_.session) egress_->deliver_refusals_to(&refusal_listeners_);
         const std::string ca_pem = egress_->prepare();
         decisions_journalled_ = egress_->journal_decisions(journal_->decision_sink());
         if (!resolved_->left_out.empty()) say(resolved_->left_out);
@@ -295,6 +296,7 @@ Run::Next Run::serve_body(int interrupt_fd) {
         context.no_agent = plan_->no_session_agent;
         context.journal = journal_.get();
         context.questions = request_.tty ? egress_->terminal_questions() : nullptr;
+        context.refusals = &refusal_listeners_;
         result_ = steps_.serve(body_, interrupt_fd, context);
         log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {

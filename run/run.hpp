@@ -51,6 +51,8 @@ struct BodyContext {
     journal::SharedJournal* journal = nullptr;  // the run's journal: a session's execs are recorded in it
     // --tty: what is asked at the run's terminal (the approvals), or null.
     supervisor::QuestionSource* questions = nullptr;
+    // The gateway's refusals as they happen, for a session's execs' callers.
+    RefusalListeners* refusals = nullptr;
 };
 
 // What runs at the hook point: by default the request's command
@@ -171,6 +173,7 @@ private:
     std::optional<RunInputs> inputs_;
     std::optional<RunPlan> resolved_;
     std::optional<const RunPlan> plan_;
+    RefusalListeners refusal_listeners_;  // a session's execs'; declared first: it outlives egress_'s watcher
     std::unique_ptr<Egress> egress_;
     std::optional<AgentRun> agent_;
     bool decisions_journalled_ = false;  // the embedded gateway's ledger lines are decision records here

@@ -22,6 +22,7 @@
 
 #include "base/fd.hpp"
 #include "base/log.hpp"
+#include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "journal/covered_files.hpp"
 #include "run/exec_protocol.hpp"
@@ -127,7 +128,24 @@ private:
         }
         listener.reset();
         ::unlink(path.c_str());  // a late `corral exec` is told the session ended, not left waiting
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            session_end_ = why_session_ends(grace);
+        }
         stop_everything(grace);
+    }
+
+    // What each exec still running is told of its session's end (with its
+    // own status: its command was stopped with the session).
+    std::string why_session_ends(std::chrono::milliseconds grace) const {
+        const std::string stop = "every exec got SIGTERM, the session was killed after the " + format_duration(grace) + " grace";
+        if (result_.deadline_hit)
+            return "the session ended: its deadline (--timeout " + format_duration(*o_.timeout) + ") was reached; " + stop;
+        if (init_died_) return "the session ended: its init exited";
+        if (result_.stopped_by_request) return "the session ended: stopped by `corral session stop` or `corral stop`; " + stop;
+        if (result_.interrupted_by)
+            return std::string("the session ended: its supervisor got SIG") + sigabbrev_np(*result_.interrupted_by) + "; " + stop;
+        return "the session ended; " + stop;
     }
 
     // One thread per connection; finished ones are joined here, and reapers
@@ -198,9 +216,13 @@ private:
             std::lock_guard<std::mutex> lock(mu_);
             slot.answering = true;
         }
-        if (request.tty != (received.in.valid() && received.window_changes.valid())) {
+        // tty: stdin and the window-change pipe; stdin: stdin alone; else neither.
+        if (request.tty != (received.in.valid() && received.window_changes.valid()) ||
+            (request.stdin && (!received.in.valid() || received.window_changes.valid())) ||
+            (!request.tty && !request.stdin && received.in.valid())) {
             send_answer(conn.get(), refusal(kExitUsage, request.tty ? "exec request: tty: the caller's stdin and window-change pipe did not come with it (SCM_RIGHTS)"
-                                                                   : "exec request: more fds than stdout and stderr without tty"));
+                                                        : request.stdin ? "exec request: stdin: the caller's stdin (alone) did not come with it (SCM_RIGHTS)"
+                                                                        : "exec request: more fds than stdout and stderr without tty or stdin"));
             return;
         }
         Fd out = own_nonblocking_copy(std::move(received.out));
@@ -211,7 +233,8 @@ private:
         if (request.tty)
             terminal = supervisor::CallerTerminal{received.in.get(), out.get(), received.window_changes.get(),
                                                   supervisor::box_terminal_type(request.term.c_str())};
-        send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get(), terminal));
+        send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get(), terminal,
+                                         request.stdin ? received.in.get() : -1));
     }
 
     // A prompt: the worker's agent CLI, its command line made as `corral run
@@ -230,7 +253,8 @@ private:
 
     supervisor::InvocationSpec invocation_spec(const ExecRequest& request, std::vector<std::string> argv,
                                                const std::string& dir,
-                                               const std::optional<supervisor::CallerTerminal>& terminal) const {
+                                               const std::optional<supervisor::CallerTerminal>& terminal,
+                                               int stdin_fd) const {
         supervisor::InvocationSpec spec;
         spec.role = request.role;
         spec.argv = std::move(argv);
@@ -241,6 +265,7 @@ private:
         spec.stop_grace = request.grace.value_or(o_.grace);
         spec.log_limit_bytes = o_.log_limit_bytes;
         spec.terminal = terminal;
+        spec.stdin_fd = stdin_fd;
         return spec;
     }
 
@@ -253,9 +278,18 @@ private:
         answer.status = o.status;
         answer.outcome = o.outcome;
         if (o.message) answer.messages.push_back(*o.message);
+        const std::string how = !result.stop_grace ? ""
+                                : result.stop_grace->count() == 0 ? "CMD killed"
+                                : result.stop_killed ? "CMD got SIGTERM and was still running after the " +
+                                                           format_duration(*result.stop_grace) + " grace; killed"
+                                                     : "CMD got SIGTERM and ended within the " +
+                                                           format_duration(*result.stop_grace) + " grace";
         if (result.deadline_hit)
             answer.messages.push_back("deadline of " + std::to_string(spec.timeout->count()) + " ms reached; " +
                                       (result.stop_killed ? "killed after the grace" : "ended within the grace"));
+        else if (result.interrupted_by)
+            answer.messages.push_back(std::string("interrupted by SIG") + sigabbrev_np(*result.interrupted_by) +
+                                      " (corral exec's, passed on); " + how);
     }
 
     // exec.json's fields of the exec's end.
@@ -307,8 +341,21 @@ private:
         return answer;
     }
 
+    // Refusal lines for a non-tty exec's caller while its command runs (with
+    // --tty the box's program owns the caller's screen: none, as corral run --tty).
+    // The line is written without waiting: a caller that reads nothing misses it.
+    int listen_to_refusals(const ExecRequest& request, int err_fd) {
+        if (!o_.refusals || request.tty) return 0;
+        return o_.refusals->add(std::string(supervisor::role_name(request.role)), [err_fd](const std::string& line) {
+            const std::string text = "corral exec: " + line + "\n";
+            ssize_t n = send(err_fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n < 0 && errno == ENOTSOCK) n = write(err_fd, text.data(), text.size());
+            (void)n;
+        });
+    }
+
     ExecAnswer run_exec(int conn, const ExecRequest& request, int out_fd, int err_fd,
-                        const std::optional<supervisor::CallerTerminal>& terminal) {
+                        const std::optional<supervisor::CallerTerminal>& terminal, int stdin_fd) {
         json record{{"role", std::string(supervisor::role_name(request.role))}, {"argv", request.argv}, {"tty", request.tty}};
         // A prompt: the worker's agent CLI, its command line made as `corral
         // run --prompt` makes it; exec.json keeps the prompt's size, not its text.
@@ -342,7 +389,7 @@ private:
             n = ++next_exec_;
         }
         const std::string dir = o_.run_dir + "/execs/" + std::to_string(n);
-        const supervisor::InvocationSpec spec = invocation_spec(request, std::move(argv), dir, terminal);
+        const supervisor::InvocationSpec spec = invocation_spec(request, std::move(argv), dir, terminal, stdin_fd);
         ExecAnswer answer;
         answer.exec = n;
         record["exec"] = n;
@@ -360,18 +407,25 @@ private:
             }
             if (agent_gate.owns_lock()) agent_gate.unlock();
             if (verifier_gate.owns_lock()) verifier_gate.unlock();
+            const int listener = listen_to_refusals(request, err_fd);
             try {
                 result = supervisor::supervise(inv, box_, supervisor::OutputSinks{out_fd, err_fd, -1, conn, &abandon_sinks_});
             } catch (...) {
+                if (listener) o_.refusals->remove(listener);
                 kill_and_wait(inv.pidfd());
                 throw;
             }
+            if (listener) o_.refusals->remove(listener);
         } catch (const UsageError& e) {
             return refusal(kExitUsage, e.what());
         } catch (const std::exception& e) {
             return exec_failed(dir, e.what(), record, answer);
         }
         answer_exec_end(result, spec, answer);
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!session_end_.empty()) answer.messages.push_back(session_end_);
+        }
         record_exec_end(result, answer, record);
         write_exec_record(dir, record);
         journal_exec_end(dir, record, answer);
@@ -513,6 +567,7 @@ private:
     int active_ = 0;
     bool stopping_ = false;
     bool init_died_ = false;
+    std::string session_end_;  // under mu_: why_session_ends, once the session stops
     std::atomic<bool> abandon_sinks_{false};
     supervisor::SuperviseResult result_;
 };

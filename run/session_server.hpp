@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "journal/shared_journal.hpp"
+#include "run/refusal_report.hpp"
 #include "supervisor/sandbox.hpp"
 
 namespace corral::run {
@@ -35,6 +36,10 @@ struct SessionServerOptions {
     // ends (docs/journal.md). An exec whose record cannot be written does
     // not start. Null: no records (tests of the server alone).
     journal::SharedJournal* journal = nullptr;
+    // The gateway's refusals as they happen: each non-tty exec's caller is
+    // told those of its role while it runs, on its stderr (as `corral run`
+    // tells its own). Null: none told.
+    RefusalListeners* refusals = nullptr;
 };
 
 // RUN_DIR/session.sock.

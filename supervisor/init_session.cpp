@@ -56,7 +56,8 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     static char* slots[kMaxExecStrings];
     DecodedExec exec{};
     if (int err = decode_exec_request(request, len, slots, kMaxExecStrings, exec); err != 0) return err;
-    if (nfds != (slave_attached && exec.tty ? kExecTtyFds : kExecRequestFds)) return EPROTO;
+    // The request's own fds, and a terminal request's slave once the init attached it.
+    if (nfds != kExecRequestFds + (slave_attached && exec.tty ? 1 : 0) + (exec.own_stdin ? 1 : 0)) return EPROTO;
     inv.uid = exec.uid;
     inv.gid = exec.gid;
     inv.task_limit = exec.task_limit;
@@ -69,8 +70,9 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     inv.stdout_fd = fds[1];
     inv.stderr_fd = fds[2];
     inv.tty_slave_fd = slave_attached && exec.tty ? fds[3] : -1;
-    // A stdio server's one socket: its stdin as well as its stdout.
-    inv.stdin_fd = exec.stdin_is_stdout ? fds[1] : -1;
+    // A stdio server's one socket: its stdin as well as its stdout; or the
+    // caller's stdin (corral exec --stdin), the fourth fd.
+    inv.stdin_fd = exec.stdin_is_stdout ? fds[1] : exec.own_stdin ? fds[3] : -1;
     if (wanted != nullptr) *wanted = PtyWanted{exec.tty, exec.rows, exec.cols};
     return 0;
 }

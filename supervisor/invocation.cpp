@@ -82,6 +82,7 @@ std::vector<char> encoded_exec_request(ExecImage& image, const InvocationSpec& s
     image.candidates = exec_candidates(spec.argv.front(), env);
     image.tty = spec.terminal.has_value();
     image.stdin_is_stdout = spec.stdio_socket >= 0;
+    image.own_stdin = spec.stdin_fd >= 0;
     image.rows = window.ws_row;
     image.cols = window.ws_col;
     try {
@@ -118,6 +119,8 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
     if (spec.argv.empty()) throw UsageError("missing command");
     if (spec.terminal && spec.stdio_socket >= 0) throw UsageError("an exec with a terminal has no stdio socket");
+    if (spec.stdin_fd >= 0 && (spec.terminal || spec.stdio_socket >= 0))
+        throw UsageError("an exec's stdin is its terminal, its stdio socket or the caller's stdin: one of them");
     if (spec.cwd.empty())
         spec.cwd = spec.role == Role::agent ? box.spec_.cwd : std::string(kRoleHomesDir) + "/" + std::string(role_name(spec.role));
     Invocation inv;
@@ -146,15 +149,17 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     std::pair<Fd, Fd> out;   // none with a stdio socket: the command writes to the socket
     if (spec.stdio_socket < 0) out = make_pipe();
     auto err = make_pipe();
-    const int fds[kExecRequestFds] = {report.second.get(), spec.stdio_socket >= 0 ? spec.stdio_socket : out.second.get(),
-                                      err.second.get()};
+    const int fds[kExecRequestFds + 1] = {report.second.get(),
+                                          spec.stdio_socket >= 0 ? spec.stdio_socket : out.second.get(),
+                                          err.second.get(), spec.stdin_fd};
+    const int nfds_sent = kExecRequestFds + (spec.stdin_fd >= 0 ? 1 : 0);
     ExecReply reply{};
     int answered[2] = {-1, -1};
     int nfds = 0;
     {
         std::lock_guard<std::mutex> one_request_at_a_time(*box.session_lock_);
         box.started_ = true;  // from here on a process of a role's UID may exist: teardown sweeps them
-        if (int rc = send_with_fds(box.session_.get(), request.data(), request.size(), fds, kExecRequestFds); rc < 0)
+        if (int rc = send_with_fds(box.session_.get(), request.data(), request.size(), fds, nfds_sent); rc < 0)
             throw SysError("sendmsg", "session init channel (exec request)", -rc);
         ssize_t n = receive_with_fds(box.session_.get(), &reply, sizeof reply, answered, 2, nfds);
         if (n < 0) {

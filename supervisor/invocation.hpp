@@ -68,6 +68,10 @@ struct InvocationSpec {
     // then not the invocation's to read (nor logged); its stderr is.
     // Not with `terminal`. -1: the usual /dev/null stdin and stdout pipe.
     int stdio_socket = -1;
+    // `corral exec --stdin`: the command's stdin (borrowed, as stdio_socket),
+    // already checked as stdin_handover.hpp checks `corral run --stdin`'s.
+    // Not with `terminal` or `stdio_socket`. -1: the box's /dev/null.
+    int stdin_fd = -1;
 };
 
 // The role's UID and GID in this session's sandbox.

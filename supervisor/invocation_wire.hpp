@@ -35,6 +35,10 @@ inline constexpr std::uint32_t kExecTty = 1u << 0;   // ExecRequestHeader.flags:
 // socket that is its stdin too (a stdio MCP server: one socket to the
 // gateway, run/mcp_servers.hpp). Not with kExecTty.
 inline constexpr std::uint32_t kExecStdinIsStdout = 1u << 1;
+// ExecRequestHeader.flags: a fourth fd after report, stdout and stderr is the
+// command's stdin (`corral exec --stdin`: the caller's, checked as `corral run
+// --stdin` checks its own). Not with kExecTty or kExecStdinIsStdout.
+inline constexpr std::uint32_t kExecStdin = 1u << 2;
 // Where a session's service and verifier live: HOME and the default cwd,
 // made by the init before any exec, root's parent (0755) and each role's own
 // child (0700), so the agent (who can write /tmp itself) can plant nothing there.
@@ -50,7 +54,7 @@ struct ExecRequestHeader {
     std::uint64_t task_limit;
     std::uint64_t open_file_limit;
     std::uint32_t strings_bytes;   // what follows: cwd, argv..., env..., candidates..., each NUL-terminated
-    std::uint32_t flags;           // kExecTty, kExecStdinIsStdout or 0; any other bit (or both) refuses the request
+    std::uint32_t flags;           // kExecTty, kExecStdinIsStdout, kExecStdin or 0; any other bit (or two) refuses the request
     std::uint16_t rows;            // kExecTty: the pty's window size before the command starts
     std::uint16_t cols;
     std::uint32_t reserved;        // 0
@@ -75,6 +79,7 @@ struct ExecImage {
     bool tty = false;                      // kExecTty
     std::uint16_t rows = 0, cols = 0;
     bool stdin_is_stdout = false;          // kExecStdinIsStdout
+    bool own_stdin = false;                // kExecStdin
 };
 
 // The request's bytes. Throws std::length_error past kMaxExecRequestBytes or
@@ -96,6 +101,7 @@ struct DecodedExec {
     bool tty = false;
     std::uint16_t rows = 0, cols = 0;
     bool stdin_is_stdout = false;
+    bool own_stdin = false;
 };
 
 // Parses `buf` (len bytes, modified in place: nothing), filling `slots`

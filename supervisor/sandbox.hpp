@@ -133,7 +133,9 @@ struct OutputSinks {
     // --grace D`: sigqueue, SI_QUEUE) carries its own grace in milliseconds.
     int interrupt_fd = -1;
     // Optional: a connection whose hang-up (EOF) is a stop with the spec's
-    // grace (`corral exec`'s caller went away).
+    // grace (`corral exec`'s caller went away), and on which a byte SIGINT,
+    // SIGTERM or SIGHUP is that signal passed on by the caller: a stop as
+    // interrupt_fd's (`corral exec`'s Ctrl-C; interrupted_by says which).
     int hangup_fd = -1;
     // Optional: a non-blocking sink that stays full is given up (as a reader
     // gone) once this is true: a session's stop never waits on a caller that

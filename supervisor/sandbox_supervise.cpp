@@ -174,7 +174,7 @@ public:
             }
             if (set.has(set.report, kReadable)) take_report();
             if (set.has(set.interrupt, POLLIN)) stop_on_signal();
-            if (set.has(set.hangup, kReadable)) stop_if_caller_gone();
+            if (set.has(set.hangup, kReadable)) read_caller();
             if (set.has(set.pid, POLLIN)) {
                 init_exited_ = true;
                 drain_until_ = Clock::now() + 2s;
@@ -251,12 +251,19 @@ private:
 
     bool command_ended() const { return result_.wait_status || result_.not_found || result_.setup_failure; }
 
-    // The caller's connection reached EOF (anything it sends is read and
-    // dropped): the exec stops, with the spec's grace.
-    void stop_if_caller_gone() {
-        char scratch[256];
-        ssize_t n = recv(sinks_.hangup_fd, scratch, sizeof scratch, MSG_DONTWAIT);
-        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
+    // The caller's connection: a byte that is SIGINT, SIGTERM or SIGHUP is
+    // that signal, which the caller got and passes on (corral exec's Ctrl-C),
+    // taken as a run takes its own (stop_for_signal); any other byte is
+    // dropped. EOF: the caller is gone, the exec stops with the spec's grace.
+    void read_caller() {
+        unsigned char got[256];
+        ssize_t n = recv(sinks_.hangup_fd, got, sizeof got, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (n > 0) {
+            for (ssize_t i = 0; i < n; ++i)
+                if (got[i] == SIGINT || got[i] == SIGTERM || got[i] == SIGHUP) stop_for_signal(got[i], false, -1);
+            return;
+        }
         result_.caller_gone = true;
         if (!stopping()) begin_stop(w_.grace);
     }
@@ -354,17 +361,24 @@ private:
     void stop_on_signal() {
         signalfd_siginfo si{};
         if (read(sinks_.interrupt_fd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return;
+        // SI_QUEUE is `corral stop`'s, with or without --grace (-1: the run's
+        // own grace); a plain kill(1) or Ctrl-C is SI_USER / SI_KERNEL.
+        stop_for_signal(static_cast<int>(si.ssi_signo), si.ssi_code == SI_QUEUE, si.ssi_int);
+    }
+
+    // A signal for the command: the first begins the stop (SIGTERM, SIGKILL
+    // after the grace: `grace_ms` when `queued` gives one, else the spec's),
+    // a second during the grace kills at once.
+    void stop_for_signal(int signo, bool queued, int grace_ms) {
         if (stopping()) {
             if (!result_.stop_killed) kill_now();
             return;
         }
-        result_.interrupted_by = static_cast<int>(si.ssi_signo);
+        result_.interrupted_by = signo;
         auto grace = w_.grace;
-        // SI_QUEUE is `corral stop`'s, with or without --grace (-1: the run's
-        // own grace); a plain kill(1) or Ctrl-C is SI_USER / SI_KERNEL.
-        if (si.ssi_code == SI_QUEUE) {
+        if (queued) {
             result_.stopped_by_request = true;
-            if (si.ssi_int >= 0) grace = std::chrono::milliseconds(si.ssi_int);
+            if (grace_ms >= 0) grace = std::chrono::milliseconds(grace_ms);
         }
         begin_stop(grace);
     }

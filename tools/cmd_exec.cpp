@@ -31,6 +31,7 @@
 #include "supervisor/invocation.hpp"
 #include "supervisor/fd_passing.hpp"
 #include "supervisor/init_channel.hpp"
+#include "supervisor/stdin_handover.hpp"
 #include "supervisor/terminal.hpp"
 #include "cli/session_args.hpp"
 #include "tools/commands.hpp"
@@ -57,6 +58,20 @@ Fd connect_to(const std::string& path) {
     return fd;
 }
 
+// --stdin: what of corral exec's stdin CMD gets, checked as `corral run
+// --stdin` checks its own (stdin_handover.hpp), before anything is sent. A
+// terminal is refused: the session's seccomp policy was made without the
+// rules an inherited terminal needs, and --tty is the way to give one. The
+// null device: none is sent (CMD gets the box's /dev/null).
+Fd exec_stdin(bool wanted) {
+    if (!wanted) return Fd();
+    supervisor::StdinHandover h = supervisor::hand_over_stdin(0);
+    if (h.terminal)
+        throw UsageError("--stdin: stdin is a terminal; use --tty to run CMD on a terminal (or pass input through a "
+                         "pipe or a file)");
+    return std::move(h.fd);
+}
+
 // What the options leave to check: a session, a command or a prompt, a
 // terminal for --tty.
 void check_exec_args(ExecArgs& x) {
@@ -74,20 +89,47 @@ void check_exec_args(ExecArgs& x) {
         supervisor::require_caller_terminal(0, 1);
         request.term = supervisor::box_terminal_type(std::getenv("TERM"));
     }
+    if (request.tty && request.stdin) throw UsageError("--stdin with --tty: the terminal is CMD's stdin already");
+}
+
+// Without --tty: SIGINT, SIGTERM and SIGHUP blocked and read from a
+// signalfd, each passed on to the session as one byte (its number) on the
+// connection: the session stops CMD as a run stops its own on Ctrl-C
+// (SIGTERM, SIGKILL after the grace; a second one at once) and answers with
+// its status, which corral exec waits for. With --tty Ctrl-C is the pty's.
+Fd watch_stop_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+    check_sys(sigprocmask(SIG_BLOCK, &set, nullptr), "sigprocmask(SIG_BLOCK)", "SIGINT, SIGTERM, SIGHUP");
+    Fd fd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd.valid()) throw SysError("signalfd", "SIGINT, SIGTERM, SIGHUP", errno);
+    return fd;
+}
+
+void pass_signals_on(int stop_signals, int conn) {
+    signalfd_siginfo si{};
+    while (read(stop_signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+        const unsigned char byte = static_cast<unsigned char>(si.ssi_signo);
+        (void)!send(conn, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
 }
 
 // The session's answer line, read while passing window-size changes (--tty)
 // on: the session's supervisor cannot get our SIGWINCH; it reads a byte per
-// change from the pipe and asks our terminal for its size.
-std::string read_exec_answer(int conn, int window_signals, int changes_write, const std::string& session_id) {
+// change from the pipe and asks our terminal for its size. Without --tty,
+// the stop signals we get are passed on (watch_stop_signals).
+std::string read_exec_answer(int conn, int window_signals, int changes_write, int stop_signals,
+                             const std::string& session_id) {
     std::string answer;
     char buf[4096];
     for (;;) {
-        pollfd p[2] = {{conn, POLLIN, 0}, {window_signals, POLLIN, 0}};
-        if (poll(p, window_signals >= 0 ? 2 : 1, -1) < 0) {
+        pollfd p[2] = {{conn, POLLIN, 0}, {window_signals >= 0 ? window_signals : stop_signals, POLLIN, 0}};
+        if (poll(p, p[1].fd >= 0 ? 2 : 1, -1) < 0) {
             if (errno == EINTR) continue;
             throw SysError("poll", "session " + session_id, errno);
         }
+        if (stop_signals >= 0 && (p[1].revents & POLLIN)) pass_signals_on(stop_signals, conn);
         if (window_signals >= 0 && (p[1].revents & POLLIN)) {
             signalfd_siginfo si[8];
             while (read(window_signals, si, sizeof si) > 0) {
@@ -107,10 +149,12 @@ std::string read_exec_answer(int conn, int window_signals, int changes_write, co
 }
 
 // Sends the request with our stdout, stderr (and, with --tty, stdin and the
-// window-change pipe) to the session and returns the exec's status.
-int exec_in_session(const run::RunEntry& session, const std::string& line, bool tty) {
+// window-change pipe; with --stdin, what stdin became) to the session and
+// returns the exec's status.
+int exec_in_session(const run::RunEntry& session, const std::string& line, bool tty, const Fd& in) {
     Fd conn = connect_to(run::session_socket_path(session.run_dir));
-    Fd window_signals, changes_read, changes_write;
+    Fd window_signals, changes_read, changes_write, stop_signals;
+    if (!tty) stop_signals = watch_stop_signals();
     if (tty) {
         window_signals = supervisor::watch_window_size_changes();
         auto [r, w] = supervisor::make_pipe();
@@ -118,12 +162,13 @@ int exec_in_session(const run::RunEntry& session, const std::string& line, bool 
         changes_write = std::move(w);
         check_sys(fcntl(changes_write.get(), F_SETFL, O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)", "the window-change pipe");
     }
-    const int fds[4] = {1, 2, 0, changes_read.get()};
-    if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, tty ? 4 : 2); rc < 0)
+    const int fds[4] = {1, 2, tty ? 0 : in.get(), changes_read.get()};
+    if (int rc = supervisor::send_with_fds(conn.get(), line.data(), line.size(), fds, tty ? 4 : in.valid() ? 3 : 2); rc < 0)
         throw SysError("sendmsg", "exec request to session " + session.id, -rc);
     changes_read.reset();
     const std::string answer = read_exec_answer(conn.get(), window_signals.valid() ? window_signals.get() : -1,
-                                                changes_write.get(), session.id);
+                                                changes_write.get(), stop_signals.valid() ? stop_signals.get() : -1,
+                                                session.id);
     run::ExecAnswer a = run::parse_exec_answer_line(answer);
     for (const auto& m : a.messages) std::fprintf(stderr, "corral exec: %s\n", terminal_text(m).c_str());
     return a.status;
@@ -134,10 +179,13 @@ int exec_in_session(const run::RunEntry& session, const std::string& line, bool 
 int cmd_exec(int argc, char** argv) {
     ExecArgs x;
     std::string line;  // the request, once checked
+    Fd in;             // --stdin: what CMD gets as its stdin
     try {
         x = parse_exec_args(argc, argv);
         if (x.help) return std::fputs(exec_help().c_str(), stdout), 0;
         check_exec_args(x);
+        in = exec_stdin(x.request.stdin);
+        x.request.stdin = in.valid();  // the null device: the box's own, nothing sent
         // The request as the session will read it: the protocol's rules
         // (UTF-8 only; a prompt is not blank, the agent's, without a command)
         // refuse it here, once, with the session's own words.
@@ -153,7 +201,7 @@ int cmd_exec(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);
     try {
         return exec_in_session(find_session(run::require_private_state_dir("--state-dir", x.state_dir), x.key), line,
-                               x.request.tty);
+                               x.request.tty, in);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "corral exec: %s\n", terminal_text(e.what()).c_str());
         return run::kExitSetup;

@@ -8,6 +8,7 @@
 // which does what it does for SIGTERM (docs/operations.md "Stopping a run").
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -165,21 +168,66 @@ bool copy_new_bytes(int fd, off_t& offset, int out) {
     }
 }
 
+// Which exec's output a stream showed last (0: none yet): a session's logs
+// mark each change, so interleaved execs (-f) stay told apart.
+struct LastShown {
+    int out = 0, err = 0;
+};
+
 // One command's two logs, read from where the last look ended. They appear
-// when the command starts: opened once they exist.
+// when the command starts: opened once they exist. A session's exec's output
+// comes after a header line naming it (`header`, "" for a run's logs), on
+// each stream before its first bytes and again after another exec's.
 struct LogFiles {
     std::string out_path, err_path;
+    int exec = 0;
+    std::string header;
     Fd out, err;
     off_t out_at = 0, err_at = 0;
 
     // Copies what is new to stdout and stderr; true if there was any.
-    bool copy_new() {
+    bool copy_new(LastShown& last) {
         if (!out.valid()) out = Fd(::open(out_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
         if (!err.valid()) err = Fd(::open(err_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-        bool any = copy_new_bytes(out.get(), out_at, 1);
-        return copy_new_bytes(err.get(), err_at, 2) || any;
+        bool any = copy_marked(out.get(), out_at, 1, last.out);
+        return copy_marked(err.get(), err_at, 2, last.err) || any;
+    }
+
+private:
+    bool copy_marked(int fd, off_t& offset, int to, int& last) {
+        if (header.empty() || last == exec || fd < 0) return copy_new_bytes(fd, offset, to);
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || st.st_size <= offset) return false;  // nothing new: no header
+        write_all(to, header.data(), header.size(), to == 1 ? "stdout" : "stderr");
+        last = exec;
+        return copy_new_bytes(fd, offset, to);
     }
 };
+
+// "==> exec N (ROLE): CMD <==": the exec record of the session's journal
+// (written before its command starts; execs/N/exec.json only at its end),
+// the command quoted as a shell would take it; a prompt by its size.
+std::map<int, std::string> exec_headers(const std::string& run_dir) {
+    std::map<int, std::string> out;
+    std::ifstream journal(run_dir + "/journal.jsonl");
+    for (std::string line; std::getline(journal, line);) {
+        const json record = json::parse(line, nullptr, false);
+        if (!record.is_object() || record.value("type", "") != "exec" || !record["payload"].is_object()) continue;
+        const json& p = record["payload"];
+        if (!p.contains("exec") || !p["exec"].is_number_integer()) continue;
+        std::string what = "?";
+        if (p.contains("argv") && p["argv"].is_array() && !p["argv"].empty()) {
+            std::vector<std::string> argv;
+            for (const auto& a : p["argv"]) argv.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+            what = shell_words(argv);
+        } else if (p.contains("prompt_bytes")) {
+            what = "--prompt (" + p["prompt_bytes"].dump() + " bytes)";
+        }
+        out[p["exec"].get<int>()] = "==> exec " + std::to_string(p["exec"].get<int>()) + " (" +
+                                    terminal_text(p.value("role", "?")) + "): " + terminal_text(what) + " <==\n";
+    }
+    return out;
+}
 
 bool is_session_entry(const run::RunEntry& e) {
     return e.record && e.record->value("kind", std::string()) == "session";
@@ -192,10 +240,14 @@ void add_log_files(const run::RunEntry& entry, std::vector<LogFiles>& logs) {
         if (logs.empty()) logs.push_back({stdout_log_of(entry), entry.run_dir + "/stderr.log"});
         return;
     }
+    std::map<int, std::string> headers;
     for (;;) {
-        const std::string dir = entry.run_dir + "/execs/" + std::to_string(logs.size() + 1);
+        const int n = static_cast<int>(logs.size()) + 1;
+        const std::string dir = entry.run_dir + "/execs/" + std::to_string(n);
         if (::access(dir.c_str(), F_OK) != 0) return;
-        logs.push_back({dir + "/stdout.log", dir + "/stderr.log"});
+        if (!headers.count(n)) headers = exec_headers(entry.run_dir);
+        const std::string header = headers.count(n) ? headers[n] : "==> exec " + std::to_string(n) + " <==\n";
+        logs.push_back({dir + "/stdout.log", dir + "/stderr.log", n, header});
     }
 }
 
@@ -204,11 +256,12 @@ void add_log_files(const run::RunEntry& entry, std::vector<LogFiles>& logs) {
 // as it comes, execs started later included).
 int print_logs(const RunsArgs& a, const run::RunEntry& entry) {
     std::vector<LogFiles> logs;
+    LastShown last;
     for (;;) {
         const bool live = is_live(run::read_run(a.state_dir, entry.id).state);
         add_log_files(entry, logs);
         bool any = false;
-        for (auto& l : logs) any = l.copy_new() || any;
+        for (auto& l : logs) any = l.copy_new(last) || any;
         if (!a.follow || (!live && !any)) break;
         if (!any) std::this_thread::sleep_for(100ms);
     }

@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# tools/install-deps.sh — install every build, test and benchmark dependency of
-# corral from Debian 12's packages (and the agent CLIs' Node runtime).
-# Idempotent: safe to run on every CI run. Needs root.
+# tools/install-deps.sh — install corral's dependencies from Debian 12's
+# packages. Idempotent: safe to run on every CI run. Needs root.
+#   tools/install-deps.sh               everything: build, run, test and
+#                                       benchmark tools, the agent CLIs' Node
+#                                       runtime, the VM test's kernel (tools/test.sh)
+#   tools/install-deps.sh --build-only  what building and running corral needs
+#                                       (tools/setup.sh, the README's first command)
 set -euo pipefail
+
+build_only=0
+case "${1:-}" in
+  "") ;;
+  --build-only) build_only=1 ;;
+  *) echo "install-deps.sh: unknown argument \"$1\"; allowed: --build-only" >&2; exit 2 ;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: must run as root (it calls apt-get)" >&2
   exit 1
 fi
 
-packages=(
-  # build
+# What building corral needs; the libraries' runtime parts come with them
+# (seccomp, libcap and OpenSSL are linked statically, libmnl and libarchive
+# shared). doctest-dev: meson's setup checks its header (tests are configured
+# even when only corral is built). cmake: meson's fallback for a dependency
+# without a pkg-config file.
+build_packages=(
   g++ meson ninja-build pkg-config cmake
   libseccomp-dev libcap-dev libmnl-dev libssl-dev
   # Ed25519 for the journal and small SHA-256s without OpenSSL's start-up (journal/key.cpp, base/sha256.cpp)
@@ -18,6 +33,9 @@ packages=(
   nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
   # images: reading tar archives of every compression (image/, corral image import)
   libarchive-dev
+)
+
+test_packages=(
   # the sanitizer and fuzzing build (tools/sanitize.sh, tools/fuzz.sh): clang 14
   # with libFuzzer and the ASan/UBSan runtimes, llvm-symbolizer for the reports,
   # lld to link them
@@ -38,7 +56,10 @@ packages=(
   # benchmarks: reading run records (tools/bench/soak.sh)
   jq
 )
-command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
+command -v node >/dev/null 2>&1 || test_packages+=(nodejs npm)
+
+packages=("${build_packages[@]}")
+[ "$build_only" = 1 ] || packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -48,6 +69,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ "$build_only" = 1 ]; then
+  echo "install-deps.sh: what building and running corral needs is present (the tests' tools: tools/install-deps.sh)"
+  exit 0
 fi
 # The Debian kernel the pure cgroup v2 VM test boots (unpacked, not installed).
 "$(dirname "$0")/fetch-test-kernel.sh" >/dev/null

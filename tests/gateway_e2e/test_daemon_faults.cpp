@@ -295,6 +295,14 @@ TEST_CASE("the daemon's journal across restarts: a clean stop, a SIGKILL recover
     INFO(chain.out << chain.err);
     CHECK(chain.exit_code == 0);
     CHECK(chain.out.find("valid: 3 files") != std::string::npos);
+    // Without --key: the key of the state dir the daemon's journal is in
+    // (not the default state dir's), named with where it was read.
+    for (const std::string& given : {journal_dir, files[0]}) {
+        auto own = run({corral_bin(), "journal", "verify", given});
+        INFO(own.out << own.err);
+        CHECK(own.exit_code == 0);
+        CHECK(own.out.find("(" + key + ", the state dir the journal is in)") != std::string::npos);
+    }
     // The killed daemon's file taken out of the chain: named.
     const std::string copy = d.dir + "/journal-copy";
     fs::create_directory(copy);

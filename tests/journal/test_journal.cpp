@@ -112,6 +112,16 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
         auto at = t[1].find("example.com");
         t[1][at] = 'E';
         expect_invalid(join(t), 2, "the signature does not verify");
+        // Told apart from another key: the record before it verifies.
+        expect_invalid(join(t), 2, "record 2 was changed after it was signed, or written without this key (records 1 to 1 verify");
+        CHECK_FALSE(verify_journal(join(t), key.public_key()).other_key);
+    }
+    SUBCASE("a flipped byte in the first record: the later ones verify, so it was changed") {
+        auto t = lines;
+        auto at = t[0].find("/bin/true");
+        t[0][at + 1] = 'B';
+        expect_invalid(join(t), 1, "record 1 was changed after it was signed (3 later records verify with this key)");
+        CHECK_FALSE(verify_journal(join(t), key.public_key()).other_key);
     }
     SUBCASE("a changed number formatting") {
         auto t = lines;
@@ -174,11 +184,23 @@ TEST_CASE("each tampering is invalid, with the first bad record named") {
         JournalWriter forger(std::move(fd), path, SigningKey::generate(), at, WriterOptions{});
         forger.append(kTypeTerminal, {{"outcome", "ok"}}, Commit::durable);
         expect_invalid(read_file(path), 4, "the signature does not verify");
+        expect_invalid(read_file(path), 4, "or written without this key (records 1 to 3 verify with it)");
     }
     SUBCASE("a whole journal signed with another key") {
         TempDir other;
         std::string text = write_run_journal(other.path() + "/j", SigningKey::generate());
-        expect_invalid(text, 1, "signed with another key");
+        expect_invalid(text, 1, "the journal was signed with another key (none of its 4 records verifies with this one, "
+                                "and they are well-formed and chained)");
+        CHECK(verify_journal(text, key.public_key()).other_key);
+        // Another key's journal changed too: changed is what is said.
+        auto t = lines_of(text);
+        t[2] = lines[2];
+        expect_invalid(join(t), 1, "record 1 was changed after it was signed");
+        t = lines_of(text);
+        t.erase(t.begin() + 1);
+        expect_invalid(join(t), 1, "the journal was changed (no record verifies with this key, and line 2 is bad apart "
+                                   "from its signature: record 2: seq is 3, expected 2");
+        CHECK_FALSE(verify_journal(join(t), key.public_key()).other_key);
     }
     SUBCASE("a changed prev") {
         auto t = lines;

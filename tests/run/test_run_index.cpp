@@ -152,5 +152,35 @@ TEST_CASE("refusal report: the box's host and method are shown escaped, in the l
     for (char raw : {'\x1b', '\x9b', '\x9d'}) CHECK(lines[0].find(raw) == std::string::npos);
 }
 
+TEST_CASE("refusal listeners: a refusal made while a listener listens is told to it once, by role") {
+    RefusalListeners listeners;
+    std::vector<gateway::RefusalNotice> n{{"early.example", 443, "CONNECT", "", "not_granted", 403, 1, "agent"}};
+    listeners.deliver(n);  // before anyone listens: told to no one later
+    std::vector<std::string> agent, service;
+    const int a = listeners.add("agent", [&](const std::string& l) { agent.push_back(l); });
+    const int s = listeners.add("service", [&](const std::string& l) { service.push_back(l); });
+    listeners.deliver(n);
+    CHECK(agent.empty());
+    n.push_back({"new.example", 80, "GET", "", "not_granted", 403, 1, "agent"});
+    listeners.deliver(n);
+    listeners.deliver(n);  // nothing new
+    REQUIRE(agent.size() == 1);
+    CHECK(agent[0].rfind("refused GET new.example:80 (not_granted, 403)", 0) == 0);
+    CHECK(service.empty());
+    n[0].count = 2;  // refused again, now: told, once
+    n[0].role = "";  // a daemon's counts name no role: every listener
+    listeners.deliver(n);
+    n[0].count = 3;
+    listeners.deliver(n);
+    CHECK(agent.size() == 2);
+    REQUIRE(service.size() == 1);
+    CHECK(service[0].rfind("refused CONNECT early.example:443", 0) == 0);
+    listeners.remove(a);
+    listeners.remove(s);
+    n[1].count = 2;
+    listeners.deliver(n);
+    CHECK(agent.size() == 2);
+}
+
 }  // namespace
 }  // namespace corral::run

@@ -80,6 +80,13 @@ TEST_CASE("a stdio server's request carries the flag that makes its stdout socke
     REQUIRE(decode_exec_request(stdio.data(), stdio.size(), s.data(), s.size(), d) == 0);
     CHECK(d.stdin_is_stdout);
     CHECK_FALSE(d.tty);
+    // corral exec --stdin: the caller's stdin, a fourth fd.
+    im.stdin_is_stdout = false;
+    im.own_stdin = true;
+    auto own = encode_exec_request(im);
+    REQUIRE(decode_exec_request(own.data(), own.size(), s.data(), s.size(), d) == 0);
+    CHECK(d.own_stdin);
+    CHECK_FALSE(d.stdin_is_stdout);
 }
 
 TEST_CASE("the init refuses a malformed, truncated, oversized or root request") {
@@ -152,6 +159,15 @@ TEST_CASE("the init refuses a malformed, truncated, oversized or root request") 
         h.flags = kExecTty | kExecStdinIsStdout;
         std::memcpy(good.data(), &h, sizeof h);
         CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
+        // The caller's stdin with either: one stdin only.
+        for (std::uint32_t other : {kExecTty, kExecStdinIsStdout}) {
+            h.flags = kExecStdin | other;
+            std::memcpy(good.data(), &h, sizeof h);
+            CHECK(decode_exec_request(good.data(), good.size(), s.data(), s.size(), d) == EINVAL);
+        }
+        im.tty = false;
+        im.own_stdin = true;
+        CHECK_THROWS_AS(encode_exec_request(im), std::invalid_argument);
     }
     SUBCASE("more strings than the init's slots") {
         auto few = slots(4);

@@ -21,6 +21,14 @@ namespace corral::test::sandbox {
 
 using namespace std::chrono_literals;
 
+// `corral logs SESSION`'s lines without the "==> exec N (ROLE): CMD <==" ones.
+inline std::vector<std::string> without_exec_headers(const std::string& logs) {
+    std::vector<std::string> out;
+    for (const auto& l : lines(logs))
+        if (l.rfind("==> exec ", 0) != 0) out.push_back(l);
+    return out;
+}
+
 // A state dir of the test's own; every command gets it. Whatever session a
 // failed check left running is stopped (no grace) when the test ends.
 struct Sessions {

@@ -223,3 +223,59 @@ TEST_CASE("a full run dir (a small tmpfs): the run stops with a line naming the 
     CHECK(r.result.exit_code != 0);
     CHECK(r.result.err.find("No space left on device") != std::string::npos);
 }
+
+TEST_CASE("verify without --key: the key of the state dir the journal is in, named; another key told from a change") {
+    StateDir st, other;
+    CorralArgs in_state = st.args(), in_other = other.args();
+    in_state.own_run_dir = in_other.own_run_dir = false;  // STATE/runs/ID, not a --run-dir elsewhere
+    auto a = corral_sh("echo here", in_state);
+    auto b = corral_sh("echo there", in_other);
+    INFO(transcript(a.result) << transcript(b.result));
+    REQUIRE(a.result.exit_code == 0);
+    REQUIRE(b.result.exit_code == 0);
+    // "corral run: run ID, run dir DIR": the run dir is STATE/runs/ID.
+    const auto said = a.result.err.find("corral run: run ");
+    REQUIRE(said != std::string::npos);
+    const std::string id = a.result.err.substr(said + 16, a.result.err.find(',', said) - said - 16);
+    a.run_dir = st.path + "/runs/" + id;
+    const std::string journal = a.run_dir + "/journal.jsonl";
+    // Neither --key nor --state-dir: the default state dir is not where the run is.
+    const std::string own = "(" + st.pub() + ", the state dir the journal is in)";
+    for (const std::string& given : {journal, a.run_dir}) {
+        auto v = run({corral_bin(), "journal", "verify", given}, RunOptions{60s});
+        INFO(transcript(v));
+        CHECK(v.exit_code == 0);
+        CHECK(v.out.find(journal + ": valid: 3 records, key ed25519:") != std::string::npos);
+        CHECK(v.out.find(own + ", ended by terminal") != std::string::npos);
+        CHECK(v.out.find(", in its run dir (" + st.path + "/runs/" + id + ")") != std::string::npos);
+    }
+    // The run's id, with the state dir given: that state dir's key.
+    auto by_id = run({corral_bin(), "journal", "verify", id, "--state-dir", st.path}, RunOptions{60s});
+    INFO(transcript(by_id));
+    CHECK(by_id.exit_code == 0);
+    CHECK(by_id.out.find("(" + st.pub() + ", --state-dir), ended by terminal") != std::string::npos);
+
+    // The other state dir's key: signed with another key, and the one that verifies it named.
+    auto wrong = verify(journal, other.pub());
+    INFO(transcript(wrong));
+    CHECK(wrong.exit_code == 3);
+    CHECK(wrong.out.find("the journal was signed with another key (none of its 3 records verifies with this one") !=
+          std::string::npos);
+    CHECK(wrong.out.find("; checked with key ed25519:") != std::string::npos);
+    CHECK(wrong.out.find("(" + other.pub() + ", --key); it verifies with key ed25519:") != std::string::npos);
+    CHECK(wrong.out.find(own + "\n") != std::string::npos);
+
+    // The admission changed: its own key finds it, and says changed.
+    std::string text = sandbox::read_file(journal);
+    const auto at = text.find("\"echo here\"");
+    REQUIRE(at != std::string::npos);
+    text[at + 6] = 'H';
+    sandbox::write_file(journal, text);
+    auto changed = run({corral_bin(), "journal", "verify", journal}, RunOptions{60s});
+    INFO(transcript(changed));
+    CHECK(changed.exit_code == 3);
+    CHECK(changed.out.find("record 1 was changed after it was signed (2 later records verify with this key)") !=
+          std::string::npos);
+    CHECK(changed.out.find("signed with another key") == std::string::npos);
+    CHECK(changed.out.find("; checked with key ed25519:") != std::string::npos);
+}

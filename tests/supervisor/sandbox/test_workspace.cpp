@@ -131,6 +131,9 @@ echo DONE)SH",
     CHECK(field(run.result.out, "create-rc") != "0");
     CHECK(read_file(ws + "/roots.txt") == "root's\n");
     CHECK(run.result.err.find("owner or group is root") != std::string::npos);
+    // The warning gives the fix.
+    CHECK(run.result.err.find("; to let the agent write it, give it to an unprivileged user: chown -R USER:GROUP " + ws +
+                              " (any owner but root;") != std::string::npos);
     REQUIRE(run.record.has_value());
     const auto& binding = (*run.record)["workspace_binding"];
     CHECK(binding["idmapped"].empty());

@@ -85,19 +85,32 @@ echo DONE)SH";
     check_nothing_left(r);
 }
 
-TEST_CASE("--bind is writable as the source's owner, --ro-bind is not writable at all") {
+TEST_CASE("--bind is writable as the source's owner, --ro-bind is not writable at all; a single file as well") {
     const std::string src = fresh_dir("bind-src", 0755);
     REQUIRE(chown(src.c_str(), kOwnerUid, kOwnerGid) == 0);
     const std::string ro = fresh_dir("ro-bind-src", 0755);
     REQUIRE(chown(ro.c_str(), kOwnerUid, kOwnerGid) == 0);
     write_file(ro + "/keep.txt", "keep\n");
+    // Single files (issue 35); /opt/conf does not exist in the box: made as a
+    // directory, the file's mount point a file in it.
+    const std::string files = fresh_dir("bind-files", 0755);
+    const std::string rw_file = files + "/app.conf", ro_file = files + "/token.txt";
+    write_file(rw_file, "first\n");
+    write_file(ro_file, "token\n");
+    for (const auto& f : {rw_file, ro_file}) REQUIRE(chown(f.c_str(), kOwnerUid, kOwnerGid) == 0);
     CorralArgs args;
-    args.flags = {"--bind", src + ":/opt/data/rw", "--ro-bind", ro + ":/srv/ro"};
+    args.flags = {"--bind", src + ":/opt/data/rw", "--ro-bind", ro + ":/srv/ro", "--bind", rw_file + ":/opt/conf/app.conf",
+                  "--ro-bind", ro_file + ":/srv/token.txt"};
     auto r = corral_sh(R"SH(echo START
 echo made > /opt/data/rw/made.txt; echo "rw-rc=$?"
 echo "rw-owner=$(stat -c %u /opt/data/rw)"
 echo nope > /srv/ro/new.txt 2>/dev/null; echo "ro-rc=$?"
 echo "ro-read=$(cat /srv/ro/keep.txt)"
+echo "file-read=$(cat /opt/conf/app.conf)"
+echo second >> /opt/conf/app.conf; echo "file-rc=$?"
+echo "file=$(stat -c '%u %F' /opt/conf/app.conf)"
+echo nope >> /srv/token.txt 2>/dev/null; echo "ro-file-rc=$?"
+echo "ro-file-read=$(cat /srv/token.txt)"
 echo DONE)SH",
                        args);
     INFO(transcript(r.result));
@@ -106,11 +119,35 @@ echo DONE)SH",
     CHECK(field(r.result.out, "ro-rc") != "0");
     CHECK(field(r.result.out, "ro-read") == "keep");
     REQUIRE(r.record.has_value());
-    CHECK(field(r.result.out, "rw-owner") == std::to_string((*r.record)["uid"].get<long long>()));
+    const std::string agent_uid = std::to_string((*r.record)["uid"].get<long long>());
+    CHECK(field(r.result.out, "rw-owner") == agent_uid);
     CHECK(read_file(src + "/made.txt") == "made\n");
     CHECK(stat_of(src + "/made.txt").st_uid == kOwnerUid);
     CHECK_FALSE(fs::exists(ro + "/new.txt"));
+    CHECK(field(r.result.out, "file-read") == "first");
+    CHECK(field(r.result.out, "file-rc") == "0");
+    CHECK(field(r.result.out, "file") == agent_uid + " regular file");
+    CHECK(field(r.result.out, "ro-file-rc") != "0");
+    CHECK(field(r.result.out, "ro-file-read") == "token");
+    CHECK(read_file(rw_file) == "first\nsecond\n");
+    CHECK(stat_of(rw_file).st_uid == kOwnerUid);
+    CHECK(read_file(ro_file) == "token\n");
     check_nothing_left(r);
+}
+
+TEST_CASE("a single file that is set-ID, or no regular file, is refused as a --bind source") {
+    const std::string dir = fresh_dir("bind-files", 0755);
+    const std::string setid = dir + "/app.conf";
+    write_file(setid, "first\n");
+    REQUIRE(chown(setid.c_str(), kOwnerUid, kOwnerGid) == 0);
+    REQUIRE(chmod(setid.c_str(), 04755) == 0);  // the agent, as its owner, could rewrite a set-user-ID file
+    CorralArgs args;
+    args.flags = {"--bind", setid + ":/opt/app.conf"};
+    run_refused(args, "--bind " + setid + ": is set-user-ID, set-group-ID or has file capabilities");
+    const std::string fifo = dir + "/fifo";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    args.flags = {"--ro-bind", fifo + ":/opt/fifo"};
+    run_refused(args, "--ro-bind " + fifo + ": is neither a directory nor a regular file; allowed: one of them");
 }
 
 TEST_CASE("--bind sources get the workspace's refusals: a socket the agent could reach, a symlinked path, /") {
