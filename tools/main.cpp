@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
     std::string_view name = argv[1];
     // Not a subcommand a person types: the notifier hook's way to its user.
     if (name == corral::supervisor::kExecAsUserCommand) return corral::supervisor::exec_as_user_main(argc - 1, argv + 1);
+    // Nor is this: the bash completion's words (tools/cmd_complete.cpp).
+    if (name == corral::cli::kCompleteCommand) return corral::cli::cmd_complete(argc - 1, argv + 1);
     if (name == "--version") {
         std::printf("corral %s\n", CORRAL_VERSION);
         return 0;
