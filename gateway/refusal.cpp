@@ -1,6 +1,9 @@
 #include "gateway/refusal.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
+
+#include "gateway/address_class.hpp"
 
 namespace corral::gateway {
 
@@ -75,18 +78,96 @@ int refusal_status(std::string_view code, Phase phase) {
 
 int status_for_reason(std::string_view code) { return refusal_status(code, Phase::request); }
 
-std::string what_would_allow(std::string_view code, std::string_view host, std::uint16_t port) {
+namespace {
+
+// localhost, *.localhost (RFC 6761: always loopback) and loopback addresses.
+bool is_loopback_host(std::string_view host) {
+    if (host == "localhost" || host.ends_with(".localhost")) return true;
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address(std::string(host), ec);
+    return !ec && classify_address(a) == AddressClass::loopback;
+}
+
+// HOST as a grant's `host` value and as --allow's argument: IPv6 in brackets.
+std::string grant_host(std::string_view host) {
+    return host.find(':') == std::string_view::npos ? std::string(host) : "[" + std::string(host) + "]";
+}
+
+std::string grant_entry(std::string_view host, std::uint16_t port, bool allow_private) {
+    return "a [[grants]] entry with host = \"" + grant_host(host) + "\", port = " + std::to_string(port) +
+           ", mode = \"tunnel\"" + (allow_private ? ", allow_private = true" : "");
+}
+
+bool is_ip_literal(std::string_view host) {
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(std::string(host), ec);
+    return !ec;
+}
+
+constexpr std::string_view kDaemonFiles =
+    "the `corral gateway` daemon's organisation (org.toml, or the worker's worker.toml, under its --org DIR) and "
+    "restart the daemon; --allow is refused with --gateway";
+
+// --allow NAME makes a grant that must resolve to public addresses: a private
+// name is reached only by allow_private in a file, or (a loopback name) by
+// asking for the address, which --allow may name (naming it is the consent).
+std::string allow_name_is_not_enough(std::string_view host, std::uint16_t port, bool loopback) {
+    const std::string p = std::to_string(port);
+    return " (--allow " + std::string(host) + ":" + p +
+           " is not enough: a name given to --allow must resolve to public addresses" +
+           (loopback ? "; or have the client ask for 127.0.0.1:" + p + " and pass --allow 127.0.0.1:" + p : "") + ")";
+}
+
+// A special-purpose address given as the host, or a loopback name: its grant
+// in a file needs allow_private (an address given to --allow has it).
+bool needs_allow_private(std::string_view host) {
+    if (is_loopback_host(host)) return true;
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address(std::string(host), ec);
+    return !ec && is_special_purpose(classify_address(a));
+}
+
+// A grant where there is none: where to add it, and (a run's own grants) the
+// one-run way.
+std::string where_to_grant(GrantsFrom from, std::string_view host, std::uint16_t port, bool loopback) {
+    const std::string entry = "add " + grant_entry(host, port, needs_allow_private(host)) + " to ";
+    if (from == GrantsFrom::daemon) return entry + std::string(kDaemonFiles);
+    if (loopback && !is_ip_literal(host)) return entry + "worker.toml" + allow_name_is_not_enough(host, port, true);
+    return entry + "worker.toml, or pass --allow " + grant_host(host) + ":" + std::to_string(port) + " for one run";
+}
+
+// A grant that exists but may not reach a special-purpose address.
+std::string where_to_allow_private(GrantsFrom from, std::string_view host, std::uint16_t port, bool loopback) {
+    const std::string hp = grant_host(host) + ":" + std::to_string(port);
+    if (from == GrantsFrom::daemon) return "set it on the grant for " + hp + " in " + std::string(kDaemonFiles);
+    return "set it on the grant for " + hp + " in worker.toml or org.toml" + allow_name_is_not_enough(host, port, loopback);
+}
+
+// Said of every loopback target: the gateway dials from the host.
+constexpr std::string_view kHostLoopback =
+    "; the gateway dials from the host, so this reaches the host's loopback, not the box's";
+
+}  // namespace
+
+std::string what_would_allow(std::string_view code, std::string_view host, std::uint16_t port, GrantsFrom from) {
     const std::string hp = std::string(host) + ":" + std::to_string(port);
+    const bool loopback = is_loopback_host(host);
+    const std::string_view dials_host = loopback ? kHostLoopback : "";
     if (code == reason::not_granted)
-        return "no grant covers " + hp + "; to allow it, add a [[grants]] entry with host = \"" + std::string(host) +
-               "\", port = " + std::to_string(port) + ", mode = \"tunnel\" to worker.toml, or pass --allow " + hp + " for one run";
+        return "no grant covers " + hp + "; to allow it, " + where_to_grant(from, host, port, loopback) +
+               std::string(dials_host);
+    if (code == reason::private_address)
+        return std::string(host) + " resolves to a private, loopback or link-local address, which a grant reaches " +
+               "only with allow_private = true: " + where_to_allow_private(from, host, port, loopback) +
+               std::string(dials_host);
+    if (code == reason::mixed_answers)
+        return std::string(host) +
+               " resolves to public and private addresses at once (a rebinding signal), which no grant reaches";
     if (code == reason::approval_timeout)
         return "the grant for " + hp + " asks a person first, and nobody decided in time: `corral approvals` lists what waits, `corral approve ID` lets it through";
     if (code == reason::approval_denied) return "a person denied it (`corral deny`); the box was told who and why";
     if (code == reason::route_denied) return "the grant for " + hp + " does not allow this method and path: extend its routes";
     if (code == reason::cleartext_inject) return "the grant for " + hp + " injects a credential, which needs https:// (CONNECT and TLS)";
-    if (code == reason::private_address || code == reason::mixed_answers)
-        return std::string(host) + " resolves to a private, loopback or link-local address, which no grant reaches";
     if (code == reason::numeric_host) return "requests must name a host, not an IP address; grants are by name";
     if (code == reason::gateway_self) return std::string(host) + " is the gateway itself";
     if (code == reason::sni_mismatch || code == reason::host_mismatch)

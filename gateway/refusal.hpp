@@ -134,10 +134,19 @@ int refusal_status(std::string_view code, Phase phase);
 // refusal_status(code, Phase::request).
 int status_for_reason(std::string_view code);
 
+// Where the grants of the refused run come from, which decides what the
+// operator can change: the run's own (worker.toml, org.toml, --allow), or a
+// `corral gateway` daemon's organisation (--gateway: --allow is refused there,
+// and a grant added to the daemon's files counts once the daemon restarts).
+enum class GrantsFrom { run, daemon };
+
 // For the operator (corral run's live refusal lines): what would let a
 // request refused for `code` through, or what the refusal protects, in one
-// sentence naming host:port; "" for a code without advice.
-std::string what_would_allow(std::string_view code, std::string_view host, std::uint16_t port);
+// sentence naming host:port; "" for a code without advice. A loopback host
+// (localhost, 127.0.0.0/8, ::1) is told the grant that reaches it, and that
+// it is the host's loopback the gateway dials, not the box's.
+std::string what_would_allow(std::string_view code, std::string_view host, std::uint16_t port,
+                             GrantsFrom from = GrantsFrom::run);
 
 // How the answer's body is written: corral's text line, or the error object
 // of the model API the request was for, so the CLI shows corral's sentence

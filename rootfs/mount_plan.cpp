@@ -343,6 +343,30 @@ void plan_dev(Planner& p, const RootfsSpec& spec) {
     p.remount("/dev", MS_RDONLY | kDeviceNode);
 }
 
+// /sys holds only the box's own cgroups, read-only: a small tmpfs at /sys
+// (nothing else of sysfs), then either the v2 cgroup at /sys/fs/cgroup or,
+// on a v1/hybrid host, a tmpfs there with one directory per hierarchy, as the
+// host lays them out. Each bind's root is the run's own cgroup directory, so
+// `..` from it stays in the box's tree; read-only and noexec, on top of the
+// agent having no capability and the files being root's.
+void plan_cgroup_views(Planner& p, const RootfsSpec& spec) {
+    if (spec.cgroup_views.empty()) return;
+    constexpr unsigned long kView = kReadOnly | MS_NOEXEC;
+    p.dir("/sys", 0555);
+    p.mount("corral-sys", "/sys", "tmpfs", kSafe | MS_NOEXEC, "mode=0755,size=16k");
+    p.dir("/sys/fs");
+    p.dir("/sys/fs/cgroup");
+    const bool v2_only = spec.cgroup_views.size() == 1 && spec.cgroup_views.front().box_dir.empty();
+    if (!v2_only) p.mount("corral-cgroup", "/sys/fs/cgroup", "tmpfs", kSafe | MS_NOEXEC, "mode=0755,size=16k");
+    for (const auto& v : spec.cgroup_views) {
+        const std::string target = v.box_dir.empty() ? "/sys/fs/cgroup" : "/sys/fs/cgroup/" + v.box_dir;
+        if (!v.box_dir.empty()) p.dir(target);
+        p.bind(v.host_dir, target, kView);
+    }
+    if (!v2_only) p.remount("/sys/fs/cgroup", kView);
+    p.remount("/sys", kView);
+}
+
 void plan_extra_files(Planner& p, const RootfsSpec& spec) {
     if (spec.extra_files.empty()) return;
     p.host_dir(spec.scratch_dir + "/files", 0755);
@@ -429,6 +453,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     else plan_image_root(p, spec, image_real, plan.new_root);
     plan_proc(p);
     plan_dev(p, spec);
+    plan_cgroup_views(p, spec);
     p.dir("/tmp", 01777);
     p.mount("corral-tmp", "/tmp", "tmpfs", kSafe, "mode=1777,size=" + std::to_string(spec.tmp_size_bytes));
     if (spec.workspace) {

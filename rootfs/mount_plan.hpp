@@ -63,6 +63,15 @@ struct HostBind {
 // the option, the text and what is allowed.
 std::string check_bind_target(std::string_view option, const std::string& target);
 
+// One of the run's cgroup directories on the host (<hierarchy>/corral/<run-id>)
+// and where the box sees it below /sys/fs/cgroup: "" for the v2 hierarchy at
+// /sys/fs/cgroup itself (a pure v2 host), else the v1 hierarchy's name
+// ("memory", "pids", "cpu,cpuacct") or "unified" for v2 beside them.
+struct CgroupView {
+    std::string host_dir;
+    std::string box_dir;
+};
+
 struct RootfsSpec {
     names::RootfsSource source;             // host (the default), DIR or image:NAME (--rootfs, or the worker's)
     // image:NAME: the directories of its layers in the image store, bottom
@@ -93,6 +102,10 @@ struct RootfsSpec {
     // Absolute host directory bound read-write at the agent's home instead of
     // the scratch home (agent runs: the homes live in the run dir, host-visible).
     std::optional<std::string> home_dir;
+    // The box's own cgroups, shown read-only under /sys/fs/cgroup so that
+    // programs sizing themselves from cgroup limits (node, the JVM, Go) see
+    // the box's (docs/rootfs.md "The box's cgroups"). Empty: /sys stays empty.
+    std::vector<CgroupView> cgroup_views;
 };
 
 enum class MountKind {

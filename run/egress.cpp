@@ -127,9 +127,7 @@ public:
         // A budget across the worker's runs needs one keeper for all of them:
         // a gateway embedded in one run cannot see the others (fail closed).
         if (config_.metering.worker.any())
-            throw UsageError("[budget.worker] (a budget across the worker's runs) is kept by the gateway daemon: "
-                             "run with --gateway unix:PATH against `corral gateway --org DIR`, or leave "
-                             "[budget.worker] out and use [budget] (per run)");
+            throw UsageError(worker_budget_refusal(id_.worker));
         if (!config_.tools.empty() && config_.tools.budgets.per_worker)
             throw UsageError(tool_calls_per_worker_refusal(id_.worker));
         require_credentials(config_);
@@ -224,6 +222,7 @@ protected:
     std::vector<gateway::RefusalNotice> refusals_so_far() override {
         return gateway_ ? gateway_->ledger().refusal_notices(id_.str()) : std::vector<gateway::RefusalNotice>{};
     }
+    gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
     void after_loop() override {
         if (!gateway_) return;
         gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
@@ -453,6 +452,7 @@ protected:
         auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout);
         return counts ? counts->refused : std::vector<gateway::RefusalNotice>{};
     }
+    gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::daemon; }
 
 private:
     // How long the daemon may take to answer one step of a counts query.
@@ -522,8 +522,8 @@ void Egress::start(const supervisor::Sandbox& box) {
 
 void Egress::report_refusals() {
     const std::vector<gateway::RefusalNotice> notices = refusals_so_far();
-    if (refusal_listeners_) refusal_listeners_->deliver(notices);
-    for (const auto& line : refusal_report_.new_lines(notices))
+    if (refusal_listeners_) refusal_listeners_->deliver(notices, grants_from());
+    for (const auto& line : refusal_report_.new_lines(notices, grants_from()))
         if (refusal_sink_) refusal_sink_(line);
 }
 

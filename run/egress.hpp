@@ -152,6 +152,8 @@ protected:
     // The host:ports the gateway refused for this run so far (polled while
     // the box runs, once more at the end; [] when they cannot be had).
     virtual std::vector<gateway::RefusalNotice> refusals_so_far() = 0;
+    // Where the run's grants come from, for the refusal lines' advice.
+    virtual gateway::GrantsFrom grants_from() const = 0;
 
     bool started_ = false;
     bool approvals_at_terminal_ = false;

@@ -432,6 +432,29 @@ constexpr Habit kDockerHabits[] = {
     {"-u", "corral run has no -u: CMD runs as the agent, a UID leased for the run"},
     {"--user", "corral run has no --user: CMD runs as the agent, a UID leased for the run"},
     {"--name", "corral run has no --name: each run gets a run id (--hostname NAME names the box)"},
+    {"-d", "corral run has no -d: a run stays attached until CMD ends; a box that outlives one command is a session: "
+           "`corral session start --name N`, then `corral exec N -- CMD` (docs/sessions.md)"},
+    {"--detach", "corral run has no --detach: a run stays attached until CMD ends; a box that outlives one command is "
+                 "a session: `corral session start --name N`, then `corral exec N -- CMD` (docs/sessions.md)"},
+    {"--read-only", "corral run has no --read-only: only /workspace and --bind targets outlive the box (with the "
+                    "default --rootfs host its root is read-only; an image's root is an overlay thrown away at the "
+                    "end); --ro-bind SRC:DST binds read-only"},
+    // Never, and the answer says why: a capability in a box that shares the
+    // host's kernel is a way out of it (docs/security.md).
+    {"--privileged", "corral run has no --privileged, and never will: CMD runs with no capability in any set, "
+                     "no_new_privs and seccomp, because a box that shares the host's kernel and holds a capability "
+                     "can reach past its walls (docs/security.md); do what needs privilege outside the box"},
+    {"--cap-add", "corral run has no --cap-add, and never will: CMD runs with no capability in any set, because a "
+                  "box that shares the host's kernel and holds a capability can reach past its walls "
+                  "(docs/security.md); do what needs privilege outside the box"},
+    {"--cap-drop", "corral run has no --cap-drop: CMD already has no capability at all"},
+    {"--entrypoint", "corral run has no --entrypoint: the command is what follows -- (`corral run -- PROGRAM ARGS`), "
+                     "and it replaces an image's Entrypoint and Cmd"},
+    {"--init", "corral run has no --init: corral's own init is always PID 1 of the box and reaps every orphan"},
+    {"--ulimit", "corral run has no --ulimit; use --nofile N for open files (nofile), --pids N for tasks (nproc), "
+                 "--memory SIZE for memory"},
+    {"--env-file", "corral run has no --env-file; use --env K=V for each variable, or a worker's [env] table in "
+                   "worker.toml (--config DIR --worker W)"},
 };
 
 }  // namespace

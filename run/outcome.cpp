@@ -3,9 +3,24 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstring>
+
+#include "base/parse.hpp"
+
 namespace corral::run {
 
 using supervisor::Outcome;
+
+std::string stop_how(std::chrono::milliseconds grace, bool killed, std::optional<int> second_signal,
+                     std::string_view what) {
+    const std::string dies(what), period = format_duration(grace);
+    if (grace.count() == 0) return dies + " killed";
+    if (killed && second_signal)
+        return "CMD got SIGTERM; a second SIG" + std::string(sigabbrev_np(*second_signal)) + " killed the " + dies +
+               " at once, before its " + period + " grace ran out";
+    if (killed) return "CMD got SIGTERM and was still running after the " + period + " grace; " + dies + " killed";
+    return "CMD got SIGTERM and ended within the " + period + " grace";
+}
 
 CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool oom_killed) {
     CommandOutcome o;

@@ -3,8 +3,10 @@
 // `corral exec` of a session (docs/architecture.md "Exit status").
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,14 @@ struct CommandOutcome {
 // command's exit code, its signal (128+N), an OOM kill the cgroup counted
 // (137), else 125 "without reporting the command's status".
 CommandOutcome command_outcome(const supervisor::SuperviseResult& result, bool oom_killed);
+
+// How a stop went, in the operator's words, for `what` ("sandbox", "CMD")
+// that SIGKILL ends: "CMD got SIGTERM and ended within the 10s grace",
+// "... was still running after the 10s grace; sandbox killed", or, when a
+// second signal cut the grace short, "CMD got SIGTERM; a second SIGINT killed
+// the sandbox at once (it did not wait out the 10m grace)".
+std::string stop_how(std::chrono::milliseconds grace, bool killed, std::optional<int> second_signal,
+                     std::string_view what);
 
 // What the host saw of an ended run, read from its record (docs/approvals.md
 // "The attested outcome"): the outcome and exit code, the teardown's

@@ -107,6 +107,12 @@ std::string tool_calls_per_worker_refusal(const std::string& worker) {
            "leave tool_calls_per_worker out and use tool_calls_per_run (per run)";
 }
 
+std::string worker_budget_refusal(const std::string& worker) {
+    return "worker " + worker + ": [budget.worker] (a budget across the worker's runs) is kept by the gateway daemon: "
+           "run with --gateway unix:PATH against `corral gateway --org DIR`, or leave [budget.worker] out and use "
+           "[budget] (per run)";
+}
+
 std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::ToolsConfig& tools, bool daemon) {
     std::vector<std::string> out;
     // The run starts each stdio server in a box of its own (run/mcp_servers.hpp)

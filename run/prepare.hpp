@@ -38,6 +38,11 @@ std::vector<std::string> mcp_not_served(const std::string& worker, const mcp::To
 // sentence; EmbeddedEgress::prepare and mcp_not_served say it).
 std::string tool_calls_per_worker_refusal(const std::string& worker);
 
+// Why the embedded gateway refuses a worker's [budget.worker] (one sentence;
+// EmbeddedEgress::prepare refuses the run with it, `corral validate` warns
+// with it).
+std::string worker_budget_refusal(const std::string& worker);
+
 // What exists of a run, for its record: a run refused early has no inputs,
 // plan, egress or agent yet.
 struct RunSoFar {

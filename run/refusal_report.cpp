@@ -1,11 +1,10 @@
 #include "run/refusal_report.hpp"
 
 #include "base/terminal_text.hpp"
-#include "gateway/refusal.hpp"
 
 namespace corral::run {
 
-std::string refusal_line(const gateway::RefusalNotice& n) {
+std::string refusal_line(const gateway::RefusalNotice& n, gateway::GrantsFrom from) {
     // The host and method are the box's bytes (a refused target is kept as
     // it came): shown escaped, here and in the advice that repeats the host.
     const std::string host = terminal_text(n.host), method = terminal_text(n.method);
@@ -15,14 +14,15 @@ std::string refusal_line(const gateway::RefusalNotice& n) {
                                                 std::to_string(n.port);
     std::string line = "refused " + what + " (" + terminal_text(n.reason) +
                        (n.status ? ", " + std::to_string(n.status) : "") + ")";
-    if (std::string advice = gateway::what_would_allow(n.reason, host, n.port); !advice.empty()) line += ": " + advice;
+    if (std::string advice = gateway::what_would_allow(n.reason, host, n.port, from); !advice.empty()) line += ": " + advice;
     return line;
 }
 
-std::vector<std::string> RefusalReport::new_lines(const std::vector<gateway::RefusalNotice>& notices) {
+std::vector<std::string> RefusalReport::new_lines(const std::vector<gateway::RefusalNotice>& notices,
+                                                 gateway::GrantsFrom from) {
     std::vector<std::string> lines;
     for (const auto& n : notices)
-        if (reported_.emplace(n.host, n.port).second) lines.push_back(refusal_line(n));
+        if (reported_.emplace(n.host, n.port).second) lines.push_back(refusal_line(n, from));
     return lines;
 }
 
@@ -38,7 +38,7 @@ void RefusalListeners::remove(int id) {
     listeners_.erase(id);
 }
 
-void RefusalListeners::deliver(const std::vector<gateway::RefusalNotice>& notices) {
+void RefusalListeners::deliver(const std::vector<gateway::RefusalNotice>& notices, gateway::GrantsFrom from) {
     std::lock_guard lock(mu_);
     for (const auto& n : notices) {
         std::uint64_t& seen = counts_[{n.host, n.port}];
@@ -46,7 +46,7 @@ void RefusalListeners::deliver(const std::vector<gateway::RefusalNotice>& notice
         seen = n.count;
         for (auto& [id, l] : listeners_)
             if (n.role.empty() || n.role == l.role)
-                for (const auto& line : l.told.new_lines({n})) l.tell(line);
+                for (const auto& line : l.told.new_lines({n}, from)) l.tell(line);
     }
 }
 

@@ -16,16 +16,20 @@
 #include <vector>
 
 #include "gateway/ledger.hpp"
+#include "gateway/refusal.hpp"
 
 namespace corral::run {
 
 // "refused CONNECT example.com:443 (not_granted, 403): no grant covers ..."
-std::string refusal_line(const gateway::RefusalNotice& notice);
+// The advice names where the run's grants come from (`from`): worker.toml and
+// --allow, or the daemon's organisation under --gateway.
+std::string refusal_line(const gateway::RefusalNotice& notice, gateway::GrantsFrom from);
 
 class RefusalReport {
 public:
     // The lines of the host:ports not reported before, in the order given.
-    std::vector<std::string> new_lines(const std::vector<gateway::RefusalNotice>& notices);
+    std::vector<std::string> new_lines(const std::vector<gateway::RefusalNotice>& notices,
+                                       gateway::GrantsFrom from = gateway::GrantsFrom::run);
 
 private:
     std::set<std::pair<std::string, std::uint16_t>> reported_;
@@ -43,7 +47,7 @@ public:
     // Until remove(id): `tell` gets each line (from the deliverer's thread).
     int add(std::string role, Tell tell);
     void remove(int id);
-    void deliver(const std::vector<gateway::RefusalNotice>& notices);
+    void deliver(const std::vector<gateway::RefusalNotice>& notices, gateway::GrantsFrom from);
 
 private:
     struct Listener {

@@ -36,10 +36,7 @@ RunEnd setup_failed() { return RunEnd{kExitSetup, Outcome::setup_failed}; }
 // How a stop (the deadline, a signal, `corral stop`) went, in the operator's words.
 std::string stop_line(const supervisor::StopRecord& stop, const std::optional<std::chrono::milliseconds>& timeout,
                       int interrupted_by) {
-    const std::string how = stop.grace.count() == 0 ? "sandbox killed"
-                            : stop.killed ? "CMD got SIGTERM and was still running after the " +
-                                                format_duration(stop.grace) + " grace; sandbox killed"
-                                          : "CMD got SIGTERM and ended within the " + format_duration(stop.grace) + " grace";
+    const std::string how = stop_how(stop.grace, stop.killed, stop.second_signal, "sandbox");
     if (stop.cause == "deadline")
         return "deadline of " + (timeout ? format_duration(*timeout) : std::string("?")) + " reached; " + how;
     if (stop.cause == "corral stop") return "stopped by `corral stop`; " + how;
@@ -316,6 +313,7 @@ void Run::record_stop() {
     stop.signal = result_.interrupted_by;
     stop.grace = *result_.stop_grace;
     stop.killed = result_.stop_killed;
+    stop.second_signal = result_.second_signal;
     record_.stop = stop;
     say(stop_line(stop, record_.timeout, result_.interrupted_by.value_or(0)));
 }

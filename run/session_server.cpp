@@ -278,12 +278,8 @@ private:
         answer.status = o.status;
         answer.outcome = o.outcome;
         if (o.message) answer.messages.push_back(*o.message);
-        const std::string how = !result.stop_grace ? ""
-                                : result.stop_grace->count() == 0 ? "CMD killed"
-                                : result.stop_killed ? "CMD got SIGTERM and was still running after the " +
-                                                           format_duration(*result.stop_grace) + " grace; killed"
-                                                     : "CMD got SIGTERM and ended within the " +
-                                                           format_duration(*result.stop_grace) + " grace";
+        const std::string how =
+            result.stop_grace ? stop_how(*result.stop_grace, result.stop_killed, result.second_signal, "CMD") : "";
         if (result.deadline_hit)
             answer.messages.push_back("deadline of " + std::to_string(spec.timeout->count()) + " ms reached; " +
                                       (result.stop_killed ? "killed after the grace" : "ended within the grace"));

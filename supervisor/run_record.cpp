@@ -151,7 +151,10 @@ nlohmann::json to_json(const RunRecord& r) {
         stop = {{"cause", r.stop->cause},
                 {"signal", r.stop->signal ? json(std::string("SIG") + sigabbrev_np(*r.stop->signal)) : json(nullptr)},
                 {"grace_ms", r.stop->grace.count()},
-                {"killed", r.stop->killed}};
+                {"killed", r.stop->killed},
+                {"second_signal", r.stop->second_signal
+                                      ? json(std::string("SIG") + sigabbrev_np(*r.stop->second_signal))
+                                      : json(nullptr)}};
     const char* from = status_from(r.outcome);
     json out{
         {"id", r.id},

@@ -56,7 +56,8 @@ struct StopRecord {
     std::string cause;          // "deadline" | "signal" | "corral stop"
     std::optional<int> signal;  // the signal corral got (cause "signal" / "corral stop")
     std::chrono::milliseconds grace{0};
-    bool killed = false;        // the grace ran out (or was 0): SIGKILL ended the box
+    bool killed = false;        // the grace ran out (or was 0), or a second signal came: SIGKILL ended the box
+    std::optional<int> second_signal;  // the signal that killed the box before the grace ran out
 };
 
 struct RunRecord {

@@ -155,6 +155,9 @@ struct SuperviseResult {
     // box had to be killed (the command was still running when it ran out).
     std::optional<std::chrono::milliseconds> stop_grace;
     bool stop_killed = false;
+    // The signal that cut the grace short (Ctrl-C twice: the second SIGINT
+    // killed the box at once), when one did.
+    std::optional<int> second_signal;
     std::optional<std::string> not_found;  // the command was not in the rootfs: the path(s) tried
     std::optional<SandboxSetupError> setup_failure;   // an invocation step failed before execve
     std::uint64_t stdout_bytes = 0;        // produced by the command

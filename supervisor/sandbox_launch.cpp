@@ -212,6 +212,21 @@ struct CgroupPlacement {
     std::vector<Fd> v1_tasks;              // each v1 dir's `tasks`, written by the init
 };
 
+// The run's cgroups as the box sees them (rootfs::CgroupView): a pure v2
+// host's one directory at /sys/fs/cgroup; else each v1 hierarchy under its
+// mount's name and v2 as "unified", the layout of the host (and of systemd's
+// hybrid mode), where node's libuv, the JVM and Go look.
+std::vector<rootfs::CgroupView> box_cgroup_views(const RunCgroup& cgroup) {
+    std::vector<rootfs::CgroupView> views;
+    for (const auto& dir : cgroup.paths()) {
+        // <mount>/corral/<run-id>: the hierarchy's name is the mount's last component.
+        const std::string mount = dir.substr(0, dir.rfind("/corral/"));
+        views.push_back({dir, is_cgroup2(dir) ? "unified" : mount.substr(mount.rfind('/') + 1)});
+    }
+    if (views.size() == 1 && views.front().box_dir == "unified") views.front().box_dir.clear();
+    return views;
+}
+
 CgroupPlacement placement_of(const RunCgroup& cgroup) {
     CgroupPlacement p;
     for (const auto& dir : cgroup.paths()) {
@@ -491,6 +506,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     if (spec.session) role_leases = lease_role_uids(spec, lease.uid(), skip_uids, tell);
     RunCgroup cgroup = RunCgroup::create(spec.run_id, spec.limits);
     timer.lap("RunCgroup::create");
+    spec.rootfs.cgroup_views = box_cgroup_views(cgroup);
     PlannedRootfs rootfs = plan_rootfs_for_lease(spec, lease, timer);
     // Not on a helper thread: starting the process's first thread cost more
     // (~0.45 ms measured) than the compile itself (~0.2 ms).

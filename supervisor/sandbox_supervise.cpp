@@ -371,7 +371,10 @@ private:
     // a second during the grace kills at once.
     void stop_for_signal(int signo, bool queued, int grace_ms) {
         if (stopping()) {
-            if (!result_.stop_killed) kill_now();
+            if (!result_.stop_killed) {
+                result_.second_signal = signo;
+                kill_now();
+            }
             return;
         }
         result_.interrupted_by = signo;

@@ -191,6 +191,8 @@ public:
     void daemon();
 
 private:
+    // A warning about a worker: in the text, on stderr and in --json's diagnostics.
+    void warn(const char* key, const std::string& worker, const std::string& why, const std::string& stderr_line);
     void agent_of(const std::string& name, const config::ResolvedWorker& w, agents::CredentialMode mode, json& wj,
                   std::vector<std::string>& own_problems);
     void settings_of(const config::ResolvedWorker& w, const std::vector<config::Grant>& implied, json& wj);
@@ -203,6 +205,15 @@ private:
     json report_;
     std::vector<std::string> problems_;
 };
+
+void ValidateReport::warn(const char* key, const std::string& worker, const std::string& why,
+                          const std::string& stderr_line) {
+    say("  warning:    %s\n", why.c_str());
+    std::fprintf(stderr, "warning: %s\n", stderr_line.c_str());
+    json d = problem_json(key, worker, why);
+    d["status"] = "warning";
+    report_["diagnostics"].push_back(d);
+}
 
 // The CLI as a run of this worker would find it: in the worker's rootfs (the
 // same check `corral run` makes before anything starts), and its installed
@@ -235,13 +246,7 @@ void ValidateReport::agent_of(const std::string& name, const config::ResolvedWor
                        {"cli_pinned", agents::pinned_cli_version(w.agent)}, {"cli_found", !cli_missing},
                        {"cli_installed", installed_version ? json(*installed_version) : json(nullptr)},
                        {"cli_note", cli_note}};
-    if (!cli_note.empty()) {
-        say("  warning:    %s\n", cli_note.c_str());
-        std::fprintf(stderr, "warning: worker %s: %s\n", name.c_str(), cli_note.c_str());
-        json d = problem_json("agent.cli_version", name, cli_note);
-        d["status"] = "warning";
-        report_["diagnostics"].push_back(d);
-    }
+    if (!cli_note.empty()) warn("agent.cli_version", name, cli_note, "worker " + name + ": " + cli_note);
     if (w.agent == config::AgentKind::codex)
         say("  auth mode:  %s\n", mode == agents::CredentialMode::oauth ? "chatgpt" : "apikey");
 }
@@ -287,13 +292,7 @@ void ValidateReport::tools_of(const config::ResolvedWorker& w, json& wj) {
     for (const auto& why : run::mcp_not_served(w.name, t, false)) refused.push_back("corral run: " + why);
     for (const auto& why : run::mcp_not_served(w.name, t, true))
         refused.push_back("corral run --gateway unix:PATH: " + why);
-    for (const auto& why : refused) {
-        say("  warning:    %s\n", why.c_str());
-        std::fprintf(stderr, "warning: %s\n", why.c_str());
-        json d = problem_json("mcp.servers", w.name, why);
-        d["status"] = "warning";
-        report_["diagnostics"].push_back(d);
-    }
+    for (const auto& why : refused) warn("mcp.servers", w.name, why, why);
 }
 
 // The credential the worker's agent needs: defined, and (unless
@@ -338,6 +337,11 @@ void ValidateReport::worker(const std::string& name) {
     }
     settings_of(w, implied, wj);
     tools_of(w, wj);
+    if (w.metering.worker.any()) {
+        // A run without --gateway is refused (run/egress.cpp): say so before one is tried.
+        const std::string why = "corral run: " + run::worker_budget_refusal(name);
+        warn("budget.worker", name, why, why);
+    }
     if (!w.egress_only) credential_of(name, w, status, wj, own_problems);
     for (const auto& d : w.warnings) say("  warning:    %s\n", d.text().c_str());
     wj["status"] = own_problems.empty() ? "ok" : "error";

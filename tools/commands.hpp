@@ -25,6 +25,10 @@ int cmd_key(int argc, char** argv);       // tools/cmd_key.cpp
 int cmd_journal(int argc, char** argv);   // tools/cmd_journal.cpp
 int cmd_prune(int argc, char** argv);     // tools/cmd_prune.cpp
 int cmd_mcp(int argc, char** argv);       // tools/cmd_mcp.cpp
+// Hidden: `corral __complete KIND [ARG]`, the bash completion's source of run
+// ids, session names, images and workers (tools/cmd_complete.cpp).
+int cmd_complete(int argc, char** argv);
+inline constexpr const char* kCompleteCommand = "__complete";
 
 
 }  // namespace corral::cli

@@ -109,8 +109,27 @@ std::string man_page() {
     return m.str();
 }
 
-// A placeholder naming a file or directory gets the shell's file completion.
-const char* value_kind(std::string_view placeholder) {
+// What a command's positional arguments are, where their values live on disk:
+// offered from `corral __complete KIND` (tools/cmd_complete.cpp) at each TAB.
+struct Positional {
+    std::string_view subcommand, action, kind;
+};
+constexpr Positional kPositionals[] = {
+    {"logs", "", "runs"},          {"stop", "", "runs"},           {"inspect", "", "runs"},
+    {"journal", "verify", "journals"}, {"exec", "", "sessions"},       {"session", "stop", "sessions"},
+    {"image", "inspect", "images"}, {"image", "rm", "images"},
+};
+
+std::string_view positional_kind(std::string_view subcommand, std::string_view action) {
+    for (const auto& p : kPositionals)
+        if (p.subcommand == subcommand && p.action == action) return p.kind;
+    return {};
+}
+
+// A placeholder naming a file or directory gets the shell's file completion;
+// --worker NAME the workers of the line's --config DIR.
+const char* value_kind(std::string_view name, std::string_view placeholder) {
+    if (name == "--worker") return "worker";
     if (placeholder == "DIR" || placeholder == "host|DIR" || placeholder == "ORG") return "dir";
     if (placeholder == "F" || placeholder == "FILE" || placeholder == "SRC:DST" || placeholder == "PUBKEY") return "file";
     return "";
@@ -119,7 +138,7 @@ const char* value_kind(std::string_view placeholder) {
 // One table's words for the completion: its options, and which take a
 // value, a directory, a file ("a|b|c" patterns, "__none__" when empty).
 struct CompletionWords {
-    std::string options, values, dirs, files;
+    std::string options, values, dirs, files, workers;
 
     explicit CompletionWords(std::span<const OptionSpec> table) {
         for (const auto& o : table) {
@@ -129,9 +148,10 @@ struct CompletionWords {
                 options += (options.empty() ? "" : " ") + name;
                 if (o.placeholder.empty()) continue;
                 values += "|" + name;
-                const std::string_view kind = value_kind(o.placeholder);
+                const std::string_view kind = value_kind(name, o.placeholder);
                 if (kind == "dir") dirs += "|" + name;
                 if (kind == "file") files += "|" + name;
+                if (kind == "worker") workers += "|" + name;
             }
         }
     }
@@ -140,15 +160,27 @@ struct CompletionWords {
     }
 };
 
-// The value of the option before the cursor, then the table's options.
-void complete_table(std::ostringstream& b, std::span<const OptionSpec> table, const std::string& indent) {
+// The value of the option before the cursor, then (a word not starting with
+// -) the positional's words from disk, else the table's options.
+void complete_table(std::ostringstream& b, std::span<const OptionSpec> table, const std::string& indent,
+                    std::string_view positional = {}) {
     const CompletionWords w(table);
     b << indent << "case \"$prev\" in\n"
       << indent << CompletionWords::pattern(w.dirs) << ") COMPREPLY=($(compgen -d -- \"$cur\")); return 0 ;;\n"
       << indent << CompletionWords::pattern(w.files) << ") COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n"
+      << indent << CompletionWords::pattern(w.workers)
+      << ") _corral_words workers \"$(_corral_option_value --config)\"; return 0 ;;\n"
       << indent << CompletionWords::pattern(w.values) << ") return 0 ;;\n"
-      << indent << "esac\n"
-      << indent << "COMPREPLY=($(compgen -W \"" << w.options << (w.options.empty() ? "" : " ") << "--help\" -- \"$cur\"))\n";
+      << indent << "esac\n";
+    if (!positional.empty()) {
+        // journal verify takes a run's id, or a journal file or directory.
+        const bool files_too = positional == "journals";
+        b << indent << "if [[ $cur != -* ]]; then\n"
+          << indent << "    _corral_words " << (files_too ? "runs" : positional) << " \"$(_corral_option_value --state-dir)\"\n";
+        if (files_too) b << indent << "    COMPREPLY+=($(compgen -f -- \"$cur\"))\n";
+        b << indent << "    return 0\n" << indent << "fi\n";
+    }
+    b << indent << "COMPREPLY=($(compgen -W \"" << w.options << (w.options.empty() ? "" : " ") << "--help\" -- \"$cur\"))\n";
 }
 
 // `corral run`: after `--` (or the first word that is not an option) come CMD and its arguments.
@@ -176,7 +208,7 @@ void complete_subcommand(std::ostringstream& b, std::string_view subcommand) {
     if (tables.empty()) return;
     b << "    " << subcommand << ")\n";
     if (tables.front()->action.empty()) {
-        complete_table(b, tables.front()->options(), "        ");
+        complete_table(b, tables.front()->options(), "        ", positional_kind(subcommand, ""));
         b << "        return 0 ;;\n";
         return;
     }
@@ -189,7 +221,7 @@ void complete_subcommand(std::ostringstream& b, std::string_view subcommand) {
       << "        case \"${COMP_WORDS[2]}\" in\n";
     for (const auto* t : tables) {
         b << "        " << t->action << ")\n";
-        complete_table(b, t->options(), "            ");
+        complete_table(b, t->options(), "            ", positional_kind(subcommand, t->action));
         b << "            ;;\n";
     }
     b << "        esac\n"
@@ -201,6 +233,19 @@ std::string bash_completion() {
     for (const auto& s : kSubcommandInfo) subcommands += (subcommands.empty() ? "" : " ") + std::string(s.name);
     std::ostringstream b;
     b << "# bash completion for corral (generated by tools/gen_docs from corral's option tables; do not edit)\n"
+      << "# The value of option $1 on the line being completed (--state-dir DIR, --config DIR), or nothing.\n"
+      << "_corral_option_value() {\n"
+      << "    local j\n"
+      << "    for ((j = 2; j < COMP_CWORD; j++)); do\n"
+      << "        [[ ${COMP_WORDS[j]} == \"$1\" ]] && { printf '%s' \"${COMP_WORDS[j+1]}\"; return; }\n"
+      << "        [[ ${COMP_WORDS[j]} == \"$1\"=* ]] && { printf '%s' \"${COMP_WORDS[j]#*=}\"; return; }\n"
+      << "    done\n"
+      << "}\n"
+      << "# Run ids, session names, images or workers, from `corral __complete KIND [DIR]` (the corral\n"
+      << "# being completed; it prints only [A-Za-z0-9._-] words and nothing when it cannot read).\n"
+      << "_corral_words() {\n"
+      << "    COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" __complete \"$1\" \"$2\" 2>/dev/null)\" -- \"$cur\"))\n"
+      << "}\n"
       << "_corral() {\n"
       << "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\" i\n"
       << "    COMPREPLY=()\n"

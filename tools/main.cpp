@@ -50,6 +50,15 @@ constexpr bool same_subcommands() {
 }
 static_assert(same_subcommands());
 
+// A Docker habit's answer never hides a subcommand corral has.
+constexpr bool habits_are_not_subcommands() {
+    for (const auto& h : corral::cli::kDockerSubcommandHabits)
+        for (const auto& s : kSubcommandInfo)
+            if (h.name == s.name) return false;
+    return true;
+}
+static_assert(habits_are_not_subcommands());
+
 void usage(std::FILE* out) {
     std::fprintf(out, "usage: corral SUBCOMMAND [OPTIONS]\n\nsubcommands:\n");
     for (const auto& s : kSubcommandInfo)
@@ -67,6 +76,10 @@ const Subcommand* find_subcommand(std::string_view name) {
 
 // "unknown subcommand "rnu" (did you mean run?); expected one of: run, doctor, ..."
 void unknown_subcommand(std::string_view name) {
+    if (std::string_view habit = corral::cli::docker_subcommand_habit(name); !habit.empty()) {
+        std::fprintf(stderr, "corral: %.*s\n", static_cast<int>(habit.size()), habit.data());
+        return;
+    }
     std::vector<std::string_view> names;
     std::string list;
     for (const auto& s : kSubcommandInfo) {
@@ -120,6 +133,8 @@ int main(int argc, char** argv) {
     std::string_view name = argv[1];
     // Not a subcommand a person types: the notifier hook's way to its user.
     if (name == corral::supervisor::kExecAsUserCommand) return corral::supervisor::exec_as_user_main(argc - 1, argv + 1);
+    // Nor is this: the bash completion's words (tools/cmd_complete.cpp).
+    if (name == corral::cli::kCompleteCommand) return corral::cli::cmd_complete(argc - 1, argv + 1);
     if (name == "--version") {
         std::printf("corral %s\n", CORRAL_VERSION);
         return 0;

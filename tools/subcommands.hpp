@@ -36,4 +36,40 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 
+// Docker's subcommands that corral has not, each answered with what corral
+// has instead (a usage error, exit 2): never a guess from "did you mean"
+// (`images` is one edit from `image`, whose bare form lists nothing).
+struct SubcommandHabit {
+    std::string_view name;
+    std::string_view answer;
+};
+
+inline constexpr SubcommandHabit kDockerSubcommandHabits[] = {
+    {"images", "corral has no images; `corral image ls` lists the imported images"},
+    {"rmi", "corral has no rmi; `corral image rm NAME` removes an imported image"},
+    {"rm", "corral has no rm: a box is removed when its command ends; `corral prune` removes ended runs and their "
+           "run dirs, `corral session stop NAME` ends a session, `corral image rm NAME` removes an image"},
+    {"pull", "corral does not pull images from registries: fetch one with `skopeo copy docker://IMAGE "
+             "oci:/var/tmp/NAME:latest` (or `docker save IMAGE -o NAME.tar`), then `corral image import "
+             "/var/tmp/NAME --name NAME` (or NAME.tar) and run it with --rootfs image:NAME (docs/images.md)"},
+    {"load", "corral has no load; `corral image import FILE --name NAME` imports a `docker save` archive"},
+    {"import", "corral has no import; `corral image import SOURCE --name NAME` imports an image or rootfs tarball"},
+    {"build", "corral builds no images: build with docker, podman or buildah, then `corral image import` the saved "
+              "image (docs/images.md)"},
+    {"cp", "corral has no cp: the box sees the host's files only where you put them: --workspace DIR (at "
+           "/workspace), --bind SRC:DST or --ro-bind SRC:DST; copy files there on the host"},
+    {"kill", "corral has no kill; `corral stop ID` stops a run or session (SIGTERM, SIGKILL after --grace D)"},
+    {"attach", "corral has no attach: `corral logs -f ID` follows a run's output; `corral exec --tty SESSION -- sh` "
+               "opens a terminal in a session"},
+    {"start", "corral has no start; `corral session start --name N` starts a box that outlives one command"},
+    {"version", "corral has no version subcommand; `corral --version` prints it"},
+};
+
+// The answer for a Docker subcommand corral has not, or empty.
+constexpr std::string_view docker_subcommand_habit(std::string_view name) {
+    for (const auto& h : kDockerSubcommandHabits)
+        if (h.name == name) return h.answer;
+    return {};
+}
+
 }  // namespace corral::cli

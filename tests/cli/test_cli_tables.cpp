@@ -229,3 +229,23 @@ TEST_CASE("the list gen_docs reads: every subcommand but help, run's table first
     CHECK(start.count("--prompt") == 0);
     CHECK(start.count("--tty") == 0);
 }
+
+TEST_CASE("Docker's subcommands corral has not are answered with what it has; no habit hides a subcommand") {
+    CHECK(docker_subcommand_habit("images").find("`corral image ls`") != std::string_view::npos);
+    CHECK(docker_subcommand_habit("rmi").find("`corral image rm NAME`") != std::string_view::npos);
+    CHECK(docker_subcommand_habit("rm").find("`corral prune`") != std::string_view::npos);
+    CHECK(docker_subcommand_habit("pull").find("skopeo copy docker://IMAGE") != std::string_view::npos);
+    CHECK(docker_subcommand_habit("pull").find("corral image import") != std::string_view::npos);
+    CHECK(docker_subcommand_habit("cp").find("--bind SRC:DST") != std::string_view::npos);
+    CHECK(docker_subcommand_habit("run").empty());
+    CHECK(docker_subcommand_habit("frobnicate").empty());
+    for (const auto& h : kDockerSubcommandHabits) {
+        CAPTURE(h.name);
+        for (const auto& s : kSubcommandInfo) CHECK(h.name != s.name);
+        // Each answer names a corral command or option that exists.
+        bool names_one = false;
+        for (const auto& s : kSubcommandInfo)
+            names_one = names_one || h.answer.find("corral " + std::string(s.name)) != std::string_view::npos;
+        CHECK((names_one || h.answer.find("--") != std::string_view::npos));
+    }
+}

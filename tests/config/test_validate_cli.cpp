@@ -370,3 +370,16 @@ TEST_CASE("corral validate: tool_calls_per_worker is a warning for a run of the 
                      "across the worker's runs) is kept by the gateway daemon: run with --gateway unix:PATH"));
     CHECK_FALSE(has(r.err, "warning: corral run --gateway unix:PATH:"));
 }
+
+TEST_CASE("corral validate: a [budget.worker] is a warning for a run of the embedded gateway (only the daemon keeps it)") {
+    OrgDir d;
+    d.org("");
+    d.worker("shared", "agent = \"none\"\n[budget.worker]\nrequests = 100\n");
+    d.worker("plain", "agent = \"none\"\n[budget]\nrequests = 10\n");
+    auto r = validate(d);
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK(has(r.err, "warning: corral run: worker shared: [budget.worker] (a budget across the worker's runs) is kept "
+                     "by the gateway daemon: run with --gateway unix:PATH against `corral gateway --org DIR`"));
+    CHECK(has(r.out, "  warning:    corral run: worker shared: [budget.worker]"));
+    CHECK_FALSE(has(r.err, "worker plain: [budget.worker]"));
+}

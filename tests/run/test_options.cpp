@@ -236,8 +236,25 @@ TEST_CASE("Docker's flags are answered with corral's equivalent, never accepted"
     CHECK(error_of({"-w", "/src", "--", "true"}).find("--workspace DIR") != std::string::npos);
     CHECK(error_of({"--rm", "--", "true"}).starts_with("corral run has no --rm"));
     CHECK(error_of({"--network", "host", "--", "true"}).find("--allow HOST[:PORT]") != std::string::npos);
+    // Docker run flags with an answer: what corral has instead, or never and why.
+    CHECK(error_of({"-d", "--", "true"}).find("`corral session start --name N`, then `corral exec N -- CMD`") !=
+          std::string::npos);
+    CHECK(error_of({"--detach", "--", "true"}).starts_with("corral run has no --detach: "));
+    CHECK(error_of({"--read-only", "--", "true"}).find("--ro-bind SRC:DST") != std::string::npos);
+    for (std::string never : {"--privileged", "--cap-add=SYS_ADMIN"}) {
+        const std::string e = error_of({never, "--", "true"});
+        CAPTURE(e);
+        CHECK(e.find("and never will: CMD runs with no capability in any set") != std::string::npos);
+        CHECK(e.find("docs/security.md") != std::string::npos);
+    }
+    CHECK(error_of({"--entrypoint", "sh", "--", "true"}).find("the command is what follows --") != std::string::npos);
+    CHECK(error_of({"--init", "--", "true"}).find("corral's own init is always PID 1") != std::string::npos);
+    CHECK(error_of({"--ulimit", "nofile=1024", "--", "true"}).find("use --nofile N for open files") != std::string::npos);
+    CHECK(error_of({"--ulimit=nofile=1024", "--", "true"}).find("use --nofile N") != std::string::npos);
+    CHECK(error_of({"--env-file", ".env", "--", "true"}).find("use --env K=V for each variable, or a worker's [env]") !=
+          std::string::npos);
     // Each answer names an option corral has (--tty comes with the terminal mode).
-    for (std::string flag : {"-e", "-v", "-w", "-m", "--tmpfs", "--mount"}) {
+    for (std::string flag : {"-e", "-v", "-w", "-m", "--tmpfs", "--mount", "--ulimit", "--env-file", "--read-only"}) {
         std::string e = error_of({flag, "x", "--", "true"});
         CAPTURE(e);
         bool names_one = false;

@@ -142,6 +142,62 @@ TEST_CASE("refusal report: one line per host:port, with the reason and what woul
     CHECK(second[0].find("GET 10.0.0.1:80 (numeric_host, 403): requests must name a host") != std::string::npos);
 }
 
+TEST_CASE("refusal report under --gateway names the daemon's organisation, never --allow (refused there)") {
+    RefusalReport report;
+    std::vector<gateway::RefusalNotice> n{{"example.com", 443, "CONNECT", "", "not_granted", 403, 1}};
+    auto lines = report.new_lines(n, gateway::GrantsFrom::daemon);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] == "refused CONNECT example.com:443 (not_granted, 403): no grant covers example.com:443; to allow "
+                      "it, add a [[grants]] entry with host = \"example.com\", port = 443, mode = \"tunnel\" to the "
+                      "`corral gateway` daemon's organisation (org.toml, or the worker's worker.toml, under its --org "
+                      "DIR) and restart the daemon; --allow is refused with --gateway");
+    CHECK(lines[0].find("pass --allow") == std::string::npos);
+    // A session's listeners are told the same way.
+    RefusalListeners listeners;
+    std::vector<std::string> told;
+    listeners.add("agent", [&](const std::string& l) { told.push_back(l); });
+    listeners.deliver(n, gateway::GrantsFrom::daemon);
+    REQUIRE(told.size() == 1);
+    CHECK(told[0] == lines[0]);
+}
+
+TEST_CASE("refusal report: a loopback target is told the grant that reaches it, and that it is the host's loopback") {
+    RefusalReport report;
+    std::vector<gateway::RefusalNotice> n{{"localhost", 8080, "CONNECT", "", "not_granted", 403, 1},
+                                          {"127.0.0.1", 5432, "CONNECT", "", "not_granted", 403, 1},
+                                          {"::1", 9000, "CONNECT", "", "not_granted", 403, 1},
+                                          {"db.localhost", 80, "GET", "", "private_address", 403, 1},
+                                          {"internal.example", 443, "CONNECT", "", "private_address", 403, 1}};
+    auto lines = report.new_lines(n);
+    REQUIRE(lines.size() == 5);
+    // A name: allow_private in a file, or the address through --allow (a name given to --allow must be public).
+    CHECK(lines[0] == "refused CONNECT localhost:8080 (not_granted, 403): no grant covers localhost:8080; to allow it, "
+                      "add a [[grants]] entry with host = \"localhost\", port = 8080, mode = \"tunnel\", "
+                      "allow_private = true to worker.toml (--allow localhost:8080 is not enough: a name given to "
+                      "--allow must resolve to public addresses; or have the client ask for 127.0.0.1:8080 and pass "
+                      "--allow 127.0.0.1:8080); the gateway dials from the host, so this reaches the host's loopback, "
+                      "not the box's");
+    // An address: --allow ADDRESS grants it (naming it is the consent).
+    CHECK(lines[1].find("host = \"127.0.0.1\", port = 5432, mode = \"tunnel\", allow_private = true to worker.toml, "
+                        "or pass --allow 127.0.0.1:5432 for one run; the gateway dials from the host") != std::string::npos);
+    CHECK(lines[2].find("host = \"[::1]\", port = 9000") != std::string::npos);
+    CHECK(lines[2].find("--allow [::1]:9000 for one run") != std::string::npos);
+    // A grant that exists but lacks allow_private: set it, never "no grant reaches".
+    CHECK(lines[3].find("which a grant reaches only with allow_private = true: set it on the grant for db.localhost:80 "
+                        "in worker.toml or org.toml (--allow db.localhost:80 is not enough") != std::string::npos);
+    CHECK(lines[3].find("reaches the host's loopback") != std::string::npos);
+    CHECK(lines[4].find("set it on the grant for internal.example:443 in worker.toml or org.toml") != std::string::npos);
+    CHECK(lines[4].find("127.0.0.1") == std::string::npos);  // not a loopback name: no loopback advice
+    CHECK(lines[4].find("host's loopback") == std::string::npos);
+    for (const auto& l : lines) CHECK(l.find("which no grant reaches") == std::string::npos);
+    // Under --gateway: the daemon's files, allow_private set there.
+    RefusalReport daemon;
+    auto d = daemon.new_lines({n[0]}, gateway::GrantsFrom::daemon);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].find("allow_private = true to the `corral gateway` daemon's organisation") != std::string::npos);
+    CHECK(d[0].find("pass --allow") == std::string::npos);
+}
+
 TEST_CASE("refusal report: the box's host and method are shown escaped, in the line and in its advice") {
     RefusalReport report;
     std::vector<gateway::RefusalNotice> n{{"a\xc2\x9b" "2J\x9d" "0;t\x1b", 443, "GET\x9b", "", "not_granted", 403, 1}};
@@ -155,30 +211,30 @@ TEST_CASE("refusal report: the box's host and method are shown escaped, in the l
 TEST_CASE("refusal listeners: a refusal made while a listener listens is told to it once, by role") {
     RefusalListeners listeners;
     std::vector<gateway::RefusalNotice> n{{"early.example", 443, "CONNECT", "", "not_granted", 403, 1, "agent"}};
-    listeners.deliver(n);  // before anyone listens: told to no one later
+    listeners.deliver(n, gateway::GrantsFrom::run);  // before anyone listens: told to no one later
     std::vector<std::string> agent, service;
     const int a = listeners.add("agent", [&](const std::string& l) { agent.push_back(l); });
     const int s = listeners.add("service", [&](const std::string& l) { service.push_back(l); });
-    listeners.deliver(n);
+    listeners.deliver(n, gateway::GrantsFrom::run);
     CHECK(agent.empty());
     n.push_back({"new.example", 80, "GET", "", "not_granted", 403, 1, "agent"});
-    listeners.deliver(n);
-    listeners.deliver(n);  // nothing new
+    listeners.deliver(n, gateway::GrantsFrom::run);
+    listeners.deliver(n, gateway::GrantsFrom::run);  // nothing new
     REQUIRE(agent.size() == 1);
     CHECK(agent[0].rfind("refused GET new.example:80 (not_granted, 403)", 0) == 0);
     CHECK(service.empty());
     n[0].count = 2;  // refused again, now: told, once
     n[0].role = "";  // a daemon's counts name no role: every listener
-    listeners.deliver(n);
+    listeners.deliver(n, gateway::GrantsFrom::run);
     n[0].count = 3;
-    listeners.deliver(n);
+    listeners.deliver(n, gateway::GrantsFrom::run);
     CHECK(agent.size() == 2);
     REQUIRE(service.size() == 1);
     CHECK(service[0].rfind("refused CONNECT early.example:443", 0) == 0);
     listeners.remove(a);
     listeners.remove(s);
     n[1].count = 2;
-    listeners.deliver(n);
+    listeners.deliver(n, gateway::GrantsFrom::run);
     CHECK(agent.size() == 2);
 }
 

@@ -44,6 +44,7 @@ protected:
     void drain() override {}
     void run_loop() override {}
     std::vector<gateway::RefusalNotice> refusals_so_far() override { return {}; }
+    gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
 };
 
 // What the scripted trust step finds: corral's CA and the proxy's variables.

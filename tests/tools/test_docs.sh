@@ -59,6 +59,28 @@ completes echo corral run -- ech || fail "after --, commands are not completed"
 mkdir -p "$dest/somedir"
 completes "$dest/somedir" corral run --workspace "$dest/some" || fail "--workspace did not complete a directory"
 
+# Values from disk, through the hidden `corral __complete` (the corral being
+# completed is the one typed): run ids for logs/stop/inspect (newest first),
+# images for image inspect|rm, workers of the line's --config for --worker.
+corral=$build/tools/corral
+state=$dest/state
+mkdir -p "$state/runs/20261206T120000Z-abc123" "$state/runs/20261205T090000Z-0f0f0f" "$state/images/images" \
+  "$dest/org/workers/alpha" "$dest/org/workers/\$(touch $dest/pwned)"
+printf '{"name":"alpine-3","layers":[],"config":{}}\n' >"$state/images/images/alpine-3.json"
+touch "$dest/org/workers/alpha/worker.toml" "$dest/org/workers/\$(touch $dest/pwned)/worker.toml"
+[ "$(complete_words "$corral" logs --state-dir "$state" 2026 | tr '\n' ' ')" = \
+  "20261206T120000Z-abc123 20261205T090000Z-0f0f0f " ] ||
+  fail "corral logs 2026<TAB> offers: $(complete_words "$corral" logs --state-dir "$state" 2026 | tr '\n' ' ')"
+completes 20261206T120000Z-abc123 "$corral" inspect --state-dir="$state" "" || fail "inspect does not offer run ids"
+[ "$(complete_words "$corral" image rm --state-dir "$state" al)" = alpine-3 ] || fail "image rm al<TAB> did not offer alpine-3"
+[ "$(complete_words "$corral" run --config "$dest/org" --worker "")" = alpha ] ||
+  fail "run --worker <TAB> offers: $(complete_words "$corral" run --config "$dest/org" --worker "" | tr '\n' ' ')"
+[ ! -e "$dest/pwned" ] || fail "a worker's directory name was expanded by the completion"
+# Options still complete where a positional goes; nothing readable, nothing offered.
+completes --follow "$corral" logs --state-dir "$state" --fol || fail "logs --fol did not complete to --follow"
+[ -z "$(complete_words "$corral" stop --state-dir "$dest/nonexistent" "")" ] || fail "a missing state dir offered words"
+"$corral" __complete bogus >/dev/null || fail "__complete with an unknown kind failed"
+
 # The page renders, with its sections, and every option shows as typed.
 if command -v man >/dev/null; then
   text=$(MANWIDTH=100 man -l "$man_page" 2>&1) || fail "man -l failed: $text"

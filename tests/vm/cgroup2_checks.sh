@@ -161,6 +161,14 @@ expect workspace-fallback "(exit $rc; unmapped=$unmapped)" \
 # 6. An image of more layers than this kernel's one-option overlay mount held
 #    by their paths (no "lowerdir+" before Linux 6.8): imported into the VM's
 #    tmpfs, run; every layer is seen, in order, the top one's whiteout too.
+# 2a. The box sees its own cgroup, read-only, at /sys/fs/cgroup (one bind on
+#     pure v2): memory.max and cpu.max are the run's, a write is refused, and
+#     node (libuv) reads the limit as its constrained memory.
+corral_run --run-dir /run/r-view --memory 96M --cpus 1 -- /bin/sh -c 'cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max; { echo max > /sys/fs/cgroup/memory.max; } 2>/dev/null && echo WROTE; ! command -v node >/dev/null || node -e "console.log(\"node=\" + process.constrainedMemory())"' > /run/r-view.out 2> /run/r-view.err
+rc=$?
+expect cgroup-view "(exit $rc: $(tr '\n' ' ' < /run/r-view.out))" \
+  bash -c "[ $rc -eq 0 ] && grep -qx 100663296 /run/r-view.out && grep -qx '100000 100000' /run/r-view.out && ! grep -q WROTE /run/r-view.out && { ! grep -q '^node=' /run/r-view.out || grep -qx node=100663296 /run/r-view.out; }"
+
 if [ -n "$deep_layout" ]; then
   "$corral" image import "$deep_layout" --name deep --state-dir "$state" > /run/deep-import.out 2>&1
   rc=$?

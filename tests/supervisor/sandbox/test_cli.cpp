@@ -269,6 +269,12 @@ TEST_CASE("a malformed command line of any subcommand exits 2 with one line nami
         {{"journal", "verify", "j.jsonl", "--frob"}, "\"--frob\""},
         {{"journal", "verify", "/nonexistent/j.jsonl", "--key", "/nonexistent/k.pub"}, "/nonexistent/k.pub"},
         {{"frobnicate"}, "\"frobnicate\""},
+        // Docker's subcommands: what corral has instead, never "did you mean image?".
+        {{"images"}, "corral has no images; `corral image ls` lists the imported images"},
+        {{"pull", "debian:12"}, "corral does not pull images from registries"},
+        {{"cp", "a", "b"}, "--bind SRC:DST"},
+        {{"rm", "x"}, "`corral prune`"},
+        {{"imgae", "ls"}, "(did you mean image?)"},
     };
     for (const auto& c : cases) {
         std::vector<std::string> argv{corral::test::corral_bin()};

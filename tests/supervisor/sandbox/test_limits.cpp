@@ -201,5 +201,51 @@ TEST_CASE("SIGTERM to corral kills the sandbox and still tears it down verifiabl
     check_nothing_left(r);  // includes "teardown verdict clean": no help from stale cleanup
 }
 
+// Programs that size themselves from cgroups (node's libuv, the JVM, Go) read
+// /proc/self/cgroup and /sys/fs/cgroup: the box shows its own cgroups there,
+// read-only, and nothing else of /sys (docs/rootfs.md "The box's cgroups").
+TEST_CASE("the box sees its own memory and CPU limits at /sys/fs/cgroup, read-only; node reads the memory limit") {
+    CorralArgs args;
+    args.flags = {"--memory", "96M", "--cpus", "1", "--timeout", "60s"};
+    auto run = corral_sh(R"SH(echo START
+echo "sys=$(ls /sys | tr '\n' ' ')"
+if [ -e /sys/fs/cgroup/memory.max ]; then echo "memory=$(cat /sys/fs/cgroup/memory.max)"
+else echo "memory=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"; fi
+if [ -e /sys/fs/cgroup/cpu.max ]; then echo "cpu=$(cat /sys/fs/cgroup/cpu.max)"
+else echo "cpu=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"; fi
+for f in /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes; do
+  [ -e "$f" ] && { { echo 1G > "$f"; } 2>/dev/null && echo "WROTE $f"; }
+done
+mkdir /sys/fs/cgroup/escape 2>/dev/null && echo "MADE a cgroup"
+grep -q ' /sys/fs/cgroup[^ ]* ro,' /proc/self/mountinfo && echo "cgroup_ro=yes"
+grep ' /sys/fs/cgroup[^ ]* rw' /proc/self/mountinfo
+echo DONE)SH",
+                         args);
+    INFO(transcript(run.result));
+    REQUIRE(run.result.exit_code == 0);
+    const std::string& out = run.result.out;
+    CHECK(out.find("sys=fs \n") != std::string::npos);
+    CHECK(out.find("memory=100663296\n") != std::string::npos);  // 96 MiB
+    // v2: "100000 100000"; v1: quota and period, one CPU's worth.
+    CHECK((out.find("cpu=100000 100000\n") != std::string::npos));
+    CHECK(out.find("WROTE") == std::string::npos);
+    CHECK(out.find("MADE") == std::string::npos);
+    CHECK(out.find("cgroup_ro=yes") != std::string::npos);
+    CHECK(out.find(" rw") == std::string::npos);  // no cgroup mount writable
+    check_nothing_left(run);
+
+    // node (libuv) reads the limit itself: in a --rootfs host box, where the host's node is.
+    if (access("/usr/bin/node", X_OK) != 0) return;
+    args.rootfs = "host";
+    auto node = corral_run({"/usr/bin/node", "-e",
+                            "console.log('node_constrained=' + (process.constrainedMemory ? "
+                            "process.constrainedMemory() : 'none'))"},
+                           args);
+    INFO(transcript(node.result));
+    CHECK(node.result.exit_code == 0);
+    CHECK(node.result.out.find("node_constrained=100663296\n") != std::string::npos);
+    check_nothing_left(node);
+}
+
 }  // namespace
 }  // namespace corral::test::sandbox

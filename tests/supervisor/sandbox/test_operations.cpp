@@ -203,6 +203,7 @@ TEST_CASE("SIGTERM to corral stops gracefully; a second signal during the grace 
         CHECK((*rec)["outcome"] == "interrupted");
         CHECK((*rec)["stop"]["cause"] == "signal");
         CHECK((*rec)["stop"]["signal"] == "SIGTERM");
+        CHECK((*rec)["stop"]["second_signal"].is_null());
         check_nothing_left((*rec)["id"].get<std::string>(), (*rec)["uid"].get<uid_t>());
     }
     {
@@ -215,6 +216,11 @@ TEST_CASE("SIGTERM to corral stops gracefully; a second signal during the grace 
         auto rec = read_record(p.run_dir());
         REQUIRE(rec.has_value());
         CHECK((*rec)["stop"]["killed"] == true);
+        CHECK((*rec)["stop"]["second_signal"] == "SIGINT");
+        // What happened, not a grace that never ran out.
+        CHECK(p.err().find("interrupted by SIGINT; CMD got SIGTERM; a second SIGINT killed the sandbox at once, "
+                           "before its 600s grace ran out") != std::string::npos);
+        CHECK(p.err().find("after the 600s grace") == std::string::npos);
         CHECK((*rec)["teardown"]["verdict"] == "clean");
         check_nothing_left((*rec)["id"].get<std::string>(), (*rec)["uid"].get<uid_t>());
     }
