@@ -198,7 +198,10 @@ TEST_CASE("a running record: its supervisor, no end, no status; outcome says who
     }
     r.stop = StopRecord{"corral stop", SIGTERM, milliseconds(2500), true};
     j = to_json(r);
-    CHECK(j["stop"] == nlohmann::json{{"cause", "corral stop"}, {"signal", "SIGTERM"}, {"grace_ms", 2500}, {"killed", true}});
+    CHECK(j["stop"] == nlohmann::json{{"cause", "corral stop"}, {"signal", "SIGTERM"}, {"grace_ms", 2500}, {"killed", true},
+                                      {"second_signal", nullptr}});
+    r.stop->second_signal = SIGINT;
+    CHECK(to_json(r)["stop"]["second_signal"] == "SIGINT");
 }
 
 TEST_CASE("argv that is not UTF-8 is still recorded") {
