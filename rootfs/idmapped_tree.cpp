@@ -384,7 +384,7 @@ PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
     PreparedTrees prepared;
     for (std::size_t i = 0; i < plan.ops.size(); ++i) {
         MountOp& op = plan.ops[i];
-        if (op.kind != MountKind::AttachTree) continue;
+        if (op.kind != MountKind::AttachTree || op.tree_fd >= 0) continue;
         const std::string what = op.target + " (" + op.source + ")";
         OwnerMapping mapping{.disk_uid = op.disk_uid, .disk_gid = op.disk_gid, .box_uid = op.uid, .box_gid = op.gid};
         IdmappedTree t = idmapped_tree(op.option.empty() ? std::string("--workspace") : op.option, op.source, mapping,
