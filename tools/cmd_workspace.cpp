@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -60,15 +61,31 @@ workspace::ReviewRecord ready_review(const std::string& run_dir) {
     return r;
 }
 
-template <class Parse>
-bool parsed(const char* name, Parse parse, WorkspaceArgs& a) {
+// One command's start: its command line read and the review RUN names
+// found ready. nullopt when it ends there: `status` is --help's 0 or a usage
+// error's 2 (said on stderr).
+struct Start {
+    WorkspaceArgs args;
+    std::string run_dir;
+    workspace::ReviewRecord record;
+};
+std::optional<Start> start(const char* cmd, int argc, char** argv, int& status) {
+    Start s;
     try {
-        a = parse();
-        return true;
+        s.args = parse_workspace_args(cmd, argc, argv);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "corral %s: %s\n", name, terminal_text(e.what()).c_str());
-        return false;
+        std::fprintf(stderr, "corral %s: %s\n", cmd, terminal_text(e.what()).c_str());
+        status = run::kExitUsage;
+        return std::nullopt;
     }
+    if (s.args.help) {
+        std::fputs(workspace_help(cmd).c_str(), stdout);
+        status = 0;
+        return std::nullopt;
+    }
+    s.run_dir = run_dir_of(s.args);
+    s.record = ready_review(s.run_dir);
+    return s;
 }
 
 std::string summary(const std::vector<workspace::Change>& changes) {
@@ -85,11 +102,12 @@ std::string summary(const std::vector<workspace::Change>& changes) {
 }  // namespace
 
 int cmd_diff(int argc, char** argv) {
-    WorkspaceArgs a;
-    if (!parsed("diff", [&] { return parse_workspace_args("diff", argc, argv); }, a)) return run::kExitUsage;
-    if (a.help) return std::fputs(workspace_help("diff").c_str(), stdout), 0;
-    const std::string run_dir = run_dir_of(a);
-    const auto record = ready_review(run_dir);
+    int status = 0;
+    auto s = start("diff", argc, argv, status);
+    if (!s) return status;
+    const WorkspaceArgs& a = s->args;
+    const std::string& run_dir = s->run_dir;
+    const auto& record = s->record;
     auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
     const std::string note = workspace::mark_ignored(changes, record);
     const std::string digest = workspace::diff_digest(changes);
@@ -114,11 +132,12 @@ int cmd_diff(int argc, char** argv) {
 }
 
 int cmd_apply(int argc, char** argv) {
-    WorkspaceArgs a;
-    if (!parsed("apply", [&] { return parse_workspace_args("apply", argc, argv); }, a)) return run::kExitUsage;
-    if (a.help) return std::fputs(workspace_help("apply").c_str(), stdout), 0;
-    const std::string run_dir = run_dir_of(a);
-    auto record = ready_review(run_dir);
+    int status = 0;
+    auto s = start("apply", argc, argv, status);
+    if (!s) return status;
+    const WorkspaceArgs& a = s->args;
+    const std::string& run_dir = s->run_dir;
+    auto& record = s->record;
     const auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
     const std::string digest = workspace::diff_digest(changes);
     if (a.expect && *a.expect != digest) {
@@ -142,11 +161,11 @@ int cmd_apply(int argc, char** argv) {
 }
 
 int cmd_discard(int argc, char** argv) {
-    WorkspaceArgs a;
-    if (!parsed("discard", [&] { return parse_workspace_args("discard", argc, argv); }, a)) return run::kExitUsage;
-    if (a.help) return std::fputs(workspace_help("discard").c_str(), stdout), 0;
-    const std::string run_dir = run_dir_of(a);
-    auto record = ready_review(run_dir);
+    int status = 0;
+    auto s = start("discard", argc, argv, status);
+    if (!s) return status;
+    const std::string& run_dir = s->run_dir;
+    auto& record = s->record;
     remove_tree_at(AT_FDCWD, workspace::upper_dir(run_dir));
     record.state = "discarded";
     workspace::write_review_record(run_dir, record);

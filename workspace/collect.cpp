@@ -14,6 +14,7 @@
 #include "base/fd.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
+#include "workspace/dir_entries.hpp"
 
 namespace corral::workspace {
 
@@ -36,24 +37,6 @@ std::string digest_of_fd(int fd, const std::string& what) {
 namespace {
 
 constexpr int kMaxWalkDepth = 256;
-
-std::vector<std::string> entries_of(int dir_fd, const std::string& what) {
-    std::vector<std::string> names;
-    if (dir_fd < 0) return names;
-    const int dup_fd = dup(dir_fd);
-    if (dup_fd < 0) throw SysError("dup", what, errno);
-    DIR* d = fdopendir(dup_fd);
-    if (d == nullptr) {
-        close(dup_fd);
-        throw SysError("fdopendir", what, errno);
-    }
-    rewinddir(d);
-    while (const dirent* e = readdir(d))
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    return names;
-}
 
 NodeType type_of(mode_t m) {
     if (S_ISDIR(m)) return NodeType::directory;
@@ -145,12 +128,12 @@ public:
     // layer replaced it).
     void walk(int upper_fd, int host_fd, const std::string& rel, bool opaque, int depth) {
         if (depth > kMaxWalkDepth) throw SysError("walk", rel + ": deeper than 256 directories", ELOOP);
-        const auto names = entries_of(upper_fd, rel);
+        const auto names = dir_entries(upper_fd, rel);
         for (const auto& name : names) entry(upper_fd, host_fd, name, join(rel, name), depth);
         if (!opaque) return;
         // An opaque directory: what the host has and the layer lacks is gone.
         std::set<std::string> kept(names.begin(), names.end());
-        for (const auto& name : entries_of(host_fd, rel))
+        for (const auto& name : dir_entries(host_fd, rel))
             if (!kept.count(name)) host_deleted(host_fd, name, join(rel, name), depth);
     }
 
@@ -171,7 +154,7 @@ private:
         if (!before) return;
         if (before->type == NodeType::directory && st.st_dev == host_dev_) {
             Fd sub = open_dir(host_fd, name);
-            for (const auto& child : entries_of(sub.get(), rel)) host_deleted(sub.get(), child, join(rel, child), depth + 1);
+            for (const auto& child : dir_entries(sub.get(), rel)) host_deleted(sub.get(), child, join(rel, child), depth + 1);
         }
         add(rel, before, std::nullopt);
     }
@@ -186,7 +169,7 @@ private:
             // A host directory the layer replaced with something else: its contents went too.
             if (before && before->type == NodeType::directory) {
                 Fd sub = open_dir(host_fd, name);
-                for (const auto& child : entries_of(sub.get(), rel)) host_deleted(sub.get(), child, join(rel, child), depth + 1);
+                for (const auto& child : dir_entries(sub.get(), rel)) host_deleted(sub.get(), child, join(rel, child), depth + 1);
             }
             return add(rel, before, after);
         }

@@ -20,6 +20,7 @@
 
 #include "base/mountinfo.hpp"
 #include "base/sys_error.hpp"
+#include "workspace/dir_entries.hpp"
 
 namespace corral::workspace {
 
@@ -85,18 +86,7 @@ public:
 
     void copy_dir(int src, int dst, const std::string& rel, int depth) {
         if (depth > kMaxCopyDepth) throw SysError("copy", rel + ": deeper than 256 directories", ELOOP);
-        const int dup_fd = dup(src);
-        if (dup_fd < 0) throw SysError("dup", rel, errno);
-        DIR* d = fdopendir(dup_fd);
-        if (d == nullptr) {
-            close(dup_fd);
-            throw SysError("fdopendir", rel, errno);
-        }
-        std::vector<std::string> names;
-        while (const dirent* e = readdir(d))
-            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-        closedir(d);
-        for (const auto& name : names) copy_entry(src, dst, name, rel.empty() ? name : rel + "/" + name, depth);
+        for (const auto& name : dir_entries(src, rel)) copy_entry(src, dst, name, rel.empty() ? name : rel + "/" + name, depth);
     }
 
     void copy_entry(int src, int dst, const std::string& name, const std::string& rel, int depth) {
