@@ -49,7 +49,7 @@ changed since the run started, which apply refuses); a unified diff of each
 text file, sizes and SHA-256 of the others. The last line is the diff's
 digest, which `corral apply --expect` takes. PATH... shows only those paths
 (the digest is always the whole diff's). RUN is a run id, a unique part of
-one, or a run dir.
+one, or a run dir (a path with a '/', or a directory here that holds a review).
 
 options:
 )";

@@ -2,6 +2,7 @@
 // a reviewed workspace's changes shown, written into DIR, or dropped
 // (workspace/, docs/workspace.md).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,9 +30,12 @@ namespace corral::cli {
 
 namespace {
 
-// The run dir RUN names: a directory path as is, else a run of the state dir.
+// The run dir RUN names: a path (with a '/', or a directory here holding a
+// review) as is, else a run of the state dir.
 std::string run_dir_of(const WorkspaceArgs& a) {
-    if (a.run.find('/') != std::string::npos) return a.run;
+    struct stat st {};
+    const bool review_here = stat((a.run + "/" + workspace::kReviewDirName).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (a.run.find('/') != std::string::npos || review_here) return a.run;
     return run::find_run(a.state_dir, a.run).run_dir;
 }
 
