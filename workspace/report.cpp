@@ -11,6 +11,7 @@
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "workspace/child_process.hpp"
+#include "workspace/unified_diff.hpp"
 
 namespace corral::workspace {
 
@@ -38,32 +39,43 @@ Fd open_beneath(const std::string& dir, const std::string& rel) {
     return Fd(static_cast<int>(syscall(SYS_openat2, root.get(), rel.c_str(), &how, sizeof how)));
 }
 
-// Whether the file is text: small enough and no NUL byte.
-bool is_text(int fd, std::uint64_t size) {
-    if (size > kMaxTextBytes) return false;
+// The file's bytes when it is text (small enough, no NUL byte); nullopt else.
+std::optional<std::string> text_of(int fd, std::uint64_t size) {
+    if (size > kMaxTextBytes) return std::nullopt;
     std::string bytes(size, '\0');
     const ssize_t n = pread(fd, bytes.data(), bytes.size(), 0);
-    return n >= 0 && bytes.find('\0', 0) >= static_cast<std::size_t>(n);
+    if (n < 0) return std::nullopt;
+    bytes.resize(static_cast<std::size_t>(n));
+    if (bytes.find('\0') != std::string::npos) return std::nullopt;
+    return bytes;
 }
 
-// `diff -u` of the two sides' bytes; nullopt when either is not text.
+// For a pair too far apart for unified_diff_text: `diff -u` of the same bytes.
+std::string diff_process(int before_fd, int after_fd, const std::string& label_a, const std::string& label_b) {
+    Fd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ChildRun run;
+    run.argv = {"/usr/bin/diff", "-u", "--label", label_a, "--label", label_b, "/dev/fd/3", "/dev/fd/4"};
+    run.extra_fds = {before_fd >= 0 ? before_fd : null_fd.get(), after_fd >= 0 ? after_fd : null_fd.get()};
+    const ChildResult r = run_child(run);
+    if (r.status != 0 && r.status != 1) return "(diff -u failed: exit " + std::to_string(r.status) + ")\n";
+    return r.truncated ? r.out + "\n(diff cut at 4 MiB)\n" : r.out;
+}
+
+// The unified diff of the two sides' bytes; nullopt when either is not text.
 std::optional<std::string> unified_diff(const Change& c, const ReportSides& sides) {
     const bool before_file = c.before && c.before->type == NodeType::regular;
     const bool after_file = c.after && c.after->type == NodeType::regular;
     if (!before_file && !after_file) return std::nullopt;
-    Fd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
     Fd before = before_file ? open_beneath(sides.workspace_dir, c.path) : Fd();
     Fd after = after_file ? open_beneath(sides.upper_dir, c.path) : Fd();
     if ((before_file && !before.valid()) || (after_file && !after.valid())) return std::nullopt;
-    if (before_file && !is_text(before.get(), c.before->size)) return std::nullopt;
-    if (after_file && !is_text(after.get(), c.after->size)) return std::nullopt;
-    ChildRun run;
-    run.argv = {"/usr/bin/diff", "-u", "--label", before_file ? "a/" + c.path : "/dev/null", "--label",
-                after_file ? "b/" + c.path : "/dev/null", "/dev/fd/3", "/dev/fd/4"};
-    run.extra_fds = {before_file ? before.get() : null_fd.get(), after_file ? after.get() : null_fd.get()};
-    const ChildResult r = run_child(run);
-    if (r.status != 0 && r.status != 1) return "(diff -u failed: exit " + std::to_string(r.status) + ")\n";
-    return r.truncated ? r.out + "\n(diff cut at 4 MiB)\n" : r.out;
+    const auto a = before_file ? text_of(before.get(), c.before->size) : std::optional<std::string>("");
+    const auto b = after_file ? text_of(after.get(), c.after->size) : std::optional<std::string>("");
+    if (!a || !b) return std::nullopt;
+    const std::string label_a = before_file ? "a/" + c.path : "/dev/null";
+    const std::string label_b = after_file ? "b/" + c.path : "/dev/null";
+    if (auto text = unified_diff_text(*a, *b, label_a, label_b)) return text;
+    return diff_process(before.get(), after.get(), label_a, label_b);
 }
 
 std::string side_words(const std::optional<Node>& n) {

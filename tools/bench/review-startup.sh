@@ -44,7 +44,7 @@ PY
 chown -R "$owner" "$work/ws"
 state=$work/state
 echo "workspace of $files files; $runs runs each, load $(cut -d' ' -f1-3 /proc/loadavg)"
-hyperfine -N --warmup 3 --runs "$runs" --export-json "$work/h.json" \
+hyperfine -N -i --warmup 3 --runs "$runs" --export-json "$work/h.json" \
     -n bound "$corral run --state-dir $state --workspace $work/ws -- true" \
     -n review "$corral run --state-dir $state --workspace $work/ws --review -- true" >/dev/null
 median() { jq -r ".results[] | select(.command == \"$1\") | .median * 1000" "$work/h.json"; }
