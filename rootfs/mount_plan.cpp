@@ -260,8 +260,8 @@ void plan_host_root(Planner& p, const RootfsSpec& spec, const std::string& new_r
 
 void plan_image_accounts_and_etc(Planner& p, const RootfsSpec& spec);
 
-// --review: DIR's ID-mapped copy is the lower layer, the run's own tmpfs
-// (spec.review_upper_fd) holds the upper and work directories, both attached
+// --review: DIR's ID-mapped copy is the lower layer, a tmpfs of the
+// scratch size (made by prepare_idmapped_trees) holds the upper and work directories, both attached
 // on scratch (gone with the box's mount namespace), and the overlay of them is
 // /workspace. The upper's root is the agent's with DIR's mode, as the bind's
 // root would show; what the agent writes lands in the tmpfs, never in DIR.
@@ -274,7 +274,7 @@ void plan_review_workspace(MountPlan& plan, const RootfsSpec& spec, const struct
                                .disk_uid = dir_st.st_uid, .disk_gid = dir_st.st_gid, .option = "--workspace"});
     p.host_dir(layer, 0700);
     plan.ops.push_back(MountOp{.kind = MountKind::AttachTree, .source = "the review's upper layer", .target = layer,
-                               .in_root = false, .tree_fd = spec.review_upper_fd, .idmapped = false,
+                               .in_root = false, .data = std::to_string(spec.scratch_size_bytes), .idmapped = false,
                                .option = "--review"});
     p.host_dir_owned(layer + "/upper", dir_st.st_mode & 07777, spec.agent_uid, spec.agent_gid);
     p.host_dir(layer + "/work", 0700);
@@ -490,7 +490,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
         // disk as the owner's, never as the run's leased UID.
         struct stat st {};
         if (stat(spec.workspace->c_str(), &st) != 0) throw UsageError("--workspace " + *spec.workspace + ": cannot access: " + errno_text(errno));
-        if (spec.review_upper_fd >= 0) {
+        if (spec.review) {
             plan_review_workspace(plan, spec, st);
         } else {
             p.dir("/workspace");

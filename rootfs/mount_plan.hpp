@@ -107,10 +107,11 @@ struct RootfsSpec {
     // the box's (docs/rootfs.md "The box's cgroups"). Empty: /sys stays empty.
     std::vector<CgroupView> cgroup_views;
     // --review: the workspace is the lower layer of an overlay at /workspace
-    // whose upper layer is this detached, size-capped tmpfs (made and kept by
-    // the run, workspace/review_upper.hpp; borrowed here): DIR is never
-    // written during the run. -1: the workspace is an ID-mapped bind.
-    int review_upper_fd = -1;
+    // whose upper layer is a detached tmpfs of scratch_size_bytes
+    // (capped_tmpfs.hpp, made by prepare_idmapped_trees, kept by the run
+    // after "ready"): DIR is never written during the run. false: the
+    // workspace is an ID-mapped bind.
+    bool review = false;
 };
 
 enum class MountKind {
@@ -217,7 +218,8 @@ struct MountFailure {
 };
 
 // Supervisor side, before clone3: makes the detached tree of every
-// AttachTree op whose tree_fd is not set yet (the review upper's is) (see idmapped_tree.hpp: one symlink-free open of the source,
+// AttachTree op (for --review's upper layer, option "--review": a capped
+// tmpfs of op.data bytes) (see idmapped_tree.hpp: one symlink-free open of the source,
 // checked on that fd, copied with open_tree, ID-mapped where allowed) and
 // stores its fd in the op. Where it is not ID-mapped (root-owned, or the file
 // system cannot) the copy is attached as is (op.idmapped = false: the agent
@@ -228,6 +230,7 @@ struct PreparedTrees {
     std::vector<Fd> trees;               // keep alive until the init has attached them
     std::vector<std::string> idmapped;   // "/workspace: on-disk 1000:1000 shown as the agent"
     std::vector<std::string> fallbacks;  // "/workspace: mount_setattr(...): Invalid argument"
+    Fd review_upper;                     // --review: the upper layer's tmpfs (the run keeps it past "ready")
 };
 PreparedTrees prepare_idmapped_trees(MountPlan& plan);
 

@@ -143,7 +143,7 @@ Run::Next Run::resolve() {
         if (request_.review) {
             auto& rootfs = resolved_->spec.rootfs;
             review_.emplace(begin_review(rootfs.workspace.value_or(""), rootfs.scratch_size_bytes, place_.run_dir));
-            rootfs.review_upper_fd = review_->upper.get();
+            rootfs.review = true;
         }
         egress_ = steps_.make_egress(*resolved_);
         if (request_.tty) {
@@ -262,6 +262,7 @@ Run::Next Run::launch() {
     record_.gid = box.gid;
     record_.idmapped_binds = std::move(box.idmapped_binds);
     record_.unmapped_binds = std::move(box.unmapped_binds);
+    if (review_) review_->upper = std::move(box.review_upper);
     try {
         write_running_record();  // now with the UID, hostname and limits the box has
     } catch (const std::exception& e) {

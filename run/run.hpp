@@ -77,6 +77,7 @@ struct BoxFacts {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<std::string> idmapped_binds, unmapped_binds;
+    Fd review_upper;  // --review: the box's upper layer (supervisor::Sandbox::take_review_upper)
 };
 
 // The steps of a run that touch the host. Each throws what the function it

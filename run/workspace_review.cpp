@@ -31,7 +31,6 @@ WorkspaceReview begin_review(const std::string& workspace_dir, std::uint64_t siz
     timespec now {};
     clock_gettime(CLOCK_REALTIME_COARSE, &now);
     r.fence_ns = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-    review.upper = workspace::make_review_upper(size_bytes);
     if (mkdir(workspace::review_dir(run_dir).c_str(), 0700) != 0)
         throw SysError("mkdir", workspace::review_dir(run_dir), errno);
     workspace::write_review_record(run_dir, r);
@@ -67,7 +66,7 @@ std::vector<std::string> finish_review(WorkspaceReview& review, uid_t agent_uid,
     r.agent_uid = agent_uid;
     r.agent_gid = agent_gid;
     std::vector<std::string> lines;
-    if (agent_uid == 0) {
+    if (!review.upper.valid()) {
         // The run ended before its box existed: the agent wrote nothing.
         r.state = "failed";
         r.error = "the run ended before its box started";

@@ -16,13 +16,14 @@
 namespace corral::run {
 
 struct WorkspaceReview {
-    Fd upper;                        // the detached tmpfs the box's overlay writes into
+    Fd upper;                        // the detached tmpfs the box's overlay writes into, once the box exists
     workspace::ReviewRecord record;  // RUN_DIR/workspace/review.json
     std::string run_dir;
 };
 
-// Refuses a workspace that cannot be reviewed (UsageError), makes the
-// capped upper layer, records DIR's owner and the fence, and writes
+// Refuses a workspace that cannot be reviewed (UsageError), records DIR's
+// owner, the fence and the layer's cap (the launch makes the layer, one per
+// attempt, and hands it back: BoxFacts::review_upper), and writes
 // review.json ("running"). Throws SysError naming the call.
 WorkspaceReview begin_review(const std::string& workspace_dir, std::uint64_t size_bytes, const std::string& run_dir);
 

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -23,19 +22,6 @@
 #include "workspace/dir_entries.hpp"
 
 namespace corral::workspace {
-
-Fd make_review_upper(std::uint64_t size_bytes) {
-    Fd fs(fsopen("tmpfs", FSOPEN_CLOEXEC));
-    if (!fs.valid()) throw SysError("fsopen", "tmpfs", errno);
-    const std::string size = std::to_string(size_bytes);
-    check_sys(fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", "corral-review", 0), "fsconfig", "source");
-    check_sys(fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", size.c_str(), 0), "fsconfig", "size=" + size);
-    check_sys(fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0700", 0), "fsconfig", "mode=0700");
-    check_sys(fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0), "fsconfig", "tmpfs create");
-    Fd mnt(fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
-    if (!mnt.valid()) throw SysError("fsmount", "tmpfs", errno);
-    return mnt;
-}
 
 void require_reviewable(const std::string& option, const std::string& dir) {
     char real[PATH_MAX];

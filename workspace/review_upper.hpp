@@ -1,14 +1,15 @@
-// workspace/review_upper.hpp — the reviewed workspace's upper layer: a
-// tmpfs made before the box, the overlay's upper and work directories in it
-// (rootfs/mount_plan.cpp plan_review_workspace), copied into the run dir once
-// the box is gone.
+// workspace/review_upper.hpp — the reviewed workspace's upper layer around
+// the box: a DIR that cannot be reviewed refused before it, and the layer
+// (a capped tmpfs, rootfs/capped_tmpfs.hpp, whose upper/ and work/ the mount
+// plan made: rootfs/mount_plan.cpp plan_review_workspace) copied into the run
+// dir once the box is gone.
 //
 // Why a tmpfs and a copy rather than an upper directory on the run dir's
 // disk: the layer must be capped (the box must not fill the host's disk, and a
 // full layer must be a plain ENOSPC in the box), and a tmpfs's size= is the one
-// cap every host has. The tmpfs is detached (fsopen/fsmount: never in the
-// host's mount table) and held by the supervisor's fd, so it outlives the
-// box's mount namespace until the copy is made.
+// cap every host has. The tmpfs is detached (never in the host's mount table)
+// and held by the supervisor's fd, so it outlives the box's mount namespace
+// until the copy is made.
 #pragma once
 
 #include <sys/types.h>
@@ -23,10 +24,6 @@ namespace corral::workspace {
 // The overlay's upper and work directories' names in the tmpfs (the mount
 // plan names them too: rootfs/mount_plan.cpp plan_review_workspace).
 inline constexpr const char* kUpperSubdir = "upper";
-
-// A detached tmpfs of size_bytes, root's, 0700, nosuid, nodev. Throws
-// SysError naming the call.
-Fd make_review_upper(std::uint64_t size_bytes);
 
 // Refuses (UsageError naming the mount) a workspace with a mount below it:
 // the overlay's lower layer is a non-recursive copy of DIR, so the box would

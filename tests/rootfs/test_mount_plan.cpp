@@ -120,7 +120,8 @@ TEST_CASE("--review: /workspace is an overlay of DIR's ID-mapped copy and the ru
         RootfsSpec spec = base_spec();
         if (!host_mode) spec.source = dir_source(image.path.string());
         spec.workspace = ws.path.string();
-        spec.review_upper_fd = 42;
+        spec.review = true;
+        spec.scratch_size_bytes = 3 << 20;
         MountPlan plan = plan_rootfs(spec);
         check_plan_invariants(plan);
         CHECK_FALSE(find_op(plan, MountKind::AttachTree, "/workspace"));
@@ -135,7 +136,8 @@ TEST_CASE("--review: /workspace is an overlay of DIR's ID-mapped copy and the ru
         CHECK(lower->tree_fd == -1);  // made by prepare_idmapped_trees, ID-mapped like the bound workspace
         CHECK(lower->uid == spec.agent_uid);
         REQUIRE(upper);
-        CHECK(upper->tree_fd == 42);
+        CHECK(upper->option == "--review");  // prepare_idmapped_trees makes a tmpfs of this size for it
+        CHECK(upper->data == std::to_string(3 << 20));
         CHECK_FALSE(upper->idmapped);
         const MountOp* overlay = find_op(plan, MountKind::Overlay, "/workspace");
         REQUIRE(overlay);
