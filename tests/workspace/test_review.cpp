@@ -146,6 +146,32 @@ TEST_CASE("apply refuses a host edit (conflict), a planted symlink and a stale d
     CHECK(std::filesystem::is_empty(outside));
 }
 
+TEST_CASE("a FIFO is listed and never applied; hard links are flagged and applied as files; a deleted file the host recreated is a conflict") {
+    const std::string ws = make_repo("review-special", kFiles);
+    auto run = corral_sh("echo START; mkfifo pipe; echo linked > h1; ln h1 h2; rm del.txt; echo DONE", review_args(ws));
+    INFO(transcript(run.result));
+    require_ran(run);
+    must_run({"rm", ws + "/del.txt"});
+    sandbox::write_file(ws + "/del.txt", "recreated\n");
+    const Result diff = corral_cmd({"diff", "--stat", run.run_dir});
+    INFO(diff.out << diff.err);
+    REQUIRE(diff.exit_code == 0);
+    CHECK(has_line(diff.out, "A  pipe  [special-file]"));
+    CHECK(has_line(diff.out, "A  h1  [hard-link]"));
+    CHECK(has_line(diff.out, "A  h2  [hard-link]"));
+    CHECK(has_line(diff.out, "D  del.txt  [host-changed]"));
+    const Result applied = corral_cmd({"apply", run.run_dir});
+    INFO(applied.out << applied.err);
+    CHECK(applied.exit_code == 1);
+    CHECK(applied.out.find("refused pipe: refused: a special file") != std::string::npos);
+    CHECK(applied.out.find("refused del.txt: conflict: changed on the host since the run started") != std::string::npos);
+    CHECK(has_line(applied.out, "applied h1"));
+    CHECK(has_line(applied.out, "applied h2"));
+    CHECK_FALSE(std::filesystem::exists(ws + "/pipe"));
+    CHECK(sandbox::read_file(ws + "/h2") == "linked\n");
+    CHECK(sandbox::read_file(ws + "/del.txt") == "recreated\n");
+}
+
 TEST_CASE("a workspace with a mount inside cannot be reviewed: refused before the box starts") {
     const std::string ws = make_repo("review-mounted", kFiles);
     REQUIRE(mount("corral-test", (ws + "/sub").c_str(), "tmpfs", 0, "size=1M") == 0);
