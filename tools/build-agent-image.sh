@@ -57,12 +57,7 @@ for tool in debootstrap npm python3 sha256sum tar; do
   command -v "$tool" >/dev/null || { echo "build-agent-image: $tool is missing (apt-get install $tool)" >&2; exit 1; }
 done
 
-# The mirror apt already uses: deb822 sources first, then sources.list.
-if [ -z "${MIRROR:-}" ]; then
-  MIRROR=$(awk '/^URIs:/ && $2 ~ /debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  [ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-fi
-[ -n "$MIRROR" ] || { echo "build-agent-image: no Debian mirror configured for apt; set MIRROR=URL" >&2; exit 1; }
+MIRROR=$("$root_dir/tools/debian-mirror.sh")
 
 work=$(mktemp -d /var/tmp/corral-agent-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT

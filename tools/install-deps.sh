@@ -49,6 +49,9 @@ test_packages=(
   umoci debootstrap
   # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
   systemd
+  # tests: the Debian package, built, checked and installed into a
+  # debootstrap'd root (debian/, tests/tools/test_debian_package.sh)
+  debhelper lintian
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)
   qemu-system-x86
   # benchmarks: the peers corral is measured against

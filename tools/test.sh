@@ -33,9 +33,16 @@ if [ "$(id -u)" -eq 0 ]; then
   # The reference agent image's OCI layout, for the agents_image_e2e suite:
   # built once (about two minutes), again only when its pins change.
   tools/build-agent-image.sh --layout /var/cache/corral-test/agent-image
+  # The fresh Debian 12 root the debian_package test installs the package
+  # into (a test may not dial out): about a minute, again only when it changes.
+  tools/build-debian-root.sh /var/cache/corral-test/debian12-root
 fi
 
 phase() { echo "=== tools/test.sh: $1 ($(date -u +%H:%M:%S))"; }
+
+# The debian_package test builds corral once more with g++: at -O0 without
+# debug info here (docs/packaging.md "The test's quick build").
+export CORRAL_DEB_QUICK=${CORRAL_DEB_QUICK:-1}
 
 builddir=${CORRAL_TEST_BUILDDIR:-build-test}
 sanbuild=${CORRAL_SAN_BUILDDIR:-build-san}
