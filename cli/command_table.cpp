@@ -9,6 +9,7 @@
 #include "cli/mcp_args.hpp"
 #include "cli/runs_args.hpp"
 #include "cli/session_args.hpp"
+#include "cli/workspace_args.hpp"
 #include "run/request.hpp"
 
 namespace corral::cli {
@@ -44,6 +45,9 @@ const CommandTable kTables[] = {
     {"approvals", "", approvals_option_specs},
     {"approve", "", approve_option_specs},
     {"deny", "", deny_option_specs},
+    {"diff", "", [] { return workspace_option_specs("diff"); }},
+    {"apply", "", [] { return workspace_option_specs("apply"); }},
+    {"discard", "", [] { return workspace_option_specs("discard"); }},
 };
 
 }  // namespace

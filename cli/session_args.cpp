@@ -156,7 +156,7 @@ Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
 
 // A session has no command, stdin, terminal or prompt of its own.
 bool only_for_a_command(std::string_view name) {
-    for (std::string_view n : {"--prompt", "--prompt-file", "--system-prompt-file", "--stdin", "--tty"})
+    for (std::string_view n : {"--prompt", "--prompt-file", "--system-prompt-file", "--stdin", "--tty", "--review"})
         if (n == name) return true;
     return false;
 }

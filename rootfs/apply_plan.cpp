@@ -260,11 +260,18 @@ Result attach_tree(const MountOp& op, int root_fd) {
 // refuse the key at its fsconfig; before 6.5 overlayfs takes its options as
 // one page of text, so the key is accepted (until the page is full: EINVAL
 // at a later layer) and the create fails with EINVAL.
-Result mount_overlay_appending(const MountOp& op, bool& lacks_append) {
+// The reviewed workspace's overlay: no feature that would let the upper
+// layer be anything but the changes themselves (docs/workspace.md).
+constexpr const char* kReviewOptions[][2] = {{"redirect_dir", "off"}, {"metacopy", "off"}, {"index", "off"}};
+
+Result mount_overlay_appending(const MountOp& op, int target_fd, bool& lacks_append) {
     lacks_append = false;
     ScopedFd fs(fsopen("overlay", FSOPEN_CLOEXEC));
     if (fs.fd < 0) return fail(FailedCall::fsopen);
-    if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "source", "corral-image", 0) != 0) return fail(FailedCall::fsconfig);
+    if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "source", op.review ? "corral-workspace" : "corral-image", 0) != 0)
+        return fail(FailedCall::fsconfig);
+    for (const auto& kv : kReviewOptions)
+        if (op.review && fsconfig(fs.fd, FSCONFIG_SET_STRING, kv[0], kv[1], 0) != 0) return fail(FailedCall::fsconfig);
     for (const auto& lower : op.lowers) {
         if (fsconfig(fs.fd, FSCONFIG_SET_STRING, "lowerdir+", lower.c_str(), 0) == 0) continue;
         lacks_append = errno == EINVAL;
@@ -281,7 +288,7 @@ Result mount_overlay_appending(const MountOp& op, bool& lacks_append) {
     if (op.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
     ScopedFd mnt(fsmount(fs.fd, FSMOUNT_CLOEXEC, attrs));
     if (mnt.fd < 0) return fail(FailedCall::fsmount);
-    if (move_mount(mnt.fd, "", AT_FDCWD, op.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    if (move_mount(mnt.fd, "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
         return fail(FailedCall::move_mount);
     return std::nullopt;
 }
@@ -291,7 +298,7 @@ Result mount_overlay_appending(const MountOp& op, bool& lacks_append) {
 // layers). Each layer is named by an fd opened on it, /proc/self/fd/N
 // (~17 bytes instead of its ~100-byte path), so kMaxImageLayers fit; the
 // overlay resolves the names at the mount, and the fds are closed after it.
-Result mount_overlay_by_option(const MountOp& op) {
+Result mount_overlay_by_option(const MountOp& op, int target_fd) {
     struct Fds {
         int fd[kMaxImageLayers];
         std::size_t n = 0;
@@ -322,22 +329,29 @@ Result mount_overlay_by_option(const MountOp& op) {
     }
     fits = fits && put(",upperdir=", 10) && put(op.source.data(), op.source.size()) && put(",workdir=", 9) &&
            put(op.data.data(), op.data.size());
+    for (const auto& kv : kReviewOptions)
+        fits = fits && (!op.review || (put(",", 1) && put(kv[0], std::strlen(kv[0])) && put("=", 1) &&
+                                       put(kv[1], std::strlen(kv[1]))));
     if (!fits) {
         errno = E2BIG;
         return fail(FailedCall::mount);
     }
     option[used] = '\0';
-    if (mount("corral-image", op.target.c_str(), "overlay", op.flags, option) != 0) return fail(FailedCall::mount);
+    FdPath at(target_fd);
+    if (mount(op.review ? "corral-workspace" : "corral-image", at.text, "overlay", op.flags, option) != 0)
+        return fail(FailedCall::mount);
     return std::nullopt;
 }
 
-// The overlay of an image's layers: appended one by one where the kernel
-// can, else in one option (both give the same mount).
-Result mount_overlay(const MountOp& op) {
+// The overlay of an image's layers (or of the reviewed workspace): appended
+// one by one where the kernel can, else in one option (both give the same mount).
+Result mount_overlay(const MountOp& op, int root_fd) {
+    ScopedFd target(open_target(op, root_fd, O_PATH | O_DIRECTORY));
+    if (target.fd < 0) return fail(FailedCall::open);
     bool lacks_append = false;
-    Result r = mount_overlay_appending(op, lacks_append);
+    Result r = mount_overlay_appending(op, target.fd, lacks_append);
     if (!r || !lacks_append) return r;
-    return mount_overlay_by_option(op);
+    return mount_overlay_by_option(op, target.fd);
 }
 
 Result apply_op(const MountOp& op, int root_fd) {
@@ -352,7 +366,7 @@ Result apply_op(const MountOp& op, int root_fd) {
         case MountKind::Bind: return bind(op, root_fd);
         case MountKind::Remount: return remount(op, root_fd);
         case MountKind::AttachTree: return attach_tree(op, root_fd);
-        case MountKind::Overlay: return mount_overlay(op);
+        case MountKind::Overlay: return mount_overlay(op, root_fd);
     }
     errno = EINVAL;
     return fail(FailedCall::mount);

@@ -1,4 +1,5 @@
 #include "rootfs/idmapped_tree.hpp"
+#include "rootfs/capped_tmpfs.hpp"
 
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -385,6 +386,11 @@ PreparedTrees prepare_idmapped_trees(MountPlan& plan) {
     for (std::size_t i = 0; i < plan.ops.size(); ++i) {
         MountOp& op = plan.ops[i];
         if (op.kind != MountKind::AttachTree) continue;
+        if (op.option == "--review") {
+            prepared.review_upper = make_capped_tmpfs(std::stoull(op.data));
+            op.tree_fd = prepared.review_upper.get();
+            continue;
+        }
         const std::string what = op.target + " (" + op.source + ")";
         OwnerMapping mapping{.disk_uid = op.disk_uid, .disk_gid = op.disk_gid, .box_uid = op.uid, .box_gid = op.gid};
         IdmappedTree t = idmapped_tree(op.option.empty() ? std::string("--workspace") : op.option, op.source, mapping,

@@ -260,6 +260,35 @@ void plan_host_root(Planner& p, const RootfsSpec& spec, const std::string& new_r
 
 void plan_image_accounts_and_etc(Planner& p, const RootfsSpec& spec);
 
+// --review: DIR's ID-mapped copy is the lower layer, a tmpfs of the
+// scratch size (made by prepare_idmapped_trees) holds the upper and work directories, both attached
+// on scratch (gone with the box's mount namespace), and the overlay of them is
+// /workspace. The upper's root is the agent's with DIR's mode, as the bind's
+// root would show; what the agent writes lands in the tmpfs, never in DIR.
+void plan_review_workspace(MountPlan& plan, const RootfsSpec& spec, const struct stat& dir_st) {
+    Planner p(plan);
+    const std::string lower = spec.scratch_dir + "/ws-lower", layer = spec.scratch_dir + "/ws-upper";
+    p.host_dir(lower, 0700);
+    plan.ops.push_back(MountOp{.kind = MountKind::AttachTree, .source = *spec.workspace, .target = lower,
+                               .in_root = false, .flags = kSafe, .uid = spec.agent_uid, .gid = spec.agent_gid,
+                               .disk_uid = dir_st.st_uid, .disk_gid = dir_st.st_gid, .option = "--workspace"});
+    p.host_dir(layer, 0700);
+    plan.ops.push_back(MountOp{.kind = MountKind::AttachTree, .source = "the review's upper layer", .target = layer,
+                               .in_root = false, .data = std::to_string(spec.scratch_size_bytes), .idmapped = false,
+                               .option = "--review"});
+    p.host_dir_owned(layer + "/upper", dir_st.st_mode & 07777, spec.agent_uid, spec.agent_gid);
+    p.host_dir(layer + "/work", 0700);
+    p.dir("/workspace");
+    // Writes go to the upper layer, so a read-only DIR is no reason for a
+    // read-only /workspace; a noexec one stays noexec.
+    const unsigned long flags = kSafe | (restrictions_of(*spec.workspace) & MS_NOEXEC);
+    MountOp op{.kind = MountKind::Overlay, .source = layer + "/upper", .target = "/workspace", .fstype = "overlay",
+               .flags = flags, .data = layer + "/work", .review = true};
+    op.lowers = {lower};
+    plan.ops.push_back(std::move(op));
+    p.remount("/workspace", flags);
+}
+
 void plan_image_root(Planner& p, const RootfsSpec& spec, const std::string& image_real, const std::string& new_root) {
     struct stat st {};
     if (stat(image_real.c_str(), &st) != 0) throw SysError("stat", image_real, errno);
@@ -461,9 +490,13 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
         // disk as the owner's, never as the run's leased UID.
         struct stat st {};
         if (stat(spec.workspace->c_str(), &st) != 0) throw UsageError("--workspace " + *spec.workspace + ": cannot access: " + errno_text(errno));
-        p.dir("/workspace");
-        p.bind_owned_by_agent("--workspace", *spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace), st.st_uid,
-                              st.st_gid, spec.agent_uid, spec.agent_gid);
+        if (spec.review) {
+            plan_review_workspace(plan, spec, st);
+        } else {
+            p.dir("/workspace");
+            p.bind_owned_by_agent("--workspace", *spec.workspace, "/workspace", kSafe | restrictions_of(*spec.workspace),
+                                  st.st_uid, st.st_gid, spec.agent_uid, spec.agent_gid);
+        }
     } else if (host_mode) {
         // The command still starts in /workspace: an empty directory of the
         // agent's on scratch (the root tmpfs itself becomes read-only).

@@ -106,6 +106,12 @@ struct RootfsSpec {
     // programs sizing themselves from cgroup limits (node, the JVM, Go) see
     // the box's (docs/rootfs.md "The box's cgroups"). Empty: /sys stays empty.
     std::vector<CgroupView> cgroup_views;
+    // --review: the workspace is the lower layer of an overlay at /workspace
+    // whose upper layer is a detached tmpfs of scratch_size_bytes
+    // (capped_tmpfs.hpp, made by prepare_idmapped_trees, kept by the run
+    // after "ready"): DIR is never written during the run. false: the
+    // workspace is an ID-mapped bind.
+    bool review = false;
 };
 
 enum class MountKind {
@@ -120,9 +126,10 @@ enum class MountKind {
     Remount,     // mount(target, MS_BIND|MS_REMOUNT|flags): set per-mount flags (ro, nosuid, nodev, noexec)
     AttachTree,  // move_mount(tree_fd -> target): a bind of source whose on-disk owner disk_uid:disk_gid shows
                  // as uid:gid (rootfs/idmapped_tree.hpp); tree_fd is made by prepare_idmapped_trees()
-    Overlay,     // an overlay of lowers (top first) under source (upperdir) with data as workdir, on the host
-                 // path target: fsconfig "lowerdir+" per layer where the kernel has it (6.8+), else mount(2)
-                 // with one "lowerdir=" option naming each layer by an fd (fits kMaxLowerdirOption)
+    Overlay,     // an overlay of lowers (top first) under source (upperdir) with data as workdir, on target
+                 // (a host path, or in the box if in_root): fsconfig "lowerdir+" per layer where the kernel
+                 // has it (6.8+), else mount(2) with one "lowerdir=" option naming each layer by an fd
+                 // (fits kMaxLowerdirOption)
 };
 
 struct MountOp {
@@ -147,6 +154,10 @@ struct MountOp {
                              // the overlay, so the image is untouched), then create it
     std::vector<std::string> lowers;  // Overlay: the lower layers' host directories, top first
     std::string option;      // AttachTree: the option that asked for it ("--workspace", "--bind"), for messages
+    // Overlay: the reviewed workspace's: redirect_dir, metacopy and index off, so
+    // the upper layer is exactly the set of changes (a renamed directory is
+    // copied, never a redirect xattr a diff would have to follow).
+    bool review = false;
 };
 
 // An image of more layers than this is refused: overlayfs stacks at most 500
@@ -207,7 +218,8 @@ struct MountFailure {
 };
 
 // Supervisor side, before clone3: makes the detached tree of every
-// AttachTree op (see idmapped_tree.hpp: one symlink-free open of the source,
+// AttachTree op (for --review's upper layer, option "--review": a capped
+// tmpfs of op.data bytes) (see idmapped_tree.hpp: one symlink-free open of the source,
 // checked on that fd, copied with open_tree, ID-mapped where allowed) and
 // stores its fd in the op. Where it is not ID-mapped (root-owned, or the file
 // system cannot) the copy is attached as is (op.idmapped = false: the agent
@@ -218,6 +230,7 @@ struct PreparedTrees {
     std::vector<Fd> trees;               // keep alive until the init has attached them
     std::vector<std::string> idmapped;   // "/workspace: on-disk 1000:1000 shown as the agent"
     std::vector<std::string> fallbacks;  // "/workspace: mount_setattr(...): Invalid argument"
+    Fd review_upper;                     // --review: the upper layer's tmpfs (the run keeps it past "ready")
 };
 PreparedTrees prepare_idmapped_trees(MountPlan& plan);
 

@@ -59,7 +59,10 @@ std::string describe(const MountOp& op) {
         case MountKind::Overlay:
             return "overlay(" + std::to_string(op.lowers.size()) + " lower layers" +
                    (op.lowers.empty() ? std::string() : ", top " + op.lowers.front()) + ", upper " + op.source +
-                   " -> " + where + ")";
+                   " -> " + where +
+                   (op.review ? ", redirect_dir=off, metacopy=off, index=off: the reviewed workspace's overlay; "
+                                "--review needs a DIR overlayfs takes as a lower layer)"
+                              : std::string(")"));
         case MountKind::AppendFile: return "append to file(" + where + ")";
         case MountKind::Mount:
             if (op.flags & MS_PRIVATE) return "mount(" + where + ", " + flag_names(op.flags) + ")";

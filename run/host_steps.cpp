@@ -103,7 +103,9 @@ public:
             failed.attach_teardown(std::move(report));
             throw failed;
         }
-        return BoxFacts{box_->uid(), box_->gid(), box_->idmapped_binds(), box_->unmapped_binds()};
+        BoxFacts facts{box_->uid(), box_->gid(), box_->idmapped_binds(), box_->unmapped_binds()};
+        facts.review_upper = box_->take_review_upper();
+        return facts;
     }
     SuperviseResult serve(const RunBody& body, int interrupt_fd, const BodyContext& context) override {
         if (body.serve) return body.serve(*box_, interrupt_fd, context);

@@ -216,6 +216,15 @@ const RunOption kOptions[] = {
      "Without it CMD starts in /workspace, an empty directory\n"
      "on the scratch overlay that vanishes with the run.",
      [](RunRequest& r, const std::string& v) { r.workspace = require_path("--workspace", v); }},
+    {"--review", "", G::sandbox,
+     "with --workspace: the box sees DIR through an overlay\n"
+     "whose upper layer (capped at --scratch-size; a full one\n"
+     "is ENOSPC in the box) is copied to the run dir at the end;\n"
+     "DIR itself is never written during the run. Then\n"
+     "`corral diff RUN`, `corral apply RUN` or `corral discard\n"
+     "RUN` (docs/workspace.md). Refused: a DIR with a mount\n"
+     "inside it.",
+     [](RunRequest& r, const std::string&) { r.review = true; }},
     {"--run-dir", "DIR", G::sandbox,
      "where stdout.log, stderr.log and run.json go (created\n"
      "0700, root only: CMD cannot read it).\n"

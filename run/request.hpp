@@ -50,6 +50,7 @@ struct RunRequest {
     // The sandbox.
     std::optional<names::RootfsSource> rootfs;    // --rootfs host|DIR|image:NAME; unset: the worker's, else host
     std::optional<std::string> workspace;         // bound read-write at /workspace
+    bool review = false;                          // --review: the workspace through an overlay (docs/workspace.md)
     std::optional<std::string> run_dir;           // default <state-dir>/runs/<run-id>
     std::optional<std::string> state_dir;         // default: default_state_dir()
     std::optional<std::uint64_t> memory_bytes;    // --memory

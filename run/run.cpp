@@ -140,6 +140,11 @@ Run::Next Run::resolve() {
             for (const auto& w : inputs_->org->warnings) say("warning: " + w.text());
         resolved_ = resolve_run(request_, *inputs_);
         steps_.check_can_start(request_, *inputs_, *resolved_);
+        if (request_.review) {
+            auto& rootfs = resolved_->spec.rootfs;
+            review_.emplace(begin_review(rootfs.workspace.value_or(""), rootfs.scratch_size_bytes, place_.run_dir));
+            rootfs.review = true;
+        }
         egress_ = steps_.make_egress(*resolved_);
         if (request_.tty) {
             egress_->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
@@ -257,6 +262,7 @@ Run::Next Run::launch() {
     record_.gid = box.gid;
     record_.idmapped_binds = std::move(box.idmapped_binds);
     record_.unmapped_binds = std::move(box.unmapped_binds);
+    if (review_) review_->upper = std::move(box.review_upper);
     try {
         write_running_record();  // now with the UID, hostname and limits the box has
     } catch (const std::exception& e) {
@@ -375,6 +381,13 @@ RunEnd Run::tear_down(RunEnd so_far) {
 // entry in STATE_DIR/live gone, the one summary line. A run whose ending
 // cannot be signed or recorded is not a success.
 int Run::finish(RunEnd end) {
+    if (review_) {
+        // The box is gone (or never ran): its upper layer is what it wrote.
+        for (const auto& line : finish_review(*review_, record_.uid, record_.gid)) say(line);
+        record_.extra["workspace_review"] = {{"state", review_->record.state},
+                                             {"dir", workspace::review_dir(place_.run_dir)}};
+        review_.reset();
+    }
     if (egress_) {
         Egress& egress = *egress_;
         egress.stop();  // no decision is journalled after this

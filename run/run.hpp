@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "journal/shared_journal.hpp"
+#include "run/workspace_review.hpp"
 #include "run/agent_run.hpp"
 #include "run/egress.hpp"
 #include "run/request.hpp"
@@ -76,6 +77,7 @@ struct BoxFacts {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<std::string> idmapped_binds, unmapped_binds;
+    Fd review_upper;  // --review: the box's upper layer (supervisor::Sandbox::take_review_upper)
 };
 
 // The steps of a run that touch the host. Each throws what the function it
@@ -179,6 +181,9 @@ private:
     bool decisions_journalled_ = false;  // the embedded gateway's ledger lines are decision records here
     supervisor::SuperviseResult result_;
     supervisor::CgroupUsage usage_;
+    // --review: the box's upper layer and the review's record, from the
+    // resolve phase (the plan borrows the layer's fd) to the end.
+    std::optional<WorkspaceReview> review_;
 };
 
 // `corral run` and `corral session start`'s supervisor: refuses without root,

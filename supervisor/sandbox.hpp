@@ -198,6 +198,9 @@ public:
     // ID-mapped, with the reason (rootfs/idmapped_tree.hpp). For run.json.
     const std::vector<std::string>& idmapped_binds() const { return idmapped_binds_; }
     const std::vector<std::string>& unmapped_binds() const { return unmapped_binds_; }
+    // --review: the workspace's upper layer (a detached tmpfs the init
+    // attached), handed to the caller, who reads it once the box is gone.
+    Fd take_review_upper() { return std::move(review_upper_); }
     // Opens the sandbox's network namespace (for setns from a helper thread).
     Fd open_network_namespace() const;
     // A session's other identities (session.hpp): the service role's and the
@@ -222,6 +225,7 @@ private:
     rootfs::MountPlan proc_plan_;   // the invocation's /proc (see sandbox_init.cpp)
     std::vector<std::string> idmapped_binds_;
     std::vector<std::string> unmapped_binds_;
+    Fd review_upper_;
     pid_t init_pid_ = -1;
     Fd pidfd_;
     ino_t pid_ns_inode_ = 0;

@@ -377,6 +377,7 @@ Sandbox SandboxLauncher::adopt_init(SandboxSpec spec, UidLease lease, RunCgroup 
     box.plan_ = std::move(rootfs.plan);
     box.idmapped_binds_ = std::move(rootfs.trees.idmapped);
     box.unmapped_binds_ = std::move(rootfs.trees.fallbacks);
+    box.review_upper_ = std::move(rootfs.trees.review_upper);  // made anew by each launch attempt
     box.proc_plan_ = std::move(rootfs.proc_plan);
     box.init_pid_ = pid;
     box.pidfd_.reset(pidfd);

@@ -25,6 +25,9 @@ int cmd_key(int argc, char** argv);       // tools/cmd_key.cpp
 int cmd_journal(int argc, char** argv);   // tools/cmd_journal.cpp
 int cmd_prune(int argc, char** argv);     // tools/cmd_prune.cpp
 int cmd_mcp(int argc, char** argv);       // tools/cmd_mcp.cpp
+int cmd_diff(int argc, char** argv);      // tools/cmd_workspace.cpp
+int cmd_apply(int argc, char** argv);     // tools/cmd_workspace.cpp
+int cmd_discard(int argc, char** argv);   // tools/cmd_workspace.cpp
 // Hidden: `corral __complete KIND [ARG]`, the bash completion's source of run
 // ids, session names, images and workers (tools/cmd_complete.cpp).
 int cmd_complete(int argc, char** argv);

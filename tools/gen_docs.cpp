@@ -118,6 +118,7 @@ constexpr Positional kPositionals[] = {
     {"logs", "", "runs"},          {"stop", "", "runs"},           {"inspect", "", "runs"},
     {"journal", "verify", "journals"}, {"exec", "", "sessions"},       {"session", "stop", "sessions"},
     {"image", "inspect", "images"}, {"image", "rm", "images"},
+    {"diff", "", "runs"},          {"apply", "", "runs"},          {"discard", "", "runs"},
 };
 
 std::string_view positional_kind(std::string_view subcommand, std::string_view action) {

@@ -38,6 +38,8 @@ constexpr Subcommand kSubcommands[] = {
     {"journal", corral::cli::cmd_journal},   {"prune", corral::cli::cmd_prune},
     {"mcp", corral::cli::cmd_mcp},           {"approvals", corral::cli::cmd_approvals},
     {"approve", corral::cli::cmd_approve},   {"deny", corral::cli::cmd_deny},
+    {"diff", corral::cli::cmd_diff},         {"apply", corral::cli::cmd_apply},
+    {"discard", corral::cli::cmd_discard},
 };
 
 // The dispatcher and the list `corral help`, the man page and the completion

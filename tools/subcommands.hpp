@@ -33,6 +33,9 @@ inline constexpr SubcommandInfo kSubcommandInfo[] = {
     {"approvals", "the requests waiting for a person's approval (-f: follow)"},
     {"approve", "approve a waiting request, once (--always: its host for the rest of the run)"},
     {"deny", "deny a waiting request (--reason TEXT: the box is told who and why)"},
+    {"diff", "show what a --review run changed in its workspace, with the diff's digest"},
+    {"apply", "write a --review run's changes into its workspace as its owner (--expect DIGEST)"},
+    {"discard", "drop a --review run's changes; the workspace stays untouched"},
     {"help", "explain corral, or one subcommand (corral help run)"},
 };
 

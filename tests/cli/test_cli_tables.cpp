@@ -17,6 +17,7 @@
 #include "cli/mcp_args.hpp"
 #include "cli/runs_args.hpp"
 #include "cli/session_args.hpp"
+#include "cli/workspace_args.hpp"
 #include "config/org_config.hpp"
 #include "run/request.hpp"
 #include "tools/subcommands.hpp"
@@ -150,6 +151,27 @@ TEST_CASE("prune: help from the table, suggestions, no positionals") {
     PruneArgs pa = parse_prune_args(a.argc(), a.argv());
     CHECK(pa.dry_run);
     CHECK(pa.rules.older_than == std::chrono::hours(48));
+}
+
+TEST_CASE("diff, apply, discard: help from the tables, suggestions, RUN required, apply's repeatable --only") {
+    for (const char* cmd : {"diff", "apply", "discard"}) {
+        CAPTURE(cmd);
+        check_help(workspace_help(cmd), workspace_option_specs(cmd));
+        const Parser p = [cmd](int c, char** v) { parse_workspace_args(cmd, c, v); };
+        check_suggestions(p, workspace_option_specs(cmd), {cmd});
+        CHECK(error_of(p, {cmd}) == std::string("missing RUN: expected `corral ") + cmd + " RUN`");
+    }
+    Argv d({"diff", "--stat", "RUN", "src", "docs/a.md"});
+    WorkspaceArgs da = parse_workspace_args("diff", d.argc(), d.argv());
+    CHECK(da.stat);
+    CHECK(da.run == "RUN");
+    CHECK(da.paths == std::vector<std::string>{"src", "docs/a.md"});
+    Argv a({"apply", "--only", "a", "--only=b", "--expect", "sha256:x", "RUN"});
+    WorkspaceArgs aa = parse_workspace_args("apply", a.argc(), a.argv());
+    CHECK(aa.paths == std::vector<std::string>{"a", "b"});
+    CHECK(*aa.expect == "sha256:x");
+    const Parser apply = [](int c, char** v) { parse_workspace_args("apply", c, v); };
+    CHECK(error_of(apply, {"apply", "RUN", "src"}).starts_with("takes one RUN, got also \"src\""));
 }
 
 TEST_CASE("ca, key, budget: help from the table, suggestions, what each action takes") {

@@ -113,6 +113,43 @@ TEST_CASE("host mode: private propagation, scratch tmpfs, fresh root, read-only 
     CHECK(plan.ops.back().flags == (MS_RDONLY | MS_NOSUID | MS_NODEV));
 }
 
+TEST_CASE("--review: /workspace is an overlay of DIR's ID-mapped copy and the run's tmpfs, review options on") {
+    ScratchTree image, ws;
+    for (bool host_mode : {true, false}) {
+        CAPTURE(host_mode);
+        RootfsSpec spec = base_spec();
+        if (!host_mode) spec.source = dir_source(image.path.string());
+        spec.workspace = ws.path.string();
+        spec.review = true;
+        spec.scratch_size_bytes = 3 << 20;
+        MountPlan plan = plan_rootfs(spec);
+        check_plan_invariants(plan);
+        CHECK_FALSE(find_op(plan, MountKind::AttachTree, "/workspace"));
+        const MountOp* lower = nullptr;
+        const MountOp* upper = nullptr;
+        for (const auto& op : plan.ops) {
+            if (op.kind == MountKind::AttachTree && op.target == spec.scratch_dir + "/ws-lower") lower = &op;
+            if (op.kind == MountKind::AttachTree && op.target == spec.scratch_dir + "/ws-upper") upper = &op;
+        }
+        REQUIRE(lower);
+        CHECK(lower->source == spec.workspace);
+        CHECK(lower->tree_fd == -1);  // made by prepare_idmapped_trees, ID-mapped like the bound workspace
+        CHECK(lower->uid == spec.agent_uid);
+        REQUIRE(upper);
+        CHECK(upper->option == "--review");  // prepare_idmapped_trees makes a tmpfs of this size for it
+        CHECK(upper->data == std::to_string(3 << 20));
+        CHECK_FALSE(upper->idmapped);
+        const MountOp* overlay = find_op(plan, MountKind::Overlay, "/workspace");
+        REQUIRE(overlay);
+        CHECK(overlay->review);
+        CHECK(overlay->lowers == std::vector<std::string>{spec.scratch_dir + "/ws-lower"});
+        CHECK(overlay->source == spec.scratch_dir + "/ws-upper/upper");
+        CHECK(overlay->data == spec.scratch_dir + "/ws-upper/work");
+        CHECK((overlay->flags & (MS_NOSUID | MS_NODEV)) == (MS_NOSUID | MS_NODEV));
+        CHECK(describe(*overlay).find("redirect_dir=off, metacopy=off, index=off") != std::string::npos);
+    }
+}
+
 TEST_CASE("both modes: /proc, /dev, /tmp and /workspace") {
     ScratchTree image, ws;
     for (bool host_mode : {true, false}) {

@@ -80,6 +80,8 @@ TEST_CASE("inconsistent combinations are one-line usage errors naming the option
     CHECK(usage_error({"--tty=yes", "--", "sh"}).starts_with("--tty: takes no value"));
     CHECK(usage_error({"--config"}).find("missing value") != std::string::npos);
     CHECK(usage_error({}).find("missing command") != std::string::npos);
+    CHECK(usage_error({"--review", "--", "sh"}) == "--review reviews the workspace: give --workspace DIR with it");
+    CHECK(usage_error({"--review", "--workspace", "/w", "--", "sh"}).empty());
 }
 
 TEST_CASE("an agent run refuses an empty --prompt and --env names corral sets itself; a CMD run keeps --env") {

@@ -125,6 +125,7 @@ TEST_CASE("every option of the table parses in both forms; a switch refuses a va
         if (name == "--system-prompt-file") return {"--config", "/org", "--worker", "w1", "--prompt", "p"};
         if (name == "--config") return {"--worker", "w1", "--", "true"};
         if (name == "--worker") return {"--config", "/org", "--", "true"};
+        if (name == "--review") return {"--workspace", "/d", "--", "true"};
         return {"--", "true"};
     };
     for (const auto& o : corral::run::run_option_table()) {
@@ -178,7 +179,7 @@ TEST_CASE("malformed values name the option, the text and the accepted form") {
 
 TEST_CASE("usage errors: unknown option, missing value, missing command, value on a flag") {
     CHECK(error_of({"--bogus", "--", "true"}) ==
-          "unknown option \"--bogus\"; options are --rootfs, --workspace, --run-dir, --state-dir, --memory, --pids, --nofile, "
+          "unknown option \"--bogus\"; options are --rootfs, --workspace, --review, --run-dir, --state-dir, --memory, --pids, --nofile, "
           "--cpus, --timeout, --wait, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
           "--tty, --log-limit, --sync-record, --uid-range, --config, --worker, --prompt, --prompt-file, --system-prompt-file, "
           "--allow, --ask, --gateway, --help");

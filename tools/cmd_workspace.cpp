@@ -1,0 +1,181 @@
+// tools/cmd_workspace.cpp — `corral diff`, `corral apply`, `corral discard`:
+// a reviewed workspace's changes shown, written into DIR, or dropped
+// (workspace/, docs/workspace.md).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/remove_tree.hpp"
+#include "base/sys_error.hpp"
+#include "base/terminal_text.hpp"
+#include "cli/workspace_args.hpp"
+#include "run/outcome.hpp"
+#include "run/run_index.hpp"
+#include "tools/commands.hpp"
+#include "workspace/apply.hpp"
+#include "workspace/collect.hpp"
+#include "workspace/git_ignored.hpp"
+#include "workspace/report.hpp"
+#include "workspace/review_record.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+// The run dir RUN names: a path (with a '/', or a directory here holding a
+// review) as is, else a run of the state dir.
+std::string run_dir_of(const WorkspaceArgs& a) {
+    struct stat st {};
+    const bool review_here = stat((a.run + "/" + workspace::kReviewDirName).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (a.run.find('/') != std::string::npos || review_here) return a.run;
+    return run::find_run(a.state_dir, a.run).run_dir;
+}
+
+// Box-made bytes (paths, file contents) reach a terminal escaped, line by
+// line; a pipe or file gets them as they are (a patch stays a patch).
+void print(const std::string& text) {
+    if (!isatty(STDOUT_FILENO)) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return;
+    }
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t eol = std::min(text.find('\n', at), text.size());
+        std::printf("%s\n", terminal_text(std::string_view(text).substr(at, eol - at)).c_str());
+        at = eol + 1;
+    }
+}
+
+// The review's record, refusing one whose changes are not in the run dir.
+workspace::ReviewRecord ready_review(const std::string& run_dir) {
+    if (geteuid() != 0) throw UsageError("must run as root (a run dir is root's alone)");
+    workspace::ReviewRecord r = workspace::read_review_record(run_dir);
+    if (r.state == "running")
+        throw UsageError(run_dir + ": its changes are not ready: the run has not ended (or was killed before they "
+                         "were copied out)");
+    if (r.state == "failed") throw UsageError(run_dir + ": its changes could not be kept: " + r.error);
+    if (r.state == "discarded") throw UsageError(run_dir + ": its changes were discarded");
+    return r;
+}
+
+// One command's start: its command line read and the review RUN names
+// found ready. nullopt when it ends there: `status` is --help's 0 or a usage
+// error's 2 (said on stderr).
+struct Start {
+    WorkspaceArgs args;
+    std::string run_dir;
+    workspace::ReviewRecord record;
+};
+std::optional<Start> start(const char* cmd, int argc, char** argv, int& status) {
+    Start s;
+    try {
+        s.args = parse_workspace_args(cmd, argc, argv);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "corral %s: %s\n", cmd, terminal_text(e.what()).c_str());
+        status = run::kExitUsage;
+        return std::nullopt;
+    }
+    if (s.args.help) {
+        std::fputs(workspace_help(cmd).c_str(), stdout);
+        status = 0;
+        return std::nullopt;
+    }
+    s.run_dir = run_dir_of(s.args);
+    s.record = ready_review(s.run_dir);
+    return s;
+}
+
+std::string summary(const std::vector<workspace::Change>& changes) {
+    std::size_t n[4] = {}, conflicts = 0;
+    for (const auto& c : changes) {
+        ++n[static_cast<int>(c.kind)];
+        conflicts += c.host_changed ? 1 : 0;
+    }
+    return std::to_string(changes.size()) + " changes: " + std::to_string(n[0]) + " added, " + std::to_string(n[1]) +
+           " modified, " + std::to_string(n[2]) + " deleted, " + std::to_string(n[3]) + " type-changed; " +
+           std::to_string(conflicts) + " changed on the host since the run started\n";
+}
+
+}  // namespace
+
+int cmd_diff(int argc, char** argv) {
+    int status = 0;
+    auto s = start("diff", argc, argv, status);
+    if (!s) return status;
+    const WorkspaceArgs& a = s->args;
+    const std::string& run_dir = s->run_dir;
+    const auto& record = s->record;
+    auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
+    const std::string note = workspace::mark_ignored(changes, record);
+    const std::string digest = workspace::diff_digest(changes);
+    const workspace::ReportSides sides{workspace::upper_dir(run_dir), record.workspace};
+    if (a.json_out) {
+        nlohmann::json out = {{"workspace", record.workspace}, {"digest", digest}, {"changes", nlohmann::json::array()}};
+        for (const auto& c : changes)
+            if (workspace::selected(c.path, a.paths)) out["changes"].push_back(workspace::change_json(c, sides, !a.stat));
+        if (!note.empty()) out["note"] = note;
+        // A path or a text file need not be UTF-8: replaced, never a failed dump.
+        std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return 0;
+    }
+    std::string text;
+    for (const auto& c : changes)
+        if (workspace::selected(c.path, a.paths))
+            text += a.stat ? workspace::change_stat_line(c) : workspace::change_text(c, sides);
+    print(text);
+    if (!note.empty()) std::printf("note: %s\n", note.c_str());
+    std::printf("%sdigest: %s\n", summary(changes).c_str(), digest.c_str());
+    return 0;
+}
+
+int cmd_apply(int argc, char** argv) {
+    int status = 0;
+    auto s = start("apply", argc, argv, status);
+    if (!s) return status;
+    const WorkspaceArgs& a = s->args;
+    const std::string& run_dir = s->run_dir;
+    auto& record = s->record;
+    const auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
+    const std::string digest = workspace::diff_digest(changes);
+    if (a.expect && *a.expect != digest) {
+        std::fprintf(stderr, "corral apply: the diff is %s now, not %s: review it again (corral diff %s); nothing applied\n",
+                     digest.c_str(), terminal_text(*a.expect).c_str(), terminal_text(a.run).c_str());
+        return 1;
+    }
+    const auto chosen = workspace::changes_to_apply(changes, a.paths);
+    if (!a.paths.empty() && chosen.empty()) throw UsageError("--only: no change at " + a.paths.front());
+    const auto outcome = workspace::apply_changes(chosen, workspace::upper_dir(run_dir), record);
+    std::string text;
+    for (const auto& p : outcome.applied) text += "applied " + p + "\n";
+    for (const auto& [p, why] : outcome.refused) text += "refused " + p + ": " + why + "\n";
+    print(text);
+    record.applied.insert(record.applied.end(), outcome.applied.begin(), outcome.applied.end());
+    record.applied_digest = digest;
+    record.state = "applied";
+    workspace::write_review_record(run_dir, record);
+    std::printf("%zu applied, %zu refused (diff %s)\n", outcome.applied.size(), outcome.refused.size(), digest.c_str());
+    return outcome.refused.empty() ? 0 : 1;
+}
+
+int cmd_discard(int argc, char** argv) {
+    int status = 0;
+    auto s = start("discard", argc, argv, status);
+    if (!s) return status;
+    const std::string& run_dir = s->run_dir;
+    auto& record = s->record;
+    remove_tree_at(AT_FDCWD, workspace::upper_dir(run_dir));
+    record.state = "discarded";
+    workspace::write_review_record(run_dir, record);
+    std::printf("discarded the changes of %s; %s untouched\n", terminal_text(run_dir).c_str(),
+                terminal_text(record.workspace).c_str());
+    return 0;
+}
+
+}  // namespace corral::cli

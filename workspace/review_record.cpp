@@ -1,0 +1,53 @@
+#include "workspace/review_record.hpp"
+
+#include <fcntl.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/atomic_file.hpp"
+#include "base/fd.hpp"
+#include "base/sys_error.hpp"
+
+namespace corral::workspace {
+
+std::string review_dir(const std::string& run_dir) { return run_dir + "/" + kReviewDirName; }
+std::string upper_dir(const std::string& run_dir) { return review_dir(run_dir) + "/" + kUpperName; }
+
+// Replaced atomically, not synced, as run.json is without --sync-record: two
+// syncs cost a run ~25 ms here, and what a crash can lose is the record of
+// a review whose upper layer (never synced either) would be gone as well.
+void write_review_record(const std::string& run_dir, const ReviewRecord& r) {
+    const nlohmann::json j = {
+        {"workspace", r.workspace}, {"owner_uid", r.owner_uid}, {"owner_gid", r.owner_gid},
+        {"agent_uid", r.agent_uid}, {"agent_gid", r.agent_gid}, {"fence_ns", r.fence_ns},
+        {"upper_size_bytes", r.upper_size_bytes}, {"state", r.state}, {"error", r.error},
+        {"applied", r.applied}, {"applied_digest", r.applied_digest},
+    };
+    write_file_atomically({review_dir(run_dir), kReviewRecordName, 0600, Durability::visible}, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+ReviewRecord read_review_record(const std::string& run_dir) {
+    const std::string path = review_dir(run_dir) + "/" + kReviewRecordName;
+    auto text = read_whole_file(WholeFileRead{path, 16u << 20, AT_FDCWD, /*no_follow=*/true});
+    if (!text) throw UsageError("run dir " + run_dir + ": no reviewed workspace (the run had no --review)");
+    try {
+        const auto j = nlohmann::json::parse(*text);
+        ReviewRecord r;
+        r.workspace = j.at("workspace").get<std::string>();
+        r.owner_uid = j.at("owner_uid").get<uid_t>();
+        r.owner_gid = j.at("owner_gid").get<gid_t>();
+        r.agent_uid = j.at("agent_uid").get<uid_t>();
+        r.agent_gid = j.at("agent_gid").get<gid_t>();
+        r.fence_ns = j.at("fence_ns").get<std::int64_t>();
+        r.upper_size_bytes = j.at("upper_size_bytes").get<std::uint64_t>();
+        r.state = j.at("state").get<std::string>();
+        r.error = j.value("error", "");
+        r.applied = j.value("applied", std::vector<std::string>{});
+        r.applied_digest = j.value("applied_digest", "");
+        return r;
+    } catch (const nlohmann::json::exception& e) {
+        throw UsageError(path + ": not a review record: " + e.what());
+    }
+}
+
+}  // namespace corral::workspace
