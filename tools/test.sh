@@ -40,8 +40,8 @@ fi
 
 phase() { echo "=== tools/test.sh: $1 ($(date -u +%H:%M:%S))"; }
 
-# The debian_package test builds corral once more with g++: at -O0 without
-# debug info here (docs/packaging.md "The test's quick build").
+# The debian_package test builds corral once more: with clang at -O0
+# without debug info here (docs/packaging.md "The test's quick build").
 export CORRAL_DEB_QUICK=${CORRAL_DEB_QUICK:-1}
 
 builddir=${CORRAL_TEST_BUILDDIR:-build-test}
