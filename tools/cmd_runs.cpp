@@ -36,6 +36,7 @@
 #include "run/state_dir.hpp"
 #include "supervisor/run_record.hpp"
 #include "tools/commands.hpp"
+#include "tools/session_client.hpp"
 
 namespace corral::cli {
 
@@ -229,14 +230,10 @@ std::map<int, std::string> exec_headers(const std::string& run_dir) {
     return out;
 }
 
-bool is_session_entry(const run::RunEntry& e) {
-    return e.record && e.record->value("kind", std::string()) == "session";
-}
-
 // A run's logs, or each exec's of a session (execs/1, execs/2, ...: the ones
 // that exist now are added to `logs`).
 void add_log_files(const run::RunEntry& entry, std::vector<LogFiles>& logs) {
-    if (!is_session_entry(entry)) {
+    if (!is_session(entry)) {
         if (logs.empty()) logs.push_back({stdout_log_of(entry), entry.run_dir + "/stderr.log"});
         return;
     }

@@ -60,17 +60,11 @@ using nlohmann::json;
 
 }  // namespace
 
-int usage_error(const char* prefix, const std::string& what) {
-    std::fprintf(stderr, "%s: %s\n", prefix, terminal_text(what).c_str());
-    return run::kExitUsage;
-}
-
 namespace {
 
 // ---- session start
 
 using run::session_name_of;
-bool is_session(const run::RunEntry& e);
 
 // The background supervisor's stderr reaches the caller until the session
 // listens; then it goes to RUN_DIR/session.log.
@@ -239,37 +233,6 @@ int session_start(int argc, char** argv) {
     close(err_pipe[1]);
     return wait_until_session_ready(child, Fd(ready_pipe[0]), Fd(err_pipe[0]));
 }
-
-// ---- finding a session
-
-bool is_session(const run::RunEntry& e) { return e.record && e.record->value("kind", std::string()) == "session"; }
-
-}  // namespace
-
-// The run `key` names (its id or a unique prefix), else the running session
-// named `key`. By id first: that reads one run.json, a name reads them all.
-run::RunEntry find_session(const std::string& state_dir, const std::string& key) {
-    run::RunEntry e;
-    try {
-        e = run::find_run(state_dir, key);
-    } catch (const UsageError& err) {
-        for (auto& named : run::list_runs(state_dir))
-            if (is_session(named) && named.state == "running" && session_name_of(*named.record) == key) return named;
-        throw std::runtime_error(std::string(err.what()) + "; `corral session ls` lists the sessions");
-    }
-    if (e.record && !is_session(e))
-        throw std::runtime_error(e.id + " is a run, not a session; `corral session ls` lists the sessions");
-    if (e.state == "finished")
-        throw std::runtime_error("session " + e.id + " has ended (" + e.record->value("outcome", std::string("?")) +
-                                 "); start a new one with `corral session start`");
-    if (e.state == "lost")
-        throw std::runtime_error("session " + e.id +
-                                 " is lost: its supervisor died, and the sandbox with it; start a new one");
-    if (e.state != "running") throw std::runtime_error("session " + e.id + " is not running (state " + e.state + ")");
-    return e;
-}
-
-namespace {
 
 // ---- session stop: `corral stop`, with a session's name as good as its id
 
