@@ -76,9 +76,10 @@ void man_other_options(std::ostringstream& m) {
 std::string man_page() {
     std::ostringstream m;
     m << ".TH CORRAL 1 \"\" \"corral " << CORRAL_VERSION << "\" \"User Commands\"\n"
-      << ".SH NAME\ncorral \\- run commands and coding agents in throwaway Linux namespace sandboxes\n"
+      << ".SH NAME\ncorral, corral\\-exec \\- run commands and coding agents in throwaway Linux namespace sandboxes\n"
       << ".SH SYNOPSIS\n.B corral\n.I SUBCOMMAND\n[\\fIOPTIONS\\fR]\n.br\n"
-      << ".B corral run\n[\\fIOPTIONS\\fR] \\fB\\-\\-\\fR \\fICMD\\fR [\\fIARGS\\fR...]\n"
+      << ".B corral run\n[\\fIOPTIONS\\fR] \\fB\\-\\-\\fR \\fICMD\\fR [\\fIARGS\\fR...]\n.br\n"
+      << ".B corral\\-exec\n[\\fIOPTIONS\\fR] \\fISESSION\\fR \\fB\\-\\-\\fR \\fICMD\\fR [\\fIARGS\\fR...]\n"
       << ".SH DESCRIPTION\n"
       << "corral runs a command, or an organisation's coding agent, in a fresh sandbox: new PID, mount, network,\n"
          "IPC, UTS and cgroup namespaces, a read\\-only root file system, only a loopback network whose one way out\n"
@@ -89,6 +90,8 @@ std::string man_page() {
     for (const auto& s : kSubcommandInfo)
         m << ".TP\n.B " << roff(s.name) << "\n" << roff(s.summary) << ".\n";
     m << ".PP\n\\fBcorral help\\fR \\fISUBCOMMAND\\fR (or \\fBcorral\\fR \\fISUBCOMMAND\\fR \\fB\\-\\-help\\fR) explains each one.\n";
+    m << ".PP\n\\fBcorral\\-exec\\fR is \\fBcorral exec\\fR as a small executable of its own (the same options, output,\n"
+         "status and refusals): an exec into a live session starts faster through it.\n";
     m << ".SH RUN OPTIONS\n";
     man_options(m, corral::run::run_option_specs());
     man_other_options(m);
