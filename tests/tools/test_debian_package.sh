@@ -75,11 +75,13 @@ sed 's/^/lintian: /' "$work/lintian.log"
 
 # 3. What the package holds.
 contents=$(dpkg-deb -c "$deb")
-for want in ./usr/bin/corral ./usr/share/man/man1/corral.1.gz \
+for want in ./usr/bin/corral ./usr/bin/corral-exec ./usr/share/man/man1/corral.1.gz \
     ./usr/share/bash-completion/completions/corral \
     ./lib/systemd/system/corral-gateway.service ./usr/lib/tmpfiles.d/corral.conf; do
   grep -q " $want\$" <<<"$contents" || fail "the package lacks $want: $contents"
 done
+grep -q ' ./usr/share/man/man1/corral-exec.1.gz -> corral.1.gz$' <<<"$contents" ||
+  fail "corral-exec's man page is not corral's: $(grep corral-exec <<<"$contents")"
 unit=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./lib/systemd/system/corral-gateway.service)
 grep -qx 'ExecStart=/usr/bin/corral gateway --org /etc/corral' <<<"$unit" ||
   fail "the unit does not start /usr/bin/corral: $(grep ExecStart <<<"$unit")"
@@ -127,10 +129,16 @@ echo "run: $out"
 grep -q '^hello from corral-' <<<"$out" || fail "the hello run printed no greeting: $out"
 [ -n "$(ls /var/lib/corral/runs 2>/dev/null)" ] || fail "the run left no record under /var/lib/corral/runs"
 [ -f /usr/share/man/man1/corral.1.gz ] || fail "no man page installed"
+# corral-exec, the small exec client, into a session of the installed corral.
+session=$(corral session start) || fail "corral session start failed"
+out=$(corral-exec "$session" -- /bin/sh -c 'echo exec in $(hostname)') || fail "corral-exec failed: $out"
+echo "corral-exec: $out"
+grep -q '^exec in corral-' <<<"$out" || fail "corral-exec printed no greeting: $out"
+corral session stop "$session" >/dev/null || fail "corral session stop failed"
 
 dpkg -r corral || fail "dpkg -r failed"
 dpkg -P corral || fail "dpkg -P failed"
-[ ! -e /usr/bin/corral ] || fail "/usr/bin/corral is still there after the purge"
+for f in /usr/bin/corral /usr/bin/corral-exec; do [ ! -e "$f" ] || fail "$f is still there after the purge"; done
 [ ! -e /lib/systemd/system/corral-gateway.service ] || fail "the unit is still there after the purge"
 if dpkg -s corral >/dev/null 2>&1; then fail "dpkg still knows corral after the purge"; fi
 left=$(find /usr/share/doc/corral /usr/share/bash-completion/completions/corral \

@@ -2,7 +2,8 @@
 // Ctrl-C on a non-tty exec is passed on and waited for, as `corral run`
 // waits; a gateway refusal during an exec, and the session's deadline that
 // ended it, reach that exec's caller on stderr; `corral logs SESSION` names
-// each exec before its output.
+// each exec before its output; corral-exec, the small client, does what
+// corral exec does.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -99,6 +100,39 @@ TEST_CASE("corral logs SESSION names each exec (number, role, command) before it
     CHECK(lines(logs.err) ==
           std::vector<std::string>{"==> exec 2 (service): /bin/sh -c 'echo two; echo oops >&2' <==", "oops"});
     s.stop_and_check(id, {uid_of_exec(s.exec_record(id, 1))});
+}
+
+// corral-exec (tools/exec_main.cpp): the exec client alone, beside corral.
+std::string corral_exec_bin() { return corral_bin().substr(0, corral_bin().rfind('/')) + "/corral-exec"; }
+
+TEST_CASE("corral-exec is corral exec: the same output, status, record and refusals, from a small binary") {
+    Sessions s;
+    const std::string id = s.start();
+    RunOptions with_input;
+    with_input.stdin_data = "in\n";
+    Result r = run({corral_exec_bin(), "--state-dir", s.state, "-i", id, "--", "/bin/sh", "-c",
+                    "cat; echo out; echo err >&2; exit 3"},
+                   with_input);
+    INFO(transcript(r));
+    CHECK(r.exit_code == 3);
+    CHECK(lines(r.out) == std::vector<std::string>{"in", "out"});
+    CHECK(lines(r.err) == std::vector<std::string>{"err"});
+    json rec = s.exec_record(id, 1);
+    INFO(rec.dump(2));
+    CHECK(rec["exit_code"] == 3);
+    CHECK(rec["role"] == "agent");
+    // Its refusals are corral exec's, in its words.
+    Result unknown = run({corral_exec_bin(), "--state-dir", s.state, "20991231T000000000Z-abcdef", "--", "/bin/true"});
+    CHECK(unknown.exit_code == 125);
+    CHECK(unknown.err.find("corral exec: ") == 0);
+    CHECK(unknown.err.find("no run") != std::string::npos);
+    Result no_command = run({corral_exec_bin(), "--state-dir", s.state, id});
+    CHECK(no_command.exit_code == 2);
+    CHECK(no_command.err.find("missing command") != std::string::npos);
+    Result help = run({corral_exec_bin(), "--help"});
+    CHECK(help.exit_code == 0);
+    CHECK(help.out.find("corral exec") != std::string::npos);
+    s.stop_and_check(id, {uid_of_exec(rec)});
 }
 
 }  // namespace
