@@ -27,7 +27,7 @@ public:
     BoxSlot(Fd fd, unsigned index) : fd_(std::move(fd)), index_(index) {}
     bool held() const { return fd_.valid(); }
     unsigned index() const { return index_; }
-    // The slot's fd, for a process that must keep it across fork (none today).
+    // The slot file's fd: take_box_slot flocks it and writes the holder's line through it.
     int fd() const { return fd_.get(); }
 
 private:
