@@ -8,8 +8,17 @@
 #  (b) inject mode: keep-alive HTTPS GETs (x-api-key rewritten to the real key),
 #      requests/s with --conns connections and p50/p99 latency with one connection,
 #      direct TLS vs corral vs mitmproxy (mitmdump with an addon doing the same
-#      header rewrite, verifying the upstream against the test CA).
-#                                                            targets: corral ≥ 50× mitmproxy req/s, p50 added ≤ 0.3 ms
+#      header rewrite, verifying the upstream against the test CA) vs nginx and
+#      haproxy as reverse proxies doing the same work: TLS terminated with a
+#      certificate of the test CA, the box's auth headers replaced by the real
+#      x-api-key, re-encrypted to the upstream over kept-alive connections that
+#      verify it against the test CA (nginx: 2 worker processes; haproxy:
+#      nbthread 2, http-reuse always; own configs in the work dir, 127.0.0.1
+#      only, no access log). One GET /key-check through each before the rounds
+#      shows whether the upstream got the real key. A peer that is not installed
+#      is skipped and the report says so.
+#                                                            targets: corral ≥ 50× mitmproxy req/s, p50 added ≤ 0.3 ms,
+#                                                            corral ≥ 0.9× nginx and haproxy req/s (goal ≥ 1.0×)
 #  (c) corral gateway RSS idle and with 256 open CONNECT tunnels.  target ≤ 32 MiB
 #  (d) response scrubbing (the injected key masked in what comes back): corral as
 #      shipped vs the same binary with CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1 (scrubbing
@@ -73,7 +82,7 @@ while [ $# -gt 0 ]; do
     --events) events=$2; shift 2 ;;
     --held-streams) held_streams=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Not a test/p' "$0"; exit 0 ;;
     *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N, --events N, --held-streams K, --only SECTIONS)" >&2; exit 2 ;;
   esac
 done
@@ -101,6 +110,13 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {  # port log: until 127.0.0.1:port accepts, 5 s at most
+  for _ in $(seq 1 50); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1))" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "gateway.sh: nothing listens on 127.0.0.1:$1 after 5 s; $2:" >&2; cat "$2" >&2; return 1
+}
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 wait_for() {  # file pattern seconds
   for _ in $(seq 1 $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
@@ -111,27 +127,31 @@ echo "# building the load generator" >&2
 g++ -O2 -std=c++20 -o "$work/gateway-load" "$here/gateway-load.cpp" -lssl -lcrypto -pthread
 load=$work/gateway-load
 
-echo "# test CA and upstream certificate (IP:127.0.0.1)" >&2
+echo "# test CA, upstream and front (nginx, haproxy) certificates (IP:127.0.0.1, P-256 like corral's leaves)" >&2
 (
   cd "$work"
   ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
   openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=corral bench CA" \
     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-  openssl req -new "${ec[@]}" -keyout up.key -out up.csr -subj "/CN=127.0.0.1" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > up.ext
-  openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out up.crt -days 2 -extfile up.ext 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > leaf.ext
+  for n in up front; do
+    openssl req -new "${ec[@]}" -keyout $n.key -out $n.csr -subj "/CN=127.0.0.1" 2>/dev/null
+    openssl x509 -req -in $n.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $n.crt -days 2 -extfile leaf.ext 2>/dev/null
+  done
+  cat front.crt front.key > front.pem
 )
 
-"$load" serve --cert "$work/up.crt" --key "$work/up.key" > "$work/serve.out" &
+secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+install -m 0600 /dev/null "$work/key"
+echo "$secret" > "$work/key"
+
+"$load" serve --cert "$work/up.crt" --key "$work/up.key" --api-key "$work/key" > "$work/serve.out" &
 pids+=($!)
 wait_for "$work/serve.out" '^bulk ' 10
 https_port=$(awk '/^https/ {print $2}' "$work/serve.out")
 bulk_port=$(awk '/^bulk/ {print $2}' "$work/serve.out")
 
 echo "# corral gateway" >&2
-secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-install -m 0600 /dev/null "$work/key"
-echo "$secret" > "$work/key"
 start_gateway() {  # name binary [VAR=value...]: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid
   # (grant_extra, when set: more TOML for the inject grant)
   local name=$1 bin=$2 dir=$work/$1 port
@@ -206,7 +226,7 @@ tp_port=$(free_port)
 } > "$work/tinyproxy.conf"
 tinyproxy -d -c "$work/tinyproxy.conf" > "$work/tp.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$tp_port))" 2>/dev/null && break; sleep 0.1; done
+wait_port "$tp_port" "$work/tp.out"
 fi
 
 if want b || want d || want f; then
@@ -225,6 +245,125 @@ mitmdump --listen-host 127.0.0.1 --listen-port "$mp_port" --set confdir="$work/m
 pids+=($!)
 for _ in $(seq 1 100); do [ -f "$work/mitm/mitmproxy-ca-cert.pem" ] && python3 -c "import socket; socket.create_connection(('127.0.0.1',$mp_port))" 2>/dev/null && break; sleep 0.1; done
 sleep 0.5
+fi
+
+# What the upstream saw on GET /key-check sent through peer $1 with a placeholder
+# key ("injected": the real one); sets <peer>_key_check.
+key_check() {  # peer
+  local port_var=${1}_port out
+  out=$(python3 - "${!port_var}" "$work/ca.crt" <<'PY'
+import ssl, sys, urllib.request
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+req = urllib.request.Request(f"https://127.0.0.1:{sys.argv[1]}/key-check", headers={"x-api-key": "sk-ant-api03-placeholder"})
+try:
+    print(urllib.request.urlopen(req, context=ctx, timeout=10).read().decode())
+except Exception as e:
+    print(f"failed ({e})")
+PY
+)
+  [ "$out" = injected ] || echo "gateway.sh: GET /key-check through $1: $out" >&2
+  printf -v "${1}_key_check" %s "$out"
+}
+# (b)'s reverse-proxy peers, each doing corral's inject work: TLS terminated with the
+# test CA's front certificate; Authorization, Proxy-Authorization and Cookie dropped
+# and x-api-key set to the real key (corral's rewrite, gateway/headers.cpp);
+# re-encrypted to the upstream over kept-alive connections verified against the
+# test CA for 127.0.0.1. Own configs in $work, 127.0.0.1 only, workers as nobody.
+# No access log: corral's ledger line, journal record and response scrubbing per
+# request are work the peers skip. Without the package the peer is skipped.
+peers=()
+if want b; then
+if command -v nginx >/dev/null; then
+  echo "# nginx (reverse proxy, 2 worker processes)" >&2
+  nginx_port=$(free_port)
+  d=$work/nginx
+  mkdir -p "$d/tmp"
+  cat > "$d/nginx.conf" <<CONF
+worker_processes 2;
+daemon off;
+user nobody nogroup;
+pid $d/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $d/tmp/body;
+  proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi;
+  uwsgi_temp_path $d/tmp/uwsgi;
+  scgi_temp_path $d/tmp/scgi;
+  # the load generator's connections never reconnect: no request limit (default 1000)
+  keepalive_requests 1000000000;
+  upstream bench_upstream {
+    server 127.0.0.1:$https_port;
+    keepalive 64;
+    keepalive_requests 1000000000;
+  }
+  server {
+    listen 127.0.0.1:$nginx_port ssl;
+    ssl_certificate $work/front.crt;
+    ssl_certificate_key $work/front.key;
+    location / {
+      proxy_pass https://bench_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Host 127.0.0.1:$https_port;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "";
+      proxy_set_header Proxy-Authorization "";
+      proxy_set_header Cookie "";
+      proxy_set_header x-api-key "$secret";
+      proxy_ssl_protocols TLSv1.2 TLSv1.3;
+      proxy_ssl_verify on;
+      proxy_ssl_trusted_certificate $work/ca.crt;
+      proxy_ssl_name 127.0.0.1;
+      proxy_ssl_session_reuse on;
+    }
+  }
+}
+CONF
+  nginx -p "$d/" -c "$d/nginx.conf" -e "$d/error.log" > "$d/out" 2>&1 &
+  pids+=($!)
+  wait_port "$nginx_port" "$d/error.log"
+  key_check nginx
+  peers+=(nginx)
+else
+  echo "# nginx is not installed (tools/install-deps.sh installs nginx-light): (b) skips it" >&2
+fi
+if command -v haproxy >/dev/null; then
+  echo "# haproxy (reverse proxy, nbthread 2)" >&2
+  haproxy_port=$(free_port)
+  d=$work/haproxy
+  mkdir -p "$d"
+  cat > "$d/haproxy.cfg" <<CONF
+global
+  nbthread 2
+  maxconn 8192
+  user nobody
+  group nogroup
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  timeout http-keep-alive 60s
+frontend bench
+  bind 127.0.0.1:$haproxy_port ssl crt $work/front.pem
+  http-request del-header authorization
+  http-request del-header proxy-authorization
+  http-request del-header cookie
+  http-request set-header x-api-key $secret
+  default_backend bench_upstream
+backend bench_upstream
+  http-reuse always
+  server up 127.0.0.1:$https_port ssl verify required ca-file $work/ca.crt verifyhost 127.0.0.1
+CONF
+  haproxy -db -f "$d/haproxy.cfg" > "$d/out" 2>&1 &
+  pids+=($!)
+  wait_port "$haproxy_port" "$d/out"
+  key_check haproxy
+  peers+=(haproxy)
+else
+  echo "# haproxy is not installed (tools/install-deps.sh): (b) skips it" >&2
+fi
 fi
 
 # ---- (a) bulk throughput ------------------------------------------------------
@@ -249,13 +388,14 @@ fi
 # (d) and (f) compare against (b)'s req/s, so (b) runs for any of them.
 if want b || want d || want f; then
 echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
-b_cfgs=(direct "${gateways[@]}" noscrub nojournal mitmproxy)
+b_cfgs=(direct "${gateways[@]}" noscrub nojournal mitmproxy "${peers[@]}")
 for f in rps lat; do for c in "${b_cfgs[@]}"; do : > "$work/b.$f.$c"; done; done
 run_b() {  # cfg conns
   case $1 in
     direct) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
     corral|baseline|noscrub|nojournal) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
     mitmproxy) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/mitm/mitmproxy-ca-cert.pem" --proxy "$mp_port" --conns "$2" --seconds "$seconds" ;;
+    nginx|haproxy) port_var=${1}_port; "$load" rps --target "127.0.0.1:${!port_var}" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
   esac
 }
 for r in $(seq 1 "$rounds"); do
@@ -366,6 +506,8 @@ label() {
     baseline) echo "corral baseline ($baseline)" ;;
     noscrub) echo "corral, scrubbing off" ;;
     nojournal) echo "corral, journal off" ;;
+    nginx) echo "nginx $(nginx -v 2>&1 | sed 's|.*/||') reverse proxy" ;;
+    haproxy) echo "haproxy $(haproxy -v | awk 'NR == 1 {print $3}') reverse proxy" ;;
   esac
 }
 a_rows() { for g in "${gateways[@]}"; do v=$(median < "$work/a.$g"); echo "| $(label "$g") (tunnel grant) | $v | $(ratio "$v" "$a_direct") |"; done; }
@@ -375,6 +517,21 @@ b_rows() {
   done
   echo "| $(label noscrub) inject | $(b_rps noscrub) | $(b_p50 noscrub) | $(b_p99 noscrub) | $(added "$(b_p50 noscrub)" "$(b_p50 direct)") |"
   echo "| $(label nojournal) inject | $(b_rps nojournal) | $(b_p50 nojournal) | $(b_p99 nojournal) | $(added "$(b_p50 nojournal)" "$(b_p50 direct)") |"
+}
+peer_rows() {
+  for p in "${peers[@]}"; do
+    c=${p}_key_check
+    echo "| $(label "$p") (upstream: ${!c}) | $(b_rps "$p") | $(b_p50 "$p") | $(b_p99 "$p") | $(added "$(b_p50 "$p")" "$(b_p50 direct)") |"
+  done
+}
+peer_lines() {
+  for p in nginx haproxy; do
+    if [[ " ${peers[*]} " == *" $p "* ]]; then
+      echo "corral / $p req/s = $(ratio "$(b_rps corral)" "$(b_rps "$p")") (target ≥ 0.9, goal ≥ 1.0); p50 added: corral $(added "$(b_p50 corral)" "$(b_p50 direct)") ms, $p $(added "$(b_p50 "$p")" "$(b_p50 direct)") ms."
+    else
+      echo "$p: not installed, skipped (tools/install-deps.sh)."
+    fi
+  done
 }
 per_round() {  # prefix cfg...
   local p=$1; shift
@@ -421,8 +578,10 @@ cat <<REPORT
 | direct TLS | $(b_rps direct) | $(b_p50 direct) | $(b_p99 direct) | — |
 $(b_rows)
 | mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |
+$(peer_rows)
 
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
+$(peer_lines)
 Per round, req/s: $(per_round b.rps "${b_cfgs[@]}")
 
 REPORT
