@@ -74,10 +74,24 @@ PY
   printf -v "${1}_key_check" %s "$out"
 }
 
+peer_setup() {  # name what: fails when name is not installed; else sets <name>_port, makes $work/<name>
+  command -v "$1" >/dev/null || { echo "# $1 is not installed (tools/install-deps.sh): (b) skips it" >&2; return 1; }
+  echo "# $1 ($2)" >&2
+  printf -v "${1}_port" %s "$(free_port)"
+  mkdir -p "$work/$1"
+}
+peer_run() {  # name log command...: runs it, waits for <name>_port, checks the key, adds name to peers
+  local name=$1 log=$2 port_var=${1}_port
+  shift 2
+  "$@" > "$work/$name/out" 2>&1 &
+  pids+=($!)
+  wait_port "${!port_var}" "$log"
+  key_check "$name"
+  peers+=("$name")
+}
+
 start_nginx() {
-  command -v nginx >/dev/null || { echo "# nginx is not installed (tools/install-deps.sh installs nginx-light): (b) skips it" >&2; return 0; }
-  echo "# nginx (reverse proxy, 2 worker processes)" >&2
-  nginx_port=$(free_port)
+  peer_setup nginx "reverse proxy, 2 worker processes" || return 0
   local d=$work/nginx
   mkdir -p "$d/tmp"
   cat > "$d/nginx.conf" <<CONF
@@ -123,19 +137,12 @@ http {
   }
 }
 CONF
-  nginx -p "$d/" -c "$d/nginx.conf" -e "$d/error.log" > "$d/out" 2>&1 &
-  pids+=($!)
-  wait_port "$nginx_port" "$d/error.log"
-  key_check nginx
-  peers+=(nginx)
+  peer_run nginx "$d/error.log" nginx -p "$d/" -c "$d/nginx.conf" -e "$d/error.log"
 }
 
 start_haproxy() {
-  command -v haproxy >/dev/null || { echo "# haproxy is not installed (tools/install-deps.sh): (b) skips it" >&2; return 0; }
-  echo "# haproxy (reverse proxy, nbthread 2)" >&2
-  haproxy_port=$(free_port)
+  peer_setup haproxy "reverse proxy, nbthread 2" || return 0
   local d=$work/haproxy
-  mkdir -p "$d"
   cat > "$d/haproxy.cfg" <<CONF
 global
   nbthread 2
@@ -159,9 +166,5 @@ backend bench_upstream
   http-reuse always
   server up 127.0.0.1:$https_port ssl verify required ca-file $work/ca.crt verifyhost 127.0.0.1
 CONF
-  haproxy -db -f "$d/haproxy.cfg" > "$d/out" 2>&1 &
-  pids+=($!)
-  wait_port "$haproxy_port" "$d/out"
-  key_check haproxy
-  peers+=(haproxy)
+  peer_run haproxy "$d/out" haproxy -db -f "$d/haproxy.cfg"
 }

@@ -368,7 +368,8 @@ b_rows() {
   echo "| $(label noscrub) inject | $(b_rps noscrub) | $(b_p50 noscrub) | $(b_p99 noscrub) | $(added "$(b_p50 noscrub)" "$(b_p50 direct)") |"
   echo "| $(label nojournal) inject | $(b_rps nojournal) | $(b_p50 nojournal) | $(b_p99 nojournal) | $(added "$(b_p50 nojournal)" "$(b_p50 direct)") |"
 }
-peer_rows() {
+peer_rows() {  # mitmproxy's, then the reverse proxies'
+  echo "| mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |"
   for p in "${peers[@]}"; do
     c=${p}_key_check
     echo "| $(label "$p") (upstream: ${!c}) | $(b_rps "$p") | $(b_p50 "$p") | $(b_p99 "$p") | $(added "$(b_p50 "$p")" "$(b_p50 direct)") |"
@@ -427,7 +428,6 @@ cat <<REPORT
 |---|---:|---:|---:|---:|
 | direct TLS | $(b_rps direct) | $(b_p50 direct) | $(b_p99 direct) | — |
 $(b_rows)
-| mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |
 $(peer_rows)
 
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
