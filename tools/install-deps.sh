@@ -54,8 +54,10 @@ test_packages=(
   debhelper lintian
   # tests: the pure cgroup v2 VM (tests/vm/cgroup2_vm.sh)
   qemu-system-x86
-  # benchmarks: the peers corral is measured against
-  bubblewrap tinyproxy mitmproxy hyperfine wrk
+  # benchmarks: the peers corral is measured against (nginx-light and haproxy:
+  # run by tools/bench/gateway.sh on its own configs; their system services are
+  # kept from starting, see below)
+  bubblewrap tinyproxy mitmproxy hyperfine wrk nginx-light haproxy
   # benchmarks: reading run records (tools/bench/soak.sh)
   jq
 )
@@ -68,11 +70,36 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The benchmark peers' packages start and enable a system service (nginx on
+# port 80) that nothing here wants: when this run installs them, a policy-rc.d
+# keeps them from starting (unless the host has its own, as containers do) and
+# afterwards they are stopped and disabled. A peer installed before is left as
+# its owner set it up.
+peer_services=()
+for p in "${missing[@]}"; do
+  case "$p" in nginx-light) peer_services+=(nginx) ;; haproxy) peer_services+=(haproxy) ;; esac
+done
+our_policy=
+if [ "${#peer_services[@]}" -gt 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+  our_policy=/usr/sbin/policy-rc.d
+  trap 'rm -f "$our_policy"' EXIT
+  printf '#!/bin/sh\n# tools/install-deps.sh, for one apt-get run: no nginx or haproxy service start\nfor a; do case "$a" in nginx|nginx.service|haproxy|haproxy.service) exit 101 ;; esac; done\nexit 0\n' > "$our_policy"
+  chmod 0755 "$our_policy"
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+if [ -n "$our_policy" ]; then rm -f "$our_policy"; trap - EXIT; fi
+for s in "${peer_services[@]}"; do
+  if [ -d /run/systemd/system ]; then
+    systemctl disable --now "$s" >/dev/null 2>&1 || true
+  else  # (systemctl disable works offline too: the unit's symlinks and its SysV links)
+    service "$s" stop >/dev/null 2>&1 || true
+    systemctl disable "$s" >/dev/null 2>&1 || update-rc.d "$s" disable >/dev/null 2>&1 || true
+  fi
+done
 if [ "$build_only" = 1 ]; then
   echo "install-deps.sh: what building and running corral needs is present (the tests' tools: tools/install-deps.sh)"
   exit 0

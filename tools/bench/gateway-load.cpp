@@ -1,9 +1,10 @@
 // tools/bench/gateway-load.cpp — load generator and upstream for tools/bench/gateway.sh.
 // Built by the script with g++ (Boost.Asio/Beast + OpenSSL, header-only Boost).
 //
-//   gateway-load serve --cert C --key K
+//   gateway-load serve --cert C --key K [--api-key FILE]
 //       HTTPS keep-alive upstream answering every request with "ok" (GET
-//       /sse?bytes=N: an event stream, see sse), and a bulk
+//       /sse?bytes=N: an event stream, see sse; GET /key-check: "injected" when
+//       its x-api-key is FILE's key, else "not injected"), and a bulk
 //       TCP server (reads an 8-byte big-endian count, writes that many bytes).
 //       Prints "https PORT" and "bulk PORT", serves until killed. Thread per connection.
 //       A POST (any path: the gateway decides what is metered, not the upstream)
@@ -39,6 +40,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -229,9 +231,10 @@ void write_small_answer(ssl::stream<tcp::socket>& tls, const http::request<http:
 }
 
 // The HTTPS upstream: /sse?bytes=N streams N bytes of events; a POST answers
-// a model message (?events=N: streamed; ?hold=1: held open first); anything
-// else "ok".
-void serve_https_connection(ssl::context& ctx, tcp::socket s) {
+// a model message (?events=N: streamed; ?hold=1: held open first); /key-check
+// says whether the request carried the real key (what a proxy in front of it
+// injected; `api_key` empty: never); anything else "ok".
+void serve_https_connection(ssl::context& ctx, tcp::socket s, const std::string& api_key) {
     try {
         s.set_option(tcp::no_delay(true));
         ssl::stream<tcp::socket> tls(std::move(s), ctx);
@@ -252,6 +255,9 @@ void serve_https_connection(ssl::context& ctx, tcp::socket s) {
                 }
                 if (query_value(target, "hold") == "1") write_message_stream(tls, 0, true);
                 write_small_answer(tls, req, "application/json", message_answer);
+            } else if (target == "/key-check") {
+                bool injected = !api_key.empty() && req["x-api-key"] == api_key;
+                write_small_answer(tls, req, "text/plain", injected ? "injected" : "not injected");
             } else {
                 write_small_answer(tls, req, "text/plain", "ok");
             }
@@ -265,6 +271,11 @@ int serve() {
     ssl::context ctx(ssl::context::tls_server);
     ctx.use_certificate_chain_file(arg("cert"));
     ctx.use_private_key_file(arg("key"), ssl::context::pem);
+    std::string api_key;
+    if (args.count("api-key")) {
+        std::ifstream f(args["api-key"]);
+        if (!std::getline(f, api_key)) throw std::runtime_error("cannot read --api-key " + args["api-key"]);
+    }
     asio::io_context io;
     tcp::acceptor https(io, loopback(0));
     tcp::acceptor bulk(io, loopback(0));
@@ -280,7 +291,8 @@ int serve() {
     for (;;) {
         tcp::socket s(io);
         https.accept(s);
-        std::thread([&ctx, s = std::move(s)]() mutable { serve_https_connection(ctx, std::move(s)); }).detach();
+        std::thread([&ctx, &api_key, s = std::move(s)]() mutable { serve_https_connection(ctx, std::move(s), api_key); })
+            .detach();
     }
 }
 

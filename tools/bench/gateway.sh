@@ -8,8 +8,17 @@
 #  (b) inject mode: keep-alive HTTPS GETs (x-api-key rewritten to the real key),
 #      requests/s with --conns connections and p50/p99 latency with one connection,
 #      direct TLS vs corral vs mitmproxy (mitmdump with an addon doing the same
-#      header rewrite, verifying the upstream against the test CA).
-#                                                            targets: corral ≥ 50× mitmproxy req/s, p50 added ≤ 0.3 ms
+#      header rewrite, verifying the upstream against the test CA) vs nginx and
+#      haproxy as reverse proxies doing the same work: TLS terminated with a
+#      certificate of the test CA, the box's auth headers replaced by the real
+#      x-api-key, re-encrypted to the upstream over kept-alive connections that
+#      verify it against the test CA (nginx: 2 worker processes; haproxy:
+#      nbthread 2, http-reuse always; own configs in the work dir, 127.0.0.1
+#      only, no access log). One GET /key-check through each before the rounds
+#      shows whether the upstream got the real key. A peer that is not installed
+#      is skipped and the report says so.
+#                                                            targets: corral ≥ 50× mitmproxy req/s, p50 added ≤ 0.3 ms,
+#                                                            corral ≥ 0.9× nginx and haproxy req/s (goal ≥ 1.0×)
 #  (c) corral gateway RSS idle and with 256 open CONNECT tunnels.  target ≤ 32 MiB
 #  (d) response scrubbing (the injected key masked in what comes back): corral as
 #      shipped vs the same binary with CORRAL_GATEWAY_UNSAFE_NO_SCRUB=1 (scrubbing
@@ -73,12 +82,14 @@ while [ $# -gt 0 ]; do
     --events) events=$2; shift 2 ;;
     --held-streams) held_streams=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Not a test/p' "$0"; exit 0 ;;
     *) echo "gateway.sh: unknown argument '$1' (accepted: --rounds N, --seconds S, --conns C, --bulk-bytes N, --sse-bytes N, --corral PATH, --baseline PATH, --gateway-threads N, --events N, --held-streams K, --only SECTIONS)" >&2; exit 2 ;;
   esac
 done
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tools/bench/gateway-peers.sh
+. "$here/gateway-peers.sh"
 repo=$(cd "$here/../.." && pwd)
 [ -n "$corral" ] || corral=$repo/build-test/tools/corral
 [ -x "$corral" ] || { echo "gateway.sh: corral binary not found at $corral (build it, or pass --corral PATH)" >&2; exit 2; }
@@ -111,27 +122,31 @@ echo "# building the load generator" >&2
 g++ -O2 -std=c++20 -o "$work/gateway-load" "$here/gateway-load.cpp" -lssl -lcrypto -pthread
 load=$work/gateway-load
 
-echo "# test CA and upstream certificate (IP:127.0.0.1)" >&2
+echo "# test CA, upstream and front (nginx, haproxy) certificates (IP:127.0.0.1, P-256 like corral's leaves)" >&2
 (
   cd "$work"
   ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
   openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=corral bench CA" \
     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-  openssl req -new "${ec[@]}" -keyout up.key -out up.csr -subj "/CN=127.0.0.1" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > up.ext
-  openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out up.crt -days 2 -extfile up.ext 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > leaf.ext
+  for n in up front; do
+    openssl req -new "${ec[@]}" -keyout $n.key -out $n.csr -subj "/CN=127.0.0.1" 2>/dev/null
+    openssl x509 -req -in $n.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $n.crt -days 2 -extfile leaf.ext 2>/dev/null
+  done
+  cat front.crt front.key > front.pem
 )
 
-"$load" serve --cert "$work/up.crt" --key "$work/up.key" > "$work/serve.out" &
+secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+install -m 0600 /dev/null "$work/key"
+echo "$secret" > "$work/key"
+
+"$load" serve --cert "$work/up.crt" --key "$work/up.key" --api-key "$work/key" > "$work/serve.out" &
 pids+=($!)
 wait_for "$work/serve.out" '^bulk ' 10
 https_port=$(awk '/^https/ {print $2}' "$work/serve.out")
 bulk_port=$(awk '/^bulk/ {print $2}' "$work/serve.out")
 
 echo "# corral gateway" >&2
-secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-install -m 0600 /dev/null "$work/key"
-echo "$secret" > "$work/key"
 start_gateway() {  # name binary [VAR=value...]: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid
   # (grant_extra, when set: more TOML for the inject grant)
   local name=$1 bin=$2 dir=$work/$1 port
@@ -196,36 +211,10 @@ start_gateway hold_metered "$corral"
 start_gateway hold_unmetered "$corral"
 unset grant_extra
 
-if want a; then
-echo "# tinyproxy" >&2
-tp_port=$(free_port)
-{
-  echo "Port $tp_port"; echo "Listen 127.0.0.1"; echo "MaxClients 1024"; echo "ConnectPort $bulk_port"
-  echo "LogLevel Critical"
-  if [ "$(id -u)" -eq 0 ]; then echo "User nobody"; echo "Group nogroup"; fi
-} > "$work/tinyproxy.conf"
-tinyproxy -d -c "$work/tinyproxy.conf" > "$work/tp.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$tp_port))" 2>/dev/null && break; sleep 0.1; done
-fi
-
-if want b || want d || want f; then
-echo "# mitmproxy (mitmdump, header-rewrite addon)" >&2
-mp_port=$(free_port)
-cat > "$work/rewrite.py" <<PY
-# Same rewrite as corral's inject mode: drop the box's auth headers, inject the key.
-KEY = open("$work/key").read().strip()
-def request(flow):
-    for h in ("authorization", "x-api-key", "proxy-authorization", "cookie"):
-        flow.request.headers.pop(h, None)
-    flow.request.headers["x-api-key"] = KEY
-PY
-mitmdump --listen-host 127.0.0.1 --listen-port "$mp_port" --set confdir="$work/mitm" \
-  --set ssl_verify_upstream_trusted_ca="$work/ca.crt" --set http2=false -s "$work/rewrite.py" -q > "$work/mp.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do [ -f "$work/mitm/mitmproxy-ca-cert.pem" ] && python3 -c "import socket; socket.create_connection(('127.0.0.1',$mp_port))" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
-fi
+if want a; then start_tinyproxy; fi
+if want b || want d || want f; then start_mitmproxy; fi
+peers=()  # (b)'s reverse-proxy peers that are installed and running
+if want b; then start_nginx; start_haproxy; fi
 
 # ---- (a) bulk throughput ------------------------------------------------------
 if want a; then
@@ -249,13 +238,14 @@ fi
 # (d) and (f) compare against (b)'s req/s, so (b) runs for any of them.
 if want b || want d || want f; then
 echo "# (b) inject: $rounds rounds x ${seconds}s, $conns connections for req/s, 1 for latency" >&2
-b_cfgs=(direct "${gateways[@]}" noscrub nojournal mitmproxy)
+b_cfgs=(direct "${gateways[@]}" noscrub nojournal mitmproxy "${peers[@]}")
 for f in rps lat; do for c in "${b_cfgs[@]}"; do : > "$work/b.$f.$c"; done; done
 run_b() {  # cfg conns
   case $1 in
     direct) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
     corral|baseline|noscrub|nojournal) port_var=${1}_port; "$load" rps --target "127.0.0.1:$https_port" --ca "$work/$1/ca.pem" --proxy "${!port_var}" --conns "$2" --seconds "$seconds" ;;
     mitmproxy) "$load" rps --target "127.0.0.1:$https_port" --ca "$work/mitm/mitmproxy-ca-cert.pem" --proxy "$mp_port" --conns "$2" --seconds "$seconds" ;;
+    nginx|haproxy) port_var=${1}_port; "$load" rps --target "127.0.0.1:${!port_var}" --ca "$work/ca.crt" --conns "$2" --seconds "$seconds" ;;
   esac
 }
 for r in $(seq 1 "$rounds"); do
@@ -366,6 +356,8 @@ label() {
     baseline) echo "corral baseline ($baseline)" ;;
     noscrub) echo "corral, scrubbing off" ;;
     nojournal) echo "corral, journal off" ;;
+    nginx) echo "nginx $(nginx -v 2>&1 | sed 's|.*/||') reverse proxy" ;;
+    haproxy) echo "haproxy $(haproxy -v | awk 'NR == 1 {print $3}') reverse proxy" ;;
   esac
 }
 a_rows() { for g in "${gateways[@]}"; do v=$(median < "$work/a.$g"); echo "| $(label "$g") (tunnel grant) | $v | $(ratio "$v" "$a_direct") |"; done; }
@@ -375,6 +367,22 @@ b_rows() {
   done
   echo "| $(label noscrub) inject | $(b_rps noscrub) | $(b_p50 noscrub) | $(b_p99 noscrub) | $(added "$(b_p50 noscrub)" "$(b_p50 direct)") |"
   echo "| $(label nojournal) inject | $(b_rps nojournal) | $(b_p50 nojournal) | $(b_p99 nojournal) | $(added "$(b_p50 nojournal)" "$(b_p50 direct)") |"
+}
+peer_rows() {  # mitmproxy's, then the reverse proxies'
+  echo "| mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |"
+  for p in "${peers[@]}"; do
+    c=${p}_key_check
+    echo "| $(label "$p") (upstream: ${!c}) | $(b_rps "$p") | $(b_p50 "$p") | $(b_p99 "$p") | $(added "$(b_p50 "$p")" "$(b_p50 direct)") |"
+  done
+}
+peer_lines() {
+  for p in nginx haproxy; do
+    if [[ " ${peers[*]} " == *" $p "* ]]; then
+      echo "corral / $p req/s = $(ratio "$(b_rps corral)" "$(b_rps "$p")") (target ≥ 0.9, goal ≥ 1.0); p50 added: corral $(added "$(b_p50 corral)" "$(b_p50 direct)") ms, $p $(added "$(b_p50 "$p")" "$(b_p50 direct)") ms."
+    else
+      echo "$p: not installed, skipped (tools/install-deps.sh)."
+    fi
+  done
 }
 per_round() {  # prefix cfg...
   local p=$1; shift
@@ -420,9 +428,10 @@ cat <<REPORT
 |---|---:|---:|---:|---:|
 | direct TLS | $(b_rps direct) | $(b_p50 direct) | $(b_p99 direct) | — |
 $(b_rows)
-| mitmproxy 8 (mitmdump + addon) | $(b_rps mitmproxy) | $(b_p50 mitmproxy) | $(b_p99 mitmproxy) | $(added "$(b_p50 mitmproxy)" "$(b_p50 direct)") |
+$(peer_rows)
 
 corral / mitmproxy req/s = $(ratio "$(b_rps corral)" "$(b_rps mitmproxy)") (target ≥ 50); corral p50 added target ≤ 0.3 ms.
+$(peer_lines)
 Per round, req/s: $(per_round b.rps "${b_cfgs[@]}")
 
 REPORT
