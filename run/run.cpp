@@ -259,7 +259,14 @@ Run::Next Run::launch() {
     record_.gid = box.gid;
     record_.idmapped_binds = std::move(box.idmapped_binds);
     record_.unmapped_binds = std::move(box.unmapped_binds);
-    if (review_) review_->upper = std::move(box.review_upper);
+    if (review_) {
+        review_->upper = std::move(box.review_upper);
+        try {
+            if (review_->upper.valid()) publish_live_upper(*review_, record_.uid, record_.gid);
+        } catch (const std::exception& e) {
+            say(std::string("the review's live layer cannot be shown while the box runs: ") + e.what());
+        }
+    }
     try {
         write_running_record();  // now with the UID, hostname and limits the box has
     } catch (const std::exception& e) {
