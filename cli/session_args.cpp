@@ -142,8 +142,8 @@ constexpr const char* kSessionHelp = R"(usage: corral session start [--name NAME
 start  builds a sandbox (namespaces, rootfs, bridge and gateway, cgroup) and
        keeps it: prints the session's id on stdout (one line) and returns; the
        session's supervisor goes on in the background. RUN OPTIONS are
-       `corral run`'s (--config/--worker, --rootfs, --workspace, limits,
-       --timeout for the session's life, --grace), without a command,
+       `corral run`'s (--config/--worker, --rootfs, --workspace [--review],
+       limits, --timeout for the session's life, --grace), without a command,
        --prompt, --stdin or --tty. NAME: [a-z0-9][a-z0-9-]{0,39}, usable
        instead of the id while the session runs.
 stop   as `corral stop`: every exec gets SIGTERM, the sandbox is killed after
@@ -156,7 +156,7 @@ Run commands in a session with `corral exec ID -- CMD` (corral exec --help).
 
 // A session has no command, stdin, terminal or prompt of its own.
 bool only_for_a_command(std::string_view name) {
-    for (std::string_view n : {"--prompt", "--prompt-file", "--system-prompt-file", "--stdin", "--tty", "--review"})
+    for (std::string_view n : {"--prompt", "--prompt-file", "--system-prompt-file", "--stdin", "--tty"})
         if (n == name) return true;
     return false;
 }

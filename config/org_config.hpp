@@ -97,6 +97,9 @@ struct WorkerConfig {
     std::string model;                // "" = inherit
     std::optional<names::RootfsSource> rootfs;  // unset = inherit
     std::string description;
+    // review = true: a run's --workspace is reviewed, as with --review
+    // (docs/workspace.md); the command line cannot turn it off.
+    bool review = false;
     SandboxLimits limits;
     std::vector<Grant> grants;        // scoped to this worker (identities = {name})
     std::map<std::string, std::string> env;
@@ -153,6 +156,7 @@ struct ResolvedWorker {
     std::string model;                // "" = the CLI's default
     std::string chatgpt_account_id;
     names::RootfsSource rootfs;       // host, image:NAME or an absolute directory
+    bool review = false;              // worker.toml's review: --workspace is reviewed
     SandboxLimits limits;
     // The org grants that apply to this worker (identities empty or naming it)
     // followed by the worker's own. The grants the agent kind implies are added

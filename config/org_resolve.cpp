@@ -73,6 +73,7 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name) {
     r.model = w.model.empty() ? org.engine.model : w.model;
     r.chatgpt_account_id = org.engine.chatgpt_account_id;
     r.rootfs = w.rootfs.value_or(org.rootfs);
+    r.review = w.review;
     r.limits = overlay_limits(org.limits, w.limits);
     for (const auto& g : org.gateway.grants)
         if (grant_applies_to_worker(g, name)) r.grants.push_back(g);

@@ -283,8 +283,8 @@ void check_worker_document(const std::string& file, const toml::value& root, con
     Checker c(file, errors);
     if (!root.is_table()) return;
     c.unknown_keys(root, "",
-                   {"agent", "model", "rootfs", "description", "sandbox", "env", "grants", "channels", "budget",
-                    "prices", "mcp"},
+                   {"agent", "model", "rootfs", "description", "review", "sandbox", "env", "grants", "channels",
+                    "budget", "prices", "mcp"},
                    Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
@@ -303,6 +303,9 @@ void check_worker_document(const std::string& file, const toml::value& root, con
             if (auto r = rootfs_value(c, v, k, org_dir)) w.rootfs = *r;
         } else if (k == "description") {
             if (auto s = string_of(c, v, k)) w.description = *s;
+        } else if (k == "review") {
+            if (v.is_boolean()) w.review = v.as_boolean();
+            else c.wrong_type(v, k, "a boolean (true: a --workspace is reviewed, as with --review)");
         } else if (k == "sandbox" && is_table(c, v, k)) {
             w.limits = sandbox_limits(c, v, "sandbox.");
         } else if (k == "env" && is_table(c, v, k)) {

@@ -20,6 +20,10 @@ namespace corral::journal {
 
 bool is_terminal_type(std::string_view type) { return type == kTypeTerminal || type == kTypeRecovered; }
 
+bool may_follow_terminal(std::string_view type) {
+    return type == kTypeWorkspaceApply || type == kTypeWorkspaceDiscard;
+}
+
 std::optional<std::string> last_whole_line(const std::string& path) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid()) return std::nullopt;
@@ -75,11 +79,28 @@ JournalWriter JournalWriter::reopen(const std::string& path, const SigningKey& k
     return JournalWriter(std::move(fd), path, key, v.end, options);
 }
 
+JournalWriter JournalWriter::reopen_ended(const std::string& path, const SigningKey& key) {
+    Fd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) throw SysError("open", path, errno);
+    lock_within(fd.get(), path, LockKind::exclusive);
+    Verdict v = verify_journal(read_to_end(fd.get(), path), key.public_key());
+    if (v.status == Status::invalid)
+        throw UsageError(path + ": line " + std::to_string(v.line.value_or(0)) + " is bad (" + v.reason +
+                         "); not appending to an invalid journal");
+    if (v.status == Status::incomplete)
+        throw UsageError(path + ": the journal has no terminal record yet (the run is still ending, or its "
+                         "supervisor was lost and no corral run has started since to end it)");
+    JournalWriter writer(std::move(fd), path, key, v.end, WriterOptions{});
+    writer.terminated_ = true;
+    return writer;
+}
+
 void JournalWriter::check_usable(std::string_view type) const {
     if (failed_) std::rethrow_exception(failed_);
     // Full: only the terminal record may still come, into the reserve.
     if (full_ && !is_terminal_type(type)) std::rethrow_exception(full_);
-    if (terminated_) throw UsageError(path_ + ": the journal has its terminal record; nothing may follow it");
+    if (terminated_ && !may_follow_terminal(type))
+        throw UsageError(path_ + ": the journal has its terminal record; no " + std::string(type) + " record may follow it");
 }
 
 void JournalWriter::fail(const std::exception_ptr& error) {

@@ -13,7 +13,9 @@
 // Every record is signed (not only checkpoints): tools/bench/journal-sign.cpp
 // measured a signature at 40-70 microseconds against milliseconds for the
 // fdatasync every authorising record needs anyway (docs/journal.md "Cost").
-// A record of a terminal type ends the journal: nothing may follow it.
+// A record of a terminal type ends the journal: nothing may follow it but
+// the records of what was done with the run's results after it ended
+// (may_follow_terminal).
 #pragma once
 
 #include <chrono>
@@ -42,8 +44,16 @@ inline constexpr std::string_view kTypeRecovered = "recovered";  // a later corr
 // line, its newline excluded>", ...]}, in the ledger's order (the ledger is
 // derived from these: docs/journal.md "Gateway decisions").
 inline constexpr std::string_view kTypeDecision = "decision";
+// A reviewed workspace's changes written into DIR or dropped
+// (docs/workspace.md): acts on what the run left, after it ended, so the
+// only types that may follow a terminal record. {"workspace", "diff_digest",
+// "by", ...}: docs/journal.md "After the run".
+inline constexpr std::string_view kTypeWorkspaceApply = "workspace_apply";
+inline constexpr std::string_view kTypeWorkspaceDiscard = "workspace_discard";
 // Whether `type` ends a journal.
 bool is_terminal_type(std::string_view type);
+// Whether a record of `type` may follow the terminal record.
+bool may_follow_terminal(std::string_view type);
 // Whether the journal at `path` ends in a whole line of a terminal type,
 // read from its tail only (no verification: a cheap test of which journals
 // a start must look at). False if it cannot be read.
@@ -96,6 +106,12 @@ public:
     // An existing journal, checked with the key's public key first; refuses
     // (UsageError) one that is invalid or already has its terminal record.
     static JournalWriter reopen(const std::string& path, const SigningKey& key, WriterOptions options = {});
+    // An ended journal (valid: its terminal record written), checked with the
+    // key's public key and locked (flock, held while the writer lives: two
+    // commands acting on one run's results append one after the other), for
+    // the records that may follow its end (may_follow_terminal) and no other.
+    // Refuses (UsageError) one that is invalid or has not ended.
+    static JournalWriter reopen_ended(const std::string& path, const SigningKey& key);
     // An fd already open for appending at `at` (tests use /dev/full).
     JournalWriter(Fd fd, std::string path, SigningKey key, JournalPosition at, WriterOptions options);
 

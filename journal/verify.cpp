@@ -105,6 +105,14 @@ std::uint64_t records_signed_by(std::string_view text, const PublicKey& key) {
 
 Verdict verify_lines(std::string_view text, const PublicKey* key);
 
+// The "type" a line claims, "" when it is no record: what decides whether it
+// may follow the terminal record, before the line is checked as a record.
+std::string type_of(std::string_view line) {
+    auto parsed = parse_canonical(line);
+    if (!parsed || !parsed->is_object() || !parsed->contains("type") || !(*parsed)["type"].is_string()) return "";
+    return (*parsed)["type"].get<std::string>();
+}
+
 // Why the first bad record's signature does not verify, told from what the
 // rest of the journal shows: the records before it verify (so it was changed,
 // or written by someone without the key); or none does, yet every record is
@@ -144,7 +152,7 @@ Verdict verify_lines(std::string_view text, const PublicKey* key) {
     while (pos < text.size()) {
         ++line_no;
         std::size_t eol = text.find('\n', pos);
-        if (!v.terminal.is_null()) {
+        if (!v.terminal.is_null() && !may_follow_terminal(type_of(text.substr(pos, eol - pos)))) {
             v.status = Status::invalid;
             v.line = line_no;
             v.reason = "a record after the terminal record (seq " + std::to_string(v.terminal["seq"].get<std::uint64_t>()) + ")";
@@ -178,6 +186,7 @@ Verdict verify_lines(std::string_view text, const PublicKey* key) {
             v.reason = "record " + std::to_string(v.end.next_seq - 1) + ": " + bad->problem;
             return v;
         }
+        if (!v.terminal.is_null()) ++v.after_end;
         if (is_terminal_type(record["type"].get<std::string>())) v.terminal = record;
         pos = eol + 1;
     }

@@ -1,6 +1,7 @@
 // journal/verify.hpp — checking a journal: every line canonical, signed by
 // the given key, chained to the one before, numbered without a gap, and
-// ended by exactly one terminal record; which run it is, and the files its
+// ended by exactly one terminal record (followed only by the types that may
+// follow it: a reviewed workspace's apply and discard); which run it is, and the files its
 // records hold the SHA-256 of (journal/covered_files.hpp).
 #pragma once
 
@@ -37,6 +38,7 @@ struct Verdict {
     bool other_key = false;
     nlohmann::json first;               // the first good record (null if none)
     nlohmann::json terminal;            // the terminal record (null if none)
+    std::uint64_t after_end = 0;        // good records after it (journal::may_follow_terminal)
     JournalPosition end;                // after the last good record
     // The decision records' ledger lines, in order, each with its record's seq.
     struct Decision {

@@ -222,8 +222,9 @@ const RunOption kOptions[] = {
      "is ENOSPC in the box) is copied to the run dir at the end;\n"
      "DIR itself is never written during the run. Then\n"
      "`corral diff RUN`, `corral apply RUN` or `corral discard\n"
-     "RUN` (docs/workspace.md). Refused: a DIR with a mount\n"
-     "inside it.",
+     "RUN` (docs/workspace.md); `corral diff` also while it\n"
+     "runs (a session's changes so far). Refused: a DIR with\n"
+     "a mount inside it.",
      [](RunRequest& r, const std::string&) { r.review = true; }},
     {"--run-dir", "DIR", G::sandbox,
      "where stdout.log, stderr.log and run.json go (created\n"

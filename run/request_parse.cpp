@@ -49,8 +49,6 @@ void check_combination(const RunRequest& r) {
                          "only; give --ask without --gateway, or give the daemon's grant `approval = true`");
     if (r.review && !r.workspace)
         throw UsageError("--review reviews the workspace: give --workspace DIR with it");
-    if (r.review && r.session)
-        throw UsageError("--review: a session's workspace cannot be reviewed yet; give --review to `corral run`");
     if (r.tty && r.pass_stdin)
         throw UsageError("--tty and --stdin: --tty already makes the terminal CMD's stdin; give one of them");
     if (r.tty && r.agent())

@@ -23,6 +23,10 @@ names::RootfsSource requested_rootfs(const RunRequest& r, const std::optional<co
     return names::HostRootfs{};
 }
 
+bool reviewed_workspace(const RunRequest& r, const std::optional<config::ResolvedWorker>& w) {
+    return r.workspace && (r.review || (w && w->review));
+}
+
 namespace {
 
 // image:NAME: its layers under the overlay, its Env under corral's, its
@@ -169,6 +173,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     spec.run_dir = in.run_dir;
     spec.rootfs.source = requested_rootfs(r, in.worker);
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
+    spec.rootfs.review = reviewed_workspace(r, in.worker);
     for (const auto& b : r.binds)
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
     spec.argv = r.command;  // an agent run's: its CLI's, set by finish_plan

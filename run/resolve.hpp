@@ -104,6 +104,11 @@ RunPlan resolve_run(const RunRequest& request, const RunInputs& inputs);
 // else the worker's (worker.toml, else org.toml), else host.
 names::RootfsSource requested_rootfs(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
 
+// Whether the run's (or session's) --workspace is reviewed
+// (docs/workspace.md): --review, or the worker's review = true (which the
+// command line cannot turn off). False without --workspace.
+bool reviewed_workspace(const RunRequest& request, const std::optional<config::ResolvedWorker>& worker);
+
 // The box's environment, one order for every run: corral's proxy (and CA)
 // variables first, then the worker's [env], the agent's, and --env last (the
 // sandbox applies them in order; later wins).

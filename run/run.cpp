@@ -140,11 +140,8 @@ Run::Next Run::resolve() {
             for (const auto& w : inputs_->org->warnings) say("warning: " + w.text());
         resolved_ = resolve_run(request_, *inputs_);
         steps_.check_can_start(request_, *inputs_, *resolved_);
-        if (request_.review) {
-            auto& rootfs = resolved_->spec.rootfs;
+        if (const auto& rootfs = resolved_->spec.rootfs; rootfs.review)
             review_.emplace(begin_review(rootfs.workspace.value_or(""), rootfs.scratch_size_bytes, place_.run_dir));
-            rootfs.review = true;
-        }
         egress_ = steps_.make_egress(*resolved_);
         if (request_.tty) {
             egress_->hold_refusal_lines_until_stop();  // printed once the terminal is the caller's again
@@ -262,7 +259,14 @@ Run::Next Run::launch() {
     record_.gid = box.gid;
     record_.idmapped_binds = std::move(box.idmapped_binds);
     record_.unmapped_binds = std::move(box.unmapped_binds);
-    if (review_) review_->upper = std::move(box.review_upper);
+    if (review_) {
+        review_->upper = std::move(box.review_upper);
+        try {
+            if (review_->upper.valid()) publish_live_upper(*review_, record_.uid, record_.gid);
+        } catch (const std::exception& e) {
+            say(std::string("the review's live layer cannot be shown while the box runs: ") + e.what());
+        }
+    }
     try {
         write_running_record();  // now with the UID, hostname and limits the box has
     } catch (const std::exception& e) {

@@ -1,6 +1,9 @@
 #include "run/workspace_review.hpp"
 
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 
 #include <climits>
@@ -8,6 +11,7 @@
 #include <ctime>
 
 #include "base/sys_error.hpp"
+#include "supervisor/run_record.hpp"
 #include "workspace/review_upper.hpp"
 
 namespace corral::run {
@@ -61,10 +65,47 @@ void copy_out(WorkspaceReview& review, std::vector<std::string>& lines) {
 
 }  // namespace
 
+void publish_live_upper(WorkspaceReview& review, uid_t agent_uid, gid_t agent_gid) {
+    auto& r = review.record;
+    r.agent_uid = agent_uid;
+    r.agent_gid = agent_gid;
+    const supervisor::SupervisorProcess self = supervisor::this_supervisor();
+    r.live_pid = self.pid;
+    r.live_start_ticks = self.start_ticks;
+    r.live_boot_id = self.boot_id;
+    r.live_fd = review.upper.get();
+    workspace::write_review_record(review.run_dir, r);
+}
+
+std::optional<LiveLayer> open_live_upper(const workspace::ReviewRecord& r) {
+    if (r.live_pid <= 0 || r.live_fd < 0) return std::nullopt;
+    const supervisor::SupervisorProcess holder{r.live_pid, r.live_start_ticks, r.live_boot_id};
+    if (!supervisor::supervisor_alive(holder)) return std::nullopt;
+    const std::string path = "/proc/" + std::to_string(r.live_pid) + "/fd/" + std::to_string(r.live_fd);
+    Fd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) {
+        if (errno == ENOENT) return std::nullopt;  // the supervisor let go of it: the run is ending
+        throw SysError("open", path, errno);
+    }
+    // Checked after the open too: had the supervisor exited and its PID been
+    // reused in between, the fd could be another process's.
+    if (!supervisor::supervisor_alive(holder)) return std::nullopt;
+    struct statfs fs {};
+    if (fstatfs(fd.get(), &fs) != 0) throw SysError("fstatfs", path, errno);
+    if (fs.f_type != TMPFS_MAGIC) throw SysError("open", path + ": not the review's tmpfs", EXDEV);
+    LiveLayer layer;
+    layer.dir = "/proc/self/fd/" + std::to_string(fd.get()) + "/" + workspace::kUpperSubdir;
+    layer.fd = std::move(fd);
+    layer.ids = {r.agent_uid, r.owner_uid, r.agent_gid, r.owner_gid};
+    return layer;
+}
+
 std::vector<std::string> finish_review(WorkspaceReview& review, uid_t agent_uid, gid_t agent_gid) {
     auto& r = review.record;
     r.agent_uid = agent_uid;
     r.agent_gid = agent_gid;
+    r.live_pid = 0;  // the layer is no longer held: only the copy is read from now on
+    r.live_fd = -1;
     std::vector<std::string> lines;
     if (!review.upper.valid()) {
         // The run ended before its box existed: the agent wrote nothing.

@@ -263,10 +263,13 @@ int verify(const std::string& file, const ChosenKey& chosen, std::optional<std::
                     checked.c_str(), which.c_str());
         return kIncomplete;
     }
-    std::printf("%svalid: %llu records, %s, ended by %s (outcome %s)%s\n%s", at.c_str(),
+    // What was done with the run's results after it (a workspace's apply, discard).
+    const std::string after = v.after_end == 0 ? "" : ", then " + std::to_string(v.after_end) + " record" +
+                                                          (v.after_end == 1 ? "" : "s") + " of its workspace's review";
+    std::printf("%svalid: %llu records, %s, ended by %s (outcome %s)%s%s\n%s", at.c_str(),
                 static_cast<unsigned long long>(v.good_records), terminal_text(chosen.named()).c_str(),
                 v.terminal["type"].get<std::string>().c_str(), v.terminal["payload"].value("outcome", "?").c_str(),
-                checked.c_str(), which.c_str());
+                after.c_str(), checked.c_str(), which.c_str());
     return kValid;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -17,13 +18,17 @@
 #include "base/sys_error.hpp"
 #include "base/terminal_text.hpp"
 #include "cli/workspace_args.hpp"
+#include "journal/journal.hpp"
 #include "run/outcome.hpp"
 #include "run/run_index.hpp"
+#include "run/run_journal.hpp"
+#include "run/workspace_review.hpp"
 #include "tools/commands.hpp"
 #include "workspace/apply.hpp"
 #include "workspace/collect.hpp"
 #include "workspace/git_ignored.hpp"
 #include "workspace/report.hpp"
+#include "workspace/review_journal.hpp"
 #include "workspace/review_record.hpp"
 
 namespace corral::cli {
@@ -53,13 +58,22 @@ void print(const std::string& text) {
     }
 }
 
-// The review's record, refusing one whose changes are not in the run dir.
-workspace::ReviewRecord ready_review(const std::string& run_dir) {
+constexpr const char* kNotCopiedOut =
+    ": its changes are not ready: the run has not ended (or was killed before they were copied out)";
+
+// The review's record, refusing one whose changes cannot be read. A
+// running one's only by `diff`, from its live layer; `apply` and `discard`
+// wait for the end (the agent may still be writing).
+workspace::ReviewRecord ready_review(const std::string& run_dir, std::string_view cmd) {
     if (geteuid() != 0) throw UsageError("must run as root (a run dir is root's alone)");
     workspace::ReviewRecord r = workspace::read_review_record(run_dir);
-    if (r.state == "running")
-        throw UsageError(run_dir + ": its changes are not ready: the run has not ended (or was killed before they "
-                         "were copied out)");
+    if (r.state == "running" && r.live_pid == 0) throw UsageError(run_dir + kNotCopiedOut);
+    if (r.state == "running" && cmd != "diff") {
+        if (!run::open_live_upper(r)) throw UsageError(run_dir + kNotCopiedOut);  // its supervisor is gone
+        throw UsageError(run_dir + ": the run is still going and its agent may still be writing: " + std::string(cmd) +
+                         " its changes once it has ended (corral session stop, corral stop); `corral diff` shows "
+                         "them so far");
+    }
     if (r.state == "failed") throw UsageError(run_dir + ": its changes could not be kept: " + r.error);
     if (r.state == "discarded") throw UsageError(run_dir + ": its changes were discarded");
     return r;
@@ -88,8 +102,36 @@ std::optional<Start> start(const char* cmd, int argc, char** argv, int& status) 
         return std::nullopt;
     }
     s.run_dir = run_dir_of(s.args);
-    s.record = ready_review(s.run_dir);
+    s.record = ready_review(s.run_dir, cmd);
     return s;
+}
+
+// The run's journal, ended and locked, for the record of what is done with
+// its changes: opened before anything is done, so an apply or discard that
+// could not be journalled never starts (docs/journal.md "After the run").
+journal::JournalWriter ended_journal(const Start& s) {
+    const journal::SigningKey key = journal::SigningKey::load_or_create(s.args.state_dir);
+    try {
+        return journal::JournalWriter::reopen_ended(s.run_dir + "/" + run::kJournalFile, key);
+    } catch (const UsageError& e) {
+        // A run dir named by its path may be another state dir's run.
+        throw UsageError(std::string(e.what()) + "; nothing done (checked with state dir " + s.args.state_dir +
+                         "'s key: a run of another state dir needs its --state-dir)");
+    }
+}
+
+// Appends the record of what was done; false (said on stderr) when it
+// could not be written: what it records has happened, unrecorded.
+bool journalled(journal::JournalWriter& journal, std::string_view type, const nlohmann::json& payload,
+                const char* cmd) {
+    try {
+        journal.append(type, payload, journal::Commit::durable);
+        return true;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "corral %s: done, but the journal record was not written: %s\n", cmd,
+                     terminal_text(e.what()).c_str());
+        return false;
+    }
 }
 
 std::string summary(const std::vector<workspace::Change>& changes) {
@@ -112,12 +154,20 @@ int cmd_diff(int argc, char** argv) {
     const WorkspaceArgs& a = s->args;
     const std::string& run_dir = s->run_dir;
     const auto& record = s->record;
-    auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
-    const std::string note = workspace::mark_ignored(changes, record);
+    // While the box runs: its layer as it is now, read through the supervisor's fd.
+    std::optional<run::LiveLayer> live;
+    if (record.state == "running" && !(live = run::open_live_upper(record))) throw UsageError(run_dir + kNotCopiedOut);
+    const std::string upper = live ? live->dir : workspace::upper_dir(run_dir);
+    auto changes = workspace::collect_changes(upper, record.workspace, record.fence_ns, live ? &live->ids : nullptr);
+    std::string note = workspace::mark_ignored(changes, record);
+    if (live)
+        note += std::string(note.empty() ? "" : "; ") +
+                "the run is still going: these are its changes so far (its agent may still be writing)";
     const std::string digest = workspace::diff_digest(changes);
-    const workspace::ReportSides sides{workspace::upper_dir(run_dir), record.workspace};
+    const workspace::ReportSides sides{upper, record.workspace};
     if (a.json_out) {
-        nlohmann::json out = {{"workspace", record.workspace}, {"digest", digest}, {"changes", nlohmann::json::array()}};
+        nlohmann::json out = {{"workspace", record.workspace}, {"digest", digest}, {"running", live.has_value()},
+                              {"changes", nlohmann::json::array()}};
         for (const auto& c : changes)
             if (workspace::selected(c.path, a.paths)) out["changes"].push_back(workspace::change_json(c, sides, !a.stat));
         if (!note.empty()) out["note"] = note;
@@ -142,6 +192,7 @@ int cmd_apply(int argc, char** argv) {
     const WorkspaceArgs& a = s->args;
     const std::string& run_dir = s->run_dir;
     auto& record = s->record;
+    auto journal = ended_journal(*s);
     const auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
     const std::string digest = workspace::diff_digest(changes);
     if (a.expect && *a.expect != digest) {
@@ -161,6 +212,9 @@ int cmd_apply(int argc, char** argv) {
     record.state = "applied";
     workspace::write_review_record(run_dir, record);
     std::printf("%zu applied, %zu refused (diff %s)\n", outcome.applied.size(), outcome.refused.size(), digest.c_str());
+    const workspace::ApplyFacts facts{digest, a.expect, a.paths, outcome.applied, outcome.refused};
+    if (!journalled(journal, journal::kTypeWorkspaceApply, workspace::apply_payload(record, facts), "apply"))
+        return run::kExitSetup;
     return outcome.refused.empty() ? 0 : 1;
 }
 
@@ -170,12 +224,26 @@ int cmd_discard(int argc, char** argv) {
     if (!s) return status;
     const std::string& run_dir = s->run_dir;
     auto& record = s->record;
+    auto journal = ended_journal(*s);
+    // What was dropped, by the digest a diff of it showed (a DIR gone since
+    // cannot be compared: the discard goes on, and the record says why).
+    std::optional<std::string> digest;
+    std::size_t count = 0;
+    std::string diff_error;
+    try {
+        const auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
+        digest = workspace::diff_digest(changes);
+        count = changes.size();
+    } catch (const std::exception& e) {
+        diff_error = e.what();
+    }
     remove_tree_at(AT_FDCWD, workspace::upper_dir(run_dir));
     record.state = "discarded";
     workspace::write_review_record(run_dir, record);
     std::printf("discarded the changes of %s; %s untouched\n", terminal_text(run_dir).c_str(),
                 terminal_text(record.workspace).c_str());
-    return 0;
+    const auto payload = workspace::discard_payload(record, digest, count, diff_error);
+    return journalled(journal, journal::kTypeWorkspaceDiscard, payload, "discard") ? 0 : run::kExitSetup;
 }
 
 }  // namespace corral::cli

@@ -95,6 +95,7 @@ std::optional<Node> read_node(int dir_fd, const std::string& name, const std::st
     if (n.type != NodeType::regular && n.type != NodeType::directory) return n;
     // O_NONBLOCK: a FIFO swapped in after the fstatat never hangs the walk.
     Fd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid() && errno == ENOENT) return std::nullopt;  // removed since the fstatat (a live layer)
     if (!fd.valid()) throw SysError("openat", what, errno);
     n.xattrs = user_xattrs(fd.get(), what);
     if (n.type == NodeType::regular) {
@@ -121,7 +122,8 @@ Fd open_dir(int parent, const std::string& name) {
 
 class Collector {
 public:
-    Collector(std::int64_t fence, dev_t host_dev) : fence_(fence), host_dev_(host_dev) {}
+    Collector(std::int64_t fence, dev_t host_dev, const IdTranslation* live_ids)
+        : fence_(fence), host_dev_(host_dev), live_ids_(live_ids) {}
     std::vector<Change> changes;
 
     // Both sides of directory `rel` (host_fd -1: the host has none, or the
@@ -140,6 +142,7 @@ public:
 private:
     std::int64_t fence_;
     dev_t host_dev_;
+    const IdTranslation* live_ids_;
 
     static std::string join(const std::string& rel, const std::string& name) { return rel.empty() ? name : rel + "/" + name; }
 
@@ -162,7 +165,13 @@ private:
     void entry(int upper_fd, int host_fd, const std::string& name, const std::string& rel, int depth) {
         struct stat ust {};
         auto after = read_node(upper_fd, name, rel, &ust);
+        // Gone since the listing: a live layer's agent removed it meanwhile.
+        if (!after) return;
         if (is_whiteout(ust)) return host_deleted(host_fd, name, rel, depth);
+        if (live_ids_) {
+            if (after->uid == live_ids_->agent_uid) after->uid = live_ids_->owner_uid;
+            if (after->gid == live_ids_->agent_gid) after->gid = live_ids_->owner_gid;
+        }
         struct stat hst {};
         auto before = read_node(host_fd, name, rel, &hst);
         if (after->type != NodeType::directory) {
@@ -187,14 +196,14 @@ private:
 }  // namespace
 
 std::vector<Change> collect_changes(const std::string& upper_dir, const std::string& workspace_dir,
-                                    std::int64_t fence_ns) {
+                                    std::int64_t fence_ns, const IdTranslation* live_ids) {
     Fd upper(open(upper_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!upper.valid()) throw SysError("open", upper_dir, errno);
     Fd host(open(workspace_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!host.valid()) throw SysError("open", workspace_dir, errno);
     struct stat hst {};
     if (fstat(host.get(), &hst) != 0) throw SysError("fstat", workspace_dir, errno);
-    Collector c(fence_ns, hst.st_dev);
+    Collector c(fence_ns, hst.st_dev, live_ids);
     c.walk(upper.get(), host.get(), "", false, 0);
     std::sort(c.changes.begin(), c.changes.end(), [](const Change& a, const Change& b) { return a.path < b.path; });
     return c.changes;

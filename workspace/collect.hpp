@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "workspace/change.hpp"
+#include "workspace/review_upper.hpp"
 
 namespace corral::workspace {
 
@@ -22,8 +23,11 @@ namespace corral::workspace {
 // following any link and without crossing a mount. Must run as root (the
 // layer's trusted.* xattrs and files of any mode). Throws SysError naming the
 // call and path.
+// `live_ids`: the layer is a running box's (its tmpfs, not the copy made
+// after it), whose entries carry the agent's IDs: read as DIR's owner's, as
+// the copy has them.
 std::vector<Change> collect_changes(const std::string& upper_dir, const std::string& workspace_dir,
-                                    std::int64_t fence_ns);
+                                    std::int64_t fence_ns, const IdTranslation* live_ids = nullptr);
 
 // The SHA-256 of everything `fd` reads from its start (streamed: no more than
 // a buffer in memory, whatever the size).

@@ -17,12 +17,14 @@ std::string upper_dir(const std::string& run_dir) { return review_dir(run_dir) +
 // syncs cost a run ~25 ms here, and what a crash can lose is the record of
 // a review whose upper layer (never synced either) would be gone as well.
 void write_review_record(const std::string& run_dir, const ReviewRecord& r) {
-    const nlohmann::json j = {
+    nlohmann::json j = {
         {"workspace", r.workspace}, {"owner_uid", r.owner_uid}, {"owner_gid", r.owner_gid},
         {"agent_uid", r.agent_uid}, {"agent_gid", r.agent_gid}, {"fence_ns", r.fence_ns},
         {"upper_size_bytes", r.upper_size_bytes}, {"state", r.state}, {"error", r.error},
         {"applied", r.applied}, {"applied_digest", r.applied_digest},
     };
+    if (r.live_pid != 0)
+        j["live"] = {{"pid", r.live_pid}, {"start_ticks", r.live_start_ticks}, {"boot_id", r.live_boot_id}, {"fd", r.live_fd}};
     write_file_atomically({review_dir(run_dir), kReviewRecordName, 0600, Durability::visible}, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
@@ -44,6 +46,13 @@ ReviewRecord read_review_record(const std::string& run_dir) {
         r.error = j.value("error", "");
         r.applied = j.value("applied", std::vector<std::string>{});
         r.applied_digest = j.value("applied_digest", "");
+        if (j.contains("live")) {
+            const auto& live = j.at("live");
+            r.live_pid = live.at("pid").get<pid_t>();
+            r.live_start_ticks = live.at("start_ticks").get<std::uint64_t>();
+            r.live_boot_id = live.at("boot_id").get<std::string>();
+            r.live_fd = live.at("fd").get<int>();
+        }
         return r;
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(path + ": not a review record: " + e.what());

@@ -35,6 +35,13 @@ struct ReviewRecord {
     std::string error;
     std::vector<std::string> applied;    // the paths `corral apply` wrote, in order
     std::string applied_digest;          // the digest of the diff they came from
+    // While the box runs: the supervisor that holds the layer's tmpfs and
+    // the fd it holds it by, so `corral diff` can read the changes so far
+    // (/proc/PID/fd/N, never written). live_pid 0: none (not started, or ended).
+    pid_t live_pid = 0;
+    std::uint64_t live_start_ticks = 0;  // the supervisor's start (a reused PID is not it)
+    std::string live_boot_id;
+    int live_fd = -1;
 };
 
 std::string review_dir(const std::string& run_dir);

@@ -513,3 +513,21 @@ TEST_CASE("agent = \"none\": an egress-only worker, no agent warnings; other unk
     engine.org("[engine]\nagent = \"none\"\n");
     CHECK(has_line(errors_of(engine), engine.file("org.toml") + ":2: key 'engine.agent': got \"none\", allowed: pi | claude | codex"));
 }
+
+TEST_CASE("review = true: the worker's --workspace is reviewed; absent it is not; anything but a boolean is refused") {
+    OrgDir d;
+    d.org("");
+    d.worker("careful", "review = true\n");
+    d.worker("trusted", "review = false\n");
+    d.worker("plain", "");
+    auto c = config::check_org(d.str());
+    REQUIRE(c.errors.empty());
+    CHECK(config::resolve_worker(c.org, "careful").review);
+    CHECK_FALSE(config::resolve_worker(c.org, "trusted").review);
+    CHECK_FALSE(config::resolve_worker(c.org, "plain").review);
+
+    OrgDir bad;
+    bad.org("");
+    bad.worker("w", "review = \"yes\"\n");
+    CHECK(has_line(errors_of(bad), bad.file("workers/w/worker.toml") + ":1: key 'review': got a string, expected a boolean"));
+}

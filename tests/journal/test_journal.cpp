@@ -240,6 +240,51 @@ TEST_CASE("a truncated tail at a line boundary is incomplete, and a recovered re
     CHECK(diff[0].find("lost") != std::string::npos);
 }
 
+TEST_CASE("after the terminal record: a workspace's apply and discard records, on an ended journal only, and nothing else") {
+    TempDir dir;
+    SigningKey key = SigningKey::generate();
+    const std::string path = dir.path() + "/journal.jsonl";
+    auto lines = lines_of(write_run_journal(path, key));
+    {
+        JournalWriter w = JournalWriter::reopen_ended(path, key);
+        w.append(kTypeWorkspaceApply, {{"applied", {"a.txt"}}, {"diff_digest", "sha256:00"}, {"by", {{"uid", 0}}}},
+                 Commit::durable);
+        // The run has ended: the writer takes no other record, terminal or not.
+        CHECK_THROWS_WITH(w.append(kTypeDecision, decision(kLedgerLines[0]), Commit::durable),
+                          doctest::Contains("no decision record may follow it"));
+        CHECK_THROWS_WITH(w.append(kTypeTerminal, {{"id", "r1"}}, Commit::durable),
+                          doctest::Contains("no terminal record may follow it"));
+        w.append(kTypeWorkspaceDiscard, {{"diff_digest", nullptr}, {"changes", 0}}, Commit::durable);
+    }
+    Verdict v = verify_journal(read_file(path), key.public_key());
+    CHECK(v.status == Status::valid);
+    CHECK(v.good_records == 6);
+    CHECK(v.after_end == 2);
+    CHECK(v.terminal["type"] == "terminal");  // what run.json is compared with stays the run's end
+    CHECK(compare_run_json(v, json{{"id", "r1"}, {"argv", {"/bin/true"}}, {"exit_code", 0}, {"outcome", "ok"},
+                                   {"status", 0}})
+              .empty());
+    // Any other type after the terminal record, validly signed and chained, is still invalid.
+    {
+        Verdict at = verify_journal(read_file(path), key.public_key());
+        Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND));
+        JournalWriter forger(std::move(fd), path, key, at.end, WriterOptions{});
+        forger.append(kTypeDecision, decision(kLedgerLines[0]), Commit::durable);
+    }
+    v = verify_journal(read_file(path), key.public_key());
+    CHECK(v.status == Status::invalid);
+    CHECK(v.line == 7);
+    CHECK(v.reason.find("after the terminal record") != std::string::npos);
+    // Not on a journal that has not ended (a run still going), nor an invalid one.
+    lines.pop_back();
+    const std::string running = dir.path() + "/running.jsonl";
+    {
+        std::ofstream(running) << join(lines);
+    }
+    CHECK_THROWS_WITH(JournalWriter::reopen_ended(running, key), doctest::Contains("no terminal record yet"));
+    CHECK_THROWS_WITH(JournalWriter::reopen_ended(path, key), doctest::Contains("not appending to an invalid journal"));
+}
+
 TEST_CASE("a torn last line (a writer killed inside its write): recovered cuts it and keeps its digest") {
     TempDir dir;
     SigningKey key = SigningKey::generate();

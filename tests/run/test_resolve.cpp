@@ -206,6 +206,26 @@ TEST_CASE("a workspace may not reach the run's dirs, the gateway's CA or the org
     CHECK(plan.spec.rootfs.workspace == "/ws");
 }
 
+TEST_CASE("a worker's review = true reviews its --workspace as --review does, in a run or a session") {
+    auto in = worker_inputs();
+    const std::vector<std::string> base = {"--config", "/etc/corral/org", "--worker", "w", "--workspace", "/ws"};
+    auto args = [&](std::vector<std::string> more) {
+        auto all = base;
+        all.insert(all.end(), more.begin(), more.end());
+        return all;
+    };
+    CHECK_FALSE(run::resolve_run(parse_run_args(args({"--", "true"})), in).spec.rootfs.review);
+    CHECK(run::resolve_run(parse_run_args(args({"--review", "--", "true"})), in).spec.rootfs.review);
+    in.worker->review = true;
+    CHECK(run::resolve_run(parse_run_args(args({"--", "true"})), in).spec.rootfs.review);
+    // Nothing to review without a workspace.
+    CHECK_FALSE(run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), in)
+                    .spec.rootfs.review);
+    auto session = parse_run_args(args({"--", "true"}));
+    session.session = true;
+    CHECK(run::resolve_run(session, in).spec.rootfs.review);
+}
+
 TEST_CASE("the record states what is enforced once resolved, what was asked before") {
     auto request = parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--pids", "9", "--", "true"});
     supervisor::RunRecord early;

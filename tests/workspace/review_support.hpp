@@ -4,9 +4,13 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -84,6 +88,44 @@ inline std::string digest_of(const std::string& diff_out) {
     std::string d = diff_out.substr(at + 8);
     while (!d.empty() && d.back() == '\n') d.pop_back();
     return d;
+}
+
+// How much memory a command may peak at while it streams a 1 GiB file: an
+// eighth of it, room for a sanitizer build's shadow and allocator.
+inline constexpr long kStreamedMaxRssKib = 128 * 1024;
+
+// A command run to its end, its output dropped: its exit status and the peak
+// resident set (KiB) of it and of the children it waited for (wait4's
+// rusage; the kernel keeps the largest of them).
+struct Peak {
+    int exit_code = -1;
+    long max_rss_kib = 0;
+};
+inline Peak run_measuring_memory(std::vector<std::string> argv) {
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const int null = open("/dev/null", O_WRONLY);
+        if (null < 0 || dup2(null, STDOUT_FILENO) < 0) _exit(126);
+        execv(args[0], args.data());
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    REQUIRE(wait4(pid, &status, 0, &usage) == pid);
+    return Peak{WIFEXITED(status) ? WEXITSTATUS(status) : -1, usage.ru_maxrss};
+}
+
+// Record `n` of the run's journal (negative: from the end, -1 the last).
+inline nlohmann::json journal_record(const std::string& run_dir, int n) {
+    const auto all = lines(sandbox::read_file(run_dir + "/journal.jsonl"));
+    const long at = n < 0 ? static_cast<long>(all.size()) + n : n;
+    REQUIRE(at >= 0);
+    REQUIRE(at < static_cast<long>(all.size()));
+    return nlohmann::json::parse(all[static_cast<std::size_t>(at)]);
 }
 
 inline bool has_line(const std::string& text, const std::string& line) {

@@ -82,6 +82,23 @@ TEST_CASE("a reviewed run leaves DIR untouched; diff lists every change; apply e
     CHECK(applied.exit_code == 0);
     CHECK(has_line(applied.out, "applied a.txt"));
     CHECK(has_line(applied.out, "applied del.txt"));
+    // The apply is in the run's journal, after its terminal record: what,
+    // from which diff, by whom, as whom; and the journal still verifies.
+    const nlohmann::json last = journal_record(run.run_dir, -1);
+    CHECK(last["type"] == "workspace_apply");
+    CHECK(journal_record(run.run_dir, -2)["type"] == "terminal");
+    CHECK(last["payload"]["diff_digest"] == digest);
+    CHECK(last["payload"]["expect"] == digest);
+    CHECK(last["payload"]["by"]["uid"] == getuid());
+    CHECK(last["payload"]["written_as"]["uid"] == kOwnerUid);
+    CHECK(last["payload"]["refused"].empty());
+    const nlohmann::json& paths = last["payload"]["applied"];
+    CHECK(std::find(paths.begin(), paths.end(), nlohmann::json("a.txt")) != paths.end());
+    CHECK(std::find(paths.begin(), paths.end(), nlohmann::json("del.txt")) != paths.end());
+    const Result verified = corral_cmd({"journal", "verify", run.run_dir});
+    INFO(verified.out << verified.err);
+    CHECK(verified.exit_code == 0);
+    CHECK(verified.out.find("then 1 record of its workspace's review") != std::string::npos);
 
     must_run({"sh", "-c", std::string("cd '") + direct + "' && " + kEdits});
     must_run({"chown", "-R", std::to_string(kOwnerUid) + ":" + std::to_string(kOwnerGid), direct});
@@ -103,9 +120,16 @@ TEST_CASE("discard drops the changes and DIR stays as it was") {
     auto run = corral_sh("echo START; echo x >> a.txt; rm del.txt; echo DONE", review_args(ws));
     INFO(transcript(run.result));
     require_ran(run);
+    const std::string digest = digest_of(must_run({corral_bin(), "diff", run.run_dir}).out);
     const Result discarded = corral_cmd({"discard", run.run_dir});
     INFO(discarded.out << discarded.err);
     CHECK(discarded.exit_code == 0);
+    const nlohmann::json last = journal_record(run.run_dir, -1);
+    CHECK(last["type"] == "workspace_discard");
+    CHECK(last["payload"]["diff_digest"] == digest);
+    CHECK(last["payload"]["changes"] == 2);
+    CHECK(last["payload"]["by"]["uid"] == getuid());
+    CHECK(corral_cmd({"journal", "verify", run.run_dir}).exit_code == 0);
     CHECK(tree_manifest(ws) == manifest_before);
     CHECK_FALSE(std::filesystem::exists(run.run_dir + "/workspace/upper"));
     const Result diff = corral_cmd({"diff", run.run_dir});
@@ -191,6 +215,33 @@ TEST_CASE("a full upper layer is ENOSPC in the box and said after the run") {
     CHECK(field(run.result.out, "dd-rc") != "0");
     CHECK(run.result.err.find("upper layer is full") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(ws + "/big"));
+}
+
+TEST_CASE("a 1 GiB file: diff digests it and apply writes it, neither holding it in memory") {
+    const std::string ws = make_repo("review-big", {{"a.txt", "one\n"}});
+    // Sparse in the box's tmpfs (the layer's cap counts written blocks only),
+    // yet 1 GiB of bytes to everything that reads it: the copy-out, the
+    // digests, the apply's copy.
+    auto run = corral_sh("echo START; dd if=/dev/zero of=big.bin bs=1 count=0 seek=1073741823 2>/dev/null; "
+                         "printf x >> big.bin; echo DONE",
+                         review_args(ws));
+    INFO(transcript(run.result));
+    require_ran(run);
+    const Peak diff = run_measuring_memory({corral_bin(), "diff", run.run_dir});
+    CHECK(diff.exit_code == 0);
+    const Peak applied = run_measuring_memory({corral_bin(), "apply", run.run_dir});
+    CHECK(applied.exit_code == 0);
+    // Each command and the children it waited for (the apply's writer, git)
+    // peaked far below the file's size: it was streamed, never held.
+    CHECK(diff.max_rss_kib < kStreamedMaxRssKib);
+    CHECK(applied.max_rss_kib < kStreamedMaxRssKib);
+    struct stat st {};
+    REQUIRE(stat((ws + "/big.bin").c_str(), &st) == 0);
+    CHECK(st.st_size == 1ll << 30);
+    CHECK(st.st_uid == kOwnerUid);
+    CHECK(journal_record(run.run_dir, -1)["payload"]["applied"] == nlohmann::json::array({"big.bin"}));
+    std::filesystem::remove(ws + "/big.bin");
+    std::filesystem::remove_all(run.run_dir + "/workspace/upper");
 }
 
 }  // namespace

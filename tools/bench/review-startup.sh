@@ -4,19 +4,22 @@
 # --review on a workspace of N files (default 50 000, in 500 directories,
 # owned by an unprivileged user), alternately in one hyperfine session (-N,
 # 3 warm-ups, RUNS runs each, default 20); then one review run that changes
-# 100 files, `corral diff` of it, and `corral apply` of it against `cp` of the
-# same 100 files (each the median of 5). Root only.
+# 100 files and `corral diff` of it (median of 5); then APPLIES (default 7)
+# review runs that change 100 files each, and for each, `cp --parents` of
+# those 100 files out of its upper layer and `corral apply` of it (journal
+# record included): both medians and their ratio. Root only.
 #
-#   tools/bench/review-startup.sh [-n RUNS] [-f FILES] [-w WORK_DIR] [CORRAL]
+#   tools/bench/review-startup.sh [-n RUNS] [-f FILES] [-a APPLIES] [-w WORK_DIR] [CORRAL]
 set -eu
 
-runs=20 files=50000 work=/var/tmp/corral-bench-review
-while getopts n:f:w: o; do
+runs=20 files=50000 applies=7 work=/var/tmp/corral-bench-review
+while getopts n:f:a:w: o; do
     case $o in
         n) runs=$OPTARG ;;
         f) files=$OPTARG ;;
+        a) applies=$OPTARG ;;
         w) work=$OPTARG ;;
-        *) echo "usage: $0 [-n RUNS] [-f FILES] [-w WORK_DIR] [CORRAL]" >&2; exit 2 ;;
+        *) echo "usage: $0 [-n RUNS] [-f FILES] [-a APPLIES] [-w WORK_DIR] [CORRAL]" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -60,10 +63,33 @@ print("%.1f" % (sorted(t)[2]*1000))' "$@"; }
     sh -c 'for i in $(seq 0 99); do echo changed >> d$(printf %03d $i)/f$(printf %05d $i).txt; done' 2>/dev/null
 echo "diff of 100 changed files: $(ms "$corral" diff "$work/run") ms (median of 5)"
 echo "diff --stat of them: $(ms "$corral" diff --stat "$work/run") ms (median of 5)"
-mkdir -p "$work/cp"
-list=$(cd "$work/run/workspace/upper" && find . -type f)
-echo "cp of the same 100 files: $(ms sh -c "cd $work/run/workspace/upper && cp --parents $(echo $list) $work/cp") ms (median of 5)"
-# apply once for real (a second apply would find nothing to do)
-start=$(date +%s%N)
-"$corral" apply "$work/run" >/dev/null
-echo "apply of them: $(( ($(date +%s%N) - start) / 1000000 )) ms (one run)"
+# apply against cp of the same 100 files, alternately, APPLIES times: each
+# apply needs a review run of its own (a file changed on the host since its
+# run's fence, as the last apply's are, is a conflict), and each cp copies
+# that run's 100 files out of its upper layer into a fresh directory.
+python3 - "$corral" "$state" "$work" "$applies" <<'PY'
+import os, statistics, subprocess, sys, time
+corral, state, work, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+change = 'for i in $(seq 0 99); do echo changed >> d$(printf %03d $i)/f$(printf %05d $i).txt; done'
+applies, cps = [], []
+def timed(argv, **kw):
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, **kw)
+    return (time.perf_counter() - start) * 1000
+for n in range(k):
+    run = "%s/apply-run%d" % (work, n)
+    time.sleep(0.05)  # the last apply's writes well before this run's fence (workspace/change.hpp's margin)
+    subprocess.run([corral, "run", "--quiet", "--state-dir", state, "--run-dir", run, "--workspace", work + "/ws",
+                    "--review", "--", "sh", "-c", change], check=True, stderr=subprocess.DEVNULL)
+    upper = run + "/workspace/upper"
+    files = sorted(os.path.relpath(os.path.join(d, f), upper) for d, _, fs in os.walk(upper) for f in fs)
+    assert len(files) == 100, len(files)
+    dest = "%s/cp%d" % (work, n)
+    os.mkdir(dest)
+    cps.append(timed(["cp", "--parents"] + files + [dest], cwd=upper))
+    applies.append(timed([corral, "apply", "--state-dir", state, run]))
+a, c = statistics.median(applies), statistics.median(cps)
+print("apply of 100 changed files: median %.1f ms (%s)" % (a, " ".join("%.1f" % x for x in applies)))
+print("cp of the same 100 files:   median %.1f ms (%s)" % (c, " ".join("%.1f" % x for x in cps)))
+print("apply / cp: %.2fx (issue 31's target: at most 1.5x); load %s" % (a / c, " ".join(open("/proc/loadavg").read().split()[:3])))
+PY
