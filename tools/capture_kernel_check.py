@@ -17,8 +17,9 @@ import tempfile
 import threading
 import time
 
-V4_RANGE, V6_RANGE = "198.18.0.0/15", "fd00:c0de::/64"
-V4_FAKE, V6_FAKE = "198.18.3.4", "fd00:c0de::3:4"
+# The ranges of capture/synthetic_addresses.hpp.
+V4_RANGE, V6_RANGE = "198.18.0.0/15", "fd63:6f72:7261:6c00::/64"
+V4_FAKE, V6_FAKE = "198.18.3.4", "fd63:6f72:7261:6c00::c612:304"
 OUTSIDE = "192.0.2.1"  # TEST-NET-1: documentation only, and unroutable here anyway
 failed = []
 
@@ -105,12 +106,12 @@ def v6_one_address():
         if freebind:
             s.setsockopt(socket.IPPROTO_IPV6, 78, 1)  # IPV6_FREEBIND (not in Python 3.11's socket module)
         try:
-            s.bind(("fd00:c0de::5", 8443))
+            s.bind(("fd63:6f72:7261:6c00::5", 8443))
             s.listen(8)
-            got = captured_local_address(s, socket.AF_INET6, "fd00:c0de::5", 8443)
-            detail = "bind [fd00:c0de::5]:8443%s ok, accepted at %s" % (" with IPV6_FREEBIND" if freebind else "", got)
+            got = captured_local_address(s, socket.AF_INET6, "fd63:6f72:7261:6c00::5", 8443)
+            detail = "bind [fd63:6f72:7261:6c00::5]:8443%s ok, accepted at %s" % (" with IPV6_FREEBIND" if freebind else "", got)
         except OSError as err:
-            detail = "bind [fd00:c0de::5]:8443%s -> %s" % (" with IPV6_FREEBIND" if freebind else "", errno.errorcode[err.errno])
+            detail = "bind [fd63:6f72:7261:6c00::5]:8443%s -> %s" % (" with IPV6_FREEBIND" if freebind else "", errno.errorcode[err.errno])
         finally:
             s.close()
         print("      " + detail)
@@ -134,8 +135,8 @@ def tcp_checks():
     took = (time.monotonic() - start) * 1000
     check("fake IP, port without listener", e == errno.ECONNREFUSED,
           "connect %s:9999 -> %s in %.2f ms" % (V4_FAKE, errno.errorcode.get(e, str(e)), took))
-    e = connect_errno(socket.AF_INET6, "fd00:c0de::9", 9999)
-    check("v6 fake IP, port without listener", e == errno.ECONNREFUSED, "connect [fd00:c0de::9]:9999 -> " + errno.errorcode.get(e, str(e)))
+    e = connect_errno(socket.AF_INET6, "fd63:6f72:7261:6c00::9", 9999)
+    check("v6 fake IP, port without listener", e == errno.ECONNREFUSED, "connect [fd63:6f72:7261:6c00::9]:9999 -> " + errno.errorcode.get(e, str(e)))
     e = connect_errno(socket.AF_INET, OUTSIDE, 443)
     check("raw IP outside the range", e == errno.ENETUNREACH, "connect %s:443 -> %s" % (OUTSIDE, errno.errorcode.get(e, str(e))))
     e = connect_errno(socket.AF_INET6, "2001:db8::1", 443)
