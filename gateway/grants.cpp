@@ -1,5 +1,7 @@
 #include "gateway/grants.hpp"
 
+#include <algorithm>
+
 #include "gateway/address_class.hpp"
 
 namespace corral::gateway {
@@ -19,6 +21,13 @@ int hex_value(char c) {
     return -1;
 }
 
+// 0 when grant `g` does not let `id` reach `host` on its port; otherwise
+// the host pattern's score (an exact grant beats any wildcard).
+std::size_t grant_score(const config::Grant& g, const Identity& id, const HostName& host) {
+    if (!identity_in_scope(g, id)) return 0;
+    return g.host.match_score(host);
+}
+
 }  // namespace
 
 const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
@@ -26,14 +35,23 @@ const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity
     const config::Grant* best = nullptr;
     std::size_t best_score = 0;
     for (const auto& g : cfg.grants) {
-        if (g.port != port || !identity_in_scope(g, id)) continue;
-        std::size_t score = g.host.match_score(host);
+        if (g.port != port) continue;
+        std::size_t score = grant_score(g, id, host);
         if (score > best_score) {
             best = &g;
             best_score = score;
         }
     }
     return best;
+}
+
+std::vector<std::uint16_t> granted_ports(const config::GatewayConfig& cfg, const Identity& id, const HostName& host) {
+    std::vector<std::uint16_t> ports;
+    for (const auto& g : cfg.grants)
+        if (grant_score(g, id, host) != 0) ports.push_back(g.port);
+    std::sort(ports.begin(), ports.end());
+    ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    return ports;
 }
 
 config::Grant asked_grant(const HostName& host, std::uint16_t port) {

@@ -38,6 +38,14 @@ namespace corral::gateway {
 const config::Grant* find_grant(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
                                 std::uint16_t port);
 
+// The ports on which find_grant finds a grant for `id` and `host` (its rule,
+// on every port), ascending, each once; empty when none. Transparent capture
+// (docs/capture.md) asks it twice: its DNS stub gives a synthetic address
+// only to a name with a port here, and a run holds captured listeners on
+// exactly these ports, so DNS, the listeners and the gateway's CONNECT check
+// read one rule.
+std::vector<std::uint16_t> granted_ports(const config::GatewayConfig& cfg, const Identity& id, const HostName& host);
+
 // Under `corral run --ask` (GatewaySettings::ask_unlisted): the grant a
 // host:port no grant names gets, which asks a person first. A tunnel (the
 // gateway injects nothing and sees no plaintext), for this exact host and

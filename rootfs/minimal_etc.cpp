@@ -1,5 +1,7 @@
 #include "rootfs/minimal_etc.hpp"
 
+#include "names/box_hosts.hpp"
+
 namespace corral::rootfs {
 
 std::string agent_home(const RootfsSpec& spec) { return "/home/" + spec.agent_name; }
@@ -22,14 +24,7 @@ std::string group_file(const RootfsSpec& spec) {
     return "root:x:0:\n" + agent_group_line(spec) + "nogroup:x:65534:\n";
 }
 
-std::string hosts_file(const RootfsSpec& spec) {
-    std::string text =
-        "127.0.0.1\tlocalhost\n"
-        "::1\tlocalhost ip6-localhost ip6-loopback\n";
-    // The box's own name resolves without DNS (hostname -f, some runtimes look it up at start).
-    if (!spec.hostname.empty()) text += "127.0.1.1\t" + spec.hostname + "\n";
-    return text;
-}
+std::string hosts_file(const RootfsSpec& spec) { return names::box_hosts_text(spec.hostname); }
 
 std::string resolv_conf() {
     // Only lo exists in the box and nothing listens on port 53, so a lookup is

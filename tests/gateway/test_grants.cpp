@@ -50,6 +50,25 @@ TEST_CASE("exact grants match the normalised host and the port only") {
     CHECK(find_grant(cfg, worker_a, host("evilapi.anthropic.com"), 443) == nullptr);
 }
 
+TEST_CASE("granted_ports: every port find_grant finds a grant on, ascending, once each") {
+    config::GatewayConfig cfg;
+    cfg.grants.push_back(grant("*.example.com", 8443));
+    cfg.grants.push_back(grant("api.example.com", 443));
+    cfg.grants.push_back(grant("api.example.com", 80));
+    cfg.grants.push_back(grant("*.example.com", 443));
+    auto other = grant("api.example.com", 9000);
+    other.identities = {"worker-b"};
+    cfg.grants.push_back(other);
+    CHECK(granted_ports(cfg, worker_a, host("API.Example.com.")) == std::vector<std::uint16_t>{80, 443, 8443});
+    CHECK(granted_ports(cfg, worker_a, host("x.example.com")) == std::vector<std::uint16_t>{443, 8443});
+    CHECK(granted_ports(cfg, worker_a, host("example.com")).empty());
+    CHECK(granted_ports(cfg, Identity{"worker-b", "run-1"}, host("api.example.com")) ==
+          std::vector<std::uint16_t>{80, 443, 8443, 9000});
+    for (std::uint16_t port : {80, 443, 8443, 9000, 22})
+        CHECK((find_grant(cfg, worker_a, host("api.example.com"), port) != nullptr) ==
+              (port == 80 || port == 443 || port == 8443));
+}
+
 TEST_CASE("wildcards match subdomains at any depth but never the apex or an IP") {
     config::GatewayConfig cfg;
     cfg.grants.push_back(grant("*.example.com"));
