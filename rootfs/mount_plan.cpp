@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -552,5 +553,19 @@ MountPlan take_proc_mounts(MountPlan& plan) {
     return p;
 }
 
+bool box_protects_path(std::string_view path) {
+    if (is_at_or_below(path, "/sys")) return true;
+    for (auto p : kProcReadOnly)
+        if (is_at_or_below(path, p)) return true;
+    for (auto p : kProcMaskedDirs)
+        if (is_at_or_below(path, p)) return true;
+    return std::find(kProcMaskedFiles.begin(), kProcMaskedFiles.end(), path) != kProcMaskedFiles.end();
+}
+
+std::optional<std::pair<unsigned, unsigned>> box_device_node(std::string_view path) {
+    for (const auto& d : kDeviceNodes)
+        if (path == "/dev/" + std::string(d.name)) return std::make_pair(d.major, d.minor);
+    return std::nullopt;
+}
 
 }  // namespace corral::rootfs

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/fd.hpp"
@@ -62,6 +64,16 @@ struct HostBind {
 // box's private tmpfs, is allowed). Throws UsageError naming
 // the option, the text and what is allowed.
 std::string check_bind_target(std::string_view option, const std::string& target);
+
+// Whether the box already hides `path` (a normalised absolute path) or shows
+// it read-only: /proc's masked and read-only entries (plan_proc) and
+// everything under /sys, which holds nothing but the box's own cgroups,
+// read-only. What an OCI config's maskedPaths and readonlyPaths ask for.
+bool box_protects_path(std::string_view path);
+
+// The character device corral makes at `path` in the box's /dev ("/dev/null":
+// 1, 3), or nullopt: the box's six nodes and no other.
+std::optional<std::pair<unsigned, unsigned>> box_device_node(std::string_view path);
 
 // One of the run's cgroup directories on the host (<hierarchy>/corral/<run-id>)
 // and where the box sees it below /sys/fs/cgroup: "" for the v2 hierarchy at
