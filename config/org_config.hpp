@@ -100,6 +100,7 @@ struct WorkerConfig {
     // review = true: a run's --workspace is reviewed, as with --review
     // (docs/workspace.md); the command line cannot turn it off.
     bool review = false;
+    std::optional<bool> capture;      // capture = true|false (docs/capture.md); unset = org.toml's
     SandboxLimits limits;
     std::vector<Grant> grants;        // scoped to this worker (identities = {name})
     std::map<std::string, std::string> env;
@@ -115,6 +116,7 @@ struct OrgConfig {
     std::string org_file;             // DIR/org.toml
     EngineSettings engine;
     names::RootfsSource rootfs;       // host (the default), image:NAME or an absolute directory
+    std::optional<bool> capture;      // capture = true|false: every worker's default (docs/capture.md)
     SandboxLimits limits;
     GatewayConfig gateway;            // [gateway], [credentials.NAME], [[grants]]
     BudgetConfig budget;              // [budget], [budget.worker]: every worker's defaults
@@ -157,6 +159,7 @@ struct ResolvedWorker {
     std::string chatgpt_account_id;
     names::RootfsSource rootfs;       // host, image:NAME or an absolute directory
     bool review = false;              // worker.toml's review: --workspace is reviewed
+    std::optional<bool> capture;      // worker.toml's capture, else org.toml's; unset: the run's default
     SandboxLimits limits;
     // The org grants that apply to this worker (identities empty or naming it)
     // followed by the worker's own. The grants the agent kind implies are added

@@ -74,6 +74,7 @@ ResolvedWorker resolve_worker(const OrgConfig& org, const std::string& name) {
     r.chatgpt_account_id = org.engine.chatgpt_account_id;
     r.rootfs = w.rootfs.value_or(org.rootfs);
     r.review = w.review;
+    r.capture = w.capture ? w.capture : org.capture;
     r.limits = overlay_limits(org.limits, w.limits);
     for (const auto& g : org.gateway.grants)
         if (grant_applies_to_worker(g, name)) r.grants.push_back(g);

@@ -234,12 +234,17 @@ toml::value with_default_listener(const toml::value& root) {
 
 }  // namespace
 
+// Transparent capture's switch (docs/capture.md), in org.toml and worker.toml.
+constexpr std::string_view kCaptureAllowed =
+    "a boolean (true: programs that ignore the proxy variables reach the granted hosts too; "
+    "false: only through the proxy; default: true when the run has grants)";
+
 CredentialNames check_org_document(const std::string& file, const toml::value& root, OrgConfig& org,
                                    std::vector<Diagnostic>& errors) {
     Checker c(file, errors);
     if (!root.is_table()) return CredentialNames{{}, false};
     c.unknown_keys(root, "",
-                   {"engine", "rootfs", "sandbox", "budget", "prices", "gateway", "credentials", "grants", "mcp"},
+                   {"engine", "rootfs", "capture", "sandbox", "budget", "prices", "gateway", "credentials", "grants", "mcp"},
                    Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(root)) {
         const toml::value& v = *vp;
@@ -258,6 +263,9 @@ CredentialNames check_org_document(const std::string& file, const toml::value& r
             }
         } else if (k == "rootfs") {
             if (auto r = rootfs_value(c, v, k, org.dir)) org.rootfs = *r;
+        } else if (k == "capture") {
+            if (v.is_boolean()) org.capture = v.as_boolean();
+            else c.wrong_type(v, k, std::string(kCaptureAllowed));
         } else if (k == "sandbox" && is_table(c, v, k)) {
             org.limits = sandbox_limits(c, v, "sandbox.");
         } else if (k == "budget") {
@@ -283,7 +291,7 @@ void check_worker_document(const std::string& file, const toml::value& root, con
     Checker c(file, errors);
     if (!root.is_table()) return;
     c.unknown_keys(root, "",
-                   {"agent", "model", "rootfs", "description", "review", "sandbox", "env", "grants", "channels",
+                   {"agent", "model", "rootfs", "description", "review", "capture", "sandbox", "env", "grants", "channels",
                     "budget", "prices", "mcp"},
                    Diagnostic::Form::unlisted_key);
     for (const auto& [k, vp] : in_file_order(root)) {
@@ -306,6 +314,9 @@ void check_worker_document(const std::string& file, const toml::value& root, con
         } else if (k == "review") {
             if (v.is_boolean()) w.review = v.as_boolean();
             else c.wrong_type(v, k, "a boolean (true: a --workspace is reviewed, as with --review)");
+        } else if (k == "capture") {
+            if (v.is_boolean()) w.capture = v.as_boolean();
+            else c.wrong_type(v, k, std::string(kCaptureAllowed));
         } else if (k == "sandbox" && is_table(c, v, k)) {
             w.limits = sandbox_limits(c, v, "sandbox.");
         } else if (k == "env" && is_table(c, v, k)) {

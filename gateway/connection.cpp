@@ -222,6 +222,7 @@ template awaitable<void> refuse(Conn&, ClientTls&, LedgerEntry, const Refusal&, 
 void record(Conn& c, LedgerEntry e) {
     e.identity = c.id_text;
     e.role = c.id.role;
+    e.captured = c.captured;
     if (!c.gw.ledger.append_batched(e)) return;
     asio::post(c.client_socket().get_executor(), [&ledger = c.gw.ledger] {
         if (ledger.flush()) log_ledger_unwritable(ledger.failure());

@@ -70,6 +70,7 @@ struct Conn {
     std::unique_ptr<char[]> chunk;            // response body piece being relayed (inject/plain)
     std::string out;                          // the write being assembled for the client
     std::string scrubbed;                     // a response piece after the scrubber (inject grants)
+    bool captured = false;                    // a captured connection (docs/capture.md): its lines say so
     std::unique_ptr<config::Grant> asked_grant;  // --ask: the grant an unlisted host got (Target::grant points here)
 
     ClientSocket& client_socket() { return client_tls ? client_tls->next_layer() : client; }

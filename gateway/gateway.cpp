@@ -317,6 +317,22 @@ asio::awaitable<void> Gateway::serve_mcp(asio::generic::stream_protocol::socket 
     }
 }
 
+asio::awaitable<void> Gateway::serve_captured(asio::ip::tcp::socket s, Identity id, std::optional<Authority> target) {
+    auto g = as_generic(std::move(s));
+    try {
+        if (runs_on_one_thread(g.get_executor())) {
+            co_await serve_captured_connection(*internals_, std::move(g), std::move(id), std::move(target));
+        } else {
+            auto strand = asio::make_strand(g.get_executor());
+            co_await asio::co_spawn(
+                strand, serve_captured_connection(*internals_, std::move(g), std::move(id), std::move(target)),
+                asio::use_awaitable);
+        }
+    } catch (const std::exception& e) {
+        log::debug(std::string("gateway captured connection ended: ") + e.what());
+    }
+}
+
 asio::awaitable<void> Gateway::serve(asio::ip::tcp::socket s, Identity id) {
     co_await serve(as_generic(std::move(s)), std::move(id));
 }

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,14 @@ public:
     boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::local::stream_protocol::socket s, Identity id);
     boost::asio::awaitable<void> serve(boost::asio::generic::stream_protocol::socket s, Identity id);
+
+    // Serves one captured connection (docs/capture.md): accepted by a run's
+    // captured listener in the box, `target` the name and port its local
+    // address stands for (nullopt: none; refused and recorded). Served as a
+    // CONNECT to that name:port, after its first bytes are checked; every
+    // ledger line it makes says "captured": true. Never throws.
+    boost::asio::awaitable<void> serve_captured(boost::asio::ip::tcp::socket s, Identity id,
+                                                std::optional<Authority> target);
 
     // Serves one accepted connection to the MCP endpoint of a worker's
     // remote MCP servers (gateway/mcp_endpoint.hpp): POST /mcp/NAME, plain

@@ -139,6 +139,11 @@ private:
 // The connection handlers (gateway/first_request.cpp).
 boost::asio::awaitable<void> serve_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                               Identity id);
+// A captured connection (gateway/captured.cpp): `target` is the name and port
+// its local address stands for, nullopt when none (refused, recorded).
+boost::asio::awaitable<void> serve_captured_connection(Gateway::Internals& gw,
+                                                       boost::asio::generic::stream_protocol::socket s, Identity id,
+                                                       std::optional<Authority> target);
 // The MCP endpoint's handler (gateway/mcp_exchange.cpp).
 boost::asio::awaitable<void> serve_mcp_connection(Gateway::Internals& gw, boost::asio::generic::stream_protocol::socket s,
                                                   Identity id, std::shared_ptr<McpTools> tools);

@@ -106,6 +106,10 @@ struct LedgerEntry {
     std::uint64_t bytes_down = 0;// upstream → client payload bytes
     std::uint64_t duration_ms = 0;
     std::string credential;      // credential NAME injected ("" = none); never its value
+    // Transparent capture: the box's program did not use the proxy; its
+    // connection to a synthetic address (or its DNS query) was captured
+    // (docs/capture.md). Written as "captured":true, after credential.
+    bool captured = false;
     // Only on the ledger's refusal-cap lines: the identity's refusals counted
     // so far, written lines and suppressed ones together (0 = no such key).
     std::uint64_t refusals = 0;

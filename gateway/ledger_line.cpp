@@ -267,6 +267,7 @@ std::optional<std::string> format_plain(const LedgerEntry& e, const std::vector<
     o.number("bytes_down", e.bytes_down);
     o.number("duration_ms", e.duration_ms);
     o.string("credential", e.credential);
+    if (e.captured) o.raw("captured", "true");
     if (e.refusals != 0) o.number("refusals", e.refusals);
     if (e.matches != 0) {
         o.string("form", e.form);
@@ -372,6 +373,7 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
         j["bytes_down"] = e.bytes_down;
         j["duration_ms"] = e.duration_ms;
         j["credential"] = redact(e.credential, secrets);
+        if (e.captured) j["captured"] = true;
         if (e.refusals != 0) j["refusals"] = e.refusals;
         if (e.matches != 0) {
             j["form"] = redact(e.form, secrets);

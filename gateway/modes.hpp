@@ -16,7 +16,8 @@
 namespace corral::gateway {
 
 // CONNECT to a tunnel grant: connect first (so a failure is a 502), answer
-// 200, then relay blindly until both sides are done.
+// 200 (not on a captured connection, which sent no CONNECT), then relay
+// blindly until both sides are done, c.buf's bytes first.
 boost::asio::awaitable<void> serve_tunnel(std::shared_ptr<Conn> cp, Target t, Clock::time_point started);
 
 // An absolute-form http:// request to a tunnel grant: its body, one exchange

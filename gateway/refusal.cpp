@@ -29,6 +29,12 @@ constexpr RefusalRow kRows[] = {
     {reason::gateway_self, 403, Phase::upstream},
     {reason::sni_mismatch, 403, Phase::request},
     {reason::host_mismatch, 403, Phase::request},
+    {reason::first_flight, 403, Phase::request},
+    {reason::captured_unmapped, 0, Phase::record},
+    {reason::dns_malformed, 0, Phase::record},
+    {reason::dns_not_supported, 0, Phase::record},
+    {reason::synthetic_addresses_exhausted, 0, Phase::record},
+    {reason::dns_rate_limited, 0, Phase::record},
     {reason::cleartext_inject, 403, Phase::request},
     {reason::tcp_peer_not_root, 403, Phase::request},
     {reason::session_role_unknown, 403, Phase::request},
@@ -172,6 +178,11 @@ std::string what_would_allow(std::string_view code, std::string_view host, std::
     if (code == reason::gateway_self) return std::string(host) + " is the gateway itself";
     if (code == reason::sni_mismatch || code == reason::host_mismatch)
         return "the TLS name or Host header differs from the CONNECT host " + hp;
+    if (code == reason::first_flight)
+        return "a captured connection to " + hp + " sent neither a TLS ClientHello nor an HTTP request its grant takes";
+    if (code == reason::synthetic_addresses_exhausted)
+        return "the run's DNS stub gave out as many addresses (or captured listeners) as it may; names already given keep theirs";
+    if (code == reason::dns_rate_limited) return "the box asked its DNS stub more than it answers per second";
     if (code == reason::model_budget) return "the run's or worker's model budget does not cover it ([budget] in worker.toml; `corral budget show WORKER` with a daemon)";
     if (code == reason::model_policy) return "the grant's model policy ([grants.policy]) refuses what the request asked for";
     if (code == reason::ungoverned_route)

@@ -30,6 +30,23 @@ inline constexpr std::string_view numeric_host = "numeric_host";
 inline constexpr std::string_view gateway_self = "gateway_self";
 inline constexpr std::string_view sni_mismatch = "sni_mismatch";
 inline constexpr std::string_view host_mismatch = "host_mismatch";
+// Transparent capture (docs/capture.md): a captured connection's first bytes
+// are neither a TLS ClientHello nor an HTTP request, or not what its grant
+// takes (an inject grant takes TLS only); closed without an answer, since
+// the box's program speaks no proxy protocol to read one in.
+inline constexpr std::string_view first_flight = "first_flight";
+// A captured connection whose local address stands for no name (closed).
+inline constexpr std::string_view captured_unmapped = "captured_unmapped";
+// The box's DNS stub (status 0: answered in DNS, not HTTP): a malformed
+// query (FORMERR, or silence), an opcode or class it does not serve
+// (NOTIMP, REFUSED), a name past the run's synthetic address or captured
+// listener limit (REFUSED), queries past its rate (dropped unanswered).
+// Its NXDOMAIN for a name no grant covers is not_granted (bad_host,
+// numeric_host), the proxy's codes for the same verdicts.
+inline constexpr std::string_view dns_malformed = "dns_malformed";
+inline constexpr std::string_view dns_not_supported = "dns_not_supported";
+inline constexpr std::string_view synthetic_addresses_exhausted = "synthetic_addresses_exhausted";
+inline constexpr std::string_view dns_rate_limited = "dns_rate_limited";
 // An inject grant asked for over plain http:// (inject needs CONNECT and TLS).
 inline constexpr std::string_view cleartext_inject = "cleartext_inject";
 // The daemon's listen_tcp serves root's connections only; the peer's socket

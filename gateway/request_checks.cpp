@@ -81,6 +81,29 @@ ProxyRequest check_proxy_request(const Request& req) {
     return r;
 }
 
+std::variant<std::string, Refusal> check_captured_request(const Request& req, const Authority& target) {
+    const std::string named = target.host.text() + ":" + std::to_string(target.port);
+    if (is_never_forwarded(req.method_string()))
+        return Refusal{std::string(reason::unsupported_method), std::string(req.method_string()) + " is not forwarded"};
+    auto names_target = [&](std::string_view authority) {
+        auto a = split_authority(authority, target.port);
+        return a.authority && a.authority->host == target.host && a.authority->port == target.port;
+    };
+    std::string path(req.target());
+    if (!path.starts_with("/")) {
+        auto absolute = split_absolute_http(path);
+        if (!absolute) return Refusal{std::string(reason::bad_request), "expected an origin-form request target"};
+        if (!names_target(absolute->authority))
+            return Refusal{std::string(reason::host_mismatch), "the request's URL names another host than " + named};
+        path = std::move(absolute->path);
+    }
+    if (req.count(http::field::host) != 1)
+        return Refusal{std::string(reason::host_mismatch), "a captured request needs exactly one Host header"};
+    if (!names_target(req[http::field::host]))
+        return Refusal{std::string(reason::host_mismatch), "the Host header names another host than " + named};
+    return path;
+}
+
 std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant) {
     if (!connect && grant.mode == config::GrantMode::inject)
         return Refusal{std::string(reason::cleartext_inject),

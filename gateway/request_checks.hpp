@@ -57,6 +57,14 @@ ProxyRequest check_proxy_request(const Request& req);
 // request line was parsed): the target's authority and path.
 void name_refused_target(std::string_view target, std::string& host, std::string& path);
 
+// A captured connection's plain HTTP request (docs/capture.md "First
+// flight") to `target`, the name and port its address stands for: the
+// method is one forwarded, the request target origin-form ("/...", or an
+// absolute http:// URL naming `target`), exactly one Host naming the target's
+// host (its port, when given, the target's). The origin-form path, or the
+// refusal (host_mismatch, unsupported_method, bad_request).
+std::variant<std::string, Refusal> check_captured_request(const Request& req, const Authority& target);
+
 // The grant's mode fits the request: inject needs CONNECT and TLS.
 std::optional<Refusal> check_grant_mode(bool connect, const config::Grant& grant);
 

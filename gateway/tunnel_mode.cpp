@@ -24,8 +24,10 @@ awaitable<void> serve_tunnel(std::shared_ptr<Conn> cp, Target t, Clock::time_poi
     }
     static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
     c.arm(c.limits().idle_timeout);
-    if (auto [ec, n] = co_await asio::async_write(c.client, asio::buffer(kEstablished, sizeof kEstablished - 1), nothrow); ec)
-        co_return;
+    // A captured connection asked for no tunnel: its first bytes (in c.buf) are the upstream's.
+    if (!c.captured)
+        if (auto [ec, n] = co_await asio::async_write(c.client, asio::buffer(kEstablished, sizeof kEstablished - 1), nothrow); ec)
+            co_return;
     e.status = 200;
     if (c.buf.size()) {
         auto [ec, n] = co_await asio::async_write(up, c.buf.data(), nothrow);

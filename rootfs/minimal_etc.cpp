@@ -27,10 +27,13 @@ std::string group_file(const RootfsSpec& spec) {
 std::string hosts_file(const RootfsSpec& spec) { return names::box_hosts_text(spec.hostname); }
 
 std::string resolv_conf() {
-    // Only lo exists in the box and nothing listens on port 53, so a lookup is
-    // refused immediately instead of timing out. Names are resolved on the host
-    // side by corral's gateway, which clients reach through HTTPS_PROXY.
-    return "# corral: no DNS inside the sandbox; the gateway resolves names (HTTPS_PROXY).\n"
+    // Only lo exists in the box. With transparent capture (docs/capture.md)
+    // corral's DNS stub answers on 127.0.0.1:53 from outside the box: a
+    // granted name gets a synthetic address, any other NXDOMAIN at once.
+    // Without it nothing listens on port 53, so a lookup is refused
+    // immediately instead of timing out. Real names are resolved on the host
+    // side by corral's gateway either way.
+    return "# corral: 127.0.0.1:53 is corral's stub (granted names only), or nothing; the gateway resolves names.\n"
            "nameserver 127.0.0.1\n"
            "options timeout:1 attempts:1\n";
 }

@@ -42,8 +42,8 @@ namespace {
 
 // Runs in the box's namespace (helper thread). Returns an invalid Fd and
 // sets `err` / `call` on failure.
-Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
-    Fd s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+Fd listen_on(int family, std::uint16_t port, std::string& call, int& err, int type = SOCK_STREAM) {
+    Fd s(::socket(family, type | SOCK_CLOEXEC, 0));
     const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
     if (!s.valid()) {
         call = std::string("socket ") + where;
@@ -88,7 +88,7 @@ Fd listen_on(int family, std::uint16_t port, std::string& call, int& err) {
         err = errno;
         return {};
     }
-    if (::listen(s.get(), 128) != 0) {
+    if (type == SOCK_STREAM && ::listen(s.get(), 128) != 0) {
         call = std::string("listen ") + where;
         err = errno;
         return {};
@@ -103,9 +103,9 @@ struct ListenerPair {
     std::string call4, call6;
     int err4 = 0, err6 = 0;
 
-    void open(std::uint16_t port) {
-        ipv4 = listen_on(AF_INET, port, call4, err4);
-        ipv6 = listen_on(AF_INET6, port, call6, err6);
+    void open(std::uint16_t port, int type = SOCK_STREAM) {
+        ipv4 = listen_on(AF_INET, port, call4, err4, type);
+        ipv6 = listen_on(AF_INET6, port, call6, err6, type);
     }
     void check() const {
         if (!ipv4.valid()) throw SysError(call4, "in the sandbox's network namespace", err4);
@@ -119,9 +119,10 @@ struct ListenerPair {
 
 }  // namespace
 
-BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool with_socket_owners, std::uint16_t mcp_port) {
+BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool with_socket_owners, std::uint16_t mcp_port,
+                                      bool dns) {
     BridgeListeners out;
-    ListenerPair proxy, mcp;
+    ListenerPair proxy, mcp, stub;
     std::string diag_problem;
     // setns affects only the calling thread, and the sockets keep the
     // namespace they were made in. Done on this thread and switched back,
@@ -133,6 +134,7 @@ BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool wit
         throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", errno);
     proxy.open(port);
     if (mcp_port != 0) mcp.open(mcp_port);
+    if (dns) stub.open(dns_stub_port, SOCK_DGRAM);
     if (with_socket_owners) {
         try {
             out.sock_diag = gateway::open_sock_diag_socket();
@@ -149,10 +151,35 @@ BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port, bool wit
     proxy.check();
     if (!diag_problem.empty()) throw std::runtime_error(diag_problem + " (in the sandbox's network namespace)");
     if (mcp_port != 0) mcp.check();
+    if (dns) stub.check();
     out.ipv4 = std::move(proxy.ipv4);
+    out.dns_ipv4 = std::move(stub.ipv4);
+    out.dns_ipv6 = std::move(stub.ipv6);
     out.ipv6 = std::move(proxy.ipv6);
     out.mcp_ipv4 = std::move(mcp.ipv4);
     out.mcp_ipv6 = std::move(mcp.ipv6);
+    return out;
+}
+
+std::vector<Fd> BoxSockets::make(int family, int type, std::size_t count) {
+    std::lock_guard lock(mutex_);
+    std::vector<Fd> out;
+    Fd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!home.valid()) throw SysError("open", "/proc/thread-self/ns/net", errno);
+    if (::setns(netns_.get(), CLONE_NEWNET) != 0)
+        throw SysError("setns", "CLONE_NEWNET (the sandbox's network namespace)", errno);
+    int err = 0;
+    for (std::size_t i = 0; i < count && err == 0; ++i) {
+        Fd s(::socket(family, type | SOCK_CLOEXEC, 0));
+        if (!s.valid()) err = errno;
+        out.push_back(std::move(s));
+    }
+    // Back before anything else runs on this thread (it may be a gateway's).
+    if (::setns(home.get(), CLONE_NEWNET) != 0) {
+        log::error("bridge: setns back to the host's network namespace failed: " + errno_text(errno));
+        std::abort();
+    }
+    if (err != 0) throw SysError("socket", "in the sandbox's network namespace", err);
     return out;
 }
 
@@ -225,6 +252,7 @@ Bridge::Bridge(asio::io_context& ioc, BridgeListeners listeners, ConnectionHandl
 Bridge::~Bridge() { stop(); }
 
 void Bridge::start() {
+    std::lock_guard lock(acceptors_mutex_);
     for (auto& a : acceptors_) {
         // The aliasing shared_ptr keeps the Acceptor alive as long as its loop runs.
         std::shared_ptr<tcp::acceptor> keep(a, &a->acceptor);
@@ -232,7 +260,19 @@ void Bridge::start() {
     }
 }
 
+void Bridge::add_listener(Fd fd, tcp protocol) {
+    std::lock_guard lock(acceptors_mutex_);
+    if (stopped_) return;  // the Fd closes here
+    auto a = std::make_shared<Acceptor>(ioc_);
+    a->acceptor.assign(protocol, fd.release());
+    acceptors_.push_back(a);
+    std::shared_ptr<tcp::acceptor> keep(a, &a->acceptor);
+    asio::co_spawn(ioc_, accept_loop(keep, a->acceptor, handler_, accepted_, open_), asio::detached);
+}
+
 void Bridge::stop() {
+    std::lock_guard lock(acceptors_mutex_);
+    stopped_ = true;
     for (auto& a : acceptors_) {
         // Closing from another thread would race the pending accept: do it on the loop.
         asio::post(ioc_, [a] {

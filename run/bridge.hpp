@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ inline constexpr std::uint16_t mcp_bridge_port = 3129;
 // more are closed as they arrive. A `corral gateway` daemon serves every box
 // on the host from one connection cap: this keeps one box from taking it all.
 inline constexpr std::uint64_t kMaxConnectionsPerBox = 256;
+// Transparent capture's DNS stub (docs/capture.md): UDP on 127.0.0.1 and
+// [::1] in the box, which its /etc/resolv.conf names. TCP 53 has no listener.
+inline constexpr std::uint16_t dns_stub_port = 53;
 
 struct BridgeListeners {
     Fd ipv4;   // 127.0.0.1:port, listening
@@ -55,6 +59,8 @@ struct BridgeListeners {
                    // (gateway/socket_owner.hpp); else invalid
     Fd mcp_ipv4;   // with an mcp_port: 127.0.0.1:mcp_port, listening; else invalid
     Fd mcp_ipv6;   // [::1]:mcp_port, as ipv6
+    Fd dns_ipv4;   // with dns: UDP 127.0.0.1:53, bound; else invalid
+    Fd dns_ipv6;   // UDP [::1]:53, as ipv6
 };
 
 // Enters the network namespace `netns_fd` with setns on the calling thread
@@ -66,9 +72,28 @@ struct BridgeListeners {
 // the failed call ("setns", "bind 127.0.0.1:3128", ...). With
 // `with_socket_owners` (a session, whose box holds several roles' UIDs) it
 // also makes the sock_diag socket the bridge names each connection's role with;
-// with an `mcp_port` (not 0) also the MCP listeners, in the same visit.
+// with an `mcp_port` (not 0) also the MCP listeners, and with `dns` the DNS
+// stub's UDP sockets (dns_stub_port), in the same visit.
 BridgeListeners open_bridge_listeners(int netns_fd, std::uint16_t port = bridge_port, bool with_socket_owners = false,
-                                      std::uint16_t mcp_port = 0);
+                                      std::uint16_t mcp_port = 0, bool dns = false);
+
+// Sockets made in a box's network namespace after its setup, while the run
+// serves it (transparent capture's per-address listeners): the calling
+// thread setns's into the namespace, makes `count` sockets of `family` and
+// `type` (SOCK_CLOEXEC added), and switches back before returning (aborts if
+// it cannot, as open_bridge_listeners). Only socket(2) runs in the box's
+// namespace; the caller binds and listens back home (a socket keeps the
+// namespace it was made in). Serialised by a lock: any thread may call it.
+class BoxSockets {
+public:
+    explicit BoxSockets(Fd netns) : netns_(std::move(netns)) {}
+    // Throws SysError naming the failed call.
+    std::vector<Fd> make(int family, int type, std::size_t count);
+
+private:
+    std::mutex mutex_;
+    Fd netns_;
+};
 
 // What to do with one accepted connection (the embedded gateway's serve() or
 // relay_to_daemon). It owns the socket from then on.
@@ -90,12 +115,18 @@ public:
     // Closes the listeners (a pending accept ends); established connections
     // are left to their handlers. Thread-safe; idempotent.
     void stop();
+    // Adopts one more listening socket and starts its accept loop, on the
+    // loop's thread after start() (transparent capture's listeners, made
+    // as names get addresses); closed by stop() with the others.
+    void add_listener(Fd fd, boost::asio::ip::tcp protocol);
     std::uint64_t accepted() const { return accepted_->load(); }
 
 private:
     struct Acceptor;
     boost::asio::io_context& ioc_;
     ConnectionHandler handler_;
+    std::mutex acceptors_mutex_;  // add_listener (the loop's thread) against stop() (any thread)
+    bool stopped_ = false;
     std::vector<std::shared_ptr<Acceptor>> acceptors_;
     std::shared_ptr<std::atomic<std::uint64_t>> accepted_;
     std::shared_ptr<std::atomic<std::uint64_t>> open_;   // handlers still running

@@ -31,6 +31,7 @@
 #include "gateway/refusal.hpp"
 #include "gateway/socket_owner.hpp"
 #include "rootfs/host_paths.hpp"
+#include "run/capture_service.hpp"
 #include "run/prepare.hpp"
 #include "run/worker_tools.hpp"
 #include "run/state_dir.hpp"
@@ -212,6 +213,12 @@ protected:
         }
         serve_approvals();
     }
+    void start_capture(Fd netns, Fd dns4, Fd dns6, const supervisor::Sandbox& box) override {
+        capture_ = std::make_unique<CaptureService>(*ioc_, *gateway_, id_, box.spec().hostname, std::move(netns),
+                                                    std::move(dns4), std::move(dns6), roles_);
+        capture_->start();
+    }
+    void stop_capture() override { if (capture_) capture_->stop(); }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
     // Gives the exchanges a moment to write their ledger lines. A request
     // still waiting for a person ends now: nobody can approve it any more.
@@ -224,6 +231,7 @@ protected:
     }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
     void after_loop() override {
+        capture_.reset();  // its sockets and listeners, with the loop gone
         if (!gateway_) return;
         gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
         if (notifier_) notifier_->stop();  // a hook still telling of a request that ended
@@ -294,6 +302,7 @@ private:
     // give buffers back to it); its pooled upstream sockets, which need the
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
+    std::unique_ptr<CaptureService> capture_;  // with capture: the DNS stub and captured listeners
     std::shared_ptr<gateway::McpTools> mcp_tools_;  // null: the worker has no MCP servers
     std::shared_ptr<StdioServerBoxes> stdio_servers_;  // null: none to start
     std::string pin_dir_;                            // its pins store's directory
@@ -491,8 +500,9 @@ void Egress::start(const supervisor::Sandbox& box) {
     started_ = true;
     Fd netns = box.open_network_namespace();
     const bool session = !box.role_leases().empty();
+    const bool capture = box.spec().capture;
     run::BridgeListeners listeners = run::open_bridge_listeners(netns.get(), run::bridge_port, session,
-                                                                serves_mcp() ? run::mcp_bridge_port : 0);
+                                                                serves_mcp() ? run::mcp_bridge_port : 0, capture);
     if (session) {
         std::vector<std::pair<uid_t, std::string>> roles;
         for (auto role : {supervisor::Role::agent, supervisor::Role::service, supervisor::Role::verifier})
@@ -504,6 +514,7 @@ void Egress::start(const supervisor::Sandbox& box) {
     // and stop of a run (the daemon runs one loop per CPU instead).
     ioc_ = std::make_unique<boost::asio::io_context>(1);
     before_loop();
+    Fd dns4 = std::move(listeners.dns_ipv4), dns6 = std::move(listeners.dns_ipv6);
     run::BridgeListeners mcp;  // the MCP listener's, on a Bridge of its own
     mcp.ipv4 = std::move(listeners.mcp_ipv4);
     mcp.ipv6 = std::move(listeners.mcp_ipv6);
@@ -513,6 +524,7 @@ void Egress::start(const supervisor::Sandbox& box) {
         mcp_bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(mcp), mcp_handler());
         mcp_bridge_->start();
     }
+    if (capture) start_capture(std::move(netns), std::move(dns4), std::move(dns6), box);
     // The guard lives as long as the thread holds it; stop() ends the loop explicitly.
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
@@ -553,6 +565,7 @@ void Egress::stop() {
     }
     if (bridge_) bridge_->stop();
     if (mcp_bridge_) mcp_bridge_->stop();
+    if (started_) stop_capture();
     if (ioc_) drain();
     if (ioc_) ioc_->stop();
     for (auto& t : threads_)

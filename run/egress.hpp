@@ -142,6 +142,12 @@ protected:
     virtual run::ConnectionHandler mcp_handler() { return {}; }
     // Before the loop starts (after the clone: the secrets may be loaded now).
     virtual void before_loop() {}
+    // Transparent capture (a box whose spec has `capture`): serve the DNS
+    // stub's sockets and make captured listeners over `netns` (run/capture_service.hpp).
+    // Only the embedded gateway can (make_egress refuses it with a daemon).
+    virtual void start_capture(Fd /*netns*/, Fd /*dns4*/, Fd /*dns6*/, const supervisor::Sandbox& /*box*/) {}
+    // Closes the stub and the captured listeners (before drain()).
+    virtual void stop_capture() {}
     // The listeners are closed: wait (bounded) for the open exchanges to end.
     virtual void drain() = 0;
     // The loop and its thread are gone: close what needed the loop, take the counts.

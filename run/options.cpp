@@ -401,6 +401,21 @@ const RunOption kOptions[] = {
      "addresses) for that one connection, or for the run\n"
      "with --always. Not with --gateway (docs/approvals.md)",
      [](RunRequest& r, const std::string&) { r.ask = true; }},
+    {"--capture", "", G::network,
+     "programs that ignore the proxy variables reach the\n"
+     "granted hosts too: the box's DNS answers a granted name\n"
+     "with a synthetic address whose connections corral\n"
+     "hands to the gateway as that name's (same grant checks,\n"
+     "same injection); other names get NXDOMAIN at once. On by\n"
+     "default for a run with grants; worker.toml's or\n"
+     "org.toml's capture = false turns it off. Not with\n"
+     "--gateway (docs/capture.md)",
+     [](RunRequest& r, const std::string&) { r.capture = true; }},
+    {"--no-capture", "", G::network,
+     "no transparent capture: only programs that use the\n"
+     "proxy variables reach the network (the default with\n"
+     "--gateway, and for a run without grants)",
+     [](RunRequest& r, const std::string&) { r.capture = false; }},
     {"--gateway", "unix:PATH", G::network,
      "hand connections to a running `corral gateway` daemon\n"
      "(identity announced per connection) instead of the\n"

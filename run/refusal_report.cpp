@@ -8,6 +8,16 @@ std::string refusal_line(const gateway::RefusalNotice& n, gateway::GrantsFrom fr
     // The host and method are the box's bytes (a refused target is kept as
     // it came): shown escaped, here and in the advice that repeats the host.
     const std::string host = terminal_text(n.host), method = terminal_text(n.method);
+    // The box's DNS stub (transparent capture) refused a name: no port to name.
+    if (n.mode == "dns") {
+        std::string line = "refused DNS " + (method.empty() ? std::string("query") : method) +
+                           (host.empty() ? std::string() : " " + host) + " (" + terminal_text(n.reason) + ")";
+        if (n.reason == gateway::reason::not_granted)
+            line += ": no grant of this run names " + host + " on any port, so the box's DNS answered NXDOMAIN";
+        else if (std::string advice = gateway::what_would_allow(n.reason, host, n.port, from); !advice.empty())
+            line += ": " + advice;
+        return line;
+    }
     // A connection refused before its request was read names no host.
     const std::string what = host.empty() ? "a connection"
                                           : (method.empty() ? std::string("a request to") : method) + " " + host + ":" +

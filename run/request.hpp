@@ -80,6 +80,7 @@ struct RunRequest {
     std::optional<std::string> gateway;             // --gateway unix:PATH (the PATH)
     std::vector<AllowRequest> allow;                // --allow HOST[:PORT], in order given
     bool ask = false;                               // --ask: an unlisted host asks a person (docs/approvals.md)
+    std::optional<bool> capture;                    // --capture / --no-capture (docs/capture.md); unset: config, default
     std::optional<std::string> prompt;              // --prompt TEXT
     std::optional<std::string> prompt_file;         // --prompt-file F
     std::optional<std::string> system_prompt_file;  // --system-prompt-file F

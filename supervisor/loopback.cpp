@@ -10,6 +10,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "capture/synthetic_addresses.hpp"
+
 namespace corral::supervisor {
 
 namespace {
@@ -82,7 +84,114 @@ int link_cb(const nlmsghdr* nlh, void* data) {
     return MNL_CB_OK;
 }
 
+// What verify_only_loopback reads of each route.
+struct RouteCheck {
+    int lo_index;
+    bool capture;
+    int bad;  // routes that lead anywhere but lo's own addresses
+};
+
+int route_attr_cb(const nlattr* attr, void* data) {
+    auto* tb = static_cast<const nlattr**>(data);
+    int type = mnl_attr_get_type(attr);
+    if (type >= 0 && type <= RTA_MAX) tb[type] = attr;
+    return MNL_CB_OK;
+}
+
+// `addr` (the route's RTA_DST, `len` bytes) with prefix `plen` lies inside
+// the prefix `base`/`base_len` of the same family.
+bool inside(const std::uint8_t* addr, unsigned plen, const std::uint8_t* base, unsigned base_len) {
+    if (plen < base_len) return false;
+    unsigned full = base_len / 8, rest = base_len % 8;
+    if (std::memcmp(addr, base, full) != 0) return false;
+    if (rest == 0) return true;
+    auto mask = static_cast<std::uint8_t>(0xff << (8 - rest));
+    return (addr[full] & mask) == (base[full] & mask);
+}
+
+bool local_route_allowed(const rtmsg* rt, const std::uint8_t* dst, bool capture) {
+    static constexpr std::uint8_t kLoopback4[4] = {127, 0, 0, 0};
+    static constexpr std::uint8_t kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    if (dst == nullptr) return false;
+    if (rt->rtm_family == AF_INET) {
+        if (inside(dst, rt->rtm_dst_len, kLoopback4, 8)) return true;
+        return capture && rt->rtm_dst_len == capture::kSyntheticV4PrefixLength &&
+               inside(dst, rt->rtm_dst_len, capture::kSyntheticV4Base.data(), capture::kSyntheticV4PrefixLength);
+    }
+    if (rt->rtm_dst_len == 128 && std::memcmp(dst, kLoopback6, 16) == 0) return true;
+    return capture && rt->rtm_dst_len == capture::kSyntheticV6PrefixLength &&
+           inside(dst, rt->rtm_dst_len, capture::kSyntheticV6Prefix.data(), capture::kSyntheticV6PrefixLength);
+}
+
+// A route is lo's own: on lo, local inside loopback (or a capture range), or
+// the v4 loopback broadcast. A unicast route (a way out) is never.
+int route_cb(const nlmsghdr* nlh, void* data) {
+    auto* st = static_cast<RouteCheck*>(data);
+    const auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(nlh));
+    const nlattr* tb[RTA_MAX + 1] = {};
+    mnl_attr_parse(nlh, sizeof(*rt), route_attr_cb, tb);
+    const bool on_lo = tb[RTA_OIF] != nullptr && static_cast<int>(mnl_attr_get_u32(tb[RTA_OIF])) == st->lo_index;
+    const auto* dst = tb[RTA_DST] ? static_cast<const std::uint8_t*>(mnl_attr_get_payload(tb[RTA_DST])) : nullptr;
+    const std::size_t want = rt->rtm_family == AF_INET ? 4 : 16;
+    if (dst != nullptr && mnl_attr_get_payload_len(tb[RTA_DST]) != want) dst = nullptr;
+    bool ok = false;
+    if (on_lo && rt->rtm_type == RTN_LOCAL) ok = local_route_allowed(rt, dst, st->capture);
+    if (on_lo && rt->rtm_type == RTN_BROADCAST && rt->rtm_family == AF_INET && dst != nullptr)
+        ok = dst[0] == 127 && dst[1] == 255 && dst[2] == 255 && dst[3] == 255;
+    if (!ok) ++st->bad;
+    return MNL_CB_OK;
+}
+
+int dump_routes(unsigned char family, RouteCheck& check) {
+    NetlinkSocket nl;
+    if (nl.error() != 0) return -nl.error();
+    char buf[kBufSize];
+    nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_GETROUTE;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    nlh->nlmsg_seq = static_cast<unsigned>(time(nullptr));
+    auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+    rt->rtm_family = family;
+    return nl.exchange(nlh, route_cb, &check);
+}
+
+int add_local_route(unsigned char family, const std::uint8_t* prefix, unsigned char prefix_len, int lo_index) {
+    NetlinkSocket nl;
+    if (nl.error() != 0) return -nl.error();
+    char buf[kBufSize];
+    nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_NEWROUTE;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+    nlh->nlmsg_seq = static_cast<unsigned>(time(nullptr));
+    auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+    rt->rtm_family = family;
+    rt->rtm_dst_len = prefix_len;
+    rt->rtm_table = RT_TABLE_LOCAL;  // where `ip route add local` puts it
+    rt->rtm_protocol = RTPROT_BOOT;
+    rt->rtm_scope = RT_SCOPE_HOST;
+    rt->rtm_type = RTN_LOCAL;
+    mnl_attr_put(nlh, RTA_DST, family == AF_INET ? 4 : 16, prefix);
+    mnl_attr_put_u32(nlh, RTA_OIF, static_cast<std::uint32_t>(lo_index));
+    return nl.exchange(nlh, nullptr, nullptr);
+}
+
 }  // namespace
+
+int add_capture_routes(bool ipv6) noexcept {
+    unsigned lo = if_nametoindex("lo");
+    if (lo == 0) return -errno;
+    std::uint8_t v4[4], v6[16] = {};
+    std::memcpy(v4, capture::kSyntheticV4Base.data(), 4);
+    std::memcpy(v6, capture::kSyntheticV6Prefix.data(), capture::kSyntheticV6Prefix.size());
+    if (int rc = add_local_route(AF_INET, v4, capture::kSyntheticV4PrefixLength, static_cast<int>(lo)); rc < 0)
+        return rc;
+    if (!ipv6) return 0;
+    int rc = add_local_route(AF_INET6, v6, capture::kSyntheticV6PrefixLength, static_cast<int>(lo));
+    // No IPv6 in this namespace (disabled on the host): no v6 address can be
+    // reached either, and the DNS stub answers AAAA without an address.
+    if (rc == -EAFNOSUPPORT || rc == -EACCES || rc == -EOPNOTSUPP) return 1;
+    return rc;
+}
 
 int bring_up_loopback() noexcept {
     NetlinkSocket nl;
@@ -115,13 +224,17 @@ int list_links(LinkInfo* out, int max) noexcept {
     return st.count;
 }
 
-int verify_only_loopback() noexcept {
+int verify_only_loopback(bool capture) noexcept {
     LinkInfo links[4];
     int n = list_links(links, 4);
     if (n < 0) return n;
     if (n != 1 || std::strcmp(links[0].name, "lo") != 0) return -EEXIST;
     if ((links[0].flags & IFF_UP) == 0) return -ENETDOWN;
-    return 0;
+    RouteCheck check{links[0].index, capture, 0};
+    if (int rc = dump_routes(AF_INET, check); rc < 0) return rc;
+    // A namespace without IPv6 answers the v6 dump with an error: nothing to check.
+    if (int rc = dump_routes(AF_INET6, check); rc < 0 && rc != -EAFNOSUPPORT) return rc;
+    return check.bad == 0 ? 0 : -EADDRNOTAVAIL;
 }
 
 }  // namespace corral::supervisor

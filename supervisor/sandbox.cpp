@@ -38,6 +38,7 @@ std::string_view step_name(SetupStep step) {
         case SetupStep::apply_mount_plan: return "apply_mount_plan";
         case SetupStep::enter_rootfs: return "enter_rootfs";
         case SetupStep::bring_up_loopback: return "bring_up_loopback";
+        case SetupStep::add_capture_routes: return "add_capture_routes";
         case SetupStep::verify_only_loopback: return "verify_only_loopback";
         case SetupStep::set_hostname: return "set_hostname";
         case SetupStep::open_box_pty: return "open_box_pty";

@@ -94,6 +94,10 @@ struct SandboxSpec {
     // may be empty) but one invocation per exec request, and the sandbox
     // leases two more UIDs, for the service and verifier roles.
     bool session = false;
+    // Transparent capture (docs/capture.md): the init adds `local` routes on
+    // lo for the synthetic ranges (add_capture_routes), which the root side's
+    // DNS stub hands out and its captured listeners accept on.
+    bool capture = false;
 };
 
 // The environment the command starts with: PATH, HOME=/home/<agent>,

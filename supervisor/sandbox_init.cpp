@@ -389,7 +389,10 @@ namespace init_steps {
     if (auto f = rootfs::apply_mount_plan(*ctx.plan)) fail_mount(ctx, SetupStep::apply_mount_plan, *f);
     if (auto f = rootfs::enter_rootfs(*ctx.plan)) fail_mount(ctx, SetupStep::enter_rootfs, *f);
     check_step(ctx, bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
-    check_step(ctx, verify_only_loopback(), SetupStep::verify_only_loopback, "RTM_GETLINK");
+    if (ctx.capture_routes)
+        check_step(ctx, add_capture_routes(true), SetupStep::add_capture_routes, "RTM_NEWROUTE(local, lo)");
+    check_step(ctx, verify_only_loopback(ctx.capture_routes), SetupStep::verify_only_loopback,
+               "RTM_GETLINK, RTM_GETROUTE");
     if (sethostname(ctx.hostname, std::strlen(ctx.hostname)) != 0)
         fail(ctx, SetupStep::set_hostname, errno, "sethostname");
     // What the invocation inherits: the context plus, with --tty, the pty's slave.

@@ -22,6 +22,7 @@ struct InitContext {
     const rootfs::MountPlan* plan;
     const rootfs::MountPlan* proc_plan;  // the plan's /proc ops, rooted at "/" (applied by the reaper)
     const char* hostname;
+    bool capture_routes;                 // add_capture_routes after lo is up (SandboxSpec::capture)
     uid_t uid;
     gid_t gid;
     const char* cwd;                     // the command's working directory in the box

@@ -256,6 +256,7 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
     ctx.plan = &rootfs.plan;
     ctx.proc_plan = &rootfs.proc_plan;
     ctx.hostname = spec.hostname.c_str();
+    ctx.capture_routes = spec.capture;
     ctx.uid = lease.uid();
     ctx.gid = lease.gid();
     ctx.cwd = spec.cwd.c_str();

@@ -28,6 +28,7 @@ enum class SetupStep : std::uint32_t {
     apply_mount_plan,
     enter_rootfs,
     bring_up_loopback,
+    add_capture_routes,       // transparent capture: local routes for the synthetic ranges on lo
     verify_only_loopback,
     set_hostname,
     open_box_pty,             // --tty: a pty of the box's own devpts, its master handed to the supervisor

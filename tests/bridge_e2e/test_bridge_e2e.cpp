@@ -110,7 +110,7 @@ void check_decisions_journalled(const BoxRun& b) {
             for (const auto& l : r["payload"]["ledger_lines"]) decided.push_back(l.get<std::string>());
     auto ledger_text = read_file(ledger_path);
     CHECK(decided == lines(ledger_text));
-    CHECK(decided.size() == 5);  // the run's five requests, as in run.json
+    CHECK(decided.size() == 6);  // the run's six requests, as in run.json
     CHECK(ledger_text.find(w.real_key) == std::string::npos);
     CHECK(read_file(journal).find(w.real_key) == std::string::npos);
     const std::vector<std::string> verify = {corral_bin(), "journal", "verify", journal, "--key",
@@ -118,7 +118,7 @@ void check_decisions_journalled(const BoxRun& b) {
     auto ok = run(verify);
     INFO(ok.out << ok.err);
     CHECK(ok.exit_code == 0);
-    CHECK(ok.out.find("ledger.jsonl agrees (5 decisions)") != std::string::npos);
+    CHECK(ok.out.find("ledger.jsonl agrees (6 decisions)") != std::string::npos);
     // An allowed request turned into a refusal after the fact.
     std::string edited = ledger_text;
     auto at = edited.find("\"decision\":\"allow\"");
@@ -155,8 +155,10 @@ TEST_CASE("curl and node in the box reach api.anthropic.com through the bridge a
     CHECK(stats.dump().find(kPlaceholder) == std::string::npos);
 
     CHECK(b.record["gateway"]["mode"] == "embedded");
-    CHECK(b.record["gateway"]["requests"] == 5);   // three injected requests, two refusals (ungranted, forged)
-    CHECK(b.record["gateway"]["refusals"] == 2);
+    // Three injected requests, three refusals (ungranted, forged, and the
+    // direct-name probe's GET: captured, refused by the grant's routes).
+    CHECK(b.record["gateway"]["requests"] == 6);
+    CHECK(b.record["gateway"]["refusals"] == 3);
     CHECK(b.record["gateway"]["secrets_reflected"] == 0);  // this upstream reflects nothing
     CHECK(b.record["identity"] == "w1/" + b.run_id);
     // One line for the ungranted host (the forged identity's refusal is not this run's).

@@ -433,12 +433,29 @@ void check_box_probes(const BoxRun& b, const std::string& ledger_path) {
     CHECK_MESSAGE(refused_line, "ledger " << ledger_path << " has the refusal for " << identity);
 
     // Direct connections that bypass the proxy fail: the box's network has
-    // nothing but the bridge's listeners.
-    for (const char* probe : {"direct4", "direct6", "direct-proxy-port-host", "direct-name"}) {
+    // nothing but the bridge's listeners (and, with capture, the DNS stub and
+    // its captured listeners, which only a granted name reaches).
+    for (const char* probe : {"direct4", "direct6", "direct-proxy-port-host"}) {
         std::string s = section(b.out, probe);
         INFO(probe << ": " << s);
         CHECK(s.find("exit=0") == std::string::npos);
         CHECK(s.find("exit=") != std::string::npos);
+    }
+    // The granted name without the proxy: with the embedded gateway it is
+    // captured (on by default for a run with grants) and refused by the
+    // grant's routes like any GET; with a daemon (no capture) it does not resolve.
+    std::string direct_name = section(b.out, "direct-name");
+    INFO("direct-name: " << direct_name);
+    if (b.record["gateway"].value("mode", "") == "embedded") {
+        CHECK(direct_name.find("403 route_denied") != std::string::npos);
+        bool captured = false;
+        for (const auto& l : ledger(ledger_path))
+            if (l.value("host", "") == "api.anthropic.com" && l.value("method", "") == "GET" &&
+                l.value("reason", "") == "route_denied" && l.value("captured", false))
+                captured = true;
+        CHECK_MESSAGE(captured, "ledger " << ledger_path << " has the captured GET");
+    } else {
+        CHECK(direct_name.find("exit=0") == std::string::npos);
     }
     check_box_environment(b);
 

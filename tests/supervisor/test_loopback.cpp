@@ -86,6 +86,41 @@ TEST_CASE("any link beside lo fails verify_only_loopback closed (-EEXIST); list_
     CHECK(supervisor::verify_only_loopback() == -EEXIST);  // even with lo up and the others down
 }
 
+TEST_CASE("add_capture_routes: the synthetic ranges are lo's own; verify_only_loopback accepts them only with capture") {
+    enter_fresh_network_namespace();
+    REQUIRE(supervisor::bring_up_loopback() == 0);
+    CHECK(supervisor::verify_only_loopback(true) == 0);  // capture allows the ranges, needs none
+    REQUIRE(supervisor::add_capture_routes(true) == 0);
+    CHECK(supervisor::verify_only_loopback(true) == 0);
+    CHECK(supervisor::verify_only_loopback(false) == -EADDRNOTAVAIL);  // a run without capture has none
+    CHECK(supervisor::add_capture_routes(true) == -EEXIST);           // NLM_F_EXCL: made once
+    // A listener on one synthetic address (no FREEBIND: the local route makes it the box's own).
+    Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(8443);
+    a.sin_addr.s_addr = htonl(0xC6120001);  // 198.18.0.1
+    REQUIRE(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(listener.get(), 1) == 0);
+    Fd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    CHECK(connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    Fd other(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    a.sin_addr.s_addr = htonl(0xC6120002);  // 198.18.0.2: routed locally, nobody listens
+    CHECK(connect(other.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0);
+    CHECK(errno == ECONNREFUSED);
+}
+
+// Skipped (and counted so by doctest) without iproute2's ip to add the route.
+TEST_CASE("a route beside lo's own fails verify_only_loopback closed (-EADDRNOTAVAIL), even with capture" *
+          doctest::skip(!test::have_program("ip"))) {
+    enter_fresh_network_namespace();
+    REQUIRE(supervisor::bring_up_loopback() == 0);
+    // Another local range on lo: not one capture uses.
+    test::Result added = test::run({"ip", "route", "add", "local", "192.0.2.0/24", "dev", "lo"});
+    REQUIRE_MESSAGE(added.exit_code == 0, added.err);
+    CHECK(supervisor::verify_only_loopback(true) == -EADDRNOTAVAIL);
+}
+
 int main(int argc, char** argv) {
     if (geteuid() != 0) {
         std::puts("SKIP: the loopback tests create network namespaces and need root");

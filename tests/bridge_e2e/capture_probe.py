@@ -1,0 +1,141 @@
+# tests/bridge_e2e/capture_probe.py — run inside a box (test_capture.cpp):
+# programs that ignore the proxy variables, with those variables removed,
+# and the refusals transparent capture must give. One "== NAME" section each.
+import errno
+import os
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import time
+import http.client
+
+for k in list(os.environ):
+    if k.lower().endswith("_proxy"):
+        del os.environ[k]
+KEY = os.environ["PLACEHOLDER"]
+BODY = '{"model":"m","max_tokens":1,"messages":[]}'
+
+
+def section(name):
+    print("== " + name, flush=True)
+
+
+def ms(t):
+    return int((time.monotonic() - t) * 1000)
+
+
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__
+
+
+def wire(name):
+    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
+
+
+def query(name_wire, qtype=1, qid=0x1234, qdcount=1):
+    return struct.pack(">HHHHHH", qid, 0x0100, qdcount, 0, 0, 0) + name_wire + struct.pack(">HH", qtype, 1)
+
+
+def ask(msg, timeout=1.0):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(timeout)
+    u.sendto(msg, ("127.0.0.1", 53))
+    try:
+        return u.recv(600)
+    except socket.timeout:
+        return None
+
+
+section("getaddrinfo")
+t = time.monotonic()
+addrs = socket.getaddrinfo("api.anthropic.com", 443, type=socket.SOCK_STREAM)
+print("addrs=" + ",".join(sorted({a[4][0] for a in addrs})))
+print("ms=%d" % ms(t))
+
+section("curl")
+r = subprocess.run(["curl", "-sS", "--noproxy", "*", "-w", "\nstatus=%{http_code}\n", "-H", "x-api-key: " + KEY,
+                    "-H", "content-type: application/json", "-d", BODY, "https://api.anthropic.com/v1/messages"],
+                   capture_output=True, text=True, timeout=30)
+print(r.stdout + r.stderr)
+
+section("python")
+c = http.client.HTTPSConnection("api.anthropic.com", 443, context=ssl.create_default_context(), timeout=20)
+c.request("POST", "/v1/messages", body=BODY, headers={"x-api-key": KEY, "content-type": "application/json"})
+resp = c.getresponse()
+print("status=%d" % resp.status)
+print(resp.read().decode(errors="replace"))
+
+if os.path.exists("/workspace/cclient"):
+    section("c-client")
+    r = subprocess.run(["/workspace/cclient", "api.anthropic.com", "443"], capture_output=True, text=True, timeout=30)
+    print(r.stdout + r.stderr)
+
+section("ungranted")
+t = time.monotonic()
+try:
+    socket.getaddrinfo("ungranted.example", 443)
+    print("resolved")
+except socket.gaierror as e:
+    print("gaierror=%d" % e.errno)
+print("ms=%d" % ms(t))
+
+section("other-port")
+try:
+    socket.create_connection(("api.anthropic.com", 8443), timeout=5)
+    print("connected")
+except OSError as e:
+    print("errno=" + err(e))
+
+section("ssh")
+s = socket.create_connection(("api.anthropic.com", 443), timeout=10)
+s.sendall(b"SSH-2.0-OpenSSH_9.2p1\r\n")
+try:
+    print("got=%r" % s.recv(100))
+except OSError as e:
+    print("errno=" + err(e))
+
+section("sni")
+raw = socket.create_connection(("api.anthropic.com", 443), timeout=10)
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+try:
+    ctx.wrap_socket(raw, server_hostname="evil.example")
+    print("handshake")
+except (ssl.SSLError, OSError) as e:
+    print("refused=" + type(e).__name__)
+
+section("dns-tcp")
+try:
+    socket.create_connection(("127.0.0.1", 53), timeout=5)
+    print("connected")
+except OSError as e:
+    print("errno=" + err(e))
+
+section("long-name")
+d = ask(query(wire(".".join(["a" * 63] * 4))))  # 257 bytes on the wire
+print("rcode=%s" % (d[3] & 15 if d else "none"))
+
+section("malformed")
+print("short=%s" % ("silent" if ask(b"\x12\x34\x01", 0.5) is None else "answered"))
+d = ask(struct.pack(">HHHHHH", 0x4321, 0x0100, 0, 0, 0, 0))
+print("noquestion=%s" % (d[3] & 15 if d else "none"))
+
+section("flood")
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.setblocking(False)
+sent = 0
+for i in range(20000):
+    try:
+        u.sendto(query(wire("flood%d.example" % i), qid=i & 0xFFFF), ("127.0.0.1", 53))
+        sent += 1
+    except BlockingIOError:
+        pass
+print("sent=%d" % sent)
+time.sleep(1.5)
+t = time.monotonic()
+socket.getaddrinfo("api.anthropic.com", 443, type=socket.SOCK_STREAM)
+print("after=ok ms=%d" % ms(t))
+sys.stdout.flush()
