@@ -119,9 +119,13 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     // grants (it reaches nothing they do not: every captured connection is
     // the gateway's CONNECT check), off without (nothing would resolve), and
     // off with a daemon, which the stub cannot ask (parse_run_request refuses
-    // --capture with --gateway; a worker's capture = true is not honoured there).
+    // --capture with --gateway; a worker's capture = true is not honoured there,
+    // and the run says so in a note).
     std::optional<bool> asked = r.capture ? r.capture : (in.worker ? in.worker->capture : std::nullopt);
     plan.spec.capture = !r.gateway && asked.value_or(!plan.gateway.grants.empty());
+    if (r.gateway && asked.value_or(false))
+        plan.notes.push_back("capture = true is not honoured through a gateway daemon (--gateway): only programs "
+                             "that use the proxy variables reach the grants (docs/capture.md)");
     if (r.gateway) {
         plan.daemon_socket = *r.gateway;
         plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts
