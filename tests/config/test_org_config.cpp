@@ -156,7 +156,7 @@ TEST_CASE("validation: unknown keys are errors at every level") {
     auto e = errors_of(d);
     CHECK(has_line(e, d.file("org.toml") + ":2: key 'engine.agnet': unknown key, allowed: agent | model | chatgpt_account_id"));
     CHECK(has_line(e, d.file("org.toml") + ":4: key 'sandbox.memroy': unknown key, allowed: memory | pids | cpus | timeout | tmp_size"));
-    CHECK(has_line(e, d.file("org.toml") + ":5: key 'enigne': unknown key, allowed: engine | rootfs | sandbox | budget | prices | gateway | credentials | grants"));
+    CHECK(has_line(e, d.file("org.toml") + ":5: key 'enigne': unknown key, allowed: engine | rootfs | capture | sandbox | budget | prices | gateway | credentials | grants"));
     CHECK(has_line(e, d.file("workers/alpha/worker.toml") + ":1: key 'agnet': unknown key, allowed: agent | model | rootfs"));
     CHECK(has_line(e, d.file("workers/alpha/worker.toml") + ":3: key 'sandbox.pid': unknown key"));
 

@@ -182,7 +182,7 @@ TEST_CASE("usage errors: unknown option, missing value, missing command, value o
           "unknown option \"--bogus\"; options are --rootfs, --workspace, --review, --run-dir, --state-dir, --memory, --pids, --nofile, "
           "--cpus, --timeout, --wait, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
           "--tty, --log-limit, --sync-record, --uid-range, --config, --worker, --prompt, --prompt-file, --system-prompt-file, "
-          "--allow, --ask, --gateway, --help");
+          "--allow, --ask, --capture, --no-capture, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
     CHECK(error_of({"--pids", "3"}).starts_with("missing command"));
     CHECK(error_of({"--"}).starts_with("missing command"));
