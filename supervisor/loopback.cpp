@@ -175,6 +175,33 @@ int add_local_route(unsigned char family, const std::uint8_t* prefix, unsigned c
     return nl.exchange(nlh, nullptr, nullptr);
 }
 
+// A second IPv4 address on lo, 127.0.0.2/32, for getaddrinfo's
+// AI_ADDRCONFIG: glibc answers with IPv4 addresses only when the host has an
+// IPv4 address other than 127.0.0.1 (check_pf.c), and a box has only lo, so
+// every program that passes the flag (node's net.connect and every agent CLI
+// on it, getent ahosts, ...) got no address for a granted name. Its local
+// route lies inside 127.0.0.0/8: nothing new for verify_only_loopback, and
+// nothing it reaches that 127.0.0.1 does not. (No IPv6 one: with the flag
+// such programs get the name's IPv4 address, which is captured the same.)
+int add_second_loopback_address(int lo_index) {
+    NetlinkSocket nl;
+    if (nl.error() != 0) return -nl.error();
+    char buf[kBufSize];
+    nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_NEWADDR;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+    nlh->nlmsg_seq = static_cast<unsigned>(time(nullptr));
+    auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
+    ifa->ifa_family = AF_INET;
+    ifa->ifa_prefixlen = 32;
+    ifa->ifa_scope = RT_SCOPE_HOST;
+    ifa->ifa_index = static_cast<unsigned>(lo_index);
+    const std::uint8_t addr[4] = {127, 0, 0, 2};
+    mnl_attr_put(nlh, IFA_LOCAL, 4, addr);
+    mnl_attr_put(nlh, IFA_ADDRESS, 4, addr);
+    return nl.exchange(nlh, nullptr, nullptr);
+}
+
 }  // namespace
 
 int add_capture_routes(bool ipv6) noexcept {
@@ -185,6 +212,7 @@ int add_capture_routes(bool ipv6) noexcept {
     std::memcpy(v6, capture::kSyntheticV6Prefix.data(), capture::kSyntheticV6Prefix.size());
     if (int rc = add_local_route(AF_INET, v4, capture::kSyntheticV4PrefixLength, static_cast<int>(lo)); rc < 0)
         return rc;
+    if (int rc = add_second_loopback_address(static_cast<int>(lo)); rc < 0) return rc;
     if (!ipv6) return 0;
     int rc = add_local_route(AF_INET6, v6, capture::kSyntheticV6PrefixLength, static_cast<int>(lo));
     // No IPv6 in this namespace (disabled on the host): no v6 address can be

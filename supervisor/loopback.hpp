@@ -26,7 +26,9 @@ int list_links(LinkInfo* out, int max) noexcept;
 // Transparent capture (docs/capture.md): `local` routes on lo for the
 // synthetic ranges (198.18.0.0/15; with `ipv6`, fd63:6f72:7261:6c00::/64),
 // RTM_NEWROUTE in the local table, so every address of them is the box's own
-// and a connect to one lands on a listener corral holds. Call after
+// and a connect to one lands on a listener corral holds; and a second IPv4
+// address on lo, 127.0.0.2/32, without which glibc's getaddrinfo with
+// AI_ADDRCONFIG (node's default) returns no address at all. Call after
 // bring_up_loopback (the kernel refuses a route on a down device). With
 // `ipv6` and a namespace without IPv6 (-EAFNOSUPPORT, -EACCES from a
 // disabled stack) the v6 route is skipped: 1 is returned, else 0 or -errno.

@@ -53,6 +53,10 @@ t = time.monotonic()
 addrs = socket.getaddrinfo("api.anthropic.com", 443, type=socket.SOCK_STREAM)
 print("addrs=" + ",".join(sorted({a[4][0] for a in addrs})))
 print("ms=%d" % ms(t))
+# AI_ADDRCONFIG (node's net.connect, getent ahosts): glibc answers only for a
+# family the box has an address of besides the loopback one.
+addrs = socket.getaddrinfo("api.anthropic.com", 443, type=socket.SOCK_STREAM, flags=socket.AI_ADDRCONFIG)
+print("addrconfig=" + ",".join(sorted({a[4][0] for a in addrs})))
 
 section("curl")
 r = subprocess.run(["curl", "-sS", "--noproxy", "*", "-w", "\nstatus=%{http_code}\n", "-H", "x-api-key: " + KEY,

@@ -90,6 +90,7 @@ TEST_CASE("capture: proxy-unaware clients reach the granted stand-in with the re
     CHECK(gai.find("198.18.0.1") != std::string::npos);
     CHECK(gai.find("fd63:6f72:7261:6c00::c612:1") != std::string::npos);
     CHECK(number_after(gai, "ms=") < 500);
+    CHECK(gai.find("addrconfig=198.18.0.1") != std::string::npos);  // AI_ADDRCONFIG, as node asks
 
     // curl, python and (with cc) C, all without a proxy: the stand-in saw the real key.
     const std::string real = "sha256:" + sha256_hex(world().real_key);
