@@ -179,7 +179,21 @@ if [ -n "$deep_layout" ]; then
     bash -c "[ $rc -eq 0 ] && [ \"\$(cat /run/r-deep.out)\" = \"\$(printf '60\\nl2-gone\\n58')\" ]"
 fi
 
-# 7. Nothing of any run is left in the hierarchy.
+# 7. Transparent capture on this kernel (issue 32, docs/capture.md): the
+# design's kernel facts in a namespace of their own, then a run with a grant:
+# the box's local routes for the synthetic ranges, and its granted name
+# resolved into them by the box's DNS stub. Nothing connects: the VM has no
+# network (-nic none), and no check dials a name.
+python3 "$(dirname "$0")/../../tools/capture_kernel_check.py" > /run/capture-kernel.out 2>&1
+rc=$?
+expect capture-kernel-facts "(exit $rc: $(grep -c '^ok' /run/capture-kernel.out) ok, $(grep '^FAIL' /run/capture-kernel.out | tr '\n' ' '))" test "$rc" = 0
+corral_run --run-dir /run/r-capture --allow capture.test:443 -- \
+  sh -c 'getent ahostsv4 capture.test | head -n 1; ip -4 route show table local' > /run/r-capture.out 2> /run/r-capture.err
+rc=$?
+expect capture-run "(exit $rc: $(head -n 1 /run/r-capture.out); $(grep -c . /run/r-capture.out) lines; $(tail -n 1 /run/r-capture.err))" \
+  bash -c "[ $rc -eq 0 ] && grep -Eq '^198\.1[89]\.[0-9]+\.[0-9]+ ' /run/r-capture.out && grep -q 'local 198.18.0.0/15 dev lo' /run/r-capture.out"
+
+# 8. Nothing of any run is left in the hierarchy.
 left=$(find "$cg/corral" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
 expect no-cgroups-left "($left run cgroups under $cg/corral)" test "$left" = 0
 
