@@ -147,15 +147,8 @@ awaitable<void> handle_captured(std::shared_ptr<Conn> cp, std::optional<Authorit
     } else if (t.grant->mode == config::GrantMode::tunnel) {
         co_await serve_tunnel(cp, std::move(t), started);
     } else {
-        std::string leaf_failure;
-        try {
-            c.server_tls = c.gw.server_tls.get(t.host);
-        } catch (const std::exception& ex) {
-            leaf_failure = ex.what();
-        }
-        if (!c.server_tls) {
-            const Refusal r{std::string(reason::leaf_unavailable), "no TLS certificate for " + t.host.text() + ": " + leaf_failure};
-            co_await refuse_captured(c, e, r, started, false);
+        if (const std::optional<Refusal> no_leaf = take_server_leaf(c, t.host)) {
+            co_await refuse_captured(c, e, *no_leaf, started, false);
             co_return;
         }
         co_await serve_inject(cp, std::move(t));

@@ -101,6 +101,17 @@ std::uint64_t ms_since(Clock::time_point t) {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
 
+std::optional<Refusal> take_server_leaf(Conn& c, const HostName& host) {
+    std::string failure;
+    try {
+        c.server_tls = c.gw.server_tls.get(host);
+    } catch (const std::exception& ex) {
+        failure = ex.what();
+    }
+    if (c.server_tls) return std::nullopt;
+    return Refusal{std::string(reason::leaf_unavailable), "no TLS certificate for " + host.text() + ": " + failure};
+}
+
 namespace {
 
 awaitable<void> watchdog(std::shared_ptr<Conn> c) {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gateway/internals.hpp"
@@ -137,5 +138,11 @@ boost::asio::awaitable<void> drain_before_close(Conn& c);
 boost::asio::awaitable<void> run_watched(std::shared_ptr<Conn> cp, boost::asio::awaitable<void> work);
 
 std::uint64_t ms_since(Clock::time_point t);
+
+// The leaf certificate for `host` into c.server_tls, before the box's TLS is
+// answered (a CONNECT's 200, a captured ClientHello): nullopt, or the
+// leaf_unavailable refusal naming why, which the caller sends while it still
+// can be read.
+std::optional<Refusal> take_server_leaf(Conn& c, const HostName& host);
 
 }  // namespace corral::gateway

@@ -103,16 +103,8 @@ awaitable<void> handle(std::shared_ptr<Conn> cp) {
     } else {
         // The leaf first: once the 200 is out, a failure could only be a
         // silent close. Before it, it is a refusal the box can read.
-        std::string leaf_failure;
-        try {
-            c.server_tls = c.gw.server_tls.get(t.host);
-        } catch (const std::exception& ex) {
-            leaf_failure = ex.what();
-        }
-        if (!c.server_tls) {
-            const Refusal r{std::string(reason::leaf_unavailable),
-                            "no TLS certificate for " + t.host.text() + ": " + leaf_failure};
-            co_await refuse(c, c.client, e, r, started);
+        if (const std::optional<Refusal> no_leaf = take_server_leaf(c, t.host)) {
+            co_await refuse(c, c.client, e, *no_leaf, started);
             co_return;
         }
         static const char kEstablished[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
