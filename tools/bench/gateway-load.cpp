@@ -16,7 +16,8 @@
 //   gateway-load bulk --target PORT [--proxy PORT] --bytes N
 //       One bulk transfer (through a CONNECT tunnel if --proxy); prints "mbps X".
 //   gateway-load rps --target HOST:PORT [--proxy PORT] --ca FILE --conns C --seconds S
-//       C keep-alive TLS connections (CONNECT first if --proxy) each sending GET /
+//       C keep-alive TLS connections (CONNECT first if --proxy; else HOST
+//       resolved with getaddrinfo and dialled) each sending GET /
 //       back to back with an x-api-key placeholder; prints
 //       "requests N rps X p50_us Y p99_us Z". With --post PATH: a POST of a small
 //       Anthropic Messages body to PATH instead, expecting the JSON message.
@@ -78,10 +79,18 @@ std::string arg(const std::string& k, const std::string& def = "") {
 tcp::endpoint loopback(int port) { return {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}; }
 
 // Connects to the target, through a CONNECT tunnel when --proxy is given.
+// Without it the host is resolved (getaddrinfo, once per connection), so a
+// name in a box goes through its DNS stub and is captured (tools/bench/capture.sh);
+// "127.0.0.1" resolves to itself.
 tcp::socket open_socket(asio::io_context& io, const std::string& host, int port) {
     tcp::socket s(io);
     int proxy = std::stoi(arg("proxy", "0"));
-    s.connect(loopback(proxy ? proxy : port));
+    if (proxy) {
+        s.connect(loopback(proxy));
+    } else {
+        tcp::resolver resolver(io);
+        asio::connect(s, resolver.resolve(host, std::to_string(port)));
+    }
     s.set_option(tcp::no_delay(true));
     if (proxy) {
         std::string authority = host + ":" + std::to_string(port);
