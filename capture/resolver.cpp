@@ -68,9 +68,14 @@ Resolution resolve(std::span<const std::uint8_t> message, const ResolverContext&
         return refused(reply_without_answer(q, Rcode::refused), dns_reason::not_supported,
                        "class " + std::to_string(q.qclass) + " (only IN, 1)", q, q.name);
     auto check = names::normalize_host(q.name);
+    // The Resolution's reason is a view: one of this file's constants, never
+    // check.reason's string, which ends with this function (the host rule's
+    // codes are these two).
     if (!check.host)
-        return refused(reply_without_answer(q, Rcode::nxdomain), check.reason, "not a host name corral accepts", q,
-                       q.name);
+        return refused(reply_without_answer(q, Rcode::nxdomain),
+                       check.reason == resolve_reason::numeric_host ? resolve_reason::numeric_host
+                                                                    : resolve_reason::bad_host,
+                       "not a host name corral accepts", q, q.name);
     const auto& host = *check.host;
     if (host.is_ip_literal())
         return refused(reply_without_answer(q, Rcode::nxdomain), resolve_reason::numeric_host,
