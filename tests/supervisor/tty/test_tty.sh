@@ -109,7 +109,15 @@ check_job_control() {
     tm send-keys -t $s C-z
     if wait_for $s 'Stopped +sleep 100' 1 2>/dev/null; then stopped=yes; break; fi
   done
-  if [ $stopped = yes ]; then pass "${L}Ctrl-Z stops the foreground job (Stopped)"; else fail "${L}Ctrl-Z did not stop sleep"; fi
+  if [ $stopped = yes ]; then pass "${L}Ctrl-Z stops the foreground job (Stopped)"; else
+    fail "${L}Ctrl-Z did not stop sleep"
+    # Seen once, in a loaded CI run (a sanitizer build beside the fuzzers),
+    # never alone: what the processes and the pane were doing, for the next
+    # look (a stopped corral would mean the pane's terminal was not raw).
+    ps -eo pid,ppid,pgid,stat,comm | grep -E 'corral|sleep|bash|tmux' >&2 || true
+    tm display-message -p -t $s 'pane: #{pane_current_command} #{pane_pid}' >&2 || true
+    screen $s | tail -n 15 >&2
+  fi
   type_line $s 'jobs'
   # The Ctrl-Z's line and jobs' line: two on the screen.
   for ((i = 0; i < 600; i++)); do [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && break; sleep 0.1; done
