@@ -363,6 +363,17 @@ void run_sandbox_init(const InitContext& ctx) noexcept { init_steps::run_init(ct
 
 namespace init_steps {
 
+// Steps 6 and 7 (with capture, the routes between them): lo up, the
+// synthetic ranges routed to it, and then checked that lo is the box's one
+// link and every route stays on it; any failure ends the setup.
+void make_loopback_the_only_network(const InitContext& ctx) noexcept {
+    check_step(ctx, bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
+    if (ctx.capture_routes)
+        check_step(ctx, add_capture_routes(true), SetupStep::add_capture_routes, "RTM_NEWROUTE(local, lo)");
+    check_step(ctx, verify_only_loopback(ctx.capture_routes), SetupStep::verify_only_loopback,
+               "RTM_GETLINK, RTM_GETROUTE");
+}
+
 // The init itself: the numbered setup sequence (docs/architecture.md).
 [[noreturn]] void run_init(const InitContext& ctx) noexcept {
     install_stop_forwarding();
@@ -388,11 +399,7 @@ namespace init_steps {
 
     if (auto f = rootfs::apply_mount_plan(*ctx.plan)) fail_mount(ctx, SetupStep::apply_mount_plan, *f);
     if (auto f = rootfs::enter_rootfs(*ctx.plan)) fail_mount(ctx, SetupStep::enter_rootfs, *f);
-    check_step(ctx, bring_up_loopback(), SetupStep::bring_up_loopback, "RTM_NEWLINK(lo, IFF_UP)");
-    if (ctx.capture_routes)
-        check_step(ctx, add_capture_routes(true), SetupStep::add_capture_routes, "RTM_NEWROUTE(local, lo)");
-    check_step(ctx, verify_only_loopback(ctx.capture_routes), SetupStep::verify_only_loopback,
-               "RTM_GETLINK, RTM_GETROUTE");
+    make_loopback_the_only_network(ctx);
     if (sethostname(ctx.hostname, std::strlen(ctx.hostname)) != 0)
         fail(ctx, SetupStep::set_hostname, errno, "sethostname");
     // What the invocation inherits: the context plus, with --tty, the pty's slave.
