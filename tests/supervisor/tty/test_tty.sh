@@ -96,35 +96,50 @@ check_pty_identity() {
   wait_for $s '^TERM=tmux-256color$' && pass "${what}TERM is the caller's" || fail "${what}TERM is not the caller's"
 }
 
+# The job of check_job_control: a sleep no other test runs, so the host's
+# ps can tell when the box's shell has started it and when fg resumed it.
+JOB="sleep 4711"
+# job_state WANT: until the box's job has a ps state starting with WANT (T
+# stopped; S or R running), 60 s at most.
+job_state() {
+  local want=$1 i pid st
+  for ((i = 0; i < 600; i++)); do
+    pid=$(pgrep -x -f "$JOB" | head -n 1)
+    st=${pid:+$(ps -o stat= -p "$pid" 2>/dev/null)}
+    [[ $st == [$want]* ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # check_job_control SESSION LABEL: in the box's bash -i, Ctrl-Z stops the
 # foreground job, jobs lists it, fg resumes it, Ctrl-C ends it (130); a
 # program's INT trap runs on Ctrl-C; the box survives.
 check_job_control() {
   local s=$1 L=${2:+$2: }
-  type_line $s 'sleep 100'
-  # Ctrl-Z until the job is stopped: one sent before bash has started sleep
-  # goes to the shell's prompt, which ignores it (no fixed pause to guess).
+  type_line $s "$JOB"
+  # Ctrl-Z only once the job runs: a terminal's SUSP flushes the input the
+  # shell has not read yet (no NOFLSH), so one sent early on a loaded machine
+  # erased the typed line itself (seen in CI run 51).
+  job_state SR || fail "${L}the shell did not start $JOB"
   local i stopped=no
   for ((i = 0; i < 60; i++)); do
     tm send-keys -t $s C-z
-    if wait_for $s 'Stopped +sleep 100' 1 2>/dev/null; then stopped=yes; break; fi
+    if wait_for $s "Stopped +$JOB" 1 2>/dev/null; then stopped=yes; break; fi
   done
   if [ $stopped = yes ]; then pass "${L}Ctrl-Z stops the foreground job (Stopped)"; else
-    fail "${L}Ctrl-Z did not stop sleep"
-    # Seen once, in a loaded CI run (a sanitizer build beside the fuzzers),
-    # never alone: what the processes and the pane were doing, for the next
-    # look (a stopped corral would mean the pane's terminal was not raw).
-    ps -eo pid,ppid,pgid,stat,comm | grep -E 'corral|sleep|bash|tmux' >&2 || true
-    tm display-message -p -t $s 'pane: #{pane_current_command} #{pane_pid}' >&2 || true
-    screen $s | tail -n 15 >&2
+    fail "${L}Ctrl-Z did not stop $JOB"
+    ps -eo pid,ppid,pgid,stat,args | grep -E 'corral|sleep|bash|tmux' | grep -v grep >&2 || true
+    screen $s | grep -v '^$' | tail -n 20 >&2
   fi
   type_line $s 'jobs'
   # The Ctrl-Z's line and jobs' line: two on the screen.
-  for ((i = 0; i < 600; i++)); do [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && break; sleep 0.1; done
-  [ "$(count $s '^\[1\]\+ +Stopped +sleep 100$')" -ge 2 ] && pass "${L}jobs lists the stopped job" || fail "${L}jobs does not list the stopped sleep"
+  for ((i = 0; i < 600; i++)); do [ "$(count $s "^\[1\]\+ +Stopped +$JOB\$")" -ge 2 ] && break; sleep 0.1; done
+  [ "$(count $s "^\[1\]\+ +Stopped +$JOB\$")" -ge 2 ] && pass "${L}jobs lists the stopped job" || fail "${L}jobs does not list the stopped sleep"
   type_line $s 'fg'
-  wait_for $s '^sleep 100$' 60 || fail "${L}fg did not resume sleep"
-  sleep 0.5
+  wait_for $s "^$JOB\$" 60 || fail "${L}fg did not resume sleep"
+  # Ctrl-C once the job runs again: before that it would reach the shell.
+  job_state SR || fail "${L}fg did not set $JOB running"
   tm send-keys -t $s C-c
   type_line $s 'echo "after fg: $? done-$((40+2))"'
   wait_for $s '^after fg: 130 done-42$' && pass "${L}fg then Ctrl-C ends the job with SIGINT (status 130), the shell lives on" ||
