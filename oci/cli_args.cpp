@@ -29,6 +29,19 @@ const GlobalOption kGlobalOptions[] = {
          if (v != "text" && v != "json") throw UsageError("--log-format: \"" + v + "\": expected text or json");
          g.log_format = v == "json" ? LogFormat::json : LogFormat::text;
      }},
+    {{"--state-dir", "DIR", "corral's state dir for the boxes' runs (default corral's own: `corral ps` lists them)"},
+     [](GlobalArgs& g, const std::string& v) {
+         if (v.empty() || v.front() != '/') throw UsageError("--state-dir: \"" + v + "\": expected an absolute path");
+         g.state_dir = v;
+     }},
+    {{"--allow-config", "DIR", "an organisation directory a bundle's io.corral.config annotation may name\n"
+                               "(repeatable; none: such annotations are refused)", {}, true},
+     [](GlobalArgs& g, const std::string& v) {
+         if (v.empty() || v.front() != '/') throw UsageError("--allow-config: \"" + v + "\": expected an absolute path");
+         g.allowed_configs.push_back(v);
+     }},
+    {{"--uid-range", "FIRST-LAST", "the UIDs the boxes lease (default corral's)"},
+     [](GlobalArgs& g, const std::string& v) { g.uid_range = v; }},
     {{"--debug", "", "log debug messages too"}, [](GlobalArgs& g, const std::string&) { g.debug = true; }},
     {{"--systemd-cgroup", "", "accepted, changes nothing: the box's cgroup is corral's own"},
      [](GlobalArgs& g, const std::string&) { g.systemd_cgroup = true; }},

@@ -37,6 +37,16 @@ struct GlobalArgs {
     // says (config.json's cgroupsPath is replaced too).
     bool systemd_cgroup = false;
     bool version = false;             // --version / -v: the command is OciCommand::version
+    // Node settings an engine does not pass but an operator's wrapper can:
+    // the state dir of the boxes' runs and the UIDs they lease (checked by
+    // the front, which knows the rules: run/state_dir.hpp, supervisor/uid_lease.hpp).
+    std::optional<std::string> state_dir;
+    std::optional<std::string> uid_range;
+    // The organisation directories a bundle may choose with its
+    // io.corral.config annotation: they hold grants and credentials, and a
+    // pod spec is not the node operator's (features.json lists the
+    // annotation as potentially unsafe).
+    std::vector<std::string> allowed_configs;
 };
 
 struct OciArgs {

@@ -313,15 +313,17 @@ void plan_layered_root(Planner& p, const RootfsSpec& spec, MountPlan& plan) {
     op.lowers.assign(spec.image_layers.rbegin(), spec.image_layers.rend());
     plan.ops.push_back(std::move(op));
     plan_image_accounts_and_etc(p, spec);
+}
+
+// Both image modes: the agent's account, the box's own network files and
+// the working directory (an image's WorkingDir, an OCI process's cwd), made
+// in the overlay when the image lacks it.
+void plan_image_accounts_and_etc(Planner& p, const RootfsSpec& spec) {
     if (!spec.image_working_dir.empty()) {
         std::vector<std::string> dirs;
         for (std::string a = spec.image_working_dir; a != "/"; a = parent_of(a)) dirs.insert(dirs.begin(), a);
         for (const auto& d : dirs) p.dir(d);
     }
-}
-
-// Both image modes: the agent's account and the box's own network files.
-void plan_image_accounts_and_etc(Planner& p, const RootfsSpec& spec) {
     // An image's /etc/hosts lacks the box's name (or localhost), its
     // /etc/hostname names the machine the image was built on and its
     // resolv.conf the build host's DNS: the box gets host mode's files,
@@ -466,7 +468,10 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     const bool layered = std::holds_alternative<names::ImageRootfs>(spec.source);
     std::string image_real;
     if (layered) validate_layers(spec);
-    else if (const auto* dir = std::get_if<names::DirRootfs>(&spec.source)) image_real = check_image_dir(dir->path, spec);
+    else if (const auto* dir = std::get_if<names::DirRootfs>(&spec.source)) {
+        image_real = check_image_dir(dir->path, spec);
+        validate_working_dir(spec);
+    }
     if (spec.workspace) check_host_source("--workspace", *spec.workspace, spec, host_mode, image_real);
     check_binds(spec, host_mode, image_real);
 

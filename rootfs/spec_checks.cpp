@@ -93,11 +93,15 @@ void validate_layers(const RootfsSpec& spec) {
         if (is_at_or_below(spec.scratch_dir, l))
             throw UsageError("--rootfs " + image + ": layer " + l + " contains corral's scratch directory");
     }
+    validate_working_dir(spec);
+}
+
+void validate_working_dir(const RootfsSpec& spec) {
     const std::string& wd = spec.image_working_dir;
     if (!wd.empty() && (!is_normalized_absolute(wd) || is_at_or_below(wd, "/proc") || is_at_or_below(wd, "/dev") ||
                         is_at_or_below(wd, "/sys")))
-        throw UsageError("--rootfs " + image + ": WorkingDir \"" + wd +
-                         "\": expected a normalized absolute path outside /proc, /dev and /sys");
+        throw UsageError("--rootfs " + names::to_string(spec.source) + ": WorkingDir \"" + wd +
+                         "\" (the box's working directory): expected a normalized absolute path outside /proc, /dev and /sys");
 }
 
 // A host directory the box gets writable or readable access to (--workspace,

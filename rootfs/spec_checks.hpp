@@ -20,6 +20,9 @@ void validate_sizes(const RootfsSpec& spec);
 void validate_extra_files(const RootfsSpec& spec);
 // image:NAME: its layers, root-only directories, at most kMaxImageLayers.
 void validate_layers(const RootfsSpec& spec);
+// An image's or a DIR's working directory (image_working_dir), made in the
+// overlay: absolute, normalised, outside /proc, /dev and /sys.
+void validate_working_dir(const RootfsSpec& spec);
 // A host directory shown to the box (--workspace, --bind, --ro-bind; a bind may show a regular file).
 void check_host_source(std::string_view option, const std::string& source, const RootfsSpec& spec, bool host_mode,
                        const std::string& image_real);

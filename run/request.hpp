@@ -65,6 +65,11 @@ struct RunRequest {
     bool quiet = false;                           // --quiet: no start and summary lines
     std::vector<std::pair<std::string, std::string>> env;   // --env, in order given
     std::optional<std::string> hostname;          // default "corral-<short id>"
+    // Where the command starts (absolute, normalised; made in the box's
+    // overlay when the rootfs lacks it). No option of `corral run` sets it:
+    // the OCI front's config.json does (oci/runtime/bundle_request.hpp).
+    // Unset: /workspace, or the image's WorkingDir.
+    std::optional<std::string> cwd;
     std::vector<BindRequest> binds;               // --bind / --ro-bind, in order given
     std::optional<std::uint64_t> scratch_bytes;   // --scratch-size
     std::optional<std::uint64_t> tmp_bytes;       // --tmp-size

@@ -202,6 +202,12 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
         for (const auto& kv : in.worker->env) plan.worker_env.emplace_back(kv.first, kv.second);
     plan.cli_env = r.env;
     if (in.image) apply_image(r, in, plan);
+    if (r.cwd) {
+        spec.cwd = *r.cwd;
+        // An image's or a DIR's root may lack it: made in the overlay, as a WorkingDir is.
+        if (!std::holds_alternative<names::HostRootfs>(spec.rootfs.source))
+            spec.rootfs.image_working_dir = *r.cwd == "/" ? std::string() : *r.cwd;
+    }
     if (plan.agent) spec.rootfs.home_dir = in.run_dir + "/home";
     if (r.agent()) spec.stdout_log_name = "stdout.jsonl";  // the CLI's JSON lines, streamed live and kept once
 

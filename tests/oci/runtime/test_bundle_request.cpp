@@ -1,0 +1,133 @@
+// tests/oci/runtime/test_bundle_request.cpp — a bundle's mapped config as
+// corral's run request, and the control socket's lines.
+#include <doctest/doctest.h>
+
+#include "oci/runtime/bundle_request.hpp"
+#include "oci/runtime/control.hpp"
+#include "oci/runtime/container_dir.hpp"
+#include "tests/oci/config_fixture.hpp"
+
+#include <unistd.h>
+
+namespace corral::oci {
+namespace {
+
+using testing::read_config;
+using testing::runc_spec_config;
+
+nlohmann::json without_terminal() {
+    auto j = runc_spec_config();
+    j["process"]["terminal"] = false;
+    return j;
+}
+
+bool front_note(const BundleRequest& r, NoteKind kind, const std::string& field) {
+    for (const auto& n : r.notes)
+        if (n.kind == kind && n.field == field) return true;
+    return false;
+}
+
+TEST_CASE("runc's default config becomes a quiet run of its process on its root") {
+    auto j = without_terminal();
+    j["process"]["args"] = {"/bin/echo", "hi"};
+    j["process"]["cwd"] = "/srv/app";
+    BundleRequest br = bundle_request(read_config(j), "/var/lib/corral");
+    const run::RunRequest& r = br.request;
+    CHECK(r.command == std::vector<std::string>{"/bin/echo", "hi"});
+    REQUIRE(r.cwd);
+    CHECK(*r.cwd == "/srv/app");
+    REQUIRE(r.rootfs);
+    const auto* dir = std::get_if<names::DirRootfs>(&*r.rootfs);
+    REQUIRE(dir != nullptr);
+    CHECK(dir->path == "/srv/bundle/rootfs");
+    CHECK(r.hostname == std::optional<std::string>("runc"));
+    CHECK(r.open_files == std::optional<std::uint64_t>(1024));
+    CHECK(r.state_dir == std::optional<std::string>("/var/lib/corral"));
+    CHECK(r.quiet);
+    CHECK_FALSE(r.tty);
+    // The config's own notes come along (root in the box mapped).
+    CHECK(front_note(br, NoteKind::mapped, "process.user.uid"));
+}
+
+TEST_CASE("the environment is the config's, in order") {
+    auto j = without_terminal();
+    j["process"]["env"] = {"PATH=/bin", "A=1", "A=2"};
+    const auto env = bundle_request(read_config(j), "").request.env;
+    REQUIRE(env.size() >= 2);
+    CHECK(env.front() == std::pair<std::string, std::string>{"PATH", "/bin"});
+    CHECK(env.back() == std::pair<std::string, std::string>{"A", "2"});
+}
+
+TEST_CASE("limits, binds and /tmp reach the request") {
+    auto j = without_terminal();
+    j["linux"]["resources"]["memory"] = {{"limit", 268435456}};
+    j["linux"]["resources"]["pids"] = {{"limit", 64}};
+    j["linux"]["resources"]["cpu"] = {{"quota", 50000}, {"period", 100000}};
+    j["mounts"].push_back({{"destination", "/data"}, {"type", "bind"}, {"source", "/srv/data"}, {"options", {"rbind", "ro"}}});
+    j["mounts"].push_back({{"destination", "/tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"size=1m"}}});
+    const run::RunRequest r = bundle_request(read_config(j), "").request;
+    CHECK(r.memory_bytes == std::optional<std::uint64_t>(268435456));
+    CHECK(r.pids == std::optional<std::uint64_t>(64));
+    REQUIRE(r.cpus);
+    CHECK(*r.cpus == doctest::Approx(0.5));
+    REQUIRE(r.binds.size() == 1);
+    CHECK(r.binds[0].source == "/srv/data");
+    CHECK(r.binds[0].target == "/data");
+    CHECK(r.binds[0].read_only);
+    CHECK(r.tmp_bytes == std::optional<std::uint64_t>(1u << 20));
+}
+
+TEST_CASE("what the front cannot build yet is refused with the field named") {
+    auto tty = runc_spec_config();  // runc's default asks for a terminal
+    CHECK_THROWS_WITH(bundle_request(read_config(tty), ""), doctest::Contains("process.terminal"));
+    auto tmpfs = without_terminal();
+    tmpfs["mounts"].push_back({{"destination", "/cache"}, {"type", "tmpfs"}, {"source", "tmpfs"}});
+    CHECK_THROWS_WITH(bundle_request(read_config(tmpfs), ""), doctest::Contains("/cache"));
+    auto noexec = without_terminal();
+    noexec["mounts"].push_back({{"destination", "/data"}, {"type", "bind"}, {"source", "/srv/data"}, {"options", {"bind", "noexec"}}});
+    CHECK_THROWS_WITH(bundle_request(read_config(noexec), ""), doctest::Contains("noexec"));
+    auto worker = without_terminal();
+    worker["annotations"] = {{"io.corral.worker", "ci"}};
+    CHECK_THROWS_WITH(bundle_request(read_config(worker), ""), doctest::Contains("io.corral.config"));
+}
+
+TEST_CASE("rlimits other than NOFILE are noted, not dropped silently") {
+    auto j = without_terminal();
+    j["process"]["rlimits"].push_back({{"type", "RLIMIT_NPROC"}, {"hard", 100}, {"soft", 100}});
+    j["process"]["rlimits"].push_back({{"type", "RLIMIT_CORE"}, {"hard", 0}, {"soft", 0}});
+    BundleRequest br = bundle_request(read_config(j), "");
+    CHECK(front_note(br, NoteKind::replaced, "process.rlimits"));
+    CHECK(front_note(br, NoteKind::ignored, "process.rlimits"));
+}
+
+TEST_CASE("the control lines: what is a request and what is not") {
+    auto start = parse_control_line("start");
+    REQUIRE(start);
+    CHECK(start->kind == ControlRequest::Kind::start);
+    auto kill = parse_control_line("kill 15 1");
+    REQUIRE(kill);
+    CHECK(kill->kind == ControlRequest::Kind::kill);
+    CHECK(kill->signal == 15);
+    CHECK(kill->all);
+    CHECK(control_line(*kill) == "kill 15 1");
+    CHECK(control_line(*start) == "start");
+    for (const char* bad : {"", "start ", "kill", "kill 0 0", "kill 65 0", "kill 9 2", "kill 9 0 x", "kill -9 0", "stop"})
+        CHECK_MESSAGE(!parse_control_line(bad), bad);
+}
+
+TEST_CASE("a record's supervisor: alive while its pid has its start time") {
+    ContainerRecord r;
+    r.state.status = ContainerStatus::running;
+    r.supervisor = getpid();
+    r.supervisor_start = process_start_time(getpid());
+    CHECK(r.supervisor_start != 0);
+    CHECK(supervisor_alive(r));
+    CHECK(effective_status(r) == ContainerStatus::running);
+    r.supervisor_start += 1;  // the pid now names another process
+    CHECK_FALSE(supervisor_alive(r));
+    CHECK(effective_status(r) == ContainerStatus::stopped);
+    CHECK(process_start_time(0) == 0);
+}
+
+}  // namespace
+}  // namespace corral::oci

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""tests/oci/runtime/test_oci_runtime.py: corral-oci driven as an engine drives
+it (conmon, containerd's shim): this process is a child subreaper, runs
+`create` with the container's stdout and stderr as files, reads --pid-file,
+`start`s, asks `state`, `kill`s, reaps the supervisor it adopted for the
+container's exit status, and `delete`s. Real boxes on the Debian 12 root
+tools/test.sh builds; root only (exit 77 with the reason otherwise).
+
+Each case checks what the host saw: the record under --root, the run's
+run.json in corral's state dir, and no process of the box's UID left."""
+import ctypes, json, os, shutil, signal, subprocess, sys, tempfile, time
+
+OCI = os.environ.get("CORRAL_OCI_BIN", "")
+ROOTFS = "/var/cache/corral-test/debian12-root/root"
+UID_RANGE = "1900100600-1900100629"
+
+if os.geteuid() != 0:
+    print("SKIP: needs root (corral-oci builds real boxes)", file=sys.stderr); sys.exit(77)
+if not os.path.isfile(os.path.join(ROOTFS, "bin/sh")):
+    print("SKIP: no Debian 12 root at " + ROOTFS + " (tools/test.sh builds it: tools/build-debian-root.sh)", file=sys.stderr)
+    sys.exit(77)
+if not os.access(OCI, os.X_OK):
+    print("FAIL: CORRAL_OCI_BIN is not an executable: " + OCI, file=sys.stderr); sys.exit(1)
+
+PR_SET_CHILD_SUBREAPER = 36
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+TMP = tempfile.mkdtemp(prefix="corral-oci-test.")
+ROOT = os.path.join(TMP, "oci-root")
+STATE = os.path.join(TMP, "state")
+os.makedirs(STATE, mode=0o700)
+GLOBAL = ["--root", ROOT, "--state-dir", STATE, "--uid-range", UID_RANGE]
+failures, passes = [], 0
+
+
+def check(ok, what, detail=""):
+    global passes
+    if ok:
+        passes += 1; print("ok: " + what)
+    else:
+        failures.append(what); print("FAIL: " + what + (": " + detail if detail else ""), file=sys.stderr)
+
+
+def oci(*args, log=None):
+    argv = [OCI] + GLOBAL + (["--log", log, "--log-format", "json"] if log else []) + list(args)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def config(args, **changes):
+    c = {"ociVersion": "1.0.2", "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
+         "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "GREETING=hello"], "cwd": "/srv/app"},
+         "root": {"path": ROOTFS, "readonly": True}, "hostname": "oci-box",
+         "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+         "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"},
+                                  {"type": "mount"}]}}
+    for k, v in changes.items():
+        c[k] = v
+    return c
+
+
+def bundle(name, cfg):
+    d = os.path.join(TMP, "bundles", name)
+    os.makedirs(d)
+    if cfg is not None:
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+    return d
+
+
+class Container:
+    """One container's create, as an engine runs it: its stdio are files."""
+    def __init__(self, cid, cfg):
+        self.id, self.dir = cid, bundle(cid, cfg)
+        self.pid_file = os.path.join(self.dir, "pid")
+        self.out, self.err = os.path.join(self.dir, "out"), os.path.join(self.dir, "err")
+        with open(self.out, "w") as o, open(self.err, "w") as e:
+            self.create = subprocess.run([OCI] + GLOBAL + ["create", "--bundle", self.dir, "--pid-file", self.pid_file,
+                                          cid], stdout=o, stderr=e, stdin=subprocess.DEVNULL, timeout=120)
+        self.pid = int(open(self.pid_file).read()) if self.create.returncode == 0 else 0
+
+    def state(self):
+        r = oci("state", self.id)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def reap(self, bound=60):
+        """The supervisor's wait status, as conmon reaps it (we are its subreaper)."""
+        until = time.time() + bound
+        while time.time() < until:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.05)
+        return None
+
+    def record(self):
+        with open(os.path.join(ROOT, self.id, "record.json")) as f:
+            return json.load(f)
+
+    def text(self, which):
+        with open(self.out if which == "out" else self.err) as f:
+            return f.read()
+
+
+def uid_processes(uid):
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if os.stat("/proc/" + p).st_uid == uid:
+                    found.append(p)
+            except FileNotFoundError:
+                pass
+    return found
+
+
+def run_json(c):
+    with open(os.path.join(c.record()["run_dir"], "run.json")) as f:
+        return json.load(f)
+
+
+def wait_status(c, want, bound=60):
+    until = time.time() + bound
+    while time.time() < until:
+        s = c.state()
+        if s and s["status"] == want:
+            return s
+        time.sleep(0.05)
+    return c.state()
+
+
+def case_lifecycle():
+    """create → created (the process not yet run), start → its output and
+    exit status, state → stopped, delete → nothing left."""
+    c = Container("life", config(["/bin/sh", "-c", 'echo "out $GREETING $(pwd) $(hostname) $(id -u)"; echo err >&2; exit 3']))
+    check(c.create.returncode == 0, "create: exit 0", c.text("err"))
+    if c.create.returncode != 0:
+        return
+    s = c.state()
+    check(s and s["status"] == "created" and s["pid"] == c.pid, "state after create: created, pid = --pid-file's", str(s))
+    check(s and s["bundle"] == c.dir and s["id"] == "life" and s["ociVersion"].startswith("1."), "state: id, bundle, ociVersion")
+    check(c.text("out") == "", "the process has not run before start")
+    uid = run_json(c)["uid"]
+    check(uid >= 1900100600, "the box leased a UID of --uid-range", str(uid))
+    r = oci("start", "life")
+    check(r.returncode == 0, "start: exit 0", r.stderr)
+    status = c.reap()
+    check(status == 3, "the supervisor's exit status is the process's (3), as conmon reaps it", str(status))
+    out = c.text("out")
+    check(out.startswith("out hello /srv/app oci-box "), "the process's stdout: env, cwd, hostname from config.json", out)
+    check((out.split() or ["0"])[-1] != "0", "the process is not root in the box (mapped to the leased UID)", out)
+    check(c.text("err") == "err\n", "the process's stderr, alone", c.text("err"))
+    s = c.state()
+    check(s and s["status"] == "stopped" and "pid" not in s, "state after the end: stopped, no pid", str(s))
+    rec = run_json(c)
+    check(rec.get("outcome") == "exited" and rec.get("exit_code") == 3, "run.json: outcome exited, exit_code 3",
+          str(rec.get("outcome")) + " " + str(rec.get("exit_code")))
+    check(os.path.isfile(os.path.join(c.record()["run_dir"], "oci-config.json")), "the mapping's notes are in the run dir")
+    r = oci("start", "life")
+    check(r.returncode == 1 and "stopped" in r.stderr, "start of a stopped container: exit 1, says stopped", r.stderr)
+    r = oci("delete", "life")
+    check(r.returncode == 0, "delete: exit 0", r.stderr)
+    check(not os.path.exists(os.path.join(ROOT, "life")), "delete: the record is gone")
+    check(uid_processes(uid) == [], "no process of the box's UID is left")
+    r = oci("state", "life")
+    check(r.returncode == 1 and "does not exist" in r.stderr, "state after delete: exit 1, does not exist", r.stderr)
+
+
+def case_kill_term_and_user_signal():
+    c = Container("term", config(["/bin/sleep", "1000"]))
+    if c.create.returncode != 0:
+        return check(False, "create (term)", c.text("err"))
+    oci("start", "term")
+    check((wait_status(c, "running") or {}).get("status") == "running", "state after start: running")
+    r = oci("delete", "term")
+    check(r.returncode == 1 and "running" in r.stderr and "--force" in r.stderr,
+          "delete of a running container: exit 1, names --force", r.stderr)
+    r = oci("kill", "term", "TERM")
+    check(r.returncode == 0, "kill TERM: exit 0", r.stderr)
+    status = c.reap()
+    check(status == 128 + signal.SIGTERM, "kill TERM: the process died of SIGTERM (143)", str(status))
+    check(oci("delete", "term").returncode == 0, "delete after kill")
+
+    trap = 'trap "echo got-usr1; exit 7" USR1; echo ready; while :; do sleep 0.1; done'
+    u = Container("usr1", config(["/bin/sh", "-c", trap]))
+    if u.create.returncode != 0:
+        return check(False, "create (usr1)", u.text("err"))
+    oci("start", "usr1")
+    until = time.time() + 30
+    while "ready" not in u.text("out") and time.time() < until:
+        time.sleep(0.05)
+    r = oci("kill", "usr1", "SIGUSR1")
+    check(r.returncode == 0, "kill SIGUSR1: exit 0", r.stderr)
+    status = u.reap()
+    check(status == 7 and "got-usr1" in u.text("out"), "kill USR1 reaches the process itself (its trap ran, exit 7)",
+          str(status) + " " + u.text("out"))
+    oci("delete", "usr1")
+
+
+def case_force_and_early_kill():
+    c = Container("force", config(["/bin/sleep", "1000"]))
+    if c.create.returncode != 0:
+        return check(False, "create (force)", c.text("err"))
+    oci("start", "force")
+    wait_status(c, "running")
+    uid = run_json(c)["uid"]
+    r = oci("delete", "--force", "force")
+    check(r.returncode == 0, "delete --force of a running container: exit 0", r.stderr)
+    check(c.reap() == 128 + signal.SIGKILL, "delete --force: SIGKILL (137)")
+    check(not os.path.exists(os.path.join(ROOT, "force")) and uid_processes(uid) == [],
+          "delete --force: record gone, no process of the UID left")
+
+    e = Container("early", config(["/bin/sh", "-c", "echo must-not-run"]))
+    if e.create.returncode != 0:
+        return check(False, "create (early)", e.text("err"))
+    r = oci("kill", "early", "KILL")
+    check(r.returncode == 0, "kill of a created container: exit 0", r.stderr)
+    check(e.reap() == 128 + signal.SIGKILL and e.text("out") == "",
+          "kill before start: the box ends (137) and the process never ran", e.text("out"))
+    check((e.state() or {}).get("status") == "stopped", "kill before start: stopped")
+    check(oci("delete", "early").returncode == 0, "delete after an early kill")
+    r = oci("kill", "early", "KILL")
+    check(r.returncode == 1 and "does not exist" in r.stderr, "kill of a deleted container: exit 1")
+
+
+def case_refusals():
+    """Bad bundles: each a clear error naming what, and nothing left behind."""
+    base = config(["/bin/true"])
+    cases = {
+        "no-config": (None, "no config.json"),
+        "bad-json": ('{"ociVersion": "1.0.2", ', "config.json"),
+        "dotdot-root": (dict(base, root={"path": "/srv/../etc"}), "root.path"),
+        "over-proc": (dict(base, mounts=base["mounts"] + [{"destination": "/proc/sys", "type": "bind",
+                                                          "source": "/tmp", "options": ["bind"]}]), "mounts[1]"),
+        "sys-admin": (dict(base, process=dict(base["process"], capabilities={"bounding": ["CAP_SYS_ADMIN"]})),
+                      "CAP_SYS_ADMIN"),
+        "device": (dict(base, linux=dict(base["linux"], devices=[{"path": "/dev/sda", "type": "b", "major": 8,
+                                                                    "minor": 0}])), "linux.devices"),
+        "userns": (dict(base, linux=dict(base["linux"], namespaces=base["linux"]["namespaces"] + [{"type": "user"}],
+                                         uidMappings=[{"containerID": 0, "hostID": 100000, "size": 65536}])), "user"),
+        "unlisted-config": (dict(base, annotations={"io.corral.worker": "w", "io.corral.config": "/srv/org"}),
+                            "not allowed on this node"),
+    }
+    before = set(os.listdir(os.path.join(STATE, "runs"))) if os.path.isdir(os.path.join(STATE, "runs")) else set()
+    for name, (cfg, needle) in cases.items():
+        d = bundle("bad-" + name, cfg)
+        log = os.path.join(TMP, name + ".log")
+        r = oci("create", "--bundle", d, "bad-" + name, log=log)
+        last = open(log).read().strip().splitlines()[-1] if os.path.exists(log) else "{}"
+        entry = json.loads(last)
+        check(r.returncode == 1 and needle in r.stderr and entry.get("level") == "error" and needle in entry.get("msg", ""),
+              "refused: " + name + " (exit 1, names " + needle + ", the --log's last JSON line says it)", r.stderr)
+        check(not os.path.exists(os.path.join(ROOT, "bad-" + name)), "refused: " + name + " leaves no record")
+    after = set(os.listdir(os.path.join(STATE, "runs"))) if os.path.isdir(os.path.join(STATE, "runs")) else set()
+    check(after == before, "refused bundles leave no run behind", str(after - before))
+    c = Container("dup", config(["/bin/sleep", "1000"]))
+    r = oci("create", "--bundle", c.dir, "dup")
+    check(r.returncode == 1 and "exists" in r.stderr, "a second create of one id: exit 1, exists", r.stderr)
+    oci("delete", "--force", "dup")
+    c.reap()
+
+
+def case_features_version():
+    r = oci("features")
+    f = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(f.get("ociVersionMax") == "1.2.0" and "hooks" in f, "features: the spec's document", r.stderr)
+    r = subprocess.run([OCI, "--version"], capture_output=True, text=True)
+    check(r.returncode == 0 and "spec: 1.2.0" in r.stdout, "--version: names the spec", r.stdout)
+    r = oci("pause", "x")
+    check(r.returncode == 1 and "pause" in r.stderr, "pause: refused with the reason", r.stderr)
+
+
+try:
+    for case in (case_lifecycle, case_kill_term_and_user_signal, case_force_and_early_kill, case_refusals,
+                 case_features_version):
+        case()
+finally:
+    for cid in os.listdir(ROOT) if os.path.isdir(ROOT) else []:
+        oci("delete", "--force", cid)
+    shutil.rmtree(TMP, ignore_errors=True)
+print("%d passed, %d failed" % (passes, len(failures)))
+sys.exit(1 if failures else 0)
