@@ -139,13 +139,29 @@ void read_propagation(ObjectFields& f, const MappingPolicy& policy, BundleConfig
                                           "or runbindable");
 }
 
+// The engines ask for the box's own network namespace's sysctls by default
+// (podman and containerd's CRI: net.ipv4.ping_group_range,
+// net.ipv4.ip_unprivileged_port_start): each would let the box's
+// unprivileged processes do more. corral sets none: reduced (refused when
+// strict), each named.
+void read_sysctl(ObjectFields& f, const MappingPolicy& policy, BundleConfig& out) {
+    const nlohmann::json* sysctl = f.find("sysctl");
+    if (sysctl == nullptr || sysctl->is_null()) return;
+    if (!sysctl->is_object()) refuse_field(f.path_of("sysctl"), "expected an object of NAME: VALUE strings");
+    for (const auto& [name, value] : sysctl->items()) {
+        const std::string field = f.path_of("sysctl") + "." + name;
+        if (!value.is_string()) refuse_field(field, "expected a string");
+        reduce_or_refuse(policy, out, field,
+                         name + "=" + value.get<std::string>() + " not set: corral sets no sysctl in the box");
+    }
+}
+
 void refuse_unhonoured_linux_fields(ObjectFields& f) {
     f.refuse_unless_empty("uidMappings", "user namespace mappings: corral does not create user namespaces; "
                                          "allowed: absent");
     f.refuse_unless_empty("gidMappings", "user namespace mappings: corral does not create user namespaces; "
                                          "allowed: absent");
     f.refuse_unless_empty("timeOffsets", "corral does not offset the box's clocks; allowed: absent");
-    f.refuse_unless_empty("sysctl", "corral sets no sysctl in the box; allowed: absent or {}");
     f.refuse_unless_empty("intelRdt", "corral does not manage Intel RDT; allowed: absent");
     f.refuse_unless_empty("personality", "corral does not change the execution domain; allowed: absent");
     f.refuse_unless_empty("memoryPolicy", "corral sets no NUMA memory policy; allowed: absent");
@@ -160,6 +176,7 @@ void read_linux(const nlohmann::json& linux_section, const MappingPolicy& policy
     ObjectFields f(linux_section, "linux", out.notes);
     if (const auto* ns = f.find("namespaces")) read_namespaces(*ns, out);
     refuse_unhonoured_linux_fields(f);
+    read_sysctl(f, policy, out);
     if (const auto* d = f.find("devices")) read_devices(*d, out);
     if (auto cg = f.string("cgroupsPath"); cg && !cg->empty())
         f.note(NoteKind::replaced, "cgroupsPath", json_quoted(*cg) + ": the box's cgroup is corral's own");

@@ -12,12 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
-#include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "base/atomic_file.hpp"
 #include "base/fd.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
@@ -27,6 +22,7 @@
 #include "oci/runtime/container_dir.hpp"
 #include "oci/runtime/control.hpp"
 #include "oci/runtime/create.hpp"
+#include "oci/runtime/runtime_log.hpp"
 
 #ifndef CORRAL_VERSION
 #define CORRAL_VERSION "unknown"
@@ -35,26 +31,6 @@
 namespace corral::oci {
 
 namespace {
-
-// The error as engines read it: conmon and containerd's shim take the last
-// line of --log (json: {"level":"error","msg":...}) for the reason.
-void log_error(const GlobalArgs& g, const std::string& what) {
-    std::fprintf(stderr, "corral-oci: %s\n", terminal_text(what).c_str());
-    if (!g.log) return;
-    std::string line;
-    char when[64];
-    std::time_t now = std::time(nullptr);
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    if (g.log_format == LogFormat::json)
-        line = nlohmann::json{{"level", "error"}, {"msg", what}, {"time", when}}.dump(-1, ' ', true,
-                                                                               nlohmann::json::error_handler_t::replace);
-    else
-        line = std::string("time=\"") + when + "\" level=error msg=" +
-               nlohmann::json(what).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-    line += "\n";
-    Fd log(::open(g.log->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-    if (log.valid()) (void)!::write(log.get(), line.data(), line.size());
-}
 
 int cmd_state(const OciArgs& a) {
     ContainerDir dir = ContainerDir::open(a.global.root, a.id);

@@ -20,7 +20,9 @@
 #include "oci/runtime/bundle_request.hpp"
 #include "oci/runtime/container_body.hpp"
 #include "oci/runtime/container_dir.hpp"
+#include "oci/runtime/runtime_log.hpp"
 #include "run/outcome.hpp"
+#include "supervisor/host_budget.hpp"
 #include "supervisor/hostname.hpp"
 #include "supervisor/uid_lease.hpp"
 
@@ -108,6 +110,26 @@ int wait_until_created(pid_t child, Fd ready, Fd errs, std::string& said) {
     return run::kExitSetup;
 }
 
+// The engines ask for RLIMIT_NOFILE 1048576 by default, which with the
+// box's task limit could fill the host's file table (corral refuses that
+// for `corral run --nofile`): such a limit is reduced to corral's default,
+// with a note, instead of refusing every container an engine starts.
+void fit_open_files(BundleRequest& br) {
+    run::RunRequest& r = br.request;
+    if (!r.open_files) return;
+    const supervisor::HostBudget host = supervisor::read_host_budget();
+    const std::uint64_t tasks = r.pids.value_or(supervisor::default_task_limit(host));
+    try {
+        supervisor::check_open_file_budget(host, tasks, *r.open_files);
+    } catch (const UsageError&) {
+        const std::uint64_t fitted = supervisor::default_open_files(host, tasks);
+        br.notes.push_back({NoteKind::reduced, "process.rlimits",
+                            "RLIMIT_NOFILE " + std::to_string(*r.open_files) + " with " + std::to_string(tasks) +
+                                " tasks could fill the host's file table: " + std::to_string(fitted)});
+        r.open_files = fitted;
+    }
+}
+
 // A pod spec is not the node operator's: its annotations may choose only an
 // organisation directory the node allows (--allow-config), compared after
 // normalisation so that "/etc/corral/../x" is not "/etc/corral".
@@ -137,6 +159,7 @@ int cmd_create(const OciArgs& a) {
     refuse_unlisted_config(config, a.global.allowed_configs);
     BundleRequest br = bundle_request(config, a.global.state_dir.value_or(""));
     if (a.global.uid_range) br.request.uid_range = supervisor::parse_uid_range(*a.global.uid_range);
+    fit_open_files(br);
     ContainerLaunch launch{ContainerDir::claim(a.global.root, a.id), {}, Fd(), -1, -1, br.notes};
     launch.record.state.id = a.id;
     launch.record.state.bundle = bundle_dir;
@@ -161,9 +184,10 @@ int cmd_create(const OciArgs& a) {
         throw UsageError("the box was not built (corral's status " + std::to_string(status) + ")" +
                          (said.empty() ? std::string() : ": " + said));
     }
-    // What the supervisor said on the way (a UID skipped, stale boxes
-    // cleaned up), as runc's warnings: on stderr, not in the log's errors.
-    if (!said.empty()) std::fputs(said.c_str(), stderr);
+    // What the supervisor said on the way (a bind not ID-mapped, stale boxes
+    // cleaned up): warnings, in --log (runtime_log.hpp).
+    while (!said.empty() && said.back() == '\n') said.pop_back();
+    if (!said.empty()) log_warning(a.global, said);
     if (a.pid_file) write_pid_file(*a.pid_file, child);
     return 0;
 }

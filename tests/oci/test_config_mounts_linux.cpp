@@ -142,7 +142,7 @@ TEST_CASE("seccomp: kept for stacking under corral's own; notification refused")
 }
 
 TEST_CASE("linux fields corral cannot honour are refused by name") {
-    for (const char* field : {"sysctl", "timeOffsets", "intelRdt", "personality", "netDevices"}) {
+    for (const char* field : {"timeOffsets", "intelRdt", "personality", "netDevices"}) {
         json j = runc_spec_config();
         j["linux"][field] = {{"x", "1"}};
         CHECK_MESSAGE(refusal_of(j).find("config.json: linux." + std::string(field) + ": ") == 0, field);
@@ -150,6 +150,15 @@ TEST_CASE("linux fields corral cannot honour are refused by name") {
     json j = runc_spec_config();
     j["linux"]["sysctl"] = json::object();
     CHECK(refusal_of(j) == "");
+    // podman's and containerd's default: not set, each named; strict refuses it.
+    j["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}};
+    CHECK(has_note(read_config(j), NoteKind::reduced, "linux.sysctl.net.ipv4.ping_group_range"));
+    json strict = j;
+    strict["process"].erase("capabilities");  // runc's default set is itself a reduction
+    CHECK(refusal_of(strict, MappingPolicy{true}).find("linux.sysctl.net.ipv4.ping_group_range") != std::string::npos);
+    j["linux"]["sysctl"] = {{"kernel.shmmax", 1}};
+    CHECK(refusal_of(j).find("config.json: linux.sysctl.kernel.shmmax: expected a string") == 0);
+    j["linux"]["sysctl"] = json::object();
     j["linux"]["rootfsPropagation"] = "rshared";
     CHECK(has_note(read_config(j), NoteKind::reduced, "linux.rootfsPropagation"));
     j["linux"]["rootfsPropagation"] = "sideways";

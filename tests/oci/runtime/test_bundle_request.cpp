@@ -46,7 +46,7 @@ TEST_CASE("runc's default config becomes a quiet run of its process on its root"
     CHECK(r.quiet);
     CHECK_FALSE(r.tty);
     // The config's own notes come along (root in the box mapped).
-    CHECK(front_note(br, NoteKind::mapped, "process.user.uid"));
+    CHECK(front_note(br, NoteKind::mapped, "process.user"));
 }
 
 TEST_CASE("the environment is the config's, in order") {
