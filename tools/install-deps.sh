@@ -47,6 +47,9 @@ test_packages=(
   # tests: real OCI image layouts (tests/image); the reference agent image's
   # Debian base (tools/build-agent-image.sh, tests/agents_e2e)
   umoci debootstrap
+  # tests: engines running corral-oci as their runtime (tests/oci/runtime/):
+  # podman with its conmon; containerd and its ctr
+  podman conmon containerd
   # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
   systemd
   # tests: the Debian package, built, checked and installed into a

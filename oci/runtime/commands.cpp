@@ -46,7 +46,7 @@ int cmd_start(const OciArgs& a) {
     const ContainerStatus s = effective_status(r);
     if (s != ContainerStatus::created)
         throw UsageError("container " + a.id + " is " + std::string(to_string(s)) + ": only a created one starts");
-    ask_supervisor(dir.control_socket(), ControlRequest{ControlRequest::Kind::start, 0, false});
+    ask_supervisor(dir, ControlRequest{ControlRequest::Kind::start, 0, false});
     return 0;
 }
 
@@ -56,7 +56,7 @@ int cmd_kill(const OciArgs& a) {
     const ContainerStatus s = effective_status(r);
     if (s != ContainerStatus::created && s != ContainerStatus::running)
         throw UsageError("container " + a.id + " is not running (" + std::string(to_string(s)) + ")");
-    ask_supervisor(dir.control_socket(), ControlRequest{ControlRequest::Kind::kill, a.signal, a.all});
+    ask_supervisor(dir, ControlRequest{ControlRequest::Kind::kill, a.signal, a.all});
     return 0;
 }
 
@@ -91,7 +91,7 @@ int cmd_delete(const OciArgs& a) {
             throw UsageError("container " + a.id + " is " + std::string(to_string(effective_status(r))) +
                              ": stop it first (kill), or delete --force");
         try {
-            ask_supervisor(dir.control_socket(), ControlRequest{ControlRequest::Kind::kill, SIGKILL, true});
+            ask_supervisor(dir, ControlRequest{ControlRequest::Kind::kill, SIGKILL, true});
         } catch (const UsageError&) {
             // The process ended between the read and the ask: the
             // supervisor is tearing the box down, and is waited for below.

@@ -193,7 +193,8 @@ private:
 SuperviseResult serve_container(ContainerLaunch& c, Sandbox& box, int interrupt_fd) {
     const std::string& run_dir = box.spec().run_dir;
     write_notes(run_dir, c.notes);
-    Fd listener = run::listen_at(c.dir.control_socket());
+    const Fd dir = c.dir.open_dir();
+    Fd listener = run::listen_at(ContainerDir::control_socket_via(dir.get()));
     c.record.run_id = box.run_id();
     c.record.run_dir = run_dir;
     set_status(c, ContainerStatus::created);

@@ -95,6 +95,12 @@ ContainerRecord ContainerDir::read() const {
     }
 }
 
+Fd ContainerDir::open_dir() const {
+    Fd fd(::open(path_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) throw SysError("open", path_, errno);
+    return fd;
+}
+
 void ContainerDir::remove() const { remove_tree_at(AT_FDCWD, path_); }
 
 unsigned long long process_start_time(pid_t pid) {

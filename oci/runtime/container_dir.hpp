@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "base/fd.hpp"
 #include "oci/state.hpp"
 
 namespace corral::oci {
@@ -39,7 +40,13 @@ public:
     static ContainerDir open(const std::string& root, const std::string& id);
 
     const std::string& path() const { return path_; }
-    std::string control_socket() const { return path_ + "/control.sock"; }
+    // The control socket's path as bind(2) and connect(2) take it: through
+    // /proc/self/fd/N of `dir_fd` (open_dir), since ROOT/ID/control.sock
+    // with a long --root and an engine's 64-character id passes
+    // sun_path's 108 bytes.
+    static std::string control_socket_via(int dir_fd) { return "/proc/self/fd/" + std::to_string(dir_fd) + "/control.sock"; }
+    // ROOT/ID, O_PATH: for control_socket_via.
+    Fd open_dir() const;
     void write(const ContainerRecord& record) const;
     // Throws UsageError when the record is missing (a create that died
     // before writing it) or unreadable.

@@ -82,7 +82,9 @@ void answer_control(int conn, const std::string& error) {
     }
 }
 
-void ask_supervisor(const std::string& path, const ControlRequest& request) {
+void ask_supervisor(const ContainerDir& container, const ControlRequest& request) {
+    const Fd dir = container.open_dir();
+    const std::string path = ContainerDir::control_socket_via(dir.get());
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof addr.sun_path) throw UsageError("control socket " + path + ": path too long");
@@ -92,8 +94,9 @@ void ask_supervisor(const std::string& path, const ControlRequest& request) {
     if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
         const int err = errno;
         if (err == ENOENT || err == ECONNREFUSED)
-            throw UsageError("the container's supervisor is gone (connect " + path + ": " + errno_text(err) + ")");
-        throw SysError("connect", path, err);
+            throw UsageError("the container's supervisor is gone (connect " + container.path() + "/control.sock: " +
+                             errno_text(err) + ")");
+        throw SysError("connect", container.path() + "/control.sock", err);
     }
     send_line(fd.get(), control_line(request));
     auto answer = read_line(fd.get(), kAnswerWaitMs);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/fd.hpp"
+#include "oci/runtime/container_dir.hpp"
 
 namespace corral::oci {
 
@@ -36,6 +37,6 @@ void answer_control(int conn, const std::string& error_or_empty);
 // The command's end: the request sent to the container's supervisor, its
 // answer waited for (bounded); throws UsageError with the supervisor's
 // error, or naming why it could not be asked (the container is not running).
-void ask_supervisor(const std::string& socket_path, const ControlRequest& request);
+void ask_supervisor(const ContainerDir& container, const ControlRequest& request);
 
 }  // namespace corral::oci

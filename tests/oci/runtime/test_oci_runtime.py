@@ -12,7 +12,7 @@ import ctypes, json, os, shutil, signal, subprocess, sys, tempfile, time
 
 OCI = os.environ.get("CORRAL_OCI_BIN", "")
 ROOTFS = "/var/cache/corral-test/debian12-root/root"
-UID_RANGE = "1900100600-1900100629"
+UID_RANGE = "1900101100-1900101129"
 
 if os.geteuid() != 0:
     print("SKIP: needs root (corral-oci builds real boxes)", file=sys.stderr); sys.exit(77)
@@ -140,7 +140,7 @@ def case_lifecycle():
     check(s and s["bundle"] == c.dir and s["id"] == "life" and s["ociVersion"].startswith("1."), "state: id, bundle, ociVersion")
     check(c.text("out") == "", "the process has not run before start")
     uid = run_json(c)["uid"]
-    check(uid >= 1900100600, "the box leased a UID of --uid-range", str(uid))
+    check(uid >= 1900101100, "the box leased a UID of --uid-range", str(uid))
     r = oci("start", "life")
     check(r.returncode == 0, "start: exit 0", r.stderr)
     status = c.reap()

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# tests/oci/runtime/test_podman_e2e.sh — Debian's podman (and its conmon)
+# running containers with corral-oci as the runtime (`podman --runtime`),
+# on an image made here and imported from an OCI archive (`podman load`:
+# no registry). podman's storage is this test's own. The cases:
+#   run --rm: stdout, stderr and the exit status reach podman's caller;
+#   run -d, logs, stop: the grace's SIGTERM reaches the process (its trap
+#     runs, exit 0); one that ignores it is killed after `stop -t 1` (137);
+#   --memory and --pids-limit are the run's cgroup limits (run.json);
+#   --network host is replaced: the box has only its loopback;
+#   a worker chosen by annotation: its grant reaches a stand-in on the
+#     host's loopback through the gateway, an ungranted port is refused;
+#     an organisation directory the node does not allow is refused;
+#   podman exec: refused, naming why;
+#   after podman rm: no record, no process of the box's UID.
+# Root only; exits 77 with the reason when root, podman, umoci or busybox
+# is missing (tools/install-deps.sh installs them).
+set -uo pipefail
+
+OCI=${CORRAL_OCI_BIN:?CORRAL_OCI_BIN (the corral-oci binary) must be set}
+UID_RANGE=1900101130-1900101159
+
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (podman and corral-oci build real boxes)" >&2; exit 77; fi
+for tool in podman conmon umoci busybox python3; do
+  if ! command -v $tool >/dev/null; then echo "SKIP: $tool is not installed (tools/install-deps.sh installs it)" >&2; exit 77; fi
+done
+
+TMP=$(mktemp -d /tmp/corral-podman.XXXXXX) || exit 1
+UPSTREAM_PID=
+failures=0
+passes=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; passes=$((passes + 1)); }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+
+STATE="$TMP/state"; mkdir -m 0700 "$STATE"
+ORG="$TMP/org"
+# The runtime as a node installs it: a wrapper with the node's settings.
+printf '#!/bin/sh\nexec "%s" --root "%s" --state-dir "%s" --uid-range %s --allow-config "%s" "$@"\n' \
+  "$OCI" "$TMP/oci-root" "$STATE" "$UID_RANGE" "$ORG" > "$TMP/corral-oci"
+chmod 0755 "$TMP/corral-oci"
+PODMAN=(podman --root "$TMP/storage" --runroot "$TMP/runroot" --runtime "$TMP/corral-oci" --cgroup-manager cgroupfs
+        --events-backend none --log-level error)
+pm() { "${PODMAN[@]}" "$@"; }
+cleanup() {
+  pm rm -a -f >/dev/null 2>&1
+  pm rmi -a -f >/dev/null 2>&1
+  [ -n "$UPSTREAM_PID" ] && kill "$UPSTREAM_PID" 2>/dev/null
+  umount -R "$TMP/storage/overlay" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# ---- the image: busybox, as an OCI layout (umoci), archived, podman load.
+make_image() {
+  cd "$TMP" && umoci init --layout img && umoci new --image img:t && umoci unpack --image img:t b >/dev/null &&
+    mkdir -p b/rootfs/bin && cp "$(command -v busybox)" b/rootfs/bin/busybox &&
+    for a in sh echo cat id sleep ls wget hostname grep cut tr true; do ln -s busybox "b/rootfs/bin/$a" || return 1; done &&
+    umoci repack --image img:t b && umoci config --image img:t --config.cmd /bin/sh --config.env PATH=/bin &&
+    tar -C img -cf img.tar .
+}
+(make_image) > "$TMP/image.log" 2>&1 || { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
+IMG=$(pm load -q -i "$TMP/img.tar" 2>&1 | sed -n 's/^Loaded image: //p' | tail -1)
+if [ -z "$IMG" ]; then echo "FAIL: podman load: $(pm load -i "$TMP/img.tar" 2>&1)" >&2; exit 1; fi
+pass "podman load of an OCI archive: $IMG"
+
+# The newest run's run.json, one field (a Python subscript: "['exit_code']").
+run_field() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]+'/run.json')); print(eval('r'+sys.argv[2]))" \
+    "$(ls -d "$STATE"/runs/* 2>/dev/null | tail -1)" "$1"
+}
+logs_have() { pm logs "$1" 2>/dev/null | grep -qx "$2"; }
+wait_logs() { local i; for ((i = 0; i < 600; i++)); do logs_have "$1" "$2" && return 0; sleep 0.1; done; return 1; }
+
+# ---- run --rm: output and status.
+out=$(pm run --rm --network none "$IMG" sh -c 'echo out-$((6*7)) $(id -u); echo err-line >&2; exit 3' 2>"$TMP/err")
+rc=$?
+check "run --rm: exit status 3 reaches podman's caller (got $rc)" [ $rc -eq 3 ]
+check "run --rm: stdout (got \"$out\")" [ "${out%% *}" = out-42 ]
+check "run --rm: the process is not root (got \"${out##* }\")" [ "${out##* }" != 0 ]
+check "run --rm: stderr" grep -qx err-line "$TMP/err"
+check "run --rm: run.json says exit code 3" [ "$(run_field "['exit_code']")" = 3 ]
+
+# ---- run -d, logs, stop (grace), stop of one that ignores SIGTERM.
+c=$(pm run -d --network none --memory 256m --pids-limit 100 "$IMG" \
+      sh -c 'echo started; trap "echo got-term; exit 0" TERM; while :; do sleep 0.1; done')
+check "run -d + logs: the process's output" wait_logs "$c" started
+check "--memory 256m is the run's memory limit" [ "$(run_field "['limits']['memory_bytes']")" = 268435456 ]
+check "--pids-limit 100 is the run's pids limit" [ "$(run_field "['limits']['pids']")" = 100 ]
+uid=$(run_field "['uid']")
+pm stop -t 10 "$c" >/dev/null
+check "stop: the SIGTERM's trap ran" logs_have "$c" got-term
+check "stop: exit code 0" [ "$(pm inspect -f '{{.State.ExitCode}}' "$c")" = 0 ]
+pm rm "$c" >/dev/null
+c=$(pm run -d --network none "$IMG" sh -c 'trap "" TERM; echo ignoring; while :; do sleep 0.1; done')
+wait_logs "$c" ignoring
+pm stop -t 1 "$c" >/dev/null
+check "stop -t 1 of a process that ignores SIGTERM: killed (137)" [ "$(pm inspect -f '{{.State.ExitCode}}' "$c")" = 137 ]
+pm rm "$c" >/dev/null
+check "after podman rm: no record under the runtime's root" [ -z "$(ls -A "$TMP/oci-root")" ]
+check "after podman rm: no process of the box's UID ($uid)" [ -z "$(ps -o pid= -u "$uid")" ]
+
+# ---- the engine's network replaced by the box's loopback.
+ifs=$(pm run --rm --network host "$IMG" sh -c 'grep : /proc/net/dev | cut -d: -f1' | tr -d ' ' | tr '\n' ' ')
+check "--network host: the box has only its loopback (got \"$ifs\")" [ "$ifs" = "lo " ]
+
+# ---- a worker by annotation: its grant through the gateway.
+mkdir -p "$TMP/www" "$ORG/workers/w"
+echo hello-from-upstream > "$TMP/www/hello.txt"
+(cd "$TMP/www" && exec python3 -u -m http.server --bind 127.0.0.1 0 > "$TMP/upstream.log" 2>&1) &
+UPSTREAM_PID=$!
+PORT=
+for ((i = 0; i < 600; i++)); do
+  PORT=$(sed -n 's/.* port \([0-9][0-9]*\) .*/\1/p' "$TMP/upstream.log" | head -1)
+  [ -n "$PORT" ] && break
+  sleep 0.1
+done
+: > "$ORG/org.toml"
+printf 'agent = "none"\n[[grants]]\nhost = "127.0.0.1"\nport = %s\nmode = "tunnel"\nallow_private = true\n' "$PORT" \
+  > "$ORG/workers/w/worker.toml"
+W=(--network none --annotation io.corral.worker=w --annotation "io.corral.config=$ORG" -e http_proxy=http://127.0.0.1:3128)
+got=$(pm run --rm "${W[@]}" "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>&1)
+check "a granted host through the gateway (got \"$got\")" [ "$got" = hello-from-upstream ]
+check "run.json names the worker" [ "$(run_field "['worker']")" = w ]
+other=$((PORT == 65535 ? 1 : PORT + 1))
+pm run --rm "${W[@]}" "$IMG" wget -q -O - "http://127.0.0.1:$other/x" > "$TMP/refused" 2>&1
+rc=$?
+check "an ungranted port is refused (wget exit $rc)" [ $rc -ne 0 ]
+err=$(pm run --rm --network none --annotation io.corral.worker=w --annotation io.corral.config=/etc "$IMG" true 2>&1)
+check "an organisation directory the node does not allow is refused" grep -q 'not allowed on this node' <<<"$err"
+
+# ---- exec: not in corral-oci yet, and says so.
+c=$(pm run -d --network none "$IMG" sleep 1000)
+err=$(pm exec "$c" true 2>&1)
+check "podman exec: refused, naming why" grep -q 'exec: not in corral-oci yet' <<<"$err"
+pm rm -f "$c" >/dev/null
+
+echo "$passes passed, $failures failed"
+[ $failures -eq 0 ]
