@@ -20,7 +20,9 @@ using GlobalOption = Option<GlobalArgs>;
 using CommandOption = Option<OciArgs>;
 
 const GlobalOption kGlobalOptions[] = {
-    {{"--root", "DIR", "where container records are kept (default /run/corral-oci)"},
+    // Repeatable, the last one wins (as runc's): an operator's wrapper may
+    // name a root and the engine its own after it.
+    {{"--root", "DIR", "where container records are kept (default /run/corral-oci; the last one given wins)", {}, true},
      [](GlobalArgs& g, const std::string& v) { g.root = v; }},
     {{"--log", "FILE", "append the runtime's messages to FILE (default: stderr)"},
      [](GlobalArgs& g, const std::string& v) { g.log = v; }},

@@ -17,6 +17,7 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
@@ -414,6 +415,19 @@ void plan_extra_files(Planner& p, const RootfsSpec& spec) {
     }
 }
 
+void plan_box_tmpfs(Planner& p, const RootfsSpec& spec) {
+    for (const auto& t : spec.tmpfs) {
+        std::vector<std::string> chain;
+        for (std::string a = t.target; a != "/"; a = parent_of(a)) chain.insert(chain.begin(), a);
+        for (const auto& a : chain) p.dir(a);
+        char data[96];
+        std::snprintf(data, sizeof data, "mode=%o,size=%llu,uid=%u,gid=%u", static_cast<unsigned>(t.mode),
+                      static_cast<unsigned long long>(t.size_bytes), spec.agent_uid, spec.agent_gid);
+        p.mount("corral-tmpfs", t.target, "tmpfs",
+                kSafe | (t.noexec ? MS_NOEXEC : 0) | (t.read_only ? MS_RDONLY : 0), data);
+    }
+}
+
 // Ancestors first: a bind target's parents may not exist in the box yet.
 void plan_binds(Planner& p, const RootfsSpec& spec) {
     for (const auto& b : spec.binds) {
@@ -474,6 +488,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
     }
     if (spec.workspace) check_host_source("--workspace", *spec.workspace, spec, host_mode, image_real);
     check_binds(spec, host_mode, image_real);
+    check_box_tmpfs(spec);
 
     MountPlan plan;
     plan.protected_dirs = spec.protected_dirs;
@@ -513,6 +528,7 @@ MountPlan plan_rootfs(const RootfsSpec& spec) {
         // In the overlay: created in (or copied up to) the upper layer, owned by the agent.
         p.dir_owned("/workspace", 0755, spec.agent_uid, spec.agent_gid);
     }
+    plan_box_tmpfs(p, spec);
     plan_binds(p, spec);
     plan_extra_files(p, spec);
     // The generated root holds only mount points, links and /etc: nothing in it

@@ -57,6 +57,19 @@ struct HostBind {
     std::string option;      // "--bind" or "--ro-bind", for messages
 };
 
+// A tmpfs of the box's own at `target` (an OCI bundle's tmpfs mounts; /tmp
+// and /dev/shm are corral's own and not these): capped, owned by the agent
+// (the box's "root" is the agent), mounted before the binds so that a bind
+// may go inside one. Its pages count against the box's memory limit.
+struct BoxTmpfs {
+    std::string target;           // box path, as check_bind_target returned it
+    std::uint64_t size_bytes = default_tmp_size_bytes;
+    mode_t mode = 0755;
+    bool read_only = false;
+    bool noexec = false;
+    std::string option;           // what asked for it, for messages: "config.json mounts[6]"
+};
+
 // The box path a --bind/--ro-bind DST names, normalised (lexically: "/a/./b/"
 // is "/a/b"). Refused: a relative path; "/"; a path at, below or above /proc,
 // /sys, /dev, /etc, /workspace, /root or /home/agent, and /tmp itself (the
@@ -111,6 +124,10 @@ struct RootfsSpec {
     // --bind/--ro-bind, after everything else (no two targets equal or one
     // inside another: checked by plan_rootfs).
     std::vector<HostBind> binds;
+    // Tmpfs mounts of the box's own, before the binds (targets checked as
+    // binds' are, none inside a bind: its mount point would be made in the
+    // host directory).
+    std::vector<BoxTmpfs> tmpfs;
     // Absolute host directory bound read-write at the agent's home instead of
     // the scratch home (agent runs: the homes live in the run dir, host-visible).
     std::optional<std::string> home_dir;

@@ -177,6 +177,25 @@ void check_binds(const RootfsSpec& spec, bool host_mode, const std::string& imag
     }
 }
 
+void check_box_tmpfs(const RootfsSpec& spec) {
+    for (std::size_t i = 0; i < spec.tmpfs.size(); ++i) {
+        const BoxTmpfs& t = spec.tmpfs[i];
+        if (check_bind_target(t.option, t.target) != t.target)
+            throw UsageError(t.option + ": tmpfs at " + t.target + ": the target is not normalised");
+        if (t.size_bytes == 0 || (t.mode & ~static_cast<mode_t>(07777)) != 0)
+            throw UsageError(t.option + ": tmpfs at " + t.target + ": expected a size above 0 and a mode within 07777");
+        for (std::size_t k = 0; k < i; ++k)
+            if (spec.tmpfs[k].target == t.target)
+                throw UsageError(t.option + ": tmpfs at " + t.target + ": " + spec.tmpfs[k].option +
+                                 " mounts one there already; allowed: one mount per target");
+        for (const auto& b : spec.binds)
+            if (is_at_or_below(t.target, b.target))
+                throw UsageError(t.option + ": tmpfs at " + t.target + ": inside " + b.option + " " + b.source + ":" +
+                                 b.target + " (its mount point would be made in the host directory); allowed: a "
+                                 "target outside every bind");
+    }
+}
+
 std::string check_bind_target(std::string_view option, const std::string& target) {
     const std::string opt(option);
     if (target.empty() || target.front() != '/')

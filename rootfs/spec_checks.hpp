@@ -28,5 +28,8 @@ void check_host_source(std::string_view option, const std::string& source, const
                        const std::string& image_real);
 // Every --bind/--ro-bind: source, target, and no two targets nested.
 void check_binds(const RootfsSpec& spec, bool host_mode, const std::string& image_real);
+// The box's tmpfs mounts: normalised targets by the binds' rule, each once,
+// none at or below a bind's target, mode within 07777, a size above zero.
+void check_box_tmpfs(const RootfsSpec& spec);
 
 }  // namespace corral::rootfs

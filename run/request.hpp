@@ -21,6 +21,7 @@
 #include "base/option_table.hpp"
 #include "names/host.hpp"
 #include "names/rootfs_source.hpp"
+#include "rootfs/mount_plan.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::run {
@@ -71,6 +72,9 @@ struct RunRequest {
     // Unset: /workspace, or the image's WorkingDir.
     std::optional<std::string> cwd;
     std::vector<BindRequest> binds;               // --bind / --ro-bind, in order given
+    // Tmpfs mounts of the box's own (no option of `corral run`: the OCI
+    // front's config.json, oci/runtime/bundle_request.hpp); checked by the plan.
+    std::vector<rootfs::BoxTmpfs> tmpfs;
     std::optional<std::uint64_t> scratch_bytes;   // --scratch-size
     std::optional<std::uint64_t> tmp_bytes;       // --tmp-size
     bool pass_stdin = false;                      // --stdin

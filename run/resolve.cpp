@@ -187,6 +187,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     spec.rootfs.review = reviewed_workspace(r, in.worker);
     for (const auto& b : r.binds)
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
+    spec.rootfs.tmpfs = r.tmpfs;
     spec.argv = r.command;  // an agent run's: its CLI's, set by finish_plan
     spec.session = r.session;
     spec.hostname = box_hostname(r, in.run_id);

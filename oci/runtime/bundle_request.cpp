@@ -23,9 +23,16 @@ void map_mounts(const BundleConfig& c, BundleRequest& out) {
                              ": corral-oci cannot make a bind noexec yet; drop the option");
         r.binds.push_back(run::BindRequest{b.source, b.target, b.read_only});
     }
-    if (!c.tmpfs.empty())
-        throw UsageError("config.json: " + c.tmpfs.front().field + ": a tmpfs at " + c.tmpfs.front().target +
-                         ": corral-oci mounts a tmpfs only at /tmp and /dev/shm yet");
+    for (const auto& t : c.tmpfs) {
+        rootfs::BoxTmpfs m;
+        m.target = t.target;
+        if (t.size_bytes) m.size_bytes = *t.size_bytes;
+        if (t.mode) m.mode = static_cast<mode_t>(*t.mode);
+        m.read_only = t.read_only;
+        m.noexec = t.noexec;
+        m.option = "config.json " + t.field;
+        r.tmpfs.push_back(std::move(m));
+    }
     if (c.tmp_bytes) r.tmp_bytes = c.tmp_bytes;
     if (c.shm_bytes)
         note(out, NoteKind::reduced, "mounts", "/dev/shm's size= is not applied: the box's /dev/shm is corral's");

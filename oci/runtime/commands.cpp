@@ -76,7 +76,19 @@ bool wait_for_supervisor_exit(const ContainerRecord& r, std::chrono::seconds bou
     }
 }
 
+// As runc's: `delete --force` of a container that does not exist succeeds
+// (containerd's shim deletes once more when it cleans up).
+bool container_missing(const OciArgs& a) {
+    try {
+        (void)ContainerDir::open(a.global.root, a.id);
+        return false;
+    } catch (const UsageError&) {
+        return check_container_id(a.id) == std::nullopt;
+    }
+}
+
 int cmd_delete(const OciArgs& a) {
+    if (a.force && container_missing(a)) return 0;
     ContainerDir dir = ContainerDir::open(a.global.root, a.id);
     ContainerRecord r;
     try {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,11 @@ constexpr std::size_t kMaxRecordBytes = 1u << 20;
 void check_or_make_root(const std::string& root) {
     if (root.empty() || root.front() != '/')
         throw UsageError("--root " + root + ": expected an absolute path");
+    // Its parents as runc makes them (containerd's shim names
+    // /run/containerd/runc/NAMESPACE, which need not exist yet).
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(root).parent_path(), ec);
+    if (ec) throw UsageError("--root " + root + ": its parent directories: " + ec.message());
     if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) throw SysError("mkdir", "--root " + root, errno);
     struct stat st {};
     check_sys(::lstat(root.c_str(), &st), "lstat", "--root " + root);

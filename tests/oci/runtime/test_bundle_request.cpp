@@ -80,15 +80,25 @@ TEST_CASE("limits, binds and /tmp reach the request") {
 TEST_CASE("what the front cannot build yet is refused with the field named") {
     auto tty = runc_spec_config();  // runc's default asks for a terminal
     CHECK_THROWS_WITH(bundle_request(read_config(tty), ""), doctest::Contains("process.terminal"));
-    auto tmpfs = without_terminal();
-    tmpfs["mounts"].push_back({{"destination", "/cache"}, {"type", "tmpfs"}, {"source", "tmpfs"}});
-    CHECK_THROWS_WITH(bundle_request(read_config(tmpfs), ""), doctest::Contains("/cache"));
     auto noexec = without_terminal();
     noexec["mounts"].push_back({{"destination", "/data"}, {"type", "bind"}, {"source", "/srv/data"}, {"options", {"bind", "noexec"}}});
     CHECK_THROWS_WITH(bundle_request(read_config(noexec), ""), doctest::Contains("noexec"));
     auto worker = without_terminal();
     worker["annotations"] = {{"io.corral.worker", "ci"}};
     CHECK_THROWS_WITH(bundle_request(read_config(worker), ""), doctest::Contains("io.corral.config"));
+}
+
+TEST_CASE("a tmpfs is the box's own, with its size, mode and flags") {
+    auto j = without_terminal();
+    j["mounts"].push_back({{"destination", "/run"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                           {"options", {"nosuid", "noexec", "mode=755", "size=65536k"}}});
+    const run::RunRequest r = bundle_request(read_config(j), "").request;
+    REQUIRE(r.tmpfs.size() == 1);
+    CHECK(r.tmpfs[0].target == "/run");
+    CHECK(r.tmpfs[0].size_bytes == 65536ull * 1024);
+    CHECK(r.tmpfs[0].mode == 0755);
+    CHECK(r.tmpfs[0].noexec);
+    CHECK(r.tmpfs[0].option == "config.json mounts[7]");  // after runc's seven
 }
 
 TEST_CASE("rlimits other than NOFILE are noted, not dropped silently") {
