@@ -50,11 +50,16 @@ chmod 0755 "$TMP/corral-oci"
 ) > "$TMP/image.log" 2>&1 || { echo "oci.sh: the image: $(cat "$TMP/image.log")" >&2; exit 1; }
 img=$("${PODMAN[@]}" load -q -i "$TMP/img.tar" | sed -n 's/^Loaded image: //p' | tail -1)
 
+# The same limits for every runtime, below any root's hard limits: podman's
+# defaults (nofile and nproc of 1048576 and more) are raises, which runc and
+# crun make with setrlimit and a root without CAP_SYS_RESOURCE (a
+# container's, this VM's) may not; corral-oci never raises a limit.
+LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 names=() paths=()
 # One warm-up each (the store's first mount, the binaries' pages); a runtime
 # that cannot run here is left out and says why (crun refuses hybrid cgroups).
 for rt in "corral $TMP/corral-oci" "crun $(command -v crun)" "runc $(command -v runc)"; do
-  if "${PODMAN[@]}" --runtime "${rt#* }" run --rm --network none "$img" /bin/true 2> "$TMP/warm.err"; then
+  if "${PODMAN[@]}" --runtime "${rt#* }" run --rm --network none "${LIMITS[@]}" "$img" /bin/true 2> "$TMP/warm.err"; then
     names+=("${rt%% *}") paths+=("${rt#* }")
   else
     echo "${rt%% *}: left out, it cannot run a container here: $(grep -m1 . "$TMP/warm.err")"
@@ -65,7 +70,7 @@ for ((r = 0; r < runs; r++)); do
   for ((k = 0; k < n; k++)); do
     i=$(((r + k) % n))
     t0=$(date +%s%N)
-    "${PODMAN[@]}" --runtime "${paths[$i]}" run --rm --network none "$img" /bin/true
+    "${PODMAN[@]}" --runtime "${paths[$i]}" run --rm --network none "${LIMITS[@]}" "$img" /bin/true
     echo "${names[$i]} $((($(date +%s%N) - t0) / 1000))" >> "$TMP/times"
   done
 done
