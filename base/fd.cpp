@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <limits>
 
 #include "base/sys_error.hpp"
@@ -63,6 +64,16 @@ bool is_same_file(int fd, const std::string& path) {
     struct stat by_fd {}, by_path {};
     if (::fstat(fd, &by_fd) != 0 || ::stat(path.c_str(), &by_path) != 0) return false;
     return by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+}
+
+void redirect_output_to_file(const std::string& path) {
+    Fd log(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!log.valid()) log = Fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    if (!log.valid()) return;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    dup2(log.get(), 1);
+    dup2(log.get(), 2);
 }
 
 }  // namespace corral

@@ -65,6 +65,12 @@ std::optional<std::string> read_whole_file(const WholeFileRead& request);
 // Throws SysError("write", what, errno) on a write error.
 void write_all(int fd, const char* data, std::size_t len, const std::string& what);
 
+// A background process's own lines from now on: stdout and stderr (after
+// a flush) to `path`, appended, made 0600 if new and never through a
+// symlink; to /dev/null when it cannot be opened (a caller waiting for EOF
+// on the pipe they were must still get it).
+void redirect_output_to_file(const std::string& path);
+
 // Whether `path` (followed) names the file `fd` has open: same device and
 // inode. False when either cannot be looked at.
 bool is_same_file(int fd, const std::string& path);

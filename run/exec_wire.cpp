@@ -31,6 +31,22 @@ Fd listen_at(const std::string& path) {
     return fd;
 }
 
+std::optional<Fd> connect_unix(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path)
+        throw UsageError("socket " + path + ": longer than " + std::to_string(sizeof addr.sun_path - 1) + " bytes");
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
+    if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
+        if (err == ENOENT || err == ECONNREFUSED) return std::nullopt;
+        throw SysError("connect", path, err);
+    }
+    return fd;
+}
+
 long peer_uid(int fd) {
     ucred cred{};
     socklen_t len = sizeof cred;

@@ -3,6 +3,7 @@
 // answer, and the caller's output as descriptions the session may hold.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "base/fd.hpp"
@@ -13,6 +14,11 @@ namespace corral::run {
 // A listening AF_UNIX stream socket at `path` (a stale one from a crashed
 // supervisor of this run dir cannot exist: the run dir is new).
 Fd listen_at(const std::string& path);
+
+// A connection to the AF_UNIX stream socket at `path`, or nullopt when
+// nobody listens there (ENOENT, ECONNREFUSED: its server is gone or going).
+// Throws UsageError for a path longer than sun_path, SysError for the rest.
+std::optional<Fd> connect_unix(const std::string& path);
 
 // uid of the connected peer, or -1.
 long peer_uid(int fd);

@@ -136,7 +136,7 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     const AgentRun* agent = run.agent;
     const image::StoredImage* image = run.inputs && run.inputs->image ? &*run.inputs->image : nullptr;
     const std::string name = run.plan ? run.plan->worker : worker ? worker->name : r.worker.value_or("adhoc");
-    json out{{"kind", r.session ? "session" : "run"},
+    json out{{"kind", r.session ? "session" : r.oci_container ? "oci" : "run"},
              {"worker", name},
              {"identity", run.plan ? run.plan->identity.str() : name + "/" + run_id},
              {"gateway", run.egress ? run.egress->record_fields() : unstarted_gateway_record(r)},
@@ -145,6 +145,7 @@ nlohmann::json run_record_fields(const RunRequest& r, const std::string& run_id,
     // was refused before the CLI's profile was made.
     const auto kind = run.plan ? run.plan->agent : requested_agent(r, worker);
     out["agent"] = kind ? json(std::string(config::to_string(*kind))) : json(nullptr);
+    if (r.oci_container) out["oci_container"] = *r.oci_container;
     out["cli_version"] = agent && agent->cli_version ? json(*agent->cli_version) : json(nullptr);
     // The grants the command line added (--allow), beside the organisation's.
     json grants = json::array();

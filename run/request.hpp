@@ -100,6 +100,9 @@ struct RunRequest {
     // --stdin or --tty of its own); its optional --name.
     bool session = false;
     std::optional<std::string> session_name;
+    // corral-oci's container (its id under the runtime's --root): run.json's
+    // "kind" is "oci" and names it, so `corral ps` tells an engine's boxes.
+    std::optional<std::string> oci_container;
 
     bool agent() const { return prompt.has_value() || prompt_file.has_value(); }
 };

@@ -24,6 +24,7 @@
 #include "base/terminal_text.hpp"
 #include "run/agent_run.hpp"
 #include "run/exec_protocol.hpp"
+#include "run/exec_wire.hpp"
 #include "run/outcome.hpp"
 #include "run/request.hpp"
 #include "run/session_server.hpp"
@@ -43,19 +44,8 @@ namespace {
 
 
 Fd connect_to(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("session socket path too long: " + path);
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
-    if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        const int err = errno;
-        if (err == ENOENT || err == ECONNREFUSED)
-            throw std::runtime_error("the session takes no more execs (it is stopping): " + path);
-        throw SysError("connect", path, err);
-    }
-    return fd;
+    if (auto fd = run::connect_unix(path)) return std::move(*fd);
+    throw std::runtime_error("the session takes no more execs (it is stopping): " + path);
 }
 
 // --stdin: what of corral exec's stdin CMD gets, checked as `corral run

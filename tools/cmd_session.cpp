@@ -66,20 +66,6 @@ namespace {
 
 using run::session_name_of;
 
-// The background supervisor's stderr reaches the caller until the session
-// listens; then it goes to RUN_DIR/session.log.
-void redirect_output_to_log(const std::string& run_dir) {
-    const std::string path = run_dir + "/session.log";
-    Fd log(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    // Never left on the caller's pipe (`session start` waits for its EOF).
-    if (!log.valid()) log = Fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-    if (!log.valid()) return;
-    std::fflush(stdout);
-    std::fflush(stderr);
-    dup2(log.get(), 1);
-    dup2(log.get(), 2);
-}
-
 // STATE/session-names.lock, held exclusively (the state dir is the one
 // make_private_dir returned). Another start holds it only until its session
 // is ready: the wait is bounded all the same.
@@ -142,7 +128,9 @@ run::RunBody session_body(Fd& ready) {
             const std::string line = box.run_id() + "\n";
             write_all(ready.get(), line.data(), line.size(), "session start's ready pipe");
             ready.reset();
-            redirect_output_to_log(box.spec().run_dir);
+            // The supervisor's stderr reached the caller until now (never
+            // left on the caller's pipe: `session start` waits for its EOF).
+            redirect_output_to_file(box.spec().run_dir + "/session.log");
         };
         return run::serve_session(box, interrupt_fd, o);
     };

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/command_table.hpp"
+#include "oci/cli_args.hpp"
 #include "run/request.hpp"
 #include "tools/subcommands.hpp"
 
@@ -273,6 +274,23 @@ std::string bash_completion() {
     return b.str();
 }
 
+// corral-oci's page: what it is, and its --help verbatim (the commands and
+// options come from its own tables, oci/cli_args.cpp).
+std::string oci_man_page() {
+    std::ostringstream m;
+    m << ".TH CORRAL\\-OCI 1 \"\" \"corral " << CORRAL_VERSION << "\" \"User Commands\"\n"
+      << ".SH NAME\ncorral\\-oci \\- corral as an OCI runtime, for podman, containerd and CRI\\-O\n"
+      << ".SH SYNOPSIS\n.B corral\\-oci\n[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] \\fIID\\fR\n"
+      << ".SH DESCRIPTION\n"
+      << "corral\\-oci runs an OCI bundle's process in corral's sandbox, with runc's command line, so that an\n"
+         "engine can name it as its runtime. Each container is a corral run (see \\fBcorral\\fR(1)): its record,\n"
+         "journal and verified teardown; the bundle's config.json is mapped onto the box, and what corral does\n"
+         "differently is noted in the run's directory or refused by name.\n"
+      << ".SH USAGE\n.nf\n" << roff(corral::oci::oci_help_text()) << ".fi\n"
+      << ".SH SEE ALSO\n\\fBcorral\\fR(1), \\fBpodman\\fR(1), docs/oci\\-runtime.md in corral's source\n";
+    return m.str();
+}
+
 int write_file(const char* path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
@@ -299,6 +317,7 @@ int main(int argc, char** argv) {
     }
     if (what == "man" && argc == 3) return write_file(argv[2], man_page());
     if (what == "bash" && argc == 3) return write_file(argv[2], bash_completion());
-    std::fprintf(stderr, "usage: gen_docs man OUT.1 | gen_docs bash OUT | gen_docs options\n");
+    if (what == "oci-man" && argc == 3) return write_file(argv[2], oci_man_page());
+    std::fprintf(stderr, "usage: gen_docs man OUT.1 | gen_docs oci-man OUT.1 | gen_docs bash OUT | gen_docs options\n");
     return 2;
 }

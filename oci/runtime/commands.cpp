@@ -12,6 +12,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "base/fd.hpp"
 #include "base/parse.hpp"
@@ -23,6 +26,8 @@
 #include "oci/runtime/control.hpp"
 #include "oci/runtime/create.hpp"
 #include "oci/runtime/runtime_log.hpp"
+#include "run/run_journal.hpp"
+#include "supervisor/stale_cleanup.hpp"
 
 #ifndef CORRAL_VERSION
 #define CORRAL_VERSION "unknown"
@@ -87,6 +92,27 @@ bool container_missing(const OciArgs& a) {
     }
 }
 
+// A supervisor killed (SIGKILL, a reboot) before it recorded the teardown:
+// the box died with it (its init's parent-death signal), and what it left
+// on the host (cgroup, scratch, the UID's lock) is removed here as every
+// corral start removes a dead run's (supervisor/stale_cleanup.hpp); its
+// journal gets the signed "supervisor lost" record (recover_lost_runs).
+// Throws, keeping the record, when something could not be removed.
+void recover_lost_container(const OciArgs& a, const ContainerRecord& r) {
+    std::vector<std::string> lines = supervisor::remove_stale_runs();
+    const std::filesystem::path runs = std::filesystem::path(r.run_dir).parent_path();
+    if (runs.filename() == "runs")
+        for (auto& line : run::recover_lost_runs(runs.parent_path().string())) lines.push_back(std::move(line));
+    std::string failed;
+    for (const auto& line : lines) {
+        log_warning(a.global, "delete " + a.id + ": lost run " + r.run_id + ": " + line);
+        if (line.rfind("failed", 0) == 0) failed += (failed.empty() ? "" : "; ") + line;
+    }
+    if (!failed.empty())
+        throw UsageError("container " + a.id + ": its supervisor was lost and its leftovers could not all be "
+                         "removed (" + failed + "); the record is kept");
+}
+
 int cmd_delete(const OciArgs& a) {
     if (a.force && container_missing(a)) return 0;
     ContainerDir dir = ContainerDir::open(a.global.root, a.id);
@@ -113,9 +139,7 @@ int cmd_delete(const OciArgs& a) {
         throw UsageError("container " + a.id + ": its supervisor (pid " + std::to_string(r.supervisor) +
                          ") did not end within 60 s of SIGKILL; the record is kept");
     r = dir.read();
-    if (!r.exit_status)
-        throw UsageError("container " + a.id + ": its supervisor ended without recording the teardown (run " +
-                         r.run_id + " is a lost run: the next corral run recovers it); the record is kept");
+    if (!r.exit_status) recover_lost_container(a, r);
     if (!r.teardown_problem.empty())
         throw UsageError("container " + a.id + ": " + r.teardown_problem + "; the record is kept");
     dir.remove();

@@ -89,19 +89,6 @@ void set_status(ContainerLaunch& c, ContainerStatus status) {
     c.dir.write(c.record);
 }
 
-// The supervisor's own lines go to the run dir from now on: the engine's
-// stdio are the container's output alone.
-void redirect_own_output(const std::string& run_dir) {
-    const std::string path = run_dir + "/oci.log";
-    Fd log(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!log.valid()) log = Fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-    if (!log.valid()) return;
-    std::fflush(stdout);
-    std::fflush(stderr);
-    dup2(log.get(), 1);
-    dup2(log.get(), 2);
-}
-
 // One control connection: a request read, done, answered.
 // `box_killed`: set when a SIGKILL was sent to the box's init (its
 // process then dies without a status to report).
@@ -200,7 +187,9 @@ SuperviseResult serve_container(ContainerLaunch& c, Sandbox& box, int interrupt_
     set_status(c, ContainerStatus::created);
     write_all(c.ready.get(), "ok\n", 3, "create's ready pipe");
     c.ready.reset();
-    redirect_own_output(run_dir);
+    // The supervisor's own lines go to the run dir from now on: the
+    // engine's stdio are the container's output alone.
+    redirect_output_to_file(run_dir + "/oci.log");
     if (auto ended = wait_for_start(listener.get(), interrupt_fd, box)) {
         set_status(c, ContainerStatus::stopped);
         return *ended;

@@ -3,12 +3,10 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
@@ -85,21 +83,10 @@ void answer_control(int conn, const std::string& error) {
 void ask_supervisor(const ContainerDir& container, const ControlRequest& request) {
     const Fd dir = container.open_dir();
     const std::string path = ContainerDir::control_socket_via(dir.get());
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) throw UsageError("control socket " + path + ": path too long");
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) throw SysError("socket", "AF_UNIX", errno);
-    if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        const int err = errno;
-        if (err == ENOENT || err == ECONNREFUSED)
-            throw UsageError("the container's supervisor is gone (connect " + container.path() + "/control.sock: " +
-                             errno_text(err) + ")");
-        throw SysError("connect", container.path() + "/control.sock", err);
-    }
-    send_line(fd.get(), control_line(request));
-    auto answer = read_line(fd.get(), kAnswerWaitMs);
+    std::optional<Fd> fd = run::connect_unix(path);
+    if (!fd) throw UsageError("the container's supervisor is gone (nothing listens on " + container.path() + "/control.sock)");
+    send_line(fd->get(), control_line(request));
+    auto answer = read_line(fd->get(), kAnswerWaitMs);
     if (!answer) throw UsageError("the container's supervisor did not answer within 30 s");
     if (*answer == "ok") return;
     if (answer->rfind("error ", 0) == 0) throw UsageError(answer->substr(6));

@@ -152,6 +152,13 @@ def case_lifecycle():
     s = c.state()
     check(s and s["status"] == "stopped" and "pid" not in s, "state after the end: stopped, no pid", str(s))
     rec = run_json(c)
+    check(rec.get("kind") == "oci" and rec.get("oci_container") == "life", "run.json: kind oci, the container's id",
+          str(rec.get("kind")) + " " + str(rec.get("oci_container")))
+    ps = subprocess.run([os.environ.get("CORRAL_BIN", "corral"), "ps", "-a", "--json", "--state-dir", STATE],
+                        capture_output=True, text=True)
+    listed = [e for e in (json.loads(ps.stdout) if ps.returncode == 0 else []) if e.get("id") == rec.get("id")]
+    check(len(listed) == 1 and listed[0].get("kind") == "oci", "corral ps -a lists the container's run as kind oci",
+          ps.stdout[-300:] + ps.stderr)
     check(rec.get("outcome") == "exited" and rec.get("exit_code") == 3, "run.json: outcome exited, exit_code 3",
           str(rec.get("outcome")) + " " + str(rec.get("exit_code")))
     check(os.path.isfile(os.path.join(c.record()["run_dir"], "oci-config.json")), "the mapping's notes are in the run dir")
@@ -222,6 +229,32 @@ def case_force_and_early_kill():
     check(r.returncode == 1 and "does not exist" in r.stderr, "kill of a deleted container: exit 1")
 
 
+def case_lost_supervisor():
+    """A supervisor killed with SIGKILL (as a crash or an OOM kill would):
+    state says stopped, delete recovers the lost run and removes the record."""
+    c = Container("lost", config(["/bin/sleep", "1000"]))
+    if c.create.returncode != 0:
+        return check(False, "create (lost)", c.text("err"))
+    oci("start", "lost")
+    wait_status(c, "running")
+    uid, run_dir = run_json(c)["uid"], c.record()["run_dir"]
+    os.kill(c.pid, signal.SIGKILL)
+    check(c.reap() == -signal.SIGKILL, "the supervisor died of SIGKILL")
+    check((c.state() or {}).get("status") == "stopped", "state of a container whose supervisor is gone: stopped")
+    log = os.path.join(TMP, "lost.log")
+    r = oci("delete", "lost", log=log)
+    check(r.returncode == 0, "delete of a lost container: exit 0", r.stderr)
+    check(not os.path.exists(os.path.join(ROOT, "lost")), "delete of a lost container: the record is gone")
+    until = time.time() + 10
+    while uid_processes(uid) and time.time() < until:
+        time.sleep(0.05)
+    check(uid_processes(uid) == [], "no process of the lost box's UID is left")
+    with open(os.path.join(run_dir, "journal.jsonl")) as f:
+        last = f.read().strip().splitlines()[-1]
+    check("supervisor lost" in last, "the lost run's journal ends with the recovered record", last[:200])
+    check(os.path.exists(log) and "lost run" in open(log).read(), "delete says in --log that the run was lost")
+
+
 def case_refusals():
     """Bad bundles: each a clear error naming what, and nothing left behind."""
     base = config(["/bin/true"])
@@ -270,7 +303,8 @@ def case_features_version():
 
 
 try:
-    for case in (case_lifecycle, case_kill_term_and_user_signal, case_force_and_early_kill, case_refusals,
+    for case in (case_lifecycle, case_kill_term_and_user_signal, case_force_and_early_kill, case_lost_supervisor,
+                 case_refusals,
                  case_features_version):
         case()
 finally:
