@@ -14,18 +14,12 @@ set -uo pipefail
 OCI=${CORRAL_OCI_BIN:?CORRAL_OCI_BIN (the corral-oci binary) must be set}
 UID_RANGE=1900101160-1900101189
 
+. "$(dirname "$0")/engine_helpers.sh"
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (containerd and corral-oci build real boxes)" >&2; exit 77; fi
-for tool in containerd ctr umoci busybox; do
-  if ! command -v $tool >/dev/null; then echo "SKIP: $tool is not installed (tools/install-deps.sh installs it)" >&2; exit 77; fi
-done
+skip_without containerd ctr umoci busybox python3
 
 TMP=$(mktemp -d /tmp/corral-containerd.XXXXXX) || exit 1
 CONTAINERD_PID=
-failures=0
-passes=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 STATE="$TMP/state"; mkdir -m 0700 "$STATE"
 printf '#!/bin/sh\nexec "%s" --state-dir "%s" --uid-range %s "$@"\n' "$OCI" "$STATE" "$UID_RANGE" > "$TMP/corral-oci"
@@ -49,13 +43,7 @@ CONTAINERD_PID=$!
 for ((i = 0; i < 600; i++)); do "${C[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
 "${C[@]}" version >/dev/null 2>&1 || { echo "FAIL: containerd did not start: $(tail -5 "$TMP/containerd.log")" >&2; exit 1; }
 
-make_image() {
-  cd "$TMP" && umoci init --layout img && umoci new --image img:t && umoci unpack --image img:t b >/dev/null &&
-    mkdir -p b/rootfs/bin && cp "$(command -v busybox)" b/rootfs/bin/busybox &&
-    for a in sh echo id sleep true; do ln -s busybox "b/rootfs/bin/$a" || return 1; done &&
-    umoci repack --image img:t b && umoci config --image img:t --config.env PATH=/bin && tar -C img -cf img.tar .
-}
-(make_image) > "$TMP/image.log" 2>&1 || { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
+make_busybox_archive "$TMP" || { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
 "${C[@]}" images import --index-name busybox "$TMP/img.tar" > "$TMP/import.log" 2>&1 ||
   { echo "FAIL: ctr images import: $(cat "$TMP/import.log")" >&2; exit 1; }
 pass "ctr images import of an OCI archive"

@@ -20,18 +20,13 @@ set -uo pipefail
 OCI=${CORRAL_OCI_BIN:?CORRAL_OCI_BIN (the corral-oci binary) must be set}
 UID_RANGE=1900101130-1900101159
 
+. "$(dirname "$0")/engine_helpers.sh"
+. "$(dirname "$0")/../../support/http_standin.sh"
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (podman and corral-oci build real boxes)" >&2; exit 77; fi
-for tool in podman conmon umoci busybox python3; do
-  if ! command -v $tool >/dev/null; then echo "SKIP: $tool is not installed (tools/install-deps.sh installs it)" >&2; exit 77; fi
-done
+skip_without podman conmon umoci busybox python3
 
 TMP=$(mktemp -d /tmp/corral-podman.XXXXXX) || exit 1
 UPSTREAM_PID=
-failures=0
-passes=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 STATE="$TMP/state"; mkdir -m 0700 "$STATE"
 ORG="$TMP/org"
@@ -52,14 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the image: busybox, as an OCI layout (umoci), archived, podman load.
-make_image() {
-  cd "$TMP" && umoci init --layout img && umoci new --image img:t && umoci unpack --image img:t b >/dev/null &&
-    mkdir -p b/rootfs/bin && cp "$(command -v busybox)" b/rootfs/bin/busybox &&
-    for a in sh echo cat id sleep ls wget hostname grep cut tr true; do ln -s busybox "b/rootfs/bin/$a" || return 1; done &&
-    umoci repack --image img:t b && umoci config --image img:t --config.cmd /bin/sh --config.env PATH=/bin &&
-    tar -C img -cf img.tar .
-}
-(make_image) > "$TMP/image.log" 2>&1 || { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
+make_busybox_archive "$TMP" || { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
 IMG=$(pm load -q -i "$TMP/img.tar" 2>&1 | sed -n 's/^Loaded image: //p' | tail -1)
 if [ -z "$IMG" ]; then echo "FAIL: podman load: $(pm load -i "$TMP/img.tar" 2>&1)" >&2; exit 1; fi
 pass "podman load of an OCI archive: $IMG"
@@ -107,14 +95,8 @@ check "--network host: the box has only its loopback (got \"$ifs\")" [ "$ifs" = 
 # ---- a worker by annotation: its grant through the gateway.
 mkdir -p "$TMP/www" "$ORG/workers/w"
 echo hello-from-upstream > "$TMP/www/hello.txt"
-(cd "$TMP/www" && exec python3 -u -m http.server --bind 127.0.0.1 0 > "$TMP/upstream.log" 2>&1) &
-UPSTREAM_PID=$!
-PORT=
-for ((i = 0; i < 600; i++)); do
-  PORT=$(sed -n 's/.* port \([0-9][0-9]*\) .*/\1/p' "$TMP/upstream.log" | head -1)
-  [ -n "$PORT" ] && break
-  sleep 0.1
-done
+start_http_standin "$TMP/www" "$TMP/upstream.log" ||
+  { echo "FAIL: the stand-in upstream did not start: $(cat "$TMP/upstream.log")" >&2; exit 1; }
 : > "$ORG/org.toml"
 printf 'agent = "none"\n[[grants]]\nhost = "127.0.0.1"\nport = %s\nmode = "tunnel"\nallow_private = true\n' "$PORT" \
   > "$ORG/workers/w/worker.toml"

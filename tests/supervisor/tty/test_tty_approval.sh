@@ -52,14 +52,8 @@ wait_file() {
 # The stand-in upstream: the host's loopback, a port the kernel picks.
 mkdir -p "$TMP/www"
 echo "hello-from-upstream" > "$TMP/www/hello.txt"
-(cd "$TMP/www" && exec python3 -u -m http.server --bind 127.0.0.1 0 > "$TMP/upstream.log" 2>&1) &
-UPSTREAM_PID=$!
-PORT=
-for ((i = 0; i < 600; i++)); do
-  PORT=$(sed -n 's/.* port \([0-9][0-9]*\) .*/\1/p' "$TMP/upstream.log" | head -1)
-  [ -n "$PORT" ] && break
-  sleep 0.1
-done
+. "$(dirname "$0")/../../support/http_standin.sh"
+start_http_standin "$TMP/www" "$TMP/upstream.log"
 if [ -z "$PORT" ]; then echo "FAIL: the stand-in upstream did not start: $(cat "$TMP/upstream.log")" >&2; exit 1; fi
 
 # Worker "ask": the stand-in only once a person approves (10 min to decide:
