@@ -152,4 +152,15 @@ BundleConfig read_bundle_config(std::string_view bundle_dir, std::string_view co
     return out;
 }
 
+ProcessPlan read_process_json(std::string_view text, const MappingPolicy& policy) {
+    StrictJsonLimits limits;
+    limits.max_bytes = kMaxConfigBytes;
+    StrictJson parsed = parse_strict_json(text, limits);
+    if (!parsed.ok()) throw UsageError("--process: not valid JSON: " + parsed.problem->detail);
+    if (!parsed.value.is_object()) throw UsageError("--process: expected a JSON object (the spec's process)");
+    BundleConfig out;
+    read_process(parsed.value, policy, out);
+    return out.process;
+}
+
 }  // namespace corral::oci

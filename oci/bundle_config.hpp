@@ -132,4 +132,9 @@ inline constexpr std::size_t kMaxConfigBytes = 1u << 20;
 BundleConfig read_bundle_config(std::string_view bundle_dir, std::string_view config_text,
                                 const MappingPolicy& policy = {});
 
+// `exec --process FILE`: one process object, as config.json's `process`,
+// read by the same reader (what create refuses, exec refuses); the messages
+// name its fields as config.json's. Throws UsageError.
+ProcessPlan read_process_json(std::string_view text, const MappingPolicy& policy = {});
+
 }  // namespace corral::oci

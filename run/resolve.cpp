@@ -189,7 +189,9 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
     spec.rootfs.tmpfs = r.tmpfs;
     spec.argv = r.command;  // an agent run's: its CLI's, set by finish_plan
-    spec.session = r.session;
+    // A session's box serves invocations; so does an OCI container's (its
+    // process is the first, `exec` adds more: oci/runtime/container_control.hpp).
+    spec.session = r.session || r.oci_container.has_value();
     spec.hostname = box_hostname(r, in.run_id);
     resolve_limits(r, in.worker, spec);
     spec.uid_range = r.uid_range;

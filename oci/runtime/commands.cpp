@@ -25,6 +25,7 @@
 #include "oci/runtime/container_dir.hpp"
 #include "oci/runtime/control.hpp"
 #include "oci/runtime/create.hpp"
+#include "oci/runtime/exec.hpp"
 #include "oci/runtime/runtime_log.hpp"
 #include "run/run_journal.hpp"
 #include "supervisor/stale_cleanup.hpp"
@@ -160,7 +161,7 @@ int dispatch(const OciArgs& a) {
         case OciCommand::delete_: return cmd_delete(a);
         case OciCommand::pause:
         case OciCommand::resume: throw UsageError(std::string(unsupported_command_reason(a.command)));
-        case OciCommand::exec:
+        case OciCommand::exec: return cmd_exec(a);
         case OciCommand::ps:
         case OciCommand::list:
             throw UsageError(std::string(to_string(a.command)) + ": not in corral-oci yet (docs/oci-runtime.md)");

@@ -3,10 +3,12 @@
 //
 //   1. the record says created, the control socket listens, `create` is told
 //   2. it waits for `start` (a kill or a signal to the supervisor first ends
-//      the box before its command ran)
-//   3. start_command; the record says running
-//   4. the command's output to the engine's stdio and the run dir's logs
-//      (supervise), kill requests served beside it, until the box's init ends
+//      the box before its process ran)
+//   3. the process: the box's first invocation (the box is a session's,
+//      supervisor/invocation.hpp); the record says running
+//   4. its output to the engine's stdio and the run dir's logs (supervise),
+//      kills and execs served beside it (container_control.hpp), until it
+//      ends; then every exec ends with it
 //
 // The phases before (reserve, slot, journal, resolve, admit, launch) and
 // after (teardown, verified; finish, run.json) are the Run's, as for every
@@ -35,12 +37,5 @@ struct ContainerLaunch {
 
 // The body; `launch` must outlive the run.
 run::RunBody container_body(ContainerLaunch& launch);
-
-// The signal `kill` asks for, delivered (SIGKILL: the box's init, which
-// takes every process with it; SIGTERM: passed on by the init to the
-// command's process group; any other: to the command itself, or with
-// `all` to every process of the box's cgroup but corral's init and reaper).
-// Returns "" or why it could not be sent.
-std::string deliver_signal(const supervisor::Sandbox& box, int signal, bool all);
 
 }  // namespace corral::oci

@@ -128,6 +128,12 @@ unsigned long long process_start_time(pid_t pid) {
     return start;
 }
 
+void write_pid_file(const std::string& path, pid_t pid) {
+    std::filesystem::path p = std::filesystem::absolute(path);
+    write_file_atomically({p.parent_path().string(), p.filename().string(), 0644, Durability::visible},
+                          std::to_string(pid));
+}
+
 bool supervisor_alive(const ContainerRecord& r) {
     return r.supervisor > 0 && r.supervisor_start != 0 && process_start_time(r.supervisor) == r.supervisor_start;
 }

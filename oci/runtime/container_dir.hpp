@@ -63,6 +63,10 @@ private:
 // it does not exist.
 unsigned long long process_start_time(pid_t pid);
 
+// --pid-file: `pid` in decimal, replaced whole (an engine reads it once the
+// command has exited).
+void write_pid_file(const std::string& path, pid_t pid);
+
 // Whether the record's supervisor still runs (same pid, same start time).
 bool supervisor_alive(const ContainerRecord& record);
 

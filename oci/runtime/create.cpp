@@ -143,11 +143,6 @@ void refuse_unlisted_config(const BundleConfig& config, const std::vector<std::s
                      "container may choose)");
 }
 
-void write_pid_file(const std::string& path, pid_t pid) {
-    std::filesystem::path p = std::filesystem::absolute(path);
-    write_file_atomically({p.parent_path().string(), p.filename().string(), 0644, Durability::visible},
-                          std::to_string(pid));
-}
 
 }  // namespace
 

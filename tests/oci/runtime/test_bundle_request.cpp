@@ -121,7 +121,20 @@ TEST_CASE("the control lines: what is a request and what is not") {
     CHECK(kill->all);
     CHECK(control_line(*kill) == "kill 15 1");
     CHECK(control_line(*start) == "start");
-    for (const char* bad : {"", "start ", "kill", "kill 0 0", "kill 65 0", "kill 9 2", "kill 9 0 x", "kill -9 0", "stop"})
+    ControlRequest exec;
+    exec.kind = ControlRequest::Kind::exec;
+    exec.args = {"/bin/sh", "-c", "echo \"hi\""};
+    exec.env = {{"A", "1=2"}};
+    exec.cwd = "/tmp";
+    auto back = parse_control_line(control_line(exec));
+    REQUIRE(back);
+    CHECK(back->kind == ControlRequest::Kind::exec);
+    CHECK(back->args == exec.args);
+    CHECK(back->env == exec.env);
+    CHECK(back->cwd == "/tmp");
+    for (const char* bad : {"", "start ", "kill", "kill 0 0", "kill 65 0", "kill 9 2", "kill 9 0 x", "kill -9 0", "stop",
+                            "exec", "exec {}", "exec {\"args\": []}", "exec {\"args\": [1]}",
+                            "exec {\"args\": [\"x\"], \"env\": [\"NOEQUALS\"]}", "exec {\"args\": [\"x\"], \"cwd\": \"rel\"}"})
         CHECK_MESSAGE(!parse_control_line(bad), bad);
 }
 

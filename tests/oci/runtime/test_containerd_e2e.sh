@@ -5,7 +5,7 @@
 # busybox image imported from an OCI archive. containerd runs as this test's
 # own daemon (its root, state and socket in the test's directory, the CRI
 # plugin off). The cases: run --rm (stdout, the exit status), run -d +
-# task ls (RUNNING), task kill (the process's SIGTERM trap: exit 5, STOPPED),
+# task ls (RUNNING), task exec (output, status), task kill (the process's SIGTERM trap: exit 5, STOPPED),
 # task delete + container rm (no record, no process of the box's UID).
 # Root only; exits 77 with the reason when root, containerd, ctr, umoci or
 # busybox is missing (tools/install-deps.sh installs them).
@@ -58,6 +58,9 @@ check "run --rm: the process is not root (got \"${out##* }\")" [ "${out##* }" !=
 "${C[@]}" run -d "${R[@]}" busybox c2 /bin/sh -c 'trap "exit 5" TERM; while :; do sleep 0.1; done' > "$TMP/run-d.log" 2>&1
 task_status() { "${C[@]}" task ls 2>/dev/null | awk -v id="$1" '$1 == id { print $3 }'; }
 check "run -d: task ls says RUNNING" [ "$(task_status c2)" = RUNNING ]
+out=$("${C[@]}" task exec --exec-id e1 c2 /bin/sh -c 'echo exec-$((6*7)); exit 4' 2>&1)
+rc=$?
+check "task exec: its output (got \"$out\") and status 4 (got $rc)" [ "$out" = exec-42 -a $rc -eq 4 ]
 uid=$(python3 -c "import json,sys,glob; print(json.load(open(sorted(glob.glob(sys.argv[1]+'/runs/*/run.json'))[-1]))['uid'])" "$STATE")
 "${C[@]}" task kill c2
 for ((i = 0; i < 600; i++)); do [ "$(task_status c2)" = STOPPED ] && break; sleep 0.1; done

@@ -203,6 +203,47 @@ def case_kill_term_and_user_signal():
     oci("delete", "usr1")
 
 
+def case_exec():
+    """exec into a running container: the process's output and status, with
+    --detach the waiter's pid reaped; refused for a created one."""
+    c = Container("execs", config(["/bin/sleep", "1000"]))
+    if c.create.returncode != 0:
+        return check(False, "create (execs)", c.text("err"))
+    r = oci("exec", "execs", "/bin/true")
+    check(r.returncode == 1 and "not running" in r.stderr, "exec into a created container: exit 1, not running", r.stderr)
+    oci("start", "execs")
+    wait_status(c, "running")
+    r = oci("exec", "--env", "WHO=exec", "--cwd", "/tmp", "execs", "/bin/sh", "-c",
+            'echo "$WHO $(pwd) $(id -u)"; echo to-err >&2; exit 4')
+    check(r.returncode == 4, "exec: its exit status (4)", str(r.returncode) + " " + r.stderr)
+    check(r.stdout.startswith("exec /tmp ") and r.stdout.split()[-1] != "0", "exec: its stdout, env and cwd", r.stdout)
+    check(r.stderr == "to-err\n", "exec: its stderr", r.stderr)
+    proc = os.path.join(c.dir, "process.json")
+    with open(proc, "w") as f:
+        json.dump({"args": ["/bin/sh", "-c", "sleep 0.3; echo detached-out; exit 6"], "cwd": "/", "env": ["PATH=/bin"],
+                   "user": {"uid": 0, "gid": 0}}, f)
+    pid_file, out = os.path.join(c.dir, "exec.pid"), os.path.join(c.dir, "exec.out")
+    with open(out, "w") as o:
+        r = subprocess.run([OCI] + GLOBAL + ["exec", "--process", proc, "--detach", "--pid-file", pid_file, "execs"],
+                           stdout=o, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(r.returncode == 0, "exec --detach --process: exit 0 once started", r.stderr)
+    waiter = int(open(pid_file).read()) if os.path.exists(pid_file) else 0
+    status = None
+    until = time.time() + 60
+    while waiter and time.time() < until:
+        pid, st = os.waitpid(waiter, os.WNOHANG)
+        if pid == waiter:
+            status = os.waitstatus_to_exitcode(st)
+            break
+        time.sleep(0.05)
+    check(status == 6, "exec --detach: the --pid-file's waiter exits with the process's status (6)", str(status))
+    check(open(out).read() == "detached-out\n", "exec --detach: the process wrote to the caller's stdout")
+    check(os.path.isfile(os.path.join(c.record()["run_dir"], "execs", "2", "stdout.log")),
+          "each exec's output is logged in the run dir (execs/N)")
+    r = oci("delete", "--force", "execs")
+    check(r.returncode == 0 and c.reap() == 128 + signal.SIGKILL, "delete --force of a container with execs")
+
+
 def case_force_and_early_kill():
     c = Container("force", config(["/bin/sleep", "1000"]))
     if c.create.returncode != 0:
@@ -303,7 +344,8 @@ def case_features_version():
 
 
 try:
-    for case in (case_lifecycle, case_kill_term_and_user_signal, case_force_and_early_kill, case_lost_supervisor,
+    for case in (case_lifecycle, case_kill_term_and_user_signal, case_exec, case_force_and_early_kill,
+                 case_lost_supervisor,
                  case_refusals,
                  case_features_version):
         case()

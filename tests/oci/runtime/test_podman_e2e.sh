@@ -11,7 +11,7 @@
 #   a worker chosen by annotation: its grant reaches a stand-in on the
 #     host's loopback through the gateway, an ungranted port is refused;
 #     an organisation directory the node does not allow is refused;
-#   podman exec: refused, naming why;
+#   podman exec: the process's output and status, -t refused by name;
 #   after podman rm: no record, no process of the box's UID.
 # Root only; exits 77 with the reason when root, podman, umoci or busybox
 # is missing (tools/install-deps.sh installs them).
@@ -111,10 +111,15 @@ check "an ungranted port is refused (wget exit $rc)" [ $rc -ne 0 ]
 err=$(pm run --rm --network none --annotation io.corral.worker=w --annotation io.corral.config=/etc "$IMG" true 2>&1)
 check "an organisation directory the node does not allow is refused" grep -q 'not allowed on this node' <<<"$err"
 
-# ---- exec: not in corral-oci yet, and says so.
+# ---- exec: into the running container, and --detach's status.
 c=$(pm run -d --network none "$IMG" sleep 1000)
-err=$(pm exec "$c" true 2>&1)
-check "podman exec: refused, naming why" grep -q 'exec: not in corral-oci yet' <<<"$err"
+out=$(pm exec -e WHO=podman-exec "$c" sh -c 'echo "$WHO $(id -u)"; exit 4')
+rc=$?
+check "podman exec: its exit status 4 (got $rc)" [ $rc -eq 4 ]
+check "podman exec: its output and env (got \"$out\")" [ "${out%% *}" = podman-exec ]
+check "podman exec: not root (got \"${out##* }\")" [ "${out##* }" != 0 ]
+err=$(pm exec -t "$c" true 2>&1)
+check "podman exec -t: refused, naming why" grep -q 'console' <<<"$err"
 pm rm -f "$c" >/dev/null
 
 echo "$passes passed, $failures failed"
