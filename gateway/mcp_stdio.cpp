@@ -125,14 +125,20 @@ StdioChannel::StdioChannel(std::string name, mcp::StdioServer server, std::share
 StdioChannel::~StdioChannel() {
     // An exchange under way ends at its deadline or when its process is
     // killed (the run tears the servers' sandboxes down before this).
+    join_exchanges();
+    stop();
+}
+
+void StdioChannel::join_exchanges() {
+    std::unique_ptr<asio::thread_pool> thread;
     {
         std::lock_guard lock(thread_mutex_);
-        if (thread_) {
-            thread_->stop();
-            thread_->join();
-        }
+        thread = std::move(thread_);
     }
-    stop();
+    if (thread) {
+        thread->stop();
+        thread->join();
+    }
 }
 
 void StdioChannel::stop() {

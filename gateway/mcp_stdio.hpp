@@ -111,6 +111,12 @@ public:
     // Ends the process (if any); a later exchange starts a new one.
     void stop();
 
+    // Waits for the exchange thread's jobs to end and lets the thread go (a
+    // later exchange makes a new one). Whoever destroys the io_context an
+    // exchange_async answers on calls this first: a finished job still holds
+    // that context's executor until the thread lets go of it.
+    void join_exchanges();
+
     const std::string& name() const { return name_; }
 
 private:

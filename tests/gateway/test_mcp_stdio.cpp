@@ -299,6 +299,10 @@ struct StdioEndpoint {
     ~StdioEndpoint() {
         ioc.stop();
         thread.join();
+        // The channel's exchange thread before the io_context: a finished
+        // job holds a strand of it until the thread lets go (UBSan caught a
+        // strand outliving its service once, in CI run 42, when ioc went first).
+        if (auto* channel = tools->stdio("files")) channel->join_exchanges();
     }
     asio::awaitable<void> accept_loop() {
         for (;;) {
