@@ -63,6 +63,10 @@ for rt in "corral $TMP/corral-oci" "crun $(command -v crun)" "runc $(command -v 
     names+=("${rt%% *}") paths+=("${rt#* }")
   else
     echo "${rt%% *}: left out, it cannot run a container here: $(grep -m1 . "$TMP/warm.err")"
+    if grep -q 'hybrid mode not supported' "$TMP/warm.err"; then
+      echo "  (crun runs on a hybrid host once cgroup2 has no controllers; it has:" \
+        "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null); docs/benchmarks.md moves hugetlb to a v1 hierarchy)"
+    fi
   fi
 done
 n=${#names[@]}
