@@ -73,10 +73,8 @@ cleanup() {
 trap cleanup EXIT
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-wait_for() {  # file pattern seconds
-  for _ in $(seq 1 $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  echo "capture.sh: timed out waiting for '$2' in $1:" >&2; cat "$1" >&2; return 1
-}
+# shellcheck source=tools/bench/standin.sh
+. "$here/standin.sh"
 load_now() { cut -d' ' -f1-3 /proc/loadavg; }
 load_start=$(load_now)
 
@@ -94,23 +92,9 @@ cc -O2 -static -o "$ws/capture-gai" "$here/capture-gai.c" 2>/dev/null || {
 chmod 0755 "$ws/gateway-load" "$ws/capture-gai"
 
 echo "# test CA and the stand-in's certificate (DNS:$name, IP:127.0.0.1)" >&2
-(
-  cd "$work"
-  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-  openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=corral capture bench CA" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-  printf 'subjectAltName=DNS:%s,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$name" > leaf.ext
-  openssl req -new "${ec[@]}" -keyout up.key -out up.csr -subj "/CN=$name" 2>/dev/null
-  openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out up.crt -days 2 -extfile leaf.ext 2>/dev/null
-)
-secret="sk-ant-api03-capbench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-install -m 0600 /dev/null "$work/key"
-echo "$secret" > "$work/key"
-
-"$ws/gateway-load" serve --cert "$work/up.crt" --key "$work/up.key" --api-key "$work/key" > "$work/serve.out" &
-pids+=($!)
-wait_for "$work/serve.out" '^bulk ' 10
-https_port=$(awk '/^https/ {print $2}' "$work/serve.out")
+make_test_ca "$work" "corral capture bench CA"
+make_leaf "$work" up "$name" "DNS:$name,IP:127.0.0.1"
+start_api_standin "$ws/gateway-load" sk-ant-api03-capbench
 
 # The organisation: one worker, one inject grant for the name, dialled at the
 # stand-in (connect_to) and verified against the test CA, so nothing leaves

@@ -113,38 +113,19 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-wait_for() {  # file pattern seconds
-  for _ in $(seq 1 $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  echo "gateway.sh: timed out waiting for '$2' in $1:" >&2; cat "$1" >&2; return 1
-}
+# shellcheck source=tools/bench/standin.sh
+. "$here/standin.sh"
 
 echo "# building the load generator" >&2
 g++ -O2 -std=c++20 -o "$work/gateway-load" "$here/gateway-load.cpp" -lssl -lcrypto -pthread
 load=$work/gateway-load
 
 echo "# test CA, upstream and front (nginx, haproxy) certificates (IP:127.0.0.1, P-256 like corral's leaves)" >&2
-(
-  cd "$work"
-  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-  openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=corral bench CA" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > leaf.ext
-  for n in up front; do
-    openssl req -new "${ec[@]}" -keyout $n.key -out $n.csr -subj "/CN=127.0.0.1" 2>/dev/null
-    openssl x509 -req -in $n.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $n.crt -days 2 -extfile leaf.ext 2>/dev/null
-  done
-  cat front.crt front.key > front.pem
-)
+make_test_ca "$work" "corral bench CA"
+for n in up front; do make_leaf "$work" $n 127.0.0.1 IP:127.0.0.1; done
+cat "$work/front.crt" "$work/front.key" > "$work/front.pem"
 
-secret="sk-ant-api03-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-install -m 0600 /dev/null "$work/key"
-echo "$secret" > "$work/key"
-
-"$load" serve --cert "$work/up.crt" --key "$work/up.key" --api-key "$work/key" > "$work/serve.out" &
-pids+=($!)
-wait_for "$work/serve.out" '^bulk ' 10
-https_port=$(awk '/^https/ {print $2}' "$work/serve.out")
-bulk_port=$(awk '/^bulk/ {print $2}' "$work/serve.out")
+start_api_standin "$load" sk-ant-api03-bench
 
 echo "# corral gateway" >&2
 start_gateway() {  # name binary [VAR=value...]: config, ledger, state and CA under $work/<name>; sets <name>_port, <name>_pid

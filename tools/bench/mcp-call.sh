@@ -67,21 +67,15 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 echo "# test CA and the server's certificate (mcp.bench.invalid and 127.0.0.1)" >&2
-(
-  cd "$work"
-  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-  openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=corral MCP bench CA" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-  openssl req -new "${ec[@]}" -keyout srv.key -out srv.csr -subj "/CN=mcp.bench.invalid" 2>/dev/null
-  printf 'subjectAltName=DNS:mcp.bench.invalid,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > srv.ext
-  openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out srv.crt -days 2 -extfile srv.ext 2>/dev/null
-  chmod 0644 ca.crt
-)
+# shellcheck source=tools/bench/standin.sh
+. "$here/standin.sh"
+make_test_ca "$work" "corral MCP bench CA"
+make_leaf "$work" srv mcp.bench.invalid "DNS:mcp.bench.invalid,IP:127.0.0.1"
 
 node "$repo/tests/mcp_e2e/test_server.mjs" --http 0 --tls-cert "$work/srv.crt" --tls-key "$work/srv.key" --tools 100 \
   > "$work/server.out" 2> "$work/server.err" &
 pids+=($!)
-for _ in $(seq 100); do grep -q '^ready' "$work/server.out" 2>/dev/null && break; sleep 0.1; done
+wait_for "$work/server.out" '^ready' 10 || true
 port=$(sed -n 's/^ready {"port":\([0-9]*\)}.*/\1/p' "$work/server.out")
 [ -n "$port" ] || { echo "mcp-call.sh: the test server did not start: $(cat "$work/server.err")" >&2; exit 1; }
 
