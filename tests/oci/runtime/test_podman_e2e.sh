@@ -11,6 +11,10 @@
 #   a worker chosen by annotation: its grant reaches a stand-in on the
 #     host's loopback through the gateway, an ungranted port is refused;
 #     an organisation directory the node does not allow is refused;
+#   an inject grant: curl over TLS (proxied, and captured with no proxy)
+#     reaches a TLS stand-in with the real key added by the gateway; the
+#     box sent a sentinel, cannot reach the stand-in's port itself, and
+#     never sees the key;
 #   podman exec: the process's output and status, -t refused by name;
 #   after podman rm: no record, no process of the box's UID.
 # Root only; exits 77 with the reason when root, podman, umoci or busybox
@@ -22,11 +26,13 @@ UID_RANGE=1900101130-1900101159
 
 . "$(dirname "$0")/engine_helpers.sh"
 . "$(dirname "$0")/../../support/http_standin.sh"
+. "$(dirname "$0")/../../support/test_pki.sh"
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (podman and corral-oci build real boxes)" >&2; exit 77; fi
-skip_without podman conmon umoci busybox python3
+skip_without podman conmon umoci busybox python3 curl openssl
 
 TMP=$(mktemp -d /tmp/corral-podman.XXXXXX) || exit 1
 UPSTREAM_PID=
+API_PID=
 
 STATE="$TMP/state"; mkdir -m 0700 "$STATE"
 ORG="$TMP/org"
@@ -41,13 +47,15 @@ cleanup() {
   pm rm -a -f >/dev/null 2>&1
   pm rmi -a -f >/dev/null 2>&1
   [ -n "$UPSTREAM_PID" ] && kill "$UPSTREAM_PID" 2>/dev/null
+  [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null
   umount -R "$TMP/storage/overlay" 2>/dev/null
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 
 # ---- the image: busybox, as an OCI layout (umoci), archived, podman load.
-make_busybox_archive "$TMP" || { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
+make_busybox_archive "$TMP" /usr/bin/curl ||
+  { echo "FAIL: the image could not be made: $(cat "$TMP/image.log")" >&2; exit 1; }
 IMG=$(pm load -q -i "$TMP/img.tar" 2>&1 | sed -n 's/^Loaded image: //p' | tail -1)
 if [ -z "$IMG" ]; then echo "FAIL: podman load: $(pm load -i "$TMP/img.tar" 2>&1)" >&2; exit 1; fi
 pass "podman load of an OCI archive: $IMG"
@@ -110,6 +118,49 @@ rc=$?
 check "an ungranted port is refused (wget exit $rc)" [ $rc -ne 0 ]
 err=$(pm run --rm --network none --annotation io.corral.worker=w --annotation io.corral.config=/etc "$IMG" true 2>&1)
 check "an organisation directory the node does not allow is refused" grep -q 'not allowed on this node' <<<"$err"
+
+# ---- an inject grant: curl over TLS through the gateway, the real key
+# added in transit; the box holds only the sentinel it sends.
+mkdir -p "$TMP/pki" "$ORG/workers/wi"
+make_test_ca "$TMP/pki" "corral-oci test CA" && make_leaf "$TMP/pki" api api.oci.test "DNS:api.oci.test" ||
+  { echo "FAIL: the test CA could not be made" >&2; exit 1; }
+SECRET="sk-oci-real-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+install -m 0600 /dev/null "$TMP/real.key" && echo "$SECRET" > "$TMP/real.key"
+python3 -u "$(dirname "$0")/../../support/https_key_standin.py" --cert "$TMP/pki/api.crt" --key "$TMP/pki/api.key" \
+  --secret-file "$TMP/real.key" > "$TMP/api.out" 2> "$TMP/api.log" &
+API_PID=$!
+for ((i = 0; i < 600; i++)); do grep -q '^port ' "$TMP/api.out" 2>/dev/null && break; sleep 0.1; done
+API_PORT=$(sed -n 's/^port //p' "$TMP/api.out")
+[ -n "$API_PORT" ] || { echo "FAIL: the TLS stand-in did not start: $(cat "$TMP/api.log")" >&2; exit 1; }
+printf '[credentials.real]\nkind = "api_key"\nfile = "%s"\n' "$TMP/real.key" > "$ORG/org.toml"
+cat > "$ORG/workers/wi/worker.toml" <<TOML
+agent = "none"
+[[grants]]
+host = "api.oci.test"
+mode = "inject"
+credential = "real"
+allow_private = true
+connect_to = "127.0.0.1:$API_PORT"
+upstream_ca_file = "$TMP/pki/ca.crt"
+TOML
+out=$(pm run --rm --network none --annotation io.corral.worker=wi --annotation "io.corral.config=$ORG" \
+       -e "API_PORT=$API_PORT" "$IMG" sh -c '
+  c="/usr/bin/curl -sS --max-time 20 -H x-api-key:sk-oci-sentinel"
+  $c https://api.oci.test/v1/models; echo curl-rc=$?
+  $c --noproxy "*" https://api.oci.test/v1/captured; echo curl-rc=$?
+  $c --noproxy "*" -k https://127.0.0.1:$API_PORT/v1/direct; echo curl-rc=$?
+  env' 2>&1)
+kill "$API_PID" 2>/dev/null
+lacks() { ! grep -qF -- "$1" <<<"$2"; }
+check "inject: curl over TLS (HTTPS_PROXY) reaches the stand-in with the real key" [ "$(sed -n 1p <<<"$out")" = authorized ]
+check "inject: curl with no proxy is captured and reaches it the same way" [ "$(sed -n 3p <<<"$out")" = authorized ]
+check "inject: the stand-in saw two requests, both with the real key" \
+  [ "$(grep -c ' authorized$' "$TMP/api.log")/$(wc -l < "$TMP/api.log")" = 2/2 ]
+check "inject: the stand-in's own port is not reachable from the box" grep -q 'curl-rc=7' <<<"$out"
+check "inject: the box's environment names corral's CA" grep -q '^SSL_CERT_FILE=' <<<"$out"
+check "inject: the real key is nowhere in what the box printed" lacks "$SECRET" "$out"
+[ "$(grep -c -x authorized <<<"$out")" = 2 ] || echo "the box's output: $out; the stand-in's log: $(cat "$TMP/api.log")" >&2
+: > "$ORG/org.toml"
 
 # ---- exec: into the running container, and --detach's status.
 c=$(pm run -d --network none "$IMG" sleep 1000)
