@@ -174,9 +174,12 @@ std::string command_names() {
 void take_positionals(const CommandRow& row, std::vector<std::string> positionals, std::vector<std::string> rest,
                       OciArgs& args) {
     const std::string prefix = std::string(row.name) + ": ";
-    if (row.command == OciCommand::exec && positionals.empty() && !rest.empty()) {
-        positionals.push_back(rest.front());  // "exec -- ID ARGS"
+    // exec and ps: options end at the ID, as runc's do (`ps ID -o pid`);
+    // the ID is the first word of the rest.
+    if ((row.command == OciCommand::exec || row.command == OciCommand::ps) && positionals.empty() && !rest.empty()) {
+        positionals.push_back(rest.front());
         rest.erase(rest.begin());
+        if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());  // "exec ID -- ls -l"
     }
     if (!row.takes_id) {
         if (!positionals.empty()) throw UsageError(prefix + "takes no argument, got \"" + positionals[0] + "\"");
@@ -205,7 +208,7 @@ void parse_command(const CommandRow& row, std::vector<std::string> words, OciArg
     for (auto& w : words) argv.push_back(w.data());
     const std::string command = "corral-oci " + std::string(row.name);
     CommandSyntax syntax{command};
-    if (row.command == OciCommand::exec || row.command == OciCommand::ps) syntax.command_after = 1;
+    if (row.command == OciCommand::exec || row.command == OciCommand::ps) syntax.command_after = 0;
     CommandLine line = parse_options<OciArgs>(syntax, row.options, static_cast<int>(argv.size()), argv.data(), args);
     if (line.help) {
         args.help = true;

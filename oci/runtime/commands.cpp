@@ -26,6 +26,7 @@
 #include "oci/runtime/control.hpp"
 #include "oci/runtime/create.hpp"
 #include "oci/runtime/exec.hpp"
+#include "oci/runtime/ps.hpp"
 #include "oci/runtime/runtime_log.hpp"
 #include "run/run_journal.hpp"
 #include "supervisor/stale_cleanup.hpp"
@@ -162,7 +163,7 @@ int dispatch(const OciArgs& a) {
         case OciCommand::pause:
         case OciCommand::resume: throw UsageError(std::string(unsupported_command_reason(a.command)));
         case OciCommand::exec: return cmd_exec(a);
-        case OciCommand::ps:
+        case OciCommand::ps: return cmd_ps(a);
         case OciCommand::list:
             throw UsageError(std::string(to_string(a.command)) + ": not in corral-oci yet (docs/oci-runtime.md)");
     }

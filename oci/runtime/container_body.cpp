@@ -40,8 +40,9 @@ void set_status(ContainerLaunch& c, ContainerStatus status) {
 
 // One control connection before start: start, or a kill (runc's created
 // container is its init waiting to exec: a signal ends it; here the box
-// ends without its process having run). An exec is refused: nothing runs.
-std::optional<ControlRequest> serve_before_start(int listener) {
+// ends without its process having run). An exec is refused: nothing runs;
+// pids are answered (corral's own, before the process is).
+std::optional<ControlRequest> serve_before_start(int listener, const Sandbox& box) {
     Fd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn.valid()) return std::nullopt;
     auto got = read_control_request(conn.get());
@@ -53,13 +54,17 @@ std::optional<ControlRequest> serve_before_start(int listener) {
         answer_control(conn.get(), "the container is not running (created): start it first");
         return std::nullopt;
     }
+    if (got->request.kind == ControlRequest::Kind::pids) {
+        answer_pids(conn.get(), box_processes(box));
+        return std::nullopt;
+    }
     answer_control(conn.get(), "");
     return std::move(got->request);
 }
 
 // Until start, or a kill or a signal to the supervisor before it (then the
 // result the run is judged by).
-std::optional<SuperviseResult> wait_for_start(int listener, int interrupt_fd) {
+std::optional<SuperviseResult> wait_for_start(int listener, const Sandbox& box, int interrupt_fd) {
     for (;;) {
         pollfd fds[2] = {{listener, POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
         int rc = poll(fds, interrupt_fd >= 0 ? 2 : 1, -1);
@@ -73,7 +78,7 @@ std::optional<SuperviseResult> wait_for_start(int listener, int interrupt_fd) {
             return r;
         }
         if (fds[0].revents & POLLIN) {
-            auto got = serve_before_start(listener);
+            auto got = serve_before_start(listener, box);
             if (!got) continue;
             if (got->kind == ControlRequest::Kind::start) return std::nullopt;
             SuperviseResult r;
@@ -111,7 +116,7 @@ SuperviseResult serve_container(ContainerLaunch& c, Sandbox& box, int interrupt_
     // The supervisor's own lines go to the run dir from now on: the
     // engine's stdio are the container's output alone.
     redirect_output_to_file(run_dir + "/oci.log");
-    if (auto ended = wait_for_start(listener.get(), interrupt_fd)) {
+    if (auto ended = wait_for_start(listener.get(), box, interrupt_fd)) {
         set_status(c, ContainerStatus::stopped);
         return *ended;
     }

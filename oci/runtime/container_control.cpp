@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,14 +64,7 @@ std::string signal_pid(pid_t pid, int sig) {
 // Namespace inits (the invocations' reapers) take only the signals they
 // handle: a signal to each is harmless; the box's own init is left out.
 std::string signal_every_box_process(const Sandbox& box, int sig) {
-    for (const auto& dir : box.cgroup().paths()) {
-        FILE* f = std::fopen((dir + "/cgroup.procs").c_str(), "re");
-        if (f == nullptr) continue;
-        long pid = 0;
-        while (std::fscanf(f, "%ld", &pid) == 1)
-            if (pid != box.init_pid()) (void)kill(static_cast<pid_t>(pid), sig);
-        std::fclose(f);
-    }
+    for (long pid : box_processes(box)) (void)kill(static_cast<pid_t>(pid), sig);
     return "";
 }
 
@@ -90,6 +84,23 @@ int passable_stdin(const Fd& fd) {
 }
 
 }  // namespace
+
+std::vector<long> box_processes(const Sandbox& box) {
+    std::vector<long> pids;
+    // Hybrid cgroups: one directory per v1 hierarchy, each listing the same
+    // processes; the union, each once.
+    for (const auto& dir : box.cgroup().paths()) {
+        FILE* f = std::fopen((dir + "/cgroup.procs").c_str(), "re");
+        if (f == nullptr) continue;
+        long pid = 0;
+        while (std::fscanf(f, "%ld", &pid) == 1)
+            if (pid != box.init_pid()) pids.push_back(pid);
+        std::fclose(f);
+    }
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+    return pids;
+}
 
 std::string deliver_signal(const Sandbox& box, int main_reaper_pidfd, int sig, bool all) {
     if (sig == SIGKILL) return signal_through(box.pidfd(), SIGKILL, "the box's init");
@@ -140,6 +151,7 @@ void ControlServer::handle(Fd conn) {
     if (!got) return answer_control(conn.get(), "not a request");
     ControlRequest& req = got->request;
     if (req.kind == ControlRequest::Kind::start) return answer_control(conn.get(), "the container is already running");
+    if (req.kind == ControlRequest::Kind::pids) return answer_pids(conn.get(), box_processes(box_));
     if (req.kind == ControlRequest::Kind::kill) {
         const std::string problem = deliver_signal(box_, main_reaper_pidfd_, req.signal, req.all);
         if (problem.empty() && req.signal == SIGKILL) box_killed_.store(true);

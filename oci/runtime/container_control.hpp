@@ -24,6 +24,10 @@ namespace corral::oci {
 // box's cgroup but corral's init. Returns "" or why it could not be sent.
 std::string deliver_signal(const supervisor::Sandbox& box, int main_reaper_pidfd, int signal, bool all);
 
+// Every process of the box's cgroup but corral's init (the set `kill --all`
+// signals, and `ps` lists), ascending, each once.
+std::vector<long> box_processes(const supervisor::Sandbox& box);
+
 class ControlServer {
 public:
     ControlServer(int listener, supervisor::Sandbox& box, int main_reaper_pidfd);

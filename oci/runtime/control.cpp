@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 
@@ -117,6 +118,7 @@ std::optional<ControlRequest> parse_exec(const std::string& text) {
 
 std::optional<ControlRequest> parse_control_line(const std::string& line) {
     if (line == "start") return ControlRequest{};
+    if (line == "pids") return ControlRequest{ControlRequest::Kind::pids, 0, false, {}, {}, {}};
     if (line.rfind("exec ", 0) == 0) return parse_exec(line.substr(5));
     int sig = 0, all = 0;
     char tail = 0;
@@ -134,6 +136,7 @@ std::optional<ControlRequest> parse_control_line(const std::string& line) {
 std::string control_line(const ControlRequest& r) {
     switch (r.kind) {
         case ControlRequest::Kind::start: return "start";
+        case ControlRequest::Kind::pids: return "pids";
         case ControlRequest::Kind::kill: return "kill " + std::to_string(r.signal) + " " + (r.all ? "1" : "0");
         case ControlRequest::Kind::exec: {
             nlohmann::json env = nlohmann::json::array();
@@ -177,6 +180,36 @@ void answer_exit(int conn, int status) {
         send_line(conn, "exit " + std::to_string(status));
     } catch (const SysError&) {
     }
+}
+
+void answer_pids(int conn, const std::vector<long>& pids) {
+    std::string line = "pids";
+    for (long pid : pids) line += " " + std::to_string(pid);
+    try {
+        send_line(conn, line);
+    } catch (const SysError&) {
+    }
+}
+
+std::vector<long> ask_supervisor_for_pids(const ContainerDir& container) {
+    Fd fd = connect_to_supervisor(container);
+    send_line(fd.get(), "pids");
+    auto answer = read_line(fd.get(), kAnswerWaitMs, {}, true);
+    if (!answer) throw UsageError("the container's supervisor did not answer within " + std::to_string(kAnswerWaitMs / 1000) + " s");
+    if (answer->rfind("error ", 0) == 0) throw UsageError(answer->substr(6));
+    if (answer->rfind("pids", 0) != 0) throw UsageError("the container's supervisor answered \"" + *answer + "\"");
+    std::vector<long> pids;
+    const char* at = answer->data() + 4;
+    const char* const end = answer->data() + answer->size();
+    while (at != end) {
+        long pid = 0;
+        auto [next, ec] = std::from_chars(at + 1, end, pid);
+        if (*at != ' ' || ec != std::errc() || pid <= 0)
+            throw UsageError("the container's supervisor answered \"" + *answer + "\"");
+        pids.push_back(pid);
+        at = next;
+    }
+    return pids;
 }
 
 void ask_supervisor(const ContainerDir& container, const ControlRequest& request) {

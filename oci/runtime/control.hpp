@@ -5,6 +5,7 @@
 //   start\n              → ok\n | error TEXT\n
 //   kill SIGNO ALL\n     → ok\n | error TEXT\n      (ALL: 0 the process, 1 every process of the box)
 //   exec JSON\n          → ok\n, then exit STATUS\n once it ended | error TEXT\n
+//   pids\n               → pids PID...\n | error TEXT\n   (every process of the box but its init)
 //
 // exec's JSON is {"args": [...], "env": ["K=V", ...], "cwd": "/..."}, and
 // its first bytes carry the caller's stdin, stdout and stderr (SCM_RIGHTS):
@@ -26,7 +27,7 @@ namespace corral::oci {
 inline constexpr std::size_t kMaxControlLine = 64 * 1024;
 
 struct ControlRequest {
-    enum class Kind { start, kill, exec } kind = Kind::start;
+    enum class Kind { start, kill, exec, pids } kind = Kind::start;
     int signal = 0;
     bool all = false;
     // exec
@@ -49,11 +50,15 @@ struct ReceivedControl {
 std::optional<ReceivedControl> read_control_request(int conn);
 void answer_control(int conn, const std::string& error_or_empty);
 void answer_exit(int conn, int status);
+void answer_pids(int conn, const std::vector<long>& pids);
 
 // The command's end: the request sent to the container's supervisor, its
 // answer waited for (bounded); throws UsageError with the supervisor's
 // error, or naming why it could not be asked (the container is not running).
 void ask_supervisor(const ContainerDir& container, const ControlRequest& request);
+
+// ps: the container's processes (host pids), as its supervisor lists them.
+std::vector<long> ask_supervisor_for_pids(const ContainerDir& container);
 
 // exec: the request sent with `stdio` (three fds); returns the connection
 // once the supervisor says the process started. wait_for_exec_exit then

@@ -132,3 +132,14 @@ TEST_CASE("bad command lines name what is wrong") {
     CHECK(error_of({"create", "--preserve-fds", "x", "c"}).find("--preserve-fds: \"x\"") == 0);
     CHECK(parse({"--cgroup-manager", "systemd", "state", "c"}).global.systemd_cgroup);
 }
+
+TEST_CASE("ps: options end at the ID; what follows is ps's own") {
+    OciArgs a = parse({"ps", "--format", "json", "c1"});
+    CHECK(a.json);
+    CHECK(a.id == "c1");
+    CHECK(a.ps_options.empty());
+    a = parse({"ps", "c1", "-e", "-o", "pid,args"});
+    CHECK_FALSE(a.json);
+    CHECK(a.ps_options == std::vector<std::string>{"-e", "-o", "pid,args"});
+    CHECK(parse({"ps", "c1", "--", "-ef"}).ps_options == std::vector<std::string>{"-ef"});
+}

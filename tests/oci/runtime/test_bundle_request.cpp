@@ -5,6 +5,7 @@
 #include "oci/runtime/bundle_request.hpp"
 #include "oci/runtime/control.hpp"
 #include "oci/runtime/container_dir.hpp"
+#include "oci/runtime/ps.hpp"
 #include "tests/oci/config_fixture.hpp"
 
 #include <unistd.h>
@@ -154,3 +155,26 @@ TEST_CASE("a record's supervisor: alive while its pid has its start time") {
 
 }  // namespace
 }  // namespace corral::oci
+
+TEST_CASE("ps: the host's ps table reduced to the header and the container's pids") {
+    const std::string table =
+        "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+        "root           1       0  0 09:00 ?        00:00:01 /sbin/init\n"
+        "1900101       42       7  0 09:01 ?        00:00:00 sleep 1000\n"
+        "1900101      420      42  0 09:01 ?        00:00:00 sh -c echo 42\n";
+    CHECK(corral::oci::keep_ps_lines(table, {42, 420}) ==
+          "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+          "1900101       42       7  0 09:01 ?        00:00:00 sleep 1000\n"
+          "1900101      420      42  0 09:01 ?        00:00:00 sh -c echo 42\n");
+    // A pid in another column (PPID 42) is not a match.
+    CHECK(corral::oci::keep_ps_lines(table, {7}) == "UID          PID    PPID  C STIME TTY          TIME CMD\n");
+    CHECK_THROWS_WITH(corral::oci::keep_ps_lines("CMD\nsleep\n", {1}), doctest::Contains("PID column"));
+}
+
+TEST_CASE("control lines: pids") {
+    auto r = corral::oci::parse_control_line("pids");
+    REQUIRE(r);
+    CHECK(r->kind == corral::oci::ControlRequest::Kind::pids);
+    CHECK(corral::oci::control_line(*r) == "pids");
+    CHECK_FALSE(corral::oci::parse_control_line("pids 1"));
+}

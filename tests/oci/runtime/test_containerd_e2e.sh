@@ -61,6 +61,9 @@ check "run -d: task ls says RUNNING" [ "$(task_status c2)" = RUNNING ]
 out=$("${C[@]}" task exec --exec-id e1 c2 /bin/sh -c 'echo exec-$((6*7)); exit 4' 2>&1)
 rc=$?
 check "task exec: its output (got \"$out\") and status 4 (got $rc)" [ "$out" = exec-42 -a $rc -eq 4 ]
+pids=$("${C[@]}" task ps c2 2>&1 | awk 'NR > 1 { print $1 }')
+comms=$(for p in $pids; do cat "/proc/$p/comm" 2>/dev/null; done | sort -u | tr '\n' ' ')
+check "task ps (the shim's ps --format json): the box's processes (got \"$comms\")" grep -qw sh <<<"$comms"
 uid=$(python3 -c "import json,sys,glob; print(json.load(open(sorted(glob.glob(sys.argv[1]+'/runs/*/run.json'))[-1]))['uid'])" "$STATE")
 "${C[@]}" task kill c2
 for ((i = 0; i < 600; i++)); do [ "$(task_status c2)" = STOPPED ] && break; sleep 0.1; done

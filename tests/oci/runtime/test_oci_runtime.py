@@ -213,6 +213,18 @@ def case_exec():
     check(r.returncode == 1 and "not running" in r.stderr, "exec into a created container: exit 1, not running", r.stderr)
     oci("start", "execs")
     wait_status(c, "running")
+    r = oci("ps", "--format", "json", "execs")
+    pids = json.loads(r.stdout) if r.returncode == 0 else []
+    comms = [open("/proc/%d/comm" % p).read().strip() for p in pids if os.path.exists("/proc/%d" % p)]
+    check("sleep" in comms and c.pid not in pids, "ps --format json: the box's processes (sleep), not the supervisor",
+          r.stdout + r.stderr + str(comms))
+    r = oci("ps", "execs", "-e", "-o", "pid,args")
+    lines = r.stdout.splitlines()
+    check(r.returncode == 0 and lines[:1] and lines[0].split()[0] == "PID" and
+          any(l.split()[1:] == ["/bin/sleep", "1000"] for l in lines[1:]) and len(lines) == 1 + len(pids),
+          "ps ID -e -o pid,args: the host's ps, its header and the box's lines only", r.stdout + r.stderr)
+    r = oci("ps", "execs", "-o", "args")
+    check(r.returncode == 1 and "PID column" in r.stderr, "ps without a PID column: refused, naming it", r.stderr)
     r = oci("exec", "--env", "WHO=exec", "--cwd", "/tmp", "execs", "/bin/sh", "-c",
             'echo "$WHO $(pwd) $(id -u)"; echo to-err >&2; exit 4')
     check(r.returncode == 4, "exec: its exit status (4)", str(r.returncode) + " " + r.stderr)
