@@ -10,7 +10,9 @@
 
 namespace corral::supervisor {
 
-inline constexpr int kMaxPassedFds = 4;
+// The most one message carries: an exec request between the init and its
+// invocation with its gate and the pty's slave (invocation_wire.hpp's kExecMaxFds).
+inline constexpr int kMaxPassedFds = 5;
 
 // One sendmsg of `len` bytes with `nfds` (≤ kMaxPassedFds) descriptors;
 // retried on EINTR, never SIGPIPE. 0, or -errno.

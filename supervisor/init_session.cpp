@@ -38,26 +38,29 @@ namespace init_steps {
 // while background jobs run. It is made *before* its request (a warm
 // invocation, see serve_session): it mounts its /proc, then waits on its own
 // channel for the request the init passes on, and starts the command at once.
-// `fds` has room for kExecTtyFds.
+// `fds` has room for kExecMaxFds.
+static_assert(kExecMaxFds <= kMaxPassedFds, "an exec request's fds must fit one message");
 ssize_t receive_exec_request(int sock, char* buf, std::size_t size, int* fds, int& nfds) noexcept {
-    return receive_with_fds(sock, buf, size, fds, kExecTtyFds, nfds);
+    return receive_with_fds(sock, buf, size, fds, kExecMaxFds, nfds);
 }
 
 // The request's identity, command and pipes (and with kExecTty, once the
-// init attached it, the pty's slave) into the invocation's context; 0 or the
-// errno that refuses it. The supervisor's request never carries a slave.
+// init attached it, the pty's slave, the last fd) into the invocation's
+// context; 0 or the errno that refuses it. The supervisor's request never
+// carries a slave. `gate`: the start gate's read end with kExecGated, else -1.
 struct PtyWanted {
     bool tty = false;
     std::uint16_t rows = 0, cols = 0;
 };
 
 int context_for_request(InitContext& inv, char* request, std::size_t len, const int* fds, int nfds,
-                        bool slave_attached, PtyWanted* wanted = nullptr) noexcept {
+                        bool slave_attached, PtyWanted* wanted = nullptr, int* gate = nullptr) noexcept {
     static char* slots[kMaxExecStrings];
     DecodedExec exec{};
     if (int err = decode_exec_request(request, len, slots, kMaxExecStrings, exec); err != 0) return err;
     // The request's own fds, and a terminal request's slave once the init attached it.
-    if (nfds != kExecRequestFds + (slave_attached && exec.tty ? 1 : 0) + (exec.own_stdin ? 1 : 0)) return EPROTO;
+    const int slave = slave_attached && exec.tty ? 1 : 0;
+    if (nfds != kExecRequestFds + slave + (exec.own_stdin ? 1 : 0) + (exec.gated ? 1 : 0)) return EPROTO;
     inv.uid = exec.uid;
     inv.gid = exec.gid;
     inv.task_limit = exec.task_limit;
@@ -69,11 +72,12 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     inv.report_fd = fds[0];
     inv.stdout_fd = fds[1];
     inv.stderr_fd = fds[2];
-    inv.tty_slave_fd = slave_attached && exec.tty ? fds[3] : -1;
+    inv.tty_slave_fd = slave ? fds[nfds - 1] : -1;
     // A stdio server's one socket: its stdin as well as its stdout; or the
     // caller's stdin (corral exec --stdin), the fourth fd.
     inv.stdin_fd = exec.stdin_is_stdout ? fds[1] : exec.own_stdin ? fds[3] : -1;
     if (wanted != nullptr) *wanted = PtyWanted{exec.tty, exec.rows, exec.cols};
+    if (gate != nullptr) *gate = exec.gated ? fds[kExecRequestFds + (exec.own_stdin ? 1 : 0)] : -1;
     return 0;
 }
 
@@ -90,7 +94,7 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     inv.session_fd = -1;
     const auto proc_failed = rootfs::apply_mount_plan(*inv.proc_plan);
     static char request[kMaxExecRequestBytes];
-    int fds[kExecTtyFds] = {-1, -1, -1, -1};
+    int fds[kExecMaxFds] = {-1, -1, -1, -1, -1};
     int nfds = 0;
     ssize_t n;
     while ((n = receive_exec_request(channel, request, sizeof request, fds, nfds)) < 0 && n == -EINTR) {
@@ -98,8 +102,20 @@ int context_for_request(InitContext& inv, char* request, std::size_t len, const 
     close(channel);
     // The init checked the request before passing it on; checked again here,
     // where it is used.
-    if (n <= 0 || context_for_request(inv, request, static_cast<std::size_t>(n), fds, nfds, true) != 0) _exit(125);
+    int gate = -1;
+    if (n <= 0 || context_for_request(inv, request, static_cast<std::size_t>(n), fds, nfds, true, nullptr, &gate) != 0)
+        _exit(125);
     if (proc_failed) fail_mount(inv, SetupStep::mount_invocation_proc, *proc_failed);
+    if (gate >= 0) {
+        // kExecGated: a byte starts the command; EOF (the supervisor let the
+        // invocation go unstarted) ends it here, nothing of it having run.
+        char go = 0;
+        ssize_t got;
+        while ((got = read(gate, &go, 1)) < 0 && errno == EINTR) {
+        }
+        if (got != 1) _exit(0);
+        close(gate);
+    }
     start_command_and_reap(inv, true);
 }
 
@@ -247,7 +263,7 @@ void make_role_homes(const InitContext& ctx) noexcept {
     send(ctx.report_fd, ready);
     static char request[kMaxExecRequestBytes];
     for (;;) {
-        int fds[kExecTtyFds] = {-1, -1, -1, -1};
+        int fds[kExecMaxFds] = {-1, -1, -1, -1, -1};
         int nfds = 0;
         ssize_t n = receive_exec_request(ctx.session_fd, request, sizeof request, fds, nfds);
         if (n == 0) _exit(0);

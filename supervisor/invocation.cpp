@@ -80,7 +80,8 @@ std::vector<char> encoded_exec_request(ExecImage& image, const InvocationSpec& s
     image.argv = spec.argv;
     image.env = env;
     image.candidates = exec_candidates(spec.argv.front(), env);
-    image.tty = spec.terminal.has_value();
+    image.tty = spec.terminal.has_value() || spec.console;
+    image.gated = spec.gated;
     image.stdin_is_stdout = spec.stdio_socket >= 0;
     image.own_stdin = spec.stdin_fd >= 0;
     image.rows = window.ws_row;
@@ -121,6 +122,8 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (spec.terminal && spec.stdio_socket >= 0) throw UsageError("an exec with a terminal has no stdio socket");
     if (spec.stdin_fd >= 0 && (spec.terminal || spec.stdio_socket >= 0))
         throw UsageError("an exec's stdin is its terminal, its stdio socket or the caller's stdin: one of them");
+    if (spec.console && (spec.terminal || spec.stdio_socket >= 0 || spec.stdin_fd >= 0))
+        throw UsageError("an exec's console is its only stdin: no terminal, stdio socket or stdin with it");
     if (spec.cwd.empty())
         spec.cwd = spec.role == Role::agent ? box.spec_.cwd : std::string(kRoleHomesDir) + "/" + std::string(role_name(spec.role));
     Invocation inv;
@@ -134,6 +137,10 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
         bool term_given = false;
         for (const auto& kv : spec.env) term_given = term_given || kv.first == "TERM";
         if (!term_given) extra.emplace_back("TERM", spec.terminal->term);
+    }
+    if (spec.console) {
+        window.ws_row = spec.console_rows;
+        window.ws_col = spec.console_cols;
     }
     inv.env_ = role_environment(box.spec_, spec.role, extra);
 
@@ -149,10 +156,13 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     std::pair<Fd, Fd> out;   // none with a stdio socket: the command writes to the socket
     if (spec.stdio_socket < 0) out = make_pipe();
     auto err = make_pipe();
-    const int fds[kExecRequestFds + 1] = {report.second.get(),
-                                          spec.stdio_socket >= 0 ? spec.stdio_socket : out.second.get(),
-                                          err.second.get(), spec.stdin_fd};
-    const int nfds_sent = kExecRequestFds + (spec.stdin_fd >= 0 ? 1 : 0);
+    std::pair<Fd, Fd> gate;
+    if (spec.gated) gate = make_pipe();
+    int fds[kExecRequestFds + 2] = {report.second.get(), spec.stdio_socket >= 0 ? spec.stdio_socket : out.second.get(),
+                                    err.second.get(), -1, -1};
+    int nfds_sent = kExecRequestFds;
+    if (spec.stdin_fd >= 0) fds[nfds_sent++] = spec.stdin_fd;
+    if (spec.gated) fds[nfds_sent++] = gate.first.get();
     ExecReply reply{};
     int answered[2] = {-1, -1};
     int nfds = 0;
@@ -173,6 +183,14 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
     if (reply.err != 0) throw SysError("clone3", "the session's init could not start the invocation", reply.err);
     if (!owned_pidfd.valid()) throw SysError("recvmsg", "session init channel: no pidfd came", EPROTO);
     if (spec.terminal) inv.tty_ = relay_caller_terminal(std::move(master), *spec.terminal, owned_pidfd.get());
+    if (spec.console) {
+        if (!master.valid()) {
+            signal_through_pidfd(owned_pidfd.get(), SIGKILL);
+            throw SysError("recvmsg", "session init channel: no pty master came", EPROTO);
+        }
+        inv.console_ = std::move(master);
+    }
+    inv.gate_ = std::move(gate.second);
     inv.pidfd_ = std::move(owned_pidfd);
     inv.report_ = std::move(report.first);
     inv.stdout_ = std::move(out.first);
@@ -182,5 +200,16 @@ Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
 }
 
 Invocation spawn_invocation(Sandbox& box, InvocationSpec spec) { return SessionChannel::spawn(box, std::move(spec)); }
+
+void Invocation::start_command() {
+    if (!gate_.valid()) return;
+    const char go = 1;
+    ssize_t n;
+    while ((n = ::write(gate_.get(), &go, 1)) < 0 && errno == EINTR) {
+    }
+    const int err = errno;
+    gate_.reset();
+    if (n != 1) throw SysError("write", "the invocation's start gate", err);
+}
 
 }  // namespace corral::supervisor

@@ -72,6 +72,18 @@ struct InvocationSpec {
     // already checked as stdin_handover.hpp checks `corral run --stdin`'s.
     // Not with `terminal` or `stdio_socket`. -1: the box's /dev/null.
     int stdin_fd = -1;
+    // An OCI engine's console (oci/runtime/): the command's 0/1/2 and
+    // controlling terminal are a pty of the box's devpts, as with
+    // `terminal`, but its master is handed to the caller (take_console)
+    // instead of relayed: the engine reads and resizes it. Rows and cols (both
+    // nonzero) are its window size before the command starts. Not with
+    // `terminal`, `stdio_socket` or `stdin_fd`.
+    bool console = false;
+    std::uint16_t console_rows = 0, console_cols = 0;
+    // The invocation is made (its namespaces, its pty) but its command waits
+    // for start_command(); an Invocation let go before that ends without
+    // starting it (an OCI container between `create` and `start`).
+    bool gated = false;
 };
 
 // The role's UID and GID in this session's sandbox.
@@ -99,6 +111,11 @@ public:
     // The read end of the command's stderr, handed over (a stdio server's
     // log, read by whoever keeps it instead of supervise).
     Fd take_stderr() { return std::move(stderr_); }
+    // spec.console: the pty's master, handed over (once).
+    Fd take_console() { return std::move(console_); }
+    // spec.gated: lets the command start (once; later calls do nothing).
+    // Throws SysError when the gate cannot be written (the reaper is gone).
+    void start_command();
 
 private:
     friend struct SessionChannel;
@@ -112,6 +129,8 @@ private:
     Fd stdout_;
     Fd stderr_;
     std::unique_ptr<TerminalRelay> tty_;   // --tty: the pty's master and the caller's raw mode
+    Fd console_;                           // spec.console: the pty's master until taken
+    Fd gate_;                              // spec.gated: the start gate's write end until start_command
 };
 
 // Asks the session's init for a new invocation. Throws UsageError for a

@@ -35,7 +35,8 @@ std::vector<char> encode_exec_request(const ExecImage& image) {
     h.strings_bytes = static_cast<std::uint32_t>(out.size() - sizeof h);
     if (image.tty + image.stdin_is_stdout + image.own_stdin > 1)
         throw std::invalid_argument("one stdin only: a terminal, the stdio socket or the caller's");
-    h.flags = (image.tty ? kExecTty : 0) | (image.stdin_is_stdout ? kExecStdinIsStdout : 0) | (image.own_stdin ? kExecStdin : 0);
+    h.flags = (image.tty ? kExecTty : 0) | (image.stdin_is_stdout ? kExecStdinIsStdout : 0) |
+              (image.own_stdin ? kExecStdin : 0) | (image.gated ? kExecGated : 0);
     h.rows = image.tty ? image.rows : 0;
     h.cols = image.tty ? image.cols : 0;
     std::memcpy(out.data(), &h, sizeof h);
@@ -53,9 +54,11 @@ int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t sl
     if (len > kMaxExecRequestBytes || h.strings_bytes != len - sizeof h) return EMSGSIZE;
     // cwd + three NULL-terminated arrays.
     const std::uint64_t need = 1ULL + h.argc + 1 + h.envc + 1 + h.candc + 1;
-    // At most one of the flags: each is a different stdin.
-    if (h.reserved != 0 || (h.flags & ~(kExecTty | kExecStdinIsStdout | kExecStdin)) != 0 ||
-        (h.flags & (h.flags - 1)) != 0 || h.task_limit == 0 || h.open_file_limit == 0) return EINVAL;
+    // At most one of the stdin flags: each is a different stdin; the gate
+    // goes with any of them.
+    const std::uint32_t stdins = h.flags & ~kExecGated;
+    if (h.reserved != 0 || (stdins & ~(kExecTty | kExecStdinIsStdout | kExecStdin)) != 0 ||
+        (stdins & (stdins - 1)) != 0 || h.task_limit == 0 || h.open_file_limit == 0) return EINVAL;
     if (need > slot_count) return EMSGSIZE;
     char* p = buf + sizeof h;
     char* const end = buf + len;
@@ -96,6 +99,7 @@ int decode_exec_request(char* buf, std::size_t len, char** slots, std::size_t sl
     out.tty = (h.flags & kExecTty) != 0;
     out.stdin_is_stdout = (h.flags & kExecStdinIsStdout) != 0;
     out.own_stdin = (h.flags & kExecStdin) != 0;
+    out.gated = (h.flags & kExecGated) != 0;
     out.rows = h.rows;
     out.cols = h.cols;
     return 0;

@@ -29,7 +29,10 @@ inline constexpr std::size_t kMaxExecRequestBytes = 1u << 20;
 // Strings (argv + env + candidates + cwd) in one request at most.
 inline constexpr std::size_t kMaxExecStrings = 8192;
 inline constexpr int kExecRequestFds = 3;   // report, stdout, stderr (write ends)
-inline constexpr int kExecTtyFds = 4;       // the init to the invocation, with kExecTty: + the pty's slave
+// The most a request carries between the init and the invocation: the
+// three, the caller's stdin (kExecStdin) or the pty's slave the init attaches
+// (kExecTty), and the start gate (kExecGated).
+inline constexpr int kExecMaxFds = 5;
 inline constexpr std::uint32_t kExecTty = 1u << 0;   // ExecRequestHeader.flags: the command's 0/1/2 are a pty
 // ExecRequestHeader.flags: the command's stdout fd is a connected stream
 // socket that is its stdin too (a stdio MCP server: one socket to the
@@ -39,6 +42,12 @@ inline constexpr std::uint32_t kExecStdinIsStdout = 1u << 1;
 // command's stdin (`corral exec --stdin`: the caller's, checked as `corral run
 // --stdin` checks its own). Not with kExecTty or kExecStdinIsStdout.
 inline constexpr std::uint32_t kExecStdin = 1u << 2;
+// ExecRequestHeader.flags, with any one of the above: the next fd (after
+// the stdin's) is a pipe's read end, the start gate. The invocation is made
+// and its pty opened at once, but the command starts only once a byte comes
+// on the gate; at EOF the invocation ends without starting it (an OCI
+// container's process between `create` and `start`, oci/runtime/).
+inline constexpr std::uint32_t kExecGated = 1u << 3;
 // Where a session's service and verifier live: HOME and the default cwd,
 // made by the init before any exec, root's parent (0755) and each role's own
 // child (0700), so the agent (who can write /tmp itself) can plant nothing there.
@@ -80,6 +89,7 @@ struct ExecImage {
     std::uint16_t rows = 0, cols = 0;
     bool stdin_is_stdout = false;          // kExecStdinIsStdout
     bool own_stdin = false;                // kExecStdin
+    bool gated = false;                    // kExecGated
 };
 
 // The request's bytes. Throws std::length_error past kMaxExecRequestBytes or
@@ -102,6 +112,7 @@ struct DecodedExec {
     std::uint16_t rows = 0, cols = 0;
     bool stdin_is_stdout = false;
     bool own_stdin = false;
+    bool gated = false;
 };
 
 // Parses `buf` (len bytes, modified in place: nothing), filling `slots`

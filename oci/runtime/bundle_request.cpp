@@ -41,9 +41,15 @@ void map_mounts(const BundleConfig& c, BundleRequest& out) {
 void map_process(const BundleConfig& c, BundleRequest& out) {
     const ProcessPlan& p = c.process;
     run::RunRequest& r = out.request;
-    if (p.terminal)
-        throw UsageError("config.json: process.terminal: true: corral-oci does not hand out a console yet "
-                         "(run the container without a terminal: podman run without -t)");
+    out.terminal = p.terminal;
+    if (p.terminal && p.console_size) {
+        // A window larger than a terminal's 16 bits cannot be set: such a size is left to the engine.
+        const auto [height, width] = *p.console_size;
+        if (height <= UINT16_MAX && width <= UINT16_MAX) {
+            out.console_rows = static_cast<std::uint16_t>(height);
+            out.console_cols = static_cast<std::uint16_t>(width);
+        }
+    }
     r.command = p.args;
     r.env = p.env;
     r.cwd = p.cwd;

@@ -90,10 +90,15 @@ std::optional<SuperviseResult> wait_for_start(int listener, const Sandbox& box, 
 }
 
 // The container's process: the box's first invocation, in the agent's
-// role, with the bundle's cwd, its logs the run dir's own.
-supervisor::InvocationSpec process_spec(const Sandbox& box) {
+// role, with the bundle's cwd, its logs the run dir's own; made now, its
+// command held until start (gated); with a terminal, its 0/1/2 a pty.
+supervisor::InvocationSpec process_spec(const Sandbox& box, const ContainerLaunch& c) {
     const supervisor::SandboxSpec& s = box.spec();
     supervisor::InvocationSpec spec;
+    spec.gated = true;
+    spec.console = !c.console_socket.empty();
+    spec.console_rows = c.console_rows;
+    spec.console_cols = c.console_cols;
     spec.argv = s.argv;
     spec.cwd = s.cwd;
     spec.log_dir = s.run_dir;
@@ -106,6 +111,8 @@ supervisor::InvocationSpec process_spec(const Sandbox& box) {
 SuperviseResult serve_container(ContainerLaunch& c, Sandbox& box, int interrupt_fd) {
     const std::string& run_dir = box.spec().run_dir;
     write_notes(run_dir, c.notes);
+    supervisor::Invocation process = supervisor::spawn_invocation(box, process_spec(box, c));
+    if (process.spec().console) send_console(c.console_socket, process.take_console());  // before create returns
     const Fd dir = c.dir.open_dir();
     Fd listener = run::listen_at(ContainerDir::control_socket_via(dir.get()));
     c.record.run_id = box.run_id();
@@ -120,7 +127,7 @@ SuperviseResult serve_container(ContainerLaunch& c, Sandbox& box, int interrupt_
         set_status(c, ContainerStatus::stopped);
         return *ended;
     }
-    supervisor::Invocation process = supervisor::spawn_invocation(box, process_spec(box));
+    process.start_command();
     set_status(c, ContainerStatus::running);
     ControlServer control(listener.get(), box, process.pidfd());
     supervisor::OutputSinks sinks{c.out_fd, c.err_fd, interrupt_fd};

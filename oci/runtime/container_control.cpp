@@ -176,12 +176,22 @@ void ControlServer::run_exec(Fd conn, ControlRequest request, std::vector<Fd> fd
     spec.log_dir = box_spec.run_dir + "/execs/" + std::to_string(number);
     spec.stop_grace = box_spec.stop_grace;
     spec.log_limit_bytes = box_spec.log_limit_bytes;
-    spec.stdin_fd = passable_stdin(fds[0]);
+    // A terminal: the pty's master goes to the engine's console socket
+    // before the command may start (gated), so it never writes to nobody.
+    const bool console = !request.console_socket.empty();
+    spec.console = spec.gated = console;
+    spec.console_rows = request.rows;
+    spec.console_cols = request.cols;
+    spec.stdin_fd = console ? -1 : passable_stdin(fds[0]);
     try {
         if (::mkdir((box_spec.run_dir + "/execs").c_str(), 0700) != 0 && errno != EEXIST)
             throw SysError("mkdir", box_spec.run_dir + "/execs", errno);
         check_sys(::mkdir(spec.log_dir.c_str(), 0700), "mkdir", spec.log_dir);
         supervisor::Invocation inv = supervisor::spawn_invocation(box_, spec);
+        if (console) {
+            send_console(request.console_socket, inv.take_console());
+            inv.start_command();
+        }
         answer_control(conn.get(), "");
         Fd out = run::own_nonblocking_copy(std::move(fds[1])), err = run::own_nonblocking_copy(std::move(fds[2]));
         supervisor::OutputSinks sinks{out.get(), err.get(), -1};

@@ -3,6 +3,7 @@
 #include "oci/runtime/control.hpp"
 
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -111,6 +112,16 @@ std::optional<ControlRequest> parse_exec(const std::string& text) {
     }
     r.cwd = j.value("cwd", std::string());
     if (!r.cwd.empty() && r.cwd.front() != '/') return std::nullopt;
+    if (j.contains("console_socket")) {
+        const auto& s = j["console_socket"];
+        if (!s.is_string() || s.get<std::string>().empty() || s.get<std::string>().front() != '/') return std::nullopt;
+        r.console_socket = s.get<std::string>();
+        for (auto [key, field] : {std::pair{"rows", &r.rows}, std::pair{"cols", &r.cols}}) {
+            const auto& v = j.value(key, nlohmann::json(0));
+            if (!v.is_number_unsigned() || v.get<std::uint64_t>() > UINT16_MAX) return std::nullopt;
+            *field = static_cast<std::uint16_t>(v.get<std::uint64_t>());
+        }
+    }
     return r;
 }
 
@@ -142,6 +153,11 @@ std::string control_line(const ControlRequest& r) {
             nlohmann::json env = nlohmann::json::array();
             for (const auto& [k, v] : r.env) env.push_back(k + "=" + v);
             nlohmann::json j{{"args", r.args}, {"env", env}, {"cwd", r.cwd}};
+            if (!r.console_socket.empty()) {
+                j["console_socket"] = r.console_socket;
+                j["rows"] = r.rows;
+                j["cols"] = r.cols;
+            }
             return "exec " + j.dump(-1, ' ', true);  // invalid UTF-8 throws: never altered on the way
         }
     }
@@ -180,6 +196,17 @@ void answer_exit(int conn, int status) {
         send_line(conn, "exit " + std::to_string(status));
     } catch (const SysError&) {
     }
+}
+
+void send_console(const std::string& socket_path, const Fd& master) {
+    std::optional<Fd> conn = run::connect_unix(socket_path);
+    if (!conn) throw UsageError("--console-socket " + socket_path + ": nobody listens there");
+    unsigned number = 0;
+    if (ioctl(master.get(), TIOCGPTN, &number) != 0) throw SysError("ioctl(TIOCGPTN)", "the console's pty", errno);
+    const std::string name = "/dev/pts/" + std::to_string(number);
+    const int fd = master.get();
+    if (int rc = supervisor::send_with_fds(conn->get(), name.data(), name.size(), &fd, 1); rc < 0)
+        throw SysError("sendmsg", "--console-socket " + socket_path, -rc);
 }
 
 void answer_pids(int conn, const std::vector<long>& pids) {

@@ -9,7 +9,10 @@
 //
 // exec's JSON is {"args": [...], "env": ["K=V", ...], "cwd": "/..."}, and
 // its first bytes carry the caller's stdin, stdout and stderr (SCM_RIGHTS):
-// the exec'd process reads and writes the caller's own descriptors.
+// the exec'd process reads and writes the caller's own descriptors. With a
+// terminal it adds "console_socket": "/..." (and "rows", "cols"): the
+// process's 0/1/2 are a pty whose master the supervisor sends there
+// (send_console) before its "ok".
 // One request per connection; a line is at most kMaxControlLine bytes; a
 // peer that sends no whole line within 10 s is dropped.
 #pragma once
@@ -34,6 +37,8 @@ struct ControlRequest {
     std::vector<std::string> args;
     std::vector<std::pair<std::string, std::string>> env;
     std::string cwd;
+    std::string console_socket;             // "": no terminal
+    std::uint16_t rows = 0, cols = 0;       // the console's window size (0: the engine sets it)
 };
 
 // A request's line, without its newline; nullopt for anything else.
@@ -56,6 +61,11 @@ void answer_pids(int conn, const std::vector<long>& pids);
 // answer waited for (bounded); throws UsageError with the supervisor's
 // error, or naming why it could not be asked (the container is not running).
 void ask_supervisor(const ContainerDir& container, const ControlRequest& request);
+
+// A pty's master to an engine's console socket, as runc sends it: one
+// message whose bytes are the slave's name (/dev/pts/N, in the box's
+// devpts) and whose one fd is the master. Throws naming the socket.
+void send_console(const std::string& socket_path, const Fd& master);
 
 // ps: the container's processes (host pids), as its supervisor lists them.
 std::vector<long> ask_supervisor_for_pids(const ContainerDir& container);

@@ -147,16 +147,24 @@ void refuse_unlisted_config(const BundleConfig& config, const std::vector<std::s
 }  // namespace
 
 int cmd_create(const OciArgs& a) {
-    if (a.console_socket) throw UsageError("--console-socket: corral-oci does not hand out a console yet");
     std::string bundle_dir;
     BundleConfig config = read_bundle(a.bundle, bundle_dir);
+    // As runc: a terminal's master needs somewhere to go, and a console
+    // socket without a terminal would wait for nothing.
+    if (config.process.terminal && !a.console_socket)
+        throw UsageError("config.json: process.terminal is true: give --console-socket SOCKET (the engine's "
+                         "socket the pty's master is sent to)");
+    if (!config.process.terminal && a.console_socket)
+        throw UsageError("--console-socket: config.json's process.terminal is false: there is no console to send");
     if (!config.hostname.empty()) supervisor::check_hostname(config.hostname);
     refuse_unlisted_config(config, a.global.allowed_configs);
     BundleRequest br = bundle_request(config, a.global.state_dir.value_or(""));
     if (a.global.uid_range) br.request.uid_range = supervisor::parse_uid_range(*a.global.uid_range);
     fit_open_files(br);
     br.request.oci_container = a.id;
-    ContainerLaunch launch{ContainerDir::claim(a.global.root, a.id), {}, Fd(), -1, -1, br.notes};
+    ContainerLaunch launch{ContainerDir::claim(a.global.root, a.id), {}, Fd(), -1, -1, br.notes,
+                           a.console_socket ? std::filesystem::absolute(*a.console_socket).string() : "",
+                           br.console_rows, br.console_cols};
     launch.record.state.id = a.id;
     launch.record.state.bundle = bundle_dir;
     launch.record.state.annotations = config.annotations;

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "base/fd.hpp"
@@ -25,13 +27,16 @@ namespace {
 ControlRequest exec_request(const OciArgs& a) {
     ControlRequest r;
     r.kind = ControlRequest::Kind::exec;
+    bool terminal = a.tty;
     if (a.process_file) {
         auto text = read_whole_file({*a.process_file, kMaxConfigBytes});
         if (!text) throw UsageError("--process " + *a.process_file + ": no such file");
         ProcessPlan p = read_process_json(*text);
-        if (p.terminal)
-            throw UsageError("--process " + *a.process_file + ": terminal: true: corral-oci does not hand out a "
-                             "console yet (podman exec without -t)");
+        terminal = terminal || p.terminal;
+        if (p.console_size && p.console_size->first <= UINT16_MAX && p.console_size->second <= UINT16_MAX) {
+            r.rows = static_cast<std::uint16_t>(p.console_size->first);
+            r.cols = static_cast<std::uint16_t>(p.console_size->second);
+        }
         r.args = p.args;
         r.env = p.env;
         r.cwd = p.cwd;
@@ -41,6 +46,13 @@ ControlRequest exec_request(const OciArgs& a) {
         r.env = a.env;
         r.cwd = a.cwd.value_or("");
     }
+    // As runc: a terminal's master goes to the engine's console socket;
+    // corral-oci relays no terminal of its own.
+    if (terminal && !a.console_socket)
+        throw UsageError("exec: a terminal (--tty, or the process's terminal: true) needs --console-socket SOCKET");
+    if (!terminal && a.console_socket)
+        throw UsageError("exec: --console-socket without a terminal (--tty, or the process's terminal: true)");
+    if (a.console_socket) r.console_socket = std::filesystem::absolute(*a.console_socket).string();
     return r;
 }
 
@@ -66,8 +78,6 @@ ControlRequest exec_request(const OciArgs& a) {
 }  // namespace
 
 int cmd_exec(const OciArgs& a) {
-    if (a.tty || a.console_socket)
-        throw UsageError("exec --tty / --console-socket: corral-oci does not hand out a console yet");
     ContainerDir dir = ContainerDir::open(a.global.root, a.id);
     const ContainerRecord record = dir.read();
     if (const ContainerStatus s = effective_status(record); s != ContainerStatus::running)

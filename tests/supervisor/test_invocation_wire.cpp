@@ -89,6 +89,39 @@ TEST_CASE("a stdio server's request carries the flag that makes its stdout socke
     CHECK_FALSE(d.stdin_is_stdout);
 }
 
+TEST_CASE("the start gate goes with any one stdin; two stdins are still refused") {
+    auto s = slots(kMaxExecStrings);
+    DecodedExec d;
+    ExecImage im = sample();
+    im.gated = true;
+    for (int stdin_kind = 0; stdin_kind < 4; ++stdin_kind) {
+        im.tty = stdin_kind == 1;
+        im.stdin_is_stdout = stdin_kind == 2;
+        im.own_stdin = stdin_kind == 3;
+        auto buf = encode_exec_request(im);
+        REQUIRE(decode_exec_request(buf.data(), buf.size(), s.data(), s.size(), d) == 0);
+        CHECK(d.gated);
+        CHECK(d.tty == (stdin_kind == 1));
+        CHECK(d.own_stdin == (stdin_kind == 3));
+    }
+    // Two stdins with the gate: the encoder refuses them, and so does the
+    // init (the flags patched into a gated terminal request's header).
+    im.tty = true;
+    im.own_stdin = true;
+    CHECK_THROWS(encode_exec_request(im));
+    im.own_stdin = false;
+    auto two = encode_exec_request(im);
+    ExecRequestHeader h{};
+    std::memcpy(&h, two.data(), sizeof h);
+    h.flags |= kExecStdin;
+    std::memcpy(two.data(), &h, sizeof h);
+    CHECK(decode_exec_request(two.data(), two.size(), s.data(), s.size(), d) == EINVAL);
+    im = sample();
+    auto plain = encode_exec_request(im);
+    REQUIRE(decode_exec_request(plain.data(), plain.size(), s.data(), s.size(), d) == 0);
+    CHECK_FALSE(d.gated);
+}
+
 TEST_CASE("the init refuses a malformed, truncated, oversized or root request") {
     std::vector<char> good = encode_exec_request(sample());
     auto s = slots(kMaxExecStrings);

@@ -35,7 +35,7 @@ make_busybox_archive() {
   (
     cd "$dir" && umoci init --layout img && umoci new --image img:t && umoci unpack --image img:t b >/dev/null &&
       mkdir -p b/rootfs/bin && cp "$(command -v busybox)" b/rootfs/bin/busybox &&
-      for a in sh echo cat id sleep ls wget hostname grep cut tr true env; do ln -s busybox "b/rootfs/bin/$a" || exit 1; done &&
+      for a in sh echo cat id sleep ls wget hostname grep cut tr true env stty tty; do ln -s busybox "b/rootfs/bin/$a" || exit 1; done &&
       for p in "$@"; do copy_host_program b/rootfs "$p" || exit 1; done &&
       umoci repack --image img:t b && umoci config --image img:t --config.cmd /bin/sh --config.env PATH=/bin &&
       tar -C img -cf img.tar .

@@ -78,9 +78,17 @@ TEST_CASE("limits, binds and /tmp reach the request") {
     CHECK(r.tmp_bytes == std::optional<std::uint64_t>(1u << 20));
 }
 
-TEST_CASE("what the front cannot build yet is refused with the field named") {
+TEST_CASE("a terminal: the request says so, with the console's size") {
     auto tty = runc_spec_config();  // runc's default asks for a terminal
-    CHECK_THROWS_WITH(bundle_request(read_config(tty), ""), doctest::Contains("process.terminal"));
+    CHECK(bundle_request(read_config(tty), "").terminal);
+    tty["process"]["consoleSize"] = {{"height", 40}, {"width", 120}};
+    const BundleRequest br = bundle_request(read_config(tty), "");
+    CHECK(br.console_rows == 40);
+    CHECK(br.console_cols == 120);
+    CHECK_FALSE(bundle_request(read_config(without_terminal()), "").terminal);
+}
+
+TEST_CASE("what the front cannot build yet is refused with the field named") {
     auto noexec = without_terminal();
     noexec["mounts"].push_back({{"destination", "/data"}, {"type", "bind"}, {"source", "/srv/data"}, {"options", {"bind", "noexec"}}});
     CHECK_THROWS_WITH(bundle_request(read_config(noexec), ""), doctest::Contains("noexec"));

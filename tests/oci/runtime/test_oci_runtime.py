@@ -8,7 +8,7 @@ tools/test.sh builds; root only (exit 77 with the reason otherwise).
 
 Each case checks what the host saw: the record under --root, the run's
 run.json in corral's state dir, and no process of the box's UID left."""
-import ctypes, json, os, shutil, signal, subprocess, sys, tempfile, time
+import ctypes, json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
 OCI = os.environ.get("CORRAL_OCI_BIN", "")
 ROOTFS = "/var/cache/corral-test/debian12-root/root"
@@ -69,13 +69,14 @@ def bundle(name, cfg):
 
 class Container:
     """One container's create, as an engine runs it: its stdio are files."""
-    def __init__(self, cid, cfg):
+    def __init__(self, cid, cfg, extra=()):
         self.id, self.dir = cid, bundle(cid, cfg)
         self.pid_file = os.path.join(self.dir, "pid")
         self.out, self.err = os.path.join(self.dir, "out"), os.path.join(self.dir, "err")
         with open(self.out, "w") as o, open(self.err, "w") as e:
             self.create = subprocess.run([OCI] + GLOBAL + ["create", "--bundle", self.dir, "--pid-file", self.pid_file,
-                                          cid], stdout=o, stderr=e, stdin=subprocess.DEVNULL, timeout=120)
+                                          ] + list(extra) + [cid], stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                                         timeout=120)
         self.pid = int(open(self.pid_file).read()) if self.create.returncode == 0 else 0
 
     def state(self):
@@ -308,6 +309,48 @@ def case_lost_supervisor():
     check(os.path.exists(log) and "lost run" in open(log).read(), "delete says in --log that the run was lost")
 
 
+def case_console():
+    """process.terminal: refused without --console-socket; with one, the pty's
+    master arrives (as conmon receives it) before create returns, the
+    process's stdio is that pty, at consoleSize, and its status is reaped."""
+    cfg = config(["/bin/sh", "-c", "tty; stty size; exit 9"])
+    cfg["process"]["terminal"] = True
+    cfg["process"]["consoleSize"] = {"height": 24, "width": 80}
+    r = oci("create", "--bundle", bundle("tty-nosock", cfg), "tty-nosock")
+    check(r.returncode == 1 and "--console-socket" in r.stderr, "terminal without --console-socket: refused", r.stderr)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(TMP, "console.sock"))
+    listener.listen(1)
+    listener.settimeout(30)
+    c = Container("tty", cfg, ["--console-socket", os.path.join(TMP, "console.sock")])
+    if c.create.returncode != 0:
+        return check(False, "create with a console socket", c.text("err"))
+    conn, _ = listener.accept()
+    name, fds, _, _ = socket.recv_fds(conn, 256, 1)
+    check(name.startswith(b"/dev/pts/") and len(fds) == 1, "the console socket got the master and the pty's name",
+          repr(name))
+    if not fds:
+        return
+    oci("start", "tty")
+    shown = b""
+    while True:
+        try:
+            data = os.read(fds[0], 4096)
+        except OSError:  # EIO: the process, the slave's last holder, has exited
+            break
+        if not data:
+            break
+        shown += data
+    lines = shown.decode(errors="replace").replace("\r", "").splitlines()
+    check(lines[:2] == [name.decode(), "24 80"], "the process's stdio is that pty, at consoleSize", repr(lines))
+    check(c.reap() == 9, "the process's status through the supervisor (9)")
+    r = oci("delete", "tty")
+    check(r.returncode == 0, "delete after a console", r.stderr)
+    os.close(fds[0])
+    conn.close()
+    listener.close()
+
+
 def case_refusals():
     """Bad bundles: each a clear error naming what, and nothing left behind."""
     base = config(["/bin/true"])
@@ -358,6 +401,7 @@ def case_features_version():
 try:
     for case in (case_lifecycle, case_kill_term_and_user_signal, case_exec, case_force_and_early_kill,
                  case_lost_supervisor,
+                 case_console,
                  case_refusals,
                  case_features_version):
         case()

@@ -15,7 +15,9 @@
 #     reaches a TLS stand-in with the real key added by the gateway; the
 #     box sent a sentinel, cannot reach the stand-in's port itself, and
 #     never sees the key;
-#   podman exec: the process's output and status, -t refused by name;
+#   podman exec: the process's output and status; exec -t and -it (a pty);
+#   run -t and -it: the process's stdio a pty of the box, conmon's through
+#     the console socket, the window size the caller's terminal's;
 #   after podman rm: no record, no process of the box's UID.
 # Root only; exits 77 with the reason when root, podman, umoci or busybox
 # is missing (tools/install-deps.sh installs them).
@@ -24,6 +26,7 @@ set -uo pipefail
 OCI=${CORRAL_OCI_BIN:?CORRAL_OCI_BIN (the corral-oci binary) must be set}
 UID_RANGE=1900101130-1900101159
 
+SUPPORT=$(cd "$(dirname "$0")/../../support" && pwd)
 . "$(dirname "$0")/engine_helpers.sh"
 . "$(dirname "$0")/../../support/http_standin.sh"
 . "$(dirname "$0")/../../support/test_pki.sh"
@@ -169,9 +172,28 @@ rc=$?
 check "podman exec: its exit status 4 (got $rc)" [ $rc -eq 4 ]
 check "podman exec: its output and env (got \"$out\")" [ "${out%% *}" = podman-exec ]
 check "podman exec: not root (got \"${out##* }\")" [ "${out##* }" != 0 ]
-err=$(pm exec -t "$c" true 2>&1)
-check "podman exec -t: refused, naming why" grep -q 'console' <<<"$err"
+out=$(pm exec -t "$c" sh -c 'tty; exit 6' 2>&1 | tr -d '\r')
+check "podman exec -t: a pty of the box (got \"$out\")" grep -q '^/dev/pts/[0-9]' <<<"$out"
+out=$(python3 "$SUPPORT/pty_run.py" 30 100 '$ ' 'stty size; exit 3\n' "${PODMAN[@]}" exec -it "$c" sh | tr -d '\r')
+rc=${PIPESTATUS[0]}
+check "podman exec -it from a terminal: typed input runs, the window is the terminal's (got \"$(tail -c 80 <<<"$out")\")" \
+  grep -q '^30 100$' <<<"$out"
+check "podman exec -it: exit status 3 (got $rc)" [ $rc -eq 3 ]
 pm rm -f "$c" >/dev/null
+
+# ---- a terminal: the process's 0/1/2 are a pty of the box's devpts whose
+# master goes to conmon's console socket (--console-socket) before create
+# returns; conmon relays it and sets its size.
+out=$(pm run --rm -t --network none "$IMG" sh -c 'tty; exit 5' 2>&1 | tr -d '\r')
+rc=${PIPESTATUS[0]}
+check "run -t: the process's stdio is a pty of the box (got \"$out\")" grep -q '^/dev/pts/[0-9]' <<<"$out"
+check "run -t: exit status 5 (got $rc)" [ $rc -eq 5 ]
+out=$(python3 "$SUPPORT/pty_run.py" 40 120 '$ ' 'stty size; exit 7\n' "${PODMAN[@]}" run --rm -it --network none "$IMG" sh |
+        tr -d '\r')
+rc=${PIPESTATUS[0]}
+check "run -it from a terminal: typed input runs, the window is the terminal's (got \"$(tail -c 80 <<<"$out")\")" \
+  grep -q '^40 120$' <<<"$out"
+check "run -it: exit status 7 (got $rc)" [ $rc -eq 7 ]
 
 echo "$passes passed, $failures failed"
 [ $failures -eq 0 ]
