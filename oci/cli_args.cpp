@@ -42,6 +42,13 @@ const GlobalOption kGlobalOptions[] = {
          if (v.empty() || v.front() != '/') throw UsageError("--allow-config: \"" + v + "\": expected an absolute path");
          g.allowed_configs.push_back(v);
      }},
+    {{"--default-config", "DIR", "the organisation directory of a container whose annotations name none"},
+     [](GlobalArgs& g, const std::string& v) {
+         if (v.empty() || v.front() != '/') throw UsageError("--default-config: \"" + v + "\": expected an absolute path");
+         g.default_config = v;
+     }},
+    {{"--default-worker", "NAME", "the worker of a container whose annotations name none (with --default-config)"},
+     [](GlobalArgs& g, const std::string& v) { g.default_worker = v; }},
     {{"--uid-range", "FIRST-LAST", "the UIDs the boxes lease (default corral's)"},
      [](GlobalArgs& g, const std::string& v) { g.uid_range = v; }},
     {{"--debug", "", "log debug messages too"}, [](GlobalArgs& g, const std::string&) { g.debug = true; }},

@@ -47,6 +47,12 @@ struct GlobalArgs {
     // pod spec is not the node operator's (features.json lists the
     // annotation as potentially unsafe).
     std::vector<std::string> allowed_configs;
+    // The node's default: a container whose annotations choose no
+    // organisation directory is this one's; with no worker either, it is
+    // default_worker's run (every container of the node behind one worker's
+    // grants without a pod spec having to say so).
+    std::optional<std::string> default_config;
+    std::optional<std::string> default_worker;
 };
 
 struct OciArgs {

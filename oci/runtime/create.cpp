@@ -143,6 +143,18 @@ void refuse_unlisted_config(const BundleConfig& config, const std::vector<std::s
                      "container may choose)");
 }
 
+// --default-config and --default-worker: the organisation directory of a
+// container whose annotations chose none, and its worker when they chose
+// none either. The default worker belongs to the default directory only: a
+// container that chose another directory keeps its own choice (or none).
+void apply_node_defaults(BundleConfig& config, const GlobalArgs& g) {
+    if (g.default_worker && !g.default_config)
+        throw UsageError("--default-worker " + *g.default_worker + ": needs --default-config DIR (its organisation directory)");
+    if (!g.default_config) return;
+    const bool chose_config = config.config_dir.has_value();
+    if (!chose_config) config.config_dir = g.default_config;
+    if (!config.worker && !chose_config && g.default_worker) config.worker = g.default_worker;
+}
 
 }  // namespace
 
@@ -158,6 +170,7 @@ int cmd_create(const OciArgs& a) {
         throw UsageError("--console-socket: config.json's process.terminal is false: there is no console to send");
     if (!config.hostname.empty()) supervisor::check_hostname(config.hostname);
     refuse_unlisted_config(config, a.global.allowed_configs);
+    apply_node_defaults(config, a.global);
     BundleRequest br = bundle_request(config, a.global.state_dir.value_or(""));
     if (a.global.uid_range) br.request.uid_range = supervisor::parse_uid_range(*a.global.uid_range);
     fit_open_files(br);

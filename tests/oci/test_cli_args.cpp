@@ -143,3 +143,12 @@ TEST_CASE("ps: options end at the ID; what follows is ps's own") {
     CHECK(a.ps_options == std::vector<std::string>{"-e", "-o", "pid,args"});
     CHECK(parse({"ps", "c1", "--", "-ef"}).ps_options == std::vector<std::string>{"-ef"});
 }
+
+TEST_CASE("node settings: --allow-config repeatable, --default-config and --default-worker") {
+    const OciArgs a = parse({"--allow-config", "/etc/corral/a", "--allow-config", "/etc/corral/b", "--default-config",
+                             "/etc/corral/node", "--default-worker", "agents", "state", "c1"});
+    CHECK(a.global.allowed_configs == std::vector<std::string>{"/etc/corral/a", "/etc/corral/b"});
+    CHECK(a.global.default_config == std::optional<std::string>("/etc/corral/node"));
+    CHECK(a.global.default_worker == std::optional<std::string>("agents"));
+    CHECK(error_of({"--default-config", "etc/corral", "state", "c1"}).find("expected an absolute path") != std::string::npos);
+}

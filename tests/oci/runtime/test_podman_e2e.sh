@@ -11,6 +11,7 @@
 #   a worker chosen by annotation: its grant reaches a stand-in on the
 #     host's loopback through the gateway, an ungranted port is refused;
 #     an organisation directory the node does not allow is refused;
+#     a container without annotations is the node's --default-worker's;
 #   an inject grant: curl over TLS (proxied, and captured with no proxy)
 #     reaches a TLS stand-in with the real key added by the gateway; the
 #     box sent a sentinel, cannot reach the stand-in's port itself, and
@@ -121,6 +122,15 @@ rc=$?
 check "an ungranted port is refused (wget exit $rc)" [ $rc -ne 0 ]
 err=$(pm run --rm --network none --annotation io.corral.worker=w --annotation io.corral.config=/etc "$IMG" true 2>&1)
 check "an organisation directory the node does not allow is refused" grep -q 'not allowed on this node' <<<"$err"
+# The node's default worker: a container without annotations is its run.
+printf '#!/bin/sh\nexec "%s" --default-config "%s" --default-worker w "$@"\n' "$TMP/corral-oci" "$ORG" \
+  > "$TMP/corral-oci-default"
+chmod 0755 "$TMP/corral-oci-default"
+got=$("${PODMAN[@]}" --runtime "$TMP/corral-oci-default" run --rm --network none -e http_proxy=http://127.0.0.1:3128 \
+        "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>&1)
+check "no annotation, the node's --default-worker: its grant through the gateway (got \"$got\")" \
+  [ "$got" = hello-from-upstream ]
+check "the default worker's run.json names it" [ "$(run_field "['worker']")" = w ]
 
 # ---- an inject grant: curl over TLS through the gateway, the real key
 # added in transit; the box holds only the sentinel it sends.
