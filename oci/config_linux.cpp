@@ -100,14 +100,14 @@ void read_seccomp(const nlohmann::json& seccomp, BundleConfig& out) {
                 refuse_field(index_path(f.path_of("syscalls"), i) + ".action",
                              "SCMP_ACT_NOTIFY: corral answers no seccomp notification");
     }
-    // The rest (architectures, flags, defaultErrnoRet, the rules) is the
-    // profile's business when it is stacked; read here only as JSON.
+    // The rest (architectures, flags, defaultErrnoRet, the rules) is read
+    // when it is stacked (oci/runtime/seccomp_profile.hpp).
     for (std::string_view key : {"architectures", "flags", "defaultErrnoRet"}) f.find(key);
     f.finish();
     out.seccomp_profile = seccomp;
     out.notes.push_back({NoteKind::mapped, "linux.seccomp",
-                         "corral's own seccomp policy applies; this profile can only deny more, never allow what "
-                         "corral denies"});
+                         "corral's own seccomp policy applies, and this profile is stacked after it on every "
+                         "command: it can only deny more, never allow what corral denies"});
 }
 
 void read_protected_paths(const nlohmann::json& list, std::string_view key, const MappingPolicy& policy,

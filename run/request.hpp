@@ -22,6 +22,7 @@
 #include "names/host.hpp"
 #include "names/rootfs_source.hpp"
 #include "rootfs/mount_plan.hpp"
+#include "supervisor/seccomp_policy.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::run {
@@ -75,6 +76,10 @@ struct RunRequest {
     // Tmpfs mounts of the box's own (no option of `corral run`: the OCI
     // front's config.json, oci/runtime/bundle_request.hpp); checked by the plan.
     std::vector<rootfs::BoxTmpfs> tmpfs;
+    // A second seccomp filter on every command of the box, after corral's
+    // (no option of `corral run`: an OCI bundle's linux.seccomp,
+    // oci/runtime/seccomp_profile.hpp); it can only deny more.
+    std::optional<supervisor::SeccompFilter> stacked_seccomp;
     std::optional<std::uint64_t> scratch_bytes;   // --scratch-size
     std::optional<std::uint64_t> tmp_bytes;       // --tmp-size
     bool pass_stdin = false;                      // --stdin

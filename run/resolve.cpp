@@ -188,6 +188,7 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     for (const auto& b : r.binds)
         spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
     spec.rootfs.tmpfs = r.tmpfs;
+    spec.stacked_seccomp = r.stacked_seccomp;
     spec.argv = r.command;  // an agent run's: its CLI's, set by finish_plan
     // A session's box serves invocations; so does an OCI container's (its
     // process is the first, `exec` adds more: oci/runtime/container_control.hpp).

@@ -90,6 +90,10 @@ struct SandboxSpec {
     std::uint64_t log_limit_bytes = UINT64_MAX;
     std::string cwd = "/workspace";
     std::vector<SeccompRule> seccomp_rules = sandbox_seccomp_rules();
+    // A second filter on every command of the box, after corral's (an OCI
+    // bundle's linux.seccomp, oci/runtime/seccomp_profile.hpp): it can only
+    // deny more. Compiled with corral's, before the clone.
+    std::optional<SeccompFilter> stacked_seccomp;
     // A session (session.hpp): the init starts no command of its own (argv
     // may be empty) but one invocation per exec request, and the sandbox
     // leases two more UIDs, for the service and verifier roles.

@@ -203,6 +203,11 @@ void reset_stop_forwarding() noexcept {
     check_step(local, set_no_new_privs(), SetupStep::set_no_new_privs, "prctl(PR_SET_NO_NEW_PRIVS)");
     check_step(local, install_seccomp_program(*local.seccomp), SetupStep::install_seccomp,
                "seccomp(SECCOMP_SET_MODE_FILTER)");
+    // A stacked filter after corral's: both run on every call, the stricter
+    // verdict wins (SandboxSpec::stacked_seccomp).
+    if (local.stacked_seccomp != nullptr)
+        check_step(local, install_seccomp_program(*local.stacked_seccomp), SetupStep::install_seccomp,
+                   "seccomp(SECCOMP_SET_MODE_FILTER) of the stacked profile");
 
     // execvp semantics without consulting our own environment: try each
     // candidate; remember a more telling error than ENOENT (EACCES, ENOEXEC).

@@ -30,6 +30,7 @@ struct InitContext {
     char* const* envp;                   // NULL-terminated
     char* const* exec_candidates;        // NULL-terminated: argv[0] resolved against PATH, in order
     const SeccompProgram* seccomp;
+    const SeccompProgram* stacked_seccomp;  // installed after `seccomp` on each command; nullptr: none
     int report_fd;                       // write end, CLOEXEC
     int control_fd;                      // read end: "start"
     // The run's v1 cgroups (hybrid hosts; on v2 CLONE_INTO_CGROUP put the

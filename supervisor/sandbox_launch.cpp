@@ -264,6 +264,7 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
     ctx.envp = command.envp();
     ctx.exec_candidates = command.candidates();
     ctx.seccomp = &seccomp;
+    ctx.stacked_seccomp = nullptr;
     ctx.report_fd = pipes.report.second.get();
     ctx.control_fd = pipes.control.first.get();
     ctx.stdout_fd = pipes.out.second.get();
@@ -515,6 +516,8 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     // (~0.45 ms measured) than the compile itself. Kept between runs by the
     // policy's digest (supervisor/seccomp_cache.hpp): read back in ~0.1 ms against ~0.55 compiled.
     SeccompProgram seccomp = cached_seccomp_program(spec.seccomp_rules);
+    std::optional<SeccompProgram> stacked;
+    if (spec.stacked_seccomp) stacked = compile_filter(*spec.stacked_seccomp);
     timer.lap("compile_seccomp");
     const CommandImage command(spec);
     InitPipes pipes(spec.tty, spec.session);
@@ -522,6 +525,7 @@ Sandbox SandboxLauncher::launch_once(SandboxSpec spec, const std::set<uid_t>& sk
     require_single_thread();
     CgroupPlacement placement = placement_of(cgroup);
     InitContext ctx = init_context(spec, lease, rootfs, command, seccomp, pipes, host, placement);
+    if (stacked) ctx.stacked_seccomp = &*stacked;
     for (std::size_t i = 0; i < role_leases.size() && i < 2; ++i) ctx.role_uids[i] = role_leases[i].uid();
     int pidfd = -1;
     pid_t pid = clone_init(ctx, placement, pidfd);

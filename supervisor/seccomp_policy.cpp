@@ -294,8 +294,9 @@ std::vector<SeccompRule> inherited_terminal_rules() {
              "controlling terminal: the box would own its session"}};
 }
 
-SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules) {
-    Ctx ctx = build_context(rules);
+namespace {
+
+SeccompProgram program_of(const Ctx& ctx) {
     Fd mem(memfd_create("corral-seccomp", MFD_CLOEXEC));
     if (!mem.valid()) throw SysError("memfd_create", "corral-seccomp", errno);
     check_scmp(seccomp_export_bpf(ctx.get(), mem.get()), "seccomp_export_bpf", {});
@@ -306,6 +307,67 @@ SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules) {
     program.instructions.resize(bytes.size() / sizeof(sock_filter));
     std::memcpy(program.instructions.data(), bytes.data(), bytes.size());
     return program;
+}
+
+std::uint32_t scmp_action(const FilterAction& a) {
+    switch (a.verdict) {
+        case FilterVerdict::allow: return SCMP_ACT_ALLOW;
+        case FilterVerdict::log: return SCMP_ACT_LOG;
+        case FilterVerdict::errno_: return SCMP_ACT_ERRNO(static_cast<std::uint16_t>(a.errno_value));
+        case FilterVerdict::trap: return SCMP_ACT_TRAP;
+        case FilterVerdict::trace: return SCMP_ACT_TRACE(static_cast<std::uint16_t>(a.errno_value));
+        case FilterVerdict::kill_thread: return SCMP_ACT_KILL_THREAD;
+        case FilterVerdict::kill_process: return SCMP_ACT_KILL_PROCESS;
+    }
+    return SCMP_ACT_KILL_PROCESS;
+}
+
+scmp_arg_cmp scmp_condition(const FilterArg& a) {
+    static constexpr scmp_compare kOps[] = {SCMP_CMP_NE, SCMP_CMP_LT, SCMP_CMP_LE, SCMP_CMP_EQ,
+                                            SCMP_CMP_GE, SCMP_CMP_GT, SCMP_CMP_MASKED_EQ};
+    return SCMP_CMP64(a.index, kOps[static_cast<int>(a.op)], a.value, a.value_two);
+}
+
+// One rule's conditions as libseccomp takes them: one set that must all
+// hold, or (two on one argument) one set per condition.
+std::vector<std::vector<scmp_arg_cmp>> condition_sets(const FilterRule& rule) {
+    std::vector<scmp_arg_cmp> all;
+    bool repeated = false;
+    for (std::size_t i = 0; i < rule.args.size(); ++i) {
+        for (std::size_t k = 0; k < i; ++k) repeated = repeated || rule.args[k].index == rule.args[i].index;
+        all.push_back(scmp_condition(rule.args[i]));
+    }
+    if (!repeated) return {all};
+    std::vector<std::vector<scmp_arg_cmp>> each;
+    for (const auto& c : all) each.push_back({c});
+    return each;
+}
+
+}  // namespace
+
+SeccompProgram compile_seccomp(const std::vector<SeccompRule>& rules) { return program_of(build_context(rules)); }
+
+SeccompProgram compile_filter(const SeccompFilter& filter, std::vector<std::string>* skipped) {
+    const std::uint32_t default_action = scmp_action(filter.default_action);
+    Ctx ctx(seccomp_init(default_action));
+    if (!ctx) throw SysError("seccomp_init", ENOMEM);
+    check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0), "seccomp_attr_set", "CTL_NNP=0");
+    check_scmp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2), "seccomp_attr_set", "CTL_OPTIMIZE=2");
+    for (const auto& rule : filter.rules) {
+        const std::uint32_t action = scmp_action(rule.action);
+        for (const auto& name : rule.syscalls) {
+            const int nr = seccomp_syscall_resolve_name(name.c_str());
+            if (nr == __NR_SCMP_ERROR || action == default_action) {
+                if (skipped != nullptr && nr == __NR_SCMP_ERROR) skipped->push_back(name);
+                continue;
+            }
+            for (const auto& set : condition_sets(rule))
+                check_scmp(seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(set.size()),
+                                                  set.empty() ? nullptr : set.data()),
+                           "seccomp_rule_add", name);
+        }
+    }
+    return program_of(ctx);
 }
 
 int install_seccomp_program(const SeccompProgram& program) noexcept {

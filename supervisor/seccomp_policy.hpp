@@ -75,4 +75,39 @@ int install_seccomp_program(const SeccompProgram& program) noexcept;
 // The libseccomp pseudo-filter text of `rules` (for docs and tests).
 std::string seccomp_policy_text(const std::vector<SeccompRule>& rules);
 
+// ---- a stacked filter: someone else's profile (an OCI bundle's
+// linux.seccomp), installed on each command after corral's own. Two filters
+// both run and the stricter verdict wins, so a stacked filter can only deny
+// more: it never allows what corral's policy denies.
+enum class FilterVerdict { allow, log, errno_, trap, trace, kill_thread, kill_process };
+struct FilterAction {
+    FilterVerdict verdict = FilterVerdict::allow;
+    int errno_value = 1;   // errno_ and trace: the errno a call fails with (EPERM unless said)
+};
+enum class FilterOp { ne, lt, le, eq, ge, gt, masked_eq };
+struct FilterArg {
+    unsigned index = 0;           // 0-5
+    std::uint64_t value = 0;      // masked_eq: the mask
+    std::uint64_t value_two = 0;  // masked_eq: what the masked argument must equal
+    FilterOp op = FilterOp::eq;
+};
+struct FilterRule {
+    std::vector<std::string> syscalls;   // libseccomp names
+    FilterAction action;
+    // All must hold (one rule); when two test one argument (runc's rule),
+    // each is a rule of its own instead, any of which applies.
+    std::vector<FilterArg> args;
+};
+struct SeccompFilter {
+    FilterAction default_action;
+    std::vector<FilterRule> rules;
+};
+
+// The BPF program of `filter` on the native architecture (another ABI's
+// calls are killed by corral's own filter first). A syscall this libseccomp
+// does not know is skipped (as runc skips it) and named in `skipped`; a rule
+// whose action is the default's is redundant and skipped too. Throws
+// SysError when libseccomp refuses the rest.
+SeccompProgram compile_filter(const SeccompFilter& filter, std::vector<std::string>* skipped = nullptr);
+
 }  // namespace corral::supervisor

@@ -1,5 +1,6 @@
 // oci/runtime/bundle_request.cpp — BundleConfig → run::RunRequest.
 #include "oci/runtime/bundle_request.hpp"
+#include "oci/runtime/seccomp_profile.hpp"
 
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
@@ -81,6 +82,8 @@ BundleRequest bundle_request(const BundleConfig& c, const std::string& state_dir
     r.pids = c.limits.pids;
     r.cpus = c.limits.cpus;
     if (c.config_dir) r.config_dir = c.config_dir;
+    // The bundle's seccomp profile, stacked after corral's own filter.
+    if (c.seccomp_profile) r.stacked_seccomp = seccomp_filter_of(*c.seccomp_profile, out.notes);
     if (c.worker) r.worker = c.worker;
     if (r.worker && !r.config_dir)
         throw UsageError("config.json: annotations." + std::string(kWorkerAnnotation) + ": a worker needs its "

@@ -161,6 +161,35 @@ TEST_CASE("a record's supervisor: alive while its pid has its start time") {
     CHECK(process_start_time(0) == 0);
 }
 
+TEST_CASE("linux.seccomp: the profile becomes the filter stacked after corral's") {
+    auto cfg = without_terminal();
+    cfg["linux"]["seccomp"] = nlohmann::json::parse(R"({
+        "defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 38, "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [
+            {"names": ["read", "write"], "action": "SCMP_ACT_ALLOW"},
+            {"names": ["personality"], "action": "SCMP_ACT_ALLOW",
+             "args": [{"index": 0, "value": 4294967295, "valueTwo": 8, "op": "SCMP_CMP_MASKED_EQ"}]},
+            {"names": ["kill"], "action": "SCMP_ACT_KILL"}]})");
+    const BundleRequest br = bundle_request(read_config(cfg), "");
+    REQUIRE(br.request.stacked_seccomp);
+    const auto& f = *br.request.stacked_seccomp;
+    CHECK(f.default_action.verdict == corral::supervisor::FilterVerdict::errno_);
+    CHECK(f.default_action.errno_value == 38);
+    REQUIRE(f.rules.size() == 3);
+    CHECK(f.rules[0].syscalls == std::vector<std::string>{"read", "write"});
+    REQUIRE(f.rules[1].args.size() == 1);
+    CHECK(f.rules[1].args[0].op == corral::supervisor::FilterOp::masked_eq);
+    CHECK(f.rules[1].args[0].value_two == 8);
+    CHECK(f.rules[2].action.verdict == corral::supervisor::FilterVerdict::kill_thread);
+    CHECK_FALSE(bundle_request(read_config(without_terminal()), "").request.stacked_seccomp);
+    auto bad = cfg;
+    bad["linux"]["seccomp"]["syscalls"][2]["action"] = "SCMP_ACT_SOMETHING";
+    CHECK_THROWS_WITH(bundle_request(read_config(bad), ""), doctest::Contains("linux.seccomp.syscalls[2].action"));
+    bad = cfg;
+    bad["linux"]["seccomp"]["syscalls"][1]["args"][0]["index"] = 6;
+    CHECK_THROWS_WITH(bundle_request(read_config(bad), ""), doctest::Contains("args[0].index"));
+}
+
 }  // namespace
 }  // namespace corral::oci
 

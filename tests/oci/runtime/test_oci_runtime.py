@@ -351,6 +351,31 @@ def case_console():
     listener.close()
 
 
+def case_seccomp():
+    """linux.seccomp is stacked after corral's filter: what it denies fails
+    with its errno (mkdir, EACCES) in the process and in an exec; the rest
+    runs."""
+    cfg = config(["/bin/sh", "-c", "mkdir /tmp/denied; echo mkdir=$?; sleep 1000"])
+    cfg["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+                               "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO",
+                                             "errnoRet": 13}]}
+    c = Container("seccomp", cfg)
+    if c.create.returncode != 0:
+        return check(False, "create (seccomp)", c.text("err"))
+    oci("start", "seccomp")
+    until = time.time() + 30
+    while "mkdir=" not in c.text("out") and time.time() < until:
+        time.sleep(0.05)
+    check("mkdir=1" in c.text("out") and "Permission denied" in c.text("err"),
+          "the profile's denial in the process: mkdir fails with its errno (EACCES)", c.text("out") + c.text("err"))
+    r = oci("exec", "seccomp", "/bin/sh", "-c", "mkdir /tmp/again; echo exec-mkdir=$?; echo ok > /tmp/file; cat /tmp/file")
+    check("exec-mkdir=1" in r.stdout and r.stdout.strip().endswith("ok") and "Permission denied" in r.stderr,
+          "the profile applies to an exec too, and the rest runs", r.stdout + r.stderr)
+    r = oci("delete", "--force", "seccomp")
+    check(r.returncode == 0, "delete --force (seccomp)", r.stderr)
+    c.reap()
+
+
 def case_refusals():
     """Bad bundles: each a clear error naming what, and nothing left behind."""
     base = config(["/bin/true"])
@@ -402,6 +427,7 @@ try:
     for case in (case_lifecycle, case_kill_term_and_user_signal, case_exec, case_force_and_early_kill,
                  case_lost_supervisor,
                  case_console,
+                 case_seccomp,
                  case_refusals,
                  case_features_version):
         case()
