@@ -58,11 +58,7 @@ int cmd_start(const OciArgs& a) {
 }
 
 int cmd_kill(const OciArgs& a) {
-    ContainerDir dir = ContainerDir::open(a.global.root, a.id);
-    ContainerRecord r = dir.read();
-    const ContainerStatus s = effective_status(r);
-    if (s != ContainerStatus::created && s != ContainerStatus::running)
-        throw UsageError("container " + a.id + " is not running (" + std::string(to_string(s)) + ")");
+    const ContainerDir dir = open_live_container(a.global.root, a.id);
     ask_supervisor(dir, ControlRequest{ControlRequest::Kind::kill, a.signal, a.all});
     return 0;
 }

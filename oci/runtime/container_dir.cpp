@@ -143,4 +143,12 @@ ContainerStatus effective_status(const ContainerRecord& r) {
     return supervisor_alive(r) ? r.state.status : ContainerStatus::stopped;
 }
 
+ContainerDir open_live_container(const std::string& root, const std::string& id) {
+    ContainerDir dir = ContainerDir::open(root, id);
+    const ContainerStatus s = effective_status(dir.read());
+    if (s != ContainerStatus::created && s != ContainerStatus::running)
+        throw UsageError("container " + id + " is not running (" + std::string(to_string(s)) + ")");
+    return dir;
+}
+
 }  // namespace corral::oci

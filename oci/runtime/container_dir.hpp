@@ -74,4 +74,9 @@ bool supervisor_alive(const ContainerRecord& record);
 // before it wrote "stopped" is stopped.
 ContainerStatus effective_status(const ContainerRecord& record);
 
+// ROOT/ID of a container that is created or running (what kill and ps
+// ask its supervisor about); throws UsageError "container ID is not
+// running (stopped)" otherwise.
+ContainerDir open_live_container(const std::string& root, const std::string& id);
+
 }  // namespace corral::oci

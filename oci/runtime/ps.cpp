@@ -87,12 +87,7 @@ std::string keep_ps_lines(std::string_view table, const std::vector<long>& pids)
 }
 
 int cmd_ps(const OciArgs& a) {
-    ContainerDir dir = ContainerDir::open(a.global.root, a.id);
-    ContainerRecord r = dir.read();
-    const ContainerStatus s = effective_status(r);
-    if (s != ContainerStatus::created && s != ContainerStatus::running)
-        throw UsageError("container " + a.id + " is not running (" + std::string(to_string(s)) + ")");
-    std::vector<long> pids = ask_supervisor_for_pids(dir);
+    std::vector<long> pids = ask_supervisor_for_pids(open_live_container(a.global.root, a.id));
     std::sort(pids.begin(), pids.end());
     if (a.json) {
         std::string text = "[";

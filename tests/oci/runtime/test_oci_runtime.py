@@ -119,6 +119,13 @@ def run_json(c):
         return json.load(f)
 
 
+def wait_output(c, text, bound=30):
+    """Until the container's stdout holds `text` (bounded)."""
+    until = time.time() + bound
+    while text not in c.text("out") and time.time() < until:
+        time.sleep(0.05)
+
+
 def wait_status(c, want, bound=60):
     until = time.time() + bound
     while time.time() < until:
@@ -193,9 +200,7 @@ def case_kill_term_and_user_signal():
     if u.create.returncode != 0:
         return check(False, "create (usr1)", u.text("err"))
     oci("start", "usr1")
-    until = time.time() + 30
-    while "ready" not in u.text("out") and time.time() < until:
-        time.sleep(0.05)
+    wait_output(u, "ready")
     r = oci("kill", "usr1", "SIGUSR1")
     check(r.returncode == 0, "kill SIGUSR1: exit 0", r.stderr)
     status = u.reap()
@@ -363,9 +368,7 @@ def case_seccomp():
     if c.create.returncode != 0:
         return check(False, "create (seccomp)", c.text("err"))
     oci("start", "seccomp")
-    until = time.time() + 30
-    while "mkdir=" not in c.text("out") and time.time() < until:
-        time.sleep(0.05)
+    wait_output(c, "mkdir=")
     check("mkdir=1" in c.text("out") and "Permission denied" in c.text("err"),
           "the profile's denial in the process: mkdir fails with its errno (EACCES)", c.text("out") + c.text("err"))
     r = oci("exec", "seccomp", "/bin/sh", "-c", "mkdir /tmp/again; echo exec-mkdir=$?; echo ok > /tmp/file; cat /tmp/file")
