@@ -50,6 +50,8 @@ test_packages=(
   # tests: engines running corral-oci as their runtime (tests/oci/runtime/):
   # podman with its conmon; containerd and its ctr
   podman conmon containerd
+  # tests: the node's RuntimeClass manifest parsed (tests/tools/test_oci_node_files.py)
+  python3-yaml
   # tests: the systemd unit check (tests/tools/test_systemd_install.sh)
   systemd
   # tests: the Debian package, built, checked and installed into a

@@ -100,6 +100,15 @@ pm rm "$c" >/dev/null
 check "after podman rm: no record under the runtime's root" [ -z "$(ls -A "$TMP/oci-root")" ]
 check "after podman rm: no process of the box's UID ($uid)" [ -z "$(ps -o pid= -u "$uid")" ]
 
+# ---- the shipped runtime entry (tools/oci-node/podman-corral.conf), the
+# wrapper path pointed at this test's: `--runtime corral` by name.
+sed "s|/usr/local/sbin/corral-oci-node|$TMP/corral-oci|" "$SUPPORT/../../tools/oci-node/podman-corral.conf" \
+  > "$TMP/containers.conf"
+got=$(CONTAINERS_CONF="$TMP/containers.conf" podman --root "$TMP/storage" --runroot "$TMP/runroot" --runtime corral \
+        --cgroup-manager cgroupfs --events-backend none --log-level error run --rm --network none "$IMG" echo by-name 2>&1)
+check "containers.conf's [engine.runtimes] corral (tools/oci-node): --runtime corral runs (got \"$got\")" \
+  [ "$got" = by-name ]
+
 # ---- the engine's network replaced by the box's loopback.
 ifs=$(pm run --rm --network host "$IMG" sh -c 'grep : /proc/net/dev | cut -d: -f1' | tr -d ' ' | tr '\n' ' ')
 check "--network host: the box has only its loopback (got \"$ifs\")" [ "$ifs" = "lo " ]
