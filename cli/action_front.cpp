@@ -5,6 +5,7 @@
 #include "base/sys_error.hpp"
 #include "cli/command_table.hpp"
 #include "config/org_config.hpp"
+#include "names/gateway_address.hpp"
 #include "names/identity.hpp"
 
 namespace corral::cli {
@@ -70,8 +71,7 @@ constexpr const char* kKeyHelpTail =
 const Option<BudgetArgs> kBudgetOptions[] = {
     {{"--gateway", "unix:PATH", "the daemon's socket (default /run/corral/gateway.sock)"},
      [](BudgetArgs& a, const std::string& v) {
-         if (!v.starts_with("unix:/")) throw UsageError("--gateway: got \"" + v + "\", expected unix:/ABSOLUTE/PATH");
-         a.socket = v.substr(5);
+         a.socket = names::gateway_socket_path("--gateway", v);
      }},
 };
 

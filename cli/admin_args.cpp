@@ -9,6 +9,7 @@
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
 #include "cli/command_table.hpp"
+#include "names/gateway_address.hpp"
 
 namespace corral::cli {
 
@@ -30,8 +31,7 @@ const Option<DoctorArgs> kDoctorOptions[] = {
      }},
     {{"--gateway", "unix:P", "check the daemon socket P"},
      [](DoctorArgs& a, const std::string& v) {
-         if (!v.starts_with("unix:/")) throw UsageError("--gateway: got \"" + v + "\", expected unix:/ABSOLUTE/PATH");
-         a.gateway_socket = v.substr(5);
+         a.gateway_socket = names::gateway_socket_path("--gateway", v);
      }},
 };
 

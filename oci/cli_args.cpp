@@ -10,6 +10,7 @@
 #include "base/option_table.hpp"
 #include "base/parse.hpp"
 #include "base/sys_error.hpp"
+#include "names/gateway_address.hpp"
 #include "oci/state.hpp"
 
 namespace corral::oci {
@@ -49,6 +50,9 @@ const GlobalOption kGlobalOptions[] = {
      }},
     {{"--default-worker", "NAME", "the worker of a container whose annotations name none (with --default-config)"},
      [](GlobalArgs& g, const std::string& v) { g.default_worker = v; }},
+    {{"--gateway", "unix:PATH", "every box's egress through the node's `corral gateway` daemon at PATH (its\n"
+                                "identity worker/run) instead of a gateway embedded in each supervisor"},
+     [](GlobalArgs& g, const std::string& v) { g.gateway_socket = names::gateway_socket_path("--gateway", v); }},
     {{"--uid-range", "FIRST-LAST", "the UIDs the boxes lease (default corral's)"},
      [](GlobalArgs& g, const std::string& v) { g.uid_range = v; }},
     {{"--debug", "", "log debug messages too"}, [](GlobalArgs& g, const std::string&) { g.debug = true; }},

@@ -53,6 +53,9 @@ struct GlobalArgs {
     // grants without a pod spec having to say so).
     std::optional<std::string> default_config;
     std::optional<std::string> default_worker;
+    // --gateway unix:PATH: the node's `corral gateway` daemon, every box's
+    // way out (the run's --gateway); unset: each supervisor embeds one.
+    std::optional<std::string> gateway_socket;
 };
 
 struct OciArgs {

@@ -15,6 +15,7 @@
 #include "base/sys_error.hpp"
 #include "config/org_config.hpp"
 #include "names/box_environment.hpp"
+#include "names/gateway_address.hpp"
 #include "names/host.hpp"
 #include "names/rootfs_source.hpp"
 #include "rootfs/mount_plan.hpp"
@@ -421,10 +422,7 @@ const RunOption kOptions[] = {
      "(identity announced per connection) instead of the\n"
      "gateway embedded in this process",
      [](RunRequest& r, const std::string& v) {
-         if (!v.starts_with("unix:") || v.size() <= 5 || v[5] != '/')
-             throw UsageError("--gateway: got \"" + v +
-                              "\", expected unix:/ABSOLUTE/PATH of a `corral gateway` socket");
-         r.gateway = v.substr(5);
+         r.gateway = names::gateway_socket_path("--gateway", v);
      }},
 };
 

@@ -173,6 +173,7 @@ int cmd_create(const OciArgs& a) {
     apply_node_defaults(config, a.global);
     BundleRequest br = bundle_request(config, a.global.state_dir.value_or(""));
     if (a.global.uid_range) br.request.uid_range = supervisor::parse_uid_range(*a.global.uid_range);
+    if (a.global.gateway_socket) br.request.gateway = a.global.gateway_socket;
     fit_open_files(br);
     br.request.oci_container = a.id;
     ContainerLaunch launch{ContainerDir::claim(a.global.root, a.id), {}, Fd(), -1, -1, br.notes,

@@ -187,7 +187,7 @@ TEST_CASE("ca, key, budget: help from the table, suggestions, what each action t
     check_suggestions(budget, budget_option_specs(), {"show", "w"});
     CHECK(error_of(budget, {"show"}) == "missing WORKER");
     CHECK(error_of(budget, {"show", "w", "v"}) == "unexpected argument \"v\"; expected: WORKER [--gateway unix:PATH]");
-    CHECK(error_of(budget, {"show", "w", "--gateway", "tcp:1"}) == "--gateway: got \"tcp:1\", expected unix:/ABSOLUTE/PATH");
+    CHECK(error_of(budget, {"show", "w", "--gateway", "tcp:1"}) == "--gateway: got \"tcp:1\", expected unix:/ABSOLUTE/PATH of a `corral gateway` socket");
     Argv a({"show", "--gateway=unix:/s", "w"});
     BudgetArgs b = parse_budget_args(a.argc(), a.argv());
     CHECK(b.worker == "w");

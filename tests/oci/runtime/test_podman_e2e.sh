@@ -12,6 +12,7 @@
 #     host's loopback through the gateway, an ungranted port is refused;
 #     an organisation directory the node does not allow is refused;
 #     a container without annotations is the node's --default-worker's;
+#     with --gateway unix:PATH its egress goes through the node's daemon;
 #   an inject grant: curl over TLS (proxied, and captured with no proxy)
 #     reaches a TLS stand-in with the real key added by the gateway; the
 #     box sent a sentinel, cannot reach the stand-in's port itself, and
@@ -37,6 +38,7 @@ skip_without podman conmon umoci busybox python3 curl openssl
 TMP=$(mktemp -d /tmp/corral-podman.XXXXXX) || exit 1
 UPSTREAM_PID=
 API_PID=
+GW_PID=
 
 STATE="$TMP/state"; mkdir -m 0700 "$STATE"
 ORG="$TMP/org"
@@ -52,6 +54,7 @@ cleanup() {
   pm rmi -a -f >/dev/null 2>&1
   [ -n "$UPSTREAM_PID" ] && kill "$UPSTREAM_PID" 2>/dev/null
   [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null
+  [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null
   umount -R "$TMP/storage/overlay" 2>/dev/null
   rm -rf "$TMP"
 }
@@ -140,6 +143,28 @@ got=$("${PODMAN[@]}" --runtime "$TMP/corral-oci-default" run --rm --network none
 check "no annotation, the node's --default-worker: its grant through the gateway (got \"$got\")" \
   [ "$got" = hello-from-upstream ]
 check "the default worker's run.json names it" [ "$(run_field "['worker']")" = w ]
+
+# ---- the node's gateway daemon (corral-oci --gateway unix:PATH): the
+# box's egress through `corral gateway`, under the identity worker/run.
+ORGD="$TMP/org-daemon"
+mkdir -p "$ORGD/workers/w" "$TMP/gw-state"
+printf '[gateway]\nlisten_unix = "%s"\nstate_dir = "%s"\nledger = "%s"\n' "$TMP/gw.sock" "$TMP/gw-state" \
+  "$TMP/gw-ledger.jsonl" > "$ORGD/org.toml"
+cp "$ORG/workers/w/worker.toml" "$ORGD/workers/w/worker.toml"
+"${CORRAL_BIN:?CORRAL_BIN (the corral binary) must be set}" gateway --org "$ORGD" > "$TMP/gw.log" 2>&1 &
+GW_PID=$!
+for ((i = 0; i < 600; i++)); do [ -S "$TMP/gw.sock" ] && break; sleep 0.1; done
+printf '#!/bin/sh\nexec "%s" --gateway "unix:%s" --default-config "%s" --default-worker w "$@"\n' "$TMP/corral-oci" \
+  "$TMP/gw.sock" "$ORGD" > "$TMP/corral-oci-daemon"
+chmod 0755 "$TMP/corral-oci-daemon"
+got=$("${PODMAN[@]}" --runtime "$TMP/corral-oci-daemon" run --rm --network none -e http_proxy=http://127.0.0.1:3128 \
+        "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>&1)
+run_id=$(basename "$(ls -d "$STATE"/runs/* | tail -1)")
+check "--gateway unix:PATH: the grant through the node's daemon (got \"$got\")" [ "$got" = hello-from-upstream ]
+check "the daemon's ledger has the connection as w/$run_id" grep -q "\"w/$run_id\"" "$TMP/gw-ledger.jsonl"
+kill "$GW_PID" 2>/dev/null
+wait "$GW_PID" 2>/dev/null
+[ -s "$TMP/gw-ledger.jsonl" ] || echo "the daemon's log: $(tail -5 "$TMP/gw.log")" >&2
 
 # ---- an inject grant: curl over TLS through the gateway, the real key
 # added in transit; the box holds only the sentinel it sends.
