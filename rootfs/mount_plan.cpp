@@ -440,7 +440,8 @@ void plan_binds(Planner& p, const RootfsSpec& spec) {
             chain.insert(chain.begin(), a);
         for (const auto& a : chain) p.dir(a);
         if (one_file) p.mount_point_file(b.target);
-        p.bind_owned_by_agent(b.option, b.source, b.target, kSafe | restrictions_of(b.source) | (b.read_only ? MS_RDONLY : 0),
+        p.bind_owned_by_agent(b.option, b.source, b.target,
+                              kSafe | restrictions_of(b.source) | (b.read_only ? MS_RDONLY : 0) | (b.noexec ? MS_NOEXEC : 0),
                               st.st_uid, st.st_gid, spec.agent_uid, spec.agent_gid);
     }
 }

@@ -55,6 +55,7 @@ struct HostBind {
     std::string target;      // box path, as check_bind_target returned it
     bool read_only = false;
     std::string option;      // "--bind" or "--ro-bind", for messages
+    bool noexec = false;     // MS_NOEXEC (an OCI bundle's bind option); a noexec source stays noexec regardless
 };
 
 // A tmpfs of the box's own at `target` (an OCI bundle's tmpfs mounts; /tmp

@@ -39,6 +39,7 @@ struct BindRequest {
     std::string source;       // a host directory
     std::string target;       // absolute, normalised path in the box
     bool read_only = false;   // --ro-bind
+    bool noexec = false;      // nothing on it runs (no option of `corral run`: an OCI bundle's bind option)
 };
 
 // --allow HOST[:PORT]: a tunnel grant for this run only.

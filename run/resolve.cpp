@@ -186,7 +186,8 @@ RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     if (r.workspace) spec.rootfs.workspace = absolute(*r.workspace);
     spec.rootfs.review = reviewed_workspace(r, in.worker);
     for (const auto& b : r.binds)
-        spec.rootfs.binds.push_back({absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind"});
+        spec.rootfs.binds.push_back(
+            {absolute(b.source), b.target, b.read_only, b.read_only ? "--ro-bind" : "--bind", b.noexec});
     spec.rootfs.tmpfs = r.tmpfs;
     spec.stacked_seccomp = r.stacked_seccomp;
     spec.argv = r.command;  // an agent run's: its CLI's, set by finish_plan

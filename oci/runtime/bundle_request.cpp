@@ -18,12 +18,7 @@ void note(BundleRequest& out, NoteKind kind, std::string field, std::string text
 // somewhere else, for a reason nobody could see.
 void map_mounts(const BundleConfig& c, BundleRequest& out) {
     run::RunRequest& r = out.request;
-    for (const auto& b : c.binds) {
-        if (b.noexec)
-            throw UsageError("config.json: " + b.field + ": a noexec bind at " + b.target +
-                             ": corral-oci cannot make a bind noexec yet; drop the option");
-        r.binds.push_back(run::BindRequest{b.source, b.target, b.read_only});
-    }
+    for (const auto& b : c.binds) r.binds.push_back(run::BindRequest{b.source, b.target, b.read_only, b.noexec});
     for (const auto& t : c.tmpfs) {
         rootfs::BoxTmpfs m;
         m.target = t.target;

@@ -88,10 +88,16 @@ TEST_CASE("a terminal: the request says so, with the console's size") {
     CHECK_FALSE(bundle_request(read_config(without_terminal()), "").terminal);
 }
 
-TEST_CASE("what the front cannot build yet is refused with the field named") {
+TEST_CASE("a noexec bind is a noexec bind of the box") {
     auto noexec = without_terminal();
     noexec["mounts"].push_back({{"destination", "/data"}, {"type", "bind"}, {"source", "/srv/data"}, {"options", {"bind", "noexec"}}});
-    CHECK_THROWS_WITH(bundle_request(read_config(noexec), ""), doctest::Contains("noexec"));
+    const BundleRequest br = bundle_request(read_config(noexec), "");
+    REQUIRE(br.request.binds.size() == 1);
+    CHECK(br.request.binds[0].noexec);
+    CHECK_FALSE(br.request.binds[0].read_only);
+}
+
+TEST_CASE("a worker without its organisation directory is refused with the field named") {
     auto worker = without_terminal();
     worker["annotations"] = {{"io.corral.worker", "ci"}};
     CHECK_THROWS_WITH(bundle_request(read_config(worker), ""), doctest::Contains("io.corral.config"));

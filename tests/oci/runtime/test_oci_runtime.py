@@ -379,6 +379,30 @@ def case_seccomp():
     c.reap()
 
 
+def case_noexec_bind():
+    """A bind with noexec: nothing on it runs; the same directory bound
+    without it runs the same script."""
+    src = os.path.join(TMP, "bind-src")
+    os.makedirs(src)
+    with open(os.path.join(src, "run.sh"), "w") as f:
+        f.write("#!/bin/sh\necho ran\n")
+    os.chmod(os.path.join(src, "run.sh"), 0o755)
+    os.chmod(src, 0o755)
+    cfg = config(["/bin/sh", "-c", "/data/run.sh; echo data=$?; /code/run.sh; echo code=$?"])
+    cfg["mounts"] = cfg["mounts"] + [
+        {"destination": "/data", "type": "bind", "source": src, "options": ["bind", "noexec"]},
+        {"destination": "/code", "type": "bind", "source": src, "options": ["bind", "ro"]}]
+    c = Container("noexec", cfg)
+    if c.create.returncode != 0:
+        return check(False, "create (noexec bind)", c.text("err"))
+    oci("start", "noexec")
+    check(c.reap() == 0, "the process ran (noexec bind)")
+    out = c.text("out")
+    check("data=126" in out and "ran\ncode=0" in out, "noexec bind: its script is refused (126); the exec bind runs it",
+          out + c.text("err"))
+    oci("delete", "noexec")
+
+
 def case_refusals():
     """Bad bundles: each a clear error naming what, and nothing left behind."""
     base = config(["/bin/true"])
@@ -431,6 +455,7 @@ try:
                  case_lost_supervisor,
                  case_console,
                  case_seccomp,
+                 case_noexec_bind,
                  case_refusals,
                  case_features_version):
         case()
