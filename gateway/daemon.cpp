@@ -38,6 +38,7 @@
 #include "base/sys_error.hpp"
 #include "gateway/daemon_claim.hpp"
 #include "gateway/daemon_protocol.hpp"
+#include "gateway/grants.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/mcp_endpoint.hpp"
 #include "gateway/socket_owner.hpp"
@@ -209,6 +210,32 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
         counts.approvals = gw.approvals().counts(who);
         std::string answer = counts_answer(counts);
         co_await asio::async_write(s, asio::buffer(answer), nothrow);
+        co_return;
+    }
+    if (first.granted) {
+        // A run's capture stub asks before it hands out an address (root peers only, as above).
+        std::string answer = granted_answer(granted_ports(gw.config(), first.id, first.target->host));
+        co_await asio::async_write(s, asio::buffer(answer), nothrow);
+        co_return;
+    }
+    if (first.dns) {
+        // A run's stub refused a query: the line the embedded gateway writes (run/capture_service.cpp).
+        LedgerEntry e;
+        e.identity = first.id.str();
+        e.mode = "dns";
+        e.method = first.qtype;
+        e.host = first.name;
+        e.port = 53;
+        e.decision = Decision::refuse;
+        e.reason = first.reason;
+        e.status = 0;
+        e.captured = true;
+        gw.ledger().append(e);
+        co_await asio::async_write(s, asio::buffer(std::string("ok\n")), nothrow);
+        co_return;
+    }
+    if (first.captured) {
+        co_await gw.serve_captured(std::move(s), first.id, first.target);
         co_return;
     }
     if (first.mcp) {

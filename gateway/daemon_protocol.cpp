@@ -14,6 +14,38 @@ constexpr std::string_view kMcpAnnouncement = "CORRAL-MCP ";
 constexpr std::string_view kRoleField = " role=";
 constexpr std::string_view kBudgetRequest = "CORRAL-BUDGET ";
 constexpr std::string_view kBudgetReset = "CORRAL-BUDGET-RESET ";
+constexpr std::string_view kGrantedRequest = "CORRAL-GRANTED ";
+constexpr std::string_view kCapturedAnnouncement = "CORRAL-CAPTURED ";
+constexpr std::string_view kDnsRefusal = "CORRAL-DNS ";
+
+// One token of a CORRAL-DNS line: printable ASCII, no space, 1 to `max` bytes.
+bool is_token(std::string_view t, std::size_t max) {
+    if (t.empty() || t.size() > max) return false;
+    for (char c : t)
+        if (c <= ' ' || c > '~') return false;
+    return true;
+}
+
+// "worker/run QTYPE NAME REASON" read into `first`; false for anything else.
+bool parse_dns_refusal(std::string_view rest, DaemonFirstLine& first) {
+    std::string_view parts[4];
+    for (int i = 0; i < 4; ++i) {
+        const auto space = i < 3 ? rest.find(' ') : std::string_view::npos;
+        if (i < 3 && space == std::string_view::npos) return false;
+        parts[i] = rest.substr(0, space);
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+    auto id = parse_identity(parts[0]);
+    if (!id || !is_token(parts[1], 16) || !is_token(parts[2], 256) || !is_token(parts[3], 64)) return false;
+    for (char c : parts[3])
+        if (!(std::islower(static_cast<unsigned char>(c)) || c == '_')) return false;
+    first.dns = true;
+    first.id = std::move(*id);
+    first.qtype = std::string(parts[1]);
+    first.name = std::string(parts[2]);
+    first.reason = std::string(parts[3]);
+    return true;
+}
 
 // A worker name as identities spell their first part.
 bool is_worker_name(std::string_view w) {
@@ -38,6 +70,45 @@ std::string mcp_announcement(const Identity& id) {
 
 std::string counts_request(const Identity& id) { return std::string(kCountsRequest) + id.str() + "\n"; }
 
+std::string granted_request(const Identity& id, const names::HostName& host) {
+    return std::string(kGrantedRequest) + id.str() + " " + host.text() + "\n";
+}
+
+std::string captured_announcement(const Identity& id, const names::Authority& target) {
+    // An IPv6 literal in brackets, as split_authority reads it back.
+    const std::string& h = target.host.text();
+    const std::string host = h.find(':') == std::string::npos ? h : "[" + h + "]";
+    return std::string(kCapturedAnnouncement) + id.str() + " " + host + ":" + std::to_string(target.port) +
+           (id.role.empty() ? "" : std::string(kRoleField) + id.role) + "\n";
+}
+
+std::optional<std::string> dns_refusal_line(const Identity& id, std::string_view qtype, std::string_view name,
+                                            std::string_view reason) {
+    // An empty name (a query without one) travels as ".", the root.
+    const std::string_view sent = name.empty() ? std::string_view(".") : name;
+    if (!is_token(qtype.empty() ? std::string_view("-") : qtype, 16) || !is_token(sent, 256) || !is_token(reason, 64))
+        return std::nullopt;
+    return std::string(kDnsRefusal) + id.str() + " " + std::string(qtype.empty() ? "-" : qtype) + " " +
+           std::string(sent) + " " + std::string(reason) + "\n";
+}
+
+std::string granted_answer(const std::vector<std::uint16_t>& ports) {
+    return nlohmann::json{{"ports", ports}}.dump() + "\n";
+}
+
+Checked<std::vector<std::uint16_t>> parse_granted_answer(std::string_view answer) {
+    auto j = nlohmann::json::parse(answer.substr(0, answer.find('\n')), nullptr, false);
+    if (!j.is_object() || !j.contains("ports") || !j["ports"].is_array())
+        return Failed{"unexpected answer: expected {\"ports\":[...]}"};
+    std::vector<std::uint16_t> ports;
+    for (const auto& p : j["ports"]) {
+        if (!p.is_number_unsigned() || p.get<std::uint64_t>() == 0 || p.get<std::uint64_t>() > 65535)
+            return Failed{"unexpected answer: a port must be 1 to 65535"};
+        ports.push_back(static_cast<std::uint16_t>(p.get<std::uint64_t>()));
+    }
+    return ports;
+}
+
 std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
     DaemonFirstLine first;
     for (auto [prefix, reset] : {std::pair{kBudgetRequest, false}, std::pair{kBudgetReset, true}}) {
@@ -47,8 +118,18 @@ std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
         first.budget = true, first.budget_reset = reset, first.worker = std::string(line);
         return first;
     }
+    if (line.substr(0, kDnsRefusal.size()) == kDnsRefusal) {
+        if (!parse_dns_refusal(line.substr(kDnsRefusal.size()), first)) return std::nullopt;
+        return first;
+    }
     if (line.substr(0, kAnnouncement.size()) == kAnnouncement) {
         line.remove_prefix(kAnnouncement.size());
+    } else if (line.substr(0, kGrantedRequest.size()) == kGrantedRequest) {
+        first.granted = true;
+        line.remove_prefix(kGrantedRequest.size());
+    } else if (line.substr(0, kCapturedAnnouncement.size()) == kCapturedAnnouncement) {
+        first.captured = true;
+        line.remove_prefix(kCapturedAnnouncement.size());
     } else if (line.substr(0, kMcpAnnouncement.size()) == kMcpAnnouncement) {
         first.mcp = true;
         line.remove_prefix(kMcpAnnouncement.size());
@@ -59,11 +140,27 @@ std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
         return std::nullopt;
     }
     std::string_view role;
-    if (!first.counts) {
+    if (!first.counts && !first.granted) {
         if (auto at = line.find(kRoleField); at != std::string_view::npos) {
             role = line.substr(at + kRoleField.size());
             line = line.substr(0, at);
             if (!is_identity_part(role)) return std::nullopt;
+        }
+    }
+    if (first.granted || first.captured) {
+        // "worker/run HOST" or "worker/run HOST:PORT": the target after the identity.
+        const auto space = line.find(' ');
+        if (space == std::string_view::npos) return std::nullopt;
+        const std::string_view what = line.substr(space + 1);
+        line = line.substr(0, space);
+        if (first.granted) {
+            auto host = names::normalize_host(what);
+            if (!host.host) return std::nullopt;
+            first.target = names::Authority{*host.host, 0};
+        } else {
+            auto authority = names::split_authority(what);
+            if (!authority.authority) return std::nullopt;
+            first.target = std::move(authority.authority);
         }
     }
     auto id = parse_identity(line);

@@ -16,6 +16,24 @@
 //                                (Gateway::serve_mcp), not as its proxy
 //   CORRAL-COUNTS worker/run     the daemon answers one JSON line (below)
 //                                and closes
+//   CORRAL-GRANTED worker/run HOST
+//                                the daemon answers {"ports":[443,...]}: the
+//                                ports the identity's grants give HOST
+//                                (granted_ports; [] for none), and closes:
+//                                the question a run's capture stub asks
+//                                before it hands out a synthetic address
+//   CORRAL-CAPTURED worker/run HOST:PORT[ role=ROLE]
+//                                a connection the box made to HOST:PORT's
+//                                synthetic address follows (its bytes right
+//                                after the line): the daemon serves it as
+//                                captured (Gateway::serve_captured), as the
+//                                embedded gateway does (docs/capture.md)
+//   CORRAL-DNS worker/run QTYPE NAME REASON
+//                                the run's stub refused a query (QTYPE "A",
+//                                "AAAA", "TYPE65"...; NAME as asked, REASON a
+//                                refusal code): the daemon writes the ledger
+//                                line the embedded gateway would have, answers
+//                                "ok" and closes
 // The counts answer:
 //   {"requests":N,"refusals":M,"secrets_reflected":K,"instance":"<hex>","ledger":"ok"|"<failure>",
 //    "model":{...metering::totals_json...},
@@ -39,14 +57,17 @@
 #include <vector>
 
 #include "approval/protocol.hpp"
+#include "base/checked.hpp"
 #include "gateway/identity.hpp"
 #include "gateway/ledger.hpp"
 #include "gateway/mcp_budget.hpp"
 #include "gateway/metering/totals.hpp"
+#include "names/host.hpp"
 
 namespace corral::gateway {
 
-inline constexpr std::size_t kMaxFirstLine = 256;
+// A first line at most (CORRAL-CAPTURED and CORRAL-DNS carry a host name of up to 253 bytes).
+inline constexpr std::size_t kMaxFirstLine = 640;
 
 // The line the bridge sends before a box connection's bytes, with its '\n':
 // for the proxy listener's connections, and for the MCP listener's.
@@ -54,6 +75,16 @@ std::string identity_announcement(const Identity& id);
 std::string mcp_announcement(const Identity& id);
 // The line a run's supervisor sends to ask for its counts, with its '\n'.
 std::string counts_request(const Identity& id);
+// A capture stub's question and a captured connection's line, with '\n'.
+std::string granted_request(const Identity& id, const names::HostName& host);
+std::string captured_announcement(const Identity& id, const names::Authority& target);
+// A refused query's line; nullopt when NAME cannot travel in it (a space, a
+// control character, over 256 bytes): such a refusal is not sent.
+std::optional<std::string> dns_refusal_line(const Identity& id, std::string_view qtype, std::string_view name,
+                                            std::string_view reason);
+// The granted question's answer: the ports, or what is wrong with it.
+std::string granted_answer(const std::vector<std::uint16_t>& ports);
+Checked<std::vector<std::uint16_t>> parse_granted_answer(std::string_view answer);
 
 // A first line without its '\n'; nullopt for anything else (the daemon then
 // closes the connection without an answer).
@@ -70,6 +101,11 @@ struct DaemonFirstLine {
     bool budget = false;       // CORRAL-BUDGET / CORRAL-BUDGET-RESET
     bool budget_reset = false;
     std::string worker;        // the budget lines' worker
+    bool granted = false;      // CORRAL-GRANTED: target->host the name asked about
+    bool captured = false;     // CORRAL-CAPTURED: target the connection's
+    std::optional<names::Authority> target;
+    bool dns = false;          // CORRAL-DNS: the refused query's type, name and reason
+    std::string qtype, name, reason;
 };
 std::string budget_request(const std::string& worker, bool reset);
 std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line);

@@ -318,7 +318,18 @@ asio::awaitable<void> Gateway::serve_mcp(asio::generic::stream_protocol::socket 
 }
 
 asio::awaitable<void> Gateway::serve_captured(asio::ip::tcp::socket s, Identity id, std::optional<Authority> target) {
-    auto g = as_generic(std::move(s));
+    co_await serve_captured(as_generic(std::move(s)), std::move(id), std::move(target));
+}
+
+asio::awaitable<void> Gateway::serve_captured(asio::local::stream_protocol::socket s, Identity id,
+                                              std::optional<Authority> target) {
+    auto ex = s.get_executor();
+    asio::generic::stream_protocol::socket g(ex, asio::generic::stream_protocol(AF_UNIX, 0), s.release());
+    co_await serve_captured(std::move(g), std::move(id), std::move(target));
+}
+
+asio::awaitable<void> Gateway::serve_captured(asio::generic::stream_protocol::socket g, Identity id,
+                                              std::optional<Authority> target) {
     try {
         if (runs_on_one_thread(g.get_executor())) {
             co_await serve_captured_connection(*internals_, std::move(g), std::move(id), std::move(target));

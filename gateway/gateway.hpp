@@ -71,6 +71,13 @@ public:
     // ledger line it makes says "captured": true. Never throws.
     boost::asio::awaitable<void> serve_captured(boost::asio::ip::tcp::socket s, Identity id,
                                                 std::optional<Authority> target);
+    // The same for a run whose captured connection a daemon serves: its
+    // supervisor relays it over the Unix socket (CORRAL-CAPTURED,
+    // daemon_protocol.hpp) and the daemon vouches for nothing more.
+    boost::asio::awaitable<void> serve_captured(boost::asio::local::stream_protocol::socket s, Identity id,
+                                                std::optional<Authority> target);
+    boost::asio::awaitable<void> serve_captured(boost::asio::generic::stream_protocol::socket s, Identity id,
+                                                std::optional<Authority> target);
 
     // Serves one accepted connection to the MCP endpoint of a worker's
     // remote MCP servers (gateway/mcp_endpoint.hpp): POST /mcp/NAME, plain

@@ -311,6 +311,11 @@ bool peer_is_root(int fd) {
 
 asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, gateway::Identity id,
                                       DaemonListener listener) {
+    std::string line = listener == DaemonListener::mcp ? gateway::mcp_announcement(id) : gateway::identity_announcement(id);
+    co_await relay_to_daemon(std::move(client), std::move(socket_path), std::move(line));
+}
+
+asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, std::string line) {
     using namespace asio::experimental::awaitable_operators;
     try {
         asio::local::stream_protocol::socket daemon(client.get_executor());
@@ -325,8 +330,6 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
             log::warn("bridge: the gateway daemon at " + socket_path + " is not root's; connection refused");
             co_return;
         }
-        std::string line = listener == DaemonListener::mcp ? gateway::mcp_announcement(id)
-                                                           : gateway::identity_announcement(id);
         auto [wec, wn] = co_await asio::async_write(daemon, asio::buffer(line), nothrow);
         if (wec) co_return;
         co_await (pump(client, daemon) && pump(daemon, client));

@@ -144,6 +144,9 @@ enum class DaemonListener { proxy, mcp };
 // connection (the box sees a reset, nothing else).
 boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
                                              gateway::Identity id, DaemonListener listener = DaemonListener::proxy);
+// The same with the first line given (a captured connection's CORRAL-CAPTURED).
+boost::asio::awaitable<void> relay_to_daemon(boost::asio::ip::tcp::socket client, std::string socket_path,
+                                             std::string first_line);
 
 // One line to a root-owned daemon's Unix socket and its one-line answer
 // (blocking, `timeout` per step), or why it could not be asked.

@@ -59,7 +59,7 @@ std::optional<names::Authority> captured_target(const tcp::socket& s, const capt
 // One captured connection: mapped back to its name while the map is at
 // hand (this runs on the loop's thread before its first suspension), then
 // the gateway's, as a session's role when the box is a session's.
-asio::awaitable<void> serve_captured_socket(tcp::socket s, gateway::Gateway* gw, gateway::Identity id,
+asio::awaitable<void> serve_captured_socket(tcp::socket s, const CaptureEndpoint* endpoint, gateway::Identity id,
                                             const capture::SyntheticAddresses* map,
                                             std::shared_ptr<const ConnectionRoles> roles) {
     std::optional<names::Authority> target = captured_target(s, *map);
@@ -71,7 +71,7 @@ asio::awaitable<void> serve_captured_socket(tcp::socket s, gateway::Gateway* gw,
         }
         id.role = *role;
     }
-    co_await gw->serve_captured(std::move(s), std::move(id), std::move(target));
+    co_await endpoint->serve(std::move(s), std::move(id), std::move(target));
 }
 
 std::string qtype_text(std::uint16_t t) {
@@ -118,13 +118,26 @@ struct CaptureService::Stub {
     udp::socket sock;
 };
 
-CaptureService::CaptureService(asio::io_context& ioc, gateway::Gateway& gw, gateway::Identity id, std::string hostname,
-                               Fd netns, Fd dns4, Fd dns6, std::shared_ptr<const ConnectionRoles> roles)
-    : ioc_(ioc), gw_(gw), id_(std::move(id)), sockets_(std::move(netns)) {
+CaptureEndpoint embedded_capture(gateway::Gateway& gw) {
+    CaptureEndpoint e;
+    const config::GatewayConfig* cfg = &gw.config();
+    e.granted_ports = [cfg](const gateway::Identity& id, const names::HostName& h) {
+        return gateway::granted_ports(*cfg, id, h);
+    };
+    e.serve = [g = &gw](tcp::socket s, gateway::Identity id, std::optional<names::Authority> target) {
+        return g->serve_captured(std::move(s), std::move(id), std::move(target));
+    };
+    e.record = [g = &gw](const gateway::LedgerEntry& entry) { g->ledger().append(entry); };
+    return e;
+}
+
+CaptureService::CaptureService(asio::io_context& ioc, CaptureEndpoint endpoint, gateway::Identity id,
+                               std::string hostname, Fd netns, Fd dns4, Fd dns6,
+                               std::shared_ptr<const ConnectionRoles> roles)
+    : ioc_(ioc), endpoint_(std::move(endpoint)), id_(std::move(id)), sockets_(std::move(netns)) {
     ctx_.hostname = std::move(hostname);
     ctx_.ipv6 = dns6.valid();
-    const config::GatewayConfig* cfg = &gw_.config();
-    ctx_.granted = [cfg, ident = id_](const names::HostName& h) { return !gateway::granted_ports(*cfg, ident, h).empty(); };
+    ctx_.granted = [e = &endpoint_, ident = id_](const names::HostName& h) { return !e->granted_ports(ident, h).empty(); };
     auto adopt = [&](Fd fd, udp protocol) {
         if (!fd.valid()) return;
         // The only queue: the socket's own buffer, kept small.
@@ -137,10 +150,10 @@ CaptureService::CaptureService(asio::io_context& ioc, gateway::Gateway& gw, gate
     };
     adopt(std::move(dns4), udp::v4());
     adopt(std::move(dns6), udp::v6());
-    gateway::Gateway* g = &gw_;
+    const CaptureEndpoint* e = &endpoint_;
     const capture::SyntheticAddresses* map = &addresses_;
-    captured_ = std::make_unique<Bridge>(ioc_, BridgeListeners{}, [g, ident = id_, map, roles](tcp::socket s) {
-        return serve_captured_socket(std::move(s), g, ident, map, roles);
+    captured_ = std::make_unique<Bridge>(ioc_, BridgeListeners{}, [e, ident = id_, map, roles](tcp::socket s) {
+        return serve_captured_socket(std::move(s), e, ident, map, roles);
     });
 }
 
@@ -227,7 +240,7 @@ std::vector<std::uint8_t> CaptureService::answer(const std::uint8_t* data, std::
 bool CaptureService::ensure_listeners(const names::HostName& name, int family, std::string& problem) {
     if (family == AF_INET6 && !ctx_.ipv6) return true;
     if (listening_.count({name.text(), family})) return true;
-    const auto ports = gateway::granted_ports(gw_.config(), id_, name);
+    const auto ports = endpoint_.granted_ports(id_, name);
     const auto address = addresses_.find(name);
     if (ports.empty() || !address) return true;  // nothing to listen for (a grant gone since)
     if (listeners_made_ + ports.size() > kMaxCapturedListeners) {
@@ -273,7 +286,7 @@ void CaptureService::ledger_refusal(const capture::Resolution& r, bool rate_line
     e.reason = std::string(r.reason);
     e.status = 0;  // answered in DNS (NXDOMAIN, REFUSED, FORMERR) or not at all, never in HTTP
     e.captured = true;
-    gw_.ledger().append(e);
+    endpoint_.record(e);
 }
 
 }  // namespace corral::run

@@ -1,7 +1,8 @@
 // run/capture_service.hpp — transparent capture in a run (docs/capture.md):
 // the box's DNS stub, served from here, and the captured listeners its
-// answers bring into being; their connections go to the embedded gateway
-// as the CONNECT they stand for.
+// answers bring into being; their connections go to the run's gateway (the
+// embedded one, or the node's daemon: CaptureEndpoint) as the CONNECT they
+// stand for.
 //
 //   box: getaddrinfo("api.example.com") ── UDP 127.0.0.1:53 ──► answer(): capture::resolve
 //        (a granted name gets 198.18.x.y; before the answer leaves, a listener on
@@ -17,6 +18,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <set>
@@ -48,13 +51,35 @@ inline constexpr std::chrono::seconds kDnsLineRepeat{10};
 
 class ConnectionRoles;  // run/egress.hpp
 
+// Where the stub's questions and the captured connections go.
+struct CaptureEndpoint {
+    // The ports the identity's grants give a name (none: NXDOMAIN).
+    std::function<std::vector<std::uint16_t>(const gateway::Identity&, const names::HostName&)> granted_ports;
+    // One captured connection, the name and port its address stands for
+    // (nullopt: none, refused and recorded there).
+    std::function<boost::asio::awaitable<void>(boost::asio::ip::tcp::socket, gateway::Identity,
+                                               std::optional<names::Authority>)>
+        serve;
+    // A refused query's ledger line (mode "dns").
+    std::function<void(const gateway::LedgerEntry&)> record;
+};
+// The gateway embedded in the supervisor: its grants, serve_captured, its ledger.
+CaptureEndpoint embedded_capture(gateway::Gateway& gw);
+// The node's `corral gateway` daemon at `socket_path` (--gateway unix:PATH):
+// CORRAL-GRANTED asked (each name's answer kept kGrantedAnswerFor), captured
+// connections relayed as CORRAL-CAPTURED, refusals sent as CORRAL-DNS
+// (gateway/daemon_protocol.hpp). A daemon that does not answer grants
+// nothing: the name gets NXDOMAIN.
+CaptureEndpoint daemon_capture(std::string socket_path);
+inline constexpr std::chrono::seconds kGrantedAnswerFor{2};
+
 class CaptureService {
 public:
     // `dns4`/`dns6`: the stub's UDP sockets (open_bridge_listeners with dns;
     // dns6 invalid when the box has no IPv6, whose AAAA then get no address).
     // `roles`: a session's (each connection served as its socket owner's
     // role), null for a run.
-    CaptureService(boost::asio::io_context& ioc, gateway::Gateway& gw, gateway::Identity id, std::string hostname,
+    CaptureService(boost::asio::io_context& ioc, CaptureEndpoint endpoint, gateway::Identity id, std::string hostname,
                    Fd netns, Fd dns4, Fd dns6, std::shared_ptr<const ConnectionRoles> roles);
     ~CaptureService();
     CaptureService(const CaptureService&) = delete;
@@ -80,7 +105,7 @@ private:
     void ledger_refusal(const capture::Resolution& r, bool rate_line = false);
 
     boost::asio::io_context& ioc_;
-    gateway::Gateway& gw_;
+    CaptureEndpoint endpoint_;
     gateway::Identity id_;
     capture::ResolverContext ctx_;
     capture::SyntheticAddresses addresses_;

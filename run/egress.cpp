@@ -213,12 +213,8 @@ protected:
         }
         serve_approvals();
     }
-    void start_capture(Fd netns, Fd dns4, Fd dns6, const supervisor::Sandbox& box) override {
-        capture_ = std::make_unique<CaptureService>(*ioc_, *gateway_, id_, box.spec().hostname, std::move(netns),
-                                                    std::move(dns4), std::move(dns6), roles_);
-        capture_->start();
-    }
-    void stop_capture() override { if (capture_) capture_->stop(); }
+    CaptureEndpoint capture_endpoint() override { return embedded_capture(*gateway_); }
+    const gateway::Identity& identity() const override { return id_; }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", gateway_.get()); }
     // Gives the exchanges a moment to write their ledger lines. A request
     // still waiting for a person ends now: nobody can approve it any more.
@@ -231,7 +227,6 @@ protected:
     }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
     void after_loop() override {
-        capture_.reset();  // its sockets and listeners, with the loop gone
         if (!gateway_) return;
         gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
         if (notifier_) notifier_->stop();  // a hook still telling of a request that ended
@@ -302,7 +297,6 @@ private:
     // give buffers back to it); its pooled upstream sockets, which need the
     // loop's reactor, are closed in after_loop() before the loop goes.
     std::unique_ptr<gateway::Gateway> gateway_;
-    std::unique_ptr<CaptureService> capture_;  // with capture: the DNS stub and captured listeners
     std::shared_ptr<gateway::McpTools> mcp_tools_;  // null: the worker has no MCP servers
     std::shared_ptr<StdioServerBoxes> stdio_servers_;  // null: none to start
     std::string pin_dir_;                            // its pins store's directory
@@ -427,6 +421,8 @@ protected:
         };
     }
     void run_loop() override { gateway::run_event_loop(*ioc_, "bridge event loop", nullptr); }
+    CaptureEndpoint capture_endpoint() override { return daemon_capture(socket_); }
+    const gateway::Identity& identity() const override { return id_; }
     // The box is gone, its relays see EOF and end; the daemon counts an
     // exchange when it ends, so ask only after them.
     void drain() override {
@@ -524,7 +520,11 @@ void Egress::start(const supervisor::Sandbox& box) {
         mcp_bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(mcp), mcp_handler());
         mcp_bridge_->start();
     }
-    if (capture) start_capture(std::move(netns), std::move(dns4), std::move(dns6), box);
+    if (capture) {
+        capture_ = std::make_unique<CaptureService>(*ioc_, capture_endpoint(), identity(), box.spec().hostname,
+                                                    std::move(netns), std::move(dns4), std::move(dns6), roles_);
+        capture_->start();
+    }
     // The guard lives as long as the thread holds it; stop() ends the loop explicitly.
     auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         ioc_->get_executor());
@@ -565,7 +565,7 @@ void Egress::stop() {
     }
     if (bridge_) bridge_->stop();
     if (mcp_bridge_) mcp_bridge_->stop();
-    if (started_) stop_capture();
+    if (capture_) capture_->stop();
     if (ioc_) drain();
     if (ioc_) ioc_->stop();
     for (auto& t : threads_)
@@ -573,6 +573,7 @@ void Egress::stop() {
     threads_.clear();
     bridge_.reset();
     mcp_bridge_.reset();
+    capture_.reset();  // its sockets and listeners, with the loop gone (before after_loop's closes)
     after_loop();
     if (started_) report_refusals();  // what the last moments refused
 }

@@ -34,6 +34,7 @@
 #include "run/refusal_report.hpp"
 #include "run/resolve.hpp"
 #include "run/bridge.hpp"
+#include "run/capture_service.hpp"
 #include "run/mcp_servers.hpp"
 #include "supervisor/sandbox.hpp"
 
@@ -142,12 +143,11 @@ protected:
     virtual run::ConnectionHandler mcp_handler() { return {}; }
     // Before the loop starts (after the clone: the secrets may be loaded now).
     virtual void before_loop() {}
-    // Transparent capture (a box whose spec has `capture`): serve the DNS
-    // stub's sockets and make captured listeners over `netns` (run/capture_service.hpp).
-    // Only the embedded gateway can (make_egress refuses it with a daemon).
-    virtual void start_capture(Fd /*netns*/, Fd /*dns4*/, Fd /*dns6*/, const supervisor::Sandbox& /*box*/) {}
-    // Closes the stub and the captured listeners (before drain()).
-    virtual void stop_capture() {}
+    // Transparent capture (a box whose spec has `capture`): where the DNS
+    // stub's questions and the captured connections go, the embedded gateway
+    // or the daemon (run/capture_service.hpp), and whose they are.
+    virtual CaptureEndpoint capture_endpoint() = 0;
+    virtual const gateway::Identity& identity() const = 0;
     // The listeners are closed: wait (bounded) for the open exchanges to end.
     virtual void drain() = 0;
     // The loop and its thread are gone: close what needed the loop, take the counts.
@@ -175,6 +175,7 @@ private:
 
     std::unique_ptr<run::Bridge> bridge_;
     std::unique_ptr<run::Bridge> mcp_bridge_;  // only when serves_mcp()
+    std::unique_ptr<CaptureService> capture_;  // with capture: the DNS stub and captured listeners
     std::vector<std::thread> threads_;
     bool stopped_ = false;
     RefusalReport refusal_report_;

@@ -408,14 +408,15 @@ const RunOption kOptions[] = {
      "with a synthetic address whose connections corral\n"
      "hands to the gateway as that name's (same grant checks,\n"
      "same injection); other names get NXDOMAIN at once. On by\n"
-     "default for a run with grants; worker.toml's or\n"
-     "org.toml's capture = false turns it off. Not with\n"
-     "--gateway (docs/capture.md)",
+     "default for a run with grants and with --gateway (the\n"
+     "daemon is asked which names are granted); worker.toml's\n"
+     "or org.toml's capture = false turns it off\n"
+     "(docs/capture.md)",
      [](RunRequest& r, const std::string&) { r.capture = true; }},
     {"--no-capture", "", G::network,
      "no transparent capture: only programs that use the\n"
-     "proxy variables reach the network (the default with\n"
-     "--gateway, and for a run without grants)",
+     "proxy variables reach the network (the default for a\n"
+     "run without grants)",
      [](RunRequest& r, const std::string&) { r.capture = false; }},
     {"--gateway", "unix:PATH", G::network,
      "hand connections to a running `corral gateway` daemon\n"

@@ -47,10 +47,6 @@ void check_combination(const RunRequest& r) {
     if (r.ask && r.gateway)
         throw UsageError("--ask: a `corral gateway` daemon (--gateway) decides with its organisation's grants "
                          "only; give --ask without --gateway, or give the daemon's grant `approval = true`");
-    if (r.capture.value_or(false) && r.gateway)
-        throw UsageError("--capture: transparent capture needs the gateway embedded in this run (its DNS stub answers "
-                         "from the run's grants); with --gateway, programs in the box reach the daemon through the "
-                         "proxy variables only: give --capture without --gateway (docs/capture.md)");
     if (r.review && !r.workspace)
         throw UsageError("--review reviews the workspace: give --workspace DIR with it");
     if (r.tty && r.pass_stdin)

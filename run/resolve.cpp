@@ -117,15 +117,11 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     plan.gateway.gateway.ask_unlisted = r.ask;
     // Transparent capture (docs/capture.md): on by default when the run has
     // grants (it reaches nothing they do not: every captured connection is
-    // the gateway's CONNECT check), off without (nothing would resolve), and
-    // off with a daemon, which the stub cannot ask (parse_run_request refuses
-    // --capture with --gateway; a worker's capture = true is not honoured there,
-    // and the run says so in a note).
+    // the gateway's CONNECT check), off without (nothing would resolve); with
+    // a daemon, whose grants are not known here, on (the stub asks the daemon
+    // which names are granted: CORRAL-GRANTED).
     std::optional<bool> asked = r.capture ? r.capture : (in.worker ? in.worker->capture : std::nullopt);
-    plan.spec.capture = !r.gateway && asked.value_or(!plan.gateway.grants.empty());
-    if (r.gateway && asked.value_or(false))
-        plan.notes.push_back("capture = true is not honoured through a gateway daemon (--gateway): only programs "
-                             "that use the proxy variables reach the grants (docs/capture.md)");
+    plan.spec.capture = asked.value_or(r.gateway.has_value() || !plan.gateway.grants.empty());
     if (r.gateway) {
         plan.daemon_socket = *r.gateway;
         plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts

@@ -147,7 +147,7 @@ TEST_CASE("capture: proxy-unaware clients reach the granted stand-in with the re
     CHECK(c.result.err.find(" ungranted.example (not_granted): no grant of this run names") != std::string::npos);
 }
 
-TEST_CASE("--no-capture: the granted name does not resolve in the box; --capture with --gateway is refused") {
+TEST_CASE("--no-capture: the granted name does not resolve in the box") {
     if (!have_program("/usr/bin/python3")) {
         MESSAGE("skipped: /usr/bin/python3 is not installed");
         return;
@@ -164,10 +164,50 @@ TEST_CASE("--no-capture: the granted name does not resolve in the box; --capture
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("gaierror") != std::string::npos);
+}
 
-    Result refused = run({corral_bin(), "run", "--capture", "--gateway", "unix:" + w.dir + "/gw.sock", "--", "/bin/true"}, o);
-    CHECK(refused.exit_code == 2);
-    CHECK(refused.err.find("--capture") != std::string::npos);
+}  // namespace corral::test::bridge
+
+namespace corral::test::bridge {
+
+TEST_CASE("capture through a `corral gateway` daemon: the stub asks it (CORRAL-GRANTED), it serves the captured "
+          "connections (CORRAL-CAPTURED) and ledgers the refused names (CORRAL-DNS)") {
+    if (!have_program("/usr/bin/python3")) {
+        MESSAGE("skipped: /usr/bin/python3 is not installed (the box's probe is a python script)");
+        return;
+    }
+    World& w = world();
+    w.daemon = std::make_unique<Background>(
+        std::vector<std::string>{corral_bin(), "gateway", "--config", w.gateway_toml, "--threads", "1"});
+    REQUIRE(w.daemon->wait_for_stdout("listening unix:", std::chrono::seconds(20)));
+    CaptureRun c = run_capture_probe("capture-daemon", {"--gateway", "unix:" + w.dir + "/gw.sock"});
+    const std::string& out = c.result.out;
+    INFO("box output:\n" << out << "\nstderr:\n" << c.result.err);
+    REQUIRE(c.result.exit_code == 0);
+    CHECK(!fs::exists(c.run_dir + "/ledger.jsonl"));  // the daemon's ledger is the one
+    const std::string identity = "w1/" + json::parse(read_file(c.run_dir + "/run.json"))["id"].get<std::string>();
+    for (const auto& l : ledger(w.dir + "/daemon-ledger.jsonl"))
+        if (l.value("identity", "") == identity) c.lines.push_back(l);
+
+    CHECK(section(out, "getaddrinfo").find("198.18.0.1") != std::string::npos);
+    const std::string real = "sha256:" + sha256_hex(w.real_key);
+    for (const char* probe : {"curl", "python"}) {
+        const std::string s = section(out, probe);
+        INFO(probe << ": " << s);
+        CHECK(s.find("status=200") != std::string::npos);
+        CHECK(s.find(real) != std::string::npos);
+    }
+    int injected = 0;
+    for (const auto& l : c.lines)
+        if (l.value("captured", false) && l.value("host", "") == "api.anthropic.com" && l.value("status", 0) == 200 &&
+            l.value("mode", "") == "inject")
+            ++injected;
+    CHECK(injected >= 2);
+    CHECK(section(out, "ungranted").find("gaierror=-2") != std::string::npos);
+    CHECK(captured_lines(c, "not_granted", "ungranted.example", "dns") >= 1);
+    CHECK(captured_lines(c, "first_flight", "api.anthropic.com") == 1);
+    CHECK(captured_lines(c, "sni_mismatch", "api.anthropic.com") == 1);
+    w.daemon.reset();
 }
 
 }  // namespace corral::test::bridge

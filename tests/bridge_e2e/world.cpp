@@ -441,22 +441,19 @@ void check_box_probes(const BoxRun& b, const std::string& ledger_path) {
         CHECK(s.find("exit=0") == std::string::npos);
         CHECK(s.find("exit=") != std::string::npos);
     }
-    // The granted name without the proxy: with the embedded gateway it is
-    // captured (on by default for a run with grants) and refused by the
-    // grant's routes like any GET; with a daemon (no capture) it does not resolve.
+    // The granted name without the proxy: captured (on by default for a run
+    // with grants, and through a daemon, which the stub asks: CORRAL-GRANTED)
+    // and refused by the grant's routes like any GET, in the gateway's ledger
+    // (the run's, or the daemon's: CORRAL-CAPTURED).
     std::string direct_name = section(b.out, "direct-name");
     INFO("direct-name: " << direct_name);
-    if (b.record["gateway"].value("mode", "") == "embedded") {
-        CHECK(direct_name.find("403 route_denied") != std::string::npos);
-        bool captured = false;
-        for (const auto& l : ledger(ledger_path))
-            if (l.value("host", "") == "api.anthropic.com" && l.value("method", "") == "GET" &&
-                l.value("reason", "") == "route_denied" && l.value("captured", false))
-                captured = true;
-        CHECK_MESSAGE(captured, "ledger " << ledger_path << " has the captured GET");
-    } else {
-        CHECK(direct_name.find("exit=0") == std::string::npos);
-    }
+    CHECK(direct_name.find("403 route_denied") != std::string::npos);
+    bool captured = false;
+    for (const auto& l : ledger(ledger_path))
+        if (l.value("host", "") == "api.anthropic.com" && l.value("method", "") == "GET" &&
+            l.value("reason", "") == "route_denied" && l.value("captured", false) && l.value("identity", "") == identity)
+            captured = true;
+    CHECK_MESSAGE(captured, "ledger " << ledger_path << " has the captured GET");
     check_box_environment(b);
 
     // A box that announces another identity gets a 400: the identity is the

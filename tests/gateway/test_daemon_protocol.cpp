@@ -248,3 +248,43 @@ TEST_CASE("daemon protocol: the run's approval counts travel with the counts; ab
         if (!r) CHECK(r.problem().find("approvals") != std::string::npos);
     }
 }
+
+TEST_CASE("daemon protocol: a capture stub's question and a captured connection's line, both ways") {
+    Identity id{"w1", "run-1"};
+    auto host = corral::names::normalize_host("API.Example.test").host;
+    REQUIRE(host);
+    const std::string q = granted_request(id, *host);
+    CHECK(q == "CORRAL-GRANTED w1/run-1 api.example.test\n");
+    auto first = parse_daemon_first_line(std::string_view(q).substr(0, q.size() - 1));
+    REQUIRE(first.has_value());
+    CHECK(first->granted);
+    CHECK(first->id.str() == "w1/run-1");
+    CHECK(first->target->host.text() == "api.example.test");
+
+    Identity agent{"w1", "run-1", "agent"};
+    const std::string c = captured_announcement(agent, corral::names::Authority{*host, 8443});
+    CHECK(c == "CORRAL-CAPTURED w1/run-1 api.example.test:8443 role=agent\n");
+    first = parse_daemon_first_line(std::string_view(c).substr(0, c.size() - 1));
+    REQUIRE(first.has_value());
+    CHECK(first->captured);
+    CHECK(first->id.role == "agent");
+    CHECK(first->target->port == 8443);
+    auto v6 = corral::names::normalize_host("::1").host;
+    const std::string c6 = captured_announcement(id, corral::names::Authority{*v6, 443});
+    CHECK(c6 == "CORRAL-CAPTURED w1/run-1 [::1]:443\n");
+    CHECK(parse_daemon_first_line(std::string_view(c6).substr(0, c6.size() - 1))->target->host.text() == "::1");
+    for (const char* bad : {"CORRAL-GRANTED w1/run-1", "CORRAL-GRANTED w1/run-1 bad_host!", "CORRAL-GRANTED w1/run-1 a role=agent",
+                            "CORRAL-CAPTURED w1/run-1 api.example.test", "CORRAL-CAPTURED w1/run-1 api.example.test:0",
+                            "CORRAL-CAPTURED w1/run-1 api.example.test:99999", "CORRAL-CAPTURED w1 api.example.test:443"}) {
+        std::string text = bad;
+        CAPTURE(text);
+        CHECK_FALSE(parse_daemon_first_line(bad).has_value());
+    }
+    CHECK(granted_answer({443, 8443}) == "{\"ports\":[443,8443]}\n");
+    auto ports = parse_granted_answer(granted_answer({443}));
+    REQUIRE(ports);
+    CHECK(*ports == std::vector<std::uint16_t>{443});
+    CHECK_FALSE(parse_granted_answer("{\"ports\":[0]}\n"));
+    CHECK_FALSE(parse_granted_answer("{\"ports\":\"443\"}\n"));
+    CHECK_FALSE(parse_granted_answer("not json"));
+}

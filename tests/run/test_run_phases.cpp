@@ -45,6 +45,9 @@ protected:
     void run_loop() override {}
     std::vector<gateway::RefusalNotice> refusals_so_far() override { return {}; }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
+    run::CaptureEndpoint capture_endpoint() override { return {}; }  // the scripted box never captures
+    const gateway::Identity& identity() const override { return id_; }
+    gateway::Identity id_{"w", "r"};
 };
 
 // What the scripted trust step finds: corral's CA and the proxy's variables.
