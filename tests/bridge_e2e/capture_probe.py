@@ -71,6 +71,19 @@ resp = c.getresponse()
 print("status=%d" % resp.status)
 print(resp.read().decode(errors="replace"))
 
+# node's `ws` (it reads no proxy variable at all) to the stand-in's /ws echo,
+# trusting corral's CA through NODE_EXTRA_CA_CERTS as the box sets it.
+if os.path.isdir("/workspace/node_modules/ws"):
+    section("ws")
+    js = ("const WebSocket = require('/workspace/node_modules/ws');"
+          "const ws = new WebSocket('wss://api.anthropic.com/ws', {headers: {'x-api-key': process.env.PLACEHOLDER}});"
+          "const t = setTimeout(() => { console.log('timeout'); process.exit(0); }, 20000);"
+          "ws.on('open', () => ws.send('hello-capture'));"
+          "ws.on('message', (m) => { console.log('echo=' + m); clearTimeout(t); ws.close(); });"
+          "ws.on('error', (e) => { console.log('error=' + e.message); process.exit(0); });")
+    r = subprocess.run(["node", "-e", js], capture_output=True, text=True, timeout=40)
+    print(r.stdout + r.stderr)
+
 if os.path.exists("/workspace/cclient"):
     section("c-client")
     r = subprocess.run(["/workspace/cclient", "api.anthropic.com", "443"], capture_output=True, text=True, timeout=30)

@@ -1,6 +1,7 @@
 // tests/bridge_e2e — transparent capture (docs/capture.md) in a real box:
 // programs that ignore the proxy variables (curl --noproxy '*', python's
-// http.client, a C client with getaddrinfo + connect), with those variables
+// http.client, node's `ws` WebSocket library, a C client with getaddrinfo +
+// connect), with those variables
 // removed, reach the world's TLS stand-in for api.anthropic.com through the
 // box's DNS stub and a captured listener, the real key injected (the box
 // holds the placeholder only); and every refusal capture gives, each in the
@@ -40,6 +41,11 @@ CaptureRun run_capture_probe(const std::string& label, const std::vector<std::st
     fs::copy_file(source_root() + "/tests/bridge_e2e/capture_probe.py", w.workspace + "/capture_probe.py",
                   fs::copy_options::overwrite_existing);
     ::chmod((w.workspace + "/capture_probe.py").c_str(), 0644);
+    // node's `ws` in the workspace, where the box's node finds it whatever the host path of the tree.
+    if (!fs::exists(w.workspace + "/node_modules/ws") && have_program("node")) {
+        fs::create_directories(w.workspace + "/node_modules");
+        fs::copy(source_root() + "/node_modules/ws", w.workspace + "/node_modules/ws", fs::copy_options::recursive);
+    }
     if (!fs::exists(w.workspace + "/cclient") && have_program("cc"))
         run({"cc", "-O1", "-o", w.workspace + "/cclient", source_root() + "/tests/bridge_e2e/capture_client.c"});
     std::vector<std::string> argv = {corral_bin(), "run", "--config", w.org, "--worker", "w1", "--rootfs", "host",
@@ -63,6 +69,16 @@ int captured_lines(const CaptureRun& c, const std::string& reason, const std::st
     for (const auto& l : c.lines)
         if (l.value("captured", false) && l.value("reason", "") == reason &&
             (host.empty() || l.value("host", "") == host) && (mode.empty() || l.value("mode", "") == mode))
+            ++n;
+    return n;
+}
+
+// The captured lines of requests the gateway passed (no refusal reason) with this method.
+int captured_lines_ok(const CaptureRun& c, const std::string& host, const std::string& method) {
+    int n = 0;
+    for (const auto& l : c.lines)
+        if (l.value("captured", false) && l.value("host", "") == host && l.value("method", "") == method &&
+            l.value("decision", "") != "refuse")
             ++n;
     return n;
 }
@@ -102,6 +118,17 @@ TEST_CASE("capture: proxy-unaware clients reach the granted stand-in with the re
         CHECK(s.find("sha256:" + sha256_hex(kPlaceholder)) == std::string::npos);
     }
     CHECK(upstream_stats()["requests"].get<int>() >= before + 2);
+    // node's `ws`: the echo came back, and the stand-in saw the upgrade with the real key.
+    if (fs::exists(world().workspace + "/node_modules/ws")) {
+        CHECK(section(out, "ws").find("echo=hello-capture") != std::string::npos);
+        bool real_upgrade = false;
+        const json stats = upstream_stats();
+        for (const auto& seen : stats["seen"])
+            if (seen.value("url", "") == "/ws" && seen["headers"].value("x-api-key", "") == world().real_key)
+                real_upgrade = true;
+        CHECK(real_upgrade);
+        CHECK(captured_lines_ok(c, "api.anthropic.com", "GET") >= 1);
+    }
     int injected = 0;
     for (const auto& l : c.lines)
         if (l.value("captured", false) && l.value("host", "") == "api.anthropic.com" && l.value("status", 0) == 200 &&
@@ -203,6 +230,10 @@ TEST_CASE("capture through a `corral gateway` daemon: the stub asks it (CORRAL-G
             l.value("mode", "") == "inject")
             ++injected;
     CHECK(injected >= 2);
+    if (fs::exists(w.workspace + "/node_modules/ws")) {
+        CHECK(section(out, "ws").find("echo=hello-capture") != std::string::npos);  // node's ws, through the daemon
+        CHECK(captured_lines_ok(c, "api.anthropic.com", "GET") >= 1);
+    }
     CHECK(section(out, "ungranted").find("gaierror=-2") != std::string::npos);
     CHECK(captured_lines(c, "not_granted", "ungranted.example", "dns") >= 1);
     CHECK(captured_lines(c, "first_flight", "api.anthropic.com") == 1);

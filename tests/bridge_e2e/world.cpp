@@ -86,7 +86,7 @@ std::string gateway_sections(const World& w) {
            "[gateway.limits]\nread_timeout = \"5s\"\n"
            "[credentials.anthropic]\nkind = \"api_key\"\nfile = \"" + w.dir + "/anthropic.key\"\n"
            "[[grants]]\nhost = \"api.anthropic.com\"\nmode = \"inject\"\ncredential = \"anthropic\"\n"
-           "routes = [\"POST /v1/messages\"]\n"
+           "routes = [\"POST /v1/messages\", \"GET /ws\"]\n"
            "allow_private = true\n"
            "connect_to = \"127.0.0.1:" + std::to_string(w.upstream_port) + "\"\n"
            "upstream_ca_file = \"" + w.dir + "/ca.crt\"\n";
