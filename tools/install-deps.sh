@@ -42,6 +42,8 @@ test_packages=(
   clang libclang-rt-14-dev llvm-14 lld
   # tests: the busybox rootfs, real clients, netns tooling
   busybox-static curl openssl iproute2 util-linux procps python3
+  # tests: git clone over HTTPS through capture, from git's own http-backend (tests/bridge_e2e)
+  git
   # tests: corral run --tty through a real terminal (tests/supervisor/tty/), vi in the host rootfs
   tmux vim
   # tests: real OCI image layouts (tests/image); the reference agent image's

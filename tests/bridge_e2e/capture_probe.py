@@ -12,7 +12,8 @@ import time
 import http.client
 
 for k in list(os.environ):
-    if k.lower().endswith("_proxy"):
+    # The proxy variables, and git's http.proxy (GIT_CONFIG_KEY_0 and friends).
+    if k.lower().endswith("_proxy") or k.startswith("GIT_CONFIG_"):
         del os.environ[k]
 KEY = os.environ["PLACEHOLDER"]
 BODY = '{"model":"m","max_tokens":1,"messages":[]}'
@@ -83,6 +84,16 @@ if os.path.isdir("/workspace/node_modules/ws"):
           "ws.on('error', (e) => { console.log('error=' + e.message); process.exit(0); });")
     r = subprocess.run(["node", "-e", js], capture_output=True, text=True, timeout=40)
     print(r.stdout + r.stderr)
+
+# git over HTTPS (smart HTTP) from the git stand-in: the box's git sends no
+# credential; the gateway adds the real token (the stand-in refuses without).
+if os.path.exists("/usr/bin/git"):
+    section("git")
+    r = subprocess.run(["git", "clone", "-q", "https://git.capture.test/repo.git", "/tmp/clone"],
+                       env=dict(os.environ, GIT_TERMINAL_PROMPT="0"), capture_output=True, text=True, timeout=60)
+    print("rc=%d %s" % (r.returncode, r.stderr.strip()[-300:]))
+    if r.returncode == 0:
+        print("content=" + open("/tmp/clone/hello.txt").read().strip())
 
 if os.path.exists("/workspace/cclient"):
     section("c-client")

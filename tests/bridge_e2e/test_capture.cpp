@@ -1,7 +1,7 @@
 // tests/bridge_e2e — transparent capture (docs/capture.md) in a real box:
 // programs that ignore the proxy variables (curl --noproxy '*', python's
-// http.client, node's `ws` WebSocket library, a C client with getaddrinfo +
-// connect), with those variables
+// http.client, node's `ws` WebSocket library, `git clone` over HTTPS, a C
+// client with getaddrinfo + connect), with those variables
 // removed, reach the world's TLS stand-in for api.anthropic.com through the
 // box's DNS stub and a captured listener, the real key injected (the box
 // holds the placeholder only); and every refusal capture gives, each in the
@@ -129,6 +129,13 @@ TEST_CASE("capture: proxy-unaware clients reach the granted stand-in with the re
         CHECK(real_upgrade);
         CHECK(captured_lines_ok(c, "api.anthropic.com", "GET") >= 1);
     }
+    // git clone over HTTPS from the git stand-in, which refuses a request
+    // without the real token: the gateway added it; the box never had it.
+    if (world().git_port != 0) {
+        CHECK(section(out, "git").find("content=hello-from-git") != std::string::npos);
+        CHECK(captured_lines_ok(c, "git.capture.test", "POST") >= 1);  // git-upload-pack
+        CHECK(out.find(world().git_token) == std::string::npos);
+    }
     int injected = 0;
     for (const auto& l : c.lines)
         if (l.value("captured", false) && l.value("host", "") == "api.anthropic.com" && l.value("status", 0) == 200 &&
@@ -234,6 +241,7 @@ TEST_CASE("capture through a `corral gateway` daemon: the stub asks it (CORRAL-G
         CHECK(section(out, "ws").find("echo=hello-capture") != std::string::npos);  // node's ws, through the daemon
         CHECK(captured_lines_ok(c, "api.anthropic.com", "GET") >= 1);
     }
+    if (w.git_port != 0) CHECK(section(out, "git").find("content=hello-from-git") != std::string::npos);
     CHECK(section(out, "ungranted").find("gaierror=-2") != std::string::npos);
     CHECK(captured_lines(c, "not_granted", "ungranted.example", "dns") >= 1);
     CHECK(captured_lines(c, "first_flight", "api.anthropic.com") == 1);

@@ -77,6 +77,43 @@ void make_certificates(const std::string& d) {
     }
 }
 
+// The git server's credential and grant: an inject grant whose real token
+// the gateway adds as a bearer (the box's git sends none).
+std::string git_sections(const World& w) {
+    if (w.git_port == 0) return "";
+    return "[credentials.gitkey]\nkind = \"api_key\"\nfile = \"" + w.dir + "/git.token\"\n"
+           "template = { \"authorization\" = \"Bearer {key}\" }\n"
+           "[[grants]]\nhost = \"git.capture.test\"\nmode = \"inject\"\ncredential = \"gitkey\"\n"
+           "allow_private = true\n"
+           "connect_to = \"127.0.0.1:" + std::to_string(w.git_port) + "\"\n"
+           "upstream_ca_file = \"" + w.dir + "/ca.crt\"\n";
+}
+
+// A bare repository with one file (hello.txt) under DIR/git, and its server.
+void start_git_server(World& w) {
+    if (!have_program("git")) return;
+    const std::string g = w.dir + "/git";
+    fs::create_directories(g + "/work");
+    write_file(g + "/work/hello.txt", "hello-from-git\n");
+    for (const auto& step : std::vector<std::vector<std::string>>{
+             {"git", "-C", g + "/work", "init", "-q"},
+             {"git", "-C", g + "/work", "add", "hello.txt"},
+             {"git", "-C", g + "/work", "-c", "user.name=t", "-c", "user.email=t@test", "commit", "-q", "-m", "init"},
+             {"git", "clone", "-q", "--bare", g + "/work", g + "/repos/repo.git"}})
+        if (run(step).exit_code != 0) throw std::runtime_error("git: could not make the test repository");
+    make_test_leaf(w.dir, "git", "DNS:git.capture.test");
+    w.git_token = "git-real-" + random_hex(32);
+    write_file(w.dir + "/git.token", w.git_token + "\n", 0600);
+    // Its request lines in DIR/git-standin.log (for a failure's diagnosis).
+    w.git = std::make_unique<Background>(std::vector<std::string>{
+        "sh", "-c", "exec python3 -u \"$0\" --cert \"$1\" --key \"$2\" --root \"$3\" --token-file \"$4\" 2>>\"$5\"",
+        source_root() + "/tests/support/git_https_standin.py", w.dir + "/git.crt", w.dir + "/git.key", g + "/repos",
+        w.dir + "/git.token", w.dir + "/git-standin.log"});
+    if (!w.git->wait_for_stdout("port ", std::chrono::seconds(20))) throw std::runtime_error("the git stand-in did not start");
+    auto line = w.git->drain_stdout();
+    w.git_port = std::atoi(line.c_str() + line.find("port ") + 5);
+}
+
 // The gateway sections, shared by the organisation (embedded gateway) and the daemon.
 std::string gateway_sections(const World& w) {
     return "[gateway]\n"
@@ -89,7 +126,7 @@ std::string gateway_sections(const World& w) {
            "routes = [\"POST /v1/messages\", \"GET /ws\"]\n"
            "allow_private = true\n"
            "connect_to = \"127.0.0.1:" + std::to_string(w.upstream_port) + "\"\n"
-           "upstream_ca_file = \"" + w.dir + "/ca.crt\"\n";
+           "upstream_ca_file = \"" + w.dir + "/ca.crt\"\n" + git_sections(w);
 }
 
 // What the box runs: every probe prints a "== NAME" section. With a READY
@@ -157,6 +194,7 @@ World& world() {
     w->upstream_port = ports["main"];
     w->control_port = ports["control"];
 
+    start_git_server(*w);
     w->real_key = "sk-ant-real-" + random_hex(40);
     write_file(w->dir + "/anthropic.key", w->real_key + "\n", 0600);
     w->org = w->dir + "/org";

@@ -34,9 +34,15 @@ struct World {
     std::string dir, org, workspace, gateway_toml, real_key;
     int upstream_port = 0, control_port = 0;
     std::unique_ptr<Background> upstream;
+    // The git server (tests/support/git_https_standin.py) behind the inject
+    // grant for git.capture.test; git_port 0 when git is not installed.
+    int git_port = 0;
+    std::string git_token;
+    std::unique_ptr<Background> git;
     std::unique_ptr<Background> daemon;
     ~World() {
         daemon.reset();
+        git.reset();
         upstream.reset();
         if (!dir.empty()) std::filesystem::remove_all(dir);
     }

@@ -46,10 +46,18 @@ def main():
         def log_message(self, *a):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+
+    class TlsHandler(Handler):
+        # The handshake in the connection's own thread, bounded: a client
+        # that connects and never speaks TLS holds up no one else.
+        def setup(self):
+            self.request.settimeout(30)
+            self.request = ctx.wrap_socket(self.request, server_side=True)
+            super().setup()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TlsHandler)
     print("port %d" % server.server_address[1], flush=True)
     server.serve_forever()
 
