@@ -14,8 +14,9 @@ it was, for the test's diagnostics.
 """
 import argparse
 import http.server
-import ssl
 import sys
+
+from tls_standin import serve_tls
 
 
 def main():
@@ -46,20 +47,7 @@ def main():
         def log_message(self, *a):
             pass
 
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(args.cert, args.key)
-
-    class TlsHandler(Handler):
-        # The handshake in the connection's own thread, bounded: a client
-        # that connects and never speaks TLS holds up no one else.
-        def setup(self):
-            self.request.settimeout(30)
-            self.request = ctx.wrap_socket(self.request, server_side=True)
-            super().setup()
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TlsHandler)
-    print("port %d" % server.server_address[1], flush=True)
-    server.serve_forever()
+    serve_tls(Handler, args.cert, args.key)
 
 
 if __name__ == "__main__":
