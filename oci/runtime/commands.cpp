@@ -26,6 +26,7 @@
 #include "oci/runtime/control.hpp"
 #include "oci/runtime/create.hpp"
 #include "oci/runtime/exec.hpp"
+#include "oci/runtime/list.hpp"
 #include "oci/runtime/ps.hpp"
 #include "oci/runtime/runtime_log.hpp"
 #include "run/run_journal.hpp"
@@ -160,8 +161,7 @@ int dispatch(const OciArgs& a) {
         case OciCommand::resume: throw UsageError(std::string(unsupported_command_reason(a.command)));
         case OciCommand::exec: return cmd_exec(a);
         case OciCommand::ps: return cmd_ps(a);
-        case OciCommand::list:
-            throw UsageError(std::string(to_string(a.command)) + ": not in corral-oci yet (docs/oci-runtime.md)");
+        case OciCommand::list: return cmd_list(a);
     }
     return 1;
 }

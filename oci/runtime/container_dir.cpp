@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -68,6 +69,18 @@ ContainerDir ContainerDir::open(const std::string& root, const std::string& id) 
     return ContainerDir(std::move(path), id);
 }
 
+std::vector<ContainerDir> ContainerDir::all(const std::string& root) {
+    std::vector<ContainerDir> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+        const std::string id = e.path().filename().string();
+        if (check_container_id(id) == std::nullopt && e.is_directory(ec) && !e.is_symlink(ec))
+            out.push_back(ContainerDir(e.path().string(), id));
+    }
+    std::sort(out.begin(), out.end(), [](const ContainerDir& a, const ContainerDir& b) { return a.id() < b.id(); });
+    return out;
+}
+
 void ContainerDir::write(const ContainerRecord& r) const {
     json j{{"state", json::parse(state_json(r.state))},
            {"run_id", r.run_id},
@@ -75,7 +88,8 @@ void ContainerDir::write(const ContainerRecord& r) const {
            {"supervisor", r.supervisor},
            {"supervisor_start", r.supervisor_start},
            {"exit_status", r.exit_status ? json(*r.exit_status) : json(nullptr)},
-           {"teardown_problem", r.teardown_problem}};
+           {"teardown_problem", r.teardown_problem},
+           {"created", r.created}};
     write_file_atomically({path_, "record.json", 0600, Durability::visible}, j.dump(2) + "\n");
 }
 
@@ -95,6 +109,7 @@ ContainerRecord ContainerDir::read() const {
         r.supervisor_start = j.at("supervisor_start").get<unsigned long long>();
         if (!j.at("exit_status").is_null()) r.exit_status = j.at("exit_status").get<int>();
         r.teardown_problem = j.at("teardown_problem").get<std::string>();
+        r.created = j.value("created", std::string());
         return r;
     } catch (const json::exception& e) {
         throw UsageError(where + ": unreadable: " + e.what());

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/fd.hpp"
 #include "oci/state.hpp"
@@ -29,6 +30,7 @@ struct ContainerRecord {
     unsigned long long supervisor_start = 0;  // its start time (/proc/PID/stat), against pid reuse
     std::optional<int> exit_status;     // once stopped: corral's exit status for the run
     std::string teardown_problem;       // once stopped: why the teardown was not verified ("" = verified)
+    std::string created;                // when create ran, RFC 3339 UTC ("" in a record older than the field)
 };
 
 class ContainerDir {
@@ -38,6 +40,9 @@ public:
     static ContainerDir claim(const std::string& root, const std::string& id);
     // ROOT/ID as it is; throws UsageError "container ID does not exist".
     static ContainerDir open(const std::string& root, const std::string& id);
+    // Every container under ROOT (`list`), by id; [] when ROOT does not exist.
+    static std::vector<ContainerDir> all(const std::string& root);
+    const std::string& id() const { return id_; }
 
     const std::string& path() const { return path_; }
     // The control socket's path as bind(2) and connect(2) take it: through

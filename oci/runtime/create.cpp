@@ -24,6 +24,7 @@
 #include "run/outcome.hpp"
 #include "supervisor/host_budget.hpp"
 #include "supervisor/hostname.hpp"
+#include "supervisor/run_record.hpp"
 #include "supervisor/uid_lease.hpp"
 
 namespace corral::oci {
@@ -182,6 +183,7 @@ int cmd_create(const OciArgs& a) {
     launch.record.state.id = a.id;
     launch.record.state.bundle = bundle_dir;
     launch.record.state.annotations = config.annotations;
+    launch.record.created = supervisor::format_rfc3339_ms(std::chrono::system_clock::now());
     int ready_pipe[2], err_pipe[2];
     if (pipe2(ready_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw SysError("pipe2", "create", errno);
     std::fflush(nullptr);

@@ -229,6 +229,17 @@ def case_exec():
     check(r.returncode == 0 and lines[:1] and lines[0].split()[0] == "PID" and
           any(l.split()[1:] == ["/bin/sleep", "1000"] for l in lines[1:]) and len(lines) == 1 + len(pids),
           "ps ID -e -o pid,args: the host's ps, its header and the box's lines only", r.stdout + r.stderr)
+    r = oci("list", "--format", "json")
+    listed = [e for e in (json.loads(r.stdout) if r.returncode == 0 else []) if e.get("id") == "execs"]
+    check(len(listed) == 1 and listed[0]["status"] == "running" and listed[0]["pid"] == c.pid and
+          listed[0]["bundle"] == c.dir and listed[0]["created"].endswith("Z"),
+          "list --format json: the running container, its supervisor's pid, bundle and created time", r.stdout + r.stderr)
+    r = oci("list", "-q")
+    check(r.returncode == 0 and "execs" in r.stdout.split(), "list -q: the ids", r.stdout + r.stderr)
+    r = oci("list")
+    check(r.returncode == 0 and r.stdout.split()[:6] == ["ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"] and
+          any(l.split()[:3] == ["execs", str(c.pid), "running"] for l in r.stdout.splitlines()),
+          "list: runc's columns, the container's row", r.stdout + r.stderr)
     r = oci("ps", "execs", "-o", "args")
     check(r.returncode == 1 and "PID column" in r.stderr, "ps without a PID column: refused, naming it", r.stderr)
     r = oci("exec", "--env", "WHO=exec", "--cwd", "/tmp", "execs", "/bin/sh", "-c",
