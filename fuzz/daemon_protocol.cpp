@@ -1,6 +1,7 @@
 // Fuzz target: the Unix-socket protocol between a bridge (or a run's
 // supervisor) and a `corral gateway` daemon: the first line the daemon reads
-// (CORRAL-IDENTITY / CORRAL-MCP / CORRAL-COUNTS / CORRAL-BUDGET[-RESET]) and the counts answer the supervisor
+// (CORRAL-IDENTITY / CORRAL-MCP / CORRAL-COUNTS / CORRAL-BUDGET[-RESET] /
+// CORRAL-GRANTED / CORRAL-CAPTURED / CORRAL-DNS) and the counts answer the supervisor
 // reads back. The input up to its first '\n' is the line; all of it is the
 // answer. An accepted announcement must be exactly the line the bridge
 // writes for that identity (no second spelling of one identity), and an
@@ -19,10 +20,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view in(reinterpret_cast<const char*>(data), size);
     std::string_view line = in.substr(0, in.find('\n'));
     if (auto first = gateway::parse_daemon_first_line(line)) {
-        std::string written = first->budget   ? gateway::budget_request(first->worker, first->budget_reset)
-                              : first->counts ? gateway::counts_request(first->id)
-                              : first->mcp    ? gateway::mcp_announcement(first->id)
-                                              : gateway::identity_announcement(first->id);
+        std::string written;
+        if (first->budget)
+            written = gateway::budget_request(first->worker, first->budget_reset);
+        else if (first->counts)
+            written = gateway::counts_request(first->id);
+        else if (first->mcp)
+            written = gateway::mcp_announcement(first->id);
+        else if (first->granted)
+            written = gateway::granted_request(first->id, first->target->host);
+        else if (first->captured)
+            written = gateway::captured_announcement(first->id, *first->target);
+        else if (first->dns)
+            written = gateway::dns_refusal_line(first->id, first->qtype, first->name, first->reason).value_or("");
+        else
+            written = gateway::identity_announcement(first->id);
         if (written != std::string(line) + "\n") std::abort();
     }
     auto counts = gateway::parse_counts_answer(in);

@@ -110,6 +110,7 @@ Checked<std::vector<std::uint16_t>> parse_granted_answer(std::string_view answer
 }
 
 std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
+    const std::string original_line(line);
     DaemonFirstLine first;
     for (auto [prefix, reset] : {std::pair{kBudgetRequest, false}, std::pair{kBudgetReset, true}}) {
         if (line.substr(0, prefix.size()) != prefix) continue;
@@ -167,6 +168,10 @@ std::optional<DaemonFirstLine> parse_daemon_first_line(std::string_view line) {
     if (!id) return std::nullopt;
     first.id = std::move(*id);
     first.id.role = std::string(role);
+    // One spelling per question and connection: a host or port written any
+    // other way than the run writes it ("API.example.test", ":0443") is refused.
+    if (first.granted && granted_request(first.id, first.target->host) != original_line + "\n") return std::nullopt;
+    if (first.captured && captured_announcement(first.id, *first.target) != original_line + "\n") return std::nullopt;
     return first;
 }
 

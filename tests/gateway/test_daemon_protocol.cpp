@@ -275,7 +275,10 @@ TEST_CASE("daemon protocol: a capture stub's question and a captured connection'
     CHECK(parse_daemon_first_line(std::string_view(c6).substr(0, c6.size() - 1))->target->host.text() == "::1");
     for (const char* bad : {"CORRAL-GRANTED w1/run-1", "CORRAL-GRANTED w1/run-1 bad_host!", "CORRAL-GRANTED w1/run-1 a role=agent",
                             "CORRAL-CAPTURED w1/run-1 api.example.test", "CORRAL-CAPTURED w1/run-1 api.example.test:0",
-                            "CORRAL-CAPTURED w1/run-1 api.example.test:99999", "CORRAL-CAPTURED w1 api.example.test:443"}) {
+                            "CORRAL-CAPTURED w1/run-1 api.example.test:99999", "CORRAL-CAPTURED w1 api.example.test:443",
+                            // one spelling only: as the run writes it
+                            "CORRAL-GRANTED w1/run-1 API.Example.test", "CORRAL-CAPTURED w1/run-1 api.example.test:0443",
+                            "CORRAL-CAPTURED w1/run-1 ::1:443", "CORRAL-DNS w1/run-1 A name", "CORRAL-DNS w1/run-1 A n Not_Granted"}) {
         std::string text = bad;
         CAPTURE(text);
         CHECK_FALSE(parse_daemon_first_line(bad).has_value());
@@ -287,4 +290,12 @@ TEST_CASE("daemon protocol: a capture stub's question and a captured connection'
     CHECK_FALSE(parse_granted_answer("{\"ports\":[0]}\n"));
     CHECK_FALSE(parse_granted_answer("{\"ports\":\"443\"}\n"));
     CHECK_FALSE(parse_granted_answer("not json"));
+    auto dns = dns_refusal_line(id, "AAAA", "ungranted.example", "not_granted");
+    REQUIRE(dns);
+    CHECK(*dns == "CORRAL-DNS w1/run-1 AAAA ungranted.example not_granted\n");
+    first = parse_daemon_first_line(std::string_view(*dns).substr(0, dns->size() - 1));
+    REQUIRE(first.has_value());
+    CHECK(first->dns);
+    CHECK(first->name == "ungranted.example");
+    CHECK_FALSE(dns_refusal_line(id, "A", "a name with spaces", "not_granted"));
 }
