@@ -78,9 +78,6 @@ def main():
 
         do_POST = do_GET
 
-        def log_message(self, *a):
-            pass
-
     serve_tls(Handler, args.cert, args.key)
 
 

@@ -44,9 +44,6 @@ def main():
 
         do_POST = do_GET
 
-        def log_message(self, *a):
-            pass
-
     serve_tls(Handler, args.cert, args.key)
 
 

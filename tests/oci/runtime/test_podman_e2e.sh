@@ -108,7 +108,7 @@ check "after podman rm: no process of the box's UID ($uid)" [ -z "$(ps -o pid= -
 sed "s|/usr/local/sbin/corral-oci-node|$TMP/corral-oci|" "$SUPPORT/../../tools/oci-node/podman-corral.conf" \
   > "$TMP/containers.conf"
 got=$(CONTAINERS_CONF="$TMP/containers.conf" podman --root "$TMP/storage" --runroot "$TMP/runroot" --runtime corral \
-        --cgroup-manager cgroupfs --events-backend none --log-level error run --rm --network none "$IMG" echo by-name 2>&1)
+        --cgroup-manager cgroupfs --events-backend none --log-level error run --rm --network none "$IMG" echo by-name 2>>"$TMP/stderr.log")
 check "containers.conf's [engine.runtimes] corral (tools/oci-node): --runtime corral runs (got \"$got\")" \
   [ "$got" = by-name ]
 
@@ -125,7 +125,7 @@ start_http_standin "$TMP/www" "$TMP/upstream.log" ||
 printf 'agent = "none"\n[[grants]]\nhost = "127.0.0.1"\nport = %s\nmode = "tunnel"\nallow_private = true\n' "$PORT" \
   > "$ORG/workers/w/worker.toml"
 W=(--network none --annotation io.corral.worker=w --annotation "io.corral.config=$ORG" -e http_proxy=http://127.0.0.1:3128)
-got=$(pm run --rm "${W[@]}" "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>&1)
+got=$(pm run --rm "${W[@]}" "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>>"$TMP/stderr.log")
 check "a granted host through the gateway (got \"$got\")" [ "$got" = hello-from-upstream ]
 check "run.json names the worker" [ "$(run_field "['worker']")" = w ]
 other=$((PORT == 65535 ? 1 : PORT + 1))
@@ -139,7 +139,7 @@ printf '#!/bin/sh\nexec "%s" --default-config "%s" --default-worker w "$@"\n' "$
   > "$TMP/corral-oci-default"
 chmod 0755 "$TMP/corral-oci-default"
 got=$("${PODMAN[@]}" --runtime "$TMP/corral-oci-default" run --rm --network none -e http_proxy=http://127.0.0.1:3128 \
-        "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>&1)
+        "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>>"$TMP/stderr.log")
 check "no annotation, the node's --default-worker: its grant through the gateway (got \"$got\")" \
   [ "$got" = hello-from-upstream ]
 check "the default worker's run.json names it" [ "$(run_field "['worker']")" = w ]
@@ -158,7 +158,7 @@ printf '#!/bin/sh\nexec "%s" --gateway "unix:%s" --default-config "%s" --default
   "$TMP/gw.sock" "$ORGD" > "$TMP/corral-oci-daemon"
 chmod 0755 "$TMP/corral-oci-daemon"
 got=$("${PODMAN[@]}" --runtime "$TMP/corral-oci-daemon" run --rm --network none -e http_proxy=http://127.0.0.1:3128 \
-        "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>&1)
+        "$IMG" wget -q -O - "http://127.0.0.1:$PORT/hello.txt" 2>>"$TMP/stderr.log")
 run_id=$(basename "$(ls -d "$STATE"/runs/* | tail -1)")
 check "--gateway unix:PATH: the grant through the node's daemon (got \"$got\")" [ "$got" = hello-from-upstream ]
 check "the daemon's ledger has the connection as w/$run_id" grep -q "\"w/$run_id\"" "$TMP/gw-ledger.jsonl"
@@ -193,20 +193,20 @@ TOML
 out=$(pm run --rm --network none --annotation io.corral.worker=wi --annotation "io.corral.config=$ORG" \
        -e "API_PORT=$API_PORT" "$IMG" sh -c '
   c="/usr/bin/curl -sS --max-time 20 -H x-api-key:sk-oci-sentinel"
-  $c https://api.oci.test/v1/models; echo curl-rc=$?
-  $c --noproxy "*" https://api.oci.test/v1/captured; echo curl-rc=$?
-  $c --noproxy "*" -k https://127.0.0.1:$API_PORT/v1/direct; echo curl-rc=$?
-  env' 2>&1)
+  echo "proxied=$($c https://api.oci.test/v1/models)"
+  echo "captured=$($c --noproxy "*" https://api.oci.test/v1/captured)"
+  $c --noproxy "*" -k https://127.0.0.1:$API_PORT/v1/direct 2>&1; echo curl-rc=$?
+  env' 2>>"$TMP/stderr.log")
 kill "$API_PID" 2>/dev/null
 lacks() { ! grep -qF -- "$1" <<<"$2"; }
-check "inject: curl over TLS (HTTPS_PROXY) reaches the stand-in with the real key" [ "$(sed -n 1p <<<"$out")" = authorized ]
-check "inject: curl with no proxy is captured and reaches it the same way" [ "$(sed -n 3p <<<"$out")" = authorized ]
+check "inject: curl over TLS (HTTPS_PROXY) reaches the stand-in with the real key" grep -qx 'proxied=authorized' <<<"$out"
+check "inject: curl with no proxy is captured and reaches it the same way" grep -qx 'captured=authorized' <<<"$out"
 check "inject: the stand-in saw two requests, both with the real key" \
   [ "$(grep -c ' authorized$' "$TMP/api.log")/$(wc -l < "$TMP/api.log")" = 2/2 ]
 check "inject: the stand-in's own port is not reachable from the box" grep -q 'curl-rc=7' <<<"$out"
 check "inject: the box's environment names corral's CA" grep -q '^SSL_CERT_FILE=' <<<"$out"
 check "inject: the real key is nowhere in what the box printed" lacks "$SECRET" "$out"
-[ "$(grep -c -x authorized <<<"$out")" = 2 ] || echo "the box's output: $out; the stand-in's log: $(cat "$TMP/api.log")" >&2
+[ "$(grep -c '=authorized$' <<<"$out")" = 2 ] || echo "the box's output: $out; the stand-in's log: $(cat "$TMP/api.log")" >&2
 : > "$ORG/org.toml"
 
 # ---- exec: into the running container, and --detach's status.
