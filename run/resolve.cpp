@@ -140,17 +140,21 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
                                   [](const config::Grant& g) { return g.mode == config::GrantMode::inject; });
 }
 
+// The run's identity, worker/run id; both parts of [A-Za-z0-9._-] or refused.
+gateway::Identity run_identity(const std::string& worker, const std::string& run_id) {
+    auto identity = gateway::parse_identity(worker + "/" + run_id);
+    if (!identity)
+        throw UsageError("identity " + worker + "/" + run_id + ": worker and run id must be made of [A-Za-z0-9._-]");
+    return *identity;
+}
+
 }  // namespace
 
 RunPlan resolve_run(const RunRequest& r, const RunInputs& in) {
     RunPlan plan;
     if (in.worker) plan.worker = in.worker->name;
     else if (r.worker) plan.worker = *r.worker;
-    auto identity = gateway::parse_identity(plan.worker + "/" + in.run_id);
-    if (!identity)
-        throw UsageError("identity " + plan.worker + "/" + in.run_id +
-                         ": worker and run id must be made of [A-Za-z0-9._-]");
-    plan.identity = *identity;
+    plan.identity = run_identity(plan.worker, in.run_id);
     if (r.agent() && in.worker && in.worker->egress_only)
         throw UsageError("worker " + in.worker->name + " has no agent (agent = \"none\" at " + in.worker->agent_source +
                          "): run a command with `corral run --config DIR --worker " + in.worker->name +

@@ -114,16 +114,22 @@ std::unique_ptr<TerminalRelay> relay_caller_terminal(Fd master, const CallerTerm
     }
 }
 
-}  // namespace
-
-Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
-    if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
+// A command, and at most one of: a terminal, a stdio socket, the caller's
+// stdin, a console (each is the command's stdin).
+void require_one_stdin(const InvocationSpec& spec) {
     if (spec.argv.empty()) throw UsageError("missing command");
     if (spec.terminal && spec.stdio_socket >= 0) throw UsageError("an exec with a terminal has no stdio socket");
     if (spec.stdin_fd >= 0 && (spec.terminal || spec.stdio_socket >= 0))
         throw UsageError("an exec's stdin is its terminal, its stdio socket or the caller's stdin: one of them");
     if (spec.console && (spec.terminal || spec.stdio_socket >= 0 || spec.stdin_fd >= 0))
         throw UsageError("an exec's console is its only stdin: no terminal, stdio socket or stdin with it");
+}
+
+}  // namespace
+
+Invocation SessionChannel::spawn(Sandbox& box, InvocationSpec spec) {
+    if (!box.session_.valid() || !box.session_lock_) throw UsageError("this sandbox is not a session");
+    require_one_stdin(spec);
     if (spec.cwd.empty())
         spec.cwd = spec.role == Role::agent ? box.spec_.cwd : std::string(kRoleHomesDir) + "/" + std::string(role_name(spec.role));
     Invocation inv;

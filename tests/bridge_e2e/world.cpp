@@ -93,13 +93,13 @@ std::string git_sections(const World& w) {
 void start_git_server(World& w) {
     if (!have_program("git")) return;
     const std::string g = w.dir + "/git";
-    fs::create_directories(g + "/work");
-    write_file(g + "/work/hello.txt", "hello-from-git\n");
+    fs::create_directories(g + "/tree");
+    write_file(g + "/tree/hello.txt", "hello-from-git\n");
     for (const auto& step : std::vector<std::vector<std::string>>{
-             {"git", "-C", g + "/work", "init", "-q"},
-             {"git", "-C", g + "/work", "add", "hello.txt"},
-             {"git", "-C", g + "/work", "-c", "user.name=t", "-c", "user.email=t@test", "commit", "-q", "-m", "init"},
-             {"git", "clone", "-q", "--bare", g + "/work", g + "/repos/repo.git"}})
+             {"git", "-C", g + "/tree", "init", "-q"},
+             {"git", "-C", g + "/tree", "add", "hello.txt"},
+             {"git", "-C", g + "/tree", "-c", "user.name=t", "-c", "user.email=t@test", "commit", "-q", "-m", "init"},
+             {"git", "clone", "-q", "--bare", g + "/tree", g + "/repos/repo.git"}})
         if (run(step).exit_code != 0) throw std::runtime_error("git: could not make the test repository");
     make_test_leaf(w.dir, "git", "DNS:git.capture.test");
     w.git_token = "git-real-" + random_hex(32);
