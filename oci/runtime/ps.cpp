@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <sstream>
 
 #include "base/fd.hpp"
@@ -48,16 +49,17 @@ std::string host_ps_output(const std::vector<std::string>& options) {
     }
     write_end.reset();
     std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::read(read_end.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0 || out.size() > (16u << 20)) break;
-        out.append(buf, static_cast<std::size_t>(n));
+    std::exception_ptr unread;
+    try {
+        out = read_to_end(read_end.get(), "ps's output", 16u << 20);
+    } catch (...) {
+        unread = std::current_exception();  // reaped first, then thrown
     }
+    read_end.reset();
     int status = 0;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
+    if (unread) std::rethrow_exception(unread);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         throw UsageError("ps: the host's ps failed (" +
                          (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : std::string("killed")) +
