@@ -220,17 +220,7 @@ asio::awaitable<void> serve_unix_client(asio::local::stream_protocol::socket s, 
     }
     if (first.dns) {
         // A run's stub refused a query: the line the embedded gateway writes (run/capture_service.cpp).
-        LedgerEntry e;
-        e.identity = first.id.str();
-        e.mode = "dns";
-        e.method = first.qtype;
-        e.host = first.name;
-        e.port = 53;
-        e.decision = Decision::refuse;
-        e.reason = first.reason;
-        e.status = 0;
-        e.captured = true;
-        gw.ledger().append(e);
+        gw.ledger().append(dns_refusal_entry(first.id.str(), first.qtype, first.name, first.reason));
         co_await asio::async_write(s, asio::buffer(std::string("ok\n")), nothrow);
         co_return;
     }

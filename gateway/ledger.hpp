@@ -153,6 +153,14 @@ inline constexpr std::size_t kRefusalNoticesPerIdentity = 32;
 // before encoding; invalid UTF-8 is replaced (U+FFFD), never thrown on.
 std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::string>& secrets = {});
 
+// A refused DNS query's line, one spelling whoever writes it (the run's embedded
+// stub or the gateway daemon for a run's CORRAL-DNS line): mode "dns", the
+// query type as method ("-" when it had none), the name as host ("." when the
+// query had none, DNS's root, cut to 256 bytes), port 53, status 0 (answered
+// in DNS or not at all, never in HTTP), captured.
+LedgerEntry dns_refusal_entry(std::string identity, std::string_view qtype, std::string_view name,
+                              std::string_view reason);
+
 // Thread-safe appender. The file is opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC,
 // mode 0600. Lines are formatted outside the lock; under it they join a
 // pending batch that goes out in one write(2), so lines never interleave.

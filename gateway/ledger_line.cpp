@@ -395,4 +395,19 @@ std::string format_ledger_line(const LedgerEntry& e, const std::vector<std::stri
     return line;
 }
 
+LedgerEntry dns_refusal_entry(std::string identity, std::string_view qtype, std::string_view name,
+                              std::string_view reason) {
+    LedgerEntry e;
+    e.identity = std::move(identity);
+    e.mode = "dns";
+    e.method = qtype.empty() ? std::string("-") : std::string(qtype);
+    e.host = name.empty() ? std::string(".") : std::string(name.substr(0, 256));
+    e.port = 53;
+    e.decision = Decision::refuse;
+    e.reason = std::string(reason);
+    e.status = 0;
+    e.captured = true;
+    return e;
+}
+
 }  // namespace corral::gateway

@@ -276,17 +276,7 @@ void CaptureService::ledger_refusal(const capture::Resolution& r, bool rate_line
         if (said_.size() >= 4096) said_.clear();
         said_[key] = now;
     }
-    gateway::LedgerEntry e;
-    e.identity = id_.str();
-    e.mode = "dns";
-    e.method = qtype_text(r.qtype);
-    e.host = r.name.substr(0, 256);
-    e.port = dns_stub_port;
-    e.decision = gateway::Decision::refuse;
-    e.reason = std::string(r.reason);
-    e.status = 0;  // answered in DNS (NXDOMAIN, REFUSED, FORMERR) or not at all, never in HTTP
-    e.captured = true;
-    endpoint_.record(e);
+    endpoint_.record(gateway::dns_refusal_entry(id_.str(), qtype_text(r.qtype), r.name, r.reason));
 }
 
 }  // namespace corral::run

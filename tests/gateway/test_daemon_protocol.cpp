@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gateway/daemon_protocol.hpp"
+#include "gateway/ledger.hpp"
 
 using namespace corral::gateway;
 
@@ -298,4 +299,24 @@ TEST_CASE("daemon protocol: a capture stub's question and a captured connection'
     CHECK(first->dns);
     CHECK(first->name == "ungranted.example");
     CHECK_FALSE(dns_refusal_line(id, "A", "a name with spaces", "not_granted"));
+}
+
+TEST_CASE("a refused DNS query is one ledger line whichever side writes it, an empty name and type included") {
+    const Identity id{"w1", "run-1"};
+    // The embedded stub writes the entry itself; the daemon rebuilds it from the CORRAL-DNS line.
+    const auto embedded = dns_refusal_entry(id.str(), "", "", "malformed");
+    auto line = dns_refusal_line(id, embedded.method, embedded.host, embedded.reason);
+    REQUIRE(line);
+    CHECK(*line == "CORRAL-DNS w1/run-1 - . malformed\n");
+    auto first = parse_daemon_first_line(std::string_view(*line).substr(0, line->size() - 1));
+    REQUIRE(first.has_value());
+    const auto daemon = dns_refusal_entry(first->id.str(), first->qtype, first->name, first->reason);
+    auto e = embedded, d = daemon;
+    d.time = e.time;
+    CHECK(format_ledger_line(e) == format_ledger_line(d));
+    CHECK(e.host == ".");
+    CHECK(e.method == "-");
+    CHECK(e.port == 53);
+    CHECK(e.captured);
+    CHECK(dns_refusal_entry("w1/run-1", "A", std::string(300, 'a'), "not_granted").host.size() == 256);
 }
