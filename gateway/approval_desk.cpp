@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -167,6 +169,16 @@ ApprovalDesk::Outcome ApprovalDesk::settle(const std::string& id) {
 bool ApprovalDesk::always_granted(const std::string& identity, const std::string& host, std::uint16_t port) const {
     std::lock_guard lock(mutex_);
     return always_.count(always_key(identity, host, port)) != 0;
+}
+
+std::vector<std::uint16_t> ApprovalDesk::always_ports(const std::string& identity, const std::string& host) const {
+    const std::string prefix = identity + "|" + host + "|";  // always_key's spelling, the port cut off
+    std::vector<std::uint16_t> ports;
+    std::lock_guard lock(mutex_);
+    for (auto it = always_.lower_bound(prefix); it != always_.end() && it->compare(0, prefix.size(), prefix) == 0; ++it)
+        ports.push_back(static_cast<std::uint16_t>(std::stoul(it->substr(prefix.size()))));
+    std::sort(ports.begin(), ports.end());
+    return ports;
 }
 
 ApprovalCounts ApprovalDesk::counts(const std::string& identity) const {

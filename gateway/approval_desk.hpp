@@ -88,6 +88,8 @@ public:
 
     // --always: `identity` may reach host:port for the rest of its run.
     bool always_granted(const std::string& identity, const std::string& host, std::uint16_t port) const;
+    // The ports `identity` may reach on `host` by --always, ascending.
+    std::vector<std::uint16_t> always_ports(const std::string& identity, const std::string& host) const;
 
     // For hold_for_approval: ask (a "requested" record for a new entry), and
     // wake `timer` when `id` is decided. Thread-safe.

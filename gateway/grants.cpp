@@ -54,6 +54,17 @@ std::vector<std::uint16_t> granted_ports(const config::GatewayConfig& cfg, const
     return ports;
 }
 
+std::vector<std::uint16_t> capture_ports(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
+                                         const std::vector<std::uint16_t>& always) {
+    std::vector<std::uint16_t> ports = granted_ports(cfg, id, host);
+    if (!cfg.gateway.ask_unlisted) return ports;
+    ports.insert(ports.end(), std::begin(kAskedCapturePorts), std::end(kAskedCapturePorts));
+    ports.insert(ports.end(), always.begin(), always.end());
+    std::sort(ports.begin(), ports.end());
+    ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    return ports;
+}
+
 config::Grant asked_grant(const HostName& host, std::uint16_t port) {
     config::Grant g;
     // The pattern only names the grant in the ledger: this one is never

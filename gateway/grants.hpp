@@ -54,6 +54,15 @@ std::vector<std::uint16_t> granted_ports(const config::GatewayConfig& cfg, const
 // (the consent --allow ADDRESS gives).
 config::Grant asked_grant(const HostName& host, std::uint16_t port);
 
+// The ports transparent capture listens on for a name of `id`'s run with the
+// embedded gateway: granted_ports, and under --ask also kAskedCapturePorts
+// (a connection there is asked, as an unlisted CONNECT is) and `always`, the
+// ports a person made grants of with `corral approve --always` (they join
+// at the name's next query, the run's listeners grow to them).
+inline constexpr std::uint16_t kAskedCapturePorts[] = {80, 443};
+std::vector<std::uint16_t> capture_ports(const config::GatewayConfig& cfg, const Identity& id, const HostName& host,
+                                         const std::vector<std::uint16_t>& always);
+
 // Normalises a request target for route matching. The gateway itself matches
 // routes only on canonical paths (canonical_route_path, below), which this
 // leaves unchanged. Accepts origin-form ("/a/b?q"); the query and any

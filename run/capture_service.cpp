@@ -120,9 +120,10 @@ struct CaptureService::Stub {
 
 CaptureEndpoint embedded_capture(gateway::Gateway& gw) {
     CaptureEndpoint e;
-    const config::GatewayConfig* cfg = &gw.config();
-    e.granted_ports = [cfg](const gateway::Identity& id, const names::HostName& h) {
-        return gateway::granted_ports(*cfg, id, h);
+    e.granted_ports = [g = &gw](const gateway::Identity& id, const names::HostName& h) {
+        const auto always = g->config().gateway.ask_unlisted ? g->approvals().always_ports(id.str(), h.text())
+                                                             : std::vector<std::uint16_t>{};
+        return gateway::capture_ports(g->config(), id, h, always);
     };
     e.serve = [g = &gw](tcp::socket s, gateway::Identity id, std::optional<names::Authority> target) {
         return g->serve_captured(std::move(s), std::move(id), std::move(target));
@@ -239,10 +240,15 @@ std::vector<std::uint8_t> CaptureService::answer(const std::uint8_t* data, std::
 
 bool CaptureService::ensure_listeners(const names::HostName& name, int family, std::string& problem) {
     if (family == AF_INET6 && !ctx_.ipv6) return true;
-    if (listening_.count({name.text(), family})) return true;
-    const auto ports = endpoint_.granted_ports(id_, name);
     const auto address = addresses_.find(name);
-    if (ports.empty() || !address) return true;  // nothing to listen for (a grant gone since)
+    if (!address) return true;
+    // Asked at every query: a port granted since (--always) gets its listener
+    // now; the ones made stay until the run ends.
+    std::set<std::uint16_t>& made = listening_[{name.text(), family}];
+    std::vector<std::uint16_t> ports;
+    for (std::uint16_t p : endpoint_.granted_ports(id_, name))
+        if (!made.count(p)) ports.push_back(p);
+    if (ports.empty()) return true;  // nothing new to listen for (or a grant gone since)
     if (listeners_made_ + ports.size() > kMaxCapturedListeners) {
         problem = "the run holds " + std::to_string(listeners_made_) + " captured listeners, its limit is " +
                   std::to_string(kMaxCapturedListeners);
@@ -258,7 +264,7 @@ bool CaptureService::ensure_listeners(const names::HostName& name, int family, s
         return false;
     }
     listeners_made_ += ports.size();
-    listening_.emplace(name.text(), family);
+    made.insert(ports.begin(), ports.end());
     return true;
 }
 

@@ -112,7 +112,7 @@ private:
     BoxSockets sockets_;
     std::unique_ptr<Bridge> captured_;
     std::vector<std::shared_ptr<Stub>> stubs_;
-    std::set<std::pair<std::string, int>> listening_;  // (name, family) with listeners
+    std::map<std::pair<std::string, int>, std::set<std::uint16_t>> listening_;  // (name, family) → ports listened on
     std::size_t listeners_made_ = 0;
     // Rate limits (the loop's thread only).
     std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();

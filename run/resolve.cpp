@@ -117,11 +117,12 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     plan.gateway.gateway.ask_unlisted = r.ask;
     // Transparent capture (docs/capture.md): on by default when the run has
     // grants (it reaches nothing they do not: every captured connection is
-    // the gateway's CONNECT check), off without (nothing would resolve); with
-    // a daemon, whose grants are not known here, on (the stub asks the daemon
-    // which names are granted: CORRAL-GRANTED).
+    // the gateway's CONNECT check), off without (nothing would resolve); on
+    // with --ask (an unlisted name's connection is asked, as its CONNECT is);
+    // with a daemon, whose grants are not known here, on (the stub asks the
+    // daemon which names are granted: CORRAL-GRANTED).
     std::optional<bool> asked = r.capture ? r.capture : (in.worker ? in.worker->capture : std::nullopt);
-    plan.spec.capture = asked.value_or(r.gateway.has_value() || !plan.gateway.grants.empty());
+    plan.spec.capture = asked.value_or(r.gateway.has_value() || r.ask || !plan.gateway.grants.empty());
     if (r.gateway) {
         plan.daemon_socket = *r.gateway;
         plan.intercepts = true;  // a daemon's grants are unknown here: assume it intercepts

@@ -276,6 +276,80 @@ TEST_CASE("approval: --ask turns an unlisted host's refusal into a request a per
     CHECK(json::parse(read_file(plain_dir + "/run.json"))["gateway"]["approvals"]["requested"] == 0);
 }
 
+// An organisation whose gateway resolves asked.capture.test to the loopback
+// stand-in from a hosts file (nothing is ever asked of the host's resolver):
+// an approved connection to it is then refused private_address, after the
+// approval and before any dial (an --ask grant of a name allows public
+// addresses only).
+std::string ask_capture_org() {
+    World& w = world();
+    const std::string org = w.dir + "/org-ask-capture";
+    if (fs::exists(org)) return org;
+    fs::create_directories(org + "/workers/open");
+    write_file(org + "/hosts", "127.0.0.1 asked.capture.test\n");
+    write_file(org + "/org.toml", "[gateway]\nhosts_file = \"" + org + "/hosts\"\n");
+    write_file(org + "/workers/open/worker.toml", "agent = \"none\"\n");
+    return org;
+}
+
+TEST_CASE("approval: --ask at DNS time: an unlisted name resolves in the box, its captured connection is asked; a "
+          "port approved --always gets its listener at the next query") {
+    if (!have_program("getent")) {
+        MESSAGE("skipped: getent is not installed (the box resolves the name with it)");
+        return;
+    }
+    World& w = world();
+    const std::string run_dir = w.dir + "/run-ask-capture";
+    const int before = upstream_stats()["requests"];
+    const std::string script =
+        "echo \"== resolved $(getent ahostsv4 asked.capture.test | head -1)\"; "
+        "curl -sS --noproxy '*' -w '\\nplain=%{http_code}\\n' http://asked.capture.test/asked-captured; "
+        "curl -sS --noproxy '*' --cacert /testca/ca.crt -o /dev/null https://asked.capture.test/; echo \"tls_exit=$?\"; "
+        "curl -sS -x http://127.0.0.1:3128 --cacert /testca/ca.crt -o /dev/null https://asked.capture.test:8443/; "
+        "getent ahostsv4 asked.capture.test > /dev/null; "
+        "curl -sS --noproxy '*' --cacert /testca/ca.crt -o /dev/null https://asked.capture.test:8443/; "
+        "echo \"later_exit=$?\"";
+    auto corral = start_run(run_dir, "open", script, {"--ask"}, ask_capture_org());
+    // The plain request, captured: asked with its method and path, denied.
+    json plain = wait_pending();
+    REQUIRE(plain.is_object());
+    CHECK(plain["host"] == "asked.capture.test");
+    CHECK(plain["port"] == 80);
+    CHECK(plain["path"] == "/asked-captured");
+    CHECK(corral_cmd({"deny", plain["id"], "--reason", "not from here"}).exit_code == 0);
+    // The TLS connection, captured: asked as a CONNECT; approved, then refused private_address.
+    json tls = wait_pending(plain["id"]);
+    REQUIRE(tls.is_object());
+    CHECK(tls["method"] == "CONNECT");
+    CHECK(tls["port"] == 443);
+    CHECK(corral_cmd({"approve", tls["id"]}).exit_code == 0);
+    // Port 8443 through the proxy, approved --always: the captured 8443 that follows is not asked again.
+    json proxied = wait_pending(tls["id"]);
+    REQUIRE(proxied.is_object());
+    CHECK(proxied["port"] == 8443);
+    CHECK(corral_cmd({"approve", proxied["id"], "--always"}).exit_code == 0);
+
+    const std::string out = finish(*corral, run_dir);
+    INFO(out);
+    CHECK(out.find("== resolved 198.18.") != std::string::npos);
+    CHECK(out.find("denied by root (uid 0) (not from here)") != std::string::npos);
+    CHECK(out.find("plain=403") != std::string::npos);
+    // Accepted by a captured listener, then closed (not 7, ECONNREFUSED: there was a listener).
+    CHECK(out.find("tls_exit=7") == std::string::npos);
+    CHECK(out.find("later_exit=7") == std::string::npos);
+    CHECK(upstream_stats()["requests"] == before);
+    int captured_private = 0, captured_8443 = 0;
+    for (const auto& l : ledger(run_dir + "/ledger.jsonl")) {
+        if (l.contains("approval") || !l.value("captured", false)) continue;
+        if (l["reason"] == "private_address") ++captured_private;
+        if (l["port"] == 8443) ++captured_8443;
+    }
+    CHECK(captured_private == 2);  // 443 after its approval, 8443 by --always without asking
+    CHECK(captured_8443 == 1);
+    auto record = json::parse(read_file(run_dir + "/run.json"));
+    CHECK(record["gateway"]["approvals"]["requested"] == 3);
+}
+
 TEST_CASE("approval: node's CONNECT waits the same way: approved, it gets the stand-in's answer; denied, a 403 "
           "naming the decider; undecided, a 403 saying no consent was given") {
     World& w = world();

@@ -69,6 +69,17 @@ TEST_CASE("granted_ports: every port find_grant finds a grant on, ascending, onc
               (port == 80 || port == 443 || port == 8443));
 }
 
+TEST_CASE("capture_ports: the grants' ports; under --ask also 80, 443 and the ports approved --always") {
+    config::GatewayConfig cfg;
+    cfg.grants.push_back(grant("api.example.com", 8443));
+    CHECK(capture_ports(cfg, worker_a, host("api.example.com"), {9000}) == std::vector<std::uint16_t>{8443});
+    CHECK(capture_ports(cfg, worker_a, host("other.example.com"), {}).empty());
+    cfg.gateway.ask_unlisted = true;
+    CHECK(capture_ports(cfg, worker_a, host("api.example.com"), {}) == std::vector<std::uint16_t>{80, 443, 8443});
+    CHECK(capture_ports(cfg, worker_a, host("other.example.com"), {9000, 443}) ==
+          std::vector<std::uint16_t>{80, 443, 9000});
+}
+
 TEST_CASE("wildcards match subdomains at any depth but never the apex or an IP") {
     config::GatewayConfig cfg;
     cfg.grants.push_back(grant("*.example.com"));
