@@ -35,4 +35,10 @@ bool is_reserved_env(std::string_view name) {
     return starts_without_case(name, "GIT_CONFIG_KEY_") || starts_without_case(name, "GIT_CONFIG_VALUE_");
 }
 
+bool is_proxy_variable(std::string_view name) {
+    for (const auto& v : proxy_variables)
+        if (name == v.name) return true;
+    return false;
+}
+
 }  // namespace corral::names

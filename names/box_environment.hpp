@@ -97,4 +97,8 @@ inline constexpr std::string_view credential_variables[] = {
 // of corral's own entries). A worker's [env] and `corral run --env` refuse them.
 bool is_reserved_env(std::string_view name);
 
+// True for a name in proxy_variables (the exact spelling corral sets): what
+// `corral run --capture-only` leaves out of the box's environment.
+bool is_proxy_variable(std::string_view name);
+
 }  // namespace corral::names

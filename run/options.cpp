@@ -413,6 +413,14 @@ const RunOption kOptions[] = {
      "or org.toml's capture = false turns it off\n"
      "(docs/capture.md)",
      [](RunRequest& r, const std::string&) { r.capture = true; }},
+    {"--capture-only", "", G::network,
+     "--capture, and the box gets no proxy variables: every\n"
+     "program reaches its granted hosts through capture alone\n"
+     "(the CA variables stay; docs/capture.md)",
+     [](RunRequest& r, const std::string&) {
+         r.capture = true;
+         r.capture_only = true;
+     }},
     {"--no-capture", "", G::network,
      "no transparent capture: only programs that use the\n"
      "proxy variables reach the network (the default for a\n"

@@ -96,6 +96,7 @@ struct RunRequest {
     std::vector<AllowRequest> allow;                // --allow HOST[:PORT], in order given
     bool ask = false;                               // --ask: an unlisted host asks a person (docs/approvals.md)
     std::optional<bool> capture;                    // --capture / --no-capture (docs/capture.md); unset: config, default
+    bool capture_only = false;                      // --capture-only: capture on, no proxy variables in the box
     std::optional<std::string> prompt;              // --prompt TEXT
     std::optional<std::string> prompt_file;         // --prompt-file F
     std::optional<std::string> system_prompt_file;  // --system-prompt-file F

@@ -47,6 +47,9 @@ void check_combination(const RunRequest& r) {
     if (r.ask && r.gateway)
         throw UsageError("--ask: a `corral gateway` daemon (--gateway) decides with its organisation's grants "
                          "only; give --ask without --gateway, or give the daemon's grant `approval = true`");
+    if (r.capture_only && r.capture == false)
+        throw UsageError("--capture-only and --no-capture: --capture-only takes the proxy variables away and leaves "
+                         "capture as the box's only way out; give one of them");
     if (r.review && !r.workspace)
         throw UsageError("--review reviews the workspace: give --workspace DIR with it");
     if (r.tty && r.pass_stdin)

@@ -6,6 +6,7 @@
 #include "agents/agent_profile.hpp"
 #include "base/sys_error.hpp"
 #include "gateway/identity.hpp"
+#include "names/box_environment.hpp"
 
 namespace corral::run {
 
@@ -115,6 +116,7 @@ void resolve_gateway(const RunRequest& r, const RunInputs& in, RunPlan& plan) {
     }
     add_allowed_hosts(r, plan.gateway);
     plan.gateway.gateway.ask_unlisted = r.ask;
+    plan.proxy_variables = !r.capture_only;
     // Transparent capture (docs/capture.md): on by default when the run has
     // grants (it reaches nothing they do not: every captured connection is
     // the gateway's CONNECT check), off without (nothing would resolve); on
@@ -243,7 +245,9 @@ std::string box_hostname(const RunRequest& r, const std::string& run_id) {
 }
 
 EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env) {
-    EnvList env = proxy_env;
+    EnvList env;
+    for (const auto& kv : proxy_env)
+        if (plan.proxy_variables || !names::is_proxy_variable(kv.first)) env.push_back(kv);
     for (const EnvList* layer : {&plan.worker_env, &plan.agent_env, &plan.cli_env})
         env.insert(env.end(), layer->begin(), layer->end());
     return env;

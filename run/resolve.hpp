@@ -87,6 +87,8 @@ struct RunPlan {
     // An agent run's own variables (HOME, sentinel credentials, telemetry
     // switches), from its profile (finish_plan).
     EnvList agent_env;
+    // --capture-only: the proxy variables left out (compose_environment).
+    bool proxy_variables = true;
     // Why the agent's model grants are not in this run ("" = they are, or
     // there is no worker).
     std::string left_out;
@@ -111,7 +113,8 @@ bool reviewed_workspace(const RunRequest& request, const std::optional<config::R
 
 // The box's environment, one order for every run: corral's proxy (and CA)
 // variables first, then the worker's [env], the agent's, and --env last (the
-// sandbox applies them in order; later wins).
+// sandbox applies them in order; later wins). Under --capture-only
+// (plan.proxy_variables false) the proxy variables are left out; the CA's stay.
 EnvList compose_environment(const RunPlan& plan, const EnvList& proxy_env);
 
 // The agent a run asks for: with a worker, --prompt (an agent run) or

@@ -103,9 +103,10 @@ void gateway_layer(const WorkerSpec& spec, Org org) {
 
 // `corral run --config ORG --worker W --prompt P`: the CLI inside the sandbox
 // (default host rootfs), through the bridge and the embedded gateway.
-void run_layer(const WorkerSpec& spec, Org org, bool via_daemon, const std::string& rootfs) {
+void run_layer(const WorkerSpec& spec, Org org, bool via_daemon, const std::string& rootfs, bool capture_only) {
     auto& w = world();
-    const std::string tag = spec.name + "-" + org_name(org) + (via_daemon ? "-daemon" : "") + (rootfs != "host" ? "-image" : "");
+    const std::string tag = spec.name + "-" + org_name(org) + (via_daemon ? "-daemon" : "") + (rootfs != "host" ? "-image" : "") +
+                            (capture_only ? "-captured" : "");
     auto run_dir = w.dir + "/run-" + tag;
     const auto host = model_host(spec.kind, org);
     std::unique_ptr<GatewayDaemon> daemon;
@@ -119,6 +120,7 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon, const std::stri
                                      "--worker", spec.name, "--run-dir", run_dir, "--prompt", kPrompt};
     if (daemon) argv.insert(argv.begin() + 2, "--gateway=unix:" + daemon->socket);
     if (rootfs != "host") argv.insert(argv.begin() + 2, {"--rootfs", rootfs});
+    if (capture_only) argv.insert(argv.begin() + 2, "--capture-only");
     auto r = test::run(argv, o);
     auto record_text = read_file(run_dir + "/run.json");
     INFO("exit ", r.exit_code, std::string(r.timed_out ? " (timed out)" : ""), "\nstdout:\n", r.out, "\nstderr:\n", r.err,
@@ -167,6 +169,17 @@ void run_layer(const WorkerSpec& spec, Org org, bool via_daemon, const std::stri
     check_model_totals(gw["model"], seen_since(before, host, true));
     check_ledger(lines, identity, host, spec.kind == AgentKind::codex ? "openai" : "anthropic");
     if (spec.kind == AgentKind::codex) CHECK(relayed_websocket(lines));
+    if (capture_only) {
+        // No proxy variable in the box: the CLI resolved the model host in the
+        // box's DNS stub and every connection it made was captured.
+        std::size_t captured = 0, proxied = 0;
+        for (const auto& l : lines) {
+            if (l.value("identity", "") != identity || l.contains("tool")) continue;
+            (l.value("captured", false) ? captured : proxied) += 1;
+        }
+        CHECK(captured > 0);
+        CHECK(proxied == 0);
+    }
     check_stayed_on_loopback();
     // No real secret anywhere the box or its output could reach.
     auto out = r.out + r.err + read_file(run_dir + "/stdout.jsonl");

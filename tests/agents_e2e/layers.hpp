@@ -83,7 +83,10 @@ test::Result run_cli_on_host(const World& w, const WorkerSpec& spec, Org org, co
 void check_refresh_refused(const GatewayDaemon& gw);
 void check_other_workers_hosts_refused(const GatewayDaemon& gw, const WorkerSpec& spec, Org org);
 void gateway_layer(const WorkerSpec& spec, Org org);
-void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false, const std::string& rootfs = "host");
+// capture_only: `--capture-only`, the box without proxy variables; every
+// ledger line of the run must then be a captured connection's.
+void run_layer(const WorkerSpec& spec, Org org, bool via_daemon = false, const std::string& rootfs = "host",
+               bool capture_only = false);
 void budget_spent_layer(const WorkerSpec& spec);
 void session_layer(const WorkerSpec& spec, bool via_daemon);
 const WorkerSpec& spec_named(const std::string& name);

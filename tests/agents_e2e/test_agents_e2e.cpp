@@ -309,6 +309,16 @@ TEST_CASE("run via daemon: pi (OAuth) finishes a prompt through corral gateway -
     run_layer(spec_named("pi"), Org::alternate, true);
 }
 
+// Proxy variables removed (--capture-only): codex's WebSocket (a Rust client)
+// and its HTTP reach the model stand-in through the box's DNS stub and a
+// captured listener, the sentinel swapped for the real credential in transit.
+TEST_CASE("run: codex (ChatGPT, WebSocket) without proxy variables is captured: --capture-only") {
+    run_layer(spec_named("codex"), Org::primary, false, "host", true);
+}
+TEST_CASE("run via daemon: codex (API key, WebSocket) without proxy variables is captured: --capture-only") {
+    run_layer(spec_named("codex"), Org::alternate, true, "host", true);
+}
+
 // The reference agent image (tools/build-agent-image.sh), imported once into
 // the runs' state dir from the OCI layout tools/test.sh builds.
 std::string agent_image_layout() {

@@ -182,12 +182,20 @@ TEST_CASE("usage errors: unknown option, missing value, missing command, value o
           "unknown option \"--bogus\"; options are --rootfs, --workspace, --review, --run-dir, --state-dir, --memory, --pids, --nofile, "
           "--cpus, --timeout, --wait, --grace, --quiet, --bind, --ro-bind, --scratch-size, --tmp-size, --env, --hostname, --stdin, "
           "--tty, --log-limit, --sync-record, --uid-range, --config, --worker, --prompt, --prompt-file, --system-prompt-file, "
-          "--allow, --ask, --capture, --no-capture, --gateway, --help");
+          "--allow, --ask, --capture, --capture-only, --no-capture, --gateway, --help");
     CHECK(error_of({"--memory"}).starts_with("--memory: missing value"));
     CHECK(error_of({"--pids", "3"}).starts_with("missing command"));
     CHECK(error_of({"--"}).starts_with("missing command"));
     CHECK(error_of({"--stdin=yes", "--", "true"}).starts_with("--stdin: takes no value"));
     CHECK(error_of({"--rootfs=", "--", "true"}).starts_with("--rootfs: empty path"));
+}
+
+TEST_CASE("--capture-only is --capture without proxy variables; a --no-capture after it is refused, one before it loses") {
+    auto r = parse({"--capture-only", "--", "true"});
+    CHECK(r.capture == true);
+    CHECK(r.capture_only);
+    CHECK(error_of({"--capture-only", "--no-capture", "--", "true"}).starts_with("--capture-only and --no-capture"));
+    CHECK(error_of({"--no-capture", "--capture-only", "--", "true"}) == "(no error)");
 }
 
 TEST_CASE("--rootfs is parsed once into its kind: host, image:NAME, DIR made absolute against the caller's directory") {

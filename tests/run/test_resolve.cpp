@@ -159,6 +159,19 @@ TEST_CASE("the environment's order: proxy first, then the worker's [env], the ag
                                             "WORKER_VAR=from-worker", "HOME=/home/agent", "SHARED=agent", "SHARED=cli"});
 }
 
+TEST_CASE("--capture-only: the proxy variables are left out of the box's environment, the CA's stay") {
+    auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--capture-only", "--prompt", "p"}),
+                                 worker_inputs());
+    CHECK(plan.spec.capture);
+    auto env = run::compose_environment(plan, {{"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"GIT_CONFIG_COUNT", "1"},
+                                               {"SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"}});
+    std::vector<std::string> names;
+    for (const auto& kv : env) names.push_back(kv.first);
+    CHECK(std::find(names.begin(), names.end(), "HTTPS_PROXY") == names.end());
+    CHECK(std::find(names.begin(), names.end(), "GIT_CONFIG_COUNT") == names.end());
+    CHECK(std::find(names.begin(), names.end(), "SSL_CERT_FILE") != names.end());
+}
+
 TEST_CASE("the embedded gateway's config: the worker's grants, the agent's when its credential is there, only used credentials") {
     auto plan = run::resolve_run(parse_run_args({"--config", "/etc/corral/org", "--worker", "w", "--", "true"}), worker_inputs());
     auto has_host = [&](const std::string& h) {
