@@ -193,6 +193,50 @@ rc=$?
 expect capture-run "(exit $rc: $(head -n 1 /run/r-capture.out); $(grep -c . /run/r-capture.out) lines; $(tail -n 1 /run/r-capture.err))" \
   bash -c "[ $rc -eq 0 ] && grep -Eq '^198\.1[89]\.[0-9]+\.[0-9]+ ' /run/r-capture.out && grep -q 'local 198.18.0.0/15 dev lo' /run/r-capture.out"
 
+# 7b. A full captured exchange on this kernel: an HTTPS stand-in on the VM's
+#     own loopback (tests/support/https_key_standin.py, a test CA), an inject
+#     grant for api.capture.test whose connect_to is that stand-in; in the box
+#     curl, its proxy variables ignored, resolves the name in the box's stub,
+#     connects to the synthetic address, and the gateway swaps the box's
+#     placeholder for the real key. Only the VM's loopback carries traffic.
+ip link set lo up 2>/dev/null
+cap=/run/capture-e2e
+mkdir -p "$cap/org/workers/w"
+# shellcheck source=tests/support/test_pki.sh
+. "$(dirname "$0")/../support/test_pki.sh"
+make_test_ca "$cap" "corral vm test CA" && make_leaf "$cap" up api.capture.test "DNS:api.capture.test,IP:127.0.0.1"
+install -m 0600 /dev/null "$cap/key"
+echo "vm-real-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$cap/key"
+python3 "$(dirname "$0")/../support/https_key_standin.py" --cert "$cap/up.crt" --key "$cap/up.key" \
+  --secret-file "$cap/key" > "$cap/standin.out" 2> "$cap/standin.err" &
+standin=$!
+for _ in $(seq 1 300); do grep -q '^port ' "$cap/standin.out" && break; sleep 0.1; done
+port=$(awk '/^port/ {print $2}' "$cap/standin.out")
+cat > "$cap/org/org.toml" << TOML
+[gateway]
+state_dir = "$cap/gateway-state"
+[credentials.api]
+kind = "api_key"
+file = "$cap/key"
+[[grants]]
+host = "api.capture.test"
+mode = "inject"
+credential = "api"
+allow_private = true
+connect_to = "127.0.0.1:$port"
+upstream_ca_file = "$cap/ca.crt"
+TOML
+echo 'agent = "none"' > "$cap/org/workers/w/worker.toml"
+"$corral" run --config "$cap/org" --worker w --rootfs host --state-dir "$state" --run-dir /run/r-capture-e2e \
+  --capture-only -- sh -c 'curl -sS --max-time 60 -H "x-api-key: placeholder" https://api.capture.test/v1/x' \
+  > /run/r-capture-e2e.out 2> /run/r-capture-e2e.err
+rc=$?
+kill "$standin" 2>/dev/null
+[ "$rc" -eq 0 ] || sed 's/^/VM capture-e2e stderr: /' /run/r-capture-e2e.err | head -n 20
+captured=$(grep -c '"captured":true' /run/r-capture-e2e/ledger.jsonl 2>/dev/null)
+expect capture-e2e "(exit $rc: $(head -c 80 /run/r-capture-e2e.out | tr '\n' ' '); $captured captured ledger lines; $(tail -n 1 /run/r-capture-e2e.err))" \
+  bash -c "[ $rc -eq 0 ] && grep -qx authorized /run/r-capture-e2e.out && [ ${captured:-0} -ge 1 ]"
+
 # 8. Nothing of any run is left in the hierarchy.
 left=$(find "$cg/corral" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
 expect no-cgroups-left "($left run cgroups under $cg/corral)" test "$left" = 0
