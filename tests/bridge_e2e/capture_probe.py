@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import http.client
+import urllib.request
 
 for k in list(os.environ):
     # The proxy variables, and git's http.proxy (GIT_CONFIG_KEY_0 and friends).
@@ -71,6 +72,17 @@ c.request("POST", "/v1/messages", body=BODY, headers={"x-api-key": KEY, "content
 resp = c.getresponse()
 print("status=%d" % resp.status)
 print(resp.read().decode(errors="replace"))
+
+# urllib with its proxy handler emptied (proxies={}): it would read the
+# proxy variables otherwise.
+section("urllib")
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                     urllib.request.HTTPSHandler(context=ssl.create_default_context()))
+req = urllib.request.Request("https://api.anthropic.com/v1/messages", data=BODY.encode(),
+                             headers={"x-api-key": KEY, "content-type": "application/json"})
+with opener.open(req, timeout=20) as resp:
+    print("status=%d" % resp.status)
+    print(resp.read().decode(errors="replace"))
 
 # node's `ws` (it reads no proxy variable at all) to the stand-in's /ws echo,
 # trusting corral's CA through NODE_EXTRA_CA_CERTS as the box sets it.

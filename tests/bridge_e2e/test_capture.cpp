@@ -1,6 +1,6 @@
 // tests/bridge_e2e — transparent capture (docs/capture.md) in a real box:
 // programs that ignore the proxy variables (curl --noproxy '*', python's
-// http.client, node's `ws` WebSocket library, `git clone` over HTTPS, a C
+// http.client and urllib, node's `ws` WebSocket library, `git clone` over HTTPS, a C
 // client with getaddrinfo + connect), with those variables
 // removed, reach the world's TLS stand-in for api.anthropic.com through the
 // box's DNS stub and a captured listener, the real key injected (the box
@@ -110,14 +110,14 @@ TEST_CASE("capture: proxy-unaware clients reach the granted stand-in with the re
 
     // curl, python and (with cc) C, all without a proxy: the stand-in saw the real key.
     const std::string real = "sha256:" + sha256_hex(world().real_key);
-    for (const char* probe : {"curl", "python"}) {
+    for (const char* probe : {"curl", "python", "urllib"}) {
         const std::string s = section(out, probe);
         INFO(probe << ": " << s);
         CHECK(s.find("status=200") != std::string::npos);
         CHECK(s.find(real) != std::string::npos);
         CHECK(s.find("sha256:" + sha256_hex(kPlaceholder)) == std::string::npos);
     }
-    CHECK(upstream_stats()["requests"].get<int>() >= before + 2);
+    CHECK(upstream_stats()["requests"].get<int>() >= before + 3);
     // node's `ws`: the echo came back, and the stand-in saw the upgrade with the real key.
     if (fs::exists(world().workspace + "/node_modules/ws")) {
         CHECK(section(out, "ws").find("echo=hello-capture") != std::string::npos);
