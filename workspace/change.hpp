@@ -49,6 +49,12 @@ struct Change {
     bool special = false;         // a FIFO, socket or device: listed, never applied
     bool hard_link = false;       // the box made several links to it: applied as separate files
     bool host_changed = false;    // the host's copy changed since the run started: apply refuses it
+    // A rename as far as it can be told (mark_renames): this deleted path's
+    // content now lives at renamed_to, or this added path's came from
+    // renamed_from. Words only: the change is still a deletion and an
+    // addition, applied and digested as such.
+    std::string renamed_from;
+    std::string renamed_to;
 };
 
 const char* to_string(NodeType type);

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include "base/fd.hpp"
 #include "base/sha256.hpp"
 #include "base/sys_error.hpp"
 #include "workspace/dir_entries.hpp"
+#include "workspace/renames.hpp"
 
 namespace corral::workspace {
 
@@ -22,13 +24,17 @@ std::string digest_of_fd(int fd, const std::string& what) {
     struct stat st {};
     if (fstat(fd, &st) != 0) throw SysError("fstat", what, errno);
     Sha256 sha(static_cast<std::uint64_t>(st.st_size));
-    std::vector<char> buf(1 << 20);
+    // Sized to the file (4 KiB to 1 MiB) and left uninitialised: a diff hashes
+    // both sides of every changed file, and a zeroed 1 MiB buffer per file was
+    // a fifth of an apply's time (docs/benchmarks.md).
+    const std::size_t size = static_cast<std::size_t>(std::clamp<off_t>(st.st_size + 1, 4096, 1 << 20));
+    auto buf = std::make_unique_for_overwrite<char[]>(size);
     for (off_t at = 0;;) {
-        const ssize_t n = pread(fd, buf.data(), buf.size(), at);
+        const ssize_t n = pread(fd, buf.get(), size, at);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) throw SysError("pread", what, errno);
         if (n == 0) break;
-        sha.update(buf.data(), static_cast<std::size_t>(n));
+        sha.update(buf.get(), static_cast<std::size_t>(n));
         at += n;
     }
     return sha.finish_hex();
@@ -206,6 +212,7 @@ std::vector<Change> collect_changes(const std::string& upper_dir, const std::str
     Collector c(fence_ns, hst.st_dev, live_ids);
     c.walk(upper.get(), host.get(), "", false, 0);
     std::sort(c.changes.begin(), c.changes.end(), [](const Change& a, const Change& b) { return a.path < b.path; });
+    mark_renames(c.changes);
     return c.changes;
 }
 

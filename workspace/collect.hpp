@@ -19,7 +19,8 @@
 
 namespace corral::workspace {
 
-// The changes, sorted by path. The host side is walked by fd without
+// The changes, sorted by path, the renames that can be told marked
+// (mark_renames). The host side is walked by fd without
 // following any link and without crossing a mount. Must run as root (the
 // layer's trusted.* xattrs and files of any mode). Throws SysError naming the
 // call and path.

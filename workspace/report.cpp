@@ -134,6 +134,8 @@ std::string change_stat_line(const Change& c) {
         for (std::size_t i = 0; i < flags.size(); ++i) line += (i ? ", " : "") + flags[i];
         line += "]";
     }
+    if (!c.renamed_from.empty()) line += "  (renamed from " + c.renamed_from + ")";
+    if (!c.renamed_to.empty()) line += "  (renamed to " + c.renamed_to + ")";
     return line + "\n";
 }
 
@@ -151,6 +153,9 @@ std::string change_text(const Change& c, const ReportSides& sides) {
     const bool file_bytes = c.content || (c.kind == ChangeKind::added && c.after->type == NodeType::regular) ||
                             (c.kind == ChangeKind::deleted && c.before->type == NodeType::regular);
     if (!file_bytes) return out;
+    // A rename's content is the same on both sides: said once, not shown as all removed and all added.
+    if (!c.renamed_from.empty() || !c.renamed_to.empty())
+        return out + "    same content: " + side_words(c.kind == ChangeKind::added ? c.after : c.before) + "\n";
     if (auto text = unified_diff(c, sides)) return out + *text;
     return out + "    binary: " + side_words(c.before) + " -> " + side_words(c.after) + "\n";
 }
@@ -169,6 +174,8 @@ nlohmann::json change_json(const Change& c, const ReportSides& sides, bool with_
     };
     nlohmann::json j = {{"path", c.path}, {"kind", to_string(c.kind)}, {"flags", flag_words(c)},
                         {"before", side(c.before)}, {"after", side(c.after)}};
+    if (!c.renamed_from.empty()) j["renamed_from"] = c.renamed_from;
+    if (!c.renamed_to.empty()) j["renamed_to"] = c.renamed_to;
     if (with_diff) {
         auto text = unified_diff(c, sides);
         j["diff"] = text ? nlohmann::json(*text) : nlohmann::json(nullptr);

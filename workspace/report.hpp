@@ -30,9 +30,10 @@ struct ReportSides {
     std::string workspace_dir;   // the host's DIR
 };
 
-// One change as text: its line ("M  src/a.c  [exec-bit]"), then for a
-// regular file a unified diff (text) or sizes and digests (binary, or over
-// 1 MiB), and the old and new link text of a symlink.
+// One change as text: its line ("M  src/a.c  [exec-bit]", a rename's
+// "  (renamed from|to PATH)" after it), then for a regular file a unified
+// diff (text) or sizes and digests (binary, or over 1 MiB; a rename's
+// "same content"), and the old and new link text of a symlink.
 std::string change_text(const Change& c, const ReportSides& sides);
 // The --stat line of one change.
 std::string change_stat_line(const Change& c);

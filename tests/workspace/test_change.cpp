@@ -5,6 +5,7 @@
 
 #include "workspace/apply.hpp"
 #include "workspace/change.hpp"
+#include "workspace/renames.hpp"
 #include "workspace/report.hpp"
 
 namespace corral::workspace {
@@ -156,4 +157,73 @@ TEST_CASE("--only takes the paths named, what is below them, and the new directo
 }
 
 }  // namespace
+}  // namespace corral::workspace
+
+namespace corral::workspace {
+namespace {
+
+Node dir_node() {
+    Node n = file("", 0755, 0);
+    n.type = NodeType::directory;
+    return n;
+}
+
+// The changes, sorted by path as collect_changes gives them, renames marked.
+std::vector<Change> marked(std::vector<Change> changes) {
+    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.path < b.path; });
+    mark_renames(changes);
+    return changes;
+}
+
+Change gone(const std::string& path, const Node& n) { return *classify(path, n, std::nullopt, kFence); }
+Change made(const std::string& path, const Node& n) { return *classify(path, std::nullopt, n, kFence); }
+
+const Change& at(const std::vector<Change>& changes, const std::string& path) {
+    for (const auto& c : changes)
+        if (c.path == path) return c;
+    throw std::runtime_error("no change " + path);
+}
+
+}  // namespace
+
+TEST_CASE("renames: a deleted and an added file of one content pair up, one to one, the same base name first") {
+    auto changes = marked({gone("a/x.txt", file("11", 0644, 10)), gone("b/y.txt", file("11", 0644, 10)),
+                           made("c/y.txt", file("11", 0644, 10)), made("c/z.txt", file("11", 0644, 10)),
+                           made("c/w.txt", file("11", 0644, 10)), gone("e.txt", file("", 0644, 0)),
+                           made("f.txt", file("", 0644, 0)), gone("g.txt", file("22", 0644, 3)),
+                           made("h.txt", file("23", 0644, 3))});
+    // Path order: c/w.txt takes a/x.txt, c/y.txt the one of its own base name; c/z.txt none left.
+    CHECK(at(changes, "c/y.txt").renamed_from == "b/y.txt");
+    CHECK(at(changes, "b/y.txt").renamed_to == "c/y.txt");
+    CHECK(at(changes, "c/w.txt").renamed_from == "a/x.txt");
+    CHECK(at(changes, "c/z.txt").renamed_from.empty());
+    // Empty files are all alike (not a rename); another content is not one.
+    CHECK(at(changes, "f.txt").renamed_from.empty());
+    CHECK(at(changes, "h.txt").renamed_from.empty());
+    CHECK(at(changes, "g.txt").renamed_to.empty());
+    // Words only: still a deletion and an addition, and the digest is the one without the words.
+    CHECK(at(changes, "b/y.txt").kind == ChangeKind::deleted);
+    auto plain = changes;
+    for (auto& c : plain) c.renamed_from.clear(), c.renamed_to.clear();
+    CHECK(diff_digest(plain) == diff_digest(changes));
+    CHECK(change_stat_line(at(changes, "c/y.txt")) == "A  c/y.txt  (renamed from b/y.txt)\n");
+}
+
+TEST_CASE("renames: a directory whose entries all moved, and nothing else, is a rename; one with more is not") {
+    auto changes = marked({gone("ren", dir_node()), gone("ren/x.txt", file("11", 0644, 6)),
+                           gone("ren/sub", dir_node()), gone("ren/sub/y", file("22", 0755, 2)),
+                           made("ren2", dir_node()), made("ren2/x.txt", file("11", 0644, 6)),
+                           made("ren2/sub", dir_node()), made("ren2/sub/y", file("22", 0755, 2)),
+                           gone("old", dir_node()), gone("old/a", file("33", 0644, 1)),
+                           made("new", dir_node()), made("new/a", file("33", 0644, 1)), made("new/b", file("44", 0644, 1))});
+    CHECK(at(changes, "ren").renamed_to == "ren2");
+    CHECK(at(changes, "ren2").renamed_from == "ren");
+    CHECK(at(changes, "ren/sub").renamed_to == "ren2/sub");
+    CHECK(at(changes, "ren2/sub/y").renamed_from == "ren/sub/y");
+    // new/ holds one more entry: not old/ renamed, though its file still is.
+    CHECK(at(changes, "old").renamed_to.empty());
+    CHECK(at(changes, "new").renamed_from.empty());
+    CHECK(at(changes, "new/a").renamed_from == "old/a");
+}
+
 }  // namespace corral::workspace

@@ -58,10 +58,12 @@ TEST_CASE("a reviewed run leaves DIR untouched; diff lists every change; apply e
     const Result stat = corral_cmd({"diff", "--stat", run.run_dir});
     INFO(stat.out << stat.err);
     REQUIRE(stat.exit_code == 0);
-    for (const char* line : {"M  a.txt  [content]", "A  new.txt", "D  del.txt", "D  b.txt", "A  b2.txt",
-                             "M  mode.sh  [mode, exec-bit]", "A  link", "A  .git/hooks/x  [exec-bit, git-internal]",
-                             "A  ignored.log  [ignored]", "D  d/old.txt", "A  d/new", "D  ren", "D  ren/x.txt",
-                             "A  ren2", "A  ren2/x.txt", "M  bin.dat  [content]"}) {
+    for (const char* line : {"M  a.txt  [content]", "A  new.txt", "D  del.txt", "D  b.txt  (renamed to b2.txt)",
+                             "A  b2.txt  (renamed from b.txt)", "M  mode.sh  [mode, exec-bit]", "A  link",
+                             "A  .git/hooks/x  [exec-bit, git-internal]", "A  ignored.log  [ignored]", "D  d/old.txt",
+                             "A  d/new", "D  ren  (renamed to ren2)", "D  ren/x.txt  (renamed to ren2/x.txt)",
+                             "A  ren2  (renamed from ren)", "A  ren2/x.txt  (renamed from ren/x.txt)",
+                             "M  bin.dat  [content]"}) {
         INFO(line);
         CHECK(has_line(stat.out, line));
     }
