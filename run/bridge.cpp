@@ -226,6 +226,11 @@ asio::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> keep, tcp::acce
             continue;
         }
         said_full = false;
+        // Without it, a streamed answer relayed in small writes (SSE events,
+        // a daemon's relay) waits on the box's delayed ACK: 40 ms a request
+        // on keep-alive (tools/bench/scale.sh, docs/benchmarks.md).
+        boost::system::error_code ignored;
+        s.set_option(tcp::no_delay(true), ignored);
         open->fetch_add(1);
         asio::co_spawn(acceptor.get_executor(), counted(handler(std::move(s)), open), asio::detached);
     }
