@@ -101,4 +101,10 @@ void check_model_totals(const nlohmann::json& model, const std::vector<nlohmann:
     CHECK(model.value("budget_refusals", 1ull) == 0);
 }
 
+void post_script(const World& w, const nlohmann::json& script) {
+    auto r = test::run({"curl", "-sS", "--max-time", "10", "-X", "POST", "--data-binary", script.dump(),
+                        "http://127.0.0.1:" + std::to_string(w.control_port) + "/script"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+}
+
 }  // namespace corral::test::agents

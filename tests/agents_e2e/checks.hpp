@@ -34,6 +34,9 @@ void check_stayed_on_loopback();
 // codex's default transport, the Responses WebSocket, relayed (101).
 bool relayed_websocket(const std::vector<nlohmann::json>& lines);
 
+// Sets the model stand-in's scripted tool calls (standin.js POST /script).
+void post_script(const World& w, const nlohmann::json& script);
+
 // run.json's gateway.model equals the usage the stand-in reported, summed.
 void check_model_totals(const nlohmann::json& model, const std::vector<nlohmann::json>& seen);
 

@@ -37,6 +37,8 @@
 //                the next call as a tool_use (Messages) or function_call (Responses) item, for the
 //                offered tool named NAME or ending in "__NAME" (text TOOL-NOT-OFFERED NAME when none
 //                is); each later call only once the request carries the previous one's result;
+//                a call with "builtin": true names a CLI's own tool exactly (pi's write, bash) and
+//                goes to any request that offers it;
 //                after the last, "DONE". /stats entries then carry `tools` (the tool names the
 //                request offered) and `tool_results` (the result texts it carried back).
 'use strict';
@@ -77,10 +79,13 @@ function resultText(content) {
 // or {name, arguments}. `offered` are the request's tool names, `afterResult`
 // whether its last item is a tool's result.
 function scriptedCall(offered, afterResult) {
-  if (scriptCursor >= script.length || !offered.some((n) => n.includes('__'))) return null;
-  if (scriptCursor > 0 && !afterResult) return null;  // a side request mid-conversation
+  if (scriptCursor >= script.length) return null;
   const want = script[scriptCursor];
-  const name = offered.find((n) => n === want.tool || n.endsWith('__' + want.tool));
+  // An MCP tool waits for a request that offers MCP tools; a CLI's own tool
+  // ("builtin": true, its exact name: pi's write, bash) for any request.
+  if (!want.builtin && !offered.some((n) => n.includes('__'))) return null;
+  if (scriptCursor > 0 && !afterResult) return null;  // a side request mid-conversation
+  const name = offered.find((n) => n === want.tool || (!want.builtin && n.endsWith('__' + want.tool)));
   if (!name) return { missing: want.tool };
   ++scriptCursor;
   return { name, arguments: want.arguments || {} };

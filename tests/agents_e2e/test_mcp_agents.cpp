@@ -79,12 +79,6 @@ std::string write_mcp_org(const World& w, const WorkerSpec& spec, const std::str
     return org;
 }
 
-void post_script(const World& w, const json& script) {
-    auto r = test::run({"curl", "-sS", "--max-time", "10", "-X", "POST", "--data-binary", script.dump(),
-                        "http://127.0.0.1:" + std::to_string(w.control_port) + "/script"});
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-}
-
 void script_tool_calls(const World& w, Transport t) {
     const json first = t == Transport::http ? json{{"tool", "echo_header"}, {"arguments", {{"name", "authorization"}}}}
                                             : json{{"tool", "echo_env"}, {"arguments", {{"name", "CORRAL_MCP_TEST_SECRET"}}}};
