@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
+#include <atomic>
 #include <stdexcept>
 #include <variant>
 
@@ -26,6 +27,8 @@ std::string lower_hex(const unsigned char* p, unsigned n) {
 // sodium_init is idempotent and thread-safe; it fails only without a
 // source of randomness, which hashing does not need, but its CPU feature
 // detection picks the fast code paths.
+std::atomic<bool> prefer_openssl{false};
+
 void start_sodium() {
     if (sodium_init() < 0) throw std::runtime_error("SHA-256 unavailable (libsodium's sodium_init failed)");
 }
@@ -44,8 +47,10 @@ struct Sha256::State {
     std::variant<crypto_hash_sha256_state, sha256_detail::EvpCtx> impl;
 };
 
+void sha256_prefer_openssl() { prefer_openssl.store(true, std::memory_order_relaxed); }
+
 Sha256::Sha256(std::uint64_t expected_bytes) : state_(std::make_unique<State>()) {
-    if (expected_bytes <= kSmallHashBytes) {
+    if (expected_bytes <= kSmallHashBytes && !prefer_openssl.load(std::memory_order_relaxed)) {
         start_sodium();
         auto& s = state_->impl.emplace<crypto_hash_sha256_state>();
         crypto_hash_sha256_init(&s);

@@ -7,7 +7,9 @@
 // caller: libsodium for small inputs (no library-wide start-up; OpenSSL's
 // first use costs a run ~2 ms of configuration and provider loading), OpenSSL
 // for bulk (its SHA-NI/AVX2 code is ~4x faster: 34 against 150 ms for 64 MiB
-// here). The digest is the same either way.
+// here), and for everything in a process that has started OpenSSL anyway
+// (sha256_prefer_openssl: the gateway, whose start-up cost is paid). The
+// digest is the same either way.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +23,12 @@ namespace corral {
 
 // Up to this many bytes are hashed with libsodium (docs/benchmarks.md).
 inline constexpr std::uint64_t kSmallHashBytes = 1 << 20;
+
+// From now on every digest of this process goes through OpenSSL: called by a
+// process that has started OpenSSL for its own work (the gateway's TLS), where
+// libsodium's portable code would only be slower (a tools/list answer's digest
+// was 12 % of corral's CPU for it; docs/benchmarks.md). Thread-safe.
+void sha256_prefer_openssl();
 
 // The 64 lowercase hex digits of SHA-256(data).
 std::string sha256_hex(std::string_view data);

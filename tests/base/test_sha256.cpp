@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "base/sha256.hpp"
 
@@ -44,4 +45,20 @@ TEST_CASE("small and bulk inputs give the same digests whichever library compute
         unhinted.update(data.data(), data.size());
         CHECK(hinted.finish_hex() == unhinted.finish_hex());
     }
+}
+
+TEST_CASE("after sha256_prefer_openssl, small inputs give the same digests (computed by OpenSSL)") {
+    // Computed before the switch (libsodium for these sizes), then after it.
+    std::vector<std::string> inputs = {"", "abc", std::string(200, 'y'), std::string(22000, 'z')};
+    std::vector<std::string> before;
+    for (const auto& in : inputs) before.push_back(sha256_hex(in));
+    corral::sha256_prefer_openssl();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        CHECK(sha256_hex(inputs[i]) == before[i]);
+        Sha256 pieces(inputs[i].size());
+        pieces.update(inputs[i].data(), inputs[i].size() / 2);
+        pieces.update(inputs[i].data() + inputs[i].size() / 2, inputs[i].size() - inputs[i].size() / 2);
+        CHECK(pieces.finish_hex() == before[i]);
+    }
+    CHECK(before[1] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
