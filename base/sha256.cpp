@@ -24,11 +24,12 @@ std::string lower_hex(const unsigned char* p, unsigned n) {
     return out;
 }
 
+// Set by sha256_prefer_openssl: every digest goes through OpenSSL from then on.
+std::atomic<bool> prefer_openssl{false};
+
 // sodium_init is idempotent and thread-safe; it fails only without a
 // source of randomness, which hashing does not need, but its CPU feature
 // detection picks the fast code paths.
-std::atomic<bool> prefer_openssl{false};
-
 void start_sodium() {
     if (sodium_init() < 0) throw std::runtime_error("SHA-256 unavailable (libsodium's sodium_init failed)");
 }

@@ -121,9 +121,7 @@ struct CaptureService::Stub {
 CaptureEndpoint embedded_capture(gateway::Gateway& gw) {
     CaptureEndpoint e;
     e.granted_ports = [g = &gw](const gateway::Identity& id, const names::HostName& h) {
-        const auto always = g->config().gateway.ask_unlisted ? g->approvals().always_ports(id.str(), h.text())
-                                                             : std::vector<std::uint16_t>{};
-        return gateway::capture_ports(g->config(), id, h, always);
+        return gateway::capture_ports(g->config(), id, h, g->approvals().always_ports(id.str(), h.text()));
     };
     e.serve = [g = &gw](tcp::socket s, gateway::Identity id, std::optional<names::Authority> target) {
         return g->serve_captured(std::move(s), std::move(id), std::move(target));
