@@ -3,6 +3,7 @@
 #include "base/strict_json.hpp"
 
 #include "base/parse.hpp"
+#include "base/strict_json_fast.hpp"
 
 #include <string>
 #include <unordered_set>
@@ -187,13 +188,38 @@ std::string json_quoted(std::string_view s, std::size_t max) {
     return out;
 }
 
+namespace {
+
+std::optional<JsonProblem> oversize(std::string_view text, const StrictJsonLimits& limits) {
+    if (text.size() <= limits.max_bytes) return std::nullopt;
+    return JsonProblem{JsonProblemKind::oversize, "",
+                       std::to_string(text.size()) + " bytes; at most " + std::to_string(limits.max_bytes)};
+}
+
+}  // namespace
+
 StrictJson parse_strict_json(std::string_view text, const StrictJsonLimits& limits) {
     StrictJson out;
-    if (text.size() > limits.max_bytes) {
-        out.problem = JsonProblem{JsonProblemKind::oversize, "",
-                                  std::to_string(text.size()) + " bytes; at most " + std::to_string(limits.max_bytes)};
+    if ((out.problem = oversize(text, limits))) return out;
+    if (read_strict_json_fast(text, limits.max_depth, nullptr, out.value)) return out;
+    return parse_strict_json_reference(text, limits);
+}
+
+StrictJson parse_strict_json_outline(std::string_view text, std::string_view array_pointer, std::string_view keep,
+                                     const StrictJsonLimits& limits) {
+    StrictJson out;
+    if ((out.problem = oversize(text, limits))) return out;
+    const FastOutline outline{array_pointer, keep};
+    if (read_strict_json_fast(text, limits.max_depth, &outline, out.value)) {
+        out.outlined = true;
         return out;
     }
+    return parse_strict_json_reference(text, limits);
+}
+
+StrictJson parse_strict_json_reference(std::string_view text, const StrictJsonLimits& limits) {
+    StrictJson out;
+    if ((out.problem = oversize(text, limits))) return out;
     StrictBuilder b(limits.max_depth);
     bool ok = false;
     try {

@@ -33,10 +33,28 @@ struct JsonProblem {
 struct StrictJson {
     nlohmann::json value;
     std::optional<JsonProblem> problem;
+    bool outlined = false;  // parse_strict_json_outline: the outline was applied
     bool ok() const { return !problem; }
 };
 
+// Read by simdjson and copied into nlohmann's tree; a document that reader
+// does not vouch for is read again by the reference reader, whose value or
+// refusal is the answer (strict_json_fast.cpp).
 StrictJson parse_strict_json(std::string_view text, const StrictJsonLimits& limits = {});
+
+// The same reading, the whole document checked, but each object element of
+// the array at `array_pointer` (a JSON pointer of object members only:
+// "/result/tools") built with its member `keep` alone: for a caller that
+// takes those elements' text from the document and needs one member of
+// each. `outlined` is false when the reference reader had to read the
+// document: then the value is whole.
+StrictJson parse_strict_json_outline(std::string_view text, std::string_view array_pointer, std::string_view keep,
+                                     const StrictJsonLimits& limits = {});
+
+// nlohmann's SAX parse with a builder that refuses the second key of a pair
+// as it arrives, naming it and its JSON pointer: every refusal's words come
+// from here. Exposed so that tests can read documents both ways.
+StrictJson parse_strict_json_reference(std::string_view text, const StrictJsonLimits& limits = {});
 
 // `s` as a JSON string, ASCII only (every control and non-ASCII character
 // escaped, invalid UTF-8 replaced), cut to `max` bytes of `s` with "...":

@@ -8,7 +8,8 @@
 //    request with a valid tool name and object arguments;
 //  - strict JSON agrees with nlohmann's parser on every document both
 //    accept, and refuses a document nlohmann accepts only for a duplicate
-//    key, depth or size;
+//    key, depth or size; its fast reader agrees with its reference reader,
+//    and an outlined read accepts the same documents;
 //  - the matcher never throws; a path allowed under /workspace normalises to
 //    /workspace or below with no "." or ".." segment, and normalising is idempotent;
 //  - a call the policy allows is allowed by the allow rule alone (deny only
@@ -21,7 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strict_json.hpp"
 #include "mcp/message.hpp"
+#include "mcp/strict_json.hpp"
 #include "mcp/policy.hpp"
 
 using namespace corral::mcp;
@@ -80,6 +83,11 @@ void check_strict(std::string_view body) {
     const auto strict = parse_mcp_json(body);
     const json plain = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (strict.ok() && (plain.is_discarded() || plain != strict.value)) std::abort();
+    // The fast reader (simdjson) only ever says yes to what the reference
+    // reader accepts, with the same value; an outlined read accepts the same.
+    const auto reference = corral::parse_strict_json_reference(body);
+    if (reference.ok() != strict.ok() || (reference.ok() && reference.value != strict.value)) std::abort();
+    if (parse_tools_list_outline(body).ok() != strict.ok()) std::abort();
     if (!strict.ok()) {
         check_denial(*strict.error);
         const Reason r = strict.error->reason;

@@ -30,6 +30,11 @@ struct AnswerMessage {
     // A filtered tools/list answer whose visible tools go to the box as the
     // server wrote them (their spans in the text), not dumped from the tree.
     std::optional<std::vector<mcp::ToolSpan>> tools_as_sent;
+    // Read with result.tools' objects holding their names only
+    // (mcp::parse_tools_list_outline), the tools' spans in `spans`: only a
+    // tools/list answer is governed so, any other is read whole again.
+    bool outlined = false;
+    std::vector<mcp::ToolSpan> spans;
 
     std::string_view source(std::string_view body) const { return whole_body ? body : std::string_view(text); }
 };
@@ -83,10 +88,29 @@ void read_events(std::string_view body, std::vector<std::pair<AnswerMessage, std
     }
 }
 
-// The answer's messages, each read the strict way. "" or what is wrong.
-std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::vector<AnswerMessage>& out, bool& sse) {
+// How an answer's messages are read: the whole answer at most `cap` bytes.
+mcp::JsonLimits answer_limits(std::uint64_t cap) {
     mcp::JsonLimits limits;
     limits.max_bytes = cap;
+    return limits;
+}
+
+// The spans of a message's tools when it can be outlined: it reads as a
+// tools/list answer and each tool may go to the box as the server wrote it.
+std::optional<std::vector<mcp::ToolSpan>> outlinable_spans(std::string_view text) {
+    auto spans = mcp::tool_spans(text);
+    if (!spans || spans->empty()) return std::nullopt;
+    for (const auto& s : *spans)
+        if (!mcp::reads_as_dumped(text.substr(s.begin, s.end - s.begin))) return std::nullopt;
+    return spans;
+}
+
+// The answer's messages, each read the strict way. "" or what is wrong.
+// `lists`: the box asked for tools/list, so a message that reads as its
+// answer is outlined.
+std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, bool lists, std::vector<AnswerMessage>& out,
+                         bool& sse) {
+    const mcp::JsonLimits limits = answer_limits(cap);
     std::vector<std::pair<AnswerMessage, std::string>> texts;
     sse = media_type_is(in.content_type, "text/event-stream");
     if (sse) read_events(in.body, texts);
@@ -96,8 +120,11 @@ std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::ve
     // Each message keeps where its text is: a tools/list answer's tools can
     // then go to the box as the server wrote them (govern_tools_list).
     auto take = [&](AnswerMessage m, std::string* text) -> std::string {
-        auto parsed = mcp::parse_mcp_json(text ? std::string_view(*text) : std::string_view(in.body), limits);
+        const std::string_view source = text ? std::string_view(*text) : std::string_view(in.body);
+        auto spans = lists ? outlinable_spans(source) : std::nullopt;
+        auto parsed = spans ? mcp::parse_tools_list_outline(source, limits) : mcp::parse_mcp_json(source, limits);
         if (!parsed.ok()) return "not JSON-RPC: " + mcp::denial_sentence(*parsed.error);
+        if (parsed.outlined) m.outlined = true, m.spans = std::move(*spans);
         if (!sse && parsed.value.is_array()) {
             for (auto& item : parsed.value) out.push_back({std::move(item), "", ""});
             return "";
@@ -127,8 +154,7 @@ std::string parse_answer(const McpUpstreamAnswer& in, std::uint64_t cap, std::ve
 // that read one would take an ungoverned tools/list (fuzz/mcp_answer.cpp
 // found a 404 listing a tool no rule allows).
 bool carries_result(const McpUpstreamAnswer& in, std::uint64_t cap) {
-    mcp::JsonLimits limits;
-    limits.max_bytes = cap;
+    const mcp::JsonLimits limits = answer_limits(cap);
     std::vector<std::pair<AnswerMessage, std::string>> texts;
     if (media_type_is(in.content_type, "text/event-stream")) read_events(in.body, texts);
     else texts.emplace_back(AnswerMessage{}, in.body);
@@ -178,11 +204,12 @@ void govern_tools_list(AnswerMessage& m, std::string_view body, const McpAnswerC
     if (!message.contains("result")) return;
     const std::string_view text = m.source(body);
     std::optional<std::vector<mcp::ToolSpan>> spans;
-    if (!text.empty()) spans = mcp::tool_spans(text);
+    if (m.outlined) spans = std::move(m.spans);
+    else if (!text.empty()) spans = mcp::tool_spans(text);
     static const std::vector<mcp::ToolSpan> none;
     auto filtered = tools.with_pins([&](mcp::PinBook& pins) {
         return mcp::filter_tools_list(std::move(message["result"]), ctx.server, tools.policy(), pins, text,
-                                      spans ? *spans : none);
+                                      spans ? *spans : none, m.outlined);
     });
     if (!filtered.ok()) {
         a.withheld = filtered.refusal->detail;
@@ -376,7 +403,9 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
     }
     std::vector<AnswerMessage> messages;
     bool sse = false;
-    if (auto why = parse_answer(in, ctx.cap, messages, sse); !why.empty()) {
+    const bool lists = std::any_of(ctx.requests.begin(), ctx.requests.end(),
+                                   [](const mcp::Message& r) { return r.kind == mcp::Kind::request && r.method == "tools/list"; });
+    if (auto why = parse_answer(in, ctx.cap, lists, messages, sse); !why.empty()) {
         withhold(a, ctx, why);
         return a;
     }
@@ -395,7 +424,13 @@ McpAnswer govern_answer(McpUpstreamAnswer in, const McpAnswerContext& ctx, McpTo
                                  " answers no request of this message (or one already answered)");
             return a;
         }
-        if (req && req->method == "tools/list") govern_tools_list(m, in.body, ctx, tools, a);
+        const bool list = req && req->method == "tools/list";
+        if (m.outlined && !list) {
+            // Checked already; read whole, as any answer but a list's is.
+            m.value = mcp::parse_mcp_json(m.source(in.body), answer_limits(ctx.cap)).value;
+            m.outlined = false;
+        }
+        if (list) govern_tools_list(m, in.body, ctx, tools, a);
         kept.push_back(std::move(m));
     }
     frame_answer(kept, in.body, sse, ctx, a);

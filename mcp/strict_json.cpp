@@ -17,8 +17,9 @@ Reason reason_of(JsonProblemKind k) {
 
 }  // namespace
 
-JsonResult parse_mcp_json(std::string_view text, const JsonLimits& limits) {
-    StrictJson parsed = corral::parse_strict_json(text, limits);
+namespace {
+
+JsonResult as_mcp(StrictJson parsed) {
     JsonResult out;
     if (!parsed.ok()) {
         const JsonProblem& p = *parsed.problem;
@@ -26,7 +27,18 @@ JsonResult parse_mcp_json(std::string_view text, const JsonLimits& limits) {
         return out;
     }
     out.value = std::move(parsed.value);
+    out.outlined = parsed.outlined;
     return out;
+}
+
+}  // namespace
+
+JsonResult parse_mcp_json(std::string_view text, const JsonLimits& limits) {
+    return as_mcp(corral::parse_strict_json(text, limits));
+}
+
+JsonResult parse_tools_list_outline(std::string_view text, const JsonLimits& limits) {
+    return as_mcp(corral::parse_strict_json_outline(text, "/result/tools", "name", limits));
 }
 
 }  // namespace corral::mcp

@@ -37,6 +37,11 @@ Sight PinBook::see(const std::string& server, const std::string& tool, const std
     return Sight::quarantined;
 }
 
+bool PinBook::knows_text(const std::string& server, const std::string& tool, std::string_view text) const {
+    auto it = entries_.find({server, tool});
+    return it != entries_.end() && !it->second.seen.empty() && !text.empty() && it->second.seen_text == text;
+}
+
 Sight PinBook::see_tool(const std::string& server, const std::string& tool, const json& value, std::string& digest,
                         std::string_view text) {
     auto it = entries_.find({server, tool});

@@ -49,6 +49,9 @@ public:
     // (docs/benchmarks.md, session 35).
     Sight see_tool(const std::string& server, const std::string& tool, const nlohmann::json& value,
                    std::string& digest, std::string_view text = {});
+    // Whether see_tool with `text` would find it equal to the last sight's
+    // bytes, and so need no tree (an outlined tools/list: tools_list.hpp).
+    bool knows_text(const std::string& server, const std::string& tool, std::string_view text) const;
     // The operator accepts `digest` (corral mcp trust): it becomes trusted.
     void accept(const std::string& server, const std::string& tool, const std::string& digest);
     bool quarantined(const std::string& server, const std::string& tool) const;

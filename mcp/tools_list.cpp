@@ -4,6 +4,7 @@
 #include <set>
 
 #include "mcp/message.hpp"
+#include "mcp/strict_json.hpp"
 
 namespace corral::mcp {
 
@@ -18,13 +19,17 @@ Denial malformed(const std::string& server, std::string detail) {
 }  // namespace
 
 ListFilter filter_tools_list(json result, const std::string& server, const Policy& policy, PinBook& pins,
-                             std::string_view text, const std::vector<ToolSpan>& spans) {
+                             std::string_view text, const std::vector<ToolSpan>& spans, bool outlined) {
     ListFilter out;
     if (!result.is_object() || !result.contains("tools") || !result["tools"].is_array()) {
         out.refusal = malformed(server, "the result has no \"tools\" array");
         return out;
     }
     const bool with_spans = !spans.empty() && spans.size() == result["tools"].size();
+    if (outlined && !with_spans) {
+        out.refusal = malformed(server, "an outlined list without its tools' text");
+        return out;
+    }
     std::set<std::string> names;
     json visible = json::array();
     std::size_t index = 0;
@@ -43,7 +48,18 @@ ListFilter filter_tools_list(json result, const std::string& server, const Polic
         std::string digest;
         const std::string_view bytes =
             with_spans ? text.substr(spans[i].begin, spans[i].end - spans[i].begin) : std::string_view{};
-        const Sight s = pins.see_tool(server, name, t, digest, bytes);
+        // An outlined tool is only its name: the digest needs it whole,
+        // unless its bytes are the ones the PinBook saw last.
+        json whole;
+        if (outlined && !pins.knows_text(server, name, bytes)) {
+            auto read = parse_mcp_json(bytes);
+            if (!read.ok()) {
+                out.refusal = malformed(server, "tool " + name + ": " + denial_sentence(*read.error));
+                return out;
+            }
+            whole = std::move(read.value);
+        }
+        const Sight s = pins.see_tool(server, name, whole.is_null() ? t : whole, digest, bytes);
         if (s == Sight::first_seen) out.first_seen.emplace_back(name, digest);
         if (s == Sight::quarantined) {
             out.quarantined.push_back(name), out.quarantined_digests.push_back(digest);

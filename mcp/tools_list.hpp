@@ -38,8 +38,12 @@ struct ListFilter {
 // `result` is taken by value: move it in to avoid a copy of every tool.
 // With `text` and `spans` (tool_spans of the message's text, one per tool of
 // result.tools), the PinBook compares each tool's bytes, not its tree.
+// `outlined`: result.tools' objects hold their "name" only (the message was
+// read with parse_tools_list_outline); a tool whose bytes the PinBook has
+// not seen is then read whole from its span for its digest.
 ListFilter filter_tools_list(nlohmann::json result, const std::string& server, const Policy& policy,
-                             PinBook& pins, std::string_view text = {}, const std::vector<ToolSpan>& spans = {});
+                             PinBook& pins, std::string_view text = {}, const std::vector<ToolSpan>& spans = {},
+                             bool outlined = false);
 
 // The spans of result.tools' elements in `message`, the text of one JSON-RPC
 // message already read the strict way (so each key is there once), in

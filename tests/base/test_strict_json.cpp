@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "base/parse.hpp"
@@ -57,4 +58,74 @@ TEST_CASE("strict json: a large object is checked like a small one, and the docu
     // Scalars at the top, and containers closed in any order of nesting.
     CHECK(parse_strict_json("7").value == 7);
     CHECK(parse_strict_json(R"([[],[[]],{"k":{}}])").value == nlohmann::json::parse(R"([[],[[]],{"k":{}}])"));
+}
+
+namespace {
+
+// Both readers of base/strict_json: the one answer, and the reference's.
+void check_both_agree(const std::string& text) {
+    CAPTURE(text);
+    const auto fast_first = parse_strict_json(text);
+    const auto reference = corral::parse_strict_json_reference(text);
+    REQUIRE(fast_first.ok() == reference.ok());
+    if (reference.ok()) CHECK(fast_first.value == reference.value);
+    else CHECK(fast_first.problem->detail == reference.problem->detail);
+}
+
+}  // namespace
+
+TEST_CASE("strict json: the fast reader and the reference reader give the same answers on tricky documents") {
+    std::string many_keys = "{";
+    for (int i = 0; i < 40; ++i) many_keys += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+    const std::string many_twins = many_keys + "\"K39\":1}";
+    many_keys += "\"last\":true}";
+    std::string deep = "1", too_deep = "1";
+    for (int i = 0; i < 64; ++i) deep = "[" + deep + "]";
+    for (int i = 0; i < 65; ++i) too_deep = "[" + too_deep + "]";
+    const std::string cases[] = {
+        R"({"a":1,"b":[true,false,null],"c":{"d":"e"}})", R"({"a":1,"a":2})", R"({"a":{"x":1,"X":2}})",
+        many_keys, many_twins, deep, too_deep,
+        "\xEF\xBB\xBF{}",                                      // a byte order mark: only the reference reads it
+        "-0", "0", "-1", "9223372036854775807", "9223372036854775808", "18446744073709551615",
+        "18446744073709551616", "-9223372036854775809", "1.5", "1e2", "-1.0e-400", "1e400",
+        R"("\u00e9\ud83d\ude00")", R"("\ud800")", R"("\udc00")", R"("\u0000")", "\"a\x01\"", "\"\xED\xA0\x80\"",
+        "\"\xC3\"", "[1,]", "{\"a\":1,}", "01", "1 2", " {} ", "", "nul", "[\"\\/\"]", R"({"":1,"":2})",
+    };
+    for (const auto& text : cases) check_both_agree(text);
+    // A non-negative integer is unsigned, a negative one signed, as nlohmann reads them.
+    CHECK(parse_strict_json("5").value.is_number_unsigned());
+    CHECK(parse_strict_json("-5").value.is_number_integer());
+    CHECK(parse_strict_json("18446744073709551615").value.get<std::uint64_t>() == 18446744073709551615ull);
+}
+
+TEST_CASE("strict json: an outline keeps one member of each element of one array, and still checks the rest") {
+    const std::string list =
+        R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":"d","inputSchema":{"type":"object"}},)"
+        R"("not an object",{"description":"no name"}],"nextCursor":"c"}})";
+    auto r = corral::parse_strict_json_outline(list, "/result/tools", "name");
+    REQUIRE(r.ok());
+    CHECK(r.outlined);
+    CHECK(r.value["result"]["tools"] == nlohmann::json::parse(R"([{"name":"a"},"not an object",{}])"));
+    CHECK(r.value["result"]["nextCursor"] == "c");
+    CHECK(r.value["id"] == 1);
+    // What is left out of the tree is still read the strict way.
+    auto twin = corral::parse_strict_json_outline(
+        R"({"result":{"tools":[{"name":"a","inputSchema":{"type":"object","Type":"x"}}]}})", "/result/tools", "name");
+    REQUIRE(!twin.ok());
+    CHECK(twin.problem->kind == JsonProblemKind::case_variant_key);
+    CHECK(twin.problem->detail.find("/result/tools/0/inputSchema/Type") != std::string::npos);
+    std::string nested = "1";
+    for (int i = 0; i < 62; ++i) nested = "[" + nested + "]";
+    auto deep = corral::parse_strict_json_outline(R"({"result":{"tools":[{"name":"a","x":)" + nested + "}]}}",
+                                                  "/result/tools", "name");
+    REQUIRE(!deep.ok());
+    CHECK(deep.problem->kind == JsonProblemKind::too_deep);
+    // Another array of the same name elsewhere is whole; a document only the
+    // reference reads comes back whole, and says so.
+    auto other = corral::parse_strict_json_outline(R"({"tools":[{"name":"a","b":1}]})", "/result/tools", "name");
+    CHECK(other.value["tools"][0]["b"] == 1);
+    auto bom = corral::parse_strict_json_outline("\xEF\xBB\xBF" + list, "/result/tools", "name");
+    REQUIRE(bom.ok());
+    CHECK(!bom.outlined);
+    CHECK(bom.value["result"]["tools"][0]["description"] == "d");
 }

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "mcp/strict_json.hpp"
 #include "mcp/tools_list.hpp"
 
 using namespace corral::mcp;
@@ -122,4 +123,34 @@ TEST_CASE("tools_list with spans: pins compare bytes; the visible tools' spans c
     const std::string text2 = R"({"result":{"tools":[)" + r2 + "]}}";
     f = filter_tools_list(json::parse(text2)["result"], "fs", policy(), pins, text2, *tool_spans(text2));
     CHECK(f.quarantined == std::vector<std::string>{"read_file"});
+}
+
+TEST_CASE("tools_list outlined: the same sights and digests as whole trees; a changed tool is read whole for its digest") {
+    const std::string r = R"({"name":"read_file","description":"d","inputSchema":{"type":"object"}})";
+    const std::string w = R"({"name":"write_file","description":"d","inputSchema":{"type":"object"}})";
+    const std::string text = R"({"jsonrpc":"2.0","id":2,"result":{"tools":[)" + w + "," + r + "]}}";
+    auto read = parse_tools_list_outline(text);
+    REQUIRE(read.ok());
+    REQUIRE(read.outlined);
+    CHECK(read.value["result"]["tools"][1] == json{{"name", "read_file"}});
+    PinBook pins, by_tree;
+    ListFilter f = filter_tools_list(read.value["result"], "fs", policy(), pins, text, *tool_spans(text), true);
+    ListFilter t = filter_tools_list(json::parse(text)["result"], "fs", policy(), by_tree);
+    REQUIRE(f.ok());
+    CHECK(f.first_seen == t.first_seen);
+    CHECK(f.hidden == std::vector<std::string>{"write_file"});
+    // The same bytes again: no tree needed, the same digest.
+    f = filter_tools_list(read.value["result"], "fs", policy(), pins, text, *tool_spans(text), true);
+    CHECK(f.first_seen.empty());
+    CHECK(f.quarantined.empty());
+    // Changed bytes: read whole from the span, hashed, quarantined.
+    const std::string r2 = R"({"name":"read_file","description":"e","inputSchema":{"type":"object"}})";
+    const std::string text2 = R"({"result":{"tools":[)" + r2 + "]}}";
+    auto read2 = parse_tools_list_outline(text2);
+    f = filter_tools_list(read2.value["result"], "fs", policy(), pins, text2, *tool_spans(text2), true);
+    t = filter_tools_list(json::parse(text2)["result"], "fs", policy(), by_tree);
+    CHECK(f.quarantined == std::vector<std::string>{"read_file"});
+    CHECK(f.quarantined_digests == t.quarantined_digests);
+    // Outlined without the tools' text is refused, never hashed from the names alone.
+    CHECK(!filter_tools_list(read.value["result"], "fs", policy(), pins, {}, {}, true).ok());
 }
