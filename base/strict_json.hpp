@@ -37,7 +37,7 @@ struct StrictJson {
     bool ok() const { return !problem; }
 };
 
-// Read by simdjson and copied into nlohmann's tree; a document that reader
+// Read by RapidJSON's reader into nlohmann's tree; a document that reader
 // does not vouch for is read again by the reference reader, whose value or
 // refusal is the answer (strict_json_fast.cpp).
 StrictJson parse_strict_json(std::string_view text, const StrictJsonLimits& limits = {});

@@ -1,27 +1,27 @@
-// base/strict_json_fast.cpp — the fast strict reader: simdjson's DOM,
-// checked for what the strict reading refuses and copied into nlohmann's
-// tree. It only ever says yes: a document it does not vouch for (simdjson
-// refuses it, a key twice, two keys differing in case, too deep) goes to the
-// reference reader (strict_json.cpp, nlohmann's SAX), whose answer and
-// refusal are the ones given. simdjson accepts no document nlohmann's strict
-// parse refuses (unescaped control characters, lone surrogates, invalid
-// UTF-8, numbers out of range: each refused; tests/base/test_strict_json.cpp
-// reads tricky documents both ways). Measured on a 22 KB MCP tools/list
-// answer: 270 µs through the SAX reader, 170 µs here, 25 µs outlined
+// base/strict_json_fast.cpp — the fast strict reader: RapidJSON's SAX
+// reader (header-only: nothing more to load at every start) over a copy of
+// the text, building nlohmann's tree as strict_json.cpp's builder does. It
+// only ever says yes: a document it does not vouch for (RapidJSON refuses
+// it, a key twice, two keys differing in case, too deep, a lone surrogate
+// escape, which RapidJSON would decode) goes to the reference reader
+// (strict_json.cpp, nlohmann's SAX), whose value and refusal are the
+// answer. tests/base/test_strict_json.cpp and fuzz/mcp_message.cpp read
+// documents both ways. Measured on a 22 KB MCP tools/list answer
 // (docs/benchmarks.md, session 45).
 #include "base/strict_json_fast.hpp"
 
-#include <algorithm>
+#include <cstring>
+#include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
-#include <simdjson.h>
+#include <rapidjson/reader.h>
 
 namespace corral {
 namespace {
 
 using json = nlohmann::json;
-namespace dom = simdjson::dom;
 
 char fold(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -32,32 +32,25 @@ bool same_folded(std::string_view a, std::string_view b) {
     return true;
 }
 
-// Whether two keys of `object` are equal once ASCII case is folded (an exact
-// duplicate included): pairwise while few, sorted when many.
-bool has_folded_twin(dom::object object) {
-    constexpr std::size_t kPairwise = 16;
-    std::string_view few[kPairwise];
-    std::size_t n = 0;
-    for (auto field : object) {
-        if (n == kPairwise) break;
-        for (std::size_t i = 0; i < n; ++i)
-            if (same_folded(few[i], field.key)) return true;
-        few[n++] = field.key;
-    }
-    if (n < kPairwise) return false;
-    std::vector<std::string> all;
-    for (auto field : object) {
-        std::string k(field.key);
-        for (char& c : k) c = fold(c);
-        all.push_back(std::move(k));
-    }
-    std::sort(all.begin(), all.end());
-    return std::adjacent_find(all.begin(), all.end()) != all.end();
+std::string folded(std::string_view k) {
+    std::string out(k);
+    for (char& c : out) c = fold(c);
+    return out;
 }
 
-class Copier {
+// A decoded string holding a UTF-16 surrogate: only a lone surrogate escape
+// decodes so (raw text with one fails RapidJSON's UTF-8 check), and
+// RapidJSON accepts a lone low one that nlohmann refuses.
+bool holds_surrogate(std::string_view s) {
+    for (const char* p = s.data(); (p = static_cast<const char*>(std::memchr(p, '\xED', s.data() + s.size() - p)));) {
+        if (++p < s.data() + s.size() && static_cast<unsigned char>(*p) >= 0xA0) return true;
+    }
+    return false;
+}
+
+class Builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Builder> {
 public:
-    Copier(std::size_t max_depth, const FastOutline* outline) : max_depth_(max_depth), outline_(outline) {
+    Builder(std::size_t max_depth, const FastOutline* outline, json& root) : max_depth_(max_depth), outline_(outline), root_(root) {
         if (!outline_) return;
         std::string_view p = outline_->array_pointer;
         while (!p.empty() && p.front() == '/') {
@@ -68,108 +61,145 @@ public:
         }
     }
 
-    // `e` into `out`, `depth` containers open above it; `matched`: how many
-    // of the outline's tokens the path to `e` matched (-1: off the path).
-    // False when the document is not one this reader vouches for.
-    bool copy(dom::element e, json& out, std::size_t depth, long matched) {
-        using T = dom::element_type;
-        switch (e.type()) {
-            case T::OBJECT: return copy_object(e.get_object().value_unsafe(), out, depth, matched, false);
-            case T::ARRAY: return copy_array(e.get_array().value_unsafe(), out, depth, matched);
-            case T::STRING: out = std::string(e.get_string().value_unsafe()); return true;
-            case T::INT64: {
-                // nlohmann reads a non-negative integer as unsigned.
-                const std::int64_t v = e.get_int64().value_unsafe();
-                if (v >= 0) out = static_cast<std::uint64_t>(v);
-                else out = v;
-                return true;
-            }
-            case T::UINT64: out = e.get_uint64().value_unsafe(); return true;
-            case T::DOUBLE: out = e.get_double().value_unsafe(); return true;
-            case T::BOOL: out = e.get_bool().value_unsafe(); return true;
-            case T::NULL_VALUE: out = nullptr; return true;
+    bool Null() { return put(nullptr); }
+    bool Bool(bool b) { return put(b); }
+    // nlohmann reads a non-negative integer as unsigned, a negative one signed.
+    bool Int(int i) { return i >= 0 ? put(static_cast<std::uint64_t>(i)) : put(static_cast<std::int64_t>(i)); }
+    bool Uint(unsigned u) { return put(static_cast<std::uint64_t>(u)); }
+    bool Int64(std::int64_t i) { return i >= 0 ? put(static_cast<std::uint64_t>(i)) : put(i); }
+    bool Uint64(std::uint64_t u) { return put(u); }
+    bool Double(double d) { return put(d); }
+    bool String(const char* s, rapidjson::SizeType n, bool) {
+        const std::string_view v(s, n);
+        return !holds_surrogate(v) && put(std::string(v));
+    }
+    bool StartObject() { return open(true); }
+    bool StartArray() { return open(false); }
+    bool EndObject(rapidjson::SizeType) { return close(); }
+    bool EndArray(rapidjson::SizeType) { return close(); }
+    // In place (kParseInsituFlag): `s` lives in the copy until the parse ends.
+    bool Key(const char* s, rapidjson::SizeType n, bool) {
+        const std::string_view k(s, n);
+        Frame& f = frames_[depth_ - 1];
+        if (holds_surrogate(k) || seen(f, k)) return false;
+        f.slot = nullptr, f.slot_matched = -1;
+        if (f.value && !(f.outlined_element && k != outline_->keep)) {
+            f.slot = &f.value->get_ref<json::object_t&>().emplace(std::string(k), nullptr).first->second;
+            if (!f.outlined_element) f.slot_matched = next(f.matched, k);
         }
-        return false;
+        return true;
     }
 
 private:
-    bool open(std::size_t depth) const { return depth < max_depth_; }
+    static constexpr std::size_t kPairwise = 16;  // keys compared pairwise; beyond, a hash set
+
+    struct Frame {
+        json* value = nullptr;  // nullptr: checked, not built
+        bool outlined_array = false, outlined_element = false;
+        long matched = -1;                   // how many outline tokens the path to it matched; -1 off the path
+        std::size_t keys_from = 0;           // its keys: keys_[keys_from, end)
+        std::unordered_set<std::string> many;  // its folded keys, once more than kPairwise
+        json* slot = nullptr;                // an object's current member (nullptr: not built)
+        long slot_matched = -1;
+    };
+
+    bool seen(Frame& f, std::string_view k) {
+        if (!f.many.empty()) return !f.many.insert(folded(k)).second;
+        for (std::size_t i = f.keys_from; i < keys_.size(); ++i)
+            if (same_folded(keys_[i], k)) return true;
+        keys_.push_back(k);
+        if (keys_.size() - f.keys_from > kPairwise) {
+            for (std::size_t i = f.keys_from; i < keys_.size(); ++i) f.many.insert(folded(keys_[i]));
+            keys_.resize(f.keys_from);
+        }
+        return false;
+    }
 
     long next(long matched, std::string_view key) const {
         if (matched < 0 || static_cast<std::size_t>(matched) >= tokens_.size()) return -1;
         return tokens_[static_cast<std::size_t>(matched)] == key ? matched + 1 : -1;
     }
 
-    // An outlined element keeps only the outline's member.
-    bool copy_object(dom::object o, json& out, std::size_t depth, long matched, bool outlined) {
-        if (!open(depth) || has_folded_twin(o)) return false;
-        out = json::object();
-        auto& members = out.get_ref<json::object_t&>();
-        for (auto field : o) {
-            if (outlined && field.key != outline_->keep) continue;
-            auto slot = members.emplace(std::string(field.key), nullptr).first;
-            if (!copy(field.value, slot->second, depth + 1, outlined ? -1 : next(matched, field.key))) return false;
+    // Where the next value goes (nullptr: nowhere, it is only checked), and
+    // what the outline says of it.
+    json* target(long& matched, bool& outlined) {
+        matched = -1, outlined = false;
+        if (depth_ == 0) {
+            matched = outline_ ? 0 : -1;
+            return &root_;
         }
-        // An outlined element's other members are checked, not copied.
-        if (outlined)
-            for (auto field : o)
-                if (field.key != outline_->keep && !check(field.value, depth + 1)) return false;
+        Frame& parent = frames_[depth_ - 1];
+        if (!parent.value) return nullptr;
+        if (parent.value->is_object()) {
+            matched = parent.slot_matched;
+            return parent.slot;
+        }
+        outlined = parent.outlined_array;
+        auto& items = parent.value->get_ref<json::array_t&>();
+        items.emplace_back();
+        return &items.back();
+    }
+
+    template <class V>
+    bool put(V&& v) {
+        long matched;
+        bool outlined;
+        if (json* t = target(matched, outlined)) *t = json(std::forward<V>(v));
         return true;
     }
 
-    bool copy_array(dom::array a, json& out, std::size_t depth, long matched) {
-        if (!open(depth)) return false;
-        const bool outlined_here = outline_ && matched >= 0 && static_cast<std::size_t>(matched) == tokens_.size();
-        out = json::array();
-        auto& items = out.get_ref<json::array_t&>();
-        items.reserve(a.size());
-        for (dom::element item : a) {
-            items.emplace_back();
-            if (outlined_here && item.type() == dom::element_type::OBJECT) {
-                if (!copy_object(item.get_object().value_unsafe(), items.back(), depth + 1, -1, true)) return false;
-            } else if (!copy(item, items.back(), depth + 1, -1)) {
-                return false;
-            }
-        }
+    bool open(bool object) {
+        if (depth_ >= max_depth_) return false;
+        long matched;
+        bool outlined;
+        json* t = target(matched, outlined);
+        if (t) *t = object ? json::object() : json::array();
+        if (depth_ == frames_.size()) frames_.emplace_back();
+        Frame& f = frames_[depth_++];
+        f.value = t;
+        f.matched = matched;
+        f.outlined_element = object && outlined && t;
+        f.outlined_array = !object && outline_ && matched >= 0 && static_cast<std::size_t>(matched) == tokens_.size();
+        f.keys_from = keys_.size();
+        f.many.clear();
+        f.slot = nullptr, f.slot_matched = -1;
         return true;
     }
 
-    // What copy refuses, without copying.
-    bool check(dom::element e, std::size_t depth) {
-        if (e.type() == dom::element_type::OBJECT) {
-            dom::object o = e.get_object().value_unsafe();
-            if (!open(depth) || has_folded_twin(o)) return false;
-            for (auto field : o)
-                if (!check(field.value, depth + 1)) return false;
-        } else if (e.type() == dom::element_type::ARRAY) {
-            if (!open(depth)) return false;
-            dom::array a = e.get_array().value_unsafe();
-            for (dom::element item : a)
-                if (!check(item, depth + 1)) return false;
-        }
+    bool close() {
+        keys_.resize(frames_[--depth_].keys_from);
         return true;
     }
 
     std::size_t max_depth_;
     const FastOutline* outline_;
+    json& root_;
     std::vector<std::string_view> tokens_;
+    std::vector<Frame> frames_;
+    std::size_t depth_ = 0;
+    std::vector<std::string_view> keys_;
 };
 
-// Documents up to this size reuse their thread's parser (and its buffers);
-// a larger one gets a parser of its own, so that no thread keeps the memory
-// of its largest document.
-constexpr std::size_t kReusedParserBytes = 256u << 10;
+// Documents up to this size are copied into their thread's buffer, which
+// keeps its capacity; a larger one gets a buffer of its own, so that no
+// thread keeps the memory of its largest document.
+constexpr std::size_t kReusedBufferBytes = 256u << 10;
 
 }  // namespace
 
 bool read_strict_json_fast(std::string_view text, std::size_t max_depth, const FastOutline* outline, nlohmann::json& out) {
-    thread_local dom::parser reused;
-    dom::parser own;
-    dom::parser& parser = text.size() <= kReusedParserBytes ? reused : own;
-    dom::element root;
-    if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root) != simdjson::SUCCESS) return false;
-    Copier copier(max_depth, outline);
-    return copier.copy(root, out, 0, outline ? 0 : -1);
+    // The in-place reader stops at a NUL: raw, one is never JSON.
+    if (std::memchr(text.data(), '\0', text.size())) return false;
+    thread_local std::string reused;
+    std::string own;
+    std::string& copy = text.size() <= kReusedBufferBytes ? reused : own;
+    copy.assign(text);
+    Builder builder(max_depth, outline, out);
+    rapidjson::Reader reader;
+    rapidjson::InsituStringStream in(copy.data());
+    constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
+                                rapidjson::kParseFullPrecisionFlag;
+    return !reader.Parse<kFlags>(in, builder).IsError();
 }
 
 }  // namespace corral

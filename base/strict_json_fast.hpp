@@ -1,5 +1,5 @@
 // base/strict_json_fast.hpp — the fast half of base/strict_json's reading
-// (simdjson); base/strict_json.hpp is the interface.
+// (RapidJSON); base/strict_json.hpp is the interface.
 #pragma once
 
 #include <cstddef>

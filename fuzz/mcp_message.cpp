@@ -83,7 +83,7 @@ void check_strict(std::string_view body) {
     const auto strict = parse_mcp_json(body);
     const json plain = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (strict.ok() && (plain.is_discarded() || plain != strict.value)) std::abort();
-    // The fast reader (simdjson) only ever says yes to what the reference
+    // The fast reader (RapidJSON) only ever says yes to what the reference
     // reader accepts, with the same value; an outlined read accepts the same.
     const auto reference = corral::parse_strict_json_reference(body);
     if (reference.ok() != strict.ok() || (reference.ok() && reference.value != strict.value)) std::abort();

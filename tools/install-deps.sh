@@ -31,7 +31,7 @@ build_packages=(
   # Ed25519 for the journal and small SHA-256s without OpenSSL's start-up (journal/key.cpp, base/sha256.cpp)
   libsodium-dev
   # strict JSON read fast (base/strict_json_fast.cpp)
-  libsimdjson-dev
+  rapidjson-dev
   nlohmann-json3-dev libtoml11-dev libboost1.81-dev doctest-dev
   # images: reading tar archives of every compression (image/, corral image import)
   libarchive-dev

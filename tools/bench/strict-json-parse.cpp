@@ -1,7 +1,8 @@
 // tools/bench/strict-json-parse.cpp — base/strict_json's parse of an MCP
 // tools/list answer shaped as tests/mcp_e2e/test_server.mjs --tools 100
 // sends it (108 tools, ~22 KB) and of one tools/call, against nlohmann's
-// plain parse. Not a test: prints the minimum over rounds of the microseconds
+// plain parse, and the reference (SAX) reader and the outlined read
+// (result.tools' objects built with their names only). Not a test: prints the minimum over rounds of the microseconds
 // per parse (docs/benchmarks.md, "MCP calls through corral vs direct",
 // session 35). Built and run by tools/bench/strict-json-parse.sh.
 #include <algorithm>
@@ -36,5 +37,9 @@ int main() {
     double a = min_us(15, 200, [&] { auto r = corral::parse_strict_json(body); if (!r.ok()) std::abort(); });
     double b = min_us(15, 200, [&] { auto r = json::parse(body); });
     double c = min_us(15, 5000, [&] { auto r = corral::parse_strict_json(call); if (!r.ok()) std::abort(); });
-    std::printf("list %zu bytes: strict %.1f us, nlohmann %.1f us; call %zu bytes: strict %.2f us\n", body.size(), a, b, call.size(), c);
+    double d = min_us(15, 200, [&] { auto r = corral::parse_strict_json_reference(body); if (!r.ok()) std::abort(); });
+    double e = min_us(15, 200, [&] { auto r = corral::parse_strict_json_outline(body, "/result/tools", "name"); if (!r.outlined) std::abort(); });
+    double f = min_us(15, 5000, [&] { auto r = corral::parse_strict_json_reference(call); if (!r.ok()) std::abort(); });
+    std::printf("list %zu bytes: strict %.1f us (reference reader %.1f us, outlined %.1f us), nlohmann %.1f us;"
+                " call %zu bytes: strict %.2f us (reference %.2f us)\n", body.size(), a, d, e, b, call.size(), c, f);
 }
