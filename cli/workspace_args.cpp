@@ -33,6 +33,10 @@ const WsOption kApplyOptions[] = {
     {{"--expect", "DIGEST", "refuse unless the diff's digest is DIGEST (the one\n"
                             "`corral diff` printed when it was reviewed)"},
      [](WorkspaceArgs& a, const std::string& v) { a.expect = v; }},
+    {{"--while-running", "", "apply a session's changes while it still runs, from its\n"
+                             "live layer (its agent may still be writing: what it\n"
+                             "writes after is applied by a later apply)"},
+     [](WorkspaceArgs& a, const std::string&) { a.while_running = true; }},
     kStateDir,
 };
 
@@ -53,7 +57,7 @@ one, or a run dir (a path with a '/', or a directory here that holds a review).
 
 options:
 )";
-constexpr const char* kApplyHelp = R"(usage: corral apply [--only PATH]... [--expect DIGEST] [--state-dir DIR] RUN
+constexpr const char* kApplyHelp = R"(usage: corral apply [--only PATH]... [--expect DIGEST] [--while-running] [--state-dir DIR] RUN
 
 Writes run RUN's reviewed changes into its DIR as DIR's owner (never as
 root), each file through a temporary name renamed over the old one, never
@@ -61,6 +65,10 @@ through a symlink or a mount inside DIR. A change whose path DIR changed
 since the run started is refused as a conflict; the others are applied.
 Prints each path applied or refused; exit 0 when every change was applied,
 1 when some were refused, 2 for bad usage (or a stale --expect: nothing applied).
+A session's changes are applied after `corral session stop`, or while it
+runs with --while-running (recorded by the session in its journal and
+review; a file applied then is not a conflict later unless it changes on
+the host again).
 
 options:
 )";

@@ -19,6 +19,7 @@ struct WorkspaceArgs {
     bool json_out = false;             // diff --json
     bool stat = false;                 // diff --stat
     std::optional<std::string> expect; // apply --expect DIGEST
+    bool while_running = false;        // apply --while-running: a session's live layer
     bool help = false;
 };
 

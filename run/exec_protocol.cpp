@@ -43,6 +43,27 @@ std::string exec_request_line(const ExecRequest& r) {
     }
 }
 
+std::string workspace_applied_line(const json& applied) {
+    return json{{"workspace_applied", applied}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::optional<json> parse_workspace_applied_line(std::string_view line) {
+    if (line.size() > kMaxExecLineBytes) return std::nullopt;  // parse_exec_request_line says why
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.size() != 1 || !j.contains("workspace_applied")) return std::nullopt;
+    json a = std::move(j["workspace_applied"]);
+    const bool ok = a.is_object() && a.contains("payload") && a["payload"].is_object() && a.contains("applied") &&
+                    a["applied"].is_array() && a.contains("stamps") && a["stamps"].is_object() && a.contains("digest") &&
+                    a["digest"].is_string();
+    if (!ok) throw UsageError("workspace_applied request: expected payload (an object), applied (an array), stamps (an object), digest (a string)");
+    for (const auto& p : a["applied"])
+        if (!p.is_string()) throw UsageError("workspace_applied request: applied: expected paths (strings)");
+    for (const auto& [path, s] : a["stamps"].items())
+        if (!s.is_array() || s.size() != 2 || !s[0].is_number_integer() || !s[1].is_number_integer())
+            throw UsageError("workspace_applied request: stamps." + path + ": expected [seconds, nanoseconds]");
+    return a;
+}
+
 ExecRequest parse_exec_request_line(std::string_view line) {
     if (line.size() > kMaxExecLineBytes)
         throw UsageError("exec request: more than " + std::to_string(kMaxExecLineBytes / 1024) + " KiB");

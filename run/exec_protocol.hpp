@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "supervisor/invocation.hpp"
 
 namespace corral::run {
@@ -56,6 +58,17 @@ struct ExecAnswer {
     supervisor::Outcome outcome = supervisor::Outcome::setup_failed;  // as run.json's, or refused
     std::vector<std::string> messages;      // lines for the caller's stderr
 };
+
+// The other request a session serves (docs/workspace.md "While it runs"):
+// `corral apply --while-running` tells the session's supervisor, which owns
+// review.json and the journal until the end, what it applied, to be
+// recorded there. The same socket, fds and answer as an exec.
+//   > {"workspace_applied":{"payload":{...},"applied":["a.txt"],"stamps":{"a.txt":[1765000000,5]},"digest":"sha256:..."}}
+//   < {"exec":null,"status":0,"outcome":"exited","messages":[]}
+std::string workspace_applied_line(const nlohmann::json& applied);
+// The request's object when `line` is one (an exec request is not);
+// throws UsageError for one whose members are missing or mistyped.
+std::optional<nlohmann::json> parse_workspace_applied_line(std::string_view line);
 
 std::string exec_answer_line(const ExecAnswer& answer);
 // Throws UsageError for a line that is not an answer.

@@ -65,6 +65,26 @@ void send_answer(int fd, const ExecAnswer& a) {
     }
 }
 
+std::optional<ExecAnswer> ask_session(const std::string& path, const std::string& line) {
+    auto conn = connect_unix(path);
+    if (!conn) return std::nullopt;
+    const int fds[2] = {1, 2};
+    if (int rc = supervisor::send_with_fds(conn->get(), line.data(), line.size(), fds, 2); rc < 0)
+        throw SysError("sendmsg", "request to " + path, -rc);
+    const timeval limit{60, 0};
+    setsockopt(conn->get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::string answer;
+    char buf[4096];
+    while (answer.find('\n') == std::string::npos) {
+        const ssize_t n = recv(conn->get(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw SysError("recv", "the answer from " + path, errno);
+        if (n == 0) throw SysError("recv", "the answer from " + path + " (closed before a whole line)", EPIPE);
+        answer.append(buf, static_cast<std::size_t>(n));
+    }
+    return parse_exec_answer_line(answer.substr(0, answer.find('\n')));
+}
+
 ReceivedRequest receive_request(int conn) {
     // A caller that connects and sends no whole line within 10 s is dropped:
     // it must not hold an exec thread (or the session's stop) forever.

@@ -28,6 +28,12 @@ long peer_uid(int fd);
 // send never waits (a session's stop joins the thread that sends it).
 void send_answer(int fd, const ExecAnswer& answer);
 
+// A request other than an exec's (parse_workspace_applied_line) sent to
+// the session listening at `path` with our stdout and stderr, and its
+// answer; nullopt when nobody listens (the session ended). An answer not
+// back within 60 s is an error (SysError).
+std::optional<ExecAnswer> ask_session(const std::string& path, const std::string& line);
+
 // The request line and the caller's stdout and stderr (SCM_RIGHTS with its
 // first bytes; a terminal request's also its stdin and the read end of its
 // window-change pipe). Throws UsageError for what is not a request.

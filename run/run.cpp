@@ -304,6 +304,7 @@ Run::Next Run::serve_body(int interrupt_fd) {
         context.journal = journal_.get();
         context.questions = request_.tty ? egress_->terminal_questions() : nullptr;
         context.refusals = &refusal_listeners_;
+        if (review_) context.workspace_applied = [this](const nlohmann::json& a) { return record_live_apply(a); };
         result_ = steps_.serve(body_, interrupt_fd, context);
         log::debug("timing: supervise returned after " + ms_since(t_cmd));
     } catch (const std::exception& e) {
@@ -311,6 +312,23 @@ Run::Next Run::serve_body(int interrupt_fd) {
         return setup_failed();
     }
     return std::nullopt;
+}
+
+std::string Run::record_live_apply(const nlohmann::json& a) {
+    std::lock_guard<std::mutex> lock(review_mu_);
+    if (!review_ || !journal_) return "the session's review has ended";
+    workspace::ReviewRecord& r = review_->record;
+    for (const auto& p : a["applied"]) r.applied.push_back(p.get<std::string>());
+    for (const auto& [path, s] : a["stamps"].items())
+        r.applied_stamps[path] = workspace::AppliedStamp{s[0].get<std::int64_t>(), s[1].get<std::int64_t>()};
+    r.applied_digest = a["digest"].get<std::string>();
+    try {
+        write_review_record(place_.run_dir, r);
+        journal_->append(journal::kTypeWorkspaceApply, a["payload"], journal::Commit::durable);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
 }
 
 // run.json's "stop" and the operator's line about it, when the command was stopped.
@@ -385,6 +403,7 @@ RunEnd Run::tear_down(RunEnd so_far) {
 // entry in STATE_DIR/live gone, the one summary line. A run whose ending
 // cannot be signed or recorded is not a success.
 int Run::finish(RunEnd end) {
+    std::unique_lock<std::mutex> review_lock(review_mu_);
     if (review_) {
         // The box is gone (or never ran): its upper layer is what it wrote.
         for (const auto& line : finish_review(*review_, record_.uid, record_.gid)) say(line);
@@ -392,6 +411,7 @@ int Run::finish(RunEnd end) {
                                              {"dir", workspace::review_dir(place_.run_dir)}};
         review_.reset();
     }
+    review_lock.unlock();
     if (egress_) {
         Egress& egress = *egress_;
         egress.stop();  // no decision is journalled after this

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ struct BodyContext {
     supervisor::QuestionSource* questions = nullptr;
     // The gateway's refusals as they happen, for a session's execs' callers.
     RefusalListeners* refusals = nullptr;
+    // A session's reviewed workspace: records an apply made while it runs
+    // (SessionServerOptions::workspace_applied); null without --review.
+    std::function<std::string(const nlohmann::json& applied)> workspace_applied;
 };
 
 // What runs at the hook point: by default the request's command
@@ -156,6 +160,9 @@ private:
     void update_record_fields();
     void write_running_record();
     void record_stop();
+    // A session's apply made while it runs, recorded where the supervisor
+    // alone writes until the end: review.json and the journal. "" or why not.
+    std::string record_live_apply(const nlohmann::json& applied);
     RunEnd judge_command();
 
     const RunRequest& request_;
@@ -184,6 +191,7 @@ private:
     // --review: the box's upper layer and the review's record, from the
     // resolve phase (the plan borrows the layer's fd) to the end.
     std::optional<WorkspaceReview> review_;
+    std::mutex review_mu_;  // review_ between a session's request threads and the end
 };
 
 // `corral run` and `corral session start`'s supervisor: refuses without root,

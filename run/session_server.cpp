@@ -204,6 +204,10 @@ private:
         ExecRequest request;
         try {
             received = receive_request(conn.get());
+            if (auto applied = parse_workspace_applied_line(received.line)) {
+                send_answer(conn.get(), record_workspace_applied(*applied));
+                return;
+            }
             request = parse_exec_request_line(received.line);
         } catch (const UsageError& e) {
             send_answer(conn.get(), refusal(kExitUsage, e.what()));
@@ -235,6 +239,16 @@ private:
                                                   supervisor::box_terminal_type(request.term.c_str())};
         send_answer(conn.get(), run_exec(conn.get(), request, out.get(), err.get(), terminal,
                                          request.stdin ? received.in.get() : -1));
+    }
+
+    ExecAnswer record_workspace_applied(const nlohmann::json& applied) {
+        if (!o_.workspace_applied) return refusal(kExitUsage, "this session has no reviewed workspace (--review)");
+        const std::string why = o_.workspace_applied(applied);
+        if (!why.empty()) return refusal(kExitSetup, "the apply was not recorded: " + why);
+        ExecAnswer ok;
+        ok.status = 0;
+        ok.outcome = supervisor::Outcome::exited;
+        return ok;
     }
 
     // A prompt: the worker's agent CLI, its command line made as `corral run

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "journal/shared_journal.hpp"
 #include "run/refusal_report.hpp"
 #include "supervisor/sandbox.hpp"
@@ -40,6 +42,11 @@ struct SessionServerOptions {
     // told those of its role while it runs, on its stderr (as `corral run`
     // tells its own). Null: none told.
     RefusalListeners* refusals = nullptr;
+    // A reviewed workspace: records an apply made while the session runs
+    // (`corral apply --while-running`, the workspace_applied request) in
+    // review.json and the journal; "" or why it could not. Null: the
+    // session has no reviewed workspace.
+    std::function<std::string(const nlohmann::json& applied)> workspace_applied;
 };
 
 // RUN_DIR/session.sock.

@@ -119,6 +119,7 @@ run::RunBody session_body(Fd& ready) {
         o.no_agent = context.no_agent;
         o.journal = context.journal;
         o.refusals = context.refusals;
+        o.workspace_applied = context.workspace_applied;
         o.run_dir = box.spec().run_dir;
         o.grace = box.spec().stop_grace;
         o.log_limit_bytes = box.spec().log_limit_bytes;

@@ -22,6 +22,8 @@
 #include "run/outcome.hpp"
 #include "run/run_index.hpp"
 #include "run/run_journal.hpp"
+#include "run/exec_wire.hpp"
+#include "run/session_server.hpp"
 #include "run/workspace_review.hpp"
 #include "tools/commands.hpp"
 #include "workspace/apply.hpp"
@@ -62,17 +64,19 @@ constexpr const char* kNotCopiedOut =
     ": its changes are not ready: the run has not ended (or was killed before they were copied out)";
 
 // The review's record, refusing one whose changes cannot be read. A
-// running one's only by `diff`, from its live layer; `apply` and `discard`
-// wait for the end (the agent may still be writing).
-workspace::ReviewRecord ready_review(const std::string& run_dir, std::string_view cmd) {
+// running one's only by `diff`, from its live layer, and by `apply
+// --while-running`; `apply` and `discard` wait for the end (the agent may
+// still be writing).
+workspace::ReviewRecord ready_review(const std::string& run_dir, std::string_view cmd, bool while_running) {
     if (geteuid() != 0) throw UsageError("must run as root (a run dir is root's alone)");
     workspace::ReviewRecord r = workspace::read_review_record(run_dir);
     if (r.state == "running" && r.live_pid == 0) throw UsageError(run_dir + kNotCopiedOut);
     if (r.state == "running" && cmd != "diff") {
         if (!run::open_live_upper(r)) throw UsageError(run_dir + kNotCopiedOut);  // its supervisor is gone
-        throw UsageError(run_dir + ": the run is still going and its agent may still be writing: " + std::string(cmd) +
-                         " its changes once it has ended (corral session stop, corral stop); `corral diff` shows "
-                         "them so far");
+        if (!(cmd == "apply" && while_running))
+            throw UsageError(run_dir + ": the run is still going and its agent may still be writing: " + std::string(cmd) +
+                             " its changes once it has ended (corral session stop, corral stop), or a session's now"
+                             " with `corral apply --while-running`; `corral diff` shows them so far");
     }
     if (r.state == "failed") throw UsageError(run_dir + ": its changes could not be kept: " + r.error);
     if (r.state == "discarded") throw UsageError(run_dir + ": its changes were discarded");
@@ -102,7 +106,7 @@ std::optional<Start> start(const char* cmd, int argc, char** argv, int& status) 
         return std::nullopt;
     }
     s.run_dir = run_dir_of(s.args);
-    s.record = ready_review(s.run_dir, cmd);
+    s.record = ready_review(s.run_dir, cmd, s.args.while_running);
     return s;
 }
 
@@ -134,6 +138,30 @@ bool journalled(journal::JournalWriter& journal, std::string_view type, const nl
     }
 }
 
+// The changes in `upper` against DIR now, a file an earlier apply of this
+// review wrote taken as the review's own (workspace::accept_own_applies).
+std::vector<workspace::Change> changes_of(const std::string& upper, const workspace::ReviewRecord& record,
+                                          const workspace::IdTranslation* live_ids = nullptr) {
+    auto changes = workspace::collect_changes(upper, record.workspace, record.fence_ns, live_ids);
+    workspace::accept_own_applies(changes, record);
+    return changes;
+}
+
+// --expect against the diff's digest now; false (said) when it is stale.
+bool expected(const WorkspaceArgs& a, const std::string& digest) {
+    if (!a.expect || *a.expect == digest) return true;
+    std::fprintf(stderr, "corral apply: the diff is %s now, not %s: review it again (corral diff %s); nothing applied\n",
+                 digest.c_str(), terminal_text(*a.expect).c_str(), terminal_text(a.run).c_str());
+    return false;
+}
+
+void print_outcome(const workspace::ApplyOutcome& outcome) {
+    std::string text;
+    for (const auto& p : outcome.applied) text += "applied " + p + "\n";
+    for (const auto& [p, why] : outcome.refused) text += "refused " + p + ": " + why + "\n";
+    print(text);
+}
+
 std::string summary(const std::vector<workspace::Change>& changes) {
     std::size_t n[4] = {}, conflicts = 0;
     for (const auto& c : changes) {
@@ -158,7 +186,7 @@ int cmd_diff(int argc, char** argv) {
     std::optional<run::LiveLayer> live;
     if (record.state == "running" && !(live = run::open_live_upper(record))) throw UsageError(run_dir + kNotCopiedOut);
     const std::string upper = live ? live->dir : workspace::upper_dir(run_dir);
-    auto changes = workspace::collect_changes(upper, record.workspace, record.fence_ns, live ? &live->ids : nullptr);
+    auto changes = changes_of(upper, record, live ? &live->ids : nullptr);
     std::string note = workspace::mark_ignored(changes, record);
     if (live)
         note += std::string(note.empty() ? "" : "; ") +
@@ -185,29 +213,70 @@ int cmd_diff(int argc, char** argv) {
     return 0;
 }
 
+// `corral apply --while-running` of a session that still runs: from its
+// live layer (root opens each reviewed copy: they are the agent's UID's),
+// recorded by the session's supervisor, which owns review.json and the
+// journal until the end (docs/workspace.md "While it runs").
+int apply_while_running(const Start& s) {
+    const WorkspaceArgs& a = s.args;
+    const workspace::ReviewRecord& record = s.record;
+    const std::string socket = run::session_socket_path(s.run_dir);
+    struct stat st {};
+    if (lstat(socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+        throw UsageError(s.run_dir + ": not a session: a run's changes are applied once it has ended (--while-running"
+                                     " is for a session's workspace)");
+    auto live = run::open_live_upper(record);
+    if (!live) throw UsageError(s.run_dir + kNotCopiedOut);
+    const auto changes = changes_of(live->dir, record, &live->ids);
+    const std::string digest = workspace::diff_digest(changes);
+    if (!expected(a, digest)) return 1;
+    const auto chosen = workspace::changes_to_apply(changes, a.paths);
+    if (!a.paths.empty() && chosen.empty()) throw UsageError("--only: no change at " + a.paths.front());
+    const auto outcome = workspace::apply_changes(chosen, live->dir, record, workspace::ReviewedCopies::live);
+    print_outcome(outcome);
+    const workspace::ApplyFacts facts{digest, a.expect, a.paths, outcome.applied, outcome.refused};
+    nlohmann::json payload = workspace::apply_payload(record, facts);
+    payload["while_running"] = true;
+    nlohmann::json stamps = nlohmann::json::object();
+    for (const auto& [path, stamp] : outcome.stamps) stamps[path] = {stamp.ctime_sec, stamp.ctime_nsec};
+    const nlohmann::json request = {{"payload", payload}, {"applied", outcome.applied}, {"stamps", stamps}, {"digest", digest}};
+    std::optional<run::ExecAnswer> answer;
+    std::string why;
+    try {
+        answer = run::ask_session(socket, run::workspace_applied_line(request));
+        if (!answer) why = "the session ended meanwhile";
+        else if (answer->status != 0) why = answer->messages.empty() ? "refused" : answer->messages.front();
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    std::printf("%zu applied, %zu refused (diff %s) while the session runs\n", outcome.applied.size(),
+                outcome.refused.size(), digest.c_str());
+    if (!why.empty()) {
+        std::fprintf(stderr, "corral apply: done, but the session did not record it (%s): a later apply may call "
+                             "these files conflicts\n", terminal_text(why).c_str());
+        return run::kExitSetup;
+    }
+    return outcome.refused.empty() ? 0 : 1;
+}
+
 int cmd_apply(int argc, char** argv) {
     int status = 0;
     auto s = start("apply", argc, argv, status);
     if (!s) return status;
+    if (s->record.state == "running") return apply_while_running(*s);
     const WorkspaceArgs& a = s->args;
     const std::string& run_dir = s->run_dir;
     auto& record = s->record;
     auto journal = ended_journal(*s);
-    const auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
+    const auto changes = changes_of(workspace::upper_dir(run_dir), record);
     const std::string digest = workspace::diff_digest(changes);
-    if (a.expect && *a.expect != digest) {
-        std::fprintf(stderr, "corral apply: the diff is %s now, not %s: review it again (corral diff %s); nothing applied\n",
-                     digest.c_str(), terminal_text(*a.expect).c_str(), terminal_text(a.run).c_str());
-        return 1;
-    }
+    if (!expected(a, digest)) return 1;
     const auto chosen = workspace::changes_to_apply(changes, a.paths);
     if (!a.paths.empty() && chosen.empty()) throw UsageError("--only: no change at " + a.paths.front());
     const auto outcome = workspace::apply_changes(chosen, workspace::upper_dir(run_dir), record);
-    std::string text;
-    for (const auto& p : outcome.applied) text += "applied " + p + "\n";
-    for (const auto& [p, why] : outcome.refused) text += "refused " + p + ": " + why + "\n";
-    print(text);
+    print_outcome(outcome);
     record.applied.insert(record.applied.end(), outcome.applied.begin(), outcome.applied.end());
+    for (const auto& [path, stamp] : outcome.stamps) record.applied_stamps[path] = stamp;
     record.applied_digest = digest;
     record.state = "applied";
     workspace::write_review_record(run_dir, record);
@@ -231,7 +300,7 @@ int cmd_discard(int argc, char** argv) {
     std::size_t count = 0;
     std::string diff_error;
     try {
-        const auto changes = workspace::collect_changes(workspace::upper_dir(run_dir), record.workspace, record.fence_ns);
+        const auto changes = changes_of(workspace::upper_dir(run_dir), record);
         digest = workspace::diff_digest(changes);
         count = changes.size();
     } catch (const std::exception& e) {

@@ -5,12 +5,14 @@
 #include <linux/openat2.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/fd.hpp"
 #include "base/sys_error.hpp"
@@ -38,12 +40,35 @@ std::string why(const std::string& call, int err) {
     return call + ": " + errno_text(err);
 }
 
+bool own_stamp(const ReviewRecord& r, const std::string& path, std::int64_t sec, std::int64_t nsec) {
+    auto it = r.applied_stamps.find(path);
+    return it != r.applied_stamps.end() && it->second == AppliedStamp{sec, nsec};
+}
+
 class Applier {
 public:
-    Applier(int dir_fd, int upper_fd, const ReviewRecord& r) : dir_(dir_fd), upper_(upper_fd), record_(r) {}
+    // `sources`: the reviewed copies opened already (ReviewedCopies::live),
+    // one per change in the order applied (invalid for what needs none).
+    Applier(int dir_fd, int upper_fd, const ReviewRecord& r, const std::vector<Fd>* sources)
+        : dir_(dir_fd), upper_(upper_fd), record_(r), sources_(sources) {}
 
-    // "" when applied, else why not.
-    std::string apply(const Change& c) {
+    // "" when applied, else why not; `stamp` gets the host entry's ctime
+    // once written.
+    std::string apply(const Change& c, std::size_t index, AppliedStamp& stamp) {
+        index_ = index;
+        const std::string err = apply_one(c);
+        if (!err.empty() || !c.after) return err;
+        const auto slash = c.path.rfind('/');
+        Fd parent = beneath(dir_, slash == std::string::npos ? "." : c.path.substr(0, slash), O_PATH | O_DIRECTORY);
+        struct stat st {};
+        const std::string name = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
+        if (parent.valid() && fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+            stamp = AppliedStamp{st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+        return "";
+    }
+
+private:
+    std::string apply_one(const Change& c) {
         const auto slash = c.path.rfind('/');
         const std::string parent_rel = slash == std::string::npos ? "." : c.path.substr(0, slash);
         const std::string name = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
@@ -60,9 +85,10 @@ public:
         }
     }
 
-private:
     int dir_, upper_;
     const ReviewRecord& record_;
+    const std::vector<Fd>* sources_;
+    std::size_t index_ = 0;
     unsigned serial_ = 0;
 
     std::string check_host(int parent, const std::string& name, const Change& c) {
@@ -78,7 +104,8 @@ private:
         // judged by its entries, a removed one by rmdir (refused when the
         // host added to it).
         const bool stays_or_goes_as_dir = S_ISDIR(st.st_mode) && (!c.after || c.after->type == NodeType::directory);
-        if (!stays_or_goes_as_dir && changed_since(st.st_ctim.tv_sec, st.st_ctim.tv_nsec, record_.fence_ns))
+        if (!stays_or_goes_as_dir && changed_since(st.st_ctim.tv_sec, st.st_ctim.tv_nsec, record_.fence_ns) &&
+            !own_stamp(record_, c.path, st.st_ctim.tv_sec, st.st_ctim.tv_nsec))
             return "conflict: changed on the host since the run started";
         return "";
     }
@@ -116,16 +143,27 @@ private:
     }
 
     std::string replace_file(int parent, const std::string& name, const Change& c) {
-        Fd src = beneath(upper_, c.path, O_RDONLY);
-        if (!src.valid()) return why("open the reviewed copy", errno);
+        Fd own;
+        int src_fd = -1;
+        if (sources_) {
+            src_fd = (*sources_)[index_].get();
+            if (src_fd < 0) return "refused: the reviewed copy could not be opened";
+        } else {
+            own = beneath(upper_, c.path, O_RDONLY);
+            if (!own.valid()) return why("open the reviewed copy", errno);
+            src_fd = own.get();
+        }
+
         struct stat st {};
-        if (fstat(src.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "refused: the reviewed copy is not a file";
+        if (fstat(src_fd, &st) != 0 || !S_ISREG(st.st_mode)) return "refused: the reviewed copy is not a file";
         const std::string tmp = temp_name();
         Fd out(openat(parent, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (!out.valid()) return why("openat " + tmp, errno);
         std::string err;
+        // From offset 0 by our own count: a descriptor root opened keeps its offset.
+        off_t from = 0;
         for (off_t left = st.st_size; left > 0 && err.empty();) {
-            const ssize_t n = sendfile(out.get(), src.get(), nullptr, static_cast<std::size_t>(std::min<off_t>(left, 1 << 30)));
+            const ssize_t n = sendfile(out.get(), src_fd, &from, static_cast<std::size_t>(std::min<off_t>(left, 1 << 30)));
             if (n <= 0) err = n < 0 ? why("sendfile", errno) : "the reviewed copy shrank";
             left -= n > 0 ? n : 0;
         }
@@ -149,7 +187,9 @@ private:
     }
 };
 
-// One result as the child writes it: "A|R <len>:<path><len>:<reason>\n", lengths first so no path can forge one.
+// One result as the child writes it: "A|R<len>:<path><len>:<text>", lengths
+// first so no path can forge one; an applied change's text is its stamp
+// ("SEC NSEC"), a refused one's why.
 std::string encode(bool applied, const std::string& path, const std::string& reason) {
     return std::string(applied ? "A" : "R") + std::to_string(path.size()) + ":" + path + std::to_string(reason.size()) +
            ":" + reason;
@@ -169,25 +209,34 @@ void decode(const std::string& bytes, ApplyOutcome& out) {
         const bool applied = bytes[at++] == 'A';
         std::string path, reason;
         if (!field(path) || !field(reason)) break;
-        if (applied) out.applied.push_back(path);
-        else out.refused.emplace_back(path, reason);
+        if (!applied) {
+            out.refused.emplace_back(path, reason);
+            continue;
+        }
+        out.applied.push_back(path);
+        AppliedStamp stamp;
+        if (std::sscanf(reason.c_str(), "%ld %ld", &stamp.ctime_sec, &stamp.ctime_nsec) == 2) out.stamps[path] = stamp;
     }
 }
 
-[[noreturn]] void child(const std::vector<Change>& ordered, int dir_fd, int upper_fd, const ReviewRecord& r, int out_fd) {
+[[noreturn]] void child(const std::vector<Change>& ordered, int dir_fd, int upper_fd, const ReviewRecord& r,
+                        const std::vector<Fd>* sources, int out_fd) {
     if (setgroups(0, nullptr) != 0 || setresgid(r.owner_gid, r.owner_gid, r.owner_gid) != 0 ||
         setresuid(r.owner_uid, r.owner_uid, r.owner_uid) != 0)
         _exit(126);
     umask(0);
-    Applier applier(dir_fd, upper_fd, r);
-    for (const auto& c : ordered) {
+    Applier applier(dir_fd, upper_fd, r, sources);
+    for (std::size_t i = 0; i < ordered.size(); ++i) {
+        const Change& c = ordered[i];
         std::string reason;
+        AppliedStamp stamp;
         try {
-            reason = applier.apply(c);
+            reason = applier.apply(c, i, stamp);
         } catch (const std::exception& e) {
             reason = e.what();
         }
-        const std::string rec = encode(reason.empty(), c.path, reason);
+        const std::string text = reason.empty() ? std::to_string(stamp.ctime_sec) + " " + std::to_string(stamp.ctime_nsec) : reason;
+        const std::string rec = encode(reason.empty(), c.path, text);
         if (write(out_fd, rec.data(), rec.size()) != static_cast<ssize_t>(rec.size())) _exit(125);
     }
     _exit(0);
@@ -207,7 +256,37 @@ std::vector<Change> changes_to_apply(const std::vector<Change>& all, const std::
     return out;
 }
 
-ApplyOutcome apply_changes(const std::vector<Change>& changes, const std::string& upper_dir, const ReviewRecord& r) {
+void accept_own_applies(std::vector<Change>& changes, const ReviewRecord& r) {
+    for (auto& c : changes)
+        if (c.host_changed && c.before && own_stamp(r, c.path, c.before->ctime_sec, c.before->ctime_nsec))
+            c.host_changed = false;
+}
+
+namespace {
+
+// ReviewedCopies::live: each regular file's reviewed copy opened as root,
+// below the layer with no link or mount followed, in the order applied.
+// The soft limit on open files is raised to the hard one for them.
+std::vector<Fd> open_reviewed_copies(const std::vector<Change>& ordered, int upper_fd) {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    std::vector<Fd> sources;
+    sources.reserve(ordered.size());
+    for (const auto& c : ordered) {
+        const bool file = c.after && c.after->type == NodeType::regular && !c.special;
+        // O_NONBLOCK: a FIFO the agent put there since the diff must not hold the open.
+        sources.push_back(file ? beneath(upper_fd, c.path, O_RDONLY | O_NOCTTY | O_NONBLOCK) : Fd());
+    }
+    return sources;
+}
+
+}  // namespace
+
+ApplyOutcome apply_changes(const std::vector<Change>& changes, const std::string& upper_dir, const ReviewRecord& r,
+                           ReviewedCopies copies) {
     Fd dir(open(r.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir.valid()) throw SysError("open", r.workspace, errno);
     struct stat st {};
@@ -225,12 +304,15 @@ ApplyOutcome apply_changes(const std::vector<Change>& changes, const std::string
         if (it->kind == ChangeKind::deleted) ordered.push_back(*it);
     for (const auto& c : changes)
         if (c.kind != ChangeKind::deleted) ordered.push_back(c);
+    std::vector<Fd> sources;
+    if (copies == ReviewedCopies::live) sources = open_reviewed_copies(ordered, upper.get());
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) throw SysError("pipe2", "apply", errno);
     Fd read_end(p[0]), write_end(p[1]);
     const pid_t pid = fork();
     if (pid < 0) throw SysError("fork", "apply", errno);
-    if (pid == 0) child(ordered, dir.get(), upper.get(), r, write_end.get());
+    if (pid == 0)
+        child(ordered, dir.get(), upper.get(), r, copies == ReviewedCopies::live ? &sources : nullptr, write_end.get());
     write_end.reset();
     const std::string bytes = read_to_end(read_end.get(), "the apply child's results");
     int ws = 0;

@@ -23,6 +23,11 @@ void write_review_record(const std::string& run_dir, const ReviewRecord& r) {
         {"upper_size_bytes", r.upper_size_bytes}, {"state", r.state}, {"error", r.error},
         {"applied", r.applied}, {"applied_digest", r.applied_digest},
     };
+    if (!r.applied_stamps.empty()) {
+        nlohmann::json stamps = nlohmann::json::object();
+        for (const auto& [path, s] : r.applied_stamps) stamps[path] = {s.ctime_sec, s.ctime_nsec};
+        j["applied_stamps"] = std::move(stamps);
+    }
     if (r.live_pid != 0)
         j["live"] = {{"pid", r.live_pid}, {"start_ticks", r.live_start_ticks}, {"boot_id", r.live_boot_id}, {"fd", r.live_fd}};
     write_file_atomically({review_dir(run_dir), kReviewRecordName, 0600, Durability::visible}, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -46,6 +51,9 @@ ReviewRecord read_review_record(const std::string& run_dir) {
         r.error = j.value("error", "");
         r.applied = j.value("applied", std::vector<std::string>{});
         r.applied_digest = j.value("applied_digest", "");
+        if (j.contains("applied_stamps"))
+            for (const auto& [path, s] : j.at("applied_stamps").items())
+                r.applied_stamps[path] = AppliedStamp{s.at(0).get<std::int64_t>(), s.at(1).get<std::int64_t>()};
         if (j.contains("live")) {
             const auto& live = j.at("live");
             r.live_pid = live.at("pid").get<pid_t>();

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@ namespace corral::workspace {
 inline constexpr const char* kReviewDirName = "workspace";
 inline constexpr const char* kReviewRecordName = "review.json";
 inline constexpr const char* kUpperName = "upper";
+
+// A host entry's ctime as `corral apply` left it.
+struct AppliedStamp {
+    std::int64_t ctime_sec = 0;
+    std::int64_t ctime_nsec = 0;
+    bool operator==(const AppliedStamp&) const = default;
+};
 
 struct ReviewRecord {
     std::string workspace;         // DIR's real path when the run started
@@ -35,6 +43,10 @@ struct ReviewRecord {
     std::string error;
     std::vector<std::string> applied;    // the paths `corral apply` wrote, in order
     std::string applied_digest;          // the digest of the diff they came from
+    // The host ctime each path `corral apply` wrote had right after it
+    // wrote it: a later diff or apply takes that ctime (only that one) as
+    // the review's own change, not the host's (AppliedStamp).
+    std::map<std::string, AppliedStamp> applied_stamps;
     // While the box runs: the supervisor that holds the layer's tmpfs and
     // the fd it holds it by, so `corral diff` can read the changes so far
     // (/proc/PID/fd/N, never written). live_pid 0: none (not started, or ended).
