@@ -10,6 +10,8 @@
 // (docs/benchmarks.md, session 45).
 #include "base/strict_json_fast.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -63,12 +65,29 @@ public:
 
     bool Null() { return put(nullptr); }
     bool Bool(bool b) { return put(b); }
-    // nlohmann reads a non-negative integer as unsigned, a negative one signed.
-    bool Int(int i) { return i >= 0 ? put(static_cast<std::uint64_t>(i)) : put(static_cast<std::int64_t>(i)); }
-    bool Uint(unsigned u) { return put(static_cast<std::uint64_t>(u)); }
-    bool Int64(std::int64_t i) { return i >= 0 ? put(static_cast<std::uint64_t>(i)) : put(i); }
-    bool Uint64(std::uint64_t u) { return put(u); }
-    bool Double(double d) { return put(d); }
+    // A number's text (kParseNumbersAsStringsFlag: RapidJSON's own
+    // conversion would use its stack, whose first push does arithmetic on a
+    // null pointer that UBSan stops at), read as nlohmann reads it: without
+    // '.', 'e' or 'E' an unsigned integer, or signed after a '-', and a
+    // double when it has one of those or overflows 64 bits (from_chars
+    // rounds as strtod does). A double out of range is the reference's to judge.
+    bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+        const char* end = s + n;
+        if (std::find_if(s, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; }) == end) {
+            if (*s == '-') {
+                std::int64_t v = 0;
+                const auto r = std::from_chars(s, end, v);
+                if (r.ec == std::errc() && r.ptr == end) return put(v);
+            } else {
+                std::uint64_t v = 0;
+                const auto r = std::from_chars(s, end, v);
+                if (r.ec == std::errc() && r.ptr == end) return put(v);
+            }
+        }
+        double d = 0;
+        const auto r = std::from_chars(s, end, d);
+        return r.ec == std::errc() && r.ptr == end && put(d);
+    }
     bool String(const char* s, rapidjson::SizeType n, bool) {
         const std::string_view v(s, n);
         return !holds_surrogate(v) && put(std::string(v));
@@ -198,7 +217,7 @@ bool read_strict_json_fast(std::string_view text, std::size_t max_depth, const F
     rapidjson::Reader reader;
     rapidjson::InsituStringStream in(copy.data());
     constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
-                                rapidjson::kParseFullPrecisionFlag;
+                                rapidjson::kParseNumbersAsStringsFlag;
     return !reader.Parse<kFlags>(in, builder).IsError();
 }
 
