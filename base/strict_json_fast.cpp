@@ -111,6 +111,12 @@ public:
 
 private:
     static constexpr std::size_t kPairwise = 16;  // keys compared pairwise; beyond, a hash set
+    // RapidJSON's reader recurses once per level (its iterative mode keeps
+    // its states on the stack whose first push UBSan stops at): a document
+    // nested deeper than this is left to the reference reader, which does
+    // not recurse (a model body may nest 20 000 levels under its limits;
+    // with ASan's larger frames that overflowed the thread's stack).
+    static constexpr std::size_t kMaxNesting = 128;
 
     struct Frame {
         json* value = nullptr;  // nullptr: checked, not built
@@ -168,7 +174,7 @@ private:
     }
 
     bool open(bool object) {
-        if (depth_ >= max_depth_) return false;
+        if (depth_ >= max_depth_ || depth_ >= kMaxNesting) return false;
         long matched;
         bool outlined;
         json* t = target(matched, outlined);

@@ -25,7 +25,14 @@ std::string SharedJournal::append(std::string_view type, const nlohmann::json& p
     // group-commit thread, started here if no decision started it yet:
     // these come after the sandbox's clone, when threads are allowed.
     if (commit == Commit::group) start_group_commits_locked();
-    return writer_.append(type, payload, commit);
+    std::string line = writer_.append(type, payload, commit);
+    if (commit == Commit::group) wake_group_commits_locked();
+    return line;
+}
+
+void SharedJournal::wake_group_commits_locked() {
+    unsynced_ = true;
+    if (group_commits_idle_) wake_.notify_one();
 }
 
 void SharedJournal::start_group_commits_locked() {
@@ -87,13 +94,22 @@ LineSink SharedJournal::decision_sink() {
             }
             writer_.append(kTypeDecision, nlohmann::json{{"ledger_lines", std::move(batch)}}, Commit::group);
         }
+        wake_group_commits_locked();
     };
 }
 
 void SharedJournal::group_commit_loop() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
-        wake_.wait_for(lock, kGroupCommitTick);
+        // Asleep while no group record waits for its fdatasync: an idle run
+        // or daemon wakes no thread (it woke every tick, ~20 times a second
+        // per supervisor). The first record wakes it; what comes within one
+        // tick after it is synced with it.
+        group_commits_idle_ = true;
+        wake_.wait(lock, [this] { return stopping_ || unsynced_; });
+        group_commits_idle_ = false;
+        wake_.wait_for(lock, kGroupCommitTick, [this] { return stopping_; });
+        unsynced_ = false;
         try {
             auto ticket = writer_.begin_sync();
             if (ticket.records == 0) continue;

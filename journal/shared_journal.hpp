@@ -4,10 +4,10 @@
 // One JournalWriter behind one lock. Decisions (journal.hpp kTypeDecision:
 // one record per batch the ledger's journal thread hands over, at most
 // kDecisionLinesPerRecord lines each) are group-committed by a thread of its own,
-// started with the first decision: every kGroupCommitTick it fdatasyncs what
-// waits, outside the lock, so a decision is durable at most one tick plus
-// one fdatasync after it was written and no gateway thread waits for the
-// disk. A writer that failed (write, fdatasync, bound) fails every later
+// started with the first decision: one kGroupCommitTick after a record
+// comes it fdatasyncs what waits, outside the lock, so a decision is durable
+// at most one tick plus one fdatasync after it was written and no gateway
+// thread waits for the disk; with nothing to sync it sleeps. A writer that failed (write, fdatasync, bound) fails every later
 // append with the same error: the ledger then refuses every request.
 #pragma once
 
@@ -72,6 +72,8 @@ public:
 private:
     void group_commit_loop();
     void start_group_commits_locked();
+    // A group record was written: the group-commit thread, if asleep, wakes.
+    void wake_group_commits_locked();
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;
@@ -80,6 +82,8 @@ private:
     std::uint64_t generation_ = 0;  // bumped when rotation replaces writer_
     std::thread group_commits_;
     bool stopping_ = false;
+    bool unsynced_ = false;            // a group record waits for the group-commit thread
+    bool group_commits_idle_ = false;  // that thread sleeps until one does
     struct BackgroundSync {
         JournalWriter::SyncTicket ticket;
         BackgroundFdatasync sync;

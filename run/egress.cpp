@@ -226,6 +226,7 @@ protected:
         return gateway_ ? gateway_->ledger().refusal_notices(id_.str()) : std::vector<gateway::RefusalNotice>{};
     }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
+    bool traffic_open() const override { return gateway_ && gateway_->active_connections() > 0; }
     void after_loop() override {
         if (!gateway_) return;
         gateway_->close_idle_upstreams();  // while ioc_ (their reactor) exists
@@ -458,6 +459,7 @@ protected:
         return counts ? counts->refused : std::vector<gateway::RefusalNotice>{};
     }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::daemon; }
+    bool traffic_open() const override { return active_relays_->load() > 0; }
 
 private:
     // How long the daemon may take to answer one step of a counts query.
@@ -514,14 +516,14 @@ void Egress::start(const supervisor::Sandbox& box) {
     run::BridgeListeners mcp;  // the MCP listener's, on a Bridge of its own
     mcp.ipv4 = std::move(listeners.mcp_ipv4);
     mcp.ipv6 = std::move(listeners.mcp_ipv6);
-    bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(listeners), connection_handler());
+    bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(listeners), noted(connection_handler()));
     bridge_->start();
     if (serves_mcp()) {
-        mcp_bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(mcp), mcp_handler());
+        mcp_bridge_ = std::make_unique<run::Bridge>(*ioc_, std::move(mcp), noted(mcp_handler()));
         mcp_bridge_->start();
     }
     if (capture) {
-        capture_ = std::make_unique<CaptureService>(*ioc_, capture_endpoint(), identity(), box.spec().hostname,
+        capture_ = std::make_unique<CaptureService>(*ioc_, noted(capture_endpoint()), identity(), box.spec().hostname,
                                                     std::move(netns), std::move(dns4), std::move(dns6), roles_);
         capture_->start();
     }
@@ -539,17 +541,65 @@ void Egress::report_refusals() {
         if (refusal_sink_) refusal_sink_(line);
 }
 
-// Every 250 ms while the box runs: soon enough that the operator reads the
-// reason while the CLI is still retrying, rare enough to cost nothing.
+// Every 250 ms while the box has traffic through corral, and twice after
+// it last had some (a refusal is recorded as its exchange ends): soon
+// enough that the operator reads the reason while the CLI is still
+// retrying. A box doing nothing through corral wakes no thread: polling
+// every 250 ms regardless cost each idle supervisor 4 wakeups a second, and
+// through a daemon a question to it each time (256 idle boxes: 1024 a
+// second; docs/benchmarks.md "Idle supervisors", session 45).
 void Egress::watch_refusals() {
+    constexpr int kPollsAfterActivity = 2;
     std::unique_lock lock(watch_mutex_);
     while (!watch_stop_) {
+        watch_wake_.wait(lock, [this] { return watch_stop_ || polls_left_ > 0; });
+        if (watch_stop_) break;
         watch_wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return watch_stop_; });
         if (watch_stop_) break;
+        polls_left_ = traffic_open() ? kPollsAfterActivity : polls_left_ - 1;
         lock.unlock();
         report_refusals();
         lock.lock();
     }
+}
+
+void Egress::note_activity() {
+    std::lock_guard lock(watch_mutex_);
+    if (polls_left_ == 0) watch_wake_.notify_one();
+    polls_left_ = 2;
+}
+
+namespace {
+
+boost::asio::awaitable<void> noted_connection(boost::asio::ip::tcp::socket s, run::ConnectionHandler handler,
+                                              std::function<void()> note) {
+    note();
+    co_await handler(std::move(s));
+    note();
+}
+
+}  // namespace
+
+run::ConnectionHandler Egress::noted(run::ConnectionHandler handler) {
+    if (!handler) return handler;
+    return [this, handler](boost::asio::ip::tcp::socket s) {
+        return noted_connection(std::move(s), handler, [this] { note_activity(); });
+    };
+}
+
+CaptureEndpoint Egress::noted(CaptureEndpoint endpoint) {
+    auto serve = std::move(endpoint.serve);
+    auto record = std::move(endpoint.record);
+    endpoint.serve = [this, serve](boost::asio::ip::tcp::socket s, gateway::Identity id,
+                                   std::optional<names::Authority> at) {
+        return noted_connection(std::move(s), [serve, id, at](boost::asio::ip::tcp::socket c) { return serve(std::move(c), id, at); },
+                                [this] { note_activity(); });
+    };
+    endpoint.record = [this, record](const gateway::LedgerEntry& entry) {
+        if (record) record(entry);
+        note_activity();
+    };
+    return endpoint;
 }
 
 void Egress::stop() {

@@ -160,6 +160,9 @@ protected:
     virtual std::vector<gateway::RefusalNotice> refusals_so_far() = 0;
     // Where the run's grants come from, for the refusal lines' advice.
     virtual gateway::GrantsFrom grants_from() const = 0;
+    // Whether a connection of the box's is being served now (the refusal
+    // watcher polls while one is).
+    virtual bool traffic_open() const = 0;
 
     bool started_ = false;
     bool approvals_at_terminal_ = false;
@@ -172,6 +175,13 @@ private:
     // Prints the first refusal of each host:port on stderr as it happens.
     void report_refusals();
     void watch_refusals();
+    // The box did something through corral (a connection began or ended, a
+    // DNS question was refused): the refusal watcher polls again.
+    void note_activity();
+    // `handler`, and `serve` of a capture endpoint, with the activity noted
+    // as each connection begins and ends; `record` too.
+    run::ConnectionHandler noted(run::ConnectionHandler handler);
+    CaptureEndpoint noted(CaptureEndpoint endpoint);
 
     std::unique_ptr<run::Bridge> bridge_;
     std::unique_ptr<run::Bridge> mcp_bridge_;  // only when serves_mcp()
@@ -183,6 +193,7 @@ private:
     std::mutex watch_mutex_;
     std::condition_variable watch_wake_;
     bool watch_stop_ = false;
+    int polls_left_ = 0;  // the watcher's rounds still due since the last activity
     bool live_refusals_ = true;
     std::function<void(const std::string&)> refusal_sink_;
     RefusalListeners* refusal_listeners_ = nullptr;

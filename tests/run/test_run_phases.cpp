@@ -45,6 +45,7 @@ protected:
     void run_loop() override {}
     std::vector<gateway::RefusalNotice> refusals_so_far() override { return {}; }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::run; }
+    bool traffic_open() const override { return false; }
     run::CaptureEndpoint capture_endpoint() override { return {}; }  // the scripted box never captures
     const gateway::Identity& identity() const override { return id_; }
     gateway::Identity id_{"w", "r"};
