@@ -143,6 +143,8 @@ public:
     std::uint64_t size() const { return at_.size; }
     std::uint64_t next_seq() const { return at_.next_seq; }
     bool terminated() const { return terminated_; }
+    // Records written that no fdatasync has covered yet.
+    std::size_t records_waiting_for_sync() const { return waiting(); }
 
 private:
     [[noreturn]] void fail(const std::exception_ptr& error);

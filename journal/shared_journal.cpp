@@ -64,6 +64,11 @@ bool SharedJournal::terminated() const {
     return writer_.terminated();
 }
 
+std::size_t SharedJournal::records_waiting_for_sync() const {
+    std::lock_guard lock(mutex_);
+    return writer_.records_waiting_for_sync();
+}
+
 std::string SharedJournal::path() const {
     std::lock_guard lock(mutex_);
     return writer_.path();

@@ -62,6 +62,8 @@ public:
     void wait_durable();
     bool terminated() const;
     std::string path() const;
+    // Records written that no fdatasync has covered yet (tests).
+    std::size_t records_waiting_for_sync() const;
     // Each batch becomes a decision record {"ledger_lines": [LINE, ...]}
     // (at most kDecisionLinesPerRecord lines each).
     LineSink decision_sink();

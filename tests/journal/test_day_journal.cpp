@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/sha256.hpp"
@@ -189,4 +191,39 @@ TEST_CASE("a shared journal past its bound refuses the next batch of decisions (
     j.stop_group_commits();
     Verdict v = verify_journal(read_file(tmp.path() + "/j"), key.public_key());
     CHECK(v.status == Status::incomplete);  // every record written is good; none after the refusal
+}
+
+namespace {
+
+// Whether `done` held within `bound` (checked every 5 ms): a liveness
+// check with a generous bound, not a measurement.
+template <class Done>
+bool within(std::chrono::milliseconds bound, Done done) {
+    const auto end = std::chrono::steady_clock::now() + bound;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("a shared journal's group commit syncs what comes, also after it slept with nothing to sync") {
+    TempDir tmp;
+    SigningKey key = SigningKey::generate();
+    SharedJournal j(JournalWriter::create(tmp.path() + "/j", key, shared_writer_options()));
+    j.append(kTypeAdmission, {{"id", "r"}}, Commit::durable);
+    j.append(kTypeStarted, {{"uid", 1}}, Commit::group);  // starts the group-commit thread
+    CHECK(within(std::chrono::seconds(5), [&] { return j.records_waiting_for_sync() == 0; }));
+    // Idle: the thread sleeps; a decision wakes it, and is synced.
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    auto sink = j.decision_sink();
+    sink("{\"n\":1}\n{\"n\":2}\n");
+    CHECK(j.records_waiting_for_sync() == 1);
+    CHECK(within(std::chrono::seconds(5), [&] { return j.records_waiting_for_sync() == 0; }));
+    sink("{\"n\":3}\n");
+    j.stop_group_commits();  // syncs what waits as it ends
+    CHECK(j.records_waiting_for_sync() == 0);
+    CHECK(verify_journal(read_file(tmp.path() + "/j"), key.public_key()).status == Status::incomplete);
 }

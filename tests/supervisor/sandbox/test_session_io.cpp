@@ -68,7 +68,8 @@ TEST_CASE("Ctrl-C on a non-tty exec: CMD gets SIGTERM, corral exec waits for it 
 TEST_CASE("a refusal during an exec is told to that exec's caller; the session's deadline too") {
     Sessions s;
     const std::string id = s.start({"--timeout", "20s"});
-    // The watcher polls the gateway's refusals every 250 ms: the exec lives on a while after its request.
+    // The watcher polls the gateway's refusals every 250 ms while the box has traffic, and twice after:
+    // the exec lives on a while after its request.
     Result refused = s.sh(id, "agent", "wget -q -O- http://no-grant-io.invalid/ >/dev/null 2>&1; sleep 3; echo after");
     INFO(transcript(refused));
     CHECK(refused.out.find("after") != std::string::npos);
