@@ -53,34 +53,30 @@ public:
         : dir_(dir_fd), upper_(upper_fd), record_(r), sources_(sources) {}
 
     // "" when applied, else why not; `stamp` gets the host entry's ctime
-    // once written.
+    // once written (its directory's fd, opened once for both).
     std::string apply(const Change& c, std::size_t index, AppliedStamp& stamp) {
         index_ = index;
-        const std::string err = apply_one(c);
-        if (!err.empty() || !c.after) return err;
-        const auto slash = c.path.rfind('/');
-        Fd parent = beneath(dir_, slash == std::string::npos ? "." : c.path.substr(0, slash), O_PATH | O_DIRECTORY);
-        struct stat st {};
-        const std::string name = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
-        if (parent.valid() && fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-            stamp = AppliedStamp{st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
-        return "";
-    }
-
-private:
-    std::string apply_one(const Change& c) {
         const auto slash = c.path.rfind('/');
         const std::string parent_rel = slash == std::string::npos ? "." : c.path.substr(0, slash);
         const std::string name = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
         Fd parent = beneath(dir_, parent_rel, O_PATH | O_DIRECTORY);
         if (!parent.valid()) return why("open its directory", errno);
-        if (auto conflict = check_host(parent.get(), name, c); !conflict.empty()) return conflict;
+        const std::string err = apply_one(c, parent.get(), name);
+        struct stat st {};
+        if (err.empty() && c.after && fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+            stamp = AppliedStamp{st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+        return err;
+    }
+
+private:
+    std::string apply_one(const Change& c, int parent, const std::string& name) {
+        if (auto conflict = check_host(parent, name, c); !conflict.empty()) return conflict;
         if (c.special) return "refused: a special file (FIFO, socket or device) is never applied";
-        if (!c.after) return remove(parent.get(), name, *c.before);
+        if (!c.after) return remove(parent, name, *c.before);
         switch (c.after->type) {
-            case NodeType::directory: return make_dir(parent.get(), name, c);
-            case NodeType::regular: return replace_file(parent.get(), name, c);
-            case NodeType::symlink: return replace_link(parent.get(), name, c);
+            case NodeType::directory: return make_dir(parent, name, c);
+            case NodeType::regular: return replace_file(parent, name, c);
+            case NodeType::symlink: return replace_link(parent, name, c);
             default: return "refused: a special file is never applied";
         }
     }
