@@ -201,7 +201,7 @@ std::optional<JsonProblem> oversize(std::string_view text, const StrictJsonLimit
 StrictJson parse_strict_json(std::string_view text, const StrictJsonLimits& limits) {
     StrictJson out;
     if ((out.problem = oversize(text, limits))) return out;
-    if (read_strict_json_fast(text, limits.max_depth, nullptr, out.value)) return out;
+    if (read_strict_json_fast(text, limits.max_depth, nullptr, nullptr, out.value)) return out;
     return parse_strict_json_reference(text, limits);
 }
 
@@ -210,11 +210,30 @@ StrictJson parse_strict_json_outline(std::string_view text, std::string_view arr
     StrictJson out;
     if ((out.problem = oversize(text, limits))) return out;
     const FastOutline outline{array_pointer, keep};
-    if (read_strict_json_fast(text, limits.max_depth, &outline, out.value)) {
+    if (read_strict_json_fast(text, limits.max_depth, &outline, nullptr, out.value)) {
         out.outlined = true;
         return out;
     }
     return parse_strict_json_reference(text, limits);
+}
+
+const JsonSelection::Member* JsonSelection::find(std::string_view key) const {
+    for (const Member& m : members)
+        if (m.key == key) return &m;
+    return nullptr;
+}
+
+bool read_json_selected(std::string_view text, const JsonSelection& select, nlohmann::json& out) {
+    // No depth of its own: nlohmann's parse, the other way to read it, has none.
+    return read_strict_json_fast(text, static_cast<std::size_t>(-1), nullptr, &select, out);
+}
+
+json select_members(const json& value, const JsonSelection& select) {
+    if (!value.is_object()) return value;
+    json out = json::object();
+    for (const auto& [key, item] : value.items())
+        if (const JsonSelection::Member* m = select.find(key)) out[key] = m->only ? select_members(item, *m->only) : item;
+    return out;
 }
 
 StrictJson parse_strict_json_reference(std::string_view text, const StrictJsonLimits& limits) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,30 @@ StrictJson parse_strict_json_outline(std::string_view text, std::string_view arr
 // as it arrives, naming it and its JSON pointer: every refusal's words come
 // from here. Exposed so that tests can read documents both ways.
 StrictJson parse_strict_json_reference(std::string_view text, const StrictJsonLimits& limits = {});
+
+// Which members of an object to build: each key with what to build of its
+// value (`only` nullptr: all of it). A value that is not an object, and each
+// element of an array, is built whole.
+struct JsonSelection {
+    struct Member {
+        std::string_view key;
+        const JsonSelection* only = nullptr;
+    };
+    std::vector<Member> members;
+    const Member* find(std::string_view key) const;
+};
+
+// For a reader that needs a few members of a document it does not police
+// (a provider's answer read for its usage): `text` read by the fast reader
+// with only the selected members built. True when that reader vouches for
+// the text (RapidJSON accepts it, no object has a key twice or two keys
+// differing only in case, nesting at most 128, no lone surrogate escape):
+// then `out` is what `select_members(nlohmann::json::parse(text), select)`
+// would be. False: `out` means nothing, read the text another way.
+bool read_json_selected(std::string_view text, const JsonSelection& select, nlohmann::json& out);
+
+// `value` with only the selected members (the reference for read_json_selected).
+nlohmann::json select_members(const nlohmann::json& value, const JsonSelection& select);
 
 // `s` as a JSON string, ASCII only (every control and non-ASCII character
 // escaped, invalid UTF-8 replaced), cut to `max` bytes of `s` with "...":

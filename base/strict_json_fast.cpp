@@ -50,9 +50,33 @@ bool holds_surrogate(std::string_view s) {
     return false;
 }
 
+struct BuilderFrame {
+    json* value = nullptr;  // nullptr: checked, not built
+    bool outlined_array = false, outlined_element = false;
+    long matched = -1;                   // how many outline tokens the path to it matched; -1 off the path
+    std::size_t keys_from = 0;           // its keys: keys[keys_from, end)
+    std::unordered_set<std::string> many;  // its folded keys, once more than kPairwise
+    json* slot = nullptr;                // an object's current member (nullptr: not built)
+    long slot_matched = -1;
+    const JsonSelection* select = nullptr;       // an object's members to build (nullptr: all)
+    const JsonSelection* slot_select = nullptr;  // what to build of the current member's value
+};
+
+// A thread's builder memory, kept between documents: a parse allocates for
+// the tree it builds, not for its own bookkeeping (a metered request reads
+// two small documents; each vector grown afresh was most of their allocations).
+struct BuilderScratch {
+    std::vector<BuilderFrame> frames;
+    std::vector<std::string_view> keys;
+    rapidjson::CrtAllocator reader_allocator;  // RapidJSON's stack (unused in place; it would new one)
+};
+
 class Builder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Builder> {
 public:
-    Builder(std::size_t max_depth, const FastOutline* outline, json& root) : max_depth_(max_depth), outline_(outline), root_(root) {
+    Builder(std::size_t max_depth, const FastOutline* outline, const JsonSelection* select, BuilderScratch& scratch, json& root)
+        : max_depth_(max_depth), outline_(outline), select_(select), root_(root), frames_(scratch.frames),
+          keys_(scratch.keys) {
+        keys_.clear();
         if (!outline_) return;
         std::string_view p = outline_->array_pointer;
         while (!p.empty() && p.front() == '/') {
@@ -61,6 +85,11 @@ public:
             tokens_.push_back(p.substr(0, slash));
             p = slash == std::string_view::npos ? std::string_view{} : p.substr(slash);
         }
+    }
+
+    // A document refused midway leaves its open frames' key sets.
+    ~Builder() {
+        for (std::size_t i = 0; i < depth_; ++i) release_key_set(frames_[i]);
     }
 
     bool Null() { return put(nullptr); }
@@ -99,13 +128,17 @@ public:
     // In place (kParseInsituFlag): `s` lives in the copy until the parse ends.
     bool Key(const char* s, rapidjson::SizeType n, bool) {
         const std::string_view k(s, n);
-        Frame& f = frames_[depth_ - 1];
+        BuilderFrame& f = frames_[depth_ - 1];
         if (holds_surrogate(k) || seen(f, k)) return false;
-        f.slot = nullptr, f.slot_matched = -1;
-        if (f.value && !(f.outlined_element && k != outline_->keep)) {
-            f.slot = &f.value->get_ref<json::object_t&>().emplace(std::string(k), nullptr).first->second;
-            if (!f.outlined_element) f.slot_matched = next(f.matched, k);
+        f.slot = nullptr, f.slot_matched = -1, f.slot_select = nullptr;
+        if (!f.value || (f.outlined_element && k != outline_->keep)) return true;
+        if (f.select) {
+            const JsonSelection::Member* m = f.select->find(k);
+            if (!m) return true;  // checked, not built
+            f.slot_select = m->only;
         }
+        f.slot = &f.value->get_ref<json::object_t&>().emplace(std::string(k), nullptr).first->second;
+        if (!f.outlined_element) f.slot_matched = next(f.matched, k);
         return true;
     }
 
@@ -118,17 +151,8 @@ private:
     // with ASan's larger frames that overflowed the thread's stack).
     static constexpr std::size_t kMaxNesting = 128;
 
-    struct Frame {
-        json* value = nullptr;  // nullptr: checked, not built
-        bool outlined_array = false, outlined_element = false;
-        long matched = -1;                   // how many outline tokens the path to it matched; -1 off the path
-        std::size_t keys_from = 0;           // its keys: keys_[keys_from, end)
-        std::unordered_set<std::string> many;  // its folded keys, once more than kPairwise
-        json* slot = nullptr;                // an object's current member (nullptr: not built)
-        long slot_matched = -1;
-    };
 
-    bool seen(Frame& f, std::string_view k) {
+    bool seen(BuilderFrame& f, std::string_view k) {
         if (!f.many.empty()) return !f.many.insert(folded(k)).second;
         for (std::size_t i = f.keys_from; i < keys_.size(); ++i)
             if (same_folded(keys_[i], k)) return true;
@@ -147,16 +171,18 @@ private:
 
     // Where the next value goes (nullptr: nowhere, it is only checked), and
     // what the outline says of it.
-    json* target(long& matched, bool& outlined) {
-        matched = -1, outlined = false;
+    json* target(long& matched, bool& outlined, const JsonSelection*& select) {
+        matched = -1, outlined = false, select = nullptr;
         if (depth_ == 0) {
             matched = outline_ ? 0 : -1;
+            select = select_;
             return &root_;
         }
-        Frame& parent = frames_[depth_ - 1];
+        BuilderFrame& parent = frames_[depth_ - 1];
         if (!parent.value) return nullptr;
         if (parent.value->is_object()) {
             matched = parent.slot_matched;
+            select = parent.slot_select;
             return parent.slot;
         }
         outlined = parent.outlined_array;
@@ -169,7 +195,8 @@ private:
     bool put(V&& v) {
         long matched;
         bool outlined;
-        if (json* t = target(matched, outlined)) *t = json(std::forward<V>(v));
+        const JsonSelection* select;
+        if (json* t = target(matched, outlined, select)) *t = json(std::forward<V>(v));
         return true;
     }
 
@@ -177,10 +204,11 @@ private:
         if (depth_ >= max_depth_ || depth_ >= kMaxNesting) return false;
         long matched;
         bool outlined;
-        json* t = target(matched, outlined);
+        const JsonSelection* select;
+        json* t = target(matched, outlined, select);
         if (t) *t = object ? json::object() : json::array();
         if (depth_ == frames_.size()) frames_.emplace_back();
-        Frame& f = frames_[depth_++];
+        BuilderFrame& f = frames_[depth_++];
         f.value = t;
         f.matched = matched;
         f.outlined_element = object && outlined && t;
@@ -188,21 +216,31 @@ private:
         f.keys_from = keys_.size();
         f.many.clear();
         f.slot = nullptr, f.slot_matched = -1;
+        f.select = object ? select : nullptr;  // an array's elements are built whole
+        f.slot_select = nullptr;
         return true;
     }
 
     bool close() {
-        keys_.resize(frames_[--depth_].keys_from);
+        BuilderFrame& f = frames_[--depth_];
+        keys_.resize(f.keys_from);
+        release_key_set(f);
         return true;
+    }
+
+    // A thread keeps no large object's key set for the next document.
+    static void release_key_set(BuilderFrame& f) {
+        if (f.many.bucket_count() > 4 * kPairwise) std::unordered_set<std::string>().swap(f.many);
     }
 
     std::size_t max_depth_;
     const FastOutline* outline_;
+    const JsonSelection* select_;
     json& root_;
     std::vector<std::string_view> tokens_;
-    std::vector<Frame> frames_;
+    std::vector<BuilderFrame>& frames_;
     std::size_t depth_ = 0;
-    std::vector<std::string_view> keys_;
+    std::vector<std::string_view>& keys_;
 };
 
 // Documents up to this size are copied into their thread's buffer, which
@@ -212,15 +250,17 @@ constexpr std::size_t kReusedBufferBytes = 256u << 10;
 
 }  // namespace
 
-bool read_strict_json_fast(std::string_view text, std::size_t max_depth, const FastOutline* outline, nlohmann::json& out) {
+bool read_strict_json_fast(std::string_view text, std::size_t max_depth, const FastOutline* outline,
+                           const JsonSelection* select, nlohmann::json& out) {
     // The in-place reader stops at a NUL: raw, one is never JSON.
     if (std::memchr(text.data(), '\0', text.size())) return false;
     thread_local std::string reused;
     std::string own;
     std::string& copy = text.size() <= kReusedBufferBytes ? reused : own;
     copy.assign(text);
-    Builder builder(max_depth, outline, out);
-    rapidjson::Reader reader;
+    thread_local BuilderScratch scratch;
+    Builder builder(max_depth, outline, select, scratch, out);
+    rapidjson::Reader reader(&scratch.reader_allocator);
     rapidjson::InsituStringStream in(copy.data());
     constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
                                 rapidjson::kParseNumbersAsStringsFlag;

@@ -9,7 +9,8 @@
 //  - strict JSON agrees with nlohmann's parser on every document both
 //    accept, and refuses a document nlohmann accepts only for a duplicate
 //    key, depth or size; its fast reader agrees with its reference reader,
-//    and an outlined read accepts the same documents;
+//    and an outlined read accepts the same documents; a selective read
+//    vouches only for what nlohmann parses, with the same selected members;
 //  - the matcher never throws; a path allowed under /workspace normalises to
 //    /workspace or below with no "." or ".." segment, and normalising is idempotent;
 //  - a call the policy allows is allowed by the allow rule alone (deny only
@@ -88,6 +89,13 @@ void check_strict(std::string_view body) {
     const auto reference = corral::parse_strict_json_reference(body);
     if (reference.ok() != strict.ok() || (reference.ok() && reference.value != strict.value)) std::abort();
     if (parse_tools_list_outline(body).ok() != strict.ok()) std::abort();
+    // A selective read (the usage meter's) vouches only for JSON, and then
+    // holds what the plain parse holds of the selected members.
+    static const corral::JsonSelection inner{{{"model"}, {"usage"}, {"error"}}};
+    static const corral::JsonSelection select{{{"type"}, {"result", &inner}, {"params", &inner}, {"error"}}};
+    if (json selected; corral::read_json_selected(body, select, selected) &&
+                       (plain.is_discarded() || selected != corral::select_members(plain, select)))
+        std::abort();
     if (!strict.ok()) {
         check_denial(*strict.error);
         const Reason r = strict.error->reason;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/strict_json.hpp"
+
 namespace corral::gateway::metering {
 
 namespace {
@@ -83,6 +85,30 @@ bool chat_chunk_may_matter(std::string_view data) {
         if (data.substr(i, 4) != "null") return true;
     }
     return false;
+}
+
+// The members this file reads of an event or a body (on_parsed, on_body,
+// error_text): at the top, and in an Anthropic `message` or a Responses
+// `response`. The rest (the answer's text, its tool calls, a Responses
+// output) is checked by the reader but never built.
+const JsonSelection kMessageMembers{{{"model"}, {"usage"}}};
+const JsonSelection kResponseMembers{{{"model"}, {"usage"}, {"error"}}};
+const JsonSelection kReadMembers{{{"type"},
+                                  {"model"},
+                                  {"usage"},
+                                  {"error"},
+                                  {"code"},
+                                  {"message", &kMessageMembers},
+                                  {"response", &kResponseMembers}}};
+
+// An event's data or a body, with what this file reads of it: by the fast
+// selective reader, or, when that reader does not vouch for the text, by
+// nlohmann's parse as a whole (discarded when it is not JSON). Either way
+// the members read are the ones nlohmann's parse would give.
+json read_document(std::string_view text) {
+    json d;
+    if (read_json_selected(text, kReadMembers, d)) return d;
+    return json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 }  // namespace
@@ -223,7 +249,7 @@ void ResponseUsage::on_event(std::string_view name, std::string_view data) {
         // The first chunk names the model; after it only usage and errors matter.
         if (begun_ && !chat_chunk_may_matter(data)) return;
     }
-    json d = json::parse(data, nullptr, /*allow_exceptions=*/false);
+    json d = read_document(data);
     if (d.is_discarded() || !d.is_object())
         return break_off(name.empty() ? std::string("an event's data is not a JSON object")
                                       : "the data of a '" + std::string(name.substr(0, 64)) +
@@ -248,7 +274,7 @@ void ResponseUsage::on_value(std::string_view name, const json& d) {
 
 void ResponseUsage::on_body(std::string_view body) {
     if (!broken_.empty()) return;
-    json d = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    json d = read_document(body);
     if (d.is_discarded() || !d.is_object()) return break_off("the response body is not a JSON object");
     ended_ = true;
     const json* usage = object_field(d, "usage");
@@ -355,7 +381,7 @@ std::optional<Usage> WebSocketUsageMeter::feed_message(std::string_view message)
         dirty_ = true;
         return std::nullopt;
     }
-    json d = json::parse(message, nullptr, /*allow_exceptions=*/false);
+    json d = read_document(message);
     if (d.is_discarded() || !d.is_object()) {
         current_.break_off("a WebSocket message is not a JSON object");
         dirty_ = true;

@@ -5,7 +5,9 @@
 // encoding) in the pieces the relay forwards, in order; it never holds the
 // stream back and never holds more than one SSE event (kMaxSseEventBytes) or,
 // for a non-streaming JSON body, the body (kMaxJsonBodyBytes). Each event's
-// data is parsed with nlohmann::json; only the events that can carry usage,
+// data is read into an nlohmann::json holding only the members read below
+// (base/strict_json.hpp, read_json_selected; a document that reader does not
+// vouch for is parsed whole by nlohmann); only the events that can carry usage,
 // the model or an error are parsed at all (by their `event:` name, when the
 // provider sends one; a Chat Completions chunk after the first when its raw
 // bytes hold a non-null "usage" or an "error"), so text deltas cost a line

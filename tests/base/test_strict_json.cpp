@@ -129,3 +129,34 @@ TEST_CASE("strict json: an outline keeps one member of each element of one array
     CHECK(!bom.outlined);
     CHECK(bom.value["result"]["tools"][0]["description"] == "d");
 }
+
+TEST_CASE("strict json: a selective read builds the selected members only, as the plain parse would give them") {
+    const corral::JsonSelection inner{{{"model"}, {"usage"}}};
+    const corral::JsonSelection select{{{"type"}, {"usage"}, {"message", &inner}}};
+    const std::string docs[] = {
+        R"({"type":"message","content":[{"type":"text","text":"long"}],"usage":{"input_tokens":3,"x":[1,{"y":2}]}})",
+        R"({"type":"message_start","message":{"id":"m","model":"c","content":[],"usage":{"output_tokens":1}}})",
+        R"({"message":"a string is built whole","type":7})",
+        R"({"message":[{"model":"an array's elements are whole"}],"other":{"a":1}})",
+        R"([{"type":"a top-level array is whole"}])", R"("text")", R"({})",
+    };
+    for (const auto& text : docs) {
+        CAPTURE(text);
+        nlohmann::json got;
+        REQUIRE(corral::read_json_selected(text, select, got));
+        CHECK(got == corral::select_members(nlohmann::json::parse(text), select));
+    }
+    nlohmann::json got;
+    REQUIRE(corral::read_json_selected(docs[0], select, got));
+    CHECK(!got.contains("content"));
+    CHECK(got["usage"]["x"][1]["y"] == 2);
+    // What is not built is still read: a key twice anywhere, two keys
+    // differing in case, a lone surrogate or broken JSON is not vouched for
+    // (the caller parses it its own way).
+    const std::string refused[] = {R"({"content":{"a":1,"a":2},"type":"m"})", R"({"content":{"a":1,"A":2}})",
+                                   R"({"content":"\ud800"})", R"({"content":[1,]})", std::string("{\"a\":\"\0\"}", 9)};
+    for (const auto& text : refused) {
+        CAPTURE(text);
+        CHECK(!corral::read_json_selected(text, select, got));
+    }
+}

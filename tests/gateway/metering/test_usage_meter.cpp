@@ -499,3 +499,23 @@ TEST_CASE("codex WebSocket: one usage per response on one connection, notes outs
     REQUIRE(over);
     CHECK(over->reason == "a WebSocket message is over 100 bytes");
 }
+
+TEST_CASE("usage meter: a body only nlohmann's parse vouches for is read as before, whatever the answer's text holds") {
+    // The answer's text and tool calls are checked, not built; a key twice
+    // (here in a tool's input) makes the fast reader step aside, and
+    // nlohmann's parse, where the last of two keys counts, reads it whole.
+    const std::string body =
+        R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":")" +
+        std::string(4000, 'a') + R"("},{"type":"tool_use","id":"t","name":"bash","input":{"command":"ls")";
+    const std::string tail = R"(}}],"usage":{"input_tokens":12,"output_tokens":3,"cache_read_input_tokens":7}})";
+    const Usage once = meter_every_way(ModelApi::anthropic_messages, BodyForm::json, body + tail);
+    CHECK(describe(once) == "reported model=claude-x in=12 out=3 cw=- cr=7 cached=- reasoning=- reason= error=");
+    const Usage twice =
+        meter_every_way(ModelApi::anthropic_messages, BodyForm::json, body + R"(,"command":"rm")" + tail);
+    CHECK(describe(twice) == describe(once));
+    // A duplicated usage: nlohmann keeps the last, as it always did.
+    const Usage last = meter_every_way(
+        ModelApi::anthropic_messages, BodyForm::json,
+        R"({"type":"message","model":"m","usage":{"input_tokens":1,"output_tokens":1},"usage":{"input_tokens":5,"output_tokens":6}})");
+    CHECK(describe(last) == "reported model=m in=5 out=6 cw=- cr=- cached=- reasoning=- reason= error=");
+}
