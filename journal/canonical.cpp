@@ -26,10 +26,28 @@ void refuse_floats(const nlohmann::json& value, const std::string& path) {
     }
 }
 
+// Whether refuse_floats has anything to say: the walk without the paths it
+// would name (a record of 80 ledger lines is 80 strings, each path an allocation).
+bool holds_float_or_binary(const nlohmann::json& value) {
+    switch (value.type()) {
+    case nlohmann::json::value_t::number_float:
+    case nlohmann::json::value_t::binary: return true;
+    case nlohmann::json::value_t::object:
+        for (const auto& item : value.get_ref<const nlohmann::json::object_t&>())
+            if (holds_float_or_binary(item.second)) return true;
+        return false;
+    case nlohmann::json::value_t::array:
+        for (const auto& item : value.get_ref<const nlohmann::json::array_t&>())
+            if (holds_float_or_binary(item)) return true;
+        return false;
+    default: return false;
+    }
+}
+
 }  // namespace
 
 std::string canonical_json(const nlohmann::json& value) {
-    refuse_floats(value, "$");
+    if (holds_float_or_binary(value)) refuse_floats(value, "$");
     try {
         // indent -1: no whitespace; ensure_ascii false: UTF-8 as is; strict:
         // invalid UTF-8 throws instead of being replaced.

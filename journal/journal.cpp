@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <stdexcept>
 
 #include "base/bounded_lock.hpp"
 #include "base/sha256.hpp"
@@ -95,6 +96,29 @@ JournalWriter JournalWriter::reopen_ended(const std::string& path, const Signing
     return writer;
 }
 
+namespace {
+
+// The record's line: its signed bytes with "sig" in its sorted place, after
+// "seq" and before "time" (payload < prev < seq < sig < time < type), so
+// the payload is serialized once, not twice. The same bytes as
+// canonical_json of the record with its "sig": a verifier checks exactly
+// that (verify.cpp, parse_canonical), and the journal tests verify every
+// journal they write.
+std::string with_signature(std::string_view signed_bytes, const nlohmann::json& record, std::string_view sig) {
+    const std::string tail =
+        ",\"time\":" + canonical_json(record.at("time")) + ",\"type\":" + canonical_json(record.at("type")) + "}";
+    if (signed_bytes.size() < tail.size() || signed_bytes.substr(signed_bytes.size() - tail.size()) != tail)
+        throw std::logic_error("journal record: its canonical bytes do not end with time and type");
+    std::string line;
+    line.reserve(signed_bytes.size() + sig.size() + 16);
+    line.append(signed_bytes.substr(0, signed_bytes.size() - tail.size()));
+    line.append(",\"sig\":\"").append(sig).append("\"");  // base64: nothing to escape
+    line.append(tail);
+    return line;
+}
+
+}  // namespace
+
 void JournalWriter::check_usable(std::string_view type) const {
     if (failed_) std::rethrow_exception(failed_);
     // Full: only the terminal record may still come, into the reserve.
@@ -115,9 +139,8 @@ std::string JournalWriter::append(std::string_view type, const nlohmann::json& p
                              {"time", utc_time(std::chrono::system_clock::now())},
                              {"type", std::string(type)},
                              {"payload", payload}};
-    std::string signed_bytes = canonical_json(record);  // a float in the payload is refused here, nothing written
-    record["sig"] = base64_encode(key_.sign(signed_bytes));
-    std::string line = canonical_json(record);
+    const std::string signed_bytes = canonical_json(record);  // a float in the payload is refused here, nothing written
+    std::string line = with_signature(signed_bytes, record, base64_encode(key_.sign(signed_bytes)));
     bool terminal = is_terminal_type(type);
     std::uint64_t bound = terminal ? options_.max_bytes : options_.max_bytes - options_.terminal_reserve;
     if (at_.size + line.size() + 1 > bound) {
