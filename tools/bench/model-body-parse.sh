@@ -8,5 +8,5 @@ src=$(cd "$here/../.." && pwd)
 work=$(mktemp -d /tmp/corral-body-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 g++ -O2 -std=c++20 -D_GNU_SOURCE -I"$src" -o "$work/model-body-parse" "$here/model-body-parse.cpp" \
-  "$src"/base/strict_json.cpp "$src"/base/parse.cpp
+  "$src"/base/strict_json.cpp "$src"/base/strict_json_fast.cpp "$src"/base/parse.cpp
 "$work/model-body-parse"
