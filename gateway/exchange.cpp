@@ -64,6 +64,37 @@ beast::error_code parse_buffered(ResponseParser& rp, beast::flat_buffer& buf) {
     return ec;
 }
 
+// Whether more of the response is here already, so that reading it costs
+// no wait for the network: bytes in a plain socket, or, from a TLS upstream,
+// decrypted bytes in the engine or a whole record waiting in its input. An
+// upstream that writes each few events in a record of its own (an SSE
+// stream in a burst) then reaches the box in one write of up to kChunkSize,
+// not one TLS record and send() per record: 33 696 sends for 16 MiB of
+// 500-byte records before (docs/benchmarks.md, session 46). Whatever needs
+// the network is flushed first, so a stream's events are never held back:
+// only a record with no data in it (a TLS 1.3 session ticket or key update,
+// which can only be told apart by reading it) can make the bytes wait for
+// the next record.
+bool more_is_buffered(asio::ip::tcp::socket& up) {
+    beast::error_code ec;
+    return up.available(ec) > 0 && !ec;
+}
+
+bool more_is_buffered(UpstreamTls& up) {
+    SSL* ssl = up.native_handle();
+    if (SSL_pending(ssl) > 0) return true;
+    // Asio's engine feeds OpenSSL through a BIO pair: what waits in it is
+    // ciphertext, a whole record only when its 5-byte header's length is there.
+    BIO* in = SSL_get_rbio(ssl);
+    const std::size_t waiting = BIO_ctrl_pending(in);
+    if (waiting < 5) return false;
+    char* head = nullptr;
+    if (BIO_nread0(in, &head) < 5 || !head) return false;  // the header wraps the pair's ring: flush now
+    const std::size_t record = 5 + ((static_cast<std::size_t>(static_cast<unsigned char>(head[3])) << 8) |
+                                    static_cast<unsigned char>(head[4]));
+    return waiting >= record;
+}
+
 // The one place response bytes are written to the box (WebSocket frames
 // aside: relay_upgraded). One contiguous buffer per call: a TLS stream turns
 // each buffer of a sequence into its own record and send(). With a scrub, the
@@ -279,16 +310,21 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
     std::span<char> chunk(c.chunk.get(), kChunkSize);
     std::string& out = c.out;
     out.reserve(kChunkSize + r.head.size() + 32);
+    std::size_t got = 0;  // body bytes in `chunk`, not yet relayed
     while (!rp.is_done()) {
-        rp.get().body().data = chunk.data();
-        rp.get().body().size = chunk.size();
+        rp.get().body().data = chunk.data() + got;
+        rp.get().body().size = chunk.size() - got;
         beast::error_code ec = parse_buffered(rp, upbuf);
-        if (!ec && !rp.is_done() && rp.get().body().size == chunk.size()) {
+        if (!ec && !rp.is_done() && rp.get().body().size == chunk.size() - got) {
             c.arm(c.limits().idle_timeout);
             auto [rec, n] = co_await http::async_read_some(up, upbuf, rp, nothrow);
             ec = rec == http::error::need_buffer ? beast::error_code{} : rec;
         }
-        std::size_t got = chunk.size() - rp.get().body().size;
+        got = chunk.size() - rp.get().body().size;
+        // More is here already: gather it into this write (more_is_buffered).
+        // (What `upbuf` still holds after parse_buffered is a part the parser
+        // needs more bytes for: not a reason to wait.)
+        if (!ec && !rp.is_done() && got < chunk.size() && more_is_buffered(up)) continue;
         if (got) {
             if (x.bytes_down + got > cap) {
                 // Hard cut: the client sees a truncated message and a closed connection.
@@ -317,6 +353,7 @@ awaitable<bool> relay_body(Conn& c, Client& client, Up& up, beast::flat_buffer& 
                 }
             }
             x.bytes_down += got;
+            got = 0;
         }
         if (ec == http::error::end_of_stream && r.until_eof) break;
         if (ec) {
