@@ -257,8 +257,12 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
             break;
         }
         e.reason = x.reason;
-        record(c, e);
-        if (scrub) record_reflection(c, e, *scrub);
+        if (scrub && scrub->matches() != 0) {
+            record(c, e);
+            record_reflection(c, e, *scrub);
+        } else {
+            record(c, std::move(e));  // the usual case: nothing reflected, the entry is not needed again
+        }
         if (!x.reason.empty() || x.status == 101) break;
         if (!(x.upstream_reusable && up)) up.reset();
         c.upstream = nullptr;
