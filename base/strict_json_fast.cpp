@@ -151,7 +151,6 @@ private:
     // with ASan's larger frames that overflowed the thread's stack).
     static constexpr std::size_t kMaxNesting = 128;
 
-
     bool seen(BuilderFrame& f, std::string_view k) {
         if (!f.many.empty()) return !f.many.insert(folded(k)).second;
         for (std::size_t i = f.keys_from; i < keys_.size(); ++i)
