@@ -4,6 +4,10 @@
 # only, its pid added to the bench's `pids` (killed by its trap). Sourced by
 # gateway.sh; uses its work, pids, free_port, secret, https_port and bulk_port.
 #   start_tinyproxy   (a): a CONNECT proxy; sets tp_port
+#   start_tcp_relay   (a): haproxy in TCP mode straight to the bulk upstream (no
+#                     CONNECT; splice-auto and 256 KiB buffers, its best of the
+#                     variants tried by hand): what a bare relay costs on this machine;
+#                     sets relay_port, or leaves it empty when haproxy is not installed
 #   start_mitmproxy   (b): mitmdump with an addon doing corral's header rewrite; sets mp_port
 #   start_nginx, start_haproxy
 #                     (b): reverse proxies doing corral's inject work; each sets
@@ -29,6 +33,37 @@ start_tinyproxy() {
   tinyproxy -d -c "$work/tinyproxy.conf" > "$work/tp.out" 2>&1 &
   pids+=($!)
   wait_port "$tp_port" "$work/tp.out"
+}
+
+start_tcp_relay() {
+  relay_port=
+  command -v haproxy >/dev/null || { echo "# haproxy is not installed (tools/install-deps.sh): (a) has no bare relay" >&2; return 0; }
+  echo "# haproxy (TCP relay)" >&2
+  local d=$work/relay port
+  port=$(free_port)
+  mkdir -p "$d"
+  cat > "$d/haproxy.cfg" <<CONF
+global
+  maxconn 64
+  tune.bufsize 262144
+  user nobody
+  group nogroup
+defaults
+  mode tcp
+  option splice-auto
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend relay
+  bind 127.0.0.1:$port
+  default_backend bulk
+backend bulk
+  server up 127.0.0.1:$bulk_port
+CONF
+  haproxy -db -f "$d/haproxy.cfg" > "$d/out" 2>&1 &
+  pids+=($!)
+  wait_port "$port" "$d/out"
+  relay_port=$port
 }
 
 start_mitmproxy() {

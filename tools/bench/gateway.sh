@@ -4,7 +4,9 @@
 # Each comparison runs in this one invocation, configurations alternating per
 # round, and reports medians:
 #  (a) CONNECT tunnel bulk throughput (one TCP stream of --bulk-bytes):
-#      direct vs corral (tunnel grant) vs tinyproxy.          targets: corral ≥ 0.8× direct, ≥ 2× tinyproxy
+#      direct vs corral (tunnel grant) vs tinyproxy, and haproxy as a bare TCP
+#      relay (no CONNECT; what one more hop costs on this machine).
+#                                                            targets: corral ≥ 0.8× direct, ≥ 2× tinyproxy
 #  (b) inject mode: keep-alive HTTPS GETs (x-api-key rewritten to the real key),
 #      requests/s with --conns connections and p50/p99 latency with one connection,
 #      direct TLS vs corral vs mitmproxy (mitmdump with an addon doing the same
@@ -192,7 +194,7 @@ start_gateway hold_metered "$corral"
 start_gateway hold_unmetered "$corral"
 unset grant_extra
 
-if want a; then start_tinyproxy; fi
+if want a; then start_tinyproxy; start_tcp_relay; fi
 if want b || want d || want f; then start_mitmproxy; fi
 peers=()  # (b)'s reverse-proxy peers that are installed and running
 if want b; then start_nginx; start_haproxy; fi
@@ -201,6 +203,7 @@ if want b; then start_nginx; start_haproxy; fi
 if want a; then
 echo "# (a) tunnel bulk throughput, $rounds rounds of $bulk_bytes bytes" >&2
 a_cfgs=(direct "${gateways[@]}" tinyproxy)
+[ -z "$relay_port" ] || a_cfgs+=(relay)
 for c in "${a_cfgs[@]}"; do : > "$work/a.$c"; done
 for r in $(seq 1 "$rounds"); do
   for i in $(seq 0 $(( ${#a_cfgs[@]} - 1 ))); do
@@ -209,10 +212,12 @@ for r in $(seq 1 "$rounds"); do
       direct) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" ;;
       corral|baseline) port_var=${cfg}_port; "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "${!port_var}" ;;
       tinyproxy) "$load" bulk --target "$bulk_port" --bytes "$bulk_bytes" --proxy "$tp_port" ;;
+      relay) "$load" bulk --target "$relay_port" --bytes "$bulk_bytes" ;;
     esac | awk '{print $2}' >> "$work/a.$cfg"
   done
 done
 a_direct=$(median < "$work/a.direct"); a_corral=$(median < "$work/a.corral"); a_tp=$(median < "$work/a.tinyproxy")
+a_relay=; [ -z "$relay_port" ] || a_relay=$(median < "$work/a.relay")
 fi
 
 # ---- (b) inject mode --------------------------------------------------------------
@@ -341,6 +346,10 @@ label() {
     haproxy) echo "haproxy $(haproxy -v | awk 'NR == 1 {print $3}') reverse proxy" ;;
   esac
 }
+relay_row() {
+  if [ -n "$a_relay" ]; then echo "| haproxy $(haproxy -v | awk 'NR == 1 {print $3}') TCP relay (no CONNECT, splice) | $a_relay | $(ratio "$a_relay" "$a_direct") |"
+  else echo "| haproxy TCP relay | not installed | |"; fi
+}
 a_rows() { for g in "${gateways[@]}"; do v=$(median < "$work/a.$g"); echo "| $(label "$g") (tunnel grant) | $v | $(ratio "$v" "$a_direct") |"; done; }
 b_rows() {
   for g in "${gateways[@]}"; do
@@ -395,8 +404,9 @@ cat <<REPORT
 | direct | $a_direct | 1.00 |
 $(a_rows)
 | tinyproxy | $a_tp | $(ratio "$a_tp" "$a_direct") |
+$(relay_row)
 
-corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct = $(ratio "$a_corral" "$a_direct") (target ≥ 0.8).
+corral / tinyproxy = $(ratio "$a_corral" "$a_tp") (target ≥ 2); corral / direct = $(ratio "$a_corral" "$a_direct") (target ≥ 0.8)${a_relay:+; corral / the bare haproxy relay = $(ratio "$a_corral" "$a_relay")}.
 Per round, MB/s: $(per_round a "${a_cfgs[@]}")
 
 REPORT
