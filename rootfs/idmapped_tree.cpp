@@ -5,14 +5,12 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <dirent.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +25,7 @@
 
 #include "base/sys_error.hpp"
 #include "rootfs/disk_overlap.hpp"
+#include "rootfs/hazard_scan.hpp"
 #include "rootfs/mount_plan.hpp"
 
 namespace corral::rootfs {
@@ -96,113 +95,6 @@ Fd user_namespace_mapping(const OwnerMapping& mapping) {
 }
 
 namespace {
-
-// Whether dir_fd/name carries the extended attribute `attr`. Only "no such
-// attribute" (or none supported) counts as no: any other error fails the
-// scan closed. getxattrat (Linux 6.13) asks relative to the directory; where
-// it is missing or filtered (ENOSYS, EPERM) the path goes through /proc/self/fd.
-bool has_xattr(int dir_fd, const char* name, const char* attr) {
-    static bool have_getxattrat = true;
-    if (have_getxattrat) {
-        struct {
-            std::uint64_t value;
-            std::uint32_t size;
-            std::uint32_t flags;
-        } args{};  // size 0: only the attribute's length is asked
-        long rc = syscall(464 /* getxattrat */, dir_fd, name, AT_SYMLINK_NOFOLLOW, attr, &args, sizeof args);
-        if (rc >= 0) return true;
-        if (errno == ENODATA || errno == EOPNOTSUPP) return false;
-        if (errno != ENOSYS && errno != EPERM) throw SysError("getxattrat", std::string(name) + ", " + attr, errno);
-        have_getxattrat = false;
-    }
-    char path[64 + NAME_MAX];
-    std::snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dir_fd, name);
-    if (lgetxattr(path, attr, nullptr, 0) >= 0) return true;
-    if (errno == ENODATA || errno == EOPNOTSUPP) return false;
-    throw SysError("lgetxattr", std::string(name) + ", " + attr, errno);
-}
-
-bool has_file_capabilities(int dir_fd, const char* name) { return has_xattr(dir_fd, name, "security.capability"); }
-
-bool has_access_acl(int dir_fd, const char* name) { return has_xattr(dir_fd, name, "system.posix_acl_access"); }
-
-const char* hazard_of(int dir_fd, const char* name, const struct stat& st, uid_t owner, gid_t group) {
-    bool writable = st.st_uid == owner || (st.st_gid == group && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
-    // A set-ID file whose ACL mask allows writing may name the owner or the
-    // group in an entry of its own: counted as writable (rare, so the extra
-    // lookup costs nothing on ordinary trees).
-    if (!writable && S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) && (st.st_mode & S_IWGRP))
-        writable = has_access_acl(dir_fd, name);
-    if (!writable) return nullptr;
-    if (S_ISSOCK(st.st_mode))
-        return "is a UNIX socket the agent could connect to: a host process serving it would take the box's requests "
-               "outside the sandbox; remove it, or use a workspace without live sockets (not a home directory)";
-    if (S_ISFIFO(st.st_mode))
-        return "is a FIFO the agent could write into: a host process reading it would take the box's input outside "
-               "the sandbox; remove it";
-    if (!S_ISREG(st.st_mode)) return nullptr;
-    if ((st.st_mode & (S_ISUID | S_ISGID)) || has_file_capabilities(dir_fd, name))
-        return "is set-user-ID, set-group-ID or has file capabilities, and the agent could rewrite it (a write through "
-               "mmap keeps those bits); remove them (chmod u-s,g-s / setcap -r) or use another workspace";
-    return nullptr;
-}
-
-// Depth-first over the tree the box will see (the detached copy: one mount,
-// no submounts); throws UsageError naming the first hazard. Fails closed: a
-// tree it cannot read completely, or deeper than kMaxDepth, is refused rather
-// than passed unchecked. One fd per level is held while descending.
-constexpr int kMaxDepth = 512;
-
-void refuse_hazards(int dir_fd, const std::string& rel, uid_t owner, gid_t group, int depth, const std::string& source,
-                    const std::string& option) {
-    if (depth > kMaxDepth)
-        throw UsageError(option + " " + source + ": it is more than " + std::to_string(kMaxDepth) +
-                         " directories deep; corral checks everything it hands the agent and refuses trees it cannot "
-                         "check completely");
-    std::vector<std::string> subdirs;
-    {
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) throw SysError("openat", source + rel, errno);
-        DIR* d = fdopendir(fd);
-        if (!d) {
-            int err = errno;
-            close(fd);
-            throw SysError("fdopendir", source + rel, err);
-        }
-        struct Closer {
-            DIR* d;
-            ~Closer() { closedir(d); }
-        } closer{d};
-        for (;;) {
-            errno = 0;
-            dirent* e = readdir(d);
-            if (!e) {
-                if (errno != 0) throw SysError("readdir", source + rel, errno);
-                break;
-            }
-            const char* n = e->d_name;
-            if (std::strcmp(n, ".") == 0 || std::strcmp(n, "..") == 0) continue;
-            struct stat st {};
-            if (fstatat(dir_fd, n, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                if (errno == ENOENT) continue;  // removed meanwhile: nothing to hand over
-                throw SysError("fstatat", source + rel + "/" + n, errno);
-            }
-            if (S_ISDIR(st.st_mode)) {
-                subdirs.emplace_back(n);
-            } else if (const char* hazard = hazard_of(dir_fd, n, st, owner, group)) {
-                throw UsageError(option + " " + source + ": " + source + rel + "/" + n + " " + hazard);
-            }
-        }
-    }
-    for (const auto& sub : subdirs) {
-        Fd sub_fd(openat(dir_fd, sub.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!sub_fd.valid()) {
-            if (errno == ENOENT) continue;
-            throw SysError("openat", source + rel + "/" + sub, errno);
-        }
-        refuse_hazards(sub_fd.get(), rel + "/" + sub, owner, group, depth + 1, source, option);
-    }
-}
 
 // The workspace, opened once and checked on that fd: nothing in its path is
 // a symlink (one left by an earlier run's agent could point anywhere), it is
@@ -312,6 +204,12 @@ void make_private(int tree_fd, const std::string& source) {
 
 }  // namespace
 
+namespace {
+// Attached as is, the agent writes only what "others" may.
+constexpr AgentWrites kOthersOnly{static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
+AgentWrites owner_of(const struct stat& st) { return AgentWrites{st.st_uid, st.st_gid}; }
+}  // namespace
+
 IdmappedTree idmapped_tree(const std::string& option, const std::string& source, OwnerMapping& mapping,
                            const std::vector<std::string>& protected_dirs) {
     // One open of DIR: the checks, the owner, the copy and the scan all come
@@ -333,20 +231,19 @@ IdmappedTree idmapped_tree(const std::string& option, const std::string& source,
     const bool as_is = st.st_uid == 0 || st.st_gid == 0;
     if (one_file) {
         // The file is the whole tree: the agent writes it as its owner, or as "others" when attached as is.
-        if (const char* hazard = hazard_of(file_dir.get(), file_name.c_str(), st, as_is ? static_cast<uid_t>(-1) : st.st_uid,
-                                           as_is ? static_cast<gid_t>(-1) : st.st_gid))
+        if (const char* hazard = hazard_of(file_dir.get(), file_name.c_str(), st, as_is ? kOthersOnly : owner_of(st)))
             throw UsageError(option + " " + source + ": " + hazard);
     }
     if (as_is) {
         // Attached as is: the agent is only "others" here.
-        if (!one_file) refuse_hazards(tree.get(), "", static_cast<uid_t>(-1), static_cast<gid_t>(-1), 0, source, option);
+        if (!one_file) refuse_hazards(tree.get(), kOthersOnly, source, option);
         make_private(tree.get(), source);
         return refused(IdmapRefusal::owned_by_root,
                        "its owner or group is root (" + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
                            "); mapping root to the agent would make the agent root over everything in it",
                        std::move(tree));
     }
-    if (!one_file) refuse_hazards(tree.get(), "", st.st_uid, st.st_gid, 0, source, option);
+    if (!one_file) refuse_hazards(tree.get(), owner_of(st), source, option);
     Fd userns;
     try {
         userns = user_namespace_mapping(mapping);

@@ -288,7 +288,7 @@ InitContext init_context(const SandboxSpec& spec, const UidLease& lease, const P
 // A clone of a multi-threaded process may inherit a lock (malloc, stdio)
 // held by a thread that does not exist in the child (step 5.7).
 void require_single_thread() {
-    if (std::size_t threads = count_threads(); threads != 1)
+    if (std::size_t threads = count_threads_after_joins(); threads != 1)
         throw SysError("launch_sandbox", "called with " + std::to_string(threads) + " threads; must be single-threaded",
                        EDEADLK);
 }
@@ -587,10 +587,8 @@ Sandbox launch_sandbox(SandboxSpec spec, const WhileInitBuilds& while_init_build
             if (tell) tell("warning: " + std::string(e.what()) + "; skipping it (take it out of --uid-range)");
             skip.insert(e.uid());
             previous = e.lease();
-            // The teardown's /proc scanner thread was joined, but the kernel
-            // lists an exited thread in /proc/self/task for a moment longer;
-            // the next clone3 requires a single thread.
-            for (int i = 0; i < 1000 && count_threads() != 1; ++i) std::this_thread::sleep_for(100us);
+            // The teardown's /proc scanner thread was joined; the next
+            // clone3's require_single_thread waits until its task is gone.
         }
     }
 }

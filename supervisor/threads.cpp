@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <chrono>
 #include <system_error>
 
 namespace corral::supervisor {
@@ -12,6 +13,15 @@ std::size_t count_threads() {
         while (dirent* e = readdir(d))
             if (e->d_name[0] != '.') ++n;
         closedir(d);
+    }
+    return n;
+}
+
+std::size_t count_threads_after_joins() {
+    std::size_t n = count_threads();
+    for (int i = 0; i < 1000 && n > 1; ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        n = count_threads();
     }
     return n;
 }
