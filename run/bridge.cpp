@@ -10,7 +10,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -312,6 +314,38 @@ bool peer_is_root(int fd) {
     return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred && cred.uid == 0;
 }
 
+// How long a box's connection waits for room in a loaded daemon's queue of
+// connections not yet accepted, before it is given up.
+constexpr std::chrono::seconds kDaemonQueueWait{10};
+
+// Connects `daemon` to the Unix socket at `path`. A listener whose queue is
+// full answers EAGAIN, not EINPROGRESS: Asio's async_connect would then call
+// the socket connected although it is not (and SO_PEERCRED reads no one).
+// So the connect is made here, non-blocking, and on EAGAIN tried again with
+// a growing pause (1 ms to 100 ms) for up to kDaemonQueueWait: a daemon
+// falling behind under load delays the box's connection, never drops it.
+asio::awaitable<boost::system::error_code> connect_when_queue_has_room(asio::local::stream_protocol::socket& daemon,
+                                                                       const std::string& path) {
+    boost::system::error_code ec;
+    const asio::local::stream_protocol::endpoint ep(path);
+    daemon.open(ep.protocol(), ec);
+    if (!ec) daemon.non_blocking(true, ec);
+    if (ec) co_return ec;
+    const auto deadline = std::chrono::steady_clock::now() + kDaemonQueueWait;
+    std::chrono::milliseconds pause{1};
+    for (;;) {
+        if (::connect(daemon.native_handle(), ep.data(), static_cast<socklen_t>(ep.size())) == 0) co_return ec;
+        const int err = errno;
+        if (err == EINTR) continue;
+        if (err != EAGAIN || std::chrono::steady_clock::now() + pause > deadline)
+            co_return boost::system::error_code(err, boost::system::system_category());
+        asio::steady_timer t(daemon.get_executor(), pause);
+        auto [tec] = co_await t.async_wait(nothrow);
+        if (tec) co_return tec;
+        pause = std::min(pause * 2, std::chrono::milliseconds(100));
+    }
+}
+
 }  // namespace
 
 asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_path, gateway::Identity id,
@@ -324,9 +358,12 @@ asio::awaitable<void> relay_to_daemon(tcp::socket client, std::string socket_pat
     using namespace asio::experimental::awaitable_operators;
     try {
         asio::local::stream_protocol::socket daemon(client.get_executor());
-        auto [cec] = co_await daemon.async_connect(asio::local::stream_protocol::endpoint(socket_path), nothrow);
+        const auto cec = co_await connect_when_queue_has_room(daemon, socket_path);
         if (cec) {
-            log::warn("bridge: cannot reach the gateway daemon at " + socket_path + ": " + cec.message());
+            log::warn("bridge: cannot reach the gateway daemon at " + socket_path + ": " + cec.message() +
+                      (cec.value() == EAGAIN ? " (its queue of connections stayed full for " +
+                                                   std::to_string(kDaemonQueueWait.count()) + " s)"
+                                             : std::string()));
             co_return;
         }
         // Only a root daemon gets the box's traffic and identity: a socket

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -452,11 +453,23 @@ protected:
     }
 
     // At the end, the counts already asked for; while the run is alive, a
-    // query of its own (the daemon answers in well under a millisecond).
+    // query of its own. A daemon that did not answer is not asked again for
+    // 1 s, doubling to 8 s: each box on it polls while it has traffic, and a
+    // query given up leaves a connection in its queue, so polling a daemon
+    // that falls behind would fill that queue (256 boxes at a load of 100:
+    // docs/benchmarks.md, "Scale"). The run's end asks regardless.
     std::vector<gateway::RefusalNotice> refusals_so_far() override {
         if (counts_) return counts_->refused;
+        const auto now = std::chrono::steady_clock::now();
+        if (now < quiet_until_) return {};
         auto counts = run::query_daemon_counts(socket_, id_, kDaemonAnswerTimeout);
-        return counts ? counts->refused : std::vector<gateway::RefusalNotice>{};
+        if (!counts) {
+            quiet_for_ = std::min(std::max(quiet_for_ * 2, std::chrono::milliseconds(1000)), std::chrono::milliseconds(8000));
+            quiet_until_ = std::chrono::steady_clock::now() + quiet_for_;
+            return {};
+        }
+        quiet_for_ = std::chrono::milliseconds(0);
+        return counts->refused;
     }
     gateway::GrantsFrom grants_from() const override { return gateway::GrantsFrom::daemon; }
     bool traffic_open() const override { return active_relays_->load() > 0; }
@@ -468,6 +481,9 @@ private:
     gateway::Identity id_;
     bool mcp_;
     std::string instance_at_start_;
+    // refusals_so_far's pause after a query the daemon did not answer.
+    std::chrono::milliseconds quiet_for_{0};
+    std::chrono::steady_clock::time_point quiet_until_{};
     std::shared_ptr<std::atomic<int>> active_relays_ = std::make_shared<std::atomic<int>>(0);
     std::optional<gateway::DaemonCounts> counts_;
     std::string ledger_failure_;

@@ -194,6 +194,9 @@ private:
     std::condition_variable watch_wake_;
     bool watch_stop_ = false;
     int polls_left_ = 0;  // the watcher's rounds still due since the last activity
+    int rounds_per_poll_ = 1;       // 250 ms rounds between two polls: 1, doubling to 8 while nothing begins or ends
+    int rounds_since_poll_ = 0;
+    bool activity_since_poll_ = false;
     bool live_refusals_ = true;
     std::function<void(const std::string&)> refusal_sink_;
     RefusalListeners* refusal_listeners_ = nullptr;

@@ -2,6 +2,7 @@
 // the gateway's refusals polled while the box has traffic through corral,
 // each first refusal of a host:port told to the operator and to a session's
 // exec callers, and the activity that wakes the poll.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -15,6 +16,8 @@ namespace {
 // Polls after the box's last activity: a refusal is recorded as its
 // exchange ends, which may be just after the connection's end was noted.
 constexpr int kPollsAfterActivity = 2;
+// The longest pause between two polls while connections stay open: 8 rounds of 250 ms.
+constexpr int kMaxRoundsPerPoll = 8;
 
 }  // namespace
 
@@ -25,13 +28,16 @@ void Egress::report_refusals() {
         if (refusal_sink_) refusal_sink_(line);
 }
 
-// Every 250 ms while the box has traffic through corral, and twice after
-// it last had some (a refusal is recorded as its exchange ends): soon
-// enough that the operator reads the reason while the CLI is still
-// retrying. A box doing nothing through corral wakes no thread: polling
-// every 250 ms regardless cost each idle supervisor 4 wakeups a second, and
-// through a daemon a question to it each time (256 idle boxes: 1024 a
-// second; docs/benchmarks.md "Idle supervisors", session 45).
+// Every 250 ms while the box's traffic through corral begins or ends, and
+// twice after it last had some (a refusal is recorded as its exchange ends):
+// soon enough that the operator reads the reason while the CLI is still
+// retrying. While connections stay open and none begins or ends (a long
+// model stream, a kept-alive connection), the pause between polls doubles
+// up to 2 s: through a daemon each poll is a question to it, and 256 boxes
+// each holding a stream asked it 1 024 times a second (docs/benchmarks.md,
+// "Scale"). A box doing nothing through corral wakes no thread: polling
+// every 250 ms regardless cost each idle supervisor 4 wakeups a second
+// (docs/benchmarks.md "Idle supervisors", session 45).
 void Egress::watch_refusals() {
     std::unique_lock lock(watch_mutex_);
     while (!watch_stop_) {
@@ -40,6 +46,11 @@ void Egress::watch_refusals() {
         watch_wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return watch_stop_; });
         if (watch_stop_) break;
         polls_left_ = traffic_open() ? kPollsAfterActivity : polls_left_ - 1;
+        if (activity_since_poll_) rounds_per_poll_ = 1;
+        if (++rounds_since_poll_ < rounds_per_poll_ && polls_left_ > 0) continue;
+        rounds_since_poll_ = 0;
+        rounds_per_poll_ = activity_since_poll_ ? 1 : std::min(rounds_per_poll_ * 2, kMaxRoundsPerPoll);
+        activity_since_poll_ = false;
         lock.unlock();
         report_refusals();
         lock.lock();
@@ -50,6 +61,7 @@ void Egress::note_activity() {
     std::lock_guard lock(watch_mutex_);
     if (polls_left_ == 0) watch_wake_.notify_one();
     polls_left_ = kPollsAfterActivity;
+    activity_since_poll_ = true;
 }
 
 namespace {
