@@ -168,54 +168,45 @@ private:
         return tokens_[static_cast<std::size_t>(matched)] == key ? matched + 1 : -1;
     }
 
-    // Where the next value goes (nullptr: nowhere, it is only checked), and
-    // what the outline says of it.
-    json* target(long& matched, bool& outlined, const JsonSelection*& select) {
-        matched = -1, outlined = false, select = nullptr;
-        if (depth_ == 0) {
-            matched = outline_ ? 0 : -1;
-            select = select_;
-            return &root_;
-        }
+    // Where the next value goes (value null: nowhere, it is only checked),
+    // and what the outline and the selection say of it.
+    struct Slot {
+        json* value = nullptr;
+        long matched = -1;
+        bool outlined = false;
+        const JsonSelection* select = nullptr;
+    };
+    Slot target() {
+        if (depth_ == 0) return Slot{&root_, outline_ ? 0 : -1, false, select_};
         BuilderFrame& parent = frames_[depth_ - 1];
-        if (!parent.value) return nullptr;
-        if (parent.value->is_object()) {
-            matched = parent.slot_matched;
-            select = parent.slot_select;
-            return parent.slot;
-        }
-        outlined = parent.outlined_array;
+        if (!parent.value) return Slot{};
+        if (parent.value->is_object()) return Slot{parent.slot, parent.slot_matched, false, parent.slot_select};
         auto& items = parent.value->get_ref<json::array_t&>();
         items.emplace_back();
-        return &items.back();
+        return Slot{&items.back(), -1, parent.outlined_array, nullptr};
     }
 
     template <class V>
     bool put(V&& v) {
-        long matched;
-        bool outlined;
-        const JsonSelection* select;
-        if (json* t = target(matched, outlined, select)) *t = json(std::forward<V>(v));
+        if (json* t = target().value) *t = json(std::forward<V>(v));
         return true;
     }
 
     bool open(bool object) {
         if (depth_ >= max_depth_ || depth_ >= kMaxNesting) return false;
-        long matched;
-        bool outlined;
-        const JsonSelection* select;
-        json* t = target(matched, outlined, select);
+        const Slot s = target();
+        json* t = s.value;
         if (t) *t = object ? json::object() : json::array();
         if (depth_ == frames_.size()) frames_.emplace_back();
         BuilderFrame& f = frames_[depth_++];
         f.value = t;
-        f.matched = matched;
-        f.outlined_element = object && outlined && t;
-        f.outlined_array = !object && outline_ && matched >= 0 && static_cast<std::size_t>(matched) == tokens_.size();
+        f.matched = s.matched;
+        f.outlined_element = object && s.outlined && t;
+        f.outlined_array = !object && outline_ && s.matched >= 0 && static_cast<std::size_t>(s.matched) == tokens_.size();
         f.keys_from = keys_.size();
         f.many.clear();
         f.slot = nullptr, f.slot_matched = -1;
-        f.select = object ? select : nullptr;  // an array's elements are built whole
+        f.select = object ? s.select : nullptr;  // an array's elements are built whole
         f.slot_select = nullptr;
         return true;
     }

@@ -162,18 +162,22 @@ awaitable<Exchange> forward(Conn& c, const Target& t, const std::string& key, st
     co_return x;
 }
 
-// After an inject exchange's own line: one `secret_reflected` line when the
+// An inject exchange's line, then one `secret_reflected` line when the
 // scrubber masked anything (the response went on, masked), and, the first
 // time an identity's upstream does so, a warning on stderr (later ones are in
-// the ledger and counted in the run's record).
-void record_reflection(Conn& c, const LedgerEntry& exchange_line, const ResponseScrub& scrub) {
-    if (scrub.matches() == 0) return;
-    LedgerEntry e = exchange_line;
+// the ledger and counted in the run's record). The usual exchange, nothing
+// reflected, has its entry moved into the ledger, not copied.
+void record_exchange(Conn& c, LedgerEntry e, const ResponseScrub* scrub) {
+    if (scrub == nullptr || scrub->matches() == 0) {
+        record(c, std::move(e));
+        return;
+    }
+    record(c, e);
     e.time = std::chrono::system_clock::now();
     e.decision = Decision::allow;
     e.reason = std::string(reason::secret_reflected);
-    e.form = scrub_form_names(scrub.forms());
-    e.matches = scrub.matches();
+    e.form = scrub_form_names(scrub->forms());
+    e.matches = scrub->matches();
     bool first = c.gw.ledger.secrets_reflected(c.id_text) == 0;
     record(c, e);
     if (first)
@@ -257,12 +261,7 @@ awaitable<void> serve_inject(std::shared_ptr<Conn> cp, Target t) {
             break;
         }
         e.reason = x.reason;
-        if (scrub && scrub->matches() != 0) {
-            record(c, e);
-            record_reflection(c, e, *scrub);
-        } else {
-            record(c, std::move(e));  // the usual case: nothing reflected, the entry is not needed again
-        }
+        record_exchange(c, std::move(e), scrub ? &*scrub : nullptr);
         if (!x.reason.empty() || x.status == 101) break;
         if (!(x.upstream_reusable && up)) up.reset();
         c.upstream = nullptr;
