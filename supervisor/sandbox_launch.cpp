@@ -44,8 +44,6 @@ namespace corral::supervisor {
 
 namespace {
 
-using namespace std::chrono_literals;
-
 // Phase timings at debug level (CORRAL_LOG=debug): startup cost is a feature.
 class PhaseTimer {
 public:
